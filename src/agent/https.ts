@@ -1,0 +1,150 @@
+// The TLS listener of http exposes. Exposes that share a listen port share one listener: SNI chooses the
+// expose (certificate and backend) among their names and aliases; a client without SNI, or with a name no
+// expose serves, gets the first expose's certificate (and fails verification if it asked for another name).
+// Bounded under floods and slowloris clients: the shared connection budget, a handshake and header timeout,
+// an idle timeout, and piped bodies.
+import { Agent } from "node:http";
+import { createServer, type Server } from "node:https";
+import type { Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
+import { type CertificateEntry, loadCertificate, normalizeName, selectByServerName } from "./certs.js";
+import type { AgentExpose } from "./config.js";
+import { type ConnectionBudget, closeServer, tryAcquire } from "./forward.js";
+import type { AgentLogger } from "./log.js";
+import type { AgentMetrics } from "./metrics.js";
+import { type ProxyTarget, proxyRequest, proxyUpgrade } from "./proxy.js";
+
+export interface HttpsListenerOptions {
+  listenHost: string;
+  listenPort: number;
+  /** The http exposes of this listen port, in config order (the first is the default). */
+  exposes: AgentExpose[];
+  budget: ConnectionBudget;
+  idleTimeoutMs: number;
+  headerTimeoutMs: number;
+  dialTimeoutMs: number;
+  metrics: AgentMetrics;
+  log: AgentLogger;
+}
+
+export interface HttpsListener {
+  readonly port: number;
+  readonly exposes: string[];
+  /** Re-reads every certificate pair now (the agent also does this on a timer). */
+  reloadCertificates(): Promise<void>;
+  close(graceMs?: number): Promise<void>;
+}
+
+interface ExposeRoute {
+  expose: AgentExpose;
+  cert: CertificateEntry;
+  target: ProxyTarget;
+}
+
+export async function startHttpsListener(opts: HttpsListenerOptions): Promise<HttpsListener> {
+  const { metrics, log } = opts;
+  const routes: ExposeRoute[] = opts.exposes.map((expose) => ({
+    expose,
+    cert: { expose: expose.name, certFile: expose.tls?.certFile ?? "", keyFile: expose.tls?.keyFile ?? "" },
+    target: {
+      name: expose.name,
+      backend: expose.backend,
+      // Reused backend connections; a free one is closed after a few seconds (or the backend's own
+      // Keep-Alive hint) so the agent rarely reuses a socket the backend is closing.
+      agent: new Agent({ keepAlive: true, maxFreeSockets: 64, timeout: 4000, scheduling: "lifo" }),
+      dialTimeoutMs: opts.dialTimeoutMs,
+      idleTimeoutMs: opts.idleTimeoutMs,
+      metrics,
+      log,
+    },
+  }));
+  const byName = new Map<string, ExposeRoute>();
+  for (const route of routes) for (const name of route.expose.names) byName.set(normalizeName(name), route);
+  const fallback = routes[0];
+  const routeFor = (serverName: string | false | undefined) => selectByServerName(byName, serverName || undefined, fallback);
+
+  await Promise.all(routes.map((route) => loadCertificate(route.cert, log)));
+
+  const server: Server = createServer(
+    {
+      ...(fallback.cert.pem ?? {}),
+      SNICallback: (serverName, cb) => {
+        const route = routeFor(serverName);
+        if (route.cert.context) cb(null, route.cert.context);
+        else cb(new Error(`no certificate loaded for expose ${route.expose.name}`));
+      },
+      ALPNProtocols: ["http/1.1"],
+      handshakeTimeout: opts.headerTimeoutMs,
+      headersTimeout: opts.headerTimeoutMs,
+      requestTimeout: 0, // long uploads are bounded by the idle timeout instead
+      keepAliveTimeout: Math.min(opts.idleTimeoutMs, 60_000),
+      connectionsCheckingInterval: Math.min(1000, opts.headerTimeoutMs),
+      noDelay: true,
+    },
+    (req, res) => proxyRequest(req, res, routeFor((req.socket as TLSSocket).servername).target),
+  );
+  server.timeout = opts.idleTimeoutMs;
+  server.on("upgrade", (req, socket: Socket, head: Buffer) =>
+    proxyUpgrade(req, socket, head, routeFor((req.socket as TLSSocket).servername).target),
+  );
+
+  // Raw TCP connections, by remote address, until the TLS handshake says which expose they belong to.
+  const pending = new Map<string, { raw: Socket; release: () => void }>();
+  const live = new Set<Socket>();
+  const keyOf = (socket: Socket) => `${socket.remoteAddress}|${socket.remotePort}`;
+  server.on("connection", (raw: Socket) => {
+    const release = tryAcquire(opts.budget);
+    if (!release) {
+      metrics.connectionsRejected.inc({ name: fallback.expose.name });
+      raw.destroy();
+      return;
+    }
+    const key = keyOf(raw);
+    live.add(raw);
+    pending.set(key, { raw, release });
+    raw.once("close", () => {
+      live.delete(raw);
+      if (pending.get(key)?.raw === raw) pending.delete(key);
+      release();
+    });
+  });
+  server.on("secureConnection", (tls: TLSSocket) => {
+    const entry = pending.get(keyOf(tls));
+    if (!entry) return;
+    pending.delete(keyOf(tls));
+    const name = routeFor(tls.servername).expose.name;
+    // Counted on the raw socket: the bytes are TLS bytes, handshake included.
+    metrics.trackBytes(name, entry.raw);
+    metrics.connectionsActive.inc({ name });
+    entry.raw.once("close", () => metrics.connectionsActive.dec({ name }));
+  });
+  server.on("tlsClientError", (err) => log.debug("tls handshake failed", { error: err.message }));
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (err: NodeJS.ErrnoException) =>
+      reject(new Error(`listen ${opts.listenHost}:${opts.listenPort} for ${fallback.expose.name}: ${err.code ?? err.message}`)),
+    );
+    server.listen(opts.listenPort, opts.listenHost, () => resolve());
+  });
+  server.on("error", (err) => log.error("listener error", { expose: fallback.expose.name, error: err.message }));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : opts.listenPort;
+  log.info("listening", { exposes: routes.map((r) => r.expose.name).join(","), port, mode: "http" });
+
+  return {
+    port,
+    exposes: routes.map((r) => r.expose.name),
+    async reloadCertificates() {
+      for (const route of routes) {
+        const changed = await loadCertificate(route.cert, log);
+        // Clients without SNI use the server's own context, which follows the first expose.
+        if (changed && route === fallback && route.cert.pem) server.setSecureContext({ ...route.cert.pem });
+      }
+    },
+    async close(graceMs = 0) {
+      server.closeIdleConnections();
+      await closeServer(server, live, graceMs);
+      for (const route of routes) route.target.agent.destroy();
+    },
+  };
+}

@@ -1,0 +1,112 @@
+// tailscaled's LocalAPI status over its unix socket: the agent's own node and its netmap. A peer or route
+// that the policy does not grant to the agent is absent from the netmap, which is how the operator tells
+// NoGrant apart from NotApproved and NotAdvertised.
+import { request } from "node:http";
+
+export interface AgentSelf {
+  hostName: string;
+  tailscaleIPs: string[];
+  online: boolean;
+}
+
+export interface AgentPeer {
+  hostName: string;
+  dnsName: string;
+  tailscaleIPs: string[];
+  primaryRoutes: string[];
+  online: boolean;
+}
+
+export interface Netmap {
+  /** tailscaled's BackendState ("Running", "NeedsLogin", "Starting", …). */
+  backendState: string;
+  self: AgentSelf;
+  /** Sorted by hostName, then dnsName, so /status is stable between scrapes. */
+  peers: AgentPeer[];
+}
+
+/** The LocalAPI path; `peers=true` is tailscaled's default and is kept explicit. */
+export const LOCALAPI_STATUS_PATH = "/localapi/v0/status";
+/** tailscaled accepts LocalAPI requests on its socket only with this Host. */
+export const LOCALAPI_HOST = "local-tailscaled.sock";
+const MAX_STATUS_BYTES = 32 * 1024 * 1024;
+
+function record(value: unknown): Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
+}
+
+function text(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+/** Maps tailscaled's ipnstate.Status JSON to the /status fields. Tolerant: missing fields become empty. */
+export function mapLocalApiStatus(raw: unknown): Netmap {
+  const status = record(raw);
+  const self = record(status.Self);
+  const peers = Object.values(record(status.Peer)).map((value): AgentPeer => {
+    const peer = record(value);
+    return {
+      hostName: text(peer.HostName),
+      dnsName: text(peer.DNSName),
+      tailscaleIPs: strings(peer.TailscaleIPs),
+      primaryRoutes: strings(peer.PrimaryRoutes),
+      online: peer.Online === true,
+    };
+  });
+  peers.sort((a, b) => a.hostName.localeCompare(b.hostName) || a.dnsName.localeCompare(b.dnsName));
+  return {
+    backendState: text(status.BackendState),
+    self: { hostName: text(self.HostName), tailscaleIPs: strings(self.TailscaleIPs), online: self.Online === true },
+    peers,
+  };
+}
+
+/** GET /localapi/v0/status over the unix socket. Rejects with "LocalAPI GET /localapi/v0/status: <cause>". */
+export function fetchLocalApiStatus(socketPath: string, timeoutMs: number): Promise<Netmap> {
+  const operation = `LocalAPI GET ${LOCALAPI_STATUS_PATH}`;
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        socketPath,
+        path: LOCALAPI_STATUS_PATH,
+        method: "GET",
+        // Host is what tailscaled checks on its socket; Sec-Tailscale marks a non-browser client (required
+        // when the LocalAPI is reached over TCP, harmless on the socket).
+        headers: { Host: LOCALAPI_HOST, "Sec-Tailscale": "localapi", Accept: "application/json" },
+        timeout: timeoutMs,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on("data", (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_STATUS_BYTES) {
+            req.destroy(new Error(`response over ${MAX_STATUS_BYTES} bytes`));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on("error", (err) => reject(new Error(`${operation}: ${err.message}`)));
+        res.on("end", () => {
+          const body = Buffer.concat(chunks).toString("utf8");
+          if (res.statusCode !== 200) {
+            reject(new Error(`${operation}: ${res.statusCode} ${body.trim().slice(0, 200)}`));
+            return;
+          }
+          try {
+            resolve(mapLocalApiStatus(JSON.parse(body)));
+          } catch (err) {
+            reject(new Error(`${operation}: invalid JSON (${(err as Error).message})`));
+          }
+        });
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error(`timed out after ${timeoutMs / 1000}s`)));
+    req.on("error", (err: NodeJS.ErrnoException) => reject(new Error(`${operation}: ${err.code ?? err.message}`)));
+    req.end();
+  });
+}

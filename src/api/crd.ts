@@ -1,0 +1,56 @@
+import { GROUP, type KindInfo, KINDS, type Schema, VERSION } from "./schemas.js";
+
+/** Strips what OpenAPI v3 in a CRD cannot carry (JSON Schema `format: date-time` is fine; `default` on required is not). */
+function structural(schema: Schema): Schema {
+  return JSON.parse(JSON.stringify(schema)) as Schema;
+}
+
+/** The CustomResourceDefinition of one kind, generated from its schema. */
+export function crdFor(info: KindInfo): Record<string, unknown> {
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: {
+      name: `${info.plural}.${GROUP}`,
+      labels: { "app.kubernetes.io/name": "tailnet-operator", "app.kubernetes.io/part-of": "tailnet-operator" },
+    },
+    spec: {
+      group: GROUP,
+      names: {
+        kind: info.kind,
+        listKind: `${info.kind}List`,
+        plural: info.plural,
+        singular: info.singular,
+        shortNames: [info.shortName],
+        categories: ["tailnet"],
+      },
+      scope: info.scope,
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: info.printerColumns,
+          schema: {
+            openAPIV3Schema: {
+              type: "object",
+              required: ["spec"],
+              properties: {
+                apiVersion: { type: "string" },
+                kind: { type: "string" },
+                metadata: { type: "object" },
+                spec: structural(info.spec),
+                status: structural(info.status),
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+export function allCrds(): Record<string, unknown>[] {
+  return KINDS.map(crdFor);
+}

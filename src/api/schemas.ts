@@ -1,0 +1,353 @@
+/**
+ * The resource API as code: one JSON Schema per kind, the single source for the CRDs
+ * (`npm run manifests` writes manifests/crds and the chart's crds/), for hook-time validation
+ * of parents (ajv), and for the status the hooks return (Metacontroller re-syncs forever on a
+ * status the API server prunes, so every status field we write is declared here).
+ */
+export type Schema = Record<string, unknown>;
+
+export const GROUP = "tailnet.internal";
+export const VERSION = "v1alpha1";
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+/** `tag:` then 1–63 of [a-z0-9-], starting with a letter (api.md). */
+export const TAG_PATTERN = "^tag:[a-z][a-z0-9-]{0,62}$";
+/** RFC 1035 label (Service names, DNS labels). */
+export const DNS1035_PATTERN = "^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$";
+/** DNS-1123 label (namespaces). */
+export const DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$";
+/** DNS-1123 subdomain (Kubernetes object names). */
+export const DNS1123_SUBDOMAIN_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+/** IPv4 or IPv6 CIDR, syntax only; host bits and overlaps are checked in code. */
+export const CIDR_PATTERN = "^([0-9]{1,3}(\\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9a-fA-F:.]+/[0-9]{1,3})$";
+/** Go-style duration as Headscale and Kubernetes users write it: 24h, 90m, 1h30m. */
+export const DURATION_PATTERN = "^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$";
+
+const str = (extra: Schema = {}): Schema => ({ type: "string", ...extra });
+const int = (extra: Schema = {}): Schema => ({ type: "integer", ...extra });
+const bool = (extra: Schema = {}): Schema => ({ type: "boolean", ...extra });
+const arr = (items: Schema, extra: Schema = {}): Schema => ({ type: "array", items, ...extra });
+const obj = (properties: Record<string, Schema>, required: string[] = [], extra: Schema = {}): Schema => ({
+  type: "object",
+  properties,
+  ...(required.length ? { required } : {}),
+  ...extra,
+});
+const secretKeyRef = (defaultKey: string, description: string): Schema =>
+  obj(
+    {
+      namespace: str({ pattern: DNS1123_LABEL_PATTERN }),
+      name: str({ pattern: DNS1123_SUBDOMAIN_PATTERN, maxLength: 253 }),
+      key: str({ default: defaultKey, minLength: 1 }),
+    },
+    ["namespace", "name"],
+    { description },
+  );
+
+const conditions: Schema = arr(
+  obj(
+    {
+      type: str({ minLength: 1 }),
+      status: str({ enum: ["True", "False", "Unknown"] }),
+      reason: str(),
+      message: str(),
+      lastTransitionTime: str({ format: "date-time" }),
+      observedGeneration: int({ format: "int64", minimum: 0 }),
+    },
+    ["type", "status"],
+  ),
+  { "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"] },
+);
+
+const tailnetRef: Schema = obj({ name: str({ minLength: 1, pattern: DNS1123_SUBDOMAIN_PATTERN }) }, ["name"], {
+  description: "The cluster-scoped Tailnet this object belongs to.",
+});
+const tag: Schema = str({
+  pattern: TAG_PATTERN,
+  description: 'Tailnet tag of the agent node; default "<tagPrefix><namespace>-<name>".',
+});
+const aclEntities = (description: string): Schema =>
+  arr(str({ minLength: 1 }), { description, "x-kubernetes-list-type": "set" });
+
+const commonWorkloadStatus = {
+  observedGeneration: int({ format: "int64" }),
+  conditions,
+};
+
+export const tailnetSpec: Schema = obj(
+  {
+    headscale: obj(
+      {
+        url: str({ pattern: "^https?://[^\\s/]+(/.*)?$", description: "Headscale server URL (http or https)." }),
+        apiKeySecretRef: secretKeyRef("apiKey", "Secret holding a Headscale API key."),
+        caSecretRef: secretKeyRef("ca.crt", "Optional Secret with a CA bundle for Headscale's TLS certificate."),
+      },
+      ["url", "apiKeySecretRef"],
+    ),
+    tagPrefix: str({ default: "tag:k8s-", pattern: "^tag:[a-z][a-z0-9-]{0,40}$" }),
+    authKeyTTL: str({ default: "24h", pattern: DURATION_PATTERN, description: "Lifetime of agent pre-auth keys." }),
+    policy: obj(
+      {
+        mode: str({ enum: ["Apply", "DryRun"], default: "DryRun" }),
+        baseConfigMapRef: obj(
+          {
+            namespace: str({ minLength: 1 }),
+            name: str({ minLength: 1 }),
+            key: str({ default: "policy.hujson", minLength: 1 }),
+          },
+          ["namespace", "name"],
+        ),
+        tagOwners: aclEntities("Owners written for every generated tag."),
+      },
+      [],
+      { default: {} },
+    ),
+    allowedIngressSources: aclEntities("Allowlist for TailnetIngress.spec.allowFrom."),
+    allowedEgressTargets: aclEntities("CIDRs or node tags the operator may grant to egress agents."),
+    reservedNetworks: arr(str({ pattern: CIDR_PATTERN }), { description: "TailnetSite prefixes may not overlap these." }),
+    dns: obj({
+      baseDomain: str({ description: "Headscale's dns.base_domain." }),
+      splitDNS: obj({ domains: arr(str({ minLength: 1 }), { minItems: 1 }) }, ["domains"]),
+    }),
+  },
+  ["headscale"],
+);
+
+export const tailnetStatus: Schema = obj({
+  observedGeneration: int({ format: "int64" }),
+  conditions,
+  policy: obj({
+    renderedHash: str(),
+    appliedHash: str(),
+    appliedAt: str({ format: "date-time" }),
+    generated: obj({ tags: int(), grants: int(), routes: int() }),
+  }),
+  userConflicts: int({ minimum: 0 }),
+});
+
+const port: Schema = int({ minimum: 1, maximum: 65535 });
+
+export const egressSpec: Schema = obj(
+  {
+    tailnetRef,
+    tag,
+    replicas: int({ minimum: 0, maximum: 16, default: 1 }),
+    targets: arr(
+      obj(
+        {
+          name: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
+          host: str({ minLength: 1, maxLength: 253, description: "Node name, MagicDNS FQDN or IP address." }),
+          ports: arr(obj({ port, protocol: str({ enum: ["TCP"], default: "TCP" }) }, ["port"]), {
+            minItems: 1,
+            maxItems: 16,
+          }),
+        },
+        ["name", "host", "ports"],
+      ),
+      { minItems: 1, maxItems: 64, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"] },
+    ),
+  },
+  ["tailnetRef", "targets"],
+);
+
+export const egressStatus: Schema = obj({
+  ...commonWorkloadStatus,
+  tag: str(),
+  targets: arr(
+    obj({
+      name: str(),
+      host: str(),
+      address: str(),
+      service: str(),
+      state: str(),
+      reason: str(),
+    }),
+  ),
+});
+
+export const ingressSpec: Schema = obj(
+  {
+    tailnetRef,
+    tag,
+    hostname: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
+    mode: str({ enum: ["tcp", "http"], default: "tcp" }),
+    allowFrom: aclEntities("Who may connect; must be within Tailnet.spec.allowedIngressSources."),
+    exposes: arr(
+      obj(
+        {
+          name: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
+          port,
+          backend: obj({ service: str({ pattern: DNS1035_PATTERN }), port }, ["service", "port"]),
+          host: str({ minLength: 1, maxLength: 63 }),
+          aliases: arr(str({ minLength: 1, maxLength: 63 }), { maxItems: 16 }),
+          tls: obj({ secretName: str({ pattern: DNS1123_SUBDOMAIN_PATTERN }) }, ["secretName"]),
+        },
+        ["name", "port", "backend"],
+      ),
+      { minItems: 1, maxItems: 32, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"] },
+    ),
+  },
+  ["tailnetRef", "hostname", "exposes"],
+);
+
+export const ingressStatus: Schema = obj({
+  ...commonWorkloadStatus,
+  tag: str(),
+  dnsName: str(),
+  exposes: arr(
+    obj({
+      name: str(),
+      dnsName: str(),
+      dnsAliases: arr(str()),
+      reachable: bool(),
+    }),
+  ),
+});
+
+export const siteSpec: Schema = obj(
+  {
+    tailnetRef,
+    prefixes: arr(str({ pattern: CIDR_PATTERN }), { minItems: 1, maxItems: 16 }),
+    advertiserTags: arr(str({ pattern: TAG_PATTERN }), { minItems: 1, maxItems: 16 }),
+    allowFrom: aclEntities("Who may use the routes."),
+  },
+  ["tailnetRef", "prefixes", "advertiserTags"],
+);
+
+export const siteStatus: Schema = obj({
+  ...commonWorkloadStatus,
+  advertisers: arr(obj({ node: str(), prefixes: arr(str()), approved: bool() })),
+});
+
+export const gatewaySpec: Schema = obj(
+  {
+    tailnetRef,
+    tag,
+    suspend: bool({ default: false }),
+    hostname: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
+    routes: arr(str({ pattern: CIDR_PATTERN }), { maxItems: 16 }),
+    dns: obj(
+      {
+        zone: str({ minLength: 1, maxLength: 253 }),
+        clusterDNSForward: str({ enum: ["Managed", "External"], default: "Managed" }),
+      },
+      [],
+      { default: {} },
+    ),
+    staleNodes: str({ enum: ["Delete", "Keep"], default: "Delete" }),
+    service: obj({ type: str({ enum: ["ClusterIP", "LoadBalancer"], default: "ClusterIP" }) }, [], { default: {} }),
+    bootstrapKeyTTL: str({ default: "1h", pattern: DURATION_PATTERN }),
+  },
+  ["tailnetRef"],
+);
+
+export const gatewayStatus: Schema = obj({
+  ...commonWorkloadStatus,
+  tag: str(),
+  node: obj({ id: str(), name: str(), nodeKey: str(), preAuthKeyId: str() }),
+  dnsServiceIP: str(),
+});
+
+export interface KindInfo {
+  /** Path segment: /hooks/<hookKind>/<hook>. */
+  hookKind: "tailnet" | "egress" | "ingress" | "site" | "gateway";
+  kind: string;
+  plural: string;
+  singular: string;
+  shortName: string;
+  scope: "Cluster" | "Namespaced";
+  spec: Schema;
+  status: Schema;
+  printerColumns: { name: string; type: string; jsonPath: string; description?: string }[];
+}
+
+const readyReason = (): KindInfo["printerColumns"][number] => ({
+  name: "READY",
+  type: "string",
+  jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
+  description: "Reason of the Ready condition",
+});
+const tagColumn = { name: "TAG", type: "string", jsonPath: ".status.tag", description: "Effective tag" };
+const ageColumn = { name: "AGE", type: "date", jsonPath: ".metadata.creationTimestamp" };
+const condReason = (name: string, type: string) => ({
+  name,
+  type: "string",
+  jsonPath: `.status.conditions[?(@.type=="${type}")].reason`,
+  description: `Reason of the ${type} condition`,
+});
+
+export const KINDS: readonly KindInfo[] = [
+  {
+    hookKind: "tailnet",
+    kind: "Tailnet",
+    plural: "tailnets",
+    singular: "tailnet",
+    shortName: "tn",
+    scope: "Cluster",
+    spec: tailnetSpec,
+    status: tailnetStatus,
+    printerColumns: [
+      condReason("COMPAT", "HeadscaleCompatible"),
+      condReason("DNS", "SplitDNS"),
+      condReason("POLICY", "PolicyApplied"),
+      ageColumn,
+    ],
+  },
+  {
+    hookKind: "egress",
+    kind: "TailnetEgress",
+    plural: "tailnetegresses",
+    singular: "tailnetegress",
+    shortName: "tne",
+    scope: "Namespaced",
+    spec: egressSpec,
+    status: egressStatus,
+    printerColumns: [tagColumn, readyReason(), ageColumn],
+  },
+  {
+    hookKind: "ingress",
+    kind: "TailnetIngress",
+    plural: "tailnetingresses",
+    singular: "tailnetingress",
+    shortName: "tni",
+    scope: "Namespaced",
+    spec: ingressSpec,
+    status: ingressStatus,
+    printerColumns: [tagColumn, readyReason(), ageColumn],
+  },
+  {
+    hookKind: "site",
+    kind: "TailnetSite",
+    plural: "tailnetsites",
+    singular: "tailnetsite",
+    shortName: "tns",
+    scope: "Namespaced",
+    spec: siteSpec,
+    status: siteStatus,
+    printerColumns: [
+      { name: "TAG", type: "string", jsonPath: ".spec.advertiserTags[0]", description: "First advertiser tag" },
+      readyReason(),
+      ageColumn,
+    ],
+  },
+  {
+    hookKind: "gateway",
+    kind: "TailnetGateway",
+    plural: "tailnetgateways",
+    singular: "tailnetgateway",
+    shortName: "tng",
+    scope: "Namespaced",
+    spec: gatewaySpec,
+    status: gatewayStatus,
+    printerColumns: [tagColumn, readyReason(), ageColumn],
+  },
+];
+
+export type HookKind = KindInfo["hookKind"];
+export const HOOK_KINDS = KINDS.map((k) => k.hookKind);
+export function kindInfo(hookKind: string): KindInfo | undefined {
+  return KINDS.find((k) => k.hookKind === hookKind);
+}
+export function kindInfoByKind(kind: string): KindInfo | undefined {
+  return KINDS.find((k) => k.kind === kind);
+}

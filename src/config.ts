@@ -1,0 +1,179 @@
+/**
+ * Operator configuration: `serve --config <file>` (YAML), validated at start; environment
+ * overrides PORT, OPERATOR_NAMESPACE, HOOK_TOKEN, LOG_LEVEL. Every field has a default so
+ * `npm start` runs with no file.
+ */
+import { readFileSync } from "node:fs";
+import { Ajv } from "ajv";
+import { parse as parseYaml } from "yaml";
+
+export interface NetworkPolicyPeer {
+  namespaceSelector?: Record<string, unknown>;
+  podSelector?: Record<string, unknown>;
+  ipBlock?: { cidr: string; except?: string[] };
+}
+
+export interface OperatorConfig {
+  port: number;
+  logLevel: string;
+  hookToken?: string;
+  operatorNamespace: string;
+  images: { agent: string; tailscale: string; coredns: string };
+  headscale: { timeoutSeconds: number; cacheTTLSeconds: number };
+  hooks: { bodyLimitBytes: number; maxInFlight: number; retryAfterSeconds: number; resyncSeconds: number };
+  agents: { scrapeTimeoutMs: number };
+  monitoring: {
+    podMonitor: { scrapeFrom: NetworkPolicyPeer[] };
+    rules: { apiKeyExpiryWarningSeconds: number; authKeyExpiryWarningSeconds: number };
+  };
+  networkPolicy: { isolateOperator: boolean; metricsPeers: NetworkPolicyPeer[] };
+}
+
+export const DEFAULT_CONFIG: OperatorConfig = {
+  port: 8080,
+  logLevel: "info",
+  operatorNamespace: "tailnet-system",
+  images: {
+    agent: "ghcr.io/tailnet-operator/tailnet-operator:0.1.0",
+    tailscale: "tailscale/tailscale:v1.90.6",
+    coredns: "coredns/coredns:1.12.4",
+  },
+  headscale: { timeoutSeconds: 5, cacheTTLSeconds: 10 },
+  // 64 targets with their children and related objects are ~600 KiB; 8 MiB leaves room for
+  // big base-policy ConfigMaps on a Tailnet sync.
+  hooks: { bodyLimitBytes: 8 * 1024 * 1024, maxInFlight: 64, retryAfterSeconds: 2, resyncSeconds: 60 },
+  agents: { scrapeTimeoutMs: 2000 },
+  monitoring: {
+    podMonitor: { scrapeFrom: [] },
+    rules: { apiKeyExpiryWarningSeconds: 604800, authKeyExpiryWarningSeconds: 86400 },
+  },
+  networkPolicy: { isolateOperator: false, metricsPeers: [] },
+};
+
+const peer = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    namespaceSelector: { type: "object" },
+    podSelector: { type: "object" },
+    ipBlock: {
+      type: "object",
+      required: ["cidr"],
+      additionalProperties: false,
+      properties: { cidr: { type: "string" }, except: { type: "array", items: { type: "string" } } },
+    },
+  },
+} as const;
+const posInt = { type: "integer", minimum: 1 } as const;
+
+const configSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    port: { type: "integer", minimum: 0, maximum: 65535 },
+    logLevel: { enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"] },
+    hookToken: { type: "string", minLength: 16 },
+    operatorNamespace: { type: "string", pattern: "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" },
+    images: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        agent: { type: "string", minLength: 1 },
+        tailscale: { type: "string", minLength: 1 },
+        coredns: { type: "string", minLength: 1 },
+      },
+    },
+    headscale: {
+      type: "object",
+      additionalProperties: false,
+      properties: { timeoutSeconds: posInt, cacheTTLSeconds: { type: "integer", minimum: 0 } },
+    },
+    hooks: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        bodyLimitBytes: { type: "integer", minimum: 65536 },
+        maxInFlight: posInt,
+        retryAfterSeconds: posInt,
+        resyncSeconds: posInt,
+      },
+    },
+    agents: { type: "object", additionalProperties: false, properties: { scrapeTimeoutMs: posInt } },
+    monitoring: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        podMonitor: {
+          type: "object",
+          additionalProperties: true,
+          properties: { scrapeFrom: { type: "array", items: peer } },
+        },
+        rules: {
+          type: "object",
+          additionalProperties: true,
+          properties: { apiKeyExpiryWarningSeconds: posInt, authKeyExpiryWarningSeconds: posInt },
+        },
+      },
+    },
+    networkPolicy: {
+      type: "object",
+      additionalProperties: false,
+      properties: { isolateOperator: { type: "boolean" }, metricsPeers: { type: "array", items: peer } },
+    },
+  },
+} as const;
+
+const validate = new Ajv({ allErrors: false, strict: false }).compile(configSchema);
+
+export class ConfigError extends Error {}
+
+type Plain = Record<string, unknown>;
+function deepMerge<T>(base: T, over: unknown): T {
+  if (!over || typeof over !== "object" || Array.isArray(over)) return (over ?? base) as T;
+  const out: Plain = { ...(base as Plain) };
+  for (const [k, v] of Object.entries(over as Plain)) {
+    const b = (base as Plain)[k];
+    out[k] = b && typeof b === "object" && !Array.isArray(b) ? deepMerge(b, v) : v;
+  }
+  return out as T;
+}
+
+/** Validates a parsed config object; throws ConfigError naming the field. */
+export function configFrom(raw: unknown, env: NodeJS.ProcessEnv = {}): OperatorConfig {
+  const input = raw ?? {};
+  if (!validate(input)) {
+    const e = validate.errors?.[0];
+    const field = `${e?.instancePath.replace(/^\//, "").replaceAll("/", ".") || "(root)"}${
+      e?.keyword === "additionalProperties" ? `.${(e.params as { additionalProperty: string }).additionalProperty}` : ""
+    }`;
+    throw new ConfigError(`invalid operator config: ${field}: ${e?.message ?? "invalid"}`);
+  }
+  const config = deepMerge(DEFAULT_CONFIG, input);
+  if (env.PORT !== undefined) {
+    const port = Number(env.PORT);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError("invalid PORT: must be 0-65535");
+    config.port = port;
+  }
+  if (env.OPERATOR_NAMESPACE) config.operatorNamespace = env.OPERATOR_NAMESPACE;
+  if (env.HOOK_TOKEN) config.hookToken = env.HOOK_TOKEN;
+  if (env.LOG_LEVEL) config.logLevel = env.LOG_LEVEL;
+  return config;
+}
+
+/** Reads and validates the config file (YAML); no file means the defaults. */
+export function loadConfig(path: string | undefined, env: NodeJS.ProcessEnv = process.env): OperatorConfig {
+  if (!path) return configFrom({}, env);
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    throw new ConfigError(`cannot read operator config ${path}: ${(e as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (e) {
+    throw new ConfigError(`operator config ${path} is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
+  }
+  return configFrom(raw, env);
+}

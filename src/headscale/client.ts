@@ -1,0 +1,177 @@
+/**
+ * A narrow Headscale `/api/v1` client, grouped by resource like Tailscale's k8s-operator tsclient: only the calls
+ * the operator makes. Every method rejects with `HeadscaleError` (see errors.ts); no method logs or returns the
+ * API key. Request/response shapes follow /work/shared/headscale/headscale.swagger.json (0.29).
+ */
+
+import type { Dispatcher } from "undici";
+import { createRequester, type RequestMetric } from "./http.js";
+import {
+  decodeApiHealth,
+  decodeApiKeyList,
+  decodeCreatedPreAuthKey,
+  decodeEmpty,
+  decodeNodeList,
+  decodeNodeResponse,
+  decodePolicy,
+  decodePreAuthKeyList,
+  decodeServerHealth,
+  decodeUserList,
+  type HsApiKey,
+  type HsNode,
+  type HsPolicy,
+  type HsPreAuthKey,
+  type HsUser,
+} from "./types.js";
+
+export type { RequestMetric } from "./http.js";
+
+export interface HeadscaleClientOptions {
+  /** Base URL, http or https; a path prefix (reverse proxy) is kept. */
+  url: string;
+  apiKey: string;
+  /** PEM CA bundle to trust for https. */
+  ca?: string;
+  /** Per-attempt budget for connect + headers + body. */
+  timeoutMs: number;
+  /** Extra attempts for GETs only, on transport errors and 502/503/504; default 2, backoff 50ms·2^n. */
+  retries?: number;
+  /** Dispatcher to use instead of an own undici Agent (e.g. a MockAgent); the client never closes it. */
+  dispatcher?: Dispatcher;
+  /** Called once per HTTP attempt, for metrics. */
+  onRequest?: (metric: RequestMetric) => void;
+}
+
+export interface CreatePreAuthKeyInput {
+  aclTags: string[];
+  reusable: boolean;
+  ephemeral: boolean;
+  /** Always sent: Headscale stores year 0001 (already expired) when it is omitted. */
+  expiration: Date;
+}
+
+export interface HeadscaleClient {
+  /** GET /health (no auth): server liveness, `{status:"pass"}`. */
+  health(): Promise<{ status: string }>;
+  /** GET /api/v1/health: API key validity and database connectivity in one call (0.27+). */
+  apiHealth(): Promise<{ databaseConnectivity: boolean }>;
+  nodes: {
+    /** GET /api/v1/node: every node, sorted by id; the only read that fills `subnetRoutes`. */
+    list(): Promise<HsNode[]>;
+    /** DELETE /api/v1/node/{nodeId}. */
+    delete(id: string): Promise<void>;
+    /** POST /api/v1/node/{nodeId}/expire: expire now; the client must re-authenticate. */
+    expire(id: string): Promise<HsNode>;
+    /** POST /api/v1/node/{nodeId}/tags: replace the node's tags (each must be in the policy's tagOwners). */
+    setTags(id: string, tags: string[]): Promise<HsNode>;
+    /** POST /api/v1/node/{nodeId}/approve_routes: replace-all approved set; the caller does read-modify-write. */
+    approveRoutes(id: string, routes: string[]): Promise<HsNode>;
+  };
+  users: {
+    /** GET /api/v1/user: every user, sorted by id. */
+    list(): Promise<HsUser[]>;
+  };
+  apiKeys: {
+    /** GET /api/v1/apikey: API keys with masked prefixes and expirations. */
+    list(): Promise<HsApiKey[]>;
+  };
+  preAuthKeys: {
+    /** POST /api/v1/preauthkey: a tagged key without user; the result carries the full secret (shown once). */
+    create(input: CreatePreAuthKeyInput): Promise<HsPreAuthKey>;
+    /** GET /api/v1/preauthkey: every key, masked (0.28+). */
+    list(): Promise<HsPreAuthKey[]>;
+    /** POST /api/v1/preauthkey/expire with `{id}` (0.28+). */
+    expire(id: string): Promise<void>;
+  };
+  policy: {
+    /** GET /api/v1/policy: the live HuJSON text; `updatedAt` null in file mode. */
+    get(): Promise<HsPolicy>;
+    /** PUT /api/v1/policy: store a new version (database mode only) and re-run auto-approval. */
+    put(text: string): Promise<HsPolicy>;
+    /** POST /api/v1/policy/check (0.29+): validate without persisting; a 400 is classification policyInvalid. */
+    check(text: string): Promise<void>;
+  };
+  /** Closes the client's own connection pool; later calls fail with a transport error. */
+  close(): Promise<void>;
+}
+
+export function createHeadscaleClient(opts: HeadscaleClientOptions): HeadscaleClient {
+  const http = createRequester(opts);
+  const nodeId = (id: string) => ({ nodeId: id });
+
+  return {
+    health: () => http.call({ method: "GET", template: "/health", auth: false, decode: decodeServerHealth }),
+    apiHealth: () => http.call({ method: "GET", template: "/api/v1/health", decode: decodeApiHealth }),
+    nodes: {
+      list: () => http.call({ method: "GET", template: "/api/v1/node", decode: decodeNodeList }),
+      delete: (id) =>
+        http.call({ method: "DELETE", template: "/api/v1/node/{nodeId}", params: nodeId(id), decode: decodeEmpty }),
+      expire: (id) =>
+        http.call({
+          method: "POST",
+          template: "/api/v1/node/{nodeId}/expire",
+          params: nodeId(id),
+          decode: decodeNodeResponse,
+        }),
+      setTags: (id, tags) =>
+        http.call({
+          method: "POST",
+          template: "/api/v1/node/{nodeId}/tags",
+          params: nodeId(id),
+          body: { tags },
+          decode: decodeNodeResponse,
+        }),
+      approveRoutes: (id, routes) =>
+        http.call({
+          method: "POST",
+          template: "/api/v1/node/{nodeId}/approve_routes",
+          params: nodeId(id),
+          body: { routes },
+          decode: decodeNodeResponse,
+        }),
+    },
+    users: {
+      list: () => http.call({ method: "GET", template: "/api/v1/user", decode: decodeUserList }),
+    },
+    apiKeys: {
+      list: () => http.call({ method: "GET", template: "/api/v1/apikey", decode: decodeApiKeyList }),
+    },
+    preAuthKeys: {
+      create: async (input) =>
+        http.call({
+          method: "POST",
+          template: "/api/v1/preauthkey",
+          body: {
+            reusable: input.reusable,
+            ephemeral: input.ephemeral,
+            expiration: toRfc3339(input.expiration),
+            aclTags: input.aclTags,
+          },
+          decode: decodeCreatedPreAuthKey,
+        }),
+      list: () => http.call({ method: "GET", template: "/api/v1/preauthkey", decode: decodePreAuthKeyList }),
+      expire: (id) =>
+        http.call({ method: "POST", template: "/api/v1/preauthkey/expire", body: { id }, decode: decodeEmpty }),
+    },
+    policy: {
+      get: () => http.call({ method: "GET", template: "/api/v1/policy", decode: decodePolicy }),
+      put: (text) =>
+        http.call({ method: "PUT", template: "/api/v1/policy", body: { policy: text }, decode: decodePolicy }),
+      check: (text) =>
+        http.call({
+          method: "POST",
+          template: "/api/v1/policy/check",
+          body: { policy: text },
+          badRequestAs: "policyInvalid",
+          decode: decodeEmpty,
+        }),
+    },
+    close: () => http.close(),
+  };
+}
+
+/** RFC 3339 in UTC without milliseconds, the form Headscale itself emits. */
+function toRfc3339(date: Date): string {
+  if (Number.isNaN(date.getTime())) throw new Error("pre-auth key expiration is not a valid date");
+  return date.toISOString().replace(/\.\d{3}Z$/, "Z");
+}

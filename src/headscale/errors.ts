@@ -1,0 +1,179 @@
+/**
+ * Typed errors for the Headscale API client.
+ *
+ * Headscale ≤0.29 answers errors as a `google.rpc.Status` (`{code,message,details}`), mostly with HTTP 500 even
+ * for "not found" or "invalid policy"; 0.30 answers `application/problem+json` with real 4xx statuses; a bad
+ * API key is a plain-text 401 in both. All three end up as one `HeadscaleError` whose `classification` is what
+ * callers branch on (see /work/shared/headscale/NOTES.md §0, §1.6, §1.7).
+ */
+
+export type HeadscaleErrorKind = "transport" | "unauthorized" | "http" | "decode";
+
+export type HeadscaleErrorClassification =
+  | "notFound"
+  | "invalidArgument"
+  | "policyFileMode"
+  | "policyInvalid"
+  | "duplicate"
+  | "databaseDown"
+  | "timeout"
+  | "refused"
+  | "reset"
+  | "other";
+
+export interface HeadscaleErrorInit {
+  kind: HeadscaleErrorKind;
+  /** Method and path template, e.g. "GET /api/v1/node/{nodeId}". */
+  operation: string;
+  status?: number;
+  grpcCode?: number;
+  /** Headscale's own message (or a short transport description); never carries credentials. */
+  detail: string;
+  classification: HeadscaleErrorClassification;
+}
+
+export class HeadscaleError extends Error {
+  readonly kind: HeadscaleErrorKind;
+  readonly operation: string;
+  readonly status?: number;
+  readonly grpcCode?: number;
+  readonly detail: string;
+  readonly classification: HeadscaleErrorClassification;
+
+  constructor(init: HeadscaleErrorInit) {
+    super(formatMessage(init));
+    this.name = "HeadscaleError";
+    this.kind = init.kind;
+    this.operation = init.operation;
+    this.status = init.status;
+    this.grpcCode = init.grpcCode;
+    this.detail = init.detail;
+    this.classification = init.classification;
+  }
+}
+
+/** "Headscale GET /api/v1/node: 503 <detail>" for HTTP errors, "Headscale GET /api/v1/node: <detail>" otherwise. */
+function formatMessage(init: HeadscaleErrorInit): string {
+  const head = `Headscale ${init.operation}:`;
+  if (init.status !== undefined)
+    return init.detail ? `${head} ${init.status} ${init.detail}` : `${head} ${init.status}`;
+  return `${head} ${init.detail}`;
+}
+
+// Ordered: the first match wins. Policy rejections often contain "not found" ("src=tag not found: ..."), so the
+// policy patterns must come before the generic ones.
+const MESSAGE_RULES: ReadonlyArray<[RegExp, HeadscaleErrorClassification]> = [
+  [/update is disabled for modes other than 'database'/i, "policyFileMode"],
+  [/pinging database/i, "databaseDown"],
+  [
+    /parsing policy|setting policy|parsing HuJSON|validating policy|verifying SSH rules|verifying policy rules|loading ACL policy file|unknown field/i,
+    "policyInvalid",
+  ],
+  [/UNIQUE constraint|duplicate key/i, "duplicate"],
+  [/not found/i, "notFound"],
+];
+
+/** Classifies by message substrings alone; "other" when nothing is recognised. */
+export function classifyMessage(message: string): HeadscaleErrorClassification {
+  for (const [pattern, classification] of MESSAGE_RULES) if (pattern.test(message)) return classification;
+  return "other";
+}
+
+/**
+ * Classifies an rpcStatus error: the gRPC code first where it is specific (NotFound, AlreadyExists,
+ * InvalidArgument), then the message, because most Headscale errors are plain Go errors (code 2, HTTP 500).
+ */
+export function classifyRpcStatus(grpcCode: number | undefined, message: string): HeadscaleErrorClassification {
+  const byMessage = classifyMessage(message);
+  switch (grpcCode) {
+    case 5:
+      return "notFound";
+    case 6:
+      return "duplicate";
+    case 3:
+      // policy/check answers code 3 "parsing policy: ..."; keep that more specific class.
+      return byMessage === "policyInvalid" || byMessage === "policyFileMode" ? byMessage : "invalidArgument";
+    default:
+      return byMessage;
+  }
+}
+
+/** Classifies a problem+json error (0.30): the message first (it names the cause), then the real HTTP status. */
+export function classifyProblem(status: number, message: string): HeadscaleErrorClassification {
+  const byMessage = classifyMessage(message);
+  if (byMessage !== "other") return byMessage;
+  if (status === 404) return "notFound";
+  if (status === 409) return "duplicate";
+  if (status === 400 || status === 422) return "invalidArgument";
+  return "other";
+}
+
+export interface ParsedErrorBody {
+  detail: string;
+  grpcCode?: number;
+  classification: HeadscaleErrorClassification;
+}
+
+const MAX_DETAIL = 500;
+
+/** Turns a non-2xx body of either dialect (or anything else, e.g. a proxy's HTML page) into detail + class. */
+export function parseErrorBody(status: number, contentType: string, text: string): ParsedErrorBody {
+  const json = tryParseJson(text);
+  if (isRecord(json)) {
+    const isProblem = /application\/problem\+json/i.test(contentType) || ("title" in json && "status" in json);
+    if (isProblem) {
+      const detail = problemDetail(json);
+      return { detail, classification: classifyProblem(status, detail) };
+    }
+    if (typeof json.message === "string") {
+      const grpcCode = typeof json.code === "number" ? json.code : undefined;
+      return { detail: clip(json.message), grpcCode, classification: classifyRpcStatus(grpcCode, json.message) };
+    }
+  }
+  const detail = clip(text.replace(/\s+/g, " ").trim());
+  return { detail, classification: statusFallback(status, detail) };
+}
+
+function statusFallback(status: number, detail: string): HeadscaleErrorClassification {
+  const byMessage = classifyMessage(detail);
+  if (byMessage !== "other") return byMessage;
+  return status === 404 ? "notFound" : "other";
+}
+
+function problemDetail(json: Record<string, unknown>): string {
+  const base =
+    typeof json.detail === "string" && json.detail ? json.detail : typeof json.title === "string" ? json.title : "";
+  const extra: string[] = [];
+  if (Array.isArray(json.errors)) {
+    for (const e of json.errors) {
+      if (isRecord(e) && typeof e.message === "string" && e.message && !base.includes(e.message)) extra.push(e.message);
+    }
+  }
+  return clip(extra.length ? `${base}: ${extra.join("; ")}` : base);
+}
+
+function clip(text: string): string {
+  return text.length > MAX_DETAIL ? `${text.slice(0, MAX_DETAIL)}…` : text;
+}
+
+function tryParseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Masks anything that looks like a Headscale secret (full `hskey-api-…`/`hskey-auth-…` keys) and every exact
+ * secret passed in. Defence in depth: the server should never echo a key, but its message lands in status.
+ */
+export function redactSecrets(text: string, secrets: readonly string[] = []): string {
+  let out = text;
+  for (const secret of secrets) if (secret.length >= 4) out = out.split(secret).join("[redacted]");
+  return out.replace(/hskey-(api|auth)-([A-Za-z0-9]+)-(?!\*\*\*)[A-Za-z0-9_-]+/g, "hskey-$1-$2-***");
+}

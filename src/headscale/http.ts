@@ -1,0 +1,229 @@
+/**
+ * The request machinery under the Headscale client: one undici dispatcher per client, a per-request timeout,
+ * GET-only retries, error mapping into `HeadscaleError`, and a metrics hook labelled by path template.
+ */
+
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Agent, type Dispatcher } from "undici";
+import { HeadscaleError, type HeadscaleErrorClassification, parseErrorBody, redactSecrets } from "./errors.js";
+import { DecodeProblem } from "./types.js";
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
+
+/** One HTTP attempt, for metrics: `path` is a bounded template, `code` is 0 when no HTTP response arrived. */
+export interface RequestMetric {
+  method: string;
+  path: string;
+  code: number;
+  seconds: number;
+}
+
+export interface RequesterOptions {
+  url: string;
+  apiKey: string;
+  ca?: string;
+  timeoutMs: number;
+  /** Extra attempts for GETs after a transport error or 502/503/504; default 2, backoff 50ms·2^n. */
+  retries?: number;
+  /** Used instead of an own Agent (tests pass a MockAgent); not closed by `close()`. */
+  dispatcher?: Dispatcher;
+  onRequest?: (metric: RequestMetric) => void;
+}
+
+export interface CallSpec<T> {
+  method: HttpMethod;
+  /** Path template as in the Swagger document, e.g. "/api/v1/node/{nodeId}/tags". */
+  template: string;
+  params?: Record<string, string>;
+  body?: unknown;
+  /** false only for the unauthenticated `/health`. */
+  auth?: boolean;
+  /** Classification for an HTTP 400 regardless of its message (policy/check: every 400 is a rejection). */
+  badRequestAs?: HeadscaleErrorClassification;
+  decode: (body: unknown) => T;
+}
+
+export interface Requester {
+  call<T>(spec: CallSpec<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+const RETRYABLE_STATUS = new Set([502, 503, 504]);
+const BACKOFF_BASE_MS = 50;
+
+export function createRequester(opts: RequesterOptions): Requester {
+  const base = new URL(opts.url);
+  if (base.protocol !== "http:" && base.protocol !== "https:") {
+    throw new Error(`Headscale url must be http or https, got ${base.protocol}`);
+  }
+  const origin = base.origin;
+  // Headscale may sit behind a proxy under a sub-path; templates stay relative to it.
+  const basePath = base.pathname.replace(/\/+$/, "");
+  const ownDispatcher = opts.dispatcher
+    ? undefined
+    : new Agent({ connect: opts.ca ? { ca: opts.ca } : undefined, connections: 16 });
+  const dispatcher: Dispatcher = opts.dispatcher ?? (ownDispatcher as Dispatcher);
+  const retries = opts.retries ?? 2;
+  const secrets = [opts.apiKey];
+  let closed = false;
+
+  async function attempt<T>(spec: CallSpec<T>): Promise<T> {
+    const operation = `${spec.method} ${spec.template}`;
+    if (closed)
+      throw new HeadscaleError({ kind: "transport", operation, detail: "client closed", classification: "other" });
+    const path = basePath + fillTemplate(spec.template, spec.params);
+    const started = performance.now();
+    let code = 0;
+    const signal = AbortSignal.timeout(opts.timeoutMs);
+    try {
+      const headers: Record<string, string> = { accept: "application/json" };
+      if (spec.auth !== false) headers.authorization = `Bearer ${opts.apiKey}`;
+      let body: string | undefined;
+      if (spec.body !== undefined) {
+        headers["content-type"] = "application/json";
+        body = JSON.stringify(spec.body);
+      }
+      let text: string;
+      let contentType: string;
+      try {
+        const res = await dispatcher.request({
+          origin,
+          path,
+          method: spec.method,
+          headers,
+          body,
+          signal,
+          headersTimeout: opts.timeoutMs,
+          bodyTimeout: opts.timeoutMs,
+        });
+        code = res.statusCode;
+        contentType = headerValue(res.headers["content-type"]);
+        text = await res.body.text();
+      } catch (error) {
+        throw transportError(error, operation, signal.aborted, opts.timeoutMs);
+      }
+      if (code >= 200 && code < 300) return decodeBody(text, spec, operation);
+      throw httpError(code, contentType, text, spec, operation, secrets);
+    } finally {
+      opts.onRequest?.({
+        method: spec.method,
+        path: spec.template,
+        code,
+        seconds: (performance.now() - started) / 1000,
+      });
+    }
+  }
+
+  async function call<T>(spec: CallSpec<T>): Promise<T> {
+    const attempts = spec.method === "GET" ? 1 + Math.max(0, retries) : 1;
+    for (let n = 0; ; n++) {
+      try {
+        return await attempt(spec);
+      } catch (error) {
+        if (n + 1 >= attempts || closed || !isRetryable(error)) throw error;
+        await sleep(BACKOFF_BASE_MS * 2 ** n);
+      }
+    }
+  }
+
+  async function close(): Promise<void> {
+    if (closed) return;
+    closed = true;
+    await ownDispatcher?.close();
+  }
+
+  return { call, close };
+}
+
+function isRetryable(error: unknown): boolean {
+  if (!(error instanceof HeadscaleError)) return false;
+  if (error.kind === "transport") return true;
+  return error.kind === "http" && error.status !== undefined && RETRYABLE_STATUS.has(error.status);
+}
+
+/** Substitutes `{name}` placeholders with URI-encoded values. */
+export function fillTemplate(template: string, params: Record<string, string> = {}): string {
+  return template.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined || value === "") throw new Error(`missing path parameter ${name} for ${template}`);
+    return encodeURIComponent(value);
+  });
+}
+
+function headerValue(value: string | string[] | undefined): string {
+  return Array.isArray(value) ? value.join(", ") : (value ?? "");
+}
+
+function decodeBody<T>(text: string, spec: CallSpec<T>, operation: string): T {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new HeadscaleError({
+      kind: "decode",
+      operation,
+      detail: "invalid JSON in response",
+      classification: "other",
+    });
+  }
+  try {
+    return spec.decode(json);
+  } catch (error) {
+    const detail = error instanceof DecodeProblem ? `unexpected response: ${error.message}` : "unexpected response";
+    throw new HeadscaleError({ kind: "decode", operation, detail, classification: "other" });
+  }
+}
+
+function httpError<T>(
+  status: number,
+  contentType: string,
+  text: string,
+  spec: CallSpec<T>,
+  operation: string,
+  secrets: string[],
+): HeadscaleError {
+  const parsed = parseErrorBody(status, contentType, text);
+  const detail = redactSecrets(parsed.detail, secrets);
+  if (status === 401) {
+    return new HeadscaleError({ kind: "unauthorized", operation, status, detail, classification: "other" });
+  }
+  const classification = status === 400 && spec.badRequestAs ? spec.badRequestAs : parsed.classification;
+  return new HeadscaleError({ kind: "http", operation, status, grpcCode: parsed.grpcCode, detail, classification });
+}
+
+const TIMEOUT_CODES = new Set([
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "ETIMEDOUT",
+]);
+const RESET_CODES = new Set(["ECONNRESET", "UND_ERR_SOCKET", "EPIPE", "UND_ERR_CLOSED"]);
+
+/** Maps an undici/socket failure to a transport error; the original message is dropped (it may echo the URL). */
+function transportError(error: unknown, operation: string, timedOut: boolean, timeoutMs: number): HeadscaleError {
+  const code = errorCode(error);
+  const base = { kind: "transport" as const, operation };
+  if (timedOut || (code && TIMEOUT_CODES.has(code))) {
+    return new HeadscaleError({ ...base, detail: `timed out after ${timeoutMs}ms`, classification: "timeout" });
+  }
+  if (code === "ECONNREFUSED")
+    return new HeadscaleError({ ...base, detail: "connection refused", classification: "refused" });
+  if (code && RESET_CODES.has(code))
+    return new HeadscaleError({ ...base, detail: "connection reset", classification: "reset" });
+  if (code && /CERT|SELF_SIGNED|TLS|SSL|UNABLE_TO_VERIFY/.test(code)) {
+    return new HeadscaleError({ ...base, detail: `TLS error (${code})`, classification: "other" });
+  }
+  return new HeadscaleError({ ...base, detail: `transport error (${code ?? "unknown"})`, classification: "other" });
+}
+
+function errorCode(error: unknown): string | undefined {
+  for (let e: unknown = error, depth = 0; e && depth < 4; depth++) {
+    if (typeof e === "object" && e !== null) {
+      const code = (e as { code?: unknown }).code;
+      if (typeof code === "string" && code) return code;
+      e = (e as { cause?: unknown }).cause;
+    } else break;
+  }
+  return undefined;
+}

@@ -1,0 +1,235 @@
+/**
+ * The Headscale snapshot cache (architecture.md "Observe"): one `HeadscaleView` per connection, shared by every
+ * sync in the process. Each part (nodes, policy, …) is fetched lazily, kept for `cacheTTLSeconds`, and
+ * single-flight, so a wave of a thousand syncs costs one request per part. Failures are observations, never
+ * thrown, and are kept only briefly so a recovered server is seen quickly.
+ */
+
+import { createHash } from "node:crypto";
+import type { Dispatcher } from "undici";
+import {
+  asHeadscaleError,
+  type Capabilities,
+  detectCapabilities,
+  isEmptyDatabasePolicy,
+  PROBE_POLICY,
+} from "./capabilities.js";
+import { createHeadscaleClient, type HeadscaleClient, type RequestMetric } from "./client.js";
+import type { HeadscaleError } from "./errors.js";
+import type { HsApiKey, HsNode, HsPolicy, HsPreAuthKey, HsUser } from "./types.js";
+
+/** An observation: a value or the error that prevented it, stamped with when it was made. */
+export type Obs<T> = { ok: true; value: T; at: Date } | { ok: false; error: HeadscaleError; at: Date };
+
+export interface HeadscaleConnection {
+  url: string;
+  apiKey: string;
+  ca?: string;
+}
+
+export type ViewPart = "apiHealth" | "nodes" | "users" | "policy" | "apiKeys" | "preAuthKeys" | "policyCheck";
+
+export interface HeadscaleViewsOptions {
+  /** Per-request timeout of every client. */
+  timeoutMs: number;
+  /** How long a successful observation is reused. */
+  cacheTTLSeconds: number;
+  /** Injectable clock for cache expiry and `Obs.at`. */
+  now?: () => Date;
+  onRequest?: (metric: RequestMetric) => void;
+  /** Dispatcher per connection (tests: a MockAgent); default: each client owns an undici Agent. */
+  dispatcherFactory?: (conn: { url: string; ca?: string }) => Dispatcher;
+  /** GET retries per client (see HeadscaleClientOptions.retries). */
+  retries?: number;
+}
+
+/** Failures are cached at most this long, so recovery is noticed within seconds even with a long TTL. */
+const MAX_FAILURE_TTL_MS = 2000;
+/** A view not used for this long (and at least 10 TTLs) is closed on the next `view()` call. */
+const MIN_IDLE_EVICTION_MS = 10 * 60 * 1000;
+
+export class HeadscaleViews {
+  private readonly views = new Map<string, { view: HeadscaleView; lastUsed: number }>();
+  private readonly now: () => Date;
+
+  constructor(private readonly opts: HeadscaleViewsOptions) {
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  /** The shared view for a connection; keyed by a hash so the API key is never held as a map key. */
+  view(conn: HeadscaleConnection): HeadscaleView {
+    const nowMs = this.now().getTime();
+    this.evictIdle(nowMs);
+    const key = connectionKey(conn);
+    const existing = this.views.get(key);
+    if (existing) {
+      existing.lastUsed = nowMs;
+      return existing.view;
+    }
+    const client = createHeadscaleClient({
+      url: conn.url,
+      apiKey: conn.apiKey,
+      ca: conn.ca,
+      timeoutMs: this.opts.timeoutMs,
+      retries: this.opts.retries,
+      onRequest: this.opts.onRequest,
+      dispatcher: this.opts.dispatcherFactory?.({ url: conn.url, ca: conn.ca }),
+    });
+    const view = new HeadscaleView(client, this.opts.cacheTTLSeconds * 1000, this.now);
+    this.views.set(key, { view, lastUsed: nowMs });
+    return view;
+  }
+
+  /** Number of live views (for tests and debugging). */
+  get size(): number {
+    return this.views.size;
+  }
+
+  /** Closes every client. The cache uses no timers, so nothing else is left running. */
+  async close(): Promise<void> {
+    const views = [...this.views.values()];
+    this.views.clear();
+    await Promise.all(views.map((entry) => entry.view.client.close()));
+  }
+
+  private evictIdle(nowMs: number): void {
+    const idleMs = Math.max(MIN_IDLE_EVICTION_MS, 10 * this.opts.cacheTTLSeconds * 1000);
+    for (const [key, entry] of this.views) {
+      if (nowMs - Math.max(entry.lastUsed, entry.view.lastUsedMs) > idleMs) {
+        this.views.delete(key);
+        void entry.view.client.close();
+      }
+    }
+  }
+}
+
+export function connectionKey(conn: HeadscaleConnection): string {
+  return createHash("sha256")
+    .update(`${conn.url}|${conn.apiKey}|${conn.ca ?? ""}`)
+    .digest("hex");
+}
+
+export class HeadscaleView {
+  private readonly parts: Record<ViewPart, CachedPart<unknown>>;
+  /** Last time any part was read, in clock milliseconds. */
+  lastUsedMs = 0;
+
+  constructor(
+    readonly client: HeadscaleClient,
+    ttlMs: number,
+    private readonly now: () => Date,
+  ) {
+    const part = <T>(load: () => Promise<T>) => new CachedPart<T>(load, ttlMs, now);
+    this.parts = {
+      apiHealth: part(() => client.apiHealth()),
+      nodes: part(() => client.nodes.list()),
+      users: part(() => client.users.list()),
+      policy: part(() => livePolicy(client)),
+      apiKeys: part(() => client.apiKeys.list()),
+      preAuthKeys: part(() => client.preAuthKeys.list()),
+      policyCheck: part(() => client.policy.check(PROBE_POLICY)),
+    };
+  }
+
+  /** GET /api/v1/health: key validity and database connectivity. */
+  apiHealth(): Promise<Obs<{ databaseConnectivity: boolean }>> {
+    return this.get("apiHealth");
+  }
+
+  /** All nodes from ListNodes (with subnetRoutes). */
+  nodes(): Promise<Obs<HsNode[]>> {
+    return this.get("nodes");
+  }
+
+  users(): Promise<Obs<HsUser[]>> {
+    return this.get("users");
+  }
+
+  /** The live policy; `null` = database mode with no policy stored yet (Headscale's "acl policy not found"). */
+  policy(): Promise<Obs<HsPolicy | null>> {
+    return this.get("policy");
+  }
+
+  apiKeys(): Promise<Obs<HsApiKey[]>> {
+    return this.get("apiKeys");
+  }
+
+  preAuthKeys(): Promise<Obs<HsPreAuthKey[]>> {
+    return this.get("preAuthKeys");
+  }
+
+  /** Detected from the cached node list and policy plus a `{}` policy/check probe (one per TTL). Always ok. */
+  async capabilities(): Promise<Obs<Capabilities>> {
+    const [nodes, policy, policyCheck] = await Promise.all([
+      this.nodes(),
+      this.policy(),
+      this.get<void>("policyCheck"),
+    ]);
+    return { ok: true, value: detectCapabilities({ nodes, policy, policyCheck }), at: this.now() };
+  }
+
+  /** Drops cached parts (all when no part is named), e.g. after our own writes; in-flight reads are not reused. */
+  invalidate(part?: ViewPart): void {
+    if (part) this.parts[part].invalidate();
+    else for (const p of Object.values(this.parts)) p.invalidate();
+  }
+
+  private get<T>(name: ViewPart): Promise<Obs<T>> {
+    this.lastUsedMs = this.now().getTime();
+    return (this.parts[name] as CachedPart<T>).get();
+  }
+}
+
+async function livePolicy(client: HeadscaleClient): Promise<HsPolicy | null> {
+  try {
+    return await client.policy.get();
+  } catch (error) {
+    if (isEmptyDatabasePolicy(error)) return null;
+    throw error;
+  }
+}
+
+/** One lazily loaded, TTL-cached, single-flight value. */
+class CachedPart<T> {
+  private entry: { obs: Obs<T>; expiresAt: number } | undefined;
+  private inflight: Promise<Obs<T>> | undefined;
+  /** Bumped by invalidate() so a load that started before a write is not cached after it. */
+  private generation = 0;
+
+  constructor(
+    private readonly load: () => Promise<T>,
+    private readonly ttlMs: number,
+    private readonly now: () => Date,
+  ) {}
+
+  get(): Promise<Obs<T>> {
+    if (this.entry && this.now().getTime() < this.entry.expiresAt) return Promise.resolve(this.entry.obs);
+    if (this.inflight) return this.inflight;
+    const generation = this.generation;
+    const inflight = this.settle().then((obs) => {
+      if (generation === this.generation) {
+        const ttl = obs.ok ? this.ttlMs : Math.min(this.ttlMs, MAX_FAILURE_TTL_MS);
+        this.entry = { obs, expiresAt: obs.at.getTime() + ttl };
+      }
+      if (this.inflight === inflight) this.inflight = undefined;
+      return obs;
+    });
+    this.inflight = inflight;
+    return inflight;
+  }
+
+  invalidate(): void {
+    this.generation++;
+    this.entry = undefined;
+    this.inflight = undefined;
+  }
+
+  private async settle(): Promise<Obs<T>> {
+    try {
+      const value = await this.load();
+      return { ok: true, value, at: this.now() };
+    } catch (error) {
+      return { ok: false, error: asHeadscaleError(error), at: this.now() };
+    }
+  }
+}

@@ -1,0 +1,59 @@
+/** Helpers shared by every kind: parent identity, status assembly, the InvalidSpec answer. */
+import { type ConditionInput, cond, mergeConditions } from "../conditions/condition.js";
+import { CommonReason } from "../conditions/reasons.js";
+import { isRecord, type K8sObject, reuseAllChildren } from "../k8s/objects.js";
+import { publishConditions, type ResourceId } from "../metrics/resource.js";
+import type { HookDeps, HookRequest, SyncResult } from "./types.js";
+
+export const generationOf = (parent: K8sObject): number =>
+  typeof parent.metadata.generation === "number" ? parent.metadata.generation : 0;
+
+export const previousStatus = (parent: K8sObject): Record<string, unknown> =>
+  isRecord(parent.status) ? (parent.status as Record<string, unknown>) : {};
+
+export const resourceId = (parent: K8sObject): ResourceId => ({
+  kind: parent.kind,
+  namespace: parent.metadata.namespace ?? "",
+  name: parent.metadata.name,
+});
+
+/**
+ * The full status of a sync: conditions merged with the previous ones (lastTransitionTime kept
+ * when unchanged), observedGeneration set, fields in a fixed order; and the resource metrics.
+ */
+export function assembleStatus(
+  req: HookRequest,
+  deps: HookDeps,
+  conditions: readonly ConditionInput[],
+  fields: Record<string, unknown> = {},
+  opts: { publish?: boolean } = {},
+): Record<string, unknown> {
+  const generation = generationOf(req.parent);
+  const merged = mergeConditions(previousStatus(req.parent).conditions, conditions, generation, deps.now());
+  if (opts.publish !== false) publishConditions(deps.metrics, resourceId(req.parent), merged, generation);
+  return { observedGeneration: generation, ...fields, conditions: merged };
+}
+
+/**
+ * The answer for a spec the CRD schema could not catch: observed children unchanged, the previous
+ * status kept, and `conditionType` (Ready, or PolicyRendered for Tailnet) False/InvalidSpec.
+ */
+export function invalidSpecResult(
+  req: HookRequest,
+  deps: HookDeps,
+  conditionType: string,
+  allTypes: readonly string[],
+  message: string,
+): SyncResult {
+  const prev = previousStatus(req.parent);
+  const prevConds = Array.isArray(prev.conditions) ? (prev.conditions as ConditionInput[]) : [];
+  const next = allTypes.map((type) => {
+    if (type === conditionType) return cond(type, "False", CommonReason.InvalidSpec, message);
+    const old = prevConds.find((c) => c?.type === type);
+    return old
+      ? cond(type, old.status, old.reason, old.message)
+      : cond(type, "Unknown", CommonReason.InvalidSpec, "not evaluated: the spec is invalid");
+  });
+  const { conditions: _c, observedGeneration: _g, ...rest } = prev;
+  return { status: assembleStatus(req, deps, next, rest), children: reuseAllChildren(req.children) };
+}

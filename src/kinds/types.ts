@@ -1,0 +1,89 @@
+/** What every kind module implements, and what the server hands it. */
+import type { FastifyBaseLogger } from "fastify";
+import type { HookKind } from "../api/schemas.js";
+import type { OperatorConfig } from "../config.js";
+import type { HeadscaleViews } from "../headscale/view.js";
+import type { K8sObject, ObjectMaps } from "../k8s/objects.js";
+import type { OperatorMetrics } from "../metrics/registry.js";
+
+/** A Metacontroller sync/finalize request (v2 keys; v1 tolerated by reading metadata). */
+export interface HookRequest {
+  controller: Record<string, unknown>;
+  parent: K8sObject;
+  children: ObjectMaps;
+  related: ObjectMaps;
+  finalizing: boolean;
+}
+
+export interface CustomizeRequest {
+  controller: Record<string, unknown>;
+  parent: K8sObject;
+}
+
+/** A related-resources rule of the customize answer (names XOR selectors; namespace XOR namespaceSelector). */
+export interface RelatedRule {
+  apiVersion: string;
+  resource: string;
+  names?: string[];
+  namespace?: string;
+  labelSelector?: { matchLabels?: Record<string, string> };
+  namespaceSelector?: { matchLabels?: Record<string, string> };
+}
+
+export interface SyncResult {
+  status: Record<string, unknown>;
+  children: K8sObject[];
+  resyncAfterSeconds?: number;
+}
+
+export interface FinalizeResult extends SyncResult {
+  finalized: boolean;
+}
+
+/** A Kubernetes Event the operator wants recorded (best effort). */
+export interface OperatorEvent {
+  regarding: K8sObject;
+  reason: string;
+  message: string;
+  type: "Normal" | "Warning";
+}
+
+export interface EventRecorder {
+  record(event: OperatorEvent): Promise<void>;
+}
+
+/** The agent's GET /status (api.md § Agent /status). */
+export interface AgentStatus {
+  ready: boolean;
+  self: { hostName: string; tailscaleIPs: string[]; online: boolean } | null;
+  peers: { hostName: string; dnsName: string; tailscaleIPs: string[]; primaryRoutes: string[]; online: boolean }[];
+  targets: { name: string; address: string; reachable: boolean; error: string }[];
+  exposes: { name: string; backendReachable: boolean; error: string }[];
+}
+
+export type ScrapeResult = { ok: true; pod: string; status: AgentStatus } | { ok: false; pod: string; error: string };
+
+export interface AgentScraper {
+  /** GETs /status of each Pod (port named "metrics"), in parallel, with a short timeout; never throws. */
+  scrape(pods: K8sObject[]): Promise<ScrapeResult[]>;
+}
+
+/** Everything impure a kind may use, injected so tests and `render` swap them. */
+export interface HookDeps {
+  config: OperatorConfig;
+  views: HeadscaleViews;
+  now: () => Date;
+  log: FastifyBaseLogger;
+  metrics: OperatorMetrics;
+  events: EventRecorder;
+  scraper: AgentScraper;
+}
+
+export interface KindModule {
+  hookKind: HookKind;
+  customize(req: CustomizeRequest, deps: HookDeps): RelatedRule[];
+  sync(req: HookRequest, deps: HookDeps): Promise<SyncResult>;
+  finalize(req: HookRequest, deps: HookDeps): Promise<FinalizeResult>;
+  /** The answer for a parent whose spec is invalid: observed children unchanged, InvalidSpec condition. */
+  invalid(req: HookRequest, message: string, deps: HookDeps): SyncResult;
+}

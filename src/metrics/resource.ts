@@ -1,0 +1,68 @@
+/**
+ * The generic resource metrics every kind publishes from its conditions:
+ * tailnet_resource_condition (1 for the active reason, 0 for reasons seen before on that type)
+ * and tailnet_resource_ready (only for the current-generation Ready condition).
+ */
+import type { Condition } from "../conditions/condition.js";
+import type { OperatorMetrics } from "./registry.js";
+
+const seen = new WeakMap<OperatorMetrics, Map<string, Set<string>>>();
+
+function seenFor(metrics: OperatorMetrics): Map<string, Set<string>> {
+  let m = seen.get(metrics);
+  if (!m) {
+    m = new Map();
+    seen.set(metrics, m);
+  }
+  return m;
+}
+
+export interface ResourceId {
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+export function publishConditions(
+  metrics: OperatorMetrics,
+  id: ResourceId,
+  conditions: readonly Condition[],
+  generation: number,
+): void {
+  const memory = seenFor(metrics);
+  for (const c of conditions) {
+    const key = `${id.kind}/${id.namespace}/${id.name}/${c.type}`;
+    const reasons = memory.get(key) ?? new Set<string>();
+    for (const r of reasons) {
+      if (r !== c.reason) metrics.resourceCondition.set({ ...id, type: c.type, reason: r }, 0);
+    }
+    reasons.add(c.reason);
+    memory.set(key, reasons);
+    metrics.resourceCondition.set({ ...id, type: c.type, reason: c.reason }, 1);
+  }
+  const ready = conditions.find((c) => c.type === "Ready");
+  metrics.resourceReady.remove({ ...id, reason: "" });
+  for (const key of memory.keys()) {
+    if (key === `${id.kind}/${id.namespace}/${id.name}/Ready`) {
+      for (const r of memory.get(key) ?? []) metrics.resourceReady.remove({ ...id, reason: r });
+    }
+  }
+  if (ready && ready.observedGeneration === generation) {
+    metrics.resourceReady.set({ ...id, reason: ready.reason }, ready.status === "True" ? 1 : 0);
+  }
+}
+
+/** Withdraws every resource series of an object (deleted, or a suspended gateway). */
+export function withdrawResource(metrics: OperatorMetrics, id: ResourceId): void {
+  const memory = seenFor(metrics);
+  const prefix = `${id.kind}/${id.namespace}/${id.name}/`;
+  for (const [key, reasons] of memory) {
+    if (!key.startsWith(prefix)) continue;
+    const type = key.slice(prefix.length);
+    for (const r of reasons) {
+      metrics.resourceCondition.remove({ ...id, type, reason: r });
+      if (type === "Ready") metrics.resourceReady.remove({ ...id, reason: r });
+    }
+    memory.delete(key);
+  }
+}

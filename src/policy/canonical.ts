@@ -1,0 +1,89 @@
+// Canonical JSON of a policy, and its hash.
+//
+// Object keys are sorted (by UTF-16 code units, like RFC 8785) at every level.
+// Array order is KEPT everywhere: in a policy, order is meaning users chose (acls,
+// grants, ssh rules and tests are read top to bottom; owner lists are written the
+// way people read them), and the arrays the operator generates are already produced
+// in a sorted, deterministic order. So two policies hash the same exactly when they
+// differ only in comments, whitespace, trailing commas or key order.
+//
+// The serializer is hand-written rather than JSON.stringify over a key-sorted copy:
+// JS objects always enumerate integer-like keys ("10", "9") first in numeric order,
+// which would break "keys sorted" for such keys.
+import { createHash } from "node:crypto";
+import { parseHuJson } from "./hujson.js";
+
+function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function write(value: unknown, indent: string, step: string, out: string[]): void {
+  if (value === null || typeof value !== "object") {
+    // JSON.stringify handles strings, finite numbers, booleans; the rest becomes null
+    // as it would inside an array.
+    out.push(JSON.stringify(value) ?? "null");
+    return;
+  }
+  const inner = step === "" ? "" : `\n${indent}${step}`;
+  const close = step === "" ? "" : `\n${indent}`;
+  const colon = step === "" ? ":" : ": ";
+  if (Array.isArray(value)) {
+    if (value.length === 0) {
+      out.push("[]");
+      return;
+    }
+    out.push("[");
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out.push(",");
+      out.push(inner);
+      write(value[i], indent + step, step, out);
+    }
+    out.push(close, "]");
+    return;
+  }
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj)
+    .filter((k) => obj[k] !== undefined && typeof obj[k] !== "function")
+    .sort(compareCodeUnits);
+  if (keys.length === 0) {
+    out.push("{}");
+    return;
+  }
+  out.push("{");
+  for (let i = 0; i < keys.length; i++) {
+    if (i > 0) out.push(",");
+    out.push(inner, JSON.stringify(keys[i]), colon);
+    write(obj[keys[i]], indent + step, step, out);
+  }
+  out.push(close, "}");
+}
+
+/**
+ * Canonical JSON text: object keys sorted recursively, array order kept, no
+ * whitespace. With `indent` (e.g. 2) the same order, pretty-printed for humans
+ * (the ConfigMap / the PUT body); only the compact form is hashed.
+ */
+export function canonicalJson(value: unknown, indent = 0): string {
+  const out: string[] = [];
+  write(value, "", " ".repeat(indent), out);
+  return out.join("");
+}
+
+/** "sha256:<hex>" of the canonical text (UTF-8). */
+export function policyHash(canonical: string): string {
+  return `sha256:${createHash("sha256").update(canonical, "utf8").digest("hex")}`;
+}
+
+export type LivePolicyHash = { ok: true; hash: string; canonical: string } | { ok: false; message: string };
+
+/**
+ * Hash of a policy text as Headscale holds it (HuJSON, verbatim): parse, canonical
+ * form, hash. Comments, whitespace and key order do not change it, so it equals the
+ * rendered hash when the live policy is what we wrote.
+ */
+export function hashOfLivePolicy(text: string): LivePolicyHash {
+  const parsed = parseHuJson(text);
+  if (!parsed.ok) return { ok: false, message: `live policy is not valid HuJSON: ${parsed.message}` };
+  const canonical = canonicalJson(parsed.value);
+  return { ok: true, hash: policyHash(canonical), canonical };
+}

@@ -1,0 +1,160 @@
+// Renders the tailnet policy: the user's base policy (HuJSON) plus the generated
+// parts, merged so that every base entry is kept unchanged:
+// - tagOwners and autoApprovers.routes: base keys keep their value; a generated key
+//   that also exists in the base extends it (base owners first, then the new ones
+//   sorted); new keys are added after the base keys;
+// - grants: generated grants are appended after the base grants, skipping exact
+//   duplicates of a base grant;
+// - every other section (acls, groups, hosts, ssh, nodeAttrs, tests, unknown keys…)
+//   is passed through untouched.
+// Headscale matches policy field names case-insensitively, so "TagOwners" in a base
+// is the tagOwners section (never a second one).
+import { canonicalJson, policyHash } from "./canonical.js";
+import type { GeneratedPolicy } from "./generated.js";
+import { parseHuJson } from "./hujson.js";
+
+export interface GeneratedCounts {
+  /** Generated tagOwners keys. */
+  tags: number;
+  /** Generated grants (before de-duplication against base grants). */
+  grants: number;
+  /** Generated autoApprovers.routes prefixes. */
+  routes: number;
+}
+
+export type RenderResult =
+  | {
+      ok: true;
+      policy: Record<string, unknown>;
+      /** Compact canonical JSON (sorted keys); what the hash covers. */
+      canonical: string;
+      /** Same content, sorted keys, 2-space indented: for the ConfigMap and the PUT body. */
+      text: string;
+      hash: string;
+      generated: GeneratedCounts;
+    }
+  | { ok: false; reason: "BaseInvalid" | "PolicyEmpty"; message: string };
+
+class BaseInvalid extends Error {}
+
+type Json = Record<string, unknown>;
+
+function isObject(v: unknown): v is Json {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+/** The key naming `field` in obj, matched case-insensitively; `field` itself when absent. */
+function sectionKey(obj: Json, field: string, where: string): string {
+  const lower = field.toLowerCase();
+  const found = Object.keys(obj).filter((k) => k.toLowerCase() === lower);
+  if (found.length > 1) {
+    throw new BaseInvalid(`${where}${found.map((k) => JSON.stringify(k)).join(" and ")} name the same section`);
+  }
+  return found[0] ?? field;
+}
+
+function mergeKeyedLists(base: unknown, gen: Map<string, string[]>, label: string): Json {
+  if (base !== null && base !== undefined && !isObject(base)) throw new BaseInvalid(`${label} must be an object`);
+  const out: Json = isObject(base) ? { ...base } : {};
+  for (const [key, owners] of gen) {
+    const existing = Object.hasOwn(out, key) ? out[key] : null;
+    if (existing !== null && !Array.isArray(existing)) {
+      throw new BaseInvalid(`${label}[${JSON.stringify(key)}] must be a list`);
+    }
+    const kept: unknown[] = existing ?? [];
+    const added = [...new Set(owners)].filter((o) => !kept.includes(o)).sort();
+    out[key] = [...kept, ...added];
+  }
+  return out;
+}
+
+function mergeGrants(base: unknown, gen: GeneratedPolicy["grants"], label: string): unknown[] {
+  if (base !== null && base !== undefined && !Array.isArray(base)) throw new BaseInvalid(`${label} must be a list`);
+  const kept: unknown[] = Array.isArray(base) ? base : [];
+  const seen = new Set(kept.map((g) => canonicalJson(g)));
+  const out = [...kept];
+  for (const g of gen) {
+    const c = canonicalJson(g);
+    if (seen.has(c)) continue;
+    seen.add(c);
+    out.push({ src: [...g.src], dst: [...g.dst], ip: [...g.ip] });
+  }
+  return out;
+}
+
+function merge(base: Json, gen: GeneratedPolicy): Json {
+  const out: Json = { ...base };
+
+  const ownersKey = sectionKey(base, "tagOwners", "");
+  if (gen.tagOwners.size > 0 || out[ownersKey] != null) {
+    out[ownersKey] = mergeKeyedLists(out[ownersKey], gen.tagOwners, ownersKey);
+  }
+
+  const grantsKey = sectionKey(base, "grants", "");
+  if (gen.grants.length > 0 || out[grantsKey] != null) {
+    out[grantsKey] = mergeGrants(out[grantsKey], gen.grants, grantsKey);
+  }
+
+  const approversKey = sectionKey(base, "autoApprovers", "");
+  const approvers = out[approversKey];
+  if (approvers !== null && approvers !== undefined && !isObject(approvers)) {
+    throw new BaseInvalid(`${approversKey} must be an object`);
+  }
+  if (gen.autoApproverRoutes.size > 0 || approvers != null) {
+    const merged: Json = isObject(approvers) ? { ...approvers } : {};
+    const routesKey = sectionKey(merged, "routes", `${approversKey}: `);
+    if (gen.autoApproverRoutes.size > 0 || merged[routesKey] != null) {
+      merged[routesKey] = mergeKeyedLists(merged[routesKey], gen.autoApproverRoutes, `${approversKey}.${routesKey}`);
+    }
+    out[approversKey] = merged;
+  }
+  return out;
+}
+
+function nonEmptyList(obj: Json, field: string): boolean {
+  const v = obj[sectionKey(obj, field, "")];
+  return Array.isArray(v) && v.length > 0;
+}
+
+/**
+ * Base policy text (undefined or blank: no base) + generated parts → the policy to
+ * write, its canonical form and hash. Refuses a base that is not valid HuJSON or
+ * whose managed sections have the wrong shape (BaseInvalid), and a result with
+ * neither acls nor grants (PolicyEmpty).
+ */
+export function renderPolicy(baseText: string | undefined, gen: GeneratedPolicy): RenderResult {
+  let base: Json = {};
+  if (baseText !== undefined) {
+    const parsed = parseHuJson(baseText);
+    if (!parsed.ok) {
+      return { ok: false, reason: "BaseInvalid", message: `base policy is not valid HuJSON: ${parsed.message}` };
+    }
+    base = parsed.value;
+  }
+
+  let policy: Json;
+  try {
+    policy = merge(base, gen);
+  } catch (e) {
+    if (e instanceof BaseInvalid) return { ok: false, reason: "BaseInvalid", message: `base policy: ${e.message}` };
+    throw e;
+  }
+
+  if (!nonEmptyList(policy, "acls") && !nonEmptyList(policy, "grants")) {
+    return {
+      ok: false,
+      reason: "PolicyEmpty",
+      message: "refused: would lock everyone out: the rendered policy has no acls and no grants",
+    };
+  }
+
+  const canonical = canonicalJson(policy);
+  return {
+    ok: true,
+    policy,
+    canonical,
+    text: canonicalJson(policy, 2),
+    hash: policyHash(canonical),
+    generated: { tags: gen.tagOwners.size, grants: gen.grants.length, routes: gen.autoApproverRoutes.size },
+  };
+}

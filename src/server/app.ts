@@ -1,0 +1,123 @@
+/**
+ * buildServer(config, deps): the fastify app with its plugins registered explicitly — metrics,
+ * health, hooks (auth lives inside the hooks context, so probes and scrapers stay open).
+ * Listening happens in cli.ts.
+ */
+import Fastify, { type FastifyError, type FastifyInstance, LogController } from "fastify";
+import type { HookKind } from "../api/schemas.js";
+import type { OperatorConfig } from "../config.js";
+import { HeadscaleViews } from "../headscale/view.js";
+import { kindModules } from "../kinds/index.js";
+import type { HookDeps, KindModule } from "../kinds/types.js";
+import { createOperatorMetrics } from "../metrics/registry.js";
+import { httpAgentScraper } from "./scraper.js";
+import { hooksPlugin } from "./hooks.js";
+import { kubeEventRecorder } from "./events.js";
+
+export interface ServerOptions {
+  /** Overrides for tests and `render`: any dependency not given is built from config. */
+  deps?: Partial<HookDeps>;
+  kinds?: ReadonlyMap<HookKind, KindModule>;
+  /** pino options or false; tests pass a stream to capture logs. */
+  logger?: boolean | Record<string, unknown>;
+}
+
+const KNOWN_HOOKS = new Set(["customize", "sync", "finalize"]);
+
+export function buildServer(config: OperatorConfig, options: ServerOptions = {}): FastifyInstance {
+  const app = Fastify({
+    bodyLimit: config.hooks.bodyLimitBytes,
+    logger:
+      options.logger === false
+        ? false
+        : {
+            level: config.logLevel,
+            // Secrets never reach the log by construction: no bodies, no auth header.
+            redact: { paths: ["req.headers.authorization", "*.apiKey", "*.key", "*.data", "*.stringData"], censor: "[redacted]" },
+            serializers: {
+              req: (r: { method: string; url: string }) => ({ method: r.method, url: r.url }),
+              res: (r: { statusCode: number }) => ({ statusCode: r.statusCode }),
+            },
+            ...(typeof options.logger === "object" ? options.logger : {}),
+          },
+    // Per-request lines are noise at 5 workers × every resync; transitions are logged instead.
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+  });
+
+  const metrics = options.deps?.metrics ?? createOperatorMetrics();
+  const views =
+    options.deps?.views ??
+    new HeadscaleViews({
+      timeoutMs: config.headscale.timeoutSeconds * 1000,
+      cacheTTLSeconds: config.headscale.cacheTTLSeconds,
+      onRequest: (m) => {
+        metrics.headscaleRequests.inc({ method: m.method, path: m.path, code: String(m.code) });
+        metrics.headscaleDuration.observe({ method: m.method, path: m.path }, m.seconds);
+      },
+    });
+  const deps: HookDeps = {
+    config,
+    views,
+    now: options.deps?.now ?? (() => new Date()),
+    log: options.deps?.log ?? app.log,
+    metrics,
+    events: options.deps?.events ?? kubeEventRecorder(app.log),
+    scraper: options.deps?.scraper ?? httpAgentScraper(config.agents.scrapeTimeoutMs),
+  };
+  let closing = false;
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    // Body parser and limit errors are the client's: say what is wrong in one line.
+    const code = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+    if (code === 500) req.log.error({ err }, "unhandled error");
+    const message =
+      err.code === "FST_ERR_CTP_BODY_TOO_LARGE"
+        ? `body: larger than the limit of ${config.hooks.bodyLimitBytes} bytes`
+        : err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE"
+          ? "body: Content-Type must be application/json"
+          : err.code === "FST_ERR_CTP_EMPTY_JSON_BODY"
+            ? "body: empty; expected a JSON object"
+            : err.code === "FST_ERR_CTP_INVALID_JSON_BODY" || (code === 400 && err instanceof SyntaxError)
+              ? "body: invalid JSON"
+              : code < 500
+                ? err.message.split("\n")[0]
+                : "internal error";
+    void reply.code(code).send({ error: message });
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply.code(404).send({ error: `no route ${req.method} ${req.url.split("?")[0].slice(0, 100)}` });
+  });
+
+  app.addHook("onResponse", async (req, reply) => {
+    const params = req.params as { kind?: string; hook?: string } | undefined;
+    if (!req.url.startsWith("/hooks/") || !params?.kind) return;
+    const kind = options.kinds?.has(params.kind as HookKind) || kindModules.has(params.kind as HookKind) ? params.kind : "unknown";
+    const hook = KNOWN_HOOKS.has(params.hook ?? "") ? (params.hook as string) : "unknown";
+    metrics.hookRequests.inc({ kind, hook, code: String(reply.statusCode) });
+    metrics.hookDuration.observe({ kind, hook }, reply.elapsedTime / 1000);
+  });
+
+  app.get("/healthz", async () => ({ status: "ok" }));
+  app.get("/readyz", async (_req, reply) => (closing ? reply.code(503).send({ status: "closing" }) : { status: "ready" }));
+  app.get("/metrics", async (_req, reply) => {
+    reply.header("Content-Type", metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+
+  app.register(hooksPlugin, {
+    deps,
+    kinds: options.kinds ?? kindModules,
+    hookToken: config.hookToken,
+    maxInFlight: config.hooks.maxInFlight,
+    retryAfterSeconds: config.hooks.retryAfterSeconds,
+  });
+
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+  app.addHook("onClose", async () => {
+    if (!options.deps?.views) await views.close();
+  });
+  return app;
+}

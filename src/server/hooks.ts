@@ -1,0 +1,96 @@
+/**
+ * POST /hooks/<kind>/{customize,sync,finalize}: the route only composes — validate the envelope,
+ * pick the kind module, let it observe → decide → act, serialize a closed response.
+ */
+import type { FastifyInstance } from "fastify";
+import { type HookKind, kindInfo } from "../api/schemas.js";
+import { validateSpec } from "../api/validate.js";
+import { qualifiedName } from "../k8s/objects.js";
+import type { HookDeps, KindModule } from "../kinds/types.js";
+import { bearerAuth } from "./auth.js";
+import { EnvelopeError, parseCustomizeRequest, parseSyncRequest } from "./envelope.js";
+
+const HOOKS = ["customize", "sync", "finalize"] as const;
+type HookName = (typeof HOOKS)[number];
+
+// v2 hooks are decoded strictly by Metacontroller: only these top-level keys may appear.
+// children items and status stay open (additionalProperties) so nothing inside them is dropped.
+const syncResponseSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["status", "children"],
+  properties: {
+    status: { type: "object", additionalProperties: true },
+    children: { type: "array", items: { type: "object", additionalProperties: true } },
+    resyncAfterSeconds: { type: "number" },
+    finalized: { type: "boolean" },
+  },
+} as const;
+const customizeResponseSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["relatedResources"],
+  properties: { relatedResources: { type: "array", items: { type: "object", additionalProperties: true } } },
+} as const;
+const errorSchema = { type: "object", properties: { error: { type: "string" } } } as const;
+
+export interface HooksOptions {
+  deps: HookDeps;
+  kinds: ReadonlyMap<HookKind, KindModule>;
+  hookToken?: string;
+  maxInFlight: number;
+  retryAfterSeconds: number;
+}
+
+export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
+  if (opts.hookToken) app.addHook("onRequest", bearerAuth(opts.hookToken));
+  let inFlight = 0;
+
+  app.post<{ Params: { kind: string; hook: string } }>(
+    "/hooks/:kind/:hook",
+    {
+      schema: {
+        response: {
+          200: { anyOf: [syncResponseSchema, customizeResponseSchema] },
+          "4xx": errorSchema,
+          "5xx": errorSchema,
+        },
+      },
+    },
+    async (req, reply) => {
+      const { kind, hook } = req.params;
+      const info = kindInfo(kind);
+      const module = info ? opts.kinds.get(info.hookKind) : undefined;
+      if (!info || !module) return reply.code(404).send({ error: `unknown kind "${kind.slice(0, 40)}" in path` });
+      if (!HOOKS.includes(hook as HookName)) return reply.code(404).send({ error: `unknown hook "${hook.slice(0, 40)}"` });
+      if (inFlight >= opts.maxInFlight) {
+        reply.header("Retry-After", String(opts.retryAfterSeconds));
+        return reply.code(429).send({ error: `overloaded: ${inFlight} hooks in flight` });
+      }
+      inFlight++;
+      try {
+        if (hook === "customize") {
+          const creq = parseCustomizeRequest(req.body, info);
+          return { relatedResources: module.customize(creq, opts.deps) };
+        }
+        const sreq = parseSyncRequest(req.body, info, hook as "sync" | "finalize");
+        if (hook === "finalize") {
+          const r = await module.finalize(sreq, opts.deps);
+          return { status: r.status, children: r.children, resyncAfterSeconds: r.resyncAfterSeconds, finalized: r.finalized };
+        }
+        const invalid = validateSpec(info.hookKind, sreq.parent.spec);
+        const r = invalid ? module.invalid(sreq, invalid, opts.deps) : await module.sync(sreq, opts.deps);
+        return { status: r.status, children: r.children, resyncAfterSeconds: r.resyncAfterSeconds };
+      } catch (e) {
+        if (e instanceof EnvelopeError) return reply.code(e.statusCode).send({ error: e.message });
+        // Internal failure: non-200 so Metacontroller changes nothing and retries; one line, no stack.
+        const parent = (req.body as { parent?: { metadata?: { name?: string; namespace?: string } } })?.parent;
+        const who = parent?.metadata?.name ? qualifiedName({ metadata: parent.metadata as { name: string } }) : "?";
+        req.log.error({ err: e, kind: info.kind, hook, parent: who }, "hook failed");
+        return reply.code(500).send({ error: `${hook} ${info.kind} ${who} failed: ${(e as Error).message}`.split("\n")[0] });
+      } finally {
+        inFlight--;
+      }
+    },
+  );
+}

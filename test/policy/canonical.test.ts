@@ -1,0 +1,72 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { canonicalJson, hashOfLivePolicy, policyHash } from "../../src/policy/canonical.js";
+
+describe("canonicalJson", () => {
+  it("sorts object keys recursively and keeps array order", () => {
+    const value = { z: [3, 1, 2], a: { y: true, b: null }, m: [{ q: 1, p: 2 }, "s"] };
+    assert.equal(canonicalJson(value), '{"a":{"b":null,"y":true},"m":[{"p":2,"q":1},"s"],"z":[3,1,2]}');
+  });
+
+  it("sorts integer-like keys as strings too", () => {
+    assert.equal(canonicalJson({ "9": 1, "10": 2, a: 3 }), '{"10":2,"9":1,"a":3}');
+  });
+
+  it("sorts by UTF-16 code units, not locale", () => {
+    assert.equal(canonicalJson({ b: 1, B: 2, "#x": 3, é: 4 }), '{"#x":3,"B":2,"b":1,"é":4}');
+  });
+
+  it("escapes strings like JSON and drops undefined members", () => {
+    assert.equal(canonicalJson({ s: 'a"b\n', u: undefined, e: {}, l: [] }), '{"e":{},"l":[],"s":"a\\"b\\n"}');
+  });
+
+  it("is the same for the same content in any key order", () => {
+    const a = { tagOwners: { "tag:a": ["x"], "tag:b": ["y"] }, acls: [{ action: "accept", src: ["*"] }] };
+    const b = { acls: [{ src: ["*"], action: "accept" }], tagOwners: { "tag:b": ["y"], "tag:a": ["x"] } };
+    assert.equal(canonicalJson(a), canonicalJson(b));
+  });
+
+  it("pretty-prints with the same order when asked", () => {
+    assert.equal(canonicalJson({ b: [1, { d: 1, c: 2 }], a: {} }, 2), '{\n  "a": {},\n  "b": [\n    1,\n    {\n      "c": 2,\n      "d": 1\n    }\n  ]\n}');
+    assert.deepEqual(JSON.parse(canonicalJson({ b: [1], a: { c: null } }, 2)), { a: { c: null }, b: [1] });
+  });
+
+  it("keeps a __proto__ key", () => {
+    const obj: Record<string, unknown> = {};
+    Object.defineProperty(obj, "__proto__", { value: 1, enumerable: true });
+    assert.equal(canonicalJson(obj), '{"__proto__":1}');
+  });
+});
+
+describe("policyHash / hashOfLivePolicy", () => {
+  it("hashes the canonical text with sha256", () => {
+    assert.equal(policyHash("{}"), "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+  });
+
+  it("ignores comments, whitespace, trailing commas and key order of the live text", () => {
+    const written = canonicalJson({ acls: [{ action: "accept", dst: ["*:*"], src: ["*"] }], tagOwners: { "tag:a": [] } });
+    const live = `{
+      // edited by hand, same meaning
+      "tagOwners": { "tag:a": [], },
+      "acls": [ { "src": ["*"], "dst": ["*:*"], "action": "accept" }, ],
+    }`;
+    const r = hashOfLivePolicy(live);
+    assert.ok(r.ok);
+    assert.equal(r.hash, policyHash(written));
+    assert.equal(r.canonical, written);
+  });
+
+  it("changes when an array's order changes", () => {
+    const a = hashOfLivePolicy('{"acls": [{"src": ["a"]}, {"src": ["b"]}]}');
+    const b = hashOfLivePolicy('{"acls": [{"src": ["b"]}, {"src": ["a"]}]}');
+    assert.ok(a.ok && b.ok);
+    assert.notEqual(a.hash, b.hash);
+  });
+
+  it("reports a live text that is not HuJSON", () => {
+    assert.deepEqual(hashOfLivePolicy('{"acls": [}'), {
+      ok: false,
+      message: "live policy is not valid HuJSON: line 1:11: value expected",
+    });
+  });
+});

@@ -1,0 +1,305 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import fc from "fast-check";
+import { type CollectInput, type CollectResult, collectGenerated } from "../../src/policy/generated.js";
+
+/** An empty Tailnet (owners group:platform, egress allowed to the tailnet CGNAT range and tag:db) plus overrides. */
+function input(over: Partial<CollectInput> = {}): CollectInput {
+  return {
+    tagOwners: ["group:platform"],
+    allowedEgressTargets: ["100.64.0.0/10", "192.168.10.0/24", "tag:db"],
+    egresses: [],
+    ingresses: [],
+    sites: [],
+    gateways: [],
+    nodes: [
+      { givenName: "db-1", name: "db-1", ipAddresses: ["100.64.0.7", "fd7a:115c:a1e0::7"], tags: [] },
+      { givenName: "nas", name: "nas", ipAddresses: ["fd7a:115c:a1e0::9"], tags: ["tag:db"] },
+      { givenName: "laptop", name: "laptop", ipAddresses: ["fd7a:115c:a1e0::3"], tags: [] },
+    ],
+    baseDomain: "ts.example.com",
+    ...over,
+  };
+}
+
+type Egress = CollectInput["egresses"][number];
+function egress(host: string, ports = [5432], tag = "tag:k8s-shop-db", target = "postgres"): Egress {
+  return { namespace: "shop", name: "db", tag, targets: [{ name: target, host, ports: ports.map((port) => ({ port })) }] };
+}
+
+/** The generated parts as plain objects, for deepEqual. */
+function plain(r: CollectResult) {
+  return {
+    tagOwners: Object.fromEntries(r.generated.tagOwners),
+    grants: r.generated.grants,
+    routes: Object.fromEntries(r.generated.autoApproverRoutes),
+  };
+}
+
+describe("collectGenerated: tags", () => {
+  it("owns every effective tag and every advertiser tag of a non-blocked site", () => {
+    const r = collectGenerated(
+      input({
+        tagOwners: ["group:platform", "alice@", "group:platform"],
+        egresses: [egress("db-1")],
+        ingresses: [
+          { namespace: "mon", name: "grafana", tag: "tag:k8s-mon-grafana", allowFrom: [], ports: [443], denied: false },
+        ],
+        sites: [
+          {
+            namespace: "net",
+            name: "home",
+            prefixes: ["192.168.10.0/24"],
+            advertiserTags: ["tag:router-home"],
+            allowFrom: [],
+            blocked: false,
+          },
+        ],
+        gateways: [{ namespace: "net", name: "gw", tag: "tag:k8s-net-gw", routes: [] }],
+      }),
+    );
+    assert.deepEqual(plain(r).tagOwners, {
+      "tag:k8s-mon-grafana": ["alice@", "group:platform"],
+      "tag:k8s-net-gw": ["alice@", "group:platform"],
+      "tag:k8s-shop-db": ["alice@", "group:platform"],
+      "tag:router-home": ["alice@", "group:platform"],
+    });
+    assert.deepEqual([...r.generated.tagOwners.keys()], [
+      "tag:k8s-mon-grafana",
+      "tag:k8s-net-gw",
+      "tag:k8s-shop-db",
+      "tag:router-home",
+    ]);
+  });
+
+  it("writes an empty owner list when the Tailnet names no owners", () => {
+    const r = collectGenerated(input({ tagOwners: [], egresses: [egress("db-1")] }));
+    assert.deepEqual(plain(r).tagOwners, { "tag:k8s-shop-db": [] });
+  });
+
+  it("leaves out invalid tags and reports them", () => {
+    const r = collectGenerated(
+      input({
+        egresses: [egress("db-1", [5432], "tag:Bad_Tag")],
+        gateways: [{ namespace: "net", name: "gw", tag: "k8s-gw", routes: ["10.96.0.0/12"] }],
+      }),
+    );
+    assert.deepEqual(plain(r), { tagOwners: {}, grants: [], routes: {} });
+    assert.deepEqual(r.invalid, [
+      { namespace: "net", name: "gw", field: "tag", value: "k8s-gw" },
+      { namespace: "shop", name: "db", field: "tag", value: "tag:Bad_Tag" },
+    ]);
+  });
+});
+
+describe("collectGenerated: ingress grants", () => {
+  const ing = {
+    namespace: "mon",
+    name: "grafana",
+    tag: "tag:k8s-mon-grafana",
+    allowFrom: ["group:eng", "autogroup:member"],
+    ports: [443, 80, 443],
+    denied: false,
+  };
+  it("grants allowFrom to the tag on the exposed ports", () => {
+    assert.deepEqual(plain(collectGenerated(input({ ingresses: [ing] }))).grants, [
+      { src: ["autogroup:member", "group:eng"], dst: ["tag:k8s-mon-grafana"], ip: ["tcp:80", "tcp:443"] },
+    ]);
+  });
+  it("grants nothing when allowFrom is outside the allowlist, but still owns the tag", () => {
+    const r = plain(collectGenerated(input({ ingresses: [{ ...ing, denied: true }] })));
+    assert.deepEqual(r.grants, []);
+    assert.deepEqual(r.tagOwners, { "tag:k8s-mon-grafana": ["group:platform"] });
+  });
+  it("grants nothing with an empty allowFrom", () => {
+    assert.deepEqual(plain(collectGenerated(input({ ingresses: [{ ...ing, allowFrom: [] }] }))).grants, []);
+  });
+  it("skips and reports invalid ports", () => {
+    const r = collectGenerated(input({ ingresses: [{ ...ing, ports: [0, 443, 70000] }] }));
+    assert.deepEqual(plain(r).grants[0].ip, ["tcp:443"]);
+    assert.deepEqual(
+      r.invalid.map((x) => x.value),
+      ["0", "70000"],
+    );
+  });
+});
+
+describe("collectGenerated: egress grants", () => {
+  const rows: {
+    name: string;
+    host: string;
+    allowed?: string[];
+    dst: string | null;
+    address: string | null;
+    unresolved?: boolean;
+  }[] = [
+    { name: "node name inside the CIDR allowlist", host: "db-1", dst: "100.64.0.7", address: "100.64.0.7" },
+    { name: "MagicDNS FQDN", host: "db-1.ts.example.com", dst: "100.64.0.7", address: "100.64.0.7" },
+    { name: "MagicDNS FQDN with trailing dot", host: "db-1.ts.example.com.", dst: "100.64.0.7", address: "100.64.0.7" },
+    { name: "node allowed by its tag", host: "nas", dst: "fd7a:115c:a1e0::9", address: "fd7a:115c:a1e0::9" },
+    { name: "node outside every CIDR without an allowed tag", host: "laptop", dst: null, address: "fd7a:115c:a1e0::3" },
+    { name: "IP inside an allowed CIDR", host: "192.168.10.5", dst: "192.168.10.5", address: "192.168.10.5" },
+    { name: "IP outside the allowlist", host: "192.168.11.5", dst: null, address: "192.168.11.5" },
+    { name: "CIDR inside an allowed CIDR", host: "192.168.10.0/28", dst: "192.168.10.0/28", address: "192.168.10.0/28" },
+    { name: "CIDR wider than the allowlist", host: "192.168.0.0/16", dst: null, address: "192.168.0.0/16" },
+    { name: "empty allowlist", host: "db-1", allowed: [], dst: null, address: "100.64.0.7" },
+    { name: "unknown node name", host: "ghost", dst: null, address: null, unresolved: true },
+    { name: "FQDN of another domain", host: "db-1.example.org", dst: null, address: null, unresolved: true },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      const over: Partial<CollectInput> = { egresses: [egress(row.host)] };
+      if (row.allowed) over.allowedEgressTargets = row.allowed;
+      const r = collectGenerated(input(over));
+      assert.deepEqual(
+        plain(r).grants,
+        row.dst ? [{ src: ["tag:k8s-shop-db"], dst: [row.dst], ip: ["tcp:5432"] }] : [],
+      );
+      assert.deepEqual(r.egressTargets, [
+        { namespace: "shop", name: "db", target: "postgres", host: row.host, address: row.address, granted: !!row.dst },
+      ]);
+      assert.deepEqual(
+        r.unresolved,
+        row.unresolved ? [{ namespace: "shop", name: "db", target: "postgres", host: row.host }] : [],
+      );
+      // the egress tag is owned either way
+      assert.deepEqual(plain(r).tagOwners, { "tag:k8s-shop-db": ["group:platform"] });
+    });
+  }
+
+  it("writes the tailnet IP, never the name, and merges ports of targets on the same address", () => {
+    const e: Egress = {
+      namespace: "shop",
+      name: "db",
+      tag: "tag:k8s-shop-db",
+      targets: [
+        { name: "pg", host: "db-1.ts.example.com.", ports: [{ port: 5432, protocol: "TCP" }] },
+        { name: "pg-admin", host: "db-1", ports: [{ port: 8080 }, { port: 443 }] },
+        { name: "lan", host: "192.168.10.20", ports: [{ port: 22 }] },
+      ],
+    };
+    assert.deepEqual(plain(collectGenerated(input({ egresses: [e] }))).grants, [
+      { src: ["tag:k8s-shop-db"], dst: ["100.64.0.7"], ip: ["tcp:443", "tcp:5432", "tcp:8080"] },
+      { src: ["tag:k8s-shop-db"], dst: ["192.168.10.20"], ip: ["tcp:22"] },
+    ]);
+  });
+});
+
+describe("collectGenerated: sites and gateways", () => {
+  const site = {
+    namespace: "net",
+    name: "home",
+    prefixes: ["192.168.10.0/24", "2001:DB8::/48"],
+    advertiserTags: ["tag:router-home", "tag:router-backup"],
+    allowFrom: ["group:eng"],
+    blocked: false,
+  };
+  it("grants allowFrom to the prefixes and auto-approves them for the advertiser tags", () => {
+    const r = plain(collectGenerated(input({ sites: [site] })));
+    assert.deepEqual(r.grants, [{ src: ["group:eng"], dst: ["192.168.10.0/24", "2001:db8::/48"], ip: ["*"] }]);
+    assert.deepEqual(r.routes, {
+      "192.168.10.0/24": ["tag:router-backup", "tag:router-home"],
+      "2001:db8::/48": ["tag:router-backup", "tag:router-home"],
+    });
+  });
+  it("a blocked site contributes nothing", () => {
+    assert.deepEqual(plain(collectGenerated(input({ sites: [{ ...site, blocked: true }] }))), {
+      tagOwners: {},
+      grants: [],
+      routes: {},
+    });
+  });
+  it("a site without allowFrom still approves its routes", () => {
+    const r = plain(collectGenerated(input({ sites: [{ ...site, allowFrom: [] }] })));
+    assert.deepEqual(r.grants, []);
+    assert.equal(Object.keys(r.routes).length, 2);
+  });
+  it("gateway routes are approved for the gateway tag; a prefix shared with a site unions its tags", () => {
+    const r = collectGenerated(
+      input({
+        sites: [{ ...site, prefixes: ["10.96.0.0/12"], advertiserTags: ["tag:router-home"] }],
+        gateways: [{ namespace: "net", name: "gw", tag: "tag:k8s-net-gw", routes: ["10.96.0.0/12", "10.244.0.1/16"] }],
+      }),
+    );
+    assert.deepEqual(plain(r).routes, { "10.96.0.0/12": ["tag:k8s-net-gw", "tag:router-home"] });
+    assert.deepEqual(r.invalid, [{ namespace: "net", name: "gw", field: "routes", value: "10.244.0.1/16" }]);
+  });
+});
+
+describe("collectGenerated: determinism", () => {
+  const full = input({
+    egresses: [
+      egress("db-1"),
+      { ...egress("192.168.10.9", [22], "tag:k8s-ops-ssh", "box"), namespace: "ops", name: "ssh" },
+      { ...egress("ghost", [80], "tag:k8s-a-b", "x"), namespace: "a", name: "b" },
+    ],
+    ingresses: [
+      { namespace: "mon", name: "g", tag: "tag:k8s-mon-g", allowFrom: ["group:eng"], ports: [443], denied: false },
+      { namespace: "mon", name: "p", tag: "tag:k8s-mon-p", allowFrom: ["tag:ci", "group:eng"], ports: [9090], denied: false },
+    ],
+    sites: [
+      {
+        namespace: "net",
+        name: "a",
+        prefixes: ["192.168.20.0/24"],
+        advertiserTags: ["tag:r-a"],
+        allowFrom: ["group:eng"],
+        blocked: false,
+      },
+      {
+        namespace: "net",
+        name: "b",
+        prefixes: ["192.168.30.0/24"],
+        advertiserTags: ["tag:r-b"],
+        allowFrom: ["autogroup:member"],
+        blocked: false,
+      },
+    ],
+    gateways: [{ namespace: "net", name: "gw", tag: "tag:k8s-net-gw", routes: ["10.96.0.0/12", "10.244.0.0/16"] }],
+  });
+  const expected = JSON.stringify(plainAll(collectGenerated(full)));
+
+  function plainAll(r: CollectResult) {
+    return { ...plain(r), unresolved: r.unresolved, egressTargets: r.egressTargets, invalid: r.invalid };
+  }
+
+  it("gives the same output for any order of objects, targets, lists and nodes", () => {
+    fc.assert(
+      fc.property(fc.infiniteStream(fc.double({ min: 0, max: 1, noNaN: true })), (rand) => {
+        const it = rand[Symbol.iterator]();
+        const shuffle = <T>(xs: readonly T[]): T[] =>
+          xs
+            .map((x) => ({ x, k: it.next().value as number }))
+            .sort((a, b) => a.k - b.k)
+            .map(({ x }) => x);
+        const shuffled: CollectInput = {
+          ...full,
+          tagOwners: shuffle(full.tagOwners),
+          allowedEgressTargets: shuffle(full.allowedEgressTargets),
+          egresses: shuffle(full.egresses).map((e) => ({ ...e, targets: shuffle(e.targets) })),
+          ingresses: shuffle(full.ingresses).map((i) => ({ ...i, allowFrom: shuffle(i.allowFrom) })),
+          sites: shuffle(full.sites).map((s) => ({ ...s, prefixes: shuffle(s.prefixes) })),
+          gateways: shuffle(full.gateways).map((g) => ({ ...g, routes: shuffle(g.routes) })),
+          nodes: shuffle(full.nodes),
+        };
+        assert.equal(JSON.stringify(plainAll(collectGenerated(shuffled))), expected);
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it("sorts grants by src, then dst", () => {
+    const grants = collectGenerated(full).generated.grants;
+    assert.deepEqual(
+      grants.map((g) => `${g.src.join(",")} -> ${g.dst.join(",")}`),
+      [
+        "autogroup:member -> 192.168.30.0/24",
+        "group:eng -> 192.168.20.0/24",
+        "group:eng -> tag:k8s-mon-g",
+        "group:eng,tag:ci -> tag:k8s-mon-p",
+        "tag:k8s-ops-ssh -> 192.168.10.9",
+        "tag:k8s-shop-db -> 100.64.0.7",
+      ],
+    );
+  });
+});

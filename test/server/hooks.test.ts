@@ -1,0 +1,286 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { customizeRequest, parentObject, syncRequest } from "../fixtures/hooks.js";
+import { build } from "../helpers/server.js";
+
+const egress = (spec: Record<string, unknown> = {}) =>
+  parentObject(
+    "TailnetEgress",
+    "db",
+    { tailnetRef: { name: "home" }, targets: [{ name: "postgres", host: "db-1", ports: [{ port: 5432 }] }], ...spec },
+    { namespace: "shop" },
+  );
+
+describe("hook routing and envelope", () => {
+  const bad: { name: string; path?: string; body: string | object; contentType?: string; code: number; error: RegExp }[] = [
+    { name: "malformed JSON", body: '{"parent": ', code: 400, error: /^body: invalid JSON$/ },
+    { name: "empty body", body: "", code: 400, error: /^body: empty/ },
+    { name: "not an object", body: "[1,2]", code: 400, error: /^body: must be a JSON object$/ },
+    { name: "missing parent", body: { children: {}, related: {} }, code: 400, error: /^parent: required$/ },
+    { name: "parent not an object", body: { parent: "x" }, code: 400, error: /^parent: must be an object$/ },
+    {
+      name: "wrong kind for the path",
+      path: "/hooks/ingress/sync",
+      body: syncRequest({ parent: egress() }),
+      code: 400,
+      error: /^parent\.kind: this path serves TailnetIngress, got "TailnetEgress"/,
+    },
+    {
+      name: "wrong apiVersion",
+      body: { ...syncRequest({ parent: egress() }), parent: { ...egress(), apiVersion: "v1" } },
+      code: 400,
+      error: /^parent\.apiVersion: must be tailnet\.internal\/v1alpha1/,
+    },
+    {
+      name: "namespaced parent without namespace",
+      body: { parent: { ...egress(), metadata: { name: "db" } } },
+      code: 400,
+      error: /^parent\.metadata\.namespace: required/,
+    },
+    {
+      name: "children of the wrong type",
+      body: { ...syncRequest({ parent: egress() }), children: [] },
+      code: 400,
+      error: /^children: must be an object keyed by Kind\.group\/version$/,
+    },
+    {
+      name: "bad type key",
+      body: { ...syncRequest({ parent: egress() }), related: { "not a key": {} } },
+      code: 400,
+      error: /^related: key "not a key" is not Kind\.group\/version$/,
+    },
+    {
+      name: "child without name",
+      body: { ...syncRequest({ parent: egress() }), children: { "Service.v1": { "shop/x": { metadata: {} } } } },
+      code: 400,
+      error: /^children\["Service\.v1"\]\["shop\/x"\]\.metadata\.name: required string$/,
+    },
+    {
+      name: "finalizing not boolean",
+      body: { ...syncRequest({ parent: egress() }), finalizing: "yes" },
+      code: 400,
+      error: /^finalizing: must be a boolean$/,
+    },
+    { name: "unknown kind", path: "/hooks/widget/sync", body: {}, code: 404, error: /^unknown kind "widget"/ },
+    { name: "unknown hook", path: "/hooks/egress/mutate", body: {}, code: 404, error: /^unknown hook "mutate"/ },
+    {
+      name: "not JSON content type",
+      body: "parent=x",
+      contentType: "application/x-www-form-urlencoded",
+      code: 415,
+      error: /^body: Content-Type must be application\/json$/,
+    },
+  ];
+  for (const c of bad) {
+    it(`${c.name} → ${c.code}`, async (t) => {
+      const { app } = await build(t);
+      const res = await app.inject({
+        method: "POST",
+        url: c.path ?? "/hooks/egress/sync",
+        headers: { "content-type": c.contentType ?? "application/json" },
+        payload: typeof c.body === "string" ? c.body : JSON.stringify(c.body),
+      });
+      assert.equal(res.statusCode, c.code, res.body);
+      const body = res.json() as { error: string };
+      assert.match(body.error, c.error);
+      assert.deepEqual(Object.keys(body), ["error"]);
+    });
+  }
+
+  it("over the body limit → 413 naming the limit", async (t) => {
+    const { app } = await build(t, { config: { hooks: { bodyLimitBytes: 65536 } } });
+    const res = await app.inject({
+      method: "POST",
+      url: "/hooks/egress/sync",
+      headers: { "content-type": "application/json" },
+      payload: JSON.stringify({ parent: egress(), pad: "x".repeat(70000) }),
+    });
+    assert.equal(res.statusCode, 413);
+    assert.deepEqual(res.json(), { error: "body: larger than the limit of 65536 bytes" });
+  });
+
+  it("the default limit takes a sync with 64 targets and their children", async (t) => {
+    const { app } = await build(t);
+    const targets = Array.from({ length: 64 }, (_, i) => ({ name: `t${i}`, host: `node-${i}`, ports: [{ port: 5432 }] }));
+    const children = targets.map((tg) => ({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: tg.name, namespace: "shop", annotations: { big: "y".repeat(8000) } },
+      spec: { ports: [{ port: 5432 }] },
+    }));
+    const res = await app.inject({
+      method: "POST",
+      url: "/hooks/egress/sync",
+      payload: syncRequest({ parent: egress({ targets }), children }),
+    });
+    assert.equal(res.statusCode, 200, res.body);
+  });
+});
+
+describe("invalid specs become InvalidSpec, not 4xx", () => {
+  const cases: { name: string; spec: Record<string, unknown>; message: string }[] = [
+    { name: "bad tag", spec: { tag: "tag:Bad_Tag" }, message: 'spec.tag: must match pattern "^tag:[a-z][a-z0-9-]{0,62}$"' },
+    {
+      name: "duplicate target names",
+      spec: {
+        targets: [
+          { name: "pg", host: "a", ports: [{ port: 1 }] },
+          { name: "pg", host: "b", ports: [{ port: 2 }] },
+        ],
+      },
+      message: 'spec.targets[1].name: duplicate name "pg"',
+    },
+    { name: "missing tailnetRef", spec: { tailnetRef: undefined }, message: "spec.tailnetRef: required" },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: 200, Ready=False/InvalidSpec naming the field, children kept`, async (t) => {
+      const { app } = await build(t);
+      const parent = egress(c.spec);
+      const svc = {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "pg", namespace: "shop", uid: "u", resourceVersion: "9" },
+        spec: { ports: [{ port: 1 }] },
+        status: { loadBalancer: {} },
+      };
+      const res = await app.inject({ method: "POST", url: "/hooks/egress/sync", payload: syncRequest({ parent, children: [svc] }) });
+      assert.equal(res.statusCode, 200, res.body);
+      const body = res.json() as { status: { conditions: { type: string; status: string; reason: string; message: string }[] }; children: unknown[] };
+      const ready = body.status.conditions.find((x) => x.type === "Ready");
+      assert.deepEqual(
+        { status: ready?.status, reason: ready?.reason, message: ready?.message },
+        { status: "False", reason: "InvalidSpec", message: c.message },
+      );
+      assert.deepEqual(body.children, [
+        { apiVersion: "v1", kind: "Service", metadata: { name: "pg", namespace: "shop" }, spec: { ports: [{ port: 1 }] } },
+      ]);
+    });
+  }
+
+  it("a Tailnet with a bad CIDR gets PolicyRendered=False/InvalidSpec", async (t) => {
+    const { app } = await build(t);
+    const parent = parentObject("Tailnet", "home", {
+      headscale: { url: "https://hs.example.com", apiKeySecretRef: { namespace: "tailnet-system", name: "k" } },
+      reservedNetworks: ["10.96.0.1/12"],
+    });
+    const res = await app.inject({ method: "POST", url: "/hooks/tailnet/sync", payload: syncRequest({ parent }) });
+    assert.equal(res.statusCode, 200, res.body);
+    const conds = (res.json() as { status: { conditions: { type: string; reason: string; message: string }[] } }).status.conditions;
+    const rendered = conds.find((c) => c.type === "PolicyRendered");
+    assert.equal(rendered?.reason, "InvalidSpec");
+    assert.match(rendered?.message ?? "", /^spec\.reservedNetworks\[0\]: /);
+  });
+});
+
+describe("responses", () => {
+  it("customize answers only relatedResources", async (t) => {
+    const { app } = await build(t);
+    const res = await app.inject({ method: "POST", url: "/hooks/egress/customize", payload: customizeRequest(egress()) });
+    assert.equal(res.statusCode, 200);
+    const body = res.json() as { relatedResources: { resource: string; names?: string[] }[] };
+    assert.deepEqual(Object.keys(body), ["relatedResources"]);
+    assert.deepEqual(
+      body.relatedResources.map((r) => r.resource),
+      ["tailnets", "secrets", "pods", "services"],
+    );
+    assert.deepEqual(body.relatedResources[1].names, ["tailnet-home-credentials"]);
+  });
+
+  it("sync answers only status, children (and resyncAfterSeconds); status is byte-identical on repeat", async (t) => {
+    const { app } = await build(t);
+    const parent = egress();
+    const first = await app.inject({ method: "POST", url: "/hooks/egress/sync", payload: syncRequest({ parent }) });
+    assert.equal(first.statusCode, 200);
+    const body = first.json() as { status: Record<string, unknown>; children: unknown[] };
+    for (const k of Object.keys(body)) assert.ok(["status", "children", "resyncAfterSeconds"].includes(k), k);
+    const again = await app.inject({
+      method: "POST",
+      url: "/hooks/egress/sync",
+      payload: syncRequest({ parent: { ...parent, status: body.status } }),
+    });
+    assert.equal(JSON.stringify((again.json() as { status: unknown }).status), JSON.stringify(body.status));
+  });
+
+  it("finalize answers finalized", async (t) => {
+    const { app } = await build(t);
+    const res = await app.inject({
+      method: "POST",
+      url: "/hooks/site/finalize",
+      payload: syncRequest({
+        parent: parentObject("TailnetSite", "lan", { tailnetRef: { name: "home" }, prefixes: ["192.168.1.0/24"], advertiserTags: ["tag:r"] }, { namespace: "net" }),
+        finalizing: true,
+      }),
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal((res.json() as { finalized: boolean }).finalized, true);
+  });
+});
+
+describe("auth, limits, probes", () => {
+  const token = "s3cret-hook-token-0123456789";
+  it("a wrong or missing bearer token is 401 and leaks nothing; probes stay open", async (t) => {
+    const { app, logs } = await build(t, { env: { HOOK_TOKEN: token } });
+    for (const headers of [{}, { authorization: "Bearer nope" }, { authorization: token }]) {
+      const res = await app.inject({ method: "POST", url: "/hooks/egress/sync", headers, payload: syncRequest({ parent: egress() }) });
+      assert.equal(res.statusCode, 401);
+      assert.deepEqual(res.json(), { error: "unauthorized: a valid bearer token is required" });
+    }
+    const ok = await app.inject({
+      method: "POST",
+      url: "/hooks/egress/sync",
+      headers: { authorization: `Bearer ${token}` },
+      payload: syncRequest({ parent: egress() }),
+    });
+    assert.equal(ok.statusCode, 200);
+    for (const url of ["/healthz", "/readyz", "/metrics"]) {
+      assert.equal((await app.inject({ method: "GET", url })).statusCode, 200, url);
+    }
+    assert.ok(!logs.join("").includes(token), "token must not reach the log");
+  });
+
+  it("over maxInFlight → 429 with Retry-After", async (t) => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const { kindModules } = await import("../../src/kinds/index.js");
+    const slow = new Map(kindModules);
+    const base = kindModules.get("egress");
+    assert.ok(base);
+    slow.set("egress", { ...base, sync: async (req, deps) => (await gate, base.sync(req, deps)) });
+    const { app } = await build(t, { config: { hooks: { maxInFlight: 1, retryAfterSeconds: 3 } }, server: { kinds: slow } });
+    const first = app.inject({ method: "POST", url: "/hooks/egress/sync", payload: syncRequest({ parent: egress() }) });
+    await new Promise((r) => setTimeout(r, 20));
+    const second = await app.inject({ method: "POST", url: "/hooks/egress/sync", payload: syncRequest({ parent: egress() }) });
+    assert.equal(second.statusCode, 429);
+    assert.equal(second.headers["retry-after"], "3");
+    release();
+    assert.equal((await first).statusCode, 200);
+  });
+
+  it("an internal failure is a one-line 500 without stack", async (t) => {
+    const { kindModules } = await import("../../src/kinds/index.js");
+    const broken = new Map(kindModules);
+    const base = kindModules.get("egress");
+    assert.ok(base);
+    broken.set("egress", {
+      ...base,
+      sync: async () => {
+        throw new Error("boom\n    at somewhere");
+      },
+    });
+    const { app } = await build(t, { server: { kinds: broken } });
+    const res = await app.inject({ method: "POST", url: "/hooks/egress/sync", payload: syncRequest({ parent: egress() }) });
+    assert.equal(res.statusCode, 500);
+    assert.deepEqual(res.json(), { error: "sync TailnetEgress shop/db failed: boom" });
+  });
+
+  it("hook metrics count by kind, hook and code with bounded labels", async (t) => {
+    const { app } = await build(t);
+    await app.inject({ method: "POST", url: "/hooks/egress/sync", payload: syncRequest({ parent: egress() }) });
+    await app.inject({ method: "POST", url: "/hooks/whatever/sync", payload: {} });
+    const text = (await app.inject({ method: "GET", url: "/metrics" })).body;
+    assert.match(text, /tailnet_hook_requests_total\{kind="egress",hook="sync",code="200"\} 1/);
+    assert.match(text, /tailnet_hook_requests_total\{kind="unknown",hook="sync",code="404"\} 1/);
+  });
+});
