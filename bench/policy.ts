@@ -106,7 +106,10 @@ export async function benchPolicy(): Promise<{ objects: number; ms: number }[]> 
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  for (const { objects, ms } of await benchPolicy()) {
-    console.log(`policy render: ${String(objects).padStart(6)} objects  ${ms.toFixed(2).padStart(8)} ms (median of ${RUNS})`);
-  }
+  // no top-level await: this file is also imported from CommonJS-compiled callers
+  void benchPolicy().then((results) => {
+    for (const { objects, ms } of results) {
+      console.log(`policy render: ${String(objects).padStart(6)} objects  ${ms.toFixed(2).padStart(8)} ms (median of ${RUNS})`);
+    }
+  });
 }

@@ -279,7 +279,8 @@ function checkSemantics(config: AgentConfig, source: string): void {
     expose.names.forEach((name, n) => {
       const key = name.toLowerCase().replace(/\.$/, "");
       const owner = names.get(key);
-      if (owner !== undefined && owner !== i) fail(`exposes[${i}].names[${n}]`, `"${name}" is already served by exposes[${owner}]`);
+      if (owner !== undefined && owner !== i)
+        fail(`exposes[${i}].names[${n}]`, `"${name}" is already served by exposes[${owner}]`);
       names.set(key, i);
     });
   });
@@ -329,7 +330,11 @@ export async function loadAgentConfig(path: string): Promise<AgentConfig> {
   try {
     text = await readFile(path, "utf8");
   } catch (err) {
-    throw new AgentConfigError("", `cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"})`, `agent config ${path}`);
+    throw new AgentConfigError(
+      "",
+      `cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"})`,
+      `agent config ${path}`,
+    );
   }
   return parseAgentConfig(text, `agent config ${path}`);
 }

@@ -61,7 +61,8 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
   const byName = new Map<string, ExposeRoute>();
   for (const route of routes) for (const name of route.expose.names) byName.set(normalizeName(name), route);
   const fallback = routes[0];
-  const routeFor = (serverName: string | false | undefined) => selectByServerName(byName, serverName || undefined, fallback);
+  const routeFor = (serverName: string | false | null | undefined) =>
+    selectByServerName(byName, serverName || undefined, fallback);
 
   await Promise.all(routes.map((route) => loadCertificate(route.cert, log)));
 
@@ -122,7 +123,11 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) =>
-      reject(new Error(`listen ${opts.listenHost}:${opts.listenPort} for ${fallback.expose.name}: ${err.code ?? err.message}`)),
+      reject(
+        new Error(
+          `listen ${opts.listenHost}:${opts.listenPort} for ${fallback.expose.name}: ${err.code ?? err.message}`,
+        ),
+      ),
     );
     server.listen(opts.listenPort, opts.listenHost, () => resolve());
   });

@@ -21,7 +21,9 @@ export const INGRESS_LISTEN_PORT_BASE = 20000;
  * `result[t][p]` is the listen port of `targets[t].ports[p]`. The Service of target `t` maps its
  * port `p` to that listen port.
  */
-export function egressListenPorts(targets: readonly { name: string; ports: readonly { port: number }[] }[]): number[][] {
+export function egressListenPorts(
+  targets: readonly { name: string; ports: readonly { port: number }[] }[],
+): number[][] {
   let next = EGRESS_LISTEN_PORT_BASE;
   return targets.map((target) => target.ports.map(() => next++));
 }

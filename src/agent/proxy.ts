@@ -1,7 +1,14 @@
 // The HTTP/1.1 reverse proxy behind an http expose's TLS listener: one request to the backend per client
 // request over a keep-alive agent, bodies piped both ways with backpressure, X-Forwarded-* set, 502/504 when
 // the backend cannot be reached. WebSocket-style upgrades are relayed as raw TCP after the request head.
-import { type Agent, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, request, type ServerResponse } from "node:http";
+import {
+  type Agent,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  request,
+  type ServerResponse,
+} from "node:http";
 import { connect, type Socket } from "node:net";
 import { DialError, formatHostPort, type HostPort } from "./dial.js";
 import { relay } from "./forward.js";
@@ -167,7 +174,12 @@ export function proxyUpgrade(req: IncomingMessage, client: Socket, head: Buffer,
   for (const [key, value] of Object.entries(headers)) {
     for (const v of Array.isArray(value) ? value : [value]) lines.push(`${key}: ${String(v)}`);
   }
-  const upstream = connect({ host: target.backend.host, port: target.backend.port, allowHalfOpen: true, noDelay: true });
+  const upstream = connect({
+    host: target.backend.host,
+    port: target.backend.port,
+    allowHalfOpen: true,
+    noDelay: true,
+  });
   const onClientGone = () => upstream.destroy();
   const onDialError = () => {
     target.metrics.dialErrors.inc({ name: target.name });

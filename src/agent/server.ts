@@ -22,7 +22,11 @@ export interface MetricsServer {
 }
 
 function send(res: ServerResponse, status: number, contentType: string, body: string): void {
-  res.writeHead(status, { "content-type": contentType, "content-length": Buffer.byteLength(body), "cache-control": "no-store" });
+  res.writeHead(status, {
+    "content-type": contentType,
+    "content-length": Buffer.byteLength(body),
+    "cache-control": "no-store",
+  });
   res.end(body);
 }
 

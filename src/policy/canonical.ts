@@ -17,45 +17,41 @@ function compareCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function write(value: unknown, indent: string, step: string, out: string[]): void {
+// Characters JSON.stringify would escape (quote, backslash, controls, lone surrogates).
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+function quote(s: string): string {
+  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
+}
+
+function write(value: unknown, indent: string, step: string): string {
+  if (typeof value === "string") return quote(value);
   if (value === null || typeof value !== "object") {
-    // JSON.stringify handles strings, finite numbers, booleans; the rest becomes null
-    // as it would inside an array.
-    out.push(JSON.stringify(value) ?? "null");
-    return;
+    // numbers and booleans as JSON.stringify writes them; anything else is null,
+    // as it would be inside an array
+    return JSON.stringify(value) ?? "null";
   }
-  const inner = step === "" ? "" : `\n${indent}${step}`;
+  const deeper = indent + step;
+  const open = step === "" ? "" : `\n${deeper}`;
+  const sep = step === "" ? "," : `,\n${deeper}`;
   const close = step === "" ? "" : `\n${indent}`;
-  const colon = step === "" ? ":" : ": ";
   if (Array.isArray(value)) {
-    if (value.length === 0) {
-      out.push("[]");
-      return;
-    }
-    out.push("[");
-    for (let i = 0; i < value.length; i++) {
-      if (i > 0) out.push(",");
-      out.push(inner);
-      write(value[i], indent + step, step, out);
-    }
-    out.push(close, "]");
-    return;
+    if (value.length === 0) return "[]";
+    let out = `[${open}${write(value[0], deeper, step)}`;
+    for (let i = 1; i < value.length; i++) out += sep + write(value[i], deeper, step);
+    return `${out}${close}]`;
   }
   const obj = value as Record<string, unknown>;
   const keys = Object.keys(obj)
     .filter((k) => obj[k] !== undefined && typeof obj[k] !== "function")
     .sort(compareCodeUnits);
-  if (keys.length === 0) {
-    out.push("{}");
-    return;
-  }
-  out.push("{");
+  if (keys.length === 0) return "{}";
+  const colon = step === "" ? ":" : ": ";
+  let out = "{";
   for (let i = 0; i < keys.length; i++) {
-    if (i > 0) out.push(",");
-    out.push(inner, JSON.stringify(keys[i]), colon);
-    write(obj[keys[i]], indent + step, step, out);
+    out += `${i === 0 ? open : sep}${quote(keys[i])}${colon}${write(obj[keys[i]], deeper, step)}`;
   }
-  out.push(close, "}");
+  return `${out}${close}}`;
 }
 
 /**
@@ -64,9 +60,7 @@ function write(value: unknown, indent: string, step: string, out: string[]): voi
  * (the ConfigMap / the PUT body); only the compact form is hashed.
  */
 export function canonicalJson(value: unknown, indent = 0): string {
-  const out: string[] = [];
-  write(value, "", " ".repeat(indent), out);
-  return out.join("");
+  return write(value, "", " ".repeat(indent));
 }
 
 /** "sha256:<hex>" of the canonical text (UTF-8). */

@@ -98,8 +98,11 @@ function byCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function sortedUnique(values: Iterable<string>): string[] {
-  return [...new Set(values)].sort(byCodeUnits);
+function sortedUnique(values: readonly string[]): string[] {
+  // Most lists have one entry or are already sorted: skip the Set and the sort then.
+  let ordered = true;
+  for (let i = 1; i < values.length && ordered; i++) ordered = values[i - 1] < values[i];
+  return ordered ? values.slice() : [...new Set(values)].sort(byCodeUnits);
 }
 
 /** "*" first, then by protocol, then numerically by port ("tcp:80" before "tcp:443"). */
@@ -139,7 +142,7 @@ class GrantSet {
 
 function sortedMap(m: Map<string, Set<string>>): Map<string, string[]> {
   const out = new Map<string, string[]>();
-  for (const k of [...m.keys()].sort(byCodeUnits)) out.set(k, sortedUnique(m.get(k) ?? []));
+  for (const k of [...m.keys()].sort(byCodeUnits)) out.set(k, sortedUnique([...(m.get(k) ?? [])]));
   return out;
 }
 
@@ -235,7 +238,7 @@ export function collectGenerated(input: CollectInput): CollectResult {
   }
 
   const tagOwners = new Map<string, string[]>();
-  for (const t of sortedUnique(tags)) tagOwners.set(t, [...owners]);
+  for (const t of [...tags].sort(byCodeUnits)) tagOwners.set(t, owners.slice());
   egressTargets.sort(byObject((x) => x.target));
   invalid.sort(byObject((x) => `${x.field}\u0000${x.value}`));
   return {

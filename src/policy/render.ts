@@ -26,10 +26,8 @@ export type RenderResult =
   | {
       ok: true;
       policy: Record<string, unknown>;
-      /** Compact canonical JSON (sorted keys); what the hash covers. */
+      /** Compact canonical JSON (sorted keys); what the hash covers, and a valid body to write. */
       canonical: string;
-      /** Same content, sorted keys, 2-space indented: for the ConfigMap and the PUT body. */
-      text: string;
       hash: string;
       generated: GeneratedCounts;
     }
@@ -53,31 +51,54 @@ function sectionKey(obj: Json, field: string, where: string): string {
   return found[0] ?? field;
 }
 
+function isSortedUnique(xs: readonly string[]): boolean {
+  for (let i = 1; i < xs.length; i++) if (!(xs[i - 1] < xs[i])) return false;
+  return true;
+}
+
 function mergeKeyedLists(base: unknown, gen: Map<string, string[]>, label: string): Json {
   if (base !== null && base !== undefined && !isObject(base)) throw new BaseInvalid(`${label} must be an object`);
   const out: Json = isObject(base) ? { ...base } : {};
-  for (const [key, owners] of gen) {
+  for (const [key, values] of gen) {
+    const fresh = isSortedUnique(values) ? values.slice() : [...new Set(values)].sort();
     const existing = Object.hasOwn(out, key) ? out[key] : null;
-    if (existing !== null && !Array.isArray(existing)) {
+    if (existing === null || existing === undefined) {
+      out[key] = fresh;
+    } else if (Array.isArray(existing)) {
+      const kept = new Set<unknown>(existing);
+      out[key] = [...existing, ...fresh.filter((v) => !kept.has(v))];
+    } else {
       throw new BaseInvalid(`${label}[${JSON.stringify(key)}] must be a list`);
     }
-    const kept: unknown[] = existing ?? [];
-    const added = [...new Set(owners)].filter((o) => !kept.includes(o)).sort();
-    out[key] = [...kept, ...added];
   }
   return out;
 }
 
+/**
+ * Identity of a grant for de-duplication, or null for a base grant that cannot equal
+ * a generated one (generated grants have exactly src, dst and ip, all string lists).
+ */
+function grantIdentity(g: unknown): string | null {
+  if (!isObject(g)) return null;
+  const keys = Object.keys(g);
+  if (keys.length !== 3 || !Array.isArray(g.src) || !Array.isArray(g.dst) || !Array.isArray(g.ip)) return null;
+  return JSON.stringify([g.src, g.dst, g.ip]);
+}
+
 function mergeGrants(base: unknown, gen: GeneratedPolicy["grants"], label: string): unknown[] {
   if (base !== null && base !== undefined && !Array.isArray(base)) throw new BaseInvalid(`${label} must be a list`);
-  const kept: unknown[] = Array.isArray(base) ? base : [];
-  const seen = new Set(kept.map((g) => canonicalJson(g)));
-  const out = [...kept];
+  const out: unknown[] = Array.isArray(base) ? [...base] : [];
+  const seen = new Set<string>();
+  for (const g of out) {
+    const id = grantIdentity(g);
+    if (id !== null) seen.add(id);
+  }
   for (const g of gen) {
-    const c = canonicalJson(g);
-    if (seen.has(c)) continue;
-    seen.add(c);
-    out.push({ src: [...g.src], dst: [...g.dst], ip: [...g.ip] });
+    const copy = { src: [...g.src], dst: [...g.dst], ip: [...g.ip] };
+    const id = JSON.stringify([copy.src, copy.dst, copy.ip]);
+    if (seen.has(id)) continue;
+    seen.add(id);
+    out.push(copy);
   }
   return out;
 }
@@ -153,8 +174,17 @@ export function renderPolicy(baseText: string | undefined, gen: GeneratedPolicy)
     ok: true,
     policy,
     canonical,
-    text: canonicalJson(policy, 2),
     hash: policyHash(canonical),
     generated: { tags: gen.tagOwners.size, grants: gen.grants.length, routes: gen.autoApproverRoutes.size },
   };
+}
+
+/**
+ * The rendered policy as indented text for humans (ConfigMap, `render` CLI, the PUT
+ * body if preferred): same content and key order as the canonical form, so
+ * hashOfLivePolicy of it equals the rendered hash. Not computed by renderPolicy: it
+ * costs as much again as the canonical form.
+ */
+export function prettyPolicyText(policy: Record<string, unknown>): string {
+  return canonicalJson(policy, 2);
 }

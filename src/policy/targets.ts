@@ -12,17 +12,6 @@ export interface NodeRef {
   tags: string[];
 }
 
-export interface NodeIndex {
-  /** givenName (lower-case) → node; Headscale keeps given names unique. */
-  byGivenName: Map<string, NodeRef>;
-  /** hostname (lower-case) → nodes; hostnames are not unique. */
-  byName: Map<string, NodeRef[]>;
-  /** canonical IP → node. */
-  byIp: Map<string, NodeRef>;
-  /** lower-case base domain without surrounding dots, "" when unset. */
-  baseDomain: string;
-}
-
 export interface ResolvedTarget {
   /** How the host was written: an IP, a CIDR, or a node name / MagicDNS name. */
   kind: "ip" | "cidr" | "node";
@@ -46,55 +35,96 @@ function normalizeDomain(d: string | undefined): string {
     .replace(/^\.+|\.+$/g, "");
 }
 
-/** Builds the lookups once per render so resolution is O(1) per target. */
-export function buildNodeIndex(nodes: readonly NodeRef[], baseDomain?: string): NodeIndex {
-  const byGivenName = new Map<string, NodeRef>();
-  const byName = new Map<string, NodeRef[]>();
-  const byIp = new Map<string, NodeRef>();
-  for (const node of nodes) {
-    if (node.givenName) byGivenName.set(node.givenName.toLowerCase(), node);
-    if (node.name) {
-      const key = node.name.toLowerCase();
-      const list = byName.get(key);
-      if (list) list.push(node);
-      else byName.set(key, [node]);
-    }
-    for (const ip of node.ipAddresses) {
-      const text = canonicalIp(ip);
-      if (text) byIp.set(text, node);
+/**
+ * Lookups over the node list, built once per render so that resolving a target is
+ * O(1). Node addresses and the IP → node map are computed on first use only.
+ */
+export class NodeIndex {
+  /** Lower-case base domain without surrounding dots, "" when unset. */
+  readonly baseDomain: string;
+  /** givenName (lower-case) → node; Headscale keeps given names unique. */
+  private readonly byGivenName = new Map<string, NodeRef>();
+  /** hostname (lower-case) → nodes; hostnames are not unique. */
+  private readonly byName = new Map<string, NodeRef[]>();
+  private byIp: Map<string, NodeRef> | null = null;
+  private readonly addresses = new Map<NodeRef, Cidr | null>();
+
+  constructor(
+    private readonly nodes: readonly NodeRef[],
+    baseDomain?: string,
+  ) {
+    this.baseDomain = normalizeDomain(baseDomain);
+    for (const node of nodes) {
+      if (node.givenName) this.byGivenName.set(node.givenName.toLowerCase(), node);
+      if (node.name) {
+        const key = node.name.toLowerCase();
+        const list = this.byName.get(key);
+        if (list) list.push(node);
+        else this.byName.set(key, [node]);
+      }
     }
   }
-  return { byGivenName, byName, byIp, baseDomain: normalizeDomain(baseDomain) };
+
+  /** A node name or MagicDNS FQDN (with or without the trailing dot) → node; null when unknown or ambiguous. */
+  lookupName(host: string): NodeRef | null {
+    let label = host.toLowerCase();
+    if (label.endsWith(".")) label = label.slice(0, -1);
+    if (label.includes(".")) {
+      // A MagicDNS FQDN: <givenName>.<baseDomain>; any other dotted name is not ours.
+      const suffix = `.${this.baseDomain}`;
+      if (this.baseDomain === "" || !label.endsWith(suffix)) return null;
+      const given = label.slice(0, -suffix.length);
+      if (given === "" || given.includes(".")) return null;
+      return this.byGivenName.get(given) ?? null;
+    }
+    const given = this.byGivenName.get(label);
+    if (given) return given;
+    // Fall back to the hostname, but only when it names exactly one node.
+    const named = this.byName.get(label);
+    return named?.length === 1 ? named[0] : null;
+  }
+
+  /** The node holding a canonical IP, if any. */
+  nodeByIp(ip: string): NodeRef | null {
+    if (!this.byIp) {
+      this.byIp = new Map();
+      for (const node of this.nodes) {
+        for (const raw of node.ipAddresses) {
+          const text = canonicalIp(raw);
+          if (text) this.byIp.set(text, node);
+        }
+      }
+    }
+    return this.byIp.get(ip) ?? null;
+  }
+
+  /** The node's grant address as a host prefix: its IPv4, else its first IPv6; null without IPs. */
+  addressOf(node: NodeRef): Cidr | null {
+    let found = this.addresses.get(node);
+    if (found === undefined) {
+      found = null;
+      for (const raw of node.ipAddresses) {
+        const c = parseCidrOrIp(raw);
+        if (!c || c.bits !== (c.family === 4 ? 32 : 128)) continue;
+        if (c.family === 4) {
+          found = c;
+          break;
+        }
+        found ??= c;
+      }
+      this.addresses.set(node, found);
+    }
+    return found;
+  }
+}
+
+export function buildNodeIndex(nodes: readonly NodeRef[], baseDomain?: string): NodeIndex {
+  return new NodeIndex(nodes, baseDomain);
 }
 
 /** The address written into grants for a node: its IPv4, else its first IPv6. */
 export function nodeAddress(node: NodeRef): string | null {
-  let v6: string | null = null;
-  for (const ip of node.ipAddresses) {
-    const text = canonicalIp(ip);
-    if (!text) continue;
-    if (!text.includes(":")) return text;
-    v6 ??= text;
-  }
-  return v6;
-}
-
-function lookupNodeName(host: string, index: NodeIndex): NodeRef | null {
-  let label = host.toLowerCase();
-  if (label.endsWith(".")) label = label.slice(0, -1);
-  if (label.includes(".")) {
-    // A MagicDNS FQDN: <givenName>.<baseDomain>; any other dotted name is not ours.
-    const suffix = `.${index.baseDomain}`;
-    if (index.baseDomain === "" || !label.endsWith(suffix)) return null;
-    const given = label.slice(0, -suffix.length);
-    if (given === "" || given.includes(".")) return null;
-    return index.byGivenName.get(given) ?? null;
-  }
-  const given = index.byGivenName.get(label);
-  if (given) return given;
-  // Fall back to the hostname, but only when it names exactly one node.
-  const named = index.byName.get(label);
-  return named?.length === 1 ? named[0] : null;
+  return new NodeIndex([node]).addressOf(node)?.addr ?? null;
 }
 
 /**
@@ -108,11 +138,10 @@ export function resolveTargetHost(host: string, index: NodeIndex): ResolvedTarge
     return r.ok ? { kind: "cidr", address: r.cidr.text, prefix: r.cidr, node: null } : null;
   }
   const ip = parseCidrOrIp(h);
-  if (ip) return { kind: "ip", address: ip.addr, prefix: ip, node: index.byIp.get(ip.addr) ?? null };
-  const node = lookupNodeName(h, index);
-  const address = node ? nodeAddress(node) : null;
-  const prefix = address ? parseCidrOrIp(address) : null;
-  return node && address && prefix ? { kind: "node", address, prefix, node } : null;
+  if (ip) return { kind: "ip", address: ip.addr, prefix: ip, node: index.nodeByIp(ip.addr) };
+  const node = index.lookupName(h);
+  const prefix = node ? index.addressOf(node) : null;
+  return node && prefix ? { kind: "node", address: prefix.addr, prefix, node } : null;
 }
 
 /**

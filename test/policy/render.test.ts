@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { canonicalJson, hashOfLivePolicy, policyHash } from "../../src/policy/canonical.js";
 import type { GeneratedPolicy } from "../../src/policy/generated.js";
-import { renderPolicy } from "../../src/policy/render.js";
+import { prettyPolicyText, renderPolicy } from "../../src/policy/render.js";
 
 function gen(over: Partial<GeneratedPolicy> = {}): GeneratedPolicy {
   return {
@@ -71,7 +71,8 @@ describe("renderPolicy: merge", () => {
     assert.deepEqual(r.generated, { tags: 2, grants: 1, routes: 1 });
     assert.equal(r.canonical, canonicalJson(r.policy));
     assert.equal(r.hash, policyHash(r.canonical));
-    assert.deepEqual(JSON.parse(r.text), JSON.parse(r.canonical));
+    assert.deepEqual(JSON.parse(prettyPolicyText(r.policy)), JSON.parse(r.canonical));
+    assert.ok(prettyPolicyText(r.policy).includes("\n  \"acls\": [\n"));
   });
 
   it("appends generated grants after the base grants", () => {
@@ -227,7 +228,7 @@ describe("renderPolicy: determinism", () => {
   it("the rendered text, read back as the live policy, hashes to the rendered hash", () => {
     const r = renderPolicy(BASE, gen());
     assert.ok(r.ok);
-    const live = hashOfLivePolicy(r.text);
+    const live = hashOfLivePolicy(prettyPolicyText(r.policy));
     assert.ok(live.ok);
     assert.equal(live.hash, r.hash);
     // and a second render is byte-identical

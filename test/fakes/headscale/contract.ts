@@ -69,7 +69,8 @@ function buildContract(doc: SwaggerDocument): Contract {
   };
   const errorRef = "#/definitions/rpcStatus";
   const operations: Array<[string, string]> = [];
-  for (const [path, item] of Object.entries(doc.paths)) for (const method of Object.keys(item)) operations.push([path, method]);
+  for (const [path, item] of Object.entries(doc.paths))
+    for (const method of Object.keys(item)) operations.push([path, method]);
 
   return {
     operations,

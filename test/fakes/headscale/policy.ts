@@ -66,7 +66,8 @@ export function parsePolicy(text: string, version: FakeVersion = "0.29"): Policy
   }
   const problems = validate(doc, version);
   if (problems.length === 1) return { ok: false, message: `parsing policy: ${problems[0]}` };
-  if (problems.length > 1) return { ok: false, message: `parsing policy: multiple errors:\n\t${problems.join("\n\t")}` };
+  if (problems.length > 1)
+    return { ok: false, message: `parsing policy: multiple errors:\n\t${problems.join("\n\t")}` };
   return { ok: true, policy: summarise(doc) };
 }
 
@@ -163,7 +164,8 @@ function summarise(doc: Json): ParsedPolicy {
   const owners = field(doc, "tagOwners");
   const groupsField = field(doc, "groups");
   const groups = new Map<string, string[]>();
-  if (isObject(groupsField)) for (const [name, members] of Object.entries(groupsField)) groups.set(name, stringList(members));
+  if (isObject(groupsField))
+    for (const [name, members] of Object.entries(groupsField)) groups.set(name, stringList(members));
   const approvers = field(doc, "autoApprovers");
   const routes = isObject(approvers) ? field(approvers, "routes") : undefined;
   return {

@@ -235,7 +235,6 @@ export class FakeState {
 /** RFC 3339 the way protojson prints it: no fractional part when it is zero. */
 export function ts(date: Date | null): string | null {
   if (!date) return null;
-  if (date.getTime() === ZERO_TIME.getTime()) return "0001-01-01T00:00:00Z";
   return date.toISOString().replace(/\.000Z$/, "Z");
 }
 

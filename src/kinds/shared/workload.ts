@@ -1,0 +1,108 @@
+/**
+ * What every workload kind (egress, ingress, site, gateway) resolves first from `related`: its
+ * Tailnet, the Headscale connection republished in `tailnet-<name>-credentials`, and its effective
+ * tag. Missing pieces are Ready reasons (NoTailnet, NoAPIKey) that come before the ordered blockers.
+ */
+import { API_VERSION } from "../../api/schemas.js";
+import { CommonReason } from "../../conditions/reasons.js";
+import { credentialsSecretName } from "../../k8s/labels.js";
+import { findObject, type K8sObject } from "../../k8s/objects.js";
+import type { HeadscaleConnection } from "../../headscale/view.js";
+import { tailnetRefName } from "../related.js";
+import type { HookDeps, HookRequest } from "../types.js";
+import { secretValue } from "./secrets.js";
+
+/** The Tailnet spec fields workload kinds read, with api.md's defaults applied. */
+export interface TailnetSettings {
+  name: string;
+  url: string;
+  tagPrefix: string;
+  authKeyTTLSeconds: number;
+  policyMode: "Apply" | "DryRun";
+  allowedIngressSources: string[];
+  allowedEgressTargets: string[];
+  reservedNetworks: string[];
+  baseDomain?: string;
+}
+
+export type WorkloadContext =
+  | { ok: true; tailnet: K8sObject; settings: TailnetSettings; conn: HeadscaleConnection }
+  | { ok: false; reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey; message: string; tailnet?: K8sObject; settings?: TailnetSettings };
+
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+
+/** Go-style duration (24h, 90m, 1h30m, 45s) in seconds; undefined when unparsable. */
+export function parseDuration(text: string | undefined): number | undefined {
+  if (!text) return undefined;
+  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g;
+  const units: Record<string, number> = { ns: 1e-9, us: 1e-6, µs: 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 };
+  let total = 0;
+  let consumed = 0;
+  for (const m of text.matchAll(re)) {
+    if (m.index !== consumed) return undefined;
+    total += Number(m[1]) * (units[m[2]] ?? 0);
+    consumed += m[0].length;
+  }
+  return consumed === text.length && consumed > 0 ? total : undefined;
+}
+
+export function tailnetSettings(tailnet: K8sObject): TailnetSettings {
+  const spec = (tailnet.spec ?? {}) as Record<string, unknown>;
+  const hs = (spec.headscale ?? {}) as Record<string, unknown>;
+  const policy = (spec.policy ?? {}) as Record<string, unknown>;
+  const dns = (spec.dns ?? {}) as Record<string, unknown>;
+  return {
+    name: tailnet.metadata.name,
+    url: typeof hs.url === "string" ? hs.url : "",
+    tagPrefix: typeof spec.tagPrefix === "string" ? spec.tagPrefix : "tag:k8s-",
+    authKeyTTLSeconds: parseDuration(spec.authKeyTTL as string | undefined) ?? 24 * 3600,
+    policyMode: policy.mode === "Apply" ? "Apply" : "DryRun",
+    allowedIngressSources: strings(spec.allowedIngressSources),
+    allowedEgressTargets: strings(spec.allowedEgressTargets),
+    reservedNetworks: strings(spec.reservedNetworks),
+    baseDomain: typeof dns.baseDomain === "string" && dns.baseDomain ? dns.baseDomain.replace(/\.$/, "") : undefined,
+  };
+}
+
+/** Effective tag: spec.tag, else "<tagPrefix><namespace>-<name>" cut to the tag grammar's 63 characters. */
+export function effectiveTag(parent: K8sObject, tagPrefix: string): string {
+  const explicit = (parent.spec as { tag?: unknown } | undefined)?.tag;
+  if (typeof explicit === "string" && explicit) return explicit;
+  const body = `${tagPrefix.slice(4)}${parent.metadata.namespace ?? ""}-${parent.metadata.name}`
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, "-")
+    .slice(0, 63)
+    .replace(/-+$/, "");
+  return `tag:${body}`;
+}
+
+export function resolveWorkload(req: HookRequest, deps: HookDeps): WorkloadContext {
+  const ref = tailnetRefName(req.parent);
+  const tailnet = ref ? findObject(req.related, API_VERSION, "Tailnet", ref) : undefined;
+  if (!ref || !tailnet) {
+    return { ok: false, reason: CommonReason.NoTailnet, message: `Tailnet "${ref ?? ""}" not found` };
+  }
+  const settings = tailnetSettings(tailnet);
+  const secretName = credentialsSecretName(ref);
+  const secret = findObject(req.related, "v1", "Secret", secretName, deps.config.operatorNamespace);
+  const apiKey = secretValue(secret, "apiKey");
+  const url = secretValue(secret, "url") ?? settings.url;
+  if (!secret || !apiKey || !url) {
+    return {
+      ok: false,
+      reason: CommonReason.NoAPIKey,
+      message: `Secret ${deps.config.operatorNamespace}/${secretName} ${secret ? "has no apiKey" : "not found yet"} (the Tailnet publishes it once its API key Secret exists)`,
+      tailnet,
+      settings,
+    };
+  }
+  return { ok: true, tailnet, settings, conn: { url, apiKey, ca: secretValue(secret, "ca.crt") } };
+}
+
+/** Pods of this object (related, by owner-uid label), for /status scrapes. */
+export function agentPods(req: HookRequest): K8sObject[] {
+  const group = req.related["Pod.v1"] ?? {};
+  return Object.values(group)
+    .filter((p) => p?.metadata?.labels?.["tailnet.internal/owner-uid"] === req.parent.metadata.uid)
+    .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+}

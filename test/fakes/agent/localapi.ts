@@ -1,0 +1,103 @@
+// A fake tailscaled LocalAPI: an HTTP server on a unix socket in a temporary directory that answers
+// GET /localapi/v0/status with a configurable ipnstate.Status document. Like tailscaled it refuses requests
+// whose Host is not "local-tailscaled.sock"; it records every request.
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface FakePeer {
+  HostName: string;
+  DNSName: string;
+  TailscaleIPs: string[];
+  PrimaryRoutes?: string[] | null;
+  Online: boolean;
+}
+
+/** The subset of tailscaled's ipnstate.Status the agent reads (plus what real responses carry around it). */
+export interface FakeStatus {
+  BackendState: string;
+  Self: { HostName: string; DNSName?: string; TailscaleIPs: string[]; Online: boolean };
+  Peer?: Record<string, FakePeer> | null;
+  [extra: string]: unknown;
+}
+
+/** Builds a status: peers are keyed by a fake node key, as tailscaled does. */
+export function fakeStatus(self: FakeStatus["Self"], peers: FakePeer[], backendState = "Running"): FakeStatus {
+  return {
+    Version: "1.80.0-fake",
+    BackendState: backendState,
+    TailscaleIPs: self.TailscaleIPs,
+    Self: self,
+    Peer: Object.fromEntries(peers.map((peer, i) => [`nodekey:${String(i).padStart(64, "0")}`, peer])),
+    MagicDNSSuffix: "ts.example.com",
+  };
+}
+
+export interface LocalApiRequest {
+  method: string;
+  path: string;
+  host: string;
+  secTailscale: string;
+}
+
+export interface FakeLocalApi {
+  socketPath: string;
+  requests: LocalApiRequest[];
+  setStatus(status: FakeStatus): void;
+  /** Answer the next requests with this HTTP status (undefined = healthy again). */
+  setFailure(statusCode: number | undefined): void;
+  close(): Promise<void>;
+}
+
+export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalApi> {
+  // Unix socket paths are limited to ~108 bytes: a short name in a fresh tmp dir.
+  const dir = await mkdtemp(join(tmpdir(), "ts-"));
+  const socketPath = join(dir, "s.sock");
+  let status = initial;
+  let failure: number | undefined;
+  const requests: LocalApiRequest[] = [];
+  const sockets = new Set<Socket>();
+  const server = createServer((req, res) => {
+    requests.push({
+      method: req.method ?? "",
+      path: req.url ?? "",
+      host: req.headers.host ?? "",
+      secTailscale: String(req.headers["sec-tailscale"] ?? ""),
+    });
+    if (req.headers.host !== "local-tailscaled.sock") {
+      res.writeHead(403).end("invalid localapi request\n");
+      return;
+    }
+    if (failure !== undefined) {
+      res.writeHead(failure).end("failed\n");
+      return;
+    }
+    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/localapi/v0/status") {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(status));
+      return;
+    }
+    res.writeHead(404).end("not found\n");
+  });
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(socketPath, () => resolve()));
+  return {
+    socketPath,
+    requests,
+    setStatus(next) {
+      status = next;
+    },
+    setFailure(code) {
+      failure = code;
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

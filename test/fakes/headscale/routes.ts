@@ -1,0 +1,267 @@
+/**
+ * The fake's `/api/v1` handlers, one per Swagger operation the operator uses (plus GetNode), with Headscale
+ * 0.29's behaviour and error wording from /work/shared/headscale/NOTES.md §1. Handlers are synchronous and pure
+ * over `FakeState`; transport concerns (auth, faults, contract check) live in index.ts.
+ */
+
+import ipaddr from "ipaddr.js";
+import { type FakeVersion, normaliseRoutes, type ParsedPolicy, parsePolicy } from "./policy.js";
+import { type FakeState, randomAlnum, ts, ZERO_TIME } from "./state.js";
+
+export type PolicyMode = "database" | "file";
+
+export interface HandlerContext {
+  state: FakeState;
+  version: FakeVersion;
+  policyMode: PolicyMode;
+  now: () => Date;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  /** Parsed JSON body; `{}` when the request had none. */
+  body: Record<string, unknown>;
+  onPolicyWrite: () => void;
+}
+
+export interface FakeResponse {
+  status: number;
+  body: unknown;
+}
+
+export interface FakeRoute {
+  method: "GET" | "POST" | "PUT" | "DELETE";
+  template: string;
+  handle: (ctx: HandlerContext) => FakeResponse;
+}
+
+/** A `google.rpc.Status` error with the HTTP status grpc-gateway derives from the code. */
+export function rpcError(status: number, code: number, message: string): FakeResponse {
+  return { status, body: { code, message, details: [] } };
+}
+
+const ok = (body: unknown): FakeResponse => ({ status: 200, body });
+const NODE_NOT_FOUND = () => rpcError(404, 5, "node not found");
+
+/** The policy in force: newest database row or the file, or undefined when the database holds none. */
+export function currentPolicyText(state: FakeState, mode: PolicyMode): string | undefined {
+  return mode === "file" ? state.filePolicy : state.policies.at(-1)?.text;
+}
+
+export function currentPolicy(state: FakeState, mode: PolicyMode, version: FakeVersion): ParsedPolicy | undefined {
+  const text = currentPolicyText(state, mode);
+  if (text === undefined) return undefined;
+  const parsed = parsePolicy(text, version);
+  return parsed.ok ? parsed.policy : undefined;
+}
+
+function stringField(body: Record<string, unknown>, name: string): string | undefined {
+  const value = body[name];
+  if (typeof value === "string") return value;
+  if (typeof value === "number") return String(value);
+  return undefined;
+}
+
+function stringArray(body: Record<string, unknown>, name: string): string[] {
+  const value = body[name];
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
+}
+
+const TAG_SYNTAX = /^tag:[a-z0-9][a-z0-9-]*$/;
+
+export const ROUTES: FakeRoute[] = [
+  {
+    method: "GET",
+    template: "/api/v1/health",
+    handle: ({ state }) =>
+      state.databaseDown
+        ? rpcError(500, 2, "pinging database: sql: database is closed")
+        : ok({ databaseConnectivity: true }),
+  },
+  {
+    method: "GET",
+    template: "/api/v1/node",
+    handle: ({ state, query }) => {
+      let nodes = sortedById([...state.nodes.values()]);
+      const userName = query.get("user");
+      if (userName) {
+        const matching = [...state.users.values()].filter((u) => u.name === userName);
+        if (matching.length === 0) return rpcError(500, 2, "user not found");
+        if (matching.length > 1) return rpcError(500, 2, `expected exactly one user, found ${matching.length}`);
+        nodes = nodes.filter((n) => n.userId === matching[0].id && n.tags.length === 0);
+      }
+      return ok({ nodes: nodes.map((n) => state.nodeJson(n, { listing: true })) });
+    },
+  },
+  {
+    method: "GET",
+    template: "/api/v1/node/{nodeId}",
+    handle: ({ state, params }) => {
+      const node = state.nodes.get(params.nodeId);
+      return node ? ok({ node: state.nodeJson(node) }) : NODE_NOT_FOUND();
+    },
+  },
+  {
+    method: "DELETE",
+    template: "/api/v1/node/{nodeId}",
+    handle: ({ state, params }) => (state.nodes.delete(params.nodeId) ? ok({}) : NODE_NOT_FOUND()),
+  },
+  {
+    method: "POST",
+    template: "/api/v1/node/{nodeId}/expire",
+    handle: ({ state, params, now }) => {
+      const node = state.nodes.get(params.nodeId);
+      if (!node) return NODE_NOT_FOUND();
+      node.expiry = now();
+      return ok({ node: state.nodeJson(node) });
+    },
+  },
+  {
+    method: "POST",
+    template: "/api/v1/node/{nodeId}/tags",
+    handle: (ctx) => {
+      const node = ctx.state.nodes.get(ctx.params.nodeId);
+      if (!node) return NODE_NOT_FOUND();
+      const tags = [...new Set(stringArray(ctx.body, "tags"))].sort();
+      if (tags.length === 0) {
+        return rpcError(400, 3, "cannot remove all tags from a node - tagged nodes must have at least one tag");
+      }
+      const owners = currentPolicy(ctx.state, ctx.policyMode, ctx.version)?.tagOwners ?? new Set<string>();
+      const invalid = tags.filter((t) => !TAG_SYNTAX.test(t) || !owners.has(t));
+      if (invalid.length > 0) {
+        return rpcError(400, 3, `requested tags [${invalid.join(" ")}] are invalid or not permitted`);
+      }
+      // Tags are identity (0.28+): a tagged node owns no user, and there is no way back through the API.
+      node.tags = tags;
+      node.userId = null;
+      return ok({ node: ctx.state.nodeJson(node) });
+    },
+  },
+  {
+    method: "POST",
+    template: "/api/v1/node/{nodeId}/approve_routes",
+    handle: ({ state, params, body }) => {
+      const node = state.nodes.get(params.nodeId);
+      if (!node) return rpcError(400, 3, "node not found");
+      const routes = stringArray(body, "routes");
+      for (const route of routes) {
+        if (!ipaddr.isValidCIDR(route))
+          return rpcError(500, 2, `parsing route: netip.ParsePrefix("${route}"): invalid`);
+      }
+      node.approvedRoutes = normaliseRoutes(routes);
+      return ok({ node: state.nodeJson(node, { subnetRoutes: true }) });
+    },
+  },
+  {
+    method: "GET",
+    template: "/api/v1/user",
+    handle: ({ state, query }) => {
+      let users = sortedById([...state.users.values()]);
+      const name = query.get("name");
+      const email = query.get("email");
+      const id = query.get("id");
+      if (name) users = users.filter((u) => u.name === name);
+      else if (email) users = users.filter((u) => u.email === email);
+      else if (id) users = users.filter((u) => u.id === id);
+      return ok({ users: users.map((u) => state.userJson(u)) });
+    },
+  },
+  {
+    method: "GET",
+    template: "/api/v1/apikey",
+    handle: ({ state }) => ok({ apiKeys: sortedById([...state.apiKeys.values()]).map((k) => state.apiKeyJson(k)) }),
+  },
+  {
+    method: "POST",
+    template: "/api/v1/preauthkey",
+    handle: ({ state, body, now }) => {
+      const userId = stringField(body, "user") || null;
+      const aclTags = stringArray(body, "aclTags");
+      const bad = aclTags.find((t) => !TAG_SYNTAX.test(t));
+      if (bad !== undefined) return rpcError(400, 3, `invalid tag "${bad}"`);
+      if (userId && !state.users.has(userId)) return rpcError(500, 2, "user not found");
+      if (!userId && aclTags.length === 0) {
+        return rpcError(500, 2, "creating pre auth key: either a user or tags must be provided");
+      }
+      const expiration = parseTimestamp(stringField(body, "expiration")) ?? ZERO_TIME;
+      const prefix = randomAlnum(12);
+      const key = {
+        id: state.nextKeyId(),
+        prefix,
+        key: `hskey-auth-${prefix}-${randomAlnum(64)}`,
+        userId,
+        reusable: body.reusable === true,
+        ephemeral: body.ephemeral === true,
+        used: false,
+        expiration,
+        createdAt: now(),
+        aclTags: [...new Set(aclTags)].sort(),
+      };
+      state.preAuthKeys.set(key.id, key);
+      return ok({ preAuthKey: state.preAuthKeyJson(key, true) });
+    },
+  },
+  {
+    method: "GET",
+    template: "/api/v1/preauthkey",
+    handle: ({ state }) =>
+      ok({ preAuthKeys: sortedById([...state.preAuthKeys.values()]).map((k) => state.preAuthKeyJson(k)) }),
+  },
+  {
+    method: "POST",
+    template: "/api/v1/preauthkey/expire",
+    handle: ({ state, body, now }) => {
+      // 0.29: an unknown id silently succeeds (NOTES §1.5).
+      const key = state.preAuthKeys.get(stringField(body, "id") ?? "");
+      if (key) key.expiration = now();
+      return ok({});
+    },
+  },
+  {
+    method: "GET",
+    template: "/api/v1/policy",
+    handle: ({ state, policyMode }) => {
+      if (policyMode === "file") return ok({ policy: state.filePolicy, updatedAt: null });
+      const latest = state.policies.at(-1);
+      if (!latest) return rpcError(500, 2, "loading ACL from database: acl policy not found");
+      return ok({ policy: latest.text, updatedAt: ts(latest.updatedAt) });
+    },
+  },
+  {
+    method: "PUT",
+    template: "/api/v1/policy",
+    handle: ({ state, policyMode, version, body, now, onPolicyWrite }) => {
+      if (policyMode === "file") return rpcError(500, 2, "update is disabled for modes other than 'database'");
+      const text = stringField(body, "policy") ?? "";
+      const parsed = parsePolicy(text, version);
+      if (!parsed.ok) return rpcError(500, 2, `setting policy: ${parsed.message}`);
+      const row = { text, updatedAt: now() };
+      state.policies.push(row);
+      onPolicyWrite();
+      // The reload after every PUT re-runs auto-approval for all nodes, even for identical text.
+      state.autoApproveAll(parsed.policy);
+      return ok({ policy: row.text, updatedAt: ts(row.updatedAt) });
+    },
+  },
+  {
+    method: "POST",
+    template: "/api/v1/policy/check",
+    handle: ({ version, body }) => {
+      const parsed = parsePolicy(stringField(body, "policy") ?? "", version);
+      return parsed.ok ? ok({}) : rpcError(400, 3, parsed.message);
+    },
+  },
+];
+
+/** 0.28 has no policy/check: the path falls through to grpc-gateway's 404. */
+export function routesFor(version: FakeVersion): FakeRoute[] {
+  return version === "0.28" ? ROUTES.filter((r) => r.template !== "/api/v1/policy/check") : ROUTES;
+}
+
+function sortedById<T extends { id: string }>(items: T[]): T[] {
+  return items.sort((a, b) => Number(a.id) - Number(b.id));
+}
+
+function parseTimestamp(value: string | undefined): Date | undefined {
+  if (!value) return undefined;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? undefined : date;
+}
