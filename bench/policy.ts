@@ -26,7 +26,12 @@ export function syntheticInput(objects: number): CollectInput {
     baseDomain: "ts.example.com",
   };
   for (let i = 0; i < objects; i++) {
-    input.nodes.push({ givenName: `node-${i}`, name: `host-${i}`, ipAddresses: [ipOf(i)], tags: i % 7 ? [] : ["tag:db"] });
+    input.nodes.push({
+      givenName: `node-${i}`,
+      name: `host-${i}`,
+      ipAddresses: [ipOf(i)],
+      tags: i % 7 ? [] : ["tag:db"],
+    });
   }
   for (let i = 0; i < objects; i++) {
     const namespace = `ns-${i % 50}`;
@@ -44,7 +49,14 @@ export function syntheticInput(objects: number): CollectInput {
         ],
       });
     } else if (kind < 7) {
-      input.ingresses.push({ namespace, name, tag, allowFrom: ["group:eng", "tag:ci"], ports: [443, 80], denied: false });
+      input.ingresses.push({
+        namespace,
+        name,
+        tag,
+        allowFrom: ["group:eng", "tag:ci"],
+        ports: [443, 80],
+        denied: false,
+      });
     } else if (kind < 9) {
       input.sites.push({
         namespace,
@@ -70,10 +82,16 @@ export function syntheticBase(): string {
   lines.push("  },", '  "hosts": {');
   for (let i = 0; i < 50; i++) lines.push(`    "h${i}": "192.168.${i}.0/24",`);
   lines.push("  },", '  "acls": [');
-  for (let i = 0; i < 100; i++) lines.push(`    { "action": "accept", "src": ["group:g${i % 50}"], "dst": ["h${i % 50}:*"] },`);
+  for (let i = 0; i < 100; i++)
+    lines.push(`    { "action": "accept", "src": ["group:g${i % 50}"], "dst": ["h${i % 50}:*"] },`);
   lines.push("  ],", '  "grants": [');
-  for (let i = 0; i < 100; i++) lines.push(`    { "src": ["group:g${i % 50}"], "dst": ["tag:ci"], "ip": ["tcp:${1000 + i}"] },`);
-  lines.push("  ],", '  "ssh": [ { "action": "accept", "src": ["group:g0"], "dst": ["tag:ci"], "users": ["root"] } ],', "}");
+  for (let i = 0; i < 100; i++)
+    lines.push(`    { "src": ["group:g${i % 50}"], "dst": ["tag:ci"], "ip": ["tcp:${1000 + i}"] },`);
+  lines.push(
+    "  ],",
+    '  "ssh": [ { "action": "accept", "src": ["group:g0"], "dst": ["tag:ci"], "users": ["root"] } ],',
+    "}",
+  );
   return lines.join("\n");
 }
 
@@ -109,7 +127,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   // no top-level await: this file is also imported from CommonJS-compiled callers
   void benchPolicy().then((results) => {
     for (const { objects, ms } of results) {
-      console.log(`policy render: ${String(objects).padStart(6)} objects  ${ms.toFixed(2).padStart(8)} ms (median of ${RUNS})`);
+      console.log(
+        `policy render: ${String(objects).padStart(6)} objects  ${ms.toFixed(2).padStart(8)} ms (median of ${RUNS})`,
+      );
     }
   });
 }

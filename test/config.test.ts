@@ -10,26 +10,47 @@ describe("operator config", () => {
     assert.deepEqual(loadConfig(undefined, {}), DEFAULT_CONFIG);
   });
   it("environment overrides", () => {
-    const c = configFrom({}, { PORT: "9090", OPERATOR_NAMESPACE: "ops", HOOK_TOKEN: "t".repeat(20), LOG_LEVEL: "warn" });
+    const c = configFrom(
+      {},
+      { PORT: "9090", OPERATOR_NAMESPACE: "ops", HOOK_TOKEN: "t".repeat(20), LOG_LEVEL: "warn" },
+    );
     assert.deepEqual([c.port, c.operatorNamespace, c.hookToken, c.logLevel], [9090, "ops", "t".repeat(20), "warn"]);
   });
   it("merges a partial file with the defaults", () => {
     const dir = mkdtempSync(join(tmpdir(), "cfg-"));
     const file = join(dir, "c.yaml");
-    writeFileSync(file, "headscale: { timeoutSeconds: 3 }\nmonitoring:\n  podMonitor:\n    scrapeFrom:\n      - namespaceSelector: { matchLabels: { a: b } }\n");
+    writeFileSync(
+      file,
+      "headscale: { timeoutSeconds: 3 }\nmonitoring:\n  podMonitor:\n    scrapeFrom:\n      - namespaceSelector: { matchLabels: { a: b } }\n",
+    );
     const c = loadConfig(file, {});
     assert.equal(c.headscale.timeoutSeconds, 3);
     assert.equal(c.headscale.cacheTTLSeconds, 10);
     assert.deepEqual(c.monitoring.podMonitor.scrapeFrom, [{ namespaceSelector: { matchLabels: { a: "b" } } }]);
   });
   const bad: [string, unknown, string][] = [
-    ["unknown field", { headscale: { timeout: 5 } }, "invalid operator config: headscale.timeout: must NOT have additional properties"],
-    ["wrong type", { headscale: { timeoutSeconds: "5" } }, "invalid operator config: headscale.timeoutSeconds: must be integer"],
-    ["bad namespace", { operatorNamespace: "Bad_NS" }, 'invalid operator config: operatorNamespace: must match pattern "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"'],
+    [
+      "unknown field",
+      { headscale: { timeout: 5 } },
+      "invalid operator config: headscale.timeout: must NOT have additional properties",
+    ],
+    [
+      "wrong type",
+      { headscale: { timeoutSeconds: "5" } },
+      "invalid operator config: headscale.timeoutSeconds: must be integer",
+    ],
+    [
+      "bad namespace",
+      { operatorNamespace: "Bad_NS" },
+      'invalid operator config: operatorNamespace: must match pattern "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"',
+    ],
   ];
   for (const [name, raw, message] of bad) {
     it(`rejects ${name}, naming the field`, () => {
-      assert.throws(() => configFrom(raw, {}), (e: unknown) => e instanceof ConfigError && e.message === message);
+      assert.throws(
+        () => configFrom(raw, {}),
+        (e: unknown) => e instanceof ConfigError && e.message === message,
+      );
     });
   }
   it("an invalid file makes serve exit non-zero naming the field", async () => {
@@ -37,7 +58,9 @@ describe("operator config", () => {
     const file = join(dir, "c.yaml");
     writeFileSync(file, "images: { agent: 3 }\n");
     const { spawnSync } = await import("node:child_process");
-    const r = spawnSync(process.execPath, ["--import", "tsx", "src/cli.ts", "serve", "--config", file], { encoding: "utf8" });
+    const r = spawnSync(process.execPath, ["--import", "tsx", "src/cli.ts", "serve", "--config", file], {
+      encoding: "utf8",
+    });
     assert.equal(r.status, 1);
     assert.match(r.stderr, /invalid operator config: images\.agent: must be string/);
   });

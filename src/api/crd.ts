@@ -1,4 +1,4 @@
-import { GROUP, type KindInfo, KINDS, type Schema, VERSION } from "./schemas.js";
+import { GROUP, KINDS, type KindInfo, type Schema, VERSION } from "./schemas.js";
 
 /** Strips what OpenAPI v3 in a CRD cannot carry (JSON Schema `format: date-time` is fine; `default` on required is not). */
 function structural(schema: Schema): Schema {

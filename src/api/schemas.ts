@@ -104,7 +104,9 @@ export const tailnetSpec: Schema = obj(
     ),
     allowedIngressSources: aclEntities("Allowlist for TailnetIngress.spec.allowFrom."),
     allowedEgressTargets: aclEntities("CIDRs or node tags the operator may grant to egress agents."),
-    reservedNetworks: arr(str({ pattern: CIDR_PATTERN }), { description: "TailnetSite prefixes may not overlap these." }),
+    reservedNetworks: arr(str({ pattern: CIDR_PATTERN }), {
+      description: "TailnetSite prefixes may not overlap these.",
+    }),
     dns: obj({
       baseDomain: str({ description: "Headscale's dns.base_domain." }),
       splitDNS: obj({ domains: arr(str({ minLength: 1 }), { minItems: 1 }) }, ["domains"]),

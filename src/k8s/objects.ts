@@ -51,7 +51,11 @@ export function findObject(
   const group = maps?.[typeKey(apiVersion, kind)];
   if (!group) return undefined;
   const direct = group[namespace ? `${namespace}/${name}` : name] ?? group[name];
-  if (direct && direct.metadata?.name === name && (namespace === undefined || direct.metadata.namespace === namespace)) {
+  if (
+    direct &&
+    direct.metadata?.name === name &&
+    (namespace === undefined || direct.metadata.namespace === namespace)
+  ) {
     return direct;
   }
   return Object.values(group).find(

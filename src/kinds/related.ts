@@ -6,8 +6,8 @@
  */
 import { API_VERSION } from "../api/schemas.js";
 import type { OperatorConfig } from "../config.js";
-import type { K8sObject } from "../k8s/objects.js";
 import { credentialsSecretName, OWNER_UID_LABEL } from "../k8s/labels.js";
+import type { K8sObject } from "../k8s/objects.js";
 import type { RelatedRule } from "./types.js";
 
 type Spec = Record<string, unknown>;
@@ -65,7 +65,9 @@ export function tailnetRelated(parent: K8sObject): RelatedRule[] {
   for (const [namespace, names] of [...secretsByNs].sort()) {
     rules.push({ apiVersion: "v1", resource: "secrets", namespace, names: uniqSorted(names) });
   }
-  const base = (spec.policy as Spec | undefined)?.baseConfigMapRef as { namespace?: unknown; name?: unknown } | undefined;
+  const base = (spec.policy as Spec | undefined)?.baseConfigMapRef as
+    | { namespace?: unknown; name?: unknown }
+    | undefined;
   if (typeof base?.namespace === "string" && typeof base.name === "string") {
     rules.push({ apiVersion: "v1", resource: "configmaps", namespace: base.namespace, names: [base.name] });
   }
@@ -106,6 +108,10 @@ export function gatewayRelated(parent: K8sObject, config: OperatorConfig): Relat
     ...workloadRelated(parent, config),
     { apiVersion: "v1", resource: "configmaps", namespace: "kube-system", names: ["coredns"] },
     all("tailnetegresses"),
-    { apiVersion: "v1", resource: "services", labelSelector: { matchLabels: { "tailnet.internal/egress-target": "true" } } },
+    {
+      apiVersion: "v1",
+      resource: "services",
+      labelSelector: { matchLabels: { "tailnet.internal/egress-target": "true" } },
+    },
   ];
 }

@@ -24,7 +24,6 @@ export interface Cidr {
 
 export type CidrParseResult = { ok: true; cidr: Cidr } | { ok: false; message: string };
 
-const IPV4_STRICT = /^(0|[1-9]\d{0,2})(\.(0|[1-9]\d{0,2})){3}$/;
 const BITS_STRICT = /^(0|[1-9]\d{0,2})$/;
 
 interface ParsedIp {
@@ -33,15 +32,41 @@ interface ParsedIp {
   text: string;
 }
 
+/**
+ * Four-part decimal IPv4 without leading zeros, as Go's netip accepts it. Hand-written
+ * because it runs for every node IP and egress target on every render, and ipaddr.js
+ * accepts octal, hex and short forms that Headscale would not.
+ */
+function parseIpv4(s: string): number[] | null {
+  const bytes: number[] = [];
+  let value = -1;
+  let digits = 0;
+  for (let i = 0; i <= s.length; i++) {
+    const c = i < s.length ? s.charCodeAt(i) : 46; // a virtual "." closes the last part
+    if (c === 46) {
+      if (digits === 0 || bytes.length === 4) return null;
+      bytes.push(value);
+      value = -1;
+      digits = 0;
+    } else if (c >= 48 && c <= 57) {
+      if (digits > 0 && value === 0) return null; // leading zero
+      value = digits === 0 ? c - 48 : value * 10 + (c - 48);
+      if (value > 255) return null;
+      digits++;
+    } else {
+      return null;
+    }
+  }
+  return bytes.length === 4 ? bytes : null;
+}
+
 function parseIpStrict(s: string): ParsedIp | null {
-  if (IPV4_STRICT.test(s)) {
-    // The regex already fixed the shape; this hot path (every node IP and egress
-    // target on every render) skips ipaddr.js, whose IPv4 parser is lenient anyway.
-    const bytes = s.split(".").map(Number);
-    return bytes.every((b) => b <= 255) ? { family: 4, bytes, text: s } : null;
+  if (!s.includes(":")) {
+    const bytes = parseIpv4(s);
+    return bytes ? { family: 4, bytes, text: s } : null;
   }
   // Zone ids ("fe80::1%eth0") are not addresses a policy can name.
-  if (!s.includes(":") || s.includes("%") || !ipaddr.IPv6.isValid(s)) return null;
+  if (s.includes("%") || !ipaddr.IPv6.isValid(s)) return null;
   const v6 = ipaddr.IPv6.parse(s);
   return { family: 6, bytes: v6.toByteArray(), text: ipv6Text(v6) };
 }

@@ -13,10 +13,6 @@
 import { createHash } from "node:crypto";
 import { parseHuJson } from "./hujson.js";
 
-function compareCodeUnits(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
 // Characters JSON.stringify would escape (quote, backslash, controls, lone surrogates).
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
@@ -24,34 +20,48 @@ function quote(s: string): string {
   return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
 }
 
-function write(value: unknown, indent: string, step: string): string {
-  if (typeof value === "string") return quote(value);
+/** Appends the JSON of `value` to `out`; `step` is the indent unit ("" for compact). */
+function write(value: unknown, indent: string, step: string, out: string[]): void {
+  if (typeof value === "string") {
+    out.push(quote(value));
+    return;
+  }
   if (value === null || typeof value !== "object") {
     // numbers and booleans as JSON.stringify writes them; anything else is null,
     // as it would be inside an array
-    return JSON.stringify(value) ?? "null";
+    out.push(JSON.stringify(value) ?? "null");
+    return;
   }
   const deeper = indent + step;
   const open = step === "" ? "" : `\n${deeper}`;
   const sep = step === "" ? "," : `,\n${deeper}`;
   const close = step === "" ? "" : `\n${indent}`;
   if (Array.isArray(value)) {
-    if (value.length === 0) return "[]";
-    let out = `[${open}${write(value[0], deeper, step)}`;
-    for (let i = 1; i < value.length; i++) out += sep + write(value[i], deeper, step);
-    return `${out}${close}]`;
+    if (value.length === 0) {
+      out.push("[]");
+      return;
+    }
+    out.push(`[${open}`);
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out.push(sep);
+      write(value[i], deeper, step, out);
+    }
+    out.push(`${close}]`);
+    return;
   }
   const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj)
-    .filter((k) => obj[k] !== undefined && typeof obj[k] !== "function")
-    .sort(compareCodeUnits);
-  if (keys.length === 0) return "{}";
+  // sort() without a comparator orders strings by UTF-16 code units (as RFC 8785 does)
+  const keys = Object.keys(obj).sort();
   const colon = step === "" ? ":" : ": ";
-  let out = "{";
-  for (let i = 0; i < keys.length; i++) {
-    out += `${i === 0 ? open : sep}${quote(keys[i])}${colon}${write(obj[keys[i]], deeper, step)}`;
+  let first = true;
+  for (const key of keys) {
+    const v = obj[key];
+    if (v === undefined || typeof v === "function") continue;
+    out.push(first ? `{${open}` : sep, quote(key), colon);
+    first = false;
+    write(v, deeper, step, out);
   }
-  return `${out}${close}}`;
+  out.push(first ? "{}" : `${close}}`);
 }
 
 /**
@@ -60,7 +70,9 @@ function write(value: unknown, indent: string, step: string): string {
  * (the ConfigMap / the PUT body); only the compact form is hashed.
  */
 export function canonicalJson(value: unknown, indent = 0): string {
-  return write(value, "", " ".repeat(indent));
+  const out: string[] = [];
+  write(value, "", " ".repeat(indent), out);
+  return out.join("");
 }
 
 /** "sha256:<hex>" of the canonical text (UTF-8). */

@@ -98,11 +98,14 @@ function byCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+// Note: Array.prototype.sort() without a comparator orders strings by UTF-16 code
+// units, the same order as byCodeUnits, and is much faster on large arrays.
+
 function sortedUnique(values: readonly string[]): string[] {
   // Most lists have one entry or are already sorted: skip the Set and the sort then.
   let ordered = true;
   for (let i = 1; i < values.length && ordered; i++) ordered = values[i - 1] < values[i];
-  return ordered ? values.slice() : [...new Set(values)].sort(byCodeUnits);
+  return ordered ? values.slice() : [...new Set(values)].sort();
 }
 
 /** "*" first, then by protocol, then numerically by port ("tcp:80" before "tcp:443"). */
@@ -110,10 +113,20 @@ function compareIpSpec(a: string, b: string): number {
   if (a === b) return 0;
   if (a === "*") return -1;
   if (b === "*") return 1;
-  const [pa, na] = a.split(":");
-  const [pb, nb] = b.split(":");
-  if (pa !== pb) return byCodeUnits(pa, pb);
-  return Number(na) - Number(nb) || byCodeUnits(a, b);
+  const ia = a.indexOf(":");
+  const ib = b.indexOf(":");
+  const protoOrder = byCodeUnits(a.slice(0, ia), b.slice(0, ib));
+  return protoOrder || Number(a.slice(ia + 1)) - Number(b.slice(ib + 1)) || byCodeUnits(a, b);
+}
+
+function sortIpSpecs(specs: string[]): string[] {
+  if (specs.length < 2) return specs;
+  if (specs.includes("*")) return ["*"];
+  if (specs.length === 2) {
+    const order = compareIpSpec(specs[0], specs[1]);
+    return order < 0 ? specs : order === 0 ? [specs[0]] : [specs[1], specs[0]];
+  }
+  return [...new Set(specs)].sort(compareIpSpec);
 }
 
 function isPort(p: number): boolean {
@@ -122,27 +135,31 @@ function isPort(p: number): boolean {
 
 /** Grants keyed by (src, dst); the same pair from two objects unions its ip specs. */
 class GrantSet {
-  private readonly byKey = new Map<string, { src: string[]; dst: string[]; ip: Set<string> }>();
+  private readonly byKey = new Map<string, Grant>();
 
-  add(src: string[], dst: string[], ip: Iterable<string>): void {
+  add(src: string[], dst: string[], ip: string[]): void {
     const s = sortedUnique(src);
     const d = sortedUnique(dst);
     const key = `${s.join("\n")}\u0000${d.join("\n")}`;
     const entry = this.byKey.get(key);
-    if (entry) for (const x of ip) entry.ip.add(x);
-    else this.byKey.set(key, { src: s, dst: d, ip: new Set(ip) });
+    if (entry) entry.ip.push(...ip);
+    else this.byKey.set(key, { src: s, dst: d, ip: ip.slice() });
   }
 
   sorted(): Grant[] {
-    return [...this.byKey.entries()]
-      .sort((a, b) => byCodeUnits(a[0], b[0]))
-      .map(([, g]) => ({ src: g.src, dst: g.dst, ip: g.ip.has("*") ? ["*"] : [...g.ip].sort(compareIpSpec) }));
+    const keys = [...this.byKey.keys()].sort();
+    const out: Grant[] = new Array(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const g = this.byKey.get(keys[i]) as Grant;
+      out[i] = { src: g.src, dst: g.dst, ip: sortIpSpecs(g.ip) };
+    }
+    return out;
   }
 }
 
 function sortedMap(m: Map<string, Set<string>>): Map<string, string[]> {
   const out = new Map<string, string[]>();
-  for (const k of [...m.keys()].sort(byCodeUnits)) out.set(k, sortedUnique([...(m.get(k) ?? [])]));
+  for (const k of [...m.keys()].sort()) out.set(k, sortedUnique([...(m.get(k) ?? [])]));
   return out;
 }
 
@@ -238,7 +255,7 @@ export function collectGenerated(input: CollectInput): CollectResult {
   }
 
   const tagOwners = new Map<string, string[]>();
-  for (const t of [...tags].sort(byCodeUnits)) tagOwners.set(t, owners.slice());
+  for (const t of [...tags].sort()) tagOwners.set(t, owners.slice());
   egressTargets.sort(byObject((x) => x.target));
   invalid.sort(byObject((x) => `${x.field}\u0000${x.value}`));
   return {

@@ -10,7 +10,7 @@
 // Headscale matches policy field names case-insensitively, so "TagOwners" in a base
 // is the tagOwners section (never a second one).
 import { canonicalJson, policyHash } from "./canonical.js";
-import type { GeneratedPolicy } from "./generated.js";
+import type { GeneratedPolicy, Grant } from "./generated.js";
 import { parseHuJson } from "./hujson.js";
 
 export interface GeneratedCounts {
@@ -25,6 +25,7 @@ export interface GeneratedCounts {
 export type RenderResult =
   | {
       ok: true;
+      /** The merged policy. Shares arrays and objects with the parsed base and with `gen`: read-only. */
       policy: Record<string, unknown>;
       /** Compact canonical JSON (sorted keys); what the hash covers, and a valid body to write. */
       canonical: string;
@@ -85,20 +86,29 @@ function grantIdentity(g: unknown): string | null {
   return JSON.stringify([g.src, g.dst, g.ip]);
 }
 
+/** Cheap pre-check so only grants that might repeat a base grant get a full identity. */
+function roughKey(src: readonly unknown[], dst: readonly unknown[]): string {
+  return `${String(src[0])}\u0000${String(dst[0])}\u0000${src.length}\u0000${dst.length}`;
+}
+
 function mergeGrants(base: unknown, gen: GeneratedPolicy["grants"], label: string): unknown[] {
   if (base !== null && base !== undefined && !Array.isArray(base)) throw new BaseInvalid(`${label} must be a list`);
   const out: unknown[] = Array.isArray(base) ? [...base] : [];
   const seen = new Set<string>();
+  const rough = new Set<string>();
   for (const g of out) {
     const id = grantIdentity(g);
-    if (id !== null) seen.add(id);
+    if (id === null) continue;
+    seen.add(id);
+    rough.add(roughKey((g as Grant).src, (g as Grant).dst));
   }
   for (const g of gen) {
-    const copy = { src: [...g.src], dst: [...g.dst], ip: [...g.ip] };
-    const id = JSON.stringify([copy.src, copy.dst, copy.ip]);
-    if (seen.has(id)) continue;
-    seen.add(id);
-    out.push(copy);
+    if (rough.has(roughKey(g.src, g.dst))) {
+      const id = JSON.stringify([g.src, g.dst, g.ip]);
+      if (seen.has(id)) continue;
+      seen.add(id);
+    }
+    out.push(g);
   }
   return out;
 }

@@ -10,9 +10,9 @@ import { HeadscaleViews } from "../headscale/view.js";
 import { kindModules } from "../kinds/index.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { createOperatorMetrics } from "../metrics/registry.js";
-import { httpAgentScraper } from "./scraper.js";
-import { hooksPlugin } from "./hooks.js";
 import { kubeEventRecorder } from "./events.js";
+import { hooksPlugin } from "./hooks.js";
+import { httpAgentScraper } from "./scraper.js";
 
 export interface ServerOptions {
   /** Overrides for tests and `render`: any dependency not given is built from config. */
@@ -33,7 +33,10 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
         : {
             level: config.logLevel,
             // Secrets never reach the log by construction: no bodies, no auth header.
-            redact: { paths: ["req.headers.authorization", "*.apiKey", "*.key", "*.data", "*.stringData"], censor: "[redacted]" },
+            redact: {
+              paths: ["req.headers.authorization", "*.apiKey", "*.key", "*.data", "*.stringData"],
+              censor: "[redacted]",
+            },
             serializers: {
               req: (r: { method: string; url: string }) => ({ method: r.method, url: r.url }),
               res: (r: { statusCode: number }) => ({ statusCode: r.statusCode }),
@@ -92,14 +95,17 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
   app.addHook("onResponse", async (req, reply) => {
     const params = req.params as { kind?: string; hook?: string } | undefined;
     if (!req.url.startsWith("/hooks/") || !params?.kind) return;
-    const kind = options.kinds?.has(params.kind as HookKind) || kindModules.has(params.kind as HookKind) ? params.kind : "unknown";
+    const kind =
+      options.kinds?.has(params.kind as HookKind) || kindModules.has(params.kind as HookKind) ? params.kind : "unknown";
     const hook = KNOWN_HOOKS.has(params.hook ?? "") ? (params.hook as string) : "unknown";
     metrics.hookRequests.inc({ kind, hook, code: String(reply.statusCode) });
     metrics.hookDuration.observe({ kind, hook }, reply.elapsedTime / 1000);
   });
 
   app.get("/healthz", async () => ({ status: "ok" }));
-  app.get("/readyz", async (_req, reply) => (closing ? reply.code(503).send({ status: "closing" }) : { status: "ready" }));
+  app.get("/readyz", async (_req, reply) =>
+    closing ? reply.code(503).send({ status: "closing" }) : { status: "ready" },
+  );
   app.get("/metrics", async (_req, reply) => {
     reply.header("Content-Type", metrics.registry.contentType);
     return metrics.registry.metrics();

@@ -30,7 +30,8 @@ function checkParent(body: Record<string, unknown>, info: KindInfo): K8sObject {
   }
   const meta = parent.metadata;
   if (!isRecord(meta)) throw new EnvelopeError("parent.metadata: required object");
-  if (typeof meta.name !== "string" || meta.name === "") throw new EnvelopeError("parent.metadata.name: required string");
+  if (typeof meta.name !== "string" || meta.name === "")
+    throw new EnvelopeError("parent.metadata.name: required string");
   if (info.scope === "Namespaced" && (typeof meta.namespace !== "string" || meta.namespace === "")) {
     throw new EnvelopeError("parent.metadata.namespace: required string for a namespaced kind");
   }
@@ -85,7 +86,11 @@ function checkMaps(value: unknown, field: "children" | "related"): ObjectMaps {
         }
       }
       const [kind, apiVersion] = [typeKey.slice(0, typeKey.indexOf(".")), typeKey.slice(typeKey.indexOf(".") + 1)];
-      objects[key] = { ...obj, apiVersion: typeof obj.apiVersion === "string" ? obj.apiVersion : apiVersion, kind } as K8sObject;
+      objects[key] = {
+        ...obj,
+        apiVersion: typeof obj.apiVersion === "string" ? obj.apiVersion : apiVersion,
+        kind,
+      } as K8sObject;
     }
     out[typeKey] = objects;
   }

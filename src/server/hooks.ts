@@ -62,7 +62,8 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
       const info = kindInfo(kind);
       const module = info ? opts.kinds.get(info.hookKind) : undefined;
       if (!info || !module) return reply.code(404).send({ error: `unknown kind "${kind.slice(0, 40)}" in path` });
-      if (!HOOKS.includes(hook as HookName)) return reply.code(404).send({ error: `unknown hook "${hook.slice(0, 40)}"` });
+      if (!HOOKS.includes(hook as HookName))
+        return reply.code(404).send({ error: `unknown hook "${hook.slice(0, 40)}"` });
       if (inFlight >= opts.maxInFlight) {
         reply.header("Retry-After", String(opts.retryAfterSeconds));
         return reply.code(429).send({ error: `overloaded: ${inFlight} hooks in flight` });
@@ -76,7 +77,12 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
         const sreq = parseSyncRequest(req.body, info, hook as "sync" | "finalize");
         if (hook === "finalize") {
           const r = await module.finalize(sreq, opts.deps);
-          return { status: r.status, children: r.children, resyncAfterSeconds: r.resyncAfterSeconds, finalized: r.finalized };
+          return {
+            status: r.status,
+            children: r.children,
+            resyncAfterSeconds: r.resyncAfterSeconds,
+            finalized: r.finalized,
+          };
         }
         const invalid = validateSpec(info.hookKind, sreq.parent.spec);
         const r = invalid ? module.invalid(sreq, invalid, opts.deps) : await module.sync(sreq, opts.deps);
@@ -87,7 +93,9 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
         const parent = (req.body as { parent?: { metadata?: { name?: string; namespace?: string } } })?.parent;
         const who = parent?.metadata?.name ? qualifiedName({ metadata: parent.metadata as { name: string } }) : "?";
         req.log.error({ err: e, kind: info.kind, hook, parent: who }, "hook failed");
-        return reply.code(500).send({ error: `${hook} ${info.kind} ${who} failed: ${(e as Error).message}`.split("\n")[0] });
+        return reply
+          .code(500)
+          .send({ error: `${hook} ${info.kind} ${who} failed: ${(e as Error).message}`.split("\n")[0] });
       } finally {
         inFlight--;
       }

@@ -5,8 +5,9 @@ import type { AgentScraper, AgentStatus, ScrapeResult } from "../kinds/types.js"
 
 export function podStatusUrl(pod: K8sObject): string | undefined {
   const ip = (pod.status as { podIP?: unknown } | undefined)?.podIP;
-  const containers = (pod.spec as { containers?: { ports?: { name?: string; containerPort?: number }[] }[] } | undefined)
-    ?.containers;
+  const containers = (
+    pod.spec as { containers?: { ports?: { name?: string; containerPort?: number }[] }[] } | undefined
+  )?.containers;
   const port = containers?.flatMap((c) => c.ports ?? []).find((p) => p.name === "metrics")?.containerPort;
   if (typeof ip !== "string" || !ip || typeof port !== "number") return undefined;
   return `http://${ip.includes(":") ? `[${ip}]` : ip}:${port}/status`;

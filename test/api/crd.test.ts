@@ -40,7 +40,8 @@ describe("generated CRDs", () => {
   it("every schema node is structural (has a type)", () => {
     const walk = (node: Record<string, unknown>, path: string) => {
       assert.ok(typeof node.type === "string", `${path} has no type`);
-      for (const [k, v] of Object.entries((node.properties as Record<string, Record<string, unknown>>) ?? {})) walk(v, `${path}.${k}`);
+      for (const [k, v] of Object.entries((node.properties as Record<string, Record<string, unknown>>) ?? {}))
+        walk(v, `${path}.${k}`);
       if (node.items) walk(node.items as Record<string, unknown>, `${path}[]`);
     };
     for (const info of KINDS) {

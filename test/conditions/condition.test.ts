@@ -15,13 +15,17 @@ describe("mergeConditions", () => {
     },
     {
       name: "a changed status gets a new lastTransitionTime",
-      previous: [{ type: "Ready", status: "False", reason: "NotRegistered", lastTransitionTime: "2026-01-01T00:00:00Z" }],
+      previous: [
+        { type: "Ready", status: "False", reason: "NotRegistered", lastTransitionTime: "2026-01-01T00:00:00Z" },
+      ],
       next: cond("Ready", "True", "Ready"),
       want: "2026-11-29T10:00:00Z",
     },
     {
       name: "the same status keeps the old time even when the reason changes",
-      previous: [{ type: "Ready", status: "False", reason: "NotRegistered", lastTransitionTime: "2026-01-01T00:00:00Z" }],
+      previous: [
+        { type: "Ready", status: "False", reason: "NotRegistered", lastTransitionTime: "2026-01-01T00:00:00Z" },
+      ],
       next: cond("Ready", "False", "RoutesMissing"),
       want: "2026-01-01T00:00:00Z",
     },
@@ -38,7 +42,10 @@ describe("mergeConditions", () => {
   it("keeps the order of next and is byte-identical on repeat", () => {
     const next = [cond("B", "True", "b"), cond("A", "Unknown", "a")];
     const first = mergeConditions(undefined, next, 1, t0);
-    assert.deepEqual(first.map((c) => c.type), ["B", "A"]);
+    assert.deepEqual(
+      first.map((c) => c.type),
+      ["B", "A"],
+    );
     const second = mergeConditions(first, next, 1, t1);
     assert.equal(JSON.stringify(second), JSON.stringify(first));
   });
@@ -62,9 +69,15 @@ describe("deriveReady", () => {
     assert.deepEqual(r, cond("Ready", "False", "RoutesMissing", "postgres: NotApproved"));
   });
   it("is True with the ready reason when nothing blocks", () => {
-    assert.deepEqual(deriveReady([{ ok: true, reason: "A", message: "" }], "FreshRuntimeReady"), cond("Ready", "True", "FreshRuntimeReady"));
+    assert.deepEqual(
+      deriveReady([{ ok: true, reason: "A", message: "" }], "FreshRuntimeReady"),
+      cond("Ready", "True", "FreshRuntimeReady"),
+    );
   });
   it("triState never guesses", () => {
-    assert.deepEqual([triState(true), triState(false), triState(null), triState(undefined)], ["True", "False", "Unknown", "Unknown"]);
+    assert.deepEqual(
+      [triState(true), triState(false), triState(null), triState(undefined)],
+      ["True", "False", "Unknown", "Unknown"],
+    );
   });
 });

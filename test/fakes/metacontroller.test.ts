@@ -42,7 +42,14 @@ describe("the Metacontroller emulator against the real server", () => {
     kinds.set("site", { ...base, sync: async () => ({ status: { bogus: 1 }, children: [] }) });
     const { app } = await build(t, { server: { kinds } });
     const mc = new FakeMetacontroller({ app });
-    mc.apply(parentObject("TailnetSite", "lan", { tailnetRef: { name: "home" }, prefixes: ["10.0.0.0/8"], advertiserTags: ["tag:r"] }, { namespace: "n" }));
+    mc.apply(
+      parentObject(
+        "TailnetSite",
+        "lan",
+        { tailnetRef: { name: "home" }, prefixes: ["10.0.0.0/8"], advertiserTags: ["tag:r"] },
+        { namespace: "n" },
+      ),
+    );
     await assert.rejects(mc.settle(), /fields the CRD prunes/);
   });
 });

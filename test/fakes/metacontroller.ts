@@ -60,7 +60,8 @@ export class FakeMetacontroller {
     const o = clone(input);
     const existing = this.objects.get(objKey(o));
     o.metadata.uid = existing?.metadata.uid ?? o.metadata.uid ?? `uid-${++this.uid}`;
-    o.metadata.creationTimestamp = existing?.metadata.creationTimestamp ?? o.metadata.creationTimestamp ?? "2026-11-01T00:00:00Z";
+    o.metadata.creationTimestamp =
+      existing?.metadata.creationTimestamp ?? o.metadata.creationTimestamp ?? "2026-11-01T00:00:00Z";
     const specChanged = !existing || JSON.stringify(existing.spec) !== JSON.stringify(o.spec);
     o.metadata.generation = (existing?.metadata.generation ?? 0) + (specChanged ? 1 : 0);
     if (existing?.status && !input.status) o.status = existing.status;
@@ -98,15 +99,25 @@ export class FakeMetacontroller {
       .sort((a, b) => objKey(a).localeCompare(objKey(b)));
   }
 
-  private async call(hookKind: string, hook: string, parent: Obj, body: unknown): Promise<{ code: number; json: unknown }> {
+  private async call(
+    hookKind: string,
+    hook: string,
+    parent: Obj,
+    body: unknown,
+  ): Promise<{ code: number; json: unknown }> {
     const res = await this.opts.app.inject({
       method: "POST",
       url: `/hooks/${hookKind}/${hook}`,
-      headers: { "content-type": "application/json", ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}) },
+      headers: {
+        "content-type": "application/json",
+        ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}),
+      },
       payload: JSON.stringify(body),
     });
     const json = res.body ? (JSON.parse(res.body) as unknown) : undefined;
-    const name = parent.metadata.namespace ? `${parent.metadata.namespace}/${parent.metadata.name}` : parent.metadata.name;
+    const name = parent.metadata.namespace
+      ? `${parent.metadata.namespace}/${parent.metadata.name}`
+      : parent.metadata.name;
     this.calls.push({ hook, kind: parent.kind, parent: name, code: res.statusCode, body, response: json });
     if (res.statusCode !== 200) this.errors.push(`${hook} ${parent.kind} ${name}: ${res.statusCode} ${res.body}`);
     return { code: res.statusCode, json };
@@ -162,15 +173,24 @@ export class FakeMetacontroller {
     const body = {
       controller: { metadata: { name: cc.metadata.name }, spec: cc.spec, status: {} },
       parent,
-      children: this.maps(owned, childTypes.map((c) => c.type)),
+      children: this.maps(
+        owned,
+        childTypes.map((c) => c.type),
+      ),
       related: this.maps(related),
       finalizing,
     };
     const r = await this.call(info.hookKind, hook, parent, body);
     if (r.code !== 200) return false;
-    const resp = r.json as { status?: Record<string, unknown>; children?: Obj[]; finalized?: boolean; resyncAfterSeconds?: number };
+    const resp = r.json as {
+      status?: Record<string, unknown>;
+      children?: Obj[];
+      finalized?: boolean;
+      resyncAfterSeconds?: number;
+    };
     for (const k of Object.keys(resp)) {
-      if (!["status", "children", "resyncAfterSeconds", "finalized"].includes(k)) throw new Error(`strict v2 decode fails on key ${k}`);
+      if (!["status", "children", "resyncAfterSeconds", "finalized"].includes(k))
+        throw new Error(`strict v2 decode fails on key ${k}`);
     }
     const desired = resp.children ?? [];
     for (const c of desired) {
@@ -197,7 +217,9 @@ export class FakeMetacontroller {
     const pruned = clone(status);
     statusPruners.get(info.kind)?.(pruned);
     if (JSON.stringify(pruned) !== JSON.stringify(status)) {
-      throw new Error(`status of ${info.kind} has fields the CRD prunes: ${JSON.stringify(status)} vs ${JSON.stringify(pruned)}`);
+      throw new Error(
+        `status of ${info.kind} has fields the CRD prunes: ${JSON.stringify(status)} vs ${JSON.stringify(pruned)}`,
+      );
     }
     if (JSON.stringify(live.status) !== JSON.stringify(status)) {
       live.status = status;
@@ -214,15 +236,28 @@ export class FakeMetacontroller {
     const method = childTypes.find((t) => t.type === typeKey(c.apiVersion, c.kind))?.method ?? "OnDelete";
     const existing = this.objects.get(objKey(c));
     const lastApplied = JSON.stringify(c);
-    if (existing && (method === "OnDelete" || existing.metadata.annotations?.["metacontroller.k8s.io/last-applied-configuration"] === lastApplied)) {
+    if (
+      existing &&
+      (method === "OnDelete" ||
+        existing.metadata.annotations?.["metacontroller.k8s.io/last-applied-configuration"] === lastApplied)
+    ) {
       return false;
     }
     const o = clone(c);
     o.metadata.uid = existing?.metadata.uid ?? `uid-${++this.uid}`;
     o.metadata.labels = { ...(o.metadata.labels ?? {}), "controller-uid": parent.metadata.uid ?? "" };
-    o.metadata.annotations = { ...(o.metadata.annotations ?? {}), "metacontroller.k8s.io/last-applied-configuration": lastApplied };
+    o.metadata.annotations = {
+      ...(o.metadata.annotations ?? {}),
+      "metacontroller.k8s.io/last-applied-configuration": lastApplied,
+    };
     o.metadata.ownerReferences = [
-      { apiVersion: parent.apiVersion, kind: parent.kind, name: parent.metadata.name, uid: parent.metadata.uid ?? "", controller: true },
+      {
+        apiVersion: parent.apiVersion,
+        kind: parent.kind,
+        name: parent.metadata.name,
+        uid: parent.metadata.uid ?? "",
+        controller: true,
+      },
     ];
     o.metadata.generation = (existing?.metadata.generation ?? 0) + 1;
     this.simulateServer(o, existing);
@@ -237,7 +272,13 @@ export class FakeMetacontroller {
       spec.clusterIP = (existing?.spec as { clusterIP?: string } | undefined)?.clusterIP ?? `10.96.0.${++this.ip}`;
     }
     if (o.kind === "Deployment") {
-      const spec = o.spec as { replicas?: number; template: { metadata?: { labels?: Record<string, string> }; spec: { containers: { ports?: { name?: string; containerPort: number }[] }[] } } };
+      const spec = o.spec as {
+        replicas?: number;
+        template: {
+          metadata?: { labels?: Record<string, string> };
+          spec: { containers: { ports?: { name?: string; containerPort: number }[] }[] };
+        };
+      };
       const replicas = spec.replicas ?? 1;
       o.status = this.deploymentsAvailable
         ? {
@@ -246,17 +287,23 @@ export class FakeMetacontroller {
             updatedReplicas: replicas,
             readyReplicas: replicas,
             availableReplicas: replicas,
-            conditions: [{ type: "Available", status: "True" }, { type: "Progressing", status: "True", reason: "NewReplicaSetAvailable" }],
+            conditions: [
+              { type: "Available", status: "True" },
+              { type: "Progressing", status: "True", reason: "NewReplicaSetAvailable" },
+            ],
           }
         : { observedGeneration: o.metadata.generation, replicas, conditions: [{ type: "Available", status: "False" }] };
       if (this.opts.agentPods) {
-        for (const p of this.list("Pod").filter((p) => p.metadata.annotations?.["test/deployment"] === o.metadata.name)) {
+        for (const p of this.list("Pod").filter(
+          (p) => p.metadata.annotations?.["test/deployment"] === o.metadata.name,
+        )) {
           this.objects.delete(objKey(p));
         }
         const port = this.opts.agentPods.metricsPort(o);
         for (let i = 0; i < replicas && this.deploymentsAvailable; i++) {
           const tpl = clone(spec.template);
-          for (const c of tpl.spec.containers) for (const pt of c.ports ?? []) if (pt.name === "metrics" && port) pt.containerPort = port;
+          for (const c of tpl.spec.containers)
+            for (const pt of c.ports ?? []) if (pt.name === "metrics" && port) pt.containerPort = port;
           const pod: Obj = {
             apiVersion: "v1",
             kind: "Pod",
@@ -301,6 +348,8 @@ export class FakeMetacontroller {
   }
 
   childrenOf(parent: Obj): Obj[] {
-    return [...this.objects.values()].filter((o) => o.metadata.ownerReferences?.some((r) => r.uid === parent.metadata.uid));
+    return [...this.objects.values()].filter((o) =>
+      o.metadata.ownerReferences?.some((r) => r.uid === parent.metadata.uid),
+    );
   }
 }

@@ -1,7 +1,8 @@
 /** build(t): a real hook server in process, closed after the test (demo's test/helper.ts). */
-import type { TestContext } from "node:test";
+
 import { Writable } from "node:stream";
-import { type OperatorConfig, configFrom } from "../../src/config.js";
+import type { TestContext } from "node:test";
+import { configFrom, type OperatorConfig } from "../../src/config.js";
 import { buildServer, type ServerOptions } from "../../src/server/app.js";
 
 export interface Built {

@@ -3,14 +3,15 @@
  * (kubernetes-models) plus what they do not check — DNS names, label syntax, selector ⊆ template.
  */
 import { Deployment } from "kubernetes-models/apps/v1";
-import { ConfigMap, Pod, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
+import { ConfigMap, Pod, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import type { K8sObject } from "../../src/k8s/objects.js";
 
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS1035_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_KEY =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
 type Model = { validate(): void };
 const MODELS: Record<string, new (o: never) => Model> = {
@@ -26,7 +27,8 @@ const MODELS: Record<string, new (o: never) => Model> = {
 function checkLabels(where: string, labels: Record<string, string> | undefined) {
   for (const [k, v] of Object.entries(labels ?? {})) {
     if (!LABEL_KEY.test(k) || k.length > 316) throw new Error(`${where}: invalid label key ${k}`);
-    if (typeof v !== "string" || v.length > 63 || !LABEL_VALUE.test(v)) throw new Error(`${where}: invalid label value ${k}=${v}`);
+    if (typeof v !== "string" || v.length > 63 || !LABEL_VALUE.test(v))
+      throw new Error(`${where}: invalid label value ${k}=${v}`);
   }
 }
 

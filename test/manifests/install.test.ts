@@ -16,12 +16,25 @@ describe("install manifests", () => {
     const kinds = docs.map((d) => `${d.kind}/${d.metadata.name}`);
     for (const k of KINDS) assert.ok(kinds.includes(`CustomResourceDefinition/${k.plural}.tailnet.internal`));
     for (const k of KINDS) assert.ok(kinds.includes(`CompositeController/tailnet-operator-${k.hookKind}`));
-    for (const want of ["Namespace/tailnet-system", "Deployment/tailnet-operator", "Service/tailnet-operator", "ServiceAccount/tailnet-operator"]) {
+    for (const want of [
+      "Namespace/tailnet-system",
+      "Deployment/tailnet-operator",
+      "Service/tailnet-operator",
+      "ServiceAccount/tailnet-operator",
+    ]) {
       assert.ok(kinds.includes(want), want);
     }
-    for (const d of docs) if (["Deployment", "Service", "ServiceAccount", "ConfigMap"].includes(d.kind)) validateChild(d);
+    for (const d of docs)
+      if (["Deployment", "Service", "ServiceAccount", "ConfigMap"].includes(d.kind)) validateChild(d);
     const dep = docs.find((d) => d.kind === "Deployment") as K8sObject & {
-      spec: { template: { spec: { securityContext: { runAsNonRoot: boolean }; containers: { securityContext: Record<string, unknown> }[] } } };
+      spec: {
+        template: {
+          spec: {
+            securityContext: { runAsNonRoot: boolean };
+            containers: { securityContext: Record<string, unknown> }[];
+          };
+        };
+      };
     };
     assert.equal(dep.spec.template.spec.securityContext.runAsNonRoot, true);
     assert.deepEqual(dep.spec.template.spec.containers[0].securityContext, {

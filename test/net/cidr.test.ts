@@ -56,6 +56,12 @@ describe("isIp / canonicalIp / parseCidrOrIp", () => {
     ["256.1.1.1", false, null],
     ["1.2.3", false, null],
     ["01.2.3.4", false, null],
+    ["1.2.3.4.5", false, null],
+    ["1.2.3.4.", false, null],
+    [".1.2.3", false, null],
+    [" 1.2.3.4", false, null],
+    ["1.2.3.-4", false, null],
+    ["1.2..4", false, null],
     ["10", false, null],
     ["FD7A:115C:A1E0::1", true, "fd7a:115c:a1e0::1"],
     ["::ffff:1.2.3.4", true, "::ffff:1.2.3.4"],
@@ -145,6 +151,16 @@ describe("properties", () => {
       const bytes = [masked >>> 24, (masked >>> 16) & 255, (masked >>> 8) & 255, masked & 255];
       return `${bytes.join(".")}/${bits}`;
     });
+
+  it("every four-part decimal IPv4 is an IP and keeps its text", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 4, maxLength: 4 }), (bytes) => {
+        const text = bytes.join(".");
+        // and a leading zero makes it invalid, as in Go's netip
+        return isIp(text) && canonicalIp(text) === text && !isIp(`0${text}`);
+      }),
+    );
+  });
 
   it("a masked prefix always parses and round-trips", () => {
     fc.assert(

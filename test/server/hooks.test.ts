@@ -12,7 +12,14 @@ const egress = (spec: Record<string, unknown> = {}) =>
   );
 
 describe("hook routing and envelope", () => {
-  const bad: { name: string; path?: string; body: string | object; contentType?: string; code: number; error: RegExp }[] = [
+  const bad: {
+    name: string;
+    path?: string;
+    body: string | object;
+    contentType?: string;
+    code: number;
+    error: RegExp;
+  }[] = [
     { name: "malformed JSON", body: '{"parent": ', code: 400, error: /^body: invalid JSON$/ },
     { name: "empty body", body: "", code: 400, error: /^body: empty/ },
     { name: "not an object", body: "[1,2]", code: 400, error: /^body: must be a JSON object$/ },
@@ -101,7 +108,11 @@ describe("hook routing and envelope", () => {
 
   it("the default limit takes a sync with 64 targets and their children", async (t) => {
     const { app } = await build(t);
-    const targets = Array.from({ length: 64 }, (_, i) => ({ name: `t${i}`, host: `node-${i}`, ports: [{ port: 5432 }] }));
+    const targets = Array.from({ length: 64 }, (_, i) => ({
+      name: `t${i}`,
+      host: `node-${i}`,
+      ports: [{ port: 5432 }],
+    }));
     const children = targets.map((tg) => ({
       apiVersion: "v1",
       kind: "Service",
@@ -119,7 +130,11 @@ describe("hook routing and envelope", () => {
 
 describe("invalid specs become InvalidSpec, not 4xx", () => {
   const cases: { name: string; spec: Record<string, unknown>; message: string }[] = [
-    { name: "bad tag", spec: { tag: "tag:Bad_Tag" }, message: 'spec.tag: must match pattern "^tag:[a-z][a-z0-9-]{0,62}$"' },
+    {
+      name: "bad tag",
+      spec: { tag: "tag:Bad_Tag" },
+      message: 'spec.tag: must match pattern "^tag:[a-z][a-z0-9-]{0,62}$"',
+    },
     {
       name: "duplicate target names",
       spec: {
@@ -143,16 +158,28 @@ describe("invalid specs become InvalidSpec, not 4xx", () => {
         spec: { ports: [{ port: 1 }] },
         status: { loadBalancer: {} },
       };
-      const res = await app.inject({ method: "POST", url: "/hooks/egress/sync", payload: syncRequest({ parent, children: [svc] }) });
+      const res = await app.inject({
+        method: "POST",
+        url: "/hooks/egress/sync",
+        payload: syncRequest({ parent, children: [svc] }),
+      });
       assert.equal(res.statusCode, 200, res.body);
-      const body = res.json() as { status: { conditions: { type: string; status: string; reason: string; message: string }[] }; children: unknown[] };
+      const body = res.json() as {
+        status: { conditions: { type: string; status: string; reason: string; message: string }[] };
+        children: unknown[];
+      };
       const ready = body.status.conditions.find((x) => x.type === "Ready");
       assert.deepEqual(
         { status: ready?.status, reason: ready?.reason, message: ready?.message },
         { status: "False", reason: "InvalidSpec", message: c.message },
       );
       assert.deepEqual(body.children, [
-        { apiVersion: "v1", kind: "Service", metadata: { name: "pg", namespace: "shop" }, spec: { ports: [{ port: 1 }] } },
+        {
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "pg", namespace: "shop" },
+          spec: { ports: [{ port: 1 }] },
+        },
       ]);
     });
   }
@@ -165,7 +192,8 @@ describe("invalid specs become InvalidSpec, not 4xx", () => {
     });
     const res = await app.inject({ method: "POST", url: "/hooks/tailnet/sync", payload: syncRequest({ parent }) });
     assert.equal(res.statusCode, 200, res.body);
-    const conds = (res.json() as { status: { conditions: { type: string; reason: string; message: string }[] } }).status.conditions;
+    const conds = (res.json() as { status: { conditions: { type: string; reason: string; message: string }[] } }).status
+      .conditions;
     const rendered = conds.find((c) => c.type === "PolicyRendered");
     assert.equal(rendered?.reason, "InvalidSpec");
     assert.match(rendered?.message ?? "", /^spec\.reservedNetworks\[0\]: /);
@@ -175,7 +203,11 @@ describe("invalid specs become InvalidSpec, not 4xx", () => {
 describe("responses", () => {
   it("customize answers only relatedResources", async (t) => {
     const { app } = await build(t);
-    const res = await app.inject({ method: "POST", url: "/hooks/egress/customize", payload: customizeRequest(egress()) });
+    const res = await app.inject({
+      method: "POST",
+      url: "/hooks/egress/customize",
+      payload: customizeRequest(egress()),
+    });
     assert.equal(res.statusCode, 200);
     const body = res.json() as { relatedResources: { resource: string; names?: string[] }[] };
     assert.deepEqual(Object.keys(body), ["relatedResources"]);
@@ -207,7 +239,12 @@ describe("responses", () => {
       method: "POST",
       url: "/hooks/site/finalize",
       payload: syncRequest({
-        parent: parentObject("TailnetSite", "lan", { tailnetRef: { name: "home" }, prefixes: ["192.168.1.0/24"], advertiserTags: ["tag:r"] }, { namespace: "net" }),
+        parent: parentObject(
+          "TailnetSite",
+          "lan",
+          { tailnetRef: { name: "home" }, prefixes: ["192.168.1.0/24"], advertiserTags: ["tag:r"] },
+          { namespace: "net" },
+        ),
         finalizing: true,
       }),
     });
@@ -221,7 +258,12 @@ describe("auth, limits, probes", () => {
   it("a wrong or missing bearer token is 401 and leaks nothing; probes stay open", async (t) => {
     const { app, logs } = await build(t, { env: { HOOK_TOKEN: token } });
     for (const headers of [{}, { authorization: "Bearer nope" }, { authorization: token }]) {
-      const res = await app.inject({ method: "POST", url: "/hooks/egress/sync", headers, payload: syncRequest({ parent: egress() }) });
+      const res = await app.inject({
+        method: "POST",
+        url: "/hooks/egress/sync",
+        headers,
+        payload: syncRequest({ parent: egress() }),
+      });
       assert.equal(res.statusCode, 401);
       assert.deepEqual(res.json(), { error: "unauthorized: a valid bearer token is required" });
     }
@@ -248,10 +290,17 @@ describe("auth, limits, probes", () => {
     const base = kindModules.get("egress");
     assert.ok(base);
     slow.set("egress", { ...base, sync: async (req, deps) => (await gate, base.sync(req, deps)) });
-    const { app } = await build(t, { config: { hooks: { maxInFlight: 1, retryAfterSeconds: 3 } }, server: { kinds: slow } });
+    const { app } = await build(t, {
+      config: { hooks: { maxInFlight: 1, retryAfterSeconds: 3 } },
+      server: { kinds: slow },
+    });
     const first = app.inject({ method: "POST", url: "/hooks/egress/sync", payload: syncRequest({ parent: egress() }) });
     await new Promise((r) => setTimeout(r, 20));
-    const second = await app.inject({ method: "POST", url: "/hooks/egress/sync", payload: syncRequest({ parent: egress() }) });
+    const second = await app.inject({
+      method: "POST",
+      url: "/hooks/egress/sync",
+      payload: syncRequest({ parent: egress() }),
+    });
     assert.equal(second.statusCode, 429);
     assert.equal(second.headers["retry-after"], "3");
     release();
@@ -270,7 +319,11 @@ describe("auth, limits, probes", () => {
       },
     });
     const { app } = await build(t, { server: { kinds: broken } });
-    const res = await app.inject({ method: "POST", url: "/hooks/egress/sync", payload: syncRequest({ parent: egress() }) });
+    const res = await app.inject({
+      method: "POST",
+      url: "/hooks/egress/sync",
+      payload: syncRequest({ parent: egress() }),
+    });
     assert.equal(res.statusCode, 500);
     assert.deepEqual(res.json(), { error: "sync TailnetEgress shop/db failed: boom" });
   });

@@ -41,7 +41,11 @@ export function ingressNames(ingress: K8sObject, baseDomain: string | undefined)
   const exposes = (spec.exposes ?? []).map((e) => {
     const host = http && e.host ? check(e.host) : hostname;
     const aliases = http && Array.isArray(e.aliases) ? e.aliases.filter((a): a is string => typeof a === "string") : [];
-    return { name: e.name ?? "", dnsName: fqdn(host, baseDomain), dnsAliases: aliases.map((a) => fqdn(check(a), baseDomain)) };
+    return {
+      name: e.name ?? "",
+      dnsName: fqdn(host, baseDomain),
+      dnsAliases: aliases.map((a) => fqdn(check(a), baseDomain)),
+    };
   });
   const all = [...new Set([dnsName, ...exposes.flatMap((e) => [e.dnsName, ...e.dnsAliases])])];
   return { dnsName, exposes, all, invalid };
@@ -77,7 +81,11 @@ export function nameConflicts(
 }
 
 /** The names an ingress actually publishes: its own minus those an older ingress claims. */
-export function publishedNames(ingress: K8sObject, all: readonly K8sObject[], baseDomain: string | undefined): string[] {
+export function publishedNames(
+  ingress: K8sObject,
+  all: readonly K8sObject[],
+  baseDomain: string | undefined,
+): string[] {
   const lost = new Set(nameConflicts(ingress, all, baseDomain).map((c) => c.name));
   const names = ingressNames(ingress, baseDomain);
   if (names.invalid.length) return [];

@@ -40,7 +40,8 @@ export function observedKeys(children: readonly K8sObject[]): ObservedKey[] {
   }
   // newest first; ties broken by name so the choice is deterministic
   return out.sort(
-    (a, b) => b.createdAt.getTime() - a.createdAt.getTime() || a.secret.metadata.name.localeCompare(b.secret.metadata.name),
+    (a, b) =>
+      b.createdAt.getTime() - a.createdAt.getTime() || a.secret.metadata.name.localeCompare(b.secret.metadata.name),
   );
 }
 
@@ -99,7 +100,14 @@ export async function ensureAuthKey(
   plan: AuthKeyPlan,
   client: HeadscaleClient,
   parent: K8sObject,
-  opts: { tags: string[]; reusable: boolean; ephemeral: boolean; ttlSeconds: number; now: Date; labels: Record<string, string> },
+  opts: {
+    tags: string[];
+    reusable: boolean;
+    ephemeral: boolean;
+    ttlSeconds: number;
+    now: Date;
+    labels: Record<string, string>;
+  },
 ): Promise<AuthKeyOutcome> {
   if (plan.action === "reuse") {
     return { secret: reuseObserved(plan.current.secret), keyId: plan.current.keyId, expiresAt: plan.current.expiresAt };
@@ -112,12 +120,21 @@ export async function ensureAuthKey(
       ephemeral: opts.ephemeral,
       expiration: expiresAt,
     });
-    const secret = authKeySecret(parent, { id: created.id, key: created.key, createdAt: opts.now, expiresAt }, opts.labels);
+    const secret = authKeySecret(
+      parent,
+      { id: created.id, key: created.key, createdAt: opts.now, expiresAt },
+      opts.labels,
+    );
     return { secret, keyId: created.id, expiresAt };
   } catch (e) {
     const error = e instanceof HeadscaleError ? e.message : "creating a pre-auth key failed";
     if (plan.current && plan.why !== "expired") {
-      return { secret: reuseObserved(plan.current.secret), keyId: plan.current.keyId, expiresAt: plan.current.expiresAt, error };
+      return {
+        secret: reuseObserved(plan.current.secret),
+        keyId: plan.current.keyId,
+        expiresAt: plan.current.expiresAt,
+        error,
+      };
     }
     return { secret: plan.current ? reuseObserved(plan.current.secret) : undefined, error };
   }

@@ -5,9 +5,9 @@
  */
 import { API_VERSION } from "../../api/schemas.js";
 import { CommonReason } from "../../conditions/reasons.js";
+import type { HeadscaleConnection } from "../../headscale/view.js";
 import { credentialsSecretName } from "../../k8s/labels.js";
 import { findObject, type K8sObject } from "../../k8s/objects.js";
-import type { HeadscaleConnection } from "../../headscale/view.js";
 import { tailnetRefName } from "../related.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { secretValue } from "./secrets.js";
@@ -27,7 +27,13 @@ export interface TailnetSettings {
 
 export type WorkloadContext =
   | { ok: true; tailnet: K8sObject; settings: TailnetSettings; conn: HeadscaleConnection }
-  | { ok: false; reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey; message: string; tailnet?: K8sObject; settings?: TailnetSettings };
+  | {
+      ok: false;
+      reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey;
+      message: string;
+      tailnet?: K8sObject;
+      settings?: TailnetSettings;
+    };
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 

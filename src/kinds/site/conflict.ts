@@ -27,7 +27,11 @@ export function isOlder(a: K8sObject, b: K8sObject): boolean {
   return idOf(a) < idOf(b);
 }
 
-export function siteConflict(site: K8sObject, allSites: readonly K8sObject[], reservedNetworks: readonly string[]): SiteConflict {
+export function siteConflict(
+  site: K8sObject,
+  allSites: readonly K8sObject[],
+  reservedNetworks: readonly string[],
+): SiteConflict {
   const mine = prefixesOf(site);
   for (const p of mine) {
     for (const r of reservedNetworks) {
@@ -41,7 +45,10 @@ export function siteConflict(site: K8sObject, allSites: readonly K8sObject[], re
     }
   }
   const rivals = allSites
-    .filter((o) => idOf(o) !== idOf(site) && tailnetOf(o) === tailnetOf(site) && !o.metadata.deletionTimestamp && isOlder(o, site))
+    .filter(
+      (o) =>
+        idOf(o) !== idOf(site) && tailnetOf(o) === tailnetOf(site) && !o.metadata.deletionTimestamp && isOlder(o, site),
+    )
     .sort((a, b) => (isOlder(a, b) ? -1 : 1));
   for (const older of rivals) {
     for (const p of mine) {

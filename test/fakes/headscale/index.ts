@@ -51,6 +51,8 @@ export interface LoggedRequest {
   query: string;
   /** Parsed JSON body, the raw text if it was not JSON, undefined when empty. */
   body: unknown;
+  /** HTTP status sent; undefined while pending or when no response was sent (reset, timeout). */
+  status?: number;
 }
 
 export interface FakeHeadscale {
@@ -116,6 +118,11 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
   else if (opts.policy !== undefined) state.policies.push({ text: opts.policy, updatedAt: started });
 
   const app = Fastify({ logger: false, forceCloseConnections: true });
+  const logEntries = new WeakMap<FastifyRequest, LoggedRequest>();
+  app.addHook("onResponse", async (request, reply) => {
+    const entry = logEntries.get(request);
+    if (entry) entry.status = reply.statusCode;
+  });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
 
@@ -174,8 +181,14 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
     const path = url.pathname;
     const raw = typeof request.body === "string" ? request.body : "";
     const parsedBody = parseBody(raw);
-    const logged = raw === "" ? undefined : parsedBody.ok ? parsedBody.value : raw;
-    requests.push({ method: request.method, path, query: url.search, body: logged });
+    const entry: LoggedRequest = {
+      method: request.method,
+      path,
+      query: url.search,
+      body: raw === "" ? undefined : parsedBody.ok ? parsedBody.value : raw,
+    };
+    requests.push(entry);
+    logEntries.set(request, entry);
 
     const fault = takeFault(path);
     if (fault && (await applyFault(fault, request, reply))) return reply;

@@ -1,0 +1,49 @@
+/**
+ * `npm run bench`: every figure is a ratio against a baseline measured in the same run, on the
+ * same machine. Prints a table and writes bench/results.json so runs can be compared.
+ */
+import { writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
+import { benchHooks } from "./hooks.js";
+import { benchPolicy } from "./policy.js";
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+const results: Record<string, unknown> = {
+  machine: {
+    cpus: cpus().length,
+    model: cpus()[0]?.model,
+    memGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+  },
+  date: new Date().toISOString(),
+};
+const rows: [string, string][] = [];
+
+const hooks = await benchHooks(seconds);
+results.hooks = hooks;
+rows.push(
+  ["sync payload (egress, 16 targets + children)", `${(hooks.payloadBytes / 1024).toFixed(1)} KiB`],
+  [
+    "sync req/s vs echo req/s",
+    `${hooks.sync.rps.toFixed(0)} / ${hooks.echo.rps.toFixed(0)} = ${hooks.rpsRatio.toFixed(2)}`,
+  ],
+  ["sync p99 vs echo p99 (ms)", `${hooks.sync.p99ms} / ${hooks.echo.p99ms} = ${hooks.p99Ratio.toFixed(2)}`],
+  [`Headscale calls for ${hooks.waveSyncs} egress syncs`, String(hooks.waveHeadscaleCalls)],
+  ["hook server RSS under load", `${hooks.rssMiB.toFixed(0)} MiB`],
+);
+
+const policy = await benchPolicy();
+results.policy = policy;
+const base = policy[0];
+for (const p of policy) {
+  rows.push([
+    `policy render, ${p.objects} objects`,
+    `${p.ms.toFixed(1)} ms (×${(p.ms / base.ms).toFixed(2)} of ${base.objects})`,
+  ]);
+}
+
+const width = Math.max(...rows.map((r) => r[0].length));
+console.log(`\n${"figure".padEnd(width)}  value`);
+for (const [k, v] of rows) console.log(`${k.padEnd(width)}  ${v}`);
+writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
+console.log("\nwritten to bench/results.json");

@@ -1,0 +1,308 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { createHeadscaleClient, type HeadscaleClient, type RequestMetric } from "../../src/headscale/client.js";
+import { HeadscaleError } from "../../src/headscale/errors.js";
+import { type FakeHeadscale, type FakeHeadscaleOptions, useFakeHeadscale } from "../fakes/headscale/index.js";
+
+const POLICY = `{
+  // HuJSON: comments and trailing commas
+  "tagOwners": { "tag:k8s-egress": [], "tag:router": [], },
+  "autoApprovers": { "routes": { "10.0.0.0/8": ["tag:router"] } },
+}`;
+
+async function setup(
+  t: { after: (fn: () => Promise<void> | void) => void },
+  opts: FakeHeadscaleOptions = { policy: POLICY },
+): Promise<{ fake: FakeHeadscale; client: HeadscaleClient; metrics: RequestMetric[] }> {
+  const fake = await useFakeHeadscale(t, opts);
+  const metrics: RequestMetric[] = [];
+  const client = createHeadscaleClient({
+    url: fake.url,
+    apiKey: fake.apiKey,
+    timeoutMs: 2000,
+    onRequest: (m) => metrics.push(m),
+  });
+  t.after(() => client.close());
+  return { fake, client, metrics };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<HeadscaleError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof HeadscaleError, `expected HeadscaleError, got ${String(error)}`);
+    return error;
+  }
+  assert.fail("expected the call to fail");
+}
+
+describe("health", () => {
+  test("health() reads /health without a key and apiHealth() checks key + database", async (t) => {
+    const { fake, client } = await setup(t);
+    assert.deepEqual(await client.health(), { status: "pass" });
+    assert.equal(fake.requests.at(-1)?.path, "/health");
+    assert.deepEqual(await client.apiHealth(), { databaseConnectivity: true });
+  });
+
+  test("a database failure is a 500 classified databaseDown", async (t) => {
+    const { fake, client } = await setup(t);
+    fake.setDatabaseDown(true);
+    const error = await rejection(client.apiHealth());
+    assert.equal(error.kind, "http");
+    assert.equal(error.status, 500);
+    assert.equal(error.grpcCode, 2);
+    assert.equal(error.classification, "databaseDown");
+    assert.equal(error.message, "Headscale GET /api/v1/health: 500 pinging database: sql: database is closed");
+    const health = await rejection(client.health());
+    assert.equal(health.status, 500);
+    assert.equal(health.operation, "GET /health");
+  });
+});
+
+describe("nodes", () => {
+  test("list() decodes nodes with string ids, shapes and subnetRoutes", async (t) => {
+    const { fake, client } = await setup(t);
+    fake.addNode({
+      name: "router-a",
+      tags: ["tag:router"],
+      availableRoutes: ["10.1.0.0/16"],
+      approvedRoutes: ["10.1.0.0/16"],
+    });
+    fake.addUser({ name: "alice" });
+    fake.addNode({ name: "laptop", user: "alice", online: false });
+    const nodes = await client.nodes.list();
+    assert.equal(nodes.length, 2);
+    const [router, laptop] = nodes;
+    assert.equal(router.id, "1");
+    assert.deepEqual(router.tags, ["tag:router"]);
+    assert.deepEqual(router.subnetRoutes, ["10.1.0.0/16"]);
+    assert.deepEqual(router.shape, { hasTags: true, hasApprovedRoutes: true });
+    assert.equal(router.user?.name, "tagged-devices");
+    assert.deepEqual(router.ipAddresses, ["100.64.0.1", "fd7a:115c:a1e0::1"]);
+    assert.equal(router.expiry, null);
+    assert.equal(laptop.user?.name, "alice");
+    assert.equal(laptop.online, false);
+    assert.deepEqual(laptop.tags, []);
+  });
+
+  test("delete(), expire(), setTags() and approveRoutes() call the right paths and decode the node", async (t) => {
+    const { fake, client } = await setup(t);
+    const a = fake.addNode({ name: "a", tags: ["tag:k8s-egress"], availableRoutes: ["10.2.0.0/16"] });
+    const b = fake.addNode({ name: "b", tags: ["tag:k8s-egress"] });
+
+    const expired = await client.nodes.expire(a.id);
+    assert.equal(expired.id, a.id);
+    assert.ok(expired.expiry !== null);
+
+    const tagged = await client.nodes.setTags(a.id, ["tag:router"]);
+    assert.deepEqual(tagged.tags, ["tag:router"]);
+    assert.deepEqual(fake.requests.at(-1)?.body, { tags: ["tag:router"] });
+
+    const approved = await client.nodes.approveRoutes(a.id, ["10.2.0.0/16"]);
+    assert.deepEqual(approved.approvedRoutes, ["10.2.0.0/16"]);
+    assert.deepEqual(approved.subnetRoutes, ["10.2.0.0/16"]);
+    assert.equal(fake.requests.at(-1)?.path, `/api/v1/node/${a.id}/approve_routes`);
+
+    await client.nodes.delete(b.id);
+    assert.equal(fake.state.nodes.has(b.id), false);
+  });
+
+  test("errors: unknown node 404, forbidden tag 400, malformed route 500", async (t) => {
+    const { client, fake } = await setup(t);
+    const node = fake.addNode({ name: "a", tags: ["tag:k8s-egress"] });
+
+    const gone = await rejection(client.nodes.delete("999"));
+    assert.equal(gone.status, 404);
+    assert.equal(gone.classification, "notFound");
+    assert.equal(gone.operation, "DELETE /api/v1/node/{nodeId}");
+
+    const expire = await rejection(client.nodes.expire("999"));
+    assert.equal(expire.classification, "notFound");
+
+    const tags = await rejection(client.nodes.setTags(node.id, ["tag:unowned"]));
+    assert.equal(tags.status, 400);
+    assert.equal(tags.classification, "invalidArgument");
+    assert.equal(tags.detail, "requested tags [tag:unowned] are invalid or not permitted");
+
+    const routes = await rejection(client.nodes.approveRoutes(node.id, ["not-a-prefix"]));
+    assert.equal(routes.status, 500);
+    assert.match(routes.detail, /^parsing route: /);
+  });
+});
+
+describe("users and API keys", () => {
+  test("users.list() and apiKeys.list() decode", async (t) => {
+    const { fake, client } = await setup(t);
+    fake.addUser({ name: "alice" });
+    fake.addUser({ name: "alice", provider: "oidc" });
+    const users = await client.users.list();
+    assert.deepEqual(
+      users.map((u) => [u.id, u.name, u.provider]),
+      [
+        ["1", "alice", ""],
+        ["2", "alice", "oidc"],
+      ],
+    );
+    const keys = await client.apiKeys.list();
+    assert.equal(keys.length, 1);
+    assert.equal(keys[0].prefix, "hskey-api-testprefix1-***");
+    assert.ok(keys[0].expiration);
+  });
+
+  test("list errors carry the status and operation", async (t) => {
+    const { fake, client } = await setup(t);
+    await fake.fault({ kind: "status", status: 500, path: /^\/api\/v1\/(user|apikey)$/ });
+    const users = await rejection(client.users.list());
+    assert.equal(users.message, "Headscale GET /api/v1/user: 500 fault injected: 500");
+    const keys = await rejection(client.apiKeys.list());
+    assert.equal(keys.operation, "GET /api/v1/apikey");
+  });
+});
+
+describe("pre-auth keys", () => {
+  test("create() sends tags, flags and an RFC 3339 expiration, and returns the full key", async (t) => {
+    const { fake, client } = await setup(t);
+    const key = await client.preAuthKeys.create({
+      aclTags: ["tag:k8s-egress"],
+      reusable: false,
+      ephemeral: true,
+      expiration: new Date("2030-01-02T03:04:05.678Z"),
+    });
+    assert.deepEqual(fake.requests.at(-1)?.body, {
+      reusable: false,
+      ephemeral: true,
+      expiration: "2030-01-02T03:04:05Z",
+      aclTags: ["tag:k8s-egress"],
+    });
+    assert.match(key.key, /^hskey-auth-[a-z0-9]{12}-[a-z0-9]{64}$/);
+    assert.equal(key.user, null);
+    assert.equal(key.expiration, "2030-01-02T03:04:05Z");
+
+    const listed = await client.preAuthKeys.list();
+    assert.equal(listed.length, 1);
+    assert.match(listed[0].key, /-\*\*\*$/);
+
+    await client.preAuthKeys.expire(key.id);
+    assert.deepEqual(fake.requests.at(-1)?.body, { id: key.id });
+    const [after] = await client.preAuthKeys.list();
+    assert.ok(after.expiration !== null && after.expiration < "2030");
+  });
+
+  test("create errors: bad tag syntax 400, no tags and no user 500", async (t) => {
+    const { client } = await setup(t);
+    const input = { reusable: false, ephemeral: false, expiration: new Date("2030-01-01T00:00:00Z") };
+    const bad = await rejection(client.preAuthKeys.create({ ...input, aclTags: ["Tag:Bad"] }));
+    assert.equal(bad.status, 400);
+    assert.equal(bad.classification, "invalidArgument");
+    const none = await rejection(client.preAuthKeys.create({ ...input, aclTags: [] }));
+    assert.equal(none.status, 500);
+  });
+
+  test("list and expire failures are HeadscaleErrors", async (t) => {
+    const { fake, client } = await setup(t);
+    await fake.fault({ kind: "status", status: 500, path: /^\/api\/v1\/preauthkey/ });
+    assert.equal((await rejection(client.preAuthKeys.list())).status, 500);
+    assert.equal((await rejection(client.preAuthKeys.expire("1"))).operation, "POST /api/v1/preauthkey/expire");
+  });
+});
+
+describe("policy", () => {
+  test("get(), put() and check() in database mode", async (t) => {
+    const { fake, client } = await setup(t);
+    const live = await client.policy.get();
+    assert.equal(live.policy, POLICY);
+    assert.ok(live.updatedAt);
+
+    await client.policy.check('{"tagOwners": {"tag:new": []}}');
+    assert.equal(fake.state.policies.length, 1, "check persists nothing");
+
+    const next = `${POLICY}\n// v2\n`;
+    const stored = await client.policy.put(next);
+    assert.equal(stored.policy, next);
+    assert.ok(stored.updatedAt);
+    assert.equal(fake.policyWrites, 1);
+    assert.deepEqual(fake.requests.at(-1)?.body, { policy: next });
+  });
+
+  test("a rejected policy is policyInvalid on check (400) and on put (500)", async (t) => {
+    const { client } = await setup(t);
+    const bad = '{"acls": [{"action": "accept", "src": ["tag:ghost"], "dst": ["*:*"]}]}';
+    const check = await rejection(client.policy.check(bad));
+    assert.equal(check.status, 400);
+    assert.equal(check.grpcCode, 3);
+    assert.equal(check.classification, "policyInvalid");
+    assert.equal(check.detail, 'parsing policy: src=tag not found: "tag:ghost"');
+    const put = await rejection(client.policy.put(bad));
+    assert.equal(put.status, 500);
+    assert.equal(put.classification, "policyInvalid");
+    assert.equal(
+      put.message,
+      'Headscale PUT /api/v1/policy: 500 setting policy: parsing policy: src=tag not found: "tag:ghost"',
+    );
+  });
+
+  test("an empty database answers 'acl policy not found' (classified notFound)", async (t) => {
+    const { client } = await setup(t, {});
+    const error = await rejection(client.policy.get());
+    assert.equal(error.status, 500);
+    assert.equal(error.classification, "notFound");
+    assert.equal(error.detail, "loading ACL from database: acl policy not found");
+  });
+
+  test("file mode: get() has updatedAt null, put() is policyFileMode", async (t) => {
+    const { client } = await setup(t, { policyMode: "file", policy: POLICY });
+    assert.deepEqual(await client.policy.get(), { policy: POLICY, updatedAt: null });
+    const error = await rejection(client.policy.put(POLICY));
+    assert.equal(error.status, 500);
+    assert.equal(error.classification, "policyFileMode");
+    assert.equal(error.detail, "update is disabled for modes other than 'database'");
+  });
+
+  test("0.28 has no policy/check: 404 Not Found", async (t) => {
+    const { client } = await setup(t, { version: "0.28", policy: POLICY });
+    const error = await rejection(client.policy.check("{}"));
+    assert.equal(error.status, 404);
+    assert.equal(error.grpcCode, 5);
+    assert.equal(error.classification, "notFound");
+  });
+});
+
+describe("auth and metrics", () => {
+  test("a wrong key is a plain-text 401: kind unauthorized", async (t) => {
+    const { fake } = await setup(t);
+    const client = createHeadscaleClient({ url: fake.url, apiKey: "hskey-api-wrong-nope", timeoutMs: 2000 });
+    t.after(() => client.close());
+    const error = await rejection(client.nodes.list());
+    assert.equal(error.kind, "unauthorized");
+    assert.equal(error.status, 401);
+    assert.equal(error.message, "Headscale GET /api/v1/node: 401 Unauthorized");
+    assert.equal(fake.count("GET", /^\/api\/v1\/node$/), 1, "401 is not retried");
+  });
+
+  test("onRequest sees templates, never ids, and the HTTP code", async (t) => {
+    const { fake, client, metrics } = await setup(t);
+    const node = fake.addNode({ name: "a", tags: ["tag:router"], availableRoutes: ["10.9.0.0/16"] });
+    await client.nodes.approveRoutes(node.id, ["10.9.0.0/16"]);
+    await rejection(client.nodes.delete("4242"));
+    assert.deepEqual(
+      metrics.map((m) => [m.method, m.path, m.code]),
+      [
+        ["POST", "/api/v1/node/{nodeId}/approve_routes", 200],
+        ["DELETE", "/api/v1/node/{nodeId}", 404],
+      ],
+    );
+    assert.ok(metrics.every((m) => m.seconds >= 0));
+  });
+
+  test("a base path on the URL is kept in front of every template", async (t) => {
+    const { fake } = await setup(t);
+    const client = createHeadscaleClient({ url: `${fake.url}/prefix/`, apiKey: fake.apiKey, timeoutMs: 2000 });
+    t.after(() => client.close());
+    await rejection(client.users.list());
+    assert.equal(fake.requests.at(-1)?.path, "/prefix/api/v1/user");
+  });
+
+  test("the url must be http or https", () => {
+    assert.throws(() => createHeadscaleClient({ url: "ftp://x", apiKey: "k", timeoutMs: 10 }), /http or https/);
+  });
+});

@@ -1,0 +1,53 @@
+/** Reads the chart's bundled monitoring content in the shapes the tests need. */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { chartDir } from "../chart/helm.js";
+import { renderedRuleFile } from "./generated.js";
+
+export interface AlertRule {
+  group: string;
+  alert: string;
+  expr: string;
+  for?: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+/** Alerting rules of the PrometheusRule the chart renders with `values`. */
+export function alertRules(values: Record<string, unknown> = {}): AlertRule[] {
+  const file = renderedRuleFile(values) as { groups: Array<{ name: string; rules: Array<Omit<AlertRule, "group">> }> };
+  return file.groups.flatMap((g) => g.rules.map((r) => ({ group: g.name, ...r, expr: String(r.expr) })));
+}
+
+export interface DashboardTarget {
+  panel: string;
+  expr: string;
+  datasource: unknown;
+}
+
+export interface Dashboard {
+  uid: string;
+  title: string;
+  panels: Array<{ id: number; type: string; title: string; datasource?: unknown; panels?: unknown[]; targets?: unknown[] }>;
+  templating: { list: Array<{ name: string; type: string; current?: { value?: string } }> };
+}
+
+/** The bundled dashboard exactly as stored in the chart (placeholders unreplaced). */
+export function bundledDashboardText(): string {
+  return readFileSync(join(chartDir, "files", "dashboard.json"), "utf8");
+}
+
+/** Every query of every panel, including panels nested in collapsed rows. */
+export function dashboardTargets(dashboard: Dashboard): DashboardTarget[] {
+  const out: DashboardTarget[] = [];
+  const visit = (panels: Dashboard["panels"]) => {
+    for (const panel of panels) {
+      for (const t of (panel.targets ?? []) as Array<{ expr?: string; datasource?: unknown }>) {
+        out.push({ panel: panel.title, expr: t.expr ?? "", datasource: t.datasource });
+      }
+      if (panel.panels) visit(panel.panels as Dashboard["panels"]);
+    }
+  };
+  visit(dashboard.panels);
+  return out;
+}

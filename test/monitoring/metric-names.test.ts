@@ -1,0 +1,85 @@
+/**
+ * Every metric and label the alerts and the dashboard use must be one the code registers, so a
+ * rename in src/metrics cannot silently break an alert or a panel.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { alertRules, type Dashboard, bundledDashboardText, dashboardTargets } from "./content.js";
+import { knownMetrics, TARGET_LABELS } from "./known-metrics.js";
+import { familyOf, labelNames, metricNames } from "./promql.js";
+
+const families = knownMetrics();
+const histograms = new Set([...families].filter(([, f]) => f.histogram).map(([name]) => name));
+
+/** Problems with one expression: unknown metrics, and labels none of its metrics carries. */
+function problems(where: string, expr: string): string[] {
+  const found: string[] = [];
+  const used = metricNames(expr).map((series) => familyOf(series, histograms));
+  const allowedLabels = new Set(TARGET_LABELS);
+  for (const name of used) {
+    const family = families.get(name);
+    if (!family) found.push(`${where}: unknown metric ${name}`);
+    else for (const label of family.labels) allowedLabels.add(label);
+  }
+  for (const label of labelNames(expr)) {
+    if (!allowedLabels.has(label)) found.push(`${where}: label ${label} is on none of ${used.join(", ")}`);
+  }
+  if (used.length === 0) found.push(`${where}: selects no metric`);
+  return found;
+}
+
+describe("PromQL reading", () => {
+  it("finds metric names and skips functions, keywords, labels, strings and durations", () => {
+    const expr =
+      'sum by (kind, hook) (rate(made_up_total{code=~"5..", le="0.5"}[5m] offset 1h)) / on (kind) group_left (x) other_metric > bool 0.1 and up == 1e3';
+    assert.deepEqual(metricNames(expr), ["made_up_total", "other_metric", "up"]);
+    assert.deepEqual(labelNames(expr), ["code", "hook", "kind", "le", "x"]);
+  });
+
+  it("maps histogram series to their family", () => {
+    assert.equal(familyOf("tailnet_hook_duration_seconds_bucket", histograms), "tailnet_hook_duration_seconds");
+    assert.equal(familyOf("tailnet_hook_requests_total", histograms), "tailnet_hook_requests_total");
+    assert.equal(familyOf("tailnet_node_count", histograms), "tailnet_node_count");
+  });
+
+  it("reports a renamed metric and a renamed label", () => {
+    assert.deepEqual(problems("x", 'tailnet_resource_readyz{kind="TailnetEgress"} == 0'), [
+      "x: unknown metric tailnet_resource_readyz",
+      "x: label kind is on none of tailnet_resource_readyz",
+    ]);
+    assert.deepEqual(problems("x", "count by (kind, cause) (tailnet_resource_ready == 0)"), [
+      "x: label cause is on none of tailnet_resource_ready",
+    ]);
+  });
+});
+
+describe("metrics used by the monitoring content", () => {
+  it("the alert rules use only registered metrics and their labels", () => {
+    const rules = alertRules();
+    assert.equal(rules.length, 16);
+    assert.deepEqual(
+      rules.flatMap((r) => problems(r.alert, r.expr)),
+      [],
+    );
+  });
+
+  it("the dashboard uses only registered metrics and their labels", () => {
+    const targets = dashboardTargets(JSON.parse(bundledDashboardText()) as Dashboard);
+    assert.ok(targets.length >= 20, `only ${targets.length} queries`);
+    assert.deepEqual(
+      targets.flatMap((t) => problems(`panel "${t.panel}"`, t.expr)),
+      [],
+    );
+  });
+
+  it("the dashboard shows every operator and agent family except the deprecated ones", () => {
+    const used = new Set(
+      dashboardTargets(JSON.parse(bundledDashboardText()) as Dashboard).flatMap((t) =>
+        metricNames(t.expr).map((s) => familyOf(s, histograms)),
+      ),
+    );
+    const deprecated = ["tailnetegress_routes_missing", "tailnetingress_backends_unreachable"];
+    const missing = [...families.keys()].filter((name) => !used.has(name) && !deprecated.includes(name));
+    assert.deepEqual(missing, []);
+  });
+});
