@@ -9,7 +9,11 @@ const USAGE = `usage: tailnet-operator <command> [options]
 commands:
   serve  [--config <file>]     run the Metacontroller hook server (PORT, default 8080)
   agent  --config <file>       run the data-plane agent (egress/ingress)
-  render -f <file|dir>...      print the children, status and policy the operator would produce
+  render -f <file|dir>... [--headscale snapshot.json] [--agents status.json] [--output yaml|json]
+                              [--policy-only] [--now RFC3339]
+                              print the children, status and policy the operator would produce
+  headscale snapshot --url <url> --api-key-file <file> [--ca-file <file>]
+                              read-only snapshot of a live Headscale for render --headscale
 `;
 
 function flag(args: string[], name: string): string | undefined {
@@ -48,6 +52,11 @@ export async function main(argv: string[]): Promise<void> {
       case "render": {
         const { runRender } = await import("./render/main.js");
         process.exitCode = await runRender(args);
+        return;
+      }
+      case "headscale": {
+        const { runHeadscale } = await import("./render/fetch-snapshot.js");
+        process.exitCode = await runHeadscale(args);
         return;
       }
       case undefined:

@@ -7,17 +7,24 @@
 // in a sorted, deterministic order. So two policies hash the same exactly when they
 // differ only in comments, whitespace, trailing commas or key order.
 //
-// The serializer is hand-written rather than JSON.stringify over a key-sorted copy:
-// JS objects always enumerate integer-like keys ("10", "9") first in numeric order,
-// which would break "keys sorted" for such keys.
+// Fast path: a key-sorted copy serialized by the native JSON.stringify. JS objects
+// always enumerate integer-like keys ("10", "9") first and in numeric order, which
+// would break "keys sorted", so a value holding such a key is serialized by the
+// hand-written writer instead (same output format otherwise).
 import { createHash } from "node:crypto";
 import { parseHuJson } from "./hujson.js";
 
-// Characters JSON.stringify would escape (quote, backslash, controls, lone surrogates).
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+/** True when JSON.stringify would escape something in s (quote, backslash, controls, surrogates). */
+function needsEscape(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return true;
+  }
+  return false;
+}
 
 function quote(s: string): string {
-  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
+  return needsEscape(s) ? JSON.stringify(s) : `"${s}"`;
 }
 
 /** Appends the JSON of `value` to `out`; `step` is the indent unit ("" for compact). */
@@ -64,12 +71,47 @@ function write(value: unknown, indent: string, step: string, out: string[]): voi
   out.push(first ? "{}" : `${close}}`);
 }
 
+// Keys a JS object enumerates before all others, in numeric order (array indices).
+const INDEX_KEY = /^(?:0|[1-9]\d{0,9})$/;
+
+function isIndexKey(key: string): boolean {
+  const c = key.charCodeAt(0);
+  return c >= 48 && c <= 57 && INDEX_KEY.test(key) && Number(key) < 4294967295;
+}
+
+/** Key-sorted deep copy for JSON.stringify, or null when some key would not stay sorted. */
+function sortedCopy(value: unknown): unknown {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) {
+    const out = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) {
+      const v = sortedCopy(value[i]);
+      if (v === null && value[i] !== null) return null;
+      out[i] = v;
+    }
+    return out;
+  }
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj).sort();
+  const out: Record<string, unknown> = {};
+  for (const key of keys) {
+    if (isIndexKey(key)) return null;
+    const v = sortedCopy(obj[key]);
+    if (v === null && obj[key] !== null) return null;
+    if (key === "__proto__") Object.defineProperty(out, key, { value: v, enumerable: true, writable: true });
+    else out[key] = v;
+  }
+  return out;
+}
+
 /**
  * Canonical JSON text: object keys sorted recursively, array order kept, no
  * whitespace. With `indent` (e.g. 2) the same order, pretty-printed for humans
  * (the ConfigMap / the PUT body); only the compact form is hashed.
  */
 export function canonicalJson(value: unknown, indent = 0): string {
+  const copy = sortedCopy(value);
+  if (copy !== null || value === null) return JSON.stringify(copy, null, indent) ?? "null";
   const out: string[] = [];
   write(value, "", " ".repeat(indent), out);
   return out.join("");

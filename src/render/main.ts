@@ -1,5 +1,253 @@
-/** `tailnet-operator render`: lands with the render issue; until then it says so. */
-export async function runRender(_args: string[]): Promise<number> {
-  process.stderr.write("render: not available in this version\n");
-  return 2;
+/**
+ * `tailnet-operator render -f <file|dir>... [--headscale snapshot.json] [--agents status.json]
+ * [--output yaml|json] [--policy-only] [--now RFC3339]`: plays customize → sync → finalize through
+ * the real hook server and the same Metacontroller loop the tests use, against a Headscale snapshot
+ * held in memory, and prints per object the children it would return, its status, and for each
+ * Tailnet the rendered policy with a diff against the live one. Nothing is written anywhere.
+ * Exit 0: every object would be Ready; 1: some would not; 2: unreadable input.
+ */
+import { readFileSync } from "node:fs";
+import { stringify } from "yaml";
+import { API_VERSION, KINDS } from "../api/schemas.js";
+import { configFrom } from "../config.js";
+import { HeadscaleViews } from "../headscale/view.js";
+import type { K8sObject } from "../k8s/objects.js";
+import type { AgentScraper, AgentStatus } from "../kinds/types.js";
+import { canonicalJson } from "../policy/canonical.js";
+import { parseHuJson } from "../policy/hujson.js";
+import { buildServer } from "../server/app.js";
+import { memoryEventRecorder } from "../server/events.js";
+import { unifiedDiff } from "./diff.js";
+import { RenderInputError, readManifests } from "./input.js";
+import { MetacontrollerLoop, type Obj } from "./loop.js";
+import { EMPTY_SNAPSHOT, type HeadscaleSnapshot, SnapshotHeadscale, snapshotFrom } from "./snapshot.js";
+
+export interface RenderedObject {
+  kind: string;
+  namespace?: string;
+  name: string;
+  ready: boolean;
+  status: Record<string, unknown>;
+  children: K8sObject[];
+  events?: string[];
+  policy?: { hash: string; rendered: string; diff: string };
+}
+
+export interface RenderResult {
+  objects: RenderedObject[];
+  headscaleWrites: string[];
+  errors: string[];
+}
+
+export interface RenderInput {
+  objects: K8sObject[];
+  snapshot?: HeadscaleSnapshot;
+  agents?: Record<string, AgentStatus>;
+  now: Date;
+}
+
+const PLACEHOLDER_KEY = "render-placeholder-api-key";
+
+/** Secret values never reach the output. */
+function redact(o: K8sObject): K8sObject {
+  if (o.kind !== "Secret") return o;
+  const data = Object.fromEntries(
+    Object.keys((o.data as Record<string, string>) ?? {})
+      .sort()
+      .map((k) => [k, "<redacted>"]),
+  );
+  return { ...o, data };
+}
+
+function conditionOf(status: Record<string, unknown>, type: string) {
+  const list = (status.conditions ?? []) as { type: string; status: string; reason: string }[];
+  return list.find((c) => c.type === type);
+}
+
+function isReady(kind: string, status: Record<string, unknown>): boolean {
+  if (kind === "Tailnet") {
+    const rendered = conditionOf(status, "PolicyRendered");
+    const applied = conditionOf(status, "PolicyApplied");
+    return rendered?.status === "True" && ["InSync", "Applied", "DryRun"].includes(applied?.reason ?? "");
+  }
+  return conditionOf(status, "Ready")?.status === "True";
+}
+
+function scraperFrom(agents: Record<string, AgentStatus> | undefined): AgentScraper {
+  return {
+    async scrape(pods) {
+      return pods.map((pod) => {
+        const owner = `${pod.metadata.namespace}/${pod.metadata.labels?.["app.kubernetes.io/instance"] ?? ""}`;
+        const status = agents?.[owner];
+        return status
+          ? { ok: true as const, pod: pod.metadata.name, status }
+          : { ok: false as const, pod: pod.metadata.name, error: `no agent status for ${owner} in --agents` };
+      });
+    },
+  };
+}
+
+/** Tailnets whose API key Secret is not among the inputs get a placeholder, so the preview is connected. */
+function withPlaceholders(objects: K8sObject[]): K8sObject[] {
+  const out = [...objects];
+  for (const t of objects.filter((o) => o.kind === "Tailnet")) {
+    const ref = ((t.spec as Record<string, unknown>)?.headscale as Record<string, unknown> | undefined)
+      ?.apiKeySecretRef as { namespace?: string; name?: string; key?: string } | undefined;
+    if (!ref?.name || !ref.namespace) continue;
+    if (out.some((o) => o.kind === "Secret" && o.metadata.name === ref.name && o.metadata.namespace === ref.namespace))
+      continue;
+    out.push({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: ref.name, namespace: ref.namespace },
+      data: { [ref.key ?? "apiKey"]: Buffer.from(PLACEHOLDER_KEY).toString("base64") },
+    });
+  }
+  return out;
+}
+
+export async function render(input: RenderInput): Promise<RenderResult> {
+  const snapshot = input.snapshot ?? EMPTY_SNAPSHOT;
+  const hs = new SnapshotHeadscale(snapshot, () => input.now);
+  const config = configFrom({ logLevel: "silent" });
+  const views = new HeadscaleViews({
+    timeoutMs: 5000,
+    cacheTTLSeconds: 0,
+    now: () => input.now,
+    retries: 0,
+    dispatcherFactory: ({ url }) => hs.dispatcher(new URL(url).origin),
+  });
+  const events = memoryEventRecorder();
+  const app = buildServer(config, {
+    logger: false,
+    deps: { views, now: () => input.now, scraper: scraperFrom(input.agents), events },
+  });
+  await app.ready();
+  const loop = new MetacontrollerLoop({ app, agentPods: input.agents ? { metricsPort: () => 9080 } : undefined });
+  const errors: string[] = [];
+  try {
+    for (const o of withPlaceholders(input.objects)) loop.apply(o as Obj);
+    try {
+      await loop.settle(10);
+    } catch (e) {
+      errors.push((e as Error).message);
+    }
+    errors.push(...new Set(loop.errors));
+    const order = (k: string) => KINDS.findIndex((i) => i.kind === k);
+    const parents = loop.parents().sort((a, b) => order(a.kind) - order(b.kind));
+    const liveText = snapshot.policy?.policy;
+    const objects = parents.map((p): RenderedObject => {
+      const id = p.metadata.namespace ? `${p.metadata.namespace}/${p.metadata.name}` : p.metadata.name;
+      const last = [...loop.calls]
+        .reverse()
+        .find((c) => c.kind === p.kind && c.parent === id && c.hook === "sync" && c.code === 200);
+      const children = ((last?.response as { children?: K8sObject[] } | undefined)?.children ?? []).map(redact);
+      const status = (p.status ?? {}) as Record<string, unknown>;
+      const out: RenderedObject = {
+        kind: p.kind,
+        ...(p.metadata.namespace ? { namespace: p.metadata.namespace } : {}),
+        name: p.metadata.name,
+        ready: isReady(p.kind, status),
+        status,
+        children,
+      };
+      const evs = events.events.filter(
+        (e) => e.regarding.kind === p.kind && e.regarding.metadata.name === p.metadata.name,
+      );
+      if (evs.length) out.events = evs.map((e) => `${e.type} ${e.reason}: ${e.message}`);
+      if (p.kind === "Tailnet") {
+        const cm = children.find(
+          (c) => c.kind === "ConfigMap" && c.metadata.name === `tailnet-${p.metadata.name}-policy`,
+        );
+        const text = (cm?.data as Record<string, string> | undefined)?.["policy.json"];
+        if (text) {
+          const pretty = (t: string | undefined) => {
+            if (t === undefined) return "";
+            const parsed = parseHuJson(t);
+            return parsed.ok ? `${canonicalJson(parsed.value, 2)}\n` : t;
+          };
+          const rendered = pretty(text);
+          out.policy = {
+            hash: String((status.policy as { renderedHash?: string } | undefined)?.renderedHash ?? ""),
+            rendered,
+            diff: unifiedDiff(pretty(liveText), rendered, ["live", "rendered"]),
+          };
+        }
+      }
+      return out;
+    });
+    return { objects, headscaleWrites: hs.writes, errors };
+  } finally {
+    await app.close();
+    await views.close();
+  }
+}
+
+function flagValues(args: string[], ...names: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    for (const n of names) {
+      if (args[i] === n && args[i + 1] !== undefined) out.push(args[++i]);
+      else if (args[i].startsWith(`${n}=`)) out.push(args[i].slice(n.length + 1));
+    }
+  }
+  return out;
+}
+
+function readJson(path: string, what: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    throw new RenderInputError(`${path}: cannot read ${what} (${(e as Error).message})`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new RenderInputError(`${path}: ${what} is not valid JSON (${(e as Error).message})`);
+  }
+}
+
+export async function runRender(
+  args: string[],
+  out: (s: string) => void = (s) => process.stdout.write(s),
+): Promise<number> {
+  const files = flagValues(args, "-f", "--filename");
+  const output = flagValues(args, "--output", "-o")[0] ?? "yaml";
+  const policyOnly = args.includes("--policy-only");
+  const nowText = flagValues(args, "--now")[0];
+  try {
+    if (!files.length) throw new RenderInputError("render: give at least one -f <file|dir>");
+    if (output !== "yaml" && output !== "json")
+      throw new RenderInputError(`--output: must be yaml or json, got ${output}`);
+    const now = nowText ? new Date(nowText) : new Date();
+    if (Number.isNaN(now.getTime())) throw new RenderInputError(`--now: not an RFC 3339 time: ${nowText}`);
+    const docs = readManifests(files);
+    const snapPath = flagValues(args, "--headscale")[0];
+    let snapshot: HeadscaleSnapshot | undefined;
+    if (snapPath) {
+      try {
+        snapshot = snapshotFrom(readJson(snapPath, "Headscale snapshot"));
+      } catch (e) {
+        throw e instanceof RenderInputError ? e : new RenderInputError(`${snapPath}: ${(e as Error).message}`);
+      }
+    }
+    const agentsPath = flagValues(args, "--agents")[0];
+    const agents = agentsPath ? (readJson(agentsPath, "agent statuses") as Record<string, AgentStatus>) : undefined;
+    if (!docs.some((d) => d.object.apiVersion === API_VERSION)) {
+      throw new RenderInputError(`render: no ${API_VERSION} objects in ${files.join(", ")}`);
+    }
+    const result = await render({ objects: docs.map((d) => d.object), snapshot, agents, now });
+    const payload = policyOnly
+      ? result.objects.filter((o) => o.policy).map((o) => ({ tailnet: o.name, ...o.policy }))
+      : result;
+    out(output === "json" ? `${JSON.stringify(payload, null, 2)}\n` : stringify(payload, { lineWidth: 0 }));
+    return result.errors.length === 0 && result.objects.every((o) => o.ready) ? 0 : 1;
+  } catch (e) {
+    if (e instanceof RenderInputError) {
+      process.stderr.write(`${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
 }

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
-  type CapabilityInputs,
   type Capabilities,
+  type CapabilityInputs,
   detectCapabilities,
   isEmptyDatabasePolicy,
   outcomeOf,
@@ -26,7 +26,12 @@ const httpError = (status: number, detail: string, grpcCode?: number) =>
     detail,
     classification: status === 400 ? "policyInvalid" : "other",
   });
-const transport = new HeadscaleError({ kind: "transport", operation: "X /x", detail: "connection refused", classification: "refused" });
+const transport = new HeadscaleError({
+  kind: "transport",
+  operation: "X /x",
+  detail: "connection refused",
+  classification: "refused",
+});
 const fail = (error: HeadscaleError) => ({ ok: false as const, error });
 
 describe("detectCapabilities (pure)", () => {
@@ -42,7 +47,11 @@ describe("detectCapabilities (pure)", () => {
     },
     {
       name: "no nodes: node capabilities unknown, the rest decides",
-      inputs: { nodes: { ok: true, value: [] }, policy: { ok: true, value: null }, policyCheck: { ok: true, value: undefined } },
+      inputs: {
+        nodes: { ok: true, value: [] },
+        policy: { ok: true, value: null },
+        policyCheck: { ok: true, value: undefined },
+      },
       want: { nodeTags: null, nodeApprovedRoutes: null, policyCheck: true, policyMode: "database" },
     },
     {
@@ -85,7 +94,11 @@ describe("detectCapabilities (pure)", () => {
       inputs: { policy: fail(httpError(503, "unavailable")), policyCheck: fail(httpError(503, "unavailable")) },
       want: { policyCheck: null, policyMode: null },
     },
-    { name: "nothing observed", inputs: {}, want: { nodeTags: null, nodeApprovedRoutes: null, policyCheck: null, policyMode: null } },
+    {
+      name: "nothing observed",
+      inputs: {},
+      want: { nodeTags: null, nodeApprovedRoutes: null, policyCheck: null, policyMode: null },
+    },
   ];
   for (const row of rows) {
     test(row.name, () => {

@@ -12,26 +12,75 @@ import {
 
 describe("rpcStatus dialect (≤0.29)", () => {
   const rows: Array<{ name: string; code: number; message: string; want: HeadscaleErrorClassification }> = [
-    { name: "policy write in file mode", code: 2, message: "update is disabled for modes other than 'database'", want: "policyFileMode" },
-    { name: "policy rejected on PUT", code: 2, message: 'setting policy: parsing policy: src=tag not found: "tag:x"', want: "policyInvalid" },
-    { name: "policy rejected on check", code: 3, message: 'parsing policy: unknown field: "grantz"', want: "policyInvalid" },
-    { name: "HuJSON syntax", code: 2, message: "setting policy: parsing HuJSON: hujson: line 1: invalid character", want: "policyInvalid" },
-    { name: "ambiguous user reference", code: 2, message: "setting policy: validating policy user references: multiple users found", want: "policyInvalid" },
+    {
+      name: "policy write in file mode",
+      code: 2,
+      message: "update is disabled for modes other than 'database'",
+      want: "policyFileMode",
+    },
+    {
+      name: "policy rejected on PUT",
+      code: 2,
+      message: 'setting policy: parsing policy: src=tag not found: "tag:x"',
+      want: "policyInvalid",
+    },
+    {
+      name: "policy rejected on check",
+      code: 3,
+      message: 'parsing policy: unknown field: "grantz"',
+      want: "policyInvalid",
+    },
+    {
+      name: "HuJSON syntax",
+      code: 2,
+      message: "setting policy: parsing HuJSON: hujson: line 1: invalid character",
+      want: "policyInvalid",
+    },
+    {
+      name: "ambiguous user reference",
+      code: 2,
+      message: "setting policy: validating policy user references: multiple users found",
+      want: "policyInvalid",
+    },
     { name: "node not found by code", code: 5, message: "node not found", want: "notFound" },
     { name: "user not found as plain error", code: 2, message: "user not found", want: "notFound" },
-    { name: "empty policy table", code: 2, message: "loading ACL from database: acl policy not found", want: "notFound" },
+    {
+      name: "empty policy table",
+      code: 2,
+      message: "loading ACL from database: acl policy not found",
+      want: "notFound",
+    },
     { name: "unknown path", code: 5, message: "Not Found", want: "notFound" },
-    { name: "duplicate user on SQLite", code: 13, message: "creating user: creating user: UNIQUE constraint failed: users.name", want: "duplicate" },
-    { name: "duplicate user on PostgreSQL", code: 2, message: 'duplicate key value violates unique constraint "idx_name_no_provider_identifier"', want: "duplicate" },
+    {
+      name: "duplicate user on SQLite",
+      code: 13,
+      message: "creating user: creating user: UNIQUE constraint failed: users.name",
+      want: "duplicate",
+    },
+    {
+      name: "duplicate user on PostgreSQL",
+      code: 2,
+      message: 'duplicate key value violates unique constraint "idx_name_no_provider_identifier"',
+      want: "duplicate",
+    },
     { name: "already exists by code", code: 6, message: "exists", want: "duplicate" },
     { name: "database down", code: 2, message: "pinging database: dial tcp: connection refused", want: "databaseDown" },
-    { name: "invalid tags", code: 3, message: "requested tags [tag:x] are invalid or not permitted", want: "invalidArgument" },
+    {
+      name: "invalid tags",
+      code: 3,
+      message: "requested tags [tag:x] are invalid or not permitted",
+      want: "invalidArgument",
+    },
     { name: "anything else", code: 2, message: "something broke", want: "other" },
   ];
   for (const row of rows) {
     test(row.name, () => {
       assert.equal(classifyRpcStatus(row.code, row.message), row.want);
-      const parsed = parseErrorBody(500, "application/json", JSON.stringify({ code: row.code, message: row.message, details: [] }));
+      const parsed = parseErrorBody(
+        500,
+        "application/json",
+        JSON.stringify({ code: row.code, message: row.message, details: [] }),
+      );
       assert.equal(parsed.classification, row.want);
       assert.equal(parsed.grpcCode, row.code);
       assert.equal(parsed.detail, row.message);
@@ -42,13 +91,49 @@ describe("rpcStatus dialect (≤0.29)", () => {
 describe("problem+json dialect (0.30)", () => {
   const problem = (status: number, detail: string, errors: string[] = []) =>
     JSON.stringify({ title: "Error", status, detail, errors: errors.map((message) => ({ message })) });
-  const rows: Array<{ name: string; status: number; body: string; want: HeadscaleErrorClassification; detail: string }> = [
-    { name: "file mode is a 400", status: 400, body: problem(400, "update is disabled for modes other than 'database'"), want: "policyFileMode", detail: "update is disabled for modes other than 'database'" },
-    { name: "invalid policy 400 with errors list", status: 400, body: problem(400, "parsing policy", ['src=tag not found: "tag:x"']), want: "policyInvalid", detail: 'parsing policy: src=tag not found: "tag:x"' },
-    { name: "404 by status", status: 404, body: problem(404, "Node does not exist"), want: "notFound", detail: "Node does not exist" },
+  const rows: Array<{
+    name: string;
+    status: number;
+    body: string;
+    want: HeadscaleErrorClassification;
+    detail: string;
+  }> = [
+    {
+      name: "file mode is a 400",
+      status: 400,
+      body: problem(400, "update is disabled for modes other than 'database'"),
+      want: "policyFileMode",
+      detail: "update is disabled for modes other than 'database'",
+    },
+    {
+      name: "invalid policy 400 with errors list",
+      status: 400,
+      body: problem(400, "parsing policy", ['src=tag not found: "tag:x"']),
+      want: "policyInvalid",
+      detail: 'parsing policy: src=tag not found: "tag:x"',
+    },
+    {
+      name: "404 by status",
+      status: 404,
+      body: problem(404, "Node does not exist"),
+      want: "notFound",
+      detail: "Node does not exist",
+    },
     { name: "409 by status", status: 409, body: problem(409, "user exists"), want: "duplicate", detail: "user exists" },
-    { name: "400 otherwise", status: 400, body: problem(400, "bad input"), want: "invalidArgument", detail: "bad input" },
-    { name: "500 database", status: 500, body: problem(500, "pinging database: timeout"), want: "databaseDown", detail: "pinging database: timeout" },
+    {
+      name: "400 otherwise",
+      status: 400,
+      body: problem(400, "bad input"),
+      want: "invalidArgument",
+      detail: "bad input",
+    },
+    {
+      name: "500 database",
+      status: 500,
+      body: problem(500, "pinging database: timeout"),
+      want: "databaseDown",
+      detail: "pinging database: timeout",
+    },
   ];
   for (const row of rows) {
     test(row.name, () => {
@@ -71,7 +156,9 @@ describe("problem+json dialect (0.30)", () => {
     pool
       .intercept({ path: "/api/v1/policy/check", method: "POST" })
       .reply(400, problem(400, "invalid policy", ["via can only be a tag"]), { headers });
-    pool.intercept({ path: "/api/v1/node/7", method: "DELETE" }).reply(404, problem(404, "node 7 not found"), { headers });
+    pool
+      .intercept({ path: "/api/v1/node/7", method: "DELETE" })
+      .reply(404, problem(404, "node 7 not found"), { headers });
     pool
       .intercept({ path: "/api/v1/node", method: "GET" })
       .reply(401, JSON.stringify({ title: "Unauthorized", status: 401, detail: "api key expired" }), { headers });
@@ -118,11 +205,28 @@ describe("other bodies", () => {
   });
 
   test("messages: HTTP errors carry the status, transport errors do not", () => {
-    const http = new HeadscaleError({ kind: "http", operation: "GET /api/v1/node", status: 503, detail: "unavailable", classification: "other" });
+    const http = new HeadscaleError({
+      kind: "http",
+      operation: "GET /api/v1/node",
+      status: 503,
+      detail: "unavailable",
+      classification: "other",
+    });
     assert.equal(http.message, "Headscale GET /api/v1/node: 503 unavailable");
-    const bare = new HeadscaleError({ kind: "http", operation: "GET /api/v1/node", status: 503, detail: "", classification: "other" });
+    const bare = new HeadscaleError({
+      kind: "http",
+      operation: "GET /api/v1/node",
+      status: 503,
+      detail: "",
+      classification: "other",
+    });
     assert.equal(bare.message, "Headscale GET /api/v1/node: 503");
-    const transport = new HeadscaleError({ kind: "transport", operation: "GET /api/v1/node", detail: "connection refused", classification: "refused" });
+    const transport = new HeadscaleError({
+      kind: "transport",
+      operation: "GET /api/v1/node",
+      detail: "connection refused",
+      classification: "refused",
+    });
     assert.equal(transport.message, "Headscale GET /api/v1/node: connection refused");
     assert.equal(transport.name, "HeadscaleError");
   });

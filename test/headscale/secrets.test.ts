@@ -36,7 +36,10 @@ test("neither the API key nor a pre-auth key ever appears in errors or metric la
   });
   t.after(() => client.close());
 
-  const created = await client.preAuthKeys.create({
+  // Created through a patient client: under a loaded test runner the first request can outlast 150ms.
+  const setupClient = createHeadscaleClient({ url: fake.url, apiKey: fake.apiKey, timeoutMs: 5000 });
+  t.after(() => setupClient.close());
+  const created = await setupClient.preAuthKeys.create({
     aclTags: ["tag:k8s"],
     reusable: false,
     ephemeral: false,
@@ -65,7 +68,12 @@ test("neither the API key nor a pre-auth key ever appears in errors or metric la
 
   // A wrong key planted in a second client must not leak either.
   const wrongKey = `hskey-api-wrongprefix0-${"w".repeat(64)}`;
-  const wrong = createHeadscaleClient({ url: fake.url, apiKey: wrongKey, timeoutMs: 500, onRequest: (m) => metrics.push(m) });
+  const wrong = createHeadscaleClient({
+    url: fake.url,
+    apiKey: wrongKey,
+    timeoutMs: 500,
+    onRequest: (m) => metrics.push(m),
+  });
   t.after(() => wrong.close());
   await attempt(wrong.users.list());
   secrets.push(wrongKey);
@@ -75,9 +83,17 @@ test("neither the API key nor a pre-auth key ever appears in errors or metric la
   mock.disableNetConnect();
   t.after(() => mock.close());
   const echo = `token ${fake.apiKey} rejected, also ${created.key}`;
-  mock.get("http://echo.test").intercept({ path: "/api/v1/node", method: "GET" }).reply(500, { code: 2, message: echo });
+  mock
+    .get("http://echo.test")
+    .intercept({ path: "/api/v1/node", method: "GET" })
+    .reply(500, { code: 2, message: echo });
   mock.get("http://echo.test").intercept({ path: "/api/v1/policy", method: "PUT" }).reply(400, echo);
-  const echoing = createHeadscaleClient({ url: "http://echo.test", apiKey: fake.apiKey, timeoutMs: 500, dispatcher: mock });
+  const echoing = createHeadscaleClient({
+    url: "http://echo.test",
+    apiKey: fake.apiKey,
+    timeoutMs: 500,
+    dispatcher: mock,
+  });
   await attempt(echoing.nodes.list());
   await attempt(echoing.policy.put("{}"));
 
@@ -100,5 +116,8 @@ test("neither the API key nor a pre-auth key ever appears in errors or metric la
   }
   assert.match(haystack, /\[redacted\]/, "the echoed API key was redacted");
   assert.match(haystack, /hskey-auth-[a-z0-9]{12}-\*\*\*/, "the echoed pre-auth key was masked");
-  assert.ok(labels.every((l) => /^(GET|POST|PUT|DELETE) \/[a-z0-9/_{}]+ \d+$/i.test(l)), "labels are bounded templates");
+  assert.ok(
+    labels.every((l) => /^(GET|POST|PUT|DELETE) \/[a-z0-9/_{}]+ \d+$/i.test(l)),
+    "labels are bounded templates",
+  );
 });

@@ -141,7 +141,12 @@ describe("HeadscaleView cache", () => {
     for (let i = 0; i < 3; i++) {
       const caps = await view.capabilities();
       assert.ok(caps.ok);
-      assert.deepEqual(caps.value, { nodeTags: true, nodeApprovedRoutes: true, policyCheck: true, policyMode: "database" });
+      assert.deepEqual(caps.value, {
+        nodeTags: true,
+        nodeApprovedRoutes: true,
+        policyCheck: true,
+        policyMode: "database",
+      });
     }
     assert.equal(fake.count("POST", /^\/api\/v1\/policy\/check$/), 1);
     assert.deepEqual(fake.requests.find((r) => r.path === "/api/v1/policy/check")?.body, { policy: "{}" });

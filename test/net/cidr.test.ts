@@ -144,13 +144,11 @@ describe("cidrContains", () => {
 
 describe("properties", () => {
   // Random IPv4 prefixes with the host bits cleared (computed here independently).
-  const v4 = fc
-    .tuple(fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 0, max: 32 }))
-    .map(([n, bits]) => {
-      const masked = bits === 0 ? 0 : (n & ~(2 ** (32 - bits) - 1)) >>> 0;
-      const bytes = [masked >>> 24, (masked >>> 16) & 255, (masked >>> 8) & 255, masked & 255];
-      return `${bytes.join(".")}/${bits}`;
-    });
+  const v4 = fc.tuple(fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 0, max: 32 })).map(([n, bits]) => {
+    const masked = bits === 0 ? 0 : (n & ~(2 ** (32 - bits) - 1)) >>> 0;
+    const bytes = [masked >>> 24, (masked >>> 16) & 255, (masked >>> 8) & 255, masked & 255];
+    return `${bytes.join(".")}/${bits}`;
+  });
 
   it("every four-part decimal IPv4 is an IP and keeps its text", () => {
     fc.assert(

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import fc from "fast-check";
 import { canonicalJson, hashOfLivePolicy, policyHash } from "../../src/policy/canonical.js";
 
 describe("canonicalJson", () => {
@@ -27,7 +28,10 @@ describe("canonicalJson", () => {
   });
 
   it("pretty-prints with the same order when asked", () => {
-    assert.equal(canonicalJson({ b: [1, { d: 1, c: 2 }], a: {} }, 2), '{\n  "a": {},\n  "b": [\n    1,\n    {\n      "c": 2,\n      "d": 1\n    }\n  ]\n}');
+    assert.equal(
+      canonicalJson({ b: [1, { d: 1, c: 2 }], a: {} }, 2),
+      '{\n  "a": {},\n  "b": [\n    1,\n    {\n      "c": 2,\n      "d": 1\n    }\n  ]\n}',
+    );
     assert.deepEqual(JSON.parse(canonicalJson({ b: [1], a: { c: null } }, 2)), { a: { c: null }, b: [1] });
   });
 
@@ -38,13 +42,91 @@ describe("canonicalJson", () => {
   });
 });
 
+/** Reference: the definition, written the simplest way. */
+function reference(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(reference).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const o = v as Record<string, unknown>;
+    const keys = Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${reference(o[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
+describe("canonicalJson properties", () => {
+  // JSON values, with integer-like keys mixed in (they take the hand-written path).
+  const key = fc.oneof(
+    fc.string(),
+    fc.nat({ max: 5000 }).map(String),
+    fc.constantFrom("__proto__", "tag:a", "10.0.0.0/8"),
+  );
+  const { json } = fc.letrec((tie) => ({
+    json: fc.oneof(
+      { depthSize: "small" },
+      fc.oneof(
+        fc.string(),
+        fc.integer(),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.boolean(),
+        fc.constant(null),
+      ),
+      fc.array(tie("json"), { maxLength: 4 }),
+      fc.array(fc.tuple(key, tie("json")), { maxLength: 4 }).map((entries) => {
+        const o: Record<string, unknown> = {};
+        for (const [k, v] of entries)
+          Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+        return o;
+      }),
+    ),
+  }));
+
+  it("equals the reference definition, compact and indented", () => {
+    fc.assert(
+      fc.property(json, (v) => {
+        const c = canonicalJson(v);
+        assert.equal(c, reference(v));
+        assert.deepEqual(JSON.parse(canonicalJson(v, 2)), JSON.parse(c));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("does not depend on key insertion order", () => {
+    fc.assert(
+      fc.property(json, (v) => {
+        const reversed = JSON.parse(reverseKeysText(v));
+        assert.equal(canonicalJson(reversed), canonicalJson(JSON.parse(JSON.stringify(v))));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+/** JSON text of v with every object's keys written in reverse order. */
+function reverseKeysText(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(reverseKeysText).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .reverse()
+      .map((k) => `${JSON.stringify(k)}:${reverseKeysText(o[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
 describe("policyHash / hashOfLivePolicy", () => {
   it("hashes the canonical text with sha256", () => {
     assert.equal(policyHash("{}"), "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
   });
 
   it("ignores comments, whitespace, trailing commas and key order of the live text", () => {
-    const written = canonicalJson({ acls: [{ action: "accept", dst: ["*:*"], src: ["*"] }], tagOwners: { "tag:a": [] } });
+    const written = canonicalJson({
+      acls: [{ action: "accept", dst: ["*:*"], src: ["*"] }],
+      tagOwners: { "tag:a": [] },
+    });
     const live = `{
       // edited by hand, same meaning
       "tagOwners": { "tag:a": [], },

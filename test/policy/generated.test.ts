@@ -24,7 +24,12 @@ function input(over: Partial<CollectInput> = {}): CollectInput {
 
 type Egress = CollectInput["egresses"][number];
 function egress(host: string, ports = [5432], tag = "tag:k8s-shop-db", target = "postgres"): Egress {
-  return { namespace: "shop", name: "db", tag, targets: [{ name: target, host, ports: ports.map((port) => ({ port })) }] };
+  return {
+    namespace: "shop",
+    name: "db",
+    tag,
+    targets: [{ name: target, host, ports: ports.map((port) => ({ port })) }],
+  };
 }
 
 /** The generated parts as plain objects, for deepEqual. */
@@ -64,12 +69,10 @@ describe("collectGenerated: tags", () => {
       "tag:k8s-shop-db": ["alice@", "group:platform"],
       "tag:router-home": ["alice@", "group:platform"],
     });
-    assert.deepEqual([...r.generated.tagOwners.keys()], [
-      "tag:k8s-mon-grafana",
-      "tag:k8s-net-gw",
-      "tag:k8s-shop-db",
-      "tag:router-home",
-    ]);
+    assert.deepEqual(
+      [...r.generated.tagOwners.keys()],
+      ["tag:k8s-mon-grafana", "tag:k8s-net-gw", "tag:k8s-shop-db", "tag:router-home"],
+    );
   });
 
   it("writes an empty owner list when the Tailnet names no owners", () => {
@@ -114,6 +117,43 @@ describe("collectGenerated: ingress grants", () => {
   it("grants nothing with an empty allowFrom", () => {
     assert.deepEqual(plain(collectGenerated(input({ ingresses: [{ ...ing, allowFrom: [] }] }))).grants, []);
   });
+  it("sorts ports numerically and drops repeats", () => {
+    const grants = (ports: number[]) => plain(collectGenerated(input({ ingresses: [{ ...ing, ports }] }))).grants;
+    assert.deepEqual(grants([443, 80])[0].ip, ["tcp:80", "tcp:443"]);
+    assert.deepEqual(grants([443, 443])[0].ip, ["tcp:443"]);
+    assert.deepEqual(grants([9090, 22, 443, 22])[0].ip, ["tcp:22", "tcp:443", "tcp:9090"]);
+  });
+  it("unions ip specs of two objects granting the same src to the same dst; * wins", () => {
+    const twin = { ...ing, name: "grafana-2", ports: [3000] };
+    assert.deepEqual(plain(collectGenerated(input({ ingresses: [ing, twin] }))).grants, [
+      { src: ["autogroup:member", "group:eng"], dst: ["tag:k8s-mon-grafana"], ip: ["tcp:80", "tcp:443", "tcp:3000"] },
+    ]);
+    const site = {
+      namespace: "net",
+      name: "s",
+      prefixes: ["10.1.0.0/16"],
+      advertiserTags: [],
+      allowFrom: ["group:eng"],
+      blocked: false,
+    };
+    const egressToSame: Egress = {
+      namespace: "x",
+      name: "y",
+      tag: "tag:k8s-x-y",
+      targets: [{ name: "t", host: "10.1.0.0/16", ports: [{ port: 22 }] }],
+    };
+    const r = collectGenerated(
+      input({
+        allowedEgressTargets: ["10.0.0.0/8"],
+        sites: [site, { ...site, name: "t", allowFrom: ["tag:k8s-x-y"] }],
+        egresses: [egressToSame],
+      }),
+    );
+    assert.deepEqual(plain(r).grants, [
+      { src: ["group:eng"], dst: ["10.1.0.0/16"], ip: ["*"] },
+      { src: ["tag:k8s-x-y"], dst: ["10.1.0.0/16"], ip: ["*"] },
+    ]);
+  });
   it("skips and reports invalid ports", () => {
     const r = collectGenerated(input({ ingresses: [{ ...ing, ports: [0, 443, 70000] }] }));
     assert.deepEqual(plain(r).grants[0].ip, ["tcp:443"]);
@@ -140,7 +180,12 @@ describe("collectGenerated: egress grants", () => {
     { name: "node outside every CIDR without an allowed tag", host: "laptop", dst: null, address: "fd7a:115c:a1e0::3" },
     { name: "IP inside an allowed CIDR", host: "192.168.10.5", dst: "192.168.10.5", address: "192.168.10.5" },
     { name: "IP outside the allowlist", host: "192.168.11.5", dst: null, address: "192.168.11.5" },
-    { name: "CIDR inside an allowed CIDR", host: "192.168.10.0/28", dst: "192.168.10.0/28", address: "192.168.10.0/28" },
+    {
+      name: "CIDR inside an allowed CIDR",
+      host: "192.168.10.0/28",
+      dst: "192.168.10.0/28",
+      address: "192.168.10.0/28",
+    },
     { name: "CIDR wider than the allowlist", host: "192.168.0.0/16", dst: null, address: "192.168.0.0/16" },
     { name: "empty allowlist", host: "db-1", allowed: [], dst: null, address: "100.64.0.7" },
     { name: "unknown node name", host: "ghost", dst: null, address: null, unresolved: true },
@@ -235,7 +280,14 @@ describe("collectGenerated: determinism", () => {
     ],
     ingresses: [
       { namespace: "mon", name: "g", tag: "tag:k8s-mon-g", allowFrom: ["group:eng"], ports: [443], denied: false },
-      { namespace: "mon", name: "p", tag: "tag:k8s-mon-p", allowFrom: ["tag:ci", "group:eng"], ports: [9090], denied: false },
+      {
+        namespace: "mon",
+        name: "p",
+        tag: "tag:k8s-mon-p",
+        allowFrom: ["tag:ci", "group:eng"],
+        ports: [9090],
+        denied: false,
+      },
     ],
     sites: [
       {

@@ -72,7 +72,7 @@ describe("renderPolicy: merge", () => {
     assert.equal(r.canonical, canonicalJson(r.policy));
     assert.equal(r.hash, policyHash(r.canonical));
     assert.deepEqual(JSON.parse(prettyPolicyText(r.policy)), JSON.parse(r.canonical));
-    assert.ok(prettyPolicyText(r.policy).includes("\n  \"acls\": [\n"));
+    assert.ok(prettyPolicyText(r.policy).includes('\n  "acls": [\n'));
   });
 
   it("appends generated grants after the base grants", () => {
@@ -105,7 +105,10 @@ describe("renderPolicy: merge", () => {
   });
 
   it("treats null managed sections and null tag owners as empty", () => {
-    const r = renderPolicy('{"acls": [{}], "tagOwners": {"tag:k8s-shop-db": null}, "grants": null, "autoApprovers": null}', gen());
+    const r = renderPolicy(
+      '{"acls": [{}], "tagOwners": {"tag:k8s-shop-db": null}, "grants": null, "autoApprovers": null}',
+      gen(),
+    );
     assert.ok(r.ok);
     assert.deepEqual((r.policy.tagOwners as Record<string, unknown>)["tag:k8s-shop-db"], ["group:platform"]);
     assert.equal((r.policy.grants as unknown[]).length, 1);

@@ -42,10 +42,7 @@ describe("resolveTargetHost", () => {
   for (const row of rows) {
     it(`${row.host} → ${row.want ? row.want.address : "unresolved"}`, () => {
       const r = resolveTargetHost(row.host, index);
-      assert.deepEqual(
-        r && { kind: r.kind, address: r.address, node: r.node?.givenName ?? null },
-        row.want,
-      );
+      assert.deepEqual(r && { kind: r.kind, address: r.address, node: r.node?.givenName ?? null }, row.want);
     });
   }
 

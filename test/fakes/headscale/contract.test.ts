@@ -5,8 +5,8 @@
 
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { createHeadscaleClient } from "../../../src/headscale/client.js";
 import { loadContract, swaggerUrl } from "./contract.js";
 import { useFakeHeadscale } from "./index.js";
@@ -99,7 +99,11 @@ describe("the fake answers every client operation in both forms within the contr
       const fake = await useFakeHeadscale(t, { version, policy: '{"tagOwners": {"tag:a": [], "tag:b": []}}' });
       const client = createHeadscaleClient({ url: fake.url, apiKey: fake.apiKey, timeoutMs: 2000, retries: 0 });
       t.after(() => client.close());
-      const settle = (p: Promise<unknown>) => p.then(() => undefined, () => undefined);
+      const settle = (p: Promise<unknown>) =>
+        p.then(
+          () => undefined,
+          () => undefined,
+        );
       fake.addUser({ name: "alice" });
       const node = fake.addNode({ name: "n", tags: ["tag:a"], availableRoutes: ["10.0.0.0/24"] });
       const doomed = fake.addNode({ name: "d", tags: ["tag:a"] });
@@ -133,10 +137,16 @@ describe("the fake answers every client operation in both forms within the contr
       await settle(client.nodes.setTags(node.id, ["tag:nobody"]));
       await settle(client.nodes.approveRoutes(node.id, ["nope"]));
       await settle(client.nodes.delete("999"));
-      await settle(client.preAuthKeys.create({ aclTags: ["BAD"], reusable: false, ephemeral: false, expiration: new Date() }));
+      await settle(
+        client.preAuthKeys.create({ aclTags: ["BAD"], reusable: false, ephemeral: false, expiration: new Date() }),
+      );
       await settle(client.policy.put('{"nope": 1}'));
       await settle(client.policy.check('{"nope": 1}'));
-      await fake.fault({ kind: "status", status: 500, path: /^\/api\/v1\/(node|user|apikey|preauthkey|preauthkey\/expire|policy)$/ });
+      await fake.fault({
+        kind: "status",
+        status: 500,
+        path: /^\/api\/v1\/(node|user|apikey|preauthkey|preauthkey\/expire|policy)$/,
+      });
       await settle(client.nodes.list());
       await settle(client.users.list());
       await settle(client.apiKeys.list());
@@ -152,7 +162,10 @@ describe("the fake answers every client operation in both forms within the contr
           continue;
         }
         assert.ok(statuses.includes(200), `${method} ${template} success form`);
-        assert.ok(statuses.some((s) => s !== undefined && s >= 400), `${method} ${template} error form`);
+        assert.ok(
+          statuses.some((s) => s !== undefined && s >= 400),
+          `${method} ${template} error form`,
+        );
       }
       assert.deepEqual(fake.violations, []);
     });

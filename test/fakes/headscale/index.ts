@@ -103,6 +103,7 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
   const hungSockets = new Set<Socket>();
   let faults: ActiveFault[] = [];
   let refused = false;
+  let closed = false;
   let policyWrites = 0;
 
   const started = now();
@@ -293,6 +294,8 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
       }
     },
     async close() {
+      if (closed) return;
+      closed = true;
       faults = [];
       releaseHung(hungSockets);
       if (refused) {

@@ -20,6 +20,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 
 {{/* Labels for cluster-wide and monitoring objects that do not select the operator pods. */}}
 {{- define "tailnet-operator.commonLabels" -}}
+app.kubernetes.io/name: tailnet-operator
 app.kubernetes.io/part-of: tailnet-operator
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}

@@ -1,0 +1,348 @@
+/**
+ * The Metacontroller v2 loop, in process (see the hook contract in docs/architecture.md): used by
+ * `render` to play customize → sync → finalize exactly as Metacontroller would, and by the tests'
+ * FakeMetacontroller, which adds the contract checks. It keeps
+ * an object store; per parent it calls customize (cached per uid+generation), selects related
+ * objects with v2 semantics, calls sync with v2-keyed maps, applies the children (owned ones
+ * left out are deleted; OnDelete children are never updated), replaces status wholesale with
+ * observedGeneration = metadata.generation, and runs finalize on deletion. It reads
+ * compositecontrollers/*.yaml, so the loop and the real manifests cannot disagree.
+ */
+import type { FastifyInstance } from "fastify";
+import { kindInfoByKind } from "../api/schemas.js";
+import type { K8sObject, ObjectMaps } from "../k8s/objects.js";
+import { typeKey } from "../k8s/objects.js";
+import type { RelatedRule } from "../kinds/types.js";
+import { childTypes as ccChildTypes, compositeController, kindOfResource } from "./controllers.js";
+
+export type Obj = K8sObject & { spec?: unknown; status?: Record<string, unknown>; data?: Record<string, string> };
+/** v2 key: namespace/name for namespaced objects, name for cluster-scoped. */
+export const v2Key = (o: K8sObject) =>
+  o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name;
+const objKey = (o: { apiVersion: string; kind: string; metadata: { namespace?: string; name: string } }) =>
+  `${o.apiVersion}|${o.kind}|${o.metadata.namespace ?? ""}|${o.metadata.name}`;
+const clone = <T>(v: T): T => structuredClone(v);
+
+export interface HookCall {
+  hook: string;
+  kind: string;
+  parent: string;
+  code: number;
+  body: unknown;
+  response: unknown;
+}
+
+export interface LoopOptions {
+  app: FastifyInstance;
+  /** Contract checks (tests): a child before it is applied, a status before it is written. */
+  checkChild?: (child: Obj) => void;
+  checkStatus?: (kind: string, status: Record<string, unknown>) => void;
+  token?: string;
+  /** Deployments report Available with all replicas ready (default true). */
+  deploymentsAvailable?: boolean;
+  /** Create one running Pod per Deployment replica; the port named "metrics" is rewritten by this. */
+  agentPods?: { metricsPort: (deployment: Obj) => number | undefined };
+}
+
+export class MetacontrollerLoop {
+  readonly objects = new Map<string, Obj>();
+  readonly calls: HookCall[] = [];
+  readonly errors: string[] = [];
+  private readonly customizeCache = new Map<string, RelatedRule[]>();
+  private uid = 0;
+  private ip = 10;
+  deploymentsAvailable: boolean;
+
+  constructor(protected readonly opts: LoopOptions) {
+    this.deploymentsAvailable = opts.deploymentsAvailable ?? true;
+  }
+
+  /** Create or update an object as kubectl apply would (generation bumps on spec change). */
+  apply(input: Obj): Obj {
+    const o = clone(input);
+    const existing = this.objects.get(objKey(o));
+    o.metadata.uid = existing?.metadata.uid ?? o.metadata.uid ?? `uid-${++this.uid}`;
+    o.metadata.creationTimestamp =
+      existing?.metadata.creationTimestamp ?? o.metadata.creationTimestamp ?? "2026-11-01T00:00:00Z";
+    const specChanged = !existing || JSON.stringify(existing.spec) !== JSON.stringify(o.spec);
+    o.metadata.generation = (existing?.metadata.generation ?? 0) + (specChanged ? 1 : 0);
+    if (existing?.status && !input.status) o.status = existing.status;
+    if (existing?.metadata.deletionTimestamp) o.metadata.deletionTimestamp = existing.metadata.deletionTimestamp;
+    this.objects.set(objKey(o), o);
+    return o;
+  }
+
+  get(apiVersion: string, kind: string, name: string, namespace?: string): Obj | undefined {
+    return this.objects.get(objKey({ apiVersion, kind, metadata: { name, namespace } }));
+  }
+
+  list(kind: string): Obj[] {
+    return [...this.objects.values()].filter((o) => o.kind === kind);
+  }
+
+  /** kubectl delete: parents with a finalize hook get a deletionTimestamp and are finalized by the loop. */
+  delete(apiVersion: string, kind: string, name: string, namespace?: string): void {
+    const o = this.get(apiVersion, kind, name, namespace);
+    if (!o) return;
+    if (kindInfoByKind(kind)) o.metadata.deletionTimestamp = "2026-11-29T12:00:00Z";
+    else this.removeWithDependents(o);
+  }
+
+  private removeWithDependents(o: Obj): void {
+    this.objects.delete(objKey(o));
+    for (const child of [...this.objects.values()]) {
+      if (child.metadata.ownerReferences?.some((r) => r.uid === o.metadata.uid)) this.removeWithDependents(child);
+    }
+  }
+
+  parents(): Obj[] {
+    return [...this.objects.values()]
+      .filter((o) => kindInfoByKind(o.kind))
+      .sort((a, b) => objKey(a).localeCompare(objKey(b)));
+  }
+
+  private async call(
+    hookKind: string,
+    hook: string,
+    parent: Obj,
+    body: unknown,
+  ): Promise<{ code: number; json: unknown }> {
+    const res = await this.opts.app.inject({
+      method: "POST",
+      url: `/hooks/${hookKind}/${hook}`,
+      headers: {
+        "content-type": "application/json",
+        ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}),
+      },
+      payload: JSON.stringify(body),
+    });
+    const json = res.body ? (JSON.parse(res.body) as unknown) : undefined;
+    const name = parent.metadata.namespace
+      ? `${parent.metadata.namespace}/${parent.metadata.name}`
+      : parent.metadata.name;
+    this.calls.push({ hook, kind: parent.kind, parent: name, code: res.statusCode, body, response: json });
+    if (res.statusCode !== 200) this.errors.push(`${hook} ${parent.kind} ${name}: ${res.statusCode} ${res.body}`);
+    return { code: res.statusCode, json };
+  }
+
+  private matches(o: Obj, rule: RelatedRule): boolean {
+    if (o.apiVersion !== rule.apiVersion || o.kind !== kindOfResource(rule.resource)) return false;
+    if (rule.names?.length) {
+      if (rule.labelSelector) throw new Error(`invalid related rule (names + selector): ${JSON.stringify(rule)}`);
+      if (rule.namespace && o.metadata.namespace !== rule.namespace) return false;
+      return rule.names.includes(o.metadata.name);
+    }
+    if (rule.namespace && o.metadata.namespace !== rule.namespace) return false;
+    const want = rule.labelSelector?.matchLabels ?? {};
+    return Object.entries(want).every(([k, v]) => o.metadata.labels?.[k] === v);
+  }
+
+  private maps(objects: Obj[], init: string[] = []): ObjectMaps {
+    const out: ObjectMaps = {};
+    for (const t of init) out[t] = {};
+    for (const o of objects) {
+      const k = typeKey(o.apiVersion, o.kind);
+      out[k] ??= {};
+      out[k][v2Key(o)] = clone(o);
+    }
+    return out;
+  }
+
+  /** One sync (or finalize) of one parent, as Metacontroller's syncParentObject does it. */
+  async syncParent(parentIn: Obj): Promise<boolean> {
+    const info = kindInfoByKind(parentIn.kind);
+    if (!info) throw new Error(`not a parent: ${parentIn.kind}`);
+    const parent = clone(parentIn);
+    const cc = compositeController(info.hookKind);
+    const childTypes = ccChildTypes(info.hookKind);
+    const cacheKey = `${parent.metadata.uid}/${parent.metadata.generation}`;
+    let rules = this.customizeCache.get(cacheKey);
+    if (!rules) {
+      const r = await this.call(info.hookKind, "customize", parent, { controller: cc, parent });
+      if (r.code !== 200) return false;
+      rules = (r.json as { relatedResources: RelatedRule[] }).relatedResources;
+      this.customizeCache.set(cacheKey, rules);
+    }
+    const related = [...this.objects.values()].filter((o) => rules.some((rule) => this.matches(o, rule)));
+    const owned = [...this.objects.values()].filter((o) =>
+      o.metadata.ownerReferences?.some((ref) => ref.uid === parent.metadata.uid && ref.controller),
+    );
+    const finalizing = !!parent.metadata.deletionTimestamp;
+    const hook = finalizing ? "finalize" : "sync";
+    const body = {
+      controller: { metadata: { name: cc.metadata.name }, spec: cc.spec, status: {} },
+      parent,
+      children: this.maps(
+        owned,
+        childTypes.map((c) => c.type),
+      ),
+      related: this.maps(related),
+      finalizing,
+    };
+    const r = await this.call(info.hookKind, hook, parent, body);
+    if (r.code !== 200) return false;
+    const resp = r.json as {
+      status?: Record<string, unknown>;
+      children?: Obj[];
+      finalized?: boolean;
+      resyncAfterSeconds?: number;
+    };
+    for (const k of Object.keys(resp)) {
+      if (!["status", "children", "resyncAfterSeconds", "finalized"].includes(k))
+        throw new Error(`strict v2 decode fails on key ${k}`);
+    }
+    const desired = resp.children ?? [];
+    for (const c of desired) {
+      if (!childTypes.some((t) => t.type === typeKey(c.apiVersion, c.kind))) {
+        throw new Error(`${info.kind} returned an undeclared child type ${typeKey(c.apiVersion, c.kind)}`);
+      }
+      c.metadata.namespace ??= parent.metadata.namespace;
+      this.opts.checkChild?.(c);
+    }
+    let changed = false;
+    // deletes first, then creates/updates (manage_children.go)
+    const desiredKeys = new Set(desired.map(objKey));
+    for (const o of owned) {
+      if (!desiredKeys.has(objKey(o))) {
+        this.removeWithDependents(o);
+        changed = true;
+      }
+    }
+    for (const c of desired) changed = this.applyChild(parent, c, childTypes) || changed;
+    // status replaces .status wholesale; observedGeneration comes from the generation seen at the start
+    const live = this.get(parent.apiVersion, parent.kind, parent.metadata.name, parent.metadata.namespace);
+    if (!live) return changed;
+    const status = { ...(resp.status ?? {}), observedGeneration: parent.metadata.generation };
+    this.opts.checkStatus?.(info.kind, status);
+    if (JSON.stringify(live.status) !== JSON.stringify(status)) {
+      live.status = status;
+      changed = true;
+    }
+    if (finalizing && resp.finalized) {
+      this.removeWithDependents(live);
+      changed = true;
+    }
+    return changed;
+  }
+
+  private applyChild(parent: Obj, c: Obj, childTypes: { type: string; method: string }[]): boolean {
+    const method = childTypes.find((t) => t.type === typeKey(c.apiVersion, c.kind))?.method ?? "OnDelete";
+    const existing = this.objects.get(objKey(c));
+    const lastApplied = JSON.stringify(c);
+    if (
+      existing &&
+      (method === "OnDelete" ||
+        existing.metadata.annotations?.["metacontroller.k8s.io/last-applied-configuration"] === lastApplied)
+    ) {
+      return false;
+    }
+    const o = clone(c);
+    o.metadata.uid = existing?.metadata.uid ?? `uid-${++this.uid}`;
+    o.metadata.labels = { ...(o.metadata.labels ?? {}), "controller-uid": parent.metadata.uid ?? "" };
+    o.metadata.annotations = {
+      ...(o.metadata.annotations ?? {}),
+      "metacontroller.k8s.io/last-applied-configuration": lastApplied,
+    };
+    o.metadata.ownerReferences = [
+      {
+        apiVersion: parent.apiVersion,
+        kind: parent.kind,
+        name: parent.metadata.name,
+        uid: parent.metadata.uid ?? "",
+        controller: true,
+      },
+    ];
+    o.metadata.generation = (existing?.metadata.generation ?? 0) + 1;
+    this.simulateServer(o, existing);
+    this.objects.set(objKey(o), o);
+    return true;
+  }
+
+  /** What the API server and built-in controllers add: ClusterIPs, Deployment status, Pods. */
+  private simulateServer(o: Obj, existing: Obj | undefined): void {
+    if (o.kind === "Service") {
+      const spec = o.spec as { clusterIP?: string; type?: string };
+      spec.clusterIP = (existing?.spec as { clusterIP?: string } | undefined)?.clusterIP ?? `10.96.0.${++this.ip}`;
+    }
+    if (o.kind === "Deployment") {
+      const spec = o.spec as {
+        replicas?: number;
+        template: {
+          metadata?: { labels?: Record<string, string> };
+          spec: { containers: { ports?: { name?: string; containerPort: number }[] }[] };
+        };
+      };
+      const replicas = spec.replicas ?? 1;
+      o.status = this.deploymentsAvailable
+        ? {
+            observedGeneration: o.metadata.generation,
+            replicas,
+            updatedReplicas: replicas,
+            readyReplicas: replicas,
+            availableReplicas: replicas,
+            conditions: [
+              { type: "Available", status: "True" },
+              { type: "Progressing", status: "True", reason: "NewReplicaSetAvailable" },
+            ],
+          }
+        : { observedGeneration: o.metadata.generation, replicas, conditions: [{ type: "Available", status: "False" }] };
+      if (this.opts.agentPods) {
+        for (const p of this.list("Pod").filter(
+          (p) => p.metadata.annotations?.["test/deployment"] === o.metadata.name,
+        )) {
+          this.objects.delete(objKey(p));
+        }
+        const port = this.opts.agentPods.metricsPort(o);
+        for (let i = 0; i < replicas && this.deploymentsAvailable; i++) {
+          const tpl = clone(spec.template);
+          for (const c of tpl.spec.containers)
+            for (const pt of c.ports ?? []) if (pt.name === "metrics" && port) pt.containerPort = port;
+          const pod: Obj = {
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: {
+              name: `${o.metadata.name}-${i}`,
+              namespace: o.metadata.namespace,
+              uid: `uid-${++this.uid}`,
+              labels: tpl.metadata?.labels ?? {},
+              annotations: { "test/deployment": o.metadata.name },
+            },
+            spec: tpl.spec,
+            status: { phase: "Running", podIP: "127.0.0.1", conditions: [{ type: "Ready", status: "True" }] },
+          };
+          this.objects.set(objKey(pod), pod);
+        }
+      }
+    }
+  }
+
+  /** Sync every parent until nothing changes; returns the number of rounds it took. */
+  async settle(maxRounds = 10): Promise<number> {
+    for (let round = 1; round <= maxRounds; round++) {
+      let changed = false;
+      for (const p of this.parents()) {
+        const live = this.objects.get(objKey(p));
+        if (live) changed = (await this.syncParent(live)) || changed;
+      }
+      if (!changed) return round;
+    }
+    throw new Error(`did not settle within ${maxRounds} rounds; last errors: ${this.errors.slice(-3).join(" | ")}`);
+  }
+
+  status(apiVersion: string, kind: string, name: string, namespace?: string): Record<string, unknown> | undefined {
+    return this.get(apiVersion, kind, name, namespace)?.status;
+  }
+
+  condition(kind: string, name: string, type: string, namespace?: string) {
+    const s = this.get("tailnet.internal/v1alpha1", kind, name, namespace)?.status as
+      | { conditions?: { type: string; status: string; reason: string; message: string }[] }
+      | undefined;
+    return s?.conditions?.find((c) => c.type === type);
+  }
+
+  childrenOf(parent: Obj): Obj[] {
+    return [...this.objects.values()].filter((o) =>
+      o.metadata.ownerReferences?.some((r) => r.uid === parent.metadata.uid),
+    );
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * The Helm chart: `helm lint --strict` and `helm template` for each documented way to install
+ * it, every rendered object validated, and the operator workload as the architecture asks
+ * (non-root, read-only root filesystem, no capabilities, probes, resources, least privilege).
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { chartDir, find, helm, type K8sObject, renderChart, templateArgs } from "./helm.js";
+import { SCENARIOS } from "./scenarios.js";
+import { validateObject } from "./validate.js";
+
+const BASE_OBJECTS = [
+  "ClusterRole/tailnet-operator",
+  "ClusterRole/tailnet-operator-view",
+  "ClusterRole/tailnet-operator-workloads-edit",
+  "ClusterRoleBinding/tailnet-operator",
+  "CompositeController/tailnet-operator-egress",
+  "CompositeController/tailnet-operator-gateway",
+  "CompositeController/tailnet-operator-ingress",
+  "CompositeController/tailnet-operator-site",
+  "CompositeController/tailnet-operator-tailnet",
+  "ConfigMap/tailnet-operator-config",
+  "Deployment/tailnet-operator",
+  "PodDisruptionBudget/tailnet-operator",
+  "Service/tailnet-operator",
+  "ServiceAccount/tailnet-operator",
+];
+
+const EXTRA_OBJECTS: Record<string, string[]> = {
+  defaults: [],
+  "everything enabled": [
+    "GrafanaDashboard/tailnet-operator",
+    "NetworkPolicy/tailnet-operator",
+    "PodMonitor/tailnet-agents",
+    "PrometheusRule/tailnet-operator",
+    "Secret/tailnet-operator-hook-token",
+    "ServiceMonitor/tailnet-operator",
+  ],
+  "ConfigMap dashboard": ["ConfigMap/tailnet-operator-dashboard"],
+  "custom rule groups": ["PrometheusRule/tailnet-operator"],
+  "scrapeFrom with namespace and pod selectors": ["NetworkPolicy/tailnet-operator", "PodMonitor/tailnet-agents"],
+  "existing hook token Secret": [],
+};
+
+const ids = (objects: K8sObject[]) => objects.map((o) => `${o.kind}/${o.metadata.name}`).sort();
+
+describe("helm chart scenarios", () => {
+  for (const [name, values] of Object.entries(SCENARIOS)) {
+    describe(name, () => {
+      it("passes helm lint --strict", () => {
+        const args = templateArgs(values).slice(3); // drop "template <release> <chart>"
+        const out = helm(["lint", chartDir, "--strict", ...args]);
+        assert.match(out, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+      });
+
+      it("renders exactly the expected objects, each one valid", () => {
+        const objects = renderChart(values);
+        assert.deepEqual(ids(objects), [...BASE_OBJECTS, ...EXTRA_OBJECTS[name]].sort());
+        for (const o of objects) validateObject(o);
+        for (const o of objects) {
+          const clusterScoped = ["ClusterRole", "ClusterRoleBinding", "CompositeController"].includes(o.kind);
+          assert.equal(o.metadata.namespace, clusterScoped ? undefined : "tailnet-system", `${o.kind} namespace`);
+        }
+      });
+    });
+  }
+
+  it("validates the CRDs it ships with --include-crds", () => {
+    const crds = renderChart({}, { includeCrds: true }).filter((o) => o.kind === "CustomResourceDefinition");
+    assert.deepEqual(
+      crds.map((c) => c.metadata.name).sort(),
+      [
+        "tailnetegresses.tailnet.internal",
+        "tailnetgateways.tailnet.internal",
+        "tailnetingresses.tailnet.internal",
+        "tailnets.tailnet.internal",
+        "tailnetsites.tailnet.internal",
+      ],
+    );
+    for (const crd of crds) validateObject(crd);
+  });
+
+  it("validation rejects a broken object (it can fail)", () => {
+    const service = find(renderChart(), "Service", "tailnet-operator");
+    const broken = { ...service, spec: { ...(service.spec as object), ports: [{ name: "http", port: "eighty" }] } };
+    assert.throws(() => validateObject(broken), /Service tailnet-system\/tailnet-operator/);
+    const cc = find(renderChart(), "CompositeController", "tailnet-operator-site");
+    const noHooks = { ...cc, spec: { ...(cc.spec as object), hooks: {} } };
+    assert.throws(() => validateObject(noHooks), /CompositeController/);
+  });
+
+  it("rejects values the schema forbids, naming the field", () => {
+    assert.throws(
+      () => renderChart({ monitoring: { dashboard: { enabled: true, kind: "Grafana" } } }),
+      /monitoring\/dashboard\/kind/,
+    );
+    assert.throws(() => renderChart({ monitoring: { serviceMonitor: { enable: true } } }), /enable/);
+    assert.throws(() => renderChart({ hookToken: { value: "short" } }), /hookToken\/value/);
+  });
+});
+
+type Container = {
+  name: string;
+  args: string[];
+  env?: Array<{ name: string; valueFrom?: Record<string, Record<string, unknown>> }>;
+  ports: Array<{ name: string; containerPort: number }>;
+  livenessProbe: { httpGet: { path: string; port: string } };
+  readinessProbe: { httpGet: { path: string; port: string } };
+  resources: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext: Record<string, unknown>;
+};
+type PodSpec = { serviceAccountName: string; securityContext: Record<string, unknown>; containers: Container[] };
+const podSpec = (objects: K8sObject[]) =>
+  (find(objects, "Deployment", "tailnet-operator").spec as { template: { spec: PodSpec } }).template.spec;
+
+describe("operator workload", () => {
+  const objects = renderChart();
+  const pod = podSpec(objects);
+  const [container] = pod.containers;
+
+  it("runs non-root with a read-only root filesystem and no capabilities", () => {
+    assert.equal(pod.securityContext.runAsNonRoot, true);
+    assert.deepEqual(pod.securityContext.seccompProfile, { type: "RuntimeDefault" });
+    assert.equal(container.securityContext.readOnlyRootFilesystem, true);
+    assert.equal(container.securityContext.allowPrivilegeEscalation, false);
+    assert.deepEqual(container.securityContext.capabilities, { drop: ["ALL"] });
+  });
+
+  it("serves hooks, probes and metrics on port http 8080 with resources set", () => {
+    assert.deepEqual(container.args, ["serve", "--config", "/etc/tailnet-operator/config.yaml"]);
+    assert.deepEqual(
+      container.ports.map((p) => [p.name, p.containerPort]),
+      [["http", 8080]],
+    );
+    assert.deepEqual(container.livenessProbe.httpGet, { path: "/healthz", port: "http" });
+    assert.deepEqual(container.readinessProbe.httpGet, { path: "/readyz", port: "http" });
+    assert.ok(container.resources.requests?.cpu && container.resources.requests.memory);
+    assert.ok(container.resources.limits?.memory);
+    const service = find(objects, "Service", "tailnet-operator").spec as {
+      selector: Record<string, string>;
+      ports: Array<{ name: string; port: number; targetPort: string }>;
+    };
+    assert.deepEqual(service.ports, [{ name: "http", port: 8080, targetPort: "http", protocol: "TCP" }]);
+    assert.deepEqual(service.selector, {
+      "app.kubernetes.io/name": "tailnet-operator",
+      "app.kubernetes.io/component": "operator",
+    });
+  });
+
+  it("gets its namespace from the pod and no hook token unless one is configured", () => {
+    assert.deepEqual(container.env, [
+      { name: "OPERATOR_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+    ]);
+    const withToken = podSpec(renderChart(SCENARIOS["existing hook token Secret"])).containers[0];
+    assert.deepEqual(withToken.env?.[1], {
+      name: "HOOK_TOKEN",
+      valueFrom: { secretKeyRef: { name: "metacontroller-hook", key: "bearer" } },
+    });
+  });
+
+  it("may only write Events; workloads are editable by namespace editors, the rest only viewable", () => {
+    const rules = (name: string) =>
+      (find(objects, "ClusterRole", name).rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>) ?? [];
+    for (const rule of rules("tailnet-operator")) {
+      assert.deepEqual(rule.resources, ["events"]);
+      assert.deepEqual(rule.verbs, ["create", "patch"]);
+    }
+    const edit = find(objects, "ClusterRole", "tailnet-operator-workloads-edit");
+    assert.equal(edit.metadata.labels?.["rbac.authorization.k8s.io/aggregate-to-edit"], "true");
+    const writable = rules("tailnet-operator-workloads-edit").filter((r) => r.verbs.includes("create"));
+    assert.deepEqual(
+      writable.flatMap((r) => r.resources),
+      ["tailnetegresses", "tailnetingresses"],
+    );
+    const view = find(objects, "ClusterRole", "tailnet-operator-view");
+    assert.equal(view.metadata.labels?.["rbac.authorization.k8s.io/aggregate-to-view"], "true");
+    assert.equal(view.metadata.labels?.["rbac.authorization.k8s.io/aggregate-to-edit"], undefined);
+    for (const r of rules("tailnet-operator-view")) assert.deepEqual(r.verbs, ["get", "list", "watch"]);
+  });
+
+  it("writes the hook token Secret and points every CompositeController hook at it", () => {
+    const all = renderChart(SCENARIOS["everything enabled"]);
+    const secret = find(all, "Secret", "tailnet-operator-hook-token");
+    assert.equal(Buffer.from((secret.data as { token: string }).token, "base64").toString(), "s3cr3t-hook-token-0123456789");
+    const ccs = all.filter((o) => o.kind === "CompositeController");
+    assert.equal(ccs.length, 5);
+    for (const cc of ccs) {
+      const hooks = (cc.spec as { hooks: Record<string, { webhook: { authorization?: unknown } }> }).hooks;
+      for (const hook of Object.values(hooks)) {
+        assert.deepEqual(hook.webhook.authorization, {
+          type: "Bearer",
+          secretRef: { name: "tailnet-operator-hook-token", namespace: "tailnet-system", key: "token" },
+        });
+      }
+    }
+    // The token itself only travels in the Secret.
+    for (const o of all.filter((x) => x.kind !== "Secret")) {
+      assert.doesNotMatch(JSON.stringify(o), /s3cr3t-hook-token/, `${o.kind}/${o.metadata.name}`);
+    }
+  });
+});

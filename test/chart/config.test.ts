@@ -1,0 +1,65 @@
+/**
+ * The operator configuration the chart renders from values: accepted by the operator's own
+ * config loader (src/config.ts) in every scenario, and carrying what the values say.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { parse } from "yaml";
+import { configFrom } from "../../src/config.js";
+import { find, type K8sObject, renderChart } from "./helm.js";
+import { PROMETHEUS_PEER, SCENARIOS } from "./scenarios.js";
+
+const configOf = (objects: K8sObject[]) =>
+  parse((find(objects, "ConfigMap", "tailnet-operator-config").data as { "config.yaml": string })["config.yaml"]);
+const checksumOf = (objects: K8sObject[]) =>
+  (find(objects, "Deployment", "tailnet-operator").spec as { template: { metadata: { annotations: Record<string, string> } } })
+    .template.metadata.annotations["checksum/config"];
+
+describe("operator config rendered by the chart", () => {
+  for (const [name, values] of Object.entries(SCENARIOS)) {
+    it(`${name}: passes the operator's config validation`, () => {
+      assert.doesNotThrow(() => configFrom(configOf(renderChart(values))));
+    });
+  }
+
+  it("defaults: the release namespace, the operator image as agent image, no isolation", () => {
+    const config = configFrom(configOf(renderChart({}, { namespace: "tailnet-ops" })));
+    assert.equal(config.operatorNamespace, "tailnet-ops");
+    assert.equal(config.images.agent, "ghcr.io/tailnet-operator/tailnet-operator:0.1.0");
+    assert.deepEqual(config.headscale, { timeoutSeconds: 5, cacheTTLSeconds: 10 });
+    assert.deepEqual(config.monitoring.rules, { apiKeyExpiryWarningSeconds: 604800, authKeyExpiryWarningSeconds: 86400 });
+    assert.deepEqual(config.networkPolicy, { isolateOperator: false, metricsPeers: [] });
+    assert.deepEqual(config.monitoring.podMonitor.scrapeFrom, []);
+  });
+
+  it("scrapeFrom, metricsPeers and isolation reach the operator", () => {
+    const config = configFrom(configOf(renderChart(SCENARIOS["scrapeFrom with namespace and pod selectors"])));
+    assert.deepEqual(config.monitoring.podMonitor.scrapeFrom, [PROMETHEUS_PEER, { ipBlock: { cidr: "10.20.0.0/16" } }]);
+    assert.deepEqual(config.networkPolicy, { isolateOperator: true, metricsPeers: [PROMETHEUS_PEER] });
+  });
+
+  it("thresholds, images and Headscale settings reach the operator", () => {
+    const config = configFrom(
+      configOf(
+        renderChart({
+          image: { tag: "0.2.0" },
+          images: { tailscale: "mirror.example/tailscale:v1.92.0" },
+          headscale: { timeoutSeconds: 8, cacheTTLSeconds: 0 },
+          logLevel: "debug",
+          monitoring: { rules: { apiKeyExpiryWarningSeconds: 1209600, authKeyExpiryWarningSeconds: 43200 } },
+        }),
+      ),
+    );
+    assert.equal(config.images.agent, "ghcr.io/tailnet-operator/tailnet-operator:0.2.0");
+    assert.equal(config.images.tailscale, "mirror.example/tailscale:v1.92.0");
+    assert.deepEqual(config.headscale, { timeoutSeconds: 8, cacheTTLSeconds: 0 });
+    assert.equal(config.logLevel, "debug");
+    assert.deepEqual(config.monitoring.rules, { apiKeyExpiryWarningSeconds: 1209600, authKeyExpiryWarningSeconds: 43200 });
+  });
+
+  it("rolls the pods when the config changes, not otherwise", () => {
+    const base = checksumOf(renderChart());
+    assert.equal(checksumOf(renderChart({ replicaCount: 3 })), base);
+    assert.notEqual(checksumOf(renderChart({ logLevel: "debug" })), base);
+  });
+});
