@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { after, describe, it } from "node:test";
@@ -96,13 +96,14 @@ describe("kustomize overlays", () => {
 
   it("an overlay can add a metrics peer to the operator NetworkPolicy (as docs/OPERATIONS.md shows)", () => {
     const dir = join(work, "site");
-    execFileSync("mkdir", ["-p", dir]);
+    mkdirSync(dir, { recursive: true });
     writeFileSync(
       join(dir, "kustomization.yaml"),
       stringify({
         apiVersion: "kustomize.config.k8s.io/v1beta1",
         kind: "Kustomization",
-        resources: [join(manifests, "overlays", "full")],
+        // kustomize accepts only relative paths to other kustomizations.
+        resources: [relative(dir, join(manifests, "overlays", "full"))],
         patches: [
           {
             target: { kind: "NetworkPolicy", name: "tailnet-operator" },
