@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import { assembleReasonsPage, reasonsByKind } from "../../src/conditions/reasons-doc.js";
 import { ALL_REASONS, CommonReason } from "../../src/conditions/reasons.js";
+import { assembleReasonsPage, reasonsByKind } from "../../src/conditions/reasons-doc.js";
 
 const root = new URL("../../", import.meta.url);
 const page = readFileSync(new URL("docs/reference/reasons.md", root), "utf8");

@@ -289,7 +289,13 @@ describe("auth, limits, probes", () => {
     const slow = new Map(kindModules);
     const base = kindModules.get("egress");
     assert.ok(base);
-    slow.set("egress", { ...base, sync: async (req, deps) => (await gate, base.sync(req, deps)) });
+    slow.set("egress", {
+      ...base,
+      sync: async (req, deps) => {
+        await gate;
+        return base.sync(req, deps);
+      },
+    });
     const { app } = await build(t, {
       config: { hooks: { maxInFlight: 1, retryAfterSeconds: 3 } },
       server: { kinds: slow },
