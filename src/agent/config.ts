@@ -3,6 +3,7 @@
 // field, and the process exits non-zero instead of running half-configured.
 import { readFile } from "node:fs/promises";
 import { Ajv, type ErrorObject } from "ajv";
+import { ConfigError } from "../config.js";
 
 export type AgentRole = "egress" | "ingress";
 export type ExposeMode = "tcp" | "http";
@@ -82,8 +83,11 @@ export interface AgentConfigInput {
   exposes?: (Omit<AgentExpose, "names"> & { names?: string[] })[];
 }
 
-/** A config that cannot run. `field` is the dotted path of the offending field ("limits.maxConnections"). */
-export class AgentConfigError extends Error {
+/**
+ * A config that cannot run. `field` is the dotted path of the offending field ("limits.maxConnections").
+ * It is a ConfigError, so the CLI prints its one-line message and exits 1 as for the operator's config.
+ */
+export class AgentConfigError extends ConfigError {
   readonly field: string;
   constructor(field: string, problem: string, source = "agent config") {
     super(`${source}: ${field ? `${field} ` : ""}${problem}`);

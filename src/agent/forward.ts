@@ -96,7 +96,7 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
     const acquired = tryAcquire(opts.budget);
     if (!acquired) {
       metrics.connectionsRejected.inc({ name });
-      client.destroy();
+      client.resetAndDestroy(); // RST: the client sees a refusal, not an empty answer
       return;
     }
     metrics.connectionsActive.inc({ name });
@@ -126,7 +126,7 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
         metrics.dialErrors.inc({ name });
         log.debug("dial failed", { name, error: (err as Error).message });
       }
-      client.destroy();
+      client.resetAndDestroy(); // RST, as the unreachable target would have answered
       if (client.closed) release();
       else client.once("close", release);
       return;

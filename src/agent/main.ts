@@ -6,6 +6,7 @@
 import type { Registry } from "prom-client";
 import {
   type AgentConfig,
+  AgentConfigError,
   type AgentConfigInput,
   type AgentExpose,
   loadAgentConfig,
@@ -218,6 +219,7 @@ export async function startAgent(
   let probeTimer: NodeJS.Timeout | undefined;
   let reloadTimer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let closing: Promise<void> | undefined;
   if (opts.timers !== false) {
     const probeLoop = () => {
       void refresh().finally(() => {
@@ -241,13 +243,16 @@ export async function startAgent(
     status,
     refresh,
     reloadCertificates,
-    async close(graceMs = 0) {
-      stopped = true;
-      clearTimeout(probeTimer);
-      clearInterval(reloadTimer);
-      await closeListeners(graceMs);
-      state.listening = false;
-      await metricsServer.close();
+    close(graceMs = 0) {
+      closing ??= (async () => {
+        stopped = true;
+        clearTimeout(probeTimer);
+        clearInterval(reloadTimer);
+        await closeListeners(graceMs);
+        state.listening = false;
+        await metricsServer.close();
+      })();
+      return closing;
     },
   };
 }
@@ -259,7 +264,7 @@ export function parseAgentArgs(argv: readonly string[]): { configPath: string } 
     const arg = argv[i];
     if (arg === "--config" && i + 1 < argv.length) configPath = argv[++i];
     else if (arg.startsWith("--config=")) configPath = arg.slice("--config=".length);
-    else throw new Error(`agent: unknown argument ${arg} (usage: agent --config <file>)`);
+    else throw new AgentConfigError("", `unknown argument ${arg} (usage: agent --config <file>)`, "agent");
   }
   return { configPath };
 }

@@ -1,9 +1,10 @@
 // Shared plumbing for the agent tests: start an agent that is closed after the test, talk to its ports,
 // read its metrics.
-import type { TestContext } from "node:test";
+
 import { createHash } from "node:crypto";
 import { request } from "node:http";
 import { connect, type Socket } from "node:net";
+import type { TestContext } from "node:test";
 import type { AgentConfigInput } from "../../src/agent/config.js";
 import { type RunningAgent, startAgent } from "../../src/agent/main.js";
 
@@ -39,8 +40,13 @@ export function sample(text: string, name: string, labels: Record<string, string
     if (line.startsWith("#")) continue;
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (.+)$/.exec(line);
     if (!match || match[1] !== name) continue;
-    const have = Object.fromEntries([...(match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v) && Object.keys(have).length === Object.keys(labels).length) {
+    const have = Object.fromEntries(
+      [...(match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
+    );
+    if (
+      Object.entries(labels).every(([k, v]) => have[k] === v) &&
+      Object.keys(have).length === Object.keys(labels).length
+    ) {
       return Number(match[3]);
     }
   }
@@ -56,10 +62,18 @@ export function connectTo(port: number): Promise<Socket> {
     const socket = connect({ host: "127.0.0.1", port, allowHalfOpen: true });
     socket.once("connect", () => {
       socket.off("error", reject);
+      // Resets are expected outcomes in these tests; what the socket received is asserted instead.
+      socket.on("error", () => {});
       resolve(socket);
     });
     socket.once("error", reject);
   });
+}
+
+/** Connects and reads until the connection is over; a reset (even during connect) is an outcome, not a failure. */
+export function attempt(port: number): Promise<Collected> {
+  const socket = connect({ host: "127.0.0.1", port, allowHalfOpen: true });
+  return collect(socket);
 }
 
 export interface Collected {
@@ -79,7 +93,10 @@ export function collect(socket: Socket): Promise<Collected> {
       bytes += chunk.length;
       hash.update(chunk);
     });
-    socket.on("end", () => (ended = true));
+    socket.on("end", () => {
+      ended = true;
+      socket.end(); // nothing more to say either: let the connection close
+    });
     socket.on("error", () => {});
     socket.once("close", () => resolve({ bytes, sha256: hash.digest("hex"), how: ended ? "end" : "close" }));
   });
@@ -90,7 +107,11 @@ export function sha256(data: Buffer): string {
 }
 
 /** Resolves when `predicate` holds, checking after each event-loop turn (no timing assumptions). */
-export async function until(predicate: () => boolean | Promise<boolean>, what: string, maxTurns = 20_000): Promise<void> {
+export async function until(
+  predicate: () => boolean | Promise<boolean>,
+  what: string,
+  maxTurns = 20_000,
+): Promise<void> {
   for (let i = 0; i < maxTurns; i++) {
     if (await predicate()) return;
     await new Promise((resolve) => setTimeout(resolve, 1));
