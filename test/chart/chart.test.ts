@@ -67,16 +67,13 @@ describe("helm chart scenarios", () => {
 
   it("validates the CRDs it ships with --include-crds", () => {
     const crds = renderChart({}, { includeCrds: true }).filter((o) => o.kind === "CustomResourceDefinition");
-    assert.deepEqual(
-      crds.map((c) => c.metadata.name).sort(),
-      [
-        "tailnetegresses.tailnet.internal",
-        "tailnetgateways.tailnet.internal",
-        "tailnetingresses.tailnet.internal",
-        "tailnets.tailnet.internal",
-        "tailnetsites.tailnet.internal",
-      ],
-    );
+    assert.deepEqual(crds.map((c) => c.metadata.name).sort(), [
+      "tailnetegresses.tailnet.internal",
+      "tailnetgateways.tailnet.internal",
+      "tailnetingresses.tailnet.internal",
+      "tailnets.tailnet.internal",
+      "tailnetsites.tailnet.internal",
+    ]);
     for (const crd of crds) validateObject(crd);
   });
 
@@ -160,7 +157,11 @@ describe("operator workload", () => {
 
   it("may only write Events; workloads are editable by namespace editors, the rest only viewable", () => {
     const rules = (name: string) =>
-      (find(objects, "ClusterRole", name).rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>) ?? [];
+      (find(objects, "ClusterRole", name).rules as Array<{
+        apiGroups: string[];
+        resources: string[];
+        verbs: string[];
+      }>) ?? [];
     for (const rule of rules("tailnet-operator")) {
       assert.deepEqual(rule.resources, ["events"]);
       assert.deepEqual(rule.verbs, ["create", "patch"]);
@@ -181,7 +182,10 @@ describe("operator workload", () => {
   it("writes the hook token Secret and points every CompositeController hook at it", () => {
     const all = renderChart(SCENARIOS["everything enabled"]);
     const secret = find(all, "Secret", "tailnet-operator-hook-token");
-    assert.equal(Buffer.from((secret.data as { token: string }).token, "base64").toString(), "s3cr3t-hook-token-0123456789");
+    assert.equal(
+      Buffer.from((secret.data as { token: string }).token, "base64").toString(),
+      "s3cr3t-hook-token-0123456789",
+    );
     const ccs = all.filter((o) => o.kind === "CompositeController");
     assert.equal(ccs.length, 5);
     for (const cc of ccs) {

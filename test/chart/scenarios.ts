@@ -23,7 +23,12 @@ export const SCENARIOS: Record<string, Record<string, unknown>> = {
     monitoring: {
       rules: {
         enabled: true,
-        groups: [{ name: "site-overrides", rules: [{ alert: "TailnetNodeOfflineLong", expr: "tailnet_node_online == 0", for: "1h" }] }],
+        groups: [
+          {
+            name: "site-overrides",
+            rules: [{ alert: "TailnetNodeOfflineLong", expr: "tailnet_node_online == 0", for: "1h" }],
+          },
+        ],
       },
     },
   },
@@ -33,4 +38,3 @@ export const SCENARIOS: Record<string, Record<string, unknown>> = {
   },
   "existing hook token Secret": { hookToken: { existingSecret: "metacontroller-hook", existingSecretKey: "bearer" } },
 };
-

@@ -107,7 +107,8 @@ function checkPrometheusRule(o: K8sObject): void {
       str(rule.expr, `${name}[${j}].expr`);
       if (rule.for !== undefined) assert.match(String(rule.for), DURATION);
       for (const [k, v] of Object.entries(obj(rule.labels ?? {}, "labels"))) assert.equal(typeof v, "string", k);
-      for (const [k, v] of Object.entries(obj(rule.annotations ?? {}, "annotations"))) assert.equal(typeof v, "string", k);
+      for (const [k, v] of Object.entries(obj(rule.annotations ?? {}, "annotations")))
+        assert.equal(typeof v, "string", k);
     }
   }
 }
@@ -145,7 +146,10 @@ function checkCompositeController(o: K8sObject): void {
     const hook = obj(hooks[name], `spec.hooks.${name}`);
     assert.equal(hook.version, "v2");
     const webhook = obj(hook.webhook, `spec.hooks.${name}.webhook`);
-    assert.match(str(webhook.url, "webhook.url"), /^http:\/\/tailnet-operator\.[a-z0-9-]+:8080\/hooks\/[a-z]+\/[a-z]+$/);
+    assert.match(
+      str(webhook.url, "webhook.url"),
+      /^http:\/\/tailnet-operator\.[a-z0-9-]+:8080\/hooks\/[a-z]+\/[a-z]+$/,
+    );
     assert.ok(String(webhook.url).endsWith(`/${name}`), `${name} hook calls ${webhook.url}`);
     assert.match(str(webhook.timeout, "webhook.timeout"), DURATION);
     if (webhook.authorization !== undefined) {

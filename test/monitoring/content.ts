@@ -28,7 +28,15 @@ export interface DashboardTarget {
 export interface Dashboard {
   uid: string;
   title: string;
-  panels: Array<{ id: number; type: string; title: string; datasource?: unknown; panels?: unknown[]; targets?: unknown[] }>;
+  panels: Array<{
+    id: number;
+    type: string;
+    title: string;
+    gridPos: { x: number; y: number; w: number; h: number };
+    datasource?: unknown;
+    panels?: unknown[];
+    targets?: unknown[];
+  }>;
   templating: { list: Array<{ name: string; type: string; current?: { value?: string } }> };
 }
 

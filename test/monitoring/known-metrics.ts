@@ -1,9 +1,10 @@
 /**
  * The metric families the alerts and the dashboard may use, with their label names: the
- * operator's from its registry (src/metrics/registry.ts), the agent's as the operations page
- * names them, and Prometheus' own `up`.
+ * operator's (src/metrics/registry.ts), the agent's (src/agent/metrics.ts), both read from their
+ * registries, and Prometheus' own `up`.
  */
-import { Histogram } from "prom-client";
+import { Histogram, type Registry } from "prom-client";
+import { createAgentMetrics } from "../../src/agent/metrics.js";
 import { createOperatorMetrics, OPERATOR_METRIC_NAMES } from "../../src/metrics/registry.js";
 
 export interface Family {
@@ -11,29 +12,33 @@ export interface Family {
   histogram: boolean;
 }
 
-/** The agent's families (TCP 9080); they carry target/expose names, never peers or IPs. */
-export const AGENT_METRICS: Record<string, { labels: string[]; histogram: boolean }> = {
-  tailnet_agent_connections_active: { labels: ["name"], histogram: false },
-  tailnet_agent_bytes_total: { labels: ["name", "direction"], histogram: false },
-  tailnet_agent_dial_duration_seconds: { labels: ["name"], histogram: true },
-  tailnet_agent_connections_rejected_total: { labels: ["name"], histogram: false },
-};
+/** The agent families the operations page names (TCP 9080); the registry may hold more. */
+export const DOCUMENTED_AGENT_METRICS = [
+  "tailnet_agent_connections_active",
+  "tailnet_agent_bytes_total",
+  "tailnet_agent_dial_duration_seconds",
+  "tailnet_agent_connections_rejected_total",
+];
 
 /** Labels Prometheus (Operator) attaches to every scraped series, and `le` of histogram buckets. */
 export const TARGET_LABELS = ["job", "instance", "namespace", "pod", "container", "endpoint", "service", "le"];
 
+function family(registry: Registry, name: string): Family {
+  const metric = registry.getSingleMetric(name);
+  if (!metric) throw new Error(`no metric ${name} in the registry`);
+  // prom-client keeps the declared label names on the instance but does not type them.
+  const labels = (metric as unknown as { labelNames?: string[] }).labelNames ?? [];
+  return { labels: new Set(labels), histogram: metric instanceof Histogram };
+}
+
 export function knownMetrics(): Map<string, Family> {
-  const { registry } = createOperatorMetrics({ defaultMetrics: false });
   const families = new Map<string, Family>();
-  for (const name of OPERATOR_METRIC_NAMES) {
-    const metric = registry.getSingleMetric(name);
-    if (!metric) throw new Error(`OPERATOR_METRIC_NAMES lists ${name}, but the registry has no such metric`);
-    // prom-client keeps the declared label names on the instance but does not type them.
-    const labels = (metric as unknown as { labelNames?: string[] }).labelNames ?? [];
-    families.set(name, { labels: new Set(labels), histogram: metric instanceof Histogram });
-  }
-  for (const [name, family] of Object.entries(AGENT_METRICS)) {
-    families.set(name, { labels: new Set(family.labels), histogram: family.histogram });
+  const operator = createOperatorMetrics({ defaultMetrics: false }).registry;
+  for (const name of OPERATOR_METRIC_NAMES) families.set(name, family(operator, name));
+  const agent = createAgentMetrics([], { defaultMetrics: false }).registry;
+  for (const metric of agent.getMetricsAsArray()) {
+    const name = (metric as unknown as { name: string }).name;
+    families.set(name, family(agent, name));
   }
   families.set("up", { labels: new Set(), histogram: false });
   return families;

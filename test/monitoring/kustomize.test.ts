@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { after, describe, it } from "node:test";
 import { parse, stringify } from "yaml";
-import { find, type K8sObject, parseObjects, renderChart, repoRoot } from "../chart/helm.js";
+import { find, type K8sObject, layerBinary, parseObjects, renderChart, repoRoot } from "../chart/helm.js";
 import { validateObject } from "../chart/validate.js";
 import { MONITORING_VALUES } from "./generated.js";
 
@@ -18,7 +18,9 @@ const work = mkdtempSync(join(tmpdir(), "tailnet-kustomize-"));
 after(() => rmSync(work, { recursive: true, force: true }));
 
 function build(dir: string): K8sObject[] {
-  return parseObjects(execFileSync("kubectl", ["kustomize", dir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }));
+  return parseObjects(
+    execFileSync(layerBinary("kubectl"), ["kustomize", dir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }),
+  );
 }
 const ids = (objects: K8sObject[]) => objects.map((o) => `${o.kind}/${o.metadata.name}`);
 

@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { alertRules, type Dashboard, bundledDashboardText, dashboardTargets } from "./content.js";
-import { knownMetrics, TARGET_LABELS } from "./known-metrics.js";
+import { alertRules, bundledDashboardText, type Dashboard, dashboardTargets } from "./content.js";
+import { DOCUMENTED_AGENT_METRICS, knownMetrics, TARGET_LABELS } from "./known-metrics.js";
 import { familyOf, labelNames, metricNames } from "./promql.js";
 
 const families = knownMetrics();
@@ -54,6 +54,10 @@ describe("PromQL reading", () => {
 });
 
 describe("metrics used by the monitoring content", () => {
+  it("the agent registers the families the operations page names", () => {
+    for (const name of DOCUMENTED_AGENT_METRICS) assert.ok(families.has(name), name);
+  });
+
   it("the alert rules use only registered metrics and their labels", () => {
     const rules = alertRules();
     assert.equal(rules.length, 16);

@@ -175,12 +175,18 @@ describe("alert thresholds from chart values", () => {
   const rules = new Map(alertRules(values).map((r) => [r.alert, r]));
 
   it("reach the expressions as plain integers and the runbook links", () => {
-    assert.equal(rules.get("TailnetAPIKeyExpiringSoon")?.expr, "tailnet_api_key_expiry_timestamp_seconds - time() < 1209600");
+    assert.equal(
+      rules.get("TailnetAPIKeyExpiringSoon")?.expr,
+      "tailnet_api_key_expiry_timestamp_seconds - time() < 1209600",
+    );
     assert.equal(
       rules.get("TailnetIngressAuthKeyExpiringSoon")?.expr,
       'tailnet_auth_key_expiry_timestamp_seconds{kind="TailnetIngress"} - time() < 10000000',
     );
-    assert.equal(rules.get("TailnetNodeOffline")?.annotations.runbook_url, "https://runbooks.example.org/tailnet#tailnetnodeoffline");
+    assert.equal(
+      rules.get("TailnetNodeOffline")?.annotations.runbook_url,
+      "https://runbooks.example.org/tailnet#tailnetnodeoffline",
+    );
   });
 
   it("change when the alert fires (promtool)", () => {
@@ -220,8 +226,14 @@ describe("alert thresholds from chart values", () => {
 
 describe("custom rule groups", () => {
   it("replace the bundled groups entirely", () => {
-    const groups = [{ name: "mine", rules: [{ alert: "MyTailnetAlert", expr: "tailnet_node_online == 0", for: "1h" }] }];
-    const rule = find(renderChart({ monitoring: { rules: { enabled: true, groups } } }), "PrometheusRule", "tailnet-operator");
+    const groups = [
+      { name: "mine", rules: [{ alert: "MyTailnetAlert", expr: "tailnet_node_online == 0", for: "1h" }] },
+    ];
+    const rule = find(
+      renderChart({ monitoring: { rules: { enabled: true, groups } } }),
+      "PrometheusRule",
+      "tailnet-operator",
+    );
     assert.deepEqual((rule.spec as { groups: unknown }).groups, groups);
   });
 });
