@@ -30,7 +30,9 @@ export function assembleStatus(
 ): Record<string, unknown> {
   const generation = generationOf(req.parent);
   const merged = mergeConditions(previousStatus(req.parent).conditions, conditions, generation, deps.now());
-  if (opts.publish !== false) publishConditions(deps.metrics, resourceId(req.parent), merged, generation);
+  if (opts.publish !== false) {
+    publishConditions(deps.metrics, resourceId(req.parent), merged, generation, deps.now().getTime());
+  }
   return { observedGeneration: generation, ...fields, conditions: merged };
 }
 

@@ -7,6 +7,8 @@ import type { Condition } from "../conditions/condition.js";
 import type { OperatorMetrics } from "./registry.js";
 
 const seen = new WeakMap<OperatorMetrics, Map<string, Set<string>>>();
+/** When each object's series were last published, for expiring them (see sweepStaleResources). */
+const published = new WeakMap<OperatorMetrics, Map<string, { id: ResourceId; at: number }>>();
 
 function seenFor(metrics: OperatorMetrics): Map<string, Set<string>> {
   let m = seen.get(metrics);
@@ -28,7 +30,14 @@ export function publishConditions(
   id: ResourceId,
   conditions: readonly Condition[],
   generation: number,
+  nowMs: number = Date.now(),
 ): void {
+  let times = published.get(metrics);
+  if (!times) {
+    times = new Map();
+    published.set(metrics, times);
+  }
+  times.set(`${id.kind}/${id.namespace}/${id.name}`, { id, at: nowMs });
   const memory = seenFor(metrics);
   for (const c of conditions) {
     const key = `${id.kind}/${id.namespace}/${id.name}/${c.type}`;
@@ -54,6 +63,7 @@ export function publishConditions(
 
 /** Withdraws every resource series of an object (deleted, or a suspended gateway). */
 export function withdrawResource(metrics: OperatorMetrics, id: ResourceId): void {
+  published.get(metrics)?.delete(`${id.kind}/${id.namespace}/${id.name}`);
   const memory = seenFor(metrics);
   const prefix = `${id.kind}/${id.namespace}/${id.name}/`;
   for (const [key, reasons] of memory) {
@@ -65,4 +75,23 @@ export function withdrawResource(metrics: OperatorMetrics, id: ResourceId): void
     }
     memory.delete(key);
   }
+}
+
+/**
+ * Several replicas each export the series of the syncs they answered; an object whose syncs now go
+ * to another replica (or that was deleted while this one was not asked) would otherwise keep a stale
+ * series here and hold an alert firing. Series not refreshed within `maxAgeMs` (a few resync periods)
+ * are withdrawn before every scrape.
+ */
+export function sweepStaleResources(metrics: OperatorMetrics, nowMs: number, maxAgeMs: number): number {
+  const times = published.get(metrics);
+  if (!times) return 0;
+  let swept = 0;
+  for (const { id, at } of [...times.values()]) {
+    if (nowMs - at > maxAgeMs) {
+      withdrawResource(metrics, id);
+      swept++;
+    }
+  }
+  return swept;
 }

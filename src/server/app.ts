@@ -10,6 +10,7 @@ import { HeadscaleViews } from "../headscale/view.js";
 import { kindModules } from "../kinds/index.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { createOperatorMetrics } from "../metrics/registry.js";
+import { sweepStaleResources } from "../metrics/resource.js";
 import { kubeEventRecorder } from "./events.js";
 import { hooksPlugin } from "./hooks.js";
 import { httpAgentScraper } from "./scraper.js";
@@ -49,6 +50,11 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
   });
 
   const metrics = options.deps?.metrics ?? createOperatorMetrics();
+  // Counters exist at 0 from the start: a series that first appears at 1 makes increase() undercount.
+  for (const kind of (options.kinds ?? kindModules).keys()) {
+    for (const hook of KNOWN_HOOKS)
+      for (const code of ["200", "500"]) metrics.hookRequests.inc({ kind, hook, code }, 0);
+  }
   const views =
     options.deps?.views ??
     new HeadscaleViews({
@@ -107,6 +113,7 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
     closing ? reply.code(503).send({ status: "closing" }) : { status: "ready" },
   );
   app.get("/metrics", async (_req, reply) => {
+    sweepStaleResources(metrics, Date.now(), 3 * config.hooks.resyncSeconds * 1000);
     reply.header("Content-Type", metrics.registry.contentType);
     return metrics.registry.metrics();
   });
