@@ -27,7 +27,7 @@ import {
 export type { RequestMetric } from "./http.js";
 
 export interface HeadscaleClientOptions {
-  /** Base URL, http or https; a path prefix (reverse proxy) is kept. */
+  /** Base URL, http or https; a path prefix (reverse proxy) is kept. Anything else fails every call. */
   url: string;
   apiKey: string;
   /** PEM CA bundle to trust for https. */

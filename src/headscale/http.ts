@@ -53,25 +53,28 @@ const RETRYABLE_STATUS = new Set([502, 503, 504]);
 const BACKOFF_BASE_MS = 50;
 
 export function createRequester(opts: RequesterOptions): Requester {
-  const base = new URL(opts.url);
-  if (base.protocol !== "http:" && base.protocol !== "https:") {
-    throw new Error(`Headscale url must be http or https, got ${base.protocol}`);
-  }
-  const origin = base.origin;
+  // An unusable URL fails every call with a typed error instead of throwing here, so callers that build
+  // clients from user input (a Tailnet spec) keep the "never throws" shape. The URL is never echoed.
+  const base = parseBaseUrl(opts.url);
+  const origin = base?.origin ?? "http://invalid.invalid";
   // Headscale may sit behind a proxy under a sub-path; templates stay relative to it.
-  const basePath = base.pathname.replace(/\/+$/, "");
-  const ownDispatcher = opts.dispatcher
-    ? undefined
-    : new Agent({ connect: opts.ca ? { ca: opts.ca } : undefined, connections: 16 });
-  const dispatcher: Dispatcher = opts.dispatcher ?? (ownDispatcher as Dispatcher);
+  const basePath = base?.pathname.replace(/\/+$/, "") ?? "";
+  const ownsDispatcher = opts.dispatcher === undefined;
+  const dispatcher: Dispatcher =
+    opts.dispatcher ?? new Agent({ connect: opts.ca ? { ca: opts.ca } : undefined, connections: 16 });
   const retries = opts.retries ?? 2;
   const secrets = [opts.apiKey];
   let closed = false;
 
   async function attempt<T>(spec: CallSpec<T>): Promise<T> {
     const operation = `${spec.method} ${spec.template}`;
-    if (closed)
+    if (closed) {
       throw new HeadscaleError({ kind: "transport", operation, detail: "client closed", classification: "other" });
+    }
+    if (!base) {
+      const detail = "invalid url: expected an http or https URL";
+      throw new HeadscaleError({ kind: "transport", operation, detail, classification: "other" });
+    }
     const path = basePath + fillTemplate(spec.template, spec.params);
     const started = performance.now();
     let code = 0;
@@ -106,7 +109,7 @@ export function createRequester(opts: RequesterOptions): Requester {
       if (code >= 200 && code < 300) return decodeBody(text, spec, operation);
       throw httpError(code, contentType, text, spec, operation, secrets);
     } finally {
-      opts.onRequest?.({
+      reportMetric(opts.onRequest, {
         method: spec.method,
         path: spec.template,
         code,
@@ -121,7 +124,7 @@ export function createRequester(opts: RequesterOptions): Requester {
       try {
         return await attempt(spec);
       } catch (error) {
-        if (n + 1 >= attempts || closed || !isRetryable(error)) throw error;
+        if (n + 1 >= attempts || closed || !base || !isRetryable(error)) throw error;
         await sleep(BACKOFF_BASE_MS * 2 ** n);
       }
     }
@@ -130,10 +133,28 @@ export function createRequester(opts: RequesterOptions): Requester {
   async function close(): Promise<void> {
     if (closed) return;
     closed = true;
-    await ownDispatcher?.close();
+    if (ownsDispatcher) await dispatcher.close();
   }
 
   return { call, close };
+}
+
+/** A failing metrics hook must not turn a successful call into a failure. */
+function reportMetric(hook: RequesterOptions["onRequest"], metric: RequestMetric): void {
+  try {
+    hook?.(metric);
+  } catch {
+    // ignored on purpose
+  }
+}
+
+function parseBaseUrl(url: string): URL | undefined {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function isRetryable(error: unknown): boolean {

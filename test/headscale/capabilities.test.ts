@@ -125,7 +125,7 @@ describe("probeCapabilities against the fake", () => {
   async function probe(t: { after: (fn: () => Promise<void> | void) => void }, opts: FakeHeadscaleOptions) {
     const fake = await useFakeHeadscale(t, opts);
     fake.addNode({ name: "n", tags: ["tag:a"] });
-    const client = createHeadscaleClient({ url: fake.url, apiKey: fake.apiKey, timeoutMs: 2000 });
+    const client = createHeadscaleClient({ url: fake.url, apiKey: fake.apiKey, timeoutMs: 10_000 });
     t.after(() => client.close());
     const caps = await probeCapabilities(client);
     return { caps, fake };

@@ -19,7 +19,7 @@ async function setup(
   const client = createHeadscaleClient({
     url: fake.url,
     apiKey: fake.apiKey,
-    timeoutMs: 2000,
+    timeoutMs: 10_000,
     onRequest: (m) => metrics.push(m),
   });
   t.after(() => client.close());
@@ -270,7 +270,7 @@ describe("policy", () => {
 describe("auth and metrics", () => {
   test("a wrong key is a plain-text 401: kind unauthorized", async (t) => {
     const { fake } = await setup(t);
-    const client = createHeadscaleClient({ url: fake.url, apiKey: "hskey-api-wrong-nope", timeoutMs: 2000 });
+    const client = createHeadscaleClient({ url: fake.url, apiKey: "hskey-api-wrong-nope", timeoutMs: 10_000 });
     t.after(() => client.close());
     const error = await rejection(client.nodes.list());
     assert.equal(error.kind, "unauthorized");
@@ -294,15 +294,37 @@ describe("auth and metrics", () => {
     assert.ok(metrics.every((m) => m.seconds >= 0));
   });
 
+  test("a throwing onRequest hook does not fail the call", async (t) => {
+    const { fake } = await setup(t);
+    const client = createHeadscaleClient({
+      url: fake.url,
+      apiKey: fake.apiKey,
+      timeoutMs: 10_000,
+      onRequest: () => {
+        throw new Error("metrics broke");
+      },
+    });
+    t.after(() => client.close());
+    assert.deepEqual(await client.apiHealth(), { databaseConnectivity: true });
+  });
+
   test("a base path on the URL is kept in front of every template", async (t) => {
     const { fake } = await setup(t);
-    const client = createHeadscaleClient({ url: `${fake.url}/prefix/`, apiKey: fake.apiKey, timeoutMs: 2000 });
+    const client = createHeadscaleClient({ url: `${fake.url}/prefix/`, apiKey: fake.apiKey, timeoutMs: 10_000 });
     t.after(() => client.close());
     await rejection(client.users.list());
     assert.equal(fake.requests.at(-1)?.path, "/prefix/api/v1/user");
   });
 
-  test("the url must be http or https", () => {
-    assert.throws(() => createHeadscaleClient({ url: "ftp://x", apiKey: "k", timeoutMs: 10 }), /http or https/);
+  test("a URL that is not http(s) fails every call with a typed error, once, without echoing it", async (t) => {
+    for (const url of ["ftp://user:pw@x", "not a url"]) {
+      const metrics: RequestMetric[] = [];
+      const client = createHeadscaleClient({ url, apiKey: "k", timeoutMs: 10, onRequest: (m) => metrics.push(m) });
+      t.after(() => client.close());
+      const error = await rejection(client.nodes.list());
+      assert.equal(error.kind, "transport");
+      assert.equal(error.message, "Headscale GET /api/v1/node: invalid url: expected an http or https URL");
+      assert.deepEqual(metrics, [], "no request was attempted");
+    }
   });
 });

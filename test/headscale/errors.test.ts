@@ -166,7 +166,7 @@ describe("problem+json dialect (0.30)", () => {
     const client = createHeadscaleClient({
       url: "https://hs.example.com",
       apiKey: "k",
-      timeoutMs: 500,
+      timeoutMs: 5000,
       dispatcher: mock,
     });
     const put = await client.policy.put("{}").catch((e: unknown) => e);

@@ -37,7 +37,7 @@ test("neither the API key nor a pre-auth key ever appears in errors or metric la
   t.after(() => client.close());
 
   // Created through a patient client: under a loaded test runner the first request can outlast 150ms.
-  const setupClient = createHeadscaleClient({ url: fake.url, apiKey: fake.apiKey, timeoutMs: 5000 });
+  const setupClient = createHeadscaleClient({ url: fake.url, apiKey: fake.apiKey, timeoutMs: 10_000 });
   t.after(() => setupClient.close());
   const created = await setupClient.preAuthKeys.create({
     aclTags: ["tag:k8s"],
@@ -71,7 +71,7 @@ test("neither the API key nor a pre-auth key ever appears in errors or metric la
   const wrong = createHeadscaleClient({
     url: fake.url,
     apiKey: wrongKey,
-    timeoutMs: 500,
+    timeoutMs: 5000,
     onRequest: (m) => metrics.push(m),
   });
   t.after(() => wrong.close());
@@ -91,7 +91,7 @@ test("neither the API key nor a pre-auth key ever appears in errors or metric la
   const echoing = createHeadscaleClient({
     url: "http://echo.test",
     apiKey: fake.apiKey,
-    timeoutMs: 500,
+    timeoutMs: 5000,
     dispatcher: mock,
   });
   await attempt(echoing.nodes.list());

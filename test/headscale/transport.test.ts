@@ -7,7 +7,7 @@ import { type FakeHeadscale, useFakeHeadscale } from "../fakes/headscale/index.j
 
 type After = { after: (fn: () => Promise<void> | void) => void };
 
-async function setup(t: After, timeoutMs = 2000) {
+async function setup(t: After, timeoutMs = 10_000) {
   const fake = await useFakeHeadscale(t, { policy: "{}" });
   const metrics: RequestMetric[] = [];
   const client = createHeadscaleClient({
@@ -95,7 +95,7 @@ describe("transport failures", () => {
     mock.disableNetConnect();
     t.after(() => mock.close());
     mock.get("http://hs.test").intercept({ path: "/api/v1/node" }).reply(200, { nodes: "nope" });
-    const client = createHeadscaleClient({ url: "http://hs.test", apiKey: "k", timeoutMs: 500, dispatcher: mock });
+    const client = createHeadscaleClient({ url: "http://hs.test", apiKey: "k", timeoutMs: 5000, dispatcher: mock });
     const error = await rejection(client.nodes.list());
     assert.equal(error.kind, "decode");
     assert.equal(error.detail, 'unexpected response: expected "nodes" to be an array');
@@ -143,7 +143,7 @@ describe("retries", () => {
     const client: HeadscaleClient = createHeadscaleClient({
       url: fake.url,
       apiKey: fake.apiKey,
-      timeoutMs: 1000,
+      timeoutMs: 10_000,
       retries: 0,
     });
     t.after(() => client.close());

@@ -24,7 +24,7 @@ async function setup(
 ) {
   const fake = await useFakeHeadscale(t, fakeOpts);
   const time = clock();
-  const views = new HeadscaleViews({ timeoutMs: 2000, cacheTTLSeconds: 10, now: time.now, ...viewOpts });
+  const views = new HeadscaleViews({ timeoutMs: 10_000, cacheTTLSeconds: 10, now: time.now, ...viewOpts });
   t.after(() => views.close());
   const view = views.view({ url: fake.url, apiKey: fake.apiKey });
   return { fake, time, views, view };
@@ -211,7 +211,7 @@ describe("HeadscaleViews", () => {
     const labels: string[] = [];
     const seen: Array<{ url: string; ca?: string }> = [];
     const views = new HeadscaleViews({
-      timeoutMs: 500,
+      timeoutMs: 5000,
       cacheTTLSeconds: 10,
       onRequest: (m) => labels.push(`${m.method} ${m.path} ${m.code}`),
       dispatcherFactory: (conn) => {

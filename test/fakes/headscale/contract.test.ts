@@ -97,7 +97,7 @@ describe("the fake answers every client operation in both forms within the contr
   for (const version of ["0.29", "0.28"] as const) {
     test(`version ${version}`, async (t) => {
       const fake = await useFakeHeadscale(t, { version, policy: '{"tagOwners": {"tag:a": [], "tag:b": []}}' });
-      const client = createHeadscaleClient({ url: fake.url, apiKey: fake.apiKey, timeoutMs: 2000, retries: 0 });
+      const client = createHeadscaleClient({ url: fake.url, apiKey: fake.apiKey, timeoutMs: 10_000, retries: 0 });
       t.after(() => client.close());
       const settle = (p: Promise<unknown>) =>
         p.then(
