@@ -128,7 +128,10 @@ export function siteConflicts(
   sites.forEach((site, rank) => {
     const me = parseSite(site);
     out.set(me.id, reservedConflict(me, reserved) ?? indexedConflict(me, index) ?? NO_CONFLICT);
-    if (!site.metadata.deletionTimestamp) me.prefixes.forEach((prefix, i) => index.add({ rank, owner: me, prefix, i }));
+    if (site.metadata.deletionTimestamp) return;
+    me.prefixes.forEach((prefix, i) => {
+      index.add({ rank, owner: me, prefix, i });
+    });
   });
   return out;
 }

@@ -5,7 +5,7 @@
  * sync is reported Approved).
  */
 import { blockerFrom, type ConditionInput, cond, deriveReady } from "../../conditions/condition.js";
-import { CommonReason, SiteCondition, SiteReason } from "../../conditions/reasons.js";
+import { type CommonReason, SiteCondition, SiteReason } from "../../conditions/reasons.js";
 import type { HsNode } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import type { TailnetSettings } from "../shared/workload.js";
@@ -102,7 +102,9 @@ export function previousAdvertisers(parent: K8sObject): AdvertiserStatus[] {
   return status.advertisers.flatMap((a: unknown) => {
     const x = a as Partial<AdvertiserStatus> | null;
     if (!x || typeof x.node !== "string" || !Array.isArray(x.prefixes) || typeof x.approved !== "boolean") return [];
-    return [{ node: x.node, prefixes: x.prefixes.filter((p): p is string => typeof p === "string"), approved: x.approved }];
+    return [
+      { node: x.node, prefixes: x.prefixes.filter((p): p is string => typeof p === "string"), approved: x.approved },
+    ];
   });
 }
 
@@ -144,7 +146,8 @@ function routeConflict(input: SiteInput): ConditionInput {
   const conflict = siteConflict(input.parent, input.sites, t.settings?.reservedNetworks ?? []);
   if (conflict.blocked) return cond(SiteCondition.RouteConflict, "True", conflict.reason, conflict.message);
   if (!t.settings) {
-    return cond(SiteCondition.RouteConflict, "Unknown", SiteReason.NoTailnet, `reservedNetworks unknown: ${t.message}`);
+    const why = t.ok ? "" : `: ${t.message}`;
+    return cond(SiteCondition.RouteConflict, "Unknown", SiteReason.NoTailnet, `reservedNetworks unknown${why}`);
   }
   return cond(
     SiteCondition.RouteConflict,
@@ -199,9 +202,16 @@ function approvalWithheld(input: SiteInput, blocked: boolean): string {
   return "";
 }
 
-function approved(input: SiteInput, facts: readonly AdvertiserFact[], spec: SiteSpec, blocked: boolean): ConditionInput {
+function approved(
+  input: SiteInput,
+  facts: readonly AdvertiserFact[],
+  spec: SiteSpec,
+  blocked: boolean,
+): ConditionInput {
   const pending = facts.filter((f) => f.pending.length > 0);
-  const unadvertised = spec.prefixes.filter((p) => !facts.some((f) => f.advertised.includes(p.text))).map((p) => p.text);
+  const unadvertised = spec.prefixes
+    .filter((p) => !facts.some((f) => f.advertised.includes(p.text)))
+    .map((p) => p.text);
   if (pending.length === 0 && unadvertised.length === 0) {
     const text = named(
       facts.filter((f) => f.approved.length > 0),
@@ -211,21 +221,18 @@ function approved(input: SiteInput, facts: readonly AdvertiserFact[], spec: Site
   }
   const parts: string[] = [];
   if (pending.length > 0) {
-    parts.push(`advertised but not approved: ${named(pending, (f) => `${list(f.pending.map((x) => x.prefix))} on ${f.node}`)}`);
+    parts.push(
+      `advertised but not approved: ${named(pending, (f) => `${list(f.pending.map((x) => x.prefix))} on ${f.node}`)}`,
+    );
     const withheld = approvalWithheld(input, blocked);
     if (withheld) parts.push(withheld);
-    const failed = (input.outcomes ?? []).filter((o) => !o.ok);
-    for (const o of failed) if (!o.ok) parts.push(`approving on ${o.node} failed: ${o.error}`);
+    for (const o of input.outcomes ?? []) if (!o.ok) parts.push(`approving on ${o.node} failed: ${o.error}`);
   }
   if (unadvertised.length > 0) parts.push(`not advertised, so not approved: ${list(unadvertised)}`);
   return cond(SiteCondition.Approved, "False", SiteReason.NotApproved, parts.join("; "));
 }
 
-function approvalsFor(
-  input: SiteInput,
-  facts: readonly AdvertiserFact[],
-  blocked: boolean,
-): ApprovalAction[] {
+function approvalsFor(input: SiteInput, facts: readonly AdvertiserFact[], blocked: boolean): ApprovalAction[] {
   if (input.outcomes || approvalWithheld(input, blocked)) return [];
   const before = previouslyApproved(input.parent);
   return facts
@@ -238,22 +245,40 @@ function approvalsFor(
     }));
 }
 
+/**
+ * Nodes without an `approvedRoutes` field come from a Headscale older than 0.26 (routes were
+ * separate objects then): their routes cannot be read, so they are not observed rather than
+ * "nothing approved" — and an approval would be a write to a server the operator does not drive.
+ */
+function routesReadable(nodes: NodesObservation | undefined): NodesObservation | undefined {
+  if (!nodes?.ok || nodes.value.every((n) => n.shape.hasApprovedRoutes)) return nodes;
+  return { ok: false, message: "node objects carry no approvedRoutes (Headscale older than 0.26 is not supported)" };
+}
+
 export function decideSite(input: SiteInput): SiteDecision {
   const spec = specOf(input.parent);
   const conflict = routeConflict(input);
   const blocked = conflict.status === "True";
   const t = input.tailnet;
-  const nodes = input.nodes;
+  const nodes = routesReadable(input.nodes);
 
-  if (!t.ok || !nodes || !nodes.ok) {
+  if (!t.ok || !nodes?.ok) {
     // Headscale not queried or not answering: nothing is known about routes, and the last
     // advertisers[] stay (they are the memory for replays).
-    const message = !t.ok ? `Headscale not queried: ${t.message}` : `Headscale not queried: ${nodes?.ok === false ? nodes.message : "no observation"}`;
+    const why = !t.ok ? t.message : nodes?.ok === false ? nodes.message : "no observation";
+    const message = `routes not observed: ${why}`;
     const unknown = (type: string) => cond(type, "Unknown", SiteReason.NotObserved, message);
-    const observed = [unknown(SiteCondition.UnmanagedOverlap), unknown(SiteCondition.Advertised), unknown(SiteCondition.Approved)];
+    const observed = [
+      unknown(SiteCondition.UnmanagedOverlap),
+      unknown(SiteCondition.Advertised),
+      unknown(SiteCondition.Approved),
+    ];
     const ready = !t.ok
       ? cond(SiteCondition.Ready, "False", t.reason, t.message)
-      : deriveReady([blockerFrom(conflict, "False"), blockerFrom(observed[1]), blockerFrom(observed[2])], SiteReason.Ready);
+      : deriveReady(
+          [blockerFrom(conflict, "False"), blockerFrom(observed[1]), blockerFrom(observed[2])],
+          SiteReason.Ready,
+        );
     return {
       conditions: [conflict, ...observed, ready],
       advertisers: previousAdvertisers(input.parent),

@@ -1,8 +1,75 @@
-/** The site kind module (placeholder until its logic lands: every condition Unknown/NotImplemented). */
+/**
+ * The TailnetSite kind: a network behind subnet routers. No children (a pure control-plane
+ * object); the sync observes the Headscale node list, decides conditions and approvals, approves
+ * advertised routes on advertiser nodes (Apply mode, unblocked sites only), and folds the outcome
+ * back into status. The policy side (autoApprovers, grants, tagOwners) is the Tailnet's render.
+ */
 import { SiteCondition } from "../../conditions/reasons.js";
-import { siteRelated } from "../related.js";
-import { skeletonModule } from "../skeleton.js";
+import type { K8sObject } from "../../k8s/objects.js";
+import { withdrawResource } from "../../metrics/resource.js";
+import { assembleStatus, invalidSpecResult, previousStatus, resourceId } from "../common.js";
+import { siteRelated, tailnetRefName } from "../related.js";
+import type { HookDeps, HookRequest, KindModule, SyncResult } from "../types.js";
+import { approveSiteRoutes, replayedRoutes } from "./act.js";
+import { decideSite, previousAdvertisers } from "./decide.js";
+import { observeSite } from "./observe.js";
 
-export const siteModule = skeletonModule("site", Object.values(SiteCondition), (r, d) =>
-  siteRelated(r.parent, d.config),
-);
+const CONDITION_TYPES = Object.values(SiteCondition);
+
+/** Labels of tailnet_route_approvals_replayed_total for this site. */
+function replayLabels(parent: K8sObject) {
+  const { namespace, name } = resourceId(parent);
+  return { tailnet: tailnetRefName(parent) ?? "", namespace, name };
+}
+
+async function syncSite(req: HookRequest, deps: HookDeps): Promise<SyncResult> {
+  const { input, view } = await observeSite(req, deps);
+  let decision = decideSite(input);
+  // The series exists from the first sync at 0, so the first replay batch is an increase, not a baseline.
+  if (view) deps.metrics.routeApprovalsReplayed.inc(replayLabels(req.parent), 0);
+  if (view && decision.approvals.length > 0) {
+    const outcomes = await approveSiteRoutes(view, decision.approvals);
+    const replayed = replayedRoutes(decision.approvals, outcomes);
+    const { namespace, name } = resourceId(req.parent);
+    if (replayed > 0) deps.metrics.routeApprovalsReplayed.inc(replayLabels(req.parent), replayed);
+    for (const o of outcomes) {
+      if (o.ok && o.added.length > 0)
+        deps.log.info({ site: `${namespace}/${name}`, node: o.node, routes: o.added }, "approved routes");
+      else if (!o.ok)
+        deps.log.warn({ site: `${namespace}/${name}`, node: o.node, error: o.error }, "route approval failed");
+    }
+    decision = decideSite({ ...input, outcomes });
+  }
+  const status = assembleStatus(req, deps, decision.conditions, { advertisers: decision.advertisers });
+  return { status, children: [], resyncAfterSeconds: decision.resyncAfterSeconds };
+}
+
+/**
+ * Nothing to clean in Headscale: approved routes belong to the router nodes, which the site does
+ * not own (another site, a gateway or an administrator may rely on the same approval), and
+ * removing an approval that autoApprovers still covers is undone on the next policy reload
+ * (NOTES §4). Access is what the site grants, and the Tailnet's next render drops the site's
+ * grants and autoApprovers entry. The last status is kept as it was.
+ */
+async function finalizeSite(req: HookRequest, deps: HookDeps) {
+  const prev = previousStatus(req.parent);
+  const conditions = Array.isArray(prev.conditions) ? (prev.conditions as { type: string }[]) : [];
+  const kept = CONDITION_TYPES.flatMap((type) => {
+    const c = conditions.find((x) => x?.type === type) as
+      | { type: string; status: "True" | "False" | "Unknown"; reason: string; message: string }
+      | undefined;
+    return c ? [{ type, status: c.status, reason: c.reason, message: c.message }] : [];
+  });
+  withdrawResource(deps.metrics, resourceId(req.parent));
+  deps.metrics.routeApprovalsReplayed.remove(replayLabels(req.parent));
+  const status = assembleStatus(req, deps, kept, { advertisers: previousAdvertisers(req.parent) }, { publish: false });
+  return { status, children: [], finalized: true };
+}
+
+export const siteModule: KindModule = {
+  hookKind: "site",
+  customize: (req, deps) => siteRelated(req.parent, deps.config),
+  sync: syncSite,
+  finalize: finalizeSite,
+  invalid: (req, message, deps) => invalidSpecResult(req, deps, SiteCondition.Ready, CONDITION_TYPES, message),
+};

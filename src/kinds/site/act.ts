@@ -1,0 +1,85 @@
+/**
+ * Route approvals of a TailnetSite (impure). approve_routes replaces a node's whole approved set
+ * (NOTES §1.2), so each call is a read-modify-write: the node list is re-read right before the
+ * write (the cached one may predate another site's or the gateway's approval on the same router)
+ * and the node's full approved set is sent back with the missing routes added — never removing
+ * one. Writes to one Headscale are serialised within the process so two syncs approving on the
+ * same router cannot overwrite each other; across operator replicas the next sync repairs a lost
+ * update (and counts it as a replay). Failures are outcomes, never thrown.
+ */
+import type { HeadscaleView } from "../../headscale/view.js";
+import type { ApprovalAction, ApprovalOutcome } from "./decide.js";
+import { canonicalRoute } from "./routes.js";
+
+/** The tail of the write queue per Headscale view (per connection). */
+const queues = new WeakMap<HeadscaleView, Promise<unknown>>();
+
+function serialised<T>(view: HeadscaleView, fn: () => Promise<T>): Promise<T> {
+  const previous = queues.get(view) ?? Promise.resolve();
+  const run = previous.then(fn, fn);
+  queues.set(
+    view,
+    run.catch(() => undefined),
+  );
+  return run;
+}
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** Carries out the approvals; afterwards the view's node list is invalidated (our own write). */
+export async function approveSiteRoutes(
+  view: HeadscaleView,
+  actions: readonly ApprovalAction[],
+): Promise<ApprovalOutcome[]> {
+  if (actions.length === 0) return [];
+  return serialised(view, async () => {
+    view.invalidate("nodes");
+    const fresh = await view.nodes();
+    const outcomes: ApprovalOutcome[] = [];
+    for (const action of actions) {
+      const fail = (error: string): ApprovalOutcome => ({ ok: false, nodeId: action.nodeId, node: action.node, error });
+      if (!fresh.ok) {
+        outcomes.push(fail(`re-reading the node list before approving failed: ${fresh.error.message}`));
+        continue;
+      }
+      const node = fresh.value.find((n) => n.id === action.nodeId);
+      if (!node) {
+        outcomes.push(fail(`node ${action.node} (id ${action.nodeId}) is gone`));
+        continue;
+      }
+      const approved = new Set(node.approvedRoutes.map(canonicalRoute));
+      const announced = new Set(node.availableRoutes.map(canonicalRoute));
+      // Only what is still announced and still missing: another writer may have approved it meanwhile.
+      const missing = action.add.filter((r) => announced.has(canonicalRoute(r)) && !approved.has(canonicalRoute(r)));
+      if (missing.length === 0) {
+        outcomes.push({ ok: true, nodeId: node.id, node: action.node, added: [], approvedRoutes: node.approvedRoutes });
+        continue;
+      }
+      try {
+        const updated = await view.client.nodes.approveRoutes(node.id, [...node.approvedRoutes, ...missing]);
+        outcomes.push({
+          ok: true,
+          nodeId: node.id,
+          node: action.node,
+          added: missing,
+          approvedRoutes: updated.approvedRoutes,
+        });
+      } catch (error) {
+        outcomes.push(fail(messageOf(error)));
+      }
+    }
+    view.invalidate("nodes");
+    return outcomes;
+  });
+}
+
+/** Routes re-approved by these outcomes whose approval the last status had recorded (one per route). */
+export function replayedRoutes(actions: readonly ApprovalAction[], outcomes: readonly ApprovalOutcome[]): number {
+  let n = 0;
+  for (const o of outcomes) {
+    if (!o.ok) continue;
+    const replays = new Set(actions.find((a) => a.nodeId === o.nodeId)?.replays ?? []);
+    n += o.added.filter((r) => replays.has(r)).length;
+  }
+  return n;
+}

@@ -1,0 +1,485 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { HsNode } from "../../../src/headscale/types.js";
+import type { K8sObject } from "../../../src/k8s/objects.js";
+import { tailnetSettings } from "../../../src/kinds/shared/workload.js";
+import { decideSite, type SiteDecision, type SiteInput } from "../../../src/kinds/site/decide.js";
+import { node, site, tailnet } from "./fixtures.js";
+
+const P4 = "192.168.10.0/24";
+const P6 = "fd00:1::/64";
+const TAG = "tag:router-home";
+
+const lan = (opts: Parameters<typeof site>[1] = {}) =>
+  site("lan", { prefixes: [P4, P6], advertiserTags: [TAG], created: "2026-11-02T00:00:00Z", ...opts });
+const router = (opts: Parameters<typeof node>[1] = {}) =>
+  node("router-1", { id: "1", tags: [TAG], available: [P4, P6], approved: [P4, P6], ...opts });
+const laptop = (available: string[]) => node("laptop", { id: "9", available, approved: [] });
+
+function onTailnet(t: K8sObject): SiteInput["tailnet"] {
+  return { ok: true, tailnet: t, settings: tailnetSettings(t) };
+}
+
+/** A healthy world: one router announcing and approved for both prefixes, an unrelated laptop route. */
+function healthy(over: Partial<SiteInput> & { nodeList?: HsNode[] } = {}): SiteInput {
+  const parent = over.parent ?? lan();
+  return {
+    parent,
+    sites: over.sites ?? [parent],
+    tailnet: over.tailnet ?? onTailnet(tailnet()),
+    nodes: over.nodes ?? { ok: true, value: over.nodeList ?? [router(), laptop(["10.1.0.0/16"])] },
+    outcomes: over.outcomes,
+  };
+}
+
+const reasons = (d: SiteDecision) => Object.fromEntries(d.conditions.map((c) => [c.type, c.reason]));
+const message = (d: SiteDecision, type: string) => d.conditions.find((c) => c.type === type)?.message;
+const statusOf = (d: SiteDecision, type: string) => d.conditions.find((c) => c.type === type)?.status;
+
+describe("decideSite: one row per reason (reasons page order)", () => {
+  const rows: { name: string; input: SiteInput; want: Record<string, string>; messages?: Record<string, string> }[] = [
+    {
+      name: "a prefix inside a reserved network",
+      input: healthy({ parent: lan({ prefixes: ["10.96.10.0/24"] }) }),
+      want: {
+        RouteConflict: "OverlapsReserved",
+        UnmanagedOverlap: "None",
+        Advertised: "NotAdvertised",
+        Approved: "NotApproved",
+        Ready: "OverlapsReserved",
+      },
+      messages: {
+        RouteConflict:
+          "prefix 10.96.10.0/24 of TailnetSite net/lan overlaps reserved network 10.96.0.0/12 of Tailnet home",
+        Ready: "prefix 10.96.10.0/24 of TailnetSite net/lan overlaps reserved network 10.96.0.0/12 of Tailnet home",
+      },
+    },
+    {
+      name: "an older site claims an overlapping prefix",
+      input: healthy({
+        sites: [lan(), site("home", { prefixes: ["192.168.0.0/16"], created: "2026-11-01T00:00:00Z" })],
+      }),
+      want: {
+        RouteConflict: "OverlapsSite",
+        UnmanagedOverlap: "None",
+        Advertised: "Advertised",
+        Approved: "Approved",
+        Ready: "OverlapsSite",
+      },
+      messages: {
+        RouteConflict:
+          "prefix 192.168.10.0/24 of TailnetSite net/lan overlaps prefix 192.168.0.0/16 of the older TailnetSite net/home",
+        Ready:
+          "prefix 192.168.10.0/24 of TailnetSite net/lan overlaps prefix 192.168.0.0/16 of the older TailnetSite net/home",
+      },
+    },
+    {
+      name: "a laptop without the advertiser tag announces a nested route",
+      input: healthy({ nodeList: [router(), laptop(["192.168.10.0/25"])] }),
+      want: {
+        RouteConflict: "NoConflict",
+        UnmanagedOverlap: "Unmanaged",
+        Advertised: "Advertised",
+        Approved: "Approved",
+        Ready: "Ready",
+      },
+      messages: {
+        UnmanagedOverlap:
+          "node without an advertiser tag (tag:router-home) advertises an overlapping route: laptop 192.168.10.0/25 (overlaps 192.168.10.0/24)",
+      },
+    },
+    {
+      name: "no router announces the prefixes",
+      input: healthy({ nodeList: [router({ available: [], approved: [] })] }),
+      want: {
+        RouteConflict: "NoConflict",
+        UnmanagedOverlap: "None",
+        Advertised: "NotAdvertised",
+        Approved: "NotApproved",
+        Ready: "NotAdvertised",
+      },
+      messages: {
+        Advertised: "no node tagged tag:router-home advertises 192.168.10.0/24, fd00:1::/64",
+        Approved: "not advertised, so not approved: 192.168.10.0/24, fd00:1::/64",
+        Ready: "no node tagged tag:router-home advertises 192.168.10.0/24, fd00:1::/64",
+      },
+    },
+    {
+      name: "the router announces but nothing is approved",
+      input: healthy({ nodeList: [router({ approved: [] })] }),
+      want: {
+        RouteConflict: "NoConflict",
+        UnmanagedOverlap: "None",
+        Advertised: "Advertised",
+        Approved: "NotApproved",
+        Ready: "NotApproved",
+      },
+      messages: { Approved: "advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1" },
+    },
+    {
+      name: "Headscale cannot be queried",
+      input: healthy({ nodes: { ok: false, message: "Headscale GET /api/v1/node: connection refused" } }),
+      want: {
+        RouteConflict: "NoConflict",
+        UnmanagedOverlap: "NotObserved",
+        Advertised: "NotObserved",
+        Approved: "NotObserved",
+        Ready: "NotObserved",
+      },
+      messages: {
+        Advertised: "routes not observed: Headscale GET /api/v1/node: connection refused",
+        Ready: "routes not observed: Headscale GET /api/v1/node: connection refused",
+      },
+    },
+    {
+      name: "the Tailnet does not exist",
+      input: healthy({
+        tailnet: { ok: false, reason: "NoTailnet", message: 'Tailnet "home" not found' },
+        nodes: undefined,
+      }),
+      want: {
+        RouteConflict: "NoTailnet",
+        UnmanagedOverlap: "NotObserved",
+        Advertised: "NotObserved",
+        Approved: "NotObserved",
+        Ready: "NoTailnet",
+      },
+      messages: {
+        RouteConflict: 'reservedNetworks unknown: Tailnet "home" not found',
+        Ready: 'Tailnet "home" not found',
+      },
+    },
+    {
+      name: "the Tailnet's credentials are not published yet",
+      input: healthy({
+        tailnet: {
+          ok: false,
+          reason: "NoAPIKey",
+          message: "Secret tailnet-system/tailnet-home-credentials not found yet",
+          settings: tailnetSettings(tailnet()),
+        },
+        nodes: undefined,
+      }),
+      want: {
+        RouteConflict: "NoConflict",
+        UnmanagedOverlap: "NotObserved",
+        Advertised: "NotObserved",
+        Approved: "NotObserved",
+        Ready: "NoAPIKey",
+      },
+      messages: { Ready: "Secret tailnet-system/tailnet-home-credentials not found yet" },
+    },
+    {
+      name: "all healthy",
+      input: healthy(),
+      want: {
+        RouteConflict: "NoConflict",
+        UnmanagedOverlap: "None",
+        Advertised: "Advertised",
+        Approved: "Approved",
+        Ready: "Ready",
+      },
+      messages: {
+        RouteConflict: "no prefix overlaps a reserved network of Tailnet home or an older TailnetSite",
+        UnmanagedOverlap:
+          "no node without an advertiser tag advertises a route overlapping 192.168.10.0/24, fd00:1::/64",
+        Advertised: "advertised: 192.168.10.0/24 by router-1; fd00:1::/64 by router-1",
+        Approved: "approved: 192.168.10.0/24, fd00:1::/64 on router-1",
+        Ready: "every prefix is advertised and approved",
+      },
+    },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      const d = decideSite(row.input);
+      assert.deepEqual(reasons(d), row.want);
+      for (const [type, text] of Object.entries(row.messages ?? {})) assert.equal(message(d, type), text, type);
+      assert.deepEqual(
+        d.conditions.map((c) => c.type),
+        ["RouteConflict", "UnmanagedOverlap", "Advertised", "Approved", "Ready"],
+      );
+    });
+  }
+});
+
+describe("decideSite: Ready staircase", () => {
+  it("repeats the next blocker's reason as each one is removed", () => {
+    const older = site("home", { prefixes: [P4], created: "2026-11-01T00:00:00Z" });
+    const steps: { name: string; input: SiteInput; ready: string; status: string }[] = [
+      {
+        name: "no Tailnet",
+        input: healthy({
+          sites: [lan(), older],
+          tailnet: { ok: false, reason: "NoTailnet", message: "x" },
+          nodes: undefined,
+        }),
+        ready: "NoTailnet",
+        status: "False",
+      },
+      {
+        name: "no API key",
+        input: healthy({
+          sites: [lan(), older],
+          tailnet: { ok: false, reason: "NoAPIKey", message: "x", settings: tailnetSettings(tailnet()) },
+          nodes: undefined,
+        }),
+        ready: "NoAPIKey",
+        status: "False",
+      },
+      {
+        name: "blocked by an older site, nothing announced",
+        input: healthy({ sites: [lan(), older], nodeList: [] }),
+        ready: "OverlapsSite",
+        status: "False",
+      },
+      {
+        name: "unblocked, nothing announced",
+        input: healthy({ nodeList: [] }),
+        ready: "NotAdvertised",
+        status: "False",
+      },
+      {
+        name: "announced, not approved",
+        input: healthy({ nodeList: [router({ approved: [P4] })] }),
+        ready: "NotApproved",
+        status: "False",
+      },
+      { name: "announced and approved", input: healthy(), ready: "Ready", status: "True" },
+    ];
+    for (const step of steps) {
+      const ready = decideSite(step.input).conditions.find((c) => c.type === "Ready");
+      assert.equal(ready?.reason, step.ready, step.name);
+      assert.equal(ready?.status, step.status, step.name);
+    }
+  });
+});
+
+describe("decideSite: exact-prefix matching", () => {
+  it("matches IPv6 prefixes by canonical form and approves the route as the node spells it", () => {
+    const d = decideSite(
+      healthy({
+        parent: lan({ prefixes: ["FD00:1:0::/64"] }),
+        nodeList: [router({ available: ["fd00:1::/64"], approved: [] })],
+      }),
+    );
+    assert.equal(reasons(d).Advertised, "Advertised");
+    assert.deepEqual(d.approvals, [{ nodeId: "1", node: "router-1", add: ["fd00:1::/64"], replays: [] }]);
+    assert.deepEqual(d.advertisers, [{ node: "router-1", prefixes: ["FD00:1:0::/64"], approved: false }]);
+  });
+
+  it("a nested announcement is not the prefix, and a containing approval does not approve it", () => {
+    const nested = decideSite(
+      healthy({ parent: lan({ prefixes: [P4] }), nodeList: [router({ available: ["192.168.10.0/25"] })] }),
+    );
+    assert.equal(reasons(nested).Advertised, "NotAdvertised");
+    assert.deepEqual(nested.advertisers, []);
+
+    const containing = decideSite(
+      healthy({
+        parent: lan({ prefixes: [P4] }),
+        nodeList: [router({ available: [P4], approved: ["192.168.0.0/16"] })],
+      }),
+    );
+    assert.equal(reasons(containing).Approved, "NotApproved");
+    assert.equal(message(containing, "Approved"), "advertised but not approved: 192.168.10.0/24 on router-1");
+    assert.deepEqual(containing.approvals, [{ nodeId: "1", node: "router-1", add: [P4], replays: [] }]);
+  });
+
+  it("a node announcing the prefix without an advertiser tag is neither an advertiser nor approved", () => {
+    const d = decideSite(
+      healthy({ parent: lan({ prefixes: [P4] }), nodeList: [node("nas", { available: [P4], approved: [P4] })] }),
+    );
+    assert.equal(reasons(d).Advertised, "NotAdvertised");
+    assert.equal(reasons(d).UnmanagedOverlap, "Unmanaged");
+    assert.equal(
+      message(d, "UnmanagedOverlap"),
+      "node without an advertiser tag (tag:router-home) advertises an overlapping route: nas 192.168.10.0/24 (overlaps 192.168.10.0/24)",
+    );
+    assert.deepEqual(d.approvals, []);
+  });
+
+  it("lists advertisers sorted by node name with the site prefixes each announces; partial approval is approved: false", () => {
+    const d = decideSite(
+      healthy({
+        parent: lan({ advertiserTags: ["tag:router-b", TAG] }),
+        nodeList: [
+          node("router-2", { id: "2", tags: ["tag:router-b"], available: [P6, "10.9.0.0/16"], approved: [P6] }),
+          router({ approved: [P6] }),
+          node("router-0", { id: "3", tags: [TAG], available: ["10.9.0.0/16"] }),
+        ],
+      }),
+    );
+    assert.deepEqual(d.advertisers, [
+      { node: "router-1", prefixes: [P4, P6], approved: false },
+      { node: "router-2", prefixes: [P6], approved: true },
+    ]);
+    assert.equal(
+      message(d, "Advertised"),
+      "advertised: 192.168.10.0/24 by router-1; fd00:1::/64 by router-1, router-2",
+    );
+  });
+
+  it("names several tags and several prefixes in NotAdvertised", () => {
+    const d = decideSite(healthy({ parent: lan({ advertiserTags: ["tag:b", "tag:a"] }), nodeList: [] }));
+    assert.equal(message(d, "Advertised"), "no node tagged tag:a or tag:b advertises 192.168.10.0/24, fd00:1::/64");
+  });
+});
+
+describe("decideSite: unmanaged overlaps", () => {
+  it("names every node, caps the list, and ignores exit routes and non-overlapping routes", () => {
+    const nodes = [
+      router(),
+      node("exit", { available: ["0.0.0.0/0", "::/0"] }),
+      node("far", { available: ["172.16.0.0/12"] }),
+      node("a", { available: ["192.168.0.0/16"] }),
+      node("b", { available: ["fd00:1::/80", "fd00:1:0:0:1::/80"] }),
+      node("c", { available: ["192.168.10.7/32"] }),
+      node("d", { available: ["192.168.10.0/24"] }),
+      node("e", { available: ["192.168.10.128/25"] }),
+    ];
+    const d = decideSite(healthy({ nodeList: nodes }));
+    assert.equal(
+      message(d, "UnmanagedOverlap"),
+      "5 nodes without an advertiser tag (tag:router-home) advertise overlapping routes: " +
+        "a 192.168.0.0/16 (overlaps 192.168.10.0/24); b fd00:1::/80 (overlaps fd00:1::/64); " +
+        "b fd00:1:0:0:1::/80 (overlaps fd00:1::/64); c 192.168.10.7/32 (overlaps 192.168.10.0/24); " +
+        "d 192.168.10.0/24 (overlaps 192.168.10.0/24); and 1 more",
+    );
+    assert.equal(reasons(d).Ready, "Ready");
+  });
+
+  it("only exit routes: no overlap reported", () => {
+    const d = decideSite(healthy({ nodeList: [router(), node("exit", { available: ["0.0.0.0/0", "::/0"] })] }));
+    assert.equal(reasons(d).UnmanagedOverlap, "None");
+  });
+});
+
+describe("decideSite: approvals", () => {
+  it("approves only what is announced and missing, per node", () => {
+    const d = decideSite(
+      healthy({
+        nodeList: [
+          router({ available: [P4, P6, "10.1.0.0/16"], approved: ["10.1.0.0/16", P6] }),
+          node("router-2", { id: "2", tags: [TAG], available: [P4], approved: [] }),
+        ],
+      }),
+    );
+    assert.deepEqual(d.approvals, [
+      { nodeId: "1", node: "router-1", add: [P4], replays: [] },
+      { nodeId: "2", node: "router-2", add: [P4], replays: [] },
+    ]);
+    assert.equal(d.resyncAfterSeconds, 30);
+  });
+
+  it("marks re-approvals of prefixes the last status recorded approved (a router re-registered as a new node)", () => {
+    const parent = lan({
+      status: { advertisers: [{ node: "router-1", prefixes: [P4, P6], approved: true }] },
+    });
+    const d = decideSite(
+      healthy({ parent, nodeList: [node("router-1-1", { id: "7", tags: [TAG], available: [P4, P6], approved: [] })] }),
+    );
+    assert.deepEqual(d.approvals, [{ nodeId: "7", node: "router-1-1", add: [P4, P6], replays: [P4, P6] }]);
+  });
+
+  it("a last status with approved: false is no memory of approval", () => {
+    const parent = lan({ status: { advertisers: [{ node: "router-1", prefixes: [P4], approved: false }] } });
+    const d = decideSite(healthy({ parent, nodeList: [router({ approved: [] })] }));
+    assert.deepEqual(d.approvals[0].replays, []);
+  });
+
+  const withheld: { name: string; input: SiteInput; message: string }[] = [
+    {
+      name: "DryRun",
+      input: healthy({
+        tailnet: onTailnet(tailnet("home", { policy: { mode: "DryRun" } })),
+        nodeList: [router({ approved: [] })],
+      }),
+      message:
+        "advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1; Tailnet home is in DryRun (spec.policy.mode): the operator approves no routes",
+    },
+    {
+      name: "a blocked site",
+      input: healthy({
+        sites: [lan(), site("home", { prefixes: [P6], created: "2026-11-01T00:00:00Z" })],
+        nodeList: [router({ approved: [] })],
+      }),
+      message:
+        "advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1; the site is blocked by RouteConflict: nothing is approved for it",
+    },
+    {
+      name: "an incompatible Headscale",
+      input: healthy({
+        tailnet: onTailnet(
+          tailnet(
+            "home",
+            {},
+            { conditions: [{ type: "HeadscaleCompatible", status: "False", reason: "Incompatible" }] },
+          ),
+        ),
+        nodeList: [router({ approved: [] })],
+      }),
+      message:
+        "advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1; Tailnet home reports HeadscaleCompatible=False: the operator does not write to this server",
+    },
+  ];
+  for (const row of withheld) {
+    it(`approves nothing for ${row.name}, and says why`, () => {
+      const d = decideSite(row.input);
+      assert.deepEqual(d.approvals, []);
+      assert.equal(message(d, "Approved"), row.message);
+      assert.equal(statusOf(d, "Approved"), "False");
+    });
+  }
+
+  it("a Headscale without approvedRoutes on nodes (older than 0.26) is not observed, never guessed", () => {
+    const old = { ...router({ approved: [] }), shape: { hasTags: false, hasApprovedRoutes: false } };
+    const d = decideSite(healthy({ nodeList: [old] }));
+    assert.equal(reasons(d).Approved, "NotObserved");
+    assert.equal(
+      message(d, "Ready"),
+      "routes not observed: node objects carry no approvedRoutes (Headscale older than 0.26 is not supported)",
+    );
+    assert.deepEqual(d.approvals, []);
+  });
+
+  it("approves nothing when Headscale was not observed, and keeps the last advertisers", () => {
+    const last = [{ node: "router-1", prefixes: [P4], approved: true }];
+    const d = decideSite(
+      healthy({ parent: lan({ status: { advertisers: last } }), nodes: { ok: false, message: "down" } }),
+    );
+    assert.deepEqual(d.approvals, []);
+    assert.deepEqual(d.advertisers, last);
+    assert.equal(d.resyncAfterSeconds, 30);
+  });
+
+  it("folds a successful approval back: Approved, advertisers approved, nothing left to do", () => {
+    const input = healthy({ nodeList: [router({ approved: ["10.1.0.0/16"] })] });
+    const d = decideSite({
+      ...input,
+      outcomes: [{ ok: true, nodeId: "1", node: "router-1", added: [P4, P6], approvedRoutes: ["10.1.0.0/16", P4, P6] }],
+    });
+    assert.equal(reasons(d).Approved, "Approved");
+    assert.equal(reasons(d).Ready, "Ready");
+    assert.deepEqual(d.advertisers, [{ node: "router-1", prefixes: [P4, P6], approved: true }]);
+    assert.deepEqual(d.approvals, []);
+    assert.equal(d.resyncAfterSeconds, undefined);
+  });
+
+  it("folds a failed approval back into NotApproved naming the operation", () => {
+    const input = healthy({ nodeList: [router({ approved: [] })] });
+    const error = "Headscale POST /api/v1/node/{nodeId}/approve_routes: 500 fault injected: 500";
+    const d = decideSite({ ...input, outcomes: [{ ok: false, nodeId: "1", node: "router-1", error }] });
+    assert.equal(
+      message(d, "Approved"),
+      `advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1; approving on router-1 failed: ${error}`,
+    );
+    assert.deepEqual(d.approvals, []);
+  });
+
+  it("a blocked site does not wait on Headscale (no resync); a healthy one neither", () => {
+    const blocked = decideSite(healthy({ parent: lan({ prefixes: ["10.96.0.0/24"] }) }));
+    assert.equal(blocked.resyncAfterSeconds, undefined);
+    assert.equal(decideSite(healthy()).resyncAfterSeconds, undefined);
+    assert.equal(decideSite(healthy({ nodeList: [] })).resyncAfterSeconds, 30);
+  });
+});
