@@ -3,7 +3,8 @@
  * ConfigMap). The ingress-level name is <hostname>.<baseDomain>; in http mode each expose adds
  * <host or hostname>.<baseDomain> and its aliases. A name claimed by an older ingress
  * (creationTimestamp, then namespace/name) stays with it; the newer one gets DNSNameConflict and
- * its conflicting names are not published.
+ * its conflicting names are not published. An ingress with an invalid name publishes nothing and
+ * so claims nothing: `nameConflicts` and `nameOwners` agree on who owns every name.
  */
 import type { K8sObject } from "../../k8s/objects.js";
 import { isOlder } from "../site/conflict.js";
@@ -18,6 +19,8 @@ export interface IngressNames {
   all: string[];
   /** Labels that are not valid DNS labels (InvalidDNSName). */
   invalid: string[];
+  /** Where each invalid label was written, in spec order (one entry per field). */
+  invalidAt: { field: string; label: string }[];
 }
 
 interface ExposeSpec {
@@ -32,52 +35,62 @@ export function ingressNames(ingress: K8sObject, baseDomain: string | undefined)
   const spec = (ingress.spec ?? {}) as { hostname?: string; mode?: string; exposes?: ExposeSpec[] };
   const hostname = spec.hostname ?? ingress.metadata.name;
   const invalid: string[] = [];
-  const check = (label: string) => {
-    if (!DNS_LABEL.test(label) && !invalid.includes(label)) invalid.push(label);
+  const invalidAt: { field: string; label: string }[] = [];
+  const check = (label: string, field: string) => {
+    if (!DNS_LABEL.test(label)) {
+      invalidAt.push({ field, label });
+      if (!invalid.includes(label)) invalid.push(label);
+    }
     return label;
   };
-  const dnsName = fqdn(check(hostname), baseDomain);
+  const dnsName = fqdn(check(hostname, "spec.hostname"), baseDomain);
   const http = spec.mode === "http";
-  const exposes = (spec.exposes ?? []).map((e) => {
-    const host = http && e.host ? check(e.host) : hostname;
+  const exposes = (spec.exposes ?? []).map((e, i) => {
+    const host = http && e.host ? check(e.host, `spec.exposes[${i}].host`) : hostname;
     const aliases = http && Array.isArray(e.aliases) ? e.aliases.filter((a): a is string => typeof a === "string") : [];
     return {
       name: e.name ?? "",
       dnsName: fqdn(host, baseDomain),
-      dnsAliases: aliases.map((a) => fqdn(check(a), baseDomain)),
+      dnsAliases: aliases.map((a, j) => fqdn(check(a, `spec.exposes[${i}].aliases[${j}]`), baseDomain)),
     };
   });
   const all = [...new Set([dnsName, ...exposes.flatMap((e) => [e.dnsName, ...e.dnsAliases])])];
-  return { dnsName, exposes, all, invalid };
+  return { dnsName, exposes, all, invalid, invalidAt };
 }
 
 const tailnetOf = (o: K8sObject) => (o.spec as { tailnetRef?: { name?: string } } | undefined)?.tailnetRef?.name;
+const idOf = (o: K8sObject) => `${o.metadata.namespace}/${o.metadata.name}`;
+const byAge = (a: K8sObject, b: K8sObject) => (isOlder(a, b) ? -1 : isOlder(b, a) ? 1 : 0);
 
 /**
  * For one ingress: the names an older ingress of the same Tailnet already claims, with the
- * claimant (`namespace/name`). Empty when it owns all its names.
+ * claimant (`namespace/name`), in the order of this ingress's names. Empty when it owns all of
+ * them. Older ingresses being deleted or with an invalid name claim nothing.
  */
 export function nameConflicts(
   ingress: K8sObject,
   all: readonly K8sObject[],
   baseDomain: string | undefined,
 ): { name: string; claimedBy: string }[] {
-  const mine = ingressNames(ingress, baseDomain).all;
-  const out: { name: string; claimedBy: string }[] = [];
+  const claimed = new Map<string, string>();
   const older = all
     .filter(
       (o) =>
-        !(o.metadata.namespace === ingress.metadata.namespace && o.metadata.name === ingress.metadata.name) &&
+        idOf(o) !== idOf(ingress) &&
         tailnetOf(o) === tailnetOf(ingress) &&
         !o.metadata.deletionTimestamp &&
         isOlder(o, ingress),
     )
-    .sort((a, b) => (isOlder(a, b) ? -1 : 1));
-  for (const name of mine) {
-    const owner = older.find((o) => ingressNames(o, baseDomain).all.includes(name));
-    if (owner) out.push({ name, claimedBy: `${owner.metadata.namespace}/${owner.metadata.name}` });
+    .sort(byAge);
+  for (const o of older) {
+    const names = ingressNames(o, baseDomain);
+    if (names.invalid.length) continue;
+    for (const n of names.all) if (!claimed.has(n)) claimed.set(n, idOf(o));
   }
-  return out;
+  return ingressNames(ingress, baseDomain).all.flatMap((name) => {
+    const claimedBy = claimed.get(name);
+    return claimedBy ? [{ name, claimedBy }] : [];
+  });
 }
 
 /** The names an ingress actually publishes: its own minus those an older ingress claims. */
@@ -86,9 +99,9 @@ export function publishedNames(
   all: readonly K8sObject[],
   baseDomain: string | undefined,
 ): string[] {
-  const lost = new Set(nameConflicts(ingress, all, baseDomain).map((c) => c.name));
   const names = ingressNames(ingress, baseDomain);
   if (names.invalid.length) return [];
+  const lost = new Set(nameConflicts(ingress, all, baseDomain).map((c) => c.name));
   return names.all.filter((n) => !lost.has(n));
 }
 
@@ -99,11 +112,11 @@ export function publishedNames(
  */
 export function nameOwners(ingresses: readonly K8sObject[], baseDomain: string | undefined): Map<string, string> {
   const owners = new Map<string, string>();
-  const byAge = ingresses.filter((o) => !o.metadata.deletionTimestamp).sort((a, b) => (isOlder(a, b) ? -1 : 1));
-  for (const ing of byAge) {
+  const sorted = ingresses.filter((o) => !o.metadata.deletionTimestamp).sort(byAge);
+  for (const ing of sorted) {
     const names = ingressNames(ing, baseDomain);
     if (names.invalid.length) continue;
-    for (const n of names.all) if (!owners.has(n)) owners.set(n, `${ing.metadata.namespace}/${ing.metadata.name}`);
+    for (const n of names.all) if (!owners.has(n)) owners.set(n, idOf(ing));
   }
   return owners;
 }

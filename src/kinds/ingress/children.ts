@@ -1,0 +1,140 @@
+/**
+ * Children of a TailnetIngress, built with the shared agent builders (src/kinds/shared/agent.ts):
+ * ServiceAccount, the agent ConfigMap (config.json + tailscaled's serve.json), the Deployment, the
+ * NetworkPolicy (9080 only from the operator namespace and the configured scrapers) and the
+ * pre-auth key Secret. tailscaled serves each tailnet port to the agent's loopback listener
+ * (ipn.ServeConfig `TCPForward`); the agent forwards TCP or terminates TLS and proxies HTTP/1.1.
+ */
+import type { AgentConfigInput } from "../../agent/config.js";
+import { AGENT_METRICS_PORT, TAILSCALED_SOCKET } from "../../agent/ports.js";
+import type { OperatorConfig } from "../../config.js";
+import type { K8sObject } from "../../k8s/objects.js";
+import {
+  agentConfigMap,
+  agentDeployment,
+  agentNetworkPolicy,
+  agentServiceAccount,
+  configHash,
+  dnsLabel,
+  TLS_MOUNT_ROOT,
+} from "../shared/agent.js";
+import { exposeListenPorts, type IngressSpec } from "./spec.js";
+import { TLS_CERT_KEY, TLS_KEY_KEY } from "./tls.js";
+
+/** tailscale's ipn.ServeConfig, the part we use: tailnet port → raw TCP forward to a local listener. */
+export interface ServeConfig {
+  TCP: Record<string, { TCPForward: string }>;
+}
+
+/** Where the agent finds an expose's certificate pair (the Secret is mounted at TLS_MOUNT_ROOT/<name>). */
+export function tlsFiles(secretName: string): { certFile: string; keyFile: string } {
+  const dir = `${TLS_MOUNT_ROOT}/${secretName}`;
+  return { certFile: `${dir}/${TLS_CERT_KEY}`, keyFile: `${dir}/${TLS_KEY_KEY}` };
+}
+
+/** The cluster DNS name of a backend Service in the ingress's namespace. */
+export const backendHost = (service: string, namespace: string) => `${service}.${namespace}.svc.cluster.local`;
+
+/**
+ * config.json of the agent: role ingress, one expose per spec expose with its listen port, mode,
+ * backend, TLS files (http) and names (`names[i]`: the expose's DNS name, then its aliases).
+ */
+export function ingressAgentConfig(
+  parent: K8sObject,
+  spec: IngressSpec,
+  names: readonly { dnsName: string; dnsAliases: string[] }[],
+): AgentConfigInput {
+  const ports = exposeListenPorts(spec);
+  const namespace = parent.metadata.namespace ?? "";
+  return {
+    role: "ingress",
+    metricsPort: AGENT_METRICS_PORT,
+    tailscale: { localApiSocket: TAILSCALED_SOCKET },
+    exposes: spec.exposes.map((e, i) => ({
+      name: e.name,
+      listenPort: ports[i],
+      mode: spec.mode,
+      backend: { host: backendHost(e.backend.service, namespace), port: e.backend.port },
+      ...(spec.mode === "http" && e.tlsSecret ? { tls: tlsFiles(e.tlsSecret) } : {}),
+      names: names[i] ? [names[i].dnsName, ...names[i].dnsAliases] : [],
+    })),
+  };
+}
+
+/** serve.json: each tailnet port to 127.0.0.1:<listen port> (exposes sharing a port share a listener). */
+export function ingressServeConfig(spec: IngressSpec): ServeConfig {
+  const ports = exposeListenPorts(spec);
+  const tcp: ServeConfig["TCP"] = {};
+  for (const [i, e] of spec.exposes.entries()) {
+    tcp[String(e.port)] ??= { TCPForward: `127.0.0.1:${ports[i]}` };
+  }
+  return { TCP: tcp };
+}
+
+/** The TLS Secrets the agent mounts: http mode only, each once, sorted. */
+export function ingressTlsSecrets(spec: IngressSpec): string[] {
+  if (spec.mode !== "http") return [];
+  return [...new Set(spec.exposes.flatMap((e) => (e.tlsSecret ? [e.tlsSecret] : [])))].sort();
+}
+
+export interface IngressChildInputs {
+  tag: string;
+  /** The Tailnet's Headscale URL (tailscale --login-server). */
+  loginServer: string;
+  /** Per expose, in spec order: DNS name and aliases (see ingressNames). */
+  names: readonly { dnsName: string; dnsAliases: string[] }[];
+  /** The pre-auth key Secret child; undefined while no key exists (the pods wait for it). */
+  authKeySecret?: K8sObject;
+}
+
+/**
+ * The shared Deployment, with one difference: TLS Secret volumes are `optional`, so a missing
+ * Secret does not keep the pod (and so the node's registration) from starting — TLSReady reports
+ * TLSSecretMissing instead, and the agent picks the files up when the Secret appears.
+ */
+function ingressDeployment(
+  parent: K8sObject,
+  config: OperatorConfig,
+  spec: IngressSpec,
+  inputs: IngressChildInputs,
+  hash: string,
+): K8sObject {
+  const tlsSecrets = ingressTlsSecrets(spec);
+  const deployment = agentDeployment(parent, {
+    replicas: 1,
+    tag: inputs.tag,
+    loginServer: inputs.loginServer,
+    authKeySecret: inputs.authKeySecret?.metadata.name,
+    hostname: dnsLabel(spec.hostname),
+    images: config.images,
+    listenPorts: [],
+    configHash: hash,
+    serveConfig: true,
+    tlsSecrets,
+  });
+  type Volume = { secret?: { secretName: string; optional?: boolean } };
+  const podSpec = (deployment.spec as { template: { spec: { volumes?: Volume[] } } }).template.spec;
+  for (const v of podSpec.volumes ?? []) {
+    if (v.secret && tlsSecrets.includes(v.secret.secretName)) v.secret = { ...v.secret, optional: true };
+  }
+  return deployment;
+}
+
+/** Every child, in a fixed order: ServiceAccount, ConfigMap, Deployment, NetworkPolicy, key Secret. */
+export function ingressChildren(
+  parent: K8sObject,
+  config: OperatorConfig,
+  spec: IngressSpec,
+  inputs: IngressChildInputs,
+): K8sObject[] {
+  const agentConfig = ingressAgentConfig(parent, spec, inputs.names);
+  const serve = ingressServeConfig(spec);
+  const hash = configHash(agentConfig, serve);
+  return [
+    agentServiceAccount(parent),
+    agentConfigMap(parent, agentConfig, serve),
+    ingressDeployment(parent, config, spec, inputs, hash),
+    agentNetworkPolicy(parent, config, undefined),
+    ...(inputs.authKeySecret ? [inputs.authKeySecret] : []),
+  ];
+}

@@ -1,0 +1,72 @@
+/**
+ * observe for a TailnetIngress (I/O, never throws): the Tailnet and credentials from `related`,
+ * the live policy and node list through the shared cached Headscale view, the agent pods' /status,
+ * and the related TLS Secrets, backend Services and TailnetIngresses. The connection (and its API
+ * key) stays here; decide gets the Tailnet's settings only.
+ */
+import { API_VERSION } from "../../api/schemas.js";
+import type { HeadscaleView } from "../../headscale/view.js";
+import { type K8sObject, objectsOf } from "../../k8s/objects.js";
+import { agentPods, resolveWorkload } from "../shared/workload.js";
+import type { HookDeps, HookRequest } from "../types.js";
+import type { IngressInput, TailnetView } from "./decide.js";
+import type { IngressSpec } from "./spec.js";
+
+export type IngressObservation = Omit<IngressInput, "authKey">;
+
+/** Every observed child, flattened (Metacontroller's maps are keyed by type, then name). */
+export function observedChildren(req: HookRequest): K8sObject[] {
+  return Object.keys(req.children ?? {})
+    .sort()
+    .flatMap((type) =>
+      Object.keys(req.children[type] ?? {})
+        .sort()
+        .map((key) => req.children[type][key])
+        .filter((o): o is K8sObject => !!o?.metadata?.name),
+    );
+}
+
+function inNamespace(req: HookRequest, apiVersion: string, kind: string): K8sObject[] {
+  return objectsOf(req.related, apiVersion, kind).filter((o) => o.metadata.namespace === req.parent.metadata.namespace);
+}
+
+export async function observeIngress(
+  req: HookRequest,
+  deps: HookDeps,
+  spec: IngressSpec,
+): Promise<{ input: IngressObservation; view?: HeadscaleView }> {
+  const workload = resolveWorkload(req, deps);
+  const view = workload.ok ? deps.views.view(workload.conn) : undefined;
+  const [policy, nodes, scrapes] = await Promise.all([
+    view?.policy(),
+    view?.nodes(),
+    deps.scraper.scrape(agentPods(req)),
+  ]);
+  const tailnet: TailnetView = workload.ok
+    ? { ok: true, settings: workload.settings, loginServer: workload.settings.url || workload.conn.url }
+    : { ok: false, reason: workload.reason, message: workload.message, settings: workload.settings };
+  const wantedSecrets = new Set(spec.exposes.flatMap((e) => (e.tlsSecret ? [e.tlsSecret] : [])));
+  const tlsSecrets = new Map(
+    inNamespace(req, "v1", "Secret")
+      .filter((s) => wantedSecrets.has(s.metadata.name))
+      .map((s) => [s.metadata.name, s] as const),
+  );
+  const services = new Set(inNamespace(req, "v1", "Service").map((s) => s.metadata.name));
+  return {
+    input: {
+      parent: req.parent,
+      config: deps.config,
+      spec,
+      children: observedChildren(req),
+      tailnet,
+      policy,
+      nodes,
+      scrapes,
+      tlsSecrets,
+      services,
+      ingresses: objectsOf(req.related, API_VERSION, "TailnetIngress"),
+      now: deps.now(),
+    },
+    view,
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * The TailnetIngress spec as the kind reads it (CRD defaults applied), the checks the CRD schema
+ * cannot express (InvalidSpec naming the field), and the local listen port of every expose.
+ */
+import { ingressListenPort } from "../../agent/ports.js";
+import type { K8sObject } from "../../k8s/objects.js";
+
+export type IngressMode = "tcp" | "http";
+
+export interface ExposeSpec {
+  /** Position in spec.exposes (field paths and listen ports use it). */
+  index: number;
+  name: string;
+  /** Port on the tailnet node. */
+  port: number;
+  backend: { service: string; port: number };
+  /** http only: DNS label of the expose's name (default: the ingress hostname). */
+  host?: string;
+  aliases: string[];
+  /** http only: the kubernetes.io/tls Secret in the ingress's namespace. */
+  tlsSecret?: string;
+}
+
+export interface IngressSpec {
+  hostname: string;
+  mode: IngressMode;
+  allowFrom: string[];
+  exposes: ExposeSpec[];
+}
+
+type Rec = Record<string, unknown>;
+const rec = (v: unknown): Rec => (v && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {});
+const str = (v: unknown): string | undefined => (typeof v === "string" && v ? v : undefined);
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+
+export function readIngressSpec(parent: K8sObject): IngressSpec {
+  const spec = rec(parent.spec);
+  const list = Array.isArray(spec.exposes) ? spec.exposes : [];
+  return {
+    hostname: str(spec.hostname) ?? parent.metadata.name,
+    mode: spec.mode === "http" ? "http" : "tcp",
+    allowFrom: strings(spec.allowFrom),
+    exposes: list.map((raw, index) => {
+      const e = rec(raw);
+      const backend = rec(e.backend);
+      return {
+        index,
+        name: str(e.name) ?? "",
+        port: Number(e.port),
+        backend: { service: str(backend.service) ?? "", port: Number(backend.port) },
+        host: str(e.host),
+        aliases: strings(e.aliases),
+        tlsSecret: str(rec(e.tls).secretName),
+      };
+    }),
+  };
+}
+
+/** The DNS labels an http expose answers for (its host, else the hostname, then its aliases), lower-cased. */
+const exposeLabels = (spec: IngressSpec, e: ExposeSpec) =>
+  [e.host ?? spec.hostname, ...e.aliases].map((l) => l.toLowerCase());
+
+/**
+ * The first problem the schema cannot catch, naming the field; undefined when the spec is usable.
+ * tcp: one expose per tailnet port (tailscaled forwards a port to one listener). http: every expose
+ * needs a TLS Secret, and exposes sharing a port share one TLS listener, so their names must differ
+ * (SNI picks the expose).
+ */
+export function ingressSpecProblem(spec: IngressSpec): string | undefined {
+  const byPort = new Map<number, ExposeSpec[]>();
+  for (const e of spec.exposes) {
+    const f = `spec.exposes[${e.index}]`;
+    if (spec.mode === "http" && !e.tlsSecret) return `${f}.tls.secretName: required in mode http`;
+    const earlier = byPort.get(e.port) ?? [];
+    if (spec.mode === "tcp" && earlier.length > 0) {
+      return `${f}.port: ${e.port} is already used by spec.exposes[${earlier[0].index}] (one expose per port in mode tcp)`;
+    }
+    if (spec.mode === "http") {
+      const mine = exposeLabels(spec, e);
+      for (const other of earlier) {
+        const shared = mine.find((l) => exposeLabels(spec, other).includes(l));
+        if (shared !== undefined) {
+          return `${f}: name "${shared}" is already served on port ${e.port} by spec.exposes[${other.index}]`;
+        }
+      }
+    }
+    byPort.set(e.port, [...earlier, e]);
+  }
+  return undefined;
+}
+
+/**
+ * Local listen port of every expose, in spec order: ingressListenPort(i), except that http exposes
+ * sharing a tailnet port share the TLS listener of the first of them (SNI picks the expose).
+ */
+export function exposeListenPorts(spec: IngressSpec): number[] {
+  const first = new Map<number, number>();
+  return spec.exposes.map((e) => {
+    if (spec.mode === "http") {
+      const shared = first.get(e.port);
+      if (shared !== undefined) return shared;
+      first.set(e.port, ingressListenPort(e.index));
+    }
+    return ingressListenPort(e.index);
+  });
+}

@@ -1,0 +1,78 @@
+/**
+ * Inputs for the pure decide tests: a healthy http ingress (every condition good) that each test
+ * breaks in one place, with certificates from the test PKI valid around AT.
+ */
+import { DEFAULT_CONFIG } from "../../../src/config.js";
+import type { K8sObject } from "../../../src/k8s/objects.js";
+import { decideIngress, type IngressInput } from "../../../src/kinds/ingress/decide.js";
+import { readIngressSpec } from "../../../src/kinds/ingress/spec.js";
+import { type AuthKeyOutcome, authKeySecret } from "../../../src/kinds/shared/authkey.js";
+import { tailnetSettings } from "../../../src/kinds/shared/workload.js";
+import { createTestPki, type IssuedCertificate, type TestPki } from "../../fakes/agent/pki.js";
+import { AT, hsNode, ok, policy } from "../shared/fixtures.js";
+import { ingress, LOGIN, scraped, TAG, tailnet, tlsSecret } from "./fixtures.js";
+
+export const VALIDITY = { notBefore: new Date("2026-11-01T00:00:00Z"), notAfter: new Date("2027-01-01T00:00:00Z") };
+
+export interface Certificates {
+  pki: TestPki;
+  /** dash + grafana-eu, valid around AT. */
+  good: IssuedCertificate;
+  /** dash only. */
+  dashOnly: IssuedCertificate;
+  /** dash + grafana-eu, expired the day before AT. */
+  expired: IssuedCertificate;
+}
+
+export async function certificates(): Promise<Certificates> {
+  const pki = await createTestPki();
+  const both = ["dash.ts.example.com", "grafana-eu.ts.example.com"];
+  return {
+    pki,
+    good: await pki.issue({ names: both, ...VALIDITY }),
+    dashOnly: await pki.issue({ names: ["dash.ts.example.com"], ...VALIDITY }),
+    expired: await pki.issue({
+      names: both,
+      notBefore: new Date("2026-10-01T00:00:00Z"),
+      notAfter: new Date("2026-11-28T00:00:00Z"),
+    }),
+  };
+}
+
+const KEY_CREATED = new Date("2026-11-29T06:00:00Z");
+const KEY_EXPIRES = new Date("2026-11-30T06:00:00Z");
+
+/** A key Secret created at 06:00 for a day: half-life at 18:00, 8 h after AT. */
+export function keyOutcome(parent: K8sObject): AuthKeyOutcome {
+  const secret = authKeySecret(
+    parent,
+    { id: "4", key: "hskey-auth-abc-secret", createdAt: KEY_CREATED, expiresAt: KEY_EXPIRES },
+    {},
+  );
+  return { secret, keyId: "4", expiresAt: KEY_EXPIRES };
+}
+
+export type Over = Partial<Omit<IngressInput, "spec">>;
+
+/** A healthy http ingress: every condition good; each test breaks one thing. */
+export function healthyInput(good: IssuedCertificate, over: Over = {}): IngressInput {
+  const parent = over.parent ?? ingress();
+  return {
+    parent,
+    config: DEFAULT_CONFIG,
+    spec: readIngressSpec(parent),
+    children: [],
+    tailnet: { ok: true, settings: tailnetSettings(tailnet()), loginServer: LOGIN },
+    policy: ok(policy({ [TAG]: ["group:ops"] })),
+    nodes: ok([hsNode({ id: "9", name: "grafana", tags: [TAG] })]),
+    scrapes: [scraped([{ name: "web", reachable: true }])],
+    tlsSecrets: new Map([["grafana-tls", tlsSecret("grafana-tls", good)]]),
+    services: new Set(["grafana"]),
+    ingresses: [parent],
+    authKey: keyOutcome(parent),
+    now: AT,
+    ...over,
+  };
+}
+
+export const conditionsOf = (i: IngressInput) => new Map(decideIngress(i).conditions.map((c) => [c.type, c]));
