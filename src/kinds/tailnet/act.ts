@@ -1,0 +1,90 @@
+/**
+ * The Tailnet's only Headscale write: `PUT /api/v1/policy` of the rendered policy (decide.ts guards
+ * when). A failed write of one policy is retried with backoff (30 s doubling to 10 min) rather than
+ * on every resync: the backoff lives in memory per connection and policy hash, so a restart simply
+ * retries at once. The Event for an overwritten drift is best effort.
+ */
+import type { ConditionInput } from "../../conditions/condition.js";
+import { asHeadscaleError } from "../../headscale/capabilities.js";
+import type { HeadscaleView } from "../../headscale/view.js";
+import type { K8sObject } from "../../k8s/objects.js";
+import { prettyPolicyText } from "../../policy/render.js";
+import type { EventRecorder } from "../types.js";
+import type { PendingFailure, PolicyWrite, WriteOutcome } from "./decide.js";
+
+const BACKOFF_FIRST_MS = 30_000;
+const BACKOFF_MAX_MS = 10 * 60_000;
+
+interface FailureMemo {
+  failures: number;
+  retryAt: number;
+  condition: ConditionInput;
+}
+
+const failuresByView = new WeakMap<HeadscaleView, Map<string, FailureMemo>>();
+const memoKey = (tailnet: string, hash: string) => `${tailnet}\u0000${hash}`;
+
+function memoOf(view: HeadscaleView): Map<string, FailureMemo> {
+  let memo = failuresByView.get(view);
+  if (!memo) {
+    memo = new Map();
+    failuresByView.set(view, memo);
+  }
+  return memo;
+}
+
+/** A failed write of this policy whose backoff has not elapsed yet (decide repeats its condition). */
+export function pendingFailure(view: HeadscaleView, tailnet: string, hash: string): PendingFailure | undefined {
+  const m = memoOf(view).get(memoKey(tailnet, hash));
+  return m ? { condition: m.condition, retryAt: new Date(m.retryAt) } : undefined;
+}
+
+/** Remembers a failed write; the next attempt of the same policy waits 30 s · 2^(failures-1), at most 10 min. */
+export function recordFailure(
+  view: HeadscaleView,
+  tailnet: string,
+  hash: string,
+  condition: ConditionInput,
+  now: Date,
+): number {
+  const memo = memoOf(view);
+  const key = memoKey(tailnet, hash);
+  // Another hash of the same Tailnet no longer matters: only the current render is retried.
+  for (const k of memo.keys()) if (k.startsWith(`${tailnet}\u0000`) && k !== key) memo.delete(k);
+  const failures = (memo.get(key)?.failures ?? 0) + 1;
+  const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** (failures - 1));
+  memo.set(key, { failures, retryAt: now.getTime() + delay, condition });
+  return Math.ceil(delay / 1000);
+}
+
+export function clearFailures(view: HeadscaleView, tailnet: string): void {
+  const memo = memoOf(view);
+  for (const k of memo.keys()) if (k.startsWith(`${tailnet}\u0000`)) memo.delete(k);
+}
+
+/** PUT /api/v1/policy; the cached live policy is dropped after a success so the next sync sees ours. */
+export async function writePolicy(view: HeadscaleView, write: PolicyWrite): Promise<WriteOutcome> {
+  try {
+    await view.client.policy.put(prettyPolicyText(write.policy));
+    view.invalidate("policy");
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, error: asHeadscaleError(error, "PUT /api/v1/policy") };
+  }
+}
+
+/** Event PolicyDriftOverwritten; never fails the sync. */
+export async function recordDrift(events: EventRecorder, parent: K8sObject, write: PolicyWrite): Promise<void> {
+  if (!write.drift) return;
+  const live = write.drift.live === "none" ? "no policy" : write.drift.live;
+  try {
+    await events.record({
+      regarding: parent,
+      reason: "PolicyDriftOverwritten",
+      type: "Warning",
+      message: `the live Headscale policy (${live}) was changed outside the operator (last applied ${write.drift.lastApplied}); rewrote it with the rendered policy ${write.hash}`,
+    });
+  } catch {
+    // best effort: Events are informational
+  }
+}

@@ -1,0 +1,193 @@
+/**
+ * The Tailnet's policy and DNS records from its inputs (pure): every workload object of this
+ * Tailnet mapped to the policy module's CollectInput (effective tags, denied ingresses, blocked
+ * sites), merged into the base policy; and the A records of every published ingress name. Linear
+ * in the number of objects (see bench in test/kinds/tailnet/decide.bench.ts).
+ */
+import type { HsNode } from "../../headscale/types.js";
+import type { K8sObject } from "../../k8s/objects.js";
+import { isIp } from "../../net/cidr.js";
+import {
+  type CollectInput,
+  collectGenerated,
+  type GeneratedPolicy,
+  type InvalidInput,
+} from "../../policy/generated.js";
+import { type GeneratedCounts, renderPolicy } from "../../policy/render.js";
+import type { NodeRef } from "../../policy/targets.js";
+import { nameOwners } from "../ingress/names.js";
+import { effectiveTag } from "../shared/workload.js";
+import type { TailnetInputs } from "./inputs.js";
+import { blockedSites } from "./sites.js";
+
+export interface PolicyCandidate {
+  /** The merged policy (read-only: shares arrays with the parsed base). */
+  policy: Record<string, unknown>;
+  /** Compact canonical JSON: what the hash covers and what the policy ConfigMap holds. */
+  canonical: string;
+  hash: string;
+  generated: GeneratedCounts;
+  /** Workload values left out because Headscale would reject the whole policy over them. */
+  invalid: InvalidInput[];
+}
+
+export type RenderFailureReason = "BaseMissing" | "BaseInvalid" | "PolicyEmpty" | "CannotVerify";
+
+export type TailnetRender =
+  | { ok: true; candidate: PolicyCandidate }
+  | { ok: false; reason: RenderFailureReason; message: string };
+
+type Spec = Record<string, unknown>;
+const record = (v: unknown): Spec => (v && typeof v === "object" && !Array.isArray(v) ? (v as Spec) : {});
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+const records = (v: unknown): Spec[] => (Array.isArray(v) ? v.map(record) : []);
+const ns = (o: K8sObject) => o.metadata.namespace ?? "";
+
+/** Node names and tags only matter for egress targets (name → IP, tag allowlist). */
+export function needsNodes(inputs: TailnetInputs): boolean {
+  return inputs.egresses.length > 0;
+}
+
+/** Every workload object of the Tailnet as the policy collector's input. */
+export function collectInput(inputs: TailnetInputs, nodes: readonly NodeRef[]): CollectInput {
+  const { settings } = inputs;
+  const allowedSources = new Set(settings.allowedIngressSources);
+  const blocked = blockedSites(inputs.sites, settings.reservedNetworks);
+  return {
+    tagOwners: inputs.tagOwners,
+    allowedEgressTargets: settings.allowedEgressTargets,
+    baseDomain: settings.baseDomain,
+    nodes: nodes as NodeRef[],
+    egresses: inputs.egresses.map((o) => ({
+      namespace: ns(o),
+      name: o.metadata.name,
+      tag: effectiveTag(o, settings.tagPrefix),
+      targets: records(record(o.spec).targets).map((t) => ({
+        name: String(t.name ?? ""),
+        host: String(t.host ?? ""),
+        ports: records(t.ports).map((p) => ({
+          port: Number(p.port),
+          protocol: typeof p.protocol === "string" ? p.protocol : undefined,
+        })),
+      })),
+    })),
+    ingresses: inputs.ingresses.map((o) => {
+      const allowFrom = strings(record(o.spec).allowFrom);
+      return {
+        namespace: ns(o),
+        name: o.metadata.name,
+        tag: effectiveTag(o, settings.tagPrefix),
+        allowFrom,
+        ports: records(record(o.spec).exposes).map((e) => Number(e.port)),
+        // allowFrom ⊄ allowedIngressSources: PolicyDenied on the ingress, no grant here.
+        denied: allowFrom.some((a) => !allowedSources.has(a)),
+      };
+    }),
+    sites: inputs.sites.map((o) => ({
+      namespace: ns(o),
+      name: o.metadata.name,
+      prefixes: strings(record(o.spec).prefixes),
+      advertiserTags: strings(record(o.spec).advertiserTags),
+      allowFrom: strings(record(o.spec).allowFrom),
+      blocked: blocked.has(`${ns(o)}/${o.metadata.name}`),
+    })),
+    gateways: inputs.gateways.map((o) => ({
+      namespace: ns(o),
+      name: o.metadata.name,
+      tag: effectiveTag(o, settings.tagPrefix),
+      routes: strings(record(o.spec).routes),
+    })),
+  };
+}
+
+const NOTHING_GENERATED: GeneratedPolicy = { tagOwners: new Map(), grants: [], autoApproverRoutes: new Map() };
+
+/**
+ * Base + generated → the policy candidate, or why there is none. `nodes` null means the node list
+ * is not available (no API key, or it failed): a render that needs it is CannotVerify, never a
+ * policy with the node-named targets silently left out.
+ */
+export function renderTailnetPolicy(
+  inputs: TailnetInputs,
+  nodes: readonly NodeRef[] | null,
+  nodesUnavailable = "the Headscale node list is not available",
+): TailnetRender {
+  const { base } = inputs;
+  if (base.kind === "missing") return { ok: false, reason: "BaseMissing", message: base.message };
+  const baseText = base.kind === "text" ? base.text : undefined;
+  const where = base.kind === "text" ? `ConfigMap ${base.source}: ` : "";
+  if (nodes === null && needsNodes(inputs)) {
+    // A broken base is reported even without nodes; anything else needs the node list.
+    const probe = renderPolicy(baseText, NOTHING_GENERATED);
+    if (!probe.ok && probe.reason === "BaseInvalid") {
+      return { ok: false, reason: "BaseInvalid", message: `${where}${probe.message}` };
+    }
+    return {
+      ok: false,
+      reason: "CannotVerify",
+      message: `not rendered: egress targets are resolved through the Headscale node list: ${nodesUnavailable}`,
+    };
+  }
+  const collected = collectGenerated(collectInput(inputs, nodes ?? []));
+  const r = renderPolicy(baseText, collected.generated);
+  if (!r.ok)
+    return { ok: false, reason: r.reason, message: r.reason === "BaseInvalid" ? `${where}${r.message}` : r.message };
+  return {
+    ok: true,
+    candidate: {
+      policy: r.policy,
+      canonical: r.canonical,
+      hash: r.hash,
+      generated: r.generated,
+      invalid: collected.invalid,
+    },
+  };
+}
+
+/** One entry of Headscale's `dns.extra_records_path` file. */
+export interface DnsRecord {
+  name: string;
+  type: "A";
+  value: string;
+}
+
+const byNumericId = (a: string, b: string) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+
+/** tag → the node that carries it: an online one first, then the newest (highest id). */
+function nodeByTag(nodes: readonly HsNode[]): Map<string, HsNode> {
+  const out = new Map<string, HsNode>();
+  for (const node of nodes) {
+    for (const tag of node.tags) {
+      const best = out.get(tag);
+      if (
+        !best ||
+        (node.online && !best.online) ||
+        (node.online === best.online && byNumericId(node.id, best.id) > 0)
+      ) {
+        out.set(tag, node);
+      }
+    }
+  }
+  return out;
+}
+
+const ipv4Of = (node: HsNode) => node.ipAddresses.find((ip) => ip.includes(".") && isIp(ip));
+
+/**
+ * A records for every published ingress name and alias (only the oldest claimant of a name
+ * publishes it, see `nameOwners`) with the IPv4 of the node carrying the ingress's effective tag;
+ * names whose node is not registered yet are left out. Sorted by name, then value.
+ */
+export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): DnsRecord[] {
+  const { settings } = inputs;
+  const byId = new Map(inputs.ingresses.map((o) => [`${ns(o)}/${o.metadata.name}`, o]));
+  const carriers = nodeByTag(nodes);
+  const out: DnsRecord[] = [];
+  for (const [name, owner] of nameOwners(inputs.ingresses, settings.baseDomain)) {
+    const ingress = byId.get(owner);
+    const node = ingress ? carriers.get(effectiveTag(ingress, settings.tagPrefix)) : undefined;
+    const value = node ? ipv4Of(node) : undefined;
+    if (value) out.push({ name, type: "A", value });
+  }
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.value < b.value ? -1 : 1));
+}

@@ -1,0 +1,601 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { cond } from "../../../src/conditions/condition.js";
+import { TailnetReason as R } from "../../../src/conditions/reasons.js";
+import { hashOfLivePolicy } from "../../../src/policy/canonical.js";
+import {
+  API_KEY,
+  apiKeySecret,
+  BASE,
+  baseConfigMap,
+  checkFail,
+  egress,
+  fail,
+  failingHs,
+  gateway,
+  healthyHs,
+  healthyRelated,
+  hsError,
+  hsNode,
+  hsUser,
+  ingress,
+  LIVE_POLICY,
+  NOW,
+  ok,
+  refused,
+  serverError,
+  site,
+  tailnetSpec,
+  timedOut,
+  unauthorized,
+} from "./fixtures.js";
+import { conditionOf, play, reasons, type World } from "./world.js";
+
+const dryRun = tailnetSpec({
+  policy: { mode: "DryRun", baseConfigMapRef: { namespace: "tailnet-system", name: "tailnet-policy-base" } },
+});
+const withSplitDNS = tailnetSpec({
+  dns: { baseDomain: "ts.example.com", splitDNS: { domains: ["svc.cluster.local"] } },
+});
+const rejectedByCheck = checkFail(
+  hsError({
+    operation: "POST /api/v1/policy/check",
+    status: 400,
+    grpcCode: 3,
+    detail: 'parsing policy: src=tag not found: "tag:nope"',
+    classification: "policyInvalid",
+  }),
+);
+const putRejected = hsError({
+  operation: "PUT /api/v1/policy",
+  status: 500,
+  grpcCode: 2,
+  detail: "setting policy: verifying SSH rules: user not found",
+  classification: "policyInvalid",
+});
+
+interface Row {
+  name: string;
+  world: World;
+  want: Record<string, string>;
+}
+
+// One row per reason of the Tailnet row of the reasons page, in its order, plus "all healthy".
+const rows: Row[] = [
+  {
+    name: "all healthy: the render differs from the live policy and is written",
+    world: {},
+    want: {
+      ApiReachable: R.Reachable,
+      ApiKeyValid: R.Valid,
+      HeadscaleCompatible: R.Compatible,
+      PolicyMode: R.Database,
+      SplitDNS: R.NotConfigured,
+      UsersUnique: R.Unique,
+      PolicyRendered: R.Rendered,
+      PolicyApplied: R.Applied,
+    },
+  },
+  {
+    name: "Headscale refuses connections",
+    world: { hs: failingHs(refused) },
+    want: {
+      ApiReachable: R.Unreachable,
+      ApiKeyValid: R.Error,
+      HeadscaleCompatible: R.CannotVerify,
+      PolicyMode: R.CannotVerify,
+      UsersUnique: R.CannotVerify,
+      PolicyRendered: R.CannotVerify,
+      PolicyApplied: R.ApplyFailed,
+    },
+  },
+  {
+    name: "Headscale answers but its database is down",
+    world: { hs: healthyHs({ health: ok({ databaseConnectivity: false }) }) },
+    want: { ApiReachable: R.Unhealthy, ApiKeyValid: R.Valid, PolicyApplied: R.ApplyFailed },
+  },
+  {
+    name: "GET /api/v1/health fails with Headscale's database error",
+    world: {
+      hs: healthyHs({
+        health: fail(
+          hsError({
+            operation: "GET /api/v1/health",
+            status: 500,
+            detail: "pinging database: sql: database is closed",
+            classification: "databaseDown",
+          }),
+        ),
+      }),
+    },
+    want: { ApiReachable: R.Unhealthy, ApiKeyValid: R.Valid, PolicyApplied: R.ApplyFailed },
+  },
+  {
+    name: "every request times out",
+    world: { hs: failingHs(timedOut) },
+    want: { ApiReachable: R.Unreachable, ApiKeyValid: R.Error, PolicyApplied: R.ApplyFailed },
+  },
+  {
+    name: "Headscale answers 401 to the API key",
+    world: { hs: failingHs(unauthorized) },
+    want: {
+      ApiReachable: R.Reachable,
+      ApiKeyValid: R.Rejected,
+      HeadscaleCompatible: R.CannotVerify,
+      PolicyApplied: R.ApplyFailed,
+    },
+  },
+  {
+    name: "the API key Secret does not exist: no Headscale call",
+    world: { related: healthyRelated().filter((o) => o.kind !== "Secret") },
+    want: {
+      ApiReachable: R.CannotVerify,
+      ApiKeyValid: R.NoAPIKey,
+      HeadscaleCompatible: R.CannotVerify,
+      PolicyMode: R.CannotVerify,
+      UsersUnique: R.CannotVerify,
+      PolicyRendered: R.CannotVerify,
+      PolicyApplied: R.NoAPIKey,
+    },
+  },
+  {
+    name: "nodes carry no tags and approvedRoutes (Headscale 0.25)",
+    world: {
+      hs: healthyHs({
+        nodes: ok([hsNode({ id: "7", givenName: "db-1", shape: { hasTags: false, hasApprovedRoutes: false } })]),
+      }),
+    },
+    want: { HeadscaleCompatible: R.Incompatible, PolicyRendered: R.Rendered, PolicyApplied: R.ApplyFailed },
+  },
+  {
+    name: "policy/check answers 404 (Headscale 0.28)",
+    world: {
+      check: checkFail(
+        hsError({
+          operation: "POST /api/v1/policy/check",
+          status: 404,
+          grpcCode: 5,
+          detail: "Not Found",
+          classification: "notFound",
+        }),
+      ),
+    },
+    want: { HeadscaleCompatible: R.Incompatible, PolicyRendered: R.Rendered, PolicyApplied: R.ApplyFailed },
+  },
+  {
+    name: "the node list fails",
+    world: { hs: healthyHs({ nodes: fail(serverError("GET /api/v1/node")) }) },
+    want: { HeadscaleCompatible: R.CannotVerify, PolicyRendered: R.CannotVerify, PolicyApplied: R.ApplyFailed },
+  },
+  {
+    name: "the policy/check probe fails with a server error",
+    world: { check: checkFail(serverError("POST /api/v1/policy/check")) },
+    want: { HeadscaleCompatible: R.ProbeFailed, PolicyRendered: R.Rendered, PolicyApplied: R.ApplyFailed },
+  },
+  {
+    name: "database policy mode",
+    world: { liveIsRendered: true },
+    want: { PolicyMode: R.Database, HeadscaleCompatible: R.Compatible },
+  },
+  {
+    name: "file policy mode: the write is skipped",
+    world: { hs: healthyHs({ policy: ok({ policy: '{"acls": []}', updatedAt: null }) }) },
+    want: { PolicyMode: R.File, HeadscaleCompatible: R.Incompatible, PolicyApplied: R.PolicyModeFile },
+  },
+  {
+    name: "the live policy cannot be read",
+    world: { hs: healthyHs({ policy: fail(serverError("GET /api/v1/policy")) }) },
+    want: { PolicyMode: R.CannotVerify, HeadscaleCompatible: R.CannotVerify, PolicyApplied: R.ApplyFailed },
+  },
+  {
+    name: "split DNS requested: manual configuration required",
+    world: {
+      spec: withSplitDNS,
+      related: [...healthyRelated().filter((o) => o.kind !== "TailnetGateway"), gateway("10.96.0.53")],
+    },
+    want: { SplitDNS: R.CannotVerify },
+  },
+  {
+    name: "two users share a name: every write is refused",
+    world: { hs: healthyHs({ users: ok([hsUser("1", "alice"), hsUser("3", "alice", "oidc")]) }) },
+    want: { UsersUnique: R.Duplicate, PolicyApplied: R.PolicyRejected },
+  },
+  {
+    name: "the user list fails",
+    world: { hs: healthyHs({ users: fail(timedOut("GET /api/v1/user")) }) },
+    want: { UsersUnique: R.CannotVerify, PolicyApplied: R.ApplyFailed },
+  },
+  {
+    name: "the base ConfigMap is missing",
+    world: { related: healthyRelated().filter((o) => o.kind !== "ConfigMap") },
+    want: { PolicyRendered: R.BaseMissing, PolicyApplied: R.PolicyRejected },
+  },
+  {
+    name: "the base is not HuJSON",
+    world: { related: [...healthyRelated().filter((o) => o.kind !== "ConfigMap"), baseConfigMap('{"acls": [}')] },
+    want: { PolicyRendered: R.BaseInvalid, PolicyApplied: R.PolicyRejected },
+  },
+  {
+    name: "Headscale's policy/check rejects the render",
+    world: { check: rejectedByCheck },
+    want: { PolicyRendered: R.BaseInvalid, HeadscaleCompatible: R.Compatible, PolicyApplied: R.PolicyRejected },
+  },
+  {
+    name: "the render has no acls and no grants",
+    world: { related: [apiKeySecret(), baseConfigMap("{}")] },
+    want: { PolicyRendered: R.PolicyEmpty, PolicyApplied: R.PolicyRejected },
+  },
+  {
+    name: "DryRun: nothing is written",
+    world: { spec: dryRun },
+    want: { PolicyRendered: R.Rendered, PolicyApplied: R.DryRun },
+  },
+  {
+    name: "the live policy already equals the render",
+    world: { liveIsRendered: true },
+    want: { PolicyApplied: R.InSync },
+  },
+  {
+    name: "the write succeeds",
+    world: { write: { ok: true } },
+    want: { PolicyApplied: R.Applied },
+  },
+  {
+    name: "file mode answered to the write (mode changed since the read)",
+    world: {
+      write: {
+        ok: false,
+        error: hsError({
+          operation: "PUT /api/v1/policy",
+          status: 500,
+          detail: "update is disabled for modes other than 'database'",
+          classification: "policyFileMode",
+        }),
+      },
+    },
+    want: { PolicyApplied: R.PolicyModeFile },
+  },
+  {
+    name: "Headscale refuses the PUT",
+    world: { write: { ok: false, error: putRejected } },
+    want: { PolicyApplied: R.PolicyRejected },
+  },
+  {
+    name: "the PUT fails with a server error",
+    world: { write: { ok: false, error: serverError("PUT /api/v1/policy") } },
+    want: { PolicyApplied: R.ApplyFailed },
+  },
+  {
+    name: "the PUT is refused at the transport",
+    world: { write: { ok: false, error: refused("PUT /api/v1/policy") } },
+    want: { PolicyApplied: R.ApplyFailed },
+  },
+  {
+    name: "no API key: nothing is applied",
+    world: { related: [baseConfigMap(), ingress()] },
+    want: { ApiKeyValid: R.NoAPIKey, PolicyApplied: R.NoAPIKey, PolicyRendered: R.Rendered },
+  },
+];
+
+describe("Tailnet decide: one row per reason", () => {
+  for (const row of rows) {
+    it(row.name, () => {
+      const got = reasons(play(row.world).decision);
+      for (const [type, reason] of Object.entries(row.want))
+        assert.equal(got[type], reason, `${type} in "${row.name}"`);
+    });
+  }
+
+  it("covers every Tailnet reason except InvalidSpec (tested through the module)", () => {
+    const seen = new Set(rows.flatMap((r) => Object.values(reasons(play(r.world).decision))));
+    const missing = Object.values(R).filter((r) => !seen.has(r) && r !== R.InvalidSpec);
+    assert.deepEqual(missing, []);
+  });
+});
+
+describe("PolicyApplied staircase: each step removes one write blocker", () => {
+  const rejectedUsers = ok([hsUser("1", "alice"), hsUser("3", "alice", "oidc")]);
+  const steps: { name: string; world: World; reason: string; status: string }[] = [
+    { name: "no API key", world: { related: [baseConfigMap(), ingress()] }, reason: R.NoAPIKey, status: "False" },
+    { name: "Headscale unreachable", world: { hs: failingHs(refused) }, reason: R.ApplyFailed, status: "Unknown" },
+    {
+      name: "base missing",
+      world: { related: healthyRelated().filter((o) => o.kind !== "ConfigMap") },
+      reason: R.PolicyRejected,
+      status: "False",
+    },
+    {
+      name: "file policy mode",
+      world: { hs: healthyHs({ policy: ok({ policy: "{}", updatedAt: null }) }) },
+      reason: R.PolicyModeFile,
+      status: "False",
+    },
+    {
+      name: "policy/check rejects the render",
+      world: { check: rejectedByCheck },
+      reason: R.PolicyRejected,
+      status: "False",
+    },
+    {
+      name: "policy/check missing",
+      world: {
+        check: checkFail(
+          hsError({
+            operation: "POST /api/v1/policy/check",
+            status: 404,
+            detail: "Not Found",
+            classification: "notFound",
+          }),
+        ),
+      },
+      reason: R.ApplyFailed,
+      status: "False",
+    },
+    {
+      name: "duplicate users",
+      world: { hs: healthyHs({ users: rejectedUsers }) },
+      reason: R.PolicyRejected,
+      status: "False",
+    },
+    { name: "everything in place: written", world: {}, reason: R.Applied, status: "True" },
+  ];
+  for (const step of steps) {
+    it(step.name, () => {
+      const { planned, decision } = play(step.world);
+      const applied = conditionOf(decision, "PolicyApplied");
+      assert.equal(applied.reason, step.reason);
+      assert.equal(applied.status, step.status);
+      assert.equal(!!planned.write, step.reason === R.Applied, "a write is planned only on the last step");
+    });
+  }
+});
+
+describe("Tailnet decide: messages", () => {
+  it("NoAPIKey names the Secret and the field", () => {
+    const d = play({ related: [baseConfigMap()] }).decision;
+    const msg =
+      "Secret tailnet-system/headscale-api-key (spec.headscale.apiKeySecretRef) not found; no Headscale call is made";
+    assert.equal(conditionOf(d, "ApiKeyValid").message, msg);
+    assert.equal(conditionOf(d, "PolicyApplied").message, msg);
+    const noKey = play({
+      related: [{ ...apiKeySecret(), data: { other: "eA==" } }, baseConfigMap()],
+    }).decision;
+    assert.equal(
+      conditionOf(noKey, "ApiKeyValid").message,
+      'Secret tailnet-system/headscale-api-key has no key "apiKey" (spec.headscale.apiKeySecretRef); no Headscale call is made',
+    );
+  });
+
+  it("BaseMissing names the ConfigMap and the key", () => {
+    const gone = play({ related: [apiKeySecret()] }).decision;
+    assert.equal(
+      conditionOf(gone, "PolicyRendered").message,
+      "ConfigMap tailnet-system/tailnet-policy-base (spec.policy.baseConfigMapRef) not found",
+    );
+    const wrongKey = play({ related: [apiKeySecret(), { ...baseConfigMap(), data: { "base.json": "{}" } }] }).decision;
+    assert.equal(
+      conditionOf(wrongKey, "PolicyRendered").message,
+      'ConfigMap tailnet-system/tailnet-policy-base has no key "policy.hujson" (spec.policy.baseConfigMapRef)',
+    );
+    assert.equal(
+      conditionOf(wrongKey, "PolicyApplied").message,
+      "not written: the render was refused (PolicyRendered=BaseMissing); the previous policy stays live",
+    );
+  });
+
+  it("BaseInvalid carries the parse error with its position, or Headscale's message", () => {
+    const d = play({ related: [apiKeySecret(), baseConfigMap('{\n  "acls": [}\n')] }).decision;
+    assert.match(
+      conditionOf(d, "PolicyRendered").message,
+      /^ConfigMap tailnet-system\/tailnet-policy-base: base policy is not valid HuJSON: line 2:/,
+    );
+    const byCheck = play({ check: rejectedByCheck }).decision;
+    const hash = byCheck.status.policy?.renderedHash;
+    assert.equal(
+      conditionOf(byCheck, "PolicyRendered").message,
+      `Headscale rejects the rendered policy ${hash} (POST /api/v1/policy/check): parsing policy: src=tag not found: "tag:nope"`,
+    );
+    assert.equal(
+      conditionOf(byCheck, "PolicyApplied").message,
+      'Headscale rejects the rendered policy (POST /api/v1/policy/check): parsing policy: src=tag not found: "tag:nope"; the previous policy stays live',
+    );
+  });
+
+  it("SplitDNS gives the dns.nameservers.split lines with the gateway DNS Service IP", () => {
+    const withGw = play({
+      spec: withSplitDNS,
+      related: [...healthyRelated().filter((o) => o.kind !== "TailnetGateway"), gateway("10.96.0.53")],
+    }).decision;
+    const c = conditionOf(withGw, "SplitDNS");
+    assert.equal(c.status, "Unknown");
+    assert.equal(
+      c.message,
+      `manual configuration required: Headscale has no DNS API; add under dns.nameservers.split in Headscale's config and restart it: "svc.cluster.local": ["10.96.0.53"]`,
+    );
+    const noGw = conditionOf(play({ spec: withSplitDNS }).decision, "SplitDNS");
+    assert.equal(
+      noGw.message,
+      `manual configuration required: Headscale has no DNS API; add under dns.nameservers.split in Headscale's config and restart it: "svc.cluster.local": ["<DNS Service IP of a TailnetGateway>"]; no TailnetGateway of Tailnet home has a DNS Service IP yet`,
+    );
+    const off = conditionOf(play().decision, "SplitDNS");
+    assert.deepEqual(
+      { status: off.status, message: off.message },
+      { status: "True", message: "spec.dns.splitDNS is not set: nothing to configure in Headscale" },
+    );
+  });
+
+  it("Duplicate names the shared user names with their ids; userConflicts counts names", () => {
+    const users = [
+      hsUser("1", "alice"),
+      hsUser("3", "alice", "oidc"),
+      hsUser("4", "bob"),
+      hsUser("12", "bob"),
+      hsUser("5", "carol"),
+    ];
+    const d = play({ hs: healthyHs({ users: ok(users) }) }).decision;
+    assert.equal(
+      conditionOf(d, "UsersUnique").message,
+      "Headscale user names held by more than one user: alice (ids 1, 3), bob (ids 4, 12); every policy write is refused until one of each is removed",
+    );
+    assert.equal(
+      conditionOf(d, "PolicyApplied").message,
+      "write refused: Headscale user names held by more than one user (alice, bob) make Headscale reject every policy; the previous policy stays live",
+    );
+    assert.equal(d.status.userConflicts, 2);
+  });
+
+  it("PolicyModeFile tells where the rendered policy is", () => {
+    const d = play({ hs: healthyHs({ policy: ok({ policy: "{}", updatedAt: null }) }) }).decision;
+    assert.equal(
+      conditionOf(d, "PolicyApplied").message,
+      "write skipped: Headscale reads the policy from a file (policy.mode file); put policy.json of ConfigMap tailnet-system/tailnet-home-policy into that file and reload Headscale, or set policy.mode: database",
+    );
+  });
+
+  it("Incompatible names the missing capability and the supported version", () => {
+    const old = play({
+      hs: healthyHs({
+        nodes: ok([hsNode({ id: "7", givenName: "db-1", shape: { hasTags: false, hasApprovedRoutes: true } })]),
+      }),
+    }).decision;
+    assert.equal(
+      conditionOf(old, "HeadscaleCompatible").message,
+      "Headscale nodes carry no tags field (older than 0.28); supported: Headscale 0.29.x",
+    );
+    const v028 = play({
+      check: checkFail(
+        hsError({
+          operation: "POST /api/v1/policy/check",
+          status: 404,
+          detail: "Not Found",
+          classification: "notFound",
+        }),
+      ),
+    }).decision;
+    assert.equal(
+      conditionOf(v028, "HeadscaleCompatible").message,
+      "POST /api/v1/policy/check answered 404 (Headscale older than 0.29); supported: Headscale 0.29.x",
+    );
+  });
+
+  it("Rejected and Unreachable carry the operation, never the key", () => {
+    const d = play({ hs: failingHs(unauthorized) }).decision;
+    const msg = conditionOf(d, "ApiKeyValid").message;
+    assert.match(msg, /^Headscale GET \/api\/v1\/health: 401 Unauthorized: /);
+    const down = play({ hs: failingHs(refused) }).decision;
+    assert.equal(conditionOf(down, "ApiReachable").message, "Headscale GET /api/v1/health: connection refused");
+    for (const c of [...d.conditions, ...down.conditions]) assert.ok(!c.message.includes(API_KEY));
+  });
+
+  it("a drift overwrite says what it replaced", () => {
+    const { decision, planned } = play({
+      status: { policy: { renderedHash: "sha256:old", appliedHash: "sha256:old", appliedAt: "2026-11-01T00:00:00Z" } },
+    });
+    const live = hashOfLivePolicy(LIVE_POLICY.policy);
+    assert.ok(live.ok);
+    assert.deepEqual(planned.write?.drift, { live: live.hash, lastApplied: "sha256:old" });
+    const applied = conditionOf(decision, "PolicyApplied");
+    assert.equal(
+      applied.message,
+      `wrote the rendered policy ${planned.write?.hash}; it replaced ${planned.write?.drift?.live}, changed outside the operator (last applied sha256:old)`,
+    );
+  });
+});
+
+describe("Tailnet decide: status", () => {
+  it("appliedAt changes only when a write happens; InSync keeps it", () => {
+    const written = play().decision;
+    assert.equal(written.status.policy?.appliedAt, "2026-11-29T10:00:00Z");
+    assert.equal(written.status.policy?.appliedHash, written.status.policy?.renderedHash);
+    const later = new Date(NOW.getTime() + 3600_000);
+    const again = play({ liveIsRendered: true, status: { policy: written.status.policy }, now: later }).decision;
+    assert.deepEqual(again.status.policy, written.status.policy);
+    assert.equal(conditionOf(again, "PolicyApplied").reason, R.InSync);
+  });
+
+  it("DryRun confirms an equal live policy but never sets appliedAt", () => {
+    const d = play({ spec: dryRun, liveIsRendered: true }).decision;
+    assert.equal(conditionOf(d, "PolicyApplied").status, "True");
+    assert.equal(d.status.policy?.appliedHash, d.status.policy?.renderedHash);
+    assert.equal(d.status.policy?.appliedAt, undefined);
+    const differs = play({ spec: dryRun }).decision;
+    assert.equal(conditionOf(differs, "PolicyApplied").status, "False");
+    assert.equal(differs.status.policy?.appliedHash, undefined);
+  });
+
+  it("a failed render keeps the last good hashes and counts", () => {
+    const prev = {
+      renderedHash: "sha256:a",
+      appliedHash: "sha256:a",
+      appliedAt: "2026-11-01T00:00:00Z",
+      generated: { tags: 4, grants: 3, routes: 2 },
+    };
+    const d = play({ related: [apiKeySecret(), ingress()], status: { policy: prev, userConflicts: 0 } }).decision;
+    assert.equal(conditionOf(d, "PolicyRendered").reason, R.BaseMissing);
+    assert.deepEqual(d.status.policy, prev);
+  });
+
+  it("generated counts tags, grants and routes of every object of this Tailnet", () => {
+    const d = play().decision;
+    assert.deepEqual(d.status.policy?.generated, { tags: 4, grants: 3, routes: 2 });
+  });
+
+  it("objects of another Tailnet and blocked sites contribute nothing", () => {
+    const other = { ...egress("other", "x"), spec: { tailnetRef: { name: "work" }, targets: [] } };
+    const blocked = site("late", "net", ["192.168.10.128/25"], "2026-11-02T00:00:00Z");
+    const reserved = site("kube", "net", ["10.96.1.0/24"]);
+    const d = play({ related: [...healthyRelated(), other, blocked, reserved] }).decision;
+    assert.deepEqual(d.status.policy?.generated, { tags: 4, grants: 3, routes: 2 });
+  });
+
+  it("userConflicts keeps its last value while the user list fails", () => {
+    const d = play({
+      hs: healthyHs({ users: fail(refused("GET /api/v1/user")) }),
+      status: { userConflicts: 1 },
+    }).decision;
+    assert.equal(d.status.userConflicts, 1);
+  });
+
+  it("a backing-off failed write repeats its condition and waits", () => {
+    const failed = cond("PolicyApplied", "False", R.ApplyFailed, "not written: Headscale PUT /api/v1/policy: 500 boom");
+    const { planned, decision } = play({
+      pendingFailure: { condition: failed, retryAt: new Date(NOW.getTime() + 45_000) },
+    });
+    assert.equal(planned.write, undefined);
+    assert.deepEqual(conditionOf(decision, "PolicyApplied"), failed);
+    assert.equal(decision.resyncAfterSeconds, 45);
+    const due = play({ pendingFailure: { condition: failed, retryAt: NOW } });
+    assert.ok(due.planned.write, "the write is retried once the backoff elapsed");
+  });
+});
+
+describe("Tailnet decide: children", () => {
+  it("a failed node list reuses the observed policy and DNS-records ConfigMaps", () => {
+    const healthy = play().decision;
+    const observed = healthy.children.map((c) => ({
+      ...c,
+      metadata: { ...c.metadata, uid: "x", resourceVersion: "9" },
+    }));
+    const d = play({ hs: healthyHs({ nodes: fail(refused("GET /api/v1/node")) }), children: observed }).decision;
+    assert.deepEqual(d.children, healthy.children);
+  });
+
+  it("Headscale down changes no child", () => {
+    const healthy = play().decision;
+    const d = play({ hs: failingHs(refused), children: healthy.children }).decision;
+    assert.deepEqual(d.children, healthy.children);
+  });
+
+  it("the credentials Secret exists only with an API key", () => {
+    const kinds = (w: World) => play(w).decision.children.map((c) => `${c.kind}/${c.metadata.name}`);
+    assert.deepEqual(kinds({}), [
+      "ConfigMap/tailnet-home-policy",
+      "ConfigMap/tailnet-home-dns-records",
+      "Secret/tailnet-home-credentials",
+    ]);
+    assert.deepEqual(kinds({ related: [baseConfigMap(BASE)] }), [
+      "ConfigMap/tailnet-home-policy",
+      "ConfigMap/tailnet-home-dns-records",
+    ]);
+  });
+});

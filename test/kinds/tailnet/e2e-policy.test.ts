@@ -1,0 +1,263 @@
+// The Tailnet's policy through the Metacontroller loop against the fake Headscale: render refusals,
+// rejections, failed writes with backoff, drift, InvalidSpec and deletion.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { MockAgent } from "undici";
+import { hashOfLivePolicy } from "../../../src/policy/canonical.js";
+import { apiKeySecret, baseConfigMap, ingress } from "./fixtures.js";
+import { API, harness, LIVE, settleStable } from "./harness.js";
+
+const putCount = (h: { fake: { count(m: string, p: RegExp): number } }) => h.fake.count("PUT", /^\/api\/v1\/policy$/);
+
+describe("Tailnet e2e: the render is refused", () => {
+  it("base ConfigMap missing: BaseMissing, nothing written; created later: written", async (t) => {
+    const h = await harness(t, { objects: (fake) => [apiKeySecret(fake.apiKey)] });
+    h.mc.apply(ingress());
+    await settleStable(h);
+    assert.equal(h.reason("PolicyRendered"), "BaseMissing");
+    assert.equal(h.reason("PolicyApplied"), "PolicyRejected");
+    assert.equal(putCount(h), 0);
+    assert.ok(!h.children().includes("ConfigMap tailnet-system/tailnet-home-policy"));
+    h.mc.apply(baseConfigMap());
+    await settleStable(h);
+    assert.equal(h.reason("PolicyRendered"), "Rendered");
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.equal(putCount(h), 1);
+  });
+
+  it("base not HuJSON: BaseInvalid with the position; the last render and its ConfigMap stay", async (t) => {
+    const h = await harness(t);
+    h.mc.apply(ingress());
+    await settleStable(h);
+    const before = { policy: h.status().policy, cm: JSON.stringify(h.child("ConfigMap", "tailnet-home-policy")?.data) };
+    h.mc.apply(baseConfigMap('{\n  "acls": [\n}'));
+    await settleStable(h);
+    assert.equal(h.reason("PolicyRendered"), "BaseInvalid");
+    assert.match(
+      h.condition("PolicyRendered").message,
+      /^ConfigMap tailnet-system\/tailnet-policy-base: base policy is not valid HuJSON: line 3:1: /,
+    );
+    assert.equal(h.reason("PolicyApplied"), "PolicyRejected");
+    assert.deepEqual(h.status().policy, before.policy);
+    assert.equal(JSON.stringify(h.child("ConfigMap", "tailnet-home-policy")?.data), before.cm);
+    assert.equal(putCount(h), 1);
+  });
+
+  it("policy/check rejects the render: BaseInvalid with Headscale's message, PolicyRejected, no PUT", async (t) => {
+    const h = await harness(t, {
+      objects: (fake) => [
+        apiKeySecret(fake.apiKey),
+        baseConfigMap('{"acls": [{"action": "accept", "src": ["tag:nope"], "dst": ["*:*"]}]}'),
+      ],
+    });
+    await settleStable(h);
+    assert.equal(h.reason("PolicyRendered"), "BaseInvalid");
+    assert.match(
+      h.condition("PolicyRendered").message,
+      /^Headscale rejects the rendered policy sha256:[0-9a-f]{64} \(POST \/api\/v1\/policy\/check\): parsing policy: src=tag not found: "tag:nope"$/,
+    );
+    assert.equal(h.reason("PolicyApplied"), "PolicyRejected");
+    assert.equal(h.reason("HeadscaleCompatible"), "Compatible");
+    assert.equal(putCount(h), 0);
+  });
+
+  it("nothing to allow: PolicyEmpty, no write", async (t) => {
+    const h = await harness(t, { objects: (fake) => [apiKeySecret(fake.apiKey), baseConfigMap("// nothing yet\n{}")] });
+    await settleStable(h);
+    assert.equal(h.reason("PolicyRendered"), "PolicyEmpty");
+    assert.equal(
+      h.condition("PolicyRendered").message,
+      "refused: would lock everyone out: the rendered policy has no acls and no grants",
+    );
+    assert.equal(h.reason("PolicyApplied"), "PolicyRejected");
+    assert.equal(putCount(h), 0);
+  });
+
+  it("InvalidSpec: PolicyRendered names the field, children and status kept", async (t) => {
+    const h = await harness(t);
+    h.mc.apply(ingress());
+    await settleStable(h);
+    const children = h.children();
+    const policy = h.status().policy;
+    h.respec({ allowedEgressTargets: ["100.64.0.0/10", "db"] });
+    await settleStable(h);
+    assert.equal(h.reason("PolicyRendered"), "InvalidSpec");
+    assert.equal(
+      h.condition("PolicyRendered").message,
+      'spec.allowedEgressTargets[1]: "db" is neither a CIDR, an IP address nor a tag',
+    );
+    assert.deepEqual(h.children(), children);
+    assert.deepEqual(h.status().policy, policy);
+    h.respec({ reservedNetworks: ["10.96.0.1/12"] });
+    await settleStable(h);
+    assert.equal(
+      h.condition("PolicyRendered").message,
+      "spec.reservedNetworks[0]: 10.96.0.1/12 has non-address bits set; expected 10.96.0.0/12",
+    );
+    assert.equal(putCount(h), 1);
+  });
+});
+
+describe("Tailnet e2e: writes", () => {
+  it("PUT refused by Headscale: PolicyRejected with its message, counted, retried only after backoff", async (t) => {
+    let fakeUrl = "";
+    const mock = new MockAgent();
+    mock.enableNetConnect();
+    t.after(() => mock.close());
+    const h = await harness(t, {
+      dispatcherFactory: ({ url }) => {
+        fakeUrl = url;
+        return mock;
+      },
+      objects: (fake) => {
+        mock
+          .get(fake.url)
+          .intercept({ path: "/api/v1/policy", method: "PUT" })
+          .reply(
+            500,
+            {
+              code: 2,
+              message: 'setting policy: validating policy user references: multiple users found: token "alice@"',
+              details: [],
+            },
+            { headers: { "content-type": "application/json" } },
+          );
+        return [apiKeySecret(fake.apiKey), baseConfigMap()];
+      },
+    });
+    h.mc.apply(ingress());
+    await settleStable(h);
+    assert.equal(fakeUrl, h.fake.url);
+    assert.equal(h.reason("PolicyApplied"), "PolicyRejected");
+    assert.equal(
+      h.condition("PolicyApplied").message,
+      'Headscale rejected the policy (PUT /api/v1/policy): setting policy: validating policy user references: multiple users found: token "alice@"; the previous policy stays live',
+    );
+    assert.equal(h.fake.state.policies.at(-1)?.text, LIVE, "the old policy stays");
+    const metrics = await h.metricsText();
+    assert.match(metrics, /tailnet_policy_apply_errors_total\{tailnet="home",reason="rejected"\} 1/);
+    assert.match(metrics, /tailnet_policy_pending\{tailnet="home"\} 1/);
+    // The interceptor is used up: after the backoff the PUT reaches the fake and succeeds.
+    h.advance(31_000);
+    await settleStable(h);
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.equal(h.fake.policyWrites, 1);
+    assert.match(await h.metricsText(), /tailnet_policy_pending\{tailnet="home"\} 0/);
+  });
+
+  it("PUT answers 500: ApplyFailed, counted as transport, one retry per backoff step", async (t) => {
+    const h = await harness(t, {
+      spec: {
+        policy: { mode: "DryRun", baseConfigMapRef: { namespace: "tailnet-system", name: "tailnet-policy-base" } },
+      },
+    });
+    h.mc.apply(ingress());
+    await settleStable(h);
+    // The live policy is cached from the DryRun syncs, so the next request to this path is the PUT.
+    await h.fake.fault({ kind: "status", status: 500, path: /^\/api\/v1\/policy$/, times: 1 });
+    h.respec({});
+    await settleStable(h);
+    assert.equal(h.reason("PolicyApplied"), "ApplyFailed");
+    assert.equal(
+      h.condition("PolicyApplied").message,
+      "not written: Headscale PUT /api/v1/policy: 500 fault injected: 500",
+    );
+    assert.equal(putCount(h), 1);
+    assert.match(await h.metricsText(), /tailnet_policy_apply_errors_total\{tailnet="home",reason="transport"\} 1/);
+    const resync = h.mc.calls.filter((c) => c.hook === "sync" && c.kind === "Tailnet").at(-1)?.response as {
+      resyncAfterSeconds?: number;
+    };
+    assert.equal(resync.resyncAfterSeconds, 30);
+    h.advance(31_000);
+    await settleStable(h);
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.equal(h.fake.policyWrites, 1);
+  });
+
+  it("drift: a policy changed behind our back is rewritten with Event PolicyDriftOverwritten", async (t) => {
+    const h = await harness(t);
+    h.mc.apply(ingress());
+    await settleStable(h);
+    const first = h.status().policy as Record<string, string>;
+    const foreign = '{"acls": [{"action": "accept", "src": ["*"], "dst": ["*:22"]}]}';
+    const foreignHash = hashOfLivePolicy(foreign);
+    assert.ok(foreignHash.ok);
+    h.fake.setPolicy(foreign);
+    h.advance(60_000);
+    await settleStable(h);
+    assert.equal(h.fake.policyWrites, 2);
+    assert.ok(h.syncReasons("PolicyApplied").includes("Applied"));
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    const second = h.status().policy as Record<string, string>;
+    assert.equal(second.appliedHash, first.appliedHash);
+    assert.equal(second.appliedAt, "2026-11-29T10:01:00Z", "appliedAt moves only with a write");
+    assert.deepEqual(
+      h.events.events.map((e) => [e.reason, e.type, e.regarding.metadata.name, e.message]),
+      [
+        [
+          "PolicyDriftOverwritten",
+          "Warning",
+          "home",
+          `the live Headscale policy (${foreignHash.hash}) was changed outside the operator (last applied ${first.appliedHash}); rewrote it with the rendered policy ${first.renderedHash}`,
+        ],
+      ],
+    );
+  });
+
+  it("deleting the Tailnet drops its children and never touches the live policy", async (t) => {
+    const h = await harness(t);
+    h.mc.apply(ingress());
+    await settleStable(h);
+    const live = h.fake.state.policies.at(-1)?.text;
+    const requests = h.fake.requests.length;
+    h.mc.delete(API, "Tailnet", "home");
+    await h.mc.settle();
+    assert.deepEqual(h.mc.errors, []);
+    assert.equal(h.mc.get(API, "Tailnet", "home"), undefined);
+    assert.deepEqual(
+      h.mc.list("ConfigMap").map((c) => c.metadata.name),
+      ["tailnet-policy-base"],
+    );
+    assert.equal(h.mc.list("Secret").filter((s) => s.metadata.name === "tailnet-home-credentials").length, 0);
+    assert.equal(h.fake.state.policies.at(-1)?.text, live);
+    assert.equal(h.fake.requests.length, requests, "finalize makes no Headscale call");
+    assert.ok(h.mc.calls.some((c) => c.hook === "finalize" && c.kind === "Tailnet"));
+    assert.doesNotMatch(await h.metricsText(), /tailnet_policy_pending\{tailnet="home"\}/);
+  });
+});
+
+describe("Tailnet e2e: metrics", () => {
+  it("nodes, API key expiry, generated counts; no secret in any label", async (t) => {
+    const h = await harness(t);
+    h.mc.apply(ingress());
+    h.fake.addNode({ name: "grafana", tags: ["tag:k8s-monitoring-grafana"], online: true });
+    h.fake.addNode({ name: "laptop", givenName: "laptop", online: false, lastSeen: new Date("2026-11-28T08:00:00Z") });
+    await settleStable(h);
+    const text = await h.metricsText();
+    const expiry = Math.floor(h.now().getTime() / 1000) + 90 * 24 * 3600;
+    for (const line of [
+      'tailnet_node_online{tailnet="home",node="grafana"} 1',
+      'tailnet_node_online{tailnet="home",node="laptop"} 0',
+      `tailnet_node_last_seen_seconds{tailnet="home",node="laptop"} ${Date.parse("2026-11-28T08:00:00Z") / 1000}`,
+      `tailnet_api_key_expiry_timestamp_seconds{tailnet="home"} ${expiry}`,
+      'tailnet_policy_generated{tailnet="home",kind="tags"} 1',
+      'tailnet_policy_generated{tailnet="home",kind="grants"} 1',
+      'tailnet_policy_generated{tailnet="home",kind="routes"} 0',
+      'tailnet_policy_pending{tailnet="home"} 0',
+      'tailnet_headscale_user_conflicts{tailnet="home"} 0',
+    ]) {
+      assert.ok(text.includes(line), `missing ${line}`);
+    }
+    assert.ok(!text.includes(h.fake.apiKey) && !text.includes(h.fake.apiKey.slice(-64)), "no API key in metrics");
+    // A node that is gone from the next successful list is withdrawn; a failed list keeps the series.
+    for (const [id, node] of h.fake.state.nodes) if (node.givenName === "laptop") h.fake.state.nodes.delete(id);
+    h.advance(11_000);
+    await settleStable(h);
+    assert.ok(!(await h.metricsText()).includes('node="laptop"'));
+    await h.fake.fault({ kind: "refused" });
+    h.advance(11_000);
+    await settleStable(h);
+    assert.ok((await h.metricsText()).includes('tailnet_node_online{tailnet="home",node="grafana"} 1'));
+    await h.fake.clearFaults();
+  });
+});
