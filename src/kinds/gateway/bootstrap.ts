@@ -1,0 +1,73 @@
+/**
+ * When the gateway gets a new bootstrap key (pure). The key is single-use and the tailscale state
+ * lives in memory, so every new gateway pod must find an unused key or it cannot log in. On top of
+ * the shared rule (authkey.ts: create when missing or expired, rotate at half-life, which keeps
+ * check 1 "unexpired" true), the operator mints a fresh key early — only when the current one has
+ * already been used, so it never rotates twice while waiting for a pod to use the new one — when:
+ *   - the node key changed (IdentityChanged): the gateway re-registers with the fresh key (api.md);
+ *   - a new pod template is about to roll out (spec, image or Corefile change): the new pod needs it;
+ *   - the gateway is suspended: the pod that starts on resume needs it;
+ *   - recovery: every gateway pod has had its tailscale container unready for RECOVERY_GRACE_SECONDS
+ *     and no node registered with the key is online (a restarted pod lost its in-memory state).
+ */
+import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
+import type { K8sObject } from "../../k8s/objects.js";
+import { type AuthKeyPlan, decideAuthKey } from "../shared/authkey.js";
+import type { PodFact, Seen } from "./observe.js";
+
+export const RECOVERY_GRACE_SECONDS = 60;
+
+export type EarlyRotation = "identityChanged" | "rollout" | "suspended" | "recovery";
+
+export interface KeyPlanInput {
+  children: readonly K8sObject[];
+  now: Date;
+  keys: Seen<HsPreAuthKey[]>;
+  nodes: Seen<HsNode[]>;
+  suspended: boolean;
+  identityChanged: boolean;
+  /** The live Deployment's template stamp differs from the one rendered with the current key. */
+  rolloutPending: boolean;
+  pods: readonly PodFact[];
+}
+
+export interface KeyPlan {
+  plan: AuthKeyPlan;
+  early?: EarlyRotation;
+  /** Seconds until this plan should be looked at again (half-life, recovery grace). */
+  recheckSeconds?: number;
+}
+
+/** Every live pod's tailscale container reports not ready; seconds since the newest one started. */
+function unreadySince(pods: readonly PodFact[], now: Date): number | undefined {
+  const live = pods.filter((p) => !p.deleting);
+  if (live.length === 0 || live.some((p) => p.ready.tailscale !== false || !p.startTime)) return undefined;
+  const newest = Math.max(...live.map((p) => (p.startTime as Date).getTime()));
+  return (now.getTime() - newest) / 1000;
+}
+
+export function planBootstrapKey(input: KeyPlanInput): KeyPlan {
+  const base = decideAuthKey(input.children, input.now);
+  if (base.action !== "reuse") return { plan: base };
+  const current = base.current;
+  const halfLife = (current.createdAt.getTime() + current.expiresAt.getTime()) / 2;
+  const toHalfLife = Math.max(1, Math.ceil((halfLife - input.now.getTime()) / 1000));
+  const record = input.keys.ok ? input.keys.value.find((k) => k.id === current.keyId) : undefined;
+  if (!record?.used) return { plan: base, recheckSeconds: toHalfLife };
+
+  // Same handling as a half-life rotation: if Headscale refuses the new key, the current one stays.
+  const early = (why: EarlyRotation): KeyPlan => ({
+    plan: { action: "create", why: "halfLife", current },
+    early: why,
+  });
+  if (input.identityChanged) return early("identityChanged");
+  if (input.suspended) return early("suspended");
+  if (input.rolloutPending) return early("rollout");
+  const since = unreadySince(input.pods, input.now);
+  const keyOnline = !input.nodes.ok || input.nodes.value.some((n) => n.preAuthKey?.id === current.keyId && n.online);
+  if (since !== undefined && !keyOnline) {
+    if (since >= RECOVERY_GRACE_SECONDS) return early("recovery");
+    return { plan: base, recheckSeconds: Math.min(toHalfLife, Math.ceil(RECOVERY_GRACE_SECONDS - since)) };
+  }
+  return { plan: base, recheckSeconds: toHalfLife };
+}

@@ -1,0 +1,223 @@
+/**
+ * Child builders of TailnetGateway, one per object (Tailscale's tsr*Specs style): each takes
+ * (parent, inputs) and returns a plain object. The bootstrap-key Secret comes from
+ * ../shared/authkey.ts (authKeySecret) with gatewayLabels().
+ *
+ * The pod runs two containers:
+ * - `tailscale` (official image, containerboot) in userspace mode with state in memory, advertising
+ *   spec.routes (TS_ROUTES) with the gateway tag; metrics and /healthz on 0.0.0.0:8080 (ts-metrics).
+ *   Userspace netstack forwards TCP/UDP to every route the pod can reach, which covers all the
+ *   cluster networks a gateway advertises, so no route needs kernel mode (docs/gateway.md).
+ * - `coredns` on the unprivileged port 1053 (the DNS Service maps 53 → 1053, so no capability is
+ *   needed): the derived zone for cluster workloads and the split-DNS domains for tailnet clients,
+ *   who reach the Service IP through the gateway's routes.
+ */
+import type { NetworkPolicyPeer, OperatorConfig } from "../../config.js";
+import { commonLabels, OWNER_UID_LABEL } from "../../k8s/labels.js";
+import type { K8sObject } from "../../k8s/objects.js";
+import { CONFIG_HASH_ANNOTATION } from "../shared/agent.js";
+import { AUTHKEY_DATA_KEY } from "../shared/authkey.js";
+import { COREDNS_PORTS, COREFILE_DIR, COREFILE_KEY, ZONE_DIR } from "./corefile.js";
+import type { GatewayNames } from "./spec.js";
+import { stampTemplate } from "./template.js";
+import { ZONE_FILE_KEY } from "./zone.js";
+
+export const GATEWAY_APP = "tailnet-gateway";
+export const TS_METRICS_PORT = 8080;
+const TS_SOCKET = "/tmp/tailscaled.sock";
+
+export function gatewayLabels(parent: K8sObject): Record<string, string> {
+  return commonLabels(parent, "gateway", GATEWAY_APP);
+}
+
+/** The labels that select the gateway pods (owner uid: names may be reused, uids not). */
+export function gatewaySelector(parent: K8sObject): Record<string, string> {
+  return { "app.kubernetes.io/name": GATEWAY_APP, [OWNER_UID_LABEL]: parent.metadata.uid ?? "" };
+}
+
+export interface GatewayDeploymentInputs {
+  names: GatewayNames;
+  replicas: number;
+  tag: string;
+  hostname: string;
+  routes: readonly string[];
+  loginServer: string;
+  /** Name of the bootstrap-key Secret child; undefined while none exists (the pod waits for it). */
+  authKeySecret: string | undefined;
+  images: OperatorConfig["images"];
+  /** Hash of the Corefile, so a change rolls the pods (zone changes do not: CoreDNS reloads them). */
+  configHash: string;
+}
+
+const restricted = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  capabilities: { drop: ["ALL"] },
+};
+
+function tailscaleContainer(inputs: GatewayDeploymentInputs): Record<string, unknown> {
+  const env: Record<string, unknown>[] = [
+    { name: "TS_USERSPACE", value: "true" },
+    { name: "TS_SOCKET", value: TS_SOCKET },
+    { name: "TS_HOSTNAME", value: inputs.hostname },
+    { name: "TS_ROUTES", value: inputs.routes.join(",") },
+    { name: "TS_EXTRA_ARGS", value: `--login-server=${inputs.loginServer} --advertise-tags=${inputs.tag}` },
+    { name: "TS_AUTH_ONCE", value: "true" },
+    // state in memory: nothing is written back to a Secret, so the pod needs no API access
+    { name: "TS_KUBE_SECRET", value: "" },
+    { name: "TS_ENABLE_METRICS", value: "true" },
+    { name: "TS_ENABLE_HEALTH_CHECK", value: "true" },
+    { name: "TS_LOCAL_ADDR_PORT", value: `0.0.0.0:${TS_METRICS_PORT}` },
+  ];
+  if (inputs.authKeySecret) {
+    env.push({
+      name: "TS_AUTHKEY",
+      valueFrom: { secretKeyRef: { name: inputs.authKeySecret, key: AUTHKEY_DATA_KEY } },
+    });
+  }
+  return {
+    name: "tailscale",
+    image: inputs.images.tailscale,
+    imagePullPolicy: "IfNotPresent",
+    env,
+    ports: [{ name: "ts-metrics", containerPort: TS_METRICS_PORT, protocol: "TCP" }],
+    // /healthz answers 200 once the node has a tailnet address: the pod is ready only when logged in.
+    readinessProbe: { httpGet: { path: "/healthz", port: "ts-metrics" }, periodSeconds: 5 },
+    securityContext: restricted,
+    resources: { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "256Mi" } },
+    volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
+  };
+}
+
+function corednsContainer(inputs: GatewayDeploymentInputs): Record<string, unknown> {
+  const p = COREDNS_PORTS;
+  return {
+    name: "coredns",
+    image: inputs.images.coredns,
+    imagePullPolicy: "IfNotPresent",
+    args: ["-conf", `${COREFILE_DIR}/${COREFILE_KEY}`],
+    ports: [
+      { name: "dns", containerPort: p.dns, protocol: "UDP" },
+      { name: "dns-tcp", containerPort: p.dns, protocol: "TCP" },
+      { name: "dns-metrics", containerPort: p.metrics, protocol: "TCP" },
+    ],
+    readinessProbe: { httpGet: { path: "/ready", port: p.ready }, periodSeconds: 5 },
+    livenessProbe: { httpGet: { path: "/health", port: p.health }, periodSeconds: 10, failureThreshold: 5 },
+    securityContext: restricted,
+    resources: { requests: { cpu: "20m", memory: "32Mi" }, limits: { memory: "128Mi" } },
+    volumeMounts: [
+      { name: "corefile", mountPath: COREFILE_DIR, readOnly: true },
+      { name: "zone", mountPath: ZONE_DIR, readOnly: true },
+    ],
+  };
+}
+
+export function gatewayDeployment(parent: K8sObject, inputs: GatewayDeploymentInputs): K8sObject {
+  const selector = gatewaySelector(parent);
+  const labels = { ...gatewayLabels(parent), ...selector };
+  const template = stampTemplate({
+    metadata: { labels, annotations: { [CONFIG_HASH_ANNOTATION]: inputs.configHash } },
+    spec: {
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 65532,
+        runAsGroup: 65532,
+        fsGroup: 65532,
+        seccompProfile: { type: "RuntimeDefault" },
+      },
+      containers: [tailscaleContainer(inputs), corednsContainer(inputs)],
+      volumes: [
+        { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
+        { name: "corefile", configMap: { name: inputs.names.corefile } },
+        // optional: while the fresh writer is blocked before its first write there is no zone yet
+        { name: "zone", configMap: { name: inputs.names.zone, optional: true } },
+      ],
+    },
+  });
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: inputs.names.deployment, namespace: parent.metadata.namespace, labels },
+    spec: {
+      replicas: inputs.replicas,
+      selector: { matchLabels: selector },
+      // the new pod registers before the old one leaves, so routes and DNS fail over without a gap
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template,
+    },
+  };
+}
+
+export function dnsService(parent: K8sObject, names: GatewayNames, type: "ClusterIP" | "LoadBalancer"): K8sObject {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: names.service, namespace: parent.metadata.namespace, labels: gatewayLabels(parent) },
+    spec: {
+      type,
+      selector: gatewaySelector(parent),
+      ports: [
+        { name: "dns", port: 53, targetPort: "dns", protocol: "UDP" },
+        { name: "dns-tcp", port: 53, targetPort: "dns-tcp", protocol: "TCP" },
+      ],
+    },
+  };
+}
+
+/** Everything in the cluster: pods of every namespace (the Service's port 53 lands on 1053). */
+const CLUSTER_PEERS: NetworkPolicyPeer[] = [{ namespaceSelector: {} }];
+
+/** DNS from the cluster; tailscale (8080) and CoreDNS (9153) metrics only from the metrics peers. */
+export function gatewayNetworkPolicy(
+  parent: K8sObject,
+  names: GatewayNames,
+  metricsPeers: readonly NetworkPolicyPeer[],
+): K8sObject {
+  const p = COREDNS_PORTS;
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: names.networkPolicy, namespace: parent.metadata.namespace, labels: gatewayLabels(parent) },
+    spec: {
+      podSelector: { matchLabels: gatewaySelector(parent) },
+      policyTypes: ["Ingress"],
+      ingress: [
+        {
+          from: CLUSTER_PEERS,
+          ports: [
+            { protocol: "UDP", port: p.dns },
+            { protocol: "TCP", port: p.dns },
+          ],
+        },
+        {
+          from: [...metricsPeers],
+          ports: [
+            { protocol: "TCP", port: TS_METRICS_PORT },
+            { protocol: "TCP", port: p.metrics },
+          ],
+        },
+      ],
+    },
+  };
+}
+
+export function corefileConfigMap(parent: K8sObject, names: GatewayNames, corefile: string): K8sObject {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: names.corefile, namespace: parent.metadata.namespace, labels: gatewayLabels(parent) },
+    data: { [COREFILE_KEY]: corefile },
+  };
+}
+
+export function zoneConfigMap(parent: K8sObject, names: GatewayNames, zoneFile: string): K8sObject {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: names.zone, namespace: parent.metadata.namespace, labels: gatewayLabels(parent) },
+    data: { [ZONE_FILE_KEY]: zoneFile },
+  };
+}

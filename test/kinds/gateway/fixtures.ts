@@ -1,0 +1,185 @@
+/**
+ * Builders shared by the TailnetGateway tests: the parent, Headscale nodes and keys, and a healthy
+ * decide() input that each table row changes in one place.
+ */
+
+import { DEFAULT_CONFIG } from "../../../src/config.js";
+import type { HsNode, HsPreAuthKey } from "../../../src/headscale/types.js";
+import type { K8sObject } from "../../../src/k8s/objects.js";
+import { gatewayLabels } from "../../../src/kinds/gateway/children.js";
+import { type GatewayDecideInput, type RenderInput, renderDeployment } from "../../../src/kinds/gateway/decide.js";
+import { gatewayNames, gatewaySpec } from "../../../src/kinds/gateway/spec.js";
+import { authKeySecret } from "../../../src/kinds/shared/authkey.js";
+import { parentObject } from "../../fixtures/hooks.js";
+
+export const NOW = new Date("2026-11-29T10:00:00Z");
+export const TAG = "tag:k8s-infra-gw";
+export const ROUTE = "10.96.0.0/12";
+export const ZONE = "ts.example.com";
+export const UID = "00000000-0000-4000-8000-00000000aaaa";
+export const KEY_ID = "7";
+export const NODE_KEY = `nodekey:${"a".repeat(64)}`;
+
+export function gateway(
+  spec: Record<string, unknown> = {},
+  opts: { status?: Record<string, unknown>; annotations?: Record<string, string> } = {},
+): K8sObject {
+  const p = parentObject(
+    "TailnetGateway",
+    "gw",
+    { tailnetRef: { name: "home" }, hostname: "cluster-gw", routes: [ROUTE], dns: { zone: ZONE }, ...spec },
+    { namespace: "infra", uid: UID, ...(opts.status ? { status: opts.status } : {}) },
+  );
+  if (opts.annotations) p.metadata.annotations = opts.annotations;
+  return p;
+}
+
+export function hsKey(over: Partial<HsPreAuthKey> = {}): HsPreAuthKey {
+  return {
+    user: null,
+    id: KEY_ID,
+    key: "hskey-auth-abc-***",
+    reusable: false,
+    ephemeral: false,
+    used: true,
+    expiration: "2026-11-29T10:30:00Z",
+    createdAt: "2026-11-29T09:30:00Z",
+    aclTags: [TAG],
+    ...over,
+  };
+}
+
+export function hsNode(over: Partial<HsNode> & { keyId?: string | null } = {}): HsNode {
+  const { keyId, ...rest } = over;
+  const id = over.id ?? "12";
+  return {
+    id,
+    machineKey: `mkey:${id}`,
+    nodeKey: NODE_KEY,
+    discoKey: `discokey:${id}`,
+    ipAddresses: ["100.64.0.12"],
+    name: "cluster-gw",
+    givenName: "cluster-gw",
+    user: null,
+    lastSeen: null,
+    expiry: null,
+    preAuthKey: keyId === null ? null : hsKey({ id: keyId ?? KEY_ID }),
+    createdAt: "2026-11-29T09:31:00Z",
+    registerMethod: "REGISTER_METHOD_AUTH_KEY",
+    online: true,
+    approvedRoutes: [ROUTE],
+    availableRoutes: [ROUTE],
+    subnetRoutes: [ROUTE],
+    tags: [TAG],
+    shape: { hasTags: true, hasApprovedRoutes: true },
+    ...rest,
+  };
+}
+
+export function keySecret(parent: K8sObject, id = KEY_ID): K8sObject {
+  return authKeySecret(
+    parent,
+    {
+      id,
+      key: `hskey-auth-abc-${"s".repeat(64)}`,
+      createdAt: new Date("2026-11-29T09:30:00Z"),
+      expiresAt: new Date("2026-11-29T10:30:00Z"),
+    },
+    gatewayLabels(parent),
+  );
+}
+
+export function renderInput(parent: K8sObject, policyMode: "Apply" | "DryRun" = "Apply"): RenderInput {
+  return {
+    parent,
+    spec: gatewaySpec(parent),
+    names: gatewayNames(parent),
+    tag: TAG,
+    zone: ZONE,
+    images: DEFAULT_CONFIG.images,
+    tailnet: {
+      name: "home",
+      loginServer: "https://hs.example.com",
+      policyMode,
+      baseDomain: ZONE,
+      splitDomains: ["svc.cluster.local"],
+    },
+  };
+}
+
+/** The gateway Deployment as the API server holds it after a finished rollout. */
+export function liveDeployment(r: RenderInput, secret: string | undefined = `gw-authkey-${KEY_ID}`): K8sObject {
+  const d = renderDeployment(r, secret);
+  const replicas = (d.spec as { replicas: number }).replicas;
+  d.metadata.generation = 2;
+  d.status = {
+    observedGeneration: 2,
+    replicas,
+    updatedReplicas: replicas,
+    readyReplicas: replicas,
+    availableReplicas: replicas,
+    conditions: [
+      { type: "Available", status: "True" },
+      { type: "Progressing", status: "True", reason: "NewReplicaSetAvailable" },
+    ],
+  };
+  return d;
+}
+
+export function dnsServiceLive(ip = "10.96.0.53", type = "ClusterIP"): K8sObject {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: "gw-dns", namespace: "infra" },
+    spec: { type, clusterIP: ip },
+  };
+}
+
+export const CLUSTER_COREFILE = `.:53 {
+    errors
+    health
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+       pods insecure
+       fallthrough in-addr.arpa ip6.arpa
+    }
+    forward . /etc/resolv.conf
+    cache 30
+}
+${ZONE}:53 {
+    errors
+    cache 30
+    forward . 10.96.0.53
+}
+`;
+
+export function corednsConfigMap(corefile = CLUSTER_COREFILE): K8sObject {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "coredns", namespace: "kube-system" },
+    data: { Corefile: corefile },
+  };
+}
+
+/** Everything healthy: key verified, node 12 ours with its route approved, pods ready, forward configured. */
+export function healthy(over: Partial<GatewayDecideInput> = {}): GatewayDecideInput {
+  const parent = over.parent ?? gateway();
+  const r = renderInput(parent);
+  const secret = keySecret(parent);
+  return {
+    ...r,
+    metricsPeers: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "tailnet-system" } } }],
+    now: NOW,
+    observed: { deployment: liveDeployment(r), service: dnsServiceLive() },
+    related: {
+      coredns: corednsConfigMap(),
+      egresses: [],
+      services: [],
+      pods: [{ name: "gw-gateway-0", deleting: false, ready: { tailscale: true, coredns: true } }],
+    },
+    headscale: { nodes: { ok: true, value: [hsNode()] }, keys: { ok: true, value: [hsKey()] } },
+    key: { secret, keyId: KEY_ID, expiresAt: new Date("2026-11-29T10:30:00Z") },
+    previousNode: { id: "12", name: "cluster-gw", nodeKey: NODE_KEY, preAuthKeyId: KEY_ID },
+    ...over,
+  };
+}
