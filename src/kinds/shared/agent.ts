@@ -3,21 +3,30 @@
  * Each takes (parent, inputs) and returns a plain object (Tailscale's tsrStatefulSet style).
  * The pod runs two containers: the official tailscale image in userspace mode with state in
  * memory (so no Secret is written back and no RBAC is needed), and our agent, which listens,
- * probes and reports /status on 9080.
+ * probes and reports /status on 9080. The conditions both agent kinds share (TagKnown,
+ * Registered) are decided here too, so egress and ingress cannot drift apart.
  */
 import { createHash } from "node:crypto";
 import type { AgentConfigInput } from "../../agent/config.js";
 import { AGENT_CONFIG_PATH, AGENT_METRICS_PORT, TAILSCALE_SOCKS_ADDR, TAILSCALED_SOCKET } from "../../agent/ports.js";
+import { type ConditionInput, cond } from "../../conditions/condition.js";
+import { EgressReason } from "../../conditions/reasons.js";
 import type { NetworkPolicyPeer, OperatorConfig } from "../../config.js";
+import type { HsNode, HsPolicy } from "../../headscale/types.js";
+import type { Obs } from "../../headscale/view.js";
 import { commonLabels, OWNER_UID_LABEL } from "../../k8s/labels.js";
 import type { K8sObject } from "../../k8s/objects.js";
+import { parseHuJson } from "../../policy/hujson.js";
 import { AUTHKEY_DATA_KEY } from "./authkey.js";
 
 export const CONFIG_HASH_ANNOTATION = "tailnet.internal/config-hash";
+/** ConfigMap key of the agent config (mounted at AGENT_CONFIG_PATH). */
+export const AGENT_CONFIG_KEY = AGENT_CONFIG_PATH.slice(AGENT_CONFIG_PATH.lastIndexOf("/") + 1);
 const CONFIG_DIR = AGENT_CONFIG_PATH.slice(0, AGENT_CONFIG_PATH.lastIndexOf("/"));
 const SOCKET_DIR = TAILSCALED_SOCKET.slice(0, TAILSCALED_SOCKET.lastIndexOf("/"));
 export const SERVE_CONFIG_KEY = "serve.json";
-export const TLS_MOUNT_ROOT = "/etc/tailnet-agent/tls";
+/** TLS Secrets mount at `<root>/<secret name>`; outside the ConfigMap mount (nested mounts in a ConfigMap volume are fragile). */
+export const TLS_MOUNT_ROOT = "/etc/tailnet-tls";
 
 export const agentName = (parent: K8sObject) => `${parent.metadata.name.slice(0, 57)}-agent`;
 
@@ -27,6 +36,17 @@ export function agentSelector(parent: K8sObject): Record<string, string> {
 }
 
 const component = (parent: K8sObject) => (parent.kind === "TailnetIngress" ? "ingress" : "egress");
+
+/** Lower-case DNS label (a tailnet host name): [a-z0-9-], at most 63, no dash at either end. */
+export function dnsLabel(value: string): string {
+  const label = value
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^-+/, "")
+    .slice(0, 63)
+    .replace(/-+$/, "");
+  return label || "agent";
+}
 
 export function agentServiceAccount(parent: K8sObject): K8sObject {
   return {
@@ -43,7 +63,7 @@ export function agentServiceAccount(parent: K8sObject): K8sObject {
 
 /** The agent config (and, for ingress, tailscaled's serve config) as a ConfigMap mounted read-only. */
 export function agentConfigMap(parent: K8sObject, config: AgentConfigInput, serveConfig?: object): K8sObject {
-  const data: Record<string, string> = { "config.json": `${JSON.stringify(config, null, 2)}\n` };
+  const data: Record<string, string> = { [AGENT_CONFIG_KEY]: `${JSON.stringify(config, null, 2)}\n` };
   if (serveConfig) data[SERVE_CONFIG_KEY] = `${JSON.stringify(serveConfig, null, 2)}\n`;
   return {
     apiVersion: "v1",
@@ -57,6 +77,7 @@ export function agentConfigMap(parent: K8sObject, config: AgentConfigInput, serv
   };
 }
 
+/** A short, stable hash of everything the pods read at start (the pod-template annotation). */
 export function configHash(...parts: unknown[]): string {
   return createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 16);
 }
@@ -64,17 +85,21 @@ export function configHash(...parts: unknown[]): string {
 export interface AgentDeploymentInputs {
   replicas: number;
   tag: string;
+  /** The Tailnet's Headscale URL (tailscale --login-server). */
   loginServer: string;
   /** Name of the pre-auth key Secret child; undefined while no key exists yet (pods wait for it). */
   authKeySecret: string | undefined;
+  /** Tailnet host name of the agent node (a DNS label, see dnsLabel). */
   hostname: string;
   images: OperatorConfig["images"];
   /** Data-plane container ports of the agent (egress listeners); ingress listens on loopback only. */
   listenPorts: number[];
-  /** Hash of everything the pods read at start, so a change rolls them. */
+  /** Hash of everything the pods read at start, so a change rolls them (see configHash). */
   configHash: string;
-  serveConfig: boolean;
-  tlsSecrets: string[];
+  /** Ingress: tailscaled reads the ConfigMap's serve config (TS_SERVE_CONFIG). */
+  serveConfig?: boolean;
+  /** Ingress: kubernetes.io/tls Secrets mounted read-only into the agent at TLS_MOUNT_ROOT/<name>. */
+  tlsSecrets?: string[];
 }
 
 const restricted = {
@@ -84,14 +109,19 @@ const restricted = {
   capabilities: { drop: ["ALL"] },
 };
 
+/** By position: Secret names may hold dots and run to 253 characters, volume names may not. */
+const tlsVolumeName = (index: number) => `tls-${index}`;
+
 export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs): K8sObject {
   const selector = agentSelector(parent);
   const labels = { ...commonLabels(parent, component(parent)), ...selector };
+  const tlsSecrets = inputs.tlsSecrets ?? [];
   const env: Record<string, unknown>[] = [
     { name: "TS_USERSPACE", value: "true" },
     { name: "TS_SOCKET", value: TAILSCALED_SOCKET },
     { name: "TS_SOCKS5_SERVER", value: TAILSCALE_SOCKS_ADDR },
     { name: "TS_HOSTNAME", value: inputs.hostname },
+    // containerboot passes TS_EXTRA_ARGS to `tailscale up`: the only way to name a login server
     { name: "TS_EXTRA_ARGS", value: `--login-server=${inputs.loginServer} --advertise-tags=${inputs.tag}` },
     { name: "TS_AUTH_ONCE", value: "true" },
     // state in memory: nothing is written back to a Secret, so the pod needs no API access
@@ -110,11 +140,12 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
     { name: "tailscale-run", mountPath: SOCKET_DIR },
     { name: "config", mountPath: CONFIG_DIR, readOnly: true },
   ];
-  const tlsMounts = inputs.tlsSecrets.map((s) => ({
-    name: `tls-${s}`.slice(0, 63),
+  const tlsMounts = tlsSecrets.map((s, i) => ({
+    name: tlsVolumeName(i),
     mountPath: `${TLS_MOUNT_ROOT}/${s}`,
     readOnly: true,
   }));
+  const resources = { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "256Mi" } };
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -141,7 +172,7 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
               image: inputs.images.tailscale,
               env,
               securityContext: restricted,
-              resources: { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "256Mi" } },
+              resources,
               volumeMounts: [{ name: "tmp", mountPath: "/tmp" }, ...shared],
             },
             {
@@ -155,7 +186,7 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
               readinessProbe: { httpGet: { path: "/healthz", port: "metrics" }, periodSeconds: 5 },
               livenessProbe: { httpGet: { path: "/healthz", port: "metrics" }, periodSeconds: 10, failureThreshold: 3 },
               securityContext: restricted,
-              resources: { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "256Mi" } },
+              resources,
               volumeMounts: [...shared, ...tlsMounts],
             },
           ],
@@ -163,7 +194,7 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
             { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
             { name: "tailscale-run", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
             { name: "config", configMap: { name: agentName(parent) } },
-            ...inputs.tlsSecrets.map((s) => ({ name: `tls-${s}`.slice(0, 63), secret: { secretName: s } })),
+            ...tlsSecrets.map((s, i) => ({ name: tlsVolumeName(i), secret: { secretName: s } })),
           ],
         },
       },
@@ -179,13 +210,18 @@ export function metricsPeers(config: OperatorConfig): NetworkPolicyPeer[] {
   ];
 }
 
+/** A namespaceSelector peer for one namespace (e.g. egress clients in the egress's own namespace). */
+export function namespacePeer(namespace: string): NetworkPolicyPeer {
+  return { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } } };
+}
+
 export function agentNetworkPolicy(
   parent: K8sObject,
   config: OperatorConfig,
   dataPlane: { ports: number[]; from: NetworkPolicyPeer[] } | undefined,
 ): K8sObject {
   const ingress: Record<string, unknown>[] = [];
-  if (dataPlane && dataPlane.ports.length) {
+  if (dataPlane?.ports.length) {
     ingress.push({ from: dataPlane.from, ports: dataPlane.ports.map((port) => ({ protocol: "TCP", port })) });
   }
   ingress.push({ from: metricsPeers(config), ports: [{ protocol: "TCP", port: AGENT_METRICS_PORT }] });
@@ -199,4 +235,90 @@ export function agentNetworkPolicy(
     },
     spec: { podSelector: { matchLabels: agentSelector(parent) }, policyTypes: ["Ingress"], ingress },
   };
+}
+
+// ---- conditions shared by the agent kinds (same types and reason strings for egress and ingress) ----
+
+/**
+ * TagKnown from the live policy: Known when the tag is a key of tagOwners; PolicyPending while it
+ * is not (Headscale rejects an unowned tag at registration); Unknown when the policy was not read.
+ */
+export function tagKnownCondition(policy: Obs<HsPolicy | null>, tag: string): ConditionInput {
+  if (!policy.ok) {
+    return cond(
+      "TagKnown",
+      "Unknown",
+      EgressReason.Unknown,
+      `the live policy could not be read: ${policy.error.message}`,
+    );
+  }
+  if (policy.value === null) {
+    return cond(
+      "TagKnown",
+      "False",
+      EgressReason.PolicyPending,
+      `no policy is stored in Headscale yet, so ${tag} is not in tagOwners`,
+    );
+  }
+  const parsed = parseHuJson(policy.value.policy);
+  if (!parsed.ok) {
+    return cond("TagKnown", "Unknown", EgressReason.Unknown, `the live policy could not be parsed: ${parsed.message}`);
+  }
+  const owners = parsed.value.tagOwners;
+  if (owners && typeof owners === "object" && !Array.isArray(owners) && Object.hasOwn(owners, tag)) {
+    return cond("TagKnown", "True", EgressReason.Known, `${tag} is in the live policy's tagOwners`);
+  }
+  return cond(
+    "TagKnown",
+    "False",
+    EgressReason.PolicyPending,
+    `${tag} is not in the live policy's tagOwners yet (the Tailnet adds it when it applies the policy; in DryRun it is never written)`,
+  );
+}
+
+/** Headscale nodes carrying the tag (among others), sorted by MagicDNS name. */
+export function nodesWithTag(nodes: readonly HsNode[], tag: string): HsNode[] {
+  return nodes.filter((n) => n.tags.includes(tag)).sort((a, b) => nodeLabel(a).localeCompare(nodeLabel(b)));
+}
+
+/** Nodes that are exactly this object's (carry its tag and no other): the ones finalize deletes. */
+export function nodesOwnedByTag(nodes: readonly HsNode[], tag: string): HsNode[] {
+  return nodes.filter((n) => n.tags.length === 1 && n.tags[0] === tag);
+}
+
+export const nodeLabel = (n: HsNode) => n.givenName || n.name || n.id;
+
+const MAX_LISTED = 5;
+
+/** "a, b, c" or "a, b, c, d, e and 3 more": messages stay short however many nodes linger. */
+export function listNames(names: readonly string[]): string {
+  if (names.length <= MAX_LISTED) return names.join(", ");
+  return `${names.slice(0, MAX_LISTED).join(", ")} and ${names.length - MAX_LISTED} more`;
+}
+
+/**
+ * Registered: a Headscale node carrying the tag exists. `keyNote` explains a missing pre-auth key
+ * (e.g. Headscale refused to create one); it is appended while no node is registered.
+ */
+export function registeredCondition(nodes: Obs<HsNode[]>, tag: string, keyNote?: string): ConditionInput {
+  const note = keyNote ? `; ${keyNote}` : "";
+  if (!nodes.ok) {
+    return cond(
+      "Registered",
+      "Unknown",
+      EgressReason.Unknown,
+      `Headscale nodes could not be listed: ${nodes.error.message}${note}`,
+    );
+  }
+  const mine = nodesWithTag(nodes.value, tag);
+  if (mine.length === 0) {
+    return cond("Registered", "False", EgressReason.NotRegistered, `no Headscale node carries ${tag} yet${note}`);
+  }
+  const noun = mine.length === 1 ? "node carries" : "nodes carry";
+  return cond(
+    "Registered",
+    "True",
+    EgressReason.Registered,
+    `${mine.length} ${noun} ${tag}: ${listNames(mine.map(nodeLabel))}`,
+  );
 }

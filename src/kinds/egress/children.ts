@@ -1,0 +1,144 @@
+/**
+ * The children of a TailnetEgress, one builder per object: the shared agent pieces
+ * (ServiceAccount, ConfigMap, Deployment, NetworkPolicy) plus one Service per target, named after
+ * the target, whose ports map the target's ports to the agent's listen ports.
+ */
+import type { AgentConfigInput } from "../../agent/config.js";
+import { AGENT_METRICS_PORT, egressListenPorts, TAILSCALE_SOCKS_ADDR, TAILSCALED_SOCKET } from "../../agent/ports.js";
+import type { OperatorConfig } from "../../config.js";
+import { commonLabels, EGRESS_TARGET_LABEL } from "../../k8s/labels.js";
+import type { K8sObject } from "../../k8s/objects.js";
+import {
+  agentConfigMap,
+  agentDeployment,
+  agentNetworkPolicy,
+  agentSelector,
+  agentServiceAccount,
+  configHash,
+  dnsLabel,
+  namespacePeer,
+} from "../shared/agent.js";
+
+/** On each target Service: the host the agent forwards to (a gateway's derived zone reads it). */
+export const TARGET_HOST_ANNOTATION = "tailnet.internal/target-host";
+
+export interface EgressTarget {
+  name: string;
+  host: string;
+  ports: { port: number; protocol: string }[];
+}
+
+type Spec = Record<string, unknown>;
+
+/** spec.targets with defaults applied (protocol TCP); the CRD schema has already checked the shape. */
+export function egressTargets(parent: K8sObject): EgressTarget[] {
+  const spec = (parent.spec ?? {}) as Spec;
+  const targets = Array.isArray(spec.targets) ? (spec.targets as Spec[]) : [];
+  return targets.map((t) => ({
+    name: String(t.name),
+    host: String(t.host),
+    ports: (Array.isArray(t.ports) ? (t.ports as Spec[]) : []).map((p) => ({
+      port: Number(p.port),
+      protocol: typeof p.protocol === "string" ? p.protocol : "TCP",
+    })),
+  }));
+}
+
+/** spec.replicas, default 1. */
+export function egressReplicas(parent: K8sObject): number {
+  const r = ((parent.spec ?? {}) as Spec).replicas;
+  return typeof r === "number" && Number.isInteger(r) && r >= 0 ? r : 1;
+}
+
+/** The agent's tailnet host name: "<namespace>-<name>" (api.md: egress db in shop is "shop-db"). */
+export function egressHostname(parent: K8sObject): string {
+  return dnsLabel(`${parent.metadata.namespace ?? ""}-${parent.metadata.name}`);
+}
+
+/**
+ * The agent config the ConfigMap carries: every target (a conflicting one too — its listen port
+ * stays where egressListenPorts puts it), dialled through tailscaled's SOCKS5 proxy.
+ */
+export function egressAgentConfig(targets: readonly EgressTarget[]): AgentConfigInput {
+  const listen = egressListenPorts(targets);
+  return {
+    role: "egress",
+    metricsPort: AGENT_METRICS_PORT,
+    tailscale: { socksAddr: TAILSCALE_SOCKS_ADDR, localApiSocket: TAILSCALED_SOCKET },
+    targets: targets.map((t, i) => ({
+      name: t.name,
+      host: t.host,
+      ports: t.ports.map((p, j) => ({ port: p.port, listenPort: listen[i][j] })),
+    })),
+  };
+}
+
+/** One Service per target: port = the target port, targetPort = the agent's listen port for it. */
+export function targetService(parent: K8sObject, target: EgressTarget, listenPorts: readonly number[]): K8sObject {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: {
+      name: target.name,
+      namespace: parent.metadata.namespace,
+      labels: { ...commonLabels(parent, "egress"), [EGRESS_TARGET_LABEL]: "true" },
+      annotations: { [TARGET_HOST_ANNOTATION]: target.host },
+    },
+    spec: {
+      type: "ClusterIP",
+      selector: agentSelector(parent),
+      ports: target.ports.map((p, i) => ({
+        name: `${p.protocol.toLowerCase()}-${p.port}`,
+        protocol: p.protocol,
+        port: p.port,
+        targetPort: listenPorts[i],
+      })),
+    },
+  };
+}
+
+export interface EgressChildrenInputs {
+  config: OperatorConfig;
+  targets: EgressTarget[];
+  replicas: number;
+  tag: string;
+  /** The Tailnet's Headscale URL. */
+  loginServer: string;
+  /** The pre-auth key Secret child (reused or new); undefined while no key exists. */
+  authKeySecret?: K8sObject;
+  /** Targets whose Service name is held by a foreign Service: no Service is returned for them. */
+  conflicting: ReadonlySet<string>;
+}
+
+/** Every desired child, in a fixed order. */
+export function egressChildren(parent: K8sObject, inputs: EgressChildrenInputs): K8sObject[] {
+  const agentConfig = egressAgentConfig(inputs.targets);
+  const configMap = agentConfigMap(parent, agentConfig);
+  const listen = egressListenPorts(inputs.targets);
+  const allListenPorts = listen.flat();
+  const deployment = agentDeployment(parent, {
+    replicas: inputs.replicas,
+    tag: inputs.tag,
+    loginServer: inputs.loginServer,
+    authKeySecret: inputs.authKeySecret?.metadata.name,
+    hostname: egressHostname(parent),
+    images: inputs.config.images,
+    listenPorts: allListenPorts,
+    configHash: configHash(configMap.data),
+  });
+  const services = inputs.targets.flatMap((t, i) =>
+    inputs.conflicting.has(t.name) ? [] : [targetService(parent, t, listen[i])],
+  );
+  const networkPolicy = agentNetworkPolicy(parent, inputs.config, {
+    ports: allListenPorts,
+    from: [namespacePeer(parent.metadata.namespace ?? "")],
+  });
+  return [
+    agentServiceAccount(parent),
+    configMap,
+    deployment,
+    ...services,
+    networkPolicy,
+    ...(inputs.authKeySecret ? [inputs.authKeySecret] : []),
+  ];
+}

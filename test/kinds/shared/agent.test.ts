@@ -1,0 +1,335 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { validateAgentConfig } from "../../../src/agent/config.js";
+import { configFrom } from "../../../src/config.js";
+import {
+  type AgentDeploymentInputs,
+  agentConfigMap,
+  agentDeployment,
+  agentNetworkPolicy,
+  agentServiceAccount,
+  configHash,
+  dnsLabel,
+  listNames,
+  namespacePeer,
+  nodesOwnedByTag,
+  nodesWithTag,
+  registeredCondition,
+  tagKnownCondition,
+} from "../../../src/kinds/shared/agent.js";
+import { parentObject } from "../../fixtures/hooks.js";
+import { validateChildren } from "../../helpers/validate.js";
+import { failed, hsNode, ok, policy } from "./fixtures.js";
+import {
+  type AgentGoldenOptions,
+  expectedAgentDeployment,
+  expectedConfigMap,
+  expectedNetworkPolicy,
+  expectedServiceAccount,
+} from "./golden.js";
+
+const config = configFrom({
+  operatorNamespace: "tailnet-ops",
+  images: { agent: "registry.example/tailnet-operator:9.9.9", tailscale: "tailscale/tailscale:v1.2.3" },
+  monitoring: {
+    podMonitor: {
+      scrapeFrom: [
+        {
+          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } },
+          podSelector: { matchLabels: { "app.kubernetes.io/name": "prometheus" } },
+        },
+      ],
+    },
+  },
+});
+
+const egress = parentObject(
+  "TailnetEgress",
+  "db",
+  { tailnetRef: { name: "home" }, targets: [] },
+  { namespace: "shop", uid: "11111111-2222-4333-8444-555555555555" },
+);
+const ingress = parentObject(
+  "TailnetIngress",
+  "web",
+  { tailnetRef: { name: "home" }, hostname: "web", exposes: [] },
+  { namespace: "front", uid: "99999999-2222-4333-8444-555555555555" },
+);
+
+function inputs(over: Partial<AgentDeploymentInputs> = {}): AgentDeploymentInputs {
+  return {
+    replicas: 2,
+    tag: "tag:k8s-shop-db",
+    loginServer: "https://hs.example.com",
+    authKeySecret: "db-authkey-7",
+    hostname: "shop-db",
+    images: config.images,
+    listenPorts: [10000, 10001],
+    configHash: "0123456789abcdef",
+    ...over,
+  };
+}
+
+function golden(over: Partial<AgentGoldenOptions> = {}): AgentGoldenOptions {
+  return {
+    kind: "TailnetEgress",
+    name: "db",
+    namespace: "shop",
+    uid: "11111111-2222-4333-8444-555555555555",
+    replicas: 2,
+    tag: "tag:k8s-shop-db",
+    loginServer: "https://hs.example.com",
+    authKeySecret: "db-authkey-7",
+    hostname: "shop-db",
+    images: { agent: "registry.example/tailnet-operator:9.9.9", tailscale: "tailscale/tailscale:v1.2.3" },
+    listenPorts: [10000, 10001],
+    configHash: "0123456789abcdef",
+    ...over,
+  };
+}
+
+describe("agentDeployment", () => {
+  const cases: {
+    name: string;
+    parent: typeof egress;
+    in: Partial<AgentDeploymentInputs>;
+    want: Partial<AgentGoldenOptions>;
+  }[] = [
+    { name: "egress agent with a key and two listeners", parent: egress, in: {}, want: {} },
+    {
+      name: "no key yet: no TS_AUTHKEY, the pod waits",
+      parent: egress,
+      in: { authKeySecret: undefined },
+      want: { authKeySecret: undefined },
+    },
+    { name: "one replica", parent: egress, in: { replicas: 1 }, want: { replicas: 1 } },
+    {
+      name: "ingress agent with serve config and TLS Secrets",
+      parent: ingress,
+      in: { listenPorts: [], serveConfig: true, tlsSecrets: ["web-tls", "api.example.com-tls"], hostname: "web" },
+      want: {
+        kind: "TailnetIngress",
+        name: "web",
+        namespace: "front",
+        uid: "99999999-2222-4333-8444-555555555555",
+        listenPorts: [],
+        serveConfig: true,
+        tlsSecrets: ["web-tls", "api.example.com-tls"],
+        hostname: "web",
+      },
+    },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: equals the golden object and is a valid Deployment`, () => {
+      const got = agentDeployment(c.parent, inputs(c.in));
+      assert.deepStrictEqual(got, expectedAgentDeployment(golden(c.want)));
+      validateChildren([got]);
+    });
+  }
+
+  it("carries every input into the pod (spec-fields passthrough)", () => {
+    const got = JSON.stringify(agentDeployment(egress, inputs()));
+    for (const needle of [
+      '"replicas":2',
+      "--advertise-tags=tag:k8s-shop-db",
+      "--login-server=https://hs.example.com",
+      '"name":"db-authkey-7"',
+      '"value":"shop-db"',
+      "registry.example/tailnet-operator:9.9.9",
+      "tailscale/tailscale:v1.2.3",
+      '"containerPort":10001',
+      '"tailnet.internal/config-hash":"0123456789abcdef"',
+    ]) {
+      assert.ok(got.includes(needle), needle);
+    }
+  });
+
+  it("both containers run non-root with a read-only root FS and no added capabilities", () => {
+    const spec = (agentDeployment(egress, inputs()).spec as { template: { spec: Record<string, unknown> } }).template
+      .spec;
+    const containers = spec.containers as { name: string; securityContext: Record<string, unknown> }[];
+    assert.deepEqual(
+      containers.map((c) => c.name),
+      ["tailscale", "agent"],
+    );
+    for (const c of containers) {
+      assert.equal(c.securityContext.runAsNonRoot, true);
+      assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+      assert.deepEqual(c.securityContext.capabilities, { drop: ["ALL"] });
+    }
+  });
+});
+
+describe("the other agent children", () => {
+  it("ServiceAccount without a token, ConfigMap with the agent config, both golden", () => {
+    const agentConfig = {
+      role: "egress" as const,
+      metricsPort: 9080,
+      targets: [{ name: "pg", host: "db-1", ports: [{ port: 5432, listenPort: 10000 }] }],
+    };
+    const sa = agentServiceAccount(egress);
+    const cm = agentConfigMap(egress, agentConfig);
+    assert.deepStrictEqual(sa, expectedServiceAccount(golden()));
+    assert.deepStrictEqual(cm, expectedConfigMap(golden(), agentConfig));
+    validateChildren([sa, cm]);
+    // what the pod mounts is what the agent accepts
+    validateAgentConfig(JSON.parse((cm.data as Record<string, string>)["config.json"]));
+  });
+
+  it("ConfigMap with a serve config for ingress", () => {
+    const serve = { TCP: { "443": { HTTPS: true } } };
+    const cm = agentConfigMap(ingress, { role: "ingress", metricsPort: 9080 }, serve);
+    assert.deepStrictEqual(
+      cm,
+      expectedConfigMap(
+        golden({ kind: "TailnetIngress", name: "web", namespace: "front", uid: ingress.metadata.uid }),
+        { role: "ingress", metricsPort: 9080 },
+        serve,
+      ),
+    );
+  });
+
+  it("NetworkPolicy: data ports from the given peers, TCP 9080 from the operator namespace plus scrapeFrom", () => {
+    const np = agentNetworkPolicy(egress, config, { ports: [10000, 10001], from: [namespacePeer("shop")] });
+    assert.deepStrictEqual(
+      np,
+      expectedNetworkPolicy(golden(), {
+        operatorNamespace: "tailnet-ops",
+        scrapeFrom: config.monitoring.podMonitor.scrapeFrom,
+        dataPorts: [10000, 10001],
+        dataFrom: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "shop" } } }],
+      }),
+    );
+    validateChildren([np]);
+  });
+
+  it("NetworkPolicy without data ports (ingress listens on loopback): only TCP 9080", () => {
+    const np = agentNetworkPolicy(egress, configFrom({}), undefined);
+    assert.deepStrictEqual(np, expectedNetworkPolicy(golden(), { operatorNamespace: "tailnet-system" }));
+  });
+});
+
+describe("helpers", () => {
+  it("configHash is stable and changes with its input", () => {
+    assert.equal(configHash({ a: 1 }), configHash({ a: 1 }));
+    assert.notEqual(configHash({ a: 1 }), configHash({ a: 2 }));
+    assert.match(configHash("x"), /^[0-9a-f]{16}$/);
+  });
+
+  const labels: [string, string][] = [
+    ["shop-db", "shop-db"],
+    ["Shop_DB.prod", "shop-db-prod"],
+    ["--x--", "x"],
+    [`a${"b".repeat(70)}`, `a${"b".repeat(62)}`],
+    [`${"a".repeat(62)}--b`, "a".repeat(62)],
+    ["___", "agent"],
+  ];
+  for (const [input, want] of labels) {
+    it(`dnsLabel(${JSON.stringify(input.slice(0, 12))}…) = ${want.slice(0, 12)}…`, () => {
+      assert.equal(dnsLabel(input), want);
+    });
+  }
+
+  it("listNames caps long lists", () => {
+    assert.equal(listNames(["a", "b"]), "a, b");
+    assert.equal(listNames(["a", "b", "c", "d", "e", "f", "g"]), "a, b, c, d, e and 2 more");
+  });
+
+  it("nodesWithTag includes multi-tag nodes; nodesOwnedByTag only nodes with exactly the tag", () => {
+    const nodes = [
+      hsNode({ id: "1", name: "b", tags: ["tag:x"] }),
+      hsNode({ id: "2", name: "a", tags: ["tag:x", "tag:y"] }),
+      hsNode({ id: "3", name: "c", tags: ["tag:y"] }),
+    ];
+    assert.deepEqual(
+      nodesWithTag(nodes, "tag:x").map((n) => n.name),
+      ["a", "b"],
+    );
+    assert.deepEqual(
+      nodesOwnedByTag(nodes, "tag:x").map((n) => n.name),
+      ["b"],
+    );
+  });
+});
+
+describe("tagKnownCondition", () => {
+  const tag = "tag:k8s-shop-db";
+  const rows = [
+    {
+      name: "tag in tagOwners",
+      policy: ok(policy({ [tag]: [] })),
+      want: ["True", "Known", "tag:k8s-shop-db is in the live policy's tagOwners"],
+    },
+    {
+      name: "tag missing from tagOwners",
+      policy: ok(policy({ "tag:other": [] })),
+      want: [
+        "False",
+        "PolicyPending",
+        "tag:k8s-shop-db is not in the live policy's tagOwners yet (the Tailnet adds it when it applies the policy; in DryRun it is never written)",
+      ],
+    },
+    {
+      name: "no policy stored yet",
+      policy: ok(null),
+      want: ["False", "PolicyPending", "no policy is stored in Headscale yet, so tag:k8s-shop-db is not in tagOwners"],
+    },
+    {
+      name: "policy unreadable",
+      policy: failed<null>("GET /api/v1/policy", "fault injected: 500", { status: 500 }),
+      want: [
+        "Unknown",
+        "Unknown",
+        "the live policy could not be read: Headscale GET /api/v1/policy: 500 fault injected: 500",
+      ],
+    },
+    {
+      name: "policy not HuJSON",
+      policy: ok({ policy: "{ nope", updatedAt: null }),
+      want: ["Unknown", "Unknown", "the live policy could not be parsed: line 1:3: invalid symbol"],
+    },
+  ];
+  for (const r of rows) {
+    it(r.name, () => {
+      const c = tagKnownCondition(r.policy, tag);
+      assert.deepEqual([c.status, c.reason, c.message], r.want);
+      assert.equal(c.type, "TagKnown");
+    });
+  }
+});
+
+describe("registeredCondition", () => {
+  const tag = "tag:k8s-shop-db";
+  it("one node", () => {
+    const c = registeredCondition(ok([hsNode({ id: "4", name: "shop-db", tags: [tag] })]), tag);
+    assert.deepEqual(
+      [c.status, c.reason, c.message],
+      ["True", "Registered", "1 node carries tag:k8s-shop-db: shop-db"],
+    );
+  });
+  it("two nodes, sorted", () => {
+    const c = registeredCondition(
+      ok([hsNode({ id: "5", name: "shop-db-1", tags: [tag] }), hsNode({ id: "4", name: "shop-db", tags: [tag] })]),
+      tag,
+    );
+    assert.equal(c.message, "2 nodes carry tag:k8s-shop-db: shop-db, shop-db-1");
+  });
+  it("none, with the key note", () => {
+    const c = registeredCondition(
+      ok([hsNode({ id: "4", name: "x", tags: ["tag:other"] })]),
+      tag,
+      "no pre-auth key yet: boom",
+    );
+    assert.deepEqual(
+      [c.status, c.reason, c.message],
+      ["False", "NotRegistered", "no Headscale node carries tag:k8s-shop-db yet; no pre-auth key yet: boom"],
+    );
+  });
+  it("nodes unreadable", () => {
+    const c = registeredCondition(failed("GET /api/v1/node", "ECONNREFUSED", { classification: "refused" }), tag);
+    assert.deepEqual(
+      [c.status, c.reason, c.message],
+      ["Unknown", "Unknown", "Headscale nodes could not be listed: Headscale GET /api/v1/node: ECONNREFUSED"],
+    );
+  });
+});

@@ -1,0 +1,175 @@
+/**
+ * Golden agent children, written out by hand from an options object (Tailscale's expectedSTS
+ * style): a test changes one option and compares the whole object again. Shared by the egress and
+ * ingress tests, so both kinds are held to the same pod.
+ */
+import type { K8sObject } from "../../../src/k8s/objects.js";
+
+export interface AgentGoldenOptions {
+  kind: "TailnetEgress" | "TailnetIngress";
+  name: string;
+  namespace: string;
+  uid: string;
+  replicas: number;
+  tag: string;
+  loginServer: string;
+  authKeySecret?: string;
+  hostname: string;
+  images: { agent: string; tailscale: string };
+  listenPorts: number[];
+  configHash: string;
+  serveConfig?: boolean;
+  tlsSecrets?: string[];
+}
+
+export function expectedLabels(o: Pick<AgentGoldenOptions, "kind" | "name" | "uid">): Record<string, string> {
+  return {
+    "app.kubernetes.io/name": "tailnet-agent",
+    "app.kubernetes.io/instance": o.name,
+    "app.kubernetes.io/component": o.kind === "TailnetIngress" ? "ingress" : "egress",
+    "app.kubernetes.io/managed-by": "tailnet-operator",
+    "tailnet.internal/owner-uid": o.uid,
+  };
+}
+
+export function expectedSelector(o: Pick<AgentGoldenOptions, "uid">): Record<string, string> {
+  return { "app.kubernetes.io/name": "tailnet-agent", "tailnet.internal/owner-uid": o.uid };
+}
+
+const restricted = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  capabilities: { drop: ["ALL"] },
+};
+const resources = { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "256Mi" } };
+
+export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
+  const labels = expectedLabels(o);
+  const env: Record<string, unknown>[] = [
+    { name: "TS_USERSPACE", value: "true" },
+    { name: "TS_SOCKET", value: "/var/run/tailscale/tailscaled.sock" },
+    { name: "TS_SOCKS5_SERVER", value: "127.0.0.1:1055" },
+    { name: "TS_HOSTNAME", value: o.hostname },
+    { name: "TS_EXTRA_ARGS", value: `--login-server=${o.loginServer} --advertise-tags=${o.tag}` },
+    { name: "TS_AUTH_ONCE", value: "true" },
+    { name: "TS_KUBE_SECRET", value: "" },
+    { name: "TS_ENABLE_METRICS", value: "true" },
+    { name: "TS_LOCAL_ADDR_PORT", value: "127.0.0.1:9002" },
+  ];
+  if (o.authKeySecret) {
+    env.push({ name: "TS_AUTHKEY", valueFrom: { secretKeyRef: { name: o.authKeySecret, key: "authkey" } } });
+  }
+  if (o.serveConfig) env.push({ name: "TS_SERVE_CONFIG", value: "/etc/tailnet-agent/serve.json" });
+  const tls = o.tlsSecrets ?? [];
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: `${o.name}-agent`, namespace: o.namespace, labels },
+    spec: {
+      replicas: o.replicas,
+      selector: { matchLabels: expectedSelector(o) },
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: {
+        metadata: { labels, annotations: { "tailnet.internal/config-hash": o.configHash } },
+        spec: {
+          serviceAccountName: `${o.name}-agent`,
+          automountServiceAccountToken: false,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 65532,
+            runAsGroup: 65532,
+            fsGroup: 65532,
+            seccompProfile: { type: "RuntimeDefault" },
+          },
+          containers: [
+            {
+              name: "tailscale",
+              image: o.images.tailscale,
+              env,
+              securityContext: restricted,
+              resources,
+              volumeMounts: [
+                { name: "tmp", mountPath: "/tmp" },
+                { name: "tailscale-run", mountPath: "/var/run/tailscale" },
+                { name: "config", mountPath: "/etc/tailnet-agent", readOnly: true },
+              ],
+            },
+            {
+              name: "agent",
+              image: o.images.agent,
+              args: ["agent", "--config", "/etc/tailnet-agent/config.json"],
+              ports: [
+                { name: "metrics", containerPort: 9080, protocol: "TCP" },
+                ...o.listenPorts.map((p) => ({ name: `l${p}`, containerPort: p, protocol: "TCP" })),
+              ],
+              readinessProbe: { httpGet: { path: "/healthz", port: "metrics" }, periodSeconds: 5 },
+              livenessProbe: { httpGet: { path: "/healthz", port: "metrics" }, periodSeconds: 10, failureThreshold: 3 },
+              securityContext: restricted,
+              resources,
+              volumeMounts: [
+                { name: "tailscale-run", mountPath: "/var/run/tailscale" },
+                { name: "config", mountPath: "/etc/tailnet-agent", readOnly: true },
+                ...tls.map((s, i) => ({ name: `tls-${i}`, mountPath: `/etc/tailnet-tls/${s}`, readOnly: true })),
+              ],
+            },
+          ],
+          volumes: [
+            { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
+            { name: "tailscale-run", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
+            { name: "config", configMap: { name: `${o.name}-agent` } },
+            ...tls.map((s, i) => ({ name: `tls-${i}`, secret: { secretName: s } })),
+          ],
+        },
+      },
+    },
+  };
+}
+
+export function expectedServiceAccount(o: Pick<AgentGoldenOptions, "kind" | "name" | "namespace" | "uid">): K8sObject {
+  return {
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name: `${o.name}-agent`, namespace: o.namespace, labels: expectedLabels(o) },
+    automountServiceAccountToken: false,
+  };
+}
+
+export function expectedConfigMap(
+  o: Pick<AgentGoldenOptions, "kind" | "name" | "namespace" | "uid">,
+  config: unknown,
+  serveConfig?: unknown,
+): K8sObject {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: `${o.name}-agent`, namespace: o.namespace, labels: expectedLabels(o) },
+    data: {
+      "config.json": `${JSON.stringify(config, null, 2)}\n`,
+      ...(serveConfig ? { "serve.json": `${JSON.stringify(serveConfig, null, 2)}\n` } : {}),
+    },
+  };
+}
+
+export function expectedNetworkPolicy(
+  o: Pick<AgentGoldenOptions, "kind" | "name" | "namespace" | "uid">,
+  opts: { operatorNamespace: string; scrapeFrom?: unknown[]; dataPorts?: number[]; dataFrom?: unknown[] },
+): K8sObject {
+  const ingress: unknown[] = [];
+  if (opts.dataPorts?.length) {
+    ingress.push({ from: opts.dataFrom ?? [], ports: opts.dataPorts.map((port) => ({ protocol: "TCP", port })) });
+  }
+  ingress.push({
+    from: [
+      { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": opts.operatorNamespace } } },
+      ...(opts.scrapeFrom ?? []),
+    ],
+    ports: [{ protocol: "TCP", port: 9080 }],
+  });
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: `${o.name}-agent`, namespace: o.namespace, labels: expectedLabels(o) },
+    spec: { podSelector: { matchLabels: expectedSelector(o) }, policyTypes: ["Ingress"], ingress },
+  };
+}
