@@ -48,15 +48,15 @@ export interface RenderInput {
 
 const PLACEHOLDER_KEY = "render-placeholder-api-key";
 
-/** Secret values never reach the output. */
+/** Secret values never reach the output: the keys are listed (as stringData) with "<redacted>". */
 function redact(o: K8sObject): K8sObject {
   if (o.kind !== "Secret") return o;
-  const data = Object.fromEntries(
-    Object.keys((o.data as Record<string, string>) ?? {})
-      .sort()
-      .map((k) => [k, "<redacted>"]),
-  );
-  return { ...o, data };
+  const keys = [
+    ...Object.keys((o.data as Record<string, string>) ?? {}),
+    ...Object.keys((o.stringData as Record<string, string>) ?? {}),
+  ];
+  const { data: _data, ...rest } = o;
+  return { ...rest, stringData: Object.fromEntries([...new Set(keys)].sort().map((k) => [k, "<redacted>"])) };
 }
 
 function conditionOf(status: Record<string, unknown>, type: string) {

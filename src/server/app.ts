@@ -113,7 +113,7 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
     closing ? reply.code(503).send({ status: "closing" }) : { status: "ready" },
   );
   app.get("/metrics", async (_req, reply) => {
-    sweepStaleResources(metrics, Date.now(), 3 * config.hooks.resyncSeconds * 1000);
+    sweepStaleResources(metrics, deps.now().getTime(), 3 * config.hooks.resyncSeconds * 1000);
     reply.header("Content-Type", metrics.registry.contentType);
     return metrics.registry.metrics();
   });

@@ -8,7 +8,7 @@ import type { HeadscaleError } from "../../headscale/errors.js";
 import type { HeadscaleView } from "../../headscale/view.js";
 import { commonLabels } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
-import { type AuthKeyOutcome, ensureAuthKey } from "../shared/authkey.js";
+import { AGENT_KEY_FLAGS, type AuthKeyOutcome, ensureAuthKey } from "../shared/authkey.js";
 import type { HookDeps } from "../types.js";
 import type { CleanupPlan } from "./finalize.js";
 import type { EgressKeyPlan } from "./keys.js";
@@ -46,9 +46,7 @@ export async function actAuthKey(
   }
   const outcome = await ensureAuthKey(plan, view.client, inputs.parent, {
     tags: [inputs.tag],
-    // one key per pod start: a single pod may use a one-time key, several replicas share one
-    reusable: inputs.replicas > 1,
-    ephemeral: true,
+    ...AGENT_KEY_FLAGS,
     ttlSeconds: inputs.ttlSeconds,
     now: inputs.now,
     labels: commonLabels(inputs.parent, "egress"),

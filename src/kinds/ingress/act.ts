@@ -10,12 +10,11 @@ import type { HeadscaleView } from "../../headscale/view.js";
 import { commonLabels } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import { nodeLabel, nodesOwnedByTag } from "../shared/agent.js";
-import { type AuthKeyOutcome, type AuthKeyPlan, ensureAuthKey } from "../shared/authkey.js";
+import { AGENT_KEY_FLAGS, type AuthKeyOutcome, type AuthKeyPlan, ensureAuthKey } from "../shared/authkey.js";
 
 /**
  * The key Secret to return: the current one while it is good or while Headscale may not be
- * written; otherwise a fresh tagged, ephemeral key (reusable only with more than one replica — an
- * ingress runs one). A failed creation keeps the current Secret (ensureAuthKey).
+ * written; otherwise a fresh tagged key with AGENT_KEY_FLAGS (reusable, ephemeral). A failed creation keeps the current Secret (ensureAuthKey).
  */
 export async function settleAuthKey(
   plan: AuthKeyPlan,
@@ -28,11 +27,9 @@ export async function settleAuthKey(
   if (plan.action === "reuse" || !write || !view) {
     return keep ? { secret: reuseObserved(keep.secret), keyId: keep.keyId, expiresAt: keep.expiresAt } : {};
   }
-  const replicas = opts.replicas ?? 1;
   const outcome = await ensureAuthKey(plan, view.client, parent, {
     tags: [opts.tag],
-    reusable: replicas > 1,
-    ephemeral: true,
+    ...AGENT_KEY_FLAGS,
     ttlSeconds: opts.ttlSeconds,
     now: opts.now,
     labels: commonLabels(parent, "ingress"),

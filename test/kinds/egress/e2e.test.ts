@@ -64,7 +64,7 @@ describe("TailnetEgress end to end", () => {
         [
           "POST",
           "/api/v1/preauthkey",
-          { reusable: false, ephemeral: true, expiration: "2026-11-30T10:00:00Z", aclTags: [TAG] },
+          { reusable: true, ephemeral: true, expiration: "2026-11-30T10:00:00Z", aclTags: [TAG] },
         ],
       ],
     );

@@ -109,7 +109,7 @@ describe("TailnetIngress end to end", () => {
     const created = w.hs.requests.find((r) => r.method === "POST" && r.path === "/api/v1/preauthkey");
     assert.deepEqual(
       { ...(created?.body as Record<string, unknown>), expiration: "…" },
-      { aclTags: [TAG], reusable: false, ephemeral: true, expiration: "…" },
+      { aclTags: [TAG], reusable: true, ephemeral: true, expiration: "…" },
     );
 
     w.register();
