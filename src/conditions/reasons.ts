@@ -165,6 +165,7 @@ export const GatewayCondition = {
 
 export const GatewayReason = {
   Suspended: "Suspended",
+  NotObserved: "NotObserved",
   Provisioning: "Provisioning",
   FreshBlocked: "FreshBlocked",
   IdentityChanged: "IdentityChanged",

@@ -109,7 +109,10 @@ function registered(
   unknown: boolean,
 ) {
   if (problems.length) {
-    return cond(C.Registered, unknown ? "Unknown" : "False", R.FreshBlocked, freshBlockedMessage(problems));
+    // A check that could not run (Headscale not observed) is not a refusal: NotObserved, so an outage
+    // pages as Headscale API errors, not as TailnetGatewayFreshBlocked. The zone stays untouched either way.
+    if (unknown) return cond(C.Registered, "Unknown", R.NotObserved, freshBlockedMessage(problems));
+    return cond(C.Registered, "False", R.FreshBlocked, freshBlockedMessage(problems));
   }
   if (!facts?.current) {
     const key = input.key.keyId ? ` with bootstrap key ${input.key.keyId}` : "";
@@ -146,7 +149,7 @@ function routesInSync(
     return cond(
       C.RoutesInSync,
       "Unknown",
-      R.NotApproved,
+      R.NotObserved,
       `cannot verify route approval: ${input.headscale.nodes.error}`,
     );
   }
@@ -191,7 +194,7 @@ function staleNodes(
   actions: GatewayActions,
 ) {
   if (!input.headscale.nodes.ok) {
-    return cond(C.StaleNodes, "Unknown", R.None, `cannot list nodes: ${input.headscale.nodes.error}`);
+    return cond(C.StaleNodes, "Unknown", R.NotObserved, `cannot list nodes: ${input.headscale.nodes.error}`);
   }
   if (!facts?.current) return cond(C.StaleNodes, "False", R.None, "no node of this gateway is registered");
   if (!verified) {

@@ -192,9 +192,9 @@ describe("TailnetGateway end to end: Headscale faults", () => {
       assert.deepEqual(
         ["Registered", "RoutesInSync", "StaleNodes"].map((c) => [cond(w.mc, c)?.status, cond(w.mc, c)?.reason]),
         [
-          ["Unknown", "FreshBlocked"],
-          ["Unknown", "NotApproved"],
-          ["Unknown", "None"],
+          ["Unknown", "NotObserved"],
+          ["Unknown", "NotObserved"],
+          ["Unknown", "NotObserved"],
         ],
       );
       assert.match(cond(w.mc, "Registered")?.message ?? "", pattern);

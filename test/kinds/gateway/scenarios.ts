@@ -263,7 +263,7 @@ export const rows: Row[] = [
         keys: { ok: false, error: "Headscale GET /api/v1/preauthkey: connect ECONNREFUSED" },
       },
     }),
-    want: { Registered: "FreshBlocked", RoutesInSync: "NotApproved", StaleNodes: "None", Ready: "FreshBlocked" },
+    want: { Registered: "NotObserved", RoutesInSync: "NotObserved", StaleNodes: "NotObserved", Ready: "NotObserved" },
   },
 ];
 
