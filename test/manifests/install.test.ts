@@ -5,13 +5,17 @@ import { describe, it } from "node:test";
 import { parse, parseAllDocuments } from "yaml";
 import { KINDS } from "../../src/api/schemas.js";
 import type { K8sObject } from "../../src/k8s/objects.js";
+import { layerBinary } from "../chart/helm.js";
 import { validateChild } from "../helpers/validate.js";
 
 const root = new URL("../../", import.meta.url);
 
 describe("install manifests", () => {
   it("kubectl kustomize manifests/ builds CRDs, operator and CompositeControllers", () => {
-    const out = execFileSync("kubectl", ["kustomize", new URL("manifests/", root).pathname], { encoding: "utf8" });
+    // the same pinned kubectl the chart tests use (a machine's own kubectl may be too old)
+    const out = execFileSync(layerBinary("kubectl"), ["kustomize", new URL("manifests/", root).pathname], {
+      encoding: "utf8",
+    });
     const docs = parseAllDocuments(out).map((d) => d.toJSON() as K8sObject);
     const kinds = docs.map((d) => `${d.kind}/${d.metadata.name}`);
     for (const k of KINDS) assert.ok(kinds.includes(`CustomResourceDefinition/${k.plural}.tailnet.internal`));
