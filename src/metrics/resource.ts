@@ -4,20 +4,13 @@
  * and tailnet_resource_ready (only for the current-generation Ready condition).
  */
 import type { Condition } from "../conditions/condition.js";
+import { registryMemory } from "./memory.js";
 import type { OperatorMetrics } from "./registry.js";
 
-const seen = new WeakMap<OperatorMetrics, Map<string, Set<string>>>();
+/** Reasons seen per object and condition type. */
+const seenFor = registryMemory<Set<string>>();
 /** When each object's series were last published, for expiring them (see sweepStaleResources). */
-const published = new WeakMap<OperatorMetrics, Map<string, { id: ResourceId; at: number }>>();
-
-function seenFor(metrics: OperatorMetrics): Map<string, Set<string>> {
-  let m = seen.get(metrics);
-  if (!m) {
-    m = new Map();
-    seen.set(metrics, m);
-  }
-  return m;
-}
+const publishedFor = registryMemory<{ id: ResourceId; at: number }>();
 
 export interface ResourceId {
   kind: string;
@@ -32,12 +25,7 @@ export function publishConditions(
   generation: number,
   nowMs: number = Date.now(),
 ): void {
-  let times = published.get(metrics);
-  if (!times) {
-    times = new Map();
-    published.set(metrics, times);
-  }
-  times.set(`${id.kind}/${id.namespace}/${id.name}`, { id, at: nowMs });
+  publishedFor(metrics).set(`${id.kind}/${id.namespace}/${id.name}`, { id, at: nowMs });
   const memory = seenFor(metrics);
   for (const c of conditions) {
     const key = `${id.kind}/${id.namespace}/${id.name}/${c.type}`;
@@ -63,7 +51,7 @@ export function publishConditions(
 
 /** Withdraws every resource series of an object (deleted, or a suspended gateway). */
 export function withdrawResource(metrics: OperatorMetrics, id: ResourceId): void {
-  published.get(metrics)?.delete(`${id.kind}/${id.namespace}/${id.name}`);
+  publishedFor(metrics).delete(`${id.kind}/${id.namespace}/${id.name}`);
   const memory = seenFor(metrics);
   const prefix = `${id.kind}/${id.namespace}/${id.name}/`;
   for (const [key, reasons] of memory) {
@@ -84,8 +72,7 @@ export function withdrawResource(metrics: OperatorMetrics, id: ResourceId): void
  * are withdrawn before every scrape.
  */
 export function sweepStaleResources(metrics: OperatorMetrics, nowMs: number, maxAgeMs: number): number {
-  const times = published.get(metrics);
-  if (!times) return 0;
+  const times = publishedFor(metrics);
   let swept = 0;
   for (const { id, at } of [...times.values()]) {
     if (nowMs - at > maxAgeMs) {

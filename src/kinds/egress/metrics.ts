@@ -6,22 +6,14 @@
  */
 import { TargetReason } from "../../conditions/reasons.js";
 import type { K8sObject } from "../../k8s/objects.js";
+import { registryMemory } from "../../metrics/memory.js";
 import type { OperatorMetrics } from "../../metrics/registry.js";
 import type { EgressMetricValues } from "./decide.js";
 
 export const TARGET_STATES: readonly string[] = ["Ready", ...Object.values(TargetReason)];
 
 /** Targets published per egress ("namespace/name"), per registry: the process is otherwise stateless. */
-const published = new WeakMap<OperatorMetrics, Map<string, Set<string>>>();
-
-function memoryOf(metrics: OperatorMetrics): Map<string, Set<string>> {
-  let m = published.get(metrics);
-  if (!m) {
-    m = new Map();
-    published.set(metrics, m);
-  }
-  return m;
-}
+const memoryOf = registryMemory<Set<string>>();
 
 const idOf = (parent: K8sObject) => ({ namespace: parent.metadata.namespace ?? "", name: parent.metadata.name });
 

@@ -15,7 +15,7 @@
 import type { NetworkPolicyPeer, OperatorConfig } from "../../config.js";
 import { commonLabels, OWNER_UID_LABEL } from "../../k8s/labels.js";
 import type { K8sObject } from "../../k8s/objects.js";
-import { CONFIG_HASH_ANNOTATION } from "../shared/agent.js";
+import { CONFIG_HASH_ANNOTATION, POD_SECURITY_CONTEXT } from "../shared/agent.js";
 import { AUTHKEY_DATA_KEY } from "../shared/authkey.js";
 import { COREDNS_PORTS, COREFILE_DIR, COREFILE_KEY, ZONE_DIR } from "./corefile.js";
 import type { GatewayNames } from "./spec.js";
@@ -121,13 +121,7 @@ export function gatewayDeployment(parent: K8sObject, inputs: GatewayDeploymentIn
     spec: {
       automountServiceAccountToken: false,
       enableServiceLinks: false,
-      securityContext: {
-        runAsNonRoot: true,
-        runAsUser: 65532,
-        runAsGroup: 65532,
-        fsGroup: 65532,
-        seccompProfile: { type: "RuntimeDefault" },
-      },
+      securityContext: POD_SECURITY_CONTEXT,
       containers: [tailscaleContainer(inputs), corednsContainer(inputs)],
       volumes: [
         { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },

@@ -32,6 +32,8 @@ export interface GatewayTailnet {
   policyMode: "Apply" | "DryRun";
   baseDomain?: string;
   splitDomains: string[];
+  /** The Tailnet reports HeadscaleCompatible=False: no route is approved on that server (as for a site). */
+  incompatible?: boolean;
 }
 
 /** What renders the gateway's workload; shared by the key planning (rollout check) and decide. */
@@ -179,6 +181,14 @@ function routesInSync(
       "False",
       R.NotApproved,
       `Tailnet ${input.tailnet.name} is in DryRun: the operator approves no routes; not approved on ${who}: ${missing.join(", ")}${unadvertised}`,
+    );
+  }
+  if (input.tailnet.incompatible) {
+    return cond(
+      C.RoutesInSync,
+      "False",
+      R.NotApproved,
+      `Tailnet ${input.tailnet.name} reports HeadscaleCompatible=False: the operator does not write to this server; not approved on ${who}: ${missing.join(", ")}${unadvertised}`,
     );
   }
   actions.approve = { nodeId: node.id, node: who, add: missing };

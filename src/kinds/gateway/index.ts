@@ -13,7 +13,13 @@ import { assembleStatus, invalidSpecResult, previousStatus, resourceId } from ".
 import { gatewayRelated } from "../related.js";
 import { metricsPeers } from "../shared/agent.js";
 import { ensureAuthKey, observedKeys } from "../shared/authkey.js";
-import { agentPods, effectiveTag, resolveWorkload, type WorkloadContext } from "../shared/workload.js";
+import {
+  agentPods,
+  effectiveTag,
+  resolveWorkload,
+  tailnetIncompatible,
+  type WorkloadContext,
+} from "../shared/workload.js";
 import type { FinalizeResult, HookDeps, HookRequest, KindModule, SyncResult } from "../types.js";
 import { actGateway, cleanupGateway } from "./act.js";
 import { planBootstrapKey } from "./bootstrap.js";
@@ -87,6 +93,7 @@ async function sync(req: HookRequest, deps: HookDeps): Promise<SyncResult> {
       policyMode: ctx.settings.policyMode,
       baseDomain: ctx.settings.baseDomain,
       splitDomains: splitDNSDomains(ctx.tailnet),
+      incompatible: tailnetIncompatible(ctx.tailnet),
     },
   };
 

@@ -6,20 +6,12 @@
  * spec, and everything on finalize, are removed.
  */
 import type { K8sObject } from "../../k8s/objects.js";
+import { registryMemory } from "../../metrics/memory.js";
 import type { OperatorMetrics } from "../../metrics/registry.js";
 
 const KIND = "TailnetIngress";
 /** Per metrics registry: `namespace/name` → expose names with a series. */
-const published = new WeakMap<OperatorMetrics, Map<string, Set<string>>>();
-
-function memory(metrics: OperatorMetrics): Map<string, Set<string>> {
-  let m = published.get(metrics);
-  if (!m) {
-    m = new Map();
-    published.set(metrics, m);
-  }
-  return m;
-}
+const memory = registryMemory<Set<string>>();
 
 const idOf = (parent: K8sObject) => ({ namespace: parent.metadata.namespace ?? "", name: parent.metadata.name });
 

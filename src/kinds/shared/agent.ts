@@ -102,6 +102,15 @@ export interface AgentDeploymentInputs {
   tlsSecrets?: string[];
 }
 
+/** Pod-level security of every pod the operator runs (agents and gateways): non-root, seccomp. */
+export const POD_SECURITY_CONTEXT = {
+  runAsNonRoot: true,
+  runAsUser: 65532,
+  runAsGroup: 65532,
+  fsGroup: 65532,
+  seccompProfile: { type: "RuntimeDefault" },
+} as const;
+
 const restricted = {
   allowPrivilegeEscalation: false,
   readOnlyRootFilesystem: true,
@@ -159,13 +168,7 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
         spec: {
           serviceAccountName: agentName(parent),
           automountServiceAccountToken: false,
-          securityContext: {
-            runAsNonRoot: true,
-            runAsUser: 65532,
-            runAsGroup: 65532,
-            fsGroup: 65532,
-            seccompProfile: { type: "RuntimeDefault" },
-          },
+          securityContext: POD_SECURITY_CONTEXT,
           containers: [
             {
               name: "tailscale",

@@ -37,6 +37,17 @@ export type WorkloadContext =
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 
+/** The Tailnet reports HeadscaleCompatible=False: an incompatible server is never driven (api.md). */
+export function tailnetIncompatible(tailnet: K8sObject): boolean {
+  const conditions = (tailnet.status as { conditions?: unknown } | undefined)?.conditions;
+  return (
+    Array.isArray(conditions) &&
+    conditions.some(
+      (c: { type?: unknown; status?: unknown } | null) => c?.type === "HeadscaleCompatible" && c.status === "False",
+    )
+  );
+}
+
 /** Go-style duration (24h, 90m, 1h30m, 45s) in seconds; undefined when unparsable. */
 export function parseDuration(text: string | undefined): number | undefined {
   if (!text) return undefined;

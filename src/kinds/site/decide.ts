@@ -8,7 +8,7 @@ import { blockerFrom, type ConditionInput, cond, deriveReady } from "../../condi
 import { type CommonReason, SiteCondition, SiteReason } from "../../conditions/reasons.js";
 import type { HsNode } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
-import type { TailnetSettings } from "../shared/workload.js";
+import { type TailnetSettings, tailnetIncompatible } from "../shared/workload.js";
 import { siteConflict } from "./conflict.js";
 import {
   type AdvertiserFact,
@@ -129,17 +129,6 @@ function foldOutcomes(nodes: readonly HsNode[], outcomes: readonly ApprovalOutco
   });
 }
 
-/** Tailnet reports HeadscaleCompatible=False: an incompatible server is never driven. */
-function incompatible(tailnet: K8sObject): boolean {
-  const conditions = (tailnet.status as { conditions?: unknown } | undefined)?.conditions;
-  return (
-    Array.isArray(conditions) &&
-    conditions.some(
-      (c: { type?: unknown; status?: unknown } | null) => c?.type === "HeadscaleCompatible" && c.status === "False",
-    )
-  );
-}
-
 function routeConflict(input: SiteInput): ConditionInput {
   const t = input.tailnet;
   // Without the Tailnet the reserved networks are unknown, but an older site's claim is still a fact.
@@ -196,7 +185,7 @@ function approvalWithheld(input: SiteInput, blocked: boolean): string {
   if (input.tailnet.ok && input.tailnet.settings.policyMode === "DryRun") {
     return `Tailnet ${input.tailnet.settings.name} is in DryRun (spec.policy.mode): the operator approves no routes`;
   }
-  if (input.tailnet.ok && incompatible(input.tailnet.tailnet)) {
+  if (input.tailnet.ok && tailnetIncompatible(input.tailnet.tailnet)) {
     return `Tailnet ${input.tailnet.settings.name} reports HeadscaleCompatible=False: the operator does not write to this server`;
   }
   return "";
