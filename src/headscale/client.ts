@@ -4,8 +4,7 @@
  * API key. Request/response shapes follow /work/shared/headscale/headscale.swagger.json (0.29).
  */
 
-import type { Dispatcher } from "undici";
-import { createRequester, type RequestMetric } from "./http.js";
+import { createRequester, type RequesterOptions } from "./http.js";
 import {
   decodeApiHealth,
   decodeApiKeyList,
@@ -26,21 +25,14 @@ import {
 
 export type { RequestMetric } from "./http.js";
 
-export interface HeadscaleClientOptions {
-  /** Base URL, http or https; a path prefix (reverse proxy) is kept. Anything else fails every call. */
-  url: string;
-  apiKey: string;
-  /** PEM CA bundle to trust for https. */
-  ca?: string;
-  /** Per-attempt budget for connect + headers + body. */
-  timeoutMs: number;
-  /** Extra attempts for GETs only, on transport errors and 502/503/504; default 2, backoff 50ms·2^n. */
-  retries?: number;
-  /** Dispatcher to use instead of an own undici Agent (e.g. a MockAgent); the client never closes it. */
-  dispatcher?: Dispatcher;
-  /** Called once per HTTP attempt, for metrics. */
-  onRequest?: (metric: RequestMetric) => void;
-}
+/**
+ * url: base URL, http or https (a path prefix of a reverse proxy is kept; anything else fails every
+ * call); ca: PEM bundle to trust for https; timeoutMs: per-attempt budget for connect + headers +
+ * body; retries: extra attempts for GETs only, on transport errors and 502/503/504 (default 2,
+ * backoff 50ms·2^n); dispatcher: used instead of an own undici Agent (e.g. a MockAgent), never
+ * closed by the client; onRequest: called once per HTTP attempt, for metrics.
+ */
+export type HeadscaleClientOptions = RequesterOptions;
 
 export interface CreatePreAuthKeyInput {
   aclTags: string[];
