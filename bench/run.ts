@@ -4,6 +4,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
+import { agentRows, benchAgent } from "./agent.js";
 import { benchHooks } from "./hooks.js";
 import { benchPolicy } from "./policy.js";
 
@@ -41,6 +42,11 @@ for (const p of policy) {
     `${p.ms.toFixed(1)} ms (×${(p.ms / base.ms).toFixed(2)} of ${base.objects})`,
   ]);
 }
+
+// The agent's data plane against HAProxy, socat and a bare Node HTTPS server (bench/agent.ts).
+const agent = await benchAgent({ seconds, rounds: Number(process.env.BENCH_ROUNDS ?? 3) });
+results.agent = agent;
+rows.push(...agentRows(agent));
 
 const width = Math.max(...rows.map((r) => r[0].length));
 console.log(`\n${"figure".padEnd(width)}  value`);

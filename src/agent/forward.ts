@@ -35,6 +35,12 @@ export function tryAcquire(budget: ConnectionBudget): (() => void) | undefined {
 export interface RelayOptions {
   name: string;
   idleTimeoutMs: number;
+  /**
+   * A direction paused by backpressure (its reader does not read) for this long closes both sides.
+   * While paused the agent does not read the other side, so it would not notice that side hang up,
+   * and the slot would stay taken until the idle timeout. Default 30 s (at most the idle timeout).
+   */
+  stallTimeoutMs?: number;
   metrics: AgentMetrics;
   log: AgentLogger;
 }
@@ -57,11 +63,21 @@ export function relay(client: Socket, upstream: Socket, opts: RelayOptions): Pro
       if (hadError) destroyBoth();
       if (--open === 0) resolve();
     };
+    const stallMs = Math.min(opts.stallTimeoutMs ?? 30_000, opts.idleTimeoutMs);
     for (const socket of [client, upstream]) {
       socket.setTimeout(opts.idleTimeoutMs);
       socket.on("timeout", destroyBoth);
       socket.on("error", destroyBoth);
       socket.once("close", onClose);
+      // pipe() pauses the source while the destination's buffer is full and resumes it on drain
+      let stall: NodeJS.Timeout | undefined;
+      socket.on("pause", () => {
+        clearTimeout(stall);
+        stall = setTimeout(destroyBoth, stallMs);
+        stall.unref();
+      });
+      socket.on("resume", () => clearTimeout(stall));
+      socket.once("close", () => clearTimeout(stall));
     }
     client.pipe(upstream);
     upstream.pipe(client);

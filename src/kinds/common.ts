@@ -1,5 +1,5 @@
 /** Helpers shared by every kind: parent identity, status assembly, the InvalidSpec answer. */
-import { type ConditionInput, cond, mergeConditions } from "../conditions/condition.js";
+import { type Condition, type ConditionInput, cond, mergeConditions } from "../conditions/condition.js";
 import { CommonReason } from "../conditions/reasons.js";
 import { isRecord, type K8sObject, reuseAllChildren } from "../k8s/objects.js";
 import { publishConditions, type ResourceId } from "../metrics/resource.js";
@@ -29,11 +29,41 @@ export function assembleStatus(
   opts: { publish?: boolean } = {},
 ): Record<string, unknown> {
   const generation = generationOf(req.parent);
-  const merged = mergeConditions(previousStatus(req.parent).conditions, conditions, generation, deps.now());
+  const previous = previousStatus(req.parent).conditions;
+  const merged = mergeConditions(previous, conditions, generation, deps.now());
+  logTransitions(req, deps, previous, merged);
   if (opts.publish !== false) {
     publishConditions(deps.metrics, resourceId(req.parent), merged, generation, deps.now().getTime());
   }
   return { observedGeneration: generation, ...fields, conditions: merged };
+}
+
+/**
+ * Log transitions, not every call (Tailscale's updateCondition): one line per condition whose
+ * reason changed since the previous status. Messages carry no secret (errors name operations).
+ */
+function logTransitions(req: HookRequest, deps: HookDeps, previous: unknown, merged: readonly Condition[]): void {
+  const before = new Map(
+    (Array.isArray(previous) ? previous : [])
+      .filter((c): c is Condition => isRecord(c) && typeof c.type === "string")
+      .map((c) => [c.type, c]),
+  );
+  for (const c of merged) {
+    const old = before.get(c.type);
+    if (old && old.status === c.status && old.reason === c.reason) continue;
+    deps.log.info(
+      {
+        kind: req.parent.kind,
+        object: req.parent.metadata.namespace
+          ? `${req.parent.metadata.namespace}/${req.parent.metadata.name}`
+          : req.parent.metadata.name,
+        condition: c.type,
+        from: old ? `${old.status}/${old.reason}` : "",
+        to: `${c.status}/${c.reason}`,
+      },
+      c.message || `${c.type} is ${c.status}/${c.reason}`,
+    );
+  }
 }
 
 /**

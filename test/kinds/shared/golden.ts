@@ -99,12 +99,18 @@ export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
               name: "agent",
               image: o.images.agent,
               args: ["agent", "--config", "/etc/tailnet-agent/config.json"],
+              env: [{ name: "NODE_OPTIONS", value: "--max-old-space-size=128" }],
               ports: [
                 { name: "metrics", containerPort: 9080, protocol: "TCP" },
                 ...o.listenPorts.map((p) => ({ name: `l${p}`, containerPort: p, protocol: "TCP" })),
               ],
-              readinessProbe: { httpGet: { path: "/healthz", port: "metrics" }, periodSeconds: 5 },
-              livenessProbe: { httpGet: { path: "/healthz", port: "metrics" }, periodSeconds: 10, failureThreshold: 3 },
+              readinessProbe: { httpGet: { path: "/healthz", port: "metrics" }, periodSeconds: 5, timeoutSeconds: 3 },
+              livenessProbe: {
+                httpGet: { path: "/healthz", port: "metrics" },
+                periodSeconds: 10,
+                timeoutSeconds: 3,
+                failureThreshold: 3,
+              },
               securityContext: restricted,
               resources,
               volumeMounts: [

@@ -1,0 +1,813 @@
+/**
+ * The agent's data plane against the usual tools, on loopback, in one run and against the same upstreams:
+ * - TCP throughput (16 connections pushing 64 KiB writes into a sink) and connection-setup latency (connect +
+ *   1-byte echo over sequential short connections) through the agent (egress role, direct dial), HAProxy
+ *   (`mode tcp`, `nbthread 1`: the agent is one Node thread) and socat (`fork`), plus direct for reference;
+ * - HTTPS requests/s (autocannon, 16 keep-alive connections) through the agent (ingress role, `mode http`,
+ *   test-CA certificate) and HAProxy terminating the same certificate, in front of the same keep-alive backend,
+ *   plus a bare Node HTTPS server answering itself (Node's TLS stack without the proxy hop);
+ * - the RSS of an agent with 64 targets, settled and around a burst of 1,024 connections.
+ * Every system runs as its own child process — the agent as an esbuild bundle of its entry (compiled, as in
+ * the image; src through tsx when esbuild is missing) — and the upstreams in one more, so this process only
+ * generates load. Systems are measured in rotating rounds and reported as medians, so a neighbour's CPU burst
+ * on a shared machine hits all of them alike. A missing haproxy or socat is reported and its baseline skipped.
+ * `npx tsx bench/agent.ts` runs this section alone; bench/run.ts includes it.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { accessSync, constants, readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, connect as netConnect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import autocannon from "autocannon";
+import type { AgentConfigInput } from "../src/agent/config.js";
+import { createTestPki } from "../test/fakes/agent/pki.js";
+
+export const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A child process we started: killed by its own pid, never by name. */
+export interface Child {
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+function own(proc: ChildProcess, what: string): Child {
+  if (proc.pid === undefined) throw new Error(`${what} did not start`);
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  return {
+    pid: proc.pid,
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
+
+/** Resident set size of a process in MiB, from /proc/<pid>/status (VmRSS). */
+export function vmRssMiB(pid: number): number {
+  const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return match ? Number(match[1]) / 1024 : Number.NaN;
+}
+
+/** The soft open-files limit of a process (this one by default), from /proc/<pid>/limits. */
+export function openFilesLimit(pid: number | "self" = "self"): number {
+  const match = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync(`/proc/${pid}/limits`, "utf8"));
+  return !match || match[1] === "unlimited" ? Number.POSITIVE_INFINITY : Number(match[1]);
+}
+
+export interface AgentProcess extends Child {
+  metricsPort: number;
+  /** Bound data port by target/expose name (from the agent's "listening" log lines). */
+  ports: Map<string, number>;
+  /** Lines the agent logged at warn or error. */
+  problems: string[];
+}
+
+/**
+ * Bundles the agent entry (runAgent) into one ESM file with esbuild (tsx's own dependency), so the agent can
+ * run as compiled JavaScript like in the image instead of through the tsx loader, whose transform cache
+ * would inflate RSS figures. Undefined when esbuild is not available.
+ */
+export async function bundleAgent(dir: string): Promise<string | undefined> {
+  let esbuild: typeof import("esbuild");
+  try {
+    esbuild = await import("esbuild");
+  } catch {
+    return undefined;
+  }
+  const entry = join(dir, "agent-entry.ts");
+  const outfile = join(dir, "agent.mjs");
+  const main = JSON.stringify(join(REPO_ROOT, "src", "agent", "main.ts"));
+  await writeFile(entry, `import { runAgent } from ${main};\nawait runAgent(process.argv.slice(2));\n`);
+  await esbuild.build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node22",
+    logLevel: "silent",
+    // CommonJS dependencies (prom-client, ajv) call require() for Node built-ins.
+    banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
+  });
+  return outfile;
+}
+
+/**
+ * Runs the agent with `--config <file>` and waits until it has started: the bundle from bundleAgent when
+ * given, else `tailnet-operator agent` from src/cli.ts through tsx; `nodeArgs` go to node first (e.g. a heap
+ * limit). Listen and metrics ports may be 0: the bound ports are read from its log lines.
+ */
+export async function spawnAgent(
+  config: AgentConfigInput,
+  bundle?: string,
+  nodeArgs: readonly string[] = [],
+): Promise<AgentProcess> {
+  const dir = await mkdtemp(join(tmpdir(), "agent-bench-"));
+  const file = join(dir, "config.json");
+  await writeFile(file, JSON.stringify(config));
+  const args = [
+    ...nodeArgs,
+    ...(bundle ? [bundle, "--config", file] : ["--import", "tsx", "src/cli.ts", "agent", "--config", file]),
+  ];
+  const proc = spawn(process.execPath, args, {
+    cwd: REPO_ROOT,
+    env: { ...process.env, LOG_LEVEL: "info" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const child = own(proc, "agent");
+  const ports = new Map<string, number>();
+  const problems: string[] = [];
+  const lines = createInterface({ input: proc.stdout as NodeJS.ReadableStream });
+  try {
+    const metricsPort = await new Promise<number>((resolve, reject) => {
+      proc.once("exit", (code) => reject(new Error(`agent exited (${code}) before it started`)));
+      lines.on("line", (line) => {
+        let entry: Record<string, unknown>;
+        try {
+          entry = JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          return;
+        }
+        if (entry.level === "warn" || entry.level === "error") problems.push(line);
+        if (entry.msg === "listening") ports.set(String(entry.name ?? entry.exposes), Number(entry.port));
+        if (entry.msg === "agent started") resolve(Number(entry.metricsPort));
+      });
+    });
+    return {
+      ...child,
+      metricsPort,
+      ports,
+      problems,
+      async stop() {
+        await child.stop();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await child.stop();
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** A port on 127.0.0.1 that was free a moment ago (for tools that cannot report an ephemeral port). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Resolves once something accepts on the port (a started child process is ready). */
+async function waitForPort(port: number, what: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = netConnect({ host: "127.0.0.1", port }, () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (ok) return;
+    await sleep(25);
+  }
+  throw new Error(`${what} is not accepting on 127.0.0.1:${port}`);
+}
+
+// The upstreams, as plain JavaScript for a `node -e` child: an echo target, a sink target (reads and drops),
+// a keep-alive HTTP backend answering a small fixed body, and (given cert and key files as arguments) a bare
+// Node HTTPS server answering that body itself: Node's TLS stack without a proxy hop, to tell the two costs
+// apart. It prints its ports as one JSON line.
+const UPSTREAMS_JS = `
+const net = require("node:net"), http = require("node:http"), https = require("node:https");
+const fs = require("node:fs");
+const listen = (s) => new Promise((r) => s.listen(0, "127.0.0.1", 4096, () => r(s.address().port)));
+const echo = net.createServer({ allowHalfOpen: true }, (s) => { s.on("error", () => s.destroy()); s.pipe(s); });
+const sink = net.createServer({ allowHalfOpen: true }, (s) => {
+  s.on("error", () => s.destroy()); s.on("end", () => s.end()); s.resume();
+});
+const body = Buffer.from("hello from the backend\\n");
+const web = http.createServer((req, res) => {
+  req.resume();
+  res.writeHead(200, { "content-type": "text/plain", "content-length": body.length }); res.end(body);
+});
+web.keepAliveTimeout = 60000;
+const [certFile, keyFile] = process.argv.slice(1);
+const tls = certFile && https.createServer({ cert: fs.readFileSync(certFile), key: fs.readFileSync(keyFile) }, (req, res) => {
+  req.resume();
+  res.writeHead(200, { "content-type": "text/plain", "content-length": body.length }); res.end(body);
+});
+Promise.all([listen(echo), listen(sink), listen(web), tls ? listen(tls) : 0]).then(([echo, sink, http, https]) =>
+  process.stdout.write(JSON.stringify({ echo, sink, http, https }) + "\\n"));
+`;
+
+export interface Upstreams extends Child {
+  echo: number;
+  sink: number;
+  http: number;
+  /** The bare Node HTTPS server (0 when no certificate was given). */
+  https: number;
+}
+
+export async function startUpstreams(tls?: { certFile: string; keyFile: string }): Promise<Upstreams> {
+  const args = ["-e", UPSTREAMS_JS, ...(tls ? [tls.certFile, tls.keyFile] : [])];
+  const proc = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
+  const child = own(proc, "upstreams");
+  const lines = createInterface({ input: proc.stdout as NodeJS.ReadableStream });
+  try {
+    const line = await new Promise<string>((resolve, reject) => {
+      lines.once("line", resolve);
+      proc.once("exit", () => reject(new Error("upstreams exited before listening")));
+    });
+    return { ...child, ...(JSON.parse(line) as { echo: number; sink: number; http: number; https: number }) };
+  } catch (err) {
+    await child.stop();
+    throw err;
+  }
+}
+
+/** The path of a system tool (haproxy installs into /usr/sbin, which a non-login PATH may lack), or undefined. */
+export function findTool(name: string): string | undefined {
+  const dirs = [...(process.env.PATH ?? "").split(":"), "/usr/sbin", "/usr/local/sbin", "/sbin"];
+  for (const dir of dirs.filter((d) => d !== "")) {
+    try {
+      accessSync(join(dir, name), constants.X_OK);
+      return join(dir, name);
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+interface HaproxyPorts {
+  sink: number;
+  echo: number;
+  /** HTTPS frontend (TLS terminated with `pemFile`). */
+  web: number;
+}
+
+/** One HAProxy for all three frontends, one thread (the agent is one Node process), foreground. */
+async function startHaproxy(bin: string, up: Upstreams, pemFile: string, dir: string) {
+  const ports: HaproxyPorts = { sink: await freePort(), echo: await freePort(), web: await freePort() };
+  const cfg = `global
+  maxconn 8000
+  nbthread 1
+defaults
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+frontend sink
+  mode tcp
+  bind 127.0.0.1:${ports.sink}
+  default_backend sink
+backend sink
+  mode tcp
+  server s 127.0.0.1:${up.sink}
+frontend echo
+  mode tcp
+  bind 127.0.0.1:${ports.echo}
+  default_backend echo
+backend echo
+  mode tcp
+  server s 127.0.0.1:${up.echo}
+frontend web
+  mode http
+  bind 127.0.0.1:${ports.web} ssl crt ${pemFile} alpn http/1.1
+  default_backend web
+backend web
+  mode http
+  server s 127.0.0.1:${up.http}
+`;
+  const file = join(dir, "haproxy.cfg");
+  await writeFile(file, cfg);
+  const child = own(spawn(bin, ["-db", "-f", file], { stdio: ["ignore", "ignore", "inherit"] }), "haproxy");
+  try {
+    for (const port of Object.values(ports)) await waitForPort(port, "haproxy");
+  } catch (err) {
+    await child.stop();
+    throw err;
+  }
+  return { ...child, ports };
+}
+
+/** socat forwarding one port, a process per connection (`fork`), as people do. */
+async function startSocat(bin: string, target: number) {
+  const port = await freePort();
+  const args = [`TCP-LISTEN:${port},bind=127.0.0.1,fork,reuseaddr,backlog=1024`, `TCP:127.0.0.1:${target}`];
+  const child = own(spawn(bin, args, { stdio: ["ignore", "ignore", "inherit"] }), "socat");
+  try {
+    await waitForPort(port, "socat");
+  } catch (err) {
+    await child.stop();
+    throw err;
+  }
+  return { ...child, port };
+}
+
+/** 16 connections push 64 KiB writes into the sink for `seconds`; bytes written, and time until all closed. */
+export async function pushThrough(
+  port: number,
+  seconds: number,
+  connections = 16,
+): Promise<{ bytes: number; seconds: number }> {
+  const chunk = Buffer.alloc(64 * 1024, 0x61);
+  const started = process.hrtime.bigint();
+  const deadline = Date.now() + seconds * 1000;
+  const written = await Promise.all(
+    Array.from(
+      { length: connections },
+      () =>
+        new Promise<number>((resolve, reject) => {
+          const socket = netConnect({ host: "127.0.0.1", port, allowHalfOpen: true, noDelay: true });
+          const pump = () => {
+            while (Date.now() < deadline) {
+              if (!socket.write(chunk)) {
+                socket.once("drain", pump);
+                return;
+              }
+            }
+            socket.end();
+          };
+          socket.once("connect", pump);
+          socket.resume();
+          socket.once("error", reject);
+          socket.once("close", () => resolve(socket.bytesWritten));
+        }),
+    ),
+  );
+  return { bytes: written.reduce((a, b) => a + b, 0), seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+}
+
+export interface Latency {
+  p50ms: number;
+  p99ms: number;
+}
+
+export function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+}
+
+/** `count` sequential short connections: connect, send one byte, time until its echo arrives, close (ms each). */
+export async function roundTrips(port: number, count: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = process.hrtime.bigint();
+    await new Promise<void>((resolve, reject) => {
+      const socket: Socket = netConnect({ host: "127.0.0.1", port, noDelay: true });
+      socket.once("connect", () => socket.write("x"));
+      socket.once("data", () => {
+        samples.push(Number(process.hrtime.bigint() - started) / 1e6);
+        socket.destroy();
+        resolve();
+      });
+      socket.once("error", reject);
+    });
+  }
+  return samples;
+}
+
+/** CPU time a process and its reaped children (socat's forks) have used, in ms (/proc/<pid>/stat, 100 Hz). */
+export function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 10;
+}
+
+export interface TcpFigures {
+  /** Median over rounds. */
+  bytesPerSecond: number;
+  /** Over all rounds' samples. */
+  setup: Latency;
+  /** CPU the proxy spent per GiB pushed, and per short connection: what contention on a shared box cannot skew. */
+  cpuMsPerGiB: number;
+  cpuMicrosPerConnection: number;
+}
+
+export interface HttpsFigures {
+  /** Median over rounds. */
+  rps: number;
+  /** Median over rounds of each round's p99. */
+  p99ms: number;
+  errors: number;
+  /** CPU the server spent per request. */
+  cpuMicrosPerRequest: number;
+}
+
+const WEB_NAME = "web.bench.test";
+
+async function httpsLoad(port: number, ca: string, seconds: number) {
+  const r = await autocannon({
+    url: `https://127.0.0.1:${port}/`,
+    headers: { host: WEB_NAME },
+    servername: WEB_NAME,
+    tlsOptions: { ca },
+    connections: 16,
+    pipelining: 1,
+    duration: seconds,
+  });
+  return {
+    rps: r.requests.average,
+    total: r.requests.total,
+    p99ms: r.latency.p99,
+    errors: r.errors + r.non2xx + r.timeouts,
+  };
+}
+
+export interface RssFigures {
+  runtime: "bundle" | "tsx";
+  targets: number;
+  /** After start, once every target was probed reachable. */
+  settledMiB: number;
+  burstConnections: number;
+  /** Highest VmRSS sampled during the burst. */
+  peakMiB: number;
+  /** Two seconds after the burst closed. */
+  afterMiB: number;
+  /** For scale: an idle `node` process. */
+  idleNodeMiB: number;
+}
+
+async function idleNodeRss(): Promise<number> {
+  const child = own(spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" }), "node");
+  await sleep(1500);
+  const rss = vmRssMiB(child.pid);
+  await child.stop();
+  return rss;
+}
+
+/** An egress agent with 64 targets (all on the echo upstream), settled, then 16 echoing connections per target. */
+async function rssWith64Targets(up: Upstreams, bundle: string | undefined): Promise<RssFigures> {
+  const targets = Array.from({ length: 64 }, (_, i) => ({
+    name: `t${i}`,
+    host: "127.0.0.1",
+    ports: [{ port: up.echo, listenPort: 0 }],
+  }));
+  const agent = await spawnAgent({ role: "egress", metricsPort: 0, listenHost: "127.0.0.1", targets }, bundle);
+  try {
+    for (let i = 0; i < 200; i++) {
+      const res = await fetch(`http://127.0.0.1:${agent.metricsPort}/status`);
+      const status = (await res.json()) as { targets: { reachable: boolean }[] };
+      if (status.targets.every((t) => t.reachable)) break;
+      await sleep(50);
+    }
+    await sleep(1000);
+    const settledMiB = vmRssMiB(agent.pid);
+    let peakMiB = settledMiB;
+    const sampler = setInterval(() => (peakMiB = Math.max(peakMiB, vmRssMiB(agent.pid))), 20);
+    const payload = Buffer.alloc(4096, 0x62);
+    const perTarget = 16;
+    const echoOnce = (port: number) =>
+      new Promise<void>((resolve, reject) => {
+        const socket = netConnect({ host: "127.0.0.1", port });
+        let got = 0;
+        socket.once("connect", () => socket.write(payload));
+        socket.on("data", (chunk: Buffer) => {
+          got += chunk.length;
+          if (got >= payload.length) socket.end();
+        });
+        socket.once("error", reject);
+        socket.once("close", () => (got >= payload.length ? resolve() : reject(new Error("burst echo lost"))));
+      });
+    await Promise.all(
+      [...agent.ports.values()].flatMap((port) => Array.from({ length: perTarget }, () => echoOnce(port))),
+    );
+    clearInterval(sampler);
+    peakMiB = Math.max(peakMiB, vmRssMiB(agent.pid));
+    await sleep(2000);
+    return {
+      runtime: bundle ? "bundle" : "tsx",
+      targets: targets.length,
+      settledMiB,
+      burstConnections: agent.ports.size * perTarget,
+      peakMiB,
+      afterMiB: vmRssMiB(agent.pid),
+      idleNodeMiB: await idleNodeRss(),
+    };
+  } finally {
+    await agent.stop();
+  }
+}
+
+export interface Ratios {
+  /** agent ÷ baseline bytes/s: above 1 the agent moves more. */
+  throughput: number;
+  /** agent ÷ baseline setup latency: above 1 the agent is slower. */
+  setupP50: number;
+  setupP99: number;
+  /** agent ÷ baseline CPU per GiB and per connection: above 1 the agent works harder. */
+  cpuPerGiB: number;
+  cpuPerConnection: number;
+}
+
+export interface AgentBench {
+  seconds: number;
+  rounds: number;
+  setupConnections: number;
+  /** How the agent ran: an esbuild bundle (as compiled in the image) or src through tsx. */
+  runtime: "bundle" | "tsx";
+  /** Baselines that could not run, and why. */
+  skipped: string[];
+  /** direct has no proxy: its CPU figures are the upstreams' own. */
+  tcp: { direct: TcpFigures; agent: TcpFigures; haproxy?: TcpFigures; socat?: TcpFigures };
+  vsHaproxy?: Ratios;
+  vsSocat?: Ratios;
+  /** node: a bare Node HTTPS server answering itself (Node's TLS stack, no proxy hop). */
+  https: { agent: HttpsFigures; haproxy?: HttpsFigures; node: HttpsFigures };
+  /** agent ÷ haproxy requests/s and CPU per request. */
+  httpsVsHaproxy?: { rps: number; cpuPerRequest: number };
+  rss: RssFigures;
+}
+
+const median = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    0.5,
+  );
+
+function ratios(agent: TcpFigures, base: TcpFigures): Ratios {
+  return {
+    throughput: agent.bytesPerSecond / base.bytesPerSecond,
+    setupP50: agent.setup.p50ms / base.setup.p50ms,
+    setupP99: agent.setup.p99ms / base.setup.p99ms,
+    cpuPerGiB: agent.cpuMsPerGiB / base.cpuMsPerGiB,
+    cpuPerConnection: agent.cpuMicrosPerConnection / base.cpuMicrosPerConnection,
+  };
+}
+
+type System = "direct" | "agent" | "haproxy" | "socat" | "node";
+
+/** Where to load a system, and the processes whose CPU it costs. */
+interface TcpSystem {
+  sink: number;
+  echo: number;
+  pids: number[];
+}
+
+interface HttpsSystem {
+  port: number;
+  pids: number[];
+}
+
+/** Accumulates one system's rounds. */
+class Tally {
+  rates: number[] = [];
+  samples: number[] = [];
+  p99s: number[] = [];
+  errors = 0;
+  units = 0;
+  cpu = 0;
+}
+
+async function measured<T>(pids: number[], tally: Tally, run: () => Promise<T>): Promise<T> {
+  const sum = () => pids.reduce((n, pid) => n + cpuMs(pid), 0);
+  const before = sum();
+  const result = await run();
+  tally.cpu += sum() - before;
+  return result;
+}
+
+/**
+ * Everything runs at once and is measured in alternating rounds (the order rotates each round), so a
+ * neighbour's burst of CPU on a shared machine lands on every system alike; figures are medians of rounds,
+ * and CPU per unit of work is summed over rounds.
+ */
+export async function benchAgent(
+  opts: { seconds?: number; rounds?: number; setupConnections?: number } = {},
+): Promise<AgentBench> {
+  const seconds = opts.seconds ?? 5;
+  const rounds = opts.rounds ?? 3;
+  const perRound = Math.ceil((opts.setupConnections ?? 2000) / rounds);
+  const skipped: string[] = [];
+  const haproxyBin = findTool("haproxy");
+  const socatBin = findTool("socat");
+  if (!haproxyBin) skipped.push("haproxy not installed (scripts/ci-deps.sh installs it): HAProxy baselines skipped");
+  if (!socatBin) skipped.push("socat not installed (scripts/ci-deps.sh installs it): socat baseline skipped");
+
+  const dir = await mkdtemp(join(tmpdir(), "agent-bench-"));
+  const children: Child[] = [];
+  const pki = await createTestPki();
+  try {
+    const bundle = await bundleAgent(dir).catch(() => undefined);
+    if (!bundle) skipped.push("esbuild bundle failed: the agent ran from src through tsx");
+    const cert = await pki.issue({ names: [WEB_NAME] });
+    const up = await startUpstreams(cert);
+    children.push(up);
+    const pemFile = join(dir, "web.pem");
+    await writeFile(pemFile, `${cert.certPem}${cert.keyPem}`);
+
+    const tcp = new Map<System, TcpSystem>([["direct", { sink: up.sink, echo: up.echo, pids: [up.pid] }]]);
+    const https = new Map<System, HttpsSystem>([["node", { port: up.https, pids: [up.pid] }]]);
+    const egress = await spawnAgent(
+      {
+        role: "egress",
+        metricsPort: 0,
+        listenHost: "127.0.0.1",
+        targets: [
+          { name: "sink", host: "127.0.0.1", ports: [{ port: up.sink, listenPort: 0 }] },
+          { name: "echo", host: "127.0.0.1", ports: [{ port: up.echo, listenPort: 0 }] },
+        ],
+      },
+      bundle,
+    );
+    children.push(egress);
+    tcp.set("agent", { sink: egress.ports.get("sink") ?? 0, echo: egress.ports.get("echo") ?? 0, pids: [egress.pid] });
+    const web = { host: "127.0.0.1", port: up.http };
+    const tls = { certFile: cert.certFile, keyFile: cert.keyFile };
+    const ingress = await spawnAgent(
+      {
+        role: "ingress",
+        metricsPort: 0,
+        exposes: [{ name: "web", listenPort: 0, mode: "http", backend: web, tls, names: [WEB_NAME] }],
+      },
+      bundle,
+    );
+    children.push(ingress);
+    https.set("agent", { port: ingress.ports.get("web") ?? 0, pids: [ingress.pid] });
+    if (haproxyBin) {
+      const haproxy = await startHaproxy(haproxyBin, up, pemFile, dir);
+      children.push(haproxy);
+      tcp.set("haproxy", { ...haproxy.ports, pids: [haproxy.pid] });
+      https.set("haproxy", { port: haproxy.ports.web, pids: [haproxy.pid] });
+    }
+    if (socatBin) {
+      const sink = await startSocat(socatBin, up.sink);
+      children.push(sink);
+      const echo = await startSocat(socatBin, up.echo);
+      children.push(echo);
+      tcp.set("socat", { sink: sink.port, echo: echo.port, pids: [sink.pid, echo.pid] });
+    }
+
+    // Warm-up: JIT, buffers, TLS sessions.
+    for (const system of tcp.values()) {
+      await pushThrough(system.sink, 1);
+      await roundTrips(system.echo, 200);
+    }
+    for (const system of https.values()) await httpsLoad(system.port, pki.caPem, 1);
+
+    const pushed = new Map<System, Tally>();
+    const setup = new Map<System, Tally>();
+    const served = new Map<System, Tally>();
+    const tally = (map: Map<System, Tally>, system: System) => {
+      const t = map.get(system) ?? new Tally();
+      map.set(system, t);
+      return t;
+    };
+    for (let round = 0; round < rounds; round++) {
+      const order = [...tcp.keys()];
+      for (let i = 0; i < round; i++) order.push(order.shift() as System);
+      for (const name of order) {
+        const system = tcp.get(name) as TcpSystem;
+        const push = tally(pushed, name);
+        const r = await measured(system.pids, push, () => pushThrough(system.sink, seconds));
+        push.rates.push(r.bytes / r.seconds);
+        push.units += r.bytes;
+        const trips = tally(setup, name);
+        trips.samples.push(...(await measured(system.pids, trips, () => roundTrips(system.echo, perRound))));
+        trips.units += perRound;
+      }
+      const httpsOrder = round % 2 === 0 ? [...https.keys()] : [...https.keys()].reverse();
+      for (const name of httpsOrder) {
+        const system = https.get(name) as HttpsSystem;
+        const t = tally(served, name);
+        const r = await measured(system.pids, t, () => httpsLoad(system.port, pki.caPem, seconds));
+        t.rates.push(r.rps);
+        t.p99s.push(r.p99ms);
+        t.errors += r.errors;
+        t.units += r.total;
+      }
+    }
+    const tcpFigures = (name: System): TcpFigures | undefined => {
+      const push = pushed.get(name);
+      const trips = setup.get(name);
+      if (!push || !trips) return undefined;
+      const sorted = [...trips.samples].sort((a, b) => a - b);
+      return {
+        bytesPerSecond: median(push.rates),
+        setup: { p50ms: percentile(sorted, 0.5), p99ms: percentile(sorted, 0.99) },
+        cpuMsPerGiB: push.cpu / (push.units / 2 ** 30),
+        cpuMicrosPerConnection: (trips.cpu * 1000) / trips.units,
+      };
+    };
+    const httpsFigures = (name: System): HttpsFigures | undefined => {
+      const t = served.get(name);
+      if (!t) return undefined;
+      return {
+        rps: median(t.rates),
+        p99ms: median(t.p99s),
+        errors: t.errors,
+        cpuMicrosPerRequest: (t.cpu * 1000) / t.units,
+      };
+    };
+    const agentTcp = tcpFigures("agent") as TcpFigures;
+    const agentHttps = httpsFigures("agent") as HttpsFigures;
+    const result: AgentBench = {
+      seconds,
+      rounds,
+      setupConnections: perRound * rounds,
+      runtime: bundle ? "bundle" : "tsx",
+      skipped,
+      tcp: {
+        direct: tcpFigures("direct") as TcpFigures,
+        agent: agentTcp,
+        haproxy: tcpFigures("haproxy"),
+        socat: tcpFigures("socat"),
+      },
+      https: { agent: agentHttps, haproxy: httpsFigures("haproxy"), node: httpsFigures("node") as HttpsFigures },
+      rss: await rssWith64Targets(up, bundle),
+    };
+    if (result.tcp.haproxy) result.vsHaproxy = ratios(agentTcp, result.tcp.haproxy);
+    if (result.tcp.socat) result.vsSocat = ratios(agentTcp, result.tcp.socat);
+    const h = result.https.haproxy;
+    if (h)
+      result.httpsVsHaproxy = {
+        rps: agentHttps.rps / h.rps,
+        cpuPerRequest: agentHttps.cpuMicrosPerRequest / h.cpuMicrosPerRequest,
+      };
+    return result;
+  } finally {
+    for (const child of children.reverse()) await child.stop();
+    await pki.cleanup();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const mbps = (bps: number) => `${((bps * 8) / 1e6).toFixed(0)} Mbit/s`;
+const lat = (l: Latency) => `p50 ${l.p50ms.toFixed(2)} / p99 ${l.p99ms.toFixed(2)} ms`;
+const cpu = (t: TcpFigures) => `${t.cpuMsPerGiB.toFixed(0)} ms/GiB, ${t.cpuMicrosPerConnection.toFixed(0)} µs/conn`;
+
+/** The rows bench/run.ts prints. */
+export function agentRows(b: AgentBench): [string, string][] {
+  const { tcp, https, rss } = b;
+  const rows: [string, string][] = [
+    [
+      "agent TCP throughput, 16 conns (direct)",
+      `${mbps(tcp.agent.bytesPerSecond)} (${mbps(tcp.direct.bytesPerSecond)})`,
+    ],
+    [`agent TCP setup, ${b.setupConnections} conns (direct)`, `${lat(tcp.agent.setup)} (${lat(tcp.direct.setup)})`],
+    ["agent CPU", cpu(tcp.agent)],
+  ];
+  for (const [name, base, r] of [
+    ["haproxy", tcp.haproxy, b.vsHaproxy],
+    ["socat", tcp.socat, b.vsSocat],
+  ] as const) {
+    if (!base || !r) continue;
+    rows.push(
+      [
+        `agent/${name} TCP throughput`,
+        `${mbps(tcp.agent.bytesPerSecond)} / ${mbps(base.bytesPerSecond)} = ${r.throughput.toFixed(2)}`,
+      ],
+      [
+        `agent/${name} TCP setup p50, p99`,
+        `${r.setupP50.toFixed(2)}, ${r.setupP99.toFixed(2)} (${name} ${lat(base.setup)})`,
+      ],
+      [
+        `agent/${name} CPU per GiB, per conn`,
+        `${r.cpuPerGiB.toFixed(2)}, ${r.cpuPerConnection.toFixed(2)} (${name} ${cpu(base)})`,
+      ],
+    );
+  }
+  const perReq = (h: HttpsFigures) => `${h.cpuMicrosPerRequest.toFixed(0)} µs CPU/req`;
+  rows.push([
+    "agent HTTPS req/s, 16 keep-alive conns",
+    `${https.agent.rps.toFixed(0)} (p99 ${https.agent.p99ms} ms, ${perReq(https.agent)}, ${https.agent.errors} errors)`,
+  ]);
+  rows.push([
+    "agent/bare Node HTTPS server req/s",
+    `${https.agent.rps.toFixed(0)} / ${https.node.rps.toFixed(0)} = ${(https.agent.rps / https.node.rps).toFixed(2)} (node ${perReq(https.node)})`,
+  ]);
+  if (https.haproxy && b.httpsVsHaproxy) {
+    rows.push(
+      [
+        "agent/haproxy HTTPS req/s",
+        `${https.agent.rps.toFixed(0)} / ${https.haproxy.rps.toFixed(0)} = ${b.httpsVsHaproxy.rps.toFixed(2)} (haproxy p99 ${https.haproxy.p99ms} ms)`,
+      ],
+      [
+        "agent/haproxy HTTPS CPU per request",
+        `${b.httpsVsHaproxy.cpuPerRequest.toFixed(2)} (haproxy ${perReq(https.haproxy)})`,
+      ],
+    );
+  }
+  rows.push([
+    `agent RSS, ${rss.targets} targets: settled / burst peak / after`,
+    `${rss.settledMiB.toFixed(0)} / ${rss.peakMiB.toFixed(0)} / ${rss.afterMiB.toFixed(0)} MiB (${rss.burstConnections} conns, ${rss.runtime}; idle node ${rss.idleNodeMiB.toFixed(0)} MiB)`,
+  ]);
+  for (const s of b.skipped) rows.push(["skipped", s]);
+  return rows;
+}
+
+// `npx tsx bench/agent.ts`: this section alone (BENCH_SECONDS, default 5; BENCH_ROUNDS, default 3).
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const bench = await benchAgent({
+    seconds: Number(process.env.BENCH_SECONDS ?? 5),
+    rounds: Number(process.env.BENCH_ROUNDS ?? 3),
+  });
+  const rows = agentRows(bench);
+  const width = Math.max(...rows.map((r) => r[0].length));
+  for (const [k, v] of rows) console.log(`${k.padEnd(width)}  ${v}`);
+  console.log(JSON.stringify(bench, null, 2));
+}
