@@ -39,6 +39,7 @@ describe("tailnetSpecProblem: what the schema cannot catch", () => {
       config: DEFAULT_CONFIG,
       now: () => NOW,
       metrics,
+      log: { info() {}, warn() {}, error() {}, debug() {} },
       views: {
         view: () => {
           throw new Error("no Headscale call expected");
