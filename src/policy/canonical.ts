@@ -130,8 +130,21 @@ export type LivePolicyHash = { ok: true; hash: string; canonical: string } | { o
  * rendered hash when the live policy is what we wrote.
  */
 export function hashOfLivePolicy(text: string): LivePolicyHash {
+  // The live policy changes rarely but is hashed on every Tailnet sync (and parsing a policy of
+  // thousands of grants costs ~10 ms): the last few results are kept, keyed by the exact text.
+  const hit = liveMemo.get(text);
+  if (hit) return hit;
   const parsed = parseHuJson(text);
-  if (!parsed.ok) return { ok: false, message: `live policy is not valid HuJSON: ${parsed.message}` };
-  const canonical = canonicalJson(parsed.value);
-  return { ok: true, hash: policyHash(canonical), canonical };
+  const result: LivePolicyHash = parsed.ok
+    ? (() => {
+        const canonical = canonicalJson(parsed.value);
+        return { ok: true as const, hash: policyHash(canonical), canonical };
+      })()
+    : { ok: false, message: `live policy is not valid HuJSON: ${parsed.message}` };
+  if (liveMemo.size >= LIVE_MEMO_SIZE) liveMemo.delete(liveMemo.keys().next().value as string);
+  liveMemo.set(text, result);
+  return result;
 }
+
+const LIVE_MEMO_SIZE = 8;
+const liveMemo = new Map<string, LivePolicyHash>();

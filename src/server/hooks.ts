@@ -2,6 +2,7 @@
  * POST /hooks/<kind>/{customize,sync,finalize}: the route only composes — validate the envelope,
  * pick the kind module, let it observe → decide → act, serialize a closed response.
  */
+import { setImmediate } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import { type HookKind, kindInfo } from "../api/schemas.js";
 import { validateSpec } from "../api/validate.js";
@@ -85,7 +86,11 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
           };
         }
         const invalid = validateSpec(info.hookKind, sreq.parent.spec);
+        // Big syncs (a Tailnet with thousands of related objects) parse, decide and serialize for
+        // tens of milliseconds; yielding between the phases keeps other hooks' latency bounded.
+        await setImmediate();
         const r = invalid ? module.invalid(sreq, invalid, opts.deps) : await module.sync(sreq, opts.deps);
+        await setImmediate();
         return { status: r.status, children: r.children, resyncAfterSeconds: r.resyncAfterSeconds };
       } catch (e) {
         if (e instanceof EnvelopeError) return reply.code(e.statusCode).send({ error: e.message });
