@@ -14,6 +14,9 @@ type Spec = Record<string, unknown>;
 const specOf = (p: K8sObject): Spec => (p.spec && typeof p.spec === "object" ? (p.spec as Spec) : {});
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 const uniqSorted = (v: string[]) => [...new Set(v)].sort();
+/** The objects of a spec list; anything else (the CRD schema would have refused it) reads as empty. */
+const records = (v: unknown): Spec[] =>
+  Array.isArray(v) ? v.filter((x): x is Spec => !!x && typeof x === "object" && !Array.isArray(x)) : [];
 
 export function tailnetRefName(parent: K8sObject): string | undefined {
   const ref = specOf(parent).tailnetRef as { name?: unknown } | undefined;
@@ -76,9 +79,7 @@ export function tailnetRelated(parent: K8sObject): RelatedRule[] {
 
 export function egressRelated(parent: K8sObject, config: OperatorConfig): RelatedRule[] {
   const names = uniqSorted(
-    (specOf(parent).targets as { name?: unknown }[] | undefined)?.flatMap((t) =>
-      typeof t?.name === "string" ? [t.name] : [],
-    ) ?? [],
+    records(specOf(parent).targets).flatMap((t) => (typeof t.name === "string" ? [t.name] : [])),
   );
   const rules = workloadRelated(parent, config);
   if (names.length && parent.metadata.namespace) {
@@ -88,9 +89,9 @@ export function egressRelated(parent: K8sObject, config: OperatorConfig): Relate
 }
 
 export function ingressRelated(parent: K8sObject, config: OperatorConfig): RelatedRule[] {
-  const exposes = (specOf(parent).exposes as Spec[] | undefined) ?? [];
-  const tls = uniqSorted(exposes.flatMap((e) => strings([(e?.tls as Spec | undefined)?.secretName])));
-  const backends = uniqSorted(exposes.flatMap((e) => strings([(e?.backend as Spec | undefined)?.service])));
+  const exposes = records(specOf(parent).exposes);
+  const tls = uniqSorted(exposes.flatMap((e) => strings([(e.tls as Spec | undefined)?.secretName])));
+  const backends = uniqSorted(exposes.flatMap((e) => strings([(e.backend as Spec | undefined)?.service])));
   const ns = parent.metadata.namespace;
   const rules = workloadRelated(parent, config);
   if (ns && tls.length) rules.push({ apiVersion: "v1", resource: "secrets", namespace: ns, names: tls });

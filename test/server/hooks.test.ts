@@ -218,6 +218,20 @@ describe("responses", () => {
     assert.deepEqual(body.relatedResources[1].names, ["tailnet-home-credentials"]);
   });
 
+  it("customize answers 200 for a spec the CRD would refuse (found by fuzzing: targets as a string)", async (t) => {
+    const { app } = await build(t);
+    for (const [path, parent] of [
+      ["/hooks/egress/customize", egress({ targets: "x" })],
+      [
+        "/hooks/ingress/customize",
+        parentObject("TailnetIngress", "w", { tailnetRef: { name: "home" }, exposes: "x" }, { namespace: "m" }),
+      ],
+    ] as const) {
+      const res = await app.inject({ method: "POST", url: path, payload: customizeRequest(parent) });
+      assert.equal(res.statusCode, 200, res.body);
+    }
+  });
+
   it("sync answers only status, children (and resyncAfterSeconds); status is byte-identical on repeat", async (t) => {
     const { app } = await build(t);
     const parent = egress();
