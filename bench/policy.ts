@@ -2,9 +2,11 @@
 // hash) from N workload objects over a realistic base policy. Target: 5,000 objects
 // in ≤ 100 ms. Run alone with `npx tsx bench/policy.ts`; bench/run.ts calls
 // benchPolicy().
+
 import { pathToFileURL } from "node:url";
 import { type CollectInput, collectGenerated } from "../src/policy/generated.js";
 import { renderPolicy } from "../src/policy/render.js";
+import { medianMs } from "./measure.js";
 
 const SIZES = [1_000, 5_000, 10_000];
 const RUNS = 5;
@@ -95,11 +97,6 @@ export function syntheticBase(): string {
   return lines.join("\n");
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
-
 /** Median wall time of collect + render, per size. */
 export async function benchPolicy(): Promise<{ objects: number; ms: number }[]> {
   const base = syntheticBase();
@@ -111,14 +108,7 @@ export async function benchPolicy(): Promise<{ objects: number; ms: number }[]> 
       const r = renderPolicy(base, generated);
       if (!r.ok) throw new Error(`bench render failed: ${r.reason}: ${r.message}`);
     };
-    once(); // warm-up: JIT and lazy module state
-    const times: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      const t0 = performance.now();
-      once();
-      times.push(performance.now() - t0);
-    }
-    results.push({ objects, ms: Math.round(median(times) * 100) / 100 });
+    results.push({ objects, ms: medianMs(once, RUNS) });
   }
   return results;
 }

@@ -7,6 +7,7 @@ import { cpus, totalmem } from "node:os";
 import { agentRows, benchAgent } from "./agent.js";
 import { benchHooks } from "./hooks.js";
 import { benchPolicy } from "./policy.js";
+import { benchTailnetDecide } from "./tailnet.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const results: Record<string, unknown> = {
@@ -42,6 +43,10 @@ for (const p of policy) {
     `${p.ms.toFixed(1)} ms (×${(p.ms / base.ms).toFixed(2)} of ${base.objects})`,
   ]);
 }
+// The Tailnet's whole decide path (inputs, blocked sites, render, DNS records, conditions, children).
+const decidePath = await benchTailnetDecide();
+results.tailnetDecide = decidePath;
+for (const p of decidePath) rows.push([`Tailnet decide path, ${p.objects} objects`, `${p.ms.toFixed(1)} ms`]);
 
 // The agent's data plane against HAProxy, socat and a bare Node HTTPS server (bench/agent.ts).
 const agent = await benchAgent({ seconds, rounds: Number(process.env.BENCH_ROUNDS ?? 3) });

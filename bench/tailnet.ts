@@ -1,16 +1,27 @@
 // The Tailnet's whole decide path for N workload objects: read inputs from related, blocked sites,
 // collect + render + hash the policy, DNS records, conditions and children, plus the indented text
 // sent to policy/check and PUT. Target: 5,000 objects in ≤ 100 ms (as bench/policy.ts for the
-// render alone). Not a test (no timed assertions): run `npx tsx test/kinds/tailnet/decide.bench.ts`;
+// render alone). Run `npx tsx bench/tailnet.ts`;
 // `benchTailnetDecide()` is exported for bench/run.ts.
 import { pathToFileURL } from "node:url";
-import type { K8sObject } from "../../../src/k8s/objects.js";
-import { decide } from "../../../src/kinds/tailnet/decide.js";
-import { readInputs } from "../../../src/kinds/tailnet/inputs.js";
-import { renderTailnetPolicy } from "../../../src/kinds/tailnet/render.js";
-import { prettyPolicyText } from "../../../src/policy/render.js";
-import { parentObject, toMaps } from "../../fixtures/hooks.js";
-import { apiKeySecret, baseConfigMap, checkOk, healthyHs, hsNode, NOW, ok, tailnet, tailnetSpec } from "./fixtures.js";
+import type { K8sObject } from "../src/k8s/objects.js";
+import { decide } from "../src/kinds/tailnet/decide.js";
+import { readInputs } from "../src/kinds/tailnet/inputs.js";
+import { renderTailnetPolicy } from "../src/kinds/tailnet/render.js";
+import { prettyPolicyText } from "../src/policy/render.js";
+import { parentObject, toMaps } from "../test/fixtures/hooks.js";
+import {
+  apiKeySecret,
+  baseConfigMap,
+  checkOk,
+  healthyHs,
+  hsNode,
+  NOW,
+  ok,
+  tailnet,
+  tailnetSpec,
+} from "../test/kinds/tailnet/fixtures.js";
+import { medianMs } from "./measure.js";
 
 const SIZES = [1_000, 5_000, 10_000];
 const RUNS = 5;
@@ -83,11 +94,6 @@ export function syntheticWorld(objects: number): { related: K8sObject[]; nodes: 
   return { related, nodes };
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
-
 export async function benchTailnetDecide(): Promise<{ objects: number; ms: number }[]> {
   const parent = tailnet(tailnetSpec());
   const results: { objects: number; ms: number }[] = [];
@@ -110,14 +116,7 @@ export async function benchTailnetDecide(): Promise<{ objects: number; ms: numbe
         now: NOW,
       });
     };
-    once();
-    const times: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      const t0 = performance.now();
-      once();
-      times.push(performance.now() - t0);
-    }
-    results.push({ objects, ms: Math.round(median(times) * 100) / 100 });
+    results.push({ objects, ms: medianMs(once, RUNS) });
   }
   return results;
 }
