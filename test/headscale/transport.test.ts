@@ -3,6 +3,7 @@ import { describe, test } from "node:test";
 import { MockAgent } from "undici";
 import { createHeadscaleClient, type HeadscaleClient, type RequestMetric } from "../../src/headscale/client.js";
 import { HeadscaleError } from "../../src/headscale/errors.js";
+import { createTestPki } from "../fakes/agent/pki.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../fakes/headscale/index.js";
 
 type After = { after: (fn: () => Promise<void> | void) => void };
@@ -164,5 +165,28 @@ describe("retries", () => {
     const error = await rejection(client.nodes.list());
     assert.equal(error.detail, "client closed");
     assert.equal(fake.requests.length, 0);
+  });
+});
+
+describe("HTTPS with a custom CA (Tailnet caSecretRef)", () => {
+  test("trusts the given CA and refuses the same server without it", async (t) => {
+    const pki = await createTestPki();
+    t.after(() => pki.cleanup());
+    const leaf = await pki.issue({ names: ["localhost"] });
+    const hs = await useFakeHeadscale(t, { tls: { cert: leaf.certPem, key: leaf.keyPem } });
+    assert.match(hs.url, /^https:/);
+    const url = hs.url.replace("127.0.0.1", "localhost"); // the name the certificate carries
+    const trusted = createHeadscaleClient({
+      url,
+      apiKey: hs.apiKey,
+      ca: pki.caPem,
+      timeoutMs: 5000,
+      retries: 0,
+    });
+    t.after(() => trusted.close());
+    assert.deepEqual(await trusted.apiHealth(), { databaseConnectivity: true });
+    const untrusted = createHeadscaleClient({ url, apiKey: hs.apiKey, timeoutMs: 5000, retries: 0 });
+    t.after(() => untrusted.close());
+    await assert.rejects(untrusted.apiHealth(), (e: unknown) => e instanceof HeadscaleError && e.kind === "transport");
   });
 });

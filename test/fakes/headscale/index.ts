@@ -7,7 +7,7 @@
 
 import type { Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { loadContract } from "./contract.js";
 import { type FakeVersion, parsePolicy } from "./policy.js";
 import { currentPolicy, type FakeRoute, type PolicyMode, routesFor, rpcError } from "./routes.js";
@@ -27,6 +27,8 @@ export interface FakeHeadscaleOptions {
   policy?: string;
   /** Clock for timestamps the fake writes (default: wall clock). */
   now?: () => Date;
+  /** Serve HTTPS with this certificate (PEM) instead of plain HTTP. */
+  tls?: { cert: string; key: string };
 }
 
 export type FaultKind = "refused" | "reset" | "timeout" | "status" | "malformed" | "slow" | "unauthorized";
@@ -118,7 +120,12 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
   if (policyMode === "file") state.filePolicy = opts.policy ?? "{}";
   else if (opts.policy !== undefined) state.policies.push({ text: opts.policy, updatedAt: started });
 
-  const app = Fastify({ logger: false, forceCloseConnections: true });
+  // one instance type for both: fastify's https overload only changes the raw server's type
+  const app = Fastify({
+    logger: false,
+    forceCloseConnections: true,
+    ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key } } : {}),
+  } as Record<string, unknown>) as unknown as FastifyInstance;
   const logEntries = new WeakMap<FastifyRequest, LoggedRequest>();
   app.addHook("onResponse", async (request, reply) => {
     const entry = logEntries.get(request);
@@ -251,7 +258,7 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
   const policyNow = () => currentPolicy(state, policyMode, version);
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${opts.tls ? "https" : "http"}://127.0.0.1:${port}`,
     apiKey,
     version,
     policyMode,
