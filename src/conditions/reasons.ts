@@ -10,7 +10,6 @@ export const CommonReason = {
   NoTailnet: "NoTailnet",
   NoAPIKey: "NoAPIKey",
   Ready: "Ready",
-  NotImplemented: "NotImplemented",
 } as const;
 
 export const TailnetCondition = {

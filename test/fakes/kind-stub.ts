@@ -1,12 +1,11 @@
 /**
- * A kind whose logic has not landed yet: it answers every hook with a valid, deterministic status
- * (each condition Unknown/NotImplemented) and no children, so the contract is exercised end to end.
+ * A stand-in kind for end-to-end tests that isolate one kind: it answers every hook with a valid,
+ * deterministic status (each condition Unknown/Stubbed) and no children, and never calls Headscale.
  */
-import type { HookKind } from "../api/schemas.js";
-import { cond } from "../conditions/condition.js";
-import { CommonReason } from "../conditions/reasons.js";
-import { assembleStatus, invalidSpecResult } from "./common.js";
-import type { CustomizeRequest, HookDeps, KindModule, RelatedRule } from "./types.js";
+import type { HookKind } from "../../src/api/schemas.js";
+import { cond } from "../../src/conditions/condition.js";
+import { assembleStatus, invalidSpecResult } from "../../src/kinds/common.js";
+import type { CustomizeRequest, HookDeps, KindModule, RelatedRule } from "../../src/kinds/types.js";
 
 export function skeletonModule(
   hookKind: HookKind,
@@ -14,8 +13,7 @@ export function skeletonModule(
   related: (req: CustomizeRequest, deps: HookDeps) => RelatedRule[],
   invalidType = "Ready",
 ): KindModule {
-  const conditions = () =>
-    conditionTypes.map((t) => cond(t, "Unknown", CommonReason.NotImplemented, "not implemented in this version"));
+  const conditions = () => conditionTypes.map((t) => cond(t, "Unknown", "Stubbed", "stand-in kind of a test"));
   return {
     hookKind,
     customize: related,
