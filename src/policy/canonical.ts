@@ -7,7 +7,8 @@
 // in a sorted, deterministic order. So two policies hash the same exactly when they
 // differ only in comments, whitespace, trailing commas or key order.
 //
-// Fast path: a key-sorted copy serialized by the native JSON.stringify. JS objects
+// Fast path: a key-sorted copy serialized by the native JSON.stringify (sharing every
+// part that is already in canonical order). JS objects
 // always enumerate integer-like keys ("10", "9") first and in numeric order, which
 // would break "keys sorted", so a value holding such a key is serialized by the
 // hand-written writer instead (same output format otherwise).
@@ -79,29 +80,67 @@ function isIndexKey(key: string): boolean {
   return c >= 48 && c <= 57 && INDEX_KEY.test(key) && Number(key) < 4294967295;
 }
 
-/** Key-sorted deep copy for JSON.stringify, or null when some key would not stay sorted. */
+/** Returned by `sortedCopy` when some key would not stay sorted under JSON.stringify. */
+const UNSORTABLE = Symbol("unsortable");
+
+/** Objects JSON.stringify writes from their own keys alone (no inherited toJSON, as in a parsed policy). */
+function isPlainObject(obj: object): boolean {
+  const proto = Object.getPrototypeOf(obj);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Key-sorted deep copy for JSON.stringify, or UNSORTABLE. Only what needs it is copied:
+ * an array none of whose elements change, and a plain object whose keys are already
+ * sorted and none of whose values change, are returned as they are (a policy of
+ * thousands of generated grants and owner lists is then mostly shared, not copied).
+ */
 function sortedCopy(value: unknown): unknown {
   if (value === null || typeof value !== "object") return value;
   if (Array.isArray(value)) {
-    const out = new Array<unknown>(value.length);
+    let out: unknown[] | null = null;
     for (let i = 0; i < value.length; i++) {
-      const v = sortedCopy(value[i]);
-      if (v === null && value[i] !== null) return null;
-      out[i] = v;
+      const item = value[i];
+      if (item === null || typeof item !== "object") {
+        if (out) out[i] = item;
+        continue;
+      }
+      const v = sortedCopy(item);
+      if (v === UNSORTABLE) return UNSORTABLE;
+      if (v !== item && !out) out = value.slice(0, i);
+      if (out) out[i] = v;
     }
-    return out;
+    return out ?? value;
   }
   const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj).sort();
-  const out: Record<string, unknown> = {};
-  for (const key of keys) {
-    if (isIndexKey(key)) return null;
-    const v = sortedCopy(obj[key]);
-    if (v === null && obj[key] !== null) return null;
-    if (key === "__proto__") Object.defineProperty(out, key, { value: v, enumerable: true, writable: true });
-    else out[key] = v;
+  const keys = Object.keys(obj);
+  let ascending = isPlainObject(obj);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i];
+    if (isIndexKey(key)) return UNSORTABLE;
+    if (i > 0 && !(keys[i - 1] < key)) ascending = false;
   }
-  return out;
+  if (!ascending) keys.sort(); // sort() without a comparator orders strings by UTF-16 code units (as RFC 8785 does)
+  let out: Record<string, unknown> | null = ascending ? null : {};
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i];
+    const item = obj[key];
+    const v = item === null || typeof item !== "object" ? item : sortedCopy(item);
+    if (v === UNSORTABLE) return UNSORTABLE;
+    if (!out) {
+      if (v === item) continue;
+      // A value changed: copy the (sorted) keys before it, then go on copying.
+      out = {};
+      for (let j = 0; j < i; j++) setKey(out, keys[j], obj[keys[j]]);
+    }
+    setKey(out, key, v);
+  }
+  return out ?? obj;
+}
+
+function setKey(out: Record<string, unknown>, key: string, v: unknown): void {
+  if (key === "__proto__") Object.defineProperty(out, key, { value: v, enumerable: true, writable: true });
+  else out[key] = v;
 }
 
 /**
@@ -111,7 +150,7 @@ function sortedCopy(value: unknown): unknown {
  */
 export function canonicalJson(value: unknown, indent = 0): string {
   const copy = sortedCopy(value);
-  if (copy !== null || value === null) return JSON.stringify(copy, null, indent) ?? "null";
+  if (copy !== UNSORTABLE) return JSON.stringify(copy, null, indent) ?? "null";
   const out: string[] = [];
   write(value, "", " ".repeat(indent), out);
   return out.join("");

@@ -151,7 +151,8 @@ class GrantSet {
     const out: Grant[] = new Array(keys.length);
     for (let i = 0; i < keys.length; i++) {
       const g = this.byKey.get(keys[i]) as Grant;
-      out[i] = { src: g.src, dst: g.dst, ip: sortIpSpecs(g.ip) };
+      // keys in canonical (sorted) order, so the canonical serializer can share the grant as it is
+      out[i] = { dst: g.dst, ip: sortIpSpecs(g.ip), src: g.src };
     }
     return out;
   }

@@ -7,7 +7,7 @@
  * so claims nothing: `nameConflicts` and `nameOwners` agree on who owns every name.
  */
 import type { K8sObject } from "../../k8s/objects.js";
-import { isOlder } from "../site/conflict.js";
+import { isOlder, sortByAge } from "../site/conflict.js";
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
@@ -54,7 +54,12 @@ export function ingressNames(ingress: K8sObject, baseDomain: string | undefined)
       dnsAliases: aliases.map((a, j) => fqdn(check(a, `spec.exposes[${i}].aliases[${j}]`), baseDomain)),
     };
   });
-  const all = [...new Set([dnsName, ...exposes.flatMap((e) => [e.dnsName, ...e.dnsAliases])])];
+  const seen = new Set<string>([dnsName]);
+  for (const e of exposes) {
+    seen.add(e.dnsName);
+    for (const a of e.dnsAliases) seen.add(a);
+  }
+  const all = [...seen];
   return { dnsName, exposes, all, invalid, invalidAt };
 }
 
@@ -112,7 +117,7 @@ export function publishedNames(
  */
 export function nameOwners(ingresses: readonly K8sObject[], baseDomain: string | undefined): Map<string, string> {
   const owners = new Map<string, string>();
-  const sorted = ingresses.filter((o) => !o.metadata.deletionTimestamp).sort(byAge);
+  const sorted = sortByAge(ingresses.filter((o) => !o.metadata.deletionTimestamp));
   for (const ing of sorted) {
     const names = ingressNames(ing, baseDomain);
     if (names.invalid.length) continue;

@@ -85,12 +85,25 @@ export function tailnetSettings(tailnet: K8sObject): TailnetSettings {
 export function effectiveTag(parent: K8sObject, tagPrefix: string): string {
   const explicit = (parent.spec as { tag?: unknown } | undefined)?.tag;
   if (typeof explicit === "string" && explicit) return explicit;
-  const body = `${tagPrefix.slice(4)}${parent.metadata.namespace ?? ""}-${parent.metadata.name}`
+  const raw = `${tagPrefix.slice(4)}${parent.metadata.namespace ?? ""}-${parent.metadata.name}`;
+  // Runs for every workload object on every Tailnet render: skip the regexes when the
+  // text is already a tag body (the usual case: lower-case namespace and name).
+  if (raw.length <= 63 && isTagBody(raw)) return `tag:${raw}`;
+  const body = raw
     .toLowerCase()
     .replace(/[^a-z0-9-]/g, "-")
     .slice(0, 63)
     .replace(/-+$/, "");
   return `tag:${body}`;
+}
+
+/** Only [a-z0-9-] and not ending in "-": what the slow path would leave unchanged. */
+function isTagBody(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (!((c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 45)) return false;
+  }
+  return s.charCodeAt(s.length - 1) !== 45;
 }
 
 export function resolveWorkload(req: HookRequest, deps: HookDeps): WorkloadContext {

@@ -182,12 +182,23 @@ export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): Dns
   const { settings } = inputs;
   const byId = new Map(inputs.ingresses.map((o) => [`${ns(o)}/${o.metadata.name}`, o]));
   const carriers = nodeByTag(nodes);
+  // An ingress owns several names: resolve its address once.
+  const addressOf = new Map<string, string | undefined>();
+  const owners = nameOwners(inputs.ingresses, settings.baseDomain);
+  // Names are unique (map keys), so sorting the names alone gives the name-then-value order,
+  // and the native sort without a comparator orders strings by code units, as `<` does.
+  const names = [...owners.keys()].sort();
   const out: DnsRecord[] = [];
-  for (const [name, owner] of nameOwners(inputs.ingresses, settings.baseDomain)) {
-    const ingress = byId.get(owner);
-    const node = ingress ? carriers.get(effectiveTag(ingress, settings.tagPrefix)) : undefined;
-    const value = node ? ipv4Of(node) : undefined;
+  for (const name of names) {
+    const owner = owners.get(name) as string;
+    let value = addressOf.get(owner);
+    if (value === undefined && !addressOf.has(owner)) {
+      const ingress = byId.get(owner);
+      const node = ingress ? carriers.get(effectiveTag(ingress, settings.tagPrefix)) : undefined;
+      value = node ? ipv4Of(node) : undefined;
+      addressOf.set(owner, value);
+    }
     if (value) out.push({ name, type: "A", value });
   }
-  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.value < b.value ? -1 : 1));
+  return out;
 }

@@ -4,22 +4,34 @@
  *
  * `siteConflict` scans every older site, so calling it per site is quadratic. Here the sites are
  * walked oldest first (the same `isOlder` order) while an index of the prefixes seen so far, keyed
- * by their leading bits, answers "does this prefix overlap an older site's prefix?" in O(prefix
+ * by their leading bits (numbers for IPv4, so no strings are built), answers "does this prefix overlap an older site's prefix?" in O(prefix
  * length): equal or containing prefixes are found among its own leading bits, contained ones
  * through every prefix's leading bits. Deleting sites block no one, as in `siteConflict`; a test
  * checks both agree on random sites.
  */
 import type { K8sObject } from "../../k8s/objects.js";
 import { type Cidr, cidrsOverlap, parseCidr } from "../../net/cidr.js";
-import { isOlder } from "../site/conflict.js";
+import { sortByAge } from "../site/conflict.js";
 
 const idOf = (o: K8sObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 
-/** "4:" or "6:" then the prefix's network bits as 0/1 characters. */
-function bitsOf(c: Cidr): string {
-  let out = "";
-  for (const b of c.bytes) out += b.toString(2).padStart(8, "0");
-  return `${c.family}:${out.slice(0, c.bits)}`;
+/**
+ * Keys of a prefix's leading bits, one per length 0..bits (index = length): two prefixes share
+ * a key exactly when they have the same family, length and leading bits. IPv4 keys are numbers
+ * (length · 2³² + the leading bits as an integer), IPv6 keys "6:" then the bits as 0/1 text.
+ */
+function leadingKeys(c: Cidr): (number | string)[] {
+  const out: (number | string)[] = new Array(c.bits + 1);
+  if (c.family === 4) {
+    const [b0, b1, b2, b3] = c.bytes;
+    const addr = ((b0 << 24) | (b1 << 16) | (b2 << 8) | b3) >>> 0;
+    for (let len = 0; len <= c.bits; len++) out[len] = len * 4294967296 + (len === 0 ? 0 : addr >>> (32 - len));
+    return out;
+  }
+  let bits = "";
+  for (const b of c.bytes) bits += b.toString(2).padStart(8, "0");
+  for (let len = 0; len <= c.bits; len++) out[len] = `6:${bits.slice(0, len)}`;
+  return out;
 }
 
 function prefixesOf(site: K8sObject): Cidr[] {
@@ -40,24 +52,24 @@ export function blockedSites(sites: readonly K8sObject[], reservedNetworks: read
     const c = parseCidr(r);
     return c.ok ? [c.cidr] : [];
   });
-  const exact = new Set<string>(); // prefixes of older sites
-  const covering = new Set<string>(); // every leading-bits key of those prefixes (their supernets)
+  const exact = new Set<number | string>(); // prefixes of older sites
+  const covering = new Set<number | string>(); // every leading-bits key of those prefixes (their supernets)
   const blocked = new Set<string>();
-  const byAge = [...sites].sort((a, b) => (isOlder(a, b) ? -1 : isOlder(b, a) ? 1 : 0));
-  for (const site of byAge) {
+  for (const site of sortByAge(sites)) {
     const cidrs = prefixesOf(site);
-    const keys = cidrs.map(bitsOf);
+    const keys = cidrs.map(leadingKeys);
     const overlapsReserved = cidrs.some((c) => reserved.some((r) => cidrsOverlap(c, r)));
-    const overlapsOlder = keys.some((key) => {
-      if (covering.has(key)) return true; // an older prefix equal to or inside this one
-      for (let len = 2; len < key.length; len++) if (exact.has(key.slice(0, len))) return true; // one containing it
+    const overlapsOlder = keys.some((k) => {
+      const bits = k.length - 1;
+      if (covering.has(k[bits])) return true; // an older prefix equal to or inside this one
+      for (let len = 0; len < bits; len++) if (exact.has(k[len])) return true; // one containing it
       return false;
     });
     if (overlapsReserved || overlapsOlder) blocked.add(idOf(site));
     if (site.metadata.deletionTimestamp) continue;
-    for (const key of keys) {
-      exact.add(key);
-      for (let len = 2; len <= key.length; len++) covering.add(key.slice(0, len));
+    for (const k of keys) {
+      exact.add(k[k.length - 1]);
+      for (const key of k) covering.add(key);
     }
   }
   return blocked;
