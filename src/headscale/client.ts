@@ -1,7 +1,7 @@
 /**
  * A narrow Headscale `/api/v1` client, grouped by resource like Tailscale's k8s-operator tsclient: only the calls
  * the operator makes. Every method rejects with `HeadscaleError` (see errors.ts); no method logs or returns the
- * API key. Request/response shapes follow /work/shared/headscale/headscale.swagger.json (0.29).
+ * API key. Request/response shapes follow ../shared/headscale/headscale.swagger.json (0.29).
  */
 
 import { createRequester, type RequesterOptions } from "./http.js";

@@ -1,5 +1,5 @@
 /**
- * The fake's policy validation against real verdicts: the policies in /work/shared/headscale/policies were sent
+ * The fake's policy validation against real verdicts: the policies in ../shared/headscale/policies were sent
  * to Tailscale's control server (Headscale 0.29 words its rejections the same way). The fake must accept every
  * accepted policy, and for the rejection classes it implements it must reject with the same message.
  */

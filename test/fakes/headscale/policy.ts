@@ -3,7 +3,7 @@
  * unknown top-level fields, undefined tags, grants without ip/app, via, ACL/SSH actions) with Headscale's
  * wording, plus route auto-approval. Deliberately permissive elsewhere: a fake that rejects a policy the real
  * server accepts would be worse than one that accepts too much. Checked against the captured Tailscale verdicts
- * in /work/shared/headscale/policies (see test/headscale/fake-policy.test.ts).
+ * in ../shared/headscale/policies (see test/headscale/fake-policy.test.ts).
  */
 
 import ipaddr from "ipaddr.js";

@@ -1,6 +1,6 @@
 /**
  * The fake's `/api/v1` handlers, one per Swagger operation the operator uses (plus GetNode), with Headscale
- * 0.29's behaviour and error wording from /work/shared/headscale/NOTES.md §1. Handlers are synchronous and pure
+ * 0.29's behaviour and error wording from ../shared/headscale/NOTES.md §1. Handlers are synchronous and pure
  * over `FakeState`; transport concerns (auth, faults, contract check) live in index.ts.
  */
 
