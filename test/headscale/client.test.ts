@@ -1,40 +1,17 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { createHeadscaleClient, type HeadscaleClient, type RequestMetric } from "../../src/headscale/client.js";
-import { HeadscaleError } from "../../src/headscale/errors.js";
-import { type FakeHeadscale, type FakeHeadscaleOptions, useFakeHeadscale } from "../fakes/headscale/index.js";
+import { createHeadscaleClient, type RequestMetric } from "../../src/headscale/client.js";
+import type { FakeHeadscaleOptions } from "../fakes/headscale/index.js";
+import { clientOnFake, rejection } from "./helpers.js";
+
+const setup = (t: Parameters<typeof clientOnFake>[0], fake: FakeHeadscaleOptions = { policy: POLICY }) =>
+  clientOnFake(t, { fake });
 
 const POLICY = `{
   // HuJSON: comments and trailing commas
   "tagOwners": { "tag:k8s-egress": [], "tag:router": [], },
   "autoApprovers": { "routes": { "10.0.0.0/8": ["tag:router"] } },
 }`;
-
-async function setup(
-  t: { after: (fn: () => Promise<void> | void) => void },
-  opts: FakeHeadscaleOptions = { policy: POLICY },
-): Promise<{ fake: FakeHeadscale; client: HeadscaleClient; metrics: RequestMetric[] }> {
-  const fake = await useFakeHeadscale(t, opts);
-  const metrics: RequestMetric[] = [];
-  const client = createHeadscaleClient({
-    url: fake.url,
-    apiKey: fake.apiKey,
-    timeoutMs: 10_000,
-    onRequest: (m) => metrics.push(m),
-  });
-  t.after(() => client.close());
-  return { fake, client, metrics };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<HeadscaleError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof HeadscaleError, `expected HeadscaleError, got ${String(error)}`);
-    return error;
-  }
-  assert.fail("expected the call to fail");
-}
 
 describe("health", () => {
   test("health() reads /health without a key and apiHealth() checks key + database", async (t) => {

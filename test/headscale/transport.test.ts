@@ -1,35 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { MockAgent } from "undici";
-import { createHeadscaleClient, type HeadscaleClient, type RequestMetric } from "../../src/headscale/client.js";
+import { createHeadscaleClient, type HeadscaleClient } from "../../src/headscale/client.js";
 import { HeadscaleError } from "../../src/headscale/errors.js";
 import { createTestPki } from "../fakes/agent/pki.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../fakes/headscale/index.js";
+import { type After, clientOnFake, rejection } from "./helpers.js";
 
-type After = { after: (fn: () => Promise<void> | void) => void };
-
-async function setup(t: After, timeoutMs = 10_000) {
-  const fake = await useFakeHeadscale(t, { policy: "{}" });
-  const metrics: RequestMetric[] = [];
-  const client = createHeadscaleClient({
-    url: fake.url,
-    apiKey: fake.apiKey,
-    timeoutMs,
-    onRequest: (m) => metrics.push(m),
-  });
-  t.after(() => client.close());
-  return { fake, client, metrics };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<HeadscaleError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof HeadscaleError, `expected HeadscaleError, got ${String(error)}`);
-    return error;
-  }
-  assert.fail("expected the call to fail");
-}
+const setup = (t: After, timeoutMs = 10_000) => clientOnFake(t, { timeoutMs });
 
 const nodeCalls = (fake: FakeHeadscale) => fake.count("GET", /^\/api\/v1\/node$/);
 
