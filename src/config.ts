@@ -4,8 +4,8 @@
  * `npm start` runs with no file.
  */
 import { readFileSync } from "node:fs";
-import { Ajv } from "ajv";
 import { parse as parseYaml } from "yaml";
+import { newAjv } from "./api/ajv.js";
 
 export interface NetworkPolicyPeer {
   namespaceSelector?: Record<string, unknown>;
@@ -123,7 +123,7 @@ const configSchema = {
   },
 } as const;
 
-const validate = new Ajv({ allErrors: false, strict: false }).compile(configSchema);
+const validate = newAjv({ allErrors: false, strict: false }).compile(configSchema);
 
 export class ConfigError extends Error {}
 

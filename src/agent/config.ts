@@ -2,7 +2,8 @@
 // It is validated once at start (ajv, defaults filled in); an invalid file is a one-line error naming the
 // field, and the process exits non-zero instead of running half-configured.
 import { readFile } from "node:fs/promises";
-import { Ajv, type ErrorObject } from "ajv";
+import type { ErrorObject } from "ajv";
+import { newAjv } from "../api/ajv.js";
 import { ConfigError } from "../config.js";
 
 export type AgentRole = "egress" | "ingress";
@@ -196,7 +197,7 @@ const schema = {
   },
 } as const;
 
-const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: true });
+const ajv = newAjv({ allErrors: false, useDefaults: true, strict: true });
 const validateSchema = ajv.compile(schema);
 
 /** "/targets/0/ports/1/port" → "targets[0].ports[1].port". */

@@ -3,11 +3,12 @@
  * OpenAPI cannot express (unique names, CIDR host bits, prefixes overlapping inside one object).
  * A failure becomes an InvalidSpec condition naming the field, never a 4xx or a 5xx.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import type { ErrorObject, ValidateFunction } from "ajv";
 import { cidrsOverlap, parseCidr } from "../net/cidr.js";
+import { newAjv } from "./ajv.js";
 import { type HookKind, KINDS } from "./schemas.js";
 
-const ajv = new Ajv({ allErrors: false, strict: false });
+const ajv = newAjv({ allErrors: false, strict: false });
 const specValidators = new Map<HookKind, ValidateFunction>(KINDS.map((k) => [k.hookKind, ajv.compile(k.spec)]));
 
 /** `/targets/1/name` → `spec.targets[1].name`. */

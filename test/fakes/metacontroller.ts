@@ -4,14 +4,14 @@
  * against the official schemas (kubernetes-models) and a status the CRD would not prune (a pruned
  * field means Metacontroller re-syncs forever).
  */
-import { Ajv } from "ajv";
+import { newAjv } from "../../src/api/ajv.js";
 import { KINDS } from "../../src/api/schemas.js";
 import { type LoopOptions, MetacontrollerLoop } from "../../src/render/loop.js";
 import { validateChild } from "../helpers/validate.js";
 
 export type { HookCall } from "../../src/render/loop.js";
 
-const ajv = new Ajv({ strict: false, removeAdditional: "all" });
+const ajv = newAjv({ strict: false, removeAdditional: "all" });
 const statusPruners = new Map(KINDS.map((k) => [k.kind, ajv.compile(k.status)]));
 
 export type FakeMetacontrollerOptions = Omit<LoopOptions, "checkChild" | "checkStatus">;
