@@ -127,6 +127,9 @@ const validate = newAjv({ allErrors: false, strict: false }).compile(configSchem
 
 export class ConfigError extends Error {}
 
+/** The chart enforces the same minimum (values.schema.json hookToken.value). */
+export const MIN_HOOK_TOKEN_LENGTH = 16;
+
 type Plain = Record<string, unknown>;
 function deepMerge<T>(base: T, over: unknown): T {
   if (!over || typeof over !== "object" || Array.isArray(over)) return (over ?? base) as T;
@@ -156,6 +159,17 @@ export function configFrom(raw: unknown, env: NodeJS.ProcessEnv = {}): OperatorC
   }
   if (env.OPERATOR_NAMESPACE) config.operatorNamespace = env.OPERATOR_NAMESPACE;
   if (env.HOOK_TOKEN) config.hookToken = env.HOOK_TOKEN;
+  if (config.hookToken !== undefined) {
+    // Metacontroller trims the Secret value it sends (pkg/hooks/auth.go), so a token read from a
+    // Secret made with `--from-file` or `echo` (trailing newline) is compared trimmed.
+    config.hookToken = config.hookToken.trim();
+    if (config.hookToken.length < MIN_HOOK_TOKEN_LENGTH) {
+      const source = env.HOOK_TOKEN ? "invalid HOOK_TOKEN" : "invalid operator config: hookToken";
+      throw new ConfigError(
+        `${source}: must be at least ${MIN_HOOK_TOKEN_LENGTH} characters (without surrounding whitespace), got ${config.hookToken.length}`,
+      );
+    }
+  }
   if (env.LOG_LEVEL) config.logLevel = env.LOG_LEVEL;
   return config;
 }

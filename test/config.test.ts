@@ -64,4 +64,33 @@ describe("operator config", () => {
     assert.equal(r.status, 1);
     assert.match(r.stderr, /invalid operator config: images\.agent: must be string/);
   });
+  it("HOOK_TOKEN is trimmed (a Secret made with echo or --from-file ends in a newline)", () => {
+    assert.equal(configFrom({}, { HOOK_TOKEN: `${"t".repeat(20)}\n` }).hookToken, "t".repeat(20));
+  });
+  for (const [name, value, length] of [
+    ["short", "abcde", 5],
+    ["long only with its newline", `${"t".repeat(15)}\n`, 15],
+    ["whitespace", " \n", 0],
+  ] as const) {
+    it(`a ${name} HOOK_TOKEN is refused, naming the minimum`, () => {
+      assert.throws(
+        () => configFrom({}, { HOOK_TOKEN: value }),
+        (e: unknown) =>
+          e instanceof ConfigError &&
+          e.message ===
+            `invalid HOOK_TOKEN: must be at least 16 characters (without surrounding whitespace), got ${length}`,
+      );
+    });
+  }
+  it("serve exits non-zero on a short HOOK_TOKEN, naming the problem and not the token", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const r = spawnSync(process.execPath, ["--import", "tsx", "src/cli.ts", "serve"], {
+      encoding: "utf8",
+      env: { ...process.env, HOOK_TOKEN: "s3cr3t", PORT: "0" },
+      timeout: 30_000,
+    });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /invalid HOOK_TOKEN: must be at least 16 characters/);
+    assert.ok(!r.stderr.includes("s3cr3t"), "the token must not be printed");
+  });
 });

@@ -294,6 +294,30 @@ describe("auth, limits, probes", () => {
     assert.ok(!logs.join("").includes(token), "token must not reach the log");
   });
 
+  it("the token is compared as Metacontroller sends it: trimmed, scheme in any case", async (t) => {
+    // pkg/hooks/auth.go sends TrimSpace(type) + " " + TrimSpace(secret): a Secret value ending in a
+    // newline reaches the operator as HOOK_TOKEN with the newline, and the header without it.
+    const { app } = await build(t, { env: { HOOK_TOKEN: `${token}\n` } });
+    for (const authorization of [`Bearer ${token}`, `bearer ${token}`, `BEARER ${token}`, `Bearer  ${token} `]) {
+      const res = await app.inject({
+        method: "POST",
+        url: "/hooks/egress/sync",
+        headers: { authorization },
+        payload: syncRequest({ parent: egress() }),
+      });
+      assert.equal(res.statusCode, 200, `${JSON.stringify(authorization)}: ${res.body}`);
+    }
+    for (const authorization of [`Basic ${token}`, "Bearer", "Bearer ", `Bearer ${token}x`, `Bearer${token}`]) {
+      const res = await app.inject({
+        method: "POST",
+        url: "/hooks/egress/sync",
+        headers: { authorization },
+        payload: syncRequest({ parent: egress() }),
+      });
+      assert.equal(res.statusCode, 401, JSON.stringify(authorization));
+    }
+  });
+
   it("over maxInFlight → 429 with Retry-After", async (t) => {
     let release: () => void = () => {};
     const gate = new Promise<void>((r) => {
