@@ -32,6 +32,7 @@ const IMPLEMENTED = [
   /^action=".*" is not supported$/,
   /^".*" is not a valid action$/,
   /^action must be specified$/,
+  /^dst ".*": to allow all IP addresses, use "\*" or "autogroup:internet"$/,
 ];
 
 describe("captured Tailscale verdicts", () => {

@@ -111,6 +111,14 @@ function validate(doc: Json, version: FakeVersion): string[] {
     for (const dst of aliasList(field(grant, "dst"))) {
       if (!tagKnown(dst)) problems.push(`dst="${dst}": tag not found: "${dst}"`);
     }
+    // 0.29 refuses a raw default route as a grant destination, once per grant
+    // (hscontrol/policy/v2/types.go ErrGrantDefaultRouteCIDR).
+    const defaultRoute = aliasList(field(grant, "dst")).find(isDefaultRoute);
+    if (defaultRoute !== undefined) {
+      problems.push(
+        `dst "${canonicalPrefix(defaultRoute)}": to allow all IP addresses, use "*" or "autogroup:internet"`,
+      );
+    }
     const ip = stringList(field(grant, "ip"));
     const app = field(grant, "app");
     if (ip.length === 0 && !(isObject(app) && Object.keys(app).length > 0)) {
@@ -150,6 +158,18 @@ function validate(doc: Json, version: FakeVersion): string[] {
     }
   }
   return problems;
+}
+
+/** A CIDR of length 0 (netip.Prefix.Bits() == 0), e.g. "0.0.0.0/0" or "::/0". */
+function isDefaultRoute(alias: string): boolean {
+  if (!ipaddr.isValidCIDR(alias)) return false;
+  return ipaddr.parseCIDR(alias)[1] === 0;
+}
+
+/** The prefix as Go's netip.Prefix.String() prints it ("0:0::/0" → "::/0"). */
+function canonicalPrefix(cidr: string): string {
+  const [addr, bits] = ipaddr.parseCIDR(cidr);
+  return `${addr.toString()}/${bits}`;
 }
 
 /** "tag:server:22" → "tag:server"; non-tag destinations are returned unchanged (only tags are checked). */
