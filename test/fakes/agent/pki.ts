@@ -21,6 +21,8 @@ export interface IssuedCertificate {
 export interface IssueOptions {
   /** DNS subjectAltNames; the first is also the common name. */
   names: string[];
+  /** IP subjectAltNames (a server reached as https://<ip>:<port>, e.g. the real Headscale in test/real). */
+  ips?: string[];
   /** Default: one hour ago. */
   notBefore?: Date;
   /** Default: 30 days from now. */
@@ -84,7 +86,10 @@ export async function createTestPki(): Promise<TestPki> {
     const notBefore = opts.notBefore ?? new Date(Date.now() - 3600_000);
     const notAfter = opts.notAfter ?? new Date(Date.now() + 30 * 86400_000);
     await openssl(["req", "-new", ...ec, "-keyout", `${id}.key`, "-out", `${id}.csr`, "-subj", `/CN=${opts.names[0]}`]);
-    await writeFile(join(dir, `${id}.ext`), `subjectAltName=${opts.names.map((n) => `DNS:${n}`).join(",")}\n`);
+    await writeFile(
+      join(dir, `${id}.ext`),
+      `subjectAltName=${[...opts.names.map((n) => `DNS:${n}`), ...(opts.ips ?? []).map((ip) => `IP:${ip}`)].join(",")}\n`,
+    );
     await openssl([
       "ca",
       "-batch",

@@ -1,0 +1,52 @@
+/**
+ * The real peers' binaries, built by scripts/real-deps.sh into .cache/real/ at the versions pinned in
+ * src/real-versions.json (the same pins the operator's images follow).
+ */
+import { accessSync, constants, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const versions = JSON.parse(readFileSync(join(REPO, "src", "real-versions.json"), "utf8")) as {
+  headscale: string;
+  tailscale: string;
+  coredns: string;
+};
+const cache = join(REPO, ".cache", "real");
+
+export const bins = {
+  headscale: join(cache, `headscale-${versions.headscale}`, "headscale"),
+  tailscaled: join(cache, `tailscale-${versions.tailscale}`, "tailscaled"),
+  tailscale: join(cache, `tailscale-${versions.tailscale}`, "tailscale"),
+  containerboot: join(cache, `tailscale-${versions.tailscale}`, "containerboot"),
+  coredns: join(cache, `coredns-${versions.coredns}`, "coredns"),
+  /** Node 22 from the devDependency, for the small helper processes run inside a host (echo servers). */
+  node: join(REPO, "node_modules", ".bin", "node"),
+} as const;
+
+/** Tools from Debian the real world needs (scripts/ci-deps.sh installs them). */
+const SYSTEM = ["/usr/sbin/ip", "/usr/lib/postgresql/15/bin/postgres", "/usr/lib/postgresql/15/bin/initdb"];
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Throws one line naming what is missing (of `only`, default all); never a skip. */
+export function requireBins(only?: (keyof typeof bins)[]): void {
+  const missing = Object.entries(bins)
+    .filter(([name, p]) => (!only || only.includes(name as keyof typeof bins)) && !executable(p))
+    .map(([name]) => name);
+  const system = SYSTEM.filter((p) => !executable(p));
+  if (missing.length) {
+    throw new Error(
+      `real-world tests: missing ${missing.join(", ")} in .cache/real: run: bash scripts/real-deps.sh (needs Go >= 1.26)`,
+    );
+  }
+  if (process.getuid?.() !== 0) throw new Error("real-world tests: must run as root (they make network namespaces)");
+  if (system.length) throw new Error(`real-world tests: missing ${system.join(", ")}: run: bash scripts/ci-deps.sh`);
+}
