@@ -4,7 +4,7 @@
  */
 import { setImmediate } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
-import { type HookKind, kindInfo } from "../api/schemas.js";
+import { type HookKind, type KindInfo, kindInfo } from "../api/schemas.js";
 import { validateSpec } from "../api/validate.js";
 import { qualifiedName } from "../k8s/objects.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
@@ -14,8 +14,12 @@ import { EnvelopeError, parseCustomizeRequest, parseSyncRequest } from "./envelo
 const HOOKS = ["customize", "sync", "finalize"] as const;
 type HookName = (typeof HOOKS)[number];
 
-// v2 hooks are decoded strictly by Metacontroller: only these top-level keys may appear.
-// children items and status stay open (additionalProperties) so nothing inside them is dropped.
+// v2 hooks are decoded strictly by Metacontroller (kjson.UnmarshalStrict, pkg/hooks/webhook.go):
+// an unknown top-level key, or an unknown key in a related rule, fails the whole call. Each hook
+// has its own closed schema, serialized per hook (not one anyOf, which validates instead of
+// serializing and answers 500 for any extra key): keys outside it are dropped, never sent.
+// children items and status stay open (additionalProperties) so nothing inside them is dropped;
+// Metacontroller decodes children as Unstructured and status as a plain map.
 const syncResponseSchema = {
   type: "object",
   additionalProperties: false,
@@ -24,15 +28,59 @@ const syncResponseSchema = {
     status: { type: "object", additionalProperties: true },
     children: { type: "array", items: { type: "object", additionalProperties: true } },
     resyncAfterSeconds: { type: "number" },
-    finalized: { type: "boolean" },
+  },
+} as const;
+const finalizeResponseSchema = {
+  ...syncResponseSchema,
+  properties: { ...syncResponseSchema.properties, finalized: { type: "boolean" } },
+} as const;
+// metav1.LabelSelector and v1alpha1.RelatedResourceRule, closed as the strict decoder reads them.
+const labelSelectorSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    matchLabels: { type: "object", additionalProperties: { type: "string" } },
+    matchExpressions: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          key: { type: "string" },
+          operator: { type: "string" },
+          values: { type: "array", items: { type: "string" } },
+        },
+      },
+    },
   },
 } as const;
 const customizeResponseSchema = {
   type: "object",
   additionalProperties: false,
   required: ["relatedResources"],
-  properties: { relatedResources: { type: "array", items: { type: "object", additionalProperties: true } } },
+  properties: {
+    relatedResources: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          apiVersion: { type: "string" },
+          resource: { type: "string" },
+          labelSelector: labelSelectorSchema,
+          namespaceSelector: labelSelectorSchema,
+          namespace: { type: "string" },
+          names: { type: "array", items: { type: "string" } },
+        },
+      },
+    },
+  },
 } as const;
+const RESPONSE_SCHEMAS: Record<HookName, Record<string, unknown>> = {
+  customize: customizeResponseSchema,
+  sync: syncResponseSchema,
+  finalize: finalizeResponseSchema,
+};
 const errorSchema = { type: "object", properties: { error: { type: "string" } } } as const;
 
 export interface HooksOptions {
@@ -52,7 +100,6 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
     {
       schema: {
         response: {
-          200: { anyOf: [syncResponseSchema, customizeResponseSchema] },
           "4xx": errorSchema,
           "5xx": errorSchema,
         },
@@ -71,27 +118,11 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
       }
       inFlight++;
       try {
-        if (hook === "customize") {
-          const creq = parseCustomizeRequest(req.body, info);
-          return { relatedResources: module.customize(creq, opts.deps) };
-        }
-        const sreq = parseSyncRequest(req.body, info, hook as "sync" | "finalize");
-        if (hook === "finalize") {
-          const r = await module.finalize(sreq, opts.deps);
-          return {
-            status: r.status,
-            children: r.children,
-            resyncAfterSeconds: r.resyncAfterSeconds,
-            finalized: r.finalized,
-          };
-        }
-        const invalid = validateSpec(info.hookKind, sreq.parent.spec);
-        // Big syncs (a Tailnet with thousands of related objects) parse, decide and serialize for
-        // tens of milliseconds; yielding between the phases keeps other hooks' latency bounded.
-        await setImmediate();
-        const r = invalid ? module.invalid(sreq, invalid, opts.deps) : await module.sync(sreq, opts.deps);
-        await setImmediate();
-        return { status: r.status, children: r.children, resyncAfterSeconds: r.resyncAfterSeconds };
+        const answer = await answerHook(hook as HookName, info, module, req.body, opts.deps);
+        // The hook's own closed schema (RESPONSE_SCHEMAS): keys Metacontroller's strict decoder
+        // refuses are dropped here, never sent.
+        const text = reply.serializeInput(answer, RESPONSE_SCHEMAS[hook as HookName]);
+        return reply.type("application/json; charset=utf-8").send(text);
       } catch (e) {
         if (e instanceof EnvelopeError) return reply.code(e.statusCode).send({ error: e.message });
         // Internal failure: non-200 so Metacontroller changes nothing and retries; one line, no stack.
@@ -106,4 +137,29 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
       }
     },
   );
+}
+
+async function answerHook(
+  hook: HookName,
+  info: KindInfo,
+  module: KindModule,
+  body: unknown,
+  deps: HookDeps,
+): Promise<Record<string, unknown>> {
+  if (hook === "customize") {
+    const creq = parseCustomizeRequest(body, info);
+    return { relatedResources: module.customize(creq, deps) };
+  }
+  const sreq = parseSyncRequest(body, info, hook);
+  if (hook === "finalize") {
+    const r = await module.finalize(sreq, deps);
+    return { status: r.status, children: r.children, resyncAfterSeconds: r.resyncAfterSeconds, finalized: r.finalized };
+  }
+  const invalid = validateSpec(info.hookKind, sreq.parent.spec);
+  // Big syncs (a Tailnet with thousands of related objects) parse, decide and serialize for
+  // tens of milliseconds; yielding between the phases keeps other hooks' latency bounded.
+  await setImmediate();
+  const r = invalid ? module.invalid(sreq, invalid, deps) : await module.sync(sreq, deps);
+  await setImmediate();
+  return { status: r.status, children: r.children, resyncAfterSeconds: r.resyncAfterSeconds };
 }

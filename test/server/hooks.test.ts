@@ -247,6 +247,50 @@ describe("responses", () => {
     assert.equal(JSON.stringify((again.json() as { status: unknown }).status), JSON.stringify(body.status));
   });
 
+  it("keys Metacontroller's strict v2 decoder refuses are dropped, never sent and never a 500", async (t) => {
+    const { kindModules } = await import("../../src/kinds/index.js");
+    const base = kindModules.get("site");
+    assert.ok(base);
+    const kinds = new Map(kindModules);
+    const child = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" }, data: { a: "b" }, extra: 1 };
+    kinds.set("site", {
+      ...base,
+      customize: () =>
+        [
+          { apiVersion: "v1", resource: "pods", labelSelector: { matchLabels: { a: "b" }, bogus: 1 }, note: "x" },
+        ] as never,
+      sync: async () => ({ status: { phase: "x" }, children: [child], resyncAfterSeconds: 5, debug: true }) as never,
+      finalize: async () => ({ status: {}, children: [], finalized: true, events: [] }) as never,
+    });
+    const { app } = await build(t, { server: { kinds } });
+    const parent = parentObject(
+      "TailnetSite",
+      "lan",
+      { tailnetRef: { name: "home" }, prefixes: ["10.0.0.0/8"], advertiserTags: ["tag:r"] },
+      { namespace: "n" },
+    );
+    const call = async (hook: string, payload: unknown) => {
+      const res = await app.inject({ method: "POST", url: `/hooks/site/${hook}`, payload: payload as object });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.match(String(res.headers["content-type"]), /^application\/json/);
+      return res.json() as unknown;
+    };
+    assert.deepEqual(await call("customize", customizeRequest(parent)), {
+      relatedResources: [{ apiVersion: "v1", resource: "pods", labelSelector: { matchLabels: { a: "b" } } }],
+    });
+    // children stay open: Metacontroller decodes them as Unstructured, so nothing inside is dropped
+    assert.deepEqual(await call("sync", syncRequest({ parent })), {
+      status: { phase: "x" },
+      children: [child],
+      resyncAfterSeconds: 5,
+    });
+    assert.deepEqual(await call("finalize", syncRequest({ parent, finalizing: true })), {
+      status: {},
+      children: [],
+      finalized: true,
+    });
+  });
+
   it("finalize answers finalized", async (t) => {
     const { app } = await build(t);
     const res = await app.inject({
