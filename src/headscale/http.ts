@@ -51,6 +51,10 @@ export interface Requester {
 
 const RETRYABLE_STATUS = new Set([502, 503, 504]);
 const BACKOFF_BASE_MS = 50;
+/** How long one `GET /health` verdict explains further 401s (a wave of syncs costs one probe). */
+const HEALTH_MEMO_MS = 1000;
+
+type HealthVerdict = "pass" | "fail" | "unknown";
 
 export function createRequester(opts: RequesterOptions): Requester {
   // An unusable URL fails every call with a typed error instead of throwing here, so callers that build
@@ -65,6 +69,47 @@ export function createRequester(opts: RequesterOptions): Requester {
   const retries = opts.retries ?? 2;
   const secrets = [opts.apiKey];
   let closed = false;
+  let health: { verdict: Promise<HealthVerdict>; at: number } | undefined;
+
+  /** `GET /health` (no key): Headscale pings its database there; single-flight, memoised briefly. */
+  function serverHealth(): Promise<HealthVerdict> {
+    const nowMs = performance.now();
+    if (health && nowMs - health.at < HEALTH_MEMO_MS) return health.verdict;
+    const verdict = probeHealth();
+    health = { verdict, at: nowMs };
+    return verdict;
+  }
+
+  async function probeHealth(): Promise<HealthVerdict> {
+    const started = performance.now();
+    let code = 0;
+    try {
+      const res = await dispatcher.request({
+        origin,
+        path: `${basePath}/health`,
+        method: "GET",
+        headers: { accept: "application/health+json" },
+        signal: AbortSignal.timeout(opts.timeoutMs),
+        headersTimeout: opts.timeoutMs,
+        bodyTimeout: opts.timeoutMs,
+      });
+      code = res.statusCode;
+      const body = tryJson(await res.body.text());
+      const status = body && typeof body === "object" ? (body as { status?: unknown }).status : undefined;
+      if (code === 200 && status === "pass") return "pass";
+      if (code >= 500 && status === "fail") return "fail";
+      return "unknown";
+    } catch {
+      return "unknown";
+    } finally {
+      reportMetric(opts.onRequest, {
+        method: "GET",
+        path: "/health",
+        code,
+        seconds: (performance.now() - started) / 1000,
+      });
+    }
+  }
 
   async function attempt<T>(spec: CallSpec<T>): Promise<T> {
     const operation = `${spec.method} ${spec.template}`;
@@ -107,6 +152,12 @@ export function createRequester(opts: RequesterOptions): Requester {
         throw transportError(error, operation, signal.aborted, opts.timeoutMs);
       }
       if (code >= 200 && code < 300) return decodeBody(text, spec, operation);
+      // Headscale 0.29 looks the key up in its database before routing and answers any failure there with
+      // the same plain 401 as a revoked key (hscontrol/app.go httpAuthenticationMiddleware). A 401 is a
+      // verdict on the key only while the unauthenticated /health passes (hscontrol/handlers.go).
+      if (code === 401 && spec.auth !== false && (await serverHealth()) === "fail") {
+        throw databaseDownError(operation);
+      }
       throw httpError(code, contentType, text, spec, operation, secrets);
     } finally {
       reportMetric(opts.onRequest, {
@@ -137,6 +188,26 @@ export function createRequester(opts: RequesterOptions): Requester {
   }
 
   return { call, close };
+}
+
+/** A 401 while /health reports the database down: nothing is known about the key. */
+function databaseDownError(operation: string): HeadscaleError {
+  return new HeadscaleError({
+    kind: "http",
+    operation,
+    status: 401,
+    detail:
+      'Unauthorized, and GET /health answers 500 {"status":"fail"}: Headscale\'s database is down, so it cannot check any API key',
+    classification: "databaseDown",
+  });
+}
+
+function tryJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /** A failing metrics hook must not turn a successful call into a failure. */

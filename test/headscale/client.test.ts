@@ -21,18 +21,48 @@ describe("health", () => {
     assert.deepEqual(await client.apiHealth(), { databaseConnectivity: true });
   });
 
-  test("a database failure is a 500 classified databaseDown", async (t) => {
-    const { fake, client } = await setup(t);
+  test("database down: the 401 of every call is explained by GET /health, not taken for a bad key", async (t) => {
+    const { fake, client, metrics } = await setup(t);
     fake.setDatabaseDown(true);
-    const error = await rejection(client.apiHealth());
-    assert.equal(error.kind, "http");
-    assert.equal(error.status, 500);
-    assert.equal(error.grpcCode, 2);
-    assert.equal(error.classification, "databaseDown");
-    assert.equal(error.message, "Headscale GET /api/v1/health: 500 pinging database: sql: database is closed");
+    for (const call of [() => client.apiHealth(), () => client.nodes.list(), () => client.policy.get()]) {
+      const error = await rejection(call());
+      assert.equal(error.kind, "http");
+      assert.equal(error.status, 401);
+      assert.equal(error.classification, "databaseDown");
+    }
+    const error = await rejection(client.users.list());
+    assert.equal(
+      error.message,
+      'Headscale GET /api/v1/user: 401 Unauthorized, and GET /health answers 500 {"status":"fail"}: Headscale\'s database is down, so it cannot check any API key',
+    );
+    assert.ok(
+      metrics.some((m) => m.path === "/health" && m.code === 500),
+      "the probe is measured",
+    );
     const health = await rejection(client.health());
     assert.equal(health.status, 500);
     assert.equal(health.operation, "GET /health");
+  });
+
+  test("a 401 while /health passes is a rejected key; /health is probed once per wave", async (t) => {
+    const { fake } = await setup(t);
+    const wrong = createHeadscaleClient({ url: fake.url, apiKey: "hskey-api-wrong_key-xyz-nope", timeoutMs: 10_000 });
+    t.after(() => wrong.close());
+    const errors = await Promise.all([wrong.nodes.list(), wrong.users.list(), wrong.apiKeys.list()].map(rejection));
+    for (const e of errors) assert.deepEqual([e.kind, e.status, e.classification], ["unauthorized", 401, "other"]);
+    assert.equal(fake.count("GET", /^\/health$/), 1, "single-flight probe");
+  });
+
+  test("a database error behind a valid key: GET /api/v1/health is 500 classified databaseDown", async (t) => {
+    const { fake, client } = await setup(t);
+    await fake.fault({ kind: "databaseError", path: /^\/api\/v1\/health$/ });
+    const error = await rejection(client.apiHealth());
+    assert.deepEqual([error.kind, error.status, error.grpcCode], ["http", 500, 2]);
+    assert.equal(error.classification, "databaseDown");
+    assert.equal(
+      error.message,
+      "Headscale GET /api/v1/health: 500 pinging database: database is locked (5) (SQLITE_BUSY)",
+    );
   });
 });
 
@@ -122,7 +152,7 @@ describe("users and API keys", () => {
     );
     const keys = await client.apiKeys.list();
     assert.equal(keys.length, 1);
-    assert.equal(keys[0].prefix, "hskey-api-testprefix1-***");
+    assert.equal(keys[0].prefix, "hskey-api-tEst_prEf-x1-***");
     assert.ok(keys[0].expiration);
   });
 
@@ -151,7 +181,7 @@ describe("pre-auth keys", () => {
       expiration: "2030-01-02T03:04:05Z",
       aclTags: ["tag:k8s-egress"],
     });
-    assert.match(key.key, /^hskey-auth-[a-z0-9]{12}-[a-z0-9]{64}$/);
+    assert.match(key.key, /^hskey-auth-[A-Za-z0-9_-]{12}-[A-Za-z0-9_-]{64}$/);
     assert.equal(key.user, null);
     assert.equal(key.expiration, "2030-01-02T03:04:05Z");
 

@@ -21,6 +21,13 @@ export const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim();
 
 const GATEWAY_ERRORS = new Set([502, 503, 504]);
 
+/**
+ * A 401 that the client explained by `GET /health` failing: Headscale 0.29 cannot look any key up while its
+ * database is down, so every `/api/v1` call is a 401 (see http.ts). Says nothing about the key.
+ */
+export const isDatabaseDown401 = (e: HeadscaleError) =>
+  e.kind === "http" && e.status === 401 && e.classification === "databaseDown";
+
 export function apiReachable(hs: HeadscaleObservations | null, caMissing?: string): ConditionInput {
   const type = C.ApiReachable;
   if (!hs) return cond(type, "Unknown", R.CannotVerify, NO_CALL);
@@ -36,6 +43,14 @@ export function apiReachable(hs: HeadscaleObservations | null, caMissing?: strin
   }
   if (e.kind === "unauthorized") {
     return cond(type, "True", R.Reachable, "Headscale answers; it refused the API key (see ApiKeyValid)");
+  }
+  if (isDatabaseDown401(e)) {
+    return cond(
+      type,
+      "False",
+      R.Unhealthy,
+      'Headscale\'s database is down: GET /health answers 500 {"status":"fail"}, and Headscale answers 401 to every API call until the database is back',
+    );
   }
   if (e.kind === "http" && e.status === 404) {
     return cond(
@@ -57,6 +72,16 @@ export function apiKeyValid(inputs: TailnetInputs, hs: HeadscaleObservations | n
   if (!inputs.connection.ok) return cond(type, "False", R.NoAPIKey, inputs.connection.message);
   if (!hs) return cond(type, "Unknown", R.Error, NO_CALL);
   const failed = errors(hs);
+  // Checked first: while the database flaps, a 401 seen a moment earlier is no verdict on the key either.
+  const dbDown = failed.find(isDatabaseDown401);
+  if (dbDown) {
+    return cond(
+      type,
+      "Unknown",
+      R.Error,
+      "cannot verify the API key: Headscale's database is down (GET /health fails), and Headscale answers 401 to every API call while it cannot look a key up; the key is not at fault, keep it (see ApiReachable)",
+    );
+  }
   const rejected = failed.find((e) => e.kind === "unauthorized");
   if (rejected) {
     return cond(
@@ -67,7 +92,8 @@ export function apiKeyValid(inputs: TailnetInputs, hs: HeadscaleObservations | n
     );
   }
   // Headscale authenticates before routing: a database error from /api/v1/health passed the key check.
-  const healthPassedAuth = !hs.health.ok && hs.health.error.classification === "databaseDown";
+  const healthPassedAuth =
+    !hs.health.ok && hs.health.error.classification === "databaseDown" && hs.health.error.status !== 401;
   if (failed.length < 5 || healthPassedAuth) return cond(type, "True", R.Valid, "Headscale accepts the API key");
   return cond(type, "Unknown", R.Error, `cannot verify the API key: ${oneLine(failed[0].message)}`);
 }

@@ -12,7 +12,7 @@ import { assembleStatus, invalidSpecResult, previousStatus, resourceId } from ".
 import { tailnetRelated } from "../related.js";
 import type { FinalizeResult, HookDeps, HookRequest, KindModule, SyncResult } from "../types.js";
 import { clearFailures, pendingFailure, recordDrift, recordFailure, writePolicy } from "./act.js";
-import { NO_CALL, oneLine } from "./conditions.js";
+import { isDatabaseDown401, NO_CALL, oneLine } from "./conditions.js";
 import { decide, foldWrite, type TailnetDecision } from "./decide.js";
 import { readInputs, tailnetSpecProblem } from "./inputs.js";
 import { publishTailnetMetrics, withdrawTailnetMetrics } from "./metrics.js";
@@ -26,7 +26,9 @@ const EMPTY_PROBE_KEY = "probe:{}";
 /** Health failures after which a policy/check probe cannot tell anything new (and would only wait). */
 function checkPointless(hs: HeadscaleObservations): Outcome<void> | undefined {
   const h = hs.health;
-  return !h.ok && (h.error.kind === "transport" || h.error.kind === "unauthorized") ? h : undefined;
+  return !h.ok && (h.error.kind === "transport" || h.error.kind === "unauthorized" || isDatabaseDown401(h.error))
+    ? h
+    : undefined;
 }
 
 async function sync(req: HookRequest, deps: HookDeps): Promise<SyncResult> {

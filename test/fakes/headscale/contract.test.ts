@@ -130,9 +130,9 @@ describe("the fake answers every client operation in both forms within the contr
       await settle(client.policy.check("{}"));
 
       // Error forms: natural errors where Headscale has them, an injected 500 where it has none.
-      fake.setDatabaseDown(true);
+      await fake.fault({ kind: "databaseError", path: /^\/api\/v1\/(health|policy)$/, times: 2 });
       await settle(client.apiHealth());
-      fake.setDatabaseDown(false);
+      await settle(client.policy.get());
       await settle(client.nodes.expire("999"));
       await settle(client.nodes.setTags(node.id, ["tag:nobody"]));
       await settle(client.nodes.approveRoutes(node.id, ["nope"]));

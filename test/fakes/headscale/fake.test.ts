@@ -197,7 +197,7 @@ describe("routes", () => {
     assert.equal(fake.state.preAuthKeys.get(key.id)?.used, true);
     assert.throws(() => fake.registerWithKey(key.id, { name: "again" }), /already used/);
     const listed = (await call(fake, "GET", "/api/v1/node")).json as { nodes: Array<{ preAuthKey: { key: string } }> };
-    assert.match(listed.nodes[0].preAuthKey.key, /^hskey-auth-[a-z0-9]{12}-\*\*\*$/);
+    assert.match(listed.nodes[0].preAuthKey.key, /^hskey-auth-[A-Za-z0-9_-]{12}-\*\*\*$/);
   });
 
   test("a key created without expiration is already expired (year 0001)", async (t) => {
@@ -253,6 +253,100 @@ describe("routes", () => {
     const fake = await fakeWith(t);
     const names = ["web", "web", "web"].map((name) => fake.addNode({ name, tags: ["tag:router"] }).givenName);
     assert.deepEqual(names, ["web", "web-1", "web-2"]);
+  });
+});
+
+describe("database (hscontrol/app.go, handlers.go, grpcv1.go at v0.29.2)", () => {
+  test("database down: /health 500 fail, every /api/v1 call (health included) the plain 401 of a bad key", async (t) => {
+    const fake = await fakeWith(t);
+    fake.setDatabaseDown(true);
+    const health = await fetch(`${fake.url}/health`);
+    assert.equal(health.status, 500);
+    assert.match(health.headers.get("content-type") ?? "", /^application\/health\+json/);
+    assert.deepEqual(await health.json(), { status: "fail" });
+    for (const path of ["/api/v1/health", "/api/v1/node", "/api/v1/policy", "/api/v1/does-not-exist"]) {
+      const res = await call(fake, "GET", path);
+      assert.deepEqual([res.status, res.text], [401, "Unauthorized"], path);
+      assert.match(res.type, /^text\/plain/);
+    }
+    fake.setDatabaseDown(false);
+    assert.equal((await call(fake, "GET", "/api/v1/node")).status, 200);
+    assert.deepEqual(await (await fetch(`${fake.url}/health`)).json(), { status: "pass" });
+  });
+
+  test("a database error on GET /api/v1/policy carries the same prefix as 'no policy stored'", async (t) => {
+    const fake = await fakeWith(t);
+    await fake.fault({ kind: "databaseError", path: /^\/api\/v1\/policy$/, times: 1 });
+    const res = await call(fake, "GET", "/api/v1/policy");
+    assert.equal(res.status, 500);
+    assert.deepEqual(res.json, {
+      code: 2,
+      message: "loading ACL from database: database is locked (5) (SQLITE_BUSY)",
+      details: [],
+    });
+    assert.equal((await call(fake, "GET", "/api/v1/policy")).status, 200, "times: 1");
+  });
+
+  test("a PUT whose insert fails leaves the new policy live in memory, unstored", async (t) => {
+    const fake = await fakeWith(t);
+    const rejected = JSON.stringify({ tagOwners: { "tag:new": [] } });
+    await fake.fault({ kind: "databaseError", path: /^\/api\/v1\/policy$/, times: 1 });
+    const put = await call(fake, "PUT", "/api/v1/policy", { policy: rejected });
+    assert.deepEqual(
+      [put.status, put.json],
+      [500, { code: 2, message: "database is locked (5) (SQLITE_BUSY)", details: [] }],
+    );
+    assert.equal(fake.policyWrites, 0);
+    assert.equal(fake.state.policies.length, 1, "nothing stored");
+    assert.equal(
+      ((await call(fake, "GET", "/api/v1/policy")).json as { policy: string }).policy,
+      ROUTER_POLICY,
+      "GET reads the database",
+    );
+    // ...but the policy manager serves the new text: its tags are owned now, the old ones are not.
+    const node = fake.addNode({ name: "n", tags: ["tag:router"] });
+    assert.equal((await call(fake, "POST", `/api/v1/node/${node.id}/tags`, { tags: ["tag:new"] })).status, 200);
+    assert.equal((await call(fake, "POST", `/api/v1/node/${node.id}/tags`, { tags: ["tag:router"] })).status, 400);
+    // a parse rejection never swaps
+    await call(fake, "PUT", "/api/v1/policy", { policy: '{"grantz": []}' });
+    assert.equal((await call(fake, "POST", `/api/v1/node/${node.id}/tags`, { tags: ["tag:new"] })).status, 200);
+  });
+});
+
+describe("API keys (hscontrol/db/api_key.go, types/api_key.go)", () => {
+  test("the default key has a 12-character base64url prefix with - and _, listed masked", async (t) => {
+    const fake = await fakeWith(t);
+    assert.match(fake.apiKey, /^hskey-api-tEst_prEf-x1-[A-Za-z0-9_-]{64}$/);
+    const listed = (await call(fake, "GET", "/api/v1/apikey")).json as { apiKeys: Array<{ prefix: string }> };
+    assert.deepEqual(
+      listed.apiKeys.map((k) => k.prefix),
+      ["hskey-api-tEst_prEf-x1-***"],
+    );
+    const legacy = await useFakeHeadscale(t, { apiKey: "Ab3-E7x.0123456789abcdef0123456789abcdef" });
+    const old = (await call(legacy, "GET", "/api/v1/apikey")).json as { apiKeys: Array<{ prefix: string }> };
+    assert.deepEqual(
+      old.apiKeys.map((k) => k.prefix),
+      ["Ab3-E7x***"],
+    );
+  });
+
+  test("pre-auth keys are minted with base64url prefixes and secrets", async (t) => {
+    const fake = await fakeWith(t);
+    const alphabet = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      const created = await call(fake, "POST", "/api/v1/preauthkey", {
+        aclTags: ["tag:router"],
+        expiration: "2031-01-01T00:00:00Z",
+      });
+      const key = (created.json as { preAuthKey: { key: string } }).preAuthKey.key;
+      const m = /^hskey-auth-([A-Za-z0-9_-]{12})-([A-Za-z0-9_-]{64})$/.exec(key);
+      assert.ok(m, key);
+      for (const c of m[1]) alphabet.add(c);
+    }
+    assert.ok(
+      [...alphabet].some((c) => c === "-" || c === "_" || /[A-Z]/.test(c)),
+      "not lower-case alnum only",
+    );
   });
 });
 

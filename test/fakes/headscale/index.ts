@@ -12,7 +12,7 @@ import { loadContract } from "./contract.js";
 import { type FakeVersion, parsePolicy } from "./policy.js";
 import { currentPolicy, type FakeRoute, type PolicyMode, routesFor, rpcError } from "./routes.js";
 import { type AddNodeInput, type AddUserInput, addNode, addUser, type RegisterInput, registerWithKey } from "./seed.js";
-import { type FakeNode, FakeState, type FakeUser, randomAlnum } from "./state.js";
+import { type FakeNode, FakeState, type FakeUser, randomUrlSafe } from "./state.js";
 
 export type { FakeVersion } from "./policy.js";
 export type { PolicyMode } from "./routes.js";
@@ -21,7 +21,10 @@ export type { FakeApiKey, FakeNode, FakePreAuthKey, FakeState, FakeUser, PolicyV
 export interface FakeHeadscaleOptions {
   version?: FakeVersion;
   policyMode?: PolicyMode;
-  /** Default `hskey-api-testprefix1-` + 64 random characters. */
+  /**
+   * Default `hskey-api-tEst_prEf-x1-` + 64 random base64url characters: a real 12-character prefix, with the
+   * "-" and "_" that Headscale's base64url prefixes hold a third of the time (hscontrol/db/api_key.go).
+   */
   apiKey?: string;
   /** Initial policy: the file in file mode (default "{}"), the first stored row in database mode (default none). */
   policy?: string;
@@ -31,7 +34,15 @@ export interface FakeHeadscaleOptions {
   tls?: { cert: string; key: string };
 }
 
-export type FaultKind = "refused" | "reset" | "timeout" | "status" | "malformed" | "slow" | "unauthorized";
+export type FaultKind =
+  | "refused"
+  | "reset"
+  | "timeout"
+  | "status"
+  | "malformed"
+  | "slow"
+  | "unauthorized"
+  | "databaseError";
 
 export interface FaultSpec {
   kind: FaultKind;
@@ -43,6 +54,13 @@ export interface FaultSpec {
   path?: RegExp;
   /** For "slow": delay before answering normally (default 1000). */
   delayMs?: number;
+  /**
+   * For "databaseError": the database driver's error text (default SQLite's busy error). The database answers
+   * the API-key lookup but fails the operation's own query: GET /api/v1/policy wraps it as "loading ACL from
+   * database: …"; PUT /api/v1/policy fails at the insert after the policy was already swapped in memory; any
+   * other path answers it as a plain 500.
+   */
+  message?: string;
 }
 
 export interface LoggedRequest {
@@ -78,7 +96,10 @@ export interface FakeHeadscale {
   registerWithKey(keyIdOrSecret: string, input: RegisterInput): FakeNode;
   /** Out-of-band policy change (file edit + SIGHUP, or a DB row); re-runs auto-approval; not a policyWrite. */
   setPolicy(text: string): void;
-  /** Makes /health and /api/v1/health report a database failure. */
+  /**
+   * The database goes away: /health answers 500 {"status":"fail"} and, because Headscale looks the API key up
+   * in the database before routing, every /api/v1 call is a plain-text 401 — exactly as for a revoked key.
+   */
   setDatabaseDown(down: boolean): void;
   fault(spec: FaultSpec): Promise<void>;
   clearFaults(): Promise<void>;
@@ -95,7 +116,7 @@ const GRPC_CODE_FOR_STATUS_5XX: Record<number, number> = { 501: 12, 502: 14, 503
 export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promise<FakeHeadscale> {
   const version = opts.version ?? "0.29";
   const policyMode = opts.policyMode ?? "database";
-  const apiKey = opts.apiKey ?? `hskey-api-testprefix1-${randomAlnum(64)}`;
+  const apiKey = opts.apiKey ?? `hskey-api-tEst_prEf-x1-${randomUrlSafe(64)}`;
   const now = opts.now ?? (() => new Date());
   const contract = loadContract(version);
   const routes = compileRoutes(routesFor(version));
@@ -109,11 +130,10 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
   let policyWrites = 0;
 
   const started = now();
-  const keyPrefix = /^hskey-api-([A-Za-z0-9]+)-/.exec(apiKey)?.[1];
   const apiKeyId = state.nextApiKeyId();
   state.apiKeys.set(apiKeyId, {
     id: apiKeyId,
-    prefix: keyPrefix ? `hskey-api-${keyPrefix}-***` : apiKey.slice(0, 7),
+    prefix: listedApiKeyPrefix(apiKey),
     expiration: new Date(started.getTime() + 90 * 24 * 3600 * 1000),
     createdAt: started,
   });
@@ -169,6 +189,9 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
       case "unauthorized":
         reply.code(401).type("text/plain; charset=utf-8").send("Unauthorized");
         return true;
+      case "databaseError":
+        // Answered by the route (index.ts passes the error into the handler context).
+        return false;
       default: {
         const status = fault.status ?? 500;
         const code = GRPC_CODE_FOR_STATUS[status] ?? GRPC_CODE_FOR_STATUS_5XX[status] ?? 2;
@@ -200,6 +223,7 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
 
     const fault = takeFault(path);
     if (fault && (await applyFault(fault, request, reply))) return reply;
+    const databaseError = fault?.kind === "databaseError" ? (fault.message ?? SQLITE_BUSY) : undefined;
 
     if (path === "/health" && request.method === "GET") {
       // Not in the Swagger document (served by Headscale's own router), so no contract check.
@@ -210,8 +234,9 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
         .send(JSON.stringify({ status: healthy ? "pass" : "fail" }));
     }
     if (!path.startsWith("/api/v1/")) return reply.code(404).type("text/plain").send("404 page not found\n");
-    // Headscale authenticates before routing: an unknown path with a bad key is a 401 too.
-    if (!authorised(request.headers.authorization)) {
+    // Headscale authenticates before routing: an unknown path with a bad key is a 401 too. The key is looked
+    // up in the database, and any error there is the same 401 (hscontrol/app.go httpAuthenticationMiddleware).
+    if (state.databaseDown || !authorised(request.headers.authorization)) {
       return reply.code(401).type("text/plain; charset=utf-8").send("Unauthorized");
     }
     const match = matchRoute(routes, request.method, path);
@@ -223,6 +248,10 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
       const answer = rpcError(400, 3, parsedBody.error);
       return sendJson(reply, request.method, match.route.template, answer.status, answer.body);
     }
+    if (databaseError !== undefined && !match.route.databaseErrors) {
+      const answer = rpcError(500, 2, databaseError);
+      return sendJson(reply, request.method, match.route.template, answer.status, answer.body);
+    }
     const answer = match.route.handle({
       state,
       version,
@@ -232,6 +261,7 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
       query: url.searchParams,
       body: parsedBody.value,
       onPolicyWrite: () => policyWrites++,
+      databaseError,
     });
     return sendJson(reply, request.method, match.route.template, answer.status, answer.body);
   });
@@ -279,6 +309,7 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
     setPolicy(text) {
       if (policyMode === "file") state.filePolicy = text;
       else state.policies.push({ text, updatedAt: now() });
+      state.memoryPolicy = undefined;
       const parsed = parsePolicy(text, version);
       if (parsed.ok) state.autoApproveAll(parsed.policy);
     },
@@ -325,6 +356,18 @@ export async function useFakeHeadscale(
     fake.assertNoViolations();
   });
   return fake;
+}
+
+/** What a SQLite-backed Headscale's driver says when another writer holds the database. */
+export const SQLITE_BUSY = "database is locked (5) (SQLITE_BUSY)";
+
+/**
+ * How Headscale lists an API key (hscontrol/types/api_key.go): a 12-character prefix as
+ * `hskey-api-<prefix>-***`, a legacy 7-character one as `<prefix>***`.
+ */
+export function listedApiKeyPrefix(apiKey: string): string {
+  const modern = /^hskey-api-([A-Za-z0-9_-]{12})-/.exec(apiKey)?.[1];
+  return modern ? `hskey-api-${modern}-***` : `${apiKey.slice(0, 7)}***`;
 }
 
 function releaseHung(sockets: Set<Socket>): void {

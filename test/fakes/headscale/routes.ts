@@ -6,7 +6,7 @@
 
 import ipaddr from "ipaddr.js";
 import { type FakeVersion, normaliseRoutes, type ParsedPolicy, parsePolicy } from "./policy.js";
-import { type FakeState, randomAlnum, ts, ZERO_TIME } from "./state.js";
+import { type FakeState, randomUrlSafe, ts, ZERO_TIME } from "./state.js";
 
 export type PolicyMode = "database" | "file";
 
@@ -20,6 +20,8 @@ export interface HandlerContext {
   /** Parsed JSON body; `{}` when the request had none. */
   body: Record<string, unknown>;
   onPolicyWrite: () => void;
+  /** A "databaseError" fault: the database driver's error for this request's own queries. */
+  databaseError?: string;
 }
 
 export interface FakeResponse {
@@ -31,6 +33,8 @@ export interface FakeRoute {
   method: "GET" | "POST" | "PUT" | "DELETE";
   template: string;
   handle: (ctx: HandlerContext) => FakeResponse;
+  /** The handler words database errors itself; otherwise index.ts answers them as a plain 500. */
+  databaseErrors?: boolean;
 }
 
 /** A `google.rpc.Status` error with the HTTP status grpc-gateway derives from the code. */
@@ -41,9 +45,12 @@ export function rpcError(status: number, code: number, message: string): FakeRes
 const ok = (body: unknown): FakeResponse => ({ status: 200, body });
 const NODE_NOT_FOUND = () => rpcError(404, 5, "node not found");
 
-/** The policy in force: newest database row or the file, or undefined when the database holds none. */
+/**
+ * The policy in force (what the policy manager holds): the file, or in database mode a text a failed PUT left in
+ * memory, else the newest row; undefined when the database holds none.
+ */
 export function currentPolicyText(state: FakeState, mode: PolicyMode): string | undefined {
-  return mode === "file" ? state.filePolicy : state.policies.at(-1)?.text;
+  return mode === "file" ? state.filePolicy : (state.memoryPolicy ?? state.policies.at(-1)?.text);
 }
 
 export function currentPolicy(state: FakeState, mode: PolicyMode, version: FakeVersion): ParsedPolicy | undefined {
@@ -71,9 +78,10 @@ export const ROUTES: FakeRoute[] = [
   {
     method: "GET",
     template: "/api/v1/health",
-    handle: ({ state }) =>
-      state.databaseDown
-        ? rpcError(500, 2, "pinging database: sql: database is closed")
+    databaseErrors: true,
+    handle: ({ databaseError }) =>
+      databaseError !== undefined
+        ? rpcError(500, 2, `pinging database: ${databaseError}`)
         : ok({ databaseConnectivity: true }),
   },
   {
@@ -182,11 +190,12 @@ export const ROUTES: FakeRoute[] = [
         return rpcError(500, 2, "creating pre auth key: either a user or tags must be provided");
       }
       const expiration = parseTimestamp(stringField(body, "expiration")) ?? ZERO_TIME;
-      const prefix = randomAlnum(12);
+      // base64url prefix and secret, as Headscale mints them (hscontrol/db/preauth_keys.go).
+      const prefix = randomUrlSafe(12);
       const key = {
         id: state.nextKeyId(),
         prefix,
-        key: `hskey-auth-${prefix}-${randomAlnum(64)}`,
+        key: `hskey-auth-${prefix}-${randomUrlSafe(64)}`,
         userId,
         reusable: body.reusable === true,
         ephemeral: body.ephemeral === true,
@@ -218,8 +227,12 @@ export const ROUTES: FakeRoute[] = [
   {
     method: "GET",
     template: "/api/v1/policy",
-    handle: ({ state, policyMode }) => {
+    databaseErrors: true,
+    handle: ({ state, policyMode, databaseError }) => {
       if (policyMode === "file") return ok({ policy: state.filePolicy, updatedAt: null });
+      // Every database error gets the prefix "no policy stored" has (hscontrol/grpcv1.go GetPolicy); only the
+      // text after it tells them apart. GET reads the database, never the policy held in memory.
+      if (databaseError !== undefined) return rpcError(500, 2, `loading ACL from database: ${databaseError}`);
       const latest = state.policies.at(-1);
       if (!latest) return rpcError(500, 2, "loading ACL from database: acl policy not found");
       return ok({ policy: latest.text, updatedAt: ts(latest.updatedAt) });
@@ -228,11 +241,19 @@ export const ROUTES: FakeRoute[] = [
   {
     method: "PUT",
     template: "/api/v1/policy",
-    handle: ({ state, policyMode, version, body, now, onPolicyWrite }) => {
+    databaseErrors: true,
+    handle: ({ state, policyMode, version, body, now, onPolicyWrite, databaseError }) => {
       if (policyMode === "file") return rpcError(500, 2, "update is disabled for modes other than 'database'");
       const text = stringField(body, "policy") ?? "";
       const parsed = parsePolicy(text, version);
       if (!parsed.ok) return rpcError(500, 2, `setting policy: ${parsed.message}`);
+      // 0.29 swaps the live policy manager here, before the SSH check and the insert (hscontrol/grpcv1.go
+      // SetPolicy): an insert that fails leaves the new policy live in memory, unstored, with no reload.
+      if (databaseError !== undefined) {
+        state.memoryPolicy = text;
+        return rpcError(500, 2, databaseError);
+      }
+      state.memoryPolicy = undefined;
       const row = { text, updatedAt: now() };
       state.policies.push(row);
       onPolicyWrite();

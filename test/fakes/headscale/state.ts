@@ -88,6 +88,13 @@ export class FakeState {
   readonly policies: PolicyVersion[] = [];
   /** File mode: the file's bytes. */
   filePolicy = "{}";
+  /**
+   * The policy Headscale serves from memory when it differs from the newest stored row: 0.29's SetPolicy swaps
+   * the policy manager before the SSH check and the database write (hscontrol/grpcv1.go), so a PUT that fails
+   * there leaves the rejected text live until a restart or reload. undefined: memory = the stored policy.
+   */
+  memoryPolicy: string | undefined = undefined;
+  /** The database is unreachable: /health fails and every /api/v1 call is 401 (the key lookup fails). */
   databaseDown = false;
   private seq = { user: 0, node: 0, key: 0, apiKey: 0, ip: 0 };
 
@@ -242,11 +249,10 @@ export function fakeKeyMaterial(kind: "mkey" | "nodekey" | "discokey", seed: str
   return `${kind}:${createHash("sha256").update(`${kind}/${seed}`).digest("hex")}`;
 }
 
-const ALPHANUM = "abcdefghijklmnopqrstuvwxyz0123456789";
-
-export function randomAlnum(length: number): string {
-  const bytes = randomBytes(length);
-  let out = "";
-  for (const b of bytes) out += ALPHANUM[b % ALPHANUM.length];
-  return out;
+/**
+ * Random base64url text, as Headscale mints key prefixes and secrets (`util.GenerateRandomStringURLSafe`,
+ * hscontrol/util/string.go): a 12-character prefix holds a "-" or "_" about a third of the time.
+ */
+export function randomUrlSafe(length: number): string {
+  return randomBytes(length).toString("base64url").slice(0, length);
 }

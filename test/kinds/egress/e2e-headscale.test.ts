@@ -58,6 +58,24 @@ describe("TailnetEgress end to end: Headscale", () => {
     }
   });
 
+  it("Headscale's database down: the outage is named, never a rejected key; children kept", async (t) => {
+    const w = await world(t);
+    await toReady(w);
+    const children = w.childrenSnapshot();
+    w.fake.setDatabaseDown(true);
+    await w.settle();
+    assert.deepEqual(w.mc.errors, []);
+    assert.deepEqual(reasons(w), { ...READY, TagKnown: "Unknown", Registered: "Unknown", Ready: "TagUnknown" });
+    assert.equal(
+      w.cond("TagKnown")?.message,
+      'the live policy could not be read: Headscale GET /api/v1/policy: 401 Unauthorized, and GET /health answers 500 {"status":"fail"}: Headscale\'s database is down, so it cannot check any API key',
+    );
+    assert.equal(w.childrenSnapshot(), children, "children kept");
+    w.fake.setDatabaseDown(false);
+    await w.settle();
+    assert.deepEqual(reasons(w), READY, "recovered");
+  });
+
   it("the key rotates at half-life, never while Headscale is down", async (t) => {
     const w = await world(t);
     await toReady(w);

@@ -9,6 +9,7 @@ import {
   BASE,
   baseConfigMap,
   checkFail,
+  databaseDown401,
   egress,
   fail,
   failingHs,
@@ -109,6 +110,18 @@ const rows: Row[] = [
       }),
     },
     want: { ApiReachable: R.Unhealthy, ApiKeyValid: R.Valid, PolicyApplied: R.ApplyFailed },
+  },
+  {
+    name: "the database is down: every call is a 401 while GET /health fails",
+    world: { hs: failingHs(databaseDown401) },
+    want: {
+      ApiReachable: R.Unhealthy,
+      ApiKeyValid: R.Error,
+      HeadscaleCompatible: R.CannotVerify,
+      PolicyMode: R.CannotVerify,
+      UsersUnique: R.CannotVerify,
+      PolicyApplied: R.ApplyFailed,
+    },
   },
   {
     name: "every request times out",
@@ -485,6 +498,26 @@ describe("Tailnet decide: messages", () => {
     const down = play({ hs: failingHs(refused) }).decision;
     assert.equal(conditionOf(down, "ApiReachable").message, "Headscale GET /api/v1/health: connection refused");
     for (const c of [...d.conditions, ...down.conditions]) assert.ok(!c.message.includes(API_KEY));
+  });
+
+  it("a database outage is no verdict on the key: Unknown, and no advice to create a new one", () => {
+    const d = play({ hs: failingHs(databaseDown401) }).decision;
+    const key = conditionOf(d, "ApiKeyValid");
+    assert.deepEqual([key.status, key.reason], ["Unknown", R.Error]);
+    assert.equal(
+      key.message,
+      "cannot verify the API key: Headscale's database is down (GET /health fails), and Headscale answers 401 to every API call while it cannot look a key up; the key is not at fault, keep it (see ApiReachable)",
+    );
+    const reachable = conditionOf(d, "ApiReachable");
+    assert.deepEqual([reachable.status, reachable.reason], ["False", R.Unhealthy]);
+    assert.equal(
+      reachable.message,
+      'Headscale\'s database is down: GET /health answers 500 {"status":"fail"}, and Headscale answers 401 to every API call until the database is back',
+    );
+    for (const c of d.conditions) assert.doesNotMatch(c.message, /apikeys create|Rejected/, c.type);
+    // a flapping database: one call saw the outage, another a plain 401 a moment later
+    const mixed = play({ hs: { ...failingHs(unauthorized), nodes: fail(databaseDown401("GET /api/v1/node")) } });
+    assert.equal(conditionOf(mixed.decision, "ApiKeyValid").reason, R.Error);
   });
 
   it("a drift overwrite says what it replaced", () => {

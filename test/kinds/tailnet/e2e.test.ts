@@ -137,9 +137,30 @@ describe("Tailnet e2e: faults", () => {
     assert.deepEqual(h.fake.writes(), []);
   });
 
-  it("database down: Unhealthy, the key still Valid", async (t) => {
+  it("database down (every call 401, /health 500): Unhealthy, the key Unknown, never Rejected", async (t) => {
     const h = await harness(t);
     h.fake.setDatabaseDown(true);
+    await settleStable(h);
+    assert.equal(h.reason("ApiReachable"), "Unhealthy");
+    assert.equal(h.condition("ApiKeyValid").status, "Unknown");
+    assert.equal(h.reason("ApiKeyValid"), "Error");
+    assert.equal(h.reason("PolicyApplied"), "ApplyFailed");
+    for (const type of ["ApiReachable", "ApiKeyValid", "PolicyApplied"]) {
+      assert.doesNotMatch(h.condition(type).message, /apikeys create|does not accept the API key/, type);
+    }
+    assert.deepEqual(h.fake.writes(), []);
+    assert.equal(h.fake.count("POST", /check/), 0, "no probe while the database is down");
+    h.fake.setDatabaseDown(false);
+    h.advance(60_000);
+    await settleStable(h);
+    assert.equal(h.reason("ApiKeyValid"), "Valid");
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.equal(h.fake.policyWrites, 1, "written once the database is back");
+  });
+
+  it("a database error behind a valid key (GET /api/v1/health 500): Unhealthy, the key Valid", async (t) => {
+    const h = await harness(t);
+    await h.fake.fault({ kind: "databaseError", path: /^\/api\/v1\/health$/ });
     await settleStable(h);
     assert.equal(h.reason("ApiReachable"), "Unhealthy");
     assert.equal(h.reason("ApiKeyValid"), "Valid");

@@ -158,6 +158,15 @@ export const timedOut = (operation: string) =>
   hsError({ kind: "transport", operation, detail: "timed out after 300ms", classification: "timeout" });
 export const unauthorized = (operation: string) =>
   hsError({ kind: "unauthorized", operation, status: 401, detail: "Unauthorized" });
+/** A 401 the client explained by GET /health failing (Headscale's database is down; http.ts). */
+export const databaseDown401 = (operation: string) =>
+  hsError({
+    operation,
+    status: 401,
+    detail:
+      'Unauthorized, and GET /health answers 500 {"status":"fail"}: Headscale\'s database is down, so it cannot check any API key',
+    classification: "databaseDown",
+  });
 export const serverError = (operation: string, detail = "fault injected: 500") =>
   hsError({ operation, status: 500, grpcCode: 13, detail });
 
