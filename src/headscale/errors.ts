@@ -171,9 +171,17 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 /**
  * Masks anything that looks like a Headscale secret (full `hskey-api-…`/`hskey-auth-…` keys) and every exact
  * secret passed in. Defence in depth: the server should never echo a key, but its message lands in status.
+ * Prefixes are 12 base64url characters that may hold "-" and "_" (hscontrol/db/api_key.go), so the prefix is
+ * cut by length, never at the first "-"; a key of any other shape is masked whole. The listed form
+ * `hskey-…-<prefix>-***` is kept.
  */
 export function redactSecrets(text: string, secrets: readonly string[] = []): string {
   let out = text;
   for (const secret of secrets) if (secret.length >= 4) out = out.split(secret).join("[redacted]");
-  return out.replace(/hskey-(api|auth)-([A-Za-z0-9]+)-(?!\*\*\*)[A-Za-z0-9_-]+/g, "hskey-$1-$2-***");
+  return out.replace(/hskey-(api|auth)-([A-Za-z0-9_-]+)/g, (match, kind: string, rest: string, at: number) => {
+    const masked = out.startsWith("***", at + match.length);
+    if (masked && rest.endsWith("-")) return match;
+    if (rest.length > 13 && rest[12] === "-") return `hskey-${kind}-${rest.slice(0, 12)}-***`;
+    return `hskey-${kind}-***`;
+  });
 }

@@ -242,4 +242,15 @@ describe("redactSecrets", () => {
     );
     assert.equal(redactSecrets("legacy abcdefg.0123456789 used", ["abcdefg.0123456789"]), "legacy [redacted] used");
   });
+
+  test("base64url prefixes with - and _ (a third of real keys) are cut by length; odd shapes masked whole", () => {
+    const secret = `Zq_${"x-".repeat(30)}9a`;
+    assert.equal(
+      redactSecrets(`a hskey-api-ab_cd-EF_g1h-${secret} b hskey-auth--_abcdefghij-${secret} c`),
+      "a hskey-api-ab_cd-EF_g1h-*** b hskey-auth--_abcdefghij-*** c",
+    );
+    assert.equal(redactSecrets("listed hskey-api-ab_cd-EF_g1h-*** stays"), "listed hskey-api-ab_cd-EF_g1h-*** stays");
+    assert.equal(redactSecrets(`short hskey-api-a_b-${"Q".repeat(40)}`), "short hskey-api-***");
+    assert.equal(redactSecrets(`bare hskey-auth-${"Q".repeat(40)}`), "bare hskey-auth-***");
+  });
 });

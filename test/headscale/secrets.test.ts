@@ -45,7 +45,18 @@ test("neither the API key nor a pre-auth key ever appears in errors or metric la
     ephemeral: false,
     expiration: new Date("2031-01-01T00:00:00Z"),
   });
-  const secrets = [fake.apiKey, fake.apiKey.split("-").at(-1) ?? "", created.key, created.key.split("-").at(-1) ?? ""];
+  // base64url prefixes are 12 characters and may hold "-" and "_": the secret is what follows prefix and dash.
+  const secretPart = (key: string) => key.replace(/^hskey-(api|auth)-[A-Za-z0-9_-]{12}-/, "");
+  // A pre-auth key whose prefix holds "_" and "-" (Headscale mints one about every third time).
+  const planted = `hskey-auth-ab_cd-ef_gh1-${"Pl4nted_s3cret-".repeat(4)}abcd`;
+  const secrets = [
+    fake.apiKey,
+    secretPart(fake.apiKey),
+    created.key,
+    secretPart(created.key),
+    planted,
+    secretPart(planted),
+  ];
   assert.ok(secrets.every((s) => s.length >= 32));
 
   // HTTP errors of both kinds of body, on every resource.
@@ -82,7 +93,7 @@ test("neither the API key nor a pre-auth key ever appears in errors or metric la
   const mock = new MockAgent();
   mock.disableNetConnect();
   t.after(() => mock.close());
-  const echo = `token ${fake.apiKey} rejected, also ${created.key}`;
+  const echo = `token ${fake.apiKey} rejected, also ${created.key} and ${planted}`;
   mock
     .get("http://echo.test")
     .intercept({ path: "/api/v1/node", method: "GET" })
@@ -115,7 +126,8 @@ test("neither the API key nor a pre-auth key ever appears in errors or metric la
     assert.equal(haystack.includes(secret), false, "a secret leaked into an error or metric label");
   }
   assert.match(haystack, /\[redacted\]/, "the echoed API key was redacted");
-  assert.match(haystack, /hskey-auth-[a-z0-9]{12}-\*\*\*/, "the echoed pre-auth key was masked");
+  assert.match(haystack, /hskey-auth-[A-Za-z0-9_-]{12}-\*\*\*/, "the echoed pre-auth key was masked");
+  assert.ok(haystack.includes("hskey-auth-ab_cd-ef_gh1-***"), "the planted key is masked after its prefix");
   assert.ok(
     labels.every((l) => /^(GET|POST|PUT|DELETE) \/[a-z0-9/_{}]+ \d+$/i.test(l)),
     "labels are bounded templates",

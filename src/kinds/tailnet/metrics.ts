@@ -25,15 +25,18 @@ function seenNodes(metrics: OperatorMetrics, tailnet: string): Set<string> {
 }
 
 /**
- * Our key among the listed ones. 0.28+ keys are `hskey-api-<prefix>-<secret>` and listed as
- * `hskey-api-<prefix>-***` (or the bare prefix); older keys are `<prefix>.<secret>`, listed bare.
+ * Our key among the listed ones. 0.28+ keys are `hskey-api-<prefix>-<secret>` with a prefix of exactly 12
+ * base64url characters, which may themselves hold "-" and "_" (hscontrol/db/api_key.go), listed as
+ * `hskey-api-<prefix>-***`; legacy keys are `<7-character prefix>.<secret>`, listed as `<prefix>***`
+ * (hscontrol/types/api_key.go). The bare prefix is accepted too.
  */
 export function findOwnApiKey(keys: readonly HsApiKey[], apiKey: string): HsApiKey | undefined {
-  const modern = /^hskey-api-([A-Za-z0-9]+)-/.exec(apiKey)?.[1];
+  const modern = /^hskey-api-([A-Za-z0-9_-]{12})-/.exec(apiKey)?.[1];
+  const legacy = !modern && apiKey.includes(".") ? apiKey.slice(0, apiKey.indexOf(".")) : undefined;
   const candidates = modern
     ? [`hskey-api-${modern}-***`, `hskey-api-${modern}`, modern]
-    : apiKey.includes(".")
-      ? [apiKey.slice(0, apiKey.indexOf("."))]
+    : legacy
+      ? [`${legacy}***`, legacy]
       : [];
   return keys.find((k) => k.prefix !== "" && candidates.includes(k.prefix));
 }

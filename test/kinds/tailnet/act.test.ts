@@ -95,6 +95,19 @@ describe("Tailnet metrics", () => {
     assert.equal(findOwnApiKey(listed("zzz"), key), undefined);
   });
 
+  it("finds keys whose base64url prefix holds - and _, and legacy keys listed as <prefix>***", () => {
+    for (const prefix of ["ab-cd_ef-GH1", "-_abcdefghij", "abcdefghij-_"]) {
+      const key = `hskey-api-${prefix}-${"s-_".repeat(21)}x`;
+      const keys = [
+        { ...OWN_KEY, id: "2", prefix: "hskey-api-ab-cd_ef-GH2-***" },
+        { ...OWN_KEY, prefix: `hskey-api-${prefix}-***` },
+      ];
+      assert.equal(findOwnApiKey(keys, key)?.id, "1", prefix);
+    }
+    assert.equal(findOwnApiKey([{ ...OWN_KEY, prefix: "Ab-dE_x***" }], "Ab-dE_x.secretsecret")?.id, "1");
+    assert.equal(findOwnApiKey([{ ...OWN_KEY, prefix: "hskey-api-ab-***" }], "hskey-api-ab-cd_ef-GH1-s"), undefined);
+  });
+
   it("pending is 1 only in Apply mode while rendered ≠ applied; expiry and nodes are set", async () => {
     const metrics = createOperatorMetrics({ defaultMetrics: false });
     const policy = { renderedHash: "sha256:b", appliedHash: "sha256:a" };
