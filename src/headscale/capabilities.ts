@@ -73,13 +73,14 @@ function policyModeOf(outcome: Outcome<HsPolicy | null> | undefined): PolicyMode
   return null;
 }
 
-/** The database holds no policy yet (treat as empty, database mode). */
+/**
+ * The database holds no policy yet (treat as empty, database mode). Only the not-found text says so: 0.29
+ * wraps every database error of GetPolicy with the same "loading ACL from database: " prefix
+ * (hscontrol/grpcv1.go), and a locked or unreachable database must not read as "nothing stored" (that would
+ * write needlessly and report a false drift).
+ */
 export function isEmptyDatabasePolicy(error: unknown): boolean {
-  return (
-    error instanceof HeadscaleError &&
-    error.kind === "http" &&
-    /acl policy not found|loading ACL from database/i.test(error.detail)
-  );
+  return error instanceof HeadscaleError && error.kind === "http" && /acl policy not found/i.test(error.detail);
 }
 
 /** Runs the node, policy and check probes (the check with `{}`, which persists nothing) and detects. */

@@ -110,6 +110,10 @@ describe("detectCapabilities (pure)", () => {
   test("isEmptyDatabasePolicy only matches Headscale's empty-table error", () => {
     assert.equal(isEmptyDatabasePolicy(httpError(500, "loading ACL from database: acl policy not found")), true);
     assert.equal(isEmptyDatabasePolicy(httpError(404, "Not Found")), false);
+    // every database error of GetPolicy carries the same prefix (hscontrol/grpcv1.go)
+    const locked = "loading ACL from database: database is locked (5) (SQLITE_BUSY)";
+    assert.equal(isEmptyDatabasePolicy(httpError(500, locked)), false);
+    assert.equal(detectCapabilities({ policy: fail(httpError(500, locked, 2)) }).policyMode, null);
     assert.equal(isEmptyDatabasePolicy(new Error("acl policy not found")), false);
   });
 

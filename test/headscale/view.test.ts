@@ -133,6 +133,12 @@ describe("HeadscaleView cache", () => {
     view.invalidate("policy");
     const live = await view.policy();
     assert.ok(live.ok && live.value?.policy === "{}");
+    // A database error has the same "loading ACL from database" prefix, but is a failed read, not "none".
+    await fake.fault({ kind: "databaseError", path: /^\/api\/v1\/policy$/ });
+    view.invalidate("policy");
+    const locked = await view.policy();
+    assert.equal(locked.ok, false);
+    assert.equal(!locked.ok && locked.error.detail, "loading ACL from database: database is locked (5) (SQLITE_BUSY)");
   });
 
   test("capabilities() probes policy/check once per TTL and reuses nodes/policy", async (t) => {

@@ -204,6 +204,32 @@ describe("Tailnet e2e: writes", () => {
     );
   });
 
+  it("a database error reading the policy is an observation failure: no PUT, no drift Event", async (t) => {
+    const h = await harness(t);
+    h.mc.apply(ingress());
+    await settleStable(h);
+    const applied = (h.status().policy as Record<string, string>).appliedHash;
+    // The same "loading ACL from database" prefix as "no policy stored" (hscontrol/grpcv1.go GetPolicy).
+    await h.fake.fault({ kind: "databaseError", path: /^\/api\/v1\/policy$/ });
+    h.advance(60_000);
+    await settleStable(h);
+    assert.equal(h.fake.policyWrites, 1, "no needless PUT");
+    assert.deepEqual(h.events.events, [], "no false PolicyDriftOverwritten");
+    assert.equal(h.reason("PolicyMode"), "CannotVerify");
+    assert.equal(h.reason("HeadscaleCompatible"), "CannotVerify");
+    assert.deepEqual([h.condition("PolicyApplied").status, h.reason("PolicyApplied")], ["Unknown", "ApplyFailed"]);
+    assert.equal(
+      h.condition("PolicyApplied").message,
+      "not written: Headscale GET /api/v1/policy: 500 loading ACL from database: database is locked (5) (SQLITE_BUSY)",
+    );
+    assert.equal((h.status().policy as Record<string, string>).appliedHash, applied);
+    await h.fake.clearFaults();
+    h.advance(60_000);
+    await settleStable(h);
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.equal(h.fake.policyWrites, 1);
+  });
+
   it("deleting the Tailnet drops its children and never touches the live policy", async (t) => {
     const h = await harness(t);
     h.mc.apply(ingress());
