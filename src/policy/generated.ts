@@ -3,7 +3,8 @@
 //
 // Kind-agnostic: callers map their objects to CollectInput. The output is sorted
 // throughout, so it is the same for any input order (and so is its hash).
-import { parseCidr } from "../net/cidr.js";
+import { type Cidr, parseCidr } from "../net/cidr.js";
+import { INTERNET, isExitNodePrefixes, isExitRoute } from "../net/exit.js";
 import { buildNodeIndex, compileAllowlist, isTargetAllowed, type NodeRef, resolveTargetHost } from "./targets.js";
 
 /** One grant in Headscale 0.29 syntax, e.g. {src:["tag:a"], dst:["100.64.0.7"], ip:["tcp:5432"]}. */
@@ -19,6 +20,11 @@ export interface GeneratedPolicy {
   grants: Grant[];
   /** prefix → tags allowed to advertise it (autoApprovers.routes). */
   autoApproverRoutes: Map<string, string[]>;
+  /**
+   * Tags whose nodes Headscale approves as exit nodes (autoApprovers.exitNode), sorted: exit routes
+   * are approved only through this list, never through a `routes` key (see src/net/exit.ts).
+   */
+  autoApproverExitNode: string[];
 }
 
 export interface CollectInput {
@@ -187,15 +193,16 @@ export function collectGenerated(input: CollectInput): CollectResult {
     invalid.push({ namespace, name, field: "ports", value: String(port) });
     return false;
   };
-  const validPrefixes = (namespace: string, name: string, field: InvalidInput["field"], list: string[]): string[] => {
-    const out: string[] = [];
+  const validCidrs = (namespace: string, name: string, field: InvalidInput["field"], list: string[]): Cidr[] => {
+    const out: Cidr[] = [];
     for (const p of list) {
       const r = parseCidr(p.trim());
-      if (r.ok) out.push(r.cidr.text);
+      if (r.ok) out.push(r.cidr);
       else invalid.push({ namespace, name, field, value: p });
     }
     return out;
   };
+  const exitNode = new Set<string>();
   const approve = (prefix: string, approvers: string[]): void => {
     const set = routes.get(prefix) ?? new Set<string>();
     routes.set(prefix, set);
@@ -243,8 +250,22 @@ export function collectGenerated(input: CollectInput): CollectResult {
   for (const site of input.sites) {
     if (site.blocked) continue;
     const advertisers = site.advertiserTags.filter((t) => validTag(site.namespace, site.name, "advertiserTags", t));
-    const prefixes = validPrefixes(site.namespace, site.name, "prefixes", site.prefixes);
+    const cidrs = validCidrs(site.namespace, site.name, "prefixes", site.prefixes);
     for (const t of advertisers) tags.add(t);
+    if (isExitNodePrefixes(cidrs)) {
+      // An exit-node site: approved through autoApprovers.exitNode, used through autogroup:internet.
+      for (const t of advertisers) exitNode.add(t);
+      if (site.allowFrom.length > 0) grants.add(site.allowFrom, [INTERNET], ["*"]);
+      continue;
+    }
+    // A default route beside other prefixes (or one family alone) is InvalidSpec on the site: as a grant
+    // destination Headscale would refuse the whole policy, as a routes key it approves no exit node.
+    const prefixes: string[] = [];
+    for (const c of cidrs) {
+      if (isExitRoute(c))
+        invalid.push({ namespace: site.namespace, name: site.name, field: "prefixes", value: c.text });
+      else prefixes.push(c.text);
+    }
     if (advertisers.length > 0) for (const p of prefixes) approve(p, advertisers);
     if (site.allowFrom.length > 0 && prefixes.length > 0) grants.add(site.allowFrom, prefixes, ["*"]);
   }
@@ -252,7 +273,11 @@ export function collectGenerated(input: CollectInput): CollectResult {
   for (const gw of input.gateways) {
     if (!validTag(gw.namespace, gw.name, "tag", gw.tag)) continue;
     tags.add(gw.tag);
-    for (const p of validPrefixes(gw.namespace, gw.name, "routes", gw.routes)) approve(p, [gw.tag]);
+    for (const c of validCidrs(gw.namespace, gw.name, "routes", gw.routes)) {
+      // A default route makes the gateway an exit node: only autoApprovers.exitNode approves it.
+      if (isExitRoute(c)) exitNode.add(gw.tag);
+      else approve(c.text, [gw.tag]);
+    }
   }
 
   const tagOwners = new Map<string, string[]>();
@@ -260,7 +285,12 @@ export function collectGenerated(input: CollectInput): CollectResult {
   egressTargets.sort(byObject((x) => x.target));
   invalid.sort(byObject((x) => `${x.field}\u0000${x.value}`));
   return {
-    generated: { tagOwners, grants: grants.sorted(), autoApproverRoutes: sortedMap(routes) },
+    generated: {
+      tagOwners,
+      grants: grants.sorted(),
+      autoApproverRoutes: sortedMap(routes),
+      autoApproverExitNode: [...exitNode].sort(),
+    },
     unresolved: egressTargets
       .filter((o) => o.address === null)
       .map(({ namespace, name, target, host }) => ({ namespace, name, target, host })),

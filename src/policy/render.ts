@@ -3,6 +3,7 @@
 // - tagOwners and autoApprovers.routes: base keys keep their value; a generated key
 //   that also exists in the base extends it (base owners first, then the new ones
 //   sorted); new keys are added after the base keys;
+// - autoApprovers.exitNode: the base list is kept, generated tags not in it follow, sorted;
 // - grants: generated grants are appended after the base grants, skipping exact
 //   duplicates of a base grant;
 // - every other section (acls, groups, hosts, ssh, nodeAttrs, tests, unknown keys…)
@@ -75,6 +76,14 @@ function mergeKeyedLists(base: unknown, gen: Map<string, string[]>, label: strin
   return out;
 }
 
+function mergeList(base: unknown, gen: readonly string[], label: string): unknown[] {
+  if (base !== null && base !== undefined && !Array.isArray(base)) throw new BaseInvalid(`${label} must be a list`);
+  const out: unknown[] = Array.isArray(base) ? [...base] : [];
+  const kept = new Set<unknown>(out);
+  for (const v of gen) if (!kept.has(v)) out.push(v);
+  return out;
+}
+
 /**
  * Identity of a grant for de-duplication, or null for a base grant that cannot equal
  * a generated one (generated grants have exactly src, dst and ip, all string lists).
@@ -131,11 +140,16 @@ function merge(base: Json, gen: GeneratedPolicy): Json {
   if (approvers !== null && approvers !== undefined && !isObject(approvers)) {
     throw new BaseInvalid(`${approversKey} must be an object`);
   }
-  if (gen.autoApproverRoutes.size > 0 || approvers != null) {
+  const exitNode = gen.autoApproverExitNode;
+  if (gen.autoApproverRoutes.size > 0 || exitNode.length > 0 || approvers != null) {
     const merged: Json = isObject(approvers) ? { ...approvers } : {};
     const routesKey = sectionKey(merged, "routes", `${approversKey}: `);
     if (gen.autoApproverRoutes.size > 0 || merged[routesKey] != null) {
       merged[routesKey] = mergeKeyedLists(merged[routesKey], gen.autoApproverRoutes, `${approversKey}.${routesKey}`);
+    }
+    const exitKey = sectionKey(merged, "exitNode", `${approversKey}: `);
+    if (exitNode.length > 0 || merged[exitKey] != null) {
+      merged[exitKey] = mergeList(merged[exitKey], exitNode, `${approversKey}.${exitKey}`);
     }
     out[approversKey] = merged;
   }

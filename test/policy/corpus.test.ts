@@ -45,6 +45,7 @@ function generated(): GeneratedPolicy {
       ["10.33.0.0/16", ["tag:k8s-net-gw"]], // exists in most bases
       ["192.168.10.0/24", ["tag:router"]],
     ]),
+    autoApproverExitNode: ["tag:exit"], // exists in most bases
   };
 }
 
@@ -105,7 +106,11 @@ function checkRecord(rec: PolicyRecord): void {
       const merged = sectionOf(out, key);
       for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
         if (k === "routes") assertMapKept(v, sectionOf(merged, "routes"), "autoApprovers.routes");
-        else assert.deepStrictEqual(merged[k], v, `autoApprovers.${k} unchanged`);
+        else if (k === "exitNode" && Array.isArray(v)) {
+          const list = merged[k] as unknown[];
+          assert.deepStrictEqual(list.slice(0, v.length), v, "autoApprovers.exitNode: base entries first, unchanged");
+          assert.equal(new Set(list).size, list.length, "autoApprovers.exitNode: no duplicate added");
+        } else assert.deepStrictEqual(merged[k], v, `autoApprovers.${k} unchanged`);
       }
     } else if (key === "grants") {
       const grants = out.grants as unknown[];
@@ -129,6 +134,8 @@ function checkRecord(rec: PolicyRecord): void {
   for (const [prefix, tags] of gen.autoApproverRoutes) {
     for (const t of tags) assert.ok((routes[prefix] as unknown[]).includes(t), `${prefix} approved for ${t}`);
   }
+  const exitNode = sectionOf(out, "autoApprovers").exitNode as unknown[];
+  for (const t of gen.autoApproverExitNode) assert.ok(exitNode.includes(t), `exit node approved for ${t}`);
 
   // 3. canonical form and hash: stable across runs and across key reordering of the base
   const again = renderPolicy(text, generated());

@@ -269,6 +269,53 @@ describe("collectGenerated: sites and gateways", () => {
     assert.deepEqual(plain(r).routes, { "10.96.0.0/12": ["tag:k8s-net-gw", "tag:router-home"] });
     assert.deepEqual(r.invalid, [{ namespace: "net", name: "gw", field: "routes", value: "10.244.0.1/16" }]);
   });
+
+  // Headscale 0.29 refuses a default route as a grant destination and approves exit routes only through
+  // autoApprovers.exitNode (hscontrol/policy/v2/types.go, policy.go NodeCanApproveRoute).
+  const exit = { ...site, name: "exit", prefixes: ["::/0", "0.0.0.0/0"], advertiserTags: ["tag:exit-b", "tag:exit-a"] };
+  it("an exit-node site (exactly 0.0.0.0/0 and ::/0): exitNode approvers, a grant to autogroup:internet", () => {
+    const r = collectGenerated(input({ sites: [exit] }));
+    assert.deepEqual(r.generated.autoApproverExitNode, ["tag:exit-a", "tag:exit-b"]);
+    assert.deepEqual(plain(r).routes, {}, "no routes key: a 0.0.0.0/0 key approves no exit node");
+    assert.deepEqual(r.generated.grants, [{ src: ["group:eng"], dst: ["autogroup:internet"], ip: ["*"] }]);
+    assert.deepEqual(Object.keys(plain(r).tagOwners), ["tag:exit-a", "tag:exit-b"]);
+    assert.deepEqual(r.invalid, []);
+  });
+  it("a blocked or allowFrom-less exit site: nothing, or the approvers only", () => {
+    assert.deepEqual(
+      collectGenerated(input({ sites: [{ ...exit, blocked: true }] })).generated.autoApproverExitNode,
+      [],
+    );
+    const quiet = collectGenerated(input({ sites: [{ ...exit, allowFrom: [] }] }));
+    assert.deepEqual(quiet.generated.grants, []);
+    assert.deepEqual(quiet.generated.autoApproverExitNode, ["tag:exit-a", "tag:exit-b"]);
+  });
+  it("a default route beside other prefixes, or one family alone, is left out and reported; the rest renders", () => {
+    const r = collectGenerated(
+      input({
+        sites: [
+          { ...site, name: "mixed", prefixes: ["192.168.10.0/24", "::/0"] },
+          { ...site, name: "half", prefixes: ["0.0.0.0/0"], advertiserTags: ["tag:exit-a"] },
+        ],
+      }),
+    );
+    assert.deepEqual(r.generated.grants, [{ src: ["group:eng"], dst: ["192.168.10.0/24"], ip: ["*"] }]);
+    assert.deepEqual(plain(r).routes, { "192.168.10.0/24": ["tag:router-backup", "tag:router-home"] });
+    assert.deepEqual(r.generated.autoApproverExitNode, []);
+    assert.deepEqual(r.invalid, [
+      { namespace: "net", name: "half", field: "prefixes", value: "0.0.0.0/0" },
+      { namespace: "net", name: "mixed", field: "prefixes", value: "::/0" },
+    ]);
+  });
+  it("a gateway's default route makes it an exit node (exitNode), never a routes key", () => {
+    const r = collectGenerated(
+      input({
+        gateways: [{ namespace: "net", name: "gw", tag: "tag:k8s-net-gw", routes: ["10.96.0.0/12", "0.0.0.0/0"] }],
+      }),
+    );
+    assert.deepEqual(plain(r).routes, { "10.96.0.0/12": ["tag:k8s-net-gw"] });
+    assert.deepEqual(r.generated.autoApproverExitNode, ["tag:k8s-net-gw"]);
+  });
 });
 
 describe("collectGenerated: determinism", () => {

@@ -12,11 +12,17 @@ function gen(over: Partial<GeneratedPolicy> = {}): GeneratedPolicy {
     ]),
     grants: [{ src: ["tag:k8s-shop-db"], dst: ["100.64.0.7"], ip: ["tcp:5432"] }],
     autoApproverRoutes: new Map([["192.168.10.0/24", ["tag:router-home"]]]),
+    autoApproverExitNode: [],
     ...over,
   };
 }
 
-const emptyGen = (): GeneratedPolicy => ({ tagOwners: new Map(), grants: [], autoApproverRoutes: new Map() });
+const emptyGen = (): GeneratedPolicy => ({
+  tagOwners: new Map(),
+  grants: [],
+  autoApproverRoutes: new Map(),
+  autoApproverExitNode: [],
+});
 
 const BASE = `// the home tailnet
 {
@@ -112,6 +118,33 @@ describe("renderPolicy: merge", () => {
     assert.ok(r.ok);
     assert.deepEqual((r.policy.tagOwners as Record<string, unknown>)["tag:k8s-shop-db"], ["group:platform"]);
     assert.equal((r.policy.grants as unknown[]).length, 1);
+  });
+
+  it("merges autoApprovers.exitNode: the base list first, then the generated tags not in it", () => {
+    const r = renderPolicy(BASE, gen({ autoApproverExitNode: ["tag:exit", "tag:k8s-exit"] }));
+    assert.ok(r.ok);
+    assert.deepEqual((r.policy.autoApprovers as Record<string, unknown>).exitNode, ["tag:exit", "tag:k8s-exit"]);
+    const alone = renderPolicy(undefined, gen({ autoApproverExitNode: ["tag:k8s-exit"] }));
+    assert.ok(alone.ok);
+    assert.deepEqual(alone.policy.autoApprovers, {
+      routes: { "192.168.10.0/24": ["tag:router-home"] },
+      exitNode: ["tag:k8s-exit"],
+    });
+    const cased = renderPolicy(
+      '{"acls": [{}], "autoApprovers": {"ExitNode": ["tag:a"]}}',
+      gen({ autoApproverExitNode: ["tag:b"] }),
+    );
+    assert.ok(cased.ok);
+    assert.deepEqual((cased.policy.autoApprovers as Record<string, unknown>).ExitNode, ["tag:a", "tag:b"]);
+    const bad = renderPolicy(
+      '{"acls": [{}], "autoApprovers": {"exitNode": "tag:a"}}',
+      gen({ autoApproverExitNode: ["tag:b"] }),
+    );
+    assert.deepEqual(bad, {
+      ok: false,
+      reason: "BaseInvalid",
+      message: "base policy: autoApprovers.exitNode must be a list",
+    });
   });
 
   it("leaves the base untouched when nothing is generated", () => {

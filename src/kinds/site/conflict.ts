@@ -16,6 +16,7 @@
 import { SiteReason } from "../../conditions/reasons.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { type Cidr, cidrsOverlap, parseCidr } from "../../net/cidr.js";
+import { isExitRoute } from "../../net/exit.js";
 
 export type SiteConflict =
   | { blocked: false }
@@ -35,17 +36,25 @@ interface ParsedSite {
 
 const NO_CONFLICT: SiteConflict = { blocked: false };
 
-/** Valid CIDRs of a list, in order; invalid ones are InvalidSpec's business, not a conflict. */
-function parsePrefixes(values: unknown): Prefix[] {
+/**
+ * Valid CIDRs of a list, in order; invalid ones are InvalidSpec's business, not a conflict. Default
+ * routes are left out: an exit-node site (0.0.0.0/0 and ::/0) claims no network — exit routes are a
+ * separate feature that clients choose, not a competing subnet route — and a default route anywhere
+ * else is InvalidSpec.
+ */
+function parsePrefixes(values: unknown, keepDefaultRoutes = false): Prefix[] {
   if (!Array.isArray(values)) return [];
   const out: Prefix[] = [];
   for (const v of values) {
     if (typeof v !== "string") continue;
     const r = parseCidr(v);
-    if (r.ok) out.push({ text: v, cidr: r.cidr });
+    if (r.ok && (keepDefaultRoutes || !isExitRoute(r.cidr))) out.push({ text: v, cidr: r.cidr });
   }
   return out;
 }
+
+/** Reserved networks as written: a reserved 0.0.0.0/0 does reserve every IPv4 network. */
+const parseReserved = (values: unknown) => parsePrefixes(values, true);
 
 const tailnetOf = (site: K8sObject) => (site.spec as { tailnetRef?: { name?: string } } | undefined)?.tailnetRef?.name;
 const idOf = (o: K8sObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
@@ -104,7 +113,7 @@ export function siteConflict(
   reservedNetworks: readonly string[],
 ): SiteConflict {
   const me = parseSite(site);
-  const reserved = reservedConflict(me, parsePrefixes(reservedNetworks));
+  const reserved = reservedConflict(me, parseReserved(reservedNetworks));
   if (reserved) return reserved;
   const tailnet = tailnetOf(site);
   const rivals = allSites
@@ -131,7 +140,7 @@ export function siteConflicts(
   allSites: readonly K8sObject[],
   reservedNetworks: readonly string[],
 ): Map<string, SiteConflict> {
-  const reserved = parsePrefixes(reservedNetworks);
+  const reserved = parseReserved(reservedNetworks);
   const sites = allSites.filter((s) => tailnetOf(s) === tailnet).sort(byAge);
   const index = new PrefixIndex();
   const out = new Map<string, SiteConflict>();

@@ -8,6 +8,7 @@ import { blockerFrom, type ConditionInput, cond, deriveReady } from "../../condi
 import { type CommonReason, SiteCondition, SiteReason } from "../../conditions/reasons.js";
 import type { HsNode } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
+import { isExitNodePrefixes } from "../../net/exit.js";
 import { type TailnetSettings, tailnetIncompatible } from "../shared/workload.js";
 import { siteConflict } from "./conflict.js";
 import {
@@ -77,6 +78,8 @@ export interface SiteDecision {
 interface SiteSpec {
   prefixes: SitePrefix[];
   advertiserTags: string[];
+  /** Exactly 0.0.0.0/0 and ::/0: the advertisers are exit nodes (src/net/exit.ts). */
+  exitNode: boolean;
 }
 
 function specOf(parent: K8sObject): SiteSpec {
@@ -84,7 +87,12 @@ function specOf(parent: K8sObject): SiteSpec {
   const tags = Array.isArray(spec.advertiserTags)
     ? spec.advertiserTags.filter((t): t is string => typeof t === "string")
     : [];
-  return { prefixes: sitePrefixes(spec.prefixes), advertiserTags: [...new Set(tags)].sort() };
+  const prefixes = sitePrefixes(spec.prefixes);
+  return {
+    prefixes,
+    advertiserTags: [...new Set(tags)].sort(),
+    exitNode: isExitNodePrefixes(prefixes.map((p) => p.cidr)),
+  };
 }
 
 const list = (items: readonly string[]) => items.join(", ");
@@ -129,7 +137,7 @@ function foldOutcomes(nodes: readonly HsNode[], outcomes: readonly ApprovalOutco
   });
 }
 
-function routeConflict(input: SiteInput): ConditionInput {
+function routeConflict(input: SiteInput, spec: SiteSpec): ConditionInput {
   const t = input.tailnet;
   // Without the Tailnet the reserved networks are unknown, but an older site's claim is still a fact.
   const conflict = siteConflict(input.parent, input.sites, t.settings?.reservedNetworks ?? []);
@@ -142,11 +150,21 @@ function routeConflict(input: SiteInput): ConditionInput {
     SiteCondition.RouteConflict,
     "False",
     SiteReason.NoConflict,
-    `no prefix overlaps a reserved network of Tailnet ${t.settings.name} or an older TailnetSite`,
+    spec.exitNode
+      ? `exit-node site: exit routes claim no network, so they overlap no reserved network of Tailnet ${t.settings.name} and no other TailnetSite`
+      : `no prefix overlaps a reserved network of Tailnet ${t.settings.name} or an older TailnetSite`,
   );
 }
 
 function unmanagedOverlap(found: readonly UnmanagedRoute[], spec: SiteSpec): ConditionInput {
+  if (spec.exitNode) {
+    return cond(
+      SiteCondition.UnmanagedOverlap,
+      "False",
+      SiteReason.None,
+      "exit-node site: no route competes with exit routes (clients choose an exit node; subnet routes are more specific)",
+    );
+  }
   if (found.length === 0) {
     return cond(
       SiteCondition.UnmanagedOverlap,
@@ -246,7 +264,7 @@ function routesReadable(nodes: NodesObservation | undefined): NodesObservation |
 
 export function decideSite(input: SiteInput): SiteDecision {
   const spec = specOf(input.parent);
-  const conflict = routeConflict(input);
+  const conflict = routeConflict(input, spec);
   const blocked = conflict.status === "True";
   const t = input.tailnet;
   const nodes = routesReadable(input.nodes);

@@ -7,6 +7,7 @@
  */
 import type { HsNode } from "../../headscale/types.js";
 import { type Cidr, cidrsOverlap, parseCidr } from "../../net/cidr.js";
+import { isExitRoute } from "../../net/exit.js";
 
 /** A site prefix: the text as written in the spec (shown in status) and its parsed form. */
 export interface SitePrefix {
@@ -61,9 +62,6 @@ export function canonicalRoute(route: string): string | undefined {
   return r.ok ? r.cidr.text : undefined;
 }
 
-/** Exit routes announce "everything"; they are a different feature, not a competing subnet route. */
-const isExitRoute = (c: Cidr) => c.bits === 0;
-
 export const nodeName = (n: HsNode) => n.givenName || n.name;
 const byName = (a: HsNode, b: HsNode) =>
   nodeName(a) < nodeName(b) ? -1 : nodeName(a) > nodeName(b) ? 1 : Number(a.id) - Number(b.id);
@@ -99,15 +97,19 @@ export function advertiserFacts(
 
 /**
  * Routes overlapping the site that nodes without an advertiser tag announce (report only: the
- * managed route still ships and clients pick the longest prefix). Exit routes are left out: every
- * exit node would otherwise "overlap" every site, and withdrawing them is not the remedy.
+ * managed route still ships and clients pick the longest prefix). Exit routes are left out on both
+ * sides: every exit node would otherwise "overlap" every site and every subnet route an exit-node
+ * site, and withdrawing them is not the remedy (clients choose an exit node; a subnet route is
+ * always more specific).
  */
 export function unmanagedRoutes(
   nodes: readonly HsNode[],
-  prefixes: readonly SitePrefix[],
+  sitePrefixList: readonly SitePrefix[],
   advertiserTags: readonly string[],
 ): UnmanagedRoute[] {
+  const prefixes = sitePrefixList.filter((p) => !isExitRoute(p.cidr));
   const out: UnmanagedRoute[] = [];
+  if (prefixes.length === 0) return out;
   for (const node of [...nodes].filter((n) => !carriesAny(n, advertiserTags)).sort(byName)) {
     const routes = node.availableRoutes
       .map((r) => parseCidr(r))

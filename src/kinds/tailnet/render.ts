@@ -83,14 +83,18 @@ export function collectInput(inputs: TailnetInputs, nodes: readonly NodeRef[]): 
         denied: allowFrom.some((a) => !allowedSources.has(a)),
       };
     }),
-    sites: inputs.sites.map((o) => ({
-      namespace: ns(o),
-      name: o.metadata.name,
-      prefixes: strings(record(o.spec).prefixes),
-      advertiserTags: strings(record(o.spec).advertiserTags),
-      allowFrom: strings(record(o.spec).allowFrom),
-      blocked: blocked.has(`${ns(o)}/${o.metadata.name}`),
-    })),
+    // A site being deleted renders nothing: its finalize withdraws its route approvals only once the
+    // live policy no longer auto-approves them (Headscale would re-approve them on the next reload).
+    sites: inputs.sites
+      .filter((o) => !o.metadata.deletionTimestamp)
+      .map((o) => ({
+        namespace: ns(o),
+        name: o.metadata.name,
+        prefixes: strings(record(o.spec).prefixes),
+        advertiserTags: strings(record(o.spec).advertiserTags),
+        allowFrom: strings(record(o.spec).allowFrom),
+        blocked: blocked.has(`${ns(o)}/${o.metadata.name}`),
+      })),
     gateways: inputs.gateways.map((o) => ({
       namespace: ns(o),
       name: o.metadata.name,
@@ -100,7 +104,12 @@ export function collectInput(inputs: TailnetInputs, nodes: readonly NodeRef[]): 
   };
 }
 
-const NOTHING_GENERATED: GeneratedPolicy = { tagOwners: new Map(), grants: [], autoApproverRoutes: new Map() };
+const NOTHING_GENERATED: GeneratedPolicy = {
+  tagOwners: new Map(),
+  grants: [],
+  autoApproverRoutes: new Map(),
+  autoApproverExitNode: [],
+};
 
 /**
  * Base + generated → the policy candidate, or why there is none. `nodes` null means the node list

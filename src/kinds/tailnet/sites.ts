@@ -11,6 +11,7 @@
  */
 import type { K8sObject } from "../../k8s/objects.js";
 import { type Cidr, cidrsOverlap, parseCidr } from "../../net/cidr.js";
+import { isExitRoute } from "../../net/exit.js";
 import { sortByAge } from "../site/conflict.js";
 
 const idOf = (o: K8sObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
@@ -41,7 +42,8 @@ function prefixesOf(site: K8sObject): Cidr[] {
   for (const p of raw) {
     if (typeof p !== "string") continue;
     const r = parseCidr(p);
-    if (r.ok) out.push(r.cidr);
+    // Default routes claim no network (exit-node sites; see site/conflict.ts parsePrefixes).
+    if (r.ok && !isExitRoute(r.cidr)) out.push(r.cidr);
   }
   return out;
 }

@@ -107,6 +107,30 @@ describe("siteConflict", () => {
       want: { blocked: false },
     },
     {
+      name: "an exit-node site claims no network: no reserved network or site conflicts with it",
+      me: site("exit", { prefixes: ["0.0.0.0/0", "::/0"], created: "2026-11-02T00:00:00Z" }),
+      others: [home],
+      reserved: ["10.96.0.0/12"],
+      want: { blocked: false },
+    },
+    {
+      name: "nor does it block a newer subnet site",
+      me: site("lab", { prefixes: ["192.168.20.0/24"], created: "2026-11-02T00:00:00Z" }),
+      others: [site("exit", { prefixes: ["0.0.0.0/0", "::/0"] })],
+      want: { blocked: false },
+    },
+    {
+      name: "a reserved 0.0.0.0/0 still reserves every IPv4 network",
+      me: home,
+      others: [],
+      reserved: ["0.0.0.0/0"],
+      want: {
+        blocked: true,
+        reason: "OverlapsReserved",
+        message: "prefix 192.168.10.0/24 of TailnetSite net/home overlaps reserved network 0.0.0.0/0 of Tailnet home",
+      },
+    },
+    {
       name: "same creationTimestamp: namespace/name decides",
       me: site("b", { namespace: "x", prefixes: ["192.168.10.0/24"] }),
       others: [site("a", { namespace: "x", prefixes: ["192.168.10.0/24"] })],
@@ -182,9 +206,11 @@ describe("siteConflict", () => {
 });
 
 /** The overlap oracle, with ipaddr.js alone: one prefix's network address lies in the other. */
+/** Site prefixes overlapping by ipaddr.js; a default route claims no network (exit-node sites). */
 function oracleOverlap(a: string, b: string): boolean {
   const [x, xb] = ipaddr.parseCIDR(a);
   const [y, yb] = ipaddr.parseCIDR(b);
+  if (xb === 0 || yb === 0) return false;
   if (x.kind() !== y.kind()) return false;
   return xb <= yb ? y.match(x, xb) : x.match(y, yb);
 }

@@ -170,6 +170,35 @@ describe("decideSite: one row per reason (reasons page order)", () => {
       messages: { Ready: "Secret tailnet-system/tailnet-home-credentials not found yet" },
     },
     {
+      name: "an exit-node site: its exit node announces and has approved both exit routes",
+      input: healthy({
+        parent: lan({ prefixes: ["0.0.0.0/0", "::/0"], advertiserTags: ["tag:exit"] }),
+        nodeList: [
+          node("exit-1", {
+            id: "7",
+            tags: ["tag:exit"],
+            available: ["0.0.0.0/0", "::/0"],
+            approved: ["0.0.0.0/0", "::/0"],
+          }),
+          laptop(["10.96.1.0/24", "192.168.10.0/24"]),
+        ],
+      }),
+      want: {
+        RouteConflict: "NoConflict",
+        UnmanagedOverlap: "None",
+        Advertised: "Advertised",
+        Approved: "Approved",
+        Ready: "Ready",
+      },
+      messages: {
+        RouteConflict:
+          "exit-node site: exit routes claim no network, so they overlap no reserved network of Tailnet home and no other TailnetSite",
+        UnmanagedOverlap:
+          "exit-node site: no route competes with exit routes (clients choose an exit node; subnet routes are more specific)",
+        Approved: "approved: 0.0.0.0/0, ::/0 on exit-1",
+      },
+    },
+    {
       name: "all healthy",
       input: healthy(),
       want: {
