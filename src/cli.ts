@@ -1,30 +1,73 @@
 /**
- * One image, one CLI: `serve` (hook server), `agent` (data plane), `render` (offline preview).
+ * One image, one CLI: `serve` (hook server), `agent` (data plane), `render` (offline preview),
+ * `headscale snapshot` (read-only export for render). Every subcommand answers `--help` (exit 0,
+ * nothing started) and `--version`; an unknown flag is exit 2 with the usage; a missing or invalid
+ * file is one line on stderr (exit 2 for render/snapshot input, exit 1 for a service's config).
  */
+import { type Command, InputError, packageVersion, parseCommand, UsageError, usageHint } from "./args.js";
 import { ConfigError, loadConfig } from "./config.js";
-import { buildServer } from "./server/app.js";
+
+const ENV = `environment:
+  PORT                 listen port (default 8080)
+  OPERATOR_NAMESPACE   namespace of the operator's own children (default tailnet-system)
+  HOOK_TOKEN           bearer token Metacontroller must send on /hooks/* (at least 16 characters)
+  LOG_LEVEL            info (default), debug (one line per sync: duration and Headscale calls), warn, error, silent`;
+
+export const SERVE: Command = {
+  name: "serve",
+  usage: `usage: tailnet-operator serve [--config <file>]
+
+Runs the Metacontroller hook server: POST /hooks/<kind>/{customize,sync,finalize}, plus /healthz,
+/readyz and /metrics, on one port.
+
+options:
+  --config <file>   operator config (YAML); every field has a default, so it is optional
+  -h, --help        print this help and exit
+  --version         print the version and exit
+
+${ENV}
+`,
+  options: { config: { type: "string" } },
+};
+
+export const AGENT: Command = {
+  name: "agent",
+  usage: `usage: tailnet-operator agent [--config <file>]
+
+Runs the data-plane agent of a TailnetEgress or TailnetIngress (the operator renders its config
+into a ConfigMap): the forwarders, and /metrics, /status and /healthz on 9080.
+
+options:
+  --config <file>   agent config (JSON, default /etc/tailnet-agent/config.json)
+  -h, --help        print this help and exit
+  --version         print the version and exit
+
+environment:
+  LOG_LEVEL         info (default), debug, warn, error
+`,
+  options: { config: { type: "string" } },
+};
 
 const USAGE = `usage: tailnet-operator <command> [options]
 
 commands:
   serve  [--config <file>]     run the Metacontroller hook server (PORT, default 8080)
-  agent  --config <file>       run the data-plane agent (egress/ingress)
-  render -f <file|dir>... [--headscale snapshot.json] [--agents status.json] [--output yaml|json]
-                              [--policy-only] [--now RFC3339]
+  agent  [--config <file>]     run the data-plane agent (egress/ingress)
+  render -f <file|dir>... [--headscale snapshot.json] [--agents status.json]
+         [--summary | --output yaml|json] [--policy-only] [--now RFC3339]
                               print the children, status and policy the operator would produce
   headscale snapshot --url <url> --api-key-file <file> [--ca-file <file>]
                               read-only snapshot of a live Headscale for render --headscale
+
+Run \`tailnet-operator <command> --help\` for a command's options; --version prints the version.
 `;
 
-function flag(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  if (i >= 0) return args[i + 1];
-  const eq = args.find((a) => a.startsWith(`${name}=`));
-  return eq?.slice(name.length + 1);
-}
-
 async function serve(args: string[]): Promise<void> {
-  const config = loadConfig(flag(args, "--config"));
+  const parsed = parseCommand(SERVE, args);
+  if (parsed.kind === "help") return void process.stdout.write(SERVE.usage);
+  if (parsed.kind === "version") return void process.stdout.write(`${packageVersion()}\n`);
+  const config = loadConfig(parsed.values.config as string | undefined);
+  const { buildServer } = await import("./server/app.js");
   const app = buildServer(config);
   let stopping = false;
   const stop = async (signal: string) => {
@@ -39,16 +82,22 @@ async function serve(args: string[]): Promise<void> {
   await app.listen({ port: config.port, host: "::" });
 }
 
+async function agent(args: string[]): Promise<void> {
+  const parsed = parseCommand(AGENT, args);
+  if (parsed.kind === "help") return void process.stdout.write(AGENT.usage);
+  if (parsed.kind === "version") return void process.stdout.write(`${packageVersion()}\n`);
+  const { runAgent } = await import("./agent/main.js");
+  return await runAgent(args);
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
   try {
     switch (command) {
       case "serve":
         return await serve(args);
-      case "agent": {
-        const { runAgent } = await import("./agent/main.js");
-        return await runAgent(args);
-      }
+      case "agent":
+        return await agent(args);
       case "render": {
         const { runRender } = await import("./render/main.js");
         process.exitCode = await runRender(args);
@@ -59,6 +108,10 @@ export async function main(argv: string[]): Promise<void> {
         process.exitCode = await runHeadscale(args);
         return;
       }
+      case "--version":
+      case "version":
+        process.stdout.write(`${packageVersion()}\n`);
+        return;
       case undefined:
       case "help":
       case "--help":
@@ -70,9 +123,20 @@ export async function main(argv: string[]): Promise<void> {
         process.exitCode = 2;
     }
   } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`${e.message}\n${usageHint(e.command)}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    if (e instanceof InputError) {
+      process.stderr.write(`${e.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
     if (e instanceof ConfigError) {
       process.stderr.write(`${e.message}\n`);
-      process.exit(1);
+      process.exitCode = 1; // nothing was started, so the process ends here
+      return;
     }
     throw e;
   }

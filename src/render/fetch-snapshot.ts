@@ -4,6 +4,7 @@
  * non-mutating policy/check probe are sent.
  */
 import { readFileSync } from "node:fs";
+import { type Command, InputError, packageVersion, parseCommand, UsageError, usageHint } from "../args.js";
 import { PROBE_POLICY } from "../headscale/capabilities.js";
 import { createHeadscaleClient } from "../headscale/client.js";
 import { HeadscaleError } from "../headscale/errors.js";
@@ -60,28 +61,118 @@ export async function fetchSnapshot(opts: {
   }
 }
 
+export const SNAPSHOT: Command = {
+  name: "headscale snapshot",
+  usage: `usage: tailnet-operator headscale snapshot --url <url> --api-key-file <file> [--ca-file <file>]
+
+Prints (JSON, on stdout) a read-only snapshot of a live Headscale for \`render --headscale\`: nodes,
+users, the policy, API keys and pre-auth keys (their secret parts blanked). Only GET requests and the
+non-mutating POST /api/v1/policy/check probe are sent.
+
+options:
+  --url <url>             Headscale's URL, e.g. https://headscale.example.com
+  --api-key-file <file>   file holding an API key (\`headscale apikeys create --expiration 90d\`)
+  --ca-file <file>        PEM CA bundle for a Headscale behind a private CA
+  -h, --help              print this help and exit
+  --version               print the version and exit
+
+exit status: 0 snapshot printed; 1 Headscale could not be read (the message names the call and the fix);
+             2 bad command line or unreadable file
+`,
+  options: { url: { type: "string" }, "api-key-file": { type: "string" }, "ca-file": { type: "string" } },
+};
+
+const HEADSCALE_USAGE = `usage: tailnet-operator headscale snapshot --url <url> --api-key-file <file> [--ca-file <file>]
+`;
+
+/** What to do about a failed call, in one sentence (the message already names the call). */
+export function snapshotFix(e: HeadscaleError, url: string): string {
+  if (e.kind === "unauthorized" || e.status === 401 || e.status === 403)
+    return "the API key was refused (expired, expired by `headscale apikeys expire`, or made on another server): create one with `headscale apikeys create --expiration 90d` and pass it with --api-key-file";
+  if (e.classification === "databaseDown")
+    return "Headscale answers but its database does not: check the database Headscale uses";
+  if (e.status === 404)
+    return `${url} answered 404: --url must be Headscale's own address (the one clients use as --login-server), not a UI or a path under it`;
+  if (e.kind === "transport") {
+    if (/certificate|self[- ]signed|issuer|CERT|TLS|SSL/i.test(e.detail))
+      return "the TLS certificate is not trusted: pass the CA that signed it with --ca-file <ca.pem>";
+    if (e.classification === "timeout")
+      return `no answer from ${url} in time: check the URL, the port, and that this machine may reach it`;
+    return `cannot connect to ${url}: check the URL and port (Headscale listens on :8080 unless listen_addr says otherwise) and that it runs`;
+  }
+  if (e.kind === "decode") return `${url} answered something that is not Headscale's API: check --url`;
+  return "see Headscale's log for this call";
+}
+
+function readFileArg(path: string, flag: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new InputError(
+      `headscale snapshot: ${flag} ${path}: ${code === "ENOENT" ? "no such file or directory" : (e as Error).message}`,
+    );
+  }
+}
+
 export async function runHeadscale(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
-  const get = (n: string) => {
-    const i = rest.indexOf(n);
-    return i >= 0 ? rest[i + 1] : undefined;
-  };
-  const url = get("--url");
-  const keyFile = get("--api-key-file");
-  if (sub !== "snapshot" || !url || !keyFile) {
-    process.stderr.write(
-      "usage: tailnet-operator headscale snapshot --url <url> --api-key-file <file> [--ca-file <file>]\n",
-    );
+  if (sub === "--help" || sub === "-h" || sub === undefined) {
+    (sub === undefined ? process.stderr : process.stdout).write(`${HEADSCALE_USAGE}\n${SNAPSHOT.usage}`);
+    return sub === undefined ? 2 : 0;
+  }
+  if (sub === "--version") {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  if (sub !== "snapshot") {
+    process.stderr.write(`headscale: unknown subcommand "${sub}"\n${HEADSCALE_USAGE}`);
     return 2;
   }
-  const apiKey = readFileSync(keyFile, "utf8").trim();
-  const caFile = get("--ca-file");
   try {
-    const snap = await fetchSnapshot({ url, apiKey, ca: caFile ? readFileSync(caFile, "utf8") : undefined });
-    process.stdout.write(`${JSON.stringify(snap, null, 2)}\n`);
-    return 0;
+    const parsed = parseCommand(SNAPSHOT, rest);
+    if (parsed.kind !== "run") {
+      process.stdout.write(parsed.kind === "help" ? SNAPSHOT.usage : `${packageVersion()}\n`);
+      return 0;
+    }
+    const url = parsed.values.url as string | undefined;
+    const keyFile = parsed.values["api-key-file"] as string | undefined;
+    if (!url || !keyFile)
+      throw new UsageError("headscale snapshot: --url and --api-key-file are required", "headscale snapshot");
+    try {
+      new URL(url);
+    } catch {
+      throw new UsageError(
+        `headscale snapshot: --url ${url}: not a URL (e.g. https://headscale.example.com)`,
+        "headscale snapshot",
+      );
+    }
+    const apiKey = readFileArg(keyFile, "--api-key-file").trim();
+    if (!apiKey) throw new InputError(`headscale snapshot: --api-key-file ${keyFile}: the file is empty`);
+    const caFile = parsed.values["ca-file"] as string | undefined;
+    const ca = caFile ? readFileArg(caFile, "--ca-file") : undefined;
+    try {
+      const snap = await fetchSnapshot({ url, apiKey, ca });
+      process.stdout.write(`${JSON.stringify(snap, null, 2)}\n`);
+      return 0;
+    } catch (e) {
+      if (e instanceof HeadscaleError) {
+        process.stderr.write(`${e.message}\n  fix: ${snapshotFix(e, url)}\n`);
+        return 1;
+      }
+      // Never print the error object: it may carry request options. Its message names no secret.
+      process.stderr.write(`headscale snapshot: ${(e as Error).message.split("\n")[0]}\n`);
+      return 1;
+    }
   } catch (e) {
-    process.stderr.write(`${e instanceof HeadscaleError ? e.message : "snapshot failed"}\n`);
-    return 1;
+    if (e instanceof UsageError) {
+      process.stderr.write(`${e.message}\n${usageHint("headscale snapshot")}\n`);
+      return 2;
+    }
+    if (e instanceof InputError) {
+      process.stderr.write(`${e.message}\n`);
+      return 2;
+    }
+    throw e;
   }
 }

@@ -1,10 +1,17 @@
-/** Reads CR manifests for `render`: files or directories (*.yaml, *.yml, *.json), multi-document YAML. */
+/**
+ * Reads CR manifests for `render`: files or directories (*.yaml, *.yml, *.json), multi-document YAML.
+ * Every problem is collected (unreadable paths, YAML errors, documents that are not objects), so one
+ * run names them all; src/render/validate.ts then checks the objects themselves.
+ */
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
+import { InputError } from "../args.js";
 import type { K8sObject } from "../k8s/objects.js";
+import type { Problem } from "./validate.js";
 
-export class RenderInputError extends Error {}
+/** Unreadable input: render prints it and exits 2. */
+export class RenderInputError extends InputError {}
 
 export interface InputDoc {
   file: string;
@@ -12,52 +19,59 @@ export interface InputDoc {
   object: K8sObject;
 }
 
-function files(path: string): string[] {
+function files(path: string, problems: Problem[]): string[] {
   let st: ReturnType<typeof statSync>;
   try {
     st = statSync(path);
   } catch {
-    throw new RenderInputError(`${path}: no such file or directory`);
+    problems.push({ file: path, message: "no such file or directory" });
+    return [];
   }
   if (!st.isDirectory()) return [path];
   return readdirSync(path)
     .sort()
     .flatMap((name) => {
       const p = join(path, name);
-      if (statSync(p).isDirectory()) return files(p);
+      if (statSync(p).isDirectory()) return files(p, problems);
       return /\.(ya?ml|json)$/.test(name) && !/^(snapshot|agents|expected)[.-]/.test(name) ? [p] : [];
     });
 }
 
-export function readManifests(paths: readonly string[]): InputDoc[] {
-  const out: InputDoc[] = [];
-  for (const file of paths.flatMap(files)) {
+export function readManifests(paths: readonly string[]): { docs: InputDoc[]; problems: Problem[] } {
+  const docs: InputDoc[] = [];
+  const problems: Problem[] = [];
+  // A file reached twice (a directory and a file inside it) is read once, not reported as a duplicate.
+  const seen = new Set<string>();
+  for (const file of paths.flatMap((p) => files(p, problems))) {
+    if (seen.has(resolve(file))) continue;
+    seen.add(resolve(file));
     let text: string;
     try {
       text = readFileSync(file, "utf8");
     } catch (e) {
-      throw new RenderInputError(`${file}: cannot read (${(e as Error).message})`);
+      problems.push({ file, message: `cannot read (${(e as Error).message})` });
+      continue;
     }
-    const docs = parseAllDocuments(text);
-    docs.forEach((doc, index) => {
+    parseAllDocuments(text).forEach((doc, index) => {
       if (doc.errors.length) {
-        throw new RenderInputError(`${file}: document ${index}: ${doc.errors[0].message.split("\n")[0]}`);
+        problems.push({ file, index, message: doc.errors[0].message.split("\n")[0] });
+        return;
       }
       const value = doc.toJSON() as unknown;
       if (value === null || value === undefined) return;
       const o = value as Partial<K8sObject>;
       if (
         typeof o !== "object" ||
+        Array.isArray(o) ||
         typeof o.apiVersion !== "string" ||
         typeof o.kind !== "string" ||
         typeof o.metadata?.name !== "string"
       ) {
-        throw new RenderInputError(
-          `${file}: document ${index}: not a Kubernetes object (needs apiVersion, kind, metadata.name)`,
-        );
+        problems.push({ file, index, message: "not a Kubernetes object (needs apiVersion, kind, metadata.name)" });
+        return;
       }
-      out.push({ file, index, object: o as K8sObject });
+      docs.push({ file, index, object: o as K8sObject });
     });
   }
-  return out;
+  return { docs, problems };
 }

@@ -1,14 +1,16 @@
 /**
  * `tailnet-operator render -f <file|dir>... [--headscale snapshot.json] [--agents status.json]
- * [--output yaml|json] [--policy-only] [--now RFC3339]`: plays customize → sync → finalize through
+ * [--summary | --output yaml|json] [--policy-only] [--now RFC3339]`: checks every object as
+ * `kubectl apply --validate=strict` would (./validate.ts), then plays customize → sync → finalize through
  * the real hook server and the same Metacontroller loop the tests use, against a Headscale snapshot
  * held in memory, and prints per object the children it would return, its status, and for each
  * Tailnet the rendered policy with a diff against the live one. Nothing is written anywhere.
- * Exit 0: every object would be Ready; 1: some would not; 2: unreadable input.
+ * Exit 0: every object would be Ready; 1: some would not; 2: unusable input (all problems listed).
  */
 import { readFileSync } from "node:fs";
-import { stringify } from "yaml";
+import { Document, isPair, isScalar, stringify, visit } from "yaml";
 import { API_VERSION, KINDS } from "../api/schemas.js";
+import { type Command, InputError, packageVersion, parseCommand, UsageError, usageHint } from "../args.js";
 import { configFrom } from "../config.js";
 import { HeadscaleViews } from "../headscale/view.js";
 import type { K8sObject } from "../k8s/objects.js";
@@ -21,6 +23,7 @@ import { unifiedDiff } from "./diff.js";
 import { RenderInputError, readManifests } from "./input.js";
 import { MetacontrollerLoop, type Obj } from "./loop.js";
 import { EMPTY_SNAPSHOT, type HeadscaleSnapshot, SnapshotHeadscale, snapshotFrom } from "./snapshot.js";
+import { formatProblem, validateDocs } from "./validate.js";
 
 export interface RenderedObject {
   kind: string;
@@ -183,23 +186,15 @@ export async function render(input: RenderInput): Promise<RenderResult> {
   }
 }
 
-function flagValues(args: string[], ...names: string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    for (const n of names) {
-      if (args[i] === n && args[i + 1] !== undefined) out.push(args[++i]);
-      else if (args[i].startsWith(`${n}=`)) out.push(args[i].slice(n.length + 1));
-    }
-  }
-  return out;
-}
-
 function readJson(path: string, what: string): unknown {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
   } catch (e) {
-    throw new RenderInputError(`${path}: cannot read ${what} (${(e as Error).message})`);
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new RenderInputError(
+      `${path}: cannot read ${what} (${code === "ENOENT" ? "no such file or directory" : (e as Error).message})`,
+    );
   }
   try {
     return JSON.parse(text);
@@ -208,22 +203,123 @@ function readJson(path: string, what: string): unknown {
   }
 }
 
+export const RENDER: Command = {
+  name: "render",
+  usage: `usage: tailnet-operator render -f <file|dir>... [options]
+
+Plays the operator's hooks as Metacontroller would, in process, against a Headscale snapshot held in
+memory, and prints per object its status and children, and per Tailnet the rendered policy with a
+diff against the live one. Nothing is written anywhere. Before rendering, every object is checked as
+\`kubectl apply --validate=strict\` would: unknown kinds, apiVersions and fields, schema violations and
+objects defined twice are all reported at once, each as <file>: document <n>: <field>: <problem>.
+
+options:
+  -f, --filename <file|dir>   manifests to read (*.yaml, *.yml, *.json; repeatable; directories recursively,
+                              skipping snapshot*, agents* and expected* files)
+  --headscale <file>          Headscale snapshot (\`tailnet-operator headscale snapshot\`); default: an empty server
+  --agents <file>             agent /status per "<namespace>/<name>" (JSON); default: agents not scraped
+  --summary                   one compact entry per object: Ready, conditions as Type=Status/Reason, children
+  -o, --output yaml|json      full output format (default yaml)
+  --policy-only               only the rendered policy of each Tailnet, with its diff
+  --now <RFC3339>             the clock the hooks see (default: now), for stable output
+  -h, --help                  print this help and exit
+  --version                   print the version and exit
+
+exit status: 0 every object would be Ready; 1 some would not (the conditions say why);
+             2 unusable input (the problems are printed on stderr, nothing on stdout)
+`,
+  options: {
+    filename: { type: "string", short: "f", multiple: true },
+    headscale: { type: "string" },
+    agents: { type: "string" },
+    summary: { type: "boolean" },
+    output: { type: "string", short: "o" },
+    "policy-only": { type: "boolean" },
+    now: { type: "string" },
+  },
+};
+
+type Condition = { type: string; status: string; reason?: string; message?: string };
+
+/** The compact form: what a reviewer reads in a CI log. */
+export function summarize(result: RenderResult): Document {
+  const objects = result.objects.map((o) => {
+    const conditions = ((o.status.conditions ?? []) as Condition[]).map(
+      (c) => `${c.type}=${c.status}/${c.reason ?? ""}`,
+    );
+    const blocking = ((o.status.conditions ?? []) as Condition[]).find((c) =>
+      o.kind === "Tailnet" ? c.status !== "True" && c.type !== "SplitDNS" : c.type === "Ready" && c.status !== "True",
+    );
+    const status = o.status as { tag?: string; dnsName?: string };
+    const policy = o.policy
+      ? {
+          hash: o.policy.hash,
+          diff: o.policy.diff
+            ? `+${o.policy.diff.split("\n").filter((l) => /^\+(?!\+\+ )/.test(l)).length} -${o.policy.diff.split("\n").filter((l) => /^-(?!-- )/.test(l)).length} lines against the live policy`
+            : "none (the live policy is the rendered one)",
+        }
+      : undefined;
+    return {
+      kind: o.kind,
+      ...(o.namespace ? { namespace: o.namespace } : {}),
+      name: o.name,
+      ready: o.ready,
+      ...(!o.ready && blocking
+        ? { why: `${blocking.type}=${blocking.status}/${blocking.reason}: ${blocking.message ?? ""}` }
+        : {}),
+      ...(status.tag ? { tag: status.tag } : {}),
+      ...(status.dnsName ? { dnsName: status.dnsName } : {}),
+      conditions,
+      ...(policy ? { policy } : {}),
+      children: o.children.map((c) => `${c.kind} ${c.metadata.name}`).sort(),
+      ...(o.events?.length ? { events: o.events } : {}),
+    };
+  });
+  const doc = new Document({ objects, headscaleWrites: result.headscaleWrites, errors: result.errors });
+  // Lists of short strings print on one line each, as the README shows them.
+  visit(doc, {
+    Seq(_, node, path) {
+      const parent = path[path.length - 1];
+      const key = parent && isPair(parent) && isScalar(parent.key) ? parent.key.value : undefined;
+      if (key === "conditions" || key === "children") node.flow = true;
+    },
+  });
+  return doc;
+}
+
 export async function runRender(
   args: string[],
   out: (s: string) => void = (s) => process.stdout.write(s),
 ): Promise<number> {
-  const files = flagValues(args, "-f", "--filename");
-  const output = flagValues(args, "--output", "-o")[0] ?? "yaml";
-  const policyOnly = args.includes("--policy-only");
-  const nowText = flagValues(args, "--now")[0];
   try {
-    if (!files.length) throw new RenderInputError("render: give at least one -f <file|dir>");
-    if (output !== "yaml" && output !== "json")
-      throw new RenderInputError(`--output: must be yaml or json, got ${output}`);
+    const parsed = parseCommand(RENDER, args);
+    if (parsed.kind === "help") {
+      out(RENDER.usage);
+      return 0;
+    }
+    if (parsed.kind === "version") {
+      out(`${packageVersion()}\n`);
+      return 0;
+    }
+    const v = parsed.values;
+    const files = (v.filename as string[] | undefined) ?? [];
+    const output = (v.output as string | undefined) ?? (v.summary ? "summary" : "yaml");
+    const nowText = v.now as string | undefined;
+    if (!files.length) throw new UsageError("render: give at least one -f <file|dir>", "render");
+    if (!["yaml", "json", "summary"].includes(output))
+      throw new UsageError(`render: --output must be yaml, json or summary, got ${output}`, "render");
+    if (v.summary && v.output) throw new UsageError("render: --summary and --output exclude each other", "render");
     const now = nowText ? new Date(nowText) : new Date();
-    if (Number.isNaN(now.getTime())) throw new RenderInputError(`--now: not an RFC 3339 time: ${nowText}`);
-    const docs = readManifests(files);
-    const snapPath = flagValues(args, "--headscale")[0];
+    if (Number.isNaN(now.getTime())) throw new UsageError(`render: --now: not an RFC 3339 time: ${nowText}`, "render");
+    const { docs, problems } = readManifests(files);
+    problems.push(...validateDocs(docs));
+    if (problems.length) {
+      const n = new Set(problems.map((p) => p.file)).size;
+      throw new RenderInputError(
+        `${problems.map(formatProblem).join("\n")}\nrender: ${problems.length} problem${problems.length > 1 ? "s" : ""} in ${n} file${n > 1 ? "s" : ""}; nothing rendered`,
+      );
+    }
+    const snapPath = v.headscale as string | undefined;
     let snapshot: HeadscaleSnapshot | undefined;
     if (snapPath) {
       try {
@@ -232,19 +328,24 @@ export async function runRender(
         throw e instanceof RenderInputError ? e : new RenderInputError(`${snapPath}: ${(e as Error).message}`);
       }
     }
-    const agentsPath = flagValues(args, "--agents")[0];
+    const agentsPath = v.agents as string | undefined;
     const agents = agentsPath ? (readJson(agentsPath, "agent statuses") as Record<string, AgentStatus>) : undefined;
     if (!docs.some((d) => d.object.apiVersion === API_VERSION)) {
       throw new RenderInputError(`render: no ${API_VERSION} objects in ${files.join(", ")}`);
     }
     const result = await render({ objects: docs.map((d) => d.object), snapshot, agents, now });
-    const payload = policyOnly
-      ? result.objects.filter((o) => o.policy).map((o) => ({ tailnet: o.name, ...o.policy }))
-      : result;
-    out(output === "json" ? `${JSON.stringify(payload, null, 2)}\n` : stringify(payload, { lineWidth: 0 }));
+    if (v["policy-only"]) {
+      const payload = result.objects.filter((o) => o.policy).map((o) => ({ tailnet: o.name, ...o.policy }));
+      out(output === "json" ? `${JSON.stringify(payload, null, 2)}\n` : stringify(payload, { lineWidth: 0 }));
+    } else if (output === "summary") out(summarize(result).toString({ lineWidth: 0 }));
+    else out(output === "json" ? `${JSON.stringify(result, null, 2)}\n` : stringify(result, { lineWidth: 0 }));
     return result.errors.length === 0 && result.objects.every((o) => o.ready) ? 0 : 1;
   } catch (e) {
-    if (e instanceof RenderInputError) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`${e.message}\n${usageHint("render")}\n`);
+      return 2;
+    }
+    if (e instanceof InputError) {
       process.stderr.write(`${e.message}\n`);
       return 2;
     }

@@ -73,6 +73,167 @@ describe("render: bad input exits 2 naming the file and document", () => {
   });
 });
 
+const EGRESS = `apiVersion: tailnet.internal/v1alpha1
+kind: TailnetEgress
+metadata: { name: db, namespace: shop }
+spec:
+  tailnetRef: { name: home }
+  targets:
+    - name: postgres
+      host: db-1
+      ports: [{ port: 5432 }]
+`;
+
+describe("render is a CI gate: what kubectl apply --validate=strict refuses exits 2", () => {
+  // Each row: the files, then the exact stderr lines (file paths relative to the temp dir).
+  const cases: [string, Record<string, string>, string[]][] = [
+    [
+      "a file whose only object has an unknown kind",
+      { "a.yaml": EGRESS.replace("kind: TailnetEgress", "kind: TailnetEgres") },
+      [
+        "a.yaml: document 0: kind TailnetEgres: unknown kind in tailnet.internal (did you mean TailnetEgress?); this operator serves Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway",
+      ],
+    ],
+    [
+      "an unknown apiVersion of a known kind",
+      { "a.yaml": `${TAILNET}---\n${EGRESS.replace("v1alpha1", "v1beta1")}` },
+      [
+        "a.yaml: document 1: apiVersion tailnet.internal/v1beta1: unknown version of TailnetEgress; this operator serves tailnet.internal/v1alpha1",
+      ],
+    ],
+    [
+      "the same object in two files",
+      { "a.yaml": `${TAILNET}---\n${EGRESS}`, "b.yaml": EGRESS },
+      [
+        "b.yaml: document 0: TailnetEgress shop/db: also defined in <dir>/a.yaml document 1 (kubectl would apply one over the other)",
+      ],
+    ],
+    [
+      "unknown fields, at every depth, including metadata",
+      {
+        "a.yaml": `${TAILNET}---\n${EGRESS.replace("  tailnetRef:", "  replica: 2\n  tailnetRef:").replace("{ port: 5432 }", "{ port: 5432, protocl: TCP }").replace("namespace: shop }", "namespace: shop, lables: { a: b } }")}`,
+      },
+      [
+        "a.yaml: document 1: TailnetEgress shop/db: metadata.lables: unknown field",
+        "a.yaml: document 1: TailnetEgress shop/db: spec.replica: unknown field",
+        "a.yaml: document 1: TailnetEgress shop/db: spec.targets[0].ports[0].protocl: unknown field",
+      ],
+    ],
+    [
+      "values the CRD schema refuses",
+      {
+        "a.yaml": `${TAILNET}---\n${EGRESS.replace("port: 5432", "port: postgres").replace("name: postgres", "name: Postgres")}`,
+      },
+      [
+        'a.yaml: document 1: TailnetEgress shop/db: spec.targets[0].name: must match pattern "^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"',
+        "a.yaml: document 1: TailnetEgress shop/db: spec.targets[0].ports[0].port: must be integer",
+      ],
+    ],
+    [
+      "a required field missing and a top-level typo",
+      { "a.yaml": `${TAILNET.replace("spec:", "specs:")}` },
+      ["a.yaml: document 0: Tailnet home: spec: required", "a.yaml: document 0: Tailnet home: specs: unknown field"],
+    ],
+    [
+      "a kind render cannot check, and a built-in kind under the wrong apiVersion",
+      {
+        "a.yaml": `${TAILNET}---\napiVersion: example.io/v1\nkind: Widget\nmetadata: { name: w }\n---\napiVersion: v1\nkind: Deployment\nmetadata: { name: d }\n`,
+      },
+      [
+        "a.yaml: document 1: kind Widget: unknown kind (example.io/v1); render reads Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway and built-in Kubernetes kinds — point -f at the files holding your tailnet objects",
+        "a.yaml: document 2: apiVersion v1: Deployment is served as apps/v1",
+      ],
+    ],
+    [
+      "an unknown field on a Secret render reads",
+      {
+        "a.yaml": `${TAILNET}---\napiVersion: v1\nkind: Secret\nmetadata: { name: headscale-api-key, namespace: tailnet-system }\nstringdata: { apiKey: x }\n`,
+      },
+      ["a.yaml: document 1: Secret tailnet-system/headscale-api-key: stringdata: unknown field"],
+    ],
+  ];
+  for (const [name, files, lines] of cases) {
+    it(name, async () => {
+      const d = dir(files);
+      const r = await run(["-f", d]);
+      assert.equal(r.code, 2, r.out);
+      assert.equal(r.out, "");
+      const n = Object.keys(files).filter((f) => lines.some((l) => l.startsWith(`${f}:`))).length;
+      const want = [
+        ...lines.map((l) => `${d}/${l.replace("<dir>", d)}`),
+        `render: ${lines.length} problem${lines.length > 1 ? "s" : ""} in ${n} file${n > 1 ? "s" : ""}; nothing rendered`,
+      ];
+      assert.deepEqual(r.err.trimEnd().split("\n"), want);
+    });
+  }
+
+  it("every problem of every file at once, YAML errors included", async () => {
+    const d = dir({
+      "a.yaml": `${TAILNET}---\nfoo: [unclosed\n`,
+      "b.yaml": EGRESS.replace("  tailnetRef:", "  replica: 2\n  tailnetRef:"),
+      "c.yaml": "just: a map\n",
+    });
+    const r = await run(["-f", d]);
+    assert.equal(r.code, 2);
+    const lines = r.err.trimEnd().split("\n");
+    assert.equal(lines.length, 4, r.err);
+    assert.match(lines[0], /\/a\.yaml: document 1: /);
+    assert.equal(lines[1], `${d}/c.yaml: document 0: not a Kubernetes object (needs apiVersion, kind, metadata.name)`);
+    assert.equal(lines[2], `${d}/b.yaml: document 0: TailnetEgress shop/db: spec.replica: unknown field`);
+    assert.equal(lines[3], "render: 3 problems in 3 files; nothing rendered");
+  });
+
+  it("a file named twice (itself and through its directory) is read once, not a duplicate", async () => {
+    const d = dir({ "a.yaml": `${TAILNET}---\n${EGRESS}` });
+    const r = await run(["-f", d, "-f", join(d, "a.yaml"), "--summary"]);
+    assert.notEqual(r.code, 2, r.err);
+  });
+
+  it("the example manifests pass the gate", async () => {
+    for (const kind of ["egress", "gateway", "ingress", "site", "tailnet"]) {
+      const r = await run(["-f", new URL(`../../examples/${kind}`, import.meta.url).pathname, "--summary"]);
+      assert.notEqual(r.code, 2, `${kind}: ${r.err}`);
+    }
+  });
+});
+
+describe("render --summary", () => {
+  it("one compact entry per object; a blocked object says why", async () => {
+    const d = dir({ "t.yaml": `${TAILNET}---\n${EGRESS}` });
+    const r = await run(["-f", d, "--summary", "--now", "2026-11-29T10:00:00Z"]);
+    assert.equal(r.code, 1);
+    const lines = r.out.split("\n");
+    assert.equal(lines[0], "objects:");
+    assert.ok(lines.includes("  - kind: TailnetEgress"), r.out);
+    assert.ok(lines.includes("    namespace: shop"));
+    assert.ok(lines.includes("    ready: false"));
+    assert.ok(
+      lines.includes(
+        '    why: "Ready=False/TagUnknown: no policy is stored in Headscale yet, so tag:k8s-shop-db is not in tagOwners"',
+      ),
+      r.out,
+    );
+    assert.ok(
+      lines.some((l) => /^ {4}conditions: \[ TagKnown=\w+\/\w+, /.test(l)),
+      r.out,
+    );
+    assert.ok(
+      lines.some((l) => /^ {4}children: \[ .*Deployment db-agent/.test(l)),
+      r.out,
+    );
+    assert.ok(lines.includes("headscaleWrites: []") || lines.includes("headscaleWrites:"));
+  });
+  it("--summary and --output exclude each other; -o summary is --summary", async () => {
+    const d = dir({ "t.yaml": TAILNET });
+    const bad = await run(["-f", d, "--summary", "-o", "json"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /^render: --summary and --output exclude each other\n/);
+    const a = await run(["-f", d, "--summary", "--now", "2026-11-29T10:00:00Z"]);
+    const b = await run(["-f", d, "-o", "summary", "--now", "2026-11-29T10:00:00Z"]);
+    assert.equal(a.out, b.out);
+  });
+});
+
 describe("render output", () => {
   it("prints every object with status and children as JSON, deterministically for a fixed --now", async () => {
     const d = dir({ "t.yaml": TAILNET });
