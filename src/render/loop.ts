@@ -2,10 +2,12 @@
  * The Metacontroller v2 loop, in process (see the hook contract in docs/architecture.md): used by
  * `render` to play customize → sync → finalize exactly as Metacontroller would, and by the tests'
  * FakeMetacontroller, which adds the contract checks. It keeps
- * an object store; per parent it calls customize (cached per uid+generation), selects related
- * objects with v2 semantics, calls sync with v2-keyed maps, applies the children (owned ones
- * left out are deleted; OnDelete children are never updated), replaces status wholesale with
- * observedGeneration = metadata.generation, and runs finalize on deletion. It reads
+ * an object store; per parent it calls customize (cached per uid+generation, decoded strictly),
+ * selects related objects with v2 semantics (one group per rule, even empty), calls sync with
+ * v2-keyed maps, applies the children (owned ones left out are deleted; OnDelete children are
+ * never updated), replaces status wholesale with observedGeneration = metadata.generation, and
+ * runs finalize on deletion (a finalized: true answer removes the parent; its children are not
+ * applied, the garbage collector removes the owned ones). It reads
  * compositecontrollers/*.yaml, so the loop and the real manifests cannot disagree.
  */
 import type { FastifyInstance } from "fastify";
@@ -22,6 +24,32 @@ export const v2Key = (o: K8sObject) =>
 const objKey = (o: { apiVersion: string; kind: string; metadata: { namespace?: string; name: string } }) =>
   `${o.apiVersion}|${o.kind}|${o.metadata.namespace ?? ""}|${o.metadata.name}`;
 const clone = <T>(v: T): T => structuredClone(v);
+
+const RULE_KEYS = ["apiVersion", "resource", "labelSelector", "namespaceSelector", "namespace", "names"];
+const SELECTOR_KEYS = ["matchLabels", "matchExpressions"];
+
+/**
+ * The customize answer as Metacontroller's strict v2 decoder reads it: only relatedResources at the
+ * top, only RelatedResourceRule fields in a rule, only LabelSelector fields in its selectors.
+ */
+function strictCustomizeResponse(json: unknown): RelatedRule[] {
+  const body = (json ?? {}) as Record<string, unknown>;
+  for (const k of Object.keys(body)) {
+    if (k !== "relatedResources") throw new Error(`strict v2 decode of the customize answer fails on key ${k}`);
+  }
+  const rules = (body.relatedResources ?? []) as RelatedRule[];
+  for (const rule of rules) {
+    for (const k of Object.keys(rule)) {
+      if (!RULE_KEYS.includes(k)) throw new Error(`strict v2 decode of a related rule fails on key ${k}`);
+    }
+    for (const sel of [rule.labelSelector, rule.namespaceSelector]) {
+      for (const k of Object.keys(sel ?? {})) {
+        if (!SELECTOR_KEYS.includes(k)) throw new Error(`strict v2 decode of a label selector fails on key ${k}`);
+      }
+    }
+  }
+  return rules;
+}
 
 export interface HookCall {
   hook: string;
@@ -160,7 +188,7 @@ export class MetacontrollerLoop {
     if (!rules) {
       const r = await this.call(info.hookKind, "customize", parent, { controller: cc, parent });
       if (r.code !== 200) return false;
-      rules = (r.json as { relatedResources: RelatedRule[] }).relatedResources;
+      rules = strictCustomizeResponse(r.json);
       this.customizeCache.set(cacheKey, rules);
     }
     const related = [...this.objects.values()].filter((o) => rules.some((rule) => this.matches(o, rule)));
@@ -176,7 +204,12 @@ export class MetacontrollerLoop {
         owned,
         childTypes.map((c) => c.type),
       ),
-      related: this.maps(related),
+      // One group per related rule, even an empty one, keyed like children (Metacontroller's
+      // customize manager initialises a group per rule before it fills them).
+      related: this.maps(
+        related,
+        rules.map((rule) => typeKey(rule.apiVersion, kindOfResource(rule.resource))),
+      ),
       finalizing,
     };
     const r = await this.call(info.hookKind, hook, parent, body);
@@ -190,6 +223,16 @@ export class MetacontrollerLoop {
     for (const k of Object.keys(resp)) {
       if (!["status", "children", "resyncAfterSeconds", "finalized"].includes(k))
         throw new Error(`strict v2 decode fails on key ${k}`);
+    }
+    if (finalizing && resp.finalized) {
+      // finalized: true → Metacontroller removes its finalizer and then skips child management for
+      // this answer (pkg/controller/composite/controller.go syncParentObject: ManageChildren runs only
+      // while ShouldFinalize, i.e. our finalizer is still on the parent). The parent, deleting and
+      // without finalizers, is gone; the garbage collector removes its children; the status write
+      // finds no object (NotFound is swallowed). Children in this answer are never applied.
+      const live = this.get(parent.apiVersion, parent.kind, parent.metadata.name, parent.metadata.namespace);
+      if (live) this.removeWithDependents(live);
+      return !!live;
     }
     const desired = resp.children ?? [];
     for (const c of desired) {
@@ -216,10 +259,6 @@ export class MetacontrollerLoop {
     this.opts.checkStatus?.(info.kind, status);
     if (JSON.stringify(live.status) !== JSON.stringify(status)) {
       live.status = status;
-      changed = true;
-    }
-    if (finalizing && resp.finalized) {
-      this.removeWithDependents(live);
       changed = true;
     }
     return changed;

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { MetacontrollerLoop, type Obj } from "../../src/render/loop.js";
 import { parentObject } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";
 import { FakeMetacontroller } from "./metacontroller.js";
@@ -51,5 +52,98 @@ describe("the Metacontroller emulator against the real server", () => {
       ),
     );
     await assert.rejects(mc.settle(), /fields the CRD prunes/);
+  });
+
+  it("sends one group per related rule of the customize answer, empty when nothing matches", async (t) => {
+    const { app } = await build(t);
+    const mc = new FakeMetacontroller({ app });
+    mc.apply(
+      parentObject(
+        "TailnetEgress",
+        "db",
+        { tailnetRef: { name: "home" }, targets: [{ name: "pg", host: "db-1", ports: [{ port: 5432 }] }] },
+        { namespace: "shop" },
+      ),
+    );
+    await mc.settle();
+    const sync = mc.calls.find((c) => c.hook === "sync");
+    assert.ok(sync);
+    const related = (sync.body as { related: Record<string, Record<string, unknown>> }).related;
+    // the egress's rules name tailnets, secrets, pods and services; none of them exists here
+    assert.deepEqual(related, {
+      "Tailnet.tailnet.internal/v1alpha1": {},
+      "Secret.v1": {},
+      "Pod.v1": {},
+      "Service.v1": {},
+    });
+  });
+
+  it("refuses a customize answer the strict v2 decoder would refuse", async (t) => {
+    const { default: Fastify } = await import("fastify");
+    for (const [answer, error] of [
+      [{ relatedResources: [], events: [] }, /strict v2 decode of the customize answer fails on key events/],
+      [{ relatedResources: [{ apiVersion: "v1", resource: "pods", note: 1 }] }, /related rule fails on key note/],
+      [
+        { relatedResources: [{ apiVersion: "v1", resource: "pods", labelSelector: { matchLabel: {} } }] },
+        /label selector fails on key matchLabel/,
+      ],
+    ] as const) {
+      // a server that answers exactly this (ours drops such keys: src/server/hooks.ts)
+      const raw = Fastify();
+      raw.post("/hooks/site/customize", async () => answer);
+      t.after(() => raw.close());
+      const loop = new MetacontrollerLoop({ app: raw });
+      loop.apply(
+        parentObject(
+          "TailnetSite",
+          "lan",
+          { tailnetRef: { name: "home" }, prefixes: ["10.0.0.0/8"], advertiserTags: ["tag:r"] },
+          { namespace: "n" },
+        ),
+      );
+      await assert.rejects(loop.settle(), error);
+    }
+  });
+
+  it("finalized: true removes the parent without applying the children of that answer", async (t) => {
+    const { kindModules } = await import("../../src/kinds/index.js");
+    const base = kindModules.get("egress");
+    assert.ok(base);
+    const kinds = new Map(kindModules);
+    const extra: Obj = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "late" }, data: { a: "b" } };
+    const kept: Obj = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "kept" }, data: { a: "b" } };
+    kinds.set("egress", {
+      ...base,
+      sync: async (req, deps) => {
+        const r = await base.sync(req, deps);
+        return { ...r, children: [...r.children, kept] };
+      },
+      finalize: async (req, deps) => {
+        const r = await base.finalize(req, deps);
+        return { ...r, finalized: true, children: [...r.children, extra] };
+      },
+    });
+    const { app } = await build(t, { server: { kinds } });
+    const applied: string[] = [];
+    const loop = new MetacontrollerLoop({ app, checkChild: (c) => applied.push(`${c.kind}/${c.metadata.name}`) });
+    const parent = loop.apply(
+      parentObject(
+        "TailnetEgress",
+        "db",
+        { tailnetRef: { name: "home" }, targets: [{ name: "pg", host: "db-1", ports: [{ port: 5432 }] }] },
+        { namespace: "shop" },
+      ),
+    );
+    await loop.settle();
+    assert.ok(loop.get("v1", "ConfigMap", "kept", "shop"), "the egress has a child before the delete");
+    applied.length = 0;
+    loop.delete("tailnet.internal/v1alpha1", "TailnetEgress", "db", "shop");
+    await loop.settle();
+    assert.ok(loop.calls.some((c) => c.hook === "finalize"));
+    assert.deepEqual(applied, [], "no child of a finalized: true answer is applied");
+    assert.equal(loop.get("v1", "ConfigMap", "late", "shop"), undefined);
+    assert.equal(loop.get("v1", "ConfigMap", "kept", "shop"), undefined);
+    assert.equal(loop.get("tailnet.internal/v1alpha1", "TailnetEgress", "db", "shop"), undefined);
+    assert.deepEqual(loop.childrenOf(parent), [], "the garbage collector removed the children");
   });
 });
