@@ -88,7 +88,7 @@ const HEADSCALE_USAGE = `usage: tailnet-operator headscale snapshot --url <url> 
 /** What to do about a failed call, in one sentence (the message already names the call). */
 export function snapshotFix(e: HeadscaleError, url: string): string {
   if (e.kind === "unauthorized" || e.status === 401 || e.status === 403)
-    return "the API key was refused (expired, expired by `headscale apikeys expire`, or made on another server): create one with `headscale apikeys create --expiration 90d` and pass it with --api-key-file";
+    return "the API key was refused (expired, revoked with `headscale apikeys expire`, or made for another server): create one with `headscale apikeys create --expiration 90d` and pass it with --api-key-file";
   if (e.classification === "databaseDown")
     return "Headscale answers but its database does not: check the database Headscale uses";
   if (e.status === 404)
@@ -115,24 +115,30 @@ function readFileArg(path: string, flag: string): string {
   }
 }
 
-export async function runHeadscale(args: string[]): Promise<number> {
+export async function runHeadscale(
+  args: string[],
+  io: { out: (s: string) => void; err: (s: string) => void } = {
+    out: (s) => io.out(s),
+    err: (s) => io.err(s),
+  },
+): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === "--help" || sub === "-h" || sub === undefined) {
-    (sub === undefined ? process.stderr : process.stdout).write(`${HEADSCALE_USAGE}\n${SNAPSHOT.usage}`);
+    (sub === undefined ? io.err : io.out)(`${HEADSCALE_USAGE}\n${SNAPSHOT.usage}`);
     return sub === undefined ? 2 : 0;
   }
   if (sub === "--version") {
-    process.stdout.write(`${packageVersion()}\n`);
+    io.out(`${packageVersion()}\n`);
     return 0;
   }
   if (sub !== "snapshot") {
-    process.stderr.write(`headscale: unknown subcommand "${sub}"\n${HEADSCALE_USAGE}`);
+    io.err(`headscale: unknown subcommand "${sub}"\n${HEADSCALE_USAGE}`);
     return 2;
   }
   try {
     const parsed = parseCommand(SNAPSHOT, rest);
     if (parsed.kind !== "run") {
-      process.stdout.write(parsed.kind === "help" ? SNAPSHOT.usage : `${packageVersion()}\n`);
+      io.out(parsed.kind === "help" ? SNAPSHOT.usage : `${packageVersion()}\n`);
       return 0;
     }
     const url = parsed.values.url as string | undefined;
@@ -153,24 +159,24 @@ export async function runHeadscale(args: string[]): Promise<number> {
     const ca = caFile ? readFileArg(caFile, "--ca-file") : undefined;
     try {
       const snap = await fetchSnapshot({ url, apiKey, ca });
-      process.stdout.write(`${JSON.stringify(snap, null, 2)}\n`);
+      io.out(`${JSON.stringify(snap, null, 2)}\n`);
       return 0;
     } catch (e) {
       if (e instanceof HeadscaleError) {
-        process.stderr.write(`${e.message}\n  fix: ${snapshotFix(e, url)}\n`);
+        io.err(`${e.message}\n  fix: ${snapshotFix(e, url)}\n`);
         return 1;
       }
       // Never print the error object: it may carry request options. Its message names no secret.
-      process.stderr.write(`headscale snapshot: ${(e as Error).message.split("\n")[0]}\n`);
+      io.err(`headscale snapshot: ${(e as Error).message.split("\n")[0]}\n`);
       return 1;
     }
   } catch (e) {
     if (e instanceof UsageError) {
-      process.stderr.write(`${e.message}\n${usageHint("headscale snapshot")}\n`);
+      io.err(`${e.message}\n${usageHint("headscale snapshot")}\n`);
       return 2;
     }
     if (e instanceof InputError) {
-      process.stderr.write(`${e.message}\n`);
+      io.err(`${e.message}\n`);
       return 2;
     }
     throw e;

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { unifiedDiff } from "../../src/render/diff.js";
-import { fetchSnapshot } from "../../src/render/fetch-snapshot.js";
+import { fetchSnapshot, runHeadscale } from "../../src/render/fetch-snapshot.js";
 import { runRender } from "../../src/render/main.js";
 import { snapshotFrom } from "../../src/render/snapshot.js";
 import { useFakeHeadscale } from "../fakes/headscale/index.js";
@@ -266,6 +266,48 @@ describe("headscale snapshot", () => {
     assert.equal(again.policyMode, "database");
     assert.match(again.policy?.policy ?? "", /tag:db/);
     assert.ok(!JSON.stringify(snap).includes(hs.apiKey));
+  });
+});
+
+describe("headscale snapshot errors name the call and the fix", () => {
+  async function snapshotCli(args: string[]): Promise<{ code: number; out: string; err: string }> {
+    let out = "";
+    let err = "";
+    const code = await runHeadscale(["snapshot", ...args], {
+      out: (s) => {
+        out += s;
+      },
+      err: (s) => {
+        err += s;
+      },
+    });
+    return { code, out, err };
+  }
+  it("a refused API key: the call, its 401, and how to make a key", async (t) => {
+    const hs = await useFakeHeadscale(t);
+    const d = dir({ key: "not-the-key\n" });
+    const r = await snapshotCli(["--url", hs.url, "--api-key-file", join(d, "key")]);
+    assert.equal(r.code, 1);
+    assert.equal(r.out, "");
+    assert.match(r.err, /^Headscale GET \/api\/v1\/\w+.*: 401/);
+    assert.match(r.err, /\n {2}fix: the API key was refused .* `headscale apikeys create --expiration 90d`/);
+    assert.ok(!r.err.includes("not-the-key"), "the key never reaches the output");
+  });
+  it("nothing listening: the call and what to check", async () => {
+    const d = dir({ key: "k\n" });
+    const r = await snapshotCli(["--url", "http://127.0.0.1:9", "--api-key-file", join(d, "key")]);
+    assert.equal(r.code, 1);
+    assert.match(r.err, /^Headscale GET \/api\/v1\//);
+    assert.match(r.err, /fix: cannot connect to http:\/\/127\.0\.0\.1:9: check the URL and port/);
+  });
+  it("an empty key file and a bad URL are exit 2 before any call", async () => {
+    const d = dir({ key: "\n" });
+    const a = await snapshotCli(["--url", "http://127.0.0.1:9", "--api-key-file", join(d, "key")]);
+    assert.equal(a.code, 2);
+    assert.equal(a.err, `headscale snapshot: --api-key-file ${join(d, "key")}: the file is empty\n`);
+    const b = await snapshotCli(["--url", "headscale", "--api-key-file", join(d, "key")]);
+    assert.equal(b.code, 2);
+    assert.match(b.err, /^headscale snapshot: --url headscale: not a URL/);
   });
 });
 
