@@ -62,14 +62,22 @@ export function clearFailures(view: HeadscaleView, tailnet: string): void {
   for (const k of memo.keys()) if (k.startsWith(`${tailnet}\u0000`)) memo.delete(k);
 }
 
-/** PUT /api/v1/policy; the cached live policy is dropped after a success so the next sync sees ours. */
+/**
+ * PUT /api/v1/policy; the cached live policy is dropped afterwards so the next sync sees what is there. A
+ * failed PUT is followed by one fresh GET: 0.29 may already serve the refused text from memory, or may have
+ * stored it before failing (hscontrol/grpcv1.go SetPolicy), so decide.ts reports what the read-back shows
+ * instead of assuming the previous policy stays. File mode is answered before anything changes: no read.
+ */
 export async function writePolicy(view: HeadscaleView, write: PolicyWrite): Promise<WriteOutcome> {
   try {
     await view.client.policy.put(prettyPolicyText(write.policy));
     view.invalidate("policy");
     return { ok: true };
-  } catch (error) {
-    return { ok: false, error: asHeadscaleError(error, "PUT /api/v1/policy") };
+  } catch (caught) {
+    const error = asHeadscaleError(caught, "PUT /api/v1/policy");
+    view.invalidate("policy");
+    if (error.classification === "policyFileMode") return { ok: false, error };
+    return { ok: false, error, readback: await view.policy() };
   }
 }
 

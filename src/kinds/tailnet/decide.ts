@@ -107,8 +107,11 @@ const liveHashes = new WeakMap<HsPolicy, string>();
 
 /** The live policy's hash: null when the database holds none, undefined when it could not be read. */
 export function liveHash(hs: HeadscaleObservations | null): string | null | undefined {
-  if (!hs?.policy.ok) return undefined;
-  const live = hs.policy.value;
+  return hs?.policy.ok ? policyHash(hs.policy.value) : undefined;
+}
+
+/** The canonical hash of a policy read from Headscale; null when none is stored. */
+function policyHash(live: HsPolicy | null): string | null {
   if (live === null) return null;
   let hash = liveHashes.get(live);
   if (hash === undefined) {
@@ -120,6 +123,9 @@ export function liveHash(hs: HeadscaleObservations | null): string | null | unde
 }
 
 const describeLive = (h: string | null) => (h === null ? "Headscale holds no policy yet" : `the live policy is ${h}`);
+/** What Headscale's database holds: GET /api/v1/policy reads the database, not the policy served from memory. */
+const describeStored = (h: string | null) =>
+  h === null ? "Headscale stores no policy yet" : `Headscale's stored policy is ${h}`;
 
 interface AppliedContext {
   input: DecideInput;
@@ -180,7 +186,7 @@ function policyApplied(ctx: AppliedContext): { condition: ConditionInput; write?
     return applied(
       "False",
       R.PolicyRejected,
-      `not written: the render was refused (PolicyRendered=${rendered.reason}); the previous policy stays live`,
+      `not written: the render was refused (PolicyRendered=${rendered.reason}); nothing was sent to Headscale (${describeStored(live ?? null)})`,
     );
   }
   if (mode.reason === R.File) {
@@ -194,7 +200,7 @@ function policyApplied(ctx: AppliedContext): { condition: ConditionInput; write?
     return applied(
       "False",
       R.PolicyRejected,
-      `Headscale rejects the rendered policy (POST /api/v1/policy/check): ${oneLine(check.error.detail)}; the previous policy stays live`,
+      `Headscale rejects the rendered policy (POST /api/v1/policy/check): ${oneLine(check.error.detail)}; nothing was written (${describeStored(live ?? null)})`,
     );
   }
   if (compatible.status === "False") {
@@ -209,7 +215,7 @@ function policyApplied(ctx: AppliedContext): { condition: ConditionInput; write?
     return applied(
       "False",
       R.PolicyRejected,
-      `write refused: Headscale user names held by more than one user (${dups.map((d) => d.name).join(", ")}) make Headscale reject every policy; the previous policy stays live`,
+      `write refused: Headscale user names held by more than one user (${dups.map((d) => d.name).join(", ")}) make Headscale reject every policy; nothing was written (${describeStored(live ?? null)})`,
     );
   }
   if (pendingFailure && input.now < pendingFailure.retryAt) return { condition: pendingFailure.condition };
@@ -312,22 +318,62 @@ export function decide(input: DecideInput): TailnetDecision {
   };
 }
 
-export type WriteOutcome = { ok: true } | { ok: false; error: HeadscaleError };
+/**
+ * A failed write, and the policy read back right after it (`readback`, from GET /api/v1/policy; null = the
+ * database stores none; absent when not read, e.g. in file mode).
+ */
+export type WriteOutcome = { ok: true } | { ok: false; error: HeadscaleError; readback?: Outcome<HsPolicy | null> };
 
-/** PolicyApplied after a failed write (also what a backing-off retry repeats). */
-export function writeFailureCondition(error: HeadscaleError): ConditionInput {
+/**
+ * How far a failed PUT got in Headscale 0.29's SetPolicy (hscontrol/grpcv1.go), which swaps the live policy
+ * manager *before* the SSH check and the database insert:
+ * - "refused": parsing, validation or `tests` failed ("setting policy: …", or a 0.30 400): nothing changed;
+ * - "swapped": a later step failed (SetPolicy's own plain errors, gRPC code 2: "verifying SSH rules: …" or a
+ *   database error): the rejected policy is live in memory, unstored, until a restart or policy reload;
+ * - "unknown": anything else (transport, a proxy's answer, another gRPC code, an unreadable body).
+ */
+type WriteStage = "refused" | "swapped" | "unknown";
+
+function writeStage(error: HeadscaleError): WriteStage {
+  if (error.kind !== "http") return "unknown";
+  if (/^setting policy:/i.test(error.detail) || error.status === 400) return "refused";
+  return error.grpcCode === 2 ? "swapped" : "unknown";
+}
+
+const FROM_MEMORY =
+  "Headscale already serves it from memory (0.29 swaps the policy in before the SSH check and the database write), while";
+
+/** PolicyApplied after a failed write (also what a backing-off retry repeats), from the error and the read-back. */
+export function writeFailureCondition(
+  error: HeadscaleError,
+  readback?: Outcome<HsPolicy | null>,
+  rendered?: string,
+): ConditionInput {
   if (error.classification === "policyFileMode") {
     return cond(C.PolicyApplied, "False", R.PolicyModeFile, `write skipped: ${oneLine(error.message)}`);
   }
-  if (error.classification === "policyInvalid" || (error.kind === "http" && error.status === 400)) {
-    return cond(
-      C.PolicyApplied,
-      "False",
-      R.PolicyRejected,
-      `Headscale rejected the policy (PUT /api/v1/policy): ${oneLine(error.detail)}; the previous policy stays live`,
-    );
+  const stage = writeStage(error);
+  const rejected = error.classification === "policyInvalid" || stage === "refused";
+  const head = rejected
+    ? `Headscale rejected the policy (PUT /api/v1/policy): ${oneLine(error.detail)}`
+    : `not written: ${oneLine(error.message)}`;
+  const stored = readback?.ok ? policyHash(readback.value) : undefined;
+  let live: string;
+  if (!readback) {
+    live = stage === "refused" ? "nothing was stored and Headscale serves the policy it served before" : "";
+  } else if (!readback.ok) {
+    live = `what Headscale holds now could not be read back: ${oneLine(readback.error.message)}`;
+  } else if (stored !== undefined && stored === rendered) {
+    live = `reading it back shows Headscale stored the rendered policy ${rendered} all the same`;
+  } else if (stage === "refused") {
+    live = `nothing was stored and Headscale serves the policy it served before (${describeStored(stored ?? null)})`;
+  } else if (stage === "swapped") {
+    live = `the rendered policy${rendered ? ` ${rendered}` : ""} was not stored, but ${FROM_MEMORY} ${describeStored(stored ?? null)}; a Headscale restart or policy reload returns to the stored one`;
+  } else {
+    live = `not stored (${describeStored(stored ?? null)}); whether Headscale already serves the rendered policy from memory cannot be told (0.29 swaps the policy in before storing it)`;
   }
-  return cond(C.PolicyApplied, "False", R.ApplyFailed, `not written: ${oneLine(error.message)}`);
+  const message = live ? `${head}; ${live}` : head;
+  return cond(C.PolicyApplied, "False", rejected ? R.PolicyRejected : R.ApplyFailed, message);
 }
 
 /** Folds the outcome of `decision.write` into conditions and status. */
@@ -336,7 +382,9 @@ export function foldWrite(decision: TailnetDecision, outcome: WriteOutcome, now:
   if (!write) return decision;
   const { write: _done, ...rest } = decision;
   const replace = (c: ConditionInput) => rest.conditions.map((x) => (x.type === C.PolicyApplied ? c : x));
-  if (!outcome.ok) return { ...rest, conditions: replace(writeFailureCondition(outcome.error)) };
+  if (!outcome.ok) {
+    return { ...rest, conditions: replace(writeFailureCondition(outcome.error, outcome.readback, write.hash)) };
+  }
   const drift = write.drift
     ? `; it replaced ${write.drift.live === "none" ? "an empty policy" : write.drift.live}, changed outside the operator (last applied ${write.drift.lastApplied})`
     : "";

@@ -51,9 +51,29 @@ const putRejected = hsError({
   operation: "PUT /api/v1/policy",
   status: 500,
   grpcCode: 2,
-  detail: "setting policy: verifying SSH rules: user not found",
+  detail: 'setting policy: parsing policy: src=tag not found: "tag:nope"',
   classification: "policyInvalid",
 });
+/** Refused after 0.29 swapped the policy manager (hscontrol/grpcv1.go SetPolicy: the SSH check comes later). */
+const putSshRejected = hsError({
+  operation: "PUT /api/v1/policy",
+  status: 500,
+  grpcCode: 2,
+  detail: "verifying SSH rules: compiling SSH policy: parsing SSH policy, unknown action",
+  classification: "policyInvalid",
+});
+/** The insert fails after the swap. */
+const putLocked = hsError({
+  operation: "PUT /api/v1/policy",
+  status: 500,
+  grpcCode: 2,
+  detail: "database is locked (5) (SQLITE_BUSY)",
+});
+const LIVE_HASH = (() => {
+  const h = hashOfLivePolicy(LIVE_POLICY.policy);
+  if (!h.ok) throw new Error("LIVE_POLICY must parse");
+  return h.hash;
+})();
 
 interface Row {
   name: string;
@@ -274,6 +294,11 @@ const rows: Row[] = [
     want: { PolicyApplied: R.PolicyRejected },
   },
   {
+    name: "Headscale refuses the PUT after swapping it in (SSH check)",
+    world: { write: { ok: false, error: putSshRejected, readback: ok(LIVE_POLICY) } },
+    want: { PolicyApplied: R.PolicyRejected },
+  },
+  {
     name: "the PUT fails with a server error",
     world: { write: { ok: false, error: serverError("PUT /api/v1/policy") } },
     want: { PolicyApplied: R.ApplyFailed },
@@ -392,7 +417,7 @@ describe("Tailnet decide: messages", () => {
     );
     assert.equal(
       conditionOf(wrongKey, "PolicyApplied").message,
-      "not written: the render was refused (PolicyRendered=BaseMissing); the previous policy stays live",
+      `not written: the render was refused (PolicyRendered=BaseMissing); nothing was sent to Headscale (Headscale's stored policy is ${LIVE_HASH})`,
     );
   });
 
@@ -410,7 +435,7 @@ describe("Tailnet decide: messages", () => {
     );
     assert.equal(
       conditionOf(byCheck, "PolicyApplied").message,
-      'Headscale rejects the rendered policy (POST /api/v1/policy/check): parsing policy: src=tag not found: "tag:nope"; the previous policy stays live',
+      `Headscale rejects the rendered policy (POST /api/v1/policy/check): parsing policy: src=tag not found: "tag:nope"; nothing was written (Headscale's stored policy is ${LIVE_HASH})`,
     );
   });
 
@@ -452,7 +477,7 @@ describe("Tailnet decide: messages", () => {
     );
     assert.equal(
       conditionOf(d, "PolicyApplied").message,
-      "write refused: Headscale user names held by more than one user (alice, bob) make Headscale reject every policy; the previous policy stays live",
+      `write refused: Headscale user names held by more than one user (alice, bob) make Headscale reject every policy; nothing was written (Headscale's stored policy is ${LIVE_HASH})`,
     );
     assert.equal(d.status.userConflicts, 2);
   });
@@ -518,6 +543,58 @@ describe("Tailnet decide: messages", () => {
     // a flapping database: one call saw the outage, another a plain 401 a moment later
     const mixed = play({ hs: { ...failingHs(unauthorized), nodes: fail(databaseDown401("GET /api/v1/node")) } });
     assert.equal(conditionOf(mixed.decision, "ApiKeyValid").reason, R.Error);
+  });
+
+  it("a failed PUT reports what the read-back shows, never 'the previous policy stays' unconditionally", () => {
+    const applied = (w: World) => {
+      const { decision, planned } = play(w);
+      const c = conditionOf(decision, "PolicyApplied");
+      return { reason: c.reason, message: c.message, hash: planned.write?.hash ?? "" };
+    };
+    const refusedEarly = applied({ write: { ok: false, error: putRejected, readback: ok(LIVE_POLICY) } });
+    assert.equal(refusedEarly.reason, R.PolicyRejected);
+    assert.equal(
+      refusedEarly.message,
+      `Headscale rejected the policy (PUT /api/v1/policy): setting policy: parsing policy: src=tag not found: "tag:nope"; nothing was stored and Headscale serves the policy it served before (Headscale's stored policy is ${LIVE_HASH})`,
+    );
+    const ssh = applied({ write: { ok: false, error: putSshRejected, readback: ok(LIVE_POLICY) } });
+    assert.equal(ssh.reason, R.PolicyRejected);
+    assert.equal(
+      ssh.message,
+      `Headscale rejected the policy (PUT /api/v1/policy): verifying SSH rules: compiling SSH policy: parsing SSH policy, unknown action; the rendered policy ${ssh.hash} was not stored, but Headscale already serves it from memory (0.29 swaps the policy in before the SSH check and the database write), while Headscale's stored policy is ${LIVE_HASH}; a Headscale restart or policy reload returns to the stored one`,
+    );
+    const locked = applied({ write: { ok: false, error: putLocked, readback: ok(null) } });
+    assert.equal(locked.reason, R.ApplyFailed);
+    assert.equal(
+      locked.message,
+      `not written: Headscale PUT /api/v1/policy: 500 database is locked (5) (SQLITE_BUSY); the rendered policy ${locked.hash} was not stored, but Headscale already serves it from memory (0.29 swaps the policy in before the SSH check and the database write), while Headscale stores no policy yet; a Headscale restart or policy reload returns to the stored one`,
+    );
+    const lost = applied({ write: { ok: false, error: timedOut("PUT /api/v1/policy"), readback: ok(LIVE_POLICY) } });
+    assert.equal(
+      lost.message,
+      `not written: Headscale PUT /api/v1/policy: timed out after 300ms; not stored (Headscale's stored policy is ${LIVE_HASH}); whether Headscale already serves the rendered policy from memory cannot be told (0.29 swaps the policy in before storing it)`,
+    );
+    // The answer was lost but the policy got stored: the read-back says so.
+    const { planned } = play();
+    const storedText = planned.write ? JSON.stringify(planned.write.policy) : "";
+    const stored = applied({
+      write: {
+        ok: false,
+        error: timedOut("PUT /api/v1/policy"),
+        readback: ok({ policy: storedText, updatedAt: "2026-11-29T10:00:00Z" }),
+      },
+    });
+    assert.equal(
+      stored.message,
+      `not written: Headscale PUT /api/v1/policy: timed out after 300ms; reading it back shows Headscale stored the rendered policy ${stored.hash} all the same`,
+    );
+    const unread = applied({
+      write: { ok: false, error: putLocked, readback: fail(refused("GET /api/v1/policy")) },
+    });
+    assert.equal(
+      unread.message,
+      "not written: Headscale PUT /api/v1/policy: 500 database is locked (5) (SQLITE_BUSY); what Headscale holds now could not be read back: Headscale GET /api/v1/policy: connection refused",
+    );
   });
 
   it("a drift overwrite says what it replaced", () => {

@@ -8,6 +8,11 @@ import { apiKeySecret, baseConfigMap, ingress } from "./fixtures.js";
 import { API, harness, LIVE, settleStable } from "./harness.js";
 
 const putCount = (h: { fake: { count(m: string, p: RegExp): number } }) => h.fake.count("PUT", /^\/api\/v1\/policy$/);
+const liveHash = (text = LIVE) => {
+  const h = hashOfLivePolicy(text);
+  if (!h.ok) throw new Error("not a policy");
+  return h.hash;
+};
 
 describe("Tailnet e2e: the render is refused", () => {
   it("base ConfigMap missing: BaseMissing, nothing written; created later: written", async (t) => {
@@ -131,7 +136,7 @@ describe("Tailnet e2e: writes", () => {
     assert.equal(h.reason("PolicyApplied"), "PolicyRejected");
     assert.equal(
       h.condition("PolicyApplied").message,
-      'Headscale rejected the policy (PUT /api/v1/policy): setting policy: validating policy user references: multiple users found: token "alice@"; the previous policy stays live',
+      `Headscale rejected the policy (PUT /api/v1/policy): setting policy: validating policy user references: multiple users found: token "alice@"; nothing was stored and Headscale serves the policy it served before (Headscale's stored policy is ${liveHash()})`,
     );
     assert.equal(h.fake.state.policies.at(-1)?.text, LIVE, "the old policy stays");
     const metrics = await h.metricsText();
@@ -160,7 +165,7 @@ describe("Tailnet e2e: writes", () => {
     assert.equal(h.reason("PolicyApplied"), "ApplyFailed");
     assert.equal(
       h.condition("PolicyApplied").message,
-      "not written: Headscale PUT /api/v1/policy: 500 fault injected: 500",
+      `not written: Headscale PUT /api/v1/policy: 500 fault injected: 500; not stored (Headscale's stored policy is ${liveHash()}); whether Headscale already serves the rendered policy from memory cannot be told (0.29 swaps the policy in before storing it)`,
     );
     assert.equal(putCount(h), 1);
     assert.match(await h.metricsText(), /tailnet_policy_apply_errors_total\{tailnet="home",reason="transport"\} 1/);
@@ -171,6 +176,37 @@ describe("Tailnet e2e: writes", () => {
     h.advance(31_000);
     await settleStable(h);
     assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.equal(h.fake.policyWrites, 1);
+  });
+
+  it("PUT fails at the database insert: the rendered policy is live in memory, unstored, and the status says so", async (t) => {
+    const h = await harness(t, {
+      spec: {
+        policy: { mode: "DryRun", baseConfigMapRef: { namespace: "tailnet-system", name: "tailnet-policy-base" } },
+      },
+    });
+    h.mc.apply(ingress());
+    await settleStable(h);
+    // The live policy is cached from the DryRun syncs, so the next request to this path is the PUT.
+    await h.fake.fault({ kind: "databaseError", path: /^\/api\/v1\/policy$/, times: 1 });
+    h.respec({});
+    await settleStable(h);
+    const rendered = (h.status().policy as Record<string, string>).renderedHash;
+    assert.ok(h.fake.state.memoryPolicy, "the fake serves the rejected text from memory, as 0.29 does");
+    assert.equal(h.fake.state.policies.at(-1)?.text, LIVE, "and stores nothing");
+    assert.equal(h.reason("PolicyApplied"), "ApplyFailed");
+    assert.equal(
+      h.condition("PolicyApplied").message,
+      `not written: Headscale PUT /api/v1/policy: 500 database is locked (5) (SQLITE_BUSY); the rendered policy ${rendered} was not stored, but Headscale already serves it from memory (0.29 swaps the policy in before the SSH check and the database write), while Headscale's stored policy is ${liveHash()}; a Headscale restart or policy reload returns to the stored one`,
+    );
+    const put = h.fake.requests.findIndex((r) => r.method === "PUT" && r.path === "/api/v1/policy");
+    const next = h.fake.requests.slice(put + 1).find((r) => r.path === "/api/v1/policy");
+    assert.deepEqual([next?.method, next?.status], ["GET", 200], "read back right after the failed PUT");
+    assert.deepEqual(h.events.events, [], "no drift: nothing changed behind our back");
+    h.advance(31_000);
+    await settleStable(h);
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.equal(h.fake.state.memoryPolicy, undefined);
     assert.equal(h.fake.policyWrites, 1);
   });
 
