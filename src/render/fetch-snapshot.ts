@@ -118,8 +118,8 @@ function readFileArg(path: string, flag: string): string {
 export async function runHeadscale(
   args: string[],
   io: { out: (s: string) => void; err: (s: string) => void } = {
-    out: (s) => io.out(s),
-    err: (s) => io.err(s),
+    out: (s) => process.stdout.write(s),
+    err: (s) => process.stderr.write(s),
   },
 ): Promise<number> {
   const [sub, ...rest] = args;
