@@ -7,7 +7,7 @@
 #   named-checkzone (Debian bind9utils) zone files rendered for TailnetGateway
 #   haproxy, socat                      benches (PROXY protocol, raw TCP peers)
 #   openssl                             test certificates (test/fakes/agent/pki.ts)
-#   ip, runuser (iproute2, util-linux)  the real world's network namespaces (test/real/net.ts)
+#   ip, setpriv (iproute2, util-linux)  the real world's network namespaces (test/real/net.ts)
 #   postgres (Debian postgresql)        the real Headscale's PostgreSQL for the fault rows (test/real/headscale.ts)
 #
 # helm, and kubectl where the machine has none, come from the npm devDependency
@@ -23,7 +23,7 @@ declare -A wanted=(
   [socat]=socat
   [openssl]=openssl
   [ip]=iproute2
-  [runuser]=util-linux
+  [setpriv]=util-linux
 )
 
 missing=()

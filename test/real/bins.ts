@@ -33,7 +33,7 @@ export const pgBin = (() => {
 })();
 
 /** Tools from Debian the real world needs (scripts/ci-deps.sh installs them). */
-const SYSTEM = ["/usr/sbin/ip", "/usr/sbin/runuser", join(pgBin, "postgres"), join(pgBin, "initdb")];
+const SYSTEM = ["/usr/sbin/ip", "/usr/bin/setpriv", join(pgBin, "postgres"), join(pgBin, "initdb")];
 
 function executable(path: string): boolean {
   try {

@@ -12,7 +12,7 @@
  * - database.postgres.host may be a unix socket folder with port left empty;
  * - the CLI talks gRPC over unix_socket (cmd/headscale/cli/utils.go) unless HEADSCALE_CLI_ADDRESS is set.
  */
-import { chmod, writeFile } from "node:fs/promises";
+import { chmod, readFile, writeFile } from "node:fs/promises";
 import { Agent, request } from "undici";
 import { createTestPki, type TestPki } from "../fakes/agent/pki.js";
 import { bins, pgBin, requireBins } from "./bins.js";
@@ -48,6 +48,11 @@ export interface RealHeadscale {
   userId(name: string): Promise<number>;
   /** The server process's last log lines. */
   logs(): string;
+  /**
+   * Headscale's own request log (every start of the server so far): one entry per HTTP request it
+   * served, e.g. to count the operator's PUT /api/v1/policy.
+   */
+  requests(): Promise<{ method: string; path: string; status: number }[]>;
   restart(): Promise<void>;
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -207,9 +212,11 @@ taildrop:
   await writeFile(configPath, config);
 
   let proc: RealProcess | undefined;
+  const logFiles = new Set<string>();
   const start = async () => {
     if (proc) return;
     proc = host.spawn(bins.headscale, ["serve", "-c", configPath], { logName: "headscale" });
+    logFiles.add(proc.logFile);
     await waitHealthy(url, pki.caPem, () => proc);
   };
   const stop = async () => {
@@ -259,6 +266,17 @@ taildrop:
     json,
     userId,
     logs: () => proc?.logs() ?? "(headscale not running)",
+    requests: async () => {
+      // "INF http request bytes=18 elapsed=0.13 method=GET path=/health proto=HTTP/1.1 remote=… status=200"
+      const out: { method: string; path: string; status: number }[] = [];
+      for (const f of logFiles) {
+        const text = await readFile(f, "utf8").catch(() => "");
+        for (const m of text.matchAll(/http request .*?method=(\S+) path=(\S+) .*?status=(\d+)/g)) {
+          out.push({ method: m[1], path: m[2], status: Number(m[3]) });
+        }
+      }
+      return out;
+    },
     restart: async () => {
       await stop();
       await start();

@@ -28,7 +28,7 @@ export interface SpawnOptions {
   cwd?: string;
   /** Name of the log file under the run's log folder (default: the command's base name). */
   logName?: string;
-  /** Run as this user (runuser -u), e.g. postgres. */
+  /** Run as this user (setpriv), e.g. postgres. */
   user?: string;
 }
 
@@ -55,6 +55,8 @@ export interface RealProcess {
   exited: Promise<number | null>;
   /** Sends the signal (default SIGTERM), SIGKILL after 5 s, resolves once exited. */
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /** The whole stdout+stderr so far, as written to the run's log folder. */
+  logFile: string;
 }
 
 export interface Host {
@@ -79,7 +81,7 @@ class Proc implements RealProcess {
 
   constructor(
     private child: ChildProcess,
-    private logFile: string,
+    readonly logFile: string,
     private label: string,
   ) {
     this.pid = child.pid ?? -1;
@@ -225,6 +227,7 @@ export class TestNet {
   private nextOctet = 2;
   private nextLink = 2;
   private subnets = 0;
+  private subnetCidrs = new Set<string>();
   private closed = false;
 
   private constructor(
@@ -342,6 +345,7 @@ export class TestNet {
     const routerIp = `${m[1]}.1`;
     if (!hostIp.startsWith(`${m[1]}.`) || hostIp === routerIp) throw new Error(`addSubnet: ${hostIp} not in ${cidr}`);
     const name = `${router.name}-lan${this.subnets++}`;
+    this.subnetCidrs.add(cidr);
     const ns = `rw${this.n}-${name}`;
     await this.makeNetns(ns);
     await ip(["-n", router.netns, "link", "add", "sub0", "type", "veth", "peer", "name", "eth0", "netns", ns]);
@@ -356,7 +360,9 @@ export class TestNet {
   }
 
   private argv(ns: string, cmd: string, args: string[], user?: string): string[] {
-    return ["netns", "exec", ns, ...(user ? ["/usr/sbin/runuser", "-u", user, "--"] : []), cmd, ...args];
+    // setpriv execs the command itself (runuser forks and keeps a parent, which would swallow signals).
+    const as = user ? ["/usr/bin/setpriv", `--reuid=${user}`, `--regid=${user}`, "--init-groups", "--"] : [];
+    return ["netns", "exec", ns, ...as, cmd, ...args];
   }
 
   private spawnIn(ns: string, cmd: string, args: string[], opts: SpawnOptions, dir: string): RealProcess {
@@ -407,6 +413,36 @@ export class TestNet {
       out[h.name] = outNoRoutes(r.stdout);
     }
     return out;
+  }
+
+  /**
+   * Containment problems, one line each (empty when contained): a namespace with an interface other
+   * than lo, eth0 and a router's sub0; an IPv4 route that is not a connected route of the test subnet
+   * (or of a router's subnet); any IPv6 route; and any dial the kernel refused for want of a route.
+   */
+  async containmentProblems(): Promise<string[]> {
+    const problems: string[] = [];
+    const attempts = await this.noRouteAttempts();
+    for (const h of this.hosts) {
+      const links = await h.exec(IP, ["-o", "link", "show"]);
+      for (const line of links.stdout.split("\n").filter(Boolean)) {
+        const name = /^\d+: ([^:@]+)/.exec(line)?.[1];
+        if (name && !["lo", "eth0", "sub0"].includes(name)) problems.push(`${h.name}: interface ${name}`);
+      }
+      // Every IPv4 route of every table: the kernel's own local/broadcast entries, and connected /24s
+      // of the test subnet or of a subnet made by addSubnet. Nothing else (no default, no gateway).
+      const v4 = await h.exec(IP, ["-4", "route", "show", "table", "all"]);
+      for (const line of v4.stdout.split("\n").filter(Boolean)) {
+        if (/^(local|broadcast|multicast) \S+ dev (lo|eth0|sub0) table local /.test(line)) continue;
+        const m = /^(\S+) dev (eth0|sub0) proto kernel scope link src \S+\s*$/.exec(line);
+        if (m && (m[1] === this.cidr || this.subnetCidrs.has(m[1]))) continue;
+        problems.push(`${h.name}: route ${line.trim()}`);
+      }
+      const v6 = await h.exec(IP, ["-6", "route", "show", "table", "all"]);
+      for (const line of v6.stdout.split("\n").filter(Boolean)) problems.push(`${h.name}: IPv6 route ${line.trim()}`);
+      if (attempts[h.name] !== 0) problems.push(`${h.name}: ${attempts[h.name]} sends found no route (a dial outside)`);
+    }
+    return problems;
   }
 
   /** Processes started by this net that are still running. */

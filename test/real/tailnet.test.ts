@@ -1,0 +1,324 @@
+/**
+ * The Tailnet against the REAL Headscale 0.29.2 (PostgreSQL-backed, TLS from a test CA that the
+ * Tailnet's caSecretRef carries), driven through the Metacontroller emulator and the real hook server:
+ * the rendered policy is accepted (policy/check, then one PUT), Headscale really auto-approves the
+ * router's route from the rendered autoApprovers, a policy edited behind the operator's back with the
+ * CLI is rewritten once (PolicyDriftOverwritten) and then left alone; then the faults: PostgreSQL
+ * stopped, Headscale restarted, the API key expired with the CLI. Last, the containment check over
+ * everything this world ran. The workload kinds are stubbed (test/kinds/tailnet/harness.ts): only the
+ * Tailnet writes to Headscale, so an approved route can only be Headscale's own auto-approval.
+ */
+import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import { after, before, describe, it } from "node:test";
+import { HeadscaleViews } from "../../src/headscale/view.js";
+import { createOperatorMetrics } from "../../src/metrics/registry.js";
+import { hashOfLivePolicy } from "../../src/policy/canonical.js";
+import { memoryEventRecorder } from "../../src/server/events.js";
+import { FakeMetacontroller } from "../fakes/metacontroller.js";
+import { build } from "../helpers/server.js";
+import { apiKeySecret, baseConfigMap, caSecret, NS, site, tailnet } from "../kinds/tailnet/fixtures.js";
+import { tailnetOnlyKinds } from "../kinds/tailnet/harness.js";
+import { echoFrom } from "./echo.js";
+import { BASE_DOMAIN } from "./headscale.js";
+import { waitFor } from "./peers.js";
+import { BASE_POLICY, type RealWorld, SITE_PREFIX, startRealWorld, TAGS } from "./world.js";
+
+const API = "tailnet.internal/v1alpha1";
+const cleanups: (() => Promise<void> | void)[] = [];
+let w: RealWorld;
+let mc: FakeMetacontroller;
+let events: ReturnType<typeof memoryEventRecorder>;
+const suiteStart = Date.now();
+
+function spec(url: string): Record<string, unknown> {
+  return {
+    headscale: {
+      url,
+      apiKeySecretRef: { namespace: NS, name: "headscale-api-key" },
+      caSecretRef: { namespace: NS, name: "headscale-ca" },
+    },
+    policy: {
+      mode: "Apply",
+      baseConfigMapRef: { namespace: NS, name: "tailnet-policy-base" },
+      // Owners must exist in the policy: the real Headscale refuses a tagOwner naming an undefined group.
+      tagOwners: ["group:eng"],
+    },
+    allowedIngressSources: ["group:eng"],
+    allowedEgressTargets: ["100.64.0.0/10"],
+    reservedNetworks: ["10.96.0.0/12"],
+    dns: { baseDomain: BASE_DOMAIN },
+  };
+}
+
+const condition = (type: string) => {
+  const c = mc.condition("Tailnet", "home", type);
+  if (!c) throw new Error(`Tailnet home has no ${type} condition`);
+  return c as { type: string; status: string; reason: string; message: string };
+};
+const reasons = () =>
+  Object.fromEntries(
+    ((mc.status(API, "Tailnet", "home")?.conditions ?? []) as { type: string; reason: string }[]).map((c) => [
+      c.type,
+      c.reason,
+    ]),
+  );
+const children = () => {
+  const parent = mc.get(API, "Tailnet", "home");
+  return parent
+    ? mc
+        .childrenOf(parent)
+        .map((c) => `${c.kind} ${c.metadata.namespace}/${c.metadata.name}`)
+        .sort()
+    : [];
+};
+/** PUT /api/v1/policy as served by Headscale (its own request log), i.e. every write that reached it. */
+const policyPuts = async () =>
+  (await w.headscale.requests()).filter((r) => r.method === "PUT" && r.path === "/api/v1/policy").length;
+const livePolicy = async () => w.headscale.cli(["policy", "get"]);
+const settle = async () => {
+  const rounds = await mc.settle();
+  assert.deepEqual(mc.errors, [], "no hook error");
+  return rounds;
+};
+type HsNode = { name: string; approved_routes?: string[]; available_routes?: string[]; tags?: string[] };
+const node = async (name: string) => {
+  const n = ((await w.headscale.json<HsNode[]>(["nodes", "list"])) ?? []).find((x) => x.name === name);
+  if (!n) throw new Error(`no node ${name} in headscale nodes list`);
+  return n;
+};
+
+const HEALTHY = {
+  ApiReachable: "Reachable",
+  ApiKeyValid: "Valid",
+  HeadscaleCompatible: "Compatible",
+  PolicyMode: "Database",
+  SplitDNS: "NotConfigured",
+  UsersUnique: "Unique",
+  PolicyRendered: "Rendered",
+  PolicyApplied: "InSync",
+};
+
+before(async () => {
+  w = await startRealWorld({ id: "tailnet", database: "postgres" });
+  console.log(`# real world started in ${w.startMs} ms`);
+  // Real clock, no cache, no retries: every sync reads the real server.
+  const views = new HeadscaleViews({ timeoutMs: 5000, cacheTTLSeconds: 0, retries: 0 });
+  cleanups.push(() => views.close());
+  events = memoryEventRecorder();
+  const metrics = createOperatorMetrics({ defaultMetrics: false });
+  const { app } = await build(
+    { after: (fn: () => Promise<void> | void) => cleanups.push(fn) },
+    { server: { deps: { views, events, metrics }, kinds: tailnetOnlyKinds() } },
+  );
+  mc = new FakeMetacontroller({ app });
+  mc.apply(apiKeySecret(w.headscale.apiKey));
+  mc.apply(caSecret(w.headscale.caPem));
+  mc.apply(baseConfigMap(BASE_POLICY));
+});
+
+after(async () => {
+  for (const fn of cleanups.reverse()) await fn();
+  await w?.close();
+  console.log(`# real Tailnet suite took ${Date.now() - suiteStart} ms`);
+});
+
+describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, () => {
+  it("Apply: the render passes the real policy/check, is PUT once, and Headscale auto-approves the site's route", async () => {
+    // Before: the router advertises the prefix, nobody approved it (the base policy has no autoApprovers).
+    const before = await node("router");
+    assert.deepEqual(before.available_routes, [SITE_PREFIX]);
+    assert.deepEqual(before.approved_routes ?? [], []);
+    assert.deepEqual(before.tags, [TAGS.router]);
+    const putsBefore = await policyPuts();
+
+    mc.apply(site());
+    mc.apply(tailnet(spec(w.headscale.url)));
+    await settle();
+    assert.deepEqual(reasons(), HEALTHY, JSON.stringify(mc.status(API, "Tailnet", "home")));
+    const applied = mc.calls
+      .filter((c) => c.kind === "Tailnet" && c.hook === "sync")
+      .map((c) => (c.response as { status: { conditions?: { type: string; reason: string }[] } }).status)
+      .map((s) => s.conditions?.find((x) => x.type === "PolicyApplied")?.reason);
+    assert.equal(applied.filter((r) => r === "Applied").length, 1, `one Applied sync: ${applied.join(",")}`);
+    assert.equal((await policyPuts()) - putsBefore, 1, "exactly one PUT reached Headscale");
+    const requests = await w.headscale.requests();
+    assert.ok(
+      requests.some((r) => r.method === "POST" && r.path === "/api/v1/policy/check" && r.status === 200),
+      "the real policy/check accepted the render",
+    );
+
+    // What Headscale holds is the render, hash for hash.
+    const status = mc.status(API, "Tailnet", "home") as { policy: { appliedHash: string; renderedHash: string } };
+    const live = hashOfLivePolicy(await livePolicy());
+    assert.ok(live.ok);
+    assert.equal(live.hash, status.policy.renderedHash);
+    assert.equal(status.policy.appliedHash, status.policy.renderedHash);
+    const text = await livePolicy();
+    assert.match(text, /autoApprovers/);
+    assert.match(text, /192\.168\.10\.0\/24/);
+
+    // Headscale's own auto-approval (the site kind is stubbed: nothing else approves routes here).
+    const approved = await waitFor(
+      "the router's route auto-approved",
+      async () => {
+        const n = await node("router");
+        return (n.approved_routes ?? []).includes(SITE_PREFIX) && n;
+      },
+      15_000,
+      () => w.headscale.cli(["nodes", "list-routes"]),
+    );
+    assert.deepEqual(approved.approved_routes, [SITE_PREFIX]);
+    // And the laptop (accept-routes) is offered the route by its tailscaled.
+    await waitFor(
+      "the laptop sees the router's primary route",
+      async () => {
+        const st = await w.peers.laptop.status();
+        return Object.values(st.Peer ?? {}).some(
+          (p) => p.HostName === "router" && (p.PrimaryRoutes ?? []).includes(SITE_PREFIX),
+        );
+      },
+      15_000,
+    );
+  });
+
+  it("a policy edited behind the operator's back is rewritten once with PolicyDriftOverwritten, then left alone", async () => {
+    const rendered = (mc.status(API, "Tailnet", "home") as { policy: { renderedHash: string } }).policy.renderedHash;
+    const file = `${w.headscale.host.dir}/drift.hujson`;
+    await writeFile(
+      file,
+      `// edited by hand
+{
+  "groups": { "group:eng": ["alice@"] },
+  "tagOwners": { "tag:db": ["group:eng"], "tag:router-home": ["group:eng"] },
+  "acls": [ { "action": "accept", "src": ["*"], "dst": ["*:*"] } ],
+}
+`,
+    );
+    await w.headscale.cli(["policy", "set", "-f", file]);
+    const drifted = hashOfLivePolicy(await livePolicy());
+    assert.ok(drifted.ok);
+    assert.notEqual(drifted.hash, rendered);
+    const puts = await policyPuts();
+    const eventsBefore = events.events.length;
+
+    await settle();
+    assert.equal((await policyPuts()) - puts, 1, "one rewrite");
+    const drift = events.events.slice(eventsBefore).filter((e) => e.reason === "PolicyDriftOverwritten");
+    assert.equal(drift.length, 1, JSON.stringify(events.events));
+    assert.match(drift[0].message, new RegExp(`rewrote it with the rendered policy ${rendered}`));
+    const live = hashOfLivePolicy(await livePolicy());
+    assert.ok(live.ok);
+    assert.equal(live.hash, rendered);
+    assert.deepEqual(reasons(), HEALTHY);
+
+    // Quiet: further syncs write nothing and record nothing.
+    const quietPuts = await policyPuts();
+    const quietEvents = events.events.length;
+    for (let i = 0; i < 3; i++) assert.equal(await settle(), 1, "a repeat sync changes nothing");
+    assert.equal(await policyPuts(), quietPuts, "no further PUT");
+    assert.equal(events.events.length, quietEvents, "no further Event");
+  });
+
+  it("PostgreSQL stopped: Unhealthy, the key Unknown (never Rejected), children kept, no write; recovers", async () => {
+    const kept = children();
+    const puts = await policyPuts();
+    await w.headscale.stopDatabase();
+    try {
+      await settle();
+      const r = condition("ApiReachable");
+      assert.equal(r.status, "False");
+      assert.equal(r.reason, "Unhealthy", r.message);
+      // Real 0.29.2 with PostgreSQL down: /health answers 500 {"status":"fail"} (hscontrol/handlers.go
+      // HealthHandler pings the database) and every API call 401, since no key can be looked up.
+      // The key is not at fault: Unknown/Error, never Rejected, and no advice to mint a new key.
+      const key = condition("ApiKeyValid");
+      assert.notEqual(key.reason, "Rejected", key.message);
+      assert.equal(key.status, "Unknown", key.message);
+      assert.equal(key.reason, "Error", key.message);
+      assert.doesNotMatch(key.message, /apikeys create|does not accept the API key/);
+      assert.equal(condition("PolicyApplied").reason, "ApplyFailed");
+      assert.deepEqual(children(), kept, "no child dropped");
+      assert.equal(await policyPuts(), puts, "no write while the database is down");
+    } finally {
+      await w.headscale.startDatabase();
+    }
+    await waitFor(
+      "Headscale healthy again after PostgreSQL is back",
+      async () => {
+        await settle();
+        return condition("ApiReachable").reason === "Reachable";
+      },
+      30_000,
+      () => `${JSON.stringify(reasons())}\n${w.headscale.logs()}`,
+    );
+    await settle();
+    assert.deepEqual(reasons(), HEALTHY);
+    assert.equal(await policyPuts(), puts, "the policy survived: nothing to rewrite");
+  });
+
+  it("Headscale restarted: Unreachable while down with every child kept, then back to the same state", async () => {
+    const kept = children();
+    const statusBefore = mc.status(API, "Tailnet", "home") as { policy: unknown };
+    const puts = await policyPuts();
+    await w.headscale.stop();
+    try {
+      await settle();
+      assert.equal(condition("ApiReachable").reason, "Unreachable", condition("ApiReachable").message);
+      assert.match(condition("ApiReachable").message, /connection refused/);
+      assert.deepEqual(children(), kept, "no child dropped while Headscale is down");
+    } finally {
+      await w.headscale.start();
+    }
+    await settle();
+    assert.deepEqual(reasons(), HEALTHY);
+    assert.deepEqual(children(), kept);
+    const statusAfter = mc.status(API, "Tailnet", "home") as { policy: unknown };
+    assert.deepEqual(statusAfter.policy, statusBefore.policy, "same policy status (hashes, appliedAt, counts)");
+    assert.equal(await policyPuts(), puts, "no write after the restart");
+    // The peers come back to the restarted server too.
+    await waitFor("the laptop online again", async () => (await w.peers.laptop.status()).BackendState === "Running");
+  });
+
+  it("the API key expired with the CLI: ApiKeyValid=False/Rejected, no write; a new key recovers", async () => {
+    type Key = { id: number; prefix: string };
+    const keys = await w.headscale.json<Key[]>(["apikeys", "list"]);
+    const ours = keys.find((k) => w.headscale.apiKey.startsWith(k.prefix.replace(/-?\*+$/, "")));
+    assert.ok(ours, `our key among ${JSON.stringify(keys)}`);
+    await w.headscale.cli(["apikeys", "expire", "--id", String(ours.id)]);
+    const puts = await policyPuts();
+    const kept = children();
+
+    await settle();
+    const k = condition("ApiKeyValid");
+    assert.equal(k.status, "False");
+    assert.equal(k.reason, "Rejected", k.message);
+    assert.equal(condition("ApiReachable").reason, "Reachable");
+    assert.equal(condition("PolicyApplied").reason, "ApplyFailed");
+    assert.deepEqual(children(), kept);
+    assert.equal(await policyPuts(), puts);
+    assert.ok(
+      !JSON.stringify(mc.status(API, "Tailnet", "home")).includes(w.headscale.apiKey.slice(-20)),
+      "no key material in status",
+    );
+
+    const fresh = (await w.headscale.cli(["apikeys", "create", "--expiration", "24h"])).trim().split("\n").pop() ?? "";
+    mc.apply(apiKeySecret(fresh));
+    await settle();
+    assert.deepEqual(reasons(), HEALTHY);
+    assert.equal(await policyPuts(), puts, "a new key alone writes nothing");
+  });
+
+  it("containment: every namespace routes only the test subnet, and no process tried to dial outside it", async () => {
+    assert.deepEqual(await w.net.containmentProblems(), []);
+    for (const h of w.net.hosts) {
+      const r = await h.exec("/usr/sbin/ip", ["route", "show", "default"]);
+      assert.equal(r.stdout.trim(), "", `${h.name} has no default route`);
+    }
+    // The check can fail: a dial to an address outside the test subnet from a fresh host is refused
+    // inside its namespace and shows up, for that host only.
+    const probe = await w.net.addHost("probe");
+    assert.equal(await echoFrom(probe, "192.0.2.1", 80), "error: ENETUNREACH");
+    assert.deepEqual(await w.net.containmentProblems(), ["probe: 1 sends found no route (a dial outside)"]);
+  });
+});
