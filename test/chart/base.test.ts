@@ -12,15 +12,33 @@ const HOOK_KINDS = ["tailnet", "egress", "ingress", "site", "gateway"];
 
 function readObjects(dir: string): K8sObject[] {
   return readdirSync(join(repoRoot, dir))
-    .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
+    .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml" && f !== "kustomizeconfig.yaml")
     .flatMap((f) => parseObjects(readFileSync(join(repoRoot, dir, f), "utf8")));
 }
 
-/** The hook URLs name the Service's namespace, which differs per install; compare without it. */
+/**
+ * The hooks name the Service's namespace, which differs per install; compare without it. The chart
+ * writes `url` (it knows its namespace), kustomize `service` + `path` (so overlays can move it):
+ * both are compared as the URL Metacontroller calls (pkg/hooks/webhook.go webhookURL).
+ */
 function withoutServiceNamespace(spec: unknown): unknown {
-  return JSON.parse(
-    JSON.stringify(spec).replace(/http:\/\/tailnet-operator\.[a-z0-9-]+:8080/g, "http://tailnet-operator.NS:8080"),
-  );
+  return JSON.parse(JSON.stringify(spec), (key, value) => {
+    if (key !== "webhook" || !value || typeof value !== "object") return value;
+    const { url, service, path, ...rest } = value as {
+      url?: string;
+      service?: { name: string; namespace: string; port?: number; protocol?: string };
+      path?: string;
+    };
+    const called =
+      url ??
+      (service
+        ? `${service.protocol ?? "http"}://${service.name}.${service.namespace}:${service.port ?? 80}${path}`
+        : "");
+    return {
+      ...rest,
+      url: called.replace(/^http:\/\/tailnet-operator\.[a-z0-9-]+:8080/, "http://tailnet-operator.NS:8080"),
+    };
+  });
 }
 
 function sortedChildren(spec: unknown): unknown {

@@ -146,11 +146,19 @@ function checkCompositeController(o: K8sObject): void {
     const hook = obj(hooks[name], `spec.hooks.${name}`);
     assert.equal(hook.version, "v2");
     const webhook = obj(hook.webhook, `spec.hooks.${name}.webhook`);
-    assert.match(
-      str(webhook.url, "webhook.url"),
-      /^http:\/\/tailnet-operator\.[a-z0-9-]+:8080\/hooks\/[a-z]+\/[a-z]+$/,
-    );
-    assert.ok(String(webhook.url).endsWith(`/${name}`), `${name} hook calls ${webhook.url}`);
+    // url (the chart) or service + path (kustomize, so overlays can move it); Metacontroller calls
+    // http://<name>.<namespace>:<port><path> for the latter (pkg/hooks/webhook.go webhookURL)
+    let url: string;
+    if (webhook.url !== undefined) {
+      assert.equal(webhook.service, undefined, "webhook: url and service together");
+      url = str(webhook.url, "webhook.url");
+    } else {
+      const service = obj(webhook.service, "webhook.service");
+      assert.deepEqual(Object.keys(service).sort(), ["name", "namespace", "port"], "webhook.service");
+      url = `http://${str(service.name, "webhook.service.name")}.${str(service.namespace, "webhook.service.namespace")}:${service.port}${str(webhook.path, "webhook.path")}`;
+    }
+    assert.match(url, /^http:\/\/tailnet-operator\.[a-z0-9-]+:8080\/hooks\/[a-z]+\/[a-z]+$/);
+    assert.ok(url.endsWith(`/${name}`), `${name} hook calls ${url}`);
     assert.match(str(webhook.timeout, "webhook.timeout"), DURATION);
     if (webhook.authorization !== undefined) {
       const auth = obj(webhook.authorization, "webhook.authorization");

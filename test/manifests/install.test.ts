@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
 import { describe, it } from "node:test";
 import { parse, parseAllDocuments } from "yaml";
 import { KINDS } from "../../src/api/schemas.js";
@@ -49,7 +51,9 @@ describe("install manifests", () => {
   });
 
   it("one CompositeController per kind: v2 hooks, generateSelector, timeouts, update strategies", () => {
-    const files = readdirSync(new URL("compositecontrollers/", root)).filter((f) => f !== "kustomization.yaml");
+    const files = readdirSync(new URL("compositecontrollers/", root)).filter(
+      (f) => f !== "kustomization.yaml" && f !== "kustomizeconfig.yaml",
+    );
     assert.deepEqual(files.sort(), KINDS.map((k) => `${k.hookKind}.yaml`).sort());
     for (const k of KINDS) {
       const cc = parse(readFileSync(new URL(`compositecontrollers/${k.hookKind}.yaml`, root), "utf8"));
@@ -59,12 +63,50 @@ describe("install manifests", () => {
       for (const hook of ["customize", "sync", "finalize"]) {
         const h = cc.spec.hooks[hook];
         assert.equal(h.version, "v2");
-        assert.equal(h.webhook.url, `http://tailnet-operator.tailnet-system:8080/hooks/${k.hookKind}/${hook}`);
+        // service + path, not url: kustomize rewrites a Service reference, never a URL string
+        assert.equal(h.webhook.url, undefined);
+        assert.deepEqual(h.webhook.service, { name: "tailnet-operator", namespace: "tailnet-system", port: 8080 });
+        assert.equal(h.webhook.path, `/hooks/${k.hookKind}/${hook}`);
         assert.match(h.webhook.timeout, /^\d+s$/);
       }
       for (const c of cc.spec.childResources) {
         const want = c.resource === "secrets" && k.hookKind !== "tailnet" ? "OnDelete" : "InPlace";
         assert.equal(c.updateStrategy.method, want, `${k.hookKind} ${c.resource}`);
+      }
+    }
+  });
+
+  it("an overlay that changes the namespace or prefixes names moves every hook with the Service", () => {
+    const dir = mkdtempSync(join(tmpdir(), "overlay-"));
+    // kustomize takes a relative path only
+    const base = relative(dir, new URL("manifests/", root).pathname);
+    const build = (kustomization: string) => {
+      writeFileSync(join(dir, "kustomization.yaml"), kustomization);
+      const out = execFileSync(layerBinary("kubectl"), ["kustomize", dir], { encoding: "utf8" });
+      return parseAllDocuments(out).map((d) => d.toJSON() as K8sObject & { spec: Record<string, unknown> });
+    };
+    for (const [overlay, service] of [
+      [{ namespace: "ops-net" }, { name: "tailnet-operator", namespace: "ops-net" }],
+      [
+        { namespace: "ops-net", namePrefix: "blue-" },
+        { name: "blue-tailnet-operator", namespace: "ops-net" },
+      ],
+    ] as const) {
+      const docs = build(
+        ["apiVersion: kustomize.config.k8s.io/v1beta1", "kind: Kustomization", `resources: [${base}]`]
+          .concat(Object.entries(overlay).map(([k, v]) => `${k}: ${v}`))
+          .join("\n"),
+      );
+      const svc = docs.find((d) => d.kind === "Service");
+      assert.deepEqual({ name: svc?.metadata.name, namespace: svc?.metadata.namespace }, service);
+      const ccs = docs.filter((d) => d.kind === "CompositeController");
+      assert.equal(ccs.length, KINDS.length);
+      for (const cc of ccs) {
+        const hooks = cc.spec.hooks as Record<string, { webhook: { service: Record<string, unknown>; path: string } }>;
+        for (const hook of ["customize", "sync", "finalize"]) {
+          // Metacontroller calls http://<name>.<namespace>:<port><path> (pkg/hooks/webhook.go webhookURL)
+          assert.deepEqual(hooks[hook].webhook.service, { ...service, port: 8080 }, `${cc.metadata.name} ${hook}`);
+        }
       }
     }
   });
