@@ -94,6 +94,18 @@ describe("helm chart scenarios", () => {
     assert.throws(() => renderChart({ monitoring: { serviceMonitor: { enable: true } } }), /enable/);
     assert.throws(() => renderChart({ hookToken: { value: "short" } }), /hookToken\/value/);
   });
+
+  it("rejects a misspelt top-level value instead of installing without it", () => {
+    // Before: `hookTokn:` installed with no token, `monitorng:` without alerts, both with exit 0.
+    for (const typo of ["hookTokn", "monitorng", "replicas"]) {
+      assert.throws(
+        () => renderChart({ [typo]: { value: "0123456789abcdef" } }),
+        new RegExp(`at '': additional properties '${typo}' not allowed`),
+      );
+    }
+    // Helm's own `global` (set by a parent chart) stays allowed.
+    assert.doesNotThrow(() => renderChart({ global: { imageRegistry: "registry.example.com" } }));
+  });
 });
 
 type Container = {
