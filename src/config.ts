@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { newAjv } from "./api/ajv.js";
+import realVersions from "./real-versions.json" with { type: "json" };
 
 export interface NetworkPolicyPeer {
   namespaceSelector?: Record<string, unknown>;
@@ -19,6 +20,14 @@ export interface OperatorConfig {
   hookToken?: string;
   operatorNamespace: string;
   images: { agent: string; tailscale: string; coredns: string };
+  /** Settings of every tailscale container the operator runs (agents and gateways). */
+  tailscale: {
+    /**
+     * TS_NO_LOGS_NO_SUPPORT=true: tailscaled uploads no logs to Tailscale's log service
+     * (log.tailscale.com). On by default: a Headscale tailnet keeps its data in-house.
+     */
+    noLogsNoSupport: boolean;
+  };
   headscale: { timeoutSeconds: number; cacheTTLSeconds: number };
   hooks: { bodyLimitBytes: number; maxInFlight: number; retryAfterSeconds: number; resyncSeconds: number };
   agents: { scrapeTimeoutMs: number };
@@ -33,11 +42,13 @@ export const DEFAULT_CONFIG: OperatorConfig = {
   port: 8080,
   logLevel: "info",
   operatorNamespace: "tailnet-system",
+  // pinned to the versions the real-world tests build and run (src/real-versions.json, scripts/real-deps.sh)
   images: {
     agent: "ghcr.io/tailnet-operator/tailnet-operator:0.1.0",
-    tailscale: "tailscale/tailscale:v1.90.6",
-    coredns: "coredns/coredns:1.12.4",
+    tailscale: `tailscale/tailscale:${realVersions.tailscale}`,
+    coredns: `coredns/coredns:${realVersions.coredns}`,
   },
+  tailscale: { noLogsNoSupport: true },
   headscale: { timeoutSeconds: 5, cacheTTLSeconds: 10 },
   // 64 targets with their children and related objects are ~600 KiB; 8 MiB leaves room for
   // big base-policy ConfigMaps on a Tailnet sync.
@@ -82,6 +93,11 @@ const configSchema = {
         tailscale: { type: "string", minLength: 1 },
         coredns: { type: "string", minLength: 1 },
       },
+    },
+    tailscale: {
+      type: "object",
+      additionalProperties: false,
+      properties: { noLogsNoSupport: { type: "boolean" } },
     },
     headscale: {
       type: "object",

@@ -9,6 +9,10 @@ describe("operator config", () => {
   it("defaults without a file", () => {
     assert.deepEqual(loadConfig(undefined, {}), DEFAULT_CONFIG);
   });
+  it("tailscale containers send no logs to Tailscale unless switched off", () => {
+    assert.equal(DEFAULT_CONFIG.tailscale.noLogsNoSupport, true);
+    assert.equal(configFrom({ tailscale: { noLogsNoSupport: false } }, {}).tailscale.noLogsNoSupport, false);
+  });
   it("environment overrides", () => {
     const c = configFrom(
       {},
@@ -38,6 +42,11 @@ describe("operator config", () => {
       "wrong type",
       { headscale: { timeoutSeconds: "5" } },
       "invalid operator config: headscale.timeoutSeconds: must be integer",
+    ],
+    [
+      "a non-boolean tailscale.noLogsNoSupport",
+      { tailscale: { noLogsNoSupport: "yes" } },
+      "invalid operator config: tailscale.noLogsNoSupport: must be boolean",
     ],
     [
       "bad namespace",

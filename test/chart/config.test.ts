@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parse } from "yaml";
-import { configFrom } from "../../src/config.js";
+import { configFrom, DEFAULT_CONFIG } from "../../src/config.js";
+import realVersions from "../../src/real-versions.json" with { type: "json" };
 import { find, type K8sObject, renderChart } from "./helm.js";
 import { PROMETHEUS_PEER, SCENARIOS } from "./scenarios.js";
 
@@ -36,6 +37,17 @@ describe("operator config rendered by the chart", () => {
     });
     assert.deepEqual(config.networkPolicy, { isolateOperator: false, metricsPeers: [] });
     assert.deepEqual(config.monitoring.podMonitor.scrapeFrom, []);
+  });
+
+  it("image pins follow src/real-versions.json (the versions the real-world tests run), as the operator's defaults", () => {
+    const config = configFrom(configOf(renderChart({})));
+    assert.equal(config.images.tailscale, `tailscale/tailscale:${realVersions.tailscale}`);
+    assert.equal(config.images.coredns, `coredns/coredns:${realVersions.coredns}`);
+    assert.equal(config.images.tailscale, DEFAULT_CONFIG.images.tailscale);
+    assert.equal(config.images.coredns, DEFAULT_CONFIG.images.coredns);
+    assert.deepEqual(config.tailscale, { noLogsNoSupport: true });
+    const off = configFrom(configOf(renderChart({ tailscale: { noLogsNoSupport: false } })));
+    assert.deepEqual(off.tailscale, { noLogsNoSupport: false });
   });
 
   it("scrapeFrom, metricsPeers and isolation reach the operator", () => {

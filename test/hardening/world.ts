@@ -11,18 +11,18 @@
 import { type RunningAgent, startAgent } from "../../src/agent/main.js";
 import { API_VERSION } from "../../src/api/schemas.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
-import type { K8sObject } from "../../src/k8s/objects.js";
 import { egressAgentConfig, egressTargets } from "../../src/kinds/egress/children.js";
 import { ingressAgentConfig } from "../../src/kinds/ingress/children.js";
 import { ingressNames } from "../../src/kinds/ingress/names.js";
 import { readIngressSpec } from "../../src/kinds/ingress/spec.js";
-import { b64, secretValue } from "../../src/kinds/shared/secrets.js";
+import { b64 } from "../../src/kinds/shared/secrets.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";
 import { memoryEventRecorder } from "../../src/server/events.js";
 import { type EchoServer, type HttpBackend, startEchoServer, startHttpBackend } from "../fakes/agent/echo.js";
 import { type FakeLocalApi, fakeStatus, startFakeLocalApi } from "../fakes/agent/localapi.js";
 import { createTestPki, type IssuedCertificate } from "../fakes/agent/pki.js";
 import { startSocks5Server } from "../fakes/agent/socks5.js";
+import { registerPod } from "../fakes/containerboot.js";
 import { type FakeNode, type PolicyMode, useFakeHeadscale } from "../fakes/headscale/index.js";
 import { FakeMetacontroller, type HookCall } from "../fakes/metacontroller.js";
 import { parentObject } from "../fixtures/hooks.js";
@@ -348,14 +348,15 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
      * agent's netmap then shows its target.
      */
     register(): { egress: FakeNode; ingress: FakeNode; gateway: FakeNode } {
-      const key = (ns: string) => {
-        const value = secretValue(keySecret(ns) as K8sObject, "authkey");
-        if (!value) throw new Error(`no pre-auth key Secret in ${ns} yet`);
-        return value;
+      // each pod boots from the Deployment the operator returned (fake containerboot)
+      const boot = (name: string, namespace: string) => {
+        const deployment = mc.get("apps/v1", "Deployment", name, namespace);
+        if (!deployment) throw new Error(`no Deployment ${namespace}/${name} yet`);
+        return registerPod(fake, deployment, [...mc.list("Secret"), ...mc.list("ConfigMap")]).node;
       };
-      const egress = fake.registerWithKey(key("shop"), { name: "shop-db" });
-      const ingress = fake.registerWithKey(key("monitoring"), { name: "grafana" });
-      const gateway = fake.registerWithKey(key("infra"), { name: "cluster-gw", availableRoutes: [GW_ROUTE] });
+      const egress = boot("db-agent", "shop");
+      const ingress = boot("grafana-agent", "monitoring");
+      const gateway = boot("gw-gateway", "infra");
       localApi.setStatus(
         fakeStatus({ HostName: "shop-db", TailscaleIPs: [egress.ipv4], Online: true }, [
           { HostName: "db-1", DNSName: "db-1.ts.example.com.", TailscaleIPs: [db1.ipv4], Online: true },

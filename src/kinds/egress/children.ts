@@ -7,7 +7,7 @@ import type { AgentConfigInput } from "../../agent/config.js";
 import { AGENT_METRICS_PORT, egressListenPorts, TAILSCALE_SOCKS_ADDR, TAILSCALED_SOCKET } from "../../agent/ports.js";
 import type { OperatorConfig } from "../../config.js";
 import { commonLabels, EGRESS_TARGET_LABEL } from "../../k8s/labels.js";
-import type { K8sObject } from "../../k8s/objects.js";
+import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import {
   agentConfigMap,
   agentDeployment,
@@ -108,24 +108,34 @@ export interface EgressChildrenInputs {
   authKeySecret?: K8sObject;
   /** Targets whose Service name is held by a foreign Service: no Service is returned for them. */
   conflicting: ReadonlySet<string>;
+  /** The Headscale CA (the Tailnet's caSecretRef, republished in its credentials Secret). */
+  ca?: string;
+  /** The agent Deployment as observed, kept as it is while no key exists (never run a pod without one). */
+  observedDeployment?: K8sObject;
 }
 
 /** Every desired child, in a fixed order. */
 export function egressChildren(parent: K8sObject, inputs: EgressChildrenInputs): K8sObject[] {
   const agentConfig = egressAgentConfig(inputs.targets);
-  const configMap = agentConfigMap(parent, agentConfig);
+  const configMap = agentConfigMap(parent, agentConfig, undefined, inputs.ca);
   const listen = egressListenPorts(inputs.targets);
   const allListenPorts = listen.flat();
-  const deployment = agentDeployment(parent, {
-    replicas: inputs.replicas,
-    tag: inputs.tag,
-    loginServer: inputs.loginServer,
-    authKeySecret: inputs.authKeySecret?.metadata.name,
-    hostname: egressHostname(parent),
-    images: inputs.config.images,
-    listenPorts: allListenPorts,
-    configHash: configHash(configMap.data),
-  });
+  // Without a key containerboot would start an interactive login and log a registration URL:
+  // no Deployment until the key exists; one that already runs is kept exactly as observed.
+  const deployment = inputs.authKeySecret
+    ? agentDeployment(parent, {
+        replicas: inputs.replicas,
+        tag: inputs.tag,
+        loginServer: inputs.loginServer,
+        authKeySecret: inputs.authKeySecret.metadata.name,
+        hostname: egressHostname(parent),
+        images: inputs.config.images,
+        listenPorts: allListenPorts,
+        configHash: configHash(configMap.data),
+        ca: !!inputs.ca,
+        noLogsNoSupport: inputs.config.tailscale.noLogsNoSupport,
+      })
+    : inputs.observedDeployment && reuseObserved(inputs.observedDeployment);
   const services = inputs.targets.flatMap((t, i) =>
     inputs.conflicting.has(t.name) ? [] : [targetService(parent, t, listen[i])],
   );
@@ -136,7 +146,7 @@ export function egressChildren(parent: K8sObject, inputs: EgressChildrenInputs):
   return [
     agentServiceAccount(parent),
     configMap,
-    deployment,
+    ...(deployment ? [deployment] : []),
     ...services,
     networkPolicy,
     ...(inputs.authKeySecret ? [inputs.authKeySecret] : []),

@@ -13,8 +13,8 @@ import type { OperatorConfig } from "../../config.js";
 import type { HsNode, HsPolicy } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import type { K8sObject, ObjectMaps } from "../../k8s/objects.js";
-import { objectsOf, reuseAllChildren } from "../../k8s/objects.js";
-import { registeredCondition, tagKnownCondition } from "../shared/agent.js";
+import { findObject, objectsOf, reuseAllChildren } from "../../k8s/objects.js";
+import { agentName, registeredCondition, tagKnownCondition } from "../shared/agent.js";
 import { type AuthKeyOutcome, observedKeys } from "../shared/authkey.js";
 import { effectiveTag, type TailnetSettings } from "../shared/workload.js";
 import { egressChildren, egressReplicas, egressTargets } from "./children.js";
@@ -40,6 +40,8 @@ export interface EgressDecisionInput {
   config: OperatorConfig;
   settings: TailnetSettings;
   observations: EgressObservations;
+  /** The Headscale CA from the Tailnet's credentials Secret, delivered to the agent pods. */
+  ca?: string;
   now: Date;
 }
 
@@ -178,6 +180,14 @@ export function decideEgress(input: EgressDecisionInput): EgressDecision {
     loginServer: settings.url,
     authKeySecret: obs.authKey.secret,
     conflicting: new Set(conflicting),
+    ca: input.ca,
+    observedDeployment: findObject(
+      input.children,
+      "apps/v1",
+      "Deployment",
+      agentName(parent),
+      parent.metadata.namespace,
+    ),
   });
 
   const conflictSet = new Set(conflicting);

@@ -71,6 +71,7 @@ export async function syncEgress(req: HookRequest, deps: HookDeps): Promise<Sync
     config: deps.config,
     settings: ctx.settings,
     observations: { policy: reads.policy, nodes: reads.nodes, agents: reads.agents, authKey },
+    ca: ctx.conn.ca,
     now,
   });
   return respond(req, deps, decision);

@@ -4,8 +4,10 @@
  * ../shared/authkey.ts (authKeySecret) with gatewayLabels().
  *
  * The pod runs two containers:
- * - `tailscale` (official image, containerboot) in userspace mode with state in memory, advertising
- *   spec.routes (TS_ROUTES) with the gateway tag; metrics and /healthz on 0.0.0.0:8080 (ts-metrics).
+ * - `tailscale` (official image, containerboot) in userspace mode with its state on an emptyDir
+ *   (a container restart re-joins as the same node; a new pod needs a new bootstrap key, see
+ *   bootstrap.ts), advertising spec.routes (TS_ROUTES); the bootstrap key's aclTags tag the node;
+ *   metrics and /healthz on 0.0.0.0:8080 (ts-metrics).
  *   Userspace netstack forwards TCP/UDP to every route the pod can reach, which covers all the
  *   cluster networks a gateway advertises, so no route needs kernel mode (docs/gateway.md).
  * - `coredns` on the unprivileged port 1053 (the DNS Service maps 53 → 1053, so no capability is
@@ -15,7 +17,14 @@
 import type { NetworkPolicyPeer, OperatorConfig } from "../../config.js";
 import { commonLabels, OWNER_UID_LABEL } from "../../k8s/labels.js";
 import type { K8sObject } from "../../k8s/objects.js";
-import { CONFIG_HASH_ANNOTATION, POD_SECURITY_CONTEXT } from "../shared/agent.js";
+import {
+  CA_KEY,
+  CONFIG_HASH_ANNOTATION,
+  POD_SECURITY_CONTEXT,
+  TAILSCALE_RUNTIME_MOUNTS,
+  TAILSCALE_RUNTIME_VOLUMES,
+  tailscaleRuntimeEnv,
+} from "../shared/agent.js";
 import { AUTHKEY_DATA_KEY } from "../shared/authkey.js";
 import { COREDNS_PORTS, COREFILE_DIR, COREFILE_KEY, ZONE_DIR } from "./corefile.js";
 import type { GatewayNames } from "./spec.js";
@@ -45,9 +54,15 @@ export interface GatewayDeploymentInputs {
   /** Name of the bootstrap-key Secret child; undefined while none exists (the pod waits for it). */
   authKeySecret: string | undefined;
   images: OperatorConfig["images"];
-  /** Hash of the Corefile, so a change rolls the pods (zone changes do not: CoreDNS reloads them). */
+  /** Hash of the Corefile and CA, so a change rolls the pods (zone changes do not: CoreDNS reloads them). */
   configHash: string;
+  /** The CA ConfigMap (names.ca) exists: tailscaled trusts it (SSL_CERT_FILE). */
+  ca?: boolean;
+  noLogsNoSupport: boolean;
 }
+
+/** Where the gateway's tailscale container mounts the CA ConfigMap. */
+const CA_DIR = "/etc/tailnet-ca";
 
 const restricted = {
   allowPrivilegeEscalation: false,
@@ -62,10 +77,12 @@ function tailscaleContainer(inputs: GatewayDeploymentInputs): Record<string, unk
     { name: "TS_SOCKET", value: TS_SOCKET },
     { name: "TS_HOSTNAME", value: inputs.hostname },
     { name: "TS_ROUTES", value: inputs.routes.join(",") },
-    { name: "TS_EXTRA_ARGS", value: `--login-server=${inputs.loginServer} --advertise-tags=${inputs.tag}` },
-    { name: "TS_AUTH_ONCE", value: "true" },
-    // state in memory: nothing is written back to a Secret, so the pod needs no API access
-    { name: "TS_KUBE_SECRET", value: "" },
+    // no --advertise-tags: Headscale >= 0.28 refuses requested tags with a pre-auth key (state.go)
+    { name: "TS_EXTRA_ARGS", value: `--login-server=${inputs.loginServer}` },
+    ...tailscaleRuntimeEnv({
+      noLogsNoSupport: inputs.noLogsNoSupport,
+      caFile: inputs.ca ? `${CA_DIR}/${CA_KEY}` : undefined,
+    }),
     { name: "TS_ENABLE_METRICS", value: "true" },
     { name: "TS_ENABLE_HEALTH_CHECK", value: "true" },
     { name: "TS_LOCAL_ADDR_PORT", value: `0.0.0.0:${TS_METRICS_PORT}` },
@@ -86,7 +103,11 @@ function tailscaleContainer(inputs: GatewayDeploymentInputs): Record<string, unk
     readinessProbe: { httpGet: { path: "/healthz", port: "ts-metrics" }, periodSeconds: 5 },
     securityContext: restricted,
     resources: { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "256Mi" } },
-    volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
+    volumeMounts: [
+      { name: "tmp", mountPath: "/tmp" },
+      ...TAILSCALE_RUNTIME_MOUNTS,
+      ...(inputs.ca ? [{ name: "ca", mountPath: CA_DIR, readOnly: true }] : []),
+    ],
   };
 }
 
@@ -125,6 +146,8 @@ export function gatewayDeployment(parent: K8sObject, inputs: GatewayDeploymentIn
       containers: [tailscaleContainer(inputs), corednsContainer(inputs)],
       volumes: [
         { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
+        ...TAILSCALE_RUNTIME_VOLUMES,
+        ...(inputs.ca ? [{ name: "ca", configMap: { name: inputs.names.ca } }] : []),
         { name: "corefile", configMap: { name: inputs.names.corefile } },
         // optional: while the fresh writer is blocked before its first write there is no zone yet
         { name: "zone", configMap: { name: inputs.names.zone, optional: true } },
@@ -213,5 +236,15 @@ export function zoneConfigMap(parent: K8sObject, names: GatewayNames, zoneFile: 
     kind: "ConfigMap",
     metadata: { name: names.zone, namespace: parent.metadata.namespace, labels: gatewayLabels(parent) },
     data: { [ZONE_FILE_KEY]: zoneFile },
+  };
+}
+
+/** The Headscale CA (Tailnet caSecretRef) for the gateway's tailscaled: a CA is public, so a ConfigMap. */
+export function caConfigMap(parent: K8sObject, names: GatewayNames, ca: string): K8sObject {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: names.ca, namespace: parent.metadata.namespace, labels: gatewayLabels(parent) },
+    data: { [CA_KEY]: ca.endsWith("\n") ? ca : `${ca}\n` },
   };
 }

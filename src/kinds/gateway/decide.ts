@@ -10,7 +10,14 @@ import type { NetworkPolicyPeer, OperatorConfig } from "../../config.js";
 import type { HsNode } from "../../headscale/types.js";
 import { isRecord, type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import { configHash } from "../shared/agent.js";
-import { corefileConfigMap, dnsService, gatewayDeployment, gatewayNetworkPolicy, zoneConfigMap } from "./children.js";
+import {
+  caConfigMap,
+  corefileConfigMap,
+  dnsService,
+  gatewayDeployment,
+  gatewayNetworkPolicy,
+  zoneConfigMap,
+} from "./children.js";
 import { clusterDNSForward, dnsReady, serviceIP, serviceReady, workloadCurrent } from "./conditions.js";
 import { renderGatewayCorefile } from "./corefile.js";
 import {
@@ -34,6 +41,8 @@ export interface GatewayTailnet {
   splitDomains: string[];
   /** The Tailnet reports HeadscaleCompatible=False: no route is approved on that server (as for a site). */
   incompatible?: boolean;
+  /** The Headscale CA (caSecretRef, from the credentials Secret), delivered to the pod. */
+  ca?: string;
 }
 
 /** What renders the gateway's workload; shared by the key planning (rollout check) and decide. */
@@ -45,6 +54,8 @@ export interface RenderInput {
   zone: string;
   tailnet: GatewayTailnet;
   images: OperatorConfig["images"];
+  /** OperatorConfig.tailscale.noLogsNoSupport. */
+  noLogsNoSupport: boolean;
 }
 
 export interface BootstrapKey {
@@ -94,7 +105,9 @@ export function renderDeployment(r: RenderInput, authKeySecret: string | undefin
     loginServer: r.tailnet.loginServer,
     authKeySecret,
     images: r.images,
-    configHash: configHash(renderCorefile(r)),
+    configHash: r.tailnet.ca ? configHash(renderCorefile(r), r.tailnet.ca) : configHash(renderCorefile(r)),
+    ca: !!r.tailnet.ca,
+    noLogsNoSupport: r.noLogsNoSupport,
   });
 }
 
@@ -229,6 +242,19 @@ function staleNodes(
   return cond(C.StaleNodes, "False", R.Deleted, `deleted stale ${list(facts.stale)}`);
 }
 
+/**
+ * The Deployment to return: the rendered one once a bootstrap key exists. Without a key
+ * containerboot would start an interactive login and log a registration URL, so none is run yet;
+ * one that already runs is kept as observed (scaled to zero when suspended).
+ */
+function keyedDeployment(input: GatewayDecideInput, rendered: K8sObject): K8sObject[] {
+  if (input.key.secret) return [rendered];
+  const observed = input.observed.deployment;
+  if (!observed) return [];
+  const kept = reuseObserved(observed);
+  return [input.spec.suspend ? { ...kept, spec: { ...(kept.spec as object), replicas: 0 } } : kept];
+}
+
 export function decideGateway(input: GatewayDecideInput): GatewayDecision {
   const { headscale: hs, now } = input;
   const actions: GatewayActions = { deleteNodes: [] };
@@ -267,10 +293,11 @@ export function decideGateway(input: GatewayDecideInput): GatewayDecision {
   const deployment = renderDeployment(input, input.key.secret?.metadata.name);
   const owner = `${input.parent.metadata.namespace}/${input.parent.metadata.name}`;
   const children: K8sObject[] = [
-    deployment,
+    ...keyedDeployment(input, deployment),
     dnsService(input.parent, input.names, input.spec.serviceType),
     gatewayNetworkPolicy(input.parent, input.names, input.metricsPeers),
     corefileConfigMap(input.parent, input.names, renderCorefile(input)),
+    ...(input.tailnet.ca ? [caConfigMap(input.parent, input.names, input.tailnet.ca)] : []),
   ];
   if (freshOk) {
     const records = derivedZoneRecords({

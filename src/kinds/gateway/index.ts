@@ -87,6 +87,7 @@ async function sync(req: HookRequest, deps: HookDeps): Promise<SyncResult> {
     tag,
     zone,
     images: deps.config.images,
+    noLogsNoSupport: deps.config.tailscale.noLogsNoSupport,
     tailnet: {
       name: ctx.settings.name,
       loginServer: ctx.settings.url || ctx.conn.url,
@@ -94,6 +95,7 @@ async function sync(req: HookRequest, deps: HookDeps): Promise<SyncResult> {
       baseDomain: ctx.settings.baseDomain,
       splitDomains: splitDNSDomains(ctx.tailnet),
       incompatible: tailnetIncompatible(ctx.tailnet),
+      ...(ctx.conn.ca ? { ca: ctx.conn.ca } : {}),
     },
   };
 

@@ -66,6 +66,8 @@ export interface GatewayNames {
   networkPolicy: string;
   corefile: string;
   zone: string;
+  /** The Headscale CA for tailscaled (only with a Tailnet caSecretRef). */
+  ca: string;
   /** The DNS Service (a DNS-1035 label). */
   service: string;
 }
@@ -78,6 +80,7 @@ export function gatewayNames(parent: K8sObject): GatewayNames {
     networkPolicy: base,
     corefile: `${base}-corefile`,
     zone: `${base}-zone`,
+    ca: `${base}-ca`,
     service: `${dnsLabel(n, 63 - "-dns".length)}-dns`,
   };
 }

@@ -8,7 +8,7 @@
 import type { AgentConfigInput } from "../../agent/config.js";
 import { AGENT_METRICS_PORT, TAILSCALED_SOCKET } from "../../agent/ports.js";
 import type { OperatorConfig } from "../../config.js";
-import type { K8sObject } from "../../k8s/objects.js";
+import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import {
   agentConfigMap,
   agentDeployment,
@@ -83,8 +83,12 @@ export interface IngressChildInputs {
   loginServer: string;
   /** Per expose, in spec order: DNS name and aliases (see ingressNames). */
   names: readonly { dnsName: string; dnsAliases: string[] }[];
-  /** The pre-auth key Secret child; undefined while no key exists (the pods wait for it). */
+  /** The pre-auth key Secret child; undefined while no key exists (no Deployment is run without it). */
   authKeySecret?: K8sObject;
+  /** The Headscale CA (the Tailnet's caSecretRef, republished in its credentials Secret). */
+  ca?: string;
+  /** The agent Deployment as observed, kept as it is while no key exists. */
+  observedDeployment?: K8sObject;
 }
 
 /**
@@ -96,7 +100,7 @@ function ingressDeployment(
   parent: K8sObject,
   config: OperatorConfig,
   spec: IngressSpec,
-  inputs: IngressChildInputs,
+  inputs: IngressChildInputs & { authKeySecret: K8sObject },
   hash: string,
 ): K8sObject {
   const tlsSecrets = ingressTlsSecrets(spec);
@@ -104,13 +108,15 @@ function ingressDeployment(
     replicas: 1,
     tag: inputs.tag,
     loginServer: inputs.loginServer,
-    authKeySecret: inputs.authKeySecret?.metadata.name,
+    authKeySecret: inputs.authKeySecret.metadata.name,
     hostname: dnsLabel(spec.hostname),
     images: config.images,
     listenPorts: [],
     configHash: hash,
     serveConfig: true,
     tlsSecrets,
+    ca: !!inputs.ca,
+    noLogsNoSupport: config.tailscale.noLogsNoSupport,
   });
   type Volume = { secret?: { secretName: string; optional?: boolean } };
   const podSpec = (deployment.spec as { template: { spec: { volumes?: Volume[] } } }).template.spec;
@@ -120,7 +126,7 @@ function ingressDeployment(
   return deployment;
 }
 
-/** Every child, in a fixed order: ServiceAccount, ConfigMap, Deployment, NetworkPolicy, key Secret. */
+/** Every child, in a fixed order: ServiceAccount, ConfigMap, Deployment (once a key exists), NetworkPolicy, key Secret. */
 export function ingressChildren(
   parent: K8sObject,
   config: OperatorConfig,
@@ -129,11 +135,17 @@ export function ingressChildren(
 ): K8sObject[] {
   const agentConfig = ingressAgentConfig(parent, spec, inputs.names);
   const serve = ingressServeConfig(spec);
-  const hash = configHash(agentConfig, serve);
+  const configMap = agentConfigMap(parent, agentConfig, serve, inputs.ca);
+  const hash = inputs.ca ? configHash(agentConfig, serve, inputs.ca) : configHash(agentConfig, serve);
+  // no key yet: no Deployment (containerboot would start an interactive login); a running one is kept
+  const key = inputs.authKeySecret;
+  const deployment = key
+    ? ingressDeployment(parent, config, spec, { ...inputs, authKeySecret: key }, hash)
+    : inputs.observedDeployment && reuseObserved(inputs.observedDeployment);
   return [
     agentServiceAccount(parent),
-    agentConfigMap(parent, agentConfig, serve),
-    ingressDeployment(parent, config, spec, inputs, hash),
+    configMap,
+    ...(deployment ? [deployment] : []),
     agentNetworkPolicy(parent, config, undefined),
     ...(inputs.authKeySecret ? [inputs.authKeySecret] : []),
   ];

@@ -21,7 +21,7 @@ import { tlsCondition } from "./tls.js";
 
 /** The Tailnet as decide sees it: resolved (with the login server), or why not (NoTailnet / NoAPIKey). */
 export type TailnetView =
-  | { ok: true; settings: TailnetSettings; loginServer: string }
+  | { ok: true; settings: TailnetSettings; loginServer: string; ca?: string }
   | {
       ok: false;
       reason: typeof IngressReason.NoTailnet | typeof IngressReason.NoAPIKey;
@@ -216,6 +216,10 @@ export function decideIngress(input: IngressInput): IngressDecision {
           loginServer: tailnet.loginServer,
           names: names.exposes,
           authKeySecret: input.authKey.secret,
+          ca: tailnet.ca,
+          observedDeployment: input.children.find(
+            (c) => c.kind === "Deployment" && c.metadata.name === agentName(parent) && !c.metadata.deletionTimestamp,
+          ),
         })
       : input.children.filter((c) => !c.metadata.deletionTimestamp).map(reuseObserved);
 

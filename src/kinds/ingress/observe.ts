@@ -43,7 +43,12 @@ export async function observeIngress(
     deps.scraper.scrape(agentPods(req)),
   ]);
   const tailnet: TailnetView = workload.ok
-    ? { ok: true, settings: workload.settings, loginServer: workload.settings.url || workload.conn.url }
+    ? {
+        ok: true,
+        settings: workload.settings,
+        loginServer: workload.settings.url || workload.conn.url,
+        ...(workload.conn.ca ? { ca: workload.conn.ca } : {}),
+      }
     : { ok: false, reason: workload.reason, message: workload.message, settings: workload.settings };
   const wantedSecrets = new Set(spec.exposes.flatMap((e) => (e.tlsSecret ? [e.tlsSecret] : [])));
   const tlsSecrets = new Map(

@@ -1,9 +1,11 @@
 /**
  * Child builders shared by TailnetEgress and TailnetIngress: one agent, one set of builders.
  * Each takes (parent, inputs) and returns a plain object (Tailscale's tsrStatefulSet style).
- * The pod runs two containers: the official tailscale image in userspace mode with state in
- * memory (so no Secret is written back and no RBAC is needed), and our agent, which listens,
- * probes and reports /status on 9080. The conditions both agent kinds share (TagKnown,
+ * The pod runs two containers: the official tailscale image in userspace mode with its state on
+ * an emptyDir (a container restart re-joins as the same node; no Secret is written back, so no
+ * RBAC and no API token are needed), and our agent, which listens, probes and reports /status on
+ * 9080. The tailscale container pieces every pod shares (agents and gateways) are
+ * `tailscaleRuntime*` below. The conditions both agent kinds share (TagKnown,
  * Registered) are decided here too, so egress and ingress cannot drift apart.
  */
 import { createHash } from "node:crypto";
@@ -61,10 +63,19 @@ export function agentServiceAccount(parent: K8sObject): K8sObject {
   };
 }
 
-/** The agent config (and, for ingress, tailscaled's serve config) as a ConfigMap mounted read-only. */
-export function agentConfigMap(parent: K8sObject, config: AgentConfigInput, serveConfig?: object): K8sObject {
+/**
+ * The agent config (and, for ingress, tailscaled's serve config; with a private Headscale CA, the
+ * CA as CA_KEY) as a ConfigMap mounted read-only.
+ */
+export function agentConfigMap(
+  parent: K8sObject,
+  config: AgentConfigInput,
+  serveConfig?: object,
+  ca?: string,
+): K8sObject {
   const data: Record<string, string> = { [AGENT_CONFIG_KEY]: `${JSON.stringify(config, null, 2)}\n` };
   if (serveConfig) data[SERVE_CONFIG_KEY] = `${JSON.stringify(serveConfig, null, 2)}\n`;
+  if (ca) data[CA_KEY] = ca.endsWith("\n") ? ca : `${ca}\n`;
   return {
     apiVersion: "v1",
     kind: "ConfigMap",
@@ -76,6 +87,67 @@ export function agentConfigMap(parent: K8sObject, config: AgentConfigInput, serv
     data,
   };
 }
+
+/** Where tailscaled keeps its state (TS_STATE_DIR): an emptyDir, which lives as long as the pod. */
+export const TAILSCALE_STATE_DIR = "/var/lib/tailscale";
+/** Where the kubelet would mount the service-account files (kube/kubeclient/client.go saPath). */
+export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+/** Key of the Headscale CA in the pod's ConfigMap (from the Tailnet's caSecretRef). */
+export const CA_KEY = "ca.crt";
+
+export interface TailscaleRuntimeInputs {
+  /** OperatorConfig.tailscale.noLogsNoSupport: TS_NO_LOGS_NO_SUPPORT=true. */
+  noLogsNoSupport: boolean;
+  /** Path of the Headscale CA inside the tailscale container (SSL_CERT_FILE); none: system roots. */
+  caFile?: string;
+}
+
+/**
+ * Environment every tailscale container gets. TS_KUBE_SECRET="" keeps state out of the API
+ * (containerboot keeps an explicit empty value, settings.go) and TS_STATE_DIR puts it on an
+ * emptyDir, so a restarted container comes back as the same node without logging in again
+ * (TS_AUTH_ONCE: `tailscale up` runs only in NeedsLogin, containerboot main.go).
+ */
+export function tailscaleRuntimeEnv(r: TailscaleRuntimeInputs): Record<string, unknown>[] {
+  const env: Record<string, unknown>[] = [
+    { name: "TS_AUTH_ONCE", value: "true" },
+    { name: "TS_KUBE_SECRET", value: "" },
+    { name: "TS_STATE_DIR", value: TAILSCALE_STATE_DIR },
+  ];
+  // tailscaled uploads its logs to log.tailscale.com unless told not to (envknob NoLogsNoSupport)
+  if (r.noLogsNoSupport) env.push({ name: "TS_NO_LOGS_NO_SUPPORT", value: "true" });
+  // Go reads SSL_CERT_FILE instead of the system bundle; tailscale still has its baked-in roots
+  if (r.caFile) env.push({ name: "SSL_CERT_FILE", value: r.caFile });
+  return env;
+}
+
+/**
+ * Volumes of the tailscale container: its state, and the service-account namespace and cluster
+ * CA without a token. Images before v1.96.0 build a kube client whenever KUBERNETES_SERVICE_HOST
+ * is set and exit without these two files (tailscale issue 8188); automountServiceAccountToken
+ * stays false, so the pod holds no API credential.
+ */
+export const TAILSCALE_RUNTIME_VOLUMES: readonly Record<string, unknown>[] = [
+  { name: "tailscale-state", emptyDir: { medium: "Memory", sizeLimit: "4Mi" } },
+  {
+    name: "serviceaccount",
+    projected: {
+      sources: [
+        {
+          downwardAPI: {
+            items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }],
+          },
+        },
+        { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
+      ],
+    },
+  },
+];
+
+export const TAILSCALE_RUNTIME_MOUNTS: readonly Record<string, unknown>[] = [
+  { name: "tailscale-state", mountPath: TAILSCALE_STATE_DIR },
+  { name: "serviceaccount", mountPath: SERVICE_ACCOUNT_DIR, readOnly: true },
+];
 
 /** A short, stable hash of everything the pods read at start (the pod-template annotation). */
 export function configHash(...parts: unknown[]): string {
@@ -100,6 +172,9 @@ export interface AgentDeploymentInputs {
   serveConfig?: boolean;
   /** Ingress: kubernetes.io/tls Secrets mounted read-only into the agent at TLS_MOUNT_ROOT/<name>. */
   tlsSecrets?: string[];
+  /** The ConfigMap carries the Headscale CA (CA_KEY): tailscaled trusts it (SSL_CERT_FILE). */
+  ca?: boolean;
+  noLogsNoSupport: boolean;
 }
 
 /** Pod-level security of every pod the operator runs (agents and gateways): non-root, seccomp. */
@@ -130,11 +205,14 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
     { name: "TS_SOCKET", value: TAILSCALED_SOCKET },
     { name: "TS_SOCKS5_SERVER", value: TAILSCALE_SOCKS_ADDR },
     { name: "TS_HOSTNAME", value: inputs.hostname },
-    // containerboot passes TS_EXTRA_ARGS to `tailscale up`: the only way to name a login server
-    { name: "TS_EXTRA_ARGS", value: `--login-server=${inputs.loginServer} --advertise-tags=${inputs.tag}` },
-    { name: "TS_AUTH_ONCE", value: "true" },
-    // state in memory: nothing is written back to a Secret, so the pod needs no API access
-    { name: "TS_KUBE_SECRET", value: "" },
+    // containerboot passes TS_EXTRA_ARGS to `tailscale up`: the only way to name a login server.
+    // No --advertise-tags: Headscale >= 0.28 refuses any client-requested tag on a pre-auth-key
+    // registration (hscontrol/state/state.go); the key's aclTags tag the node.
+    { name: "TS_EXTRA_ARGS", value: `--login-server=${inputs.loginServer}` },
+    ...tailscaleRuntimeEnv({
+      noLogsNoSupport: inputs.noLogsNoSupport,
+      caFile: inputs.ca ? `${CONFIG_DIR}/${CA_KEY}` : undefined,
+    }),
     { name: "TS_ENABLE_METRICS", value: "true" },
     { name: "TS_LOCAL_ADDR_PORT", value: "127.0.0.1:9002" },
   ];
@@ -176,7 +254,7 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
               env,
               securityContext: restricted,
               resources,
-              volumeMounts: [{ name: "tmp", mountPath: "/tmp" }, ...shared],
+              volumeMounts: [{ name: "tmp", mountPath: "/tmp" }, ...TAILSCALE_RUNTIME_MOUNTS, ...shared],
             },
             {
               name: "agent",
@@ -205,6 +283,7 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
           ],
           volumes: [
             { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
+            ...TAILSCALE_RUNTIME_VOLUMES,
             { name: "tailscale-run", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
             { name: "config", configMap: { name: agentName(parent) } },
             ...tlsSecrets.map((s, i) => ({ name: tlsVolumeName(i), secret: { secretName: s } })),

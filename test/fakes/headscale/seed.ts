@@ -95,6 +95,8 @@ export interface RegisterInput {
   online?: boolean;
   /** Re-registering an existing node key updates that node instead of creating one. */
   nodeKey?: string;
+  /** Tags the client asks for (`tailscale up --advertise-tags`, sent as Hostinfo.RequestTags). */
+  requestTags?: string[];
 }
 
 /**
@@ -112,6 +114,12 @@ export function registerWithKey(
   if (!key) throw new Error("fake headscale: authkey not found");
   if (key.expiration.getTime() <= now.getTime()) throw new Error("fake headscale: authkey expired");
   if (key.used && !key.reusable) throw new Error("fake headscale: authkey already used");
+  // 0.28+ refuses any client-requested tag on a pre-auth-key registration, even the key's own tag,
+  // before anything is allocated or the key is marked used (hscontrol/state/state.go, "Reject
+  // advertise-tags for PreAuthKey registrations early"): the key's aclTags alone tag the node.
+  if (input.requestTags?.length) {
+    throw new Error(`fake headscale: requested tags [${input.requestTags.join(" ")}] are invalid or not permitted`);
+  }
   key.used = true;
 
   const existing = input.nodeKey ? [...state.nodes.values()].find((n) => n.nodeKey === input.nodeKey) : undefined;

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { validateAgentConfig } from "../../../src/agent/config.js";
 import { configFrom } from "../../../src/config.js";
+import type { K8sObject } from "../../../src/k8s/objects.js";
 import {
   type EgressChildrenInputs,
   egressAgentConfig,
@@ -27,6 +28,8 @@ interface Options {
   key?: boolean;
   conflicting?: string[];
   tag?: string;
+  ca?: string;
+  observedDeployment?: K8sObject;
 }
 
 function build(o: Options = {}) {
@@ -39,6 +42,8 @@ function build(o: Options = {}) {
     loginServer: "https://hs.example.com",
     authKeySecret: o.key === false ? undefined : keySecret(parent),
     conflicting: new Set(o.conflicting ?? []),
+    ca: o.ca,
+    observedDeployment: o.observedDeployment,
   };
   return { parent, children: egressChildren(parent, inputs) };
 }
@@ -63,14 +68,28 @@ function golden(o: Options = {}): EgressGoldenOptions {
     targets: targets.map((t) => ({ name: t.name, host: t.host, ports: t.ports.map((p) => p.port) })),
     authKeySecret: o.key === false ? undefined : keySecret(egressParent(o.spec)),
     conflicting: o.conflicting,
+    ca: o.ca,
+    observedDeployment: o.observedDeployment,
   };
 }
+
+const PRIVATE_CA = "-----BEGIN CERTIFICATE-----\nPRIVATE CA\n-----END CERTIFICATE-----\n";
+/** A Deployment as the API server holds it (with a status): returned unchanged when no key exists. */
+const RUNNING: K8sObject = {
+  ...(build().children.find((c) => c.kind === "Deployment") as K8sObject),
+  status: { readyReplicas: 1 },
+};
 
 describe("egress children", () => {
   const cases: { name: string; o: Options }[] = [
     { name: "two targets, three ports, a key", o: {} },
     { name: "three replicas", o: { spec: { replicas: 3 } } },
-    { name: "no key yet: no Secret, no TS_AUTHKEY", o: { key: false } },
+    { name: "no key yet: no Secret, no Deployment (never a tailscale container without its key)", o: { key: false } },
+    {
+      name: "no key now but a running Deployment: it is kept as observed",
+      o: { key: false, observedDeployment: RUNNING },
+    },
+    { name: "a private Headscale CA: ca.crt in the ConfigMap, SSL_CERT_FILE", o: { ca: PRIVATE_CA } },
     { name: "a foreign Service holds postgres: no Service for it", o: { conflicting: ["postgres"] } },
     { name: "an explicit tag", o: { spec: { tag: "tag:db-egress" }, tag: "tag:db-egress" } },
     {
@@ -98,7 +117,6 @@ describe("egress children", () => {
     const text = JSON.stringify(build({ spec, tag: "tag:passthrough" }).children);
     for (const needle of [
       '"replicas":4',
-      "--advertise-tags=tag:passthrough",
       '"name":"alpha"',
       '"name":"beta"',
       "alpha-host.ts.example.com",
@@ -143,7 +161,18 @@ describe("egress children", () => {
       spec: { targets: [{ name: "postgres", host: "db-2", ports: [{ port: 5432 }] }] },
     }).children;
     assert.notEqual(hash(moved), hash(base));
-    assert.equal(hash(build({ key: false }).children), hash(base));
+    const parent = egressParent();
+    const rotated = egressChildren(parent, {
+      config,
+      targets: egressTargets(parent),
+      replicas: 1,
+      tag: "tag:k8s-shop-db",
+      loginServer: "https://hs.example.com",
+      authKeySecret: keySecret(parent, "99"),
+      conflicting: new Set(),
+    });
+    assert.equal(hash(rotated), hash(base));
+    assert.notEqual(hash(build({ ca: PRIVATE_CA }).children), hash(base), "a new CA rolls the pods too");
   });
 
   it("agent config: listen ports from 10000 in target then port order", () => {

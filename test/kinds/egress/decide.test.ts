@@ -334,7 +334,18 @@ describe("status fields and messages", () => {
       "no Headscale node carries tag:k8s-shop-db yet; no pre-auth key yet: Headscale POST /api/v1/preauthkey: 500 fault injected: 500",
     );
     assert.equal(d.children.filter((c) => c.kind === "Secret").length, 0);
-    assert.equal(d.children.filter((c) => c.kind === "Deployment").length, 1, "everything else is kept");
+    // never a tailscale container without its key: no Deployment yet (containerboot would log a login URL)
+    assert.equal(d.children.filter((c) => c.kind === "Deployment").length, 0);
+    assert.deepEqual(
+      d.children.map((c) => c.kind),
+      ["ServiceAccount", "ConfigMap", "Service", "Service", "NetworkPolicy"],
+      "everything else is returned",
+    );
+    // a Deployment that already runs is never dropped because a key could not be minted
+    const running = decide(healthyWorld()).children.find((c) => c.kind === "Deployment") as K8sObject;
+    w.children = [{ ...running, status: { readyReplicas: 1 } }];
+    const kept = decide(w).children.find((c) => c.kind === "Deployment");
+    assert.deepStrictEqual(kept, running);
   });
 });
 

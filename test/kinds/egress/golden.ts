@@ -33,6 +33,10 @@ export interface EgressGoldenOptions {
   targets: GoldenTarget[];
   authKeySecret?: K8sObject;
   conflicting?: string[];
+  /** The Headscale CA: ca.crt in the ConfigMap, SSL_CERT_FILE on the tailscale container. */
+  ca?: string;
+  /** No key: the Deployment returned as it was observed (none when undefined). */
+  observedDeployment?: K8sObject;
 }
 
 /** Listen ports from 10000 in target order, then port order. */
@@ -79,25 +83,36 @@ export function expectedTargetService(o: EgressGoldenOptions, target: GoldenTarg
   };
 }
 
+/** A kept child goes back without its status (Metacontroller owns nothing there). */
+function withoutStatus(o: K8sObject): K8sObject {
+  const { status: _status, ...rest } = o;
+  return rest;
+}
+
 export function expectedEgressChildren(o: EgressGoldenOptions): K8sObject[] {
   const id = { kind: "TailnetEgress" as const, name: o.name, namespace: o.namespace, uid: o.uid };
   const listen = expectedListenPorts(o.targets);
-  const configMap = expectedConfigMap(id, expectedAgentConfig(o.targets));
+  const configMap = expectedConfigMap(id, expectedAgentConfig(o.targets), undefined, o.ca);
   const conflicting = new Set(o.conflicting ?? []);
+  // never a tailscale container without its key: no Deployment until the key Secret exists
+  const deployment = o.authKeySecret
+    ? expectedAgentDeployment({
+        ...id,
+        replicas: o.replicas,
+        tag: o.tag,
+        loginServer: o.loginServer,
+        authKeySecret: o.authKeySecret.metadata.name,
+        hostname: o.hostname,
+        images: o.images,
+        listenPorts: listen.flat(),
+        configHash: configHash(configMap.data),
+        ca: !!o.ca,
+      })
+    : o.observedDeployment && withoutStatus(o.observedDeployment);
   return [
     expectedServiceAccount(id),
     configMap,
-    expectedAgentDeployment({
-      ...id,
-      replicas: o.replicas,
-      tag: o.tag,
-      loginServer: o.loginServer,
-      authKeySecret: o.authKeySecret?.metadata.name,
-      hostname: o.hostname,
-      images: o.images,
-      listenPorts: listen.flat(),
-      configHash: configHash(configMap.data),
-    }),
+    ...(deployment ? [deployment] : []),
     ...o.targets.flatMap((t, i) => (conflicting.has(t.name) ? [] : [expectedTargetService(o, t, listen[i])])),
     expectedNetworkPolicy(id, {
       operatorNamespace: o.operatorNamespace,

@@ -19,6 +19,7 @@ import { memoryEventRecorder } from "../../../src/server/events.js";
 import { type EchoServer, startEchoServer } from "../../fakes/agent/echo.js";
 import { type FakeLocalApi, type FakePeer, fakeStatus, startFakeLocalApi } from "../../fakes/agent/localapi.js";
 import { type Socks5Server, startSocks5Server } from "../../fakes/agent/socks5.js";
+import { registerPod } from "../../fakes/containerboot.js";
 import { type FakeHeadscale, type FakeNode, useFakeHeadscale } from "../../fakes/headscale/index.js";
 import { skeletonModule } from "../../fakes/kind-stub.js";
 import { FakeMetacontroller } from "../../fakes/metacontroller.js";
@@ -184,12 +185,11 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
       return mc.settle();
     },
     register() {
-      const secret = keySecret();
-      const key = Buffer.from(
-        String((secret?.data as Record<string, string> | undefined)?.authkey ?? ""),
-        "base64",
-      ).toString();
-      const node = fake.registerWithKey(key, { name: "shop-db" });
+      // the agent pod boots from the Deployment the operator returned (fake containerboot), and
+      // registers with what it reads there: its key, its host name, the tags it requests
+      const deployment = mc.get("apps/v1", "Deployment", "db-agent", "shop");
+      if (!deployment) throw new Error("no agent Deployment yet");
+      const { node } = registerPod(fake, deployment, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
       self = { HostName: "shop-db", TailscaleIPs: [node.ipv4], Online: true };
       const p = peers();
       localApi.setStatus(fakeStatus(self, [p.db1, p.router]));

@@ -12,8 +12,10 @@ import { decideGateway, renderCorefile, renderDeployment } from "../../../src/ki
 import { gatewayNames } from "../../../src/kinds/gateway/spec.js";
 import { stampTemplate, TEMPLATE_HASH_ANNOTATION, templateHash } from "../../../src/kinds/gateway/template.js";
 import { configHash } from "../../../src/kinds/shared/agent.js";
+import { bootTailscale } from "../../fakes/containerboot.js";
 import { validateChildren } from "../../helpers/validate.js";
-import { gateway, healthy, renderInput, TAG, UID, ZONE } from "./fixtures.js";
+import { expectedRuntimeEnv, expectedRuntimeMounts, expectedRuntimeVolumes } from "../shared/golden.js";
+import { gateway, healthy, renderInput, UID, ZONE } from "./fixtures.js";
 
 interface Opts {
   name?: string;
@@ -25,6 +27,9 @@ interface Opts {
   loginServer?: string;
   images?: typeof DEFAULT_CONFIG.images;
   corefile: string;
+  /** The Headscale CA delivered through the gw-gateway-ca ConfigMap. */
+  ca?: string;
+  noLogsNoSupport?: boolean;
 }
 
 const labels = (name = "gw") => ({
@@ -49,19 +54,20 @@ function expectedDeployment(o: Opts): K8sObject {
     { name: "TS_SOCKET", value: "/tmp/tailscaled.sock" },
     { name: "TS_HOSTNAME", value: o.hostname ?? "cluster-gw" },
     { name: "TS_ROUTES", value: (o.routes ?? ["10.96.0.0/12"]).join(",") },
-    {
-      name: "TS_EXTRA_ARGS",
-      value: `--login-server=${o.loginServer ?? "https://hs.example.com"} --advertise-tags=${o.tag ?? TAG}`,
-    },
-    { name: "TS_AUTH_ONCE", value: "true" },
-    { name: "TS_KUBE_SECRET", value: "" },
+    { name: "TS_EXTRA_ARGS", value: `--login-server=${o.loginServer ?? "https://hs.example.com"}` },
+    ...expectedRuntimeEnv({ noLogsNoSupport: o.noLogsNoSupport, caFile: o.ca ? "/etc/tailnet-ca/ca.crt" : undefined }),
     { name: "TS_ENABLE_METRICS", value: "true" },
     { name: "TS_ENABLE_HEALTH_CHECK", value: "true" },
     { name: "TS_LOCAL_ADDR_PORT", value: "0.0.0.0:8080" },
   ];
   if (o.secret) env.push({ name: "TS_AUTHKEY", valueFrom: { secretKeyRef: { name: o.secret, key: "authkey" } } });
   const template = stampTemplate({
-    metadata: { labels: labels(o.name), annotations: { "tailnet.internal/config-hash": configHash(o.corefile) } },
+    metadata: {
+      labels: labels(o.name),
+      annotations: {
+        "tailnet.internal/config-hash": o.ca ? configHash(o.corefile, o.ca) : configHash(o.corefile),
+      },
+    },
     spec: {
       automountServiceAccountToken: false,
       enableServiceLinks: false,
@@ -82,7 +88,11 @@ function expectedDeployment(o: Opts): K8sObject {
           readinessProbe: { httpGet: { path: "/healthz", port: "ts-metrics" }, periodSeconds: 5 },
           securityContext: restricted,
           resources: { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "256Mi" } },
-          volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
+          volumeMounts: [
+            { name: "tmp", mountPath: "/tmp" },
+            ...expectedRuntimeMounts,
+            ...(o.ca ? [{ name: "ca", mountPath: "/etc/tailnet-ca", readOnly: true }] : []),
+          ],
         },
         {
           name: "coredns",
@@ -106,6 +116,8 @@ function expectedDeployment(o: Opts): K8sObject {
       ],
       volumes: [
         { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
+        ...expectedRuntimeVolumes,
+        ...(o.ca ? [{ name: "ca", configMap: { name: `${o.name ?? "gw"}-gateway-ca` } }] : []),
         { name: "corefile", configMap: { name: `${o.name ?? "gw"}-gateway-corefile` } },
         { name: "zone", configMap: { name: `${o.name ?? "gw"}-gateway-zone`, optional: true } },
       ],
@@ -270,6 +282,64 @@ describe("gateway children", () => {
     const secret = children.find((c) => c.kind === "Secret");
     assert.equal(secret?.metadata.labels?.["tailnet.internal/authkey"], "true");
     assert.equal(secret?.metadata.labels?.["app.kubernetes.io/name"], "tailnet-gateway");
+  });
+
+  it("a private Headscale CA: the gw-gateway-ca ConfigMap, mounted, SSL_CERT_FILE; the config hash covers it", () => {
+    const ca = "-----BEGIN CERTIFICATE-----\nPRIVATE CA\n-----END CERTIFICATE-----\n";
+    const r = renderInput(gateway());
+    r.tailnet.ca = ca;
+    const got = renderDeployment(r, "gw-authkey-7");
+    assert.deepStrictEqual(got, expectedDeployment({ secret: "gw-authkey-7", corefile: COREFILE, ca }));
+    const input = healthy();
+    input.tailnet.ca = ca;
+    const { children } = decideGateway(input);
+    const cm = children.find((c) => c.metadata.name === "gw-gateway-ca");
+    assert.deepStrictEqual(cm, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "gw-gateway-ca", namespace: "infra", labels: labels() },
+      data: { "ca.crt": ca },
+    });
+    validateChildren(children);
+    const key = children.find((c) => c.kind === "Secret") as K8sObject;
+    const boot = bootTailscale(got, [key, cm as K8sObject], { serverCa: ca });
+    assert.ok(boot.ok, boot.ok ? "" : boot.error);
+    const without = bootTailscale(renderDeployment(renderInput(gateway()), "gw-authkey-7"), [key], { serverCa: ca });
+    assert.equal(without.ok, false);
+  });
+
+  it("noLogsNoSupport switched off: no TS_NO_LOGS_NO_SUPPORT", () => {
+    const got = renderDeployment({ ...renderInput(gateway()), noLogsNoSupport: false }, "gw-authkey-7");
+    assert.deepStrictEqual(
+      got,
+      expectedDeployment({ secret: "gw-authkey-7", corefile: COREFILE, noLogsNoSupport: false }),
+    );
+  });
+
+  it("boots under containerboot on the pinned and older images, requests no tag, sends no logs, keeps its state", () => {
+    const { children } = decideGateway(healthy());
+    const deployment = children.find((c) => c.kind === "Deployment") as K8sObject;
+    for (const imageVersion of ["1.102.3", "1.90.6"]) {
+      const result = bootTailscale(deployment, children, { imageVersion });
+      assert.ok(result.ok, `${imageVersion}: ${result.ok ? "" : result.error}`);
+      assert.deepEqual(result.boot.requestTags, []);
+      assert.equal(result.boot.noLogsNoSupport, true);
+      assert.equal(result.boot.persistentState, true, "a container restart must not log in again");
+      assert.deepEqual(result.boot.routes, ["10.96.0.0/12"]);
+    }
+  });
+
+  it("no bootstrap key yet: no Deployment (never a tailscale container without its key); a running one is kept", () => {
+    const none = decideGateway(healthy({ key: { error: "Headscale is down" }, observed: {} }));
+    assert.equal(
+      none.children.some((c) => c.kind === "Deployment"),
+      false,
+    );
+    validateChildren(none.children);
+    const input = healthy({ key: { error: "Headscale is down" } });
+    const live = input.observed.deployment as K8sObject;
+    const kept = decideGateway(input).children.find((c) => c.kind === "Deployment");
+    assert.deepStrictEqual(kept?.spec, live.spec, "the observed Deployment is returned as it is");
   });
 
   it("names stay valid for long and dotted parent names", () => {

@@ -97,6 +97,7 @@ export function renderInput(parent: K8sObject, policyMode: "Apply" | "DryRun" = 
     tag: TAG,
     zone: ZONE,
     images: DEFAULT_CONFIG.images,
+    noLogsNoSupport: true,
     tailnet: {
       name: "home",
       loginServer: "https://hs.example.com",

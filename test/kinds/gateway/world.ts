@@ -9,10 +9,11 @@ import type { HookKind } from "../../../src/api/schemas.js";
 import { HeadscaleViews } from "../../../src/headscale/view.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { kindModules } from "../../../src/kinds/index.js";
-import { b64, secretValue } from "../../../src/kinds/shared/secrets.js";
+import { b64 } from "../../../src/kinds/shared/secrets.js";
 import type { KindModule } from "../../../src/kinds/types.js";
 import { createOperatorMetrics } from "../../../src/metrics/registry.js";
 import { memoryEventRecorder } from "../../../src/server/events.js";
+import { bootTailscale, registerPod } from "../../fakes/containerboot.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../fakes/headscale/index.js";
 import { FakeMetacontroller } from "../../fakes/metacontroller.js";
 import { parentObject } from "../../fixtures/hooks.js";
@@ -118,10 +119,20 @@ export function keySecrets(mc: FakeMetacontroller): K8sObject[] {
 
 /** The gateway pod logging in with the key of the current bootstrap Secret (as containerboot would). */
 export function registerGateway(w: World, opts: { routes?: string[]; name?: string } = {}) {
-  const [secret] = keySecrets(w.mc);
-  const key = secretValue(secret, "authkey");
-  if (!key) throw new Error("no bootstrap key Secret yet");
-  return w.fake.registerWithKey(key, { name: opts.name ?? "cluster-gw", availableRoutes: opts.routes ?? [ROUTE] });
+  const deployment = child(w.mc, "Deployment", "gw-gateway");
+  if (!deployment) throw new Error("no gateway Deployment yet");
+  if (!opts.routes) {
+    return registerPod(w.fake, deployment, [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")], { name: opts.name })
+      .node;
+  }
+  // a pod advertising other routes than the spec's (a hand-edited TS_ROUTES)
+  const boot = bootTailscale(deployment, [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")]);
+  if (!boot.ok) throw new Error(boot.error);
+  return w.fake.registerWithKey(boot.boot.authKey, {
+    name: opts.name ?? boot.boot.hostname,
+    availableRoutes: opts.routes,
+    requestTags: boot.boot.requestTags,
+  });
 }
 
 export function zoneText(mc: FakeMetacontroller): string {

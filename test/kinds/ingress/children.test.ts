@@ -13,6 +13,7 @@ import { ingressNames } from "../../../src/kinds/ingress/names.js";
 import { exposeListenPorts, ingressSpecProblem, readIngressSpec } from "../../../src/kinds/ingress/spec.js";
 import { configHash } from "../../../src/kinds/shared/agent.js";
 import { authKeySecret } from "../../../src/kinds/shared/authkey.js";
+import { bootTailscale } from "../../fakes/containerboot.js";
 import { validateChildren } from "../../helpers/validate.js";
 import {
   expectedAgentDeployment,
@@ -45,6 +46,7 @@ interface GoldenOptions {
   hostname: string;
   authKeySecret?: K8sObject;
   scrapeFrom?: unknown[];
+  ca?: string;
 }
 
 function expectedChildren(o: GoldenOptions): K8sObject[] {
@@ -70,9 +72,10 @@ function expectedChildren(o: GoldenOptions): K8sObject[] {
     hostname: o.hostname,
     images: DEFAULT_CONFIG.images,
     listenPorts: [],
-    configHash: configHash(config, serve),
+    configHash: o.ca ? configHash(config, serve, o.ca) : configHash(config, serve),
     serveConfig: true,
     tlsSecrets: o.tlsSecrets,
+    ca: !!o.ca,
   });
   // the ingress difference: TLS Secret volumes are optional
   const pod = (deployment.spec as { template: { spec: { volumes: Record<string, unknown>[] } } }).template.spec;
@@ -83,20 +86,22 @@ function expectedChildren(o: GoldenOptions): K8sObject[] {
   );
   return [
     expectedServiceAccount(id),
-    expectedConfigMap(id, config, serve),
-    deployment,
+    expectedConfigMap(id, config, serve, o.ca),
+    // never a tailscale container without its key: no Deployment before the key Secret exists
+    ...(o.authKeySecret ? [deployment] : []),
     expectedNetworkPolicy(id, { operatorNamespace: DEFAULT_CONFIG.operatorNamespace, scrapeFrom: o.scrapeFrom }),
     ...(o.authKeySecret ? [o.authKeySecret] : []),
   ];
 }
 
-function build(parent: K8sObject, authKey?: K8sObject, config = DEFAULT_CONFIG): K8sObject[] {
+function build(parent: K8sObject, authKey?: K8sObject, config = DEFAULT_CONFIG, ca?: string): K8sObject[] {
   const spec = readIngressSpec(parent);
   return ingressChildren(parent, config, spec, {
     tag: TAG,
     loginServer: LOGIN,
     names: ingressNames(parent, BASE).exposes,
     authKeySecret: authKey,
+    ca,
   });
 }
 
@@ -157,7 +162,7 @@ describe("ingress children", () => {
     validateChildren(got);
   });
 
-  it("tcp: golden children without TLS, one listener per expose, no key Secret yet", () => {
+  it("tcp: golden children without TLS, one listener per expose, no key Secret (so no Deployment) yet", () => {
     const pg = tcpIngress("pg", {
       exposes: [
         { name: "postgres", port: 5432, backend: { service: "db", port: 5432 } },
@@ -211,7 +216,6 @@ describe("ingress children", () => {
   it("copies every user field into a child", () => {
     const text = JSON.stringify(build(parent, key));
     for (const needle of [
-      "--advertise-tags=tag:k8s-monitoring-grafana",
       '"value":"grafana"', // TS_HOSTNAME from spec.hostname
       '\\"443\\"', // spec.exposes[].port in serve.json
       '\\"8443\\"',
@@ -227,9 +231,29 @@ describe("ingress children", () => {
     }
   });
 
+  it("a private Headscale CA: ca.crt in the ConfigMap, SSL_CERT_FILE, a new hash; the pod trusts the CA", () => {
+    const ca = "-----BEGIN CERTIFICATE-----\nPRIVATE CA\n-----END CERTIFICATE-----\n";
+    const got = build(parent, key, DEFAULT_CONFIG, ca);
+    const want = expectedChildren({
+      parent,
+      hostname: "grafana",
+      authKeySecret: key,
+      tlsSecrets: ["api-tls", "grafana-tls"],
+      serve: { "443": { TCPForward: "127.0.0.1:20000" }, "8443": { TCPForward: "127.0.0.1:20002" } },
+      exposes: JSON.parse((build(parent, key)[1].data as Record<string, string>)["config.json"]).exposes,
+      ca,
+    });
+    assert.deepStrictEqual(got, want);
+    validateChildren(got);
+    const deployment = got.find((c) => c.kind === "Deployment") as K8sObject;
+    const boot = bootTailscale(deployment, got, { serverCa: ca, imageVersion: "1.90.6" });
+    assert.ok(boot.ok, boot.ok ? "" : boot.error);
+    assert.deepEqual(boot.boot.requestTags, []);
+  });
+
   it("changes the pod template hash when the config changes", () => {
     const hashOf = (p: K8sObject) => {
-      const spec = build(p).find((c) => c.kind === "Deployment")?.spec as
+      const spec = build(p, key).find((c) => c.kind === "Deployment")?.spec as
         | { template: { metadata: { annotations: Record<string, string> } } }
         | undefined;
       return spec?.template.metadata.annotations["tailnet.internal/config-hash"];

@@ -14,11 +14,11 @@ import { kindModules } from "../../../src/kinds/index.js";
 import { ingressAgentConfig } from "../../../src/kinds/ingress/children.js";
 import { ingressNames } from "../../../src/kinds/ingress/names.js";
 import { readIngressSpec } from "../../../src/kinds/ingress/spec.js";
-import { KEY_ID_ANNOTATION } from "../../../src/kinds/shared/authkey.js";
 import type { KindModule } from "../../../src/kinds/types.js";
 import { createOperatorMetrics } from "../../../src/metrics/registry.js";
 import { memoryEventRecorder } from "../../../src/server/events.js";
 import { closedPort } from "../../fakes/agent/echo.js";
+import { registerPod } from "../../fakes/containerboot.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../fakes/headscale/index.js";
 import { FakeMetacontroller } from "../../fakes/metacontroller.js";
 import { build } from "../../helpers/server.js";
@@ -102,14 +102,10 @@ export async function world(
       return c;
     },
     register(name = "grafana", namespace = "monitoring") {
-      const parent = get(name, namespace);
-      const secret = mc
-        .list("Secret")
-        .find((s) => s.metadata.ownerReferences?.some((r) => r.uid === parent?.metadata.uid));
-      const keyId = secret?.metadata.annotations?.[KEY_ID_ANNOTATION];
-      if (!keyId) throw new Error(`no pre-auth key Secret for ${namespace}/${name}`);
-      const hostname = (parent?.spec as { hostname?: string } | undefined)?.hostname ?? name;
-      hs.registerWithKey(keyId, { name: hostname });
+      // the agent pod boots from the Deployment the operator returned (fake containerboot)
+      const deployment = mc.get("apps/v1", "Deployment", `${name}-agent`, namespace);
+      if (!deployment) throw new Error(`no agent Deployment for ${namespace}/${name}`);
+      registerPod(hs, deployment, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
     },
     async metrics() {
       return (await app.inject({ method: "GET", url: "/metrics" })).body;

@@ -17,6 +17,8 @@ import {
   registeredCondition,
   tagKnownCondition,
 } from "../../../src/kinds/shared/agent.js";
+import { b64 } from "../../../src/kinds/shared/secrets.js";
+import { bootTailscale } from "../../fakes/containerboot.js";
 import { parentObject } from "../../fixtures/hooks.js";
 import { validateChildren } from "../../helpers/validate.js";
 import { failed, hsNode, ok, policy } from "./fixtures.js";
@@ -66,6 +68,7 @@ function inputs(over: Partial<AgentDeploymentInputs> = {}): AgentDeploymentInput
     images: config.images,
     listenPorts: [10000, 10001],
     configHash: "0123456789abcdef",
+    noLogsNoSupport: true,
     ...over,
   };
 }
@@ -104,6 +107,18 @@ describe("agentDeployment", () => {
     },
     { name: "one replica", parent: egress, in: { replicas: 1 }, want: { replicas: 1 } },
     {
+      name: "a private Headscale CA: SSL_CERT_FILE on the ConfigMap's ca.crt",
+      parent: egress,
+      in: { ca: true },
+      want: { ca: true },
+    },
+    {
+      name: "noLogsNoSupport switched off: no TS_NO_LOGS_NO_SUPPORT",
+      parent: egress,
+      in: { noLogsNoSupport: false },
+      want: { noLogsNoSupport: false },
+    },
+    {
       name: "ingress agent with serve config and TLS Secrets",
       parent: ingress,
       in: { listenPorts: [], serveConfig: true, tlsSecrets: ["web-tls", "api.example.com-tls"], hostname: "web" },
@@ -131,7 +146,6 @@ describe("agentDeployment", () => {
     const got = JSON.stringify(agentDeployment(egress, inputs()));
     for (const needle of [
       '"replicas":2',
-      "--advertise-tags=tag:k8s-shop-db",
       "--login-server=https://hs.example.com",
       '"name":"db-authkey-7"',
       '"value":"shop-db"',
@@ -142,6 +156,32 @@ describe("agentDeployment", () => {
     ]) {
       assert.ok(got.includes(needle), needle);
     }
+  });
+
+  it("boots under containerboot on the pinned and on older images: no requested tags, no logs, state kept", () => {
+    const key = {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "db-authkey-7", namespace: "shop" },
+      data: { authkey: b64("hskey-auth-x") },
+    };
+    const ca = "-----BEGIN CERTIFICATE-----\nPRIVATE CA\n-----END CERTIFICATE-----\n";
+    const cm = agentConfigMap(egress, { role: "egress", metricsPort: 9080 }, undefined, ca);
+    const deployment = agentDeployment(egress, inputs({ ca: true }));
+    // before v1.96.0 containerboot builds a kube client at boot and needs namespace and ca.crt
+    for (const imageVersion of ["1.102.3", "1.90.6", "1.80.0"]) {
+      const result = bootTailscale(deployment, [key, cm], { imageVersion, serverCa: ca });
+      assert.ok(result.ok, `${imageVersion}: ${result.ok ? "" : result.error}`);
+      assert.deepEqual(result.boot.requestTags, [], "Headscale >= 0.28 refuses any requested tag with a pre-auth key");
+      assert.equal(result.boot.noLogsNoSupport, true);
+      assert.equal(result.boot.persistentState, true);
+      assert.equal(result.boot.authKey, "hskey-auth-x");
+      assert.equal(result.boot.loginServer, "https://hs.example.com");
+    }
+    const noCa = bootTailscale(agentDeployment(egress, inputs()), [key, cm], { serverCa: ca });
+    assert.equal(noCa.ok, false, "without SSL_CERT_FILE the private CA is unknown to tailscaled");
+    const spec = (deployment.spec as { template: { spec: Record<string, unknown> } }).template.spec;
+    assert.equal(spec.automountServiceAccountToken, false, "the pod holds no API token");
   });
 
   it("both containers run non-root with a read-only root FS and no added capabilities", () => {

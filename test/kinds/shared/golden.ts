@@ -20,6 +20,43 @@ export interface AgentGoldenOptions {
   configHash: string;
   serveConfig?: boolean;
   tlsSecrets?: string[];
+  /** The ConfigMap carries the Headscale CA: SSL_CERT_FILE points at it. */
+  ca?: boolean;
+  /** Default true (TS_NO_LOGS_NO_SUPPORT=true). */
+  noLogsNoSupport?: boolean;
+}
+
+/** The tailscale container's state and service-account volumes (agents and gateways alike). */
+export const expectedRuntimeVolumes = [
+  { name: "tailscale-state", emptyDir: { medium: "Memory", sizeLimit: "4Mi" } },
+  {
+    name: "serviceaccount",
+    projected: {
+      sources: [
+        {
+          downwardAPI: {
+            items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }],
+          },
+        },
+        { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
+      ],
+    },
+  },
+];
+export const expectedRuntimeMounts = [
+  { name: "tailscale-state", mountPath: "/var/lib/tailscale" },
+  { name: "serviceaccount", mountPath: "/var/run/secrets/kubernetes.io/serviceaccount", readOnly: true },
+];
+
+/** TS_AUTH_ONCE … SSL_CERT_FILE, in the order every tailscale container carries them. */
+export function expectedRuntimeEnv(o: { noLogsNoSupport?: boolean; caFile?: string }): Record<string, unknown>[] {
+  return [
+    { name: "TS_AUTH_ONCE", value: "true" },
+    { name: "TS_KUBE_SECRET", value: "" },
+    { name: "TS_STATE_DIR", value: "/var/lib/tailscale" },
+    ...(o.noLogsNoSupport === false ? [] : [{ name: "TS_NO_LOGS_NO_SUPPORT", value: "true" }]),
+    ...(o.caFile ? [{ name: "SSL_CERT_FILE", value: o.caFile }] : []),
+  ];
 }
 
 export function expectedLabels(o: Pick<AgentGoldenOptions, "kind" | "name" | "uid">): Record<string, string> {
@@ -51,9 +88,11 @@ export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
     { name: "TS_SOCKET", value: "/var/run/tailscale/tailscaled.sock" },
     { name: "TS_SOCKS5_SERVER", value: "127.0.0.1:1055" },
     { name: "TS_HOSTNAME", value: o.hostname },
-    { name: "TS_EXTRA_ARGS", value: `--login-server=${o.loginServer} --advertise-tags=${o.tag}` },
-    { name: "TS_AUTH_ONCE", value: "true" },
-    { name: "TS_KUBE_SECRET", value: "" },
+    { name: "TS_EXTRA_ARGS", value: `--login-server=${o.loginServer}` },
+    ...expectedRuntimeEnv({
+      noLogsNoSupport: o.noLogsNoSupport,
+      caFile: o.ca ? "/etc/tailnet-agent/ca.crt" : undefined,
+    }),
     { name: "TS_ENABLE_METRICS", value: "true" },
     { name: "TS_LOCAL_ADDR_PORT", value: "127.0.0.1:9002" },
   ];
@@ -91,6 +130,7 @@ export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
               resources,
               volumeMounts: [
                 { name: "tmp", mountPath: "/tmp" },
+                ...expectedRuntimeMounts,
                 { name: "tailscale-run", mountPath: "/var/run/tailscale" },
                 { name: "config", mountPath: "/etc/tailnet-agent", readOnly: true },
               ],
@@ -122,6 +162,7 @@ export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
           ],
           volumes: [
             { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
+            ...expectedRuntimeVolumes,
             { name: "tailscale-run", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
             { name: "config", configMap: { name: `${o.name}-agent` } },
             ...tls.map((s, i) => ({ name: `tls-${i}`, secret: { secretName: s } })),
@@ -145,6 +186,7 @@ export function expectedConfigMap(
   o: Pick<AgentGoldenOptions, "kind" | "name" | "namespace" | "uid">,
   config: unknown,
   serveConfig?: unknown,
+  ca?: string,
 ): K8sObject {
   return {
     apiVersion: "v1",
@@ -153,6 +195,7 @@ export function expectedConfigMap(
     data: {
       "config.json": `${JSON.stringify(config, null, 2)}\n`,
       ...(serveConfig ? { "serve.json": `${JSON.stringify(serveConfig, null, 2)}\n` } : {}),
+      ...(ca ? { "ca.crt": ca } : {}),
     },
   };
 }

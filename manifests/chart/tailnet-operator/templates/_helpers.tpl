@@ -61,6 +61,7 @@ that scrapeFrom, metricsPeers and the expiry thresholds reach the operator.
     "agent" (.Values.images.agent | default (include "tailnet-operator.image" .))
     "tailscale" .Values.images.tailscale
     "coredns" .Values.images.coredns)
+  "tailscale" (dict "noLogsNoSupport" .Values.tailscale.noLogsNoSupport)
   "headscale" (dict
     "timeoutSeconds" .Values.headscale.timeoutSeconds
     "cacheTTLSeconds" .Values.headscale.cacheTTLSeconds)
