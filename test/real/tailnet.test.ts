@@ -29,6 +29,9 @@ const cleanups: (() => Promise<void> | void)[] = [];
 let w: RealWorld;
 let mc: FakeMetacontroller;
 let events: ReturnType<typeof memoryEventRecorder>;
+let metricsText: () => Promise<string>;
+/** The API key the Tailnet uses (its prefix holds "-" or "_"). */
+let apiKey = "";
 const suiteStart = Date.now();
 
 function spec(url: string): Record<string, unknown> {
@@ -101,6 +104,7 @@ const HEALTHY = {
 
 before(async () => {
   w = await startRealWorld({ id: "tailnet", database: "postgres" });
+  apiKey = w.headscale.apiKey;
   console.log(`# real world started in ${w.startMs} ms`);
   // Real clock, no cache, no retries: every sync reads the real server.
   const views = new HeadscaleViews({ timeoutMs: 5000, cacheTTLSeconds: 0, retries: 0 });
@@ -112,7 +116,15 @@ before(async () => {
     { server: { deps: { views, events, metrics }, kinds: tailnetOnlyKinds() } },
   );
   mc = new FakeMetacontroller({ app });
-  mc.apply(apiKeySecret(w.headscale.apiKey));
+  metricsText = async () => (await app.inject({ method: "GET", url: "/metrics" })).body;
+  // Real prefixes are 12 base64url characters; about a third hold "-" or "_" (first-contact issue,
+  // item 9). Use such a key, so the expiry metric must find it by its real listing.
+  for (let i = 0; i < 60 && !/^hskey-api-[A-Za-z0-9]*[-_]/.test(apiKey.slice(0, 22)); i++) {
+    apiKey = (await w.headscale.cli(["apikeys", "create", "--expiration", "24h"])).trim().split("\n").pop() ?? "";
+  }
+  assert.match(apiKey.slice(0, 22), /^hskey-api-[A-Za-z0-9_-]{12}$/);
+  assert.match(apiKey.slice(10, 22), /[-_]/, "a key whose prefix holds - or _");
+  mc.apply(apiKeySecret(apiKey));
   mc.apply(caSecret(w.headscale.caPem));
   mc.apply(baseConfigMap(BASE_POLICY));
 });
@@ -146,6 +158,17 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
     assert.ok(
       requests.some((r) => r.method === "POST" && r.path === "/api/v1/policy/check" && r.status === 200),
       "the real policy/check accepted the render",
+    );
+
+    // The expiry metric is the real listing's expiration of our key.
+    type Key = { prefix: string; expiration: { seconds: number } };
+    const listed = (await w.headscale.json<Key[]>(["apikeys", "list"])).find(
+      (k) => k.prefix === `${apiKey.slice(0, 22)}-***`,
+    );
+    assert.ok(listed, "our key is listed as hskey-api-<prefix>-***");
+    assert.match(
+      await metricsText(),
+      new RegExp(`^tailnet_api_key_expiry_timestamp_seconds\\{tailnet="home"\\} ${listed.expiration.seconds}$`, "m"),
     );
 
     // What Headscale holds is the render, hash for hash.
@@ -223,6 +246,7 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
   it("PostgreSQL stopped: Unhealthy, the key Unknown (never Rejected), children kept, no write; recovers", async () => {
     const kept = children();
     const puts = await policyPuts();
+    const eventCount = events.events.length;
     await w.headscale.stopDatabase();
     try {
       await settle();
@@ -255,6 +279,7 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
     await settle();
     assert.deepEqual(reasons(), HEALTHY);
     assert.equal(await policyPuts(), puts, "the policy survived: nothing to rewrite");
+    assert.deepEqual(events.events.slice(eventCount), [], "no Event: the outage is no drift");
   });
 
   it("Headscale restarted: Unreachable while down with every child kept, then back to the same state", async () => {
@@ -283,7 +308,7 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
   it("the API key expired with the CLI: ApiKeyValid=False/Rejected, no write; a new key recovers", async () => {
     type Key = { id: number; prefix: string };
     const keys = await w.headscale.json<Key[]>(["apikeys", "list"]);
-    const ours = keys.find((k) => w.headscale.apiKey.startsWith(k.prefix.replace(/-?\*+$/, "")));
+    const ours = keys.find((k) => k.prefix === `${apiKey.slice(0, 22)}-***`);
     assert.ok(ours, `our key among ${JSON.stringify(keys)}`);
     await w.headscale.cli(["apikeys", "expire", "--id", String(ours.id)]);
     const puts = await policyPuts();
@@ -298,7 +323,7 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
     assert.deepEqual(children(), kept);
     assert.equal(await policyPuts(), puts);
     assert.ok(
-      !JSON.stringify(mc.status(API, "Tailnet", "home")).includes(w.headscale.apiKey.slice(-20)),
+      !JSON.stringify(mc.status(API, "Tailnet", "home")).includes(apiKey.slice(-20)),
       "no key material in status",
     );
 
