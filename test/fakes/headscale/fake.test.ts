@@ -200,6 +200,24 @@ describe("routes", () => {
     assert.match(listed.nodes[0].preAuthKey.key, /^hskey-auth-[A-Za-z0-9_-]{12}-\*\*\*$/);
   });
 
+  test("registerWithKey: requested tags are refused with a pre-auth key, even the key's own (0.28+)", async (t) => {
+    const fake = await fakeWith(t);
+    const created = await call(fake, "POST", "/api/v1/preauthkey", {
+      aclTags: ["tag:k8s-shop-db"],
+      reusable: true,
+      ephemeral: true,
+      expiration: "2031-01-01T00:00:00Z",
+    });
+    const key = (created.json as { preAuthKey: { id: string; key: string } }).preAuthKey;
+    assert.throws(
+      () => fake.registerWithKey(key.key, { name: "shop-db", requestTags: ["tag:k8s-shop-db"] }),
+      /requested tags \[tag:k8s-shop-db\] are invalid or not permitted/,
+    );
+    assert.equal(fake.state.nodes.size, 0, "nothing registered");
+    assert.equal(fake.state.preAuthKeys.get(key.id)?.used, false, "the key is not used up by the refusal");
+    assert.deepEqual(fake.registerWithKey(key.key, { name: "shop-db" }).tags, ["tag:k8s-shop-db"]);
+  });
+
   test("a key created without expiration is already expired (year 0001)", async (t) => {
     const fake = await fakeWith(t);
     const created = await call(fake, "POST", "/api/v1/preauthkey", { aclTags: ["tag:router"] });
