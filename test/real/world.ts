@@ -48,7 +48,7 @@ export interface RealWorldOptions extends HeadscaleOptions {
 }
 
 export async function startRealWorld(opts: RealWorldOptions = {}): Promise<RealWorld> {
-  requireBins();
+  requireBins(["headscale", "tailscaled", "tailscale", "node"]);
   const t0 = Date.now();
   const net = await TestNet.create({ id: opts.id });
   const extra: RealProcess[] = [];
