@@ -8,6 +8,7 @@ import { mkdir, mkdtemp, readFile, readlink, rename, rm, symlink, writeFile } fr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { missingToolMessage } from "../../helpers/tools.js";
 
 const run = promisify(execFile);
 
@@ -59,7 +60,10 @@ commonName = supplied
 
 export async function createTestPki(): Promise<TestPki> {
   const dir = await mkdtemp(join(tmpdir(), "agent-pki-"));
-  const openssl = (args: string[]) => run("openssl", args, { cwd: dir });
+  const openssl = (args: string[]) =>
+    run("openssl", args, { cwd: dir }).catch((e: NodeJS.ErrnoException) => {
+      throw e.code === "ENOENT" ? new Error(missingToolMessage("openssl")) : e;
+    });
   await mkdir(join(dir, "issued"));
   await writeFile(join(dir, "index.txt"), "");
   await writeFile(join(dir, "ca.cnf"), CA_CONFIG);

@@ -4,12 +4,13 @@
  * finalize — through the Metacontroller emulator, the real hook server and the fake Headscale.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { secretValue } from "../../../src/kinds/shared/secrets.js";
+import { bootTailscale, restartTailscale } from "../../fakes/containerboot.js";
+import { execTool } from "../../helpers/tools.js";
 import {
   API,
   applyGateway,
@@ -42,7 +43,7 @@ function checkZone(text: string): string {
   const dir = mkdtempSync(join(tmpdir(), "gwzone-"));
   try {
     writeFileSync(join(dir, "zone.db"), text);
-    return execFileSync("named-checkzone", [ZONE, join(dir, "zone.db")], { encoding: "utf8" });
+    return execTool("named-checkzone", [ZONE, join(dir, "zone.db")], { encoding: "utf8" });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -223,6 +224,49 @@ describe("TailnetGateway end to end", () => {
     assert.equal(cond(w.mc, "StaleNodes")?.reason, "None");
     assert.equal(statusOf(w.mc).node?.id, fresh.id);
     assert.equal(cond(w.mc, "Ready")?.reason, "FreshRuntimeReady");
+    assert.deepEqual(w.mc.errors, []);
+  });
+
+  it("a restart of the tailscale container re-joins as the same node (state on an emptyDir); a lost pod cannot reuse the key", async (t) => {
+    const w = await readyGateway(t);
+    const objects = () => [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
+    const booted = bootTailscale(child(w.mc, "Deployment", "gw-gateway") as never, objects());
+    assert.ok(booted.ok, booted.ok ? "" : booted.error);
+    const before = statusJson(w.mc);
+    const keysBefore = keySecrets(w.mc).map((s) => s.metadata.name);
+    // a crash, an OOM kill: containerboot starts again in the same pod and finds tailscaled's state
+    const restarted = restartTailscale(w.fake, booted.boot, w.node);
+    assert.equal(restarted.sameNode, true);
+    assert.equal(restarted.node.id, w.node.id);
+    await w.mc.settle();
+    assert.equal(cond(w.mc, "Ready")?.reason, "FreshRuntimeReady");
+    assert.equal(statusJson(w.mc), before, "same node, same status");
+    assert.deepEqual(
+      keySecrets(w.mc).map((s) => s.metadata.name),
+      keysBefore,
+      "no new key needed",
+    );
+    assert.equal(w.fake.state.nodes.size, 1);
+    // a rescheduled pod starts with an empty emptyDir: the single-use key is spent (the recovery
+    // rotation mints a new one once the pod has been unready for RECOVERY_GRACE_SECONDS)
+    assert.throws(() => w.fake.registerWithKey(booted.boot.authKey, { name: booted.boot.hostname }), /already used/);
+  });
+
+  it("a private Headscale CA reaches the gateway pod: gw-gateway-ca, mounted, SSL_CERT_FILE; the pod logs in", async (t) => {
+    const ca = "-----BEGIN CERTIFICATE-----\nHEADSCALE PRIVATE CA\n-----END CERTIFICATE-----\n";
+    const w = await world(t, { ca });
+    applyGateway(w.mc);
+    await w.mc.settle();
+    assert.deepEqual(child(w.mc, "ConfigMap", "gw-gateway-ca")?.data, { "ca.crt": ca });
+    const deployment = child(w.mc, "Deployment", "gw-gateway") as never;
+    const objects = [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
+    const https = { ...(deployment as object) } as never;
+    const booted = bootTailscale(https, objects, { serverCa: ca });
+    assert.ok(booted.ok, booted.ok ? "" : booted.error);
+    assert.match(booted.boot.caPem, /HEADSCALE PRIVATE CA/);
+    registerGateway(w);
+    await w.mc.settle();
+    assert.equal(cond(w.mc, "Registered")?.reason, "FreshRuntimeReady");
     assert.deepEqual(w.mc.errors, []);
   });
 

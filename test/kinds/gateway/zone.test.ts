@@ -3,7 +3,6 @@
  * named-checkzone (Debian bind9utils, installed by scripts/ci-deps.sh).
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +15,7 @@ import {
   type ZoneRecord,
   zoneSerial,
 } from "../../../src/kinds/gateway/zone.js";
+import { execTool } from "../../helpers/tools.js";
 
 const ZONE = "ts.example.com";
 
@@ -71,7 +71,7 @@ function namedCheckzone(zone: string, text: string): string {
   try {
     const file = join(dir, "zone.db");
     writeFileSync(file, text);
-    return execFileSync("named-checkzone", [zone, file], { encoding: "utf8" });
+    return execTool("named-checkzone", [zone, file], { encoding: "utf8" });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
