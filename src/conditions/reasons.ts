@@ -145,6 +145,8 @@ export const SiteReason = {
   Approved: "Approved",
   NotApproved: "NotApproved",
   NotObserved: "NotObserved",
+  /** Finalize: the site's route approvals wait for the live policy to drop its autoApprovers. */
+  Withdrawing: "Withdrawing",
   NoTailnet: "NoTailnet",
   NoAPIKey: "NoAPIKey",
   InvalidSpec: "InvalidSpec",

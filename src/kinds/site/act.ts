@@ -10,6 +10,7 @@
 import type { HeadscaleView } from "../../headscale/view.js";
 import type { ApprovalAction, ApprovalOutcome } from "./decide.js";
 import { canonicalRoute } from "./routes.js";
+import { remainingRoutes, type Withdrawal } from "./withdraw.js";
 
 /** The tail of the write queue per Headscale view (per connection). */
 const queues = new WeakMap<HeadscaleView, Promise<unknown>>();
@@ -66,6 +67,54 @@ export async function approveSiteRoutes(
         });
       } catch (error) {
         outcomes.push(fail(messageOf(error)));
+      }
+    }
+    view.invalidate("nodes");
+    return outcomes;
+  });
+}
+
+export type WithdrawalOutcome =
+  | { ok: true; nodeId: string; node: string; removed: string[] }
+  | { ok: false; nodeId: string; node: string; error: string };
+
+/**
+ * Withdraws a deleted site's routes: per node, re-read right before the write (in the same queue as
+ * approvals) and send the node's full approved set without exactly these routes — every other
+ * route, approved by anyone, stays. A node that is gone, or no longer has the routes, needs nothing.
+ * Afterwards the view's node list is invalidated.
+ */
+export async function withdrawSiteRoutes(
+  view: HeadscaleView,
+  withdrawals: readonly Withdrawal[],
+): Promise<WithdrawalOutcome[]> {
+  if (withdrawals.length === 0) return [];
+  return serialised(view, async () => {
+    view.invalidate("nodes");
+    const fresh = await view.nodes();
+    const outcomes: WithdrawalOutcome[] = [];
+    for (const w of withdrawals) {
+      if (!fresh.ok) {
+        outcomes.push({
+          ok: false,
+          nodeId: w.nodeId,
+          node: w.node,
+          error: `re-reading the node list before withdrawing failed: ${fresh.error.message}`,
+        });
+        continue;
+      }
+      const node = fresh.value.find((n) => n.id === w.nodeId);
+      const remaining = node ? remainingRoutes(node.approvedRoutes, w.remove) : [];
+      if (!node || remaining.length === node.approvedRoutes.length) {
+        outcomes.push({ ok: true, nodeId: w.nodeId, node: w.node, removed: [] });
+        continue;
+      }
+      try {
+        await view.client.nodes.approveRoutes(node.id, remaining);
+        const removed = node.approvedRoutes.filter((r) => !remaining.includes(r));
+        outcomes.push({ ok: true, nodeId: node.id, node: w.node, removed });
+      } catch (error) {
+        outcomes.push({ ok: false, nodeId: w.nodeId, node: w.node, error: messageOf(error) });
       }
     }
     view.invalidate("nodes");

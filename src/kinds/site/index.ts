@@ -3,15 +3,16 @@
  * object); the sync observes the Headscale node list, decides conditions and approvals, approves
  * advertised routes on advertiser nodes (Apply mode, unblocked sites only), and folds the outcome
  * back into status. The policy side (autoApprovers, grants, tagOwners) is the Tailnet's render.
+ * Finalize withdraws the site's approvals (finalize.ts).
  */
 import { SiteCondition } from "../../conditions/reasons.js";
 import type { K8sObject } from "../../k8s/objects.js";
-import { withdrawResource } from "../../metrics/resource.js";
-import { assembleStatus, invalidSpecResult, previousStatus, resourceId } from "../common.js";
+import { assembleStatus, invalidSpecResult, resourceId } from "../common.js";
 import { siteRelated, tailnetRefName } from "../related.js";
 import type { HookDeps, HookRequest, KindModule, SyncResult } from "../types.js";
 import { approveSiteRoutes, replayedRoutes } from "./act.js";
-import { decideSite, previousAdvertisers } from "./decide.js";
+import { decideSite } from "./decide.js";
+import { finalizeSite } from "./finalize.js";
 import { observeSite } from "./observe.js";
 
 const CONDITION_TYPES = Object.values(SiteCondition);
@@ -42,28 +43,6 @@ async function syncSite(req: HookRequest, deps: HookDeps): Promise<SyncResult> {
   }
   const status = assembleStatus(req, deps, decision.conditions, { advertisers: decision.advertisers });
   return { status, children: [], resyncAfterSeconds: decision.resyncAfterSeconds };
-}
-
-/**
- * Nothing to clean in Headscale: approved routes belong to the router nodes, which the site does
- * not own (another site, a gateway or an administrator may rely on the same approval), and
- * removing an approval that autoApprovers still covers is undone on the next policy reload
- * (NOTES §4). Access is what the site grants, and the Tailnet's next render drops the site's
- * grants and autoApprovers entry. The last status is kept as it was.
- */
-async function finalizeSite(req: HookRequest, deps: HookDeps) {
-  const prev = previousStatus(req.parent);
-  const conditions = Array.isArray(prev.conditions) ? (prev.conditions as { type: string }[]) : [];
-  const kept = CONDITION_TYPES.flatMap((type) => {
-    const c = conditions.find((x) => x?.type === type) as
-      | { type: string; status: "True" | "False" | "Unknown"; reason: string; message: string }
-      | undefined;
-    return c ? [{ type, status: c.status, reason: c.reason, message: c.message }] : [];
-  });
-  withdrawResource(deps.metrics, resourceId(req.parent));
-  deps.metrics.routeApprovalsReplayed.remove(replayLabels(req.parent));
-  const status = assembleStatus(req, deps, kept, { advertisers: previousAdvertisers(req.parent) }, { publish: false });
-  return { status, children: [], finalized: true };
 }
 
 export const siteModule: KindModule = {

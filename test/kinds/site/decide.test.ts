@@ -4,6 +4,14 @@ import type { HsNode } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { tailnetSettings } from "../../../src/kinds/shared/workload.js";
 import { decideSite, type SiteDecision, type SiteInput } from "../../../src/kinds/site/decide.js";
+import {
+  finalizeConditions,
+  liveApprovers,
+  planWithdrawal,
+  remainingRoutes,
+  type WithdrawalInput,
+  waitingMessage,
+} from "../../../src/kinds/site/withdraw.js";
 import { node, site, tailnet } from "./fixtures.js";
 
 const P4 = "192.168.10.0/24";
@@ -510,5 +518,188 @@ describe("decideSite: approvals", () => {
     assert.equal(blocked.resyncAfterSeconds, undefined);
     assert.equal(decideSite(healthy()).resyncAfterSeconds, undefined);
     assert.equal(decideSite(healthy({ nodeList: [] })).resyncAfterSeconds, 30);
+  });
+});
+
+describe("finalize: what a deletion withdraws (planWithdrawal), one row per outcome", () => {
+  const DELETED = "2026-11-29T12:00:00Z";
+  const SOON = new Date("2026-11-29T12:01:00Z");
+  const LATE = new Date("2026-11-29T12:10:00Z");
+  const gone = (opts: Parameters<typeof site>[1] = {}) => lan({ deleting: true, ...opts });
+  const rtr = (approved: string[], opts: Parameters<typeof node>[1] = {}) =>
+    node("router-1", { id: "1", tags: [TAG], available: approved, approved, ...opts });
+  const live = (routes: Record<string, string[]> = {}, exitNode: string[] = []) => {
+    const r = liveApprovers(JSON.stringify({ autoApprovers: { routes, exitNode } }));
+    assert.ok(r.ok);
+    return r.value;
+  };
+  const rows: {
+    name: string;
+    input: Partial<WithdrawalInput>;
+    want: { withdraw?: [string, string[]][]; waiting?: string[]; kept?: string[] };
+  }[] = [
+    {
+      name: "nothing auto-approves the site's prefixes any more: exactly they are withdrawn",
+      input: { nodes: [rtr([P4, P6, "10.50.0.0/16", "0.0.0.0/0", "::/0"])] },
+      want: { withdraw: [["router-1", [P4, P6]]] },
+    },
+    {
+      name: "the live policy still carries the site's own entry: wait",
+      input: { nodes: [rtr([P4])], live: live({ [P4]: [TAG] }), parent: gone({ prefixes: [P4] }) },
+      want: {
+        waiting: [
+          `${P4} on router-1 (the live policy still auto-approves it through autoApprovers.routes["${P4}"] for ${TAG})`,
+        ],
+      },
+    },
+    {
+      name: "the same after the wait: kept, the deletion goes on",
+      input: { nodes: [rtr([P4])], live: live({ [P4]: [TAG] }), parent: gone({ prefixes: [P4] }), now: LATE },
+      want: {
+        kept: [
+          `${P4} on router-1 (the live policy still auto-approves it through autoApprovers.routes["${P4}"] for ${TAG} 600 s after the deletion (the same entry in the base policy, or the Tailnet cannot write))`,
+        ],
+      },
+    },
+    {
+      name: "a containing routes key (a gateway, the base policy): kept",
+      input: { nodes: [rtr([P4])], live: live({ "192.168.0.0/16": [TAG] }), parent: gone({ prefixes: [P4] }) },
+      want: {
+        kept: [
+          `${P4} on router-1 (the live policy auto-approves it through autoApprovers.routes["192.168.0.0/16"] for ${TAG})`,
+        ],
+      },
+    },
+    {
+      name: "the exact key for another tag the node carries: kept",
+      input: {
+        nodes: [rtr([P4], { tags: [TAG, "tag:k8s-gw"] })],
+        live: live({ [P4]: ["tag:k8s-gw"] }),
+        parent: gone({ prefixes: [P4] }),
+      },
+      want: {
+        kept: [
+          `${P4} on router-1 (the live policy auto-approves it through autoApprovers.routes["${P4}"] for tag:k8s-gw)`,
+        ],
+      },
+    },
+    {
+      name: "another live site lists the prefix for a tag the node carries: kept",
+      input: {
+        nodes: [rtr([P4])],
+        parent: gone({ prefixes: [P4] }),
+        sites: [
+          gone({ prefixes: [P4] }),
+          site("lan2", { prefixes: [P4], advertiserTags: [TAG], created: "2026-11-03T00:00:00Z" }),
+        ],
+      },
+      want: { kept: [`${P4} on router-1 (TailnetSite net/lan2 lists it too)`] },
+    },
+    {
+      name: "a node without an advertiser tag, and routes spelled otherwise: only the tagged node, as it spells them",
+      input: {
+        nodes: [rtr(["FD00:1::/64"]), node("laptop", { id: "9", available: [P4], approved: [P4] })],
+      },
+      want: { withdraw: [["router-1", ["FD00:1::/64"]]] },
+    },
+    {
+      name: "an exit-node site withdraws the pair; a routes key of 0.0.0.0/0 does not count",
+      input: {
+        nodes: [rtr(["0.0.0.0/0", P4, "::/0"])],
+        parent: gone({ prefixes: ["0.0.0.0/0", "::/0"] }),
+        live: live({ "0.0.0.0/0": [TAG] }),
+      },
+      want: { withdraw: [["router-1", ["0.0.0.0/0", "::/0"]]] },
+    },
+    {
+      name: "an exit-node site while exitNode still lists its tag: wait, once for the pair",
+      input: {
+        nodes: [rtr(["0.0.0.0/0", "::/0"])],
+        parent: gone({ prefixes: ["0.0.0.0/0", "::/0"] }),
+        live: live({}, [TAG]),
+      },
+      want: {
+        waiting: [
+          `0.0.0.0/0 + ::/0 on router-1 (the live policy still auto-approves it through autoApprovers.exitNode for ${TAG})`,
+        ],
+      },
+    },
+    {
+      name: "a default route in an invalid (mixed) site is not the site's: the exit routes stay",
+      input: { nodes: [rtr(["0.0.0.0/0", P4, "::/0"])], parent: gone({ prefixes: [P4, "::/0"] }) },
+      want: { withdraw: [["router-1", [P4]]] },
+    },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      const parent = row.input.parent ?? gone();
+      const plan = planWithdrawal({
+        parent,
+        sites: row.input.sites ?? [parent],
+        nodes: row.input.nodes ?? [],
+        live: row.input.live ?? live(),
+        now: row.input.now ?? SOON,
+      });
+      assert.deepEqual(
+        plan.withdraw.map((w) => [w.node, w.remove]),
+        row.want.withdraw ?? [],
+      );
+      assert.deepEqual(
+        plan.waiting.map((h) => `${h.route} on ${h.node} (${h.why})`),
+        row.want.waiting ?? [],
+      );
+      assert.deepEqual(
+        plan.kept.map((h) => `${h.route} on ${h.node} (${h.why})`),
+        row.want.kept ?? [],
+      );
+    });
+  }
+  it(`reason Withdrawing: Ready=False while the deletion waits; the other conditions as they were (deleted at ${DELETED})`, () => {
+    const prev = lan({
+      deleting: true,
+      status: {
+        conditions: [
+          { type: "RouteConflict", status: "False", reason: "NoConflict", message: "m1" },
+          { type: "Approved", status: "True", reason: "Approved", message: "m2" },
+          { type: "Ready", status: "True", reason: "Ready", message: "m3" },
+        ],
+      },
+    });
+    const message = waitingMessage("home", [{ node: "router-1", route: P4, why: "because" }]);
+    assert.equal(
+      message,
+      `withdrawing route approvals: waiting for Tailnet home to write the policy without this site: ${P4} on router-1 (because)`,
+    );
+    assert.deepEqual(finalizeConditions(prev, message), [
+      { type: "RouteConflict", status: "False", reason: "NoConflict", message: "m1" },
+      { type: "Approved", status: "True", reason: "Approved", message: "m2" },
+      { type: "Ready", status: "False", reason: "Withdrawing", message },
+    ]);
+    assert.deepEqual(finalizeConditions(prev).at(-1), {
+      type: "Ready",
+      status: "True",
+      reason: "Ready",
+      message: "m3",
+    });
+  });
+  it("remainingRoutes keeps every other route in the node's order; the exit pair goes together", () => {
+    assert.deepEqual(remainingRoutes(["10.0.0.0/8", P4, "0.0.0.0/0", "::/0"], ["192.168.10.0/24"]), [
+      "10.0.0.0/8",
+      "0.0.0.0/0",
+      "::/0",
+    ]);
+    assert.deepEqual(remainingRoutes(["0.0.0.0/0", "10.0.0.0/8", "::/0"], ["::/0"]), ["10.0.0.0/8"]);
+  });
+  it("liveApprovers reads HuJSON, field names case-insensitively; no policy approves nothing", () => {
+    const r = liveApprovers(
+      '// live\n{"AutoApprovers": {"Routes": {"10.0.0.0/8": ["tag:a"],}, "ExitNode": ["tag:e"]}}',
+    );
+    assert.ok(r.ok);
+    assert.deepEqual(
+      r.value.routes.map((x) => [x.key, x.approvers]),
+      [["10.0.0.0/8", ["tag:a"]]],
+    );
+    assert.deepEqual(r.value.exitNode, ["tag:e"]);
+    assert.deepEqual(liveApprovers(null), { ok: true, value: { routes: [], exitNode: [] } });
   });
 });

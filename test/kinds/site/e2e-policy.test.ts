@@ -142,3 +142,139 @@ describe("TailnetSite + Tailnet end to end: exit-node sites", () => {
     assert.deepEqual(w.mc.errors, []);
   });
 });
+
+const LAB = "192.168.20.0/24";
+const OWN = "10.50.0.0/16";
+const approveCalls = (fake: { requests: { method: string; path: string; body?: unknown }[] }) =>
+  fake.requests.filter((r) => r.path.endsWith("/approve_routes"));
+const putIndexes = (fake: { requests: { method: string; path: string }[] }) =>
+  fake.requests.flatMap((r, i) => (r.method === "PUT" && r.path === "/api/v1/policy" ? [i] : []));
+
+/** A router serving two subnet sites and an exit-node site, plus a route an administrator approved. */
+async function sharedRouter(t: Ctx, opts: WorldOpts = {}) {
+  const w = await world(t, { spec: { reservedNetworks: [] }, ...opts });
+  const router = w.fake.addNode({
+    name: "router-1",
+    tags: [ROUTER],
+    availableRoutes: [LAN, LAB, OWN, ...EXIT_ROUTES],
+    approvedRoutes: [OWN],
+  });
+  applySite(w.mc, "lan", [LAN], [ROUTER]);
+  applySite(w.mc, "lab", [LAB], [ROUTER], "2026-11-02T00:00:00Z");
+  applySite(w.mc, "exit", EXIT_ROUTES, [ROUTER], "2026-11-03T00:00:00Z");
+  await w.mc.settle();
+  const approved = () => w.fake.state.nodes.get(router.id)?.approvedRoutes;
+  assert.deepEqual(approved(), ["0.0.0.0/0", OWN, LAN, LAB, "::/0"]);
+  assert.equal(w.siteCond("lan", "Ready")?.reason, "Ready");
+  return { ...w, router, approved };
+}
+
+describe("TailnetSite + Tailnet end to end: deleting a site withdraws its approvals", () => {
+  it("the Tailnet drops the site's autoApprovers first, then finalize withdraws exactly its prefix; a reload does not bring it back", async (t) => {
+    const w = await sharedRouter(t);
+    const before = w.fake.requests.length;
+    w.mc.delete(API, "TailnetSite", "lan", "net");
+    await w.mc.settle();
+    assert.equal(w.mc.get(API, "TailnetSite", "lan", "net"), undefined, "finalized");
+    assert.deepEqual(w.approved(), ["0.0.0.0/0", OWN, LAB, "::/0"], "other sites', exit and unmanaged routes stay");
+    const routes = (w.live().autoApprovers as { routes: Record<string, string[]> }).routes;
+    assert.deepEqual(Object.keys(routes), [LAB], "the live policy no longer auto-approves the deleted site's prefix");
+    // Order: the policy PUT without the site comes before the withdrawal.
+    const withdrawal = w.fake.requests.findIndex((r, i) => i >= before && r.path.endsWith("/approve_routes"));
+    assert.ok(withdrawal > 0, "one withdrawal was sent");
+    assert.deepEqual(w.fake.requests[withdrawal].body, { routes: ["0.0.0.0/0", OWN, LAB, "::/0"] });
+    assert.ok(
+      putIndexes(w.fake).some((i) => i >= before && i < withdrawal),
+      "the policy was written first",
+    );
+    // Headscale re-runs auto-approval on every reload: the withdrawn route stays withdrawn.
+    w.fake.setPolicy(w.fake.state.policies.at(-1)?.text ?? "");
+    assert.deepEqual(w.approved(), ["0.0.0.0/0", OWN, LAB, "::/0"]);
+    assert.deepEqual(w.mc.errors, []);
+  });
+
+  it("a finalize that runs before the Tailnet re-rendered waits (Ready=False/Withdrawing) and writes nothing", async (t) => {
+    const w = await sharedRouter(t);
+    const sent = approveCalls(w.fake).length;
+    w.mc.delete(API, "TailnetSite", "lan", "net");
+    const deleting = w.mc.get(API, "TailnetSite", "lan", "net");
+    assert.ok(deleting);
+    await w.mc.syncParent(deleting);
+    assert.equal(w.siteCond("lan", "Ready")?.reason, "Withdrawing");
+    assert.equal(
+      w.siteCond("lan", "Ready")?.message,
+      `withdrawing route approvals: waiting for Tailnet home to write the policy without this site: ${LAN} on router-1 (the live policy still auto-approves it through autoApprovers.routes["${LAN}"] for ${ROUTER})`,
+    );
+    assert.equal(approveCalls(w.fake).length, sent, "nothing withdrawn while the live policy would re-approve it");
+    assert.ok(w.mc.get(API, "TailnetSite", "lan", "net"));
+    await w.mc.settle();
+    assert.equal(w.mc.get(API, "TailnetSite", "lan", "net"), undefined);
+    assert.deepEqual(w.approved(), ["0.0.0.0/0", OWN, LAB, "::/0"]);
+    assert.deepEqual(w.mc.errors, []);
+  });
+
+  it("deleting the exit-node site withdraws the exit pair only", async (t) => {
+    const w = await sharedRouter(t);
+    w.mc.delete(API, "TailnetSite", "exit", "net");
+    await w.mc.settle();
+    assert.equal(w.mc.get(API, "TailnetSite", "exit", "net"), undefined);
+    assert.deepEqual(w.approved(), [OWN, LAN, LAB]);
+    assert.equal((w.live().autoApprovers as { exitNode?: string[] }).exitNode, undefined);
+    assert.deepEqual(w.mc.errors, []);
+  });
+
+  it("a route the base policy also auto-approves is not the site's alone: kept, and the deletion is not held", async (t) => {
+    const w = await sharedRouter(t);
+    w.mc.apply(
+      baseConfigMap(`{
+  "groups": { "group:eng": ["alice@"], "group:platform": ["alice@"] },
+  "acls": [ { "action": "accept", "src": ["group:eng"], "dst": ["*:*"] } ],
+  "autoApprovers": { "routes": { "192.168.0.0/16": ["${ROUTER}"] } },
+}`),
+    );
+    await w.mc.settle();
+    w.mc.delete(API, "TailnetSite", "lan", "net");
+    await w.mc.settle();
+    assert.equal(w.mc.get(API, "TailnetSite", "lan", "net"), undefined);
+    assert.deepEqual(w.approved(), ["0.0.0.0/0", OWN, LAN, LAB, "::/0"], "the base policy's approval stays");
+    assert.deepEqual(w.mc.errors, []);
+  });
+
+  it("the same entry in the base policy: the deletion waits, then keeps the route after the wait and is released", async (t) => {
+    const w = await sharedRouter(t);
+    w.mc.apply(
+      baseConfigMap(`{
+  "groups": { "group:eng": ["alice@"], "group:platform": ["alice@"] },
+  "acls": [ { "action": "accept", "src": ["group:eng"], "dst": ["*:*"] } ],
+  "autoApprovers": { "routes": { "${LAN}": ["${ROUTER}"] } },
+}`),
+    );
+    await w.mc.settle();
+    w.mc.delete(API, "TailnetSite", "lan", "net");
+    await w.mc.settle();
+    assert.equal(w.siteCond("lan", "Ready")?.reason, "Withdrawing", "indistinguishable from the site's own entry");
+    w.advance(3 * 3600); // past deletionTimestamp + WITHDRAW_WAIT_SECONDS
+    await w.mc.settle();
+    assert.equal(w.mc.get(API, "TailnetSite", "lan", "net"), undefined);
+    assert.deepEqual(w.approved(), ["0.0.0.0/0", OWN, LAN, LAB, "::/0"]);
+    assert.ok(w.logs.join("").includes("route approvals left in place"), "the kept route is logged");
+    assert.deepEqual(w.mc.errors, []);
+  });
+
+  it("DryRun: the deletion writes nothing and is released", async (t) => {
+    const w = await sharedRouter(t);
+    const tn = w.mc.get(API, "Tailnet", "home");
+    assert.ok(tn);
+    const spec = tn.spec as { policy: Record<string, unknown> };
+    w.mc.apply({ ...tn, spec: { ...spec, policy: { ...spec.policy, mode: "DryRun" } } });
+    await w.mc.settle();
+    const writes = w.fake.writes().length;
+    w.mc.delete(API, "TailnetSite", "lan", "net");
+    await w.mc.settle();
+    assert.equal(w.mc.get(API, "TailnetSite", "lan", "net"), undefined);
+    assert.equal(w.fake.writes().length, writes);
+    assert.deepEqual(w.approved(), ["0.0.0.0/0", OWN, LAN, LAB, "::/0"]);
+    assert.ok(w.logs.join("").includes("no route approval is withdrawn"));
+    assert.deepEqual(w.mc.errors, []);
+  });
+});

@@ -334,7 +334,7 @@ describe("TailnetSite end to end", () => {
     assert.deepEqual(mc.errors, []);
   });
 
-  it("finalize: nothing is removed from Headscale, the site goes away", async (t) => {
+  it("finalize: withdraws exactly the site's prefixes (read-modify-write), then the site goes away", async (t) => {
     const { fake, mc, router, metrics } = await approvedSite(t);
     const series = async () =>
       (await metrics.resourceCondition.get()).values.filter((v) => v.labels.name === "lan").length;
@@ -346,8 +346,55 @@ describe("TailnetSite end to end", () => {
     assert.equal(await replays(metrics, "lan"), undefined, "and the replay counter");
     assert.equal(mc.get(API, "TailnetSite", "lan", "net"), undefined);
     assert.ok(mc.calls.some((c) => c.hook === "finalize" && c.parent === "net/lan" && c.code === 200));
-    assert.equal(fake.writes().length, writes);
+    // No policy is stored (the Tailnet is a stub here): nothing auto-approves the routes, so they go.
+    assert.deepEqual(
+      fake
+        .writes()
+        .slice(writes)
+        .map((r) => [r.path, r.body]),
+      [[`/api/v1/node/${router.id}/approve_routes`, { routes: ["10.50.0.0/16"] }]],
+    );
+    assert.deepEqual(fake.state.nodes.get(router.id)?.approvedRoutes, ["10.50.0.0/16"], "the other route stays");
+    assert.deepEqual(mc.errors, []);
+  });
+
+  it("finalize in DryRun writes nothing and releases the site", async (t) => {
+    const { fake, mc, router } = await approvedSite(t);
+    // The Tailnet switches to DryRun after the approval (its status is the stub's).
+    const tn = mc.get(API, "Tailnet", "home");
+    assert.ok(tn);
+    mc.apply({ ...tn, spec: { ...(tn.spec as Record<string, unknown>), policy: { mode: "DryRun" } } });
+    const writes = fake.writes().length;
+    mc.delete(API, "TailnetSite", "lan", "net");
+    await mc.settle();
+    assert.equal(mc.get(API, "TailnetSite", "lan", "net"), undefined);
+    assert.equal(fake.writes().length, writes, "no write in DryRun");
     assert.deepEqual(fake.state.nodes.get(router.id)?.approvedRoutes, ["10.50.0.0/16", P4, P6]);
+    assert.deepEqual(mc.errors, []);
+  });
+
+  it("finalize while Headscale is down: Ready=False/Withdrawing, not finalized, no write; then withdraws", async (t) => {
+    const { fake, mc, router } = await approvedSite(t, { timeoutMs: 1000 });
+    const writes = fake.writes().length;
+    await fake.fault({ kind: "status", status: 500 });
+    mc.delete(API, "TailnetSite", "lan", "net");
+    await mc.settle();
+    assert.ok(mc.get(API, "TailnetSite", "lan", "net"), "held while the withdrawal cannot be done");
+    assert.equal(cond(mc, "lan", "Ready")?.reason, "Withdrawing");
+    assert.match(
+      cond(mc, "lan", "Ready")?.message ?? "",
+      /^withdrawing route approvals: routes not observed: Headscale GET \/api\/v1\/node: 500/,
+    );
+    const last = [...mc.calls].reverse().find((c) => c.hook === "finalize")?.response as {
+      finalized: boolean;
+      resyncAfterSeconds?: number;
+    };
+    assert.deepEqual([last.finalized, last.resyncAfterSeconds], [false, 10]);
+    assert.equal(fake.writes().length, writes);
+    await fake.clearFaults();
+    await mc.settle();
+    assert.equal(mc.get(API, "TailnetSite", "lan", "net"), undefined);
+    assert.deepEqual(fake.state.nodes.get(router.id)?.approvedRoutes, ["10.50.0.0/16"]);
     assert.deepEqual(mc.errors, []);
   });
 
