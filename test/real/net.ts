@@ -11,8 +11,8 @@
  * create() first removes the namespaces, links and processes of runs whose pid is gone (crashed runs).
  * Names: bridge rw<n>br, host-side veths rw<n>h<i>, namespaces rw<n>-<host>.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { appendFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,6 +22,8 @@ const run = promisify(execFile);
 const IP = "/usr/sbin/ip";
 const STATE = "/run/tailnet-real";
 const PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/** The nameserver of every namespace: unroutable there (see makeNetns). */
+export const UNROUTABLE_DNS = "203.0.113.53";
 
 export interface SpawnOptions {
   env?: Record<string, string>;
@@ -216,6 +218,20 @@ async function usedOctets(): Promise<Set<number>> {
   return used;
 }
 
+/** Nets not closed yet: torn down synchronously if the process exits first (a crash, a SIGTERM). */
+const open = new Set<TestNet>();
+let exitHooked = false;
+function hookExit(): void {
+  if (exitHooked) return;
+  exitHooked = true;
+  process.on("exit", () => {
+    for (const net of open) net.closeSync();
+  });
+  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    if (process.listenerCount(sig) === 0) process.once(sig, () => process.exit(sig === "SIGINT" ? 130 : 143));
+  }
+}
+
 export interface AddHostOptions {
   /** A fixed last octet on the bridge (default: the next free one). */
   octet?: number;
@@ -268,6 +284,8 @@ export class TestNet {
       }
       const dir = await mkdtemp(join(tmpdir(), `real-${opts.id ?? "world"}-${n}-`));
       const net = new TestNet(n, dir);
+      open.add(net);
+      hookExit();
       await mkdir(net.logDir, { recursive: true });
       try {
         await ip(["link", "add", net.bridge, "type", "bridge"]);
@@ -285,10 +303,15 @@ export class TestNet {
 
   private async makeNetns(ns: string): Promise<void> {
     await ip(["netns", "add", ns]);
-    // A resolv.conf without nameservers for processes in the namespace (ip netns exec bind-mounts
-    // /etc/netns/<ns>/*): Go then asks 127.0.0.1:53 inside the namespace, never the machine's resolver.
+    // The namespace's resolv.conf (ip netns exec bind-mounts /etc/netns/<ns>/*) names a nameserver
+    // no namespace holds and no route reaches (TEST-NET-3): a process never asks the machine's
+    // resolver, and every lookup it tries fails at once with ENETUNREACH and counts in OutNoRoutes —
+    // so noRouteAttempts() also sees a process looking up a public name (a log or update server).
     await mkdir(`/etc/netns/${ns}`, { recursive: true });
-    await writeFile(`/etc/netns/${ns}/resolv.conf`, "# real-world test namespace: no resolver\n");
+    await writeFile(
+      `/etc/netns/${ns}/resolv.conf`,
+      `# real-world test namespace: unroutable on purpose\nnameserver ${UNROUTABLE_DNS}\noptions attempts:1 timeout:1\n`,
+    );
     await ip(["-n", ns, "link", "set", "lo", "up"]);
     await run(IP, [
       "netns",
@@ -450,10 +473,42 @@ export class TestNet {
     return [...this.procs].filter((p) => p.running).length;
   }
 
+  /** close() for the process's exit: synchronous, SIGKILL only. */
+  closeSync(): void {
+    if (this.closed) return;
+    this.closed = true;
+    open.delete(this);
+    const sync = (args: string[]) => {
+      try {
+        return execFileSync(IP, args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+      } catch {
+        return "";
+      }
+    };
+    for (const ns of sync(["netns", "list"])
+      .split("\n")
+      .map((l) => l.split(" ")[0])
+      .filter((x) => x?.startsWith(`rw${this.n}-`))) {
+      for (const pid of sync(["netns", "pids", ns]).split(/\s+/).filter(Boolean)) {
+        try {
+          process.kill(Number(pid), "SIGKILL");
+        } catch {
+          // gone
+        }
+      }
+      sync(["netns", "del", ns]);
+      rmSync(`/etc/netns/${ns}`, { recursive: true, force: true });
+    }
+    sync(["link", "del", this.bridge]);
+    rmSync(join(STATE, `${this.n}.pid`), { force: true });
+    if (!process.env.REAL_KEEP_LOGS) rmSync(this.dir, { recursive: true, force: true });
+  }
+
   /** Tears everything down; safe to call twice and after failures. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    open.delete(this);
     await Promise.all([...this.procs].map((p) => p.kill("SIGTERM").catch(() => undefined)));
     for (const ns of (await netnsList()).filter((x) => x.startsWith(`rw${this.n}-`))) {
       await killNetns(ns);

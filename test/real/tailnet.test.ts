@@ -334,6 +334,23 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
     assert.equal(await policyPuts(), puts, "a new key alone writes nothing");
   });
 
+  it("the private CA is what makes TLS work: without caSecretRef the real server's certificate is refused", async () => {
+    const puts = await policyPuts();
+    const noCa = spec(w.headscale.url);
+    noCa.headscale = { ...(noCa.headscale as Record<string, unknown>), caSecretRef: undefined };
+    noCa.policy = { ...(noCa.policy as Record<string, unknown>), mode: "DryRun" };
+    mc.apply({ ...tailnet(noCa), metadata: { name: "noca", uid: "22222222-2222-4222-8222-222222222222" } });
+    await settle();
+    const c = mc.condition("Tailnet", "noca", "ApiReachable");
+    assert.equal(c?.status, "False", JSON.stringify(c));
+    assert.equal(c?.reason, "Unreachable");
+    assert.match(c?.message ?? "", /certificate|verify/i);
+    assert.equal(await policyPuts(), puts);
+    mc.delete(API, "Tailnet", "noca");
+    await settle();
+    assert.deepEqual(reasons(), HEALTHY, "the Tailnet with the CA is untouched");
+  });
+
   it("containment: every namespace routes only the test subnet, and no process tried to dial outside it", async () => {
     assert.deepEqual(await w.net.containmentProblems(), []);
     for (const h of w.net.hosts) {
