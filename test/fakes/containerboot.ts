@@ -73,7 +73,7 @@ export type BootResult = { ok: true; boot: TailscaleBoot } | { ok: false; error:
 export interface BootOptions {
   /** Pretend the image is this version (e.g. "1.90.6"), to check the spec boots on older images. */
   imageVersion?: string;
-  /** The CA the login server's certificate chains to: SSL_CERT_FILE must hold it. */
+  /** The login server's certificate chains to this private CA (HTTPS assumed): SSL_CERT_FILE must hold it. */
   serverCa?: string;
 }
 
@@ -213,7 +213,7 @@ export function bootTailscale(
   const args = (env.TS_EXTRA_ARGS ?? "").split(/\s+/).filter(Boolean);
   const loginServer = flag(args, "login-server") ?? "";
   const caPem = env.SSL_CERT_FILE ? (file(env.SSL_CERT_FILE) ?? "") : "";
-  if (opts.serverCa && loginServer.startsWith("https:") && !caPem.includes(opts.serverCa.trim())) {
+  if (opts.serverCa && !caPem.includes(opts.serverCa.trim())) {
     return {
       ok: false,
       error: `tailscale up: fetch control key: tls: failed to verify certificate: x509: certificate signed by unknown authority`,

@@ -6,6 +6,7 @@ import { EgressCondition } from "../../conditions/reasons.js";
 import { objectsOf } from "../../k8s/objects.js";
 import { assembleStatus, invalidSpecResult } from "../common.js";
 import { egressRelated } from "../related.js";
+import { logSuperseded, removeSuperseded } from "../shared/superseded.js";
 import { effectiveTag, resolveWorkload } from "../shared/workload.js";
 import type { HookDeps, HookRequest, KindModule, SyncResult } from "../types.js";
 import { actAuthKey } from "./act.js";
@@ -46,9 +47,12 @@ export async function syncEgress(req: HookRequest, deps: HookDeps): Promise<Sync
   }
   const now = deps.now();
   const view = deps.views.view(ctx.conn);
-  const reads = await observeEgress(req, deps, view);
+  const observed = await observeEgress(req, deps, view);
   const tag = effectiveTag(req.parent, ctx.settings.tagPrefix);
   const replicas = egressReplicas(req.parent);
+  const superseded = await removeSuperseded(view, observed.nodes, { tag, replicas, now });
+  logSuperseded(deps, `${req.parent.metadata.namespace}/${req.parent.metadata.name}`, superseded);
+  const reads = { ...observed, nodes: superseded.nodes };
   const keyPlan = planEgressKey({
     secrets: objectsOf(req.children, "v1", "Secret"),
     now,

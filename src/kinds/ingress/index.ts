@@ -9,6 +9,7 @@ import { IngressCondition } from "../../conditions/reasons.js";
 import { withdrawResource } from "../../metrics/resource.js";
 import { assembleStatus, invalidSpecResult, previousStatus, resourceId } from "../common.js";
 import { ingressRelated } from "../related.js";
+import { logSuperseded, removeSuperseded } from "../shared/superseded.js";
 import { effectiveTag, resolveWorkload } from "../shared/workload.js";
 import type { FinalizeResult, HookDeps, HookRequest, KindModule, SyncResult } from "../types.js";
 import { cleanupIngress, settleAuthKey } from "./act.js";
@@ -27,7 +28,15 @@ async function syncIngress(req: HookRequest, deps: HookDeps): Promise<SyncResult
   const spec = readIngressSpec(req.parent);
   const problem = ingressSpecProblem(spec);
   if (problem) return invalid(req, problem, deps);
-  const { input, view } = await observeIngress(req, deps, spec);
+  const { input: observed, view } = await observeIngress(req, deps, spec);
+  // only from a node list read in this sync, and only for a resolved Tailnet (the tag is known)
+  let input = observed;
+  if (view && observed.nodes?.ok && observed.tailnet.settings) {
+    const tag = effectiveTag(req.parent, observed.tailnet.settings.tagPrefix);
+    const superseded = await removeSuperseded(view, observed.nodes, { tag, replicas: 1, now: observed.now });
+    logSuperseded(deps, qualified(req), superseded);
+    input = { ...observed, nodes: superseded.nodes };
+  }
   const { plan, write } = planAuthKey(input);
   const settings = input.tailnet.settings;
   const authKey = settings

@@ -414,3 +414,40 @@ export function registeredCondition(nodes: Obs<HsNode[]>, tag: string, keyNote?:
     `${mine.length} ${noun} ${tag}: ${listNames(mine.map(nodeLabel))}`,
   );
 }
+
+// ---- superseded agent nodes (a pod replaced by a rollout, an eviction, a reschedule) ----
+
+/** An offline node is superseded only after this long: a pod that merely reconnects keeps its node. */
+export const SUPERSEDED_GRACE_SECONDS = 60;
+
+/** A node an agent pod of this object registered: exactly the tag, with a key of the agent shape (AGENT_KEY_FLAGS). */
+function isAgentNode(n: HsNode, tag: string): boolean {
+  const k = n.preAuthKey;
+  return (
+    n.tags.length === 1 &&
+    n.tags[0] === tag &&
+    !!k &&
+    k.reusable &&
+    k.ephemeral &&
+    k.aclTags.length === 1 &&
+    k.aclTags[0] === tag
+  );
+}
+
+/**
+ * Our agent nodes a newer pod has replaced (pure). A restarted or rescheduled pod registers as a
+ * new node while the old ephemeral one lingers offline (Headscale keeps it for
+ * ephemeral_node_inactivity_timeout, 30 min by default) and names the new one `<host>-1`
+ * (0.29 hscontrol/state: collisions get -1, -2 suffixes). Once at least `replicas` of our nodes are
+ * online, every node of ours offline for SUPERSEDED_GRACE_SECONDS is one no pod will come back
+ * to. Online nodes are never removed (a rollout surges one pod over `replicas`), nor anything
+ * while fewer than `replicas` are online (an offline node may be a pod on its way back).
+ */
+export function supersededNodes(nodes: readonly HsNode[], tag: string, replicas: number, now: Date): HsNode[] {
+  const ours = nodes.filter((n) => isAgentNode(n, tag));
+  if (ours.filter((n) => n.online).length < replicas) return [];
+  const cutoff = now.getTime() - SUPERSEDED_GRACE_SECONDS * 1000;
+  return ours
+    .filter((n) => !n.online && (!n.lastSeen || Date.parse(n.lastSeen) <= cutoff))
+    .sort((a, b) => Number(a.id) - Number(b.id) || a.id.localeCompare(b.id));
+}

@@ -260,8 +260,7 @@ describe("TailnetGateway end to end", () => {
     assert.deepEqual(child(w.mc, "ConfigMap", "gw-gateway-ca")?.data, { "ca.crt": ca });
     const deployment = child(w.mc, "Deployment", "gw-gateway") as never;
     const objects = [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
-    const https = { ...(deployment as object) } as never;
-    const booted = bootTailscale(https, objects, { serverCa: ca });
+    const booted = bootTailscale(deployment, objects, { serverCa: ca });
     assert.ok(booted.ok, booted.ok ? "" : booted.error);
     assert.match(booted.boot.caPem, /HEADSCALE PRIVATE CA/);
     registerGateway(w);

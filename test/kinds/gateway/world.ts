@@ -50,6 +50,8 @@ export interface WorldOpts {
   credentials?: boolean;
   tailnet?: boolean;
   baseDomain?: string | null;
+  /** A private Headscale CA in the credentials Secret (the Tailnet's caSecretRef, republished). */
+  ca?: string;
 }
 
 export async function world(t: Ctx, opts: WorldOpts = {}) {
@@ -79,7 +81,7 @@ export async function world(t: Ctx, opts: WorldOpts = {}) {
       apiVersion: "v1",
       kind: "Secret",
       metadata: { name: "tailnet-home-credentials", namespace: "tailnet-system" },
-      data: { url: b64(fake.url), apiKey: b64(fake.apiKey) },
+      data: { url: b64(fake.url), apiKey: b64(fake.apiKey), ...(opts.ca ? { "ca.crt": b64(opts.ca) } : {}) },
     });
   }
   return { fake, mc, metrics, logs, clock };

@@ -1,0 +1,76 @@
+/**
+ * Pods coming and going, with every kind together (see world.ts): a tailscale container that
+ * restarts inside its pod comes back as the same node (its state is on an emptyDir), and a pod a
+ * rollout replaces registers a new node, which Headscale 0.29 names `<host>-1` while the old
+ * ephemeral node lingers offline; the operator removes our superseded node and the Tailnet's DNS
+ * records follow the current one.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import type { K8sObject } from "../../src/k8s/objects.js";
+import { SUPERSEDED_GRACE_SECONDS } from "../../src/kinds/shared/agent.js";
+import { createTestPki, type IssuedCertificate, type TestPki } from "../fakes/agent/pki.js";
+import { bootTailscale, registerPod, restartTailscale } from "../fakes/containerboot.js";
+import { OPS, READY, toReady, world, ZONE } from "./world.js";
+
+let pki: TestPki;
+let cert: IssuedCertificate;
+before(async () => {
+  pki = await createTestPki();
+  cert = await pki.issue({
+    names: ["dash.ts.example.com", "grafana-eu.ts.example.com"],
+    notBefore: new Date("2026-11-01T00:00:00Z"),
+    notAfter: new Date("2027-01-01T00:00:00Z"),
+  });
+});
+after(() => pki.cleanup());
+
+describe("pods coming and going", () => {
+  it("a restarted tailscale container is the same node; a replaced pod's node is removed and DNS follows the new one", async (t) => {
+    const w = await world(t, { cert });
+    await toReady(w);
+    assert.deepEqual(w.reasons(), READY);
+    const objects = () => [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
+    const deployment = w.mc.get("apps/v1", "Deployment", "grafana-agent", "monitoring") as K8sObject;
+    const grafana = () => [...w.fake.state.nodes.values()].filter((n) => n.tags.includes("tag:k8s-monitoring-grafana"));
+    const [first] = grafana();
+    assert.equal(first.givenName, "grafana");
+
+    // 1. The container restarts in its pod (a crash, an OOM kill): same node, nothing else changes.
+    const booted = bootTailscale(deployment, objects());
+    assert.ok(booted.ok, booted.ok ? "" : booted.error);
+    const restarted = restartTailscale(w.fake, booted.boot, first);
+    assert.equal(restarted.sameNode, true);
+    assert.equal(grafana().length, 1);
+
+    // 2. A rollout replaces the pod: the new pod registers, Headscale renames it grafana-1 while the
+    //    old ephemeral node lingers offline (real Headscale keeps it for 30 minutes).
+    const { node: second } = registerPod(w.fake, deployment, objects());
+    assert.equal(second.givenName, "grafana-1");
+    first.online = false;
+    first.lastSeen = w.clock.now;
+    await w.settle();
+    assert.ok(w.fake.state.nodes.has(first.id), "within the grace period the old node is kept");
+
+    w.clock.now = new Date(w.clock.now.getTime() + (SUPERSEDED_GRACE_SECONDS + 1) * 1000);
+    await w.settle();
+    assert.ok(!w.fake.state.nodes.has(first.id), "the superseded node is deleted");
+    assert.ok(w.fake.state.nodes.has(second.id), "the current node stays");
+    assert.deepEqual(
+      w.fake
+        .writes()
+        .filter((r) => r.method === "DELETE" && r.path.startsWith("/api/v1/node/"))
+        .map((r) => r.path),
+      [`/api/v1/node/${first.id}`],
+    );
+    const registered = w.condition("TailnetIngress", "grafana", "Registered", "monitoring");
+    assert.equal(registered?.message, "1 node carries tag:k8s-monitoring-grafana: grafana-1");
+    const records = w.mc.get("v1", "ConfigMap", "tailnet-home-dns-records", OPS)?.data as Record<string, string>;
+    assert.deepEqual(JSON.parse(records["records.json"]), [
+      { name: `dash.${ZONE}`, type: "A", value: second.ipv4 },
+      { name: `grafana-eu.${ZONE}`, type: "A", value: second.ipv4 },
+      { name: `grafana.${ZONE}`, type: "A", value: second.ipv4 },
+    ]);
+    assert.deepEqual(w.mc.errors, []);
+  });
+});
