@@ -14,7 +14,7 @@
  */
 import { chmod, readFile, writeFile } from "node:fs/promises";
 import { Agent, request } from "undici";
-import { createTestPki, type TestPki } from "../fakes/agent/pki.js";
+import { createTestPki, type TestPki, writeSecretVolume } from "../fakes/agent/pki.js";
 import { bins, pgBin, requireBins } from "./bins.js";
 import { sleep } from "./echo.js";
 import type { Host, RealProcess, TestNet } from "./net.js";
@@ -38,8 +38,10 @@ export interface RealHeadscale {
   pki: TestPki;
   /** An API key made with `headscale apikeys create --expiration 24h`. */
   apiKey: string;
-  /** Path of the extra DNS records file (dns.extra_records_path). */
+  /** Path of the extra DNS records file (dns.extra_records_path), a ConfigMap-volume layout. */
   extraRecordsPath: string;
+  /** Replaces the records file the way the kubelet updates a ConfigMap volume (atomic ..data swap). */
+  writeExtraRecords(json: string): Promise<void>;
   /** Runs the headscale CLI in Headscale's namespace; resolves stdout, throws with stderr on failure. */
   cli(args: string[]): Promise<string>;
   /** `cli([...args, "-o", "json"])` parsed. */
@@ -94,8 +96,11 @@ export async function startHeadscale(net: TestNet, opts: HeadscaleOptions = {}):
   const url = `https://${host.ip}:${HS_PORT}`;
   const pki = await createTestPki();
   const cert = await pki.issue({ names: ["headscale.test"], ips: [host.ip] });
-  const extraRecordsPath = `${dir}/extra-records.json`;
-  await writeFile(extraRecordsPath, "[]\n");
+  // dns.extra_records_path is laid out as a ConfigMap volume (the operator's docs: mount the records
+  // ConfigMap as a volume, not with subPath): records.json -> ..data/records.json, updated by the
+  // kubelet's atomic ..data swap. Headscale's watcher (hscontrol/dns/extrarecords.go) re-adds its
+  // watch after the Remove/Rename that swap causes.
+  const [extraRecordsPath] = Object.values(await writeSecretVolume(`${dir}/records`, { "records.json": "[]\n" }));
   await writeFile(`${dir}/ca.crt`, pki.caPem);
 
   const database = opts.database ?? "sqlite";
@@ -262,6 +267,9 @@ taildrop:
     pki,
     apiKey,
     extraRecordsPath,
+    writeExtraRecords: async (text) => {
+      await writeSecretVolume(`${dir}/records`, { "records.json": text });
+    },
     cli,
     json,
     userId,

@@ -17,11 +17,11 @@ import { hashOfLivePolicy } from "../../src/policy/canonical.js";
 import { memoryEventRecorder } from "../../src/server/events.js";
 import { FakeMetacontroller } from "../fakes/metacontroller.js";
 import { build } from "../helpers/server.js";
-import { apiKeySecret, baseConfigMap, caSecret, NS, site, tailnet } from "../kinds/tailnet/fixtures.js";
+import { apiKeySecret, baseConfigMap, caSecret, ingress, NS, site, tailnet } from "../kinds/tailnet/fixtures.js";
 import { tailnetOnlyKinds } from "../kinds/tailnet/harness.js";
 import { echoFrom } from "./echo.js";
 import { BASE_DOMAIN } from "./headscale.js";
-import { waitFor } from "./peers.js";
+import { startPeer, waitFor } from "./peers.js";
 import { BASE_POLICY, type RealWorld, SITE_PREFIX, startRealWorld, TAGS } from "./world.js";
 
 const API = "tailnet.internal/v1alpha1";
@@ -203,6 +203,47 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
       },
       15_000,
     );
+  });
+
+  it("the Tailnet's records.json, swapped in like a ConfigMap volume, is served by the real MagicDNS", async () => {
+    const tag = "tag:k8s-monitoring-grafana";
+    mc.apply(ingress());
+    await settle();
+    assert.deepEqual(reasons(), HEALTHY);
+    assert.ok((await livePolicy()).includes(`"${tag}"`), "the ingress's tag has an owner in the live policy");
+    // The ingress's node (tagged by its key, as the agent is) registers once its tag is owned.
+    const node = await startPeer(w.net, w.headscale, "ingress-grafana", { tags: [tag] });
+    cleanups.push(() => node.close());
+    const [ip4] = await node.ips();
+    await settle();
+    const records = () => {
+      const cm = mc.get("v1", "ConfigMap", "tailnet-home-dns-records", NS);
+      const text = cm?.data?.["records.json"];
+      assert.ok(text, "records.json in the records ConfigMap");
+      return text;
+    };
+    assert.deepEqual(JSON.parse(records()), [{ name: `grafana.${BASE_DOMAIN}`, type: "A", value: ip4 }]);
+    await w.headscale.writeExtraRecords(records());
+    const query = () => w.peers.laptop.tailscale(["dns", "query", `grafana.${BASE_DOMAIN}`, "A"]);
+    await waitFor(
+      `the laptop resolves grafana.${BASE_DOMAIN} to ${ip4}`,
+      async () => (await query()).includes(ip4),
+      20_000,
+      query,
+    );
+
+    // The ingress goes: its record goes, and Headscale stops serving the name after the next swap.
+    mc.delete(API, "TailnetIngress", "grafana", "monitoring");
+    await settle();
+    assert.deepEqual(JSON.parse(records()), []);
+    await w.headscale.writeExtraRecords(records());
+    await waitFor(
+      "the record withdrawn",
+      async () => !(await query().catch((e: Error) => e.message)).includes(ip4),
+      20_000,
+      query,
+    );
+    assert.deepEqual(reasons(), HEALTHY);
   });
 
   it("a policy edited behind the operator's back is rewritten once with PolicyDriftOverwritten, then left alone", async () => {
