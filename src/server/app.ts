@@ -12,6 +12,7 @@ import type { HookDeps, KindModule } from "../kinds/types.js";
 import { createOperatorMetrics } from "../metrics/registry.js";
 import { sweepStaleResources } from "../metrics/resource.js";
 import { kubeEventRecorder } from "./events.js";
+import { countHeadscaleCall, logHookAnswer, rememberReason } from "./hook-log.js";
 import { hooksPlugin } from "./hooks.js";
 import { httpAgentScraper } from "./scraper.js";
 
@@ -61,6 +62,7 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
       timeoutMs: config.headscale.timeoutSeconds * 1000,
       cacheTTLSeconds: config.headscale.cacheTTLSeconds,
       onRequest: (m) => {
+        countHeadscaleCall();
         metrics.headscaleRequests.inc({ method: m.method, path: m.path, code: String(m.code) });
         metrics.headscaleDuration.observe({ method: m.method, path: m.path }, m.seconds);
       },
@@ -98,7 +100,9 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
     void reply.code(404).send({ error: `no route ${req.method} ${req.url.split("?")[0].slice(0, 100)}` });
   });
 
+  app.addHook("onSend", rememberReason);
   app.addHook("onResponse", async (req, reply) => {
+    logHookAnswer(req, reply);
     const params = req.params as { kind?: string; hook?: string } | undefined;
     if (!req.url.startsWith("/hooks/") || !params?.kind) return;
     const kind =

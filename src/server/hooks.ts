@@ -10,6 +10,7 @@ import { qualifiedName } from "../k8s/objects.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { bearerAuth } from "./auth.js";
 import { EnvelopeError, parseCustomizeRequest, parseSyncRequest } from "./envelope.js";
+import { parentOf, withCallCount } from "./hook-log.js";
 
 const HOOKS = ["customize", "sync", "finalize"] as const;
 type HookName = (typeof HOOKS)[number];
@@ -118,7 +119,17 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
       }
       inFlight++;
       try {
-        const answer = await answerHook(hook as HookName, info, module, req.body, opts.deps);
+        const started = performance.now();
+        const run = withCallCount(() => answerHook(hook as HookName, info, module, req.body, opts.deps));
+        const answer = await run.result;
+        if (hook !== "customize" && ["debug", "trace"].includes(req.log.level)) {
+          const ms = Math.round((performance.now() - started) * 10) / 10;
+          const children = Array.isArray(answer.children) ? answer.children.length : 0;
+          req.log.debug(
+            { hook, ...parentOf(req), ms, headscaleCalls: run.count(), children },
+            `${hook} answered in ${ms} ms with ${run.count()} Headscale calls`,
+          );
+        }
         // The hook's own closed schema (RESPONSE_SCHEMAS): keys Metacontroller's strict decoder
         // refuses are dropped here, never sent.
         const text = reply.serializeInput(answer, RESPONSE_SCHEMAS[hook as HookName]);
