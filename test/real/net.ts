@@ -504,9 +504,26 @@ export class TestNet {
     if (!process.env.REAL_KEEP_LOGS) rmSync(this.dir, { recursive: true, force: true });
   }
 
-  /** Tears everything down; safe to call twice and after failures. */
+  /** Removes a host: its processes killed, its namespace (and so its veths) deleted. */
+  async removeHost(host: Host): Promise<void> {
+    const i = this.hosts.indexOf(host);
+    if (i < 0) throw new Error(`removeHost: ${host.name} is not a host of this net`);
+    this.hosts.splice(i, 1);
+    await killNetns(host.netns);
+    await quiet(IP, ["netns", "del", host.netns]);
+    await rm(`/etc/netns/${host.netns}`, { recursive: true, force: true });
+  }
+
+  /**
+   * Tears everything down; safe to call twice and after failures. Before that, it checks containment
+   * (containmentProblems) over everything the run did, and throws after the teardown when any host
+   * broke it — so every real-world test file asserts the hard rule, whatever it tests.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
+    const problems = await this.containmentProblems().catch((err: Error) => [
+      `containment check failed: ${err.message}`,
+    ]);
     this.closed = true;
     open.delete(this);
     await Promise.all([...this.procs].map((p) => p.kill("SIGTERM").catch(() => undefined)));
@@ -518,6 +535,7 @@ export class TestNet {
     await quiet(IP, ["link", "del", this.bridge]);
     await rm(join(STATE, `${this.n}.pid`), { force: true });
     if (!process.env.REAL_KEEP_LOGS) await rm(this.dir, { recursive: true, force: true });
+    if (problems.length) throw new Error(`test network ${this.cidr} was not contained: ${problems.join("; ")}`);
   }
 }
 

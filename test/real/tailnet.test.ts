@@ -403,5 +403,7 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
     const probe = await w.net.addHost("probe");
     assert.equal(await echoFrom(probe, "192.0.2.1", 80), "error: ENETUNREACH");
     assert.deepEqual(await w.net.containmentProblems(), ["probe: 1 sends found no route (a dial outside)"]);
+    await w.net.removeHost(probe);
+    assert.deepEqual(await w.net.containmentProblems(), [], "TestNet.close() checks the same again");
   });
 });

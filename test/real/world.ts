@@ -85,7 +85,7 @@ export async function startRealWorld(opts: RealWorldOptions = {}): Promise<RealW
       },
     };
   } catch (err) {
-    await net.close();
+    await net.close().catch(() => undefined); // the start's own error says more
     throw err;
   }
 }
