@@ -122,6 +122,26 @@ export async function withdrawSiteRoutes(
   });
 }
 
+/** Re-approvals made for the other sites this site writes for (writer.ts), per site, counted like replayedRoutes. */
+export function replayedForOthers(
+  actions: readonly ApprovalAction[],
+  outcomes: readonly ApprovalOutcome[],
+): { namespace: string; name: string; count: number }[] {
+  const out = new Map<string, { namespace: string; name: string; count: number }>();
+  for (const o of outcomes) {
+    if (!o.ok) continue;
+    for (const other of actions.find((a) => a.nodeId === o.nodeId)?.others ?? []) {
+      const replays = new Set(other.replays);
+      const count = o.added.filter((r) => replays.has(r)).length;
+      const key = `${other.namespace}/${other.name}`;
+      const entry = out.get(key) ?? { namespace: other.namespace, name: other.name, count: 0 };
+      entry.count += count;
+      out.set(key, entry);
+    }
+  }
+  return [...out.values()].filter((e) => e.count > 0);
+}
+
 /** Routes re-approved by these outcomes whose approval the last status had recorded (one per route). */
 export function replayedRoutes(actions: readonly ApprovalAction[], outcomes: readonly ApprovalOutcome[]): number {
   let n = 0;

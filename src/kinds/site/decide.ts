@@ -15,11 +15,17 @@ import {
   type AdvertiserFact,
   advertiserFacts,
   canonicalRoute,
+  carriesAny,
+  nodeName,
   type SitePrefix,
   sitePrefixes,
   type UnmanagedRoute,
   unmanagedRoutes,
 } from "./routes.js";
+import { type NodeWriters, nodeWriters } from "./writer.js";
+
+const byNodeName = (a: HsNode, b: HsNode) =>
+  nodeName(a) < nodeName(b) ? -1 : nodeName(a) > nodeName(b) ? 1 : Number(a.id) - Number(b.id);
 
 /** Seconds until the next look while waiting on Headscale (a router to announce, an approval to land). */
 export const WAIT_RESYNC_SECONDS = 30;
@@ -44,8 +50,13 @@ export interface ApprovalAction {
   node: string;
   /** Routes as the node announces them. */
   add: string[];
-  /** The subset whose prefix the site's last status recorded as approved: re-approvals (replays). */
+  /** The subset of this site's whose prefix its last status recorded as approved: re-approvals (replays). */
   replays: string[];
+  /**
+   * Routes of other sites claiming the node that this site writes for (one writer per node,
+   * writer.ts), with their replays; absent when there are none.
+   */
+  others?: { namespace: string; name: string; replays: string[] }[];
 }
 
 export type ApprovalOutcome =
@@ -117,7 +128,7 @@ export function previousAdvertisers(parent: K8sObject): AdvertiserStatus[] {
 }
 
 /** Canonical prefixes an advertiser of the last status had fully approved. */
-function previouslyApproved(parent: K8sObject): Set<string> {
+export function previouslyApproved(parent: K8sObject): Set<string> {
   const out = new Set<string>();
   for (const a of previousAdvertisers(parent)) {
     if (!a.approved) continue;
@@ -209,11 +220,30 @@ function approvalWithheld(input: SiteInput, blocked: boolean): string {
   return "";
 }
 
+/** Why this site does not write to nodes with its pending routes: another site is their writer. */
+function writtenElsewhere(input: SiteInput, pending: readonly AdvertiserFact[], writers?: NodeWriters): string[] {
+  if (!writers) return [];
+  const me = `${input.parent.metadata.namespace ?? ""}/${input.parent.metadata.name}`;
+  const out: string[] = [];
+  for (const f of pending) {
+    const node = input.nodes?.ok ? input.nodes.value.find((n) => n.id === f.nodeId) : undefined;
+    const w = node ? writers.writerOf(node) : undefined;
+    if (!w || w.claim.id === me) continue;
+    out.push(
+      w.deleting
+        ? `TailnetSite ${w.claim.id} is being deleted and alone writes to ${f.node} until it is gone (one writer per node)`
+        : `TailnetSite ${w.claim.id} approves them on ${f.node} (one writer per node)`,
+    );
+  }
+  return out;
+}
+
 function approved(
   input: SiteInput,
   facts: readonly AdvertiserFact[],
   spec: SiteSpec,
   blocked: boolean,
+  writers?: NodeWriters,
 ): ConditionInput {
   const pending = facts.filter((f) => f.pending.length > 0);
   const unadvertised = spec.prefixes
@@ -233,23 +263,58 @@ function approved(
     );
     const withheld = approvalWithheld(input, blocked);
     if (withheld) parts.push(withheld);
+    else parts.push(...writtenElsewhere(input, pending, writers));
     for (const o of input.outcomes ?? []) if (!o.ok) parts.push(`approving on ${o.node} failed: ${o.error}`);
   }
   if (unadvertised.length > 0) parts.push(`not advertised, so not approved: ${list(unadvertised)}`);
   return cond(SiteCondition.Approved, "False", SiteReason.NotApproved, parts.join("; "));
 }
 
-function approvalsFor(input: SiteInput, facts: readonly AdvertiserFact[], blocked: boolean): ApprovalAction[] {
+/**
+ * The approve_routes calls of this sync: on each node this site writes to (writer.ts), the
+ * announced but unapproved prefixes of every live site claiming the node — this site's first.
+ */
+function approvalsFor(
+  input: SiteInput,
+  nodes: readonly HsNode[],
+  blocked: boolean,
+  writers: NodeWriters,
+): ApprovalAction[] {
   if (input.outcomes || approvalWithheld(input, blocked)) return [];
-  const before = previouslyApproved(input.parent);
-  return facts
-    .filter((f) => f.pending.length > 0)
-    .map((f) => ({
-      nodeId: f.nodeId,
-      node: f.node,
-      add: f.pending.map((x) => x.route),
-      replays: f.pending.filter((x) => before.has(canonicalRoute(x.prefix) ?? "")).map((x) => x.route),
-    }));
+  const me = `${input.parent.metadata.namespace ?? ""}/${input.parent.metadata.name}`;
+  const out: ApprovalAction[] = [];
+  for (const node of [...nodes].sort(byNodeName)) {
+    const w = writers.writerOf(node);
+    if (!w || w.deleting || w.claim.id !== me) continue;
+    const add: string[] = [];
+    const seen = new Set<string>();
+    let replays: string[] = [];
+    const others: { namespace: string; name: string; replays: string[] }[] = [];
+    // This site first (its own claim as the parent carries it), then the others oldest first.
+    const claims = [w.claim, ...writers.live.filter((c) => c.id !== me)].filter((c) => carriesAny(node, c.tags));
+    for (const claim of claims) {
+      const fact = advertiserFacts([node], claim.prefixes, claim.tags)[0];
+      const fresh = (fact?.pending ?? []).filter((x) => !seen.has(canonicalRoute(x.route) ?? x.route));
+      if (fresh.length === 0) continue;
+      for (const x of fresh) {
+        seen.add(canonicalRoute(x.route) ?? x.route);
+        add.push(x.route);
+      }
+      const before = previouslyApproved(claim.site);
+      const replayed = fresh.filter((x) => before.has(canonicalRoute(x.prefix) ?? "")).map((x) => x.route);
+      if (claim.id === me) replays = replayed;
+      else others.push({ namespace: claim.namespace, name: claim.name, replays: replayed });
+    }
+    if (add.length === 0) continue;
+    out.push({
+      nodeId: node.id,
+      node: nodeName(node),
+      add,
+      replays,
+      ...(others.length > 0 ? { others } : {}),
+    });
+  }
+  return out;
 }
 
 /**
@@ -296,11 +361,12 @@ export function decideSite(input: SiteInput): SiteDecision {
 
   const current = foldOutcomes(nodes.value, input.outcomes ?? []);
   const facts = advertiserFacts(current, spec.prefixes, spec.advertiserTags);
+  const writers = nodeWriters(input.parent, input.sites, t.settings.reservedNetworks);
   const conditions = [
     conflict,
     unmanagedOverlap(unmanagedRoutes(current, spec.prefixes, spec.advertiserTags), spec),
     advertised(facts, spec),
-    approved(input, facts, spec, blocked),
+    approved(input, facts, spec, blocked, writers),
   ];
   const ready = deriveReady(
     [blockerFrom(conflict, "False"), blockerFrom(conditions[2]), blockerFrom(conditions[3])],
@@ -314,7 +380,7 @@ export function decideSite(input: SiteInput): SiteDecision {
       prefixes: f.advertised,
       approved: f.pending.length === 0,
     })),
-    approvals: approvalsFor(input, facts, blocked),
+    approvals: approvalsFor(input, current, blocked, writers),
     // A blocked site waits on a spec change (which syncs it), not on Headscale.
     resyncAfterSeconds: ready.status === "True" || blocked ? undefined : WAIT_RESYNC_SECONDS,
   };

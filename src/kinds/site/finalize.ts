@@ -121,7 +121,7 @@ export async function finalizeSite(req: HookRequest, deps: HookDeps): Promise<Fi
   }
   const failed = outcomes.find((o) => !o.ok);
   if (failed && !failed.ok) return wait(`withdrawing route approvals: on ${failed.node} failed: ${failed.error}`);
-  if (plan.waiting.length > 0) return wait(waitingMessage(ctx.settings.name, plan.waiting));
+  if (plan.waiting.length > 0) return wait(waitingMessage(plan.waiting));
   // finalized only on what Headscale shows now, not on what was asked
   if (plan.withdraw.length > 0) {
     const fresh = await view.nodes();

@@ -10,7 +10,7 @@ import type { K8sObject } from "../../k8s/objects.js";
 import { assembleStatus, invalidSpecResult, resourceId } from "../common.js";
 import { siteRelated, tailnetRefName } from "../related.js";
 import type { HookDeps, HookRequest, KindModule, SyncResult } from "../types.js";
-import { approveSiteRoutes, replayedRoutes } from "./act.js";
+import { approveSiteRoutes, replayedForOthers, replayedRoutes } from "./act.js";
 import { decideSite } from "./decide.js";
 import { finalizeSite } from "./finalize.js";
 import { observeSite } from "./observe.js";
@@ -33,6 +33,10 @@ async function syncSite(req: HookRequest, deps: HookDeps): Promise<SyncResult> {
     const replayed = replayedRoutes(decision.approvals, outcomes);
     const { namespace, name } = resourceId(req.parent);
     if (replayed > 0) deps.metrics.routeApprovalsReplayed.inc(replayLabels(req.parent), replayed);
+    const tailnet = tailnetRefName(req.parent) ?? "";
+    for (const o of replayedForOthers(decision.approvals, outcomes)) {
+      deps.metrics.routeApprovalsReplayed.inc({ tailnet, namespace: o.namespace, name: o.name }, o.count);
+    }
     for (const o of outcomes) {
       if (o.ok && o.added.length > 0)
         deps.log.info({ site: `${namespace}/${name}`, node: o.node, routes: o.added }, "approved routes");

@@ -26,6 +26,7 @@ import type { K8sObject } from "../../k8s/objects.js";
 import { type Cidr, cidrContains, parseCidr } from "../../net/cidr.js";
 import { EXIT_ROUTES, isExitNodePrefixes, isExitRoute } from "../../net/exit.js";
 import { parseHuJson } from "../../policy/hujson.js";
+import { isOlder } from "./conflict.js";
 import { carriesAny, nodeName, sitePrefixes } from "./routes.js";
 
 /** How long a deletion waits for the live policy to drop the site's autoApprovers before keeping a route. */
@@ -157,6 +158,16 @@ export function planWithdrawal(input: WithdrawalInput): WithdrawalPlan {
     .filter((s) => !s.metadata.deletionTimestamp)
     .map(viewOf)
     .filter((s) => s.id !== me.id && s.tailnet === me.tailnet);
+  // One writer per node (writer.ts): of two sites being deleted that claim a node, the older writes first.
+  const olderDeleting = input.sites
+    .filter(
+      (s) =>
+        s.metadata.deletionTimestamp &&
+        isOlder(s, input.parent) &&
+        viewOf(s).tailnet === me.tailnet &&
+        viewOf(s).id !== me.id,
+    )
+    .map(viewOf);
   const expired = deletingFor(input.parent, input.now) >= WITHDRAW_WAIT_SECONDS;
   const plan: WithdrawalPlan = { withdraw: [], waiting: [], kept: [] };
   const byName = (a: HsNode, b: HsNode) =>
@@ -176,6 +187,14 @@ export function planWithdrawal(input: WithdrawalInput): WithdrawalPlan {
         list.push({ node: name, route: text, why });
         if (exit) exitDone = true;
       };
+      const first = olderDeleting.find((o) => carriesAny(node, o.tags));
+      if (first) {
+        hold(
+          plan.waiting,
+          `TailnetSite ${first.id}, also being deleted, writes to this node first (one writer per node)`,
+        );
+        continue;
+      }
       const claimant = others.find((o) => o.prefixes.has(r.cidr.text) && carriesAny(node, o.tags));
       if (claimant) {
         hold(plan.kept, `TailnetSite ${claimant.id} lists it too`);
@@ -195,7 +214,10 @@ export function planWithdrawal(input: WithdrawalInput): WithdrawalPlan {
             `the live policy still auto-approves it through ${where} ${WITHDRAW_WAIT_SECONDS} s after the deletion (the same entry in the base policy, or the Tailnet cannot write)`,
           );
         } else {
-          hold(plan.waiting, `the live policy still auto-approves it through ${where}`);
+          hold(
+            plan.waiting,
+            `Tailnet ${me.tailnet ?? ""} has not written the policy without this site yet: it still auto-approves it through ${where}`,
+          );
         }
         continue;
       }
@@ -236,9 +258,9 @@ function named(items: readonly HeldRoute[]): string {
   return items.length > MAX_NAMED ? `${shown}; and ${items.length - MAX_NAMED} more` : shown;
 }
 
-/** Ready's message while a deletion waits for the live policy (deterministic: plan order). */
-export function waitingMessage(tailnet: string, waiting: readonly HeldRoute[]): string {
-  return `withdrawing route approvals: waiting for Tailnet ${tailnet} to write the policy without this site: ${named(waiting)}`;
+/** Ready's message while a deletion waits (deterministic: plan order). */
+export function waitingMessage(waiting: readonly HeldRoute[]): string {
+  return `withdrawing route approvals: waiting on ${named(waiting)}`;
 }
 
 /** The log line's text for routes a deletion left approved. */

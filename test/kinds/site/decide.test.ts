@@ -548,7 +548,7 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
       input: { nodes: [rtr([P4])], live: live({ [P4]: [TAG] }), parent: gone({ prefixes: [P4] }) },
       want: {
         waiting: [
-          `${P4} on router-1 (the live policy still auto-approves it through autoApprovers.routes["${P4}"] for ${TAG})`,
+          `${P4} on router-1 (Tailnet home has not written the policy without this site yet: it still auto-approves it through autoApprovers.routes["${P4}"] for ${TAG})`,
         ],
       },
     },
@@ -596,6 +596,27 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
       want: { kept: [`${P4} on router-1 (TailnetSite net/lan2 lists it too)`] },
     },
     {
+      name: "an older site also being deleted claims the node: it writes first, this one waits",
+      input: {
+        nodes: [rtr([P4, "192.168.20.0/24"])],
+        parent: gone({ prefixes: [P4] }),
+        sites: [
+          gone({ prefixes: [P4] }),
+          site("old", {
+            prefixes: ["192.168.20.0/24"],
+            advertiserTags: [TAG],
+            created: "2026-10-01T00:00:00Z",
+            deleting: true,
+          }),
+        ],
+      },
+      want: {
+        waiting: [
+          `${P4} on router-1 (TailnetSite net/old, also being deleted, writes to this node first (one writer per node))`,
+        ],
+      },
+    },
+    {
       name: "a node without an advertiser tag, and routes spelled otherwise: only the tagged node, as it spells them",
       input: {
         nodes: [rtr(["FD00:1::/64"]), node("laptop", { id: "9", available: [P4], approved: [P4] })],
@@ -620,7 +641,7 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
       },
       want: {
         waiting: [
-          `0.0.0.0/0 + ::/0 on router-1 (the live policy still auto-approves it through autoApprovers.exitNode for ${TAG})`,
+          `0.0.0.0/0 + ::/0 on router-1 (Tailnet home has not written the policy without this site yet: it still auto-approves it through autoApprovers.exitNode for ${TAG})`,
         ],
       },
     },
@@ -665,11 +686,8 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
         ],
       },
     });
-    const message = waitingMessage("home", [{ node: "router-1", route: P4, why: "because" }]);
-    assert.equal(
-      message,
-      `withdrawing route approvals: waiting for Tailnet home to write the policy without this site: ${P4} on router-1 (because)`,
-    );
+    const message = waitingMessage([{ node: "router-1", route: P4, why: "because" }]);
+    assert.equal(message, `withdrawing route approvals: waiting on ${P4} on router-1 (because)`);
     assert.deepEqual(finalizeConditions(prev, message), [
       { type: "RouteConflict", status: "False", reason: "NoConflict", message: "m1" },
       { type: "Approved", status: "True", reason: "Approved", message: "m2" },
@@ -701,5 +719,80 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
     );
     assert.deepEqual(r.value.exitNode, ["tag:e"]);
     assert.deepEqual(liveApprovers(null), { ok: true, value: { routes: [], exitNode: [] } });
+  });
+});
+
+describe("decideSite: one writer per node (the oldest live site claiming it)", () => {
+  const LAB = "192.168.20.0/24";
+  const older = site("lan", { prefixes: [P4], advertiserTags: [TAG], created: "2026-11-01T00:00:00Z" });
+  const newer = site("lab", { prefixes: [LAB], advertiserTags: [TAG], created: "2026-11-02T00:00:00Z" });
+  const shared = (approved: string[] = []) =>
+    node("router-1", { id: "1", tags: [TAG], available: [P4, LAB], approved });
+  const input = (parent: K8sObject, sites: K8sObject[], nodeList = [shared()]) => healthy({ parent, sites, nodeList });
+
+  it("the older site approves both sites' prefixes on the shared node in one call", () => {
+    const remembered = site("lab", {
+      prefixes: [LAB],
+      advertiserTags: [TAG],
+      created: "2026-11-02T00:00:00Z",
+      status: { advertisers: [{ node: "router-1", prefixes: [LAB], approved: true }] },
+    });
+    const d = decideSite(input(older, [older, remembered]));
+    assert.deepEqual(d.approvals, [
+      {
+        nodeId: "1",
+        node: "router-1",
+        add: [P4, LAB],
+        replays: [],
+        others: [{ namespace: "net", name: "lab", replays: [LAB] }],
+      },
+    ]);
+  });
+
+  it("the newer site writes nothing there and says who does", () => {
+    const d = decideSite(input(newer, [older, newer]));
+    assert.deepEqual(d.approvals, []);
+    assert.equal(
+      message(d, "Approved"),
+      "advertised but not approved: 192.168.20.0/24 on router-1; TailnetSite net/lan approves them on router-1 (one writer per node)",
+    );
+    assert.equal(d.resyncAfterSeconds, 30);
+  });
+
+  it("a site being deleted that claims the node writes to it alone until it is gone", () => {
+    const leaving = site("old", {
+      prefixes: ["192.168.30.0/24"],
+      advertiserTags: [TAG],
+      created: "2026-10-01T00:00:00Z",
+      deleting: true,
+    });
+    const d = decideSite(input(older, [older, newer, leaving]));
+    assert.deepEqual(d.approvals, []);
+    assert.match(
+      message(d, "Approved") ?? "",
+      /TailnetSite net\/old is being deleted and alone writes to router-1 until it is gone \(one writer per node\)$/,
+    );
+  });
+
+  it("an older site that is blocked or has an invalid spec is no writer: the next one writes", () => {
+    const blocked = site("dup", { prefixes: ["10.96.1.0/24"], advertiserTags: [TAG], created: "2026-10-01T00:00:00Z" });
+    const invalid = site("bad", {
+      prefixes: ["192.168.40.0/24", "192.168.40.0/25"],
+      advertiserTags: [TAG],
+      created: "2026-10-02T00:00:00Z",
+    });
+    const d = decideSite(input(older, [blocked, invalid, older, newer]));
+    assert.deepEqual(
+      d.approvals.map((a) => a.add),
+      [[P4, LAB]],
+    );
+  });
+
+  it("nodes the older site does not claim are the newer site's own", () => {
+    const lab = site("lab", { prefixes: [LAB], advertiserTags: ["tag:router-lab"], created: "2026-11-02T00:00:00Z" });
+    const d = decideSite(
+      input(lab, [older, lab], [shared(), node("router-lab", { id: "2", tags: ["tag:router-lab"], available: [LAB] })]),
+    );
+    assert.deepEqual(d.approvals, [{ nodeId: "2", node: "router-lab", add: [LAB], replays: [] }]);
   });
 });

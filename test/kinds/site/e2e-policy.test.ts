@@ -203,7 +203,7 @@ describe("TailnetSite + Tailnet end to end: deleting a site withdraws its approv
     assert.equal(w.siteCond("lan", "Ready")?.reason, "Withdrawing");
     assert.equal(
       w.siteCond("lan", "Ready")?.message,
-      `withdrawing route approvals: waiting for Tailnet home to write the policy without this site: ${LAN} on router-1 (the live policy still auto-approves it through autoApprovers.routes["${LAN}"] for ${ROUTER})`,
+      `withdrawing route approvals: waiting on ${LAN} on router-1 (Tailnet home has not written the policy without this site yet: it still auto-approves it through autoApprovers.routes["${LAN}"] for ${ROUTER})`,
     );
     assert.equal(approveCalls(w.fake).length, sent, "nothing withdrawn while the live policy would re-approve it");
     assert.ok(w.mc.get(API, "TailnetSite", "lan", "net"));
