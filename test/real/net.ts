@@ -4,7 +4,9 @@
  * (plus lo; a subnet router also holds a veth to its subnet's namespace). No namespace has a default
  * route and IPv6 is off in all of them, so a stray dial to anything outside the test subnet fails
  * inside the namespace (ENETUNREACH) and is counted by the kernel (Ip OutNoRoutes, see
- * noRouteAttempts) instead of leaving the machine. The test process's own leg is the bridge's address
+ * noRouteAttempts) instead of leaving the machine. Subnets made by addSubnet are "unreachable" routes
+ * in every other namespace: a dial there is refused at once (EHOSTUNREACH) and not counted, since a test
+ * namespace holds the address — the counter counts only addresses no test namespace holds. The test process's own leg is the bridge's address
  * in the root namespace: a connected route for the test subnet only (no forwarding is enabled).
  *
  * Runs are told apart by <n>: a pid file in /run/tailnet-real/<n>.pid claims the number (O_EXCL), and
@@ -351,6 +353,7 @@ export class TestNet {
     await ip(["link", "set", link, "master", this.bridge, "up"]);
     await ip(["-n", ns, "addr", "add", `${addr}/24`, "dev", "eth0"]);
     await ip(["-n", ns, "link", "set", "eth0", "up"]);
+    for (const cidr of this.subnetCidrs) await ip(["-n", ns, "route", "add", "unreachable", cidr]);
     const host = this.host(name, ns, addr);
     await mkdir(host.dir, { recursive: true });
     this.hosts.push(host);
@@ -378,6 +381,12 @@ export class TestNet {
     await ip(["-n", ns, "link", "set", "eth0", "up"]);
     const host = this.host(name, ns, hostIp);
     await mkdir(host.dir, { recursive: true });
+    // Everyone else learns the subnet as unreachable: a dial there (e.g. tailscaled's SOCKS5 falling
+    // back to the OS when the tailnet gives no route) fails at once with EHOSTUNREACH and is not
+    // counted as a dial outside, since a test namespace does hold the address.
+    for (const other of this.hosts) {
+      if (other !== router) await ip(["-n", other.netns, "route", "add", "unreachable", cidr]);
+    }
     this.hosts.push(host);
     return host;
   }
@@ -459,6 +468,8 @@ export class TestNet {
         if (/^(local|broadcast|multicast) \S+ dev (lo|eth0|sub0) table local /.test(line)) continue;
         const m = /^(\S+) dev (eth0|sub0) proto kernel scope link src \S+\s*$/.exec(line);
         if (m && (m[1] === this.cidr || this.subnetCidrs.has(m[1]))) continue;
+        const u = /^unreachable (\S+)\s*$/.exec(line);
+        if (u && this.subnetCidrs.has(u[1])) continue;
         problems.push(`${h.name}: route ${line.trim()}`);
       }
       const v6 = await h.exec(IP, ["-6", "route", "show", "table", "all"]);
