@@ -184,6 +184,14 @@ export function objectProblems(doc: InputDoc): string[] {
   } else if (info) {
     return [`apiVersion ${apiVersion}: ${kind} is served as ${API_VERSION}`];
   }
+  const namespaced = info ? info.scope === "Namespaced" : ["Secret", "ConfigMap", "Service", "Pod"].includes(kind);
+  // kubectl would put it in the current context's namespace, which render cannot know.
+  const noNamespace =
+    namespaced && !doc.object.metadata.namespace
+      ? [
+          `${kind} ${doc.object.metadata.name}: metadata.namespace: required (kubectl would use the current context's namespace; render needs it written)`,
+        ]
+      : [];
   let validate: ValidateFunction;
   if (info) validate = crValidator(kind);
   else {
@@ -199,12 +207,12 @@ export function objectProblems(doc: InputDoc): string[] {
     validate = builtinValidator(kind, builtin.fields);
   }
   const candidate: unknown = doc.object;
-  if (validate(candidate)) return [];
+  if (validate(candidate)) return noNamespace;
   const name = doc.object.metadata.namespace
     ? `${doc.object.metadata.namespace}/${doc.object.metadata.name}`
     : doc.object.metadata.name;
   // One line per field: ajv may report the same field under several keywords (oneOf, type…).
-  return [...new Set((validate.errors ?? []).map(describe))].map((m) => `${kind} ${name}: ${m}`);
+  return [...noNamespace, ...[...new Set((validate.errors ?? []).map(describe))].map((m) => `${kind} ${name}: ${m}`)];
 }
 
 /** Every problem of every document, in input order, duplicates named on their second occurrence. */

@@ -48,7 +48,7 @@ describe("render: bad input exits 2 naming the file and document", () => {
     ["not a Kubernetes object", { "a.yaml": "just: a map\n" }, /a\.yaml: document 0: not a Kubernetes object/],
     [
       "no CRs at all",
-      { "a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: { name: x }\n" },
+      { "a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: { name: x, namespace: y }\n" },
       /no tailnet\.internal\/v1alpha1 objects/,
     ],
   ];
@@ -142,6 +142,15 @@ describe("render is a CI gate: what kubectl apply --validate=strict refuses exit
       [
         "a.yaml: document 1: kind Widget: unknown kind (example.io/v1); render reads Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway and built-in Kubernetes kinds — point -f at the files holding your tailnet objects",
         "a.yaml: document 2: apiVersion v1: Deployment is served as apps/v1",
+      ],
+    ],
+    [
+      "a namespaced object without its namespace",
+      {
+        "a.yaml": `${TAILNET}---\n${EGRESS.replace("metadata: { name: db, namespace: shop }", "metadata: { name: db }")}`,
+      },
+      [
+        "a.yaml: document 1: TailnetEgress db: metadata.namespace: required (kubectl would use the current context's namespace; render needs it written)",
       ],
     ],
     [
