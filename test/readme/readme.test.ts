@@ -79,11 +79,11 @@ describe("README commands", () => {
     const [, release, chart, ...flags] = install.split(/\s+/).slice(1);
     const args = ["template", release, join(root, chart), ...flags.filter((f) => f !== "--create-namespace")];
     const objects = parseObjects(helm(args));
-    const deployment = find(objects, "Deployment", "tailnet-operator") as {
+    const deployment = find(objects, "Deployment", "tailnet-operator") as unknown as {
       spec: { template: { spec: { containers: { image: string }[] } } };
     };
     assert.equal(deployment.spec.template.spec.containers[0].image, image);
-    const config = find(objects, "ConfigMap", "tailnet-operator-config") as { data: Record<string, string> };
+    const config = find(objects, "ConfigMap", "tailnet-operator-config") as unknown as { data: Record<string, string> };
     const operatorConfig = parse(config.data["config.yaml"]) as { images: { agent: string } };
     assert.equal(operatorConfig.images.agent, image);
   });
