@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { HeadscaleViews } from "../../../src/headscale/view.js";
-import { approveSiteRoutes, replayedRoutes } from "../../../src/kinds/site/act.js";
+import {
+  approveSiteRoutes,
+  replayedForOthers,
+  replayedRoutes,
+  withdrawSiteRoutes,
+} from "../../../src/kinds/site/act.js";
 import type { ApprovalAction } from "../../../src/kinds/site/decide.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../fakes/headscale/index.js";
 
@@ -134,5 +139,69 @@ describe("replayedRoutes", () => {
     ]);
     assert.equal(n, 2);
     assert.equal(replayedRoutes(actions, [{ ok: true, nodeId: "1", node: "a", added: [], approvedRoutes: [P, Q] }]), 0);
+  });
+});
+
+describe("withdrawSiteRoutes", () => {
+  it("re-reads the node and sends its full approved set without exactly these routes (the exit pair together)", async (t) => {
+    const { fake, view } = await setup(t);
+    const n = fake.addNode({
+      name: "router-1",
+      tags: ["tag:r"],
+      availableRoutes: [P, Q, "0.0.0.0/0", "::/0"],
+      approvedRoutes: [P, "0.0.0.0/0", "::/0"],
+    });
+    assert.ok((await view.nodes()).ok); // cached before someone approves Q
+    const node = fake.state.nodes.get(n.id);
+    assert.ok(node);
+    node.approvedRoutes = ["0.0.0.0/0", P, Q, "::/0"];
+    const outcomes = await withdrawSiteRoutes(view, [{ nodeId: n.id, node: "router-1", remove: [P] }]);
+    assert.deepEqual(
+      approvals(fake).map((r) => r.body),
+      [{ routes: ["0.0.0.0/0", Q, "::/0"] }],
+      "Q, approved after the cached read, stays",
+    );
+    assert.deepEqual(outcomes, [{ ok: true, nodeId: n.id, node: "router-1", removed: [P] }]);
+    await withdrawSiteRoutes(view, [{ nodeId: n.id, node: "router-1", remove: ["::/0"] }]);
+    assert.deepEqual(fake.state.nodes.get(n.id)?.approvedRoutes, [Q], "both exit routes go, or Headscale re-adds one");
+  });
+
+  it("writes nothing for a node that is gone or holds none of the routes; a failed write is an outcome", async (t) => {
+    const { fake, view } = await setup(t);
+    const n = fake.addNode({ name: "router-1", tags: ["tag:r"], availableRoutes: [P], approvedRoutes: [P] });
+    const none = await withdrawSiteRoutes(view, [
+      { nodeId: "999", node: "router-9", remove: [P] },
+      { nodeId: n.id, node: "router-1", remove: [Q] },
+    ]);
+    assert.deepEqual(
+      none.map((o) => (o.ok ? o.removed : o.error)),
+      [[], []],
+    );
+    assert.deepEqual(fake.writes(), []);
+    await fake.fault({ kind: "status", status: 500, path: /approve_routes$/, times: 1 });
+    const [failed] = await withdrawSiteRoutes(view, [{ nodeId: n.id, node: "router-1", remove: [P] }]);
+    assert.deepEqual(failed, {
+      ok: false,
+      nodeId: n.id,
+      node: "router-1",
+      error: "Headscale POST /api/v1/node/{nodeId}/approve_routes: 500 fault injected: 500",
+    });
+    assert.deepEqual(fake.state.nodes.get(n.id)?.approvedRoutes, [P]);
+  });
+});
+
+describe("replayedForOthers", () => {
+  it("counts the other sites' re-approvals per site, only for routes really added", () => {
+    const actions: ApprovalAction[] = [
+      { nodeId: "1", node: "a", add: [P, Q], replays: [], others: [{ namespace: "net", name: "lab", replays: [Q] }] },
+      { nodeId: "2", node: "b", add: [Q], replays: [], others: [{ namespace: "net", name: "lab", replays: [Q] }] },
+    ];
+    assert.deepEqual(
+      replayedForOthers(actions, [
+        { ok: true, nodeId: "1", node: "a", added: [P, Q], approvedRoutes: [P, Q] },
+        { ok: true, nodeId: "2", node: "b", added: [], approvedRoutes: [Q] },
+      ]),
+      [{ namespace: "net", name: "lab", count: 1 }],
+    );
   });
 });
