@@ -4,6 +4,8 @@
  * (non-root, read-only root filesystem, no capabilities, probes, resources, least privilege).
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { chartDir, find, helm, type K8sObject, renderChart, templateArgs } from "./helm.js";
 import { SCENARIOS } from "./scenarios.js";
@@ -103,6 +105,24 @@ describe("helm chart scenarios", () => {
         new RegExp(`at '': additional properties '${typo}' not allowed`),
       );
     }
+    // Every object in the schema that lists its properties refuses others (nested typos too).
+    const schema = JSON.parse(readFileSync(join(chartDir, "values.schema.json"), "utf8")) as Record<string, unknown>;
+    const open: string[] = [];
+    const walk = (node: unknown, path: string) => {
+      if (!node || typeof node !== "object") return;
+      const n = node as { properties?: Record<string, unknown>; additionalProperties?: unknown; items?: unknown };
+      if (n.properties) {
+        if (n.additionalProperties !== false) open.push(path || "(top level)");
+        for (const [k, v] of Object.entries(n.properties)) walk(v, `${path}.${k}`);
+      }
+      if (n.items) walk(n.items, `${path}[]`);
+    };
+    walk(schema, "");
+    for (const [name, def] of Object.entries((schema.definitions ?? {}) as Record<string, unknown>))
+      walk(def, `#${name}`);
+    // A Prometheus rule group has fields of Prometheus's own (interval, limit, labels, query_offset…):
+    // left open on purpose, it is passed through as written.
+    assert.deepEqual(open, [".monitoring.rules.groups[]"]);
     // Helm's own `global` (set by a parent chart) stays allowed.
     assert.doesNotThrow(() => renderChart({ global: { imageRegistry: "registry.example.com" } }));
   });
