@@ -60,6 +60,8 @@ export interface RealHeadscale {
   start(): Promise<void>;
   stopDatabase(): Promise<void>;
   startDatabase(): Promise<void>;
+  /** Runs SQL on Headscale's PostgreSQL database (psql over its unix socket); resolves stdout. */
+  sql(query: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -293,6 +295,16 @@ taildrop:
     start,
     stopDatabase,
     startDatabase,
+    sql: async (query) => {
+      if (database !== "postgres") throw new Error("sql: Headscale runs on SQLite here");
+      const r = await host.exec(
+        `${pgBin}/psql`,
+        ["-h", pgSock, "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-At", "-c", query],
+        { user: "postgres" },
+      );
+      if (r.code !== 0) throw new Error(`psql ${query}: ${r.stderr.trim()}`);
+      return r.stdout;
+    },
     close: async () => {
       await stop();
       await stopDatabase().catch(() => undefined);

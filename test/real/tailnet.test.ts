@@ -323,6 +323,37 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
     assert.deepEqual(events.events.slice(eventCount), [], "no Event: the outage is no drift");
   });
 
+  it("a database error on GET /api/v1/policy is not 'no policy stored': no PUT, no PolicyDriftOverwritten", async () => {
+    const kept = children();
+    const puts = await policyPuts();
+    const eventCount = events.events.length;
+    // Auth still works (api_keys is intact); only the policy read fails, as the real server words it:
+    // "loading ACL from database: ..." (hscontrol/grpcv1.go GetPolicy) — not its not-found error.
+    await w.headscale.sql("ALTER TABLE policies RENAME TO policies_hidden");
+    try {
+      await settle();
+      const policyReads = (await w.headscale.requests()).filter(
+        (r) => r.method === "GET" && r.path === "/api/v1/policy",
+      );
+      assert.ok(
+        policyReads.some((r) => r.status >= 500),
+        `a failing policy read: ${JSON.stringify(policyReads.slice(-3))}`,
+      );
+      assert.equal(condition("ApiKeyValid").reason, "Valid");
+      const applied = condition("PolicyApplied");
+      assert.equal(applied.reason, "ApplyFailed", applied.message);
+      assert.match(applied.message, /GET \/api\/v1\/policy: 500 loading ACL from database: /);
+      assert.equal(await policyPuts(), puts, "no PUT on a failed read");
+      assert.deepEqual(events.events.slice(eventCount), [], "no drift Event on a failed read");
+      assert.deepEqual(children(), kept);
+    } finally {
+      await w.headscale.sql("ALTER TABLE policies_hidden RENAME TO policies");
+    }
+    await settle();
+    assert.deepEqual(reasons(), HEALTHY);
+    assert.equal(await policyPuts(), puts);
+  });
+
   it("Headscale restarted: Unreachable while down with every child kept, then back to the same state", async () => {
     const kept = children();
     const statusBefore = mc.status(API, "Tailnet", "home") as { policy: unknown };
