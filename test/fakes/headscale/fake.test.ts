@@ -136,6 +136,58 @@ describe("policy", () => {
     });
   });
 
+  test("real 0.29 rejections through HTTP: undefined groups, default-route grants, nested unknown fields", async (t) => {
+    const fake = await fakeWith(t);
+    const put = await call(fake, "PUT", "/api/v1/policy", {
+      policy: JSON.stringify({ autoApprovers: { routes: { "10.0.0.0/8": ["group:ops"] } } }),
+    });
+    assert.deepEqual(put.json, {
+      code: 2,
+      message: 'setting policy: parsing policy: group not defined in policy: "group:ops"',
+      details: [],
+    });
+    const exit = await call(fake, "POST", "/api/v1/policy/check", {
+      policy: JSON.stringify({ grants: [{ src: ["*"], dst: ["0.0.0.0/0"], ip: ["*"] }] }),
+    });
+    assert.deepEqual(
+      [exit.status, (exit.json as { message: string }).message],
+      [400, 'parsing policy: dst "0.0.0.0/0": to allow all IP addresses, use "*" or "autogroup:internet"'],
+    );
+    const nested = await call(fake, "POST", "/api/v1/policy/check", {
+      policy: JSON.stringify({
+        ssh: [
+          { action: "accept", src: ["autogroup:member"], dst: ["autogroup:self"], users: ["root"], chekPeriod: "1h" },
+        ],
+      }),
+    });
+    assert.equal((nested.json as { message: string }).message, 'parsing policy: unknown field: "chekPeriod"');
+    assert.equal(fake.policyWrites, 0);
+  });
+
+  test("tests run against the fake's nodes on check and PUT (no 'parsing policy:' prefix)", async (t) => {
+    const fake = await fakeWith(t);
+    const policy = JSON.stringify({
+      tagOwners: { "tag:web": [], "tag:db": [] },
+      acls: [{ action: "accept", src: ["tag:web"], dst: ["tag:db:5432"] }],
+      tests: [{ src: "tag:web", accept: ["tag:db:5432"], deny: ["tag:db:22"] }],
+    });
+    const none = await call(fake, "PUT", "/api/v1/policy", { policy });
+    assert.deepEqual(none.json, {
+      code: 2,
+      message: 'setting policy: test(s) failed:\ntag:web: source "tag:web" resolved to no IP addresses',
+      details: [],
+    });
+    fake.addNode({ name: "web", tags: ["tag:web"] });
+    fake.addNode({ name: "db", tags: ["tag:db"] });
+    assert.equal((await call(fake, "PUT", "/api/v1/policy", { policy })).status, 200);
+    const wrong = policy.replace('"deny":["tag:db:22"]', '"deny":["tag:db:5432"]');
+    const check = await call(fake, "POST", "/api/v1/policy/check", { policy: wrong });
+    assert.deepEqual(
+      [check.status, (check.json as { message: string }).message],
+      [400, "test(s) failed:\ntag:web -> tag:db:5432: expected DENIED, got ALLOWED"],
+    );
+  });
+
   test("file mode: GET has updatedAt null, PUT is refused with Headscale's message", async (t) => {
     const fake = await fakeWith(t, { policyMode: "file", policy: ROUTER_POLICY });
     assert.deepEqual((await call(fake, "GET", "/api/v1/policy")).json, { policy: ROUTER_POLICY, updatedAt: null });

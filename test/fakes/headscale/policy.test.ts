@@ -1,60 +1,91 @@
 /**
- * The fake's policy validation against real verdicts: the policies in ../shared/headscale/policies were sent
- * to Tailscale's control server (Headscale 0.29 words its rejections the same way). The fake must accept every
- * accepted policy, and for the rejection classes it implements it must reject with the same message.
+ * The fake's policy validation against real verdicts. real-verdicts.json holds what a real Headscale 0.29.2
+ * answered to `POST /api/v1/policy/check` for every policy of ../shared/headscale/policies (captured against
+ * Tailscale's control server; Headscale words its rejections the same way) and for policies written for the
+ * fake. The fake must accept everything the real server accepts, and whenever it rejects, say exactly what the
+ * real server says; for the cases written for it, it must reject everything the real server rejects.
  */
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-import { autoApprove, normaliseRoutes, parsePolicy, prefixContains } from "./policy.js";
+import { autoApprove, normaliseRoutes, type PolicyWorld, parsePolicy, prefixContains } from "./policy.js";
 
 interface Verdict {
   id: string;
-  policy: unknown;
   accepted: boolean;
   message: string | null;
 }
 
-const corpus: Verdict[] = ["acl", "grant", "ssh"].flatMap((name) =>
-  readFileSync(new URL(`../../../../shared/headscale/policies/${name}.jsonl`, import.meta.url), "utf8")
-    .split("\n")
-    .filter((line) => line.trim() !== "")
-    .map((line) => JSON.parse(line) as Verdict),
+const captured = new Map(
+  ["acl", "grant", "ssh"].flatMap((name) =>
+    readFileSync(new URL(`../../../../shared/headscale/policies/${name}.jsonl`, import.meta.url), "utf8")
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+      .map((line) => JSON.parse(line) as { id: string; policy: unknown })
+      .map((r) => [r.id, r.policy] as const),
+  ),
 );
 
-/** Rejection classes the fake implements; everything else it accepts on purpose (see policy.ts). */
+const real = JSON.parse(readFileSync(new URL("./real-verdicts.json", import.meta.url), "utf8")) as {
+  world: PolicyWorld;
+  cases: Array<Verdict & { policy: unknown }>;
+  corpus: Verdict[];
+};
+
+const fakeVerdict = (policy: unknown) => {
+  const result = parsePolicy(JSON.stringify(policy), "0.29", real.world);
+  return result.ok ? { accepted: true, message: null } : { accepted: false, message: result.message };
+};
+
+/** Rejection classes the fake implements; other real rejections it may accept (see policy.ts). */
 const IMPLEMENTED = [
   /tag not found/,
-  /^tag ".*" not found$/,
-  /^ip and app can not both be empty$/,
-  /^via can only be a tag$/,
-  /^action=".*" is not supported$/,
-  /^".*" is not a valid action$/,
-  /^action must be specified$/,
-  /^dst ".*": to allow all IP addresses, use "\*" or "autogroup:internet"$/,
+  /^parsing policy: tag ".*" not found$/,
+  /ip and app can not both be empty/,
+  /^parsing policy: via can only be a tag$/,
+  /action="\w*" is not supported/,
+  /is not a valid action$/,
+  /^parsing policy: action must be specified$/,
+  /to allow all IP addresses, use "\*" or "autogroup:internet"/,
+  /group not defined in policy/,
+  /host not defined in policy/,
+  /unknown field/,
+  /users must be specified|user ".*" is not valid|acceptEnv values cannot be empty/,
+  /autogroup:self can only be used|"autogroup:self" not valid on the src side/,
+  /autogroup:danger-all as a dst|app grants with autogroup:internet|capability name must/,
+  /^parsing policy: invalid dst ".*"$/,
+  /test\(s\) failed/,
 ];
 
-describe("captured Tailscale verdicts", () => {
-  test("the corpus is there and has both verdicts", () => {
-    assert.ok(corpus.length > 500);
-    assert.ok(corpus.some((v) => !v.accepted));
+describe("verdicts of the real Headscale 0.29.2 (real-verdicts.json)", () => {
+  test("the recording covers the whole captured corpus and both verdicts", () => {
+    assert.equal(real.corpus.length, captured.size);
+    assert.ok(real.corpus.some((v) => !v.accepted) && real.cases.some((v) => !v.accepted));
   });
 
-  test("every accepted policy is accepted", () => {
-    const falseRejections = corpus
+  test("every policy the real server accepts, the fake accepts", () => {
+    const falseRejections = [...real.corpus.map((v) => ({ ...v, policy: captured.get(v.id) })), ...real.cases]
       .filter((v) => v.accepted)
-      .map((v) => ({ id: v.id, result: parsePolicy(JSON.stringify(v.policy)) }))
-      .filter((r) => !r.result.ok);
+      .map((v) => ({ id: v.id, fake: fakeVerdict(v.policy) }))
+      .filter((r) => !r.fake.accepted);
     assert.deepEqual(falseRejections, []);
   });
 
-  test("implemented rejections are rejected with the same message", () => {
-    const relevant = corpus.filter((v) => !v.accepted && IMPLEMENTED.some((re) => re.test(v.message ?? "")));
-    assert.ok(relevant.length >= 15, `${relevant.length} relevant rejections`);
-    for (const verdict of relevant) {
-      const result = parsePolicy(JSON.stringify(verdict.policy));
-      assert.deepEqual(result, { ok: false, message: `parsing policy: ${verdict.message}` }, verdict.id);
+  test("whenever the fake rejects a captured policy, it says what the real server says", () => {
+    const rejected = real.corpus.filter((v) => !v.accepted);
+    const implemented = rejected.filter((v) => IMPLEMENTED.some((re) => re.test(v.message ?? "")));
+    assert.ok(implemented.length >= 50, `${implemented.length} implemented rejections`);
+    for (const v of rejected) {
+      const fake = fakeVerdict(captured.get(v.id));
+      if (implemented.includes(v)) assert.deepEqual(fake, { accepted: false, message: v.message }, v.id);
+      else if (!fake.accepted) assert.equal(fake.message, v.message, v.id);
+    }
+  });
+
+  test("every case written for the fake gets the real verdict and message", () => {
+    for (const v of real.cases) {
+      assert.deepEqual(fakeVerdict(v.policy), { accepted: v.accepted, message: v.message }, v.id);
     }
   });
 });

@@ -245,7 +245,7 @@ export const ROUTES: FakeRoute[] = [
     handle: ({ state, policyMode, version, body, now, onPolicyWrite, databaseError }) => {
       if (policyMode === "file") return rpcError(500, 2, "update is disabled for modes other than 'database'");
       const text = stringField(body, "policy") ?? "";
-      const parsed = parsePolicy(text, version);
+      const parsed = parsePolicy(text, version, state.policyWorld());
       if (!parsed.ok) return rpcError(500, 2, `setting policy: ${parsed.message}`);
       // 0.29 swaps the live policy manager here, before the SSH check and the insert (hscontrol/grpcv1.go
       // SetPolicy): an insert that fails leaves the new policy live in memory, unstored, with no reload.
@@ -265,8 +265,8 @@ export const ROUTES: FakeRoute[] = [
   {
     method: "POST",
     template: "/api/v1/policy/check",
-    handle: ({ version, body }) => {
-      const parsed = parsePolicy(stringField(body, "policy") ?? "", version);
+    handle: ({ state, version, body }) => {
+      const parsed = parsePolicy(stringField(body, "policy") ?? "", version, state.policyWorld());
       return parsed.ok ? ok({}) : rpcError(400, 3, parsed.message);
     },
   },

@@ -4,7 +4,7 @@
  */
 
 import { createHash, randomBytes } from "node:crypto";
-import { autoApprove, isExitRoute, type ParsedPolicy } from "./policy.js";
+import { autoApprove, isExitRoute, type ParsedPolicy, type PolicyWorld } from "./policy.js";
 
 export interface FakeUser {
   id: string;
@@ -134,6 +134,19 @@ export class FakeState {
     const taken = new Set([...this.nodes.values()].filter((n) => n.id !== exceptId).map((n) => n.givenName));
     if (!taken.has(clean)) return clean;
     for (let i = 1; ; i++) if (!taken.has(`${clean}-${i}`)) return `${clean}-${i}`;
+  }
+
+  /** Users and nodes as the policy engine sees them (for `tests`). */
+  policyWorld(): PolicyWorld {
+    return {
+      users: [...this.users.values()].map((u) => ({ name: u.name, email: u.email })),
+      nodes: [...this.nodes.values()].map((n) => ({
+        ipv4: n.ipv4,
+        ipv6: n.ipv6,
+        tags: [...n.tags],
+        userName: n.userId ? (this.users.get(n.userId)?.name ?? null) : null,
+      })),
+    };
   }
 
   /** Re-runs route auto-approval for every node (Headscale does this on every policy reload). */

@@ -17,7 +17,7 @@ export const API_KEY = "hskey-api-abcdefabcdef-012345678901234567890123456789012
 export const URL = "https://headscale.example.com";
 export const BASE = `// base policy
 {
-  "groups": { "group:eng": ["alice@"] },
+  "groups": { "group:eng": ["alice@"], "group:platform": ["bob@"] },
   "acls": [ { "action": "accept", "src": ["group:eng"], "dst": ["*:*"] }, ],
 }`;
 
