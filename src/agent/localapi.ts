@@ -23,6 +23,13 @@ export interface Netmap {
   self: AgentSelf;
   /** Sorted by hostName, then dnsName, so /status is stable between scrapes. */
   peers: AgentPeer[];
+  /**
+   * Prefs.RouteAll (`--accept-routes`): without it tailscaled on Linux drops the peers' subnet
+   * routes, so a dial to an address behind one leaves through the pod network (net/tsdial
+   * dialOneUser: not a Tailscale route → SystemDial), while PrimaryRoutes still show in status.
+   * Undefined when the prefs could not be read.
+   */
+  acceptRoutes?: boolean;
 }
 
 /** The LocalAPI path; `peers=true` is tailscaled's default and is kept explicit. */
@@ -65,14 +72,34 @@ export function mapLocalApiStatus(raw: unknown): Netmap {
   };
 }
 
+/** The LocalAPI path of tailscaled's current prefs (ipn.Prefs JSON). */
+export const LOCALAPI_PREFS_PATH = "/localapi/v0/prefs";
+
 /** GET /localapi/v0/status over the unix socket. Rejects with "LocalAPI GET /localapi/v0/status: <cause>". */
-export function fetchLocalApiStatus(socketPath: string, timeoutMs: number): Promise<Netmap> {
-  const operation = `LocalAPI GET ${LOCALAPI_STATUS_PATH}`;
+export async function fetchLocalApiStatus(socketPath: string, timeoutMs: number): Promise<Netmap> {
+  return mapLocalApiStatus(await localApiGet(socketPath, LOCALAPI_STATUS_PATH, timeoutMs));
+}
+
+/**
+ * The netmap plus Prefs.RouteAll. A prefs read that fails leaves acceptRoutes undefined (older
+ * tailscaled, a restricted LocalAPI) rather than failing the netmap.
+ */
+export async function fetchNetmap(socketPath: string, timeoutMs: number): Promise<Netmap> {
+  const [netmap, prefs] = await Promise.all([
+    fetchLocalApiStatus(socketPath, timeoutMs),
+    localApiGet(socketPath, LOCALAPI_PREFS_PATH, timeoutMs).catch(() => undefined),
+  ]);
+  const routeAll = record(prefs).RouteAll;
+  return typeof routeAll === "boolean" ? { ...netmap, acceptRoutes: routeAll } : netmap;
+}
+
+function localApiGet(socketPath: string, path: string, timeoutMs: number): Promise<unknown> {
+  const operation = `LocalAPI GET ${path}`;
   return new Promise((resolve, reject) => {
     const req = request(
       {
         socketPath,
-        path: LOCALAPI_STATUS_PATH,
+        path,
         method: "GET",
         // Host is what tailscaled checks on its socket; Sec-Tailscale marks a non-browser client (required
         // when the LocalAPI is reached over TCP, harmless on the socket).
@@ -98,7 +125,7 @@ export function fetchLocalApiStatus(socketPath: string, timeoutMs: number): Prom
             return;
           }
           try {
-            resolve(mapLocalApiStatus(JSON.parse(body)));
+            resolve(JSON.parse(body));
           } catch (err) {
             reject(new Error(`${operation}: invalid JSON (${(err as Error).message})`));
           }

@@ -15,7 +15,7 @@ import {
 import { type Dialer, directDialer, parseHostPort, socksDialer } from "./dial.js";
 import { createConnectionBudget, type Forwarder, startForwarder } from "./forward.js";
 import { type HttpsListener, startHttpsListener } from "./https.js";
-import { fetchLocalApiStatus, type Netmap } from "./localapi.js";
+import { fetchNetmap, type Netmap } from "./localapi.js";
 import { type AgentLogger, jsonLogger, type LogLevel, silentLogger } from "./log.js";
 import { createAgentMetrics } from "./metrics.js";
 import { AGENT_CONFIG_PATH } from "./ports.js";
@@ -173,7 +173,7 @@ export async function startAgent(
     const [probes, netmap] = await Promise.all([
       probeAll(probeSpecs),
       socket
-        ? fetchLocalApiStatus(socket, limits.dialTimeoutSeconds * 1000).catch((err: Error) => err)
+        ? fetchNetmap(socket, limits.dialTimeoutSeconds * 1000).catch((err: Error) => err)
         : Promise.resolve(undefined),
     ]);
     // Rounds may overlap (a test's refresh() during a timer round): only the newest result is kept.

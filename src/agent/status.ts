@@ -1,6 +1,7 @@
 // The /status document (spec api.md, "Agent /status"): built from what the agent last observed, by pure
 // functions so its shape and the address rule are tested without sockets.
 import { isIP } from "node:net";
+import { canonicalIp, cidrContains, parseCidrOrIp } from "../net/cidr.js";
 import type { AgentExpose, AgentTarget } from "./config.js";
 import type { AgentPeer, AgentSelf, Netmap } from "./localapi.js";
 
@@ -10,6 +11,29 @@ export interface TargetStatus {
   address: string;
   reachable: boolean;
   error: string;
+  /**
+   * Which way tailscaled's SOCKS5 dial to `address` goes: "tailnet" (a peer's address, or inside
+   * a peer's subnet route while routes are accepted), "outside" (through the pod network: no peer
+   * holds it, or routes are not accepted), "unknown" (a name not in the netmap, or prefs unread).
+   */
+  via: DialPath;
+}
+
+export type DialPath = "tailnet" | "outside" | "unknown";
+
+/** The path of a dial to `address` as tailscaled's dialer picks it (net/tsdial dialOneUser). */
+export function dialPath(address: string, peers: readonly AgentPeer[], acceptRoutes: boolean | undefined): DialPath {
+  const ip = canonicalIp(address);
+  if (!ip) return "unknown";
+  if (peers.some((p) => p.tailscaleIPs.some((a) => canonicalIp(a) === ip))) return "tailnet";
+  const routed = peers.some((p) =>
+    p.primaryRoutes.some((r) => {
+      const c = parseCidrOrIp(r);
+      return !!c && c.bits > 0 && cidrContains(c, ip);
+    }),
+  );
+  if (!routed) return "outside";
+  return acceptRoutes === undefined ? "unknown" : acceptRoutes ? "tailnet" : "outside";
 }
 
 export interface ExposeStatus {
@@ -92,11 +116,13 @@ export function buildStatus(input: StatusInputs): AgentStatus {
     peers,
     targets: input.targets.map((target) => {
       const probe = input.probes.get(target.name) ?? NOT_PROBED;
+      const address = resolveTargetAddress(target.host, peers);
       return {
         name: target.name,
-        address: resolveTargetAddress(target.host, peers),
+        address,
         reachable: probe.reachable,
         error: probe.error,
+        via: dialPath(address, peers, input.netmap?.acceptRoutes),
       };
     }),
     exposes: input.exposes.map((expose) => {

@@ -73,6 +73,7 @@ export const EgressReason = {
   RoutesMissing: "RoutesMissing",
   Reachable: "Reachable",
   Unreachable: "Unreachable",
+  OutsideTailnet: "OutsideTailnet",
   ProbeFailed: "ProbeFailed",
   Conflict: "Conflict",
   NoConflict: "NoConflict",
@@ -89,6 +90,7 @@ export const TargetReason = {
   NoGrant: "NoGrant",
   ProbeFailed: "ProbeFailed",
   Unreachable: "Unreachable",
+  OutsideTailnet: "OutsideTailnet",
 } as const;
 
 export const IngressCondition = {

@@ -57,7 +57,8 @@ export interface AgentStatus {
   ready: boolean;
   self: { hostName: string; tailscaleIPs: string[]; online: boolean } | null;
   peers: { hostName: string; dnsName: string; tailscaleIPs: string[]; primaryRoutes: string[]; online: boolean }[];
-  targets: { name: string; address: string; reachable: boolean; error: string }[];
+  /** `via`: how the agent's dial went ("tailnet", "outside", "unknown"); absent from older agents. */
+  targets: { name: string; address: string; reachable: boolean; error: string; via?: string }[];
   exposes: { name: string; backendReachable: boolean; error: string }[];
 }
 

@@ -94,7 +94,14 @@ test("target down: the client is closed, the dial error is counted and /status s
   await agent.refresh();
   const status = JSON.parse((await httpGet(agent.metricsPort, "/status")).body);
   assert.deepEqual(status.targets, [
-    { name: "down", address: "127.0.0.1", reachable: false, error: `dial 127.0.0.1:${port}: ECONNREFUSED` },
+    // no tailscaled netmap here: 127.0.0.1 is no peer's address, so the dial is outside the tailnet
+    {
+      name: "down",
+      address: "127.0.0.1",
+      reachable: false,
+      error: `dial 127.0.0.1:${port}: ECONNREFUSED`,
+      via: "outside",
+    },
   ]);
 });
 
@@ -201,8 +208,14 @@ test("through SOCKS5: the proxy is asked for the target host by name, probes go 
 
   const status = await agent.refresh();
   assert.deepEqual(status.targets, [
-    { name: "postgres", address: "db-1.ts.example.com", reachable: true, error: "" },
-    { name: "gone", address: "db-2", reachable: false, error: `dial db-2:${down}: SOCKS5 ConnectionRefused` },
+    { name: "postgres", address: "db-1.ts.example.com", reachable: true, error: "", via: "unknown" },
+    {
+      name: "gone",
+      address: "db-2",
+      reachable: false,
+      error: `dial db-2:${down}: SOCKS5 ConnectionRefused`,
+      via: "unknown",
+    },
   ]);
 });
 
@@ -219,6 +232,7 @@ test("SOCKS5 proxy down: the probe error names the proxy failure", async (t) => 
       address: "db-1",
       reachable: false,
       error: "dial db-1:5432: SOCKS5 proxy unreachable (ECONNREFUSED)",
+      via: "unknown",
     },
   ]);
 });

@@ -76,18 +76,37 @@ test("/status maps the LocalAPI netmap and probes to the api.md shape; an ungran
       },
     ],
     targets: [
-      { name: "postgres", address: "100.64.0.7", reachable: true, error: "" },
-      { name: "redis", address: "redis-1", reachable: false, error: `dial redis-1:${down}: SOCKS5 ConnectionRefused` },
-      { name: "nas", address: "192.168.10.20", reachable: true, error: "" },
+      { name: "postgres", address: "100.64.0.7", reachable: true, error: "", via: "tailnet" },
+      {
+        name: "redis",
+        address: "redis-1",
+        reachable: false,
+        error: `dial redis-1:${down}: SOCKS5 ConnectionRefused`,
+        via: "unknown",
+      },
+      // behind the router's subnet route, but tailscaled does not accept routes (the Linux default):
+      // the dial went out through the pod network
+      { name: "nas", address: "192.168.10.20", reachable: true, error: "", via: "outside" },
     ],
     exposes: [],
   });
-  assert.deepEqual(localapi.requests[0], {
-    method: "GET",
-    path: "/localapi/v0/status",
-    host: "local-tailscaled.sock",
-    secTailscale: "localapi",
-  });
+  for (const path of ["/localapi/v0/status", "/localapi/v0/prefs"]) {
+    assert.deepEqual(
+      localapi.requests.find((r) => r.path === path),
+      { method: "GET", path, host: "local-tailscaled.sock", secTailscale: "localapi" },
+    );
+  }
+  // --accept-routes (Prefs.RouteAll): the same dial goes through the tailnet
+  localapi.setPrefs({ RouteAll: true });
+  const accepted = await agent.refresh();
+  assert.deepEqual(
+    accepted.targets.map((x) => [x.name, x.via]),
+    [
+      ["postgres", "tailnet"],
+      ["redis", "unknown"],
+      ["nas", "tailnet"],
+    ],
+  );
 });
 
 test("a failing LocalAPI makes the agent not ready and keeps the last netmap", async (t) => {
@@ -166,7 +185,7 @@ test("buildStatus: before the first probe nothing is reachable; without a LocalA
     ready: true,
     self: { hostName: "", tailscaleIPs: [], online: false },
     peers: [],
-    targets: [{ name: "postgres", address: "db-1", reachable: false, error: "not probed yet" }],
+    targets: [{ name: "postgres", address: "db-1", reachable: false, error: "not probed yet", via: "unknown" }],
     exposes: [],
   });
   assert.equal(

@@ -352,11 +352,13 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
       const boot = (name: string, namespace: string) => {
         const deployment = mc.get("apps/v1", "Deployment", name, namespace);
         if (!deployment) throw new Error(`no Deployment ${namespace}/${name} yet`);
-        return registerPod(fake, deployment, [...mc.list("Secret"), ...mc.list("ConfigMap")]).node;
+        return registerPod(fake, deployment, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
       };
-      const egress = boot("db-agent", "shop");
-      const ingress = boot("grafana-agent", "monitoring");
-      const gateway = boot("gw-gateway", "infra");
+      const egressPod = boot("db-agent", "shop");
+      const egress = egressPod.node;
+      localApi.setPrefs({ RouteAll: egressPod.boot.acceptRoutes });
+      const ingress = boot("grafana-agent", "monitoring").node;
+      const gateway = boot("gw-gateway", "infra").node;
       localApi.setStatus(
         fakeStatus({ HostName: "shop-db", TailscaleIPs: [egress.ipv4], Online: true }, [
           { HostName: "db-1", DNSName: "db-1.ts.example.com.", TailscaleIPs: [db1.ipv4], Online: true },

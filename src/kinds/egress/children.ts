@@ -134,6 +134,8 @@ export function egressChildren(parent: K8sObject, inputs: EgressChildrenInputs):
         configHash: configHash(configMap.data),
         ca: !!inputs.ca,
         noLogsNoSupport: inputs.config.tailscale.noLogsNoSupport,
+        // always: a target may be an address behind a peer's subnet route (docs/OPERATIONS.md)
+        acceptRoutes: true,
       })
     : inputs.observedDeployment && reuseObserved(inputs.observedDeployment);
   const services = inputs.targets.flatMap((t, i) =>

@@ -109,6 +109,8 @@ export function targetsReachableCondition(
   if (!agents.ok) return cond(type, "Unknown", EgressReason.ProbeFailed, agents.message);
   const down = verdicts.flatMap((v) => (v.dial.state === "unreachable" ? [`${v.name}: ${v.dial.error}`] : []));
   if (down.length) return cond(type, "False", EgressReason.Unreachable, listed(down));
+  const outside = verdicts.flatMap((v) => (v.dial.state === "outside" ? [`${v.name}: ${v.dial.message}`] : []));
+  if (outside.length) return cond(type, "False", EgressReason.OutsideTailnet, listed(outside));
   const unknown = verdicts.flatMap((v) => (v.dial.state === "unknown" ? [`${v.name}: ${v.dial.message}`] : []));
   if (unknown.length) return cond(type, "Unknown", EgressReason.ProbeFailed, listed(unknown));
   const n = verdicts.length;

@@ -30,6 +30,8 @@ export type RouteReason =
 export type DialVerdict =
   | { state: "reachable" }
   | { state: "unreachable"; error: string }
+  /** The dial succeeded, but through the pod network, not the tailnet (the agent's /status `via`). */
+  | { state: "outside"; message: string }
   | { state: "unknown"; message: string };
 
 export interface TargetVerdict {
@@ -188,7 +190,14 @@ function dialVerdict(target: EgressTarget, pod: string, status: AgentStatus): Di
       message: `agent pod ${pod} does not serve this target yet (its config predates the spec)`,
     };
   }
-  return probe.reachable ? { state: "reachable" } : { state: "unreachable", error: probe.error };
+  if (!probe.reachable) return { state: "unreachable", error: probe.error };
+  if (probe.via === "outside") {
+    return {
+      state: "outside",
+      message: `agent pod ${pod} reached ${probe.address} outside the tailnet, through the pod network: no peer holds it, or the agent does not accept the peers' subnet routes (--accept-routes)`,
+    };
+  }
+  return { state: "reachable" };
 }
 
 const ROUTE_RANK: Record<RouteReason, number> = {
@@ -229,7 +238,11 @@ export function evaluateTargets(inputs: TargetInputs): TargetVerdict[] {
     const routes = inputs.agents.agents.map((a) => routeVerdict(target, where, a.status, inputs.tag, inputs.nodes));
     const route = routes.reduce((worst, r) => (ROUTE_RANK[r.reason] < ROUTE_RANK[worst.reason] ? r : worst));
     const dials = inputs.agents.agents.map((a) => dialVerdict(target, a.pod, a.status));
-    const dial = dials.find((d) => d.state === "unknown") ?? dials.find((d) => d.state === "unreachable") ?? dials[0];
+    const dial =
+      dials.find((d) => d.state === "unknown") ??
+      dials.find((d) => d.state === "unreachable") ??
+      dials.find((d) => d.state === "outside") ??
+      dials[0];
     const agentAddress = inputs.agents.agents[0].status.targets.find((t) => t.name === target.name)?.address ?? "";
     const address = placedAddress || (isIp(agentAddress) ? agentAddress : "");
     const [reason, message]: ["" | TargetReasonValue, string] =
@@ -239,7 +252,9 @@ export function evaluateTargets(inputs: TargetInputs): TargetVerdict[] {
           ? [TargetReason.ProbeFailed, dial.message]
           : dial.state === "unreachable"
             ? [TargetReason.Unreachable, dial.error]
-            : ["", ""];
+            : dial.state === "outside"
+              ? [TargetReason.OutsideTailnet, dial.message]
+              : ["", ""];
     return { name: target.name, host: target.host, address, route, dial, reason, message };
   });
 }

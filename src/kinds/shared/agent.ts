@@ -175,6 +175,12 @@ export interface AgentDeploymentInputs {
   /** The ConfigMap carries the Headscale CA (CA_KEY): tailscaled trusts it (SSL_CERT_FILE). */
   ca?: boolean;
   noLogsNoSupport: boolean;
+  /**
+   * Egress: `--accept-routes`. tailscaled on Linux drops the peers' subnet routes without it
+   * (ipn/prefs.go RouteAll, default false on Linux), and a SOCKS5 dial to an address behind one
+   * then leaves through the pod network.
+   */
+  acceptRoutes?: boolean;
 }
 
 /** Pod-level security of every pod the operator runs (agents and gateways): non-root, seccomp. */
@@ -208,7 +214,10 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
     // containerboot passes TS_EXTRA_ARGS to `tailscale up`: the only way to name a login server.
     // No --advertise-tags: Headscale >= 0.28 refuses any client-requested tag on a pre-auth-key
     // registration (hscontrol/state/state.go); the key's aclTags tag the node.
-    { name: "TS_EXTRA_ARGS", value: `--login-server=${inputs.loginServer}` },
+    {
+      name: "TS_EXTRA_ARGS",
+      value: `--login-server=${inputs.loginServer}${inputs.acceptRoutes ? " --accept-routes" : ""}`,
+    },
     ...tailscaleRuntimeEnv({
       noLogsNoSupport: inputs.noLogsNoSupport,
       caFile: inputs.ca ? `${CONFIG_DIR}/${CA_KEY}` : undefined,

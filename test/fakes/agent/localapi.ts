@@ -1,5 +1,5 @@
 // A fake tailscaled LocalAPI: an HTTP server on a unix socket in a temporary directory that answers
-// GET /localapi/v0/status with a configurable ipnstate.Status document. Like tailscaled it refuses requests
+// GET /localapi/v0/status with a configurable ipnstate.Status document (and /localapi/v0/prefs). Like tailscaled it refuses requests
 // whose Host is not "local-tailscaled.sock"; it records every request.
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:http";
@@ -46,6 +46,8 @@ export interface FakeLocalApi {
   socketPath: string;
   requests: LocalApiRequest[];
   setStatus(status: FakeStatus): void;
+  /** GET /localapi/v0/prefs: RouteAll (`--accept-routes`); tailscaled's Linux default is false. */
+  setPrefs(prefs: { RouteAll: boolean }): void;
   /** Answer the next requests with this HTTP status (undefined = healthy again). */
   setFailure(statusCode: number | undefined): void;
   close(): Promise<void>;
@@ -56,6 +58,7 @@ export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalA
   const dir = await mkdtemp(join(tmpdir(), "ts-"));
   const socketPath = join(dir, "s.sock");
   let status = initial;
+  let prefs: Record<string, unknown> = { RouteAll: false, WantRunning: true };
   let failure: number | undefined;
   const requests: LocalApiRequest[] = [];
   const sockets = new Set<Socket>();
@@ -78,6 +81,10 @@ export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalA
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(status));
       return;
     }
+    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/localapi/v0/prefs") {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(prefs));
+      return;
+    }
     res.writeHead(404).end("not found\n");
   });
   server.on("connection", (socket: Socket) => {
@@ -90,6 +97,9 @@ export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalA
     requests,
     setStatus(next) {
       status = next;
+    },
+    setPrefs(next) {
+      prefs = { ...prefs, ...next };
     },
     setFailure(code) {
       failure = code;

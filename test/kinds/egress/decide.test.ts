@@ -170,6 +170,18 @@ const rows: Row[] = [
     targets: { postgres: "", printer: "ProbeFailed" },
   },
   {
+    name: "target OutsideTailnet: the dial went through the pod network (routes not accepted)",
+    change: (w) => (w.probes.printer = { reachable: true, via: "outside" }),
+    want: { ...HEALTHY, TargetsReachable: "OutsideTailnet", Ready: "OutsideTailnet" },
+    targets: { postgres: "", printer: "OutsideTailnet" },
+  },
+  {
+    name: "an agent that does not report the dial path (older image): reachable as before",
+    change: (w) => (w.probes.printer = { reachable: true, via: "unknown" }),
+    want: HEALTHY,
+    targets: { postgres: "", printer: "" },
+  },
+  {
     name: "target Unreachable",
     change: (w) => (w.probes.printer = { reachable: false, error: "dial 192.168.1.10:631: SOCKS5 HostUnreachable" }),
     want: { ...HEALTHY, TargetsReachable: "Unreachable", Ready: "Unreachable" },

@@ -188,7 +188,8 @@ describe("TailnetEgress end to end", () => {
           router.approvedRoutes = ["192.168.1.0/24"];
           w.setPeers([p.db1, p.router]);
         },
-        want: { ...READY, RoutesGranted: "RoutesMissing", Ready: "RoutesMissing" },
+        // no peer serves the route now, so the agent's dial to the printer left through the pod network
+        want: { ...READY, RoutesGranted: "RoutesMissing", TargetsReachable: "OutsideTailnet", Ready: "RoutesMissing" },
         targets: { postgres: "", printer: "NotApproved" },
         message: [
           "Ready",
@@ -205,9 +206,22 @@ describe("TailnetEgress end to end", () => {
           router.availableRoutes = ["192.168.1.0/24"];
           w.setPeers([p.db1, p.router]);
         },
-        want: { ...READY, RoutesGranted: "RoutesMissing", Ready: "RoutesMissing" },
+        want: { ...READY, RoutesGranted: "RoutesMissing", TargetsReachable: "OutsideTailnet", Ready: "RoutesMissing" },
         targets: { postgres: "", printer: "NotAdvertised" },
         message: ["RoutesGranted", "printer NotAdvertised: no node advertises a route covering 192.168.1.10"],
+      },
+      {
+        // tailscaled without --accept-routes (Linux default): the route shows in the netmap, but the
+        // SOCKS5 dial to 192.168.1.10 goes out of the pod network (net/tsdial); the probe "succeeds"
+        name: "routes not accepted by the agent's tailscaled",
+        apply: () => w.localApi.setPrefs({ RouteAll: false }),
+        undo: () => w.localApi.setPrefs({ RouteAll: true }),
+        want: { ...READY, TargetsReachable: "OutsideTailnet", Ready: "OutsideTailnet" },
+        targets: { postgres: "", printer: "OutsideTailnet" },
+        message: [
+          "TargetsReachable",
+          "printer: agent pod db-agent-0 reached 192.168.1.10 outside the tailnet, through the pod network: no peer holds it, or the agent does not accept the peers' subnet routes (--accept-routes)",
+        ],
       },
       {
         name: "printer does not answer",

@@ -75,7 +75,7 @@ export interface World {
   nodes: NodeInput[] | "fail";
   policy: "fail" | "none" | "ok";
   peers: PeerInput[];
-  probes: Record<string, { reachable: boolean; error?: string }>;
+  probes: Record<string, { reachable: boolean; error?: string; via?: string }>;
   agents: "ok" | AgentObservation;
   key: "reuse" | "none";
   now: Date;
@@ -115,6 +115,7 @@ export function observationsOf(w: World): EgressObservations {
                   address: ADDRESSES[name] ?? name,
                   reachable: p.reachable,
                   error: p.error,
+                  via: p.via,
                 })),
               }),
             },

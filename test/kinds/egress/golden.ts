@@ -107,6 +107,7 @@ export function expectedEgressChildren(o: EgressGoldenOptions): K8sObject[] {
         listenPorts: listen.flat(),
         configHash: configHash(configMap.data),
         ca: !!o.ca,
+        acceptRoutes: true,
       })
     : o.observedDeployment && withoutStatus(o.observedDeployment);
   return [

@@ -28,6 +28,7 @@ describe("egress metrics", () => {
         l("NoGrant", 1),
         l("NotAdvertised", 0),
         l("NotApproved", 0),
+        l("OutsideTailnet", 0),
         l("ProbeFailed", 0),
         l("Ready", 0),
         l("Unreachable", 0),
@@ -53,7 +54,7 @@ describe("egress metrics", () => {
     });
     publishEgressMetrics(m, p, { targets: [{ name: "printer", state: "ProbeFailed" }] });
     const lines = await series(m, "tailnet_egress_target_state");
-    assert.equal(lines.length, 6);
+    assert.equal(lines.length, 7);
     assert.ok(lines.every((x) => x.includes('target="printer"')));
     assert.ok(
       lines.includes('tailnet_egress_target_state{namespace="shop",name="db",target="printer",state="ProbeFailed"} 1'),

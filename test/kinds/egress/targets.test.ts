@@ -155,6 +155,29 @@ const rows: Row[] = [
     want: { reason: "", message: "", address: "192.168.1.10" },
   },
   {
+    name: "the route is in the netmap but the dial went outside the tailnet: OutsideTailnet",
+    target: target("printer", "192.168.1.10", 9100),
+    nodes: [router],
+    agents: {
+      ok: true,
+      agents: [
+        {
+          pod: "db-agent-0",
+          status: agentStatus({
+            peers: [routerPeer],
+            targets: [{ name: "printer", address: "192.168.1.10", reachable: true, via: "outside" }],
+          }),
+        },
+      ],
+    },
+    want: {
+      reason: "OutsideTailnet",
+      message:
+        "agent pod db-agent-0 reached 192.168.1.10 outside the tailnet, through the pod network: no peer holds it, or the agent does not accept the peers' subnet routes (--accept-routes)",
+      address: "192.168.1.10",
+    },
+  },
+  {
     name: "in the netmap but the dial fails: Unreachable",
     target: target("postgres", "db-1"),
     nodes: [db1],

@@ -189,7 +189,9 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
       // registers with what it reads there: its key, its host name, the tags it requests
       const deployment = mc.get("apps/v1", "Deployment", "db-agent", "shop");
       if (!deployment) throw new Error("no agent Deployment yet");
-      const { node } = registerPod(fake, deployment, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
+      const { node, boot } = registerPod(fake, deployment, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
+      // tailscaled accepts the peers' subnet routes only when the pod spec says so
+      localApi.setPrefs({ RouteAll: boot.acceptRoutes });
       self = { HostName: "shop-db", TailscaleIPs: [node.ipv4], Online: true };
       const p = peers();
       localApi.setStatus(fakeStatus(self, [p.db1, p.router]));

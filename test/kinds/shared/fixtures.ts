@@ -99,7 +99,7 @@ export function agentStatus(input: {
   ready?: boolean;
   self?: { hostName: string; ips: string[] };
   peers?: PeerInput[];
-  targets?: { name: string; address: string; reachable: boolean; error?: string }[];
+  targets?: { name: string; address: string; reachable: boolean; error?: string; via?: string }[];
 }): AgentStatus {
   return {
     ready: input.ready ?? true,
@@ -116,6 +116,7 @@ export function agentStatus(input: {
       address: t.address,
       reachable: t.reachable,
       error: t.error ?? (t.reachable ? "" : "dial failed"),
+      ...(t.via ? { via: t.via } : {}),
     })),
     exposes: [],
   };

@@ -24,6 +24,8 @@ export interface AgentGoldenOptions {
   ca?: boolean;
   /** Default true (TS_NO_LOGS_NO_SUPPORT=true). */
   noLogsNoSupport?: boolean;
+  /** Egress agents: --accept-routes. */
+  acceptRoutes?: boolean;
 }
 
 /** The tailscale container's state and service-account volumes (agents and gateways alike). */
@@ -88,7 +90,7 @@ export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
     { name: "TS_SOCKET", value: "/var/run/tailscale/tailscaled.sock" },
     { name: "TS_SOCKS5_SERVER", value: "127.0.0.1:1055" },
     { name: "TS_HOSTNAME", value: o.hostname },
-    { name: "TS_EXTRA_ARGS", value: `--login-server=${o.loginServer}` },
+    { name: "TS_EXTRA_ARGS", value: `--login-server=${o.loginServer}${o.acceptRoutes ? " --accept-routes" : ""}` },
     ...expectedRuntimeEnv({
       noLogsNoSupport: o.noLogsNoSupport,
       caFile: o.ca ? "/etc/tailnet-agent/ca.crt" : undefined,
