@@ -16,8 +16,18 @@ export class RenderInputError extends InputError {}
 export interface InputDoc {
   file: string;
   index: number;
+  /** Position inside a `kind: List` document (what `kubectl get -o yaml` exports), when it came from one. */
+  item?: number;
   object: K8sObject;
 }
+
+const isObject = (o: Partial<K8sObject>): boolean =>
+  typeof o === "object" &&
+  o !== null &&
+  !Array.isArray(o) &&
+  typeof o.apiVersion === "string" &&
+  typeof o.kind === "string" &&
+  typeof o.metadata?.name === "string";
 
 function files(path: string, problems: Problem[]): string[] {
   let st: ReturnType<typeof statSync>;
@@ -59,14 +69,22 @@ export function readManifests(paths: readonly string[]): { docs: InputDoc[]; pro
       }
       const value = doc.toJSON() as unknown;
       if (value === null || value === undefined) return;
-      const o = value as Partial<K8sObject>;
-      if (
-        typeof o !== "object" ||
-        Array.isArray(o) ||
-        typeof o.apiVersion !== "string" ||
-        typeof o.kind !== "string" ||
-        typeof o.metadata?.name !== "string"
-      ) {
+      const o = value as Partial<K8sObject> & { items?: unknown };
+      // kubectl apply takes a v1 List as its items, one by one.
+      if (o && typeof o === "object" && o.apiVersion === "v1" && o.kind === "List" && Array.isArray(o.items)) {
+        o.items.forEach((item, i) => {
+          if (isObject(item as Partial<K8sObject>)) docs.push({ file, index, item: i, object: item as K8sObject });
+          else
+            problems.push({
+              file,
+              index,
+              item: i,
+              message: "not a Kubernetes object (needs apiVersion, kind, metadata.name)",
+            });
+        });
+        return;
+      }
+      if (!isObject(o)) {
         problems.push({ file, index, message: "not a Kubernetes object (needs apiVersion, kind, metadata.name)" });
         return;
       }

@@ -30,11 +30,15 @@ export interface Problem {
   file: string;
   /** The document's index in its file (0-based, as kubectl counts); absent for a file-level problem. */
   index?: number;
+  /** Position inside a `kind: List` document. */
+  item?: number;
   message: string;
 }
 
+const where = (index: number, item?: number) => `document ${index}${item === undefined ? "" : ` items[${item}]`}`;
+
 export const formatProblem = (p: Problem): string =>
-  p.index === undefined ? `${p.file}: ${p.message}` : `${p.file}: document ${p.index}: ${p.message}`;
+  p.index === undefined ? `${p.file}: ${p.message}` : `${p.file}: ${where(p.index, p.item)}: ${p.message}`;
 
 const stringMap: Schema = { type: "object", additionalProperties: { type: "string" } };
 
@@ -221,7 +225,7 @@ export function validateDocs(docs: readonly InputDoc[]): Problem[] {
   const seen = new Map<string, InputDoc>();
   for (const doc of docs) {
     const own = objectProblems(doc);
-    for (const message of own) problems.push({ file: doc.file, index: doc.index, message });
+    for (const message of own) problems.push({ file: doc.file, index: doc.index, item: doc.item, message });
     // An object of an unknown kind or version is not "the same object" as a valid one.
     if (own.some((m) => m.startsWith("kind ") || m.startsWith("apiVersion "))) continue;
     const { apiVersion, kind, metadata } = doc.object;
@@ -233,7 +237,8 @@ export function validateDocs(docs: readonly InputDoc[]): Problem[] {
       problems.push({
         file: doc.file,
         index: doc.index,
-        message: `${kind} ${name}: also defined in ${first.file} document ${first.index} (kubectl would apply one over the other)`,
+        item: doc.item,
+        message: `${kind} ${name}: also defined in ${first.file} ${where(first.index, first.item)} (kubectl would apply one over the other)`,
       });
     } else seen.set(key, doc);
   }

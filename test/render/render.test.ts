@@ -154,6 +154,13 @@ describe("render is a CI gate: what kubectl apply --validate=strict refuses exit
       ],
     ],
     [
+      "a v1 List (kubectl get -o yaml) is read item by item",
+      {
+        "a.yaml": `apiVersion: v1\nkind: List\nitems:\n  - ${TAILNET.trimEnd().replaceAll("\n", "\n    ")}\n  - ${EGRESS.replace("  tailnetRef:", "  replica: 2\n  tailnetRef:").trimEnd().replaceAll("\n", "\n    ")}\n`,
+      },
+      ["a.yaml: document 0 items[1]: TailnetEgress shop/db: spec.replica: unknown field"],
+    ],
+    [
       "an unknown field on a Secret render reads",
       {
         "a.yaml": `${TAILNET}---\napiVersion: v1\nkind: Secret\nmetadata: { name: headscale-api-key, namespace: tailnet-system }\nstringdata: { apiKey: x }\n`,
