@@ -250,6 +250,9 @@ describe("redactSecrets", () => {
       "a hskey-api-ab_cd-EF_g1h-*** b hskey-auth--_abcdefghij-*** c",
     );
     assert.equal(redactSecrets("listed hskey-api-ab_cd-EF_g1h-*** stays"), "listed hskey-api-ab_cd-EF_g1h-*** stays");
+    // a prefix a real 0.29.2 minted, ending in "-": listed with a double dash
+    assert.equal(redactSecrets(`hskey-api-FaxpIB_mxOb--${secret}`), "hskey-api-FaxpIB_mxOb--***");
+    assert.equal(redactSecrets("hskey-api-FaxpIB_mxOb--***"), "hskey-api-FaxpIB_mxOb--***");
     assert.equal(redactSecrets(`short hskey-api-a_b-${"Q".repeat(40)}`), "short hskey-api-***");
     assert.equal(redactSecrets(`bare hskey-auth-${"Q".repeat(40)}`), "bare hskey-auth-***");
   });

@@ -96,7 +96,8 @@ describe("Tailnet metrics", () => {
   });
 
   it("finds keys whose base64url prefix holds - and _, and legacy keys listed as <prefix>***", () => {
-    for (const prefix of ["ab-cd_ef-GH1", "-_abcdefghij", "abcdefghij-_"]) {
+    // "FaxpIB_mxOb-" was minted by a real Headscale 0.29.2 and listed as "hskey-api-FaxpIB_mxOb--***".
+    for (const prefix of ["ab-cd_ef-GH1", "-_abcdefghij", "abcdefghij-_", "FaxpIB_mxOb-"]) {
       const key = `hskey-api-${prefix}-${"s-_".repeat(21)}x`;
       const keys = [
         { ...OWN_KEY, id: "2", prefix: "hskey-api-ab-cd_ef-GH2-***" },
