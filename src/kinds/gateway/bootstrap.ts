@@ -1,6 +1,7 @@
 /**
  * When the gateway gets a new bootstrap key (pure). The key is single-use and the tailscale state
- * lives in memory, so every new gateway pod must find an unused key or it cannot log in. On top of
+ * lives on an emptyDir (a container restart keeps the node; a new pod starts empty), so every new
+ * gateway pod must find an unused key or it cannot log in. On top of
  * the shared rule (authkey.ts: create when missing or expired, rotate at half-life, which keeps
  * check 1 "unexpired" true), the operator mints a fresh key early — only when the current one has
  * already been used, so it never rotates twice while waiting for a pod to use the new one — when:
@@ -8,7 +9,7 @@
  *   - a new pod template is about to roll out (spec, image or Corefile change): the new pod needs it;
  *   - the gateway is suspended: the pod that starts on resume needs it;
  *   - recovery: every gateway pod has had its tailscale container unready for RECOVERY_GRACE_SECONDS
- *     and no node registered with the key is online (a restarted pod lost its in-memory state).
+ *     and no node registered with the key is online (a rescheduled pod found its key spent).
  */
 import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";

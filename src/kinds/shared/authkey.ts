@@ -18,8 +18,9 @@ export const AUTHKEY_DATA_KEY = "authkey";
 
 /**
  * Agent keys (egress, ingress) are reusable and ephemeral, whatever the replica count: tailscaled
- * keeps its state in memory, so every pod start (a restart, an eviction, a rollout) registers
- * again, and a used one-time key would leave the pod unable to join until the next rotation.
+ * keeps its state on an emptyDir that lives as long as the pod, so every new pod (an eviction, a
+ * rollout, a reschedule) registers again, and a used one-time key would leave it unable to join
+ * until the next rotation.
  * Ephemeral nodes disappear from Headscale once offline, and the key is tagged and short-lived
  * (Tailnet.spec.authKeyTTL, rotated at half-life). Gateways keep single-use bootstrap keys: their
  * provenance check relies on exactly one registration per key.
