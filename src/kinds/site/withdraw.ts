@@ -26,7 +26,7 @@ import type { K8sObject } from "../../k8s/objects.js";
 import { type Cidr, cidrContains, parseCidr } from "../../net/cidr.js";
 import { EXIT_ROUTES, isExitNodePrefixes, isExitRoute } from "../../net/exit.js";
 import { parseHuJson } from "../../policy/hujson.js";
-import { isOlder } from "./conflict.js";
+import { isOlder, sortByAge } from "./conflict.js";
 import { carriesAny, nodeName, sitePrefixes } from "./routes.js";
 
 /** How long a deletion waits for the live policy to drop the site's autoApprovers before keeping a route. */
@@ -159,7 +159,7 @@ export function planWithdrawal(input: WithdrawalInput): WithdrawalPlan {
     .map(viewOf)
     .filter((s) => s.id !== me.id && s.tailnet === me.tailnet);
   // One writer per node (writer.ts): of two sites being deleted that claim a node, the older writes first.
-  const olderDeleting = input.sites
+  const olderDeleting = sortByAge(input.sites)
     .filter(
       (s) =>
         s.metadata.deletionTimestamp &&
