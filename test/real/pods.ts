@@ -206,6 +206,8 @@ export class RunningContainer {
     return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
   }
   private started = false;
+  /** Descendants seen at the last sync: killed with the main process (the kubelet kills the cgroup). */
+  private orphans: number[] = [];
   get pid(): number | undefined {
     return this.running ? this.child?.pid : undefined;
   }
@@ -315,8 +317,15 @@ export class RunningContainer {
   private onExit(code: number | null, signal: NodeJS.Signals | null) {
     this.lastTerminated = { exitCode: code, signal, finishedAt: new Date().toISOString() };
     this.push(`=== exited code=${code} signal=${signal}\n`);
-    // the rest of the container's process group goes with it (containerboot's tailscaled)
+    // the rest of the container goes with it (the kubelet kills the whole cgroup)
     if (this.child?.pid) killGroup(this.child.pid, "SIGKILL");
+    for (const pid of this.orphans) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
     this.pod.runner.changed = true;
     if (this.pod.stopping) return;
     const backoff = Math.min(60, (this.pod.runner.backoffSeconds * 2 ** this.restartCount) | 0);
@@ -340,28 +349,38 @@ export class RunningContainer {
     clearTimeout(timer);
   }
 
-  /** Pids of every process of this container (its process group), with their command names. */
+  /** Every process of this container (its main process and all descendants), with command names. */
   processes(): { pid: number; comm: string }[] {
-    const pgid = this.pid;
-    if (!pgid) return [];
-    const out: { pid: number; comm: string }[] = [];
+    const root = this.pid;
+    if (!root) return [];
+    const all = new Map<number, { ppid: number; comm: string }>();
     for (const d of readdirSync("/proc")) {
       if (!/^\d+$/.test(d)) continue;
       try {
         const stat = readFileSync(`/proc/${d}/stat`, "utf8");
         const close = stat.lastIndexOf(")");
-        const comm = stat.slice(stat.indexOf("(") + 1, close);
         const fields = stat.slice(close + 2).split(" ");
-        if (Number(fields[2]) === pgid) out.push({ pid: Number(d), comm });
+        all.set(Number(d), { ppid: Number(fields[1]), comm: stat.slice(stat.indexOf("(") + 1, close) });
       } catch {
         // exited meanwhile
       }
     }
+    const out: { pid: number; comm: string }[] = [];
+    const walk = (pid: number) => {
+      const p = all.get(pid);
+      if (!p) return;
+      out.push({ pid, comm: p.comm });
+      for (const [child, q] of all) if (q.ppid === pid) walk(child);
+    };
+    walk(root);
     return out;
   }
 
   async probe(): Promise<void> {
     if (!this.running || !this.startedAt) return;
+    this.orphans = this.processes()
+      .map((p) => p.pid)
+      .filter((pid) => pid !== this.pid);
     const age = (Date.now() - this.startedAt.getTime()) / 1000;
     const scale = this.pod.runner.timeScale;
     const due = (p: Probe, last: { at: number }) => {
@@ -579,8 +598,11 @@ export class RunningPod {
       const dir = join(root, v.name);
       if (v.emptyDir) {
         if (!existsSync(dir)) {
+          // as the kubelet makes it: owned by root, 0777, and with an fsGroup group-owned by it with
+          // the setgid bit (volume.SetVolumeOwnership) — a non-root process may not chmod it
           await mkdir(dir, { recursive: true });
-          await chmod(dir, 0o777);
+          if (this.fsGroup !== undefined) await chown(dir, 0, this.fsGroup);
+          await chmod(dir, this.fsGroup !== undefined ? 0o2777 : 0o777);
         }
         continue;
       }
@@ -697,17 +719,18 @@ export class RunningPod {
    * hosts and resolv.conf bind-mounted, / read-only if asked, then exec as the pod's user.
    */
   mountScript(c: Container): string {
-    const vols = join(this.dir, "volumes");
+    // Sources are relative to the pod's folder, the shell's cwd, and mounted without canonicalising:
+    // a mount over /tmp (an emptyDir) hides the folder's absolute path, never the cwd.
     const mounts: { target: string; source: string; ro: boolean }[] = [];
     for (const m of c.volumeMounts ?? []) {
-      const source = m.subPath ? join(vols, m.name, m.subPath) : join(vols, m.name);
+      const source = m.subPath ? join("volumes", m.name, m.subPath) : join("volumes", m.name);
       mounts.push({ target: m.mountPath, source, ro: !!m.readOnly || !this.volumeWritable(m.name) });
     }
     if (this.automountsServiceAccount && !mounts.some((m) => m.target === SA_DIR)) {
-      mounts.push({ target: SA_DIR, source: join(this.dir, "serviceaccount"), ro: true });
+      mounts.push({ target: SA_DIR, source: "serviceaccount", ro: true });
     }
     const real = (p: string) => p.replace(/^\/var\/run(\/|$)/, "/run$1");
-    const lines = ["set -e"];
+    const lines = ["set -e", `cd ${shq(this.dir)}`];
     // Mount points that do not exist on this machine are made inside a writable layer over the nearest
     // existing ancestor (tmpfs for /run, an overlay elsewhere): the machine's own root stays untouched.
     const layered = new Set<string>();
@@ -731,19 +754,19 @@ export class RunningPod {
     }
     for (const m of [...mounts].sort((a, b) => a.target.length - b.target.length)) {
       const target = real(m.target);
-      lines.push(`mkdir -p ${shq(target)}`, `mount --bind ${shq(m.source)} ${shq(target)}`);
+      lines.push(`mkdir -p ${shq(target)}`, `mount --no-canonicalize --bind ${shq(m.source)} ${shq(target)}`);
       if (m.ro) lines.push(`mount -o remount,bind,ro ${shq(target)}`);
     }
     lines.push(
-      `mount --bind ${shq(join(this.dir, "hosts"))} /etc/hosts`,
-      `mount --bind ${shq(join(this.dir, "resolv.conf"))} /etc/resolv.conf`,
+      "mount --no-canonicalize --bind hosts /etc/hosts",
+      "mount --no-canonicalize --bind resolv.conf /etc/resolv.conf",
     );
     if (c.securityContext?.readOnlyRootFilesystem) {
       // the writable layers made for mount points are part of the root filesystem too
       for (const l of layered) lines.push(`mount -o remount,ro ${shq(l)}`);
       lines.push("mount -o remount,bind,ro /");
     }
-    lines.push(`echo ${shq(MOUNTED)} >&2`);
+    lines.push("cd /", `echo ${shq(MOUNTED)} >&2`);
     const uid = c.securityContext?.runAsUser ?? this.spec.securityContext?.runAsUser;
     const gid = c.securityContext?.runAsGroup ?? this.spec.securityContext?.runAsGroup ?? uid;
     if (this.runner.runAsUser && uid !== undefined && uid !== 0) {
@@ -1126,7 +1149,12 @@ export class PodRunner {
 
   /** Throws with the last log lines when a container exited unexpectedly or cannot start. */
   check(): void {
-    if (this.failures.length) throw new Error(`pod failures:\n${this.failures.join("\n")}`);
+    if (this.failures.length) {
+      // the last failure of each container (its log holds the earlier starts)
+      const last = new Map<string, string>();
+      for (const f of this.failures) last.set(f.slice(0, f.indexOf(" ")), f);
+      throw new Error(`pod failures (${this.failures.length}):\n${[...last.values()].join("\n")}`);
+    }
     for (const p of this.pods) {
       for (const c of p.containers) {
         const w = c.waiting;
