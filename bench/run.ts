@@ -8,6 +8,7 @@ import { agentRows, benchAgent } from "./agent.js";
 import { benchHooks } from "./hooks.js";
 import { benchPolicy } from "./policy.js";
 import { benchTailnetDecide } from "./tailnet.js";
+import { benchTailnetScale, scaleRows } from "./tailnet-scale.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const results: Record<string, unknown> = {
@@ -47,6 +48,10 @@ for (const p of policy) {
 const decidePath = await benchTailnetDecide();
 results.tailnetDecide = decidePath;
 for (const p of decidePath) rows.push([`Tailnet decide path, ${p.objects} objects`, `${p.ms.toFixed(1)} ms`]);
+// The Tailnet sync end to end over HTTP on Metacontroller-shaped bodies, the server in its own process.
+const scale = await benchTailnetScale();
+results.tailnetScale = scale;
+rows.push(...scaleRows(scale));
 
 // The agent's data plane against HAProxy, socat and a bare Node HTTPS server (bench/agent.ts).
 const agent = await benchAgent({ seconds, rounds: Number(process.env.BENCH_ROUNDS ?? 3) });

@@ -29,7 +29,14 @@ export interface OperatorConfig {
     noLogsNoSupport: boolean;
   };
   headscale: { timeoutSeconds: number; cacheTTLSeconds: number };
-  hooks: { bodyLimitBytes: number; maxInFlight: number; retryAfterSeconds: number; resyncSeconds: number };
+  hooks: {
+    bodyLimitBytes: number;
+    /** The Tailnet's hooks carry every workload object of the cluster: their own, larger limit. */
+    tailnetBodyLimitBytes: number;
+    maxInFlight: number;
+    retryAfterSeconds: number;
+    resyncSeconds: number;
+  };
   agents: { scrapeTimeoutMs: number };
   monitoring: {
     podMonitor: { scrapeFrom: NetworkPolicyPeer[] };
@@ -50,9 +57,17 @@ export const DEFAULT_CONFIG: OperatorConfig = {
   },
   tailscale: { noLogsNoSupport: true },
   headscale: { timeoutSeconds: 5, cacheTTLSeconds: 10 },
-  // 64 targets with their children and related objects are ~600 KiB; 8 MiB leaves room for
-  // big base-policy ConfigMaps on a Tailnet sync.
-  hooks: { bodyLimitBytes: 8 * 1024 * 1024, maxInFlight: 64, retryAfterSeconds: 2, resyncSeconds: 60 },
+  // 64 targets with their children and related objects are ~600 KiB: 8 MiB for every kind but
+  // the Tailnet. A Tailnet sync carries every workload object of the cluster as the API server
+  // holds it (managedFields, kubectl's last-applied annotation, status: 3-4 KiB each): 128 MiB
+  // takes well over 30,000 workloads (bench/tailnet-scale.ts measures 20,000 at ~74 MiB).
+  hooks: {
+    bodyLimitBytes: 8 * 1024 * 1024,
+    tailnetBodyLimitBytes: 128 * 1024 * 1024,
+    maxInFlight: 64,
+    retryAfterSeconds: 2,
+    resyncSeconds: 60,
+  },
   agents: { scrapeTimeoutMs: 2000 },
   monitoring: {
     podMonitor: { scrapeFrom: [] },
@@ -109,6 +124,7 @@ const configSchema = {
       additionalProperties: false,
       properties: {
         bodyLimitBytes: { type: "integer", minimum: 65536 },
+        tailnetBodyLimitBytes: { type: "integer", minimum: 65536 },
         maxInFlight: posInt,
         retryAfterSeconds: posInt,
         resyncSeconds: posInt,

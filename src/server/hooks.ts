@@ -3,12 +3,13 @@
  * pick the kind module, let it observe → decide → act, serialize a closed response.
  */
 import { setImmediate } from "node:timers/promises";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { type HookKind, type KindInfo, kindInfo } from "../api/schemas.js";
 import { validateSpec } from "../api/validate.js";
 import { qualifiedName } from "../k8s/objects.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { bearerAuth } from "./auth.js";
+import { hookBodyText, parseHookText, readBody } from "./body.js";
 import { EnvelopeError, parseCustomizeRequest, parseSyncRequest } from "./envelope.js";
 import { parentOf, withCallCount } from "./hook-log.js";
 
@@ -95,6 +96,20 @@ export interface HooksOptions {
 export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
   if (opts.hookToken) app.addHook("onRequest", bearerAuth(opts.hookToken));
   let inFlight = 0;
+  // Our own JSON parser in this context (src/server/body.ts): the limit of the kind in the path,
+  // managedFields and kubectl's last-applied annotation never parsed.
+  const limits = opts.deps.config.hooks;
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", async (req: FastifyRequest, payload: NodeJS.ReadableStream) => {
+    const kind = (req.params as { kind?: string } | undefined)?.kind;
+    const tailnet = kind === "tailnet";
+    const limit = tailnet ? limits.tailnetBodyLimitBytes : limits.bodyLimitBytes;
+    // no variable holds the raw bytes: they can be collected while JSON.parse builds the objects
+    const text = hookBodyText(
+      await readBody(req.headers, payload, limit, tailnet ? "Tailnet hooks" : "hooks of this kind"),
+    );
+    return parseHookText(text);
+  });
 
   app.post<{ Params: { kind: string; hook: string } }>(
     "/hooks/:kind/:hook",

@@ -103,7 +103,47 @@ describe("hook routing and envelope", () => {
       payload: JSON.stringify({ parent: egress(), pad: "x".repeat(70000) }),
     });
     assert.equal(res.statusCode, 413);
-    assert.deepEqual(res.json(), { error: "body: larger than the limit of 65536 bytes" });
+    assert.deepEqual(res.json(), { error: "body: larger than the limit of 65536 bytes for hooks of this kind" });
+  });
+
+  it("the Tailnet's hooks have their own limit", async (t) => {
+    const { app } = await build(t, { config: { hooks: { bodyLimitBytes: 65536, tailnetBodyLimitBytes: 131072 } } });
+    const parent = parentObject("Tailnet", "home", {
+      headscale: { url: "https://hs.example.com", apiKeySecretRef: { namespace: "tailnet-system", name: "k" } },
+      policy: { mode: "DryRun" },
+    });
+    const body = (pad: number) => JSON.stringify({ ...syncRequest({ parent }), pad: "x".repeat(pad) });
+    const post = (payload: string) =>
+      app.inject({
+        method: "POST",
+        url: "/hooks/tailnet/sync",
+        headers: { "content-type": "application/json" },
+        payload,
+      });
+    assert.equal((await post(body(100_000))).statusCode, 200);
+    const res = await post(body(140_000));
+    assert.equal(res.statusCode, 413);
+    assert.deepEqual(res.json(), { error: "body: larger than the limit of 131072 bytes for Tailnet hooks" });
+  });
+
+  it("the default limits take a Tailnet sync of 3,000 workloads as Metacontroller sends them (managedFields, last-applied)", async (t) => {
+    const { tailnetScaleBody } = await import("../../bench/tailnet-scale.js");
+    const { startFakeHeadscale } = await import("../fakes/headscale/index.js");
+    const hs = await startFakeHeadscale();
+    t.after(() => hs.close());
+    const { app } = await build(t);
+    const payload = tailnetScaleBody(3000, hs);
+    // over the 8 MiB that used to apply to every kind (the Tailnet answered 413 from ~2,500 workloads)
+    assert.ok(Buffer.byteLength(payload) > 8 * 1024 * 1024, `${Buffer.byteLength(payload)} bytes`);
+    const res = await app.inject({
+      method: "POST",
+      url: "/hooks/tailnet/sync",
+      headers: { "content-type": "application/json" },
+      payload,
+    });
+    assert.equal(res.statusCode, 200, res.body.slice(0, 300));
+    const status = (res.json() as { status: { conditions: { type: string; status: string }[] } }).status;
+    assert.equal(status.conditions.find((c) => c.type === "PolicyRendered")?.status, "True");
   });
 
   it("the default limit takes a sync with 64 targets and their children", async (t) => {

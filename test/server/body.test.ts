@@ -1,0 +1,92 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import fc from "fast-check";
+import { BodyError, dropBookkeeping, parseHookBody } from "../../src/server/body.js";
+
+const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+const MC_LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration";
+
+/** What dropBookkeeping must amount to, on the parsed value. */
+function stripped(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(stripped);
+  if (!v || typeof v !== "object") return v;
+  return Object.fromEntries(
+    Object.entries(v)
+      .filter(([k]) => k !== "managedFields" && k !== LAST_APPLIED)
+      .map(([k, x]) => [k, stripped(x)]),
+  );
+}
+const drop = (text: string) => JSON.parse(dropBookkeeping(Buffer.from(text)).toString("utf8")) as unknown;
+
+describe("hook body: managedFields and kubectl's last-applied annotation are never parsed", () => {
+  const served = {
+    apiVersion: "tailnet.internal/v1alpha1",
+    kind: "TailnetEgress",
+    metadata: {
+      managedFields: [{ manager: "kubectl", fieldsV1: { "f:spec": { "f:targets": {} } }, time: "t" }],
+      name: "db",
+      annotations: {
+        [LAST_APPLIED]: '{"apiVersion":"tailnet.internal/v1alpha1","spec":{"x":"a \\"quoted\\" \\\\"}}\n',
+        [MC_LAST_APPLIED]: '{"kind":"Service"}',
+        note: 'looks like a key: "managedFields": [1]',
+      },
+      namespace: "shop",
+    },
+    spec: { managedFields: "a spec field of that name is dropped too", targets: [] },
+  };
+  it("drops them as first, middle and last members, keeps everything else byte for byte", () => {
+    for (const text of [JSON.stringify(served), JSON.stringify(served, null, 2)]) {
+      assert.deepEqual(drop(text), stripped(served));
+    }
+    const out = drop(JSON.stringify(served)) as typeof served;
+    assert.equal(out.metadata.annotations[MC_LAST_APPLIED], '{"kind":"Service"}', "Metacontroller's own is read");
+    assert.equal(out.metadata.annotations.note, 'looks like a key: "managedFields": [1]');
+    assert.deepEqual(drop('{"managedFields":[]}'), {});
+    assert.deepEqual(drop('{ "managedFields" : null , "a": 1 }'), { a: 1 });
+    assert.deepEqual(drop('{"a":1,"managedFields":{"b":"}"}}'), { a: 1 });
+  });
+  it("equals parse-then-strip on arbitrary JSON (property)", () => {
+    const key = fc.oneof(fc.constantFrom("managedFields", LAST_APPLIED, "name", "a\\", '"'), fc.string());
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: "small" },
+        fc.jsonValue(),
+        fc.array(tie("node"), { maxLength: 4 }),
+        fc.dictionary(key, tie("node"), { maxKeys: 5 }),
+      ),
+    })).node;
+    fc.assert(
+      fc.property(value, fc.boolean(), (v, pretty) => {
+        const text = JSON.stringify(v, null, pretty ? 1 : undefined);
+        assert.deepEqual(drop(text), stripped(JSON.parse(text)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+  it("leaves malformed bodies to JSON.parse: 400 body: invalid JSON", () => {
+    for (const text of ['{"managedFields":[', '{"a":1 "managedFields":[]}', '{"managedFields":', "{"]) {
+      assert.throws(
+        () => parseHookBody(Buffer.from(text)),
+        (e: unknown) => e instanceof BodyError && e.message === "body: invalid JSON",
+        text,
+      );
+    }
+  });
+  it("refuses __proto__ and constructor.prototype keys as fastify's own parser does", () => {
+    for (const [text, key] of [
+      ['{"parent":{"__proto__":{"x":1}}}', "__proto__"],
+      ['{"a":{"\\u005f_proto__":1}}', "__proto__"],
+      ['{"constructor":{"prototype":{"x":1}}}', "constructor.prototype"],
+    ]) {
+      assert.throws(
+        () => parseHookBody(Buffer.from(text)),
+        (e: unknown) => e instanceof BodyError && e.message === `body: a ${key} key is not allowed`,
+        text,
+      );
+    }
+    assert.deepEqual(parseHookBody(Buffer.from('{"note":"\\"__proto__\\": is text","constructor":"x"}')), {
+      note: '"__proto__": is text',
+      constructor: "x",
+    });
+  });
+});
