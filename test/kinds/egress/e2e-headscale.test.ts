@@ -3,7 +3,9 @@
 // Headscale and a real agent on loopback (see world.ts).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { K8sObject } from "../../../src/k8s/objects.js";
 import { sample } from "../../agent/helpers.js";
+import { bootTailscale } from "../../fakes/containerboot.js";
 import type { FaultSpec } from "../../fakes/headscale/index.js";
 import { API, deploymentEnv, kindsOf, READY, reasons, T0, TAG, toReady, world } from "./world.js";
 
@@ -56,6 +58,34 @@ describe("TailnetEgress end to end: Headscale", () => {
       await w.settle();
       assert.deepEqual(reasons(w), READY, `${f.name} recovered`);
     }
+  });
+
+  it("a private Headscale CA reaches the agent pod: ca.crt in its ConfigMap, SSL_CERT_FILE; the pod logs in", async (t) => {
+    const ca = "-----BEGIN CERTIFICATE-----\nHEADSCALE PRIVATE CA\n-----END CERTIFICATE-----\n";
+    const w = await world(t, { ca });
+    await w.settle();
+    const cm = w.mc.get("v1", "ConfigMap", "db-agent", "shop");
+    assert.equal((cm?.data as Record<string, string> | undefined)?.["ca.crt"], ca);
+    assert.deepEqual(
+      deploymentEnv(w).find((e) => e.name === "SSL_CERT_FILE"),
+      { name: "SSL_CERT_FILE", value: "/etc/tailnet-agent/ca.crt" },
+    );
+    const deployment = w.mc.get("apps/v1", "Deployment", "db-agent", "shop") as K8sObject;
+    const objects = [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
+    const booted = bootTailscale(deployment, objects, { serverCa: ca });
+    assert.ok(booted.ok, booted.ok ? "" : booted.error);
+    // the same pod without the Tailnet's CA would not trust Headscale's certificate
+    const plain = await world(t);
+    await plain.settle();
+    const other = plain.mc.get("apps/v1", "Deployment", "db-agent", "shop") as K8sObject;
+    assert.equal(
+      bootTailscale(other, [...plain.mc.list("Secret"), ...plain.mc.list("ConfigMap")], { serverCa: ca }).ok,
+      false,
+    );
+    w.register();
+    await w.settle();
+    assert.deepEqual(reasons(w), READY);
+    assert.deepEqual(w.mc.errors, []);
   });
 
   it("Headscale's database down: the outage is named, never a rejected key; children kept", async (t) => {

@@ -72,6 +72,8 @@ export interface WorldOptions {
   before?: K8sObject[];
   /** Apply the egress right away (default true). */
   applyEgress?: boolean;
+  /** A private Headscale CA in the Tailnet's credentials Secret (from its caSecretRef). */
+  ca?: string;
 }
 
 export async function world(t: TestContext, opts: WorldOptions = {}): Promise<World> {
@@ -142,7 +144,7 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
     apiVersion: "v1",
     kind: "Secret",
     metadata: { name: "tailnet-home-credentials", namespace: "tailnet-system" },
-    data: { url: b64(fake.url), apiKey: b64(fake.apiKey) },
+    data: { url: b64(fake.url), apiKey: b64(fake.apiKey), ...(opts.ca ? { "ca.crt": b64(opts.ca) } : {}) },
   });
   for (const o of opts.before ?? []) mc.apply(o);
   if (opts.applyEgress !== false) mc.apply(parentObject("TailnetEgress", "db", spec, { namespace: "shop" }));
