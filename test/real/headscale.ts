@@ -60,6 +60,12 @@ export interface RealHeadscale {
   start(): Promise<void>;
   stopDatabase(): Promise<void>;
   startDatabase(): Promise<void>;
+  /**
+   * GET on Headscale's debug server (127.0.0.1:9090 inside its namespace), e.g. "/debug/filter": the
+   * filter rules of the policy it serves from memory (hscontrol/debug.go), which may differ from the
+   * stored one that `policy get` and GET /api/v1/policy read.
+   */
+  debug(path: string): Promise<string>;
   /** Runs SQL on Headscale's PostgreSQL database (psql over its unix socket); resolves stdout. */
   sql(query: string): Promise<string>;
   close(): Promise<void>;
@@ -295,6 +301,12 @@ taildrop:
     start,
     stopDatabase,
     startDatabase,
+    debug: async (path) => {
+      const script = `fetch("http://127.0.0.1:9090"+process.argv[1],{headers:{accept:"application/json"}}).then(async r=>{process.stdout.write(await r.text());process.exit(r.ok?0:1)},e=>{console.error(e.message);process.exit(2)})`;
+      const r = await host.exec(bins.node, ["-e", script, path]);
+      if (r.code !== 0) throw new Error(`headscale debug ${path}: ${(r.stderr || r.stdout).trim()}`);
+      return r.stdout;
+    },
     sql: async (query) => {
       if (database !== "postgres") throw new Error("sql: Headscale runs on SQLite here");
       const r = await host.exec(

@@ -354,6 +354,72 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
     assert.equal(await policyPuts(), puts);
   });
 
+  it("a PUT the real database refuses: served from memory, unstored — as the status says; a restart returns to the stored one", async () => {
+    const mallory = (await w.peers.outsider.ips())[0];
+    const db1 = (await w.peers.db1.ips())[0];
+    /** Whether the policy Headscale serves from memory lets mallory reach db-1:5432. */
+    const servedLetsMalloryIn = async () => {
+      const rules = JSON.parse(await w.headscale.debug("/debug/filter")) as {
+        SrcIPs?: string[];
+        DstPorts?: { IP: string; Ports: { First: number; Last: number } }[];
+      }[];
+      return rules.some(
+        (r) =>
+          (r.SrcIPs ?? []).some((ip) => ip === mallory || ip === `${mallory}/32`) &&
+          (r.DstPorts ?? []).some((d) => d.IP.startsWith(db1) && d.Ports.First <= 5432 && d.Ports.Last >= 5432),
+      );
+    };
+    assert.equal(await servedLetsMalloryIn(), false, "before: mallory has no rule");
+    const stored = (mc.status(API, "Tailnet", "home") as { policy: { appliedHash: string } }).policy.appliedHash;
+    const puts = await policyPuts();
+
+    // Every insert into policies fails (SetPolicyInDB, after 0.29's SetPolicy swapped the manager).
+    await w.headscale.sql(`CREATE FUNCTION refuse_policy() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'test: policy writes refused'; END $$;
+      CREATE TRIGGER refuse_policy BEFORE INSERT OR UPDATE ON policies FOR EACH ROW EXECUTE FUNCTION refuse_policy();`);
+    const opened = BASE_POLICY.replace(
+      '"acls": [',
+      '"acls": [ { "action": "accept", "src": ["mallory@"], "dst": ["tag:db:5432"] },',
+    );
+    assert.notEqual(opened, BASE_POLICY);
+    try {
+      mc.apply(baseConfigMap(opened));
+      await settle();
+      const applied = condition("PolicyApplied");
+      assert.equal(applied.reason, "ApplyFailed", applied.message);
+      assert.match(applied.message, /test: policy writes refused/);
+      assert.match(applied.message, /was not stored, but Headscale already serves it from memory/, applied.message);
+      assert.ok(applied.message.includes(stored), "names the stored policy");
+      assert.equal((await policyPuts()) - puts, 1, "one PUT, then backoff");
+      // Reality agrees: the stored policy is the old one, the served one lets mallory in.
+      const live = hashOfLivePolicy(await livePolicy());
+      assert.ok(live.ok);
+      assert.equal(live.hash, stored);
+      assert.equal(await servedLetsMalloryIn(), true, "served from memory");
+    } finally {
+      await w.headscale.sql("DROP TRIGGER refuse_policy ON policies; DROP FUNCTION refuse_policy();");
+    }
+    // "A Headscale restart returns to the stored one."
+    await w.headscale.restart();
+    assert.equal(await servedLetsMalloryIn(), false, "after a restart: the stored policy again");
+
+    // The backed-off write is retried (30 s) and lands; then the base goes back, written once more.
+    await waitFor(
+      "the retried write",
+      async () => {
+        await settle();
+        return condition("PolicyApplied").reason === "InSync";
+      },
+      90_000,
+      () => JSON.stringify(condition("PolicyApplied")),
+    );
+    assert.equal(await servedLetsMalloryIn(), true, "stored and served after the retry");
+    mc.apply(baseConfigMap(BASE_POLICY));
+    await settle();
+    assert.deepEqual(reasons(), HEALTHY);
+    assert.equal(await servedLetsMalloryIn(), false);
+  });
+
   it("Headscale restarted: Unreachable while down with every child kept, then back to the same state", async () => {
     const kept = children();
     const statusBefore = mc.status(API, "Tailnet", "home") as { policy: unknown };
