@@ -1,0 +1,275 @@
+/**
+ * TailnetIngress in the real world (issue 14 § Ingress tcp and http): the hooks return the agent's
+ * children and the pod runner runs them (containerboot + tailscaled v1.102.3 serving the tailnet port
+ * to the agent, the operator's agent forwarding to the backend Service) against the real Headscale
+ * 0.29.2. The backend is a process in a workload namespace behind a Service; the clients are real
+ * tailnet peers reaching the agent node through their own tailscaled (SOCKS5):
+ * - tcp: the laptop (alice, group:eng) gets its bytes echoed by the backend, by IP and by MagicDNS name;
+ * - http: TLS ends on the agent with the Secret's certificate, the client verifies it against the CA
+ *   and the name it asked for (SNI), and the backend's answer comes back;
+ * - the outsider (mallory, no group) is refused by the agent node's real packet filter — the grant the
+ *   Tailnet renders from allowFrom means what it says;
+ * - Ready=True is never reported while the laptop's bytes do not flow.
+ */
+import assert from "node:assert/strict";
+import { X509Certificate } from "node:crypto";
+import { after, before, describe, it } from "node:test";
+import { connect as tlsConnect } from "node:tls";
+import { SocksClient } from "socks";
+import { b64 } from "../../src/kinds/shared/secrets.js";
+import type { IssuedCertificate } from "../fakes/agent/pki.js";
+import { parentObject } from "../fixtures/hooks.js";
+import { bins } from "./bins.js";
+import { sleep } from "./echo.js";
+import { BASE_DOMAIN } from "./headscale.js";
+import type { Host, RealProcess } from "./net.js";
+import { API, type RealOperator, socksEcho, startOperator, tailnetSpec } from "./operator.js";
+import type { Peer } from "./peers.js";
+import { PodRunner } from "./pods.js";
+import { type RealWorld, startRealWorld } from "./world.js";
+
+const NS = "monitoring";
+const HTTP_PORT = 3000;
+const ECHO_PORT = 4000;
+const DASH = `dash.${BASE_DOMAIN}`;
+type Cond = { type: string; status: string; reason: string; message: string };
+
+/** The backend: HTTP on 3000 ("hello from web <path>") and a TCP echo on 4000, in its own namespace. */
+const BACKEND = `const http=require("node:http"),net=require("node:net");
+http.createServer((q,s)=>{s.setHeader("content-type","text/plain");s.end("hello from web "+q.url)}).listen(${HTTP_PORT},"0.0.0.0",()=>console.log("http up"));
+net.createServer(s=>{s.on("error",()=>{});s.pipe(s)}).listen(${ECHO_PORT},"0.0.0.0",()=>console.log("echo up"));`;
+
+/** An HTTPS GET through a peer's SOCKS5, verifying the certificate against `ca` for `servername`. */
+export async function httpsVia(
+  peer: Peer,
+  host: string,
+  port: number,
+  servername: string,
+  ca: string,
+  path = "/",
+): Promise<{ status: number; body: string; cert: X509Certificate } | { error: string }> {
+  try {
+    const { socket } = await SocksClient.createConnection({
+      proxy: { host: peer.socks5.host, port: peer.socks5.port, type: 5 },
+      command: "connect",
+      destination: { host, port },
+      timeout: 8000,
+    });
+    return await new Promise((resolve) => {
+      const tls = tlsConnect({ socket, servername, ca, rejectUnauthorized: true });
+      const timer = setTimeout(() => {
+        tls.destroy();
+        resolve({ error: "no answer within 8 s" });
+      }, 8000);
+      let raw = "";
+      tls.on("secureConnect", () => {
+        tls.write(`GET ${path} HTTP/1.1\r\nHost: ${servername}\r\nConnection: close\r\n\r\n`);
+      });
+      tls.on("data", (d) => {
+        raw += d.toString("utf8");
+      });
+      tls.on("end", () => {
+        clearTimeout(timer);
+        const cert = tls.getPeerX509Certificate();
+        const m = /^HTTP\/1\.1 (\d{3})/.exec(raw);
+        if (!m || !cert) return resolve({ error: `not an HTTP answer: ${JSON.stringify(raw.slice(0, 200))}` });
+        resolve({ status: Number(m[1]), body: raw.slice(raw.indexOf("\r\n\r\n") + 4), cert });
+      });
+      tls.on("error", (e) => {
+        clearTimeout(timer);
+        resolve({ error: e.message });
+      });
+    });
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
+
+describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: false }, () => {
+  let world: RealWorld;
+  let op: RealOperator;
+  let pods: PodRunner;
+  let web: Host;
+  let backend: RealProcess;
+  let cert: IssuedCertificate;
+  const readyChecks: { ingress: string; flowed: boolean; detail: string }[] = [];
+
+  before(async () => {
+    world = await startRealWorld({ id: "ingress" });
+    const base = tailnetSpec(world);
+    op = await startOperator(world, { tailnet: { policy: { ...base.policy, tagOwners: ["group:eng"] } } });
+    op.mc.deploymentsAvailable = false;
+    pods = new PodRunner({ net: world.net, mc: op.mc, kubeRootCaPem: world.headscale.caPem });
+    // The outsider's netmap lacks the agent nodes (no grant), so its tailscaled's SOCKS5 hands a dial
+    // to their tailnet IPs to the OS (net/tsdial): refused here by an unreachable route for the tailnet
+    // range instead of counting as a dial outside the test network.
+    const r = await world.peers.outsider.host.exec("/usr/sbin/ip", ["route", "add", "unreachable", "100.64.0.0/10"]);
+    assert.equal(r.code, 0, r.stderr);
+    web = await world.net.addHost("web");
+    backend = web.spawn(bins.node, ["-e", BACKEND], { logName: "backend" });
+    const deadline = Date.now() + 10_000;
+    while (!(backend.logs().includes("http up") && backend.logs().includes("echo up"))) {
+      if (Date.now() > deadline) throw new Error(`backend did not start\n${backend.logs()}`);
+      await sleep(50);
+    }
+    pods.addWorkload({ namespace: NS, name: "web", labels: { app: "web" }, host: web });
+    op.mc.apply({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "web", namespace: NS },
+      spec: {
+        selector: { app: "web" },
+        ports: [
+          { name: "http", port: HTTP_PORT },
+          { name: "echo", port: ECHO_PORT },
+        ],
+      },
+    });
+    cert = await world.headscale.pki.issue({ names: [DASH] });
+    op.mc.apply({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "web-tls", namespace: NS },
+      type: "kubernetes.io/tls",
+      data: { "tls.crt": b64(cert.certPem), "tls.key": b64(cert.keyPem) },
+    });
+  });
+  after(async () => {
+    // the route added above goes before the network's own containment check (which flags unknown routes)
+    await world?.peers.outsider.host.exec("/usr/sbin/ip", ["route", "del", "unreachable", "100.64.0.0/10"]);
+    await pods?.close();
+    await backend?.kill("SIGKILL");
+    await op?.close();
+    await world?.close();
+  });
+
+  const cond = (name: string, type: string) =>
+    (
+      (op.mc.get(API, "TailnetIngress", name, NS)?.status as { conditions?: Cond[] } | undefined)?.conditions ?? []
+    ).find((c) => c.type === type);
+  const reasons = (name: string) => op.reasons("TailnetIngress", name, NS);
+  /** The agent node's tailnet IPv4, as the laptop's netmap shows it. */
+  const nodeIp = async (hostName: string) => {
+    const peers = Object.values((await world.peers.laptop.status()).Peer ?? {});
+    return peers.find((p) => p.HostName === hostName)?.TailscaleIPs?.find((ip) => !ip.includes(":"));
+  };
+  const tcpFlows = async (peer: Peer, msg: string) => {
+    const ip = await nodeIp("web-tcp");
+    return ip ? socksEcho(peer, ip, ECHO_PORT, msg) : "error: web-tcp not in the netmap";
+  };
+  const httpsFrom = async (peer: Peer, path = "/") => {
+    const ip = await nodeIp("dash");
+    return ip ? httpsVia(peer, ip, 443, DASH, world.headscale.caPem, path) : { error: "dash not in the netmap" };
+  };
+  const describeWorld = async () =>
+    [
+      `web-tcp: ${JSON.stringify(op.mc.get(API, "TailnetIngress", "web-tcp", NS)?.status)}`,
+      `dash: ${JSON.stringify(op.mc.get(API, "TailnetIngress", "dash", NS)?.status)}`,
+      `tailnet: ${JSON.stringify(op.reasons("Tailnet", "home"))}`,
+      `hook errors: ${op.failures()}`,
+      ...["web-tcp-agent", "dash-agent"].flatMap((d) => pods.podsOf(NS, d).map((p) => p.logs())),
+    ].join("\n");
+
+  const step = async () => {
+    await pods.sync();
+    pods.check();
+    await op.mc.settle(6).catch(() => undefined);
+    if (cond("web-tcp", "Ready")?.status === "True") {
+      const got = await tcpFlows(world.peers.laptop, "probe");
+      readyChecks.push({ ingress: "web-tcp", flowed: got === "probe", detail: got });
+    }
+    if (cond("dash", "Ready")?.status === "True") {
+      const got = await httpsFrom(world.peers.laptop);
+      readyChecks.push({ ingress: "dash", flowed: "status" in got && got.status === 200, detail: JSON.stringify(got) });
+    }
+  };
+  const drive = async (what: string, done: () => boolean, ms = 180_000) => {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      await step();
+      if (done()) return;
+      if (Date.now() > deadline)
+        throw new Error(`timed out after ${ms} ms waiting for ${what}\n${await describeWorld()}`);
+      await sleep(300);
+    }
+  };
+
+  it("tcp and http ingresses become Ready on the real tailnet, never before the laptop's bytes flow", async () => {
+    const ingress = (name: string, spec: Record<string, unknown>) =>
+      op.mc.apply(
+        parentObject(
+          "TailnetIngress",
+          name,
+          { tailnetRef: { name: "home" }, allowFrom: ["group:eng"], ...spec },
+          { namespace: NS },
+        ),
+      );
+    ingress("web-tcp", {
+      hostname: "web-tcp",
+      mode: "tcp",
+      exposes: [{ name: "echo", port: ECHO_PORT, backend: { service: "web", port: ECHO_PORT } }],
+    });
+    ingress("dash", {
+      hostname: "dash",
+      mode: "http",
+      exposes: [
+        { name: "web", port: 443, backend: { service: "web", port: HTTP_PORT }, tls: { secretName: "web-tls" } },
+      ],
+    });
+    const t0 = Date.now();
+    await drive(
+      "both ingresses Ready=True",
+      () => cond("web-tcp", "Ready")?.status === "True" && cond("dash", "Ready")?.status === "True",
+    );
+    console.log(`# ingresses Ready after ${Date.now() - t0} ms`);
+    assert.deepEqual(
+      readyChecks.filter((r) => !r.flowed),
+      [],
+      "Ready=True while the laptop's bytes did not flow",
+    );
+    for (const name of ["web-tcp", "dash"]) {
+      assert.equal(reasons(name).Registered, "Registered", name);
+      assert.equal(reasons(name).PolicyGranted, "Granted", name);
+      assert.equal(reasons(name).BackendsReachable, "Reachable", name);
+    }
+    assert.equal(reasons("dash").TLSReady, "Valid");
+  });
+
+  it("tcp: the laptop's bytes are echoed by the backend (by IP and by MagicDNS name); the outsider is refused", async () => {
+    assert.equal(await tcpFlows(world.peers.laptop, "tcp-hello"), "tcp-hello");
+    assert.equal(await socksEcho(world.peers.laptop, "web-tcp", ECHO_PORT, "by-name"), "by-name");
+    // the outsider is up and sees the node, but its packets are dropped by the agent node's filter
+    assert.equal((await world.peers.outsider.status()).BackendState, "Running");
+    assert.match(await tcpFlows(world.peers.outsider, "let-me-in"), /^error: /);
+  });
+
+  it("http: TLS ends on the agent with the Secret's certificate, verified by the client; the outsider is refused", async () => {
+    const got = await httpsFrom(world.peers.laptop, "/grafana");
+    assert.ok("status" in got, JSON.stringify(got));
+    assert.equal(got.status, 200);
+    assert.equal(got.body, "hello from web /grafana");
+    assert.equal(got.cert.fingerprint256, new X509Certificate(cert.certPem).fingerprint256, "the Secret's certificate");
+    assert.ok(got.cert.checkHost(DASH));
+    // a client that does not trust the test CA refuses the handshake (the verification is real)
+    const ip = await nodeIp("dash");
+    assert.ok(ip);
+    const untrusted = await httpsVia(
+      world.peers.laptop,
+      ip,
+      443,
+      DASH,
+      (await world.headscale.pki.issue({ names: ["x.invalid"] })).certPem,
+    );
+    assert.ok("error" in untrusted, JSON.stringify(untrusted));
+    const outsider = await httpsFrom(world.peers.outsider);
+    assert.ok("error" in outsider, `the outsider got through: ${JSON.stringify(outsider)}`);
+  });
+
+  it("containment: no pod asked for a name outside the test world", () => {
+    const outside = pods
+      .unansweredQueries()
+      .filter((q) => q.name.includes(".") && !/(^|\.)cluster\.local$|\.svc$/.test(q.name))
+      .map((q) => `${q.from} ${q.name}`);
+    assert.deepEqual([...new Set(outside)], []);
+  });
+});
