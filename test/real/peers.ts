@@ -25,6 +25,8 @@ export interface PeerOptions {
   acceptRoutes?: boolean;
   /** Starts a TCP echo on 0.0.0.0:<port> in the peer's namespace (reached over the tailnet at its IPs). */
   echoPort?: number;
+  /** Extra `tailscale up` flags (e.g. to show what the real server refuses). */
+  upArgs?: string[];
   /** Use an existing host (e.g. one that already has a subnet) instead of adding one. */
   host?: Host;
 }
@@ -124,6 +126,7 @@ export async function startPeer(net: TestNet, hs: RealHeadscale, name: string, o
       "--timeout=60s",
       ...(opts.advertiseRoutes?.length ? [`--advertise-routes=${opts.advertiseRoutes.join(",")}`] : []),
       ...(opts.acceptRoutes ? ["--accept-routes"] : []),
+      ...(opts.upArgs ?? []),
     ];
     await tailscale(up, 90_000);
   } catch (err) {

@@ -114,12 +114,17 @@ describe("policy", () => {
     assert.equal(fake.policyWrites, 0);
   });
 
-  test("HuJSON is accepted; syntax errors say 'parsing HuJSON'", async (t) => {
+  test("HuJSON is accepted; syntax errors say 'parsing policy: parsing HuJSON: hujson: line L, column C'", async (t) => {
     const fake = await fakeWith(t, {});
     const ok = await call(fake, "PUT", "/api/v1/policy", { policy: '// c\n{"tagOwners": {"tag:a": [],},}' });
     assert.equal(ok.status, 200);
     const bad = await call(fake, "POST", "/api/v1/policy/check", { policy: '{"tagOwners": ' });
-    assert.match((bad.json as { message: string }).message, /^parsing HuJSON: /);
+    assert.match((bad.json as { message: string }).message, /^parsing policy: parsing HuJSON: hujson: line 1, column /);
+    const word = await call(fake, "POST", "/api/v1/policy/check", { policy: "{\n  not json" });
+    assert.equal(
+      (word.json as { message: string }).message,
+      "parsing policy: parsing HuJSON: hujson: line 2, column 3: invalid literal: not",
+    );
   });
 
   test("unknown top-level fields: 0.29 wording with a colon, 0.28 rejects grants without one", async (t) => {

@@ -69,8 +69,7 @@ export function parsePolicy(text: string, version: FakeVersion = "0.29", world?:
   const errors: ParseError[] = [];
   const doc: unknown = parse(text, errors, { allowTrailingComma: true, disallowComments: false });
   if (errors.length > 0) {
-    const first = errors[0];
-    return { ok: false, message: `parsing HuJSON: ${printParseErrorCode(first.error)} at offset ${first.offset}` };
+    return { ok: false, message: `parsing policy: ${hujsonError(text, errors[0])}` };
   }
   if (!isObject(doc)) {
     return { ok: false, message: "parsing policy: json: cannot unmarshal into Go value of type v2.Policy" };
@@ -90,6 +89,21 @@ export function parsePolicy(text: string, version: FakeVersion = "0.29", world?:
   const failed = world ? runTests(doc, world) : [];
   if (failed.length > 0) return { ok: false, message: `test(s) failed:\n${failed.join("\n")}` };
   return { ok: true, policy: summarise(doc) };
+}
+
+/**
+ * A syntax error as the real 0.29.2 words it (seen against the real server, test/real/headscale.test.ts):
+ * "parsing HuJSON: hujson: line L, column C: <what>" (policy/v2/types.go wraps github.com/tailscale/hujson,
+ * whose parse.go reports 1-based line and byte column). A stray word is hujson's "invalid literal: <word>";
+ * other syntax errors keep the real prefix and position with jsonc-parser's name for the problem.
+ */
+function hujsonError(text: string, error: ParseError): string {
+  const before = text.slice(0, error.offset);
+  const line = before.split("\n").length;
+  const column = error.offset - before.lastIndexOf("\n");
+  const word = /^[A-Za-z0-9_.+-]+/.exec(text.slice(error.offset))?.[0];
+  const what = word && /^[A-Za-z]/.test(word) ? `invalid literal: ${word}` : printParseErrorCode(error.error);
+  return `parsing HuJSON: hujson: line ${line}, column ${column}: ${what}`;
 }
 
 /** tailscale.com/util/multierr's wording. */

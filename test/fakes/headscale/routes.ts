@@ -148,7 +148,8 @@ export const ROUTES: FakeRoute[] = [
     template: "/api/v1/node/{nodeId}/approve_routes",
     handle: ({ state, params, body }) => {
       const node = state.nodes.get(params.nodeId);
-      if (!node) return rpcError(400, 3, "node not found");
+      // Real 0.29.2 (seen in test/real/headscale.test.ts): state.go's ErrNodeNotInNodeStore, code 3.
+      if (!node) return rpcError(400, 3, `node no longer exists in NodeStore: ${params.nodeId}`);
       const routes = stringArray(body, "routes");
       for (const route of routes) {
         if (!ipaddr.isValidCIDR(route))
