@@ -98,6 +98,11 @@ export const tailnetSpec: Schema = obj(
           ["namespace", "name"],
         ),
         tagOwners: aclEntities("Owners written for every generated tag."),
+        replaceLivePolicy: bool({
+          default: false,
+          description:
+            "Without a base policy, replace a live policy the operator did not write (otherwise nothing is written and PolicyApplied says what it would drop).",
+        }),
       },
       [],
       { default: {} },

@@ -49,6 +49,8 @@ export const TailnetReason = {
   Applied: "Applied",
   PolicyModeFile: "PolicyModeFile",
   PolicyRejected: "PolicyRejected",
+  AdoptionRefused: "AdoptionRefused",
+  NothingToApply: "NothingToApply",
   ApplyFailed: "ApplyFailed",
   NoAPIKey: "NoAPIKey",
 } as const;

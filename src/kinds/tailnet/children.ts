@@ -56,6 +56,27 @@ export function policyConfigMap(o: PolicyConfigMapOptions): K8sObject {
   };
 }
 
+export const livePolicyConfigMapName = (tailnet: string) => `tailnet-${tailnet}-live-policy`;
+export const LIVE_POLICY_KEY = "policy.hujson";
+
+/**
+ * The live policy, verbatim, while the operator refuses to replace a policy it did not write (AdoptionRefused):
+ * the text to put into a base ConfigMap. Dropped once the refusal is over.
+ */
+export function livePolicyConfigMap(o: { tailnet: string; namespace: string; text: string; hash: string }): K8sObject {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: {
+      name: livePolicyConfigMapName(o.tailnet),
+      namespace: o.namespace,
+      labels: tailnetLabels(o.tailnet, "live-policy"),
+      annotations: { [POLICY_HASH_ANNOTATION]: o.hash },
+    },
+    data: { [LIVE_POLICY_KEY]: o.text },
+  };
+}
+
 export interface DnsRecordsConfigMapOptions {
   tailnet: string;
   namespace: string;

@@ -216,10 +216,19 @@ export function usersUnique(hs: HeadscaleObservations | null): ConditionInput {
   );
 }
 
-export function policyRendered(render: TailnetRender, check: Outcome<void> | undefined): ConditionInput {
+/** `fresh`: no base policy is configured, so an empty render means nothing was asked for yet. */
+export function policyRendered(render: TailnetRender, check: Outcome<void> | undefined, fresh = false): ConditionInput {
   const type = C.PolicyRendered;
   if (!render.ok) {
     const status = render.reason === "CannotVerify" ? "Unknown" : "False";
+    if (render.reason === "PolicyEmpty" && fresh) {
+      return cond(
+        type,
+        status,
+        R.PolicyEmpty,
+        "nothing to render yet: no base policy (spec.policy.baseConfigMapRef) and no TailnetEgress, TailnetIngress, TailnetSite or TailnetGateway of this Tailnet generates a rule (an empty policy would lock everyone out, so none is written)",
+      );
+    }
     return cond(type, status, R[render.reason], render.message);
   }
   const { hash, generated, invalid } = render.candidate;

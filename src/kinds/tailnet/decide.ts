@@ -15,7 +15,15 @@ import { findObject, type K8sObject, type ObjectMaps, reuseObserved } from "../.
 import { hashOfLivePolicy } from "../../policy/canonical.js";
 import type { GeneratedCounts } from "../../policy/render.js";
 import { previousStatus } from "../common.js";
-import { credentialsSecret, dnsRecordsConfigMap, policyConfigMap } from "./children.js";
+import { lostOverLiveText } from "./adoption.js";
+import {
+  credentialsSecret,
+  dnsRecordsConfigMap,
+  LIVE_POLICY_KEY,
+  livePolicyConfigMap,
+  livePolicyConfigMapName,
+  policyConfigMap,
+} from "./children.js";
 import {
   apiKeyValid,
   apiReachable,
@@ -134,6 +142,37 @@ interface AppliedContext {
   compatible: ConditionInput;
   mode: ConditionInput;
   live: string | null | undefined;
+  /** What writing the render would drop from a live policy the operator did not write (see adoption.ts). */
+  adoption?: string[];
+}
+
+/**
+ * What writing `candidate` would drop from a live policy the operator never wrote, when nothing allows that:
+ * no base policy, no policy applied by the operator yet (status.policy.appliedHash), and no
+ * spec.policy.replaceLivePolicy. Undefined when the write may go ahead. An unparsable live policy counts as
+ * entirely lost.
+ */
+export function adoptionLoss(
+  input: DecideInput,
+  candidate: PolicyCandidate | undefined,
+  live: string | null | undefined,
+): string[] | undefined {
+  const hs = input.observed.hs;
+  if (!candidate || !hs?.policy.ok || hs.policy.value === null || live === candidate.hash) return undefined;
+  if (input.inputs.base.kind !== "none" || input.inputs.replaceLivePolicy) return undefined;
+  if (previousPolicy(input.parent).appliedHash) return undefined;
+  const lost = lostOverLiveText(hs.policy.value.policy, candidate.policy) ?? ["the whole (unparsable) policy"];
+  return lost.length > 0 ? lost : undefined;
+}
+
+/** The exact commands that keep the live policy: export it into a base ConfigMap and reference it. */
+function keepLiveCommand(input: DecideInput): string {
+  const ns = input.operatorNamespace;
+  const name = input.inputs.name;
+  const base = `tailnet-${name}-base`;
+  const patch = JSON.stringify({ spec: { policy: { baseConfigMapRef: { namespace: ns, name: base } } } });
+  const key = LIVE_POLICY_KEY.replace(".", "\\.");
+  return `kubectl -n ${ns} get configmap ${livePolicyConfigMapName(name)} -o jsonpath='{.data.${key}}' > ${LIVE_POLICY_KEY} && kubectl -n ${ns} create configmap ${base} --from-file=${LIVE_POLICY_KEY} && kubectl patch tailnet ${name} --type merge -p '${patch}'`;
 }
 
 /** The first observation a write depends on that failed (the live policy is checked separately). */
@@ -146,7 +185,7 @@ function writeBlocker(hs: HeadscaleObservations): string | undefined {
 
 /** PolicyApplied before any write, and the write when one is due (the order is the order of the checks). */
 function policyApplied(ctx: AppliedContext): { condition: ConditionInput; write?: PolicyWrite } {
-  const { input, candidate, live, rendered, compatible, mode } = ctx;
+  const { input, candidate, live, rendered, compatible, mode, adoption } = ctx;
   const { hs, check, pendingFailure } = input.observed;
   const applied = (status: "True" | "False" | "Unknown", reason: string, message: string) => ({
     condition: cond(C.PolicyApplied, status, reason, message),
@@ -167,10 +206,13 @@ function policyApplied(ctx: AppliedContext): { condition: ConditionInput; write?
     if (live === candidate.hash) {
       return applied("True", R.DryRun, `DryRun: the live policy already equals the rendered one (${live})`);
     }
+    const refusal = adoption
+      ? `; in Apply mode the write would be refused (AdoptionRefused): it would drop ${adoption.join(", ")}`
+      : "";
     return applied(
       "False",
       R.DryRun,
-      `DryRun: nothing written; the rendered policy ${candidate.hash} differs: ${describeLive(live)}`,
+      `DryRun: nothing written; the rendered policy ${candidate.hash} differs: ${describeLive(live)}${refusal}`,
     );
   }
 
@@ -183,6 +225,14 @@ function policyApplied(ctx: AppliedContext): { condition: ConditionInput; write?
   if (!candidate) {
     if (rendered.reason === R.CannotVerify)
       return applied("Unknown", R.ApplyFailed, `not written: ${rendered.message}`);
+    // A fresh Tailnet: no base and nothing generated yet is not a refusal, just nothing to do.
+    if (rendered.reason === R.PolicyEmpty && input.inputs.base.kind === "none") {
+      return applied(
+        "False",
+        R.NothingToApply,
+        `nothing to apply yet: there is no base policy (spec.policy.baseConfigMapRef) and no workload object of this Tailnet generates a rule; Headscale's policy is left as it is (${describeStored(live ?? null)})`,
+      );
+    }
     return applied(
       "False",
       R.PolicyRejected,
@@ -218,6 +268,13 @@ function policyApplied(ctx: AppliedContext): { condition: ConditionInput; write?
       `write refused: Headscale user names held by more than one user (${dups.map((d) => d.name).join(", ")}) make Headscale reject every policy; nothing was written (${describeStored(live ?? null)})`,
     );
   }
+  if (adoption) {
+    return applied(
+      "False",
+      R.AdoptionRefused,
+      `write refused: Headscale holds a policy the operator did not write (${live}), and with no base policy (spec.policy.baseConfigMapRef) the render would replace it, dropping ${adoption.join(", ")}; to keep it, export it into a base and keep that file in Git: ${keepLiveCommand(input)}; to replace it, set spec.policy.replaceLivePolicy: true`,
+    );
+  }
   if (pendingFailure && input.now < pendingFailure.retryAt) return { condition: pendingFailure.condition };
   const lastApplied = previousPolicy(input.parent).appliedHash;
   const drift = lastApplied && live !== lastApplied ? { live: live ?? "none", lastApplied } : undefined;
@@ -227,7 +284,12 @@ function policyApplied(ctx: AppliedContext): { condition: ConditionInput; write?
   };
 }
 
-function childrenOf(input: DecideInput, candidate: PolicyCandidate | undefined): K8sObject[] {
+function childrenOf(
+  input: DecideInput,
+  candidate: PolicyCandidate | undefined,
+  adoption: string[] | undefined,
+  live: string | null | undefined,
+): K8sObject[] {
   const { inputs, operatorNamespace: namespace, children } = input;
   const observed = (name: string, kind: string) => findObject(children, "v1", kind, name, namespace);
   const out: K8sObject[] = [];
@@ -236,6 +298,14 @@ function childrenOf(input: DecideInput, candidate: PolicyCandidate | undefined):
     out.push(policyConfigMap({ tailnet: inputs.name, namespace, ...candidate }));
   } else {
     const old = observed(policyName, "ConfigMap");
+    if (old) out.push(reuseObserved(old));
+  }
+  const livePolicy = input.observed.hs?.policy;
+  if (adoption && livePolicy?.ok && livePolicy.value && typeof live === "string") {
+    out.push(livePolicyConfigMap({ tailnet: inputs.name, namespace, text: livePolicy.value.policy, hash: live }));
+  } else if (!livePolicy?.ok || !candidate) {
+    // Not observed (or nothing rendered to judge by): keep what was published.
+    const old = observed(livePolicyConfigMapName(inputs.name), "ConfigMap");
     if (old) out.push(reuseObserved(old));
   }
   const hs = input.observed.hs;
@@ -287,10 +357,19 @@ export function decide(input: DecideInput): TailnetDecision {
   const hs = observed.hs;
   const candidate = render.ok ? render.candidate : undefined;
   const live = liveHash(hs);
-  const rendered = policyRendered(render, observed.check);
+  const rendered = policyRendered(render, observed.check, inputs.base.kind === "none");
   const compatible = headscaleCompatible(hs, observed.check);
   const mode = policyMode(hs);
-  const { condition: applied, write } = policyApplied({ input, candidate, rendered, compatible, mode, live });
+  const adoption = adoptionLoss(input, candidate, live);
+  const { condition: applied, write } = policyApplied({
+    input,
+    candidate,
+    rendered,
+    compatible,
+    mode,
+    live,
+    adoption,
+  });
   const conditions = [
     apiReachable(hs, inputs.connection.ok ? inputs.connection.caMissing : undefined),
     apiKeyValid(inputs, hs),
@@ -312,7 +391,7 @@ export function decide(input: DecideInput): TailnetDecision {
   return {
     conditions,
     status: statusOf(input, candidate, live),
-    children: childrenOf(input, candidate),
+    children: childrenOf(input, candidate, adoption, live),
     ...(write ? { write } : {}),
     ...(resyncAfterSeconds !== undefined ? { resyncAfterSeconds } : {}),
   };

@@ -34,6 +34,8 @@ export interface TailnetInputs {
   settings: TailnetSettings;
   /** Tailnet.spec.policy.tagOwners. */
   tagOwners: string[];
+  /** Tailnet.spec.policy.replaceLivePolicy: without a base, a live policy the operator did not write may go. */
+  replaceLivePolicy: boolean;
   /** Tailnet.spec.dns.splitDNS.domains; [] when split DNS is not requested. */
   splitDNSDomains: string[];
   connection: ConnectionInput;
@@ -140,6 +142,7 @@ export function readInputs(parent: K8sObject, related: ObjectMaps): TailnetInput
     name,
     settings,
     tagOwners: strings(record(spec.policy).tagOwners),
+    replaceLivePolicy: record(spec.policy).replaceLivePolicy === true,
     splitDNSDomains: [...new Set(strings(record(record(spec.dns).splitDNS).domains))].sort(),
     connection: readConnection(spec, related, settings.url),
     base: readBase(spec, related),

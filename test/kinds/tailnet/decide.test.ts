@@ -69,6 +69,22 @@ const putLocked = hsError({
   grpcCode: 2,
   detail: "database is locked (5) (SQLITE_BUSY)",
 });
+/** No base policy configured (spec.policy has no baseConfigMapRef). */
+const noBase = tailnetSpec({ policy: { mode: "Apply", tagOwners: ["group:platform"] } });
+const noBaseRelated = () => healthyRelated().filter((o) => o.kind !== "ConfigMap");
+/** A live policy written by hand: rules the render without a base would drop. */
+const HAND_WRITTEN = {
+  policy: JSON.stringify({
+    groups: { "group:eng": ["alice@"], "group:ops": ["bob@"] },
+    hosts: { nas: "192.168.1.10" },
+    acls: [
+      { action: "accept", src: ["group:eng"], dst: ["nas:445"] },
+      { action: "accept", src: ["group:ops"], dst: ["*:22"] },
+    ],
+    ssh: [{ action: "accept", src: ["group:ops"], dst: ["autogroup:self"], users: ["root"] }],
+  }),
+  updatedAt: "2026-11-01T00:00:00Z",
+};
 const LIVE_HASH = (() => {
   const h = hashOfLivePolicy(LIVE_POLICY.policy);
   if (!h.ok) throw new Error("LIVE_POLICY must parse");
@@ -297,6 +313,16 @@ const rows: Row[] = [
     name: "Headscale refuses the PUT after swapping it in (SSH check)",
     world: { write: { ok: false, error: putSshRejected, readback: ok(LIVE_POLICY) } },
     want: { PolicyApplied: R.PolicyRejected },
+  },
+  {
+    name: "no base, and Headscale holds a hand-written policy the render would drop: nothing is written",
+    world: { spec: noBase, related: noBaseRelated(), hs: healthyHs({ policy: ok(HAND_WRITTEN) }) },
+    want: { PolicyRendered: R.Rendered, PolicyApplied: R.AdoptionRefused },
+  },
+  {
+    name: "a fresh Apply Tailnet: no base and no workload objects yet",
+    world: { spec: noBase, related: [apiKeySecret()] },
+    want: { PolicyRendered: R.PolicyEmpty, PolicyApplied: R.NothingToApply },
   },
   {
     name: "the PUT fails with a server error",
@@ -594,6 +620,67 @@ describe("Tailnet decide: messages", () => {
     assert.equal(
       unread.message,
       "not written: Headscale PUT /api/v1/policy: 500 database is locked (5) (SQLITE_BUSY); what Headscale holds now could not be read back: Headscale GET /api/v1/policy: connection refused",
+    );
+  });
+
+  it("AdoptionRefused names what would be lost and the exact commands to keep it; nothing is written", () => {
+    const { planned, decision } = play({
+      spec: noBase,
+      related: noBaseRelated(),
+      hs: healthyHs({ policy: ok(HAND_WRITTEN) }),
+    });
+    assert.equal(planned.write, undefined);
+    const live = hashOfLivePolicy(HAND_WRITTEN.policy);
+    assert.ok(live.ok);
+    const applied = conditionOf(decision, "PolicyApplied");
+    assert.equal(applied.status, "False");
+    assert.equal(
+      applied.message,
+      `write refused: Headscale holds a policy the operator did not write (${live.hash}), and with no base policy (spec.policy.baseConfigMapRef) the render would replace it, dropping 2 acl rules, 1 ssh rule, groups group:eng, group:ops, hosts nas; to keep it, export it into a base and keep that file in Git: kubectl -n tailnet-system get configmap tailnet-home-live-policy -o jsonpath='{.data.policy\\.hujson}' > policy.hujson && kubectl -n tailnet-system create configmap tailnet-home-base --from-file=policy.hujson && kubectl patch tailnet home --type merge -p '{"spec":{"policy":{"baseConfigMapRef":{"namespace":"tailnet-system","name":"tailnet-home-base"}}}}'; to replace it, set spec.policy.replaceLivePolicy: true`,
+    );
+    const published = decision.children.find((c) => c.metadata.name === "tailnet-home-live-policy");
+    assert.deepEqual(published?.data, { "policy.hujson": HAND_WRITTEN.policy });
+    // DryRun says the same before anyone switches to Apply.
+    const dry = play({
+      spec: tailnetSpec({ policy: { mode: "DryRun" } }),
+      related: noBaseRelated(),
+      hs: healthyHs({ policy: ok(HAND_WRITTEN) }),
+    }).decision;
+    assert.match(
+      conditionOf(dry, "PolicyApplied").message,
+      /; in Apply mode the write would be refused \(AdoptionRefused\): it would drop 2 acl rules, 1 ssh rule, groups group:eng, group:ops, hosts nas$/,
+    );
+    assert.ok(dry.children.some((c) => c.metadata.name === "tailnet-home-live-policy"));
+  });
+
+  it("the live policy may be replaced once the user said so, once a base exists, or once the operator applied", () => {
+    const hs = healthyHs({ policy: ok(HAND_WRITTEN) });
+    const writes = (w: World) => !!play(w).planned.write;
+    const allowed = tailnetSpec({ policy: { mode: "Apply", tagOwners: ["group:platform"], replaceLivePolicy: true } });
+    assert.equal(writes({ spec: allowed, related: noBaseRelated(), hs }), true, "replaceLivePolicy");
+    assert.equal(writes({ hs }), true, "a base in Git is the user's word");
+    const managed = { policy: { appliedHash: "sha256:old", renderedHash: "sha256:old" } };
+    assert.equal(writes({ spec: noBase, related: noBaseRelated(), hs, status: managed }), true, "drift rule");
+    assert.equal(writes({ spec: noBase, related: noBaseRelated() }), true, "nothing would be lost");
+    assert.equal(writes({ spec: noBase, related: noBaseRelated(), hs: healthyHs({ policy: ok(null) }) }), true);
+    const d = play({ spec: allowed, related: noBaseRelated(), hs }).decision;
+    assert.ok(!d.children.some((c) => c.metadata.name === "tailnet-home-live-policy"), "published only while refused");
+  });
+
+  it("a fresh Tailnet reads as nothing to do yet, not as a refusal", () => {
+    const d = play({ spec: noBase, related: [apiKeySecret()] }).decision;
+    assert.equal(
+      conditionOf(d, "PolicyRendered").message,
+      "nothing to render yet: no base policy (spec.policy.baseConfigMapRef) and no TailnetEgress, TailnetIngress, TailnetSite or TailnetGateway of this Tailnet generates a rule (an empty policy would lock everyone out, so none is written)",
+    );
+    assert.equal(
+      conditionOf(d, "PolicyApplied").message,
+      `nothing to apply yet: there is no base policy (spec.policy.baseConfigMapRef) and no workload object of this Tailnet generates a rule; Headscale's policy is left as it is (Headscale's stored policy is ${LIVE_HASH})`,
+    );
+    // An empty base in Git is a different story: the user asked for nothing, which would lock everyone out.
+    assert.equal(
+      reasons(play({ related: [apiKeySecret(), baseConfigMap("{}")] }).decision).PolicyApplied,
+      R.PolicyRejected,
     );
   });
 

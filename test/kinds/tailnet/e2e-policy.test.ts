@@ -103,6 +103,84 @@ describe("Tailnet e2e: the render is refused", () => {
   });
 });
 
+describe("Tailnet e2e: adopting a tailnet that already has a policy", () => {
+  const HAND = `// written by hand before the operator
+{
+  "groups": { "group:eng": ["alice@"] },
+  "hosts": { "nas": "192.168.1.10" },
+  "acls": [ { "action": "accept", "src": ["group:eng"], "dst": ["nas:445"] } ],
+}`;
+  const noBaseSpec = (extra: Record<string, unknown> = {}) => ({
+    policy: { mode: "Apply", ...extra },
+    allowedIngressSources: ["autogroup:member"],
+  });
+  const adopt = (t: Parameters<typeof harness>[0], extra: Record<string, unknown> = {}) =>
+    harness(t, { fake: { policy: HAND }, spec: noBaseSpec(extra), objects: (fake) => [apiKeySecret(fake.apiKey)] });
+
+  it("no base: nothing is written, the message says what would be lost, and its command keeps it", async (t) => {
+    const h = await adopt(t);
+    h.mc.apply(ingress("grafana", "monitoring", { allowFrom: ["autogroup:member"] }));
+    await settleStable(h);
+    assert.equal(putCount(h), 0, "the hand-written policy is not replaced");
+    assert.equal(h.reason("PolicyRendered"), "Rendered");
+    assert.deepEqual([h.condition("PolicyApplied").status, h.reason("PolicyApplied")], ["False", "AdoptionRefused"]);
+    const message = h.condition("PolicyApplied").message;
+    assert.ok(message.includes(`(${liveHash(HAND)})`), message);
+    assert.ok(message.includes("dropping 1 acl rule, groups group:eng, hosts nas; "), message);
+    const command =
+      'kubectl -n tailnet-system get configmap tailnet-home-live-policy -o jsonpath=\'{.data.policy\\.hujson}\' > policy.hujson && kubectl -n tailnet-system create configmap tailnet-home-base --from-file=policy.hujson && kubectl patch tailnet home --type merge -p \'{"spec":{"policy":{"baseConfigMapRef":{"namespace":"tailnet-system","name":"tailnet-home-base"}}}}\'';
+    assert.ok(message.includes(command), message);
+    assert.ok(h.children().includes("ConfigMap tailnet-system/tailnet-home-live-policy"));
+    // Follow the command: the live text becomes the base, the Tailnet references it.
+    const exported = h.child("ConfigMap", "tailnet-home-live-policy")?.data as Record<string, string>;
+    assert.equal(exported["policy.hujson"], HAND, "verbatim, comments included");
+    h.mc.apply({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "tailnet-home-base", namespace: "tailnet-system" },
+      data: { "policy.hujson": exported["policy.hujson"] },
+    });
+    h.respec({
+      ...noBaseSpec(),
+      policy: { mode: "Apply", baseConfigMapRef: { namespace: "tailnet-system", name: "tailnet-home-base" } },
+    });
+    await settleStable(h);
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.equal(h.fake.policyWrites, 1);
+    const stored = JSON.parse(h.fake.state.policies.at(-1)?.text ?? "{}") as Record<string, unknown>;
+    assert.deepEqual(
+      stored.acls,
+      [{ action: "accept", src: ["group:eng"], dst: ["nas:445"] }],
+      "the hand-written rule stays",
+    );
+    assert.deepEqual(stored.hosts, { nas: "192.168.1.10" });
+    assert.ok(!h.children().includes("ConfigMap tailnet-system/tailnet-home-live-policy"), "dropped once adopted");
+    assert.deepEqual(h.events.events, [], "adoption is no drift");
+  });
+
+  it("spec.policy.replaceLivePolicy: true replaces it", async (t) => {
+    const h = await adopt(t, { replaceLivePolicy: true });
+    h.mc.apply(ingress("grafana", "monitoring", { allowFrom: ["autogroup:member"] }));
+    await settleStable(h);
+    assert.equal(h.fake.policyWrites, 1);
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.equal(JSON.parse(h.fake.state.policies.at(-1)?.text ?? "{}").acls, undefined, "replaced, as asked");
+  });
+
+  it("a fresh Apply Tailnet with no workloads reads as nothing to do, not as a refusal", async (t) => {
+    const h = await harness(t, {
+      fake: { policy: HAND },
+      spec: noBaseSpec(),
+      objects: (fake) => [apiKeySecret(fake.apiKey)],
+    });
+    await settleStable(h);
+    assert.equal(h.reason("PolicyRendered"), "PolicyEmpty");
+    assert.match(h.condition("PolicyRendered").message, /^nothing to render yet: /);
+    assert.equal(h.reason("PolicyApplied"), "NothingToApply");
+    assert.equal(putCount(h), 0);
+  });
+});
+
 describe("Tailnet e2e: writes", () => {
   it("PUT refused by Headscale: PolicyRejected with its message, counted, retried only after backoff", async (t) => {
     let fakeUrl = "";
