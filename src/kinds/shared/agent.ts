@@ -88,8 +88,16 @@ export function agentConfigMap(
   };
 }
 
-/** Where tailscaled keeps its state (TS_STATE_DIR): an emptyDir, which lives as long as the pod. */
+/** Where the state emptyDir is mounted; it lives as long as the pod. */
 export const TAILSCALE_STATE_DIR = "/var/lib/tailscale";
+/**
+ * TS_STATE_DIR: a folder tailscaled makes inside the emptyDir. A state folder named "tailscale" must
+ * be mode 0700 and tailscaled chmods it (paths/paths_unix.go ensureStateDirPermsUnix), which a
+ * non-root container cannot do to the kubelet's root-owned emptyDir ("creating state directory:
+ * chmod /var/lib/tailscale: operation not permitted", then no state store and no login — seen with
+ * the real tailscaled in test/real); a folder it creates itself is its own.
+ */
+export const TAILSCALE_STATE_SUBDIR = `${TAILSCALE_STATE_DIR}/state`;
 /** Where the kubelet would mount the service-account files (kube/kubeclient/client.go saPath). */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 /** Key of the Headscale CA in the pod's ConfigMap (from the Tailnet's caSecretRef). */
@@ -112,7 +120,7 @@ export function tailscaleRuntimeEnv(r: TailscaleRuntimeInputs): Record<string, u
   const env: Record<string, unknown>[] = [
     { name: "TS_AUTH_ONCE", value: "true" },
     { name: "TS_KUBE_SECRET", value: "" },
-    { name: "TS_STATE_DIR", value: TAILSCALE_STATE_DIR },
+    { name: "TS_STATE_DIR", value: TAILSCALE_STATE_SUBDIR },
   ];
   // tailscaled uploads its logs to log.tailscale.com unless told not to (envknob NoLogsNoSupport)
   if (r.noLogsNoSupport) env.push({ name: "TS_NO_LOGS_NO_SUPPORT", value: "true" });

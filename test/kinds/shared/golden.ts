@@ -55,7 +55,7 @@ export function expectedRuntimeEnv(o: { noLogsNoSupport?: boolean; caFile?: stri
   return [
     { name: "TS_AUTH_ONCE", value: "true" },
     { name: "TS_KUBE_SECRET", value: "" },
-    { name: "TS_STATE_DIR", value: "/var/lib/tailscale" },
+    { name: "TS_STATE_DIR", value: "/var/lib/tailscale/state" },
     ...(o.noLogsNoSupport === false ? [] : [{ name: "TS_NO_LOGS_NO_SUPPORT", value: "true" }]),
     ...(o.caFile ? [{ name: "SSL_CERT_FILE", value: o.caFile }] : []),
   ];
