@@ -56,6 +56,7 @@ const IMPLEMENTED = [
   /autogroup:danger-all as a dst|app grants with autogroup:internet|capability name must/,
   /^parsing policy: invalid dst ".*"$/,
   /test\(s\) failed/,
+  /checkPeriod .* (must be a positive duration|is above the max)|time: invalid duration/,
 ];
 
 describe("verdicts of the real Headscale 0.29.2 (real-verdicts.json)", () => {

@@ -162,6 +162,11 @@ function unmarshalProblem(doc: Json, version: FakeVersion): string | undefined {
         // ACL entries drop "#" keys before decoding (kept for headscale-admin; types.go ACL.UnmarshalJSON).
         if (name === "acls" && member.startsWith("#")) continue;
         if (!shape.includes(member.toLowerCase())) return unknown(member);
+        if (name === "ssh" && member.toLowerCase() === "checkperiod" && typeof v === "string" && v !== "always") {
+          if (goDurationNs(v) === undefined) {
+            return `parsing policy from bytes: json: cannot unmarshal JSON string into Go v2.SSHCheckPeriod within "/${key}/${i}/${member}": time: invalid duration "${v}"`;
+          }
+        }
         if (member.toLowerCase() !== "action" || typeof v !== "string") continue;
         const action = v.trim();
         const at = `within "/${key}/${i}/${member}"`;
@@ -312,6 +317,17 @@ function validate(doc: Json): string[] {
       } else if (kind === "tag") tag(dst);
       else if (kind === "host") problems.push(`invalid dst "${dst}"`);
     }
+    const period = field(rule, "checkPeriod");
+    if (typeof period === "string") {
+      const action = typeof raw === "string" ? raw.trim() : raw;
+      const ns = period === "always" ? 0 : goDurationNs(period);
+      if (action !== "check") problems.push('checkPeriod is only valid with action "check"');
+      else if (ns !== undefined && ns < 0)
+        problems.push(`checkPeriod ${goDurationString(ns)} must be a positive duration`);
+      else if (ns !== undefined && ns > CHECK_PERIOD_MAX_NS) {
+        problems.push(`checkPeriod ${goDurationString(ns)} is above the max (168h)`);
+      }
+    }
   }
 
   for (const grant of objectList(field(doc, "grants"))) {
@@ -405,6 +421,46 @@ function validate(doc: Json): string[] {
   const testProblems = staticTestProblems(doc, hosts);
   if (testProblems.length > 0) problems.push(`test(s) failed:\n${multiErr(testProblems)}`);
   return problems;
+}
+
+// ---- Go durations (time.ParseDuration / Duration.String), for SSH checkPeriod ----
+
+const CHECK_PERIOD_MAX_NS = 168 * 3600 * 1e9;
+const UNIT_NS: Record<string, number> = { ns: 1, us: 1e3, µs: 1e3, μs: 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
+
+/** Nanoseconds of a Go duration text; undefined where time.ParseDuration fails. */
+function goDurationNs(text: string): number | undefined {
+  if (text === "0") return 0;
+  const m = /^([-+]?)((?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+)$/.exec(text);
+  if (!m) return undefined;
+  let total = 0;
+  for (const part of m[2].matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) {
+    total += Number(part[1]) * UNIT_NS[part[2]];
+  }
+  return m[1] === "-" ? -total : total;
+}
+
+/** Go's Duration.String for the values policies use ("168h0m1s", "-1m0s", "500ms"). */
+function goDurationString(ns: number): string {
+  if (ns === 0) return "0s";
+  const sign = ns < 0 ? "-" : "";
+  const abs = Math.abs(ns);
+  if (abs < 1e9) {
+    for (const [unit, size] of [
+      ["ms", 1e6],
+      ["µs", 1e3],
+    ] as const) {
+      if (abs >= size) return `${sign}${abs / size}${unit}`;
+    }
+    return `${sign}${abs}ns`;
+  }
+  const h = Math.floor(abs / 3600e9);
+  const m = Math.floor((abs % 3600e9) / 60e9);
+  const sec = (abs % 60e9) / 1e9;
+  const secs = `${Number(sec.toFixed(9))}s`;
+  if (h > 0) return `${sign}${h}h${m}m${secs}`;
+  if (m > 0) return `${sign}${m}m${secs}`;
+  return `${sign}${secs}`;
 }
 
 // ---- tests (test.go) ----
