@@ -8,9 +8,16 @@
  * The test process is the operator's "pod": it reaches Headscale over the bridge (net.rootIp), the
  * only address outside loopback it ever dials.
  */
+import { execFile } from "node:child_process";
+import { createSocket } from "node:dgram";
+import type { Socket } from "node:net";
+import { promisify } from "node:util";
 import { SocksClient } from "socks";
+import type { HookKind } from "../../src/api/schemas.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
+import { kindModules } from "../../src/kinds/index.js";
 import { b64 } from "../../src/kinds/shared/secrets.js";
+import type { HookRequest, KindModule } from "../../src/kinds/types.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";
 import { memoryEventRecorder } from "../../src/server/events.js";
 import { FakeMetacontroller } from "../fakes/metacontroller.js";
@@ -20,6 +27,8 @@ import { BASE_DOMAIN } from "./headscale.js";
 import type { Peer } from "./peers.js";
 import { BASE_POLICY, type RealWorld } from "./world.js";
 
+const run = promisify(execFile);
+
 export const API = "tailnet.internal/v1alpha1";
 export const OPS = "tailnet-system";
 
@@ -28,6 +37,25 @@ type Cond = { type: string; status: string; reason: string; message: string };
 export interface RealOperatorOptions {
   /** Shallow overrides of the Tailnet's spec. */
   tailnet?: Record<string, unknown>;
+  /**
+   * Kinds whose objects are data only here: their hooks keep the status and return no children
+   * (e.g. a TailnetEgress a gateway's derived zone reads, without running its agent pod).
+   */
+  stubKinds?: HookKind[];
+}
+
+function stubKind(hookKind: HookKind): KindModule {
+  const keep = (req: HookRequest) => ({
+    status: { ...((req.parent.status as Record<string, unknown>) ?? {}) },
+    children: [],
+  });
+  return {
+    hookKind,
+    customize: () => [],
+    sync: async (req) => keep(req),
+    finalize: async () => ({ status: {}, children: [], finalized: true }),
+    invalid: (req) => keep(req),
+  };
 }
 
 /** The Tailnet spec the scenarios share (Apply mode, base policy, CA, the world's base domain). */
@@ -54,7 +82,9 @@ export async function startOperator(world: RealWorld, opts: RealOperatorOptions 
   cleanups.push(() => views.close());
   const metrics = createOperatorMetrics({ defaultMetrics: false });
   const events = memoryEventRecorder();
-  const { app, logs } = await build(ctx, { server: { deps: { views, metrics, events } } });
+  const kinds = new Map<HookKind, KindModule>(kindModules);
+  for (const k of opts.stubKinds ?? []) kinds.set(k, stubKind(k));
+  const { app, logs } = await build(ctx, { server: { kinds, deps: { views, metrics, events } } });
   const mc = new FakeMetacontroller({ app });
   mc.apply({
     apiVersion: "v1",
@@ -156,5 +186,139 @@ export async function socksEcho(peer: Peer, host: string, port: number, msg = "p
     });
   } catch (err) {
     return `error: ${(err as Error).message}`;
+  }
+}
+
+/** A DNS A query (RD set) for `name`, id fixed. */
+function dnsQuery(name: string): Buffer {
+  const labels = name.replace(/\.$/, "").split(".");
+  const q = Buffer.concat([
+    ...labels.map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l, "latin1")])),
+    Buffer.from([0, 0, 1, 0, 1]), // root, type A, class IN
+  ]);
+  const header = Buffer.from([0x4a, 0x11, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
+  return Buffer.concat([header, q]);
+}
+
+/** Skips a (possibly compressed) name; returns the offset after it. */
+function skipName(msg: Buffer, off: number): number {
+  while (off < msg.length) {
+    const len = msg[off];
+    if (len === 0) return off + 1;
+    if ((len & 0xc0) === 0xc0) return off + 2;
+    off += 1 + len;
+  }
+  throw new Error("truncated DNS name");
+}
+
+export interface DnsAnswer {
+  rcode: number;
+  /** A records of the answer section, in order. */
+  a: string[];
+}
+
+export function parseDnsAnswer(msg: Buffer): DnsAnswer {
+  if (msg.length < 12) throw new Error(`DNS answer of ${msg.length} bytes`);
+  const rcode = msg[3] & 0x0f;
+  const qd = msg.readUInt16BE(4);
+  const an = msg.readUInt16BE(6);
+  let off = 12;
+  for (let i = 0; i < qd; i++) off = skipName(msg, off) + 4;
+  const a: string[] = [];
+  for (let i = 0; i < an; i++) {
+    off = skipName(msg, off);
+    const type = msg.readUInt16BE(off);
+    const rdlen = msg.readUInt16BE(off + 8);
+    off += 10;
+    if (type === 1 && rdlen === 4) a.push([...msg.subarray(off, off + 4)].join("."));
+    off += rdlen;
+  }
+  return { rcode, a };
+}
+
+/**
+ * Resolves `name` (A) with the DNS server at server:53 over UDP, through a peer's tailscaled SOCKS5
+ * server (UDP ASSOCIATE, net/socks5 in tailscale): the datagrams travel the tailnet as the peer's own
+ * would. Returns the answer, or "error: …".
+ */
+export async function socksDns(
+  peer: Peer,
+  server: string,
+  name: string,
+  timeoutMs = 5000,
+): Promise<DnsAnswer | string> {
+  let control: Socket | undefined;
+  const udp = createSocket("udp4");
+  let retry: NodeJS.Timeout | undefined;
+  try {
+    // createConnection() does CONNECT only; UDP ASSOCIATE goes through the event API.
+    const info = await new Promise<{ socket: Socket; remoteHost?: { host: string; port: number } }>(
+      (resolve, reject) => {
+        const client = new SocksClient({
+          proxy: { host: peer.socks5.host, port: peer.socks5.port, type: 5 },
+          command: "associate",
+          destination: { host: "0.0.0.0", port: 0 },
+          timeout: 5000,
+        });
+        client.on("established", resolve);
+        client.on("error", reject);
+        client.connect();
+      },
+    );
+    const socket = info.socket;
+    control = socket;
+    socket.on("error", () => undefined);
+    const relay = info.remoteHost;
+    if (!relay) return "error: no UDP relay address from the SOCKS5 server";
+    // tailscaled answers with the address it listens on; 0.0.0.0 would mean "the server's address"
+    const relayHost = relay.host === "0.0.0.0" ? peer.socks5.host : relay.host;
+    const frame = SocksClient.createUDPFrame({ remoteHost: { host: server, port: 53 }, data: dnsQuery(name) });
+    return await new Promise<DnsAnswer | string>((resolve) => {
+      const timer = setTimeout(() => resolve(`error: no DNS answer within ${timeoutMs} ms`), timeoutMs);
+      udp.on("message", (msg) => {
+        clearTimeout(timer);
+        try {
+          resolve(parseDnsAnswer(SocksClient.parseUDPFrame(msg).data));
+        } catch (err) {
+          resolve(`error: ${(err as Error).message}`);
+        }
+      });
+      udp.on("error", (err) => {
+        clearTimeout(timer);
+        resolve(`error: ${err.message}`);
+      });
+      // one retry: the first datagram may be spent while the peer's WireGuard session comes up
+      udp.send(frame, relay.port, relayHost);
+      retry = setTimeout(() => udp.send(frame, relay.port, relayHost), Math.min(2000, timeoutMs / 2));
+    });
+  } catch (err) {
+    return `error: ${(err as Error).message}`;
+  } finally {
+    clearTimeout(retry);
+    udp.close();
+    control?.destroy();
+  }
+}
+
+/**
+ * Runs `fn` while `prefixes` fail fast inside a peer's own namespace (an `unreachable` route:
+ * EHOSTUNREACH), then removes the routes again (TestNet's containment check allows no other routes
+ * than its own). A tailscaled with no tailnet route for an address falls back to the host's own
+ * network for a SOCKS5 dial (net/tsdial); in our namespaces that dial finds no route and counts as a
+ * containment breach (Ip OutNoRoutes), although the address is one of our own namespaces' (a refusal
+ * check is exactly that dial). With the route the fallback fails the same way, uncounted, for these
+ * prefixes only. The tailnet path (netstack) never uses it. (Subnets made by TestNet.addSubnet get
+ * such routes from TestNet itself.)
+ */
+export async function withUnreachable<T>(peer: Peer, prefixes: string[], fn: () => Promise<T>): Promise<T> {
+  const added: string[] = [];
+  try {
+    for (const p of prefixes) {
+      await run("/usr/sbin/ip", ["-n", peer.host.netns, "route", "add", "unreachable", p]);
+      added.push(p);
+    }
+    return await fn();
+  } finally {
+    for (const p of added) await run("/usr/sbin/ip", ["-n", peer.host.netns, "route", "del", "unreachable", p]);
   }
 }
