@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { type Command, InputError, packageVersion, parseCommand, UsageError, usageHint } from "../args.js";
-import { PROBE_POLICY } from "../headscale/capabilities.js";
+import { isEmptyDatabasePolicy, PROBE_POLICY } from "../headscale/capabilities.js";
 import { createHeadscaleClient } from "../headscale/client.js";
 import { HeadscaleError } from "../headscale/errors.js";
 import type { HeadscaleSnapshot } from "./snapshot.js";
@@ -38,7 +38,8 @@ export async function fetchSnapshot(opts: {
     try {
       policy = await client.policy.get();
     } catch (e) {
-      if (!(e instanceof HeadscaleError && /acl policy not found|loading ACL from database/i.test(e.detail))) throw e;
+      // Only "acl policy not found" means none is stored; any other database error has the same prefix.
+      if (!isEmptyDatabasePolicy(e)) throw e;
     }
     let version: HeadscaleSnapshot["version"] = "0.29";
     try {

@@ -1,5 +1,6 @@
 // `render --headscale` gives the same adoption verdict as the cluster: a Tailnet in Apply without a base
-// policy, on a Headscale holding a hand-written policy, is AdoptionRefused (and exits 1).
+// policy, on a Headscale holding a hand-written policy, is AdoptionRefused (and exits 1). The snapshot it
+// renders against never takes a database error for "no policy stored".
 import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -45,4 +46,14 @@ it("render: no base and a hand-written live policy is AdoptionRefused, with what
   assert.match(out, /dropping 1 acl rule, groups group:eng; to keep it, export it into a base/);
   assert.match(out, /name: tailnet-home-live-policy/);
   assert.equal(fake.writes().length, 0, "render never writes");
+});
+
+it("snapshot: a database error reading the policy fails the snapshot, 'acl policy not found' is no policy", async (t) => {
+  const fake = await useFakeHeadscale(t, {});
+  assert.equal((await fetchSnapshot({ url: fake.url, apiKey: fake.apiKey })).policy, null);
+  await fake.fault({ kind: "databaseError", path: /^\/api\/v1\/policy$/ });
+  await assert.rejects(
+    fetchSnapshot({ url: fake.url, apiKey: fake.apiKey }),
+    /loading ACL from database: database is locked/,
+  );
 });
