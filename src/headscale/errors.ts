@@ -60,6 +60,8 @@ function formatMessage(init: HeadscaleErrorInit): string {
   return `${head} ${init.detail}`;
 }
 
+const NODE_GONE = /node no longer exists in NodeStore/i;
+
 // Ordered: the first match wins. Policy rejections often contain "not found" ("src=tag not found: ..."), so the
 // policy patterns must come before the generic ones.
 const MESSAGE_RULES: ReadonlyArray<[RegExp, HeadscaleErrorClassification]> = [
@@ -71,6 +73,9 @@ const MESSAGE_RULES: ReadonlyArray<[RegExp, HeadscaleErrorClassification]> = [
   ],
   [/UNIQUE constraint|duplicate key/i, "duplicate"],
   [/not found/i, "notFound"],
+  // 0.29's state.ErrNodeNotInNodeStore (hscontrol/state/state.go): expire, approve_routes on a node that
+  // is gone (code 2 and 3 respectively, seen against the real server in test/real/headscale.test.ts).
+  [NODE_GONE, "notFound"],
 ];
 
 /** Classifies by message substrings alone; "other" when nothing is recognised. */
@@ -91,6 +96,7 @@ export function classifyRpcStatus(grpcCode: number | undefined, message: string)
     case 6:
       return "duplicate";
     case 3:
+      if (NODE_GONE.test(message)) return "notFound";
       // policy/check answers code 3 "parsing policy: ..."; keep that more specific class.
       return byMessage === "policyInvalid" || byMessage === "policyFileMode" ? byMessage : "invalidArgument";
     default:

@@ -43,6 +43,18 @@ describe("rpcStatus dialect (≤0.29)", () => {
       want: "policyInvalid",
     },
     { name: "node not found by code", code: 5, message: "node not found", want: "notFound" },
+    {
+      name: "node gone on expire (0.29, plain error)",
+      code: 2,
+      message: "node no longer exists in NodeStore: 999",
+      want: "notFound",
+    },
+    {
+      name: "node gone on approve_routes (0.29, code 3)",
+      code: 3,
+      message: "node no longer exists in NodeStore: 999",
+      want: "notFound",
+    },
     { name: "user not found as plain error", code: 2, message: "user not found", want: "notFound" },
     {
       name: "empty policy table",

@@ -140,6 +140,25 @@ describe("the fake Headscale answers as the real 0.29.2", { concurrency: false }
     await same({ method: "GET", path: "/api/v1/policy", template: "/api/v1/policy" });
   });
 
+  it("every other call the operator makes: on nodes that do not exist, and on keys", async () => {
+    await same({ method: "GET", path: "/api/v1/health", template: "/api/v1/health" });
+    await same({ method: "DELETE", path: "/api/v1/node/999", template: "/api/v1/node/{nodeId}" });
+    await same({ method: "POST", path: "/api/v1/node/999/expire", template: "/api/v1/node/{nodeId}/expire", body: {} });
+    await same({
+      method: "POST",
+      path: "/api/v1/node/999/tags",
+      template: "/api/v1/node/{nodeId}/tags",
+      body: { tags: ["tag:db"] },
+    });
+    await same({ method: "GET", path: "/api/v1/preauthkey", template: "/api/v1/preauthkey" });
+    await same({
+      method: "POST",
+      path: "/api/v1/preauthkey/expire",
+      template: "/api/v1/preauthkey/expire",
+      body: { id: "999" },
+    });
+  });
+
   it("tagged pre-auth keys, and route approval on a node that does not exist", async () => {
     const expiration = new Date(Date.now() + 3600_000).toISOString();
     await same({
@@ -148,6 +167,14 @@ describe("the fake Headscale answers as the real 0.29.2", { concurrency: false }
       template: "/api/v1/preauthkey",
       body: { aclTags: ["tag:db"], expiration },
     });
+    await same({ method: "GET", path: "/api/v1/preauthkey", template: "/api/v1/preauthkey" });
+    await same({
+      method: "POST",
+      path: "/api/v1/preauthkey/expire",
+      template: "/api/v1/preauthkey/expire",
+      body: { id: "1" },
+    });
+    await same({ method: "GET", path: "/api/v1/preauthkey", template: "/api/v1/preauthkey" });
     await same({
       method: "POST",
       path: "/api/v1/node/999/approve_routes",

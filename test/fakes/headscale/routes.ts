@@ -117,7 +117,8 @@ export const ROUTES: FakeRoute[] = [
     template: "/api/v1/node/{nodeId}/expire",
     handle: ({ state, params, now }) => {
       const node = state.nodes.get(params.nodeId);
-      if (!node) return NODE_NOT_FOUND();
+      // Real 0.29.2 (test/real/headscale.test.ts): a plain error, so 500 with gRPC code 2.
+      if (!node) return rpcError(500, 2, `node no longer exists in NodeStore: ${params.nodeId}`);
       node.expiry = now();
       return ok({ node: state.nodeJson(node) });
     },
