@@ -189,7 +189,9 @@ describe("TailnetEgress on the real tailnet", { timeout: 900_000, concurrency: f
       const pod = pods.podsOf(NS, "stray-agent")[0];
       const targets = (op.mc.get(API, "TailnetEgress", "stray", NS)?.status as { targets?: { reason?: string }[] })
         ?.targets;
-      return !!pod?.ready && cond("stray", "Registered")?.status === "True" && !!targets?.[0]?.reason;
+      // judged: a reason other than ProbeFailed (the agent's first probe round may not have run yet)
+      const reason = targets?.[0]?.reason;
+      return !!pod?.ready && cond("stray", "Registered")?.status === "True" && !!reason && reason !== "ProbeFailed";
     });
     const status = op.mc.get(API, "TailnetEgress", "stray", NS)?.status as {
       targets: { name: string; reason: string }[];

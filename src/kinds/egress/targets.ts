@@ -60,6 +60,16 @@ export function scrapeablePods(pods: readonly K8sObject[]): K8sObject[] {
   );
 }
 
+/** The status of the Pod's Ready condition ("True", "False"), undefined when it has none. */
+function podReadyStatus(pod: K8sObject): string | undefined {
+  const conditions = (pod.status as { conditions?: unknown } | undefined)?.conditions;
+  if (!Array.isArray(conditions)) return undefined;
+  const ready = conditions.find((c: { type?: unknown } | null) => c?.type === "Ready") as
+    | { status?: unknown }
+    | undefined;
+  return typeof ready?.status === "string" ? ready.status : undefined;
+}
+
 /** Folds the scrape results into one observation: every pod answered and is ready, or ProbeFailed. */
 export function agentObservation(pods: readonly K8sObject[], results: readonly ScrapeResult[]): AgentObservation {
   if (pods.length === 0) {
@@ -71,6 +81,17 @@ export function agentObservation(pods: readonly K8sObject[], results: readonly S
     return {
       ok: false,
       message: `agent pod ${listNames(failed)} not scraped: the pod is down or a NetworkPolicy blocks TCP 9080 from the operator`,
+    };
+  }
+  // A Running pod the kubelet reports not Ready (a container down or restarting, a failing probe) is
+  // no endpoint of the target Services, whatever its agent's last /status says: the agent probes on
+  // a timer, so after its tailscaled died it still answers "ready" for up to a probe interval (seen
+  // in test/real/egress.test.ts with the tailscale container restarting).
+  const unready = pods.filter((p) => podReadyStatus(p) === "False").map((p) => p.metadata.name);
+  if (unready.length) {
+    return {
+      ok: false,
+      message: `agent pod ${listNames(unready.sort())} is not Ready (a container is down or fails its readiness probe), so the target Services have no endpoint there`,
     };
   }
   const agents = sorted.flatMap((r) => (r.ok ? [{ pod: r.pod, status: r.status }] : []));

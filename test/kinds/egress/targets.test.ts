@@ -320,6 +320,30 @@ describe("agentObservation", () => {
     });
   });
 
+  it("a pod the kubelet reports not Ready is no endpoint, whatever its agent's last /status says", () => {
+    const unready: K8sObject = {
+      ...pod("db-agent-0"),
+      status: { phase: "Running", conditions: [{ type: "Ready", status: "False" }] },
+    };
+    const readyPod: K8sObject = {
+      ...pod("db-agent-1"),
+      status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+    };
+    const got = agentObservation(
+      [readyPod, unready],
+      [
+        { ok: true, pod: "db-agent-0", status: agentStatus({}) },
+        { ok: true, pod: "db-agent-1", status: agentStatus({}) },
+      ],
+    );
+    assert.deepEqual(got, {
+      ok: false,
+      message:
+        "agent pod db-agent-0 is not Ready (a container is down or fails its readiness probe), so the target Services have no endpoint there",
+    });
+    assert.ok(agentObservation([readyPod], [{ ok: true, pod: "db-agent-1", status: agentStatus({}) }]).ok);
+  });
+
   it("all answered: sorted by pod", () => {
     const got = agentObservation(
       [pod("b"), pod("a")],
