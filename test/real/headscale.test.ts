@@ -223,4 +223,82 @@ describe("the fake Headscale answers as the real 0.29.2", { concurrency: false }
       fake.setDatabaseDown(false);
     }
   });
+
+  it("registered nodes — tagged with an advertised route, and a user's — look the same, before and after approval", async () => {
+    const pol = policy({ tagOwners: { "tag:router": ["carol@"] }, acls: [accept] });
+    await same({ method: "PUT", path: "/api/v1/policy", template: "/api/v1/policy", body: pol });
+    await hs.userId("carol");
+    const carolFake = fake.addUser({ name: "carol" });
+    const expiration = new Date(Date.now() + 3600_000).toISOString();
+    const fakeKey = async (body: Record<string, unknown>) => {
+      const r = await call(fake.url, fake.apiKey, "POST", "/api/v1/preauthkey", { ...body, expiration });
+      return (r.body as { preAuthKey: { key: string } }).preAuthKey.key;
+    };
+    await startPeer(net, hs, "rtr", { tags: ["tag:router"], advertiseRoutes: ["192.168.20.0/24"] });
+    await startPeer(net, hs, "lap", { user: "carol" });
+    fake.registerWithKey(await fakeKey({ aclTags: ["tag:router"] }), {
+      name: "rtr",
+      availableRoutes: ["192.168.20.0/24"],
+    });
+    fake.registerWithKey(await fakeKey({ user: String(carolFake.id) }), { name: "lap" });
+
+    type Node = Record<string, unknown> & { id: string; name: string };
+    /** What the operator reads of a node; ids, keys, addresses and times are the servers' own. */
+    const shape = (n: Node) => {
+      const user = n.user as { name: string } | null;
+      const key = n.preAuthKey as {
+        aclTags: string[];
+        used: boolean;
+        reusable: boolean;
+        user: { name: string } | null;
+      } | null;
+      return {
+        fields: Object.keys(n).sort(),
+        name: n.name,
+        givenName: n.givenName,
+        user: user ? user.name : null,
+        tags: n.tags,
+        registerMethod: n.registerMethod,
+        online: n.online,
+        approvedRoutes: n.approvedRoutes,
+        availableRoutes: n.availableRoutes,
+        subnetRoutes: n.subnetRoutes,
+        preAuthKey: key && {
+          aclTags: key.aclTags,
+          used: key.used,
+          reusable: key.reusable,
+          user: key.user?.name ?? null,
+        },
+      };
+    };
+    const nodes = async (base: string, key: string) => {
+      const r = await call(base, key, "GET", "/api/v1/node");
+      assert.equal(r.status, 200);
+      if (base === hs.url) assert.equal(contract.check("GET", "/api/v1/node", 200, r.body), null);
+      return new Map((r.body as { nodes: Node[] }).nodes.map((n) => [n.name, n]));
+    };
+    const compare = async (label: string) => {
+      const real = await nodes(hs.url, hs.apiKey);
+      const faked = await nodes(fake.url, fake.apiKey);
+      for (const name of ["rtr", "lap"]) {
+        const r = real.get(name);
+        const f = faked.get(name);
+        assert.ok(r && f, `${name} on both`);
+        assert.deepEqual(shape(f), shape(r), `fake vs real, ${label}: node ${name}`);
+      }
+      return { real, faked };
+    };
+    const { real, faked } = await compare("registered");
+    const approve = { routes: ["192.168.20.0/24"] };
+    const path = (id: string) => `/api/v1/node/${id}/approve_routes`;
+    const ra = await call(hs.url, hs.apiKey, "POST", path(real.get("rtr")?.id ?? ""), approve);
+    const fa = await call(fake.url, fake.apiKey, "POST", path(faked.get("rtr")?.id ?? ""), approve);
+    assert.equal(contract.check("POST", "/api/v1/node/{nodeId}/approve_routes", ra.status, ra.body), null);
+    assert.deepEqual(
+      shape((fa.body as { node: Node }).node),
+      shape((ra.body as { node: Node }).node),
+      "approve_routes answer",
+    );
+    await compare("approved");
+  });
 });
