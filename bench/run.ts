@@ -4,9 +4,11 @@
  */
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
+import { requireBins } from "../test/real/bins.js";
 import { agentRows, benchAgent } from "./agent.js";
 import { benchHooks } from "./hooks.js";
 import { benchPolicy } from "./policy.js";
+import { benchReal, realRows } from "./real.js";
 import { benchTailnetDecide } from "./tailnet.js";
 import { benchTailnetScale, scaleRows } from "./tailnet-scale.js";
 
@@ -57,6 +59,23 @@ rows.push(...scaleRows(scale));
 const agent = await benchAgent({ seconds, rounds: Number(process.env.BENCH_ROUNDS ?? 3) });
 results.agent = agent;
 rows.push(...agentRows(agent));
+
+// The real data path: the operator's own pods on real tailscaled/WireGuard/Headscale (bench/real.ts).
+// Needs root and scripts/real-deps.sh; without them the row says what is missing (never a silent skip).
+let missing: string | undefined;
+try {
+  requireBins();
+} catch (err) {
+  missing = (err as Error).message;
+}
+if (missing) {
+  results.real = { notMeasured: missing };
+  rows.push(["real data path", `not measured: ${missing}`]);
+} else {
+  const real = await benchReal({ seconds, rounds: Number(process.env.BENCH_ROUNDS ?? 3) });
+  results.real = real;
+  rows.push(...realRows(real));
+}
 
 const width = Math.max(...rows.map((r) => r[0].length));
 console.log(`\n${"figure".padEnd(width)}  value`);
