@@ -146,7 +146,8 @@ export const TAILSCALE_RUNTIME_VOLUMES: readonly Record<string, unknown>[] = [
             items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }],
           },
         },
-        { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
+        // optional: a cluster that publishes no kube-root-ca.crt still starts the pod (v1.96+ needs none)
+        { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }], optional: true } },
       ],
     },
   },
