@@ -90,6 +90,20 @@ describe("decideIngress: status, children, resync", () => {
     );
   });
 
+  it("no pre-auth key: no Deployment (never a tailscale container without its key); a running one is kept", () => {
+    const none = decideIngress(input({ authKey: { error: "Headscale POST /api/v1/preauthkey: 500" } }));
+    assert.deepEqual(
+      none.children.map((c) => `${c.kind}/${c.metadata.name}`),
+      ["ServiceAccount/grafana-agent", "ConfigMap/grafana-agent", "NetworkPolicy/grafana-agent"],
+    );
+    const running = decideIngress(input()).children.find((c) => c.kind === "Deployment");
+    assert.ok(running);
+    const kept = decideIngress(
+      input({ children: [{ ...running, status: { readyReplicas: 1 } }], authKey: { error: "down" } }),
+    ).children.find((c) => c.kind === "Deployment");
+    assert.deepStrictEqual(kept, running, "the observed Deployment comes back as it is");
+  });
+
   it("resyncs while waiting on the outside world, at key rotation and at certificate expiry", () => {
     assert.equal(decideIngress(input({ nodes: ok([]) })).resyncAfterSeconds, 30);
     // healthy: the key reaches half-life at 18:00 (8 h after AT), before the certificate expires
