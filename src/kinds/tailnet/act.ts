@@ -4,13 +4,14 @@
  * on every resync: the backoff lives in memory per connection and policy hash, so a restart simply
  * retries at once. The Event for an overwritten drift is best effort.
  */
-import type { ConditionInput } from "../../conditions/condition.js";
+import { type ConditionInput, cond } from "../../conditions/condition.js";
+import { TailnetCondition as C, TailnetReason as R } from "../../conditions/reasons.js";
 import { asHeadscaleError } from "../../headscale/capabilities.js";
 import type { HeadscaleView } from "../../headscale/view.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { prettyPolicyText } from "../../policy/render.js";
 import type { EventRecorder } from "../types.js";
-import type { PendingFailure, PolicyWrite, WriteOutcome } from "./decide.js";
+import type { PendingFailure, PolicyWrite, TailnetDecision, WriteOutcome } from "./decide.js";
 
 const BACKOFF_FIRST_MS = 30_000;
 const BACKOFF_MAX_MS = 10 * 60_000;
@@ -79,6 +80,40 @@ export async function writePolicy(view: HeadscaleView, write: PolicyWrite): Prom
     if (error.classification === "policyFileMode") return { ok: false, error };
     return { ok: false, error, readback: await view.policy() };
   }
+}
+
+/** How soon a sync whose planned write was superseded (the live policy moved meanwhile) plans again. */
+export const SUPERSEDED_RESYNC_SECONDS = 5;
+
+/**
+ * The live policy read fresh (the view's cache dropped first) right before a PUT. Two replicas share no
+ * memory and Headscale v1 has no compare-and-swap, so the write is guarded by what Headscale holds now: the
+ * caller re-plans with this read and writes only if the live policy is still the one it planned against.
+ */
+export async function rereadPolicy(view: HeadscaleView) {
+  view.invalidate("policy");
+  return view.policy();
+}
+
+/**
+ * The write planned against `base` is not sent: the live policy moved to `now` (another replica wrote a newer
+ * render, or an administrator edited it) between the observation and the write. The next sync plans again
+ * from what is live then.
+ */
+export function supersededWrite(decision: TailnetDecision, base: string | null, now: string | null): TailnetDecision {
+  const { write: _dropped, ...rest } = decision;
+  const name = (h: string | null) => (h === null ? "no policy" : h);
+  const applied = cond(
+    C.PolicyApplied,
+    "Unknown",
+    R.ApplyFailed,
+    `not written: the live policy changed from ${name(base)} to ${name(now)} while this sync was planning (another operator replica or an administrator wrote it); the next sync plans again from it`,
+  );
+  return {
+    ...rest,
+    conditions: rest.conditions.map((c) => (c.type === C.PolicyApplied ? applied : c)),
+    resyncAfterSeconds: SUPERSEDED_RESYNC_SECONDS,
+  };
 }
 
 /** Event PolicyDriftOverwritten; never fails the sync. */

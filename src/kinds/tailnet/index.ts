@@ -11,9 +11,17 @@ import { prettyPolicyText } from "../../policy/render.js";
 import { assembleStatus, invalidSpecResult, previousStatus, resourceId } from "../common.js";
 import { tailnetRelated } from "../related.js";
 import type { FinalizeResult, HookDeps, HookRequest, KindModule, SyncResult } from "../types.js";
-import { clearFailures, pendingFailure, recordDrift, recordFailure, writePolicy } from "./act.js";
+import {
+  clearFailures,
+  pendingFailure,
+  recordDrift,
+  recordFailure,
+  rereadPolicy,
+  supersededWrite,
+  writePolicy,
+} from "./act.js";
 import { isDatabaseDown401, NO_CALL, oneLine } from "./conditions.js";
-import { decide, foldWrite, type TailnetDecision } from "./decide.js";
+import { decide, foldWrite, liveHash, type TailnetDecision } from "./decide.js";
 import { readInputs, tailnetSpecProblem } from "./inputs.js";
 import { publishTailnetMetrics, withdrawTailnetMetrics } from "./metrics.js";
 import { checkPolicy, type HeadscaleObservations, observeHeadscale } from "./observe.js";
@@ -51,15 +59,28 @@ async function sync(req: HookRequest, deps: HookDeps): Promise<SyncResult> {
         : await checkPolicy(view, EMPTY_PROBE_KEY, () => PROBE_POLICY, now));
   }
   const pending = view && render.ok ? pendingFailure(view, name, render.candidate.hash) : undefined;
-  let decision: TailnetDecision = decide({
-    parent: req.parent,
-    children: req.children,
-    inputs,
-    render,
-    observed: { hs, check, pendingFailure: pending },
-    operatorNamespace: deps.config.operatorNamespace,
-    now,
-  });
+  const plan = (observed: HeadscaleObservations | null) =>
+    decide({
+      parent: req.parent,
+      children: req.children,
+      inputs,
+      render,
+      observed: { hs: observed, check, pendingFailure: pending },
+      operatorNamespace: deps.config.operatorNamespace,
+      now,
+    });
+  let decision: TailnetDecision = plan(hs);
+
+  // Re-plan with the live policy read fresh just before a PUT (docs/architecture.md "Policy writes from several
+  // replicas"): another replica may have written this very render already (then this is InSync, no PUT), or a
+  // newer one (then this sync's inputs are older: no PUT of a stale render over it).
+  if (view && hs && decision.write) {
+    const base = liveHash(hs) ?? null;
+    const fresh = { ...hs, policy: await rereadPolicy(view) };
+    const moved = fresh.policy.ok ? (liveHash(fresh) ?? null) : base;
+    decision = plan(fresh);
+    if (decision.write && moved !== base) decision = supersededWrite(decision, base, moved);
+  }
 
   const write = decision.write;
   if (view && write) {

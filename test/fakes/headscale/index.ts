@@ -52,6 +52,8 @@ export interface FaultSpec {
   times?: number;
   /** Only requests whose path matches. Ignored for "refused". */
   path?: RegExp;
+  /** Only requests with this HTTP method (e.g. the PUT of /api/v1/policy, not the GET before it). */
+  method?: string;
   /** For "slow": delay before answering normally (default 1000). */
   delayMs?: number;
   /**
@@ -163,8 +165,11 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
     return reply.code(status).type("application/json").send(JSON.stringify(body));
   };
 
-  const takeFault = (path: string): ActiveFault | undefined => {
-    const fault = faults.find((f) => f.kind !== "refused" && f.remaining > 0 && (!f.path || f.path.test(path)));
+  const takeFault = (method: string, path: string): ActiveFault | undefined => {
+    const fault = faults.find(
+      (f) =>
+        f.kind !== "refused" && f.remaining > 0 && (!f.path || f.path.test(path)) && (!f.method || f.method === method),
+    );
     if (fault) fault.remaining--;
     return fault;
   };
@@ -221,7 +226,7 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
     requests.push(entry);
     logEntries.set(request, entry);
 
-    const fault = takeFault(path);
+    const fault = takeFault(request.method, path);
     if (fault && (await applyFault(fault, request, reply))) return reply;
     const databaseError = fault?.kind === "databaseError" ? (fault.message ?? SQLITE_BUSY) : undefined;
 

@@ -236,8 +236,8 @@ describe("Tailnet e2e: writes", () => {
     });
     h.mc.apply(ingress());
     await settleStable(h);
-    // The live policy is cached from the DryRun syncs, so the next request to this path is the PUT.
-    await h.fake.fault({ kind: "status", status: 500, path: /^\/api\/v1\/policy$/, times: 1 });
+    // The PUT fails; the fresh GET just before it answers.
+    await h.fake.fault({ kind: "status", status: 500, method: "PUT", path: /^\/api\/v1\/policy$/, times: 1 });
     h.respec({});
     await settleStable(h);
     assert.equal(h.reason("PolicyApplied"), "ApplyFailed");
@@ -265,8 +265,8 @@ describe("Tailnet e2e: writes", () => {
     });
     h.mc.apply(ingress());
     await settleStable(h);
-    // The live policy is cached from the DryRun syncs, so the next request to this path is the PUT.
-    await h.fake.fault({ kind: "databaseError", path: /^\/api\/v1\/policy$/, times: 1 });
+    // The PUT fails; the fresh GET just before it answers.
+    await h.fake.fault({ kind: "databaseError", method: "PUT", path: /^\/api\/v1\/policy$/, times: 1 });
     h.respec({});
     await settleStable(h);
     const rendered = (h.status().policy as Record<string, string>).renderedHash;
