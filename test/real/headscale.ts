@@ -283,6 +283,9 @@ taildrop:
     userId,
     logs: () => proc?.logs() ?? "(headscale not running)",
     requests: async () => {
+      // Headscale logs a request as its handler returns, just after the answer: let the line arrive.
+      await sleep(150);
+      await proc?.flush();
       // "INF http request bytes=18 elapsed=0.13 method=GET path=/health proto=HTTP/1.1 remote=… status=200"
       const out: { method: string; path: string; status: number }[] = [];
       for (const f of logFiles) {

@@ -61,6 +61,8 @@ export interface RealProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** The whole stdout+stderr so far, as written to the run's log folder. */
   logFile: string;
+  /** Resolves once everything the process printed so far is in logFile. */
+  flush(): Promise<void>;
 }
 
 export interface Host {
@@ -105,8 +107,16 @@ class Proc implements RealProcess {
     child.stderr?.on("data", onData);
   }
 
+  /** Appends in arrival order (concurrent appendFile calls could reorder chunks and split lines). */
+  private writing: Promise<void> = Promise.resolve();
+
+  /** Resolves once everything received so far is in the log file. */
+  flush(): Promise<void> {
+    return this.writing;
+  }
+
   private push(text: string) {
-    void appendFile(this.logFile, text).catch(() => undefined);
+    this.writing = this.writing.then(() => appendFile(this.logFile, text)).catch(() => undefined);
     const parts = (this.partial + text).split("\n");
     this.partial = parts.pop() ?? "";
     this.lines.push(...parts);
