@@ -37,6 +37,12 @@ export interface ScaleRow {
   p50ms: number;
   p99ms: number;
   peakRssMiB: number;
+  /** Mean time the server itself measured (fastify's elapsedTime: headers in → answer sent). */
+  serverMeanMs: number;
+  /** Headscale requests during the measured runs (the snapshot cache is shared for cacheTTLSeconds). */
+  headscaleCalls: number;
+  /** The server's CPU time per sync: what the sync costs whatever else runs on the machine. */
+  serverCpuMs: number;
   status: number;
 }
 export interface ScaleBench {
@@ -217,6 +223,12 @@ async function bundleServer(dir: string): Promise<string | undefined> {
   return outfile;
 }
 
+/** CPU seconds (user + system) the process has used, from /proc/<pid>/stat (clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 function peakRssMiB(pid: number): number {
   const m = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmHWM:\s+(\d+) kB$/m);
   return m ? Number(m[1]) / 1024 : Number.NaN;
@@ -284,7 +296,14 @@ export async function benchTailnetScale(sizes = SCALE_SIZES, runs = RUNS): Promi
         headersTimeout: 120_000,
       });
       try {
-        const post = async (body: string) => {
+        const serverSeconds = async () => {
+          const r = await pool.request({ path: "/metrics", method: "GET" });
+          const text = await r.body.text();
+          const val = (name: string) =>
+            Number(text.match(new RegExp(`^${name}\\{kind="tailnet",hook="sync"\\} (\\S+)$`, "m"))?.[1] ?? Number.NaN);
+          return { sum: val("tailnet_hook_duration_seconds_sum"), count: val("tailnet_hook_duration_seconds_count") };
+        };
+        const post = async (body: Buffer) => {
           const t0 = performance.now();
           const res = await pool.request({
             path: "/hooks/tailnet/sync",
@@ -297,11 +316,14 @@ export async function benchTailnetScale(sizes = SCALE_SIZES, runs = RUNS): Promi
         };
         // The first sync writes the policy; the measured ones are the steady-state resyncs that
         // follow (the parent carries the status of the previous answer, as Metacontroller sends it).
-        const first = await post(tailnetScaleBody(workloads, hs));
+        const first = await post(Buffer.from(tailnetScaleBody(workloads, hs)));
         const status =
           first.status === 200 ? (JSON.parse(first.text) as { status: Record<string, unknown> }).status : undefined;
-        const body = tailnetScaleBody(workloads, hs, status);
+        const body = Buffer.from(tailnetScaleBody(workloads, hs, status));
         const times: number[] = [];
+        const before = await serverSeconds();
+        const hsBefore = hs.requests.length;
+        const cpuBefore = cpuSeconds(server.pid as number);
         let code = first.status;
         for (let r = 0; r < runs && code === 200; r++) {
           const res = await post(body);
@@ -312,7 +334,9 @@ export async function benchTailnetScale(sizes = SCALE_SIZES, runs = RUNS): Promi
         if (first.status !== 200)
           console.error(`tailnet-scale ${workloads}: ${first.status} ${first.text.slice(0, 200)}`);
         times.sort((a, b) => a - b);
-        const bytes = Buffer.byteLength(body);
+        const after = await serverSeconds();
+        const cpu = cpuSeconds(server.pid as number) - cpuBefore;
+        const bytes = body.length;
         rows.push({
           workloads,
           bodyMiB: +(bytes / 2 ** 20).toFixed(1),
@@ -320,6 +344,9 @@ export async function benchTailnetScale(sizes = SCALE_SIZES, runs = RUNS): Promi
           p50ms: +quantile(times, 0.5).toFixed(0),
           p99ms: +quantile(times, 0.99).toFixed(0),
           peakRssMiB: +peakRssMiB(server.pid as number).toFixed(0),
+          serverMeanMs: +(((after.sum - before.sum) / (after.count - before.count)) * 1000).toFixed(0),
+          headscaleCalls: hs.requests.length - hsBefore,
+          serverCpuMs: +((cpu / times.length) * 1000).toFixed(0),
           status: code,
         });
       } finally {
@@ -350,7 +377,7 @@ export function scaleRows(r: ScaleBench): [string, string][] {
   const out: [string, string][] = r.rows.map((row) => [
     `Tailnet sync over HTTP, ${row.workloads} workloads (${row.bodyMiB} MiB, ${row.bytesPerWorkload} B each)`,
     row.status === 200
-      ? `p50 ${row.p50ms} ms, p99 ${row.p99ms} ms, peak RSS ${row.peakRssMiB} MiB`
+      ? `p50 ${row.p50ms} ms, p99 ${row.p99ms} ms (server: mean ${row.serverMeanMs} ms, CPU ${row.serverCpuMs} ms/sync, ${row.headscaleCalls} Headscale calls), peak RSS ${row.peakRssMiB} MiB`
       : `HTTP ${row.status} (peak RSS ${row.peakRssMiB} MiB)`,
   ]);
   out.push([

@@ -87,4 +87,10 @@ export interface KindModule {
   finalize(req: HookRequest, deps: HookDeps): Promise<FinalizeResult>;
   /** The answer for a parent whose spec is invalid: observed children unchanged, InvalidSpec condition. */
   invalid(req: HookRequest, message: string, deps: HookDeps): SyncResult;
+  /**
+   * Related groups (type keys) whose objects' `status` this kind never reads: the hook body parser
+   * drops them before JSON.parse (src/server/body.ts). A Tailnet sync carries every workload object
+   * of the cluster; their statuses are most of what is left after managedFields.
+   */
+  unreadRelatedStatus?: readonly string[];
 }

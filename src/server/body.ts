@@ -12,18 +12,8 @@
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
-const DROPPED_KEYS = ['"managedFields"', '"kubectl.kubernetes.io/last-applied-configuration"'].map((k) =>
-  Buffer.from(k),
-);
 
 const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
-
-/** True when the byte at `i` is preceded by an even number of backslashes (so not escaped). */
-function unescaped(buf: Buffer, i: number): boolean {
-  let n = 0;
-  for (let j = i - 1; j >= 0 && buf[j] === BACKSLASH; j--) n++;
-  return n % 2 === 0;
-}
 
 /**
  * Index just after the JSON value that starts at `i`, or -1 when it is not well formed enough to
@@ -59,67 +49,111 @@ function skipValue(buf: Buffer, i: number): number {
 }
 
 /**
- * Only invalid JSON can look malformed to dropBookkeeping (see there). Once parts were moved the
+ * Only invalid JSON can look malformed to dropUnread (see there). Once parts were moved the
  * original bytes are gone: then a body JSON.parse refuses, as it would have refused the original.
  */
 const malformed = (buf: Buffer, from: number) => (from === 0 ? buf : Buffer.from("{"));
 
+const MANAGED_FIELDS = Buffer.from("managedFields");
+const KUBECTL_LAST_APPLIED = Buffer.from("kubectl.kubernetes.io/last-applied-configuration");
+const STATUS = Buffer.from("status");
+const RELATED = "related";
+
+const keyIs = (buf: Buffer, start: number, end: number, key: Buffer) =>
+  end - start === key.length && buf.compare(key, 0, key.length, start, end) === 0;
+
 /**
- * The body without the members named in DROPPED_KEYS, wherever they appear as object keys; the
- * body unchanged when anything looks malformed (then JSON.parse reports it). In valid JSON an
- * unescaped `"managedFields"` followed by `:` is always a key: inside a string every quote is
- * escaped; and a key is always preceded by `{` or `,` and its value complete. Works in place:
- * `buf` is overwritten and the result is a view of it.
+ * The body without what no hook reads, in one pass over the bytes: every `managedFields` and
+ * `kubectl.kubernetes.io/last-applied-configuration` member wherever it appears as an object key,
+ * and, for the related groups named in `relatedStatus`, the `status` of each object. The body
+ * unchanged when anything looks malformed (then JSON.parse reports it). Works in place: `buf` is
+ * overwritten (kept parts move left) and the result is a view of it.
  */
-export function dropBookkeeping(buf: Buffer, keys: readonly Buffer[] = DROPPED_KEYS): Buffer {
-  // Compacts in place (the kept parts move left, Buffer#copy is a memmove): no second buffer.
+export function dropUnread(buf: Buffer, relatedStatus?: ReadonlySet<string>): Buffer {
+  const len = buf.length;
   let out = 0; // end of the compacted part
   let from = 0; // start of the part not yet moved
-  const move = (start: number) => {
-    if (out !== from) buf.copy(buf, out, from, start);
-    out += start - from;
-  };
-  const next = keys.map((k) => buf.indexOf(k));
-  for (;;) {
-    let which = -1;
-    for (let k = 0; k < next.length; k++) {
-      if (next[k] >= 0 && (which < 0 || next[k] < next[which])) which = k;
+  // open containers: 1 object, 2 array; ctx[d] = the key under which the container at depth d sits
+  // (kept for depths 2 and 3 only: `related` and the group's type key)
+  const stack: number[] = [];
+  const ctx: string[] = [];
+  let expectKey = false;
+  let j = 0;
+  while (j < len) {
+    const b = buf[j];
+    if (b === QUOTE) {
+      // a string: skip it byte by byte (escapes jump over the next byte)
+      let e = j + 1;
+      while (e < len && buf[e] !== QUOTE) e += buf[e] === BACKSLASH ? 2 : 1;
+      if (e >= len) return malformed(buf, from);
+      if (!expectKey) {
+        j = e + 1;
+        continue;
+      }
+      // an object key [j+1, e)
+      expectKey = false;
+      const depth = stack.length;
+      let colon = e + 1;
+      while (isSpace(buf[colon])) colon++;
+      if (buf[colon] !== 0x3a) return malformed(buf, from);
+      let value = colon + 1;
+      while (isSpace(buf[value])) value++;
+      const drop =
+        keyIs(buf, j + 1, e, MANAGED_FIELDS) ||
+        keyIs(buf, j + 1, e, KUBECTL_LAST_APPLIED) ||
+        (depth === 4 &&
+          relatedStatus !== undefined &&
+          ctx[2] === RELATED &&
+          relatedStatus.has(ctx[3]) &&
+          keyIs(buf, j + 1, e, STATUS));
+      if (!drop) {
+        if (depth === 1 || depth === 2) ctx[depth + 1] = buf.toString("latin1", j + 1, e);
+        j = value;
+        continue;
+      }
+      const end = skipValue(buf, value);
+      if (end < 0) return malformed(buf, from);
+      // remove the member with one of its commas: the preceding one, else (first member, or all
+      // members before it removed) the following one
+      let before = j - 1;
+      while (before >= from && isSpace(buf[before])) before--;
+      let start = j;
+      let stop = end;
+      if (before >= from && buf[before] === 0x2c) start = before;
+      else if (before < from || buf[before] === 0x7b) {
+        let after = end;
+        while (isSpace(buf[after])) after++;
+        if (buf[after] === 0x2c) {
+          stop = after + 1;
+          expectKey = true;
+        } else if (buf[after] !== 0x7d) return malformed(buf, from);
+      } else return malformed(buf, from);
+      if (out !== from) buf.copy(buf, out, from, start);
+      out += start - from;
+      from = stop;
+      j = stop;
+      continue;
     }
-    if (which < 0) break;
-    const at = next[which];
-    const key = keys[which];
-    next[which] = buf.indexOf(key, at + 1);
-    if (at < from || !unescaped(buf, at)) continue;
-    let colon = at + key.length;
-    while (isSpace(buf[colon])) colon++;
-    if (buf[colon] !== 0x3a) continue;
-    let value = colon + 1;
-    while (isSpace(buf[value])) value++;
-    const end = skipValue(buf, value);
-    if (end < 0) return malformed(buf, from);
-    // remove the member with one of its commas: the preceding one, else (first member, or all
-    // members before it removed) the following one
-    let before = at - 1;
-    while (before >= from && isSpace(buf[before])) before--;
-    let start = at;
-    let stop = end;
-    if (before >= from && buf[before] === 0x2c) start = before;
-    else if (before < from || buf[before] === 0x7b) {
-      let after = end;
-      while (isSpace(buf[after])) after++;
-      if (buf[after] === 0x2c) stop = after + 1;
-      else if (buf[after] !== 0x7d) return malformed(buf, from);
-    } else return malformed(buf, from);
-    move(start);
-    from = stop;
-    for (let k = 0; k < next.length; k++) {
-      while (next[k] >= 0 && next[k] < from) next[k] = buf.indexOf(keys[k], next[k] + 1);
-    }
+    if (b === 0x7b) {
+      stack.push(1);
+      expectKey = true;
+    } else if (b === 0x5b) {
+      stack.push(2);
+      expectKey = false;
+    } else if (b === 0x7d || b === 0x5d) {
+      stack.pop();
+      expectKey = false;
+    } else if (b === 0x2c) expectKey = stack[stack.length - 1] === 1;
+    j++;
   }
   if (from === 0) return buf;
-  move(buf.length);
+  if (out !== from) buf.copy(buf, out, from, len);
+  out += len - from;
   return buf.subarray(0, out);
 }
+
+/** dropUnread without related statuses: managedFields and kubectl's last-applied annotation. */
+export const dropBookkeeping = (buf: Buffer): Buffer => dropUnread(buf);
 
 const PROTO =
   /"(?:_|\\u005[Ff])(?:_|\\u005[Ff])(?:p|\\u0070)(?:r|\\u0072)(?:o|\\u006[Ff])(?:t|\\u0074)(?:o|\\u006[Ff])(?:_|\\u005[Ff])(?:_|\\u005[Ff])"\s*:/;
@@ -147,8 +181,8 @@ function poisoned(value: unknown, proto: boolean, ctor: boolean): string | undef
 }
 
 /** The body's text without the bookkeeping members (see the file comment); the raw bytes are reused. */
-export function hookBodyText(raw: Buffer): string {
-  return dropBookkeeping(raw).toString("utf8");
+export function hookBodyText(raw: Buffer, relatedStatus?: ReadonlySet<string>): string {
+  return dropUnread(raw, relatedStatus).toString("utf8");
 }
 
 /** Parses a hook body's text; throws BodyError (400) for invalid JSON or a poisoning key. */

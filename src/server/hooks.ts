@@ -99,14 +99,19 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
   // Our own JSON parser in this context (src/server/body.ts): the limit of the kind in the path,
   // managedFields and kubectl's last-applied annotation never parsed.
   const limits = opts.deps.config.hooks;
+  const unreadStatus = new Map<HookKind, ReadonlySet<string>>();
+  for (const [k, m] of opts.kinds)
+    if (m.unreadRelatedStatus?.length) unreadStatus.set(k, new Set(m.unreadRelatedStatus));
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", async (req: FastifyRequest, payload: NodeJS.ReadableStream) => {
     const kind = (req.params as { kind?: string } | undefined)?.kind;
     const tailnet = kind === "tailnet";
     const limit = tailnet ? limits.tailnetBodyLimitBytes : limits.bodyLimitBytes;
+    const info = kind ? kindInfo(kind) : undefined;
     // no variable holds the raw bytes: they can be collected while JSON.parse builds the objects
     const text = hookBodyText(
       await readBody(req.headers, payload, limit, tailnet ? "Tailnet hooks" : "hooks of this kind"),
+      info ? unreadStatus.get(info.hookKind) : undefined,
     );
     return parseHookText(text);
   });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { BodyError, dropBookkeeping, parseHookBody } from "../../src/server/body.js";
+import { BodyError, dropBookkeeping, dropUnread, parseHookBody } from "../../src/server/body.js";
 
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 const MC_LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration";
@@ -63,6 +63,46 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
       { numRuns: 2000 },
     );
   });
+  it("drops the status of related objects only in the groups it is told, nowhere else (property)", () => {
+    const groups = new Set(["TailnetEgress.tailnet.internal/v1alpha1", "TailnetSite.tailnet.internal/v1alpha1"]);
+    const reference = (body: Record<string, unknown>) => {
+      const out = stripped(body) as Record<string, unknown>;
+      const related = out.related;
+      if (!related || typeof related !== "object" || Array.isArray(related)) return out;
+      for (const [g, group] of Object.entries(related)) {
+        if (!groups.has(g) || !group || typeof group !== "object" || Array.isArray(group)) continue;
+        for (const o of Object.values(group)) {
+          if (o && typeof o === "object" && !Array.isArray(o)) delete (o as Record<string, unknown>).status;
+        }
+      }
+      return out;
+    };
+    const key = fc.oneof(fc.constantFrom("status", "managedFields", "spec", "metadata"), fc.string({ maxLength: 4 }));
+    const object = fc.dictionary(
+      key,
+      fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.dictionary(key, fc.jsonValue({ maxDepth: 1 }))),
+      {
+        maxKeys: 5,
+      },
+    );
+    const groupKey = fc.constantFrom(...groups, "TailnetGateway.tailnet.internal/v1alpha1", "Secret.v1");
+    const section = fc.dictionary(groupKey, fc.dictionary(fc.string({ maxLength: 6 }), object, { maxKeys: 3 }), {
+      maxKeys: 3,
+    });
+    const body = fc.record(
+      { parent: object, children: section, related: section, finalizing: fc.boolean() },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(body, fc.boolean(), (b, pretty) => {
+        const text = JSON.stringify(b, null, pretty ? 2 : undefined);
+        const got = JSON.parse(dropUnread(Buffer.from(text), groups).toString("utf8")) as unknown;
+        assert.deepEqual(got, reference(JSON.parse(text)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it("leaves malformed bodies to JSON.parse: 400 body: invalid JSON", () => {
     for (const text of ['{"managedFields":[', '{"a":1 "managedFields":[]}', '{"managedFields":', "{"]) {
       assert.throws(

@@ -168,6 +168,52 @@ describe("hook routing and envelope", () => {
   });
 });
 
+describe("what the body parser drops for the Tailnet", () => {
+  it("the Tailnet answers byte for byte the same without the related statuses it declares unread", async (t) => {
+    const { tailnetScaleBody } = await import("../../bench/tailnet-scale.js");
+    const { startFakeHeadscale } = await import("../fakes/headscale/index.js");
+    const { kindModules } = await import("../../src/kinds/index.js");
+    const hs = await startFakeHeadscale();
+    t.after(() => hs.close());
+    for (let i = 0; i < 300; i++) hs.addNode({ name: `node-${i}`, tags: [`tag:k8s-ns-${i % 50}-obj-${i}`] });
+    const base = kindModules.get("tailnet");
+    assert.ok(base?.unreadRelatedStatus?.length);
+    const now = () => new Date("2026-11-30T12:00:00Z");
+    const seen: Record<string, boolean> = {};
+    const spy = (name: string, unread: readonly string[] | undefined) => {
+      const kinds = new Map(kindModules);
+      kinds.set("tailnet", {
+        ...base,
+        unreadRelatedStatus: unread,
+        sync: (req, deps) => {
+          const egresses = Object.values(req.related["TailnetEgress.tailnet.internal/v1alpha1"] ?? {});
+          seen[name] = egresses.length > 0 && egresses.every((o) => (o as { status?: unknown }).status !== undefined);
+          return base.sync(req, deps);
+        },
+      });
+      return build(t, { server: { kinds, deps: { now } } });
+    };
+    const dropping = await spy("dropping", base.unreadRelatedStatus);
+    const keeping = await spy("keeping", undefined);
+    const post = async (app: typeof dropping.app, payload: string) => {
+      const res = await app.inject({
+        method: "POST",
+        url: "/hooks/tailnet/sync",
+        headers: { "content-type": "application/json" },
+        payload,
+      });
+      assert.equal(res.statusCode, 200, res.body.slice(0, 300));
+      return res.body;
+    };
+    const first = await post(dropping.app, tailnetScaleBody(300, hs));
+    const body = tailnetScaleBody(300, hs, (JSON.parse(first) as { status: Record<string, unknown> }).status);
+    const a = await post(dropping.app, body);
+    const b = await post(keeping.app, body);
+    assert.deepEqual(seen, { dropping: false, keeping: true }, "the statuses were dropped on one side only");
+    assert.equal(a, b);
+  });
+});
+
 describe("invalid specs become InvalidSpec, not 4xx", () => {
   const cases: { name: string; spec: Record<string, unknown>; message: string }[] = [
     {

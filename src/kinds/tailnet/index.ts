@@ -142,4 +142,11 @@ export const tailnetModule: KindModule = {
   sync,
   finalize,
   invalid,
+  // The Tailnet reads the spec of every workload object and, of gateways, status.dnsServiceIP
+  // (inputs.ts readInputs); no other workload status. test/server/hooks.test.ts holds it to that.
+  unreadRelatedStatus: [
+    "TailnetEgress.tailnet.internal/v1alpha1",
+    "TailnetIngress.tailnet.internal/v1alpha1",
+    "TailnetSite.tailnet.internal/v1alpha1",
+  ],
 };
