@@ -6,6 +6,7 @@
  */
 import type { HeadscaleClient } from "../../headscale/client.js";
 import { HeadscaleError } from "../../headscale/errors.js";
+import type { HsPreAuthKey } from "../../headscale/types.js";
 import { OWNER_UID_LABEL } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import { b64 } from "./secrets.js";
@@ -101,6 +102,48 @@ export interface AuthKeyOutcome {
   expiresAt?: Date;
   /** Why there is no fresh key, for a condition message (never contains the key). */
   error?: string;
+  /** A key minted for this object moments ago whose Secret is not observed yet (another replica's): not minted again. */
+  pendingKeyId?: string;
+}
+
+/**
+ * How long a key minted for this object and not yet among its observed Secrets counts as "on its way": the
+ * other replica's answer is applied and reaches the informer cache within seconds; a Secret still missing
+ * after this was lost (an answer Metacontroller dropped, a Secret deleted by hand) and a key is minted anew.
+ */
+export const PENDING_KEY_GRACE_MS = 60_000;
+
+const sameSet = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
+
+/**
+ * Pure: a key in Headscale's list that another replica minted for this object in this rotation. Two replicas
+ * share no memory, and Metacontroller may send the next sync of the object to the other replica before the
+ * first one's child Secret reached the informer cache, so the `children` it sees still lack the new key. Such a
+ * key is recognisable by what every replica mints the same way: exactly this object's tags, the same flags, no
+ * user, unexpired, not the observed current key, created after the current key (or the object), and recently.
+ */
+export function pendingKey(
+  listed: readonly HsPreAuthKey[],
+  want: { tags: readonly string[]; reusable: boolean; ephemeral: boolean; notBefore: Date; now: Date },
+  current?: ObservedKey,
+): HsPreAuthKey | undefined {
+  const since = Math.max(
+    want.notBefore.getTime(),
+    current?.createdAt.getTime() ?? 0,
+    want.now.getTime() - PENDING_KEY_GRACE_MS,
+  );
+  const candidates = listed.filter((k) => {
+    if (k.id === current?.keyId || k.user !== null || !sameSet(k.aclTags, want.tags)) return false;
+    if (k.reusable !== want.reusable || k.ephemeral !== want.ephemeral) return false;
+    if (k.expiration !== null && Date.parse(k.expiration) <= want.now.getTime()) return false;
+    const created = Date.parse(k.createdAt ?? "");
+    return !Number.isNaN(created) && created >= since;
+  });
+  // the newest (highest id on ties), so both replicas wait for the same one
+  return candidates.sort(
+    (a, b) => Date.parse(b.createdAt ?? "") - Date.parse(a.createdAt ?? "") || Number(b.id) - Number(a.id),
+  )[0];
 }
 
 /**
@@ -124,6 +167,48 @@ export async function ensureAuthKey(
     return { secret: reuseObserved(plan.current.secret), keyId: plan.current.keyId, expiresAt: plan.current.expiresAt };
   }
   const expiresAt = new Date(opts.now.getTime() + opts.ttlSeconds * 1000);
+  const keep = (error: string, pendingKeyId?: string): AuthKeyOutcome => {
+    const current = plan.current;
+    const pending = pendingKeyId ? { pendingKeyId } : {};
+    if (current && plan.why !== "expired") {
+      return {
+        secret: reuseObserved(current.secret),
+        keyId: current.keyId,
+        expiresAt: current.expiresAt,
+        error,
+        ...pending,
+      };
+    }
+    return { secret: current ? reuseObserved(current.secret) : undefined, error, ...pending };
+  };
+  // Read Headscale's key list fresh (not the view's cache) right before minting: another replica may have
+  // minted this rotation's key a moment ago (pendingKey). A list that cannot be read means no write.
+  let listed: HsPreAuthKey[];
+  try {
+    listed = await client.preAuthKeys.list();
+  } catch (e) {
+    return keep(
+      `the key list could not be read before minting (${e instanceof HeadscaleError ? e.message : "request failed"})`,
+    );
+  }
+  const created0 = parent.metadata.creationTimestamp ? new Date(parent.metadata.creationTimestamp) : new Date(0);
+  const pending = pendingKey(
+    listed,
+    {
+      tags: opts.tags,
+      reusable: opts.reusable,
+      ephemeral: opts.ephemeral,
+      notBefore: Number.isNaN(created0.getTime()) ? new Date(0) : created0,
+      now: opts.now,
+    },
+    plan.current,
+  );
+  if (pending) {
+    return keep(
+      `key ${pending.id}, minted for this object at ${pending.createdAt}, is not among its Secrets yet (another replica's answer on its way); waiting for it rather than minting a second key`,
+      pending.id,
+    );
+  }
   try {
     const created = await client.preAuthKeys.create({
       aclTags: opts.tags,
@@ -138,15 +223,6 @@ export async function ensureAuthKey(
     );
     return { secret, keyId: created.id, expiresAt };
   } catch (e) {
-    const error = e instanceof HeadscaleError ? e.message : "creating a pre-auth key failed";
-    if (plan.current && plan.why !== "expired") {
-      return {
-        secret: reuseObserved(plan.current.secret),
-        keyId: plan.current.keyId,
-        expiresAt: plan.current.expiresAt,
-        error,
-      };
-    }
-    return { secret: plan.current ? reuseObserved(plan.current.secret) : undefined, error };
+    return keep(e instanceof HeadscaleError ? e.message : "creating a pre-auth key failed");
   }
 }

@@ -196,7 +196,7 @@ describe("TailnetEgress end to end: Headscale", () => {
     );
     assert.equal(w.fake.writes().length, 0);
     await w.fake.clearFaults();
-    await w.fake.fault({ kind: "status", status: 500, path: /^\/api\/v1\/preauthkey$/ });
+    await w.fake.fault({ kind: "status", status: 500, method: "POST", path: /^\/api\/v1\/preauthkey$/ });
     await w.settle();
     assert.deepEqual(reasons(w).Registered, "NotRegistered");
     assert.equal(

@@ -122,7 +122,7 @@ describe("TailnetGateway end to end: the fresh writer blocked", () => {
 
   it("expired bootstrap key that Headscale refuses to replace", async (t) => {
     const w = await withRecord(t);
-    await w.fake.fault({ kind: "status", status: 500, path: /^\/api\/v1\/preauthkey$/ });
+    await w.fake.fault({ kind: "status", status: 500, method: "POST", path: /^\/api\/v1\/preauthkey$/ });
     w.clock.now = minutes(61);
     const names = childNames(w);
     await zoneUntouched(w);
