@@ -1,29 +1,58 @@
 /**
- * Sync hook throughput and p99 against a fastify echo of the same payload (an egress with 16
- * targets and its observed children, plus its Tailnet and credentials in related), both served
- * in this process and loaded by autocannon with Metacontroller's 5 workers; and the Headscale
- * calls a wave of 1,000 egress syncs costs.
+ * Sync hook throughput and p99 against a fastify echo of the same payload (an egress with 16 targets and its
+ * observed children, plus its Tailnet and credentials in related). The hook server (`tailnet-operator serve`,
+ * an esbuild bundle as the image runs it; src through tsx when esbuild is missing) and the echo
+ * (bench/echo-server.ts, bundled the same way) each run as their own process, so the load generator
+ * (autocannon, Metacontroller's 5 workers, in this process) does not steal their event loop. Several rounds,
+ * echo and sync alternating; the figures are medians with their spread (min–max over the rounds). Plus the
+ * Headscale calls a wave of 1,000 egress syncs costs (a count, measured in process).
  */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import autocannon from "autocannon";
-import Fastify from "fastify";
 import { configFrom } from "../src/config.js";
 import type { K8sObject } from "../src/k8s/objects.js";
 import { buildServer } from "../src/server/app.js";
 import { startFakeHeadscale } from "../test/fakes/headscale/index.js";
 import { parentObject, syncRequest } from "../test/fixtures/hooks.js";
 
+const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
+const ROUNDS = Number(process.env.BENCH_HOOK_ROUNDS ?? 5);
+
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+}
+
 export interface HookBench {
   payloadBytes: number;
-  sync: { rps: number; p99ms: number };
-  echo: { rps: number; p99ms: number };
-  rpsRatio: number;
-  p99Ratio: number;
+  rounds: number;
+  /** "bundle" (esbuild, as the image) or "tsx" (no esbuild). */
+  build: string;
+  sync: { rps: Spread; p99ms: Spread };
+  echo: { rps: Spread; p99ms: Spread };
+  /** Per round sync/echo, then the median and spread of those ratios. */
+  rpsRatio: Spread;
+  p99Ratio: Spread;
   waveSyncs: number;
   waveHeadscaleCalls: number;
+  /** Peak RSS of the hook server process (VmHWM). */
   rssMiB: number;
 }
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
+
+export function spread(values: number[]): Spread {
+  const v = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(v.length / 2);
+  const median = v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+  return { median, min: v[0], max: v[v.length - 1] };
+}
 
 function egressWorld(url: string, apiKey: string, i: number) {
   const tailnet = parentObject("Tailnet", "home", {
@@ -63,31 +92,128 @@ async function load(url: string, body: string, seconds: number) {
   return { rps: r.requests.average, p99ms: r.latency.p99, errors: r.errors + r.non2xx };
 }
 
-export async function benchHooks(seconds = 5): Promise<HookBench> {
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** An esbuild bundle of `entry` (dependencies external, as in the image); undefined without esbuild. */
+async function bundle(entry: string, name: string): Promise<string | undefined> {
+  let esbuild: typeof import("esbuild");
+  try {
+    esbuild = await import("esbuild");
+  } catch {
+    return undefined;
+  }
+  // under .tmp/ of the repo, so `../package.json` (read relative to the bundle) is the repo's
+  const outfile = join(REPO_ROOT, ".tmp", `${name}-${process.pid}.mjs`);
+  await esbuild.build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node22",
+    logLevel: "silent",
+    packages: "external",
+    banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
+  });
+  return outfile;
+}
+
+/** Spawns `args` (node arguments) with PORT set and waits for GET /healthz. */
+async function startProcess(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, args, {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env, PORT: String(port), NODE_ENV: "production" },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`bench process exited with ${child.exitCode}`);
+    const up = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (up) return { child, url };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill("SIGKILL");
+  throw new Error("bench process did not come up within 60 s");
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGTERM");
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+  if (child.exitCode === null) child.kill("SIGKILL");
+}
+
+function peakRssMiB(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  const m = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmHWM:\s+(\d+) kB$/m);
+  return m ? Number(m[1]) / 1024 : Number.NaN;
+}
+
+export async function benchHooks(seconds = 5, rounds = ROUNDS): Promise<HookBench> {
   const hs = await startFakeHeadscale();
   const config = configFrom({ logLevel: "silent", hooks: { maxInFlight: 1000 } });
-  const app = buildServer(config, { logger: false });
-  await app.listen({ port: 0, host: "127.0.0.1" });
-  const echo = Fastify({ bodyLimit: config.hooks.bodyLimitBytes });
-  echo.post("/echo", async (req) => req.body);
-  await echo.listen({ port: 0, host: "127.0.0.1" });
+  const dir = mkdtempSync(join(tmpdir(), "bench-hooks-"));
+  const configFile = join(dir, "config.yaml");
+  writeFileSync(
+    configFile,
+    "logLevel: silent\nhooks: { maxInFlight: 1000 }\nheadscale: { timeoutSeconds: 5, cacheTTLSeconds: 10 }\n",
+  );
+  const entry = join(dir, "server.ts");
+  writeFileSync(entry, `export { main } from ${JSON.stringify(join(REPO_ROOT, "src", "cli.ts"))};\n`);
+  const serverBundle = await bundle(entry, "bench-hooks-server");
+  const echoBundle = serverBundle
+    ? await bundle(join(REPO_ROOT, "bench", "echo-server.ts"), "bench-hooks-echo")
+    : undefined;
+  // `node -e`: argv[1] is not the bundle, so the CLI's own "run when main" check stays off
+  const serverArgs = serverBundle
+    ? [
+        "--input-type=module",
+        "-e",
+        `const { main } = await import(${JSON.stringify(pathToFileURL(serverBundle).href)}); await main(["serve", "--config", ${JSON.stringify(configFile)}]);`,
+      ]
+    : ["--import", "tsx", "src/cli.ts", "serve", "--config", configFile];
+  const echoArgs = echoBundle ? [echoBundle] : ["--import", "tsx", "bench/echo-server.ts"];
+  const server = await startProcess(serverArgs, {});
+  const echo = await startProcess(echoArgs, { BODY_LIMIT: String(config.hooks.bodyLimitBytes) });
   try {
     const w = egressWorld(hs.url, hs.apiKey, 0);
-    const first = await app.inject({
+    const first = await fetch(`${server.url}/hooks/egress/sync`, {
       method: "POST",
-      url: "/hooks/egress/sync",
-      payload: syncRequest({ parent: w.egress, related: [w.tailnet, w.creds] }),
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(syncRequest({ parent: w.egress, related: [w.tailnet, w.creds] })),
     });
-    const children = (first.json() as { children: K8sObject[] }).children;
+    const children = ((await first.json()) as { children: K8sObject[] }).children;
     const body = JSON.stringify(syncRequest({ parent: w.egress, children, related: [w.tailnet, w.creds] }));
-    const syncUrl = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/hooks/egress/sync`;
-    const echoUrl = `http://127.0.0.1:${(echo.server.address() as { port: number }).port}/echo`;
+    const syncUrl = `${server.url}/hooks/egress/sync`;
+    const echoUrl = `${echo.url}/echo`;
     await load(echoUrl, body, 1); // warm-up
     await load(syncUrl, body, 1);
-    const e = await load(echoUrl, body, seconds);
-    const s = await load(syncUrl, body, seconds);
-    if (s.errors) throw new Error(`sync bench saw ${s.errors} errors`);
-    const rssMiB = process.memoryUsage().rss / 2 ** 20;
+    const perRound: { s: { rps: number; p99ms: number }; e: { rps: number; p99ms: number } }[] = [];
+    for (let round = 0; round < rounds; round++) {
+      const e = await load(echoUrl, body, seconds);
+      const s = await load(syncUrl, body, seconds);
+      if (s.errors) throw new Error(`sync bench saw ${s.errors} errors`);
+      if (e.errors) throw new Error(`echo bench saw ${e.errors} errors`);
+      perRound.push({ s, e });
+    }
+    const rssMiB = peakRssMiB(server.child.pid);
 
     // a wave: 1,000 different, already provisioned egresses (their key Secret and status observed,
     // as on every resync) synced 5 at a time by a fresh server, so the cache starts cold
@@ -96,7 +222,7 @@ export async function benchHooks(seconds = 5): Promise<HookBench> {
       children: [] as K8sObject[],
       status: undefined as unknown,
     }));
-    const syncWave = async (server: typeof app, record: boolean) => {
+    const syncWave = async (server: ReturnType<typeof buildServer>, record: boolean) => {
       let next = 0;
       await Promise.all(
         Array.from({ length: 5 }, async () => {
@@ -133,17 +259,39 @@ export async function benchHooks(seconds = 5): Promise<HookBench> {
     await app2.close();
     return {
       payloadBytes: body.length,
-      sync: { rps: s.rps, p99ms: s.p99ms },
-      echo: { rps: e.rps, p99ms: e.p99ms },
-      rpsRatio: s.rps / e.rps,
-      p99Ratio: s.p99ms / Math.max(e.p99ms, 1),
+      rounds,
+      build: serverBundle ? "bundle" : "tsx",
+      sync: { rps: spread(perRound.map((r) => r.s.rps)), p99ms: spread(perRound.map((r) => r.s.p99ms)) },
+      echo: { rps: spread(perRound.map((r) => r.e.rps)), p99ms: spread(perRound.map((r) => r.e.p99ms)) },
+      rpsRatio: spread(perRound.map((r) => r.s.rps / r.e.rps)),
+      p99Ratio: spread(perRound.map((r) => r.s.p99ms / Math.max(r.e.p99ms, 1))),
       waveSyncs: wave.length,
       waveHeadscaleCalls: waveCalls,
       rssMiB,
     };
   } finally {
-    await app.close();
-    await echo.close();
+    await stop(server.child);
+    await stop(echo.child);
     await hs.close();
+    rmSync(dir, { recursive: true, force: true });
+    for (const f of [serverBundle, echoBundle]) if (f) rmSync(f, { force: true });
   }
+}
+
+const fmt = (s: Spread, digits: number) =>
+  `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
+
+/** The table rows of `npm run bench`: medians over the rounds, min–max in parentheses. */
+export function hookRows(h: HookBench): [string, string][] {
+  const where = `own processes, ${h.build}, ${h.rounds} rounds, median (min–max)`;
+  return [
+    ["sync payload (egress, 16 targets + children)", `${(h.payloadBytes / 1024).toFixed(1)} KiB`],
+    [`sync req/s (${where})`, fmt(h.sync.rps, 0)],
+    ["echo req/s", fmt(h.echo.rps, 0)],
+    ["sync/echo req/s per round (goal ≥ 0.5)", fmt(h.rpsRatio, 2)],
+    ["sync p99 / echo p99 (ms)", `${fmt(h.sync.p99ms, 0)} / ${fmt(h.echo.p99ms, 0)}`],
+    ["sync/echo p99 per round (goal ≤ 2)", fmt(h.p99Ratio, 2)],
+    [`Headscale calls for ${h.waveSyncs} egress syncs`, String(h.waveHeadscaleCalls)],
+    ["hook server peak RSS (VmHWM)", `${h.rssMiB.toFixed(0)} MiB`],
+  ];
 }

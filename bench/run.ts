@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { requireBins } from "../test/real/bins.js";
 import { agentRows, benchAgent } from "./agent.js";
-import { benchHooks } from "./hooks.js";
+import { benchHooks, hookRows } from "./hooks.js";
 import { benchPolicy } from "./policy.js";
 import { benchReal, realRows } from "./real.js";
 import { benchTailnetDecide } from "./tailnet.js";
@@ -26,16 +26,7 @@ const rows: [string, string][] = [];
 
 const hooks = await benchHooks(seconds);
 results.hooks = hooks;
-rows.push(
-  ["sync payload (egress, 16 targets + children)", `${(hooks.payloadBytes / 1024).toFixed(1)} KiB`],
-  [
-    "sync req/s vs echo req/s",
-    `${hooks.sync.rps.toFixed(0)} / ${hooks.echo.rps.toFixed(0)} = ${hooks.rpsRatio.toFixed(2)}`,
-  ],
-  ["sync p99 vs echo p99 (ms)", `${hooks.sync.p99ms} / ${hooks.echo.p99ms} = ${hooks.p99Ratio.toFixed(2)}`],
-  [`Headscale calls for ${hooks.waveSyncs} egress syncs`, String(hooks.waveHeadscaleCalls)],
-  ["hook server RSS under load", `${hooks.rssMiB.toFixed(0)} MiB`],
-);
+rows.push(...hookRows(hooks));
 
 const policy = await benchPolicy();
 results.policy = policy;
