@@ -88,10 +88,11 @@ const HEADSCALE_USAGE = `usage: tailnet-operator headscale snapshot --url <url> 
 
 /** What to do about a failed call, in one sentence (the message already names the call). */
 export function snapshotFix(e: HeadscaleError, url: string): string {
+  // First: a 0.29 server whose database is down answers 401 to every key (see ../headscale/http.ts).
+  if (e.classification === "databaseDown")
+    return "Headscale's database is down (GET /health fails), so no API key can be checked: keep your key, fix the database Headscale uses, then retry";
   if (e.kind === "unauthorized" || e.status === 401 || e.status === 403)
     return "the API key was refused (expired, revoked with `headscale apikeys expire`, or made for another server): create one with `headscale apikeys create --expiration 90d` and pass it with --api-key-file";
-  if (e.classification === "databaseDown")
-    return "Headscale answers but its database does not: check the database Headscale uses";
   if (e.status === 404)
     return `${url} answered 404: --url must be Headscale's own address (the one clients use as --login-server), not a UI or a path under it`;
   if (e.kind === "transport") {

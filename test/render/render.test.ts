@@ -309,6 +309,19 @@ describe("headscale snapshot errors name the call and the fix", () => {
     assert.match(r.err, /\n {2}fix: the API key was refused .* `headscale apikeys create --expiration 90d`/);
     assert.ok(!r.err.includes("not-the-key"), "the key never reaches the output");
   });
+  it("a database outage (401 to every key) is not reported as a bad key", async (t) => {
+    const hs = await useFakeHeadscale(t);
+    hs.setDatabaseDown(true);
+    const d = dir({ key: `${hs.apiKey}\n` });
+    const r = await snapshotCli(["--url", hs.url, "--api-key-file", join(d, "key")]);
+    assert.equal(r.code, 1);
+    assert.match(r.err, /^Headscale GET \/api\/v1\/\w+.*: 401 .*database is down/);
+    assert.match(
+      r.err,
+      /\n {2}fix: Headscale's database is down \(GET \/health fails\), so no API key can be checked: keep your key/,
+    );
+    assert.doesNotMatch(r.err, /apikeys create/);
+  });
   it("nothing listening: the call and what to check", async () => {
     const d = dir({ key: "k\n" });
     const r = await snapshotCli(["--url", "http://127.0.0.1:9", "--api-key-file", join(d, "key")]);
