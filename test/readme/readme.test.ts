@@ -4,7 +4,7 @@
  * scripts/readme.ts` rewrites them after an intended change).
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -30,6 +30,10 @@ describe("README commands", () => {
   it("npm test installs the tools the tests shell out to first (pretest)", () => {
     const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: Record<string, string> };
     assert.match(pkg.scripts.pretest ?? "", /scripts\/ci-deps\.sh/);
+    // A clean clone has only what git tracks: every script the test steps run must be in it.
+    const tracked = execFileSync("git", ["ls-files"], { cwd: root, encoding: "utf8" }).split("\n");
+    for (const script of `${pkg.scripts.pretest} ${pkg.scripts.test}`.match(/scripts\/[\w.-]+/g) ?? [])
+      assert.ok(tracked.includes(script), `${script} is run by npm test but not committed`);
   });
 
   const renders = shellLines.filter((l) => l.startsWith("npx tailnet-operator render "));
