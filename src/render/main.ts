@@ -215,7 +215,8 @@ objects defined twice are all reported at once, each as <file>: document <n>: <f
 
 options:
   -f, --filename <file|dir>   manifests to read (*.yaml, *.yml, *.json; repeatable; directories recursively,
-                              skipping snapshot*, agents* and expected* files)
+                              skipping snapshot*, agents* and expected* files;
+                              a v1 List, as kubectl get -o yaml writes, is read item by item)
   --headscale <file>          Headscale snapshot (\`tailnet-operator headscale snapshot\`); default: an empty server
   --agents <file>             agent /status per "<namespace>/<name>" (JSON); default: agents not scraped
   --summary                   one compact entry per object: Ready, conditions as Type=Status/Reason, children
