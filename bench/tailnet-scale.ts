@@ -334,8 +334,9 @@ export async function benchTailnetScale(sizes = SCALE_SIZES, runs = RUNS): Promi
         if (first.status !== 200)
           console.error(`tailnet-scale ${workloads}: ${first.status} ${first.text.slice(0, 200)}`);
         times.sort((a, b) => a - b);
-        const after = await serverSeconds();
+        // CPU first: the /metrics scrape itself costs the server CPU
         const cpu = cpuSeconds(server.pid as number) - cpuBefore;
+        const after = await serverSeconds();
         const bytes = body.length;
         rows.push({
           workloads,

@@ -85,12 +85,11 @@ function checkMaps(value: unknown, field: "children" | "related"): ObjectMaps {
           throw new EnvelopeError(`${where}.metadata.${f}: must be a map of strings`);
         }
       }
-      const [kind, apiVersion] = [typeKey.slice(0, typeKey.indexOf(".")), typeKey.slice(typeKey.indexOf(".") + 1)];
-      objects[key] = {
-        ...obj,
-        apiVersion: typeof obj.apiVersion === "string" ? obj.apiVersion : apiVersion,
-        kind,
-      } as K8sObject;
+      // The parsed body is ours: set apiVersion and kind in place (no copy of 20,000 objects on a
+      // big Tailnet sync).
+      if (typeof obj.apiVersion !== "string") obj.apiVersion = typeKey.slice(typeKey.indexOf(".") + 1);
+      obj.kind = typeKey.slice(0, typeKey.indexOf("."));
+      objects[key] = obj as unknown as K8sObject;
     }
     out[typeKey] = objects;
   }
