@@ -12,7 +12,7 @@ import {
   loadAgentConfig,
   validateAgentConfig,
 } from "./config.js";
-import { type Dialer, directDialer, parseHostPort, socksDialer } from "./dial.js";
+import { DialError, type Dialer, directDialer, formatHostPort, parseHostPort, socksDialer } from "./dial.js";
 import { createConnectionBudget, type Forwarder, startForwarder } from "./forward.js";
 import { type HttpsListener, startHttpsListener } from "./https.js";
 import { fetchNetmap, type Netmap } from "./localapi.js";
@@ -57,10 +57,23 @@ export interface RunningAgent {
   close(graceMs?: number): Promise<void>;
 }
 
-function dialerFor(config: AgentConfig, host: string, port: number): Dialer {
+/**
+ * The dialer of a target. Through SOCKS5 with a LocalAPI to ask, it dials only while tailscaled's last
+ * known BackendState is Running: before that tailscaled has no netmap, and its SOCKS5 server hands a
+ * dial to a tailnet IP or a subnet address to the system dialer (net/tsdial), i.e. into the pod
+ * network — seen in test/real as a dial with no route out of the agent pod at boot.
+ */
+function dialerFor(config: AgentConfig, host: string, port: number, tailnetUp: () => string | undefined): Dialer {
   const timeoutMs = config.limits.dialTimeoutSeconds * 1000;
   const socks = config.tailscale.socksAddr;
-  return socks ? socksDialer(parseHostPort(socks), { host, port }, timeoutMs) : directDialer({ host, port }, timeoutMs);
+  if (!socks) return directDialer({ host, port }, timeoutMs);
+  const dial = socksDialer(parseHostPort(socks), { host, port }, timeoutMs);
+  if (!config.tailscale.localApiSocket) return dial;
+  return async (signal) => {
+    const down = tailnetUp();
+    if (down) throw new DialError(formatHostPort({ host, port }), down);
+    return dial(signal);
+  };
 }
 
 /** http exposes sharing a listen port share a TLS listener; port 0 (tests) never shares. */
@@ -92,6 +105,9 @@ export async function startAgent(
     listenHost: config.listenHost,
   };
 
+  // Set once the state below exists: undefined while tailscaled is Running, else why a dial waits.
+  let tailnetDown: () => string | undefined = () => "tailscaled status not read yet";
+  const tailnetUp = () => tailnetDown();
   const forwarders: Forwarder[] = [];
   const httpsListeners: HttpsListener[] = [];
   const ports: AgentPorts = { targets: [], exposes: [] };
@@ -105,7 +121,7 @@ export async function startAgent(
           ...common,
           name: target.name,
           listenPort: p.listenPort,
-          dial: dialerFor(config, target.host, p.port),
+          dial: dialerFor(config, target.host, p.port, tailnetUp),
         });
         forwarders.push(forwarder);
         bound.push({ port: p.port, listenPort: forwarder.port });
@@ -142,7 +158,10 @@ export async function startAgent(
   }
 
   const probeSpecs: ProbeSpec[] = [
-    ...config.targets.map((t) => ({ name: t.name, dials: t.ports.map((p) => dialerFor(config, t.host, p.port)) })),
+    ...config.targets.map((t) => ({
+      name: t.name,
+      dials: t.ports.map((p) => dialerFor(config, t.host, p.port, tailnetUp)),
+    })),
     ...config.exposes.map((e) => ({
       name: e.name,
       dials: [directDialer(e.backend, limits.dialTimeoutSeconds * 1000)],
@@ -155,6 +174,11 @@ export async function startAgent(
     probes: new Map<string, ProbeResult>(),
     round: 0,
     applied: 0,
+  };
+  tailnetDown = () => {
+    const backend = state.netmap?.backendState;
+    if (backend === "Running") return undefined;
+    return backend ? `tailscaled is ${backend}, not Running` : "tailscaled status not read yet";
   };
   const status = () =>
     buildStatus({
@@ -170,12 +194,12 @@ export async function startAgent(
   const refresh = async (): Promise<AgentStatus> => {
     const round = ++state.round;
     const socket = config.tailscale.localApiSocket;
-    const [probes, netmap] = await Promise.all([
-      probeAll(probeSpecs),
-      socket
-        ? fetchNetmap(socket, limits.dialTimeoutSeconds * 1000).catch((err: Error) => err)
-        : Promise.resolve(undefined),
-    ]);
+    // The netmap first: a tailscaled that just reached Running lets this round's probes dial.
+    const netmap = socket
+      ? await fetchNetmap(socket, limits.dialTimeoutSeconds * 1000).catch((err: Error) => err)
+      : undefined;
+    if (round > state.applied && netmap && !(netmap instanceof Error)) state.netmap = netmap;
+    const probes = await probeAll(probeSpecs);
     // Rounds may overlap (a test's refresh() during a timer round): only the newest result is kept.
     if (round > state.applied) {
       state.applied = round;

@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Socket } from "node:net";
 import { test } from "node:test";
 import { closedPort, startEchoServer, startStalledServer } from "../fakes/agent/echo.js";
+import { fakeStatus, startFakeLocalApi } from "../fakes/agent/localapi.js";
 import { startSocks5Server } from "../fakes/agent/socks5.js";
 import { agentFor, attempt, collect, connectTo, httpGet, metricsText, sample, sha256, until } from "./helpers.js";
 
@@ -182,6 +183,39 @@ test("an idle connection is closed after limits.idleTimeoutSeconds", async (t) =
     async () => sample(await metricsText(agent), "tailnet_agent_connections_active", { name: "idle" }) === 0,
     "gauge back to 0",
   );
+});
+
+test("through SOCKS5 with a LocalAPI: nothing is dialled until tailscaled is Running (its SOCKS5 would use the pod network)", async (t) => {
+  const echo = await startEchoServer();
+  t.after(() => echo.close());
+  const socks = await startSocks5Server({ resolve: () => "127.0.0.1" });
+  t.after(() => socks.close());
+  const localApi = await startFakeLocalApi(
+    fakeStatus({ HostName: "shop-db", TailscaleIPs: [], Online: false }, [], "NeedsLogin"),
+  );
+  t.after(() => localApi.close());
+  const agent = await agentFor(
+    t,
+    egress([{ name: "postgres", host: "db-1", port: echo.port }], {
+      tailscale: { socksAddr: socks.address, localApiSocket: localApi.socketPath },
+    }),
+  );
+  const before = await agent.refresh();
+  assert.equal(before.targets[0].reachable, false);
+  assert.equal(before.targets[0].error, `dial db-1:${echo.port}: tailscaled is NeedsLogin, not Running`);
+  // a client is closed at once (connect may already see the reset)
+  await connectTo(agent.ports.targets[0].ports[0].listenPort).then(
+    (client) => new Promise((resolve) => client.once("close", resolve)),
+    (err: NodeJS.ErrnoException) => assert.equal(err.code, "ECONNRESET"),
+  );
+  assert.equal(socks.requests.length, 0, "neither the probe nor the client reached the SOCKS5 proxy");
+
+  localApi.setStatus(fakeStatus({ HostName: "shop-db", TailscaleIPs: ["100.64.0.9"], Online: true }, []));
+  const after = await agent.refresh();
+  assert.equal(after.targets[0].reachable, true, after.targets[0].error);
+  const again = await connectTo(agent.ports.targets[0].ports[0].listenPort);
+  assert.equal(await roundTrip(again, "up now"), "up now");
+  again.destroy();
 });
 
 test("through SOCKS5: the proxy is asked for the target host by name, probes go the same way", async (t) => {
