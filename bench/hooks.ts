@@ -190,7 +190,9 @@ export async function benchHooks(seconds = 5, rounds = ROUNDS): Promise<HookBenc
       ]
     : ["--import", "tsx", "src/cli.ts", "serve", "--config", configFile];
   const echoArgs = echoBundle ? [echoBundle] : ["--import", "tsx", "bench/echo-server.ts"];
-  const server = await startProcess(serverArgs, {});
+  // e.g. BENCH_HOOKS_NODE_ARGS="--cpu-prof --cpu-prof-dir=.tmp/prof" to profile the hook server
+  const nodeArgs = process.env.BENCH_HOOKS_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const server = await startProcess([...nodeArgs, ...serverArgs], {});
   const echo = await startProcess(echoArgs, { BODY_LIMIT: String(config.hooks.bodyLimitBytes) });
   try {
     const w = egressWorld(hs.url, hs.apiKey, 0);

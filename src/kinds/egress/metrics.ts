@@ -12,8 +12,12 @@ import type { EgressMetricValues } from "./decide.js";
 
 export const TARGET_STATES: readonly string[] = ["Ready", ...Object.values(TargetReason)];
 
-/** Targets published per egress ("namespace/name"), per registry: the process is otherwise stateless. */
-const memoryOf = registryMemory<Set<string>>();
+/**
+ * The state published per target, per egress ("namespace/name"), per registry: the process is otherwise
+ * stateless. A resync whose states did not change sets nothing (16 targets × every state: that many label
+ * hashes per sync, the largest cost of the sync hook in bench/hooks.ts); a changed state flips two series.
+ */
+const memoryOf = registryMemory<Map<string, string>>();
 
 const idOf = (parent: K8sObject) => ({ namespace: parent.metadata.namespace ?? "", name: parent.metadata.name });
 
@@ -25,12 +29,17 @@ export function publishEgressMetrics(metrics: OperatorMetrics, parent: K8sObject
   const id = idOf(parent);
   const key = `${id.namespace}/${id.name}`;
   const memory = memoryOf(metrics);
-  const before = memory.get(key) ?? new Set<string>();
-  const now = new Set((values.targets ?? []).map((t) => t.name));
-  for (const target of before) if (!now.has(target)) removeTarget(metrics, id, target);
-  for (const t of values.targets ?? []) {
-    for (const state of TARGET_STATES) {
-      metrics.egressTargetState.set({ ...id, target: t.name, state }, state === t.state ? 1 : 0);
+  const before = memory.get(key) ?? new Map<string, string>();
+  const now = new Map((values.targets ?? []).map((t) => [t.name, t.state]));
+  for (const target of before.keys()) if (!now.has(target)) removeTarget(metrics, id, target);
+  for (const [target, state] of now) {
+    const was = before.get(target);
+    if (was === state) continue;
+    if (was === undefined) {
+      for (const s of TARGET_STATES) metrics.egressTargetState.set({ ...id, target, state: s }, s === state ? 1 : 0);
+    } else {
+      if (TARGET_STATES.includes(was)) metrics.egressTargetState.set({ ...id, target, state: was }, 0);
+      if (TARGET_STATES.includes(state)) metrics.egressTargetState.set({ ...id, target, state }, 1);
     }
   }
   memory.set(key, now);
