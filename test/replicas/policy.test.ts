@@ -13,7 +13,7 @@ import { useFakeHeadscale } from "../fakes/headscale/index.js";
 import { parentObject } from "../fixtures/hooks.js";
 import { API, applyTailnet, lastSyncBody, replicas } from "./harness.js";
 
-const CONFIG = "logLevel: warn\nheadscale: { timeoutSeconds: 5, cacheTTLSeconds: 60 }\n";
+const CONFIG = "logLevel: warn\nheadscale: { timeoutSeconds: 15, cacheTTLSeconds: 60 }\n";
 const EGRESS_TYPE = `TailnetEgress.${API}`;
 
 const egress = (name: string) =>
@@ -70,13 +70,14 @@ describe("two replicas: one policy write per change", () => {
 
     // Replica 0 is slow with an older request (e3 added: P3) while replica 1 writes a newer one (e3, e4: P4).
     const base = lastSyncBody(mc, "Tailnet", "home");
-    await fake.fault({ kind: "slow", method: "POST", path: /^\/api\/v1\/policy\/check$/, delayMs: 1500, times: 1 });
+    await fake.fault({ kind: "slow", method: "POST", path: /^\/api\/v1\/policy\/check$/, delayMs: 4000, times: 1 });
     const older = rr.post(0, "/hooks/tailnet/sync", withEgresses(base, "e3"));
     const deadline = Date.now() + 20_000;
     while (!fake.requests.some((r) => r.path === "/api/v1/policy/check" && r.status === undefined)) {
       assert.ok(Date.now() < deadline, "replica 0 reached policy/check");
       await new Promise((r) => setTimeout(r, 20));
     }
+    // (held 4 s: long enough for replica 1 to finish a whole sync on a loaded machine)
     const newer = await rr.post(1, "/hooks/tailnet/sync", withEgresses(base, "e3", "e4"));
     assert.equal(newer.status, 200);
     assert.equal(applied(JSON.parse(newer.text) as Answer)?.reason, "Applied");
