@@ -2,7 +2,9 @@
  * The Tailnet's only Headscale write: `PUT /api/v1/policy` of the rendered policy (decide.ts guards
  * when). A failed write of one policy is retried with backoff (30 s doubling to 10 min) rather than
  * on every resync: the backoff lives in memory per connection and policy hash, so a restart simply
- * retries at once. The Event for an overwritten drift is best effort.
+ * retries at once. The Event for an overwritten drift is best effort. Before the PUT the sync re-plans on a
+ * fresh read of the live policy (rereadPolicy, supersededWrite; docs/architecture.md "Policy writes from
+ * several replicas"), so two replicas do not PUT the same render twice nor an older render over a newer one.
  */
 import { type ConditionInput, cond } from "../../conditions/condition.js";
 import { TailnetCondition as C, TailnetReason as R } from "../../conditions/reasons.js";
