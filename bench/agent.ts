@@ -13,9 +13,9 @@
  * on a shared machine hits all of them alike. A missing haproxy or socat is reported and its baseline skipped.
  * `npx tsx bench/agent.ts` runs this section alone; bench/run.ts includes it.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { accessSync, constants, readFileSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, connect as netConnect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,12 +34,17 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-function own(proc: ChildProcess, what: string): Child {
+function own(proc: ChildProcess, what: string, graceMs = 0): Child {
   if (proc.pid === undefined) throw new Error(`${what} did not start`);
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
   return {
     pid: proc.pid,
     async stop() {
+      // graceMs: SIGTERM first, so a profiled child (--cpu-prof) exits normally and writes its profile
+      if (graceMs > 0 && proc.exitCode === null && proc.signalCode === null) {
+        proc.kill("SIGTERM");
+        await Promise.race([exited, sleep(graceMs)]);
+      }
       if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
       await exited;
     },
@@ -71,7 +76,7 @@ export interface AgentProcess extends Child {
  * run as compiled JavaScript like in the image instead of through the tsx loader, whose transform cache
  * would inflate RSS figures. Undefined when esbuild is not available.
  */
-export async function bundleAgent(dir: string): Promise<string | undefined> {
+export async function bundleAgent(dir: string, root = REPO_ROOT): Promise<string | undefined> {
   let esbuild: typeof import("esbuild");
   try {
     esbuild = await import("esbuild");
@@ -80,7 +85,7 @@ export async function bundleAgent(dir: string): Promise<string | undefined> {
   }
   const entry = join(dir, "agent-entry.ts");
   const outfile = join(dir, "agent.mjs");
-  const main = JSON.stringify(join(REPO_ROOT, "src", "agent", "main.ts"));
+  const main = JSON.stringify(join(root, "src", "agent", "main.ts"));
   await writeFile(entry, `import { runAgent } from ${main};\nawait runAgent(process.argv.slice(2));\n`);
   await esbuild.build({
     entryPoints: [entry],
@@ -118,7 +123,7 @@ export async function spawnAgent(
     env: { ...process.env, LOG_LEVEL: "info" },
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const child = own(proc, "agent");
+  const child = own(proc, "agent", nodeArgs.length > 0 ? 10_000 : 0);
   const ports = new Map<string, number>();
   const problems: string[] = [];
   const lines = createInterface({ input: proc.stdout as NodeJS.ReadableStream });
@@ -521,6 +526,14 @@ export interface AgentBench {
   /** agent ÷ haproxy requests/s and CPU per request. */
   httpsVsHaproxy?: { rps: number; cpuPerRequest: number };
   rss: RssFigures;
+  /** BENCH_AGENT_BEFORE: the agent at that revision, measured in the same rounds. */
+  before?: {
+    revision: string;
+    tcp: TcpFigures;
+    https: HttpsFigures;
+    vsHaproxy?: Ratios;
+    httpsVsHaproxy?: { rps: number; cpuPerRequest: number };
+  };
 }
 
 const median = (xs: number[]) =>
@@ -539,7 +552,24 @@ function ratios(agent: TcpFigures, base: TcpFigures): Ratios {
   };
 }
 
-type System = "direct" | "agent" | "haproxy" | "socat" | "node";
+type System = "direct" | "agent" | "before" | "haproxy" | "socat" | "node";
+
+/**
+ * The agent's src/ at git revision `rev`, bundled (for a before/after comparison in one run). Extracted under
+ * .tmp/ in the repository so the bundler resolves dependencies from its node_modules.
+ */
+async function bundleAgentAt(rev: string, dir: string): Promise<string | undefined> {
+  const root = join(REPO_ROOT, ".tmp", `agent-at-${rev.replace(/[^\w.-]/g, "_")}`);
+  await rm(root, { recursive: true, force: true });
+  await mkdir(root, { recursive: true });
+  const archive = spawnSync("git", ["archive", rev, "src"], { cwd: REPO_ROOT, maxBuffer: 1 << 28 });
+  if (archive.status !== 0) throw new Error(`git archive ${rev}: ${archive.stderr.toString().trim()}`);
+  const untar = spawnSync("tar", ["-x", "-C", root], { input: archive.stdout });
+  if (untar.status !== 0) throw new Error(`tar: ${untar.stderr.toString().trim()}`);
+  const out = join(dir, `before-${Date.now()}`);
+  await mkdir(out);
+  return bundleAgent(out, root);
+}
 
 /** Where to load a system, and the processes whose CPU it costs. */
 interface TcpSystem {
@@ -593,6 +623,8 @@ export async function benchAgent(
   const pki = await createTestPki();
   try {
     const bundle = await bundleAgent(dir).catch(() => undefined);
+    // e.g. BENCH_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=.tmp/prof" to profile the measured agents
+    const agentNodeArgs = process.env.BENCH_AGENT_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
     if (!bundle) skipped.push("esbuild bundle failed: the agent ran from src through tsx");
     const cert = await pki.issue({ names: [WEB_NAME] });
     const up = await startUpstreams(cert);
@@ -602,32 +634,40 @@ export async function benchAgent(
 
     const tcp = new Map<System, TcpSystem>([["direct", { sink: up.sink, echo: up.echo, pids: [up.pid] }]]);
     const https = new Map<System, HttpsSystem>([["node", { port: up.https, pids: [up.pid] }]]);
-    const egress = await spawnAgent(
-      {
-        role: "egress",
-        metricsPort: 0,
-        listenHost: "127.0.0.1",
-        targets: [
-          { name: "sink", host: "127.0.0.1", ports: [{ port: up.sink, listenPort: 0 }] },
-          { name: "echo", host: "127.0.0.1", ports: [{ port: up.echo, listenPort: 0 }] },
-        ],
-      },
-      bundle,
-    );
-    children.push(egress);
-    tcp.set("agent", { sink: egress.ports.get("sink") ?? 0, echo: egress.ports.get("echo") ?? 0, pids: [egress.pid] });
     const web = { host: "127.0.0.1", port: up.http };
     const tls = { certFile: cert.certFile, keyFile: cert.keyFile };
-    const ingress = await spawnAgent(
-      {
-        role: "ingress",
-        metricsPort: 0,
-        exposes: [{ name: "web", listenPort: 0, mode: "http", backend: web, tls, names: [WEB_NAME] }],
-      },
-      bundle,
-    );
-    children.push(ingress);
-    https.set("agent", { port: ingress.ports.get("web") ?? 0, pids: [ingress.pid] });
+    const startAgents = async (key: "agent" | "before", agentBundle: string | undefined) => {
+      const egress = await spawnAgent(
+        {
+          role: "egress",
+          metricsPort: 0,
+          listenHost: "127.0.0.1",
+          targets: [
+            { name: "sink", host: "127.0.0.1", ports: [{ port: up.sink, listenPort: 0 }] },
+            { name: "echo", host: "127.0.0.1", ports: [{ port: up.echo, listenPort: 0 }] },
+          ],
+        },
+        agentBundle,
+        agentNodeArgs,
+      );
+      children.push(egress);
+      tcp.set(key, { sink: egress.ports.get("sink") ?? 0, echo: egress.ports.get("echo") ?? 0, pids: [egress.pid] });
+      const ingress = await spawnAgent(
+        {
+          role: "ingress",
+          metricsPort: 0,
+          exposes: [{ name: "web", listenPort: 0, mode: "http", backend: web, tls, names: [WEB_NAME] }],
+        },
+        agentBundle,
+        agentNodeArgs,
+      );
+      children.push(ingress);
+      https.set(key, { port: ingress.ports.get("web") ?? 0, pids: [ingress.pid] });
+    };
+    await startAgents("agent", bundle);
+    // BENCH_AGENT_BEFORE=<git revision>: the agent as it was there runs alongside, for before/after in one run
+    const beforeRev = process.env.BENCH_AGENT_BEFORE;
+    if (beforeRev) await startAgents("before", await bundleAgentAt(beforeRev, dir));
     if (haproxyBin) {
       const haproxy = await startHaproxy(haproxyBin, up, pemFile, dir);
       children.push(haproxy);
@@ -723,11 +763,22 @@ export async function benchAgent(
     if (result.tcp.haproxy) result.vsHaproxy = ratios(agentTcp, result.tcp.haproxy);
     if (result.tcp.socat) result.vsSocat = ratios(agentTcp, result.tcp.socat);
     const h = result.https.haproxy;
-    if (h)
-      result.httpsVsHaproxy = {
-        rps: agentHttps.rps / h.rps,
-        cpuPerRequest: agentHttps.cpuMicrosPerRequest / h.cpuMicrosPerRequest,
+    const vsHttps = (a: HttpsFigures, base: HttpsFigures) => ({
+      rps: a.rps / base.rps,
+      cpuPerRequest: a.cpuMicrosPerRequest / base.cpuMicrosPerRequest,
+    });
+    if (h) result.httpsVsHaproxy = vsHttps(agentHttps, h);
+    const beforeTcp = tcpFigures("before");
+    const beforeHttps = httpsFigures("before");
+    if (beforeRev && beforeTcp && beforeHttps) {
+      result.before = {
+        revision: beforeRev,
+        tcp: beforeTcp,
+        https: beforeHttps,
+        vsHaproxy: result.tcp.haproxy && ratios(beforeTcp, result.tcp.haproxy),
+        httpsVsHaproxy: h && vsHttps(beforeHttps, h),
       };
+    }
     return result;
   } finally {
     for (const child of children.reverse()) await child.stop();
@@ -796,6 +847,28 @@ export function agentRows(b: AgentBench): [string, string][] {
     `agent RSS, ${rss.targets} targets: settled / burst peak / after`,
     `${rss.settledMiB.toFixed(0)} / ${rss.peakMiB.toFixed(0)} / ${rss.afterMiB.toFixed(0)} MiB (${rss.burstConnections} conns, ${rss.runtime}; idle node ${rss.idleNodeMiB.toFixed(0)} MiB)`,
   ]);
+  const before = b.before;
+  if (before?.vsHaproxy && before.httpsVsHaproxy && b.vsHaproxy && b.httpsVsHaproxy) {
+    const pair = (was: number, now: number) => `${was.toFixed(2)} -> ${now.toFixed(2)}`;
+    rows.push(
+      [
+        `before (${before.revision}) -> now: /haproxy TCP throughput`,
+        pair(before.vsHaproxy.throughput, b.vsHaproxy.throughput),
+      ],
+      [
+        `before (${before.revision}) -> now: /haproxy TCP setup p50`,
+        pair(before.vsHaproxy.setupP50, b.vsHaproxy.setupP50),
+      ],
+      [
+        `before (${before.revision}) -> now: /haproxy HTTPS req/s`,
+        pair(before.httpsVsHaproxy.rps, b.httpsVsHaproxy.rps),
+      ],
+      [
+        `before (${before.revision}) -> now: /haproxy HTTPS CPU/req`,
+        `${pair(before.httpsVsHaproxy.cpuPerRequest, b.httpsVsHaproxy.cpuPerRequest)} (${before.https.cpuMicrosPerRequest.toFixed(0)} -> ${https.agent.cpuMicrosPerRequest.toFixed(0)} µs)`,
+      ],
+    );
+  }
   for (const s of b.skipped) rows.push(["skipped", s]);
   return rows;
 }

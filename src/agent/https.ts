@@ -3,16 +3,14 @@
 // expose serves, gets the first expose's certificate (and fails verification if it asked for another name).
 // Bounded under floods and slowloris clients: the shared connection budget, a handshake and header timeout,
 // an idle timeout, and piped bodies.
-import { Agent } from "node:http";
-import { createServer, type Server } from "node:https";
 import type { Socket } from "node:net";
-import type { TLSSocket } from "node:tls";
+import { createServer, type Server, type TLSSocket } from "node:tls";
 import { type CertificateEntry, loadCertificate, normalizeName, selectByServerName } from "./certs.js";
 import type { AgentExpose } from "./config.js";
 import { type ConnectionBudget, closeServer, tryAcquire } from "./forward.js";
 import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";
-import { type ProxyTarget, proxyRequest, proxyUpgrade } from "./proxy.js";
+import { type PipeTarget, pipeHttpConnection } from "./pipe.js";
 
 export interface HttpsListenerOptions {
   listenHost: string;
@@ -38,7 +36,7 @@ export interface HttpsListener {
 interface ExposeRoute {
   expose: AgentExpose;
   cert: CertificateEntry;
-  target: ProxyTarget;
+  target: PipeTarget;
 }
 
 export async function startHttpsListener(opts: HttpsListenerOptions): Promise<HttpsListener> {
@@ -49,11 +47,9 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
     target: {
       name: expose.name,
       backend: expose.backend,
-      // Reused backend connections; a free one is closed after a few seconds (or the backend's own
-      // Keep-Alive hint) so the agent rarely reuses a socket the backend is closing.
-      agent: new Agent({ keepAlive: true, maxFreeSockets: 64, timeout: 4000, scheduling: "lifo" }),
       dialTimeoutMs: opts.dialTimeoutMs,
       idleTimeoutMs: opts.idleTimeoutMs,
+      headerTimeoutMs: opts.headerTimeoutMs,
       metrics,
       log,
     },
@@ -66,28 +62,19 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
 
   await Promise.all(routes.map((route) => loadCertificate(route.cert, log)));
 
-  const server: Server = createServer(
-    {
-      ...(fallback.cert.pem ?? {}),
-      SNICallback: (serverName, cb) => {
-        const route = routeFor(serverName);
-        if (route.cert.context) cb(null, route.cert.context);
-        else cb(new Error(`no certificate loaded for expose ${route.expose.name}`));
-      },
-      ALPNProtocols: ["http/1.1"],
-      handshakeTimeout: opts.headerTimeoutMs,
-      headersTimeout: opts.headerTimeoutMs,
-      requestTimeout: 0, // long uploads are bounded by the idle timeout instead
-      keepAliveTimeout: Math.min(opts.idleTimeoutMs, 60_000),
-      connectionsCheckingInterval: Math.min(1000, opts.headerTimeoutMs),
-      noDelay: true,
+  // A TLS server whose connections are piped to the backend (pipe.ts): no Node HTTP server or client.
+  const server: Server = createServer({
+    ...(fallback.cert.pem ?? {}),
+    SNICallback: (serverName, cb) => {
+      const route = routeFor(serverName);
+      if (route.cert.context) cb(null, route.cert.context);
+      else cb(new Error(`no certificate loaded for expose ${route.expose.name}`));
     },
-    (req, res) => proxyRequest(req, res, routeFor((req.socket as TLSSocket).servername).target),
-  );
-  server.timeout = opts.idleTimeoutMs;
-  server.on("upgrade", (req, socket: Socket, head: Buffer) =>
-    proxyUpgrade(req, socket, head, routeFor((req.socket as TLSSocket).servername).target),
-  );
+    ALPNProtocols: ["http/1.1"],
+    handshakeTimeout: opts.headerTimeoutMs,
+    allowHalfOpen: true,
+    noDelay: true,
+  });
 
   // Raw TCP connections, by remote address, until the TLS handshake says which expose they belong to.
   const pending = new Map<string, { raw: Socket; release: () => void }>();
@@ -111,13 +98,17 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
   });
   server.on("secureConnection", (tls: TLSSocket) => {
     const entry = pending.get(keyOf(tls));
-    if (!entry) return;
+    if (!entry) {
+      tls.destroy();
+      return;
+    }
     pending.delete(keyOf(tls));
     const name = routeFor(tls.servername).expose.name;
     // Counted on the raw socket: the bytes are TLS bytes, handshake included.
     metrics.trackBytes(name, entry.raw);
     metrics.connectionsActive.inc({ name });
     entry.raw.once("close", () => metrics.connectionsActive.dec({ name }));
+    void pipeHttpConnection(tls, routeFor(tls.servername).target);
   });
   server.on("tlsClientError", (err) => log.debug("tls handshake failed", { error: err.message }));
 
@@ -147,9 +138,7 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
       }
     },
     async close(graceMs = 0) {
-      server.closeIdleConnections();
       await closeServer(server, live, graceMs);
-      for (const route of routes) route.target.agent.destroy();
     },
   };
 }

@@ -348,3 +348,40 @@ test("a client that never finishes its headers is closed after limits.headerTime
   await closed; // resolves only because the agent gives up on the headers
   assert.equal(backend.requests.length, 0);
 });
+
+test("pipelined requests with chunked bodies reach the backend each with X-Forwarded-*; a smuggling head is 400 without a dial", async (t) => {
+  const backend = await backendFor(t);
+  const agent = await agentFor(t, ingress([expose("web", dash, ["dash.ts.example.com"], backend.port)]));
+  const port = agent.ports.exposes[0].listenPort;
+
+  const socket = tlsConnect({ host: "127.0.0.1", port, servername: "dash.ts.example.com", ca: pki.caPem });
+  await new Promise<void>((resolve) => socket.once("secureConnect", () => resolve()));
+  let received = "";
+  socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
+  const host = "host: dash.ts.example.com\r\n";
+  socket.write(
+    `POST /a HTTP/1.1\r\n${host}transfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n` +
+      `GET /b HTTP/1.1\r\n${host}x-forwarded-for: 10.9.9.9\r\n\r\n`,
+  );
+  await until(() => (received.match(/HTTP\/1\.1 200/g) ?? []).length === 2, "two answers");
+  assert.deepEqual(
+    backend.requests.map((r) => [r.url, r.headers["x-forwarded-for"], r.headers["x-forwarded-proto"]]),
+    [
+      ["/a", "127.0.0.1", "https"],
+      ["/b", "10.9.9.9, 127.0.0.1", "https"],
+    ],
+  );
+  assert.equal(backend.connections, 1);
+  socket.destroy();
+
+  const smuggler = tlsConnect({ host: "127.0.0.1", port, servername: "dash.ts.example.com", ca: pki.caPem });
+  await new Promise<void>((resolve) => smuggler.once("secureConnect", () => resolve()));
+  let refused = "";
+  smuggler.on("data", (chunk: Buffer) => (refused += chunk.toString("latin1")));
+  const ended = new Promise<void>((resolve) => smuggler.once("end", () => resolve()));
+  smuggler.write(`POST / HTTP/1.1\r\n${host}content-length: 4\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n`);
+  await ended; // the agent closes after its answer
+  assert.match(refused, /^HTTP\/1\.1 400 Bad Request\r\n/);
+  smuggler.destroy();
+  assert.equal(backend.connections, 1, "no backend dial for a refused head");
+});
