@@ -1,22 +1,40 @@
 /**
  * The generic resource metrics every kind publishes from its conditions:
- * tailnet_resource_condition (1 for the active reason, 0 for reasons seen before on that type)
+ * tailnet_resource_condition (1 for the active reason, 0 for the latest reasons before it on that type)
  * and tailnet_resource_ready (only for the current-generation Ready condition).
  */
 import type { Condition } from "../conditions/condition.js";
 import { registryMemory } from "./memory.js";
 import type { OperatorMetrics } from "./registry.js";
 
-/** Reasons seen per object and condition type. */
-const seenFor = registryMemory<Set<string>>();
-/** When each object's series were last published, for expiring them (see sweepStaleResources). */
-const publishedFor = registryMemory<{ id: ResourceId; at: number }>();
+/**
+ * What each object published: per condition type its reasons with a series, the active one last,
+ * and the reason of its tailnet_resource_ready series. One entry per object (keyed kind/namespace/name)
+ * so publishing, withdrawing and expiring touch only that object's entry, never every object's.
+ */
+interface Published {
+  id: ResourceId;
+  at: number;
+  reasons: Map<string, string[]>;
+  ready: string | undefined;
+}
+const publishedFor = registryMemory<Published>();
+
+/**
+ * Series kept per object and condition type: the active reason and the ones just before it. A
+ * condition that cycles through many reasons (a Headscale outage goes Unavailable, Timeout,
+ * Unauthorized, …) would otherwise hold one series per reason it ever had, per object, for the
+ * life of the process: at 20,000 objects that grew the server's memory without bound.
+ */
+export const MAX_REASON_SERIES = 3;
 
 export interface ResourceId {
   kind: string;
   namespace: string;
   name: string;
 }
+
+const keyOf = (id: ResourceId) => `${id.kind}/${id.namespace}/${id.name}`;
 
 export function publishConditions(
   metrics: OperatorMetrics,
@@ -25,44 +43,55 @@ export function publishConditions(
   generation: number,
   nowMs: number = Date.now(),
 ): void {
-  publishedFor(metrics).set(`${id.kind}/${id.namespace}/${id.name}`, { id, at: nowMs });
-  const memory = seenFor(metrics);
+  const memory = publishedFor(metrics);
+  const key = keyOf(id);
+  let entry = memory.get(key);
+  if (!entry) {
+    entry = {
+      id: { kind: id.kind, namespace: id.namespace, name: id.name },
+      at: nowMs,
+      reasons: new Map(),
+      ready: undefined,
+    };
+    memory.set(key, entry);
+  }
+  entry.at = nowMs;
   for (const c of conditions) {
-    const key = `${id.kind}/${id.namespace}/${id.name}/${c.type}`;
-    const reasons = memory.get(key) ?? new Set<string>();
-    for (const r of reasons) {
-      if (r !== c.reason) metrics.resourceCondition.set({ ...id, type: c.type, reason: r }, 0);
+    let reasons = entry.reasons.get(c.type);
+    if (!reasons) {
+      reasons = [];
+      entry.reasons.set(c.type, reasons);
     }
-    reasons.add(c.reason);
-    memory.set(key, reasons);
+    const active = reasons[reasons.length - 1];
+    if (active === c.reason) continue; // its series is 1 and the earlier ones 0 already
+    if (active !== undefined) metrics.resourceCondition.set({ ...id, type: c.type, reason: active }, 0);
+    const seen = reasons.indexOf(c.reason);
+    if (seen >= 0) reasons.splice(seen, 1);
+    reasons.push(c.reason);
+    while (reasons.length > MAX_REASON_SERIES) {
+      const dropped = reasons.shift() as string;
+      metrics.resourceCondition.remove({ ...id, type: c.type, reason: dropped });
+    }
     metrics.resourceCondition.set({ ...id, type: c.type, reason: c.reason }, 1);
   }
   const ready = conditions.find((c) => c.type === "Ready");
-  metrics.resourceReady.remove({ ...id, reason: "" });
-  for (const key of memory.keys()) {
-    if (key === `${id.kind}/${id.namespace}/${id.name}/Ready`) {
-      for (const r of memory.get(key) ?? []) metrics.resourceReady.remove({ ...id, reason: r });
-    }
-  }
-  if (ready && ready.observedGeneration === generation) {
-    metrics.resourceReady.set({ ...id, reason: ready.reason }, ready.status === "True" ? 1 : 0);
-  }
+  const current = ready && ready.observedGeneration === generation ? ready : undefined;
+  if (entry.ready !== undefined && entry.ready !== current?.reason)
+    metrics.resourceReady.remove({ ...id, reason: entry.ready });
+  if (current) metrics.resourceReady.set({ ...id, reason: current.reason }, current.status === "True" ? 1 : 0);
+  entry.ready = current?.reason;
 }
 
 /** Withdraws every resource series of an object (deleted, or a suspended gateway). */
 export function withdrawResource(metrics: OperatorMetrics, id: ResourceId): void {
-  publishedFor(metrics).delete(`${id.kind}/${id.namespace}/${id.name}`);
-  const memory = seenFor(metrics);
-  const prefix = `${id.kind}/${id.namespace}/${id.name}/`;
-  for (const [key, reasons] of memory) {
-    if (!key.startsWith(prefix)) continue;
-    const type = key.slice(prefix.length);
-    for (const r of reasons) {
-      metrics.resourceCondition.remove({ ...id, type, reason: r });
-      if (type === "Ready") metrics.resourceReady.remove({ ...id, reason: r });
-    }
-    memory.delete(key);
-  }
+  const memory = publishedFor(metrics);
+  const key = keyOf(id);
+  const entry = memory.get(key);
+  if (!entry) return;
+  for (const [type, reasons] of entry.reasons)
+    for (const reason of reasons) metrics.resourceCondition.remove({ ...id, type, reason });
+  if (entry.ready !== undefined) metrics.resourceReady.remove({ ...id, reason: entry.ready });
+  memory.delete(key);
 }
 
 /**
@@ -72,9 +101,8 @@ export function withdrawResource(metrics: OperatorMetrics, id: ResourceId): void
  * are withdrawn before every scrape.
  */
 export function sweepStaleResources(metrics: OperatorMetrics, nowMs: number, maxAgeMs: number): number {
-  const times = publishedFor(metrics);
   let swept = 0;
-  for (const { id, at } of [...times.values()]) {
+  for (const { id, at } of [...publishedFor(metrics).values()]) {
     if (nowMs - at > maxAgeMs) {
       withdrawResource(metrics, id);
       swept++;

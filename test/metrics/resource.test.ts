@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Condition } from "../../src/conditions/condition.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";
-import { publishConditions, sweepStaleResources, withdrawResource } from "../../src/metrics/resource.js";
+import {
+  MAX_REASON_SERIES,
+  publishConditions,
+  sweepStaleResources,
+  withdrawResource,
+} from "../../src/metrics/resource.js";
 
 const c = (type: string, status: Condition["status"], reason: string, generation = 2): Condition => ({
   type,
@@ -46,5 +51,47 @@ describe("resource metrics", () => {
     assert.match(text, /name="fresh"/);
     withdrawResource(m, { ...id, name: "fresh" });
     assert.doesNotMatch(await m.registry.metrics(), /name="fresh"/);
+  });
+  it(`keeps at most ${MAX_REASON_SERIES} reason series per condition type: the active one and the latest before it`, async () => {
+    const m = createOperatorMetrics({ defaultMetrics: false });
+    const reasons = Array.from({ length: 10 }, (_, i) => `Reason${i}`);
+    for (const r of reasons) publishConditions(m, id, [c("TailnetReady", "False", r)], 2, 0);
+    const text = await m.registry.metrics();
+    const series = [...text.matchAll(/^tailnet_resource_condition\{[^}]*type="TailnetReady",reason="(\w+)"\} (\d)$/gm)];
+    assert.deepEqual(series.map((s) => [s[1], s[2]]).sort(), [
+      ["Reason7", "0"],
+      ["Reason8", "0"],
+      ["Reason9", "1"],
+    ]);
+  });
+  it("a reason that comes back is the active one again, and the oldest other one is dropped", async () => {
+    const m = createOperatorMetrics({ defaultMetrics: false });
+    for (const r of ["A", "B", "C", "A", "D"]) publishConditions(m, id, [c("Ready", "False", r)], 2, 0);
+    const text = await m.registry.metrics();
+    const series = [...text.matchAll(/^tailnet_resource_condition\{[^}]*reason="(\w+)"\} (\d)$/gm)];
+    assert.deepEqual(series.map((s) => [s[1], s[2]]).sort(), [
+      ["A", "0"],
+      ["C", "0"],
+      ["D", "1"],
+    ]);
+    const ready = [...text.matchAll(/^tailnet_resource_ready\{[^}]*reason="(\w+)"\} (\d)$/gm)];
+    assert.deepEqual(
+      ready.map((s) => [s[1], s[2]]),
+      [["D", "0"]],
+    );
+  });
+  it("20,000 objects × a cycle of reasons hold at most MAX_REASON_SERIES series per type, and withdraw touches one object", async () => {
+    const m = createOperatorMetrics({ defaultMetrics: false });
+    const ids = Array.from({ length: 20_000 }, (_, i) => ({ ...id, name: `db${i}` }));
+    for (const r of ["Timeout", "Unauthorized", "Unavailable", "Rejected", "Ready"])
+      for (const o of ids) publishConditions(m, o, [c("Ready", r === "Ready" ? "True" : "False", r)], 2, 0);
+    const text = await m.registry.metrics();
+    assert.equal(text.match(/^tailnet_resource_condition\{/gm)?.length, 20_000 * MAX_REASON_SERIES);
+    assert.equal(text.match(/^tailnet_resource_ready\{/gm)?.length, 20_000);
+    withdrawResource(m, ids[1]);
+    const after = await m.registry.metrics();
+    assert.doesNotMatch(after, /name="db1"/);
+    assert.match(after, /name="db10"/);
+    assert.match(after, /name="db19999"/);
   });
 });
