@@ -110,7 +110,12 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
     entry.raw.once("close", () => metrics.connectionsActive.dec({ name }));
     void pipeHttpConnection(tls, routeFor(tls.servername).target);
   });
-  server.on("tlsClientError", (err) => log.debug("tls handshake failed", { error: err.message }));
+  // A tls.Server with a tlsClientError listener leaves the socket to it (node lib/_tls_wrap.js
+  // onSocketTLSError), handshake timeouts included: close it, or a silent client keeps its budget slot.
+  server.on("tlsClientError", (err, socket) => {
+    log.debug("tls handshake failed", { error: err.message });
+    socket.destroy();
+  });
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) =>

@@ -5,6 +5,7 @@ import { randomBytes, X509Certificate } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import type { IncomingHttpHeaders } from "node:http";
 import { Agent, request } from "node:https";
+import { connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -384,4 +385,19 @@ test("pipelined requests with chunked bodies reach the backend each with X-Forwa
   assert.match(refused, /^HTTP\/1\.1 400 Bad Request\r\n/);
   smuggler.destroy();
   assert.equal(backend.connections, 1, "no backend dial for a refused head");
+});
+
+test("a client that never starts the TLS handshake is closed after limits.headerTimeoutSeconds and frees its slot", async (t) => {
+  const backend = await backendFor(t);
+  const agent = await agentFor(
+    t,
+    ingress([expose("web", dash, ["dash.ts.example.com"], backend.port)], { headerTimeoutSeconds: 0.2 }),
+  );
+  const port = agent.ports.exposes[0].listenPort;
+  const silent = netConnect({ host: "127.0.0.1", port });
+  silent.resume();
+  silent.on("error", () => silent.destroy());
+  await new Promise<void>((resolve) => silent.once("close", () => resolve())); // only the agent closes it
+  const answer = await ask({ port, servername: "dash.ts.example.com" });
+  assert.equal(answer.status, 200);
 });
