@@ -15,7 +15,8 @@
  * (VmHWM), the V8 heap, the metric series exported and the event-loop p99 of the window after round
  * one; fails when 20,000 parents exceed 256 MiB RSS or an event-loop p99 of 20 ms.
  * SOAK_NODE_ARGS adds flags to the server (e.g. `--heapsnapshot-signal=SIGUSR2`); SOAK_HEAPSNAPSHOT=dir
- * writes a heap snapshot of the server at the end of each size into dir.
+ * writes a heap snapshot of the server at the end of each size into dir; SOAK_CLI=path/dist/cli.js runs
+ * that build instead of compiling src/ (to compare a before and an after under the same load).
  */
 import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -327,7 +328,9 @@ export const SCALE_GOAL = { parents: 20_000, rssMiB: 256, eventLoopP99ms: 20 };
 
 /** RSS against the number of parents, one fresh compiled server per size. */
 export async function soakScale(sizes = SCALE_PARENTS, seconds = 90): Promise<{ rows: SoakResult[]; ok: boolean }> {
-  const cli = buildServer();
+  // SOAK_CLI: a dist/cli.js built elsewhere (e.g. from an older commit, to compare before/after)
+  const prebuilt = process.env.SOAK_CLI;
+  const cli = prebuilt ?? buildServer();
   const rows: SoakResult[] = [];
   try {
     for (const parents of sizes) {
@@ -345,7 +348,7 @@ export async function soakScale(sizes = SCALE_PARENTS, seconds = 90): Promise<{ 
       if (r.unexpectedSamples.length) console.error(r.unexpectedSamples.join("\n"));
     }
   } finally {
-    rmSync(join(cli, "..", ".."), { recursive: true, force: true });
+    if (!prebuilt) rmSync(join(cli, "..", ".."), { recursive: true, force: true });
   }
   const ok = rows.every(
     (r) =>

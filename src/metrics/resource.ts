@@ -94,17 +94,28 @@ export function withdrawResource(metrics: OperatorMetrics, id: ResourceId): void
   memory.delete(key);
 }
 
+/** The kinds' own per-object series and memories (egress targets, ingress exposes), expired with the object. */
+const staleWithdrawers: ((metrics: OperatorMetrics, id: ResourceId) => void)[] = [];
+
+/** Registers a kind's withdrawal of its per-object series, called for every object the sweep expires. */
+export function onStaleResource(withdraw: (metrics: OperatorMetrics, id: ResourceId) => void): void {
+  staleWithdrawers.push(withdraw);
+}
+
 /**
  * Several replicas each export the series of the syncs they answered; an object whose syncs now go
  * to another replica (or that was deleted while this one was not asked) would otherwise keep a stale
  * series here and hold an alert firing. Series not refreshed within `maxAgeMs` (a few resync periods)
- * are withdrawn before every scrape.
+ * are withdrawn before every scrape, with the object's key expiry and its kind's own series and
+ * memories (onStaleResource), so objects deleted while another replica answered hold nothing here.
  */
 export function sweepStaleResources(metrics: OperatorMetrics, nowMs: number, maxAgeMs: number): number {
   let swept = 0;
   for (const { id, at } of [...publishedFor(metrics).values()]) {
     if (nowMs - at > maxAgeMs) {
       withdrawResource(metrics, id);
+      metrics.authKeyExpiry.remove({ kind: id.kind, namespace: id.namespace, name: id.name });
+      for (const withdraw of staleWithdrawers) withdraw(metrics, id);
       swept++;
     }
   }

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Condition } from "../../src/conditions/condition.js";
+import { publishEgressMetrics } from "../../src/kinds/egress/metrics.js";
+import { publishIngressMetrics } from "../../src/kinds/ingress/metrics.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";
 import {
   MAX_REASON_SERIES,
@@ -8,6 +10,7 @@ import {
   sweepStaleResources,
   withdrawResource,
 } from "../../src/metrics/resource.js";
+import { parentObject } from "../fixtures/hooks.js";
 
 const c = (type: string, status: Condition["status"], reason: string, generation = 2): Condition => ({
   type,
@@ -93,5 +96,40 @@ describe("resource metrics", () => {
     assert.doesNotMatch(after, /name="db1"/);
     assert.match(after, /name="db10"/);
     assert.match(after, /name="db19999"/);
+  });
+  it("the stale sweep also withdraws an expired object's key expiry, egress target and ingress expose series and memory", async () => {
+    const m = createOperatorMetrics({ defaultMetrics: false });
+    const egress = parentObject("TailnetEgress", "db", {}, { namespace: "shop" });
+    const ingress = parentObject("TailnetIngress", "web", {}, { namespace: "shop" });
+    const publish = (at: number) => {
+      publishConditions(m, { ...id, name: "db" }, [c("Ready", "True", "Ready")], 2, at);
+      publishEgressMetrics(m, egress, {
+        targets: [{ name: "postgres", state: "Ready" }],
+        routesMissing: 0,
+        authKeyExpiresAt: new Date(9e12),
+      });
+      publishConditions(m, { ...id, kind: "TailnetIngress", name: "web" }, [c("Ready", "True", "Ready")], 2, at);
+      publishIngressMetrics(m, ingress, [{ name: "http", reachable: true }], new Date(9e12));
+    };
+    publish(1000);
+    assert.equal(sweepStaleResources(m, 10_000, 2000), 2);
+    const text = await m.registry.metrics();
+    for (const family of [
+      "tailnet_egress_target_state",
+      "tailnetegress_routes_missing",
+      "tailnet_ingress_expose_reachable",
+      "tailnetingress_backends_unreachable",
+      "tailnet_auth_key_expiry_timestamp_seconds",
+      "tailnet_resource_condition",
+    ])
+      assert.doesNotMatch(text, new RegExp(`^${family}\\{`, "m"), family);
+    // the memories went too: the same states published again are series again (not "unchanged, set nothing")
+    publish(20_000);
+    const again = await m.registry.metrics();
+    assert.match(
+      again,
+      /^tailnet_egress_target_state\{namespace="shop",name="db",target="postgres",state="Ready"\} 1$/m,
+    );
+    assert.match(again, /^tailnet_ingress_expose_reachable\{namespace="shop",name="web",expose="http"\} 1$/m);
   });
 });

@@ -4,10 +4,12 @@
  * flip), the deprecated tailnetegress_routes_missing, and the pre-auth key expiry. Series of a
  * target that left the spec, or of a deleted egress, are removed.
  */
+import { API_VERSION } from "../../api/schemas.js";
 import { TargetReason } from "../../conditions/reasons.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { registryMemory } from "../../metrics/memory.js";
 import type { OperatorMetrics } from "../../metrics/registry.js";
+import { onStaleResource } from "../../metrics/resource.js";
 import type { EgressMetricValues } from "./decide.js";
 
 export const TARGET_STATES: readonly string[] = ["Ready", ...Object.values(TargetReason)];
@@ -57,3 +59,13 @@ export function withdrawEgressMetrics(metrics: OperatorMetrics, parent: K8sObjec
   publishEgressMetrics(metrics, parent, {});
   memoryOf(metrics).delete(`${idOf(parent).namespace}/${idOf(parent).name}`);
 }
+
+// An egress whose syncs stopped coming here (deleted while another replica answered): its series and memory go.
+onStaleResource((metrics, id) => {
+  if (id.kind !== "TailnetEgress") return;
+  withdrawEgressMetrics(metrics, {
+    apiVersion: API_VERSION,
+    kind: id.kind,
+    metadata: { namespace: id.namespace, name: id.name },
+  });
+});

@@ -5,9 +5,11 @@
  * tailnet_auth_key_expiry_timestamp_seconds of the key in use. Series of exposes that left the
  * spec, and everything on finalize, are removed.
  */
+import { API_VERSION } from "../../api/schemas.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { registryMemory } from "../../metrics/memory.js";
 import type { OperatorMetrics } from "../../metrics/registry.js";
+import { onStaleResource } from "../../metrics/resource.js";
 
 const KIND = "TailnetIngress";
 /** Per metrics registry: `namespace/name` → expose names with a series. */
@@ -45,3 +47,13 @@ export function withdrawIngressMetrics(metrics: OperatorMetrics, parent: K8sObje
   publishIngressMetrics(metrics, parent, [], undefined);
   memory(metrics).delete(`${idOf(parent).namespace}/${idOf(parent).name}`);
 }
+
+// An ingress whose syncs stopped coming here (deleted while another replica answered): its series and memory go.
+onStaleResource((metrics, id) => {
+  if (id.kind !== KIND) return;
+  withdrawIngressMetrics(metrics, {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { namespace: id.namespace, name: id.name },
+  });
+});
