@@ -1,9 +1,11 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { CompactGauge } from "./compact.js";
 
 /**
  * Every metric the operator (hook server) exports, on a registry of its own per app.
  * Names, labels and meaning follow docs/OPERATIONS.md; the alert rules and the dashboard are
  * checked against `OPERATOR_METRIC_NAMES` by a test, so a rename cannot silently break an alert.
+ * The per-object families (a series per object) are CompactGauges: see compact.ts for why.
  */
 export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
@@ -38,13 +40,13 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),
-    resourceReady: new Gauge({
+    resourceReady: new CompactGauge({
       name: "tailnet_resource_ready",
       help: "1 when the current-generation Ready condition is True, else 0; reason is the active Ready reason. Tailnet has none; suspended gateways are withdrawn.",
       labelNames: ["kind", "namespace", "name", "reason"] as const,
       registers,
     }),
-    resourceCondition: new Gauge({
+    resourceCondition: new CompactGauge({
       name: "tailnet_resource_condition",
       help: "1 for the active reason of a condition type, 0 for reasons previously seen on it.",
       labelNames: ["kind", "namespace", "name", "type", "reason"] as const,
@@ -92,7 +94,7 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
       labelNames: ["tailnet"] as const,
       registers,
     }),
-    authKeyExpiry: new Gauge({
+    authKeyExpiry: new CompactGauge({
       name: "tailnet_auth_key_expiry_timestamp_seconds",
       help: "Unix timestamp at which the pre-auth key of an agent or gateway expires.",
       labelNames: ["kind", "namespace", "name"] as const,
@@ -104,25 +106,25 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
       labelNames: ["tailnet", "namespace", "name"] as const,
       registers,
     }),
-    egressTargetState: new Gauge({
+    egressTargetState: new CompactGauge({
       name: "tailnet_egress_target_state",
       help: "1 for the current state of each egress target (state label: Ready or the target's reason).",
       labelNames: ["namespace", "name", "target", "state"] as const,
       registers,
     }),
-    egressRoutesMissingDeprecated: new Gauge({
+    egressRoutesMissingDeprecated: new CompactGauge({
       name: "tailnetegress_routes_missing",
       help: "Deprecated (kept through v0.4.x): number of egress targets whose routes are missing. Prefer tailnet_egress_target_state.",
       labelNames: ["namespace", "name"] as const,
       registers,
     }),
-    ingressExposeReachable: new Gauge({
+    ingressExposeReachable: new CompactGauge({
       name: "tailnet_ingress_expose_reachable",
       help: "1 when the agent reached the expose's backend on its last probe.",
       labelNames: ["namespace", "name", "expose"] as const,
       registers,
     }),
-    ingressBackendsUnreachableDeprecated: new Gauge({
+    ingressBackendsUnreachableDeprecated: new CompactGauge({
       name: "tailnetingress_backends_unreachable",
       help: "Deprecated (kept through v0.4.x): number of unreachable ingress backends. Prefer tailnet_ingress_expose_reachable.",
       labelNames: ["namespace", "name"] as const,

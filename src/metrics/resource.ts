@@ -15,7 +15,8 @@ import type { OperatorMetrics } from "./registry.js";
 interface Published {
   id: ResourceId;
   at: number;
-  reasons: Map<string, string[]>;
+  /** Per condition type; exact-size arrays replaced on change (a pushed-to array keeps spare capacity). */
+  reasons: Record<string, readonly string[]>;
   ready: string | undefined;
 }
 const publishedFor = registryMemory<Published>();
@@ -47,31 +48,19 @@ export function publishConditions(
   const key = keyOf(id);
   let entry = memory.get(key);
   if (!entry) {
-    entry = {
-      id: { kind: id.kind, namespace: id.namespace, name: id.name },
-      at: nowMs,
-      reasons: new Map(),
-      ready: undefined,
-    };
+    entry = { id: { kind: id.kind, namespace: id.namespace, name: id.name }, at: nowMs, reasons: {}, ready: undefined };
     memory.set(key, entry);
   }
   entry.at = nowMs;
   for (const c of conditions) {
-    let reasons = entry.reasons.get(c.type);
-    if (!reasons) {
-      reasons = [];
-      entry.reasons.set(c.type, reasons);
-    }
+    const reasons = entry.reasons[c.type] ?? [];
     const active = reasons[reasons.length - 1];
     if (active === c.reason) continue; // its series is 1 and the earlier ones 0 already
     if (active !== undefined) metrics.resourceCondition.set({ ...id, type: c.type, reason: active }, 0);
-    const seen = reasons.indexOf(c.reason);
-    if (seen >= 0) reasons.splice(seen, 1);
-    reasons.push(c.reason);
-    while (reasons.length > MAX_REASON_SERIES) {
-      const dropped = reasons.shift() as string;
+    const next = [...reasons.filter((r) => r !== c.reason), c.reason];
+    for (const dropped of next.splice(0, Math.max(0, next.length - MAX_REASON_SERIES)))
       metrics.resourceCondition.remove({ ...id, type: c.type, reason: dropped });
-    }
+    entry.reasons[c.type] = next.slice();
     metrics.resourceCondition.set({ ...id, type: c.type, reason: c.reason }, 1);
   }
   const ready = conditions.find((c) => c.type === "Ready");
@@ -88,7 +77,7 @@ export function withdrawResource(metrics: OperatorMetrics, id: ResourceId): void
   const key = keyOf(id);
   const entry = memory.get(key);
   if (!entry) return;
-  for (const [type, reasons] of entry.reasons)
+  for (const [type, reasons] of Object.entries(entry.reasons))
     for (const reason of reasons) metrics.resourceCondition.remove({ ...id, type, reason });
   if (entry.ready !== undefined) metrics.resourceReady.remove({ ...id, reason: entry.ready });
   memory.delete(key);
