@@ -36,6 +36,12 @@ export interface AgentExpose {
   tls?: { certFile: string; keyFile: string };
   /** http mode: the DNS name and aliases this expose answers for (SNI). */
   names: string[];
+  /**
+   * http mode: every connection starts with a PROXY protocol v1/v2 header (tailscaled serve `ProxyProtocol`
+   * on the TCPForward), whose source address becomes the client address in X-Forwarded-For. Exposes sharing
+   * a listen port agree on it.
+   */
+  proxyProtocol?: boolean;
 }
 
 export interface AgentLimits {
@@ -191,6 +197,7 @@ const schema = {
             properties: { certFile: { type: "string", minLength: 1 }, keyFile: { type: "string", minLength: 1 } },
           },
           names: { type: "array", default: [], items: { type: "string", minLength: 1, maxLength: 253 } },
+          proxyProtocol: { type: "boolean" },
         },
       },
     },
@@ -281,6 +288,9 @@ function checkSemantics(config: AgentConfig, source: string): void {
     const listenerKey = expose.listenPort === 0 ? -1 - i : expose.listenPort;
     const names = namesByListener.get(listenerKey) ?? new Map<string, number>();
     namesByListener.set(listenerKey, names);
+    const first = names.size > 0 ? [...names.values()][0] : undefined;
+    if (first !== undefined && !!config.exposes[first].proxyProtocol !== !!expose.proxyProtocol)
+      fail(`exposes[${i}].proxyProtocol`, `must match exposes[${first}] (same listen port)`);
     expose.names.forEach((name, n) => {
       const key = name.toLowerCase().replace(/\.$/, "");
       const owner = names.get(key);

@@ -3,7 +3,7 @@
 // expose serves, gets the first expose's certificate (and fails verification if it asked for another name).
 // Bounded under floods and slowloris clients: the shared connection budget, a handshake and header timeout,
 // an idle timeout, and piped bodies.
-import type { Socket } from "node:net";
+import { createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 import { createServer, type Server, type TLSSocket } from "node:tls";
 import { type CertificateEntry, loadCertificate, normalizeName, selectByServerName } from "./certs.js";
 import type { AgentExpose } from "./config.js";
@@ -11,6 +11,7 @@ import { type ConnectionBudget, closeServer, tryAcquire } from "./forward.js";
 import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";
 import { type PipeTarget, pipeHttpConnection } from "./pipe.js";
+import { readProxyHeader } from "./proxy-protocol.js";
 
 export interface HttpsListenerOptions {
   listenHost: string;
@@ -77,15 +78,16 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
   });
 
   // Raw TCP connections, by remote address, until the TLS handshake says which expose they belong to.
-  const pending = new Map<string, { raw: Socket; release: () => void }>();
+  const pending = new Map<string, { raw: Socket; release: () => void; clientIp?: string }>();
   const live = new Set<Socket>();
   const keyOf = (socket: Socket) => `${socket.remoteAddress}|${socket.remotePort}`;
-  server.on("connection", (raw: Socket) => {
+  /** Takes a budget slot for a new connection; false when the agent is full (the connection is closed). */
+  const admit = (raw: Socket): boolean => {
     const release = tryAcquire(opts.budget);
     if (!release) {
       metrics.connectionsRejected.inc({ name: fallback.expose.name });
       raw.destroy();
-      return;
+      return false;
     }
     const key = keyOf(raw);
     live.add(raw);
@@ -95,7 +97,30 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
       if (pending.get(key)?.raw === raw) pending.delete(key);
       release();
     });
-  });
+    return true;
+  };
+  // With proxyProtocol a plain TCP listener reads tailscaled's PROXY header first, then hands the
+  // connection to the TLS server; the header's source is the client address for X-Forwarded-For.
+  const proxyProtocol = fallback.expose.proxyProtocol === true;
+  let listener: NetServer = server;
+  if (proxyProtocol) {
+    listener = createNetServer({ allowHalfOpen: true, noDelay: true }, (raw) => {
+      if (!admit(raw)) return;
+      readProxyHeader(raw, opts.headerTimeoutMs).then(
+        (clientIp) => {
+          const entry = pending.get(keyOf(raw));
+          if (entry) entry.clientIp = clientIp;
+          server.emit("connection", raw);
+        },
+        (err: Error) => {
+          log.debug("bad PROXY header", { expose: fallback.expose.name, error: err.message });
+          raw.destroy();
+        },
+      );
+    });
+  } else {
+    server.on("connection", admit);
+  }
   server.on("secureConnection", (tls: TLSSocket) => {
     const entry = pending.get(keyOf(tls));
     if (!entry) {
@@ -108,7 +133,7 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
     metrics.trackBytes(name, entry.raw);
     metrics.connectionsActive.inc({ name });
     entry.raw.once("close", () => metrics.connectionsActive.dec({ name }));
-    void pipeHttpConnection(tls, routeFor(tls.servername).target);
+    void pipeHttpConnection(tls, routeFor(tls.servername).target, entry.clientIp);
   });
   // A tls.Server with a tlsClientError listener leaves the socket to it (node lib/_tls_wrap.js
   // onSocketTLSError), handshake timeouts included: close it, or a silent client keeps its budget slot.
@@ -118,17 +143,17 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
   });
 
   await new Promise<void>((resolve, reject) => {
-    server.once("error", (err: NodeJS.ErrnoException) =>
+    listener.once("error", (err: NodeJS.ErrnoException) =>
       reject(
         new Error(
           `listen ${opts.listenHost}:${opts.listenPort} for ${fallback.expose.name}: ${err.code ?? err.message}`,
         ),
       ),
     );
-    server.listen(opts.listenPort, opts.listenHost, () => resolve());
+    listener.listen(opts.listenPort, opts.listenHost, () => resolve());
   });
-  server.on("error", (err) => log.error("listener error", { expose: fallback.expose.name, error: err.message }));
-  const address = server.address();
+  listener.on("error", (err) => log.error("listener error", { expose: fallback.expose.name, error: err.message }));
+  const address = listener.address();
   const port = typeof address === "object" && address ? address.port : opts.listenPort;
   log.info("listening", { exposes: routes.map((r) => r.expose.name).join(","), port, mode: "http" });
 
@@ -143,7 +168,7 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
       }
     },
     async close(graceMs = 0) {
-      await closeServer(server, live, graceMs);
+      await closeServer(listener, live, graceMs);
     },
   };
 }

@@ -250,11 +250,12 @@ function errorResponse(status: 400 | 431 | 502 | 504): string {
 /**
  * Serves one TLS client connection of an http expose until both sides are closed: the backend is dialled
  * when the first request head is complete; a refused or failed dial answers 502, a dial timeout 504.
+ * `clientIp` (from a PROXY header) replaces the peer address in X-Forwarded-For.
  */
-export function pipeHttpConnection(client: TLSSocket, target: PipeTarget): Promise<void> {
+export function pipeHttpConnection(client: TLSSocket, target: PipeTarget, clientIp?: string): Promise<void> {
   const { metrics, log, name } = target;
   const address = formatHostPort(target.backend);
-  const framer = new RequestFramer(client.remoteAddress?.replace(/^::ffff:/, ""));
+  const framer = new RequestFramer(clientIp ?? client.remoteAddress?.replace(/^::ffff:/, ""));
   let upstream: Socket | undefined;
   let connected = false;
   let queued: Buffer[] = [];

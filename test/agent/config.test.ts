@@ -151,6 +151,15 @@ test("an invalid config is an error naming the field", () => {
       message: 'agent config: exposes[1].names[1] "DASH.ts.example.com." is already served by exposes[0]',
     },
     {
+      name: "http exposes on one listener disagree on proxyProtocol",
+      config: {
+        ...ingress,
+        exposes: [web, { ...web, name: "api", names: ["api.ts.example.com"], proxyProtocol: true }],
+      },
+      field: "exposes[1].proxyProtocol",
+      message: "agent config: exposes[1].proxyProtocol must match exposes[0] (same listen port)",
+    },
+    {
       name: "a tcp expose cannot share a listener",
       config: { ...ingress, exposes: [web, { ...web, name: "ssh", mode: "tcp" }] },
       field: "exposes[1].listenPort",

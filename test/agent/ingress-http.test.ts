@@ -8,6 +8,7 @@ import { Agent, request } from "node:https";
 import { connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Duplex } from "node:stream";
 import { after, before, test } from "node:test";
 import { type PeerCertificate, type TLSSocket, connect as tlsConnect } from "node:tls";
 import type { AgentExpose } from "../../src/agent/config.js";
@@ -400,4 +401,74 @@ test("a client that never starts the TLS handshake is closed after limits.header
   await new Promise<void>((resolve) => silent.once("close", () => resolve())); // only the agent closes it
   const answer = await ask({ port, servername: "dash.ts.example.com" });
   assert.equal(answer.status, 200);
+});
+
+/** A TLS client whose first bytes on the wire are `header` — in the same segment as its ClientHello. */
+async function tlsBehindProxyHeader(port: number, header: Buffer): Promise<TLSSocket> {
+  const raw = netConnect({ host: "127.0.0.1", port });
+  await new Promise<void>((resolve) => raw.once("connect", () => resolve()));
+  let first = true;
+  const wire = new Duplex({
+    read() {},
+    write(chunk: Buffer, _enc, cb) {
+      raw.write(first ? Buffer.concat([header, chunk]) : chunk, cb);
+      first = false;
+    },
+    final(cb) {
+      raw.end(cb);
+    },
+  });
+  raw.on("data", (d: Buffer) => wire.push(d));
+  raw.on("end", () => wire.push(null));
+  raw.on("error", (err) => wire.destroy(err));
+  const socket = tlsConnect({ socket: wire, servername: "dash.ts.example.com", ca: pki.caPem });
+  await new Promise<void>((resolve, reject) => {
+    socket.once("secureConnect", () => resolve());
+    socket.once("error", reject);
+  });
+  return socket;
+}
+
+function proxyV2(ip: string, port: number): Buffer {
+  const sig = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
+  const body = Buffer.alloc(12);
+  body.set(ip.split(".").map(Number), 0);
+  body.set([100, 100, 100, 100], 4); // destination: the node's address
+  body.writeUInt16BE(port, 8);
+  body.writeUInt16BE(443, 10);
+  return Buffer.concat([sig, Buffer.from([0x21, 0x11, 0x00, 12]), body]);
+}
+
+test("proxyProtocol: the tailnet client's address from tailscaled's PROXY header (v2 or v1) is X-Forwarded-For; a connection without one is closed", async (t) => {
+  const backend = await backendFor(t);
+  const agent = await agentFor(
+    t,
+    ingress([{ ...expose("web", dash, ["dash.ts.example.com"], backend.port), proxyProtocol: true }], {
+      headerTimeoutSeconds: 0.5,
+    }),
+  );
+  const port = agent.ports.exposes[0].listenPort;
+  const request = "GET /who HTTP/1.1\r\nhost: dash.ts.example.com\r\nconnection: close\r\n\r\n";
+  for (const [i, [header, want]] of [
+    [proxyV2("100.64.0.9", 40000), "100.64.0.9"],
+    [Buffer.from("PROXY TCP6 fd7a:115c:a1e0::9 fd7a:115c:a1e0::1 40001 443\r\n"), "fd7a:115c:a1e0::9"],
+  ].entries()) {
+    const socket = await tlsBehindProxyHeader(port, header as Buffer);
+    let received = "";
+    socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
+    socket.write(request);
+    await until(() => backend.requests.length === i + 1 && received.includes("\r\n\r\n"), "answer");
+    assert.match(received, /^HTTP\/1\.1 200/);
+    assert.equal(backend.requests.at(-1)?.headers["x-forwarded-for"], want);
+    socket.destroy();
+  }
+  const plain = tlsConnect({ host: "127.0.0.1", port, servername: "dash.ts.example.com", ca: pki.caPem });
+  const failed = await new Promise<boolean>((resolve) => {
+    plain.once("secureConnect", () => resolve(false));
+    plain.once("error", () => resolve(true));
+    plain.once("close", () => resolve(true));
+  });
+  assert.ok(failed, "a TLS client without a PROXY header is refused");
+  plain.destroy();
+  assert.equal(backend.requests.length, 2);
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { HttpFramingError, MAX_HEAD_BYTES, RequestFramer, rewriteRequestHead } from "../../src/agent/pipe.js";
+import { parseProxyHeader } from "../../src/agent/proxy-protocol.js";
 
 const text = (pieces: Buffer[]) => Buffer.concat(pieces).toString("latin1");
 
@@ -84,4 +85,31 @@ test("framer: after an upgrade request the stream is raw; a bad chunk or an over
     () => big.push(Buffer.from(`GET / HTTP/1.1\r\nx: ${"a".repeat(MAX_HEAD_BYTES)}`)),
     (err: unknown) => err instanceof HttpFramingError && err.status === 431,
   );
+});
+
+test("PROXY header: v2 TCP4/TCP6/LOCAL, v1 TCP4/UNKNOWN, incomplete input waits, anything else throws", () => {
+  const sig = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
+  const v2 = (verCmd: number, fam: number, body: Buffer) =>
+    Buffer.concat([sig, Buffer.from([verCmd, fam, body.length >> 8, body.length & 255]), body]);
+  const v4 = v2(0x21, 0x11, Buffer.from([100, 64, 0, 9, 100, 64, 0, 1, 0x9c, 0x40, 1, 0xbb]));
+  assert.deepEqual(parseProxyHeader(Buffer.concat([v4, Buffer.from([0x16, 3, 1])])), {
+    length: 28,
+    source: "100.64.0.9",
+  });
+  const addr6 = Buffer.alloc(36);
+  Buffer.from("fd7a115ca1e000000000000000000009", "hex").copy(addr6, 0, 0, 16);
+  assert.deepEqual(parseProxyHeader(v2(0x21, 0x21, addr6)), { length: 52, source: "fd7a:115c:a1e0::9" });
+  assert.deepEqual(parseProxyHeader(v2(0x20, 0x00, Buffer.alloc(0))), { length: 16 });
+  assert.equal(parseProxyHeader(v4.subarray(0, 20)), undefined);
+  assert.equal(parseProxyHeader(sig.subarray(0, 5)), undefined);
+  assert.deepEqual(parseProxyHeader(Buffer.from("PROXY TCP4 100.64.0.9 100.64.0.1 40000 443\r\nGET")), {
+    length: 44,
+    source: "100.64.0.9",
+  });
+  assert.deepEqual(parseProxyHeader(Buffer.from("PROXY UNKNOWN\r\n")), { length: 15 });
+  assert.equal(parseProxyHeader(Buffer.from("PROXY TCP4 1.2")), undefined);
+  for (const bad of [Buffer.from([0x16, 3, 1, 0]), Buffer.from("GET / HTTP/1.1\r\n"), Buffer.from("PROXY TCP4 x\r\n")])
+    assert.throws(() => parseProxyHeader(bad), Error, bad.toString("latin1"));
+  assert.throws(() => parseProxyHeader(v2(0x31, 0x11, Buffer.alloc(12))), /version/);
+  assert.throws(() => parseProxyHeader(Buffer.from(`PROXY TCP4 ${"1".repeat(120)}`)), /too long/);
 });
