@@ -9,6 +9,7 @@ import { agentRows, benchAgent } from "./agent.js";
 import { benchHooks, hookRows } from "./hooks.js";
 import { benchPolicy } from "./policy.js";
 import { benchReal, realRows } from "./real.js";
+import { SCALE_PARENTS, soakScale, soakScaleRows } from "./soak.js";
 import { benchTailnetDecide } from "./tailnet.js";
 import { benchTailnetScale, scaleRows } from "./tailnet-scale.js";
 
@@ -45,6 +46,13 @@ for (const p of decidePath) rows.push([`Tailnet decide path, ${p.objects} object
 const scale = await benchTailnetScale();
 results.tailnetScale = scale;
 rows.push(...scaleRows(scale));
+
+// The hook server's RSS against the number of parents (issue 17 §2; `npm run soak -- --sizes` alone):
+// the compiled server in its own process, BENCH_SOAK_SECONDS (default 60) and two rounds per size.
+const soakSizes = process.env.BENCH_SOAK_SIZES?.split(",").map(Number) ?? SCALE_PARENTS;
+const soak = await soakScale(soakSizes, Number(process.env.BENCH_SOAK_SECONDS ?? 60));
+results.soakScale = soak;
+rows.push(...soakScaleRows(soak));
 
 // The agent's data plane against HAProxy, socat and a bare Node HTTPS server (bench/agent.ts).
 const agent = await benchAgent({ seconds, rounds: Number(process.env.BENCH_ROUNDS ?? 3) });

@@ -359,11 +359,18 @@ export async function soakScale(sizes = SCALE_PARENTS, seconds = 90): Promise<{ 
   return { rows, ok };
 }
 
-export function soakScaleRows(r: { rows: SoakResult[] }): [string, string][] {
-  return r.rows.map((row) => [
+export function soakScaleRows(r: { rows: SoakResult[]; ok: boolean }): [string, string][] {
+  const rows: [string, string][] = r.rows.map((row) => [
     `hook server RSS, ${row.parents - 1} parents (compiled, ${row.seconds} s, ${row.rounds} rounds)`,
     `RSS ${row.rssWarmMiB} → ${row.rssEndMiB} MiB (peak ${row.peakRssMiB}; V8 heap ${row.heapUsedMiB} used of ${row.heapTotalMiB}, external ${row.externalMiB}), ${row.metricSeries} series, event-loop p99 ${row.eventLoopP99ms} ms, ${row.syncsPerSecond} syncs/s, ${row.unexpectedErrors} unexpected errors`,
   ]);
+  const goal = r.rows.find((row) => row.parents - 1 === SCALE_GOAL.parents);
+  if (goal)
+    rows.push([
+      `hook server goal at ${SCALE_GOAL.parents} parents (≤ ${SCALE_GOAL.rssMiB} MiB peak RSS, event-loop p99 ≤ ${SCALE_GOAL.eventLoopP99ms} ms)`,
+      `${goal.peakRssMiB <= SCALE_GOAL.rssMiB ? "met" : "NOT met"} (RSS), ${goal.eventLoopP99ms <= SCALE_GOAL.eventLoopP99ms ? "met" : "NOT met"} (event loop)`,
+    ]);
+  return rows;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
