@@ -11,7 +11,9 @@
  * the image; src through tsx when esbuild is missing) — and the upstreams in one more, so this process only
  * generates load. Systems are measured in rotating rounds and reported as medians, so a neighbour's CPU burst
  * on a shared machine hits all of them alike. A missing haproxy or socat is reported and its baseline skipped.
- * `npx tsx bench/agent.ts` runs this section alone; bench/run.ts includes it.
+ * `npx tsx bench/agent.ts` runs this section alone; bench/run.ts includes it. BENCH_AGENT_BEFORE=<git revision>
+ * also runs the agent as it was at that revision in the same rounds (before/after rows, as ratios to HAProxy);
+ * BENCH_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" profiles the measured agents (stopped with SIGTERM).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { accessSync, constants, readFileSync } from "node:fs";
