@@ -19,7 +19,9 @@ function invocations(): { page: string; args: string[]; cmd: typeof RENDER }[] {
   const out: { page: string; args: string[]; cmd: typeof RENDER }[] = [];
   for (const page of pages) {
     // Join shell continuations, then read each command up to a backtick, pipe, redirect or end of line.
-    const text = readFileSync(join(root, page), "utf8").replace(/\\\n\s*/g, " ").replace(/<[^<>\n]+>/g, "PLACEHOLDER");
+    const text = readFileSync(join(root, page), "utf8")
+      .replace(/\\\n\s*/g, " ")
+      .replace(/<[^<>\n]+>/g, "PLACEHOLDER");
     for (const m of text.matchAll(/tailnet-operator (render|headscale snapshot)((?: [^`|>\n]*)?)/g)) {
       const args = m[2]
         .trim()
