@@ -147,6 +147,67 @@ export function pendingKey(
 }
 
 /**
+ * One fresh read of Headscale's key list, shared by the mints of every object on the same connection
+ * (single-flight). A first-key wave of thousands of objects otherwise reads the whole list once per mint, so the
+ * cost grows with the square of the object count (5k parents: decoding those lists was 18% of the server's CPU).
+ *
+ * Why a shared read is still fresh enough for the replica rule (pendingKey): the read has to contain every key
+ * another replica (or this one) minted for the object before this sync. Such a mint finished before that
+ * replica answered its sync of the object, and Metacontroller sends the next sync of an object only after the
+ * previous one was answered (one work queue per controller, never two hooks of one object at once). So every
+ * mint that matters landed in Headscale before this call began, and any list read that *starts after this call
+ * began* holds it. A read already in flight when a caller arrives started earlier and may miss a key that
+ * landed in between, so the caller never joins it: it waits for the next read, which starts once the one in
+ * flight settled and is shared by everybody who arrived meanwhile. ("Started after this process's previous mint
+ * finished" would not do: the other replica's mint can land after that point and before the read starts.)
+ * A wave of N concurrent mints thus costs about (wave duration / list latency) + 1 reads, not N.
+ * What is left is the window the unshared read had too: a call Metacontroller gave up on (its hook timeout)
+ * and the retry of the same object can run at once and both mint.
+ * A failed read fails every caller that shared it (each keeps its current Secret, nothing is written).
+ */
+interface KeyListFlight {
+  /** The read in flight; it started before anyone arriving now, so they wait for `next`. */
+  inFlight?: Promise<HsPreAuthKey[]>;
+  /** The read that starts once `inFlight` settled; joined by every caller arriving before it starts. */
+  next?: Promise<HsPreAuthKey[]>;
+}
+
+/** Per client, i.e. per Headscale connection (HeadscaleViews keeps one client per connection). */
+const keyListFlights = new WeakMap<HeadscaleClient, KeyListFlight>();
+
+/** A list of Headscale's pre-auth keys read by a request that started after this call (see above). */
+export function freshKeyList(client: HeadscaleClient): Promise<HsPreAuthKey[]> {
+  let flight = keyListFlights.get(client);
+  if (!flight) {
+    flight = {};
+    keyListFlights.set(client, flight);
+  }
+  const f = flight;
+  const start = (): Promise<HsPreAuthKey[]> => {
+    const read = client.preAuthKeys.list();
+    f.inFlight = read;
+    const settled = () => {
+      if (f.inFlight === read) f.inFlight = undefined;
+    };
+    read.then(settled, settled);
+    return read;
+  };
+  // a read that has not started yet starts after now: join it
+  if (f.next) return f.next;
+  if (!f.inFlight) return start();
+  const after = f.inFlight.then(
+    () => undefined,
+    () => undefined,
+  );
+  const next = after.then(() => {
+    f.next = undefined;
+    return start();
+  });
+  f.next = next;
+  return next;
+}
+
+/**
  * Carries out the plan: create a tagged key (always with an expiration, no user) when needed.
  * A failure keeps the current Secret (never drop a child because Headscale is down).
  */
@@ -182,10 +243,11 @@ export async function ensureAuthKey(
     return { secret: current ? reuseObserved(current.secret) : undefined, error, ...pending };
   };
   // Read Headscale's key list fresh (not the view's cache) right before minting: another replica may have
-  // minted this rotation's key a moment ago (pendingKey). A list that cannot be read means no write.
+  // minted this rotation's key a moment ago (pendingKey). The read is shared with concurrent mints on this
+  // connection but always starts after this call (freshKeyList). A list that cannot be read means no write.
   let listed: HsPreAuthKey[];
   try {
-    listed = await client.preAuthKeys.list();
+    listed = await freshKeyList(client);
   } catch (e) {
     return keep(
       `the key list could not be read before minting (${e instanceof HeadscaleError ? e.message : "request failed"})`,

@@ -1,15 +1,17 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { HeadscaleClient } from "../../../src/headscale/client.js";
+import { createHeadscaleClient, type HeadscaleClient } from "../../../src/headscale/client.js";
 import { HeadscaleError } from "../../../src/headscale/errors.js";
 import type { HsPreAuthKey } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import {
   ensureAuthKey,
+  freshKeyList,
   type ObservedKey,
   PENDING_KEY_GRACE_MS,
   pendingKey,
 } from "../../../src/kinds/shared/authkey.js";
+import { useFakeHeadscale } from "../../fakes/headscale/index.js";
 
 const NOW = new Date("2026-11-29T10:00:00Z");
 const at = (ms: number) => new Date(NOW.getTime() + ms).toISOString();
@@ -148,5 +150,123 @@ describe("ensureAuthKey reads the key list fresh before minting", () => {
     assert.deepEqual(created, []);
     assert.equal(out.keyId, "1");
     assert.match(out.error ?? "", /^the key list could not be read before minting/);
+  });
+});
+
+describe("the fresh key list is shared by concurrent mints on one connection", () => {
+  const deferred = <T>() => {
+    let resolve!: (v: T) => void;
+    const promise = new Promise<T>((r) => {
+      resolve = r;
+    });
+    return { promise, resolve };
+  };
+  const parentOf = (name: string): K8sObject => ({
+    apiVersion: "tailnet.internal/v1alpha1",
+    kind: "TailnetEgress",
+    metadata: { name, namespace: "shop", uid: `u-${name}`, creationTimestamp: "2026-11-01T00:00:00Z" },
+  });
+
+  it("a wave of 200 first mints reads the key list a few times, not 200, and mints each key once", async (t) => {
+    const fake = await useFakeHeadscale(t);
+    const client = createHeadscaleClient({ url: fake.url, apiKey: fake.apiKey, timeoutMs: 10_000, retries: 0 });
+    t.after(() => client.close());
+    const now = new Date();
+    const names = Array.from({ length: 200 }, (_, i) => `db${i}`);
+    const outs = await Promise.all(
+      names.map((name) =>
+        ensureAuthKey({ action: "create", why: "missing" }, client, parentOf(name), {
+          tags: [`tag:k8s-shop-${name}`],
+          reusable: true,
+          ephemeral: true,
+          ttlSeconds: 3600,
+          now,
+          labels: {},
+        }),
+      ),
+    );
+    assert.deepEqual(
+      outs.filter((o) => o.error),
+      [],
+    );
+    assert.equal(new Set(outs.map((o) => o.keyId)).size, 200);
+    assert.equal(fake.count("POST", /^\/api\/v1\/preauthkey$/), 200);
+    const reads = fake.count("GET", /^\/api\/v1\/preauthkey$/);
+    t.diagnostic(`${reads} key-list reads for 200 concurrent first mints`);
+    assert.ok(reads >= 1 && reads <= 3, `${reads} key-list reads for 200 concurrent mints`);
+    fake.assertNoViolations();
+  });
+
+  it("a caller never joins a read that started before it: a key minted meanwhile by the other replica is seen", async () => {
+    let listed: HsPreAuthKey[] = [];
+    const pendingReads: { resolve: (v: HsPreAuthKey[]) => void; snapshot: HsPreAuthKey[] }[] = [];
+    const created: string[] = [];
+    const c = {
+      preAuthKeys: {
+        // each read answers what Headscale held when the request started, but only when the test lets it
+        list: () => {
+          const d = deferred<HsPreAuthKey[]>();
+          pendingReads.push({ resolve: d.resolve, snapshot: [...listed] });
+          return d.promise;
+        },
+        create: async () => {
+          created.push("x");
+          return key("9", { key: "hskey-auth-secret" });
+        },
+        expire: async () => {},
+      },
+    } as unknown as HeadscaleClient;
+    const opts = (name: string) => ({
+      tags: [`tag:k8s-shop-${name}`],
+      reusable: true,
+      ephemeral: true,
+      ttlSeconds: 3600,
+      now: NOW,
+      labels: {},
+    });
+    // "a" starts read 1; the other replica then mints "b"'s key; "b" arrives while read 1 is in flight
+    const a = ensureAuthKey({ action: "create", why: "missing" }, c, parentOf("a"), opts("a"));
+    listed = [key("2", { aclTags: ["tag:k8s-shop-b"] })];
+    const b = ensureAuthKey({ action: "create", why: "missing" }, c, parentOf("b"), opts("b"));
+    const b2 = ensureAuthKey({ action: "create", why: "missing" }, c, parentOf("b2"), opts("b2"));
+    assert.equal(pendingReads.length, 1);
+    pendingReads[0]?.resolve(pendingReads[0].snapshot);
+    // read 2 starts once read 1 settled, shared by "b" and "b2"
+    while (pendingReads.length < 2) await new Promise((r) => setImmediate(r));
+    pendingReads[1]?.resolve(pendingReads[1].snapshot);
+    const [outA, outB, outB2] = await Promise.all([a, b, b2]);
+    assert.equal(pendingReads.length, 2);
+    assert.equal(outA.keyId, "9");
+    assert.equal(outB.pendingKeyId, "2");
+    assert.equal(outB.secret, undefined);
+    assert.equal(outB2.keyId, "9");
+    assert.deepEqual(created, ["x", "x"]);
+  });
+
+  it("a failed read fails its callers; those waiting for the next read get that one, and a later call reads again", async () => {
+    let calls = 0;
+    const d = deferred<HsPreAuthKey[]>();
+    const c = {
+      preAuthKeys: {
+        list: () => {
+          calls++;
+          return calls === 1 ? d.promise.then(() => Promise.reject(new Error("boom"))) : Promise.resolve([key("5")]);
+        },
+      },
+    } as unknown as HeadscaleClient;
+    const first = freshKeyList(c);
+    const joiners = [freshKeyList(c), freshKeyList(c)];
+    d.resolve([]);
+    await assert.rejects(first, /boom/);
+    assert.deepEqual(
+      (await Promise.all(joiners)).map((l) => l.map((k) => k.id)),
+      [["5"], ["5"]],
+    );
+    assert.equal(calls, 2);
+    assert.deepEqual(
+      (await freshKeyList(c)).map((k) => k.id),
+      ["5"],
+    );
+    assert.equal(calls, 3);
   });
 });
