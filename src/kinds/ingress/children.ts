@@ -21,10 +21,22 @@ import {
 import { exposeListenPorts, type IngressSpec } from "./spec.js";
 import { TLS_CERT_KEY, TLS_KEY_KEY } from "./tls.js";
 
-/** tailscale's ipn.ServeConfig, the part we use: tailnet port → raw TCP forward to a local listener. */
+/**
+ * tailscale's ipn.ServeConfig, the part we use: tailnet port → raw TCP forward to a local listener,
+ * optionally preceded by a PROXY protocol header (`ProxyProtocol`: 1 or 2 = the header version; tailscale
+ * v1.102.3 ipn/serve.go TCPPortHandler, sent by ipn/ipnlocal/serve.go forwardTCPWithProxyProtocol).
+ */
 export interface ServeConfig {
-  TCP: Record<string, { TCPForward: string }>;
+  TCP: Record<string, { TCPForward: string; ProxyProtocol?: 1 | 2 }>;
 }
+
+/**
+ * The PROXY protocol version tailscaled sends ahead of each forwarded connection in http mode (v2: binary,
+ * fixed layout). Only http mode: there the agent reads the header and puts its source (the client's tailnet
+ * address) into X-Forwarded-For. In tcp mode the agent is a byte pipe to a backend that expects none, so no
+ * header is asked for (the backend sees the agent's address).
+ */
+export const INGRESS_PROXY_PROTOCOL = 2;
 
 /** Where the agent finds an expose's certificate pair (the Secret is mounted at TLS_MOUNT_ROOT/<name>). */
 export function tlsFiles(secretName: string): { certFile: string; keyFile: string } {
@@ -56,17 +68,24 @@ export function ingressAgentConfig(
       mode: spec.mode,
       backend: { host: backendHost(e.backend.service, namespace), port: e.backend.port },
       ...(spec.mode === "http" && e.tlsSecret ? { tls: tlsFiles(e.tlsSecret) } : {}),
+      ...(spec.mode === "http" ? { proxyProtocol: true } : {}),
       names: names[i] ? [names[i].dnsName, ...names[i].dnsAliases] : [],
     })),
   };
 }
 
-/** serve.json: each tailnet port to 127.0.0.1:<listen port> (exposes sharing a port share a listener). */
+/**
+ * serve.json: each tailnet port to 127.0.0.1:<listen port> (exposes sharing a port share a listener); in
+ * http mode with `ProxyProtocol` so the agent learns the client's tailnet address.
+ */
 export function ingressServeConfig(spec: IngressSpec): ServeConfig {
   const ports = exposeListenPorts(spec);
   const tcp: ServeConfig["TCP"] = {};
   for (const [i, e] of spec.exposes.entries()) {
-    tcp[String(e.port)] ??= { TCPForward: `127.0.0.1:${ports[i]}` };
+    tcp[String(e.port)] ??= {
+      TCPForward: `127.0.0.1:${ports[i]}`,
+      ...(spec.mode === "http" ? { ProxyProtocol: INGRESS_PROXY_PROTOCOL } : {}),
+    };
   }
   return { TCP: tcp };
 }

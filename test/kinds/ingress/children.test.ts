@@ -41,7 +41,7 @@ interface GoldenOptions {
   parent: K8sObject;
   /** Agent config exposes, written out by hand. */
   exposes: Record<string, unknown>[];
-  serve: Record<string, { TCPForward: string }>;
+  serve: Record<string, { TCPForward: string; ProxyProtocol?: number }>;
   tlsSecrets: string[];
   hostname: string;
   authKeySecret?: K8sObject;
@@ -130,7 +130,11 @@ describe("ingress children", () => {
       hostname: "grafana",
       authKeySecret: key,
       tlsSecrets: ["api-tls", "grafana-tls"],
-      serve: { "443": { TCPForward: "127.0.0.1:20000" }, "8443": { TCPForward: "127.0.0.1:20002" } },
+      // http mode: tailscaled sends a PROXY v2 header first, so the agent learns the client address
+      serve: {
+        "443": { TCPForward: "127.0.0.1:20000", ProxyProtocol: 2 },
+        "8443": { TCPForward: "127.0.0.1:20002", ProxyProtocol: 2 },
+      },
       exposes: [
         {
           name: "web",
@@ -138,6 +142,7 @@ describe("ingress children", () => {
           mode: "http",
           backend: { host: "grafana.monitoring.svc.cluster.local", port: 3000 },
           tls: tlsFiles("grafana-tls"),
+          proxyProtocol: true,
           names: ["dash.ts.example.com", "grafana-eu.ts.example.com"],
         },
         {
@@ -146,6 +151,7 @@ describe("ingress children", () => {
           mode: "http",
           backend: { host: "grafana-api.monitoring.svc.cluster.local", port: 8080 },
           tls: tlsFiles("api-tls"),
+          proxyProtocol: true,
           names: ["api.ts.example.com"],
         },
         {
@@ -154,6 +160,7 @@ describe("ingress children", () => {
           mode: "http",
           backend: { host: "grafana.monitoring.svc.cluster.local", port: 9090 },
           tls: tlsFiles("grafana-tls"),
+          proxyProtocol: true,
           names: ["grafana.ts.example.com"],
         },
       ],
@@ -239,7 +246,11 @@ describe("ingress children", () => {
       hostname: "grafana",
       authKeySecret: key,
       tlsSecrets: ["api-tls", "grafana-tls"],
-      serve: { "443": { TCPForward: "127.0.0.1:20000" }, "8443": { TCPForward: "127.0.0.1:20002" } },
+      // http mode: tailscaled sends a PROXY v2 header first, so the agent learns the client address
+      serve: {
+        "443": { TCPForward: "127.0.0.1:20000", ProxyProtocol: 2 },
+        "8443": { TCPForward: "127.0.0.1:20002", ProxyProtocol: 2 },
+      },
       exposes: JSON.parse((build(parent, key)[1].data as Record<string, string>)["config.json"]).exposes,
       ca,
     });
@@ -274,9 +285,15 @@ describe("ingress spec", () => {
       [20000, 20000, 20002],
     );
     assert.deepEqual(ingressServeConfig(readIngressSpec(ingress("g", { exposes: [METRICS, WEB, API] }))), {
-      TCP: { "443": { TCPForward: "127.0.0.1:20001" }, "8443": { TCPForward: "127.0.0.1:20000" } },
+      TCP: {
+        "443": { TCPForward: "127.0.0.1:20001", ProxyProtocol: 2 },
+        "8443": { TCPForward: "127.0.0.1:20000", ProxyProtocol: 2 },
+      },
     });
     assert.deepEqual(ingressTlsSecrets(readIngressSpec(tcpIngress())), []);
+    // tcp mode: a byte pipe, no PROXY header asked of tailscaled (the backend would receive it raw)
+    for (const handler of Object.values(ingressServeConfig(readIngressSpec(tcpIngress())).TCP))
+      assert.equal(handler.ProxyProtocol, undefined);
   });
 
   const problems: [string, () => K8sObject, string | undefined][] = [

@@ -11,6 +11,7 @@ import { ingressNames } from "../../../src/kinds/ingress/names.js";
 import { readIngressSpec } from "../../../src/kinds/ingress/spec.js";
 import { closedPort, startHttpBackend } from "../../fakes/agent/echo.js";
 import { createTestPki, type IssuedCertificate, type TestPki } from "../../fakes/agent/pki.js";
+import type { ServeHandler } from "../../fakes/tailscaled-serve.js";
 import { BASE, ingress, NS, service, TAG, tcpIngress, tlsSecret } from "./fixtures.js";
 import { httpsGet, ingressAgent, sample, type World, world } from "./world.js";
 
@@ -51,25 +52,38 @@ describe("TailnetIngress over real TLS", () => {
       { name: "web", dnsName: "dash.ts.example.com", dnsAliases: ["grafana-eu.ts.example.com"], reachable: true },
     ]);
 
-    const port = agent.ports.exposes[0].listenPort;
-    for (const name of ["dash.ts.example.com", "grafana-eu.ts.example.com"]) {
-      const answer = await httpsGet(port, name, pki.caPem, `/through/${name}`);
-      assert.equal(answer.status, 200);
-      assert.equal((JSON.parse(answer.body) as { url: string }).url, `/through/${name}`);
-    }
-    assert.deepEqual(
-      backend.requests.map((r) => r.url),
-      ["/through/dash.ts.example.com", "/through/grafana-eu.ts.example.com"],
-      "both requests reached the backend",
-    );
-
     // The ConfigMap is what the agent was started from (before the pod's rewrites), and it is valid.
     const cm = w.mc.get("v1", "ConfigMap", "grafana-agent", NS);
     const data = cm?.data as Record<string, string>;
     const config = JSON.parse(data["config.json"]) as unknown;
     assert.deepEqual(config, ingressAgentConfig(parent, readIngressSpec(parent), ingressNames(parent, BASE).exposes));
     validateAgentConfig(config);
-    assert.deepEqual(JSON.parse(data["serve.json"]), { TCP: { "443": { TCPForward: "127.0.0.1:20000" } } });
+    const serve = JSON.parse(data["serve.json"]) as { TCP: Record<string, ServeHandler> };
+    assert.deepEqual(serve, { TCP: { "443": { TCPForward: "127.0.0.1:20000", ProxyProtocol: 2 } } });
+
+    // Through tailscaled's serve forward as the operator configured it: a PROXY v2 header first, whose
+    // source (the tailnet client) the backend sees in X-Forwarded-For.
+    const port = agent.ports.exposes[0].listenPort;
+    const client = { ip: "100.64.0.7", port: 41000 };
+    for (const name of ["dash.ts.example.com", "grafana-eu.ts.example.com"]) {
+      const via = { serve: serve.TCP["443"], client, nodeIp: "100.64.0.1" };
+      const answer = await httpsGet(port, name, pki.caPem, `/through/${name}`, via);
+      assert.equal(answer.status, 200);
+      assert.equal((JSON.parse(answer.body) as { url: string }).url, `/through/${name}`);
+    }
+    assert.deepEqual(
+      backend.requests.map((r) => [r.url, r.headers["x-forwarded-for"]]),
+      [
+        ["/through/dash.ts.example.com", "100.64.0.7"],
+        ["/through/grafana-eu.ts.example.com", "100.64.0.7"],
+      ],
+      "both requests reached the backend, from the tailnet client's address",
+    );
+    await assert.rejects(
+      httpsGet(port, "dash.ts.example.com", pki.caPem, "/no-header"),
+      "a connection without the PROXY header tailscaled sends is refused",
+    );
+    assert.equal(backend.requests.length, 2);
 
     const before = JSON.stringify(w.ingress()?.status);
     assert.equal(await w.mc.settle(), 1);

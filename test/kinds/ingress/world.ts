@@ -5,6 +5,7 @@
  * would PUT policies here), so the policy is set on the fake directly.
  */
 import { request } from "node:https";
+import { connect as tlsConnect } from "node:tls";
 import type { AgentConfigInput } from "../../../src/agent/config.js";
 import { type RunningAgent, startAgent } from "../../../src/agent/main.js";
 import { API_VERSION, type HookKind } from "../../../src/api/schemas.js";
@@ -21,6 +22,7 @@ import { closedPort } from "../../fakes/agent/echo.js";
 import { registerPod } from "../../fakes/containerboot.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../fakes/headscale/index.js";
 import { FakeMetacontroller } from "../../fakes/metacontroller.js";
+import { type Endpoint, type ServeHandler, serveForward } from "../../fakes/tailscaled-serve.js";
 import { build } from "../../helpers/server.js";
 import { BASE, credentials, TAG, tailnet } from "./fixtures.js";
 
@@ -145,16 +147,40 @@ export async function ingressAgent(t: Ctx, parent: K8sObject, opts: AgentOptions
   return agent;
 }
 
-/** One HTTPS GET through the agent's TLS listener, verified against the test CA for `servername`. */
-export function httpsGet(
+/** How the connection reaches the agent: as tailscaled forwards it for `serve` from `client` to `nodeIp`. */
+export interface ViaTailscaled {
+  serve: ServeHandler;
+  client: Endpoint;
+  nodeIp: string;
+}
+
+/**
+ * One HTTPS GET through the agent's TLS listener, verified against the test CA for `servername`; `via`:
+ * through the fake tailscaled serve forward (so with the PROXY header its handler asks for), the handler's
+ * TCPForward pointed at `port`.
+ */
+export async function httpsGet(
   port: number,
   servername: string,
   ca: string,
   path: string,
+  via?: ViaTailscaled,
 ): Promise<{ status: number; body: string }> {
+  const raw = via
+    ? await serveForward({ ...via.serve, TCPForward: `127.0.0.1:${port}` }, via.client, via.nodeIp)
+    : undefined;
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: "127.0.0.1", port, servername, ca, path, agent: false, headers: { host: servername } },
+      {
+        host: "127.0.0.1",
+        port,
+        servername,
+        ca,
+        path,
+        headers: { host: servername },
+        // no agent with createConnection: `agent: false` would make a fresh Agent that dials on its own
+        ...(raw ? { createConnection: () => tlsConnect({ socket: raw, servername, ca }) } : { agent: false }),
+      },
       (res) => {
         let body = "";
         res.setEncoding("utf8");
