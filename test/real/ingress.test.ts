@@ -14,6 +14,7 @@
  */
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
+import { isIPv4 } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { connect as tlsConnect } from "node:tls";
 import { SocksClient } from "socks";
@@ -35,9 +36,12 @@ const ECHO_PORT = 4000;
 const DASH = `dash.${BASE_DOMAIN}`;
 type Cond = { type: string; status: string; reason: string; message: string };
 
-/** The backend: HTTP on 3000 ("hello from web <path>") and a TCP echo on 4000, in its own namespace. */
+/**
+ * The backend: HTTP on 3000 ("hello from web <path>"; /xff answers the X-Forwarded-For it got) and a TCP
+ * echo on 4000, in its own namespace.
+ */
 const BACKEND = `const http=require("node:http"),net=require("node:net");
-http.createServer((q,s)=>{s.setHeader("content-type","text/plain");s.end("hello from web "+q.url)}).listen(${HTTP_PORT},"0.0.0.0",()=>console.log("http up"));
+http.createServer((q,s)=>{s.setHeader("content-type","text/plain");s.end(q.url==="/xff"?"xff "+q.headers["x-forwarded-for"]:"hello from web "+q.url)}).listen(${HTTP_PORT},"0.0.0.0",()=>console.log("http up"));
 net.createServer(s=>{s.on("error",()=>{});s.pipe(s)}).listen(${ECHO_PORT},"0.0.0.0",()=>console.log("echo up"));`;
 
 /** An HTTPS GET through a peer's SOCKS5, verifying the certificate against `ca` for `servername`. */
@@ -284,6 +288,15 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
     assert.ok("error" in untrusted, JSON.stringify(untrusted));
     const outsider = await httpsFrom(world.peers.outsider);
     assert.ok("error" in outsider, `the outsider got through: ${JSON.stringify(outsider)}`);
+  });
+
+  it("http: the backend sees the laptop's tailnet address in X-Forwarded-For (tailscaled's PROXY v2 header, read by the agent)", async () => {
+    const laptop = (await world.peers.laptop.ips()).find((a) => isIPv4(a));
+    assert.ok(laptop, "the laptop has a tailnet IPv4");
+    const got = await httpsFrom(world.peers.laptop, "/xff");
+    assert.ok("status" in got, JSON.stringify(got));
+    assert.equal(got.status, 200);
+    assert.equal(got.body, `xff ${laptop}`, "not 127.0.0.1 (tailscaled's loopback forward)");
   });
 
   it("containment: no pod asked for a name outside the test world", () => {
