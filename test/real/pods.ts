@@ -730,7 +730,9 @@ export class RunningPod {
       mounts.push({ target: SA_DIR, source: "serviceaccount", ro: true });
     }
     const real = (p: string) => p.replace(/^\/var\/run(\/|$)/, "/run$1");
-    const lines = ["set -e", `cd ${shq(this.dir)}`];
+    // The binaries and this checkout live under REPO, which a volume can hide (CI clones into a folder
+    // under /tmp, where the pods mount an emptyDir): keep a handle on it and put it back after the mounts.
+    const lines = ["set -e", `cd ${shq(this.dir)}`, "mkdir -p repo-keep", `mount --bind ${shq(REPO)} repo-keep`];
     // Mount points that do not exist on this machine are made inside a writable layer over the nearest
     // existing ancestor (tmpfs for /run, an overlay elsewhere): the machine's own root stays untouched.
     const layered = new Set<string>();
@@ -758,6 +760,7 @@ export class RunningPod {
       if (m.ro) lines.push(`mount -o remount,bind,ro ${shq(target)}`);
     }
     lines.push(
+      `if [ ! -e ${shq(join(REPO, "package.json"))} ]; then mkdir -p ${shq(REPO)} && mount --no-canonicalize --bind repo-keep ${shq(REPO)}; fi`,
       "mount --no-canonicalize --bind hosts /etc/hosts",
       "mount --no-canonicalize --bind resolv.conf /etc/resolv.conf",
     );
