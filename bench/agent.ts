@@ -26,6 +26,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import autocannon from "autocannon";
 import type { AgentConfigInput } from "../src/agent/config.js";
 import { createTestPki } from "../test/fakes/agent/pki.js";
+import { bundleForNode } from "./measure.js";
 
 export const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -79,28 +80,10 @@ export interface AgentProcess extends Child {
  * would inflate RSS figures. Undefined when esbuild is not available.
  */
 export async function bundleAgent(dir: string, root = REPO_ROOT): Promise<string | undefined> {
-  let esbuild: typeof import("esbuild");
-  try {
-    esbuild = await import("esbuild");
-  } catch {
-    return undefined;
-  }
   const entry = join(dir, "agent-entry.ts");
-  const outfile = join(dir, "agent.mjs");
   const main = JSON.stringify(join(root, "src", "agent", "main.ts"));
   await writeFile(entry, `import { runAgent } from ${main};\nawait runAgent(process.argv.slice(2));\n`);
-  await esbuild.build({
-    entryPoints: [entry],
-    outfile,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node22",
-    logLevel: "silent",
-    // CommonJS dependencies (prom-client, ajv) call require() for Node built-ins.
-    banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
-  });
-  return outfile;
+  return bundleForNode(entry, join(dir, "agent.mjs"));
 }
 
 /**

@@ -19,6 +19,7 @@ import type { K8sObject } from "../src/k8s/objects.js";
 import { buildServer } from "../src/server/app.js";
 import { startFakeHeadscale } from "../test/fakes/headscale/index.js";
 import { parentObject, syncRequest } from "../test/fixtures/hooks.js";
+import { bundleForNode } from "./measure.js";
 
 const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
 const ROUNDS = Number(process.env.BENCH_HOOK_ROUNDS ?? 5);
@@ -104,27 +105,9 @@ async function freePort(): Promise<number> {
 }
 
 /** An esbuild bundle of `entry` (dependencies external, as in the image); undefined without esbuild. */
-async function bundle(entry: string, name: string): Promise<string | undefined> {
-  let esbuild: typeof import("esbuild");
-  try {
-    esbuild = await import("esbuild");
-  } catch {
-    return undefined;
-  }
+function bundle(entry: string, name: string): Promise<string | undefined> {
   // under .tmp/ of the repo, so `../package.json` (read relative to the bundle) is the repo's
-  const outfile = join(REPO_ROOT, ".tmp", `${name}-${process.pid}.mjs`);
-  await esbuild.build({
-    entryPoints: [entry],
-    outfile,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node22",
-    logLevel: "silent",
-    packages: "external",
-    banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
-  });
-  return outfile;
+  return bundleForNode(entry, join(REPO_ROOT, ".tmp", `${name}-${process.pid}.mjs`), { externalPackages: true });
 }
 
 /** Spawns `args` (node arguments) with PORT set and waits for GET /healthz. */

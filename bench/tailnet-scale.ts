@@ -22,6 +22,7 @@ import { kindOfResource } from "../src/render/controllers.js";
 import { startFakeHeadscale } from "../test/fakes/headscale/index.js";
 import { compositeController, parentObject, toMaps } from "../test/fixtures/hooks.js";
 import { tailnetSpec } from "../test/kinds/tailnet/fixtures.js";
+import { bundleForNode } from "./measure.js";
 import { syntheticWorld } from "./tailnet.js";
 
 const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -198,29 +199,11 @@ export function tailnetScaleBody(
 }
 
 async function bundleServer(dir: string): Promise<string | undefined> {
-  let esbuild: typeof import("esbuild");
-  try {
-    esbuild = await import("esbuild");
-  } catch {
-    return undefined;
-  }
-  // Under .tmp/ of the repo, so `../package.json` (read relative to the bundle) is the repo's.
-  const outfile = join(REPO_ROOT, ".tmp", `tailnet-scale-server-${process.pid}.mjs`);
   const entry = join(dir, "entry.ts");
   await writeFile(entry, `export { main } from ${JSON.stringify(join(REPO_ROOT, "src", "cli.ts"))};\n`);
-  await esbuild.build({
-    entryPoints: [entry],
-    outfile,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node22",
-    logLevel: "silent",
-    // dependencies stay in node_modules, as in the image (dist/ + node_modules)
-    packages: "external",
-    banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
-  });
-  return outfile;
+  // Under .tmp/ of the repo, so `../package.json` (read relative to the bundle) is the repo's.
+  const outfile = join(REPO_ROOT, ".tmp", `tailnet-scale-server-${process.pid}.mjs`);
+  return bundleForNode(entry, outfile, { externalPackages: true });
 }
 
 /** CPU seconds (user + system) the process has used, from /proc/<pid>/stat (clock ticks of 10 ms). */
