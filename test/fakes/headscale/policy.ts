@@ -255,8 +255,8 @@ function validate(doc: Json): string[] {
     if (!tags.has(t)) problems.push(wrap(`tag not found: "${t}"`));
   };
 
-  for (const acl of objectList(field(doc, "acls"))) {
-    const srcs = aliasList(field(acl, "src"));
+  // acls and grants check their sources alike
+  const checkSources = (srcs: string[]) => {
     for (const src of srcs) {
       const kind = aliasKind(src);
       if (kind === "host") host(src);
@@ -266,6 +266,11 @@ function validate(doc: Json): string[] {
       } else if (kind === "group") group(src);
       else if (kind === "tag") tag(src, (m) => `src=${m}`);
     }
+  };
+
+  for (const acl of objectList(field(doc, "acls"))) {
+    const srcs = aliasList(field(acl, "src"));
+    checkSources(srcs);
     // A destination whose ports do not parse fails decoding with a message of Go's own; the fake lets it pass.
     const dsts = aliasList(field(acl, "dst"))
       .map(splitHostPort)
@@ -352,15 +357,7 @@ function validate(doc: Json): string[] {
     if (defaultRoute !== undefined) {
       problems.push(`dst "${defaultRoute}": to allow all IP addresses, use "*" or "autogroup:internet"`);
     }
-    for (const src of srcs) {
-      const kind = aliasKind(src);
-      if (kind === "host") host(src);
-      else if (kind === "autogroup") {
-        const p = autogroupSrcProblem(src);
-        if (p) problems.push(p);
-      } else if (kind === "group") group(src);
-      else if (kind === "tag") tag(src, (m) => `src=${m}`);
-    }
+    checkSources(srcs);
     for (const dst of dsts) {
       const kind = aliasKind(dst);
       if (kind === "host") host(dst);
