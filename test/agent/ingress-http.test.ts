@@ -13,7 +13,7 @@ import { after, before, test } from "node:test";
 import { type PeerCertificate, type TLSSocket, connect as tlsConnect } from "node:tls";
 import type { AgentExpose } from "../../src/agent/config.js";
 import { startAgent } from "../../src/agent/main.js";
-import { closedPort, type HttpBackend, startHttpBackend } from "../fakes/agent/echo.js";
+import { closedPort, freePort, type HttpBackend, startHttpBackend } from "../fakes/agent/echo.js";
 import { createTestPki, type IssuedCertificate, type TestPki, writeSecretVolume } from "../fakes/agent/pki.js";
 import { agentFor, collect, metricsText, sample, sha256, until } from "./helpers.js";
 
@@ -113,7 +113,7 @@ async function backendFor(t: { after(fn: () => Promise<void>): void }): Promise<
 test("SNI picks the certificate and backend among exposes sharing a listener; an alias works; no SNI gets the first", async (t) => {
   const dashBackend = await backendFor(t);
   const apiBackend = await backendFor(t);
-  const shared = await closedPort();
+  const shared = await freePort();
   const agent = await agentFor(
     t,
     ingress([
