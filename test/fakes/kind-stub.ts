@@ -28,3 +28,15 @@ export function skeletonModule(
     },
   };
 }
+
+/**
+ * A Tailnet stand-in that keeps whatever status the test gave the parent and returns no children, for
+ * tests that set the Tailnet's conditions (e.g. PolicyMode, HeadscaleCompatible) by hand.
+ */
+export const statusKeepingTailnet: KindModule = {
+  hookKind: "tailnet",
+  customize: () => [],
+  sync: async (req) => ({ status: { ...((req.parent.status as Record<string, unknown>) ?? {}) }, children: [] }),
+  finalize: async () => ({ status: {}, children: [], finalized: true }),
+  invalid: (req) => ({ status: { ...((req.parent.status as Record<string, unknown>) ?? {}) }, children: [] }),
+};

@@ -14,6 +14,7 @@ import type { KindModule } from "../../../src/kinds/types.js";
 import { createOperatorMetrics } from "../../../src/metrics/registry.js";
 import { memoryEventRecorder } from "../../../src/server/events.js";
 import { type FakeHeadscale, type FaultSpec, useFakeHeadscale } from "../../fakes/headscale/index.js";
+import { statusKeepingTailnet } from "../../fakes/kind-stub.js";
 import { FakeMetacontroller } from "../../fakes/metacontroller.js";
 import { parentObject } from "../../fixtures/hooks.js";
 import { build } from "../../helpers/server.js";
@@ -23,14 +24,6 @@ const P4 = "192.168.10.0/24";
 const P6 = "fd00:1::/64";
 const TAG = "tag:router-home";
 const NOW = new Date("2026-11-29T10:00:00Z");
-
-const stubTailnet: KindModule = {
-  hookKind: "tailnet",
-  customize: () => [],
-  sync: async (req) => ({ status: { ...((req.parent.status as Record<string, unknown>) ?? {}) }, children: [] }),
-  finalize: async () => ({ status: {}, children: [], finalized: true }),
-  invalid: (req) => ({ status: { ...((req.parent.status as Record<string, unknown>) ?? {}) }, children: [] }),
-};
 
 type Ctx = { after: (fn: () => Promise<void> | void) => void };
 
@@ -49,7 +42,7 @@ async function world(t: Ctx, opts: WorldOpts = {}) {
   t.after(() => views.close());
   const metrics = createOperatorMetrics({ defaultMetrics: false });
   const kinds = new Map<HookKind, KindModule>(kindModules);
-  kinds.set("tailnet", stubTailnet);
+  kinds.set("tailnet", statusKeepingTailnet);
   const { app, logs } = await build(t, {
     server: { kinds, deps: { views, metrics, now: () => NOW, events: memoryEventRecorder() } },
   });

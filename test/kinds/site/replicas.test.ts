@@ -16,6 +16,7 @@ import type { KindModule } from "../../../src/kinds/types.js";
 import { createOperatorMetrics } from "../../../src/metrics/registry.js";
 import { memoryEventRecorder } from "../../../src/server/events.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../fakes/headscale/index.js";
+import { statusKeepingTailnet } from "../../fakes/kind-stub.js";
 import { FakeMetacontroller } from "../../fakes/metacontroller.js";
 import { parentObject } from "../../fixtures/hooks.js";
 import { build } from "../../helpers/server.js";
@@ -26,14 +27,6 @@ const LAB = "192.168.20.0/24";
 const TAG = "tag:router-home";
 const NOW = new Date("2026-11-29T10:00:00Z");
 
-const stubTailnet: KindModule = {
-  hookKind: "tailnet",
-  customize: () => [],
-  sync: async (req) => ({ status: { ...((req.parent.status as Record<string, unknown>) ?? {}) }, children: [] }),
-  finalize: async () => ({ status: {}, children: [], finalized: true }),
-  invalid: (req) => ({ status: { ...((req.parent.status as Record<string, unknown>) ?? {}) }, children: [] }),
-};
-
 type Ctx = { after: (fn: () => Promise<void> | void) => void };
 
 /** One replica: its own server, views (cache, write queue) and metrics, and its own view of the cluster. */
@@ -42,7 +35,7 @@ async function replica(t: Ctx, fake: FakeHeadscale) {
   t.after(() => views.close());
   const metrics = createOperatorMetrics({ defaultMetrics: false });
   const kinds = new Map<HookKind, KindModule>(kindModules);
-  kinds.set("tailnet", stubTailnet);
+  kinds.set("tailnet", statusKeepingTailnet);
   const { app } = await build(t, {
     server: { kinds, deps: { views, metrics, now: () => NOW, events: memoryEventRecorder() } },
   });
