@@ -10,11 +10,18 @@ import type { Dispatcher } from "undici";
 import {
   asHeadscaleError,
   type Capabilities,
+  type Outcome,
+  outcomeOf,
   detectCapabilities,
   isEmptyDatabasePolicy,
   PROBE_POLICY,
 } from "./capabilities.js";
-import { createHeadscaleClient, type HeadscaleClient, type RequestMetric } from "./client.js";
+import {
+  type CreatePreAuthKeyInput,
+  createHeadscaleClient,
+  type HeadscaleClient,
+  type RequestMetric,
+} from "./client.js";
 import type { HeadscaleError } from "./errors.js";
 import type { HsApiKey, HsNode, HsPolicy, HsPreAuthKey, HsUser } from "./types.js";
 
@@ -166,6 +173,57 @@ export class HeadscaleView {
       this.get<void>("policyCheck"),
     ]);
     return { ok: true, value: detectCapabilities({ nodes, policy, policyCheck }), at: this.now() };
+  }
+
+  // Writes and uncached reads. Every write goes through one of these: each settles into an Outcome (never
+  // throws) and drops the cached part it changed, also when the answer was lost (a timeout may have been
+  // applied); only a definite refusal (an HTTP status below 500) leaves the cache as it was.
+
+  /** DELETE a node. */
+  deleteNode(id: string): Promise<Outcome<void>> {
+    return this.write("nodes", this.client.nodes.delete(id));
+  }
+
+  /** Replace a node's whole approved-route set (the caller does the read-modify-write). */
+  approveRoutes(id: string, routes: string[]): Promise<Outcome<HsNode>> {
+    return this.write("nodes", this.client.nodes.approveRoutes(id, routes));
+  }
+
+  /** Create a tagged pre-auth key; the value carries the secret (shown once). */
+  createPreAuthKey(input: CreatePreAuthKeyInput): Promise<Outcome<HsPreAuthKey>> {
+    return this.write("preAuthKeys", this.client.preAuthKeys.create(input));
+  }
+
+  /** Expire a pre-auth key now. */
+  expirePreAuthKey(id: string): Promise<Outcome<void>> {
+    return this.write("preAuthKeys", this.client.preAuthKeys.expire(id));
+  }
+
+  /** PUT the policy text (database mode only). */
+  putPolicy(text: string): Promise<Outcome<HsPolicy>> {
+    return this.write("policy", this.client.policy.put(text));
+  }
+
+  /** POST policy/check: validate without storing; writes nothing, so the cache is kept. */
+  checkPolicy(text: string): Promise<Outcome<void>> {
+    return outcomeOf(this.client.policy.check(text));
+  }
+
+  /** The pre-auth key list read now, bypassing the cache (and not refreshing it). */
+  freshPreAuthKeys(): Promise<Outcome<HsPreAuthKey[]>> {
+    return outcomeOf(this.client.preAuthKeys.list());
+  }
+
+  /** The live policy read now, bypassing the cache (null: a database holding no policy yet). */
+  freshPolicy(): Promise<Outcome<HsPolicy | null>> {
+    return outcomeOf(livePolicy(this.client));
+  }
+
+  private async write<T>(part: ViewPart, call: Promise<T>): Promise<Outcome<T>> {
+    const outcome = await outcomeOf(call);
+    const refused = !outcome.ok && outcome.error.status !== undefined && outcome.error.status < 500;
+    if (!refused) this.invalidate(part);
+    return outcome;
   }
 
   /** Drops cached parts (all when no part is named), e.g. after our own writes; in-flight reads are not reused. */

@@ -85,6 +85,11 @@ export interface KindModule {
   customize(req: CustomizeRequest, deps: HookDeps): RelatedRule[];
   sync(req: HookRequest, deps: HookDeps): Promise<SyncResult>;
   finalize(req: HookRequest, deps: HookDeps): Promise<FinalizeResult>;
+  /**
+   * What the CRD schema cannot catch (duplicate names, host bits, overlaps), naming the field; the hook calls
+   * it after schema validation and answers `invalid` when it returns a message, so `sync` sees valid specs only.
+   */
+  specProblem?(parent: K8sObject): string | undefined;
   /** The answer for a parent whose spec is invalid: observed children unchanged, InvalidSpec condition. */
   invalid(req: HookRequest, message: string, deps: HookDeps): SyncResult;
   /**

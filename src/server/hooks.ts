@@ -186,7 +186,8 @@ async function answerHook(
     const r = await module.finalize(sreq, deps);
     return { status: r.status, children: r.children, resyncAfterSeconds: r.resyncAfterSeconds, finalized: r.finalized };
   }
-  const invalid = validateSpec(info.hookKind, sreq.parent.spec);
+  // One path to InvalidSpec: the CRD schema first, then what only the kind can judge (its spec.ts).
+  const invalid = validateSpec(info.hookKind, sreq.parent.spec) ?? module.specProblem?.(sreq.parent);
   // Big syncs (a Tailnet with thousands of related objects) parse, decide and serialize for
   // tens of milliseconds; yielding between the phases keeps other hooks' latency bounded.
   await setImmediate();

@@ -1,0 +1,15 @@
+/** Every kind's ReasonTable by kind name: the reasons page and the coverage tests read them from here. */
+import type { ReasonTable } from "../table.js";
+import { EGRESS_REASONS } from "./egress.js";
+import { GATEWAY_REASONS } from "./gateway.js";
+import { INGRESS_REASONS } from "./ingress.js";
+import { SITE_REASONS } from "./site.js";
+import { TAILNET_REASONS } from "./tailnet.js";
+
+export const REASON_TABLES: Readonly<Record<string, ReasonTable>> = {
+  Tailnet: TAILNET_REASONS,
+  TailnetEgress: EGRESS_REASONS,
+  TailnetIngress: INGRESS_REASONS,
+  TailnetSite: SITE_REASONS,
+  TailnetGateway: GATEWAY_REASONS,
+};

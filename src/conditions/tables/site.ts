@@ -1,0 +1,19 @@
+/** TailnetSite: per condition (status order), its reasons (page order) and their statuses. */
+import type { ReasonTable } from "../table.js";
+
+export const SITE_REASONS = {
+  RouteConflict: { NoConflict: ["False"], OverlapsReserved: ["True"], OverlapsSite: ["True"], NoTailnet: ["Unknown"] },
+  UnmanagedOverlap: { None: ["False"], Unmanaged: ["True"], NotObserved: ["Unknown"] },
+  Advertised: { Advertised: ["True"], NotAdvertised: ["False"], NotObserved: ["Unknown"] },
+  Approved: { Approved: ["True"], NotApproved: ["False"], NotObserved: ["Unknown"] },
+  Ready: {
+    Ready: ["True"],
+    InvalidSpec: ["False"],
+    NoTailnet: ["False"],
+    NoAPIKey: ["False"],
+    NotAdvertised: ["False"],
+    NotApproved: ["False"],
+    NotObserved: ["False"],
+    Withdrawing: ["False"],
+  },
+} as const satisfies ReasonTable;
