@@ -10,10 +10,10 @@ import type { Dispatcher } from "undici";
 import {
   asHeadscaleError,
   type Capabilities,
-  type Outcome,
-  outcomeOf,
   detectCapabilities,
   isEmptyDatabasePolicy,
+  type Outcome,
+  outcomeOf,
   PROBE_POLICY,
 } from "./capabilities.js";
 import {
