@@ -11,11 +11,11 @@ import type { Obs } from "../../headscale/view.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import { agentName, listNames, registeredCondition, tagKnownCondition } from "../shared/agent.js";
 import { type AuthKeyOutcome, type AuthKeyPlan, decideAuthKey, observedKeys } from "../shared/authkey.js";
+import { type IngressNames, ingressNames, nameConflicts } from "../shared/ingress-names.js";
 import { effectiveTag, type TailnetSettings } from "../shared/workload.js";
 import type { ScrapeResult } from "../types.js";
 import { backendsCondition } from "./backends.js";
 import { ingressChildren } from "./children.js";
-import { type IngressNames, ingressNames, nameConflicts } from "./names.js";
 import type { IngressSpec } from "./spec.js";
 import { tlsCondition } from "./tls.js";
 

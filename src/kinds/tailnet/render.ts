@@ -15,7 +15,7 @@ import {
 } from "../../policy/generated.js";
 import { type GeneratedCounts, renderPolicy } from "../../policy/render.js";
 import type { NodeRef } from "../../policy/targets.js";
-import { nameOwners } from "../ingress/names.js";
+import { nameOwners } from "../shared/ingress-names.js";
 import { effectiveTag } from "../shared/workload.js";
 import type { TailnetInputs } from "./inputs.js";
 import { blockedSites } from "./sites.js";

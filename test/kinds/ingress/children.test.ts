@@ -9,10 +9,10 @@ import {
   ingressServeConfig,
   ingressTlsSecrets,
 } from "../../../src/kinds/ingress/children.js";
-import { ingressNames } from "../../../src/kinds/ingress/names.js";
 import { exposeListenPorts, ingressSpecProblem, readIngressSpec } from "../../../src/kinds/ingress/spec.js";
 import { configHash } from "../../../src/kinds/shared/agent.js";
 import { authKeySecret } from "../../../src/kinds/shared/authkey.js";
+import { ingressNames } from "../../../src/kinds/shared/ingress-names.js";
 import { bootTailscale } from "../../fakes/containerboot.js";
 import { validateChildren } from "../../helpers/validate.js";
 import {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ingressNames, nameConflicts, nameOwners, publishedNames } from "../../../src/kinds/ingress/names.js";
+import { ingressNames, nameConflicts, nameOwners, publishedNames } from "../../../src/kinds/shared/ingress-names.js";
 import { BASE, ingress, tcpIngress, WEB } from "./fixtures.js";
 
 describe("ingressNames", () => {
