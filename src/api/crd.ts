@@ -1,4 +1,8 @@
-import { GROUP, KINDS, type KindInfo, type Schema, VERSION } from "./schemas.js";
+import { PROXY_CLASS } from "./proxy-class.js";
+import { GROUP, KINDS, type ResourceInfo, type Schema, VERSION } from "./schemas.js";
+
+/** Every CRD the operator installs: the five kinds with hooks, then the classes they refer to. */
+export const CRD_KINDS: readonly ResourceInfo[] = [...KINDS, PROXY_CLASS];
 
 /** Strips what OpenAPI v3 in a CRD cannot carry (JSON Schema `format: date-time` is fine; `default` on required is not). */
 function structural(schema: Schema): Schema {
@@ -6,7 +10,7 @@ function structural(schema: Schema): Schema {
 }
 
 /** The CustomResourceDefinition of one kind, generated from its schema. */
-export function crdFor(info: KindInfo): Record<string, unknown> {
+export function crdFor(info: ResourceInfo): Record<string, unknown> {
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
@@ -30,7 +34,7 @@ export function crdFor(info: KindInfo): Record<string, unknown> {
           name: VERSION,
           served: true,
           storage: true,
-          subresources: { status: {} },
+          ...(info.status ? { subresources: { status: {} } } : {}),
           additionalPrinterColumns: info.printerColumns,
           schema: {
             openAPIV3Schema: {
@@ -41,7 +45,7 @@ export function crdFor(info: KindInfo): Record<string, unknown> {
                 kind: { type: "string" },
                 metadata: { type: "object" },
                 spec: structural(info.spec),
-                status: structural(info.status),
+                ...(info.status ? { status: structural(info.status) } : {}),
               },
             },
           },
@@ -52,5 +56,5 @@ export function crdFor(info: KindInfo): Record<string, unknown> {
 }
 
 export function allCrds(): Record<string, unknown>[] {
-  return KINDS.map(crdFor);
+  return CRD_KINDS.map(crdFor);
 }

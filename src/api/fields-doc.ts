@@ -1,5 +1,6 @@
 /** docs/reference/fields.md, generated from the same schemas as the CRDs (npm run manifests). */
-import { KINDS, type Schema } from "./schemas.js";
+import { CRD_KINDS } from "./crd.js";
+import type { Schema } from "./schemas.js";
 
 function typeOf(s: Schema): string {
   if (s.type === "array") return `[]${typeOf((s.items ?? {}) as Schema)}`;
@@ -38,11 +39,11 @@ export function fieldsPage(): string {
     "Generated from `src/api/schemas.ts` (the source of the CRDs) by `npm run manifests`; do not edit.",
     "Group `tailnet.internal`, version `v1alpha1`. Conditions and reasons are in [reasons.md](reasons.md).",
   ];
-  for (const k of KINDS) {
+  for (const k of CRD_KINDS) {
     const spec: string[] = [];
     rows(k.spec, "spec", false, spec);
     const status: string[] = [];
-    rows(k.status, "status", false, status);
+    if (k.status) rows(k.status, "status", false, status);
     parts.push(
       "",
       `## ${k.kind}`,

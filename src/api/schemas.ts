@@ -66,6 +66,11 @@ const tag: Schema = str({
   pattern: TAG_PATTERN,
   description: 'Tailnet tag of the agent node; default "<tagPrefix><namespace>-<name>".',
 });
+const proxyClassName: Schema = str({
+  pattern: DNS1123_SUBDOMAIN_PATTERN,
+  maxLength: 253,
+  description: "A TailnetProxyClass whose pod settings the agent pods take; a missing class blocks Ready.",
+});
 const aclEntities = (description: string): Schema =>
   arr(str({ minLength: 1 }), { description, "x-kubernetes-list-type": "set" });
 
@@ -139,6 +144,7 @@ export const egressSpec: Schema = obj(
     tailnetRef,
     tag,
     replicas: int({ minimum: 0, maximum: 16, default: 1 }),
+    proxyClassName,
     targets: arr(
       obj(
         {
@@ -176,6 +182,7 @@ export const ingressSpec: Schema = obj(
   {
     tailnetRef,
     tag,
+    proxyClassName,
     hostname: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
     mode: str({ enum: ["tcp", "http"], default: "tcp" }),
     allowFrom: aclEntities("Who may connect; must be within Tailnet.spec.allowedIngressSources."),
@@ -230,6 +237,7 @@ export const gatewaySpec: Schema = obj(
   {
     tailnetRef,
     tag,
+    proxyClassName,
     suspend: bool({ default: false }),
     hostname: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
     routes: arr(str({ pattern: CIDR_PATTERN }), { maxItems: 16 }),
@@ -349,6 +357,9 @@ export const KINDS: readonly KindInfo[] = [
     printerColumns: [tagColumn, readyReason(), ageColumn],
   },
 ];
+
+/** A custom resource the operator defines (a CRD); the kinds with hooks are `KINDS`. */
+export type ResourceInfo = Omit<KindInfo, "hookKind" | "status"> & { status?: Schema };
 
 export type HookKind = KindInfo["hookKind"];
 export const HOOK_KINDS = KINDS.map((k) => k.hookKind);

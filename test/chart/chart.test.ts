@@ -73,6 +73,7 @@ describe("helm chart scenarios", () => {
       "tailnetegresses.tailnet.internal",
       "tailnetgateways.tailnet.internal",
       "tailnetingresses.tailnet.internal",
+      "tailnetproxyclasses.tailnet.internal",
       "tailnets.tailnet.internal",
       "tailnetsites.tailnet.internal",
     ]);
