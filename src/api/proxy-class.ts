@@ -28,6 +28,7 @@ export const proxyClassSpec: Schema = {
   properties: {
     resources,
     tailscaleResources: { ...resources, description: "Resources of the tailscale container." },
+    corednsResources: { ...resources, description: "Resources of a gateway's coredns container." },
     nodeSelector: stringMap("The pods' nodeSelector."),
     tolerations: opaque("array", "The pods' tolerations (core/v1 Toleration)."),
     affinity: opaque("object", "The pods' affinity (core/v1 Affinity)."),
@@ -43,6 +44,10 @@ export const proxyClassSpec: Schema = {
       properties: {
         agent: str({ minLength: 1, description: "Image of the agent container (default: the operator's image)." }),
         tailscale: str({ minLength: 1, description: "Image of the tailscale container (default: the pinned one)." }),
+        coredns: str({
+          minLength: 1,
+          description: "Image of a gateway's coredns container (default: the pinned one).",
+        }),
       },
     },
   },
