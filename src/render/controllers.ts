@@ -23,6 +23,7 @@ const RESOURCE_KINDS: Record<string, string> = {
   tailnetingresses: "TailnetIngress",
   tailnetsites: "TailnetSite",
   tailnetgateways: "TailnetGateway",
+  tailnetproxyclasses: "TailnetProxyClass",
 };
 
 export function kindOfResource(resource: string): string {

@@ -13,14 +13,12 @@
  */
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { newAjv } from "../api/ajv.js";
-import { crdFor } from "../api/crd.js";
+import { CRD_KINDS, crdFor } from "../api/crd.js";
 import {
   API_VERSION,
   DNS1123_LABEL_PATTERN,
   DNS1123_SUBDOMAIN_PATTERN,
   GROUP,
-  KINDS,
-  kindInfoByKind,
   type Schema,
 } from "../api/schemas.js";
 import { fieldPath } from "../api/validate.js";
@@ -113,7 +111,7 @@ const ajv = newAjv({ strict: false, allErrors: true });
 function crValidator(kind: string): ValidateFunction {
   let v = crSchemas.get(kind);
   if (!v) {
-    const info = kindInfoByKind(kind);
+    const info = crdKindInfo(kind);
     if (!info) throw new Error(`no schema for ${kind}`);
     const crd = crdFor(info) as { spec: { versions: { schema: { openAPIV3Schema: Schema } }[] } };
     const root = structuredClone(crd.spec.versions[0].schema.openAPIV3Schema);
@@ -167,20 +165,21 @@ function distance(a: string, b: string): number {
 }
 
 function didYouMean(kind: string): string {
-  const candidates = [...KINDS.map((k) => k.kind), ...Object.keys(BUILTIN)];
+  const candidates = [...CRD_KINDS.map((k) => k.kind), ...Object.keys(BUILTIN)];
   const best = candidates
     .map((c) => ({ c, d: distance(kind.toLowerCase(), c.toLowerCase()) }))
     .sort((x, y) => x.d - y.d)[0];
   return best && best.d <= 3 ? ` (did you mean ${best.c}?)` : "";
 }
 
-const CR_KINDS = KINDS.map((k) => k.kind).join(", ");
+const CR_KINDS = CRD_KINDS.map((k) => k.kind).join(", ");
+const crdKindInfo = (kind: string) => CRD_KINDS.find((k) => k.kind === kind);
 
 /** Problems of one document's object (kind, apiVersion, schema). */
 export function objectProblems(doc: InputDoc): string[] {
   const { apiVersion, kind } = doc.object;
   const group = apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.lastIndexOf("/")) : "";
-  const info = kindInfoByKind(kind);
+  const info = crdKindInfo(kind);
   if (group === GROUP) {
     if (!info) return [`kind ${kind}: unknown kind in ${GROUP}${didYouMean(kind)}; this operator serves ${CR_KINDS}`];
     if (apiVersion !== API_VERSION)
