@@ -8,6 +8,7 @@ import { API_VERSION } from "../api/schemas.js";
 import type { OperatorConfig } from "../config.js";
 import { credentialsSecretName, OWNER_UID_LABEL } from "../k8s/labels.js";
 import type { K8sObject } from "../k8s/objects.js";
+import { proxyClassRules } from "./shared/proxy-class.js";
 import type { RelatedRule } from "./types.js";
 
 type Spec = Record<string, unknown>;
@@ -85,6 +86,7 @@ export function egressRelated(parent: K8sObject, config: OperatorConfig): Relate
   if (names.length && parent.metadata.namespace) {
     rules.push({ apiVersion: "v1", resource: "services", namespace: parent.metadata.namespace, names });
   }
+  rules.push(...proxyClassRules(parent));
   return rules;
 }
 
@@ -96,7 +98,7 @@ export function ingressRelated(parent: K8sObject, config: OperatorConfig): Relat
   const rules = workloadRelated(parent, config);
   if (ns && tls.length) rules.push({ apiVersion: "v1", resource: "secrets", namespace: ns, names: tls });
   if (ns && backends.length) rules.push({ apiVersion: "v1", resource: "services", namespace: ns, names: backends });
-  rules.push(all("tailnetingresses"));
+  rules.push(all("tailnetingresses"), ...proxyClassRules(parent));
   return rules;
 }
 
@@ -114,5 +116,6 @@ export function gatewayRelated(parent: K8sObject, config: OperatorConfig): Relat
       resource: "services",
       labelSelector: { matchLabels: { "tailnet.internal/egress-target": "true" } },
     },
+    ...proxyClassRules(parent),
   ];
 }
