@@ -15,7 +15,8 @@
  */
 import type { ConditionInput } from "../conditions/condition.js";
 import type { K8sObject } from "../k8s/objects.js";
-import { assembleStatus } from "./common.js";
+import { withdrawResource } from "../metrics/resource.js";
+import { assembleStatus, resourceId } from "./common.js";
 import type { HookDeps, HookRequest, SyncResult } from "./types.js";
 
 /** What decide returns in every kind. */
@@ -25,6 +26,11 @@ export interface Decision {
   /** Status fields besides conditions and observedGeneration, in their fixed order. */
   fields: Record<string, unknown>;
   resyncAfterSeconds?: number;
+  /**
+   * The resource is out of the resource metrics (e.g. a suspended gateway): respond withdraws it and publishes no
+   * condition metric, so no resource alert fires for it.
+   */
+  withdrawn?: boolean;
 }
 
 /** The stages of one kind; `index.ts` builds one and hands it to `runSync`. */
@@ -54,8 +60,9 @@ export async function runSync<S, O, P, A, D extends Decision>(
 
 /** The answer of a sync or finalize: the status assembled from the decision (conditions merged, metrics). */
 export function respond(req: HookRequest, deps: HookDeps, d: Decision): SyncResult {
+  if (d.withdrawn) withdrawResource(deps.metrics, resourceId(req.parent));
   return {
-    status: assembleStatus(req, deps, d.conditions, d.fields),
+    status: assembleStatus(req, deps, d.conditions, d.fields, { publish: !d.withdrawn }),
     children: d.children,
     ...(d.resyncAfterSeconds !== undefined ? { resyncAfterSeconds: d.resyncAfterSeconds } : {}),
   };
