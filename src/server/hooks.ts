@@ -9,7 +9,7 @@ import { validateSpec } from "../api/validate.js";
 import { qualifiedName } from "../k8s/objects.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { bearerAuth } from "./auth.js";
-import { hookBodyText, parseHookText, readBody } from "./body.js";
+import { parseHookText, readBody } from "./body.js";
 import { EnvelopeError, parseCustomizeRequest, parseSyncRequest } from "./envelope.js";
 import { parentOf, withCallCount } from "./hook-log.js";
 
@@ -109,10 +109,11 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
     const limit = tailnet ? limits.tailnetBodyLimitBytes : limits.bodyLimitBytes;
     const info = kind ? kindInfo(kind) : undefined;
     // no variable holds the raw bytes: they can be collected while JSON.parse builds the objects
-    const text = hookBodyText(
-      await readBody(req.headers, payload, limit, tailnet ? "Tailnet hooks" : "hooks of this kind"),
-      info ? unreadStatus.get(info.hookKind) : undefined,
-    );
+    const text = (
+      await readBody(req.headers, payload, limit, tailnet ? "Tailnet hooks" : "hooks of this kind", {
+        relatedStatus: info ? unreadStatus.get(info.hookKind) : undefined,
+      })
+    ).toString("utf8");
     return parseHookText(text);
   });
 

@@ -1,7 +1,16 @@
 import assert from "node:assert/strict";
+import { Readable } from "node:stream";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { BodyError, dropBookkeeping, dropUnread, parseHookBody } from "../../src/server/body.js";
+import {
+  BodyError,
+  dropBookkeeping,
+  dropUnread,
+  parseHookBody,
+  readBody,
+  STREAM_DROP_BYTES,
+  UnreadDropper,
+} from "../../src/server/body.js";
 
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 const MC_LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration";
@@ -101,6 +110,76 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it("scanned chunk by chunk while the body arrives, gives the bytes the one-shot scan gives (property)", () => {
+    const groups = new Set(["TailnetEgress.tailnet.internal/v1alpha1"]);
+    const key = fc.oneof(fc.constantFrom("managedFields", LAST_APPLIED, "status", "related", "a\\"), fc.string());
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: "small" },
+        fc.jsonValue(),
+        fc.array(tie("node"), { maxLength: 4 }),
+        fc.dictionary(key, tie("node"), { maxKeys: 5 }),
+      ),
+    })).node;
+    const related = fc.record({
+      related: fc.dictionary(
+        fc.constantFrom(...groups, "Secret.v1"),
+        fc.dictionary(fc.string({ maxLength: 3 }), value),
+      ),
+      rest: value,
+    });
+    // valid bodies and cut or corrupted ones (a malformed body must come out the same too)
+    const text = fc.oneof(
+      fc.tuple(related, fc.boolean()).map(([v, pretty]) => JSON.stringify(v, null, pretty ? 1 : undefined)),
+      fc.tuple(related, fc.nat(), fc.constantFrom("", "{", "]", ",", '"', "\\", ":")).map(([v, at, junk]) => {
+        const t = JSON.stringify(v);
+        const i = at % (t.length + 1);
+        return t.slice(0, i) + junk + t.slice(i + (junk ? 1 : 0));
+      }),
+    );
+    fc.assert(
+      fc.property(text, fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 8 }), (t, steps) => {
+        const bytes = Buffer.from(t);
+        const expected = Buffer.from(dropUnread(Buffer.from(bytes), groups));
+        const buf = Buffer.alloc(bytes.length);
+        const d = new UnreadDropper(buf, groups);
+        let n = 0;
+        for (let i = 0; n < bytes.length; i++) {
+          const next = Math.min(bytes.length, n + steps[i % steps.length]);
+          bytes.copy(buf, n, n, next);
+          n = next;
+          d.feed(n);
+        }
+        assert.deepEqual(d.finish(), expected, t);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+  it("readBody drops while a large body arrives in chunks and answers the bytes dropUnread gives", async () => {
+    const served = {
+      metadata: { name: "db", managedFields: [{ manager: "kubectl", fieldsV1: { "f:spec": {} } }] },
+      status: { conditions: [] },
+      spec: { x: "y" },
+    };
+    const groups = new Set(["TailnetEgress.tailnet.internal/v1alpha1"]);
+    const objects: Record<string, unknown> = {};
+    for (let i = 0; Object.keys(objects).length * 200 < STREAM_DROP_BYTES * 1.5; i++) objects[`ns/o${i}`] = served;
+    const text = JSON.stringify({ related: { "TailnetEgress.tailnet.internal/v1alpha1": objects } });
+    const raw = Buffer.from(text);
+    assert.ok(raw.length > STREAM_DROP_BYTES);
+    const chunks: Buffer[] = [];
+    for (let i = 0; i < raw.length; i += 1000 + (i % 7)) chunks.push(raw.subarray(i, i + 1000 + (i % 7)));
+    const got = await readBody({ "content-length": String(raw.length) }, Readable.from(chunks), raw.length, "x", {
+      relatedStatus: groups,
+    });
+    assert.deepEqual(got, dropUnread(Buffer.from(raw), groups));
+    const parsed = JSON.parse(got.toString("utf8")) as { related: Record<string, Record<string, typeof served>> };
+    assert.deepEqual(parsed.related["TailnetEgress.tailnet.internal/v1alpha1"]["ns/o0"], {
+      metadata: { name: "db" },
+      spec: { x: "y" },
+    });
   });
 
   it("leaves malformed bodies to JSON.parse: 400 body: invalid JSON", () => {
