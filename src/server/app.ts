@@ -8,6 +8,7 @@ import type { HookKind } from "../api/schemas.js";
 import type { OperatorConfig } from "../config.js";
 import { HeadscaleViews } from "../headscale/view.js";
 import { kindModules } from "../kinds/index.js";
+import { decoratorModules } from "../kinds/service/index.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { createOperatorMetrics } from "../metrics/registry.js";
 import { sweepStaleResources } from "../metrics/resource.js";
@@ -106,7 +107,11 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
     const params = req.params as { kind?: string; hook?: string } | undefined;
     if (!req.url.startsWith("/hooks/") || !params?.kind) return;
     const kind =
-      options.kinds?.has(params.kind as HookKind) || kindModules.has(params.kind as HookKind) ? params.kind : "unknown";
+      options.kinds?.has(params.kind as HookKind) ||
+      kindModules.has(params.kind as HookKind) ||
+      decoratorModules.has(params.kind)
+        ? params.kind
+        : "unknown";
     const hook = KNOWN_HOOKS.has(params.hook ?? "") ? (params.hook as string) : "unknown";
     metrics.hookRequests.inc({ kind, hook, code: String(reply.statusCode) });
     metrics.hookDuration.observe({ kind, hook }, reply.elapsedTime / 1000);

@@ -56,7 +56,7 @@ function checkParent(body: Record<string, unknown>, info: KindInfo): K8sObject {
   return parent as unknown as K8sObject;
 }
 
-function checkMaps(value: unknown, field: "children" | "related"): ObjectMaps {
+export function checkMaps(value: unknown, field: "children" | "related" | "attachments"): ObjectMaps {
   if (value === undefined || value === null) return {};
   if (!isRecord(value)) throw new EnvelopeError(`${field}: must be an object keyed by Kind.group/version`);
   const out: ObjectMaps = {};
@@ -96,7 +96,7 @@ function checkMaps(value: unknown, field: "children" | "related"): ObjectMaps {
   return out;
 }
 
-function checkBody(body: unknown): Record<string, unknown> {
+export function checkBody(body: unknown): Record<string, unknown> {
   if (!isRecord(body)) throw new EnvelopeError("body: must be a JSON object");
   if (body.controller !== undefined && body.controller !== null && !isRecord(body.controller)) {
     throw new EnvelopeError("controller: must be an object");

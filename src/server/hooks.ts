@@ -7,9 +7,11 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { type HookKind, type KindInfo, kindInfo } from "../api/schemas.js";
 import { validateSpec } from "../api/validate.js";
 import { qualifiedName } from "../k8s/objects.js";
+import { decoratorModules } from "../kinds/service/index.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { bearerAuth } from "./auth.js";
 import { parseHookText, readBody } from "./body.js";
+import { answerDecoratorHook, DECORATOR_RESPONSE_SCHEMAS } from "./decorator.js";
 import { EnvelopeError, parseCustomizeRequest, parseSyncRequest } from "./envelope.js";
 import { parentOf, withCallCount } from "./hook-log.js";
 
@@ -131,7 +133,10 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
       const { kind, hook } = req.params;
       const info = kindInfo(kind);
       const module = info ? opts.kinds.get(info.hookKind) : undefined;
-      if (!info || !module) return reply.code(404).send({ error: `unknown kind "${kind.slice(0, 40)}" in path` });
+      // DecoratorControllers (annotated Services): their own envelope and answer (src/server/decorator.ts).
+      const decorator = decoratorModules.get(kind);
+      if (!decorator && (!info || !module))
+        return reply.code(404).send({ error: `unknown kind "${kind.slice(0, 40)}" in path` });
       if (!HOOKS.includes(hook as HookName))
         return reply.code(404).send({ error: `unknown hook "${hook.slice(0, 40)}"` });
       if (inFlight >= opts.maxInFlight) {
@@ -141,7 +146,11 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
       inFlight++;
       try {
         const started = performance.now();
-        const run = withCallCount(() => answerHook(hook as HookName, info, module, req.body, opts.deps));
+        const run = withCallCount(() =>
+          decorator
+            ? answerDecoratorHook(hook as HookName, decorator, req.body, opts.deps)
+            : answerHook(hook as HookName, info as KindInfo, module as KindModule, req.body, opts.deps),
+        );
         const answer = await run.result;
         if (hook !== "customize" && ["debug", "trace"].includes(req.log.level)) {
           const ms = Math.round((performance.now() - started) * 10) / 10;
@@ -153,17 +162,20 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
         }
         // The hook's own closed schema (RESPONSE_SCHEMAS): keys Metacontroller's strict decoder
         // refuses are dropped here, never sent.
-        const text = reply.serializeInput(answer, RESPONSE_SCHEMAS[hook as HookName]);
+        const schema =
+          decorator && hook !== "customize"
+            ? DECORATOR_RESPONSE_SCHEMAS[hook as "sync" | "finalize"]
+            : RESPONSE_SCHEMAS[hook as HookName];
+        const text = reply.serializeInput(answer, schema);
         return reply.type("application/json; charset=utf-8").send(text);
       } catch (e) {
         if (e instanceof EnvelopeError) return reply.code(e.statusCode).send({ error: e.message });
         // Internal failure: non-200 so Metacontroller changes nothing and retries; one line, no stack.
         const parent = (req.body as { parent?: { metadata?: { name?: string; namespace?: string } } })?.parent;
         const who = parent?.metadata?.name ? qualifiedName({ metadata: parent.metadata as { name: string } }) : "?";
-        req.log.error({ err: e, kind: info.kind, hook, parent: who }, "hook failed");
-        return reply
-          .code(500)
-          .send({ error: `${hook} ${info.kind} ${who} failed: ${(e as Error).message}`.split("\n")[0] });
+        const what = decorator ? decorator.name : (info as KindInfo).kind;
+        req.log.error({ err: e, kind: what, hook, parent: who }, "hook failed");
+        return reply.code(500).send({ error: `${hook} ${what} ${who} failed: ${(e as Error).message}`.split("\n")[0] });
       } finally {
         inFlight--;
       }

@@ -1,0 +1,22 @@
+/**
+ * Annotated Services (the service-expose and service-target DecoratorControllers): one condition,
+ * `Exposed`, written back on the Service as the label `tailnet.internal/<role>-state` (the reason),
+ * the annotation `tailnet.internal/<role>-message`, and an Event whenever the reason changes.
+ */
+import type { ReasonTable } from "../table.js";
+
+export const SERVICE_REASONS = {
+  Exposed: {
+    Ready: ["True"],
+    Pending: ["Unknown"],
+    NotReady: ["False"],
+    ConflictingAnnotations: ["False"],
+    InvalidAnnotation: ["False"],
+    UnsupportedPorts: ["False"],
+    NoTailnet: ["False"],
+    AmbiguousTailnet: ["False"],
+    NameTaken: ["False"],
+    HostnameTaken: ["False"],
+    ExternalNameMismatch: ["False"],
+  },
+} as const satisfies ReasonTable;

@@ -1,0 +1,44 @@
+/**
+ * What a DecoratorController kind implements (Metacontroller v2 decorator hooks,
+ * pkg/controller/decorator/api/v2/hooks.go): the request names the decorated object `object` and
+ * its owned objects `attachments`; the answer sets labels and annotations on the object (a null
+ * value deletes the key) and lists the desired attachments. `status` is never answered: a null
+ * status leaves the object's status alone, and a core object's status is not ours.
+ */
+import type { K8sObject, ObjectMaps } from "../k8s/objects.js";
+import type { HookDeps, RelatedRule } from "./types.js";
+
+export interface DecoratorRequest {
+  controller: Record<string, unknown>;
+  object: K8sObject;
+  attachments: ObjectMaps;
+  related: ObjectMaps;
+  finalizing: boolean;
+}
+
+/** Customize sends the decorated object as `parent`, as for CompositeControllers (customize/api/v2/hooks.go). */
+export interface DecoratorCustomizeRequest {
+  controller: Record<string, unknown>;
+  object: K8sObject;
+}
+
+export interface DecoratorResult {
+  labels: Record<string, string | null>;
+  annotations: Record<string, string | null>;
+  attachments: K8sObject[];
+  resyncAfterSeconds?: number;
+}
+
+export interface DecoratorFinalizeResult extends DecoratorResult {
+  finalized: boolean;
+}
+
+export interface DecoratorModule {
+  /** Path segment: /hooks/<name>/<hook>. */
+  name: string;
+  /** The decorated resource: the envelope refuses any other object. */
+  object: { apiVersion: string; kind: string };
+  customize(req: DecoratorCustomizeRequest, deps: HookDeps): RelatedRule[];
+  sync(req: DecoratorRequest, deps: HookDeps): Promise<DecoratorResult>;
+  finalize(req: DecoratorRequest, deps: HookDeps): Promise<DecoratorFinalizeResult>;
+}

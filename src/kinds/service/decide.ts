@@ -1,0 +1,203 @@
+/**
+ * Pure decisions of an annotated Service. plan: which attachment it should have (or why none) and the
+ * `Exposed` condition; decide: the labels, annotations and attachments of the answer.
+ *
+ * A refusal the user can fix on the Service (conflicting or invalid annotations, ports) drops the
+ * attachment: the annotations say "do not expose this". A refusal that comes from the rest of the
+ * cluster (the Tailnet missing or ambiguous) keeps an existing attachment as it is — a failed or
+ * changed observation never drops a child — and only stops a new one from being made.
+ */
+import { conditionsOf, type TypedCondition } from "../../conditions/table.js";
+import { SERVICE_REASONS } from "../../conditions/tables/service.js";
+import type { K8sObject } from "../../k8s/objects.js";
+import { LAST_APPLIED, qualifiedName, reuseObserved } from "../../k8s/objects.js";
+import { nameConflicts } from "../shared/ingress-names.js";
+import { Annotation, Written } from "./annotations.js";
+import { attachmentKind, serviceAttachment, targetAddress } from "./attachments.js";
+import type { ServiceObservation } from "./observe.js";
+import type { ReadSpec, ServiceSpec } from "./spec.js";
+
+export const { cond } = conditionsOf(SERVICE_REASONS);
+export type ExposedCondition = TypedCondition<typeof SERVICE_REASONS>;
+
+export interface ServicePlan {
+  /** The attachments the answer lists. */
+  attachments: K8sObject[];
+  exposed: ExposedCondition;
+  /** Where clients reach it: expose → the ingress's DNS name once published, target → the egress Service. */
+  address?: string;
+}
+
+export interface ServiceDecision {
+  labels: Record<string, string | null>;
+  annotations: Record<string, string | null>;
+  attachments: K8sObject[];
+  conditions: readonly ExposedCondition[];
+}
+
+const FAR_FUTURE = "9999-12-31T23:59:59Z";
+
+function resolveTailnet(
+  spec: ServiceSpec,
+  tailnets: readonly K8sObject[],
+): { tailnet: K8sObject } | { refusal: ExposedCondition } {
+  if (spec.tailnet) {
+    const t = tailnets.find((x) => x.metadata.name === spec.tailnet);
+    if (t) return { tailnet: t };
+    return {
+      refusal: cond(
+        "Exposed",
+        "False",
+        "NoTailnet",
+        `Tailnet "${spec.tailnet}" (${Annotation.tailnet}) does not exist`,
+      ),
+    };
+  }
+  if (tailnets.length === 1) return { tailnet: tailnets[0] };
+  if (tailnets.length === 0) {
+    return {
+      refusal: cond(
+        "Exposed",
+        "False",
+        "NoTailnet",
+        `no Tailnet exists in the cluster; create one or name one with ${Annotation.tailnet}`,
+      ),
+    };
+  }
+  const names = tailnets.map((t) => t.metadata.name);
+  const shown = names.length > 5 ? `${names.slice(0, 5).join(", ")}, …` : names.join(", ");
+  return {
+    refusal: cond(
+      "Exposed",
+      "False",
+      "AmbiguousTailnet",
+      `${names.length} Tailnets exist (${shown}); name one with ${Annotation.tailnet}`,
+    ),
+  };
+}
+
+const ownedBy = (o: K8sObject, service: K8sObject) =>
+  !!service.metadata.uid && !!o.metadata.ownerReferences?.some((r) => r.uid === service.metadata.uid);
+
+const readyOf = (o: K8sObject) =>
+  (
+    (o.status as { conditions?: { type: string; status: string; reason?: string; message?: string }[] } | undefined)
+      ?.conditions ?? []
+  ).find((c) => c?.type === "Ready");
+
+export function planService(read: ReadSpec, observed: ServiceObservation): ServicePlan {
+  if (!read.ok) {
+    return { attachments: [], exposed: cond("Exposed", "False", read.refusal.reason, read.refusal.message) };
+  }
+  const spec = read.spec;
+  const kept = observed.attachments.filter((o) => !o.metadata.deletionTimestamp).map(reuseObserved);
+  const resolved = resolveTailnet(spec, observed.tailnets);
+  if ("refusal" in resolved) return { attachments: kept, exposed: resolved.refusal };
+  const tailnetName = resolved.tailnet.metadata.name;
+  const desired = serviceAttachment(spec, tailnetName);
+  const kind = attachmentKind(spec);
+  const id = `${spec.namespace}/${spec.name}`;
+  const same = (spec.role === "expose" ? observed.ingresses : observed.egresses).find((o) => qualifiedName(o) === id);
+  if (same && !ownedBy(same, observed.service)) {
+    return {
+      attachments: [],
+      exposed: cond(
+        "Exposed",
+        "False",
+        "NameTaken",
+        `${kind} ${id} already exists and was not made for this Service; rename or delete it`,
+      ),
+    };
+  }
+  const mine = observed.attachments.find((o) => o.metadata.name === spec.name);
+  if (spec.role === "expose") {
+    const baseDomain = (resolved.tailnet.spec as { dns?: { baseDomain?: string } } | undefined)?.dns?.baseDomain;
+    // The candidate keeps its age once it exists; before that every existing ingress is older.
+    const candidate = {
+      ...desired,
+      metadata: { ...desired.metadata, creationTimestamp: mine?.metadata.creationTimestamp ?? FAR_FUTURE },
+    };
+    const taken = nameConflicts(candidate, observed.ingresses, baseDomain);
+    if (taken.length) {
+      return {
+        attachments: [],
+        exposed: cond(
+          "Exposed",
+          "False",
+          "HostnameTaken",
+          `hostname ${spec.hostname} (${taken[0].name}) is already claimed by TailnetIngress ${taken[0].claimedBy} in Tailnet ${tailnetName}; set ${Annotation.hostname}`,
+        ),
+      };
+    }
+  }
+  return { attachments: [desired], exposed: mirror(spec, desired, mine), ...addressOf(spec, mine) };
+}
+
+function addressOf(spec: ServiceSpec, mine: K8sObject | undefined): { address?: string } {
+  if (spec.role === "target") return { address: targetAddress(spec) };
+  const dnsName = (mine?.status as { dnsName?: string } | undefined)?.dnsName;
+  return dnsName ? { address: dnsName } : {};
+}
+
+/** The attachment's own Ready, repeated on the Service: Pending until it reports on what we asked for. */
+function mirror(spec: ServiceSpec, desired: K8sObject, mine: K8sObject | undefined): ExposedCondition {
+  const kind = attachmentKind(spec);
+  const id = `${kind} ${spec.namespace}/${spec.name}`;
+  if (spec.role === "target" && spec.type === "ExternalName") {
+    const want = targetAddress(spec);
+    if ((spec.externalName ?? "").replace(/\.$/, "") !== want) {
+      return cond(
+        "Exposed",
+        "False",
+        "ExternalNameMismatch",
+        `spec.externalName is "${(spec.externalName ?? "").slice(0, 100)}"; set it to ${want} so that this Service leads to ${spec.target}`,
+      );
+    }
+  }
+  if (!mine) return cond("Exposed", "Unknown", "Pending", `${id} is being created`);
+  // What we asked for last time (Metacontroller's last-applied annotation; absent with server-side
+  // apply, where the generation check below still catches an update once it is applied).
+  if (
+    mine.metadata.annotations?.[LAST_APPLIED] &&
+    JSON.stringify(reuseObserved(mine).spec) !== JSON.stringify(desired.spec)
+  ) {
+    return cond("Exposed", "Unknown", "Pending", `${id} is being updated`);
+  }
+  const gen = mine.metadata.generation;
+  const seen = (mine.status as { observedGeneration?: number } | undefined)?.observedGeneration;
+  const ready = readyOf(mine);
+  if (!ready || (gen !== undefined && seen !== gen)) {
+    return cond("Exposed", "Unknown", "Pending", `waiting for ${id} to report on its current spec`);
+  }
+  const why = `${id}: ${ready.reason ?? ""}${ready.message ? `: ${ready.message}` : ""}`;
+  if (ready.status === "True") {
+    if (spec.role === "expose") {
+      const dnsName = (mine.status as { dnsName?: string }).dnsName;
+      return cond("Exposed", "True", "Ready", `reachable on the tailnet as ${dnsName ?? spec.hostname}`);
+    }
+    return cond("Exposed", "True", "Ready", `${spec.target} reachable from the cluster at ${targetAddress(spec)}`);
+  }
+  if (ready.status === "False") return cond("Exposed", "False", "NotReady", why);
+  return cond("Exposed", "Unknown", "Pending", why);
+}
+
+export function decideService(role: "expose" | "target", plan: ServicePlan): ServiceDecision {
+  const keys = Written[role];
+  return {
+    labels: { [keys.state]: plan.exposed.reason },
+    annotations: { [keys.message]: plan.exposed.message, [keys.address]: plan.address ?? null },
+    attachments: plan.attachments,
+    conditions: [plan.exposed],
+  };
+}
+
+/** Finalize (the annotation removed, or the Service deleted): no attachment, nothing written back. */
+export function decideServiceFinalize(role: "expose" | "target", observed: ServiceObservation) {
+  const keys = Written[role];
+  return {
+    labels: { [keys.state]: null },
+    annotations: { [keys.message]: null, [keys.address]: null },
+    attachments: [],
+    finalized: observed.attachments.length === 0,
+  };
+}

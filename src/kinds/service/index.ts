@@ -1,0 +1,62 @@
+/**
+ * Annotated Services (issue 19 item 1): two DecoratorControllers over core v1 Services
+ * (decoratorcontrollers/), wiring only. `service-expose` selects `tailnet.internal/expose: "true"` and
+ * attaches a TailnetIngress; `service-target` selects `tailnet.internal/target` and attaches a
+ * TailnetEgress. sync: spec → observe → plan → act → decide → respond; finalize (the annotation
+ * removed, or the Service deleted) lists no attachment and clears what sync wrote back, and answers
+ * `finalized: true` once the attachment is gone (the TailnetIngress/TailnetEgress finalize cleans
+ * Headscale before it goes).
+ */
+import { API_VERSION } from "../../api/schemas.js";
+import type { DecoratorFinalizeResult, DecoratorModule, DecoratorRequest, DecoratorResult } from "../decorator.js";
+import type { HookDeps, RelatedRule } from "../types.js";
+import { actService } from "./act.js";
+import type { Role } from "./annotations.js";
+import { decideService, decideServiceFinalize, planService } from "./decide.js";
+import { observeService } from "./observe.js";
+import { readServiceSpec } from "./spec.js";
+
+/** While the attachment is being deleted (its own finalize may wait on Headscale), look again. */
+export const FINALIZE_RESYNC_SECONDS = 10;
+
+const all = (apiVersion: string, resource: string): RelatedRule => ({ apiVersion, resource, labelSelector: {} });
+
+function customize(role: Role): RelatedRule[] {
+  // Everything, never what the annotations name: Metacontroller caches this answer per
+  // uid+generation, and an annotation change bumps neither (customize/manager.go).
+  return [all(API_VERSION, "tailnets"), all(API_VERSION, role === "expose" ? "tailnetingresses" : "tailnetegresses")];
+}
+
+async function sync(role: Role, req: DecoratorRequest, deps: HookDeps): Promise<DecoratorResult> {
+  const spec = readServiceSpec(req.object, role);
+  const observed = await observeService(req, role);
+  const plan = planService(spec, observed);
+  await actService(role, plan, observed, deps);
+  const decision = decideService(role, plan);
+  return { labels: decision.labels, annotations: decision.annotations, attachments: decision.attachments };
+}
+
+async function finalize(role: Role, req: DecoratorRequest): Promise<DecoratorFinalizeResult> {
+  const observed = await observeService(req, role);
+  const d = decideServiceFinalize(role, observed);
+  return { ...d, ...(d.finalized ? {} : { resyncAfterSeconds: FINALIZE_RESYNC_SECONDS }) };
+}
+
+function serviceModule(role: Role): DecoratorModule {
+  return {
+    name: `service-${role}`,
+    object: { apiVersion: "v1", kind: "Service" },
+    customize: () => customize(role),
+    sync: (req, deps) => sync(role, req, deps),
+    finalize: (req) => finalize(role, req),
+  };
+}
+
+export const serviceExposeModule = serviceModule("expose");
+export const serviceTargetModule = serviceModule("target");
+
+/** The DecoratorController kinds by hook path segment. */
+export const decoratorModules: ReadonlyMap<string, DecoratorModule> = new Map([
+  [serviceExposeModule.name, serviceExposeModule],
+  [serviceTargetModule.name, serviceTargetModule],
+]);
