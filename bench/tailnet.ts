@@ -5,8 +5,9 @@
 // `benchTailnetDecide()` is exported for bench/run.ts.
 import { pathToFileURL } from "node:url";
 import type { K8sObject } from "../src/k8s/objects.js";
-import { decide } from "../src/kinds/tailnet/decide.js";
+import { decideTailnet } from "../src/kinds/tailnet/decide.js";
 import { readInputs } from "../src/kinds/tailnet/inputs.js";
+import { planTailnet } from "../src/kinds/tailnet/plan.js";
 import { renderTailnetPolicy } from "../src/kinds/tailnet/render.js";
 import { parentObject, toMaps } from "../test/fixtures/hooks.js";
 import {
@@ -104,15 +105,13 @@ export async function benchTailnetDecide(): Promise<{ objects: number; ms: numbe
       const inputs = readInputs(parent, related);
       const render = renderTailnetPolicy(inputs, hs.nodes.ok ? hs.nodes.value : null);
       if (!render.ok) throw new Error(`bench render failed: ${render.reason}: ${render.message}`);
-      decide({
+      const input = {
         parent,
-        children: {},
-        inputs,
-        render,
-        observed: { hs, check: checkOk },
+        observed: { inputs, hs, render, check: checkOk },
         operatorNamespace: "tailnet-system",
         now: NOW,
-      });
+      };
+      decideTailnet({ ...input, children: {}, plan: planTailnet(input), outcome: {} });
     };
     results.push({ objects, ms: medianMs(once, RUNS) });
   }

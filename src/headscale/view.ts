@@ -120,6 +120,8 @@ export class HeadscaleView {
   private readonly parts: Record<ViewPart, CachedPart<unknown>>;
   /** Last time any part was read, in clock milliseconds. */
   lastUsedMs = 0;
+  /** What syncs remember between each other on this connection (see SoftState); dies with the view. */
+  readonly soft = new SoftState();
 
   constructor(
     readonly client: HeadscaleClient,
@@ -214,9 +216,13 @@ export class HeadscaleView {
     return outcomeOf(this.client.preAuthKeys.list());
   }
 
-  /** The live policy read now, bypassing the cache (null: a database holding no policy yet). */
-  freshPolicy(): Promise<Outcome<HsPolicy | null>> {
-    return outcomeOf(livePolicy(this.client));
+  /**
+   * The live policy read now (null: a database holding no policy yet): the cached one is dropped first and the
+   * fresh read takes its place, so the next sync plans from it rather than from the older cached read.
+   */
+  freshPolicy(): Promise<Obs<HsPolicy | null>> {
+    this.invalidate("policy");
+    return this.get("policy");
   }
 
   private async write<T>(part: ViewPart, call: Promise<T>): Promise<Outcome<T>> {
@@ -290,4 +296,31 @@ class CachedPart<T> {
       return { ok: false, error: asHeadscaleError(error), at: this.now() };
     }
   }
+}
+
+// Soft state: memory a sync may lose at any time (a restart, an evicted view) at the cost of one more
+// request, never of a wrong answer. Kept on the view so it lives and dies with the connection it is about.
+
+/** A policy/check verdict for one policy text (by its canonical hash), reused until `expiresAt`. */
+export interface CheckVerdict {
+  outcome: Outcome<void>;
+  expiresAt: number;
+}
+
+/** A failed policy write of one Tailnet and rendered hash, retried no sooner than `retryAt`. */
+export interface WriteBackoff {
+  tailnet: string;
+  hash: string;
+  failures: number;
+  retryAt: number;
+  error: HeadscaleError;
+  /** The policy read back right after the failed PUT (absent when not read, e.g. file mode). */
+  readback?: Outcome<HsPolicy | null>;
+}
+
+export class SoftState {
+  /** policy/check verdicts per canonical policy hash (accepted, rejected, endpoint missing; never a 5xx). */
+  readonly checkVerdicts = new Map<string, CheckVerdict>();
+  /** The backing-off failed policy write per Tailnet name (at most one hash each: only the current render). */
+  readonly writeBackoff = new Map<string, WriteBackoff>();
 }

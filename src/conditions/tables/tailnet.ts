@@ -1,18 +1,35 @@
-/** Tailnet: per condition (status order), its reasons (page order) and their statuses. */
+/**
+ * Tailnet: per condition (status order), its reasons (page order) and their statuses — exactly what the
+ * Tailnet produces. `InvalidSpec` is False on PolicyRendered (the field named) and Unknown on every other
+ * condition ("not evaluated", kinds/common.ts invalidSpecResult) until it was evaluated once.
+ */
 import type { ReasonTable } from "../table.js";
 
 export const TAILNET_REASONS = {
-  ApiReachable: { Reachable: ["True"], Unreachable: ["False"], Unhealthy: ["False"], CannotVerify: ["Unknown"] },
-  ApiKeyValid: { Valid: ["True"], Rejected: ["False"], Error: ["Unknown"], NoAPIKey: ["False"] },
+  ApiReachable: {
+    Reachable: ["True"],
+    Unreachable: ["False"],
+    Unhealthy: ["False"],
+    CannotVerify: ["Unknown"],
+    InvalidSpec: ["Unknown"],
+  },
+  ApiKeyValid: {
+    Valid: ["True"],
+    Rejected: ["False"],
+    Error: ["Unknown"],
+    NoAPIKey: ["False"],
+    InvalidSpec: ["Unknown"],
+  },
   HeadscaleCompatible: {
     Compatible: ["True"],
     Incompatible: ["False"],
     CannotVerify: ["Unknown"],
     ProbeFailed: ["Unknown"],
+    InvalidSpec: ["Unknown"],
   },
-  PolicyMode: { Database: ["True"], File: ["False"], CannotVerify: ["Unknown"] },
-  SplitDNS: { NotConfigured: ["True"], CannotVerify: ["Unknown"] },
-  UsersUnique: { Unique: ["True"], Duplicate: ["False"], CannotVerify: ["Unknown"] },
+  PolicyMode: { Database: ["True"], File: ["False"], CannotVerify: ["Unknown"], InvalidSpec: ["Unknown"] },
+  SplitDNS: { NotConfigured: ["True"], CannotVerify: ["Unknown"], InvalidSpec: ["Unknown"] },
+  UsersUnique: { Unique: ["True"], Duplicate: ["False"], CannotVerify: ["Unknown"], InvalidSpec: ["Unknown"] },
   PolicyRendered: {
     Rendered: ["True"],
     BaseMissing: ["False"],
@@ -31,5 +48,6 @@ export const TAILNET_REASONS = {
     NothingToApply: ["False"],
     ApplyFailed: ["False", "Unknown"],
     NoAPIKey: ["False"],
+    InvalidSpec: ["Unknown"],
   },
 } as const satisfies ReasonTable;

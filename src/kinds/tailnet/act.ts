@@ -1,121 +1,122 @@
 /**
- * The Tailnet's only Headscale write: `PUT /api/v1/policy` of the rendered policy (decide.ts guards
- * when). A failed write of one policy is retried with backoff (30 s doubling to 10 min) rather than
- * on every resync: the backoff lives in memory per connection and policy hash, so a restart simply
- * retries at once. The Event for an overwritten drift is best effort. Before the PUT the sync re-plans on a
- * fresh read of the live policy (rereadPolicy, supersededWrite; docs/architecture.md "Policy writes from
- * several replicas"), so two replicas do not PUT the same render twice nor an older render over a newer one.
+ * The Tailnet's only Headscale write: `PUT /api/v1/policy` of the planned render, through the view.
+ *
+ * Before the PUT the live policy is read again (view.freshPolicy) and the plan made again with it
+ * (docs/architecture.md "Policy writes from several replicas"): another replica may have written this very
+ * render already (then it is InSync, no PUT), or a newer one (then this sync's inputs are older: no PUT of a
+ * stale render over it). Two replicas share no memory and Headscale v1 has no compare-and-swap, so the
+ * write is guarded by what Headscale holds right now.
+ *
+ * A failed write of one policy is retried with backoff (30 s doubling to 10 min) rather than on every
+ * resync: the backoff is soft state of the connection's view (view.soft.writeBackoff), so a restart simply
+ * retries at once. A failed PUT is followed by one fresh read: 0.29 may already serve the refused text from
+ * memory, or may have stored it before failing (hscontrol/grpcv1.go SetPolicy), so decide reports what the
+ * read-back shows. File mode is answered before anything changes: no read. The Event for an overwritten
+ * drift is best effort.
  */
-import { type ConditionInput, cond } from "../../conditions/condition.js";
-import { TailnetCondition as C, TailnetReason as R } from "../../conditions/reasons.js";
-import { asHeadscaleError } from "../../headscale/capabilities.js";
-import type { HeadscaleView } from "../../headscale/view.js";
+import type { Outcome } from "../../headscale/capabilities.js";
+import type { HeadscaleError } from "../../headscale/errors.js";
+import type { HsPolicy } from "../../headscale/types.js";
+import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { prettyPolicyText } from "../../policy/render.js";
-import type { EventRecorder } from "../types.js";
-import type { PendingFailure, PolicyWrite, TailnetDecision, WriteOutcome } from "./decide.js";
+import type { EventRecorder, HookDeps, HookRequest } from "../types.js";
+import { type TailnetObservation, tailnetView } from "./observe.js";
+import { type PolicyWrite, planTailnet, type TailnetPlan } from "./plan.js";
+import { liveHash, policyRefused, writeStage } from "./write.js";
+
+/**
+ * A failed write, and the policy read back right after it (`readback`, from GET /api/v1/policy; null = the
+ * database stores none; absent when not read, e.g. in file mode).
+ */
+export type WriteOutcome = { ok: true } | { ok: false; error: HeadscaleError; readback?: Outcome<HsPolicy | null> };
+
+export interface TailnetOutcome {
+  /** Only when a write was planned: the live policy read again just before the PUT, and the plan made with it. */
+  replan?: { policy: Obs<HsPolicy | null>; plan: TailnetPlan };
+  /** The re-planned write was not sent: the live policy moved from `from` to `to` since the observation. */
+  superseded?: { from: string | null; to: string | null };
+  /** The PUT that was sent; after a failure, the seconds until its backoff elapses. */
+  written?: { write: PolicyWrite; result: WriteOutcome; retryAfterSeconds?: number };
+}
 
 const BACKOFF_FIRST_MS = 30_000;
 const BACKOFF_MAX_MS = 10 * 60_000;
 
-interface FailureMemo {
-  failures: number;
-  retryAt: number;
-  condition: ConditionInput;
-}
+/** How soon a sync whose planned write was superseded (the live policy moved meanwhile) plans again. */
+export const SUPERSEDED_RESYNC_SECONDS = 5;
 
-const failuresByView = new WeakMap<HeadscaleView, Map<string, FailureMemo>>();
-const memoKey = (tailnet: string, hash: string) => `${tailnet}\u0000${hash}`;
+export async function actTailnet(
+  req: HookRequest,
+  plan: TailnetPlan,
+  observed: TailnetObservation,
+  deps: HookDeps,
+): Promise<TailnetOutcome> {
+  const view = tailnetView(observed.inputs, deps);
+  if (!view || !observed.hs || !plan.write) return {};
+  const now = deps.now();
+  const name = observed.inputs.name;
+  const base = liveHash(observed.hs) ?? null;
+  const policy = await view.freshPolicy();
+  const fresh = { ...observed, hs: { ...observed.hs, policy } };
+  const replanned = planTailnet({
+    parent: req.parent,
+    observed: fresh,
+    operatorNamespace: deps.config.operatorNamespace,
+    now,
+  });
+  const outcome: TailnetOutcome = { replan: { policy, plan: replanned } };
+  const write = replanned.write;
+  if (!write) return outcome;
+  const moved = policy.ok ? (liveHash(fresh.hs) ?? null) : base;
+  if (moved !== base) return { ...outcome, superseded: { from: base, to: moved } };
 
-function memoOf(view: HeadscaleView): Map<string, FailureMemo> {
-  let memo = failuresByView.get(view);
-  if (!memo) {
-    memo = new Map();
-    failuresByView.set(view, memo);
+  const result = await putPolicy(view, write);
+  if (result.ok) {
+    view.soft.writeBackoff.delete(name);
+    deps.log.info({ tailnet: name, hash: write.hash, drift: !!write.drift }, "Headscale policy written");
+    await recordDrift(deps.events, req.parent, write);
+    return { ...outcome, written: { write, result } };
   }
-  return memo;
+  const e = result.error;
+  deps.metrics.policyApplyErrors.inc({ tailnet: name, reason: policyRefused(e) ? "rejected" : "transport" });
+  deps.log.warn({ tailnet: name, hash: write.hash, error: e.message }, "Headscale policy write failed");
+  const retryAfterSeconds = recordFailure(view, name, write.hash, result, now);
+  return { ...outcome, written: { write, result, retryAfterSeconds } };
 }
 
-/** A failed write of this policy whose backoff has not elapsed yet (decide repeats its condition). */
-export function pendingFailure(view: HeadscaleView, tailnet: string, hash: string): PendingFailure | undefined {
-  const m = memoOf(view).get(memoKey(tailnet, hash));
-  return m ? { condition: m.condition, retryAt: new Date(m.retryAt) } : undefined;
+/** PUT /api/v1/policy; after a failure (but file mode), the policy read back fresh. */
+async function putPolicy(view: HeadscaleView, write: PolicyWrite): Promise<WriteOutcome> {
+  const put = await view.putPolicy(prettyPolicyText(write.policy));
+  if (put.ok) return { ok: true };
+  if (writeStage(put.error) === "fileMode") return { ok: false, error: put.error };
+  return { ok: false, error: put.error, readback: await view.freshPolicy() };
 }
 
-/** Remembers a failed write; the next attempt of the same policy waits 30 s · 2^(failures-1), at most 10 min. */
+/**
+ * Remembers a failed write in the view's soft state; the next attempt of the same policy waits
+ * 30 s · 2^(failures-1), at most 10 min. Another hash of the same Tailnet no longer matters: only the current
+ * render is retried.
+ */
 export function recordFailure(
   view: HeadscaleView,
   tailnet: string,
   hash: string,
-  condition: ConditionInput,
+  failed: Extract<WriteOutcome, { ok: false }>,
   now: Date,
 ): number {
-  const memo = memoOf(view);
-  const key = memoKey(tailnet, hash);
-  // Another hash of the same Tailnet no longer matters: only the current render is retried.
-  for (const k of memo.keys()) if (k.startsWith(`${tailnet}\u0000`) && k !== key) memo.delete(k);
-  const failures = (memo.get(key)?.failures ?? 0) + 1;
+  const previous = view.soft.writeBackoff.get(tailnet);
+  const failures = (previous?.hash === hash ? previous.failures : 0) + 1;
   const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** (failures - 1));
-  memo.set(key, { failures, retryAt: now.getTime() + delay, condition });
+  view.soft.writeBackoff.set(tailnet, {
+    tailnet,
+    hash,
+    failures,
+    retryAt: now.getTime() + delay,
+    error: failed.error,
+    ...(failed.readback ? { readback: failed.readback } : {}),
+  });
   return Math.ceil(delay / 1000);
-}
-
-export function clearFailures(view: HeadscaleView, tailnet: string): void {
-  const memo = memoOf(view);
-  for (const k of memo.keys()) if (k.startsWith(`${tailnet}\u0000`)) memo.delete(k);
-}
-
-/**
- * PUT /api/v1/policy; the cached live policy is dropped afterwards so the next sync sees what is there. A
- * failed PUT is followed by one fresh GET: 0.29 may already serve the refused text from memory, or may have
- * stored it before failing (hscontrol/grpcv1.go SetPolicy), so decide.ts reports what the read-back shows
- * instead of assuming the previous policy stays. File mode is answered before anything changes: no read.
- */
-export async function writePolicy(view: HeadscaleView, write: PolicyWrite): Promise<WriteOutcome> {
-  try {
-    await view.client.policy.put(prettyPolicyText(write.policy));
-    view.invalidate("policy");
-    return { ok: true };
-  } catch (caught) {
-    const error = asHeadscaleError(caught, "PUT /api/v1/policy");
-    view.invalidate("policy");
-    if (error.classification === "policyFileMode") return { ok: false, error };
-    return { ok: false, error, readback: await view.policy() };
-  }
-}
-
-/** How soon a sync whose planned write was superseded (the live policy moved meanwhile) plans again. */
-export const SUPERSEDED_RESYNC_SECONDS = 5;
-
-/**
- * The live policy read fresh (the view's cache dropped first) right before a PUT. Two replicas share no
- * memory and Headscale v1 has no compare-and-swap, so the write is guarded by what Headscale holds now: the
- * caller re-plans with this read and writes only if the live policy is still the one it planned against.
- */
-export async function rereadPolicy(view: HeadscaleView) {
-  view.invalidate("policy");
-  return view.policy();
-}
-
-/**
- * The write planned against `base` is not sent: the live policy moved to `now` (another replica wrote a newer
- * render, or an administrator edited it) between the observation and the write. The next sync plans again
- * from what is live then.
- */
-export function supersededWrite(decision: TailnetDecision, base: string | null, now: string | null): TailnetDecision {
-  const { write: _dropped, ...rest } = decision;
-  const name = (h: string | null) => (h === null ? "no policy" : h);
-  const applied = cond(
-    C.PolicyApplied,
-    "Unknown",
-    R.ApplyFailed,
-    `not written: the live policy changed from ${name(base)} to ${name(now)} while this sync was planning (another operator replica or an administrator wrote it); the next sync plans again from it`,
-  );
-  return {
-    ...rest,
-    conditions: rest.conditions.map((c) => (c.type === C.PolicyApplied ? applied : c)),
-    resyncAfterSeconds: SUPERSEDED_RESYNC_SECONDS,
-  };
 }
 
 /** Event PolicyDriftOverwritten; never fails the sync. */

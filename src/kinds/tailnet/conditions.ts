@@ -3,30 +3,26 @@
  * reasons page). A failed or missing observation is Unknown (CannotVerify / ProbeFailed), never a
  * guess; the message names the operation that failed or the field to fix.
  */
-import { type ConditionInput, cond } from "../../conditions/condition.js";
+import type { ConditionInput } from "../../conditions/condition.js";
 import { TailnetCondition as C, TailnetReason as R } from "../../conditions/reasons.js";
+import { conditionsOf } from "../../conditions/table.js";
+import { TAILNET_REASONS } from "../../conditions/tables/tailnet.js";
 import { type Capabilities, detectCapabilities, type Outcome } from "../../headscale/capabilities.js";
 import type { HeadscaleError } from "../../headscale/errors.js";
 import type { HsUser } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import type { TailnetInputs } from "./inputs.js";
+import { isDatabaseDown401, NO_CALL, oneLine, SUPPORTED } from "./messages.js";
 import type { HeadscaleObservations } from "./observe.js";
 import type { TailnetRender } from "./render.js";
 
-export const SUPPORTED = "supported: Headscale 0.29.x";
-export const NO_CALL = "no API key: no Headscale call is made (see ApiKeyValid)";
+/** The Tailnet's typed conditions: `cond` compiles only for a (type, status, reason) TAILNET_REASONS allows. */
+export const tailnetConditions = conditionsOf(TAILNET_REASONS);
+const { cond } = tailnetConditions;
 
-/** Headscale's multi-line messages ("multiple errors:\n\t…") on one line. */
-export const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim();
+export { isDatabaseDown401, NO_CALL, oneLine, SUPPORTED };
 
 const GATEWAY_ERRORS = new Set([502, 503, 504]);
-
-/**
- * A 401 that the client explained by `GET /health` failing: Headscale 0.29 cannot look any key up while its
- * database is down, so every `/api/v1` call is a 401 (see http.ts). Says nothing about the key.
- */
-export const isDatabaseDown401 = (e: HeadscaleError) =>
-  e.kind === "http" && e.status === 401 && e.classification === "databaseDown";
 
 export function apiReachable(hs: HeadscaleObservations | null, caMissing?: string): ConditionInput {
   const type = C.ApiReachable;
@@ -220,16 +216,16 @@ export function usersUnique(hs: HeadscaleObservations | null): ConditionInput {
 export function policyRendered(render: TailnetRender, check: Outcome<void> | undefined, fresh = false): ConditionInput {
   const type = C.PolicyRendered;
   if (!render.ok) {
-    const status = render.reason === "CannotVerify" ? "Unknown" : "False";
+    if (render.reason === "CannotVerify") return cond(type, "Unknown", R.CannotVerify, render.message);
     if (render.reason === "PolicyEmpty" && fresh) {
       return cond(
         type,
-        status,
+        "False",
         R.PolicyEmpty,
         "nothing to render yet: no base policy (spec.policy.baseConfigMapRef) and no TailnetEgress, TailnetIngress, TailnetSite or TailnetGateway of this Tailnet generates a rule (an empty policy would lock everyone out, so none is written)",
       );
     }
-    return cond(type, status, R[render.reason], render.message);
+    return cond(type, "False", R[render.reason], render.message);
   }
   const { hash, generated, invalid } = render.candidate;
   if (check && !check.ok && check.error.classification === "policyInvalid") {

@@ -1,22 +1,15 @@
 /**
- * What a Tailnet sync reads from its own spec and from `related` (pure): the Headscale connection
+ * What a Tailnet sync reads from `related` (pure), by what its spec (spec.ts) names: the Headscale connection
  * from the Secrets the spec names, the base policy from its ConfigMap, every workload object that
  * references this Tailnet, and the DNS Service IPs of its gateways (for the split-DNS advice).
  */
 import { API_VERSION } from "../../api/schemas.js";
 import type { HeadscaleConnection } from "../../headscale/view.js";
 import { findObject, type K8sObject, type ObjectMaps, typeKey } from "../../k8s/objects.js";
-import { isIp, parseCidr, parseCidrOrIp } from "../../net/cidr.js";
-import { isValidTag } from "../../policy/generated.js";
+import { isIp } from "../../net/cidr.js";
 import { tailnetRefName } from "../related.js";
 import { secretValue } from "../shared/secrets.js";
-import { type TailnetSettings, tailnetSettings } from "../shared/workload.js";
-
-export interface ObjectRef {
-  namespace: string;
-  name: string;
-  key: string;
-}
+import { readTailnetSpec, type TailnetSpec } from "./spec.js";
 
 /** The base policy: none configured, configured but not readable, or its HuJSON text. */
 export type BaseInput =
@@ -29,15 +22,7 @@ export type ConnectionInput =
   | { ok: true; conn: HeadscaleConnection; caMissing?: string }
   | { ok: false; message: string };
 
-export interface TailnetInputs {
-  name: string;
-  settings: TailnetSettings;
-  /** Tailnet.spec.policy.tagOwners. */
-  tagOwners: string[];
-  /** Tailnet.spec.policy.replaceLivePolicy: without a base, a live policy the operator did not write may go. */
-  replaceLivePolicy: boolean;
-  /** Tailnet.spec.dns.splitDNS.domains; [] when split DNS is not requested. */
-  splitDNSDomains: string[];
+export interface TailnetInputs extends TailnetSpec {
   connection: ConnectionInput;
   base: BaseInput;
   egresses: K8sObject[];
@@ -48,20 +33,12 @@ export interface TailnetInputs {
   dnsServiceIPs: string[];
 }
 
-type Spec = Record<string, unknown>;
-const record = (v: unknown): Spec => (v && typeof v === "object" && !Array.isArray(v) ? (v as Spec) : {});
-const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+const record = (v: unknown): Record<string, unknown> =>
+  v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
-/** A `{namespace, name, key}` reference with the key defaulted; undefined when namespace or name is missing. */
-export function refOf(value: unknown, defaultKey: string): ObjectRef | undefined {
-  const r = record(value);
-  if (typeof r.namespace !== "string" || !r.namespace || typeof r.name !== "string" || !r.name) return undefined;
-  return { namespace: r.namespace, name: r.name, key: typeof r.key === "string" && r.key ? r.key : defaultKey };
-}
-
-function readConnection(spec: Spec, related: ObjectMaps, url: string): ConnectionInput {
-  const hs = record(spec.headscale);
-  const keyRef = refOf(hs.apiKeySecretRef, "apiKey");
+function readConnection(spec: TailnetSpec, related: ObjectMaps): ConnectionInput {
+  const url = spec.settings.url;
+  const keyRef = spec.apiKeyRef;
   if (!keyRef) return { ok: false, message: "spec.headscale.apiKeySecretRef names no Secret" };
   const keySecret = findObject(related, "v1", "Secret", keyRef.name, keyRef.namespace);
   if (!keySecret) {
@@ -77,7 +54,7 @@ function readConnection(spec: Spec, related: ObjectMaps, url: string): Connectio
       message: `Secret ${keyRef.namespace}/${keyRef.name} has no key "${keyRef.key}" (spec.headscale.apiKeySecretRef); no Headscale call is made`,
     };
   }
-  const caRef = refOf(hs.caSecretRef, "ca.crt");
+  const caRef = spec.caRef;
   if (!caRef) return { ok: true, conn: { url, apiKey } };
   const ca = secretValue(findObject(related, "v1", "Secret", caRef.name, caRef.namespace), caRef.key);
   if (ca) return { ok: true, conn: { url, apiKey, ca } };
@@ -89,8 +66,8 @@ function readConnection(spec: Spec, related: ObjectMaps, url: string): Connectio
   };
 }
 
-function readBase(spec: Spec, related: ObjectMaps): BaseInput {
-  const ref = refOf(record(spec.policy).baseConfigMapRef, "policy.hujson");
+function readBase(spec: TailnetSpec, related: ObjectMaps): BaseInput {
+  const ref = spec.baseRef;
   if (!ref) return { kind: "none" };
   const cm = findObject(related, "v1", "ConfigMap", ref.name, ref.namespace);
   if (!cm) {
@@ -125,10 +102,9 @@ function workloadsOf(related: ObjectMaps, kind: string, name: string): K8sObject
   return keyed.map(([, o]) => o);
 }
 
-export function readInputs(parent: K8sObject, related: ObjectMaps): TailnetInputs {
-  const spec = record(parent.spec);
-  const settings = tailnetSettings(parent);
-  const name = parent.metadata.name;
+/** What the spec names in `related`, read once per sync. */
+export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs {
+  const name = spec.name;
   const gateways = workloadsOf(related, "TailnetGateway", name);
   const dnsServiceIPs = [
     ...new Set(
@@ -139,12 +115,8 @@ export function readInputs(parent: K8sObject, related: ObjectMaps): TailnetInput
     ),
   ].sort();
   return {
-    name,
-    settings,
-    tagOwners: strings(record(spec.policy).tagOwners),
-    replaceLivePolicy: record(spec.policy).replaceLivePolicy === true,
-    splitDNSDomains: [...new Set(strings(record(record(spec.dns).splitDNS).domains))].sort(),
-    connection: readConnection(spec, related, settings.url),
+    ...spec,
+    connection: readConnection(spec, related),
     base: readBase(spec, related),
     egresses: workloadsOf(related, "TailnetEgress", name),
     ingresses: workloadsOf(related, "TailnetIngress", name),
@@ -154,28 +126,7 @@ export function readInputs(parent: K8sObject, related: ObjectMaps): TailnetInput
   };
 }
 
-/**
- * A Tailnet spec problem the CRD schema cannot express (api.md "Invalid input"), naming the field;
- * undefined when none. The server already checks reservedNetworks; this adds allowedEgressTargets,
- * whose entries the policy collector would otherwise silently ignore.
- */
-export function tailnetSpecProblem(parent: K8sObject): string | undefined {
-  const targets = record(parent.spec).allowedEgressTargets;
-  if (!Array.isArray(targets)) return undefined;
-  for (const [i, raw] of targets.entries()) {
-    const v = String(raw).trim();
-    if (v.startsWith("tag:")) {
-      if (!isValidTag(v)) return `spec.allowedEgressTargets[${i}]: ${JSON.stringify(v)} is not a valid tag`;
-      continue;
-    }
-    if (v.includes("/")) {
-      const r = parseCidr(v);
-      if (!r.ok) return `spec.allowedEgressTargets[${i}]: ${r.message}`;
-      continue;
-    }
-    if (!parseCidrOrIp(v)) {
-      return `spec.allowedEgressTargets[${i}]: ${JSON.stringify(v)} is neither a CIDR, an IP address nor a tag`;
-    }
-  }
-  return undefined;
+/** The spec and what it names in `related` (tests, benches). */
+export function readInputs(parent: K8sObject, related: ObjectMaps): TailnetInputs {
+  return inputsOf(readTailnetSpec(parent), related);
 }

@@ -6,7 +6,7 @@
 import type { HsApiKey, HsNode } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import type { OperatorMetrics } from "../../metrics/registry.js";
-import type { TailnetStatusFields } from "./decide.js";
+import type { TailnetStatusFields } from "./plan.js";
 
 const nodeSeries = new WeakMap<OperatorMetrics, Map<string, Set<string>>>();
 

@@ -1,15 +1,23 @@
 /**
- * What a Tailnet sync observes in Headscale (I/O through the shared view cache; every failure is an
- * observation, nothing throws): health, nodes, users, the live policy, API keys, and the
- * non-mutating `POST /api/v1/policy/check` of the policy we would write.
+ * What a Tailnet sync observes (I/O only; every failure is an observation, nothing throws): what its spec
+ * names in `related` (inputs.ts), Headscale through the shared view cache (health, nodes, users, the live
+ * policy, API keys), the render of the policy (pure, but the check needs it), the non-mutating
+ * `POST /api/v1/policy/check` of that render, and a failed write of it still backing off.
  *
- * The check is memoised per connection and policy hash: a verdict (accepted, rejected, or the
- * endpoint missing) for the same text is reused for CHECK_MEMO_MS, so a steady Tailnet does not
- * POST a check on every resync. Transport and server failures are never memoised.
+ * The check is memoised per connection and policy hash in the view's soft state (`view.soft.checkVerdicts`):
+ * a verdict (accepted, rejected, or the endpoint missing) for the same text is reused for CHECK_MEMO_MS, so a
+ * steady Tailnet does not POST a check on every resync. Transport and server failures are never memoised.
  */
-import { asHeadscaleError, type Outcome } from "../../headscale/capabilities.js";
+import { type Outcome, PROBE_POLICY } from "../../headscale/capabilities.js";
+import type { HeadscaleError } from "../../headscale/errors.js";
 import type { HsApiKey, HsNode, HsPolicy, HsUser } from "../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../headscale/view.js";
+import { prettyPolicyText } from "../../policy/render.js";
+import type { HookDeps, HookRequest } from "../types.js";
+import { inputsOf, type TailnetInputs } from "./inputs.js";
+import { isDatabaseDown401, NO_CALL, oneLine } from "./messages.js";
+import { renderTailnetPolicy, type TailnetRender } from "./render.js";
+import type { TailnetSpec } from "./spec.js";
 
 export interface HeadscaleObservations {
   health: Obs<{ databaseConnectivity: boolean }>;
@@ -18,6 +26,24 @@ export interface HeadscaleObservations {
   /** null: database mode with no policy stored yet. */
   policy: Obs<HsPolicy | null>;
   apiKeys: Obs<HsApiKey[]>;
+}
+
+/** A failed write of the same policy that is still backing off (view.soft.writeBackoff): repeated until retryAt. */
+export interface PendingFailure {
+  error: HeadscaleError;
+  /** The policy read back right after the failed PUT. */
+  readback?: Outcome<HsPolicy | null>;
+  retryAt: Date;
+}
+
+export interface TailnetObservation {
+  inputs: TailnetInputs;
+  /** null: no API key, so no Headscale call was made. */
+  hs: HeadscaleObservations | null;
+  render: TailnetRender;
+  /** POST /api/v1/policy/check of the candidate (of `{}` without one); undefined when not probed. */
+  check?: Outcome<void>;
+  pendingFailure?: PendingFailure;
 }
 
 export async function observeHeadscale(view: HeadscaleView): Promise<HeadscaleObservations> {
@@ -31,12 +57,50 @@ export async function observeHeadscale(view: HeadscaleView): Promise<HeadscaleOb
   return { health, nodes, users, policy, apiKeys };
 }
 
+/** The shared view of the Tailnet's connection; null without an API key (then no Headscale call is made). */
+export function tailnetView(inputs: TailnetInputs, deps: HookDeps): HeadscaleView | null {
+  return inputs.connection.ok ? deps.views.view(inputs.connection.conn) : null;
+}
+
+/** Memo key of the `{}` probe, used for compatibility when no policy rendered. */
+const EMPTY_PROBE_KEY = "probe:{}";
+
+/** Health failures after which a policy/check probe cannot tell anything new (and would only wait). */
+function checkPointless(hs: HeadscaleObservations): Outcome<void> | undefined {
+  const h = hs.health;
+  return !h.ok && (h.error.kind === "transport" || h.error.kind === "unauthorized" || isDatabaseDown401(h.error))
+    ? h
+    : undefined;
+}
+
+export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: HookDeps): Promise<TailnetObservation> {
+  const now = deps.now();
+  const inputs = inputsOf(spec, req.related);
+  const view = tailnetView(inputs, deps);
+  const hs = view ? await observeHeadscale(view) : null;
+  const nodesUnavailable = !hs ? NO_CALL : hs.nodes.ok ? "" : oneLine(hs.nodes.error.message);
+  const render = renderTailnetPolicy(inputs, hs?.nodes.ok ? hs.nodes.value : null, nodesUnavailable);
+  if (!view || !hs) return { inputs, hs, render };
+  const check =
+    checkPointless(hs) ??
+    (render.ok
+      ? await checkPolicy(view, render.candidate.hash, () => prettyPolicyText(render.candidate.policy), now)
+      : await checkPolicy(view, EMPTY_PROBE_KEY, () => PROBE_POLICY, now));
+  const pendingFailure = render.ok ? backingOff(view, inputs.name, render.candidate.hash) : undefined;
+  return { inputs, hs, render, check, ...(pendingFailure ? { pendingFailure } : {}) };
+}
+
+/** A failed write of this policy whose backoff is remembered (decide repeats its condition until retryAt). */
+export function backingOff(view: HeadscaleView, tailnet: string, hash: string): PendingFailure | undefined {
+  const b = view.soft.writeBackoff.get(tailnet);
+  if (!b || b.hash !== hash) return undefined;
+  return { error: b.error, ...(b.readback ? { readback: b.readback } : {}), retryAt: new Date(b.retryAt) };
+}
+
 /** How long a policy/check verdict for one text is reused. */
 export const CHECK_MEMO_MS = 5 * 60 * 1000;
 /** Bound on remembered verdicts per connection (renders of one Tailnet rarely alternate between more). */
 const CHECK_MEMO_SIZE = 64;
-
-const checkMemo = new WeakMap<HeadscaleView, Map<string, { outcome: Outcome<void>; expiresAt: number }>>();
 
 /** A verdict worth remembering: accepted, rejected by the policy engine, or the endpoint is missing. */
 function isVerdict(outcome: Outcome<void>): boolean {
@@ -49,8 +113,8 @@ function isVerdict(outcome: Outcome<void>): boolean {
 }
 
 /**
- * `POST /api/v1/policy/check` of `text` (whose canonical hash is `hash`), memoised per view. The
- * text is built only on a memo miss.
+ * `POST /api/v1/policy/check` of `text` (whose canonical hash is `hash`), memoised in the view's soft state.
+ * The text is built only on a memo miss.
  */
 export async function checkPolicy(
   view: HeadscaleView,
@@ -58,20 +122,10 @@ export async function checkPolicy(
   text: () => string,
   now: Date,
 ): Promise<Outcome<void>> {
-  let memo = checkMemo.get(view);
-  if (!memo) {
-    memo = new Map();
-    checkMemo.set(view, memo);
-  }
+  const memo = view.soft.checkVerdicts;
   const hit = memo.get(hash);
   if (hit && now.getTime() < hit.expiresAt) return hit.outcome;
-  let outcome: Outcome<void>;
-  try {
-    await view.client.policy.check(text());
-    outcome = { ok: true, value: undefined };
-  } catch (error) {
-    outcome = { ok: false, error: asHeadscaleError(error, "POST /api/v1/policy/check") };
-  }
+  const outcome = await view.checkPolicy(text());
   memo.delete(hash);
   if (isVerdict(outcome)) {
     memo.set(hash, { outcome, expiresAt: now.getTime() + CHECK_MEMO_MS });

@@ -1,83 +1,84 @@
-// The impure helpers around the write: the policy/check memo, the write backoff and the metrics.
+// The impure helpers around the write: the policy/check memo and the write backoff (the view's soft state), the metrics.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { cond } from "../../../src/conditions/condition.js";
-import type { HeadscaleView } from "../../../src/headscale/view.js";
-import { clearFailures, pendingFailure, recordFailure } from "../../../src/kinds/tailnet/act.js";
+import { HeadscaleViews } from "../../../src/headscale/view.js";
+import { recordFailure } from "../../../src/kinds/tailnet/act.js";
 import { findOwnApiKey, publishTailnetMetrics } from "../../../src/kinds/tailnet/metrics.js";
-import { CHECK_MEMO_MS, checkPolicy } from "../../../src/kinds/tailnet/observe.js";
+import { backingOff, CHECK_MEMO_MS, checkPolicy } from "../../../src/kinds/tailnet/observe.js";
 import { createOperatorMetrics } from "../../../src/metrics/registry.js";
-import { hsError, NOW, OWN_KEY, ok, serverError } from "./fixtures.js";
+import { useFakeHeadscale } from "../../fakes/headscale/index.js";
+import { NOW, OWN_KEY, ok, serverError } from "./fixtures.js";
 
-/** A view whose only used part is client.policy.check, answering from a queue. */
-function checkView(answers: (Error | undefined)[]) {
-  const texts: string[] = [];
-  const view = {
-    client: {
-      policy: {
-        check: async (text: string) => {
-          texts.push(text);
-          const a = answers.shift();
-          if (a) throw a;
-        },
-      },
-    },
-  } as unknown as HeadscaleView;
-  return { view, texts };
+/** A real view of a fake Headscale; closed after the test. */
+async function fakeView(t: { after: (fn: () => Promise<void> | void) => void }) {
+  const fake = await useFakeHeadscale(t);
+  const views = new HeadscaleViews({ timeoutMs: 3000, cacheTTLSeconds: 10, retries: 0 });
+  t.after(() => views.close());
+  const view = views.view({ url: fake.url, apiKey: fake.apiKey });
+  const checks = () => fake.count("POST", /^\/api\/v1\/policy\/check$/);
+  return { fake, view, checks };
 }
 
-describe("checkPolicy memo", () => {
-  it("reuses a verdict for the same hash until it expires; builds the text only on a miss", async () => {
-    const rejected = hsError({
-      operation: "POST /api/v1/policy/check",
-      status: 400,
-      detail: "parsing policy: x",
-      classification: "policyInvalid",
-    });
-    const { view, texts } = checkView([undefined, rejected, undefined]);
+describe("checkPolicy memo (view.soft.checkVerdicts)", () => {
+  it("reuses a verdict for the same hash until it expires; builds the text only on a miss", async (t) => {
+    const { view, checks } = await fakeView(t);
     let built = 0;
-    const text = () => {
+    const text = (policy: string) => () => {
       built++;
-      return "{}";
+      return policy;
     };
-    assert.deepEqual(await checkPolicy(view, "sha256:a", text, NOW), { ok: true, value: undefined });
-    assert.deepEqual(await checkPolicy(view, "sha256:a", text, new Date(NOW.getTime() + CHECK_MEMO_MS - 1)), {
+    const accepted = text("{}");
+    assert.deepEqual(await checkPolicy(view, "sha256:a", accepted, NOW), { ok: true, value: undefined });
+    assert.deepEqual(await checkPolicy(view, "sha256:a", accepted, new Date(NOW.getTime() + CHECK_MEMO_MS - 1)), {
       ok: true,
       value: undefined,
     });
     assert.equal(built, 1);
-    const r = await checkPolicy(view, "sha256:b", text, NOW);
+    const rejected = text('{"acls": [{"action": "accept", "src": ["tag:nope"], "dst": ["*:*"]}]}');
+    const r = await checkPolicy(view, "sha256:b", rejected, NOW);
     assert.equal(r.ok, false);
-    assert.equal((await checkPolicy(view, "sha256:b", text, NOW)).ok, false, "a rejection is a verdict too");
-    assert.equal(texts.length, 2);
-    await checkPolicy(view, "sha256:a", text, new Date(NOW.getTime() + CHECK_MEMO_MS));
-    assert.equal(texts.length, 3, "expired");
+    assert.equal((await checkPolicy(view, "sha256:b", rejected, NOW)).ok, false, "a rejection is a verdict too");
+    assert.equal(checks(), 2);
+    assert.equal(view.soft.checkVerdicts.size, 2);
+    await checkPolicy(view, "sha256:a", accepted, new Date(NOW.getTime() + CHECK_MEMO_MS));
+    assert.equal(checks(), 3, "expired");
   });
 
-  it("never remembers a transport or server failure", async () => {
-    const { view, texts } = checkView([serverError("POST /api/v1/policy/check"), undefined]);
+  it("never remembers a transport or server failure", async (t) => {
+    const { fake, view, checks } = await fakeView(t);
+    await fake.fault({ kind: "status", status: 500, path: /^\/api\/v1\/policy\/check$/, times: 1 });
     assert.equal((await checkPolicy(view, "sha256:a", () => "{}", NOW)).ok, false);
     assert.equal((await checkPolicy(view, "sha256:a", () => "{}", NOW)).ok, true);
-    assert.equal(texts.length, 2);
+    assert.equal(checks(), 2);
+  });
+
+  it("lives and dies with the view: another connection's view starts empty", async (t) => {
+    const { fake, view } = await fakeView(t);
+    await checkPolicy(view, "sha256:a", () => "{}", NOW);
+    const views = new HeadscaleViews({ timeoutMs: 3000, cacheTTLSeconds: 10, retries: 0 });
+    t.after(() => views.close());
+    const other = views.view({ url: fake.url, apiKey: fake.apiKey });
+    assert.equal(other.soft.checkVerdicts.size, 0);
   });
 });
 
-describe("write backoff", () => {
-  it("doubles from 30 s to at most 10 min per policy hash; a new hash or a success resets it", () => {
-    const view = {} as HeadscaleView;
-    const c = cond("PolicyApplied", "False", "ApplyFailed", "x");
-    const delays = Array.from({ length: 7 }, () => recordFailure(view, "home", "sha256:a", c, NOW));
+describe("write backoff (view.soft.writeBackoff)", () => {
+  it("doubles from 30 s to at most 10 min per policy hash; a new hash resets it", () => {
+    const views = new HeadscaleViews({ timeoutMs: 1000, cacheTTLSeconds: 1 });
+    const view = views.view({ url: "http://127.0.0.1:1", apiKey: "never-used" });
+    const failed = { ok: false as const, error: serverError("PUT /api/v1/policy") };
+    const delays = Array.from({ length: 7 }, () => recordFailure(view, "home", "sha256:a", failed, NOW));
     assert.deepEqual(delays, [30, 60, 120, 240, 480, 600, 600]);
-    assert.deepEqual(pendingFailure(view, "home", "sha256:a"), {
-      condition: c,
+    assert.deepEqual(backingOff(view, "home", "sha256:a"), {
+      error: failed.error,
       retryAt: new Date(NOW.getTime() + 600_000),
     });
-    assert.equal(recordFailure(view, "home", "sha256:b", c, NOW), 30);
-    assert.equal(pendingFailure(view, "home", "sha256:a"), undefined, "only the current render is retried");
-    assert.equal(recordFailure(view, "work", "sha256:b", c, NOW), 30, "per Tailnet");
-    clearFailures(view, "home");
-    assert.equal(pendingFailure(view, "home", "sha256:b"), undefined);
-    assert.ok(pendingFailure(view, "work", "sha256:b"));
+    assert.equal(recordFailure(view, "home", "sha256:b", failed, NOW), 30);
+    assert.equal(backingOff(view, "home", "sha256:a"), undefined, "only the current render is retried");
+    assert.equal(recordFailure(view, "work", "sha256:b", failed, NOW), 30, "per Tailnet");
+    view.soft.writeBackoff.delete("home");
+    assert.equal(backingOff(view, "home", "sha256:b"), undefined);
+    assert.ok(backingOff(view, "work", "sha256:b"));
   });
 });
 

@@ -12,7 +12,7 @@ import { dnsRecords } from "../../../src/kinds/tailnet/render.js";
 import { toMaps } from "../../fixtures/hooks.js";
 import { validateChildren } from "../../helpers/validate.js";
 import { apiKeySecret, b64, caSecret, hsNode, ingress, tailnet, tailnetSpec } from "./fixtures.js";
-import { play } from "./world.js";
+import { decided } from "./world.js";
 
 interface GoldenOptions {
   tailnet: string;
@@ -158,6 +158,6 @@ describe("Tailnet children", () => {
   });
 
   it("a sync's children validate against the official schemas", () => {
-    validateChildren(play().decision.children);
+    validateChildren(decided().children);
   });
 });

@@ -1,8 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { cond } from "../../../src/conditions/condition.js";
+import type { ConditionInput } from "../../../src/conditions/condition.js";
 import { TailnetReason as R } from "../../../src/conditions/reasons.js";
+import { TAILNET_REASONS } from "../../../src/conditions/tables/tailnet.js";
+import { decideTailnet, type TailnetDecideInput } from "../../../src/kinds/tailnet/decide.js";
+import { tailnetModule } from "../../../src/kinds/tailnet/index.js";
+import { writeFailureCondition } from "../../../src/kinds/tailnet/write.js";
 import { hashOfLivePolicy } from "../../../src/policy/canonical.js";
+import { syncRequest } from "../../fixtures/hooks.js";
+import { assertCoversTable } from "../../helpers/reason-coverage.js";
 import {
   API_KEY,
   apiKeySecret,
@@ -26,11 +32,18 @@ import {
   refused,
   serverError,
   site,
+  tailnet,
   tailnetSpec,
   timedOut,
   unauthorized,
 } from "./fixtures.js";
-import { conditionOf, play, reasons, type World } from "./world.js";
+import { conditionOf, decided, type Given, input, quietDeps, reasons } from "./world.js";
+
+/** The plan and the decision of one world. */
+function run(g: Given = {}) {
+  const i = input(g);
+  return { plan: i.plan, decision: decideTailnet(i) };
+}
 
 const dryRun = tailnetSpec({
   policy: { mode: "DryRun", baseConfigMapRef: { namespace: "tailnet-system", name: "tailnet-policy-base" } },
@@ -93,16 +106,16 @@ const LIVE_HASH = (() => {
 
 interface Row {
   name: string;
-  world: World;
-  want: Record<string, string>;
+  input: TailnetDecideInput;
+  expect: Record<string, string>;
 }
 
 // One row per reason of the Tailnet row of the reasons page, in its order, plus "all healthy".
 const rows: Row[] = [
   {
     name: "all healthy: the render differs from the live policy and is written",
-    world: {},
-    want: {
+    input: input(),
+    expect: {
       ApiReachable: R.Reachable,
       ApiKeyValid: R.Valid,
       HeadscaleCompatible: R.Compatible,
@@ -115,8 +128,8 @@ const rows: Row[] = [
   },
   {
     name: "Headscale refuses connections",
-    world: { hs: failingHs(refused) },
-    want: {
+    input: input({ hs: failingHs(refused) }),
+    expect: {
       ApiReachable: R.Unreachable,
       ApiKeyValid: R.Error,
       HeadscaleCompatible: R.CannotVerify,
@@ -128,12 +141,12 @@ const rows: Row[] = [
   },
   {
     name: "Headscale answers but its database is down",
-    world: { hs: healthyHs({ health: ok({ databaseConnectivity: false }) }) },
-    want: { ApiReachable: R.Unhealthy, ApiKeyValid: R.Valid, PolicyApplied: R.ApplyFailed },
+    input: input({ hs: healthyHs({ health: ok({ databaseConnectivity: false }) }) }),
+    expect: { ApiReachable: R.Unhealthy, ApiKeyValid: R.Valid, PolicyApplied: R.ApplyFailed },
   },
   {
     name: "GET /api/v1/health fails with Headscale's database error",
-    world: {
+    input: input({
       hs: healthyHs({
         health: fail(
           hsError({
@@ -144,13 +157,13 @@ const rows: Row[] = [
           }),
         ),
       }),
-    },
-    want: { ApiReachable: R.Unhealthy, ApiKeyValid: R.Valid, PolicyApplied: R.ApplyFailed },
+    }),
+    expect: { ApiReachable: R.Unhealthy, ApiKeyValid: R.Valid, PolicyApplied: R.ApplyFailed },
   },
   {
     name: "the database is down: every call is a 401 while GET /health fails",
-    world: { hs: failingHs(databaseDown401) },
-    want: {
+    input: input({ hs: failingHs(databaseDown401) }),
+    expect: {
       ApiReachable: R.Unhealthy,
       ApiKeyValid: R.Error,
       HeadscaleCompatible: R.CannotVerify,
@@ -161,13 +174,13 @@ const rows: Row[] = [
   },
   {
     name: "every request times out",
-    world: { hs: failingHs(timedOut) },
-    want: { ApiReachable: R.Unreachable, ApiKeyValid: R.Error, PolicyApplied: R.ApplyFailed },
+    input: input({ hs: failingHs(timedOut) }),
+    expect: { ApiReachable: R.Unreachable, ApiKeyValid: R.Error, PolicyApplied: R.ApplyFailed },
   },
   {
     name: "Headscale answers 401 to the API key",
-    world: { hs: failingHs(unauthorized) },
-    want: {
+    input: input({ hs: failingHs(unauthorized) }),
+    expect: {
       ApiReachable: R.Reachable,
       ApiKeyValid: R.Rejected,
       HeadscaleCompatible: R.CannotVerify,
@@ -176,8 +189,8 @@ const rows: Row[] = [
   },
   {
     name: "the API key Secret does not exist: no Headscale call",
-    world: { related: healthyRelated().filter((o) => o.kind !== "Secret") },
-    want: {
+    input: input({ related: healthyRelated().filter((o) => o.kind !== "Secret") }),
+    expect: {
       ApiReachable: R.CannotVerify,
       ApiKeyValid: R.NoAPIKey,
       HeadscaleCompatible: R.CannotVerify,
@@ -189,16 +202,16 @@ const rows: Row[] = [
   },
   {
     name: "nodes carry no tags and approvedRoutes (Headscale 0.25)",
-    world: {
+    input: input({
       hs: healthyHs({
         nodes: ok([hsNode({ id: "7", givenName: "db-1", shape: { hasTags: false, hasApprovedRoutes: false } })]),
       }),
-    },
-    want: { HeadscaleCompatible: R.Incompatible, PolicyRendered: R.Rendered, PolicyApplied: R.ApplyFailed },
+    }),
+    expect: { HeadscaleCompatible: R.Incompatible, PolicyRendered: R.Rendered, PolicyApplied: R.ApplyFailed },
   },
   {
     name: "policy/check answers 404 (Headscale 0.28)",
-    world: {
+    input: input({
       check: checkFail(
         hsError({
           operation: "POST /api/v1/policy/check",
@@ -208,90 +221,92 @@ const rows: Row[] = [
           classification: "notFound",
         }),
       ),
-    },
-    want: { HeadscaleCompatible: R.Incompatible, PolicyRendered: R.Rendered, PolicyApplied: R.ApplyFailed },
+    }),
+    expect: { HeadscaleCompatible: R.Incompatible, PolicyRendered: R.Rendered, PolicyApplied: R.ApplyFailed },
   },
   {
     name: "the node list fails",
-    world: { hs: healthyHs({ nodes: fail(serverError("GET /api/v1/node")) }) },
-    want: { HeadscaleCompatible: R.CannotVerify, PolicyRendered: R.CannotVerify, PolicyApplied: R.ApplyFailed },
+    input: input({ hs: healthyHs({ nodes: fail(serverError("GET /api/v1/node")) }) }),
+    expect: { HeadscaleCompatible: R.CannotVerify, PolicyRendered: R.CannotVerify, PolicyApplied: R.ApplyFailed },
   },
   {
     name: "the policy/check probe fails with a server error",
-    world: { check: checkFail(serverError("POST /api/v1/policy/check")) },
-    want: { HeadscaleCompatible: R.ProbeFailed, PolicyRendered: R.Rendered, PolicyApplied: R.ApplyFailed },
+    input: input({ check: checkFail(serverError("POST /api/v1/policy/check")) }),
+    expect: { HeadscaleCompatible: R.ProbeFailed, PolicyRendered: R.Rendered, PolicyApplied: R.ApplyFailed },
   },
   {
     name: "database policy mode",
-    world: { liveIsRendered: true },
-    want: { PolicyMode: R.Database, HeadscaleCompatible: R.Compatible },
+    input: input({ liveIsRendered: true }),
+    expect: { PolicyMode: R.Database, HeadscaleCompatible: R.Compatible },
   },
   {
     name: "file policy mode: the write is skipped",
-    world: { hs: healthyHs({ policy: ok({ policy: '{"acls": []}', updatedAt: null }) }) },
-    want: { PolicyMode: R.File, HeadscaleCompatible: R.Incompatible, PolicyApplied: R.PolicyModeFile },
+    input: input({ hs: healthyHs({ policy: ok({ policy: '{"acls": []}', updatedAt: null }) }) }),
+    expect: { PolicyMode: R.File, HeadscaleCompatible: R.Incompatible, PolicyApplied: R.PolicyModeFile },
   },
   {
     name: "the live policy cannot be read",
-    world: { hs: healthyHs({ policy: fail(serverError("GET /api/v1/policy")) }) },
-    want: { PolicyMode: R.CannotVerify, HeadscaleCompatible: R.CannotVerify, PolicyApplied: R.ApplyFailed },
+    input: input({ hs: healthyHs({ policy: fail(serverError("GET /api/v1/policy")) }) }),
+    expect: { PolicyMode: R.CannotVerify, HeadscaleCompatible: R.CannotVerify, PolicyApplied: R.ApplyFailed },
   },
   {
     name: "split DNS requested: manual configuration required",
-    world: {
+    input: input({
       spec: withSplitDNS,
       related: [...healthyRelated().filter((o) => o.kind !== "TailnetGateway"), gateway("10.96.0.53")],
-    },
-    want: { SplitDNS: R.CannotVerify },
+    }),
+    expect: { SplitDNS: R.CannotVerify },
   },
   {
     name: "two users share a name: every write is refused",
-    world: { hs: healthyHs({ users: ok([hsUser("1", "alice"), hsUser("3", "alice", "oidc")]) }) },
-    want: { UsersUnique: R.Duplicate, PolicyApplied: R.PolicyRejected },
+    input: input({ hs: healthyHs({ users: ok([hsUser("1", "alice"), hsUser("3", "alice", "oidc")]) }) }),
+    expect: { UsersUnique: R.Duplicate, PolicyApplied: R.PolicyRejected },
   },
   {
     name: "the user list fails",
-    world: { hs: healthyHs({ users: fail(timedOut("GET /api/v1/user")) }) },
-    want: { UsersUnique: R.CannotVerify, PolicyApplied: R.ApplyFailed },
+    input: input({ hs: healthyHs({ users: fail(timedOut("GET /api/v1/user")) }) }),
+    expect: { UsersUnique: R.CannotVerify, PolicyApplied: R.ApplyFailed },
   },
   {
     name: "the base ConfigMap is missing",
-    world: { related: healthyRelated().filter((o) => o.kind !== "ConfigMap") },
-    want: { PolicyRendered: R.BaseMissing, PolicyApplied: R.PolicyRejected },
+    input: input({ related: healthyRelated().filter((o) => o.kind !== "ConfigMap") }),
+    expect: { PolicyRendered: R.BaseMissing, PolicyApplied: R.PolicyRejected },
   },
   {
     name: "the base is not HuJSON",
-    world: { related: [...healthyRelated().filter((o) => o.kind !== "ConfigMap"), baseConfigMap('{"acls": [}')] },
-    want: { PolicyRendered: R.BaseInvalid, PolicyApplied: R.PolicyRejected },
+    input: input({
+      related: [...healthyRelated().filter((o) => o.kind !== "ConfigMap"), baseConfigMap('{"acls": [}')],
+    }),
+    expect: { PolicyRendered: R.BaseInvalid, PolicyApplied: R.PolicyRejected },
   },
   {
     name: "Headscale's policy/check rejects the render",
-    world: { check: rejectedByCheck },
-    want: { PolicyRendered: R.BaseInvalid, HeadscaleCompatible: R.Compatible, PolicyApplied: R.PolicyRejected },
+    input: input({ check: rejectedByCheck }),
+    expect: { PolicyRendered: R.BaseInvalid, HeadscaleCompatible: R.Compatible, PolicyApplied: R.PolicyRejected },
   },
   {
     name: "the render has no acls and no grants",
-    world: { related: [apiKeySecret(), baseConfigMap("{}")] },
-    want: { PolicyRendered: R.PolicyEmpty, PolicyApplied: R.PolicyRejected },
+    input: input({ related: [apiKeySecret(), baseConfigMap("{}")] }),
+    expect: { PolicyRendered: R.PolicyEmpty, PolicyApplied: R.PolicyRejected },
   },
   {
     name: "DryRun: nothing is written",
-    world: { spec: dryRun },
-    want: { PolicyRendered: R.Rendered, PolicyApplied: R.DryRun },
+    input: input({ spec: dryRun }),
+    expect: { PolicyRendered: R.Rendered, PolicyApplied: R.DryRun },
   },
   {
     name: "the live policy already equals the render",
-    world: { liveIsRendered: true },
-    want: { PolicyApplied: R.InSync },
+    input: input({ liveIsRendered: true }),
+    expect: { PolicyApplied: R.InSync },
   },
   {
     name: "the write succeeds",
-    world: { write: { ok: true } },
-    want: { PolicyApplied: R.Applied },
+    input: input({ write: { ok: true } }),
+    expect: { PolicyApplied: R.Applied },
   },
   {
     name: "file mode answered to the write (mode changed since the read)",
-    world: {
+    input: input({
       write: {
         ok: false,
         error: hsError({
@@ -301,88 +316,151 @@ const rows: Row[] = [
           classification: "policyFileMode",
         }),
       },
-    },
-    want: { PolicyApplied: R.PolicyModeFile },
+    }),
+    expect: { PolicyApplied: R.PolicyModeFile },
   },
   {
     name: "Headscale refuses the PUT",
-    world: { write: { ok: false, error: putRejected } },
-    want: { PolicyApplied: R.PolicyRejected },
+    input: input({ write: { ok: false, error: putRejected } }),
+    expect: { PolicyApplied: R.PolicyRejected },
   },
   {
     name: "Headscale refuses the PUT after swapping it in (SSH check)",
-    world: { write: { ok: false, error: putSshRejected, readback: ok(LIVE_POLICY) } },
-    want: { PolicyApplied: R.PolicyRejected },
+    input: input({ write: { ok: false, error: putSshRejected, readback: ok(LIVE_POLICY) } }),
+    expect: { PolicyApplied: R.PolicyRejected },
   },
   {
     name: "no base, and Headscale holds a hand-written policy the render would drop: nothing is written",
-    world: { spec: noBase, related: noBaseRelated(), hs: healthyHs({ policy: ok(HAND_WRITTEN) }) },
-    want: { PolicyRendered: R.Rendered, PolicyApplied: R.AdoptionRefused },
+    input: input({ spec: noBase, related: noBaseRelated(), hs: healthyHs({ policy: ok(HAND_WRITTEN) }) }),
+    expect: { PolicyRendered: R.Rendered, PolicyApplied: R.AdoptionRefused },
   },
   {
     name: "a fresh Apply Tailnet: no base and no workload objects yet",
-    world: { spec: noBase, related: [apiKeySecret()] },
-    want: { PolicyRendered: R.PolicyEmpty, PolicyApplied: R.NothingToApply },
+    input: input({ spec: noBase, related: [apiKeySecret()] }),
+    expect: { PolicyRendered: R.PolicyEmpty, PolicyApplied: R.NothingToApply },
   },
   {
     name: "the PUT fails with a server error",
-    world: { write: { ok: false, error: serverError("PUT /api/v1/policy") } },
-    want: { PolicyApplied: R.ApplyFailed },
+    input: input({ write: { ok: false, error: serverError("PUT /api/v1/policy") } }),
+    expect: { PolicyApplied: R.ApplyFailed },
   },
   {
     name: "the PUT is refused at the transport",
-    world: { write: { ok: false, error: refused("PUT /api/v1/policy") } },
-    want: { PolicyApplied: R.ApplyFailed },
+    input: input({ write: { ok: false, error: refused("PUT /api/v1/policy") } }),
+    expect: { PolicyApplied: R.ApplyFailed },
   },
   {
     name: "no API key: nothing is applied",
-    world: { related: [baseConfigMap(), ingress()] },
-    want: { ApiKeyValid: R.NoAPIKey, PolicyApplied: R.NoAPIKey, PolicyRendered: R.Rendered },
+    input: input({ related: [baseConfigMap(), ingress()] }),
+    expect: { ApiKeyValid: R.NoAPIKey, PolicyApplied: R.NoAPIKey, PolicyRendered: R.Rendered },
   },
 ];
+
+/** Rows for the statuses a reason takes besides the one its row above shows. */
+const statusRows: { name: string; input: TailnetDecideInput; expect: { PolicyApplied: string; status: string } }[] = [
+  {
+    name: "DryRun, the live policy equals the render",
+    input: input({ spec: dryRun, liveIsRendered: true }),
+    expect: { PolicyApplied: R.DryRun, status: "True" },
+  },
+  {
+    name: "DryRun, nothing rendered",
+    input: input({ spec: dryRun, related: [apiKeySecret()] }),
+    expect: { PolicyApplied: R.DryRun, status: "Unknown" },
+  },
+  {
+    name: "DryRun, the live policy cannot be read",
+    input: input({ spec: dryRun, hs: healthyHs({ policy: fail(serverError("GET /api/v1/policy")) }) }),
+    expect: { PolicyApplied: R.DryRun, status: "Unknown" },
+  },
+  {
+    name: "the live policy moved between the observation and the PUT (another replica wrote): not written",
+    input: input({
+      reread: ok({
+        policy: '{"acls": [{"action": "accept", "src": ["*"], "dst": ["*:22"]}]}',
+        updatedAt: "2026-11-29T09:59:00Z",
+      }),
+    }),
+    expect: { PolicyApplied: R.ApplyFailed, status: "Unknown" },
+  },
+  {
+    name: "the re-read before the PUT finds the render live (another replica wrote it): InSync, no PUT",
+    input: (() => {
+      const plain = input();
+      const text = plain.observed.render.ok ? plain.observed.render.candidate.canonical : "";
+      return input({ reread: ok({ policy: text, updatedAt: "2026-11-29T09:59:00Z" }) });
+    })(),
+    expect: { PolicyApplied: R.InSync, status: "True" },
+  },
+];
+
+/** What the hook answers for a spec specProblem refuses, before any sync evaluated the Tailnet. */
+function invalidSpecConditions(): ConditionInput[] {
+  const parent = tailnet(tailnetSpec({ allowedEgressTargets: ["db"] }));
+  const problem = tailnetModule.specProblem?.(parent) ?? "";
+  const answer = tailnetModule.invalid(syncRequest({ parent }), problem, quietDeps());
+  const conditions = answer.status.conditions;
+  return Array.isArray(conditions) ? conditions : [];
+}
 
 describe("Tailnet decide: one row per reason", () => {
   for (const row of rows) {
     it(row.name, () => {
-      const got = reasons(play(row.world).decision);
-      for (const [type, reason] of Object.entries(row.want))
+      const got = reasons(decideTailnet(row.input));
+      for (const [type, reason] of Object.entries(row.expect))
         assert.equal(got[type], reason, `${type} in "${row.name}"`);
     });
   }
 
-  it("covers every Tailnet reason except InvalidSpec (tested through the module)", () => {
-    const seen = new Set(rows.flatMap((r) => Object.values(reasons(play(r.world).decision))));
-    const missing = Object.values(R).filter((r) => !seen.has(r) && r !== R.InvalidSpec);
-    assert.deepEqual(missing, []);
+  for (const row of statusRows) {
+    it(row.name, () => {
+      const applied = conditionOf(decideTailnet(row.input), "PolicyApplied");
+      assert.deepEqual({ PolicyApplied: applied.reason, status: applied.status }, row.expect);
+    });
+  }
+
+  it("covers every (condition, reason, status) of TAILNET_REASONS, and produces nothing else", () => {
+    const produced = [...rows, ...statusRows].map((r) => decideTailnet(r.input).conditions);
+    assertCoversTable(TAILNET_REASONS, [...produced, invalidSpecConditions()]);
   });
 });
 
 describe("PolicyApplied staircase: each step removes one write blocker", () => {
   const rejectedUsers = ok([hsUser("1", "alice"), hsUser("3", "alice", "oidc")]);
-  const steps: { name: string; world: World; reason: string; status: string }[] = [
-    { name: "no API key", world: { related: [baseConfigMap(), ingress()] }, reason: R.NoAPIKey, status: "False" },
-    { name: "Headscale unreachable", world: { hs: failingHs(refused) }, reason: R.ApplyFailed, status: "Unknown" },
+  const steps: { name: string; input: TailnetDecideInput; reason: string; status: string }[] = [
+    {
+      name: "no API key",
+      input: input({ related: [baseConfigMap(), ingress()] }),
+      reason: R.NoAPIKey,
+      status: "False",
+    },
+    {
+      name: "Headscale unreachable",
+      input: input({ hs: failingHs(refused) }),
+      reason: R.ApplyFailed,
+      status: "Unknown",
+    },
     {
       name: "base missing",
-      world: { related: healthyRelated().filter((o) => o.kind !== "ConfigMap") },
+      input: input({ related: healthyRelated().filter((o) => o.kind !== "ConfigMap") }),
       reason: R.PolicyRejected,
       status: "False",
     },
     {
       name: "file policy mode",
-      world: { hs: healthyHs({ policy: ok({ policy: "{}", updatedAt: null }) }) },
+      input: input({ hs: healthyHs({ policy: ok({ policy: "{}", updatedAt: null }) }) }),
       reason: R.PolicyModeFile,
       status: "False",
     },
     {
       name: "policy/check rejects the render",
-      world: { check: rejectedByCheck },
+      input: input({ check: rejectedByCheck }),
       reason: R.PolicyRejected,
       status: "False",
     },
     {
       name: "policy/check missing",
-      world: {
+      input: input({
         check: checkFail(
           hsError({
             operation: "POST /api/v1/policy/check",
@@ -391,21 +469,22 @@ describe("PolicyApplied staircase: each step removes one write blocker", () => {
             classification: "notFound",
           }),
         ),
-      },
+      }),
       reason: R.ApplyFailed,
       status: "False",
     },
     {
       name: "duplicate users",
-      world: { hs: healthyHs({ users: rejectedUsers }) },
+      input: input({ hs: healthyHs({ users: rejectedUsers }) }),
       reason: R.PolicyRejected,
       status: "False",
     },
-    { name: "everything in place: written", world: {}, reason: R.Applied, status: "True" },
+    { name: "everything in place: written", input: input(), reason: R.Applied, status: "True" },
   ];
   for (const step of steps) {
     it(step.name, () => {
-      const { planned, decision } = play(step.world);
+      const planned = step.input.plan;
+      const decision = decideTailnet(step.input);
       const applied = conditionOf(decision, "PolicyApplied");
       assert.equal(applied.reason, step.reason);
       assert.equal(applied.status, step.status);
@@ -416,12 +495,12 @@ describe("PolicyApplied staircase: each step removes one write blocker", () => {
 
 describe("Tailnet decide: messages", () => {
   it("NoAPIKey names the Secret and the field", () => {
-    const d = play({ related: [baseConfigMap()] }).decision;
+    const d = decided({ related: [baseConfigMap()] });
     const msg =
       "Secret tailnet-system/headscale-api-key (spec.headscale.apiKeySecretRef) not found; no Headscale call is made";
     assert.equal(conditionOf(d, "ApiKeyValid").message, msg);
     assert.equal(conditionOf(d, "PolicyApplied").message, msg);
-    const noKey = play({
+    const noKey = run({
       related: [{ ...apiKeySecret(), data: { other: "eA==" } }, baseConfigMap()],
     }).decision;
     assert.equal(
@@ -431,12 +510,12 @@ describe("Tailnet decide: messages", () => {
   });
 
   it("BaseMissing names the ConfigMap and the key", () => {
-    const gone = play({ related: [apiKeySecret()] }).decision;
+    const gone = decided({ related: [apiKeySecret()] });
     assert.equal(
       conditionOf(gone, "PolicyRendered").message,
       "ConfigMap tailnet-system/tailnet-policy-base (spec.policy.baseConfigMapRef) not found",
     );
-    const wrongKey = play({ related: [apiKeySecret(), { ...baseConfigMap(), data: { "base.json": "{}" } }] }).decision;
+    const wrongKey = run({ related: [apiKeySecret(), { ...baseConfigMap(), data: { "base.json": "{}" } }] }).decision;
     assert.equal(
       conditionOf(wrongKey, "PolicyRendered").message,
       'ConfigMap tailnet-system/tailnet-policy-base has no key "policy.hujson" (spec.policy.baseConfigMapRef)',
@@ -448,13 +527,13 @@ describe("Tailnet decide: messages", () => {
   });
 
   it("BaseInvalid carries the parse error with its position, or Headscale's message", () => {
-    const d = play({ related: [apiKeySecret(), baseConfigMap('{\n  "acls": [}\n')] }).decision;
+    const d = run({ related: [apiKeySecret(), baseConfigMap('{\n  "acls": [}\n')] }).decision;
     assert.match(
       conditionOf(d, "PolicyRendered").message,
       /^ConfigMap tailnet-system\/tailnet-policy-base: base policy is not valid HuJSON: line 2:/,
     );
-    const byCheck = play({ check: rejectedByCheck }).decision;
-    const hash = byCheck.status.policy?.renderedHash;
+    const byCheck = decided({ check: rejectedByCheck });
+    const hash = byCheck.fields.policy?.renderedHash;
     assert.equal(
       conditionOf(byCheck, "PolicyRendered").message,
       `Headscale rejects the rendered policy ${hash} (POST /api/v1/policy/check): parsing policy: src=tag not found: "tag:nope"`,
@@ -466,7 +545,7 @@ describe("Tailnet decide: messages", () => {
   });
 
   it("SplitDNS gives the dns.nameservers.split lines with the gateway DNS Service IP", () => {
-    const withGw = play({
+    const withGw = run({
       spec: withSplitDNS,
       related: [...healthyRelated().filter((o) => o.kind !== "TailnetGateway"), gateway("10.96.0.53")],
     }).decision;
@@ -476,12 +555,12 @@ describe("Tailnet decide: messages", () => {
       c.message,
       `manual configuration required: Headscale has no DNS API; add under dns.nameservers.split in Headscale's config and restart it: "svc.cluster.local": ["10.96.0.53"]`,
     );
-    const noGw = conditionOf(play({ spec: withSplitDNS }).decision, "SplitDNS");
+    const noGw = conditionOf(decided({ spec: withSplitDNS }), "SplitDNS");
     assert.equal(
       noGw.message,
       `manual configuration required: Headscale has no DNS API; add under dns.nameservers.split in Headscale's config and restart it: "svc.cluster.local": ["<DNS Service IP of a TailnetGateway>"]; no TailnetGateway of Tailnet home has a DNS Service IP yet`,
     );
-    const off = conditionOf(play().decision, "SplitDNS");
+    const off = conditionOf(decided(), "SplitDNS");
     assert.deepEqual(
       { status: off.status, message: off.message },
       { status: "True", message: "spec.dns.splitDNS is not set: nothing to configure in Headscale" },
@@ -496,7 +575,7 @@ describe("Tailnet decide: messages", () => {
       hsUser("12", "bob"),
       hsUser("5", "carol"),
     ];
-    const d = play({ hs: healthyHs({ users: ok(users) }) }).decision;
+    const d = decided({ hs: healthyHs({ users: ok(users) }) });
     assert.equal(
       conditionOf(d, "UsersUnique").message,
       "Headscale user names held by more than one user: alice (ids 1, 3), bob (ids 4, 12); every policy write is refused until one of each is removed",
@@ -505,11 +584,11 @@ describe("Tailnet decide: messages", () => {
       conditionOf(d, "PolicyApplied").message,
       `write refused: Headscale user names held by more than one user (alice, bob) make Headscale reject every policy; nothing was written (Headscale's stored policy is ${LIVE_HASH})`,
     );
-    assert.equal(d.status.userConflicts, 2);
+    assert.equal(d.fields.userConflicts, 2);
   });
 
   it("PolicyModeFile tells where the rendered policy is", () => {
-    const d = play({ hs: healthyHs({ policy: ok({ policy: "{}", updatedAt: null }) }) }).decision;
+    const d = decided({ hs: healthyHs({ policy: ok({ policy: "{}", updatedAt: null }) }) });
     assert.equal(
       conditionOf(d, "PolicyApplied").message,
       "write skipped: Headscale reads the policy from a file (policy.mode file); put policy.json of ConfigMap tailnet-system/tailnet-home-policy into that file and reload Headscale, or set policy.mode: database",
@@ -517,7 +596,7 @@ describe("Tailnet decide: messages", () => {
   });
 
   it("Incompatible names the missing capability and the supported version", () => {
-    const old = play({
+    const old = run({
       hs: healthyHs({
         nodes: ok([hsNode({ id: "7", givenName: "db-1", shape: { hasTags: false, hasApprovedRoutes: true } })]),
       }),
@@ -526,7 +605,7 @@ describe("Tailnet decide: messages", () => {
       conditionOf(old, "HeadscaleCompatible").message,
       "Headscale nodes carry no tags field (older than 0.28); supported: Headscale 0.29.x",
     );
-    const v028 = play({
+    const v028 = decided({
       check: checkFail(
         hsError({
           operation: "POST /api/v1/policy/check",
@@ -535,7 +614,7 @@ describe("Tailnet decide: messages", () => {
           classification: "notFound",
         }),
       ),
-    }).decision;
+    });
     assert.equal(
       conditionOf(v028, "HeadscaleCompatible").message,
       "POST /api/v1/policy/check answered 404 (Headscale older than 0.29); supported: Headscale 0.29.x",
@@ -543,16 +622,16 @@ describe("Tailnet decide: messages", () => {
   });
 
   it("Rejected and Unreachable carry the operation, never the key", () => {
-    const d = play({ hs: failingHs(unauthorized) }).decision;
+    const d = decided({ hs: failingHs(unauthorized) });
     const msg = conditionOf(d, "ApiKeyValid").message;
     assert.match(msg, /^Headscale GET \/api\/v1\/health: 401 Unauthorized: /);
-    const down = play({ hs: failingHs(refused) }).decision;
+    const down = decided({ hs: failingHs(refused) });
     assert.equal(conditionOf(down, "ApiReachable").message, "Headscale GET /api/v1/health: connection refused");
     for (const c of [...d.conditions, ...down.conditions]) assert.ok(!c.message.includes(API_KEY));
   });
 
   it("a database outage is no verdict on the key: Unknown, and no advice to create a new one", () => {
-    const d = play({ hs: failingHs(databaseDown401) }).decision;
+    const d = decided({ hs: failingHs(databaseDown401) });
     const key = conditionOf(d, "ApiKeyValid");
     assert.deepEqual([key.status, key.reason], ["Unknown", R.Error]);
     assert.equal(
@@ -567,13 +646,13 @@ describe("Tailnet decide: messages", () => {
     );
     for (const c of d.conditions) assert.doesNotMatch(c.message, /apikeys create|Rejected/, c.type);
     // a flapping database: one call saw the outage, another a plain 401 a moment later
-    const mixed = play({ hs: { ...failingHs(unauthorized), nodes: fail(databaseDown401("GET /api/v1/node")) } });
+    const mixed = run({ hs: { ...failingHs(unauthorized), nodes: fail(databaseDown401("GET /api/v1/node")) } });
     assert.equal(conditionOf(mixed.decision, "ApiKeyValid").reason, R.Error);
   });
 
   it("a failed PUT reports what the read-back shows, never 'the previous policy stays' unconditionally", () => {
-    const applied = (w: World) => {
-      const { decision, planned } = play(w);
+    const applied = (w: Given) => {
+      const { decision, plan: planned } = run(w);
       const c = conditionOf(decision, "PolicyApplied");
       return { reason: c.reason, message: c.message, hash: planned.write?.hash ?? "" };
     };
@@ -601,7 +680,7 @@ describe("Tailnet decide: messages", () => {
       `not written: Headscale PUT /api/v1/policy: timed out after 300ms; not stored (Headscale's stored policy is ${LIVE_HASH}); whether Headscale already serves the rendered policy from memory cannot be told (0.29 swaps the policy in before storing it)`,
     );
     // The answer was lost but the policy got stored: the read-back says so.
-    const { planned } = play();
+    const { plan: planned } = run();
     const storedText = planned.write ? JSON.stringify(planned.write.policy) : "";
     const stored = applied({
       write: {
@@ -624,7 +703,7 @@ describe("Tailnet decide: messages", () => {
   });
 
   it("AdoptionRefused names what would be lost and the exact commands to keep it; nothing is written", () => {
-    const { planned, decision } = play({
+    const { plan: planned, decision } = run({
       spec: noBase,
       related: noBaseRelated(),
       hs: healthyHs({ policy: ok(HAND_WRITTEN) }),
@@ -641,7 +720,7 @@ describe("Tailnet decide: messages", () => {
     const published = decision.children.find((c) => c.metadata.name === "tailnet-home-live-policy");
     assert.deepEqual(published?.data, { "policy.hujson": HAND_WRITTEN.policy });
     // DryRun says the same before anyone switches to Apply.
-    const dry = play({
+    const dry = run({
       spec: tailnetSpec({ policy: { mode: "DryRun" } }),
       related: noBaseRelated(),
       hs: healthyHs({ policy: ok(HAND_WRITTEN) }),
@@ -655,7 +734,7 @@ describe("Tailnet decide: messages", () => {
 
   it("the live policy may be replaced once the user said so, once a base exists, or once the operator applied", () => {
     const hs = healthyHs({ policy: ok(HAND_WRITTEN) });
-    const writes = (w: World) => !!play(w).planned.write;
+    const writes = (w: Given) => !!run(w).plan.write;
     const allowed = tailnetSpec({ policy: { mode: "Apply", tagOwners: ["group:platform"], replaceLivePolicy: true } });
     assert.equal(writes({ spec: allowed, related: noBaseRelated(), hs }), true, "replaceLivePolicy");
     assert.equal(writes({ hs }), true, "a base in Git is the user's word");
@@ -663,12 +742,12 @@ describe("Tailnet decide: messages", () => {
     assert.equal(writes({ spec: noBase, related: noBaseRelated(), hs, status: managed }), true, "drift rule");
     assert.equal(writes({ spec: noBase, related: noBaseRelated() }), true, "nothing would be lost");
     assert.equal(writes({ spec: noBase, related: noBaseRelated(), hs: healthyHs({ policy: ok(null) }) }), true);
-    const d = play({ spec: allowed, related: noBaseRelated(), hs }).decision;
+    const d = decided({ spec: allowed, related: noBaseRelated(), hs });
     assert.ok(!d.children.some((c) => c.metadata.name === "tailnet-home-live-policy"), "published only while refused");
   });
 
   it("a fresh Tailnet reads as nothing to do yet, not as a refusal", () => {
-    const d = play({ spec: noBase, related: [apiKeySecret()] }).decision;
+    const d = decided({ spec: noBase, related: [apiKeySecret()] });
     assert.equal(
       conditionOf(d, "PolicyRendered").message,
       "nothing to render yet: no base policy (spec.policy.baseConfigMapRef) and no TailnetEgress, TailnetIngress, TailnetSite or TailnetGateway of this Tailnet generates a rule (an empty policy would lock everyone out, so none is written)",
@@ -679,13 +758,13 @@ describe("Tailnet decide: messages", () => {
     );
     // An empty base in Git is a different story: the user asked for nothing, which would lock everyone out.
     assert.equal(
-      reasons(play({ related: [apiKeySecret(), baseConfigMap("{}")] }).decision).PolicyApplied,
+      reasons(run({ related: [apiKeySecret(), baseConfigMap("{}")] }).decision).PolicyApplied,
       R.PolicyRejected,
     );
   });
 
   it("a drift overwrite says what it replaced", () => {
-    const { decision, planned } = play({
+    const { decision, plan: planned } = run({
       status: { policy: { renderedHash: "sha256:old", appliedHash: "sha256:old", appliedAt: "2026-11-01T00:00:00Z" } },
     });
     const live = hashOfLivePolicy(LIVE_POLICY.policy);
@@ -701,23 +780,23 @@ describe("Tailnet decide: messages", () => {
 
 describe("Tailnet decide: status", () => {
   it("appliedAt changes only when a write happens; InSync keeps it", () => {
-    const written = play().decision;
-    assert.equal(written.status.policy?.appliedAt, "2026-11-29T10:00:00Z");
-    assert.equal(written.status.policy?.appliedHash, written.status.policy?.renderedHash);
+    const written = decided();
+    assert.equal(written.fields.policy?.appliedAt, "2026-11-29T10:00:00Z");
+    assert.equal(written.fields.policy?.appliedHash, written.fields.policy?.renderedHash);
     const later = new Date(NOW.getTime() + 3600_000);
-    const again = play({ liveIsRendered: true, status: { policy: written.status.policy }, now: later }).decision;
-    assert.deepEqual(again.status.policy, written.status.policy);
+    const again = decided({ liveIsRendered: true, status: { policy: written.fields.policy }, now: later });
+    assert.deepEqual(again.fields.policy, written.fields.policy);
     assert.equal(conditionOf(again, "PolicyApplied").reason, R.InSync);
   });
 
   it("DryRun confirms an equal live policy but never sets appliedAt", () => {
-    const d = play({ spec: dryRun, liveIsRendered: true }).decision;
+    const d = decided({ spec: dryRun, liveIsRendered: true });
     assert.equal(conditionOf(d, "PolicyApplied").status, "True");
-    assert.equal(d.status.policy?.appliedHash, d.status.policy?.renderedHash);
-    assert.equal(d.status.policy?.appliedAt, undefined);
-    const differs = play({ spec: dryRun }).decision;
+    assert.equal(d.fields.policy?.appliedHash, d.fields.policy?.renderedHash);
+    assert.equal(d.fields.policy?.appliedAt, undefined);
+    const differs = decided({ spec: dryRun });
     assert.equal(conditionOf(differs, "PolicyApplied").status, "False");
-    assert.equal(differs.status.policy?.appliedHash, undefined);
+    assert.equal(differs.fields.policy?.appliedHash, undefined);
   });
 
   it("a failed render keeps the last good hashes and counts", () => {
@@ -727,64 +806,69 @@ describe("Tailnet decide: status", () => {
       appliedAt: "2026-11-01T00:00:00Z",
       generated: { tags: 4, grants: 3, routes: 2 },
     };
-    const d = play({ related: [apiKeySecret(), ingress()], status: { policy: prev, userConflicts: 0 } }).decision;
+    const d = run({ related: [apiKeySecret(), ingress()], status: { policy: prev, userConflicts: 0 } }).decision;
     assert.equal(conditionOf(d, "PolicyRendered").reason, R.BaseMissing);
-    assert.deepEqual(d.status.policy, prev);
+    assert.deepEqual(d.fields.policy, prev);
   });
 
   it("generated counts tags, grants and routes of every object of this Tailnet", () => {
-    const d = play().decision;
-    assert.deepEqual(d.status.policy?.generated, { tags: 4, grants: 3, routes: 2 });
+    const d = decided();
+    assert.deepEqual(d.fields.policy?.generated, { tags: 4, grants: 3, routes: 2 });
   });
 
   it("objects of another Tailnet and blocked sites contribute nothing", () => {
     const other = { ...egress("other", "x"), spec: { tailnetRef: { name: "work" }, targets: [] } };
     const blocked = site("late", "net", ["192.168.10.128/25"], "2026-11-02T00:00:00Z");
     const reserved = site("kube", "net", ["10.96.1.0/24"]);
-    const d = play({ related: [...healthyRelated(), other, blocked, reserved] }).decision;
-    assert.deepEqual(d.status.policy?.generated, { tags: 4, grants: 3, routes: 2 });
+    const d = decided({ related: [...healthyRelated(), other, blocked, reserved] });
+    assert.deepEqual(d.fields.policy?.generated, { tags: 4, grants: 3, routes: 2 });
   });
 
   it("userConflicts keeps its last value while the user list fails", () => {
-    const d = play({
+    const d = run({
       hs: healthyHs({ users: fail(refused("GET /api/v1/user")) }),
       status: { userConflicts: 1 },
     }).decision;
-    assert.equal(d.status.userConflicts, 1);
+    assert.equal(d.fields.userConflicts, 1);
   });
 
   it("a backing-off failed write repeats its condition and waits", () => {
-    const failed = cond("PolicyApplied", "False", R.ApplyFailed, "not written: Headscale PUT /api/v1/policy: 500 boom");
-    const { planned, decision } = play({
-      pendingFailure: { condition: failed, retryAt: new Date(NOW.getTime() + 45_000) },
+    const error = serverError("PUT /api/v1/policy", "boom");
+    const readback = ok(LIVE_POLICY);
+    const first = run({ write: { ok: false, error, readback } });
+    const failed = conditionOf(first.decision, "PolicyApplied");
+    assert.equal(first.decision.resyncAfterSeconds, 30);
+    const { plan: planned, decision } = run({
+      pendingFailure: { error, readback, retryAt: new Date(NOW.getTime() + 45_000) },
     });
     assert.equal(planned.write, undefined);
     assert.deepEqual(conditionOf(decision, "PolicyApplied"), failed);
+    assert.deepEqual(failed, writeFailureCondition(error, readback, first.plan.write?.hash));
     assert.equal(decision.resyncAfterSeconds, 45);
-    const due = play({ pendingFailure: { condition: failed, retryAt: NOW } });
-    assert.ok(due.planned.write, "the write is retried once the backoff elapsed");
+    const due = run({ pendingFailure: { error, readback, retryAt: NOW } });
+    assert.ok(due.plan.write, "the write is retried once the backoff elapsed");
   });
 });
 
 describe("Tailnet decide: children", () => {
   it("a failed node list reuses the observed policy and DNS-records ConfigMaps", () => {
-    const healthy = play().decision;
+    const healthy = decided();
     const observed = healthy.children.map((c) => ({
       ...c,
       metadata: { ...c.metadata, uid: "x", resourceVersion: "9" },
     }));
-    const d = play({ hs: healthyHs({ nodes: fail(refused("GET /api/v1/node")) }), children: observed }).decision;
+    const d = run({ hs: healthyHs({ nodes: fail(refused("GET /api/v1/node")) }), children: observed }).decision;
     assert.deepEqual(d.children, healthy.children);
   });
 
   it("Headscale down changes no child", () => {
-    const healthy = play().decision;
-    const d = play({ hs: failingHs(refused), children: healthy.children }).decision;
+    const healthy = decided();
+    const d = decided({ hs: failingHs(refused), children: healthy.children });
     assert.deepEqual(d.children, healthy.children);
   });
 
   it("the credentials Secret exists only with an API key", () => {
-    const kinds = (w: World) => play(w).decision.children.map((c) => `${c.kind}/${c.metadata.name}`);
+    const kinds = (w: Given) => decided(w).children.map((c) => `${c.kind}/${c.metadata.name}`);
     assert.deepEqual(kinds({}), [
       "ConfigMap/tailnet-home-policy",
       "ConfigMap/tailnet-home-dns-records",

@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { DEFAULT_CONFIG } from "../../../src/config.js";
-import { tailnetModule } from "../../../src/kinds/tailnet/index.js";
-import { readInputs, tailnetSpecProblem } from "../../../src/kinds/tailnet/inputs.js";
-import type { HookDeps } from "../../../src/kinds/types.js";
-import { createOperatorMetrics } from "../../../src/metrics/registry.js";
+import { HeadscaleViews } from "../../../src/headscale/view.js";
+import { readInputs } from "../../../src/kinds/tailnet/inputs.js";
+import { tailnetSpecProblem } from "../../../src/kinds/tailnet/spec.js";
 import { syncRequest, toMaps } from "../../fixtures/hooks.js";
-import { apiKeySecret, egress, gateway, ingress, NOW, tailnet, tailnetSpec } from "./fixtures.js";
+import { build } from "../../helpers/server.js";
+import { apiKeySecret, egress, gateway, ingress, tailnet, tailnetSpec } from "./fixtures.js";
 
 describe("tailnetSpecProblem: what the schema cannot catch", () => {
   const rows: { name: string; targets: unknown[]; want: string | undefined }[] = [
@@ -33,25 +32,18 @@ describe("tailnetSpecProblem: what the schema cannot catch", () => {
     });
   }
 
-  it("sync answers PolicyRendered=False/InvalidSpec without any Headscale call", async () => {
-    const metrics = createOperatorMetrics({ defaultMetrics: false });
-    const deps = {
-      config: DEFAULT_CONFIG,
-      now: () => NOW,
-      metrics,
-      log: { info() {}, warn() {}, error() {}, debug() {} },
-      views: {
-        view: () => {
-          throw new Error("no Headscale call expected");
-        },
-      },
-    } as unknown as HookDeps;
+  it("the hook answers PolicyRendered=False/InvalidSpec (specProblem) without any Headscale call", async (t) => {
+    const views = new HeadscaleViews({ timeoutMs: 1000, cacheTTLSeconds: 1 });
+    const { app } = await build(t, { server: { deps: { views } } });
     const req = syncRequest({
       parent: tailnet(tailnetSpec({ allowedEgressTargets: ["db"] })),
       related: [apiKeySecret()],
     });
-    const r = await tailnetModule.sync(req, deps);
-    const conds = r.status.conditions as { type: string; status: string; reason: string; message: string }[];
+    const res = await app.inject({ method: "POST", url: "/hooks/tailnet/sync", payload: req });
+    assert.equal(res.statusCode, 200, res.body);
+    const conds = (
+      res.json() as { status: { conditions: { type: string; status: string; reason: string; message: string }[] } }
+    ).status.conditions;
     const rendered = conds.find((c) => c.type === "PolicyRendered");
     assert.deepEqual(
       { status: rendered?.status, reason: rendered?.reason, message: rendered?.message },
@@ -62,6 +54,7 @@ describe("tailnetSpecProblem: what the schema cannot catch", () => {
       },
     );
     assert.equal(conds.length, 8);
+    assert.equal(views.size, 0, "no Headscale connection was opened");
   });
 });
 

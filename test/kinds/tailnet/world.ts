@@ -1,25 +1,30 @@
 /**
- * A Tailnet "world" for decide tests: spec, related objects, Headscale observations and the
- * policy/check outcome, turned into a DecideInput exactly as the sync hook does it (observe →
- * render → check → decide → fold the write).
+ * Named builders over the Tailnet's real decide input: `observation(given)` is what the sync observes in a
+ * world described by name (spec, related objects, Headscale observations, the policy/check verdict);
+ * `input(given)` adds the plan made from it and the outcome the act stage reports when that plan writes
+ * (the re-read before the PUT finds the observed live policy; the PUT answers `given.write`, default
+ * success). Decide tests build rows `{ name, input, expect }` with these and call decideTailnet.
  */
+import Fastify from "fastify";
+import { DEFAULT_CONFIG } from "../../../src/config.js";
 import type { Outcome } from "../../../src/headscale/capabilities.js";
+import type { HsPolicy } from "../../../src/headscale/types.js";
+import { HeadscaleViews, type Obs } from "../../../src/headscale/view.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
-import {
-  type DecideInput,
-  decide,
-  foldWrite,
-  type PendingFailure,
-  type TailnetDecision,
-  type WriteOutcome,
-} from "../../../src/kinds/tailnet/decide.js";
+import type { TailnetOutcome, WriteOutcome } from "../../../src/kinds/tailnet/act.js";
+import { decideTailnet, type TailnetDecideInput, type TailnetDecision } from "../../../src/kinds/tailnet/decide.js";
 import { readInputs } from "../../../src/kinds/tailnet/inputs.js";
-import type { HeadscaleObservations } from "../../../src/kinds/tailnet/observe.js";
+import type { HeadscaleObservations, PendingFailure, TailnetObservation } from "../../../src/kinds/tailnet/observe.js";
+import { planTailnet, type TailnetPlanInput } from "../../../src/kinds/tailnet/plan.js";
 import { renderTailnetPolicy } from "../../../src/kinds/tailnet/render.js";
+import { liveHash } from "../../../src/kinds/tailnet/write.js";
+import type { HookDeps } from "../../../src/kinds/types.js";
+import { createOperatorMetrics } from "../../../src/metrics/registry.js";
+import { memoryEventRecorder } from "../../../src/server/events.js";
 import { toMaps } from "../../fixtures/hooks.js";
 import { checkOk, healthyHs, healthyRelated, NOW, ok, tailnet, tailnetSpec } from "./fixtures.js";
 
-export interface World {
+export interface Given {
   spec?: Record<string, unknown>;
   related?: K8sObject[];
   /** Headscale observations when a connection exists (default healthy). */
@@ -31,46 +36,64 @@ export interface World {
   status?: Record<string, unknown>;
   children?: K8sObject[];
   pendingFailure?: PendingFailure;
-  /** Outcome of the write when one is due (default success). */
+  /** What the PUT answers when the plan writes (default success). */
   write?: WriteOutcome;
+  /** What the re-read just before the PUT finds (default: the observed live policy). */
+  reread?: Obs<HsPolicy | null>;
   now?: Date;
 }
 
-export interface Played {
-  input: DecideInput;
-  /** Before the write was folded in. */
-  planned: TailnetDecision;
-  decision: TailnetDecision;
-}
-
-export function play(w: World = {}): Played {
-  const parent = tailnet(w.spec ?? tailnetSpec(), w.status);
-  const inputs = readInputs(parent, toMaps(w.related ?? healthyRelated()));
-  let hs = inputs.connection.ok ? (w.hs ?? healthyHs()) : null;
+export function observation(g: Given = {}): TailnetObservation {
+  const inputs = readInputs(tailnet(g.spec ?? tailnetSpec(), g.status), toMaps(g.related ?? healthyRelated()));
+  let hs = inputs.connection.ok ? (g.hs ?? healthyHs()) : null;
   const render = renderTailnetPolicy(
     inputs,
     hs?.nodes.ok ? hs.nodes.value : null,
     hs && !hs.nodes.ok ? hs.nodes.error.message : "no API key",
   );
-  if (hs && w.liveIsRendered && render.ok) {
+  if (hs && g.liveIsRendered && render.ok) {
     hs = { ...hs, policy: ok({ policy: render.candidate.canonical, updatedAt: "2026-11-28T00:00:00Z" }) };
   }
-  // As the sync hook: no probe is made when Headscale cannot be reached or refuses the key.
-  const pointless = hs && !hs.health.ok && ["transport", "unauthorized"].includes(hs.health.error.kind);
-  const check = hs ? (pointless && hs && !hs.health.ok ? hs.health : (w.check ?? checkOk)) : undefined;
-  const input: DecideInput = {
-    parent,
-    children: toMaps(w.children ?? []),
-    inputs,
-    render,
-    observed: { hs, check, pendingFailure: w.pendingFailure },
-    operatorNamespace: "tailnet-system",
-    now: w.now ?? NOW,
-  };
-  const planned = decide(input);
-  const decision = planned.write ? foldWrite(planned, w.write ?? { ok: true }, input.now) : planned;
-  return { input, planned, decision };
+  if (!hs) return { inputs, hs, render };
+  // As observe: no probe is made when Headscale cannot be reached or refuses the key.
+  const pointless = !hs.health.ok && ["transport", "unauthorized"].includes(hs.health.error.kind);
+  const check = pointless && !hs.health.ok ? hs.health : (g.check ?? checkOk);
+  return { inputs, hs, render, check, ...(g.pendingFailure ? { pendingFailure: g.pendingFailure } : {}) };
 }
+
+export function planInput(g: Given = {}): TailnetPlanInput {
+  return {
+    parent: tailnet(g.spec ?? tailnetSpec(), g.status),
+    observed: observation(g),
+    operatorNamespace: "tailnet-system",
+    now: g.now ?? NOW,
+  };
+}
+
+/** What act reports for `plan` in this world: nothing without a write; else the re-plan and the PUT. */
+function outcomeOf(g: Given, base: TailnetPlanInput, planned: ReturnType<typeof planTailnet>): TailnetOutcome {
+  const hs = base.observed.hs;
+  if (!planned.write || !hs) return {};
+  const policy = g.reread ?? hs.policy;
+  const fresh = { ...base, observed: { ...base.observed, hs: { ...hs, policy } } };
+  const plan = planTailnet(fresh);
+  const replan = { policy, plan };
+  if (!plan.write) return { replan };
+  const from = liveHash(hs) ?? null;
+  const to = policy.ok ? (liveHash(fresh.observed.hs) ?? null) : from;
+  if (to !== from) return { replan, superseded: { from, to } };
+  const result = g.write ?? { ok: true };
+  return { replan, written: { write: plan.write, result, ...(result.ok ? {} : { retryAfterSeconds: 30 }) } };
+}
+
+/** The real decide input of this world. */
+export function input(g: Given = {}): TailnetDecideInput {
+  const base = planInput(g);
+  const plan = planTailnet(base);
+  return { ...base, children: toMaps(g.children ?? []), plan, outcome: outcomeOf(g, base, plan) };
+}
+
+export const decided = (g: Given = {}): TailnetDecision => decideTailnet(input(g));
 
 export const reasons = (d: TailnetDecision): Record<string, string> =>
   Object.fromEntries(d.conditions.map((c) => [c.type, c.reason]));
@@ -80,3 +103,16 @@ export const conditionOf = (d: TailnetDecision, type: string) => {
   if (!c) throw new Error(`no condition ${type}`);
   return c;
 };
+
+/** Real hook dependencies that reach nothing: a silent logger, fresh metrics, views that are never used here. */
+export function quietDeps(now = NOW): HookDeps {
+  return {
+    config: DEFAULT_CONFIG,
+    views: new HeadscaleViews({ timeoutMs: 1000, cacheTTLSeconds: 1 }),
+    now: () => now,
+    log: Fastify({ logger: false }).log,
+    metrics: createOperatorMetrics({ defaultMetrics: false }),
+    events: memoryEventRecorder(),
+    scraper: { scrape: async () => [] },
+  };
+}
