@@ -118,8 +118,26 @@ export class NodeIndex {
   }
 }
 
+/**
+ * One index per node list and base domain: the list is the Headscale view's cached snapshot,
+ * shared by every sync within its TTL (never modified), so its IP map (a parse of every node's
+ * IPv4 and IPv6: ~150 ms at 20,000 nodes) is built once per snapshot, not once per render.
+ */
+const indexes = new WeakMap<readonly NodeRef[], Map<string, NodeIndex>>();
+
 export function buildNodeIndex(nodes: readonly NodeRef[], baseDomain?: string): NodeIndex {
-  return new NodeIndex(nodes, baseDomain);
+  let byDomain = indexes.get(nodes);
+  if (!byDomain) {
+    byDomain = new Map();
+    indexes.set(nodes, byDomain);
+  }
+  const key = baseDomain ?? "";
+  let index = byDomain.get(key);
+  if (!index) {
+    index = new NodeIndex(nodes, baseDomain);
+    byDomain.set(key, index);
+  }
+  return index;
 }
 
 /** The address written into grants for a node: its IPv4, else its first IPv6. */

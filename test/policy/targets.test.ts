@@ -96,3 +96,15 @@ describe("isTargetAllowed", () => {
     assert.equal(isTargetAllowed(r, compileAllowlist([])), false);
   });
 });
+
+describe("buildNodeIndex", () => {
+  it("is built once per node list and base domain (the view's snapshot is shared by every render within its TTL)", () => {
+    assert.equal(buildNodeIndex(nodes, "TS.Example.com."), index);
+    assert.notEqual(buildNodeIndex(nodes, "other.example"), index);
+    assert.notEqual(buildNodeIndex([...nodes], "TS.Example.com."), index);
+    // a new snapshot (another array) resolves from its own nodes
+    const moved = nodes.map((n) => (n.givenName === "db-1" ? { ...n, ipAddresses: ["100.64.0.77"] } : n));
+    assert.equal(resolveTargetHost("db-1", buildNodeIndex(moved, "TS.Example.com."))?.address, "100.64.0.77");
+    assert.equal(resolveTargetHost("db-1", buildNodeIndex(nodes, "TS.Example.com."))?.address, "100.64.0.7");
+  });
+});
