@@ -1,4 +1,9 @@
-/** TailnetIngress: per condition (status order), its reasons (page order) and their statuses. */
+/**
+ * TailnetIngress: per condition (status order), its reasons (page order) and their statuses — exactly
+ * what the kind produces: decideIngress, and the "not evaluated" pairs of invalidSpecResult (every
+ * condition but Ready is Unknown/InvalidSpec until a valid spec was evaluated). Ready carries its own
+ * reasons and repeats the reason of the first blocking condition.
+ */
 import type { ReasonTable } from "../table.js";
 
 export const INGRESS_REASONS = {
@@ -8,16 +13,23 @@ export const INGRESS_REASONS = {
     Unknown: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
+    InvalidSpec: ["Unknown"],
   },
-  PolicyGranted: { Granted: ["True"], PolicyDenied: ["False"], NoTailnet: ["Unknown"] },
+  PolicyGranted: { Granted: ["True"], PolicyDenied: ["False"], NoTailnet: ["Unknown"], InvalidSpec: ["Unknown"] },
   Registered: {
     Registered: ["True"],
     NotRegistered: ["False"],
     Unknown: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
+    InvalidSpec: ["Unknown"],
   },
-  BackendsReachable: { Reachable: ["True"], Unreachable: ["False"], ProbeFailed: ["Unknown"] },
+  BackendsReachable: {
+    Reachable: ["True"],
+    Unreachable: ["False"],
+    ProbeFailed: ["Unknown"],
+    InvalidSpec: ["Unknown"],
+  },
   TLSReady: {
     Valid: ["True"],
     TLSNotRequired: ["True"],
@@ -26,6 +38,7 @@ export const INGRESS_REASONS = {
     TLSNameMismatch: ["False"],
     TLSExpired: ["False"],
     NoTailnet: ["Unknown"],
+    InvalidSpec: ["Unknown"],
   },
   Ready: {
     Ready: ["True"],
@@ -35,5 +48,14 @@ export const INGRESS_REASONS = {
     TagUnknown: ["False"],
     InvalidDNSName: ["False"],
     DNSNameConflict: ["False"],
+    NotRegistered: ["False"],
+    PolicyDenied: ["False"],
+    TLSSecretMissing: ["False"],
+    TLSSecretInvalid: ["False"],
+    TLSNameMismatch: ["False"],
+    TLSExpired: ["False"],
+    Unreachable: ["False"],
+    ProbeFailed: ["False"],
+    Unknown: ["False"],
   },
 } as const satisfies ReasonTable;

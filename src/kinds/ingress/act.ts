@@ -1,41 +1,85 @@
 /**
- * act for a TailnetIngress: the only Headscale writes it makes. In sync, the pre-auth key (created
- * or rotated through the shared ensureAuthKey, only when this sync's reads succeeded); in finalize,
- * deleting the nodes that carry exactly the ingress's tag and expiring its keys. Outcomes are
+ * act for a TailnetIngress: the only Headscale writes it makes, all through the view's write methods
+ * (each invalidates what it changed). In sync, the plan's superseded agent nodes are deleted and the
+ * pre-auth key is created or rotated (shared ensureAuthKey), only when this sync's reads allowed it; in
+ * finalize, the nodes that carry exactly the ingress's tag are deleted and its keys expired. Outcomes are
  * returned, never thrown, and fold back into status.
  */
-import { HeadscaleError } from "../../headscale/errors.js";
 import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
-import type { HeadscaleView } from "../../headscale/view.js";
+import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import { commonLabels } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import { nodeLabel, nodesOwnedByTag } from "../shared/agent.js";
 import { AGENT_KEY_FLAGS, type AuthKeyOutcome, type AuthKeyPlan, ensureAuthKey } from "../shared/authkey.js";
+import { deleteSuperseded, logSuperseded } from "../shared/superseded.js";
+import type { TailnetSettings } from "../shared/workload.js";
+import type { HookDeps, HookRequest } from "../types.js";
+import type { IngressPlan } from "./decide.js";
+import type { IngressObservation } from "./observe.js";
+
+export interface IngressOutcome {
+  /** The node list for decide: as observed, minus the superseded nodes deleted now. */
+  nodes?: Obs<HsNode[]>;
+  authKey: AuthKeyOutcome;
+}
+
+const qualified = (parent: K8sObject) => `${parent.metadata.namespace}/${parent.metadata.name}`;
+
+export async function actIngress(
+  req: HookRequest,
+  plan: IngressPlan,
+  observed: IngressObservation,
+  deps: HookDeps,
+): Promise<IngressOutcome> {
+  const { facts, view } = observed;
+  let nodes = facts.nodes;
+  if (view && nodes && plan.superseded.length) {
+    const superseded = await deleteSuperseded(view, nodes, plan.superseded);
+    logSuperseded(deps, qualified(req.parent), superseded);
+    nodes = superseded.nodes;
+  }
+  const settings = facts.tailnet.ok ? facts.tailnet.settings : undefined;
+  const authKey =
+    settings && plan.tag
+      ? await settleAuthKey(plan.authKey, plan.write ? view : undefined, req.parent, {
+          tag: plan.tag,
+          settings,
+          now: facts.now,
+        })
+      : {};
+  if (authKey.error)
+    deps.log.warn({ ingress: qualified(req.parent), error: authKey.error }, "pre-auth key not created");
+  else if (plan.authKey.action === "create" && authKey.keyId && authKey.keyId !== plan.authKey.current?.keyId) {
+    deps.log.info(
+      { ingress: qualified(req.parent), keyId: authKey.keyId, why: plan.authKey.why },
+      "created pre-auth key",
+    );
+  }
+  return { ...(nodes ? { nodes } : {}), authKey };
+}
 
 /**
- * The key Secret to return: the current one while it is good or while Headscale may not be
- * written; otherwise a fresh tagged key with AGENT_KEY_FLAGS (reusable, ephemeral). A failed creation keeps the current Secret (ensureAuthKey).
+ * The key Secret to return: the current one while it is good or while Headscale may not be written
+ * (no view); otherwise a fresh tagged key with AGENT_KEY_FLAGS (reusable, ephemeral). A failed creation
+ * keeps the current Secret (ensureAuthKey).
  */
-export async function settleAuthKey(
+async function settleAuthKey(
   plan: AuthKeyPlan,
-  write: boolean,
   view: HeadscaleView | undefined,
   parent: K8sObject,
-  opts: { tag: string; ttlSeconds: number; now: Date; replicas?: number },
+  opts: { tag: string; settings: TailnetSettings; now: Date },
 ): Promise<AuthKeyOutcome> {
   const keep = plan.current;
-  if (plan.action === "reuse" || !write || !view) {
+  if (plan.action === "reuse" || !view) {
     return keep ? { secret: reuseObserved(keep.secret), keyId: keep.keyId, expiresAt: keep.expiresAt } : {};
   }
-  const outcome = await ensureAuthKey(plan, view.client, parent, {
+  return ensureAuthKey(plan, view, parent, {
     tags: [opts.tag],
     ...AGENT_KEY_FLAGS,
-    ttlSeconds: opts.ttlSeconds,
+    ttlSeconds: opts.settings.authKeyTTLSeconds,
     now: opts.now,
     labels: commonLabels(parent, "ingress"),
   });
-  if (!outcome.error) view.invalidate("preAuthKeys");
-  return outcome;
 }
 
 export interface CleanupOutcome {
@@ -46,8 +90,6 @@ export interface CleanupOutcome {
   error?: string;
 }
 
-const message = (e: unknown) => (e instanceof HeadscaleError ? e.message : "Headscale request failed");
-
 /** A key that can still register a node: no expiration recorded, or one in the future (not year 0001). */
 function stillValid(key: HsPreAuthKey, now: Date): boolean {
   if (!key.expiration) return true;
@@ -57,32 +99,27 @@ function stillValid(key: HsPreAuthKey, now: Date): boolean {
 
 /**
  * Finalize: delete every node carrying exactly `tag` (a node with more tags is someone else's too)
- * and expire every still-valid key tagged exactly `tag`. Reads are fresh (the cache is dropped
- * first); idempotent, so a retry after a partial failure finishes the job.
+ * and expire every still-valid key tagged exactly `tag`. The key list is read fresh; the node list
+ * from the view (dropped by every node deletion). Idempotent, so a retry after a partial failure
+ * finishes the job.
  */
 export async function cleanupIngress(view: HeadscaleView, tag: string, now: Date): Promise<CleanupOutcome> {
-  view.invalidate("nodes");
-  view.invalidate("preAuthKeys");
-  const [nodes, keys] = await Promise.all([view.nodes(), view.preAuthKeys()]);
+  const [nodes, keys] = await Promise.all([view.nodes(), view.freshPreAuthKeys()]);
   const out: CleanupOutcome = { done: false, deletedNodes: [], expiredKeys: [] };
   if (!nodes.ok) return { ...out, error: nodes.error.message };
   if (!keys.ok) return { ...out, error: keys.error.message };
-  const mine: HsNode[] = nodesOwnedByTag(nodes.value, tag);
-  try {
-    for (const node of mine) {
-      await view.client.nodes.delete(node.id);
-      out.deletedNodes.push(nodeLabel(node));
-    }
-    for (const key of keys.value) {
-      if (key.aclTags.length !== 1 || key.aclTags[0] !== tag || !stillValid(key, now)) continue;
-      await view.client.preAuthKeys.expire(key.id);
-      out.expiredKeys.push(key.id);
-    }
-  } catch (e) {
-    out.error = message(e);
-  } finally {
-    if (out.deletedNodes.length) view.invalidate("nodes");
-    if (out.expiredKeys.length) view.invalidate("preAuthKeys");
+  for (const node of nodesOwnedByTag(nodes.value, tag)) {
+    const deleted = await view.deleteNode(node.id);
+    // a node already gone (a cached list, another replica) is what we wanted
+    const gone = deleted.ok || deleted.error.classification === "notFound" || deleted.error.status === 404;
+    if (!gone) return { ...out, error: deleted.error.message };
+    out.deletedNodes.push(nodeLabel(node));
   }
-  return { ...out, done: out.error === undefined };
+  for (const key of keys.value) {
+    if (key.aclTags.length !== 1 || key.aclTags[0] !== tag || !stillValid(key, now)) continue;
+    const expired = await view.expirePreAuthKey(key.id);
+    if (!expired.ok) return { ...out, error: expired.error.message };
+    out.expiredKeys.push(key.id);
+  }
+  return { ...out, done: true };
 }

@@ -2,10 +2,9 @@
  * BackendsReachable (pure), from the agent pods' /status scrapes: each expose's backend as the agent
  * last probed it. A pod that was not scraped tells nothing (ProbeFailed, Unknown), never "reachable".
  */
-import { type ConditionInput, cond } from "../../conditions/condition.js";
-import { IngressReason } from "../../conditions/reasons.js";
 import { listNames } from "../shared/agent.js";
 import type { ScrapeResult } from "../types.js";
+import { cond, type IngressCondition } from "./conditions.js";
 import type { IngressSpec } from "./spec.js";
 
 const MAX_PARTS = 5;
@@ -16,7 +15,7 @@ const joinParts = (parts: readonly string[]) =>
     : `${parts.slice(0, MAX_PARTS).join("; ")}; and ${parts.length - MAX_PARTS} more`;
 
 export interface BackendsOutcome {
-  condition: ConditionInput;
+  condition: IngressCondition<"BackendsReachable">;
   /** Per expose name: reachable as reported, or undefined when no scraped pod reported it. */
   reachable: Map<string, boolean | undefined>;
 }
@@ -38,7 +37,7 @@ export function backendsCondition(
       condition: cond(
         "BackendsReachable",
         "Unknown",
-        IngressReason.ProbeFailed,
+        "ProbeFailed",
         `no agent pod of Deployment ${namespace}/${deployment} is running yet, so no backend was probed`,
       ),
       reachable,
@@ -51,7 +50,7 @@ export function backendsCondition(
       condition: cond(
         "BackendsReachable",
         "Unknown",
-        IngressReason.ProbeFailed,
+        "ProbeFailed",
         `the agent could not be scraped (${joinParts(failed)}); check the agent pod and its NetworkPolicy (TCP 9080 from the operator namespace)`,
       ),
       reachable,
@@ -77,7 +76,7 @@ export function backendsCondition(
       condition: cond(
         "BackendsReachable",
         "False",
-        IngressReason.Unreachable,
+        "Unreachable",
         `the agent cannot reach the backend of ${joinParts(parts)}`,
       ),
       reachable,
@@ -89,7 +88,7 @@ export function backendsCondition(
       condition: cond(
         "BackendsReachable",
         "Unknown",
-        IngressReason.ProbeFailed,
+        "ProbeFailed",
         `the agent does not report expose ${listNames(unknown)} yet (its pod still runs an older configuration)`,
       ),
       reachable,
@@ -100,7 +99,7 @@ export function backendsCondition(
     condition: cond(
       "BackendsReachable",
       "True",
-      IngressReason.Reachable,
+      "Reachable",
       n === 1 ? "the agent reaches the backend of the expose" : `the agent reaches the backends of all ${n} exposes`,
     ),
     reachable,

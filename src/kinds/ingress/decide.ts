@@ -1,38 +1,42 @@
 /**
- * decide for a TailnetIngress (pure): observations in, children + conditions + status fields out.
- * Ready repeats the first blocker: NoTailnet / NoAPIKey, TagUnknown, InvalidDNSName,
- * DNSNameConflict, then Registered, PolicyGranted, TLSReady, BackendsReachable (reasons page order).
+ * decide for a TailnetIngress (pure): spec + observation + the outcomes of act in, children +
+ * conditions + status fields out. Ready repeats the first blocker: NoTailnet / NoAPIKey, TagUnknown,
+ * InvalidDNSName, DNSNameConflict, then Registered, PolicyGranted, TLSReady, BackendsReachable
+ * (reasons page order). Also `planIngress`, the pure part that says which Headscale writes are wanted.
  */
-import { type Blocker, blockerFrom, type ConditionInput, cond, deriveReady } from "../../conditions/condition.js";
-import { IngressReason } from "../../conditions/reasons.js";
 import type { OperatorConfig } from "../../config.js";
 import type { HsNode, HsPolicy } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
-import { agentName, listNames, registeredCondition, tagKnownCondition } from "../shared/agent.js";
+import type { Decision } from "../pipeline.js";
+import { agentName, listNames, registrationFact, supersededNodes, tagFact } from "../shared/agent.js";
 import { type AuthKeyOutcome, type AuthKeyPlan, decideAuthKey, observedKeys } from "../shared/authkey.js";
 import { type IngressNames, ingressNames, nameConflicts } from "../shared/ingress-names.js";
 import { effectiveTag, type TailnetSettings } from "../shared/workload.js";
 import type { ScrapeResult } from "../types.js";
 import { backendsCondition } from "./backends.js";
 import { ingressChildren } from "./children.js";
+import { cond, type IngressCondition, isReadyBlocker, type ReadyReason } from "./conditions.js";
 import type { IngressSpec } from "./spec.js";
 import { tlsCondition } from "./tls.js";
 
-/** The Tailnet as decide sees it: resolved (with the login server), or why not (NoTailnet / NoAPIKey). */
+/**
+ * The Tailnet as decide sees it: resolved (with the login server), or why not. Without credentials
+ * (NoAPIKey) the Tailnet itself was found, so its settings (tag prefix, baseDomain, allowed sources)
+ * are known; without the Tailnet (NoTailnet) nothing is.
+ */
 export type TailnetView =
   | { ok: true; settings: TailnetSettings; loginServer: string; ca?: string }
-  | {
-      ok: false;
-      reason: typeof IngressReason.NoTailnet | typeof IngressReason.NoAPIKey;
-      message: string;
-      settings?: TailnetSettings;
-    };
+  | { ok: false; reason: "NoAPIKey"; message: string; settings: TailnetSettings }
+  | { ok: false; reason: "NoTailnet"; message: string };
 
-export interface IngressInput {
+const settingsOf = (t: TailnetView): TailnetSettings | undefined =>
+  t.ok || t.reason === "NoAPIKey" ? t.settings : undefined;
+
+/** What observe saw (I/O done; failures are values). */
+export interface IngressFacts {
   parent: K8sObject;
   config: OperatorConfig;
-  spec: IngressSpec;
   /** Observed children, reused as they are when they may not be rebuilt. */
   children: K8sObject[];
   tailnet: TailnetView;
@@ -46,26 +50,40 @@ export interface IngressInput {
   services: ReadonlySet<string>;
   /** Every TailnetIngress (name conflicts). */
   ingresses: K8sObject[];
-  /** The pre-auth key after act (see planAuthKey). */
-  authKey: AuthKeyOutcome;
   now: Date;
 }
 
-export interface IngressStatusFields {
+/** decide's input: the spec, the facts, with the node list as left by act, and the pre-auth key after act. */
+export interface IngressDecideInput extends IngressFacts {
+  spec: IngressSpec;
+  /** The pre-auth key after act (see planIngress). */
+  authKey: AuthKeyOutcome;
+}
+
+/** The Headscale writes a sync wants (pure, see planIngress); act carries them out. */
+export interface IngressPlan {
+  /** The effective tag, once the Tailnet's settings are known. */
+  tag?: string;
+  /** Headscale may be written for the key: the Tailnet resolved and this sync's reads succeeded. */
+  write: boolean;
+  authKey: AuthKeyPlan;
+  /** Agent nodes a newer pod replaced (from a node list read in this sync), to delete. */
+  superseded: HsNode[];
+}
+
+export interface IngressStatusFields extends Record<string, unknown> {
   tag?: string;
   dnsName?: string;
   exposes: { name: string; dnsName?: string; dnsAliases: string[]; reachable?: boolean }[];
 }
 
-export interface IngressDecision {
-  children: K8sObject[];
-  conditions: ConditionInput[];
-  status: IngressStatusFields;
+export interface IngressDecision extends Decision {
+  conditions: IngressCondition[];
+  fields: IngressStatusFields;
   /** Per expose (spec order): reachability as observed, for tailnet_ingress_expose_reachable. */
   exposes: { name: string; reachable: boolean | undefined }[];
   /** Expiry of the pre-auth key in use (tailnet_auth_key_expiry_timestamp_seconds). */
   authKeyExpiresAt?: Date;
-  resyncAfterSeconds?: number;
 }
 
 /** While something outside the operator is awaited (registration, policy, agent, Headscale). */
@@ -73,38 +91,64 @@ export const WAIT_RESYNC_SECONDS = 30;
 const MIN_RESYNC_SECONDS = 5;
 
 /**
- * The pre-auth key plan and whether it may be carried out: Headscale is written only when the
- * Tailnet resolved and the reads of this sync succeeded (a failed observation never writes).
+ * The writes wanted (pure). The pre-auth key is written only when the Tailnet resolved and the reads of
+ * this sync succeeded (a failed observation never writes); superseded nodes are deleted only from a node
+ * list read in this sync, for a resolved Tailnet (the tag is known).
  */
-export function planAuthKey(input: Pick<IngressInput, "children" | "tailnet" | "policy" | "nodes" | "now">): {
-  plan: AuthKeyPlan;
-  write: boolean;
-} {
-  const plan = decideAuthKey(input.children, input.now);
-  const write = input.tailnet.ok && input.policy?.ok === true && input.nodes?.ok === true;
-  return { plan, write };
+export function planIngress(
+  spec: IngressSpec,
+  facts: Pick<IngressFacts, "parent" | "children" | "tailnet" | "policy" | "nodes" | "now">,
+): IngressPlan {
+  const { tailnet, nodes, now } = facts;
+  const settings = settingsOf(tailnet);
+  const tag = settings ? effectiveTag(facts.parent, settings.tagPrefix) : undefined;
+  const write = tailnet.ok && facts.policy?.ok === true && nodes?.ok === true;
+  const superseded = tailnet.ok && tag && nodes?.ok ? supersededNodes(nodes.value, tag, spec.replicas, now) : [];
+  return { ...(tag ? { tag } : {}), write, authKey: decideAuthKey(facts.children, now), superseded };
 }
 
-const explicitTag = (parent: K8sObject): string | undefined => {
-  const tag = (parent.spec as { tag?: unknown } | undefined)?.tag;
-  return typeof tag === "string" && tag ? tag : undefined;
-};
+type Tailnetless = Exclude<TailnetView, { ok: true }>;
 
-/** Unknown with the Ready reason that explains it (NoTailnet / NoAPIKey), as the egress kind does. */
-const notEvaluated = (type: string, tailnet: TailnetView) =>
-  tailnet.ok
-    ? cond(type, "Unknown", IngressReason.Unknown, "not evaluated")
-    : cond(type, "Unknown", tailnet.reason, `not evaluated: ${tailnet.message}`);
+/** Not evaluated without the Tailnet or its credentials, with the Ready reason that explains it. */
+function notEvaluated<T extends "TagKnown" | "Registered">(type: T, tailnet: Tailnetless): IngressCondition<T>;
+function notEvaluated(type: "TagKnown" | "Registered", tailnet: Tailnetless): IngressCondition {
+  const message = `not evaluated: ${tailnet.message}`;
+  return tailnet.reason === "NoTailnet"
+    ? cond(type, "Unknown", "NoTailnet", message)
+    : cond(type, "Unknown", "NoAPIKey", message);
+}
 
-function policyGranted(spec: IngressSpec, tailnet: TailnetView, tag: string | undefined): ConditionInput {
-  const settings = tailnet.settings;
-  if (!settings || !tag) return notEvaluated("PolicyGranted", tailnet);
+/** TagKnown from the shared agent fact, in the ingress's reasons. */
+function tagKnownCondition(policy: Obs<HsPolicy | null>, tag: string): IngressCondition<"TagKnown"> {
+  const f = tagFact(policy, tag);
+  if (f.state === "known") return cond("TagKnown", "True", "Known", f.message);
+  if (f.state === "pending") return cond("TagKnown", "False", "PolicyPending", f.message);
+  return cond("TagKnown", "Unknown", "Unknown", f.message);
+}
+
+/** Registered from the shared agent fact, in the ingress's reasons. */
+function registeredCondition(nodes: Obs<HsNode[]>, tag: string, keyNote?: string): IngressCondition<"Registered"> {
+  const f = registrationFact(nodes, tag, keyNote);
+  if (f.state === "registered") return cond("Registered", "True", "Registered", f.message);
+  if (f.state === "absent") return cond("Registered", "False", "NotRegistered", f.message);
+  return cond("Registered", "Unknown", "Unknown", f.message);
+}
+
+function policyGranted(
+  spec: IngressSpec,
+  tailnet: TailnetView,
+  tag: string | undefined,
+): IngressCondition<"PolicyGranted"> {
+  const settings = settingsOf(tailnet);
+  if (!settings || !tag) {
+    return cond("PolicyGranted", "Unknown", "NoTailnet", `not evaluated: ${tailnet.ok ? "" : tailnet.message}`);
+  }
   const denied = spec.allowFrom.filter((a) => !settings.allowedIngressSources.includes(a));
   if (denied.length > 0) {
     return cond(
       "PolicyGranted",
       "False",
-      IngressReason.PolicyDenied,
+      "PolicyDenied",
       `allowFrom ${denied.join(", ")} ${denied.length === 1 ? "is" : "are"} not in Tailnet ${settings.name}'s allowedIngressSources, so no grant to ${tag} is rendered`,
     );
   }
@@ -112,7 +156,7 @@ function policyGranted(spec: IngressSpec, tailnet: TailnetView, tag: string | un
     return cond(
       "PolicyGranted",
       "True",
-      IngressReason.Granted,
+      "Granted",
       `allowFrom is empty: no grant to ${tag} is rendered; only the base policy gives access`,
     );
   }
@@ -121,9 +165,23 @@ function policyGranted(spec: IngressSpec, tailnet: TailnetView, tag: string | un
   return cond(
     "PolicyGranted",
     "True",
-    IngressReason.Granted,
+    "Granted",
     `${spec.allowFrom.join(", ")} may connect to ${tag} on ${ports.join(", ")}${dryRun}`,
   );
+}
+
+/** Something that keeps Ready False, with the reason Ready then carries. */
+interface Blocker {
+  ok: boolean;
+  reason: ReadyReason;
+  message: string;
+}
+
+/** A condition that must be True to let Ready through; its reason is repeated on Ready. */
+function blockerFrom(c: IngressCondition): Blocker {
+  if (c.status === "True" || !isReadyBlocker(c.reason))
+    return { ok: c.status === "True", reason: "Ready", message: "" };
+  return { ok: false, reason: c.reason, message: c.message };
 }
 
 function namesBlockers(names: IngressNames | undefined, conflicts: { name: string; claimedBy: string }[]): Blocker[] {
@@ -131,12 +189,12 @@ function namesBlockers(names: IngressNames | undefined, conflicts: { name: strin
   return [
     {
       ok: invalid.length === 0,
-      reason: IngressReason.InvalidDNSName,
+      reason: "InvalidDNSName",
       message: `not a DNS label: ${listNames(invalid.map((i) => `${i.field} "${i.label}"`))} (a host or alias is one lower-case label; the Tailnet's baseDomain is appended); nothing is published`,
     },
     {
       ok: conflicts.length === 0,
-      reason: IngressReason.DNSNameConflict,
+      reason: "DNSNameConflict",
       message: `already claimed by an older TailnetIngress: ${listNames(conflicts.map((c) => `${c.name} (${c.claimedBy})`))}; these names are not published for this ingress`,
     },
   ];
@@ -160,26 +218,29 @@ function rotationDue(authKey: AuthKeyOutcome): Date | undefined {
   return new Date(key.createdAt.getTime() + (key.expiresAt.getTime() - key.createdAt.getTime()) / 2);
 }
 
-export function decideIngress(input: IngressInput): IngressDecision {
+export function decideIngress(input: IngressDecideInput): IngressDecision {
   const { parent, spec, tailnet, now } = input;
   const namespace = parent.metadata.namespace ?? "";
-  const settings = tailnet.settings;
-  const tag = settings ? effectiveTag(parent, settings.tagPrefix) : explicitTag(parent);
+  const settings = settingsOf(tailnet);
+  const tag = settings ? effectiveTag(parent, settings.tagPrefix) : spec.tag;
   const names = settings ? ingressNames(parent, settings.baseDomain) : undefined;
   const conflicts = settings ? nameConflicts(parent, input.ingresses, settings.baseDomain) : [];
-  const why = tailnet.ok ? "" : tailnet.message;
 
-  const tagKnown =
-    tailnet.ok && input.policy && tag ? tagKnownCondition(input.policy, tag) : notEvaluated("TagKnown", tailnet);
+  const tagKnown = !tailnet.ok
+    ? notEvaluated("TagKnown", tailnet)
+    : input.policy && tag
+      ? tagKnownCondition(input.policy, tag)
+      : cond("TagKnown", "Unknown", "Unknown", "not evaluated: the live policy was not read");
   const keyNote = input.authKey.error
     ? `no pre-auth key could be created (${input.authKey.error})`
     : input.authKey.secret
       ? undefined
       : "no pre-auth key yet";
-  const registered =
-    tailnet.ok && input.nodes && tag
+  const registered = !tailnet.ok
+    ? notEvaluated("Registered", tailnet)
+    : input.nodes && tag
       ? registeredCondition(input.nodes, tag, keyNote)
-      : notEvaluated("Registered", tailnet);
+      : cond("Registered", "Unknown", "Unknown", "not evaluated: the node list was not read");
   const granted = policyGranted(spec, tailnet, tag);
   // Without the Tailnet the names (its baseDomain) are unknown, so certificates cannot be checked.
   const tls =
@@ -188,26 +249,35 @@ export function decideIngress(input: IngressInput): IngressDecision {
           spec,
           namespace,
           input.tlsSecrets,
-          names ? (i) => [names.exposes[i].dnsName, ...names.exposes[i].dnsAliases] : undefined,
+          (i) => (names ? [names.exposes[i].dnsName, ...names.exposes[i].dnsAliases] : []),
           now,
         )
-      : { condition: notEvaluated("TLSReady", tailnet), nextExpiry: undefined };
+      : {
+          condition: cond("TLSReady", "Unknown", "NoTailnet", `not evaluated: ${tailnet.ok ? "" : tailnet.message}`),
+          nextExpiry: undefined,
+        };
   const backends = backendsCondition(spec, namespace, agentName(parent), input.scrapes, input.services);
 
-  const exposeNames = spec.exposes.map((e) => e.name);
-  const ready = deriveReady(
-    [
-      { ok: tailnet.ok, reason: tailnet.ok ? "" : tailnet.reason, message: why },
-      { ok: tagKnown.status === "True", reason: IngressReason.TagUnknown, message: tagKnown.message },
-      ...namesBlockers(names, conflicts),
-      blockerFrom(registered),
-      blockerFrom(granted),
-      blockerFrom(tls.condition),
-      blockerFrom(backends.condition),
-    ],
-    IngressReason.Ready,
-    `serving ${listNames(exposeNames)} on ${names?.dnsName ?? spec.hostname}`,
-  );
+  const blockers: Blocker[] = [
+    tailnet.ok
+      ? { ok: true, reason: "Ready", message: "" }
+      : { ok: false, reason: tailnet.reason, message: tailnet.message },
+    { ok: tagKnown.status === "True", reason: "TagUnknown", message: tagKnown.message },
+    ...namesBlockers(names, conflicts),
+    blockerFrom(registered),
+    blockerFrom(granted),
+    blockerFrom(tls.condition),
+    blockerFrom(backends.condition),
+  ];
+  const first = blockers.find((b) => !b.ok);
+  const ready = first
+    ? cond("Ready", "False", first.reason, first.message)
+    : cond(
+        "Ready",
+        "True",
+        "Ready",
+        `serving ${listNames(spec.exposes.map((e) => e.name))} on ${names?.dnsName ?? spec.hostname}`,
+      );
 
   const children =
     tailnet.ok && tag && names
@@ -225,7 +295,7 @@ export function decideIngress(input: IngressInput): IngressDecision {
 
   const lost = new Set(conflicts.map((c) => c.name));
   const published = (n: string) => !!names && names.invalid.length === 0 && !lost.has(n);
-  const status: IngressStatusFields = {
+  const fields: IngressStatusFields = {
     ...(tag ? { tag } : {}),
     ...(names && published(names.dnsName) ? { dnsName: names.dnsName } : {}),
     exposes: spec.exposes
@@ -243,13 +313,14 @@ export function decideIngress(input: IngressInput): IngressDecision {
   };
 
   const waiting = tagKnown.status !== "True" || registered.status !== "True" || backends.condition.status !== "True";
+  // Without a Tailnet there is nothing to poll: Metacontroller syncs again when it appears.
+  const resyncAfterSeconds = resyncAfter(waiting && tailnet.ok, [rotationDue(input.authKey), tls.nextExpiry], now);
   return {
     children,
     conditions: [tagKnown, granted, registered, backends.condition, tls.condition, ready],
-    status,
+    fields,
     exposes: spec.exposes.map((e) => ({ name: e.name, reachable: backends.reachable.get(e.name) })),
-    authKeyExpiresAt: input.authKey.expiresAt,
-    // Without a Tailnet there is nothing to poll: Metacontroller syncs again when it appears.
-    resyncAfterSeconds: resyncAfter(waiting && tailnet.ok, [rotationDue(input.authKey), tls.nextExpiry], now),
+    ...(input.authKey.expiresAt ? { authKeyExpiresAt: input.authKey.expiresAt } : {}),
+    ...(resyncAfterSeconds === undefined ? {} : { resyncAfterSeconds }),
   };
 }

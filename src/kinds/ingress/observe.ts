@@ -7,12 +7,16 @@
 import { API_VERSION } from "../../api/schemas.js";
 import type { HeadscaleView } from "../../headscale/view.js";
 import { type K8sObject, objectsOf } from "../../k8s/objects.js";
-import { agentPods, resolveWorkload } from "../shared/workload.js";
+import { agentPods, resolveWorkload, type WorkloadContext } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
-import type { IngressInput, TailnetView } from "./decide.js";
+import type { IngressFacts, TailnetView } from "./decide.js";
 import type { IngressSpec } from "./spec.js";
 
-export type IngressObservation = Omit<IngressInput, "authKey">;
+/** What observe hands on: the facts for plan and decide, and the view act writes through (none without a Tailnet). */
+export interface IngressObservation {
+  facts: IngressFacts;
+  view?: HeadscaleView;
+}
 
 /** Every observed child, flattened (Metacontroller's maps are keyed by type, then name). */
 export function observedChildren(req: HookRequest): K8sObject[] {
@@ -30,11 +34,23 @@ function inNamespace(req: HookRequest, apiVersion: string, kind: string): K8sObj
   return objectsOf(req.related, apiVersion, kind).filter((o) => o.metadata.namespace === req.parent.metadata.namespace);
 }
 
-export async function observeIngress(
-  req: HookRequest,
-  deps: HookDeps,
-  spec: IngressSpec,
-): Promise<{ input: IngressObservation; view?: HeadscaleView }> {
+/** The Tailnet as decide may see it (no connection, no API key). resolveWorkload finds NoAPIKey's settings always. */
+function tailnetView(workload: WorkloadContext): TailnetView {
+  if (workload.ok) {
+    return {
+      ok: true,
+      settings: workload.settings,
+      loginServer: workload.settings.url || workload.conn.url,
+      ...(workload.conn.ca ? { ca: workload.conn.ca } : {}),
+    };
+  }
+  if (workload.reason === "NoAPIKey" && workload.settings) {
+    return { ok: false, reason: "NoAPIKey", message: workload.message, settings: workload.settings };
+  }
+  return { ok: false, reason: "NoTailnet", message: workload.message };
+}
+
+export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: HookDeps): Promise<IngressObservation> {
   const workload = resolveWorkload(req, deps);
   const view = workload.ok ? deps.views.view(workload.conn) : undefined;
   const [policy, nodes, scrapes] = await Promise.all([
@@ -42,14 +58,7 @@ export async function observeIngress(
     view?.nodes(),
     deps.scraper.scrape(agentPods(req)),
   ]);
-  const tailnet: TailnetView = workload.ok
-    ? {
-        ok: true,
-        settings: workload.settings,
-        loginServer: workload.settings.url || workload.conn.url,
-        ...(workload.conn.ca ? { ca: workload.conn.ca } : {}),
-      }
-    : { ok: false, reason: workload.reason, message: workload.message, settings: workload.settings };
+  const tailnet = tailnetView(workload);
   const wantedSecrets = new Set(spec.exposes.flatMap((e) => (e.tlsSecret ? [e.tlsSecret] : [])));
   const tlsSecrets = new Map(
     inNamespace(req, "v1", "Secret")
@@ -58,10 +67,9 @@ export async function observeIngress(
   );
   const services = new Set(inNamespace(req, "v1", "Service").map((s) => s.metadata.name));
   return {
-    input: {
+    facts: {
       parent: req.parent,
       config: deps.config,
-      spec,
       children: observedChildren(req),
       tailnet,
       policy,

@@ -1,6 +1,7 @@
 /**
- * The TailnetIngress spec as the kind reads it (CRD defaults applied), the checks the CRD schema
- * cannot express (InvalidSpec naming the field), and the local listen port of every expose.
+ * The TailnetIngress spec as the kind reads it (CRD defaults applied): the only place the ingress kind
+ * reads `parent.spec`. Also the checks the CRD schema cannot express (`ingressSpecProblem`, the kind
+ * module's `specProblem`: InvalidSpec naming the field) and the local listen port of every expose.
  */
 import { ingressListenPort } from "../../agent/ports.js";
 import type { K8sObject } from "../../k8s/objects.js";
@@ -22,10 +23,14 @@ export interface ExposeSpec {
 }
 
 export interface IngressSpec {
+  /** spec.tag, when set (else the effective tag is derived from the Tailnet's tagPrefix). */
+  tag?: string;
   hostname: string;
   mode: IngressMode;
   allowFrom: string[];
   exposes: ExposeSpec[];
+  /** spec.replicas (default 1): agent pods, each its own tailnet node answering for the same names. */
+  replicas: number;
 }
 
 type Rec = Record<string, unknown>;
@@ -36,7 +41,9 @@ const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is
 export function readIngressSpec(parent: K8sObject): IngressSpec {
   const spec = rec(parent.spec);
   const list = Array.isArray(spec.exposes) ? spec.exposes : [];
+  const replicas = Number(spec.replicas);
   return {
+    ...(str(spec.tag) ? { tag: str(spec.tag) } : {}),
     hostname: str(spec.hostname) ?? parent.metadata.name,
     mode: spec.mode === "http" ? "http" : "tcp",
     allowFrom: strings(spec.allowFrom),
@@ -53,6 +60,7 @@ export function readIngressSpec(parent: K8sObject): IngressSpec {
         tlsSecret: str(rec(e.tls).secretName),
       };
     }),
+    replicas: Number.isInteger(replicas) && replicas >= 0 ? replicas : 1,
   };
 }
 
@@ -66,7 +74,8 @@ const exposeLabels = (spec: IngressSpec, e: ExposeSpec) =>
  * needs a TLS Secret, and exposes sharing a port share one TLS listener, so their names must differ
  * (SNI picks the expose).
  */
-export function ingressSpecProblem(spec: IngressSpec): string | undefined {
+export function ingressSpecProblem(parent: K8sObject): string | undefined {
+  const spec = readIngressSpec(parent);
   const byPort = new Map<number, ExposeSpec[]>();
   for (const e of spec.exposes) {
     const f = `spec.exposes[${e.index}]`;

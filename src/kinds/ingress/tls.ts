@@ -5,27 +5,22 @@
  * (library error texts are not passed through).
  */
 import { createPrivateKey, X509Certificate } from "node:crypto";
-import { type ConditionInput, cond } from "../../conditions/condition.js";
-import { IngressReason } from "../../conditions/reasons.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { listNames } from "../shared/agent.js";
+import { cond, type IngressCondition } from "./conditions.js";
 import type { IngressSpec } from "./spec.js";
 
 export const TLS_SECRET_TYPE = "kubernetes.io/tls";
 export const TLS_CERT_KEY = "tls.crt";
 export const TLS_KEY_KEY = "tls.key";
 
-type FailReason =
-  | typeof IngressReason.TLSSecretMissing
-  | typeof IngressReason.TLSSecretInvalid
-  | typeof IngressReason.TLSNameMismatch
-  | typeof IngressReason.TLSExpired;
+type FailReason = "TLSSecretMissing" | "TLSSecretInvalid" | "TLSNameMismatch" | "TLSExpired";
 
 /** One Secret's verdict: a problem, or the certificate's validity end and the names it was checked for. */
 export type SecretCheck = { ok: false; reason: FailReason; message: string } | { ok: true; notAfter: Date };
 
 export interface TlsOutcome {
-  condition: ConditionInput;
+  condition: IngressCondition<"TLSReady">;
   /** The earliest validity end among valid certificates (for a resync when it passes). */
   nextExpiry?: Date;
 }
@@ -49,10 +44,10 @@ export function checkTlsSecret(
   const id = `Secret ${ref.namespace}/${ref.name} (${ref.field})`;
   const invalid = (problem: string): SecretCheck => ({
     ok: false,
-    reason: IngressReason.TLSSecretInvalid,
+    reason: "TLSSecretInvalid",
     message: `${id} ${problem}`,
   });
-  if (!secret) return { ok: false, reason: IngressReason.TLSSecretMissing, message: `${id} does not exist` };
+  if (!secret) return { ok: false, reason: "TLSSecretMissing", message: `${id} does not exist` };
   const type = typeof secret.type === "string" ? secret.type : "Opaque";
   if (type !== TLS_SECRET_TYPE) return invalid(`is of type ${type}, not ${TLS_SECRET_TYPE}`);
   const certPem = pem(secret, TLS_CERT_KEY);
@@ -80,7 +75,7 @@ export function checkTlsSecret(
       .map((s) => s.slice(4));
     return {
       ok: false,
-      reason: IngressReason.TLSNameMismatch,
+      reason: "TLSNameMismatch",
       message: `the certificate in ${id} does not cover ${listNames(uncovered)} (it covers ${covers.length ? listNames(covers) : "no DNS name"})`,
     };
   }
@@ -89,7 +84,7 @@ export function checkTlsSecret(
   if (now.getTime() >= notAfter.getTime()) {
     return {
       ok: false,
-      reason: IngressReason.TLSExpired,
+      reason: "TLSExpired",
       message: `the certificate in ${id} expired at ${iso(notAfter)}`,
     };
   }
@@ -100,29 +95,19 @@ export function checkTlsSecret(
 
 /**
  * TLSReady for the ingress: True/TLSNotRequired in tcp mode; otherwise the first problem in expose
- * order, or True/Valid. `namesOf(i)` gives expose i's DNS name and aliases; `undefined` names (the
- * Tailnet and so its baseDomain is unknown) leave the condition Unknown.
+ * order, or True/Valid. `namesOf(i)` gives expose i's DNS name and aliases (without the Tailnet, and so
+ * its baseDomain, decide does not call this: TLSReady is not evaluated).
  */
 export function tlsCondition(
   spec: IngressSpec,
   namespace: string,
   secrets: ReadonlyMap<string, K8sObject>,
-  namesOf: ((index: number) => string[]) | undefined,
+  namesOf: (index: number) => string[],
   now: Date,
 ): TlsOutcome {
   if (spec.mode === "tcp") {
     return {
-      condition: cond("TLSReady", "True", IngressReason.TLSNotRequired, "mode tcp: TLS is end to end, not terminated"),
-    };
-  }
-  if (!namesOf) {
-    return {
-      condition: cond(
-        "TLSReady",
-        "Unknown",
-        IngressReason.Unknown,
-        "the names to check are not known until the Tailnet is found",
-      ),
+      condition: cond("TLSReady", "True", "TLSNotRequired", "mode tcp: TLS is end to end, not terminated"),
     };
   }
   let nextExpiry: Date | undefined;
@@ -144,5 +129,5 @@ export function tlsCondition(
     `${checked.size === 1 ? "the certificate covers" : `${checked.size} certificates cover`} the names of ` +
     `${n === 1 ? "the expose" : `all ${n} exposes`}; the first expires at ${nextExpiry ? iso(nextExpiry) : "?"} ` +
     `(Secret ${namespace}/${nextSecret})`;
-  return { condition: cond("TLSReady", "True", IngressReason.Valid, message), nextExpiry };
+  return { condition: cond("TLSReady", "True", "Valid", message), nextExpiry };
 }

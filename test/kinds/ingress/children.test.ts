@@ -326,6 +326,6 @@ describe("ingress spec", () => {
     ],
   ];
   for (const [name, parent, want] of problems) {
-    it(`ingressSpecProblem: ${name}`, () => assert.equal(ingressSpecProblem(readIngressSpec(parent())), want));
+    it(`ingressSpecProblem: ${name}`, () => assert.equal(ingressSpecProblem(parent()), want));
   }
 });

@@ -1,9 +1,30 @@
+/**
+ * decideIngress beyond the reasons (status fields, children, resync) and planIngress (which Headscale
+ * writes a sync wants), in the decide tests' one style: named builders over the real inputs, rows
+ * { name, input, expect }.
+ */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { decideIngress, planAuthKey } from "../../../src/kinds/ingress/decide.js";
+import { isDeepStrictEqual } from "node:util";
+import type { K8sObject } from "../../../src/k8s/objects.js";
+import {
+  decideIngress,
+  type IngressDecideInput,
+  type IngressDecision,
+  type IngressStatusFields,
+  planIngress,
+} from "../../../src/kinds/ingress/decide.js";
 import { AT, failed, hsNode, ok, policy } from "../shared/fixtures.js";
 import { ingress, scraped, TAG, WEB } from "./fixtures.js";
-import { type Certificates, certificates, healthyInput, type Over, VALIDITY } from "./inputs.js";
+import {
+  type Certificates,
+  certificates,
+  healthyInput,
+  NO_API_KEY,
+  NO_TAILNET,
+  type Over,
+  VALIDITY,
+} from "./inputs.js";
 
 let certs: Certificates;
 before(async () => {
@@ -14,137 +35,246 @@ after(() => certs.pki.cleanup());
 const input = (over: Over = {}) => healthyInput(certs.good, over);
 const older = () =>
   ingress("old", { namespace: "team", created: "2026-10-01T00:00:00Z", exposes: [{ ...WEB, aliases: [] }] });
+const kindNames = (children: readonly K8sObject[]) => children.map((c) => `${c.kind}/${c.metadata.name}`);
+
+/** Two exposes, web reachable, api not. */
+function twoExposes(): IngressDecideInput {
+  const parent = ingress("grafana", {
+    exposes: [
+      { ...WEB, name: "web" },
+      { name: "api", port: 8443, backend: { service: "grafana", port: 3001 }, tls: { secretName: "grafana-tls" } },
+    ],
+  });
+  return input({
+    parent,
+    scrapes: [
+      scraped([
+        { name: "web", reachable: true },
+        { name: "api", reachable: false },
+      ]),
+    ],
+  });
+}
+
+/** The children a healthy sync returned, as Metacontroller observes them (server-owned fields added). */
+function observedChildren(): K8sObject[] {
+  return decideIngress(input()).children.map((c) => ({
+    ...c,
+    metadata: { ...c.metadata, uid: "x", annotations: { ...(c.metadata.annotations ?? {}) } },
+  }));
+}
+
+const deployments = (children: readonly K8sObject[]) => children.filter((c) => c.kind === "Deployment");
+const withoutStatus = ({ status: _status, ...rest }: K8sObject): K8sObject => rest;
+
+/** The Deployment a healthy sync returned, as observed with a status. */
+function runningDeployment(): K8sObject[] {
+  return deployments(decideIngress(input()).children).map((d) => ({ ...d, status: { readyReplicas: 1 } }));
+}
+
+/** spec.tag set: the effective tag everywhere. */
+function explicitTag(): IngressDecideInput {
+  return input({
+    parent: ingress("grafana", { tag: "tag:dash" }),
+    policy: ok(policy({ "tag:dash": [] })),
+    nodes: ok([hsNode({ id: "9", name: "grafana", tags: ["tag:dash"] })]),
+  });
+}
+
+interface DecisionRow {
+  name: string;
+  input: () => IngressDecideInput;
+  expect: {
+    fields?: IngressStatusFields;
+    exposes?: IngressDecision["exposes"];
+    children?: string[];
+    /** Seconds, or "none" for no resync. */
+    resync?: number | "none";
+    ready?: string;
+    /** Further facts of the decision, each with what it checks. */
+    holds?: { what: string; check: (d: IngressDecision, input: IngressDecideInput) => boolean }[];
+  };
+}
+
+const AGENT_CHILDREN = [
+  "ServiceAccount/grafana-agent",
+  "ConfigMap/grafana-agent",
+  "Deployment/grafana-agent",
+  "NetworkPolicy/grafana-agent",
+  "Secret/grafana-authkey-4",
+];
+
+const decisionRows: DecisionRow[] = [
+  {
+    name: "publishes the tag, the ingress-level name and each expose's names and reachability, sorted",
+    input: twoExposes,
+    expect: {
+      fields: {
+        tag: TAG,
+        dnsName: "grafana.ts.example.com",
+        exposes: [
+          { name: "api", dnsName: "grafana.ts.example.com", dnsAliases: [], reachable: false },
+          { name: "web", dnsName: "dash.ts.example.com", dnsAliases: ["grafana-eu.ts.example.com"], reachable: true },
+        ],
+      },
+      exposes: [
+        { name: "web", reachable: true },
+        { name: "api", reachable: false },
+      ],
+    },
+  },
+  {
+    name: "does not publish names in conflict; reachability unknown is left out",
+    input: () => {
+      const parent = ingress();
+      return input({ parent, ingresses: [older(), parent], scrapes: [] });
+    },
+    expect: {
+      fields: {
+        tag: TAG,
+        dnsName: "grafana.ts.example.com",
+        exposes: [{ name: "web", dnsAliases: ["grafana-eu.ts.example.com"] }],
+      },
+    },
+  },
+  {
+    name: "publishes no name of an ingress with an invalid one",
+    input: () => {
+      const parent = ingress("grafana", { exposes: [{ ...WEB, aliases: ["Nope"] }] });
+      return input({ parent, ingresses: [parent] });
+    },
+    expect: { fields: { tag: TAG, exposes: [{ name: "web", dnsAliases: [], reachable: true }] } },
+  },
+  {
+    name: "returns the agent children with the key Secret",
+    input: () => input(),
+    expect: { children: AGENT_CHILDREN },
+  },
+  {
+    name: "without a Tailnet, returns the observed children unchanged, server-owned fields stripped",
+    input: () => input({ ...NO_TAILNET, children: observedChildren() }),
+    expect: {
+      children: AGENT_CHILDREN,
+      holds: [{ what: "no uid", check: (d) => d.children.every((c) => c.metadata.uid === undefined) }],
+    },
+  },
+  {
+    name: "no pre-auth key: no Deployment (never a tailscale container without its key)",
+    input: () => input({ authKey: { error: "Headscale POST /api/v1/preauthkey: 500" } }),
+    expect: { children: ["ServiceAccount/grafana-agent", "ConfigMap/grafana-agent", "NetworkPolicy/grafana-agent"] },
+  },
+  {
+    name: "no pre-auth key: a running Deployment comes back as it is",
+    input: () => input({ children: runningDeployment(), authKey: { error: "down" } }),
+    expect: {
+      holds: [
+        {
+          what: "the observed Deployment, unchanged (its status is the server's)",
+          check: (d, i) => isDeepStrictEqual(deployments(d.children), deployments(i.children).map(withoutStatus)),
+        },
+      ],
+    },
+  },
+  {
+    name: "resyncs after 30 s while waiting on the node",
+    input: () => input({ nodes: ok([]) }),
+    expect: { resync: 30 },
+  },
+  {
+    name: "healthy: resyncs at the key's half-life (18:00, 8 h after AT), before the certificate expires",
+    input: () => input(),
+    expect: { resync: 8 * 3600 },
+  },
+  {
+    name: "without a key: resyncs when the certificate expires",
+    input: () => input({ authKey: {} }),
+    expect: { resync: Math.ceil((VALIDITY.notAfter.getTime() - AT.getTime()) / 1000) },
+  },
+  {
+    name: "a missing Tailnet is not polled",
+    input: () => input(NO_TAILNET),
+    expect: { resync: "none" },
+  },
+  {
+    name: "uses spec.tag as the effective tag and names it everywhere; no --advertise-tags",
+    input: explicitTag,
+    expect: {
+      ready: "Ready",
+      holds: [
+        { what: "status.tag", check: (d) => d.fields.tag === "tag:dash" },
+        {
+          // the key's aclTags tag the node; Headscale >= 0.28 refuses a requested tag with a pre-auth key
+          what: "no --advertise-tags",
+          check: (d) => !/--advertise-tags/.test(JSON.stringify(d.children.find((c) => c.kind === "Deployment"))),
+        },
+      ],
+    },
+  },
+];
 
 describe("decideIngress: status, children, resync", () => {
-  it("publishes the tag, the ingress-level name and each expose's names and reachability, sorted", () => {
-    const parent = ingress("grafana", {
-      exposes: [
-        { ...WEB, name: "web" },
-        { name: "api", port: 8443, backend: { service: "grafana", port: 3001 }, tls: { secretName: "grafana-tls" } },
-      ],
+  for (const row of decisionRows) {
+    it(row.name, () => {
+      const i = row.input();
+      const d = decideIngress(i);
+      const e = row.expect;
+      if (e.fields) assert.deepEqual(d.fields, e.fields);
+      if (e.exposes) assert.deepEqual(d.exposes, e.exposes);
+      if (e.children) assert.deepEqual(kindNames(d.children), e.children);
+      if (e.resync !== undefined) assert.equal(d.resyncAfterSeconds, e.resync === "none" ? undefined : e.resync);
+      if (e.ready) assert.equal(d.conditions.find((c) => c.type === "Ready")?.reason, e.ready);
+      for (const h of e.holds ?? []) assert.ok(h.check(d, i), h.what);
     });
-    const d = decideIngress(
-      input({
-        parent,
-        scrapes: [
-          scraped([
-            { name: "web", reachable: true },
-            { name: "api", reachable: false },
-          ]),
-        ],
-      }),
-    );
-    assert.deepEqual(d.status, {
-      tag: TAG,
-      dnsName: "grafana.ts.example.com",
-      exposes: [
-        { name: "api", dnsName: "grafana.ts.example.com", dnsAliases: [], reachable: false },
-        { name: "web", dnsName: "dash.ts.example.com", dnsAliases: ["grafana-eu.ts.example.com"], reachable: true },
-      ],
+  }
+});
+
+interface PlanRow {
+  name: string;
+  input: () => IngressDecideInput;
+  expect: { write: boolean; authKey: "reuse" | "create"; superseded?: string[] };
+}
+
+const planRows: PlanRow[] = [
+  {
+    name: "a first key: created, Headscale may be written",
+    input: () => input({ authKey: {} }),
+    expect: { write: true, authKey: "create", superseded: [] },
+  },
+  {
+    name: "the node list failed: nothing is written",
+    input: () => input({ nodes: failed("GET /api/v1/node", "timeout") }),
+    expect: { write: false, authKey: "create" },
+  },
+  {
+    name: "the policy read failed: nothing is written",
+    input: () => input({ policy: failed("GET /api/v1/policy", "timeout") }),
+    expect: { write: false, authKey: "create" },
+  },
+  {
+    name: "no credentials: nothing is written",
+    input: () => input(NO_API_KEY),
+    expect: { write: false, authKey: "create", superseded: [] },
+  },
+  {
+    name: "a valid key Secret among the children is reused",
+    input: () => input({ children: observedChildren() }),
+    expect: { write: true, authKey: "reuse" },
+  },
+];
+
+describe("planIngress: the writes a sync wants", () => {
+  for (const row of planRows) {
+    it(row.name, () => {
+      const i = row.input();
+      const plan = planIngress(i.spec, i);
+      assert.equal(plan.write, row.expect.write);
+      assert.equal(plan.authKey.action, row.expect.authKey);
+      if (row.expect.superseded) {
+        assert.deepEqual(
+          plan.superseded.map((n) => n.id),
+          row.expect.superseded,
+        );
+      }
     });
-    assert.deepEqual(d.exposes, [
-      { name: "web", reachable: true },
-      { name: "api", reachable: false },
-    ]);
-  });
-
-  it("does not publish names in conflict nor any name of an ingress with an invalid one; reachability unknown is left out", () => {
-    const parent = ingress();
-    const d = decideIngress(input({ parent, ingresses: [older(), parent], scrapes: [] }));
-    assert.deepEqual(d.status.exposes, [{ name: "web", dnsAliases: ["grafana-eu.ts.example.com"] }]);
-    assert.equal(d.status.dnsName, "grafana.ts.example.com");
-    const bad = ingress("grafana", { exposes: [{ ...WEB, aliases: ["Nope"] }] });
-    const d2 = decideIngress(input({ parent: bad, ingresses: [bad] }));
-    assert.deepEqual(d2.status, { tag: TAG, exposes: [{ name: "web", dnsAliases: [], reachable: true }] });
-  });
-
-  it("returns the agent children with the key Secret, and the observed children unchanged without a Tailnet", () => {
-    const d = decideIngress(input());
-    assert.deepEqual(
-      d.children.map((c) => `${c.kind}/${c.metadata.name}`),
-      [
-        "ServiceAccount/grafana-agent",
-        "ConfigMap/grafana-agent",
-        "Deployment/grafana-agent",
-        "NetworkPolicy/grafana-agent",
-        "Secret/grafana-authkey-4",
-      ],
-    );
-    const observed = d.children.map((c) => ({
-      ...c,
-      metadata: { ...c.metadata, uid: "x", annotations: { ...(c.metadata.annotations ?? {}) } },
-    }));
-    const gone = decideIngress(
-      input({
-        children: observed,
-        tailnet: { ok: false, reason: "NoTailnet", message: "gone" },
-        policy: undefined,
-        nodes: undefined,
-        authKey: {},
-      }),
-    );
-    assert.equal(gone.children.length, 5, "no child dropped");
-    assert.ok(
-      gone.children.every((c) => c.metadata.uid === undefined),
-      "server-owned fields stripped",
-    );
-  });
-
-  it("no pre-auth key: no Deployment (never a tailscale container without its key); a running one is kept", () => {
-    const none = decideIngress(input({ authKey: { error: "Headscale POST /api/v1/preauthkey: 500" } }));
-    assert.deepEqual(
-      none.children.map((c) => `${c.kind}/${c.metadata.name}`),
-      ["ServiceAccount/grafana-agent", "ConfigMap/grafana-agent", "NetworkPolicy/grafana-agent"],
-    );
-    const running = decideIngress(input()).children.find((c) => c.kind === "Deployment");
-    assert.ok(running);
-    const kept = decideIngress(
-      input({ children: [{ ...running, status: { readyReplicas: 1 } }], authKey: { error: "down" } }),
-    ).children.find((c) => c.kind === "Deployment");
-    assert.deepStrictEqual(kept, running, "the observed Deployment comes back as it is");
-  });
-
-  it("resyncs while waiting on the outside world, at key rotation and at certificate expiry", () => {
-    assert.equal(decideIngress(input({ nodes: ok([]) })).resyncAfterSeconds, 30);
-    // healthy: the key reaches half-life at 18:00 (8 h after AT), before the certificate expires
-    assert.equal(decideIngress(input()).resyncAfterSeconds, 8 * 3600);
-    const noKey = decideIngress(input({ authKey: {} }));
-    assert.equal(noKey.resyncAfterSeconds, Math.ceil((VALIDITY.notAfter.getTime() - AT.getTime()) / 1000));
-    const none = decideIngress(
-      input({
-        tailnet: { ok: false, reason: "NoTailnet", message: "gone" },
-        policy: undefined,
-        nodes: undefined,
-        authKey: {},
-      }),
-    );
-    assert.equal(none.resyncAfterSeconds, undefined, "a missing Tailnet is not polled");
-  });
-
-  it("writes to Headscale only when the Tailnet resolved and this sync's reads succeeded", () => {
-    const base = input({ authKey: {} });
-    assert.deepEqual(planAuthKey(base), { plan: { action: "create", why: "missing" }, write: true });
-    assert.equal(planAuthKey({ ...base, nodes: failed("GET /api/v1/node", "timeout") }).write, false);
-    assert.equal(planAuthKey({ ...base, policy: failed("GET /api/v1/policy", "timeout") }).write, false);
-    assert.equal(
-      planAuthKey({ ...base, tailnet: { ok: false, reason: "NoAPIKey", message: "x" }, policy: undefined }).write,
-      false,
-    );
-  });
-
-  it("uses spec.tag as the effective tag and names it everywhere", () => {
-    const parent = ingress("grafana", { tag: "tag:dash" });
-    const d = decideIngress(
-      input({
-        parent,
-        policy: ok(policy({ "tag:dash": [] })),
-        nodes: ok([hsNode({ id: "9", name: "grafana", tags: ["tag:dash"] })]),
-      }),
-    );
-    assert.equal(d.status.tag, "tag:dash");
-    assert.equal(d.conditions.find((c) => c.type === "Ready")?.reason, "Ready");
-    const deployment = d.children.find((c) => c.kind === "Deployment");
-    // the key's aclTags tag the node; Headscale >= 0.28 refuses a requested tag with a pre-auth key
-    assert.doesNotMatch(JSON.stringify(deployment), /--advertise-tags/);
-  });
+  }
 });

@@ -1,11 +1,28 @@
+/**
+ * decideIngress, one row per (condition, reason): named builders over the real decide input
+ * (healthyInput and the NO_TAILNET / NO_API_KEY overrides), rows { name, input, expect }; the last test
+ * checks that the rows, with the hook's InvalidSpec answer, produce exactly what INGRESS_REASONS allows.
+ */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { decideIngress, type IngressInput } from "../../../src/kinds/ingress/decide.js";
+import type { ConditionInput } from "../../../src/conditions/condition.js";
+import { INGRESS_REASONS } from "../../../src/conditions/tables/ingress.js";
+import { invalidSpecConditions } from "../../../src/kinds/common.js";
+import { ingressConditions } from "../../../src/kinds/ingress/conditions.js";
+import { decideIngress, type IngressDecideInput } from "../../../src/kinds/ingress/decide.js";
 import { readIngressSpec } from "../../../src/kinds/ingress/spec.js";
-import { tailnetSettings } from "../../../src/kinds/shared/workload.js";
+import { assertCoversTable } from "../../helpers/reason-coverage.js";
 import { failed, hsNode, ok, policy } from "../shared/fixtures.js";
-import { ingress, LOGIN, scraped, TAG, tailnet, tcpIngress, tlsSecret, WEB } from "./fixtures.js";
-import { type Certificates, certificates, conditionsOf, healthyInput, type Over } from "./inputs.js";
+import { ingress, scraped, TAG, tcpIngress, tlsSecret, WEB } from "./fixtures.js";
+import {
+  type Certificates,
+  certificates,
+  conditionsOf,
+  healthyInput,
+  NO_API_KEY,
+  NO_TAILNET,
+  type Over,
+} from "./inputs.js";
 
 let certs: Certificates;
 before(async () => {
@@ -24,12 +41,17 @@ const HEALTHY = {
   Ready: "Ready",
 };
 
+type ConditionType = keyof typeof HEALTHY;
+
 interface Row {
   name: string;
-  input: () => IngressInput;
-  want: Partial<typeof HEALTHY>;
-  /** Verbatim messages by condition type. */
-  messages?: Record<string, string>;
+  input: () => IngressDecideInput;
+  expect: {
+    /** Reasons by condition type that differ from HEALTHY. */
+    reasons: Partial<Record<ConditionType, string>>;
+    /** Verbatim messages by condition type. */
+    messages?: Partial<Record<ConditionType, string>>;
+  };
 }
 
 const older = () =>
@@ -41,52 +63,60 @@ const rows: Row[] = [
   {
     name: "all healthy (http)",
     input: () => input(),
-    want: {},
-    messages: {
-      PolicyGranted: `group:eng may connect to ${TAG} on tcp:443`,
-      Registered: `1 node carries ${TAG}: grafana`,
-      BackendsReachable: "the agent reaches the backend of the expose",
-      TLSReady:
-        "the certificate covers the names of the expose; the first expires at 2027-01-01T00:00:00Z (Secret monitoring/grafana-tls)",
-      Ready: "serving web on grafana.ts.example.com",
+    expect: {
+      reasons: {},
+      messages: {
+        PolicyGranted: `group:eng may connect to ${TAG} on tcp:443`,
+        Registered: `1 node carries ${TAG}: grafana`,
+        BackendsReachable: "the agent reaches the backend of the expose",
+        TLSReady:
+          "the certificate covers the names of the expose; the first expires at 2027-01-01T00:00:00Z (Secret monitoring/grafana-tls)",
+        Ready: "serving web on grafana.ts.example.com",
+      },
     },
   },
   {
     name: "the live policy cannot be read",
     input: () => input({ policy: failed("GET /api/v1/policy", "connect ECONNREFUSED 127.0.0.1:1") }),
-    want: { TagKnown: "Unknown", Ready: "TagUnknown" },
-    messages: {
-      TagKnown: "the live policy could not be read: Headscale GET /api/v1/policy: connect ECONNREFUSED 127.0.0.1:1",
+    expect: {
+      reasons: { TagKnown: "Unknown", Ready: "TagUnknown" },
+      messages: {
+        TagKnown: "the live policy could not be read: Headscale GET /api/v1/policy: connect ECONNREFUSED 127.0.0.1:1",
+      },
     },
   },
   {
     name: "the tag is not in the live policy's tagOwners yet",
     input: () => input({ policy: ok(policy({ "tag:other": [] })) }),
-    want: { TagKnown: "PolicyPending", Ready: "TagUnknown" },
+    expect: { reasons: { TagKnown: "PolicyPending", Ready: "TagUnknown" } },
   },
   {
     name: "no policy is stored in Headscale yet",
     input: () => input({ policy: ok(null) }),
-    want: { TagKnown: "PolicyPending", Ready: "TagUnknown" },
+    expect: { reasons: { TagKnown: "PolicyPending", Ready: "TagUnknown" } },
   },
   {
     name: "allowFrom names a source outside the Tailnet's allowedIngressSources",
     input: () => input({ parent: ingress("grafana", { allowFrom: ["group:eng", "group:ops", "autogroup:member"] }) }),
-    want: { PolicyGranted: "PolicyDenied", Ready: "PolicyDenied" },
-    messages: {
-      PolicyGranted: `allowFrom group:ops, autogroup:member are not in Tailnet home's allowedIngressSources, so no grant to ${TAG} is rendered`,
+    expect: {
+      reasons: { PolicyGranted: "PolicyDenied", Ready: "PolicyDenied" },
+      messages: {
+        PolicyGranted: `allowFrom group:ops, autogroup:member are not in Tailnet home's allowedIngressSources, so no grant to ${TAG} is rendered`,
+      },
     },
   },
   {
     name: "no Headscale node carries the tag",
     input: () => input({ nodes: ok([hsNode({ id: "3", name: "laptop", tags: [] })]) }),
-    want: { Registered: "NotRegistered", Ready: "NotRegistered" },
-    messages: { Registered: `no Headscale node carries ${TAG} yet` },
+    expect: {
+      reasons: { Registered: "NotRegistered", Ready: "NotRegistered" },
+      messages: { Registered: `no Headscale node carries ${TAG} yet` },
+    },
   },
   {
     name: "the node list cannot be read",
     input: () => input({ nodes: failed("GET /api/v1/node", "500 boom", { status: 500 }) }),
-    want: { Registered: "Unknown", Ready: "Unknown" },
+    expect: { reasons: { Registered: "Unknown", Ready: "Unknown" } },
   },
   {
     name: "the agent cannot reach a backend",
@@ -98,45 +128,56 @@ const rows: Row[] = [
           ]),
         ],
       }),
-    want: { BackendsReachable: "Unreachable", Ready: "Unreachable" },
-    messages: {
-      BackendsReachable:
-        "the agent cannot reach the backend of expose web (Service monitoring/grafana port 3000): dial grafana.monitoring.svc.cluster.local:3000: ECONNREFUSED",
+    expect: {
+      reasons: { BackendsReachable: "Unreachable", Ready: "Unreachable" },
+      messages: {
+        BackendsReachable:
+          "the agent cannot reach the backend of expose web (Service monitoring/grafana port 3000): dial grafana.monitoring.svc.cluster.local:3000: ECONNREFUSED",
+      },
     },
   },
   {
     name: "the backend Service does not exist",
     input: () =>
       input({ services: new Set(), scrapes: [scraped([{ name: "web", reachable: false, error: "ENOTFOUND" }])] }),
-    want: { BackendsReachable: "Unreachable", Ready: "Unreachable" },
-    messages: {
-      BackendsReachable:
-        "the agent cannot reach the backend of expose web (Service monitoring/grafana port 3000): ENOTFOUND, and Service monitoring/grafana does not exist",
+    expect: {
+      reasons: { BackendsReachable: "Unreachable", Ready: "Unreachable" },
+      messages: {
+        BackendsReachable:
+          "the agent cannot reach the backend of expose web (Service monitoring/grafana port 3000): ENOTFOUND, and Service monitoring/grafana does not exist",
+      },
     },
   },
   {
     name: "the agent pod cannot be scraped",
     input: () => input({ scrapes: [{ ok: false, pod: "grafana-agent-0", error: "GET /status: ECONNREFUSED" }] }),
-    want: { BackendsReachable: "ProbeFailed", Ready: "ProbeFailed" },
-    messages: {
-      BackendsReachable:
-        "the agent could not be scraped (grafana-agent-0: GET /status: ECONNREFUSED); check the agent pod and its NetworkPolicy (TCP 9080 from the operator namespace)",
+    expect: {
+      reasons: { BackendsReachable: "ProbeFailed", Ready: "ProbeFailed" },
+      messages: {
+        BackendsReachable:
+          "the agent could not be scraped (grafana-agent-0: GET /status: ECONNREFUSED); check the agent pod and its NetworkPolicy (TCP 9080 from the operator namespace)",
+      },
     },
   },
   {
     name: "no agent pod runs yet",
     input: () => input({ scrapes: [] }),
-    want: { BackendsReachable: "ProbeFailed", Ready: "ProbeFailed" },
-    messages: {
-      BackendsReachable: "no agent pod of Deployment monitoring/grafana-agent is running yet, so no backend was probed",
+    expect: {
+      reasons: { BackendsReachable: "ProbeFailed", Ready: "ProbeFailed" },
+      messages: {
+        BackendsReachable:
+          "no agent pod of Deployment monitoring/grafana-agent is running yet, so no backend was probed",
+      },
     },
   },
   {
     name: "the agent does not report the expose (older configuration)",
     input: () => input({ scrapes: [scraped([{ name: "old", reachable: true }])] }),
-    want: { BackendsReachable: "ProbeFailed", Ready: "ProbeFailed" },
-    messages: {
-      BackendsReachable: "the agent does not report expose web yet (its pod still runs an older configuration)",
+    expect: {
+      reasons: { BackendsReachable: "ProbeFailed", Ready: "ProbeFailed" },
+      messages: {
+        BackendsReachable: "the agent does not report expose web yet (its pod still runs an older configuration)",
+      },
     },
   },
   {
@@ -150,83 +191,78 @@ const rows: Row[] = [
         services: new Set(["postgres"]),
         tlsSecrets: new Map(),
       }),
-    want: { TLSReady: "TLSNotRequired" },
+    expect: { reasons: { TLSReady: "TLSNotRequired" } },
   },
   {
     name: "the TLS Secret does not exist",
     input: () => input({ tlsSecrets: new Map() }),
-    want: { TLSReady: "TLSSecretMissing", Ready: "TLSSecretMissing" },
-    messages: { TLSReady: "Secret monitoring/grafana-tls (spec.exposes[0].tls) does not exist" },
+    expect: {
+      reasons: { TLSReady: "TLSSecretMissing", Ready: "TLSSecretMissing" },
+      messages: { TLSReady: "Secret monitoring/grafana-tls (spec.exposes[0].tls) does not exist" },
+    },
   },
   {
     name: "the TLS Secret is not of type kubernetes.io/tls",
     input: () =>
       input({ tlsSecrets: new Map([["grafana-tls", tlsSecret("grafana-tls", certs.good, { type: "Opaque" })]]) }),
-    want: { TLSReady: "TLSSecretInvalid", Ready: "TLSSecretInvalid" },
-    messages: {
-      TLSReady: "Secret monitoring/grafana-tls (spec.exposes[0].tls) is of type Opaque, not kubernetes.io/tls",
+    expect: {
+      reasons: { TLSReady: "TLSSecretInvalid", Ready: "TLSSecretInvalid" },
+      messages: {
+        TLSReady: "Secret monitoring/grafana-tls (spec.exposes[0].tls) is of type Opaque, not kubernetes.io/tls",
+      },
     },
   },
   {
     name: "the certificate does not cover an alias",
     input: () => input({ tlsSecrets: new Map([["grafana-tls", tlsSecret("grafana-tls", certs.dashOnly)]]) }),
-    want: { TLSReady: "TLSNameMismatch", Ready: "TLSNameMismatch" },
-    messages: {
-      TLSReady:
-        "the certificate in Secret monitoring/grafana-tls (spec.exposes[0].tls) does not cover grafana-eu.ts.example.com (it covers dash.ts.example.com)",
+    expect: {
+      reasons: { TLSReady: "TLSNameMismatch", Ready: "TLSNameMismatch" },
+      messages: {
+        TLSReady:
+          "the certificate in Secret monitoring/grafana-tls (spec.exposes[0].tls) does not cover grafana-eu.ts.example.com (it covers dash.ts.example.com)",
+      },
     },
   },
   {
     name: "the certificate has expired",
     input: () => input({ tlsSecrets: new Map([["grafana-tls", tlsSecret("grafana-tls", certs.expired)]]) }),
-    want: { TLSReady: "TLSExpired", Ready: "TLSExpired" },
-    messages: {
-      TLSReady:
-        "the certificate in Secret monitoring/grafana-tls (spec.exposes[0].tls) expired at 2026-11-28T00:00:00Z",
+    expect: {
+      reasons: { TLSReady: "TLSExpired", Ready: "TLSExpired" },
+      messages: {
+        TLSReady:
+          "the certificate in Secret monitoring/grafana-tls (spec.exposes[0].tls) expired at 2026-11-28T00:00:00Z",
+      },
     },
   },
   {
     name: "the Tailnet does not exist",
-    input: () =>
-      input({
-        tailnet: { ok: false, reason: "NoTailnet", message: 'Tailnet "home" not found' },
-        policy: undefined,
-        nodes: undefined,
-        authKey: {},
-      }),
-    want: {
-      TagKnown: "NoTailnet",
-      PolicyGranted: "NoTailnet",
-      Registered: "NoTailnet",
-      TLSReady: "NoTailnet",
-      Ready: "NoTailnet",
+    input: () => input(NO_TAILNET),
+    expect: {
+      reasons: {
+        TagKnown: "NoTailnet",
+        PolicyGranted: "NoTailnet",
+        Registered: "NoTailnet",
+        TLSReady: "NoTailnet",
+        Ready: "NoTailnet",
+      },
+      messages: { Ready: 'Tailnet "home" not found', TagKnown: 'not evaluated: Tailnet "home" not found' },
     },
-    messages: { Ready: 'Tailnet "home" not found', TagKnown: 'not evaluated: Tailnet "home" not found' },
   },
   {
     name: "the Tailnet has not published its credentials",
-    input: () =>
-      input({
-        tailnet: {
-          ok: false,
-          reason: "NoAPIKey",
-          message: "Secret tailnet-system/tailnet-home-credentials not found yet",
-          settings: tailnetSettings(tailnet()),
-        },
-        policy: undefined,
-        nodes: undefined,
-        authKey: {},
-      }),
-    want: { TagKnown: "NoAPIKey", Registered: "NoAPIKey", Ready: "NoAPIKey" },
+    input: () => input(NO_API_KEY),
+    expect: { reasons: { TagKnown: "NoAPIKey", Registered: "NoAPIKey", Ready: "NoAPIKey" } },
   },
   {
     name: "a host is not a DNS label",
     input: () =>
       input({ parent: ingress("grafana", { exposes: [{ ...WEB, host: "Dash", aliases: ["eu.grafana"] }] }) }),
-    want: { TLSReady: "TLSNameMismatch", Ready: "InvalidDNSName" },
-    messages: {
-      Ready:
-        'not a DNS label: spec.exposes[0].host "Dash", spec.exposes[0].aliases[0] "eu.grafana" (a host or alias is one lower-case label; the Tailnet\'s baseDomain is appended); nothing is published',
+    expect: {
+      reasons: { TLSReady: "TLSNameMismatch", Ready: "InvalidDNSName" },
+      messages: {
+        Ready:
+          'not a DNS label: spec.exposes[0].host "Dash", spec.exposes[0].aliases[0] "eu.grafana" (a host or alias is one lower-case label; the Tailnet\'s baseDomain is appended); nothing is published',
+      },
     },
   },
   {
@@ -235,35 +271,97 @@ const rows: Row[] = [
       const parent = ingress();
       return input({ parent, ingresses: [older(), parent] });
     },
-    want: { Ready: "DNSNameConflict" },
-    messages: {
-      Ready:
-        "already claimed by an older TailnetIngress: dash.ts.example.com (team/old); these names are not published for this ingress",
+    expect: {
+      reasons: { Ready: "DNSNameConflict" },
+      messages: {
+        Ready:
+          "already claimed by an older TailnetIngress: dash.ts.example.com (team/old); these names are not published for this ingress",
+      },
     },
   },
 ];
+
+/** Ready's message is the first blocker's (the ordered conditions'), except for the Tailnet's own reasons. */
+function assertReadyRepeats(got: Map<string, ConditionInput>): void {
+  const ready = got.get("Ready");
+  const ordered = ["Registered", "PolicyGranted", "TLSReady", "BackendsReachable"];
+  const blocker = ordered.map((t) => got.get(t)).find((c) => c?.status !== "True" && c?.reason === ready?.reason);
+  const fromTailnet = ready?.reason === "NoTailnet" || ready?.reason === "NoAPIKey";
+  if (ready?.status !== "True" && blocker && !fromTailnet) assert.equal(ready?.message, blocker.message);
+}
 
 describe("decideIngress: one row per reason", () => {
   for (const row of rows) {
     it(row.name, () => {
       const i = row.input();
       const got = conditionsOf(i);
-      const want = { ...HEALTHY, ...row.want };
-      if (i.spec.mode === "tcp") want.TLSReady = row.want.TLSReady ?? "TLSNotRequired";
+      const want: Record<string, string> = { ...HEALTHY, ...row.expect.reasons };
+      if (i.spec.mode === "tcp") want.TLSReady = row.expect.reasons.TLSReady ?? "TLSNotRequired";
       assert.deepEqual(Object.fromEntries([...got].map(([t, c]) => [t, c.reason])), want, "reasons by condition type");
-      for (const [type, message] of Object.entries(row.messages ?? {})) {
+      for (const [type, message] of Object.entries(row.expect.messages ?? {})) {
         assert.equal(got.get(type)?.message, message, `${type} message`);
       }
-      const ready = got.get("Ready");
-      const ordered = ["Registered", "PolicyGranted", "TLSReady", "BackendsReachable"];
-      const blocker = ordered.map((t) => got.get(t)).find((c) => c?.status !== "True" && c?.reason === ready?.reason);
-      const fromTailnet = ready?.reason === "NoTailnet" || ready?.reason === "NoAPIKey";
-      if (ready?.status !== "True" && blocker && !fromTailnet)
-        assert.equal(ready?.message, blocker.message, "Ready repeats it");
+      assertReadyRepeats(got);
       for (const c of got.values()) assert.doesNotMatch(c.message, /hskey|BEGIN|PRIVATE/, "no key material");
     });
   }
+});
 
+// The Ready staircase: each step fixes the blocker the previous one reported, so Ready walks
+// NoTailnet → NoAPIKey → TagUnknown → InvalidDNSName → DNSNameConflict → Registered → PolicyGranted
+// → TLSReady → BackendsReachable → Ready. Each step's input is built from scratch (no mutated world).
+const broken = () => ingress("grafana", { allowFrom: ["group:ops"], exposes: [{ ...WEB, host: "Dash" }] });
+const fixedName = () => ingress("grafana", { allowFrom: ["group:ops"] });
+
+/** The input after the first `fixed` fixes. */
+function stair(fixed: number): IngressDecideInput {
+  const parent = fixed < 4 ? broken() : fixed < 7 ? fixedName() : ingress("grafana");
+  const tailnetOver: Over = fixed === 0 ? NO_TAILNET : fixed === 1 ? NO_API_KEY : {};
+  return {
+    ...input({
+      parent,
+      ingresses: fixed < 5 ? [older(), parent] : [parent],
+      policy: ok(policy(fixed < 3 ? {} : { [TAG]: [] })),
+      nodes: ok(fixed < 6 ? [] : [hsNode({ id: "9", name: "grafana", tags: [TAG] })]),
+      tlsSecrets: fixed < 8 ? new Map() : new Map([["grafana-tls", tlsSecret("grafana-tls", certs.good)]]),
+      scrapes: [scraped([{ name: "web", reachable: fixed >= 9, error: "ECONNREFUSED" }])],
+      authKey: {},
+      ...tailnetOver,
+    }),
+    spec: readIngressSpec(parent),
+  };
+}
+
+const STAIRS = [
+  "NoTailnet",
+  "NoAPIKey",
+  "TagUnknown",
+  "InvalidDNSName",
+  "DNSNameConflict",
+  "NotRegistered",
+  "PolicyDenied",
+  "TLSSecretMissing",
+  "Unreachable",
+  "Ready",
+];
+
+const staircase: Row[] = STAIRS.map((reason, fixed) => ({
+  name: `staircase step ${fixed}: Ready is ${reason}`,
+  input: () => stair(fixed),
+  expect: { reasons: { Ready: reason } },
+}));
+
+describe("decideIngress: the Ready staircase", () => {
+  for (const row of staircase) {
+    it(row.name, () => {
+      const ready = conditionsOf(row.input()).get("Ready");
+      assert.equal(ready?.reason, row.expect.reasons.Ready);
+      assert.equal(ready?.status, row.expect.reasons.Ready === "Ready" ? "True" : "False");
+    });
+  }
+});
+
+describe("decideIngress: conditions", () => {
   it("lists conditions in the api.md order, Unknown never True without an observation", () => {
     const d = decideIngress(input({ scrapes: [], nodes: failed("GET /api/v1/node", "timeout") }));
     assert.deepEqual(
@@ -274,72 +372,17 @@ describe("decideIngress: one row per reason", () => {
     assert.equal(byType.get("Registered"), "Unknown");
     assert.equal(byType.get("BackendsReachable"), "Unknown");
   });
-});
 
-describe("decideIngress: the Ready staircase", () => {
-  it("walks NoTailnet → … → DNSNameConflict → Registered → PolicyGranted → TLSReady → BackendsReachable → Ready", () => {
-    const parent = ingress("grafana", { allowFrom: ["group:ops"], exposes: [{ ...WEB, host: "Dash" }] });
-    const fixed = ingress("grafana", { allowFrom: ["group:ops"] });
-    let i = input({
-      parent,
-      tailnet: { ok: false, reason: "NoTailnet", message: 'Tailnet "home" not found' },
-      policy: undefined,
-      nodes: undefined,
-      ingresses: [older(), parent],
-      tlsSecrets: new Map(),
-      scrapes: [scraped([{ name: "web", reachable: false, error: "ECONNREFUSED" }])],
-      authKey: {},
-    });
-    const steps: [string, (x: IngressInput) => IngressInput][] = [
-      [
-        "NoAPIKey",
-        (x) => ({
-          ...x,
-          tailnet: { ok: false, reason: "NoAPIKey", message: "no credentials", settings: tailnetSettings(tailnet()) },
-        }),
-      ],
-      [
-        "TagUnknown",
-        (x) => ({
-          ...x,
-          tailnet: { ok: true, settings: tailnetSettings(tailnet()), loginServer: LOGIN },
-          policy: ok(policy({})),
-          nodes: ok([]),
-        }),
-      ],
-      ["InvalidDNSName", (x) => ({ ...x, policy: ok(policy({ [TAG]: [] })) })],
-      ["DNSNameConflict", (x) => ({ ...x, parent: fixed, spec: readIngressSpec(fixed) })],
-      ["NotRegistered", (x) => ({ ...x, ingresses: [fixed] })],
-      ["PolicyDenied", (x) => ({ ...x, nodes: ok([hsNode({ id: "9", name: "grafana", tags: [TAG] })]) })],
-      [
-        "TLSSecretMissing",
-        (x) => {
-          const p = ingress("grafana");
-          return { ...x, parent: p, spec: readIngressSpec(p), ingresses: [p] };
-        },
-      ],
-      ["Unreachable", (x) => ({ ...x, tlsSecrets: new Map([["grafana-tls", tlsSecret("grafana-tls", certs.good)]]) })],
-      ["Ready", (x) => ({ ...x, scrapes: [scraped([{ name: "web", reachable: true }])] })],
-    ];
-    const seen = [conditionsOf(i).get("Ready")?.reason];
-    for (const [want, step] of steps) {
-      i = step(i);
-      const ready = conditionsOf(i).get("Ready");
-      assert.equal(ready?.reason, want);
-      assert.equal(ready?.status, want === "Ready" ? "True" : "False");
-      seen.push(ready?.reason);
-    }
-    assert.deepEqual(seen, [
-      "NoTailnet",
-      "NoAPIKey",
-      "TagUnknown",
-      "InvalidDNSName",
-      "DNSNameConflict",
-      "NotRegistered",
-      "PolicyDenied",
-      "TLSSecretMissing",
-      "Unreachable",
+  it("the rows and the InvalidSpec answer produce exactly the (condition, reason, status) triples of INGRESS_REASONS", () => {
+    const invalid = invalidSpecConditions(
+      ingress(),
       "Ready",
+      ingressConditions.types,
+      "spec.exposes[0].tls.secretName: required in mode http",
+    );
+    assertCoversTable(INGRESS_REASONS, [
+      ...[...rows, ...staircase].map((r) => decideIngress(r.input()).conditions),
+      invalid,
     ]);
   });
 });

@@ -37,6 +37,7 @@ export interface IngressOpts {
   allowFrom?: string[];
   exposes?: ExposeInput[];
   tag?: string;
+  replicas?: number;
   tailnet?: string;
   created?: string;
   uid?: string;
@@ -54,6 +55,7 @@ export function ingress(name = "grafana", opts: IngressOpts = {}): K8sObject {
       allowFrom: opts.allowFrom ?? ["group:eng"],
       exposes: opts.exposes ?? [WEB],
       ...(opts.tag ? { tag: opts.tag } : {}),
+      ...(opts.replicas !== undefined ? { replicas: opts.replicas } : {}),
     },
     {
       namespace: opts.namespace ?? NS,

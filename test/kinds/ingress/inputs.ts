@@ -2,9 +2,10 @@
  * Inputs for the pure decide tests: a healthy http ingress (every condition good) that each test
  * breaks in one place, with certificates from the test PKI valid around AT.
  */
+import type { ConditionInput } from "../../../src/conditions/condition.js";
 import { DEFAULT_CONFIG } from "../../../src/config.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
-import { decideIngress, type IngressInput } from "../../../src/kinds/ingress/decide.js";
+import { decideIngress, type IngressDecideInput, type TailnetView } from "../../../src/kinds/ingress/decide.js";
 import { readIngressSpec } from "../../../src/kinds/ingress/spec.js";
 import { type AuthKeyOutcome, authKeySecret } from "../../../src/kinds/shared/authkey.js";
 import { tailnetSettings } from "../../../src/kinds/shared/workload.js";
@@ -52,17 +53,45 @@ export function keyOutcome(parent: K8sObject): AuthKeyOutcome {
   return { secret, keyId: "4", expiresAt: KEY_EXPIRES };
 }
 
-export type Over = Partial<Omit<IngressInput, "spec">>;
+export type Over = Partial<Omit<IngressDecideInput, "spec">>;
 
-/** A healthy http ingress: every condition good; each test breaks one thing. */
-export function healthyInput(good: IssuedCertificate, over: Over = {}): IngressInput {
+/** The Tailnet resolved, as observe reports it. */
+export const resolved = (spec: Record<string, unknown> = {}): TailnetView => ({
+  ok: true,
+  settings: tailnetSettings(tailnet("home", spec)),
+  loginServer: LOGIN,
+});
+
+/** No Tailnet: nothing read from Headscale, no key. */
+export const NO_TAILNET: Over = {
+  tailnet: { ok: false, reason: "NoTailnet", message: 'Tailnet "home" not found' },
+  policy: undefined,
+  nodes: undefined,
+  authKey: {},
+};
+
+/** The Tailnet exists but has not published its credentials: its settings are known, Headscale was not read. */
+export const NO_API_KEY: Over = {
+  tailnet: {
+    ok: false,
+    reason: "NoAPIKey",
+    message: "Secret tailnet-system/tailnet-home-credentials not found yet",
+    settings: tailnetSettings(tailnet()),
+  },
+  policy: undefined,
+  nodes: undefined,
+  authKey: {},
+};
+
+/** A healthy http ingress: every condition good; each test breaks one thing. The spec is read from `parent`. */
+export function healthyInput(good: IssuedCertificate, over: Over = {}): IngressDecideInput {
   const parent = over.parent ?? ingress();
   return {
     parent,
     config: DEFAULT_CONFIG,
     spec: readIngressSpec(parent),
     children: [],
-    tailnet: { ok: true, settings: tailnetSettings(tailnet()), loginServer: LOGIN },
+    tailnet: resolved(),
     policy: ok(policy({ [TAG]: ["group:ops"] })),
     nodes: ok([hsNode({ id: "9", name: "grafana", tags: [TAG] })]),
     scrapes: [scraped([{ name: "web", reachable: true }])],
@@ -75,4 +104,5 @@ export function healthyInput(good: IssuedCertificate, over: Over = {}): IngressI
   };
 }
 
-export const conditionsOf = (i: IngressInput) => new Map(decideIngress(i).conditions.map((c) => [c.type, c]));
+export const conditionsOf = (i: IngressDecideInput): Map<string, ConditionInput> =>
+  new Map(decideIngress(i).conditions.map((c) => [c.type, c]));

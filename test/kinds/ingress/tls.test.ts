@@ -79,14 +79,9 @@ describe("checkTlsSecret", () => {
 
 describe("tlsCondition", () => {
   it("is True/TLSNotRequired in tcp mode, whatever the Secrets", () => {
-    const got = tlsCondition(readIngressSpec(tcpIngress()), "monitoring", new Map(), undefined, NOW);
+    const got = tlsCondition(readIngressSpec(tcpIngress()), "monitoring", new Map(), () => [], NOW);
     assert.equal(got.condition.reason, "TLSNotRequired");
     assert.equal(got.condition.status, "True");
-  });
-
-  it("is Unknown while the names are unknown (no Tailnet)", () => {
-    const got = tlsCondition(readIngressSpec(ingress()), "monitoring", new Map(), undefined, NOW);
-    assert.equal(got.condition.status, "Unknown");
   });
 
   it("reports the first expose with a problem, naming its field, and counts a shared Secret once", () => {
