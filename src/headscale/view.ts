@@ -225,6 +225,15 @@ export class HeadscaleView {
     return this.get("policy");
   }
 
+  /**
+   * The node list read now, for a read-modify-write of approved routes (approveRoutes replaces the whole set):
+   * the cached list is dropped first and the fresh read takes its place.
+   */
+  freshNodes(): Promise<Obs<HsNode[]>> {
+    this.invalidate("nodes");
+    return this.get("nodes");
+  }
+
   private async write<T>(part: ViewPart, call: Promise<T>): Promise<Outcome<T>> {
     const outcome = await outcomeOf(call);
     const refused = !outcome.ok && outcome.error.status !== undefined && outcome.error.status < 500;

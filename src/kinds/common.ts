@@ -77,15 +77,28 @@ export function invalidSpecResult(
   allTypes: readonly string[],
   message: string,
 ): SyncResult {
-  const prev = previousStatus(req.parent);
+  const next = invalidSpecConditions(req.parent, conditionType, allTypes, message);
+  const { conditions: _c, observedGeneration: _g, ...rest } = previousStatus(req.parent);
+  return { status: assembleStatus(req, deps, next, rest), children: reuseAllChildren(req.children) };
+}
+
+/**
+ * The conditions of `invalidSpecResult` (pure): `conditionType` False/InvalidSpec with `message`, every other
+ * type as the previous status had it, or Unknown/InvalidSpec ("not evaluated") when it had none.
+ */
+export function invalidSpecConditions(
+  parent: K8sObject,
+  conditionType: string,
+  allTypes: readonly string[],
+  message: string,
+): ConditionInput[] {
+  const prev = previousStatus(parent);
   const prevConds = Array.isArray(prev.conditions) ? (prev.conditions as ConditionInput[]) : [];
-  const next = allTypes.map((type) => {
+  return allTypes.map((type) => {
     if (type === conditionType) return cond(type, "False", CommonReason.InvalidSpec, message);
     const old = prevConds.find((c) => c?.type === type);
     return old
       ? cond(type, old.status, old.reason, old.message)
       : cond(type, "Unknown", CommonReason.InvalidSpec, "not evaluated: the spec is invalid");
   });
-  const { conditions: _c, observedGeneration: _g, ...rest } = prev;
-  return { status: assembleStatus(req, deps, next, rest), children: reuseAllChildren(req.children) };
 }

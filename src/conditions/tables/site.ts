@@ -2,15 +2,28 @@
 import type { ReasonTable } from "../table.js";
 
 export const SITE_REASONS = {
-  RouteConflict: { NoConflict: ["False"], OverlapsReserved: ["True"], OverlapsSite: ["True"], NoTailnet: ["Unknown"] },
-  UnmanagedOverlap: { None: ["False"], Unmanaged: ["True"], NotObserved: ["Unknown"] },
-  Advertised: { Advertised: ["True"], NotAdvertised: ["False"], NotObserved: ["Unknown"] },
-  Approved: { Approved: ["True"], NotApproved: ["False"], NotObserved: ["Unknown"] },
+  RouteConflict: {
+    NoConflict: ["False"],
+    OverlapsReserved: ["True"],
+    OverlapsSite: ["True"],
+    NoTailnet: ["Unknown"],
+    InvalidSpec: ["Unknown"],
+  },
+  UnmanagedOverlap: { None: ["False"], Unmanaged: ["True"], NotObserved: ["Unknown"], InvalidSpec: ["Unknown"] },
+  Advertised: {
+    Advertised: ["True"],
+    NotAdvertised: ["False"],
+    NotObserved: ["Unknown"],
+    InvalidSpec: ["Unknown"],
+  },
+  Approved: { Approved: ["True"], NotApproved: ["False"], NotObserved: ["Unknown"], InvalidSpec: ["Unknown"] },
   Ready: {
     Ready: ["True"],
     InvalidSpec: ["False"],
     NoTailnet: ["False"],
     NoAPIKey: ["False"],
+    OverlapsReserved: ["False"],
+    OverlapsSite: ["False"],
     NotAdvertised: ["False"],
     NotApproved: ["False"],
     NotObserved: ["False"],

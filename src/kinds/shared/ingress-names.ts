@@ -6,8 +6,8 @@
  * its conflicting names are not published. An ingress with an invalid name publishes nothing and
  * so claims nothing: `nameConflicts` and `nameOwners` agree on who owns every name.
  */
+import { isOlder, sortByAge } from "../../k8s/age.js";
 import type { K8sObject } from "../../k8s/objects.js";
-import { isOlder, sortByAge } from "../site/conflict.js";
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 

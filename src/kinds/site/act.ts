@@ -8,9 +8,22 @@
  * update (and counts it as a replay). Failures are outcomes, never thrown.
  */
 import type { HeadscaleView } from "../../headscale/view.js";
-import type { ApprovalAction, ApprovalOutcome } from "./decide.js";
+import { resourceId } from "../common.js";
+import { tailnetRefName } from "../related.js";
+import type { HookDeps, HookRequest } from "../types.js";
+import type { SiteObservation } from "./observe.js";
+import type { ApprovalAction, SitePlan } from "./plan.js";
 import { canonicalRoute } from "./routes.js";
 import { remainingRoutes, type Withdrawal } from "./withdraw.js";
+
+export type ApprovalOutcome =
+  | { ok: true; nodeId: string; node: string; added: string[]; approvedRoutes: string[] }
+  | { ok: false; nodeId: string; node: string; error: string };
+
+/** What act did this sync: one outcome per approval of the plan (none when it wanted none). */
+export interface SiteOutcome {
+  approvals: ApprovalOutcome[];
+}
 
 /** The tail of the write queue per Headscale view (per connection). */
 const queues = new WeakMap<HeadscaleView, Promise<unknown>>();
@@ -25,17 +38,46 @@ function serialised<T>(view: HeadscaleView, fn: () => Promise<T>): Promise<T> {
   return run;
 }
 
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+/**
+ * The plan's approvals through the view, counted in tailnet_route_approvals_replayed_total (for this site
+ * and for the other sites it writes for) and logged per node.
+ */
+export async function actSite(
+  req: HookRequest,
+  plan: SitePlan,
+  observed: SiteObservation,
+  deps: HookDeps,
+): Promise<SiteOutcome> {
+  const { view } = observed;
+  if (!view) return { approvals: [] };
+  const { namespace, name } = resourceId(req.parent);
+  const tailnet = tailnetRefName(req.parent) ?? "";
+  // The series exists from the first sync at 0, so the first replay batch is an increase, not a baseline.
+  deps.metrics.routeApprovalsReplayed.inc({ tailnet, namespace, name }, 0);
+  if (plan.approvals.length === 0) return { approvals: [] };
+  const outcomes = await approveSiteRoutes(view, plan.approvals);
+  const replayed = replayedRoutes(plan.approvals, outcomes);
+  if (replayed > 0) deps.metrics.routeApprovalsReplayed.inc({ tailnet, namespace, name }, replayed);
+  for (const o of replayedForOthers(plan.approvals, outcomes)) {
+    deps.metrics.routeApprovalsReplayed.inc({ tailnet, namespace: o.namespace, name: o.name }, o.count);
+  }
+  for (const o of outcomes) {
+    if (o.ok && o.added.length > 0)
+      deps.log.info({ site: `${namespace}/${name}`, node: o.node, routes: o.added }, "approved routes");
+    else if (!o.ok)
+      deps.log.warn({ site: `${namespace}/${name}`, node: o.node, error: o.error }, "route approval failed");
+  }
+  return { approvals: outcomes };
+}
 
-/** Carries out the approvals; afterwards the view's node list is invalidated (our own write). */
+/** Carries out the approvals: a fresh node list first, each write through the view (which drops its cached nodes). */
 export async function approveSiteRoutes(
   view: HeadscaleView,
   actions: readonly ApprovalAction[],
 ): Promise<ApprovalOutcome[]> {
   if (actions.length === 0) return [];
   return serialised(view, async () => {
-    view.invalidate("nodes");
-    const fresh = await view.nodes();
+    const fresh = await view.freshNodes();
     const outcomes: ApprovalOutcome[] = [];
     for (const action of actions) {
       const fail = (error: string): ApprovalOutcome => ({ ok: false, nodeId: action.nodeId, node: action.node, error });
@@ -56,20 +98,19 @@ export async function approveSiteRoutes(
         outcomes.push({ ok: true, nodeId: node.id, node: action.node, added: [], approvedRoutes: node.approvedRoutes });
         continue;
       }
-      try {
-        const updated = await view.client.nodes.approveRoutes(node.id, [...node.approvedRoutes, ...missing]);
-        outcomes.push({
-          ok: true,
-          nodeId: node.id,
-          node: action.node,
-          added: missing,
-          approvedRoutes: updated.approvedRoutes,
-        });
-      } catch (error) {
-        outcomes.push(fail(messageOf(error)));
-      }
+      const updated = await view.approveRoutes(node.id, [...node.approvedRoutes, ...missing]);
+      outcomes.push(
+        updated.ok
+          ? {
+              ok: true,
+              nodeId: node.id,
+              node: action.node,
+              added: missing,
+              approvedRoutes: updated.value.approvedRoutes,
+            }
+          : fail(updated.error.message),
+      );
     }
-    view.invalidate("nodes");
     return outcomes;
   });
 }
@@ -82,7 +123,6 @@ export type WithdrawalOutcome =
  * Withdraws a deleted site's routes: per node, re-read right before the write (in the same queue as
  * approvals) and send the node's full approved set without exactly these routes — every other
  * route, approved by anyone, stays. A node that is gone, or no longer has the routes, needs nothing.
- * Afterwards the view's node list is invalidated.
  */
 export async function withdrawSiteRoutes(
   view: HeadscaleView,
@@ -90,8 +130,7 @@ export async function withdrawSiteRoutes(
 ): Promise<WithdrawalOutcome[]> {
   if (withdrawals.length === 0) return [];
   return serialised(view, async () => {
-    view.invalidate("nodes");
-    const fresh = await view.nodes();
+    const fresh = await view.freshNodes();
     const outcomes: WithdrawalOutcome[] = [];
     for (const w of withdrawals) {
       if (!fresh.ok) {
@@ -109,15 +148,18 @@ export async function withdrawSiteRoutes(
         outcomes.push({ ok: true, nodeId: w.nodeId, node: w.node, removed: [] });
         continue;
       }
-      try {
-        await view.client.nodes.approveRoutes(node.id, remaining);
-        const removed = node.approvedRoutes.filter((r) => !remaining.includes(r));
-        outcomes.push({ ok: true, nodeId: node.id, node: w.node, removed });
-      } catch (error) {
-        outcomes.push({ ok: false, nodeId: w.nodeId, node: w.node, error: messageOf(error) });
-      }
+      const written = await view.approveRoutes(node.id, remaining);
+      outcomes.push(
+        written.ok
+          ? {
+              ok: true,
+              nodeId: node.id,
+              node: w.node,
+              removed: node.approvedRoutes.filter((r) => !remaining.includes(r)),
+            }
+          : { ok: false, nodeId: w.nodeId, node: w.node, error: written.error.message },
+      );
     }
-    view.invalidate("nodes");
     return outcomes;
   });
 }

@@ -14,6 +14,7 @@
  * of comparing every pair of prefixes.
  */
 import { SiteReason } from "../../conditions/reasons.js";
+import { isOlder } from "../../k8s/age.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { type Cidr, cidrsOverlap, parseCidr } from "../../net/cidr.js";
 import { isExitRoute } from "../../net/exit.js";
@@ -64,25 +65,7 @@ const parseSite = (site: K8sObject): ParsedSite => ({
   prefixes: parsePrefixes((site.spec as { prefixes?: unknown } | undefined)?.prefixes),
 });
 
-/** Strict "is older than": creationTimestamp, then namespace/name, so exactly one of two sites wins. */
-export function isOlder(a: K8sObject, b: K8sObject): boolean {
-  const ta = a.metadata.creationTimestamp ?? "";
-  const tb = b.metadata.creationTimestamp ?? "";
-  if (ta !== tb) return ta < tb;
-  return idOf(a) < idOf(b);
-}
-
 const byAge = (a: K8sObject, b: K8sObject) => (isOlder(a, b) ? -1 : isOlder(b, a) ? 1 : 0);
-
-/**
- * `objects` oldest first, in `isOlder` order (a stable sort by the same relation), with each
- * object's sort key built once instead of in every comparison (thousands of objects per render).
- */
-export function sortByAge<T extends K8sObject>(objects: readonly T[]): T[] {
-  const keyed = objects.map((o) => ({ ts: o.metadata.creationTimestamp ?? "", id: idOf(o), o }));
-  keyed.sort((a, b) => (a.ts !== b.ts ? (a.ts < b.ts ? -1 : 1) : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return keyed.map((k) => k.o);
-}
 
 function reservedConflict(me: ParsedSite, reserved: readonly Prefix[]): SiteConflict | undefined {
   for (const p of me.prefixes) {

@@ -3,7 +3,7 @@
  * `finalized: true` — only once a fresh read shows them gone (see withdraw.ts for what is the
  * site's and for the order: the live policy without the site's autoApprovers first, then the
  * withdrawal, because Headscale re-approves what the live policy still auto-approves on the next
- * reload).
+ * reload). The same stages as a sync: observe → plan → act → decide → respond.
  *
  * - No Tailnet or no credentials: Headscale cannot be reached; holding the object would clean
  *   nothing, so it is released (logged).
@@ -14,19 +14,23 @@
  */
 
 import { API_VERSION } from "../../api/schemas.js";
+import type { ConditionInput } from "../../conditions/condition.js";
 import type { HsNode } from "../../headscale/types.js";
 import type { HeadscaleView } from "../../headscale/view.js";
-import { objectsOf } from "../../k8s/objects.js";
+import { type K8sObject, objectsOf } from "../../k8s/objects.js";
 import { withdrawResource } from "../../metrics/resource.js";
 import { assembleStatus, resourceId } from "../common.js";
 import { tailnetRefName } from "../related.js";
 import { resolveWorkload, tailnetIncompatible } from "../shared/workload.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../types.js";
-import { withdrawSiteRoutes } from "./act.js";
-import { previousAdvertisers } from "./decide.js";
+import { type WithdrawalOutcome, withdrawSiteRoutes } from "./act.js";
+import { type AdvertiserStatus, previousAdvertisers } from "./advertisers.js";
+import type { NodesObservation } from "./observe.js";
 import {
   finalizeConditions,
+  type HeldRoute,
   keptMessage,
+  type LiveApprovers,
   liveApprovers,
   planWithdrawal,
   remainingRoutes,
@@ -38,21 +42,90 @@ import {
 /** While a deletion waits on Headscale or on the Tailnet's policy write. */
 export const FINALIZE_RESYNC_SECONDS = 10;
 
-type Read = { ok: true; plan: WithdrawalPlan; nodes: readonly HsNode[] } | { ok: false; message: string };
+/** What a deletion sees: whether the operator may write, and the fresh node list and live policy. */
+export type WithdrawalObservation =
+  /** Released without writing: Headscale cannot be reached, or the operator writes nothing there. */
+  | { state: "released"; level: "warn" | "info"; message: string; logFields: Record<string, unknown> }
+  | { state: "unobserved"; message: string }
+  | {
+      state: "observed";
+      view: HeadscaleView;
+      sites: readonly K8sObject[];
+      nodes: readonly HsNode[];
+      live: LiveApprovers;
+    };
 
-async function readPlan(req: HookRequest, deps: HookDeps, view: HeadscaleView): Promise<Read> {
-  view.invalidate("nodes");
-  view.invalidate("policy");
-  const [nodes, policy] = await Promise.all([view.nodes(), view.policy()]);
-  if (!nodes.ok) return { ok: false, message: `routes not observed: ${nodes.error.message}` };
-  if (!policy.ok) return { ok: false, message: `live policy not observed: ${policy.error.message}` };
+/** What act did: the withdrawals' outcomes, and the node list read after them (when there were any). */
+export interface WithdrawalActOutcome {
+  withdrawals: WithdrawalOutcome[];
+  after?: NodesObservation;
+}
+
+export type WithdrawalDecision =
+  | { finalized: true; kept: HeldRoute[]; conditions: ConditionInput[]; fields: { advertisers: AdvertiserStatus[] } }
+  | { finalized: false; waiting: string; conditions: ConditionInput[]; fields: { advertisers: AdvertiserStatus[] } };
+
+async function observeWithdrawal(req: HookRequest, deps: HookDeps): Promise<WithdrawalObservation> {
+  const ctx = resolveWorkload(req, deps);
+  if (!ctx.ok) {
+    return {
+      state: "released",
+      level: "warn",
+      message: `finalized without withdrawing route approvals: ${ctx.message}`,
+      logFields: { reason: ctx.reason },
+    };
+  }
+  const writesNothing =
+    ctx.settings.policyMode === "DryRun"
+      ? `Tailnet ${ctx.settings.name} is in DryRun (spec.policy.mode)`
+      : tailnetIncompatible(ctx.tailnet)
+        ? `Tailnet ${ctx.settings.name} reports HeadscaleCompatible=False`
+        : "";
+  if (writesNothing) {
+    return {
+      state: "released",
+      level: "info",
+      message: `${writesNothing}: the operator writes nothing, so no route approval is withdrawn (withdraw them with headscale nodes approve-routes once the policy no longer auto-approves them)`,
+      logFields: { advertisers: previousAdvertisers(req.parent) },
+    };
+  }
+  const view = deps.views.view(ctx.conn);
+  const [nodes, policy] = await Promise.all([view.freshNodes(), view.freshPolicy()]);
+  const unobserved = (message: string): WithdrawalObservation => ({
+    state: "unobserved",
+    message: `withdrawing route approvals: ${message}`,
+  });
+  if (!nodes.ok) return unobserved(`routes not observed: ${nodes.error.message}`);
+  if (!policy.ok) return unobserved(`live policy not observed: ${policy.error.message}`);
   const live = liveApprovers(policy.value?.policy ?? null);
-  if (!live.ok) return { ok: false, message: live.message };
+  if (!live.ok) return unobserved(live.message);
   const sites = objectsOf(req.related, API_VERSION, "TailnetSite");
+  return { state: "observed", view, sites, nodes: nodes.value, live: live.value };
+}
+
+function planSiteWithdrawal(parent: K8sObject, observed: WithdrawalObservation, now: Date): WithdrawalPlan {
+  if (observed.state !== "observed") return { withdraw: [], waiting: [], kept: [] };
+  return planWithdrawal({ parent, sites: observed.sites, nodes: observed.nodes, live: observed.live, now });
+}
+
+async function actWithdrawal(
+  req: HookRequest,
+  plan: WithdrawalPlan,
+  observed: WithdrawalObservation,
+  deps: HookDeps,
+): Promise<WithdrawalActOutcome> {
+  if (observed.state !== "observed") return { withdrawals: [] };
+  const withdrawals = await withdrawSiteRoutes(observed.view, plan.withdraw);
+  const site = `${req.parent.metadata.namespace ?? ""}/${req.parent.metadata.name}`;
+  for (const o of withdrawals) {
+    if (o.ok && o.removed.length > 0) deps.log.info({ site, node: o.node, routes: o.removed }, "withdrew routes");
+  }
+  // finalized only on what Headscale shows now, not on what was asked
+  if (plan.withdraw.length === 0 || plan.waiting.length > 0 || withdrawals.some((o) => !o.ok)) return { withdrawals };
+  const fresh = await observed.view.nodes();
   return {
-    ok: true,
-    nodes: nodes.value,
-    plan: planWithdrawal({ parent: req.parent, sites, nodes: nodes.value, live: live.value, now: deps.now() }),
+    withdrawals,
+    after: fresh.ok ? { ok: true, value: fresh.value } : { ok: false, message: fresh.error.message },
   };
 }
 
@@ -64,74 +137,58 @@ function stillApproved(nodes: readonly HsNode[], withdrawals: readonly Withdrawa
   });
 }
 
-export async function finalizeSite(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
+/** Why the deletion still waits, or "" when the site may go. */
+function waitingOn(observed: WithdrawalObservation, plan: WithdrawalPlan, outcome: WithdrawalActOutcome): string {
+  if (observed.state === "released") return "";
+  if (observed.state === "unobserved") return observed.message;
+  const failed = outcome.withdrawals.find((o) => !o.ok);
+  if (failed && !failed.ok) return `withdrawing route approvals: on ${failed.node} failed: ${failed.error}`;
+  if (plan.waiting.length > 0) return waitingMessage(plan.waiting);
+  if (!outcome.after) return "";
+  if (!outcome.after.ok) return `withdrawing route approvals: routes not observed: ${outcome.after.message}`;
+  const left = stillApproved(outcome.after.value, plan.withdraw);
+  if (left.length === 0) return "";
+  const text = left.map((w) => `${w.remove.join(", ")} on ${w.node}`).join("; ");
+  return `withdrawing route approvals: still approved after the write: ${text}`;
+}
+
+export function decideWithdrawal(
+  parent: K8sObject,
+  observed: WithdrawalObservation,
+  plan: WithdrawalPlan,
+  outcome: WithdrawalActOutcome,
+): WithdrawalDecision {
+  const fields = { advertisers: previousAdvertisers(parent) };
+  const waiting = waitingOn(observed, plan, outcome);
+  if (waiting) return { finalized: false, waiting, conditions: finalizeConditions(parent, waiting), fields };
+  return { finalized: true, kept: plan.kept, conditions: finalizeConditions(parent), fields };
+}
+
+/** The finalize answer: the status (no condition metrics: the object is going), and the logs of the deletion. */
+function respondFinalize(
+  req: HookRequest,
+  deps: HookDeps,
+  observed: WithdrawalObservation,
+  decision: WithdrawalDecision,
+): FinalizeResult {
   const { namespace, name } = resourceId(req.parent);
-  const who = `${namespace}/${name}`;
-  const tailnet = tailnetRefName(req.parent) ?? "";
-  const status = (waiting?: string) =>
-    assembleStatus(
-      req,
-      deps,
-      finalizeConditions(req.parent, waiting),
-      { advertisers: previousAdvertisers(req.parent) },
-      { publish: false },
-    );
-  const done = (): FinalizeResult => {
-    withdrawResource(deps.metrics, resourceId(req.parent));
-    deps.metrics.routeApprovalsReplayed.remove({ tailnet, namespace, name });
-    return { status: status(), children: [], finalized: true };
-  };
-  const wait = (message: string): FinalizeResult => {
-    deps.log.warn({ site: who }, message);
-    return {
-      status: status(message),
-      children: [],
-      finalized: false,
-      resyncAfterSeconds: FINALIZE_RESYNC_SECONDS,
-    };
-  };
+  const site = `${namespace}/${name}`;
+  const status = assembleStatus(req, deps, decision.conditions, decision.fields, { publish: false });
+  if (!decision.finalized) {
+    deps.log.warn({ site }, decision.waiting);
+    return { status, children: [], finalized: false, resyncAfterSeconds: FINALIZE_RESYNC_SECONDS };
+  }
+  if (observed.state === "released") deps.log[observed.level]({ site, ...observed.logFields }, observed.message);
+  if (decision.kept.length > 0) deps.log.info({ site }, keptMessage(decision.kept));
+  withdrawResource(deps.metrics, resourceId(req.parent));
+  deps.metrics.routeApprovalsReplayed.remove({ tailnet: tailnetRefName(req.parent) ?? "", namespace, name });
+  return { status, children: [], finalized: true };
+}
 
-  const ctx = resolveWorkload(req, deps);
-  if (!ctx.ok) {
-    deps.log.warn({ site: who, reason: ctx.reason }, "finalized without withdrawing route approvals: %s", ctx.message);
-    return done();
-  }
-  const writesNothing =
-    ctx.settings.policyMode === "DryRun"
-      ? `Tailnet ${ctx.settings.name} is in DryRun (spec.policy.mode)`
-      : tailnetIncompatible(ctx.tailnet)
-        ? `Tailnet ${ctx.settings.name} reports HeadscaleCompatible=False`
-        : "";
-  if (writesNothing) {
-    deps.log.info(
-      { site: who, advertisers: previousAdvertisers(req.parent) },
-      "%s: the operator writes nothing, so no route approval is withdrawn (withdraw them with headscale nodes approve-routes once the policy no longer auto-approves them)",
-      writesNothing,
-    );
-    return done();
-  }
-
-  const view = deps.views.view(ctx.conn);
-  const first = await readPlan(req, deps, view);
-  if (!first.ok) return wait(`withdrawing route approvals: ${first.message}`);
-  const { plan } = first;
-  const outcomes = await withdrawSiteRoutes(view, plan.withdraw);
-  for (const o of outcomes) {
-    if (o.ok && o.removed.length > 0) deps.log.info({ site: who, node: o.node, routes: o.removed }, "withdrew routes");
-  }
-  const failed = outcomes.find((o) => !o.ok);
-  if (failed && !failed.ok) return wait(`withdrawing route approvals: on ${failed.node} failed: ${failed.error}`);
-  if (plan.waiting.length > 0) return wait(waitingMessage(plan.waiting));
-  // finalized only on what Headscale shows now, not on what was asked
-  if (plan.withdraw.length > 0) {
-    const fresh = await view.nodes();
-    if (!fresh.ok) return wait(`withdrawing route approvals: routes not observed: ${fresh.error.message}`);
-    const left = stillApproved(fresh.value, plan.withdraw);
-    if (left.length > 0) {
-      const text = left.map((w) => `${w.remove.join(", ")} on ${w.node}`).join("; ");
-      return wait(`withdrawing route approvals: still approved after the write: ${text}`);
-    }
-  }
-  if (plan.kept.length > 0) deps.log.info({ site: who }, keptMessage(plan.kept));
-  return done();
+export async function finalizeSite(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
+  const observed = await observeWithdrawal(req, deps);
+  const plan = planSiteWithdrawal(req.parent, observed, deps.now());
+  const outcome = await actWithdrawal(req, plan, observed, deps);
+  const decision = decideWithdrawal(req.parent, observed, plan, outcome);
+  return respondFinalize(req, deps, observed, decision);
 }

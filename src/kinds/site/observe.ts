@@ -4,14 +4,32 @@
  * observation (decide reports NotObserved), never thrown.
  */
 import { API_VERSION } from "../../api/schemas.js";
+import type { CommonReason } from "../../conditions/reasons.js";
+import type { HsNode } from "../../headscale/types.js";
 import type { HeadscaleView } from "../../headscale/view.js";
+import type { K8sObject } from "../../k8s/objects.js";
 import { objectsOf } from "../../k8s/objects.js";
-import { resolveWorkload } from "../shared/workload.js";
+import { resolveWorkload, type TailnetSettings } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
-import type { NodesObservation, SiteInput } from "./decide.js";
+
+export type NodesObservation = { ok: true; value: readonly HsNode[] } | { ok: false; message: string };
+
+/** resolveWorkload's answer, without the connection (plan and decide need no credentials). */
+export type SiteTailnet =
+  | { ok: true; tailnet: K8sObject; settings: TailnetSettings }
+  | {
+      ok: false;
+      reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey;
+      message: string;
+      settings?: TailnetSettings;
+    };
 
 export interface SiteObservation {
-  input: SiteInput;
+  /** Every TailnetSite (related), the parent included or not. */
+  sites: readonly K8sObject[];
+  tailnet: SiteTailnet;
+  /** Undefined when Headscale was not queried (no Tailnet or no API key). */
+  nodes?: NodesObservation;
   /** The view to write through; undefined when Headscale was not queried. */
   view?: HeadscaleView;
 }
@@ -19,11 +37,11 @@ export interface SiteObservation {
 export async function observeSite(req: HookRequest, deps: HookDeps): Promise<SiteObservation> {
   const workload = resolveWorkload(req, deps);
   const sites = objectsOf(req.related, API_VERSION, "TailnetSite");
-  if (!workload.ok) return { input: { parent: req.parent, sites, tailnet: workload } };
+  if (!workload.ok) return { sites, tailnet: workload };
   const view = deps.views.view(workload.conn);
   const obs = await view.nodes();
   const nodes: NodesObservation = obs.ok ? { ok: true, value: obs.value } : { ok: false, message: obs.error.message };
-  // The connection (and its API key) stays here: decide gets the Tailnet and its settings only.
+  // The connection (and its API key) stays here: plan and decide get the Tailnet and its settings only.
   const tailnet = { ok: true as const, tailnet: workload.tailnet, settings: workload.settings };
-  return { input: { parent: req.parent, sites, tailnet, nodes }, view };
+  return { sites, tailnet, nodes, view };
 }

@@ -22,12 +22,13 @@
 import { type ConditionInput, cond } from "../../conditions/condition.js";
 import { SiteCondition, SiteReason } from "../../conditions/reasons.js";
 import type { HsNode } from "../../headscale/types.js";
+import { isOlder, sortByAge } from "../../k8s/age.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { type Cidr, cidrContains, parseCidr } from "../../net/cidr.js";
-import { EXIT_ROUTES, isExitNodePrefixes, isExitRoute } from "../../net/exit.js";
+import { EXIT_ROUTES, isExitRoute } from "../../net/exit.js";
 import { parseHuJson } from "../../policy/hujson.js";
-import { isOlder, sortByAge } from "./conflict.js";
-import { carriesAny, nodeName, sitePrefixes } from "./routes.js";
+import { carriesAny, nodeName } from "./routes.js";
+import { readSiteSpec } from "./spec.js";
 
 /** How long a deletion waits for the live policy to drop the site's autoApprovers before keeping a route. */
 export const WITHDRAW_WAIT_SECONDS = 600;
@@ -113,14 +114,12 @@ interface SiteView {
 
 /** A site's claim; default routes only when it is an exit-node site (elsewhere they are InvalidSpec). */
 function viewOf(site: K8sObject): SiteView {
-  const spec = (site.spec ?? {}) as { prefixes?: unknown; advertiserTags?: unknown; tailnetRef?: { name?: unknown } };
-  const cidrs = sitePrefixes(spec.prefixes).map((p) => p.cidr);
-  const exitNode = isExitNodePrefixes(cidrs);
+  const spec = readSiteSpec(site);
   return {
     id: `${site.metadata.namespace ?? ""}/${site.metadata.name}`,
-    tailnet: typeof spec.tailnetRef?.name === "string" ? spec.tailnetRef.name : undefined,
-    prefixes: new Set(cidrs.filter((c) => exitNode || !isExitRoute(c)).map((c) => c.text)),
-    tags: [...new Set(strings(spec.advertiserTags))].sort(),
+    tailnet: spec.tailnet,
+    prefixes: new Set(spec.prefixes.filter((p) => spec.exitNode || !isExitRoute(p.cidr)).map((p) => p.cidr.text)),
+    tags: spec.advertiserTags,
   };
 }
 

@@ -17,9 +17,11 @@
  */
 import { validateSpec } from "../../api/validate.js";
 import type { HsNode } from "../../headscale/types.js";
+import { sortByAge } from "../../k8s/age.js";
 import type { K8sObject } from "../../k8s/objects.js";
-import { siteConflicts, sortByAge } from "./conflict.js";
-import { carriesAny, type SitePrefix, sitePrefixes } from "./routes.js";
+import { siteConflicts } from "./conflict.js";
+import { carriesAny, type SitePrefix } from "./routes.js";
+import { readSiteSpec, siteSpecProblem } from "./spec.js";
 
 export interface SiteClaim {
   site: K8sObject;
@@ -38,21 +40,19 @@ export interface NodeWriters {
   writerOf(node: HsNode): { claim: SiteClaim; deleting: boolean } | undefined;
 }
 
-const tailnetOf = (site: K8sObject) => (site.spec as { tailnetRef?: { name?: string } } | undefined)?.tailnetRef?.name;
 const idOf = (o: K8sObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+const tailnetOf = (site: K8sObject) => readSiteSpec(site).tailnet;
+const validSpec = (site: K8sObject) => validateSpec("site", site.spec) === undefined && !siteSpecProblem(site);
 
 function claimOf(site: K8sObject): SiteClaim {
-  const spec = (site.spec ?? {}) as { prefixes?: unknown; advertiserTags?: unknown };
-  const tags = Array.isArray(spec.advertiserTags)
-    ? spec.advertiserTags.filter((t): t is string => typeof t === "string")
-    : [];
+  const spec = readSiteSpec(site);
   return {
     site,
     id: idOf(site),
     namespace: site.metadata.namespace ?? "",
     name: site.metadata.name,
-    prefixes: sitePrefixes(spec.prefixes),
-    tags: [...new Set(tags)].sort(),
+    prefixes: spec.prefixes,
+    tags: spec.advertiserTags,
   };
 }
 
@@ -68,10 +68,7 @@ export function nodeWriters(
   const ordered = sortByAge(mine);
   const deleting = ordered.filter((s) => s.metadata.deletionTimestamp).map(claimOf);
   const live = ordered
-    .filter(
-      (s) =>
-        !s.metadata.deletionTimestamp && !conflicts.get(idOf(s))?.blocked && validateSpec("site", s.spec) === undefined,
-    )
+    .filter((s) => !s.metadata.deletionTimestamp && !conflicts.get(idOf(s))?.blocked && validSpec(s))
     .map(claimOf);
   return {
     live,

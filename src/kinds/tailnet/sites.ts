@@ -9,10 +9,10 @@
  * through every prefix's leading bits. Deleting sites block no one, as in `siteConflict`; a test
  * checks both agree on random sites.
  */
+import { sortByAge } from "../../k8s/age.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { type Cidr, cidrsOverlap, parseCidr } from "../../net/cidr.js";
 import { isExitRoute } from "../../net/exit.js";
-import { sortByAge } from "../site/conflict.js";
 
 const idOf = (o: K8sObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 

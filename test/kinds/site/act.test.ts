@@ -7,7 +7,7 @@ import {
   replayedRoutes,
   withdrawSiteRoutes,
 } from "../../../src/kinds/site/act.js";
-import type { ApprovalAction } from "../../../src/kinds/site/decide.js";
+import type { ApprovalAction } from "../../../src/kinds/site/plan.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../fakes/headscale/index.js";
 
 const P = "192.168.10.0/24";

@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import ipaddr from "ipaddr.js";
+import { isOlder } from "../../../src/k8s/age.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
-import { isOlder, type SiteConflict, siteConflict, siteConflicts } from "../../../src/kinds/site/conflict.js";
+import { type SiteConflict, siteConflict, siteConflicts } from "../../../src/kinds/site/conflict.js";
 import { site } from "./fixtures.js";
 
 const RESERVED = ["10.96.0.0/12", "10.244.0.0/16", "fd00:10:96::/112"];

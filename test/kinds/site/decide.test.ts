@@ -1,9 +1,17 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { ConditionInput } from "../../../src/conditions/condition.js";
+import { conditionsOf } from "../../../src/conditions/table.js";
+import { SITE_REASONS } from "../../../src/conditions/tables/site.js";
 import type { HsNode } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
+import { invalidSpecConditions } from "../../../src/kinds/common.js";
 import { tailnetSettings } from "../../../src/kinds/shared/workload.js";
-import { decideSite, type SiteDecision, type SiteInput } from "../../../src/kinds/site/decide.js";
+import type { ApprovalOutcome } from "../../../src/kinds/site/act.js";
+import { decideSite, type SiteDecideInput, type SiteDecision } from "../../../src/kinds/site/decide.js";
+import type { SiteTailnet } from "../../../src/kinds/site/observe.js";
+import { planSite } from "../../../src/kinds/site/plan.js";
+import { readSiteSpec } from "../../../src/kinds/site/spec.js";
 import {
   finalizeConditions,
   liveApprovers,
@@ -12,6 +20,7 @@ import {
   type WithdrawalInput,
   waitingMessage,
 } from "../../../src/kinds/site/withdraw.js";
+import { assertCoversTable } from "../../helpers/reason-coverage.js";
 import { node, site, tailnet } from "./fixtures.js";
 
 const P4 = "192.168.10.0/24";
@@ -24,164 +33,212 @@ const router = (opts: Parameters<typeof node>[1] = {}) =>
   node("router-1", { id: "1", tags: [TAG], available: [P4, P6], approved: [P4, P6], ...opts });
 const laptop = (available: string[]) => node("laptop", { id: "9", available, approved: [] });
 
-function onTailnet(t: K8sObject): SiteInput["tailnet"] {
-  return { ok: true, tailnet: t, settings: tailnetSettings(t) };
+/** The Tailnet as observe resolves it: found, with its credentials. */
+const onTailnet = (t: K8sObject = tailnet()): SiteTailnet => ({ ok: true, tailnet: t, settings: tailnetSettings(t) });
+/** No Tailnet of that name: Headscale is not queried. */
+const noTailnet = (message = 'Tailnet "home" not found'): SiteTailnet => ({ ok: false, reason: "NoTailnet", message });
+/** The Tailnet exists (its settings are known) but has not published its credentials. */
+const noAPIKey = (message = "Secret tailnet-system/tailnet-home-credentials not found yet"): SiteTailnet => ({
+  ok: false,
+  reason: "NoAPIKey",
+  message,
+  settings: tailnetSettings(tailnet()),
+});
+
+interface World {
+  parent?: K8sObject;
+  /** Related sites; the parent alone by default. */
+  sites?: K8sObject[];
+  tailnet?: SiteTailnet;
+  /** The node list Headscale answers (a router approved for both prefixes and an unrelated laptop by default). */
+  nodes?: HsNode[];
+  /** The node list read failed with this message. */
+  unobserved?: string;
+  outcomes?: ApprovalOutcome[];
 }
 
-/** A healthy world: one router announcing and approved for both prefixes, an unrelated laptop route. */
-function healthy(over: Partial<SiteInput> & { nodeList?: HsNode[] } = {}): SiteInput {
-  const parent = over.parent ?? lan();
+/**
+ * The real decide (and plan) input, as the stages build it: the spec read from the parent, Headscale queried
+ * only when the Tailnet and its credentials exist.
+ */
+function input(w: World = {}): SiteDecideInput {
+  const parent = w.parent ?? lan();
+  const t = w.tailnet ?? onTailnet();
+  const nodes = !t.ok
+    ? undefined
+    : w.unobserved !== undefined
+      ? { ok: false as const, message: w.unobserved }
+      : { ok: true as const, value: w.nodes ?? [router(), laptop(["10.1.0.0/16"])] };
   return {
     parent,
-    sites: over.sites ?? [parent],
-    tailnet: over.tailnet ?? onTailnet(tailnet()),
-    nodes: over.nodes ?? { ok: true, value: over.nodeList ?? [router(), laptop(["10.1.0.0/16"])] },
-    outcomes: over.outcomes,
+    spec: readSiteSpec(parent),
+    sites: w.sites ?? [parent],
+    tailnet: t,
+    nodes,
+    outcomes: w.outcomes ?? [],
   };
 }
 
 const reasons = (d: SiteDecision) => Object.fromEntries(d.conditions.map((c) => [c.type, c.reason]));
 const message = (d: SiteDecision, type: string) => d.conditions.find((c) => c.type === type)?.message;
 const statusOf = (d: SiteDecision, type: string) => d.conditions.find((c) => c.type === type)?.status;
+const approvals = (w: World = {}) => planSite(input(w)).approvals;
+const decide = (w: World = {}) => decideSite(input(w));
+
+/** Every condition list the rows of this file produce, for the coverage check at the end. */
+const produced: (readonly ConditionInput[])[] = [];
 
 describe("decideSite: one row per reason (reasons page order)", () => {
-  const rows: { name: string; input: SiteInput; want: Record<string, string>; messages?: Record<string, string> }[] = [
+  const rows: {
+    name: string;
+    input: SiteDecideInput;
+    expect: { reasons: Record<string, string>; messages?: Record<string, string> };
+  }[] = [
     {
       name: "a prefix inside a reserved network",
-      input: healthy({ parent: lan({ prefixes: ["10.96.10.0/24"] }) }),
-      want: {
-        RouteConflict: "OverlapsReserved",
-        UnmanagedOverlap: "None",
-        Advertised: "NotAdvertised",
-        Approved: "NotApproved",
-        Ready: "OverlapsReserved",
-      },
-      messages: {
-        RouteConflict:
-          "prefix 10.96.10.0/24 of TailnetSite net/lan overlaps reserved network 10.96.0.0/12 of Tailnet home",
-        Ready: "prefix 10.96.10.0/24 of TailnetSite net/lan overlaps reserved network 10.96.0.0/12 of Tailnet home",
+      input: input({ parent: lan({ prefixes: ["10.96.10.0/24"] }) }),
+      expect: {
+        reasons: {
+          RouteConflict: "OverlapsReserved",
+          UnmanagedOverlap: "None",
+          Advertised: "NotAdvertised",
+          Approved: "NotApproved",
+          Ready: "OverlapsReserved",
+        },
+        messages: {
+          RouteConflict:
+            "prefix 10.96.10.0/24 of TailnetSite net/lan overlaps reserved network 10.96.0.0/12 of Tailnet home",
+          Ready: "prefix 10.96.10.0/24 of TailnetSite net/lan overlaps reserved network 10.96.0.0/12 of Tailnet home",
+        },
       },
     },
     {
       name: "an older site claims an overlapping prefix",
-      input: healthy({
+      input: input({
         sites: [lan(), site("home", { prefixes: ["192.168.0.0/16"], created: "2026-11-01T00:00:00Z" })],
       }),
-      want: {
-        RouteConflict: "OverlapsSite",
-        UnmanagedOverlap: "None",
-        Advertised: "Advertised",
-        Approved: "Approved",
-        Ready: "OverlapsSite",
-      },
-      messages: {
-        RouteConflict:
-          "prefix 192.168.10.0/24 of TailnetSite net/lan overlaps prefix 192.168.0.0/16 of the older TailnetSite net/home",
-        Ready:
-          "prefix 192.168.10.0/24 of TailnetSite net/lan overlaps prefix 192.168.0.0/16 of the older TailnetSite net/home",
+      expect: {
+        reasons: {
+          RouteConflict: "OverlapsSite",
+          UnmanagedOverlap: "None",
+          Advertised: "Advertised",
+          Approved: "Approved",
+          Ready: "OverlapsSite",
+        },
+        messages: {
+          RouteConflict:
+            "prefix 192.168.10.0/24 of TailnetSite net/lan overlaps prefix 192.168.0.0/16 of the older TailnetSite net/home",
+          Ready:
+            "prefix 192.168.10.0/24 of TailnetSite net/lan overlaps prefix 192.168.0.0/16 of the older TailnetSite net/home",
+        },
       },
     },
     {
       name: "a laptop without the advertiser tag announces a nested route",
-      input: healthy({ nodeList: [router(), laptop(["192.168.10.0/25"])] }),
-      want: {
-        RouteConflict: "NoConflict",
-        UnmanagedOverlap: "Unmanaged",
-        Advertised: "Advertised",
-        Approved: "Approved",
-        Ready: "Ready",
-      },
-      messages: {
-        UnmanagedOverlap:
-          "node without an advertiser tag (tag:router-home) advertises an overlapping route: laptop 192.168.10.0/25 (overlaps 192.168.10.0/24)",
+      input: input({ nodes: [router(), laptop(["192.168.10.0/25"])] }),
+      expect: {
+        reasons: {
+          RouteConflict: "NoConflict",
+          UnmanagedOverlap: "Unmanaged",
+          Advertised: "Advertised",
+          Approved: "Approved",
+          Ready: "Ready",
+        },
+        messages: {
+          UnmanagedOverlap:
+            "node without an advertiser tag (tag:router-home) advertises an overlapping route: laptop 192.168.10.0/25 (overlaps 192.168.10.0/24)",
+        },
       },
     },
     {
       name: "no router announces the prefixes",
-      input: healthy({ nodeList: [router({ available: [], approved: [] })] }),
-      want: {
-        RouteConflict: "NoConflict",
-        UnmanagedOverlap: "None",
-        Advertised: "NotAdvertised",
-        Approved: "NotApproved",
-        Ready: "NotAdvertised",
-      },
-      messages: {
-        Advertised: "no node tagged tag:router-home advertises 192.168.10.0/24, fd00:1::/64",
-        Approved: "not advertised, so not approved: 192.168.10.0/24, fd00:1::/64",
-        Ready: "no node tagged tag:router-home advertises 192.168.10.0/24, fd00:1::/64",
+      input: input({ nodes: [router({ available: [], approved: [] })] }),
+      expect: {
+        reasons: {
+          RouteConflict: "NoConflict",
+          UnmanagedOverlap: "None",
+          Advertised: "NotAdvertised",
+          Approved: "NotApproved",
+          Ready: "NotAdvertised",
+        },
+        messages: {
+          Advertised: "no node tagged tag:router-home advertises 192.168.10.0/24, fd00:1::/64",
+          Approved: "not advertised, so not approved: 192.168.10.0/24, fd00:1::/64",
+          Ready: "no node tagged tag:router-home advertises 192.168.10.0/24, fd00:1::/64",
+        },
       },
     },
     {
       name: "the router announces but nothing is approved",
-      input: healthy({ nodeList: [router({ approved: [] })] }),
-      want: {
-        RouteConflict: "NoConflict",
-        UnmanagedOverlap: "None",
-        Advertised: "Advertised",
-        Approved: "NotApproved",
-        Ready: "NotApproved",
+      input: input({ nodes: [router({ approved: [] })] }),
+      expect: {
+        reasons: {
+          RouteConflict: "NoConflict",
+          UnmanagedOverlap: "None",
+          Advertised: "Advertised",
+          Approved: "NotApproved",
+          Ready: "NotApproved",
+        },
+        messages: { Approved: "advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1" },
       },
-      messages: { Approved: "advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1" },
     },
     {
       name: "Headscale cannot be queried",
-      input: healthy({ nodes: { ok: false, message: "Headscale GET /api/v1/node: connection refused" } }),
-      want: {
-        RouteConflict: "NoConflict",
-        UnmanagedOverlap: "NotObserved",
-        Advertised: "NotObserved",
-        Approved: "NotObserved",
-        Ready: "NotObserved",
-      },
-      messages: {
-        Advertised: "routes not observed: Headscale GET /api/v1/node: connection refused",
-        Ready: "routes not observed: Headscale GET /api/v1/node: connection refused",
+      input: input({ unobserved: "Headscale GET /api/v1/node: connection refused" }),
+      expect: {
+        reasons: {
+          RouteConflict: "NoConflict",
+          UnmanagedOverlap: "NotObserved",
+          Advertised: "NotObserved",
+          Approved: "NotObserved",
+          Ready: "NotObserved",
+        },
+        messages: {
+          Advertised: "routes not observed: Headscale GET /api/v1/node: connection refused",
+          Ready: "routes not observed: Headscale GET /api/v1/node: connection refused",
+        },
       },
     },
     {
       name: "the Tailnet does not exist",
-      input: healthy({
-        tailnet: { ok: false, reason: "NoTailnet", message: 'Tailnet "home" not found' },
-        nodes: undefined,
+      input: input({
+        tailnet: noTailnet(),
       }),
-      want: {
-        RouteConflict: "NoTailnet",
-        UnmanagedOverlap: "NotObserved",
-        Advertised: "NotObserved",
-        Approved: "NotObserved",
-        Ready: "NoTailnet",
-      },
-      messages: {
-        RouteConflict: 'reservedNetworks unknown: Tailnet "home" not found',
-        Ready: 'Tailnet "home" not found',
+      expect: {
+        reasons: {
+          RouteConflict: "NoTailnet",
+          UnmanagedOverlap: "NotObserved",
+          Advertised: "NotObserved",
+          Approved: "NotObserved",
+          Ready: "NoTailnet",
+        },
+        messages: {
+          RouteConflict: 'reservedNetworks unknown: Tailnet "home" not found',
+          Ready: 'Tailnet "home" not found',
+        },
       },
     },
     {
       name: "the Tailnet's credentials are not published yet",
-      input: healthy({
-        tailnet: {
-          ok: false,
-          reason: "NoAPIKey",
-          message: "Secret tailnet-system/tailnet-home-credentials not found yet",
-          settings: tailnetSettings(tailnet()),
-        },
-        nodes: undefined,
+      input: input({
+        tailnet: noAPIKey(),
       }),
-      want: {
-        RouteConflict: "NoConflict",
-        UnmanagedOverlap: "NotObserved",
-        Advertised: "NotObserved",
-        Approved: "NotObserved",
-        Ready: "NoAPIKey",
+      expect: {
+        reasons: {
+          RouteConflict: "NoConflict",
+          UnmanagedOverlap: "NotObserved",
+          Advertised: "NotObserved",
+          Approved: "NotObserved",
+          Ready: "NoAPIKey",
+        },
+        messages: { Ready: "Secret tailnet-system/tailnet-home-credentials not found yet" },
       },
-      messages: { Ready: "Secret tailnet-system/tailnet-home-credentials not found yet" },
     },
     {
       name: "an exit-node site: its exit node announces and has approved both exit routes",
-      input: healthy({
+      input: input({
         parent: lan({ prefixes: ["0.0.0.0/0", "::/0"], advertiserTags: ["tag:exit"] }),
-        nodeList: [
+        nodes: [
           node("exit-1", {
             id: "7",
             tags: ["tag:exit"],
@@ -191,46 +248,51 @@ describe("decideSite: one row per reason (reasons page order)", () => {
           laptop(["10.96.1.0/24", "192.168.10.0/24"]),
         ],
       }),
-      want: {
-        RouteConflict: "NoConflict",
-        UnmanagedOverlap: "None",
-        Advertised: "Advertised",
-        Approved: "Approved",
-        Ready: "Ready",
-      },
-      messages: {
-        RouteConflict:
-          "exit-node site: exit routes claim no network, so they overlap no reserved network of Tailnet home and no other TailnetSite",
-        UnmanagedOverlap:
-          "exit-node site: no route competes with exit routes (clients choose an exit node; subnet routes are more specific)",
-        Approved: "approved: 0.0.0.0/0, ::/0 on exit-1",
+      expect: {
+        reasons: {
+          RouteConflict: "NoConflict",
+          UnmanagedOverlap: "None",
+          Advertised: "Advertised",
+          Approved: "Approved",
+          Ready: "Ready",
+        },
+        messages: {
+          RouteConflict:
+            "exit-node site: exit routes claim no network, so they overlap no reserved network of Tailnet home and no other TailnetSite",
+          UnmanagedOverlap:
+            "exit-node site: no route competes with exit routes (clients choose an exit node; subnet routes are more specific)",
+          Approved: "approved: 0.0.0.0/0, ::/0 on exit-1",
+        },
       },
     },
     {
       name: "all healthy",
-      input: healthy(),
-      want: {
-        RouteConflict: "NoConflict",
-        UnmanagedOverlap: "None",
-        Advertised: "Advertised",
-        Approved: "Approved",
-        Ready: "Ready",
-      },
-      messages: {
-        RouteConflict: "no prefix overlaps a reserved network of Tailnet home or an older TailnetSite",
-        UnmanagedOverlap:
-          "no node without an advertiser tag advertises a route overlapping 192.168.10.0/24, fd00:1::/64",
-        Advertised: "advertised: 192.168.10.0/24 by router-1; fd00:1::/64 by router-1",
-        Approved: "approved: 192.168.10.0/24, fd00:1::/64 on router-1",
-        Ready: "every prefix is advertised and approved",
+      input: input(),
+      expect: {
+        reasons: {
+          RouteConflict: "NoConflict",
+          UnmanagedOverlap: "None",
+          Advertised: "Advertised",
+          Approved: "Approved",
+          Ready: "Ready",
+        },
+        messages: {
+          RouteConflict: "no prefix overlaps a reserved network of Tailnet home or an older TailnetSite",
+          UnmanagedOverlap:
+            "no node without an advertiser tag advertises a route overlapping 192.168.10.0/24, fd00:1::/64",
+          Advertised: "advertised: 192.168.10.0/24 by router-1; fd00:1::/64 by router-1",
+          Approved: "approved: 192.168.10.0/24, fd00:1::/64 on router-1",
+          Ready: "every prefix is advertised and approved",
+        },
       },
     },
   ];
   for (const row of rows) {
     it(row.name, () => {
       const d = decideSite(row.input);
-      assert.deepEqual(reasons(d), row.want);
-      for (const [type, text] of Object.entries(row.messages ?? {})) assert.equal(message(d, type), text, type);
+      produced.push(d.conditions);
+      assert.deepEqual(reasons(d), row.expect.reasons);
+      for (const [type, text] of Object.entries(row.expect.messages ?? {})) assert.equal(message(d, type), text, type);
       assert.deepEqual(
         d.conditions.map((c) => c.type),
         ["RouteConflict", "UnmanagedOverlap", "Advertised", "Approved", "Ready"],
@@ -242,111 +304,93 @@ describe("decideSite: one row per reason (reasons page order)", () => {
 describe("decideSite: Ready staircase", () => {
   it("repeats the next blocker's reason as each one is removed", () => {
     const older = site("home", { prefixes: [P4], created: "2026-11-01T00:00:00Z" });
-    const steps: { name: string; input: SiteInput; ready: string; status: string }[] = [
+    const steps: { name: string; input: SiteDecideInput; expect: { ready: string; status: string } }[] = [
       {
         name: "no Tailnet",
-        input: healthy({
-          sites: [lan(), older],
-          tailnet: { ok: false, reason: "NoTailnet", message: "x" },
-          nodes: undefined,
-        }),
-        ready: "NoTailnet",
-        status: "False",
+        input: input({ sites: [lan(), older], tailnet: noTailnet("x") }),
+        expect: { ready: "NoTailnet", status: "False" },
       },
       {
         name: "no API key",
-        input: healthy({
-          sites: [lan(), older],
-          tailnet: { ok: false, reason: "NoAPIKey", message: "x", settings: tailnetSettings(tailnet()) },
-          nodes: undefined,
-        }),
-        ready: "NoAPIKey",
-        status: "False",
+        input: input({ sites: [lan(), older], tailnet: noAPIKey("x") }),
+        expect: { ready: "NoAPIKey", status: "False" },
       },
       {
         name: "blocked by an older site, nothing announced",
-        input: healthy({ sites: [lan(), older], nodeList: [] }),
-        ready: "OverlapsSite",
-        status: "False",
+        input: input({ sites: [lan(), older], nodes: [] }),
+        expect: { ready: "OverlapsSite", status: "False" },
       },
       {
         name: "unblocked, nothing announced",
-        input: healthy({ nodeList: [] }),
-        ready: "NotAdvertised",
-        status: "False",
+        input: input({ nodes: [] }),
+        expect: { ready: "NotAdvertised", status: "False" },
       },
       {
         name: "announced, not approved",
-        input: healthy({ nodeList: [router({ approved: [P4] })] }),
-        ready: "NotApproved",
-        status: "False",
+        input: input({ nodes: [router({ approved: [P4] })] }),
+        expect: { ready: "NotApproved", status: "False" },
       },
-      { name: "announced and approved", input: healthy(), ready: "Ready", status: "True" },
+      { name: "announced and approved", input: input(), expect: { ready: "Ready", status: "True" } },
     ];
     for (const step of steps) {
-      const ready = decideSite(step.input).conditions.find((c) => c.type === "Ready");
-      assert.equal(ready?.reason, step.ready, step.name);
-      assert.equal(ready?.status, step.status, step.name);
+      const d = decideSite(step.input);
+      produced.push(d.conditions);
+      const ready = d.conditions.find((c) => c.type === "Ready");
+      assert.equal(ready?.reason, step.expect.ready, step.name);
+      assert.equal(ready?.status, step.expect.status, step.name);
     }
   });
 });
 
-describe("decideSite: exact-prefix matching", () => {
+describe("decideSite and planSite: exact-prefix matching", () => {
   it("matches IPv6 prefixes by canonical form and approves the route as the node spells it", () => {
-    const d = decideSite(
-      healthy({
-        parent: lan({ prefixes: ["FD00:1:0::/64"] }),
-        nodeList: [router({ available: ["fd00:1::/64"], approved: [] })],
-      }),
-    );
+    const w: World = {
+      parent: lan({ prefixes: ["FD00:1:0::/64"] }),
+      nodes: [router({ available: ["fd00:1::/64"], approved: [] })],
+    };
+    const d = decide(w);
     assert.equal(reasons(d).Advertised, "Advertised");
-    assert.deepEqual(d.approvals, [{ nodeId: "1", node: "router-1", add: ["fd00:1::/64"], replays: [] }]);
-    assert.deepEqual(d.advertisers, [{ node: "router-1", prefixes: ["FD00:1:0::/64"], approved: false }]);
+    assert.deepEqual(approvals(w), [{ nodeId: "1", node: "router-1", add: ["fd00:1::/64"], replays: [] }]);
+    assert.deepEqual(d.fields.advertisers, [{ node: "router-1", prefixes: ["FD00:1:0::/64"], approved: false }]);
   });
 
   it("a nested announcement is not the prefix, and a containing approval does not approve it", () => {
-    const nested = decideSite(
-      healthy({ parent: lan({ prefixes: [P4] }), nodeList: [router({ available: ["192.168.10.0/25"] })] }),
-    );
+    const nested = decide({ parent: lan({ prefixes: [P4] }), nodes: [router({ available: ["192.168.10.0/25"] })] });
     assert.equal(reasons(nested).Advertised, "NotAdvertised");
-    assert.deepEqual(nested.advertisers, []);
+    assert.deepEqual(nested.fields.advertisers, []);
 
-    const containing = decideSite(
-      healthy({
-        parent: lan({ prefixes: [P4] }),
-        nodeList: [router({ available: [P4], approved: ["192.168.0.0/16"] })],
-      }),
-    );
+    const w: World = {
+      parent: lan({ prefixes: [P4] }),
+      nodes: [router({ available: [P4], approved: ["192.168.0.0/16"] })],
+    };
+    const containing = decide(w);
     assert.equal(reasons(containing).Approved, "NotApproved");
     assert.equal(message(containing, "Approved"), "advertised but not approved: 192.168.10.0/24 on router-1");
-    assert.deepEqual(containing.approvals, [{ nodeId: "1", node: "router-1", add: [P4], replays: [] }]);
+    assert.deepEqual(approvals(w), [{ nodeId: "1", node: "router-1", add: [P4], replays: [] }]);
   });
 
   it("a node announcing the prefix without an advertiser tag is neither an advertiser nor approved", () => {
-    const d = decideSite(
-      healthy({ parent: lan({ prefixes: [P4] }), nodeList: [node("nas", { available: [P4], approved: [P4] })] }),
-    );
+    const w: World = { parent: lan({ prefixes: [P4] }), nodes: [node("nas", { available: [P4], approved: [P4] })] };
+    const d = decide(w);
     assert.equal(reasons(d).Advertised, "NotAdvertised");
     assert.equal(reasons(d).UnmanagedOverlap, "Unmanaged");
     assert.equal(
       message(d, "UnmanagedOverlap"),
       "node without an advertiser tag (tag:router-home) advertises an overlapping route: nas 192.168.10.0/24 (overlaps 192.168.10.0/24)",
     );
-    assert.deepEqual(d.approvals, []);
+    assert.deepEqual(approvals(w), []);
   });
 
   it("lists advertisers sorted by node name with the site prefixes each announces; partial approval is approved: false", () => {
-    const d = decideSite(
-      healthy({
-        parent: lan({ advertiserTags: ["tag:router-b", TAG] }),
-        nodeList: [
-          node("router-2", { id: "2", tags: ["tag:router-b"], available: [P6, "10.9.0.0/16"], approved: [P6] }),
-          router({ approved: [P6] }),
-          node("router-0", { id: "3", tags: [TAG], available: ["10.9.0.0/16"] }),
-        ],
-      }),
-    );
-    assert.deepEqual(d.advertisers, [
+    const d = decide({
+      parent: lan({ advertiserTags: ["tag:router-b", TAG] }),
+      nodes: [
+        node("router-2", { id: "2", tags: ["tag:router-b"], available: [P6, "10.9.0.0/16"], approved: [P6] }),
+        router({ approved: [P6] }),
+        node("router-0", { id: "3", tags: [TAG], available: ["10.9.0.0/16"] }),
+      ],
+    });
+    assert.deepEqual(d.fields.advertisers, [
       { node: "router-1", prefixes: [P4, P6], approved: false },
       { node: "router-2", prefixes: [P6], approved: true },
     ]);
@@ -357,7 +401,7 @@ describe("decideSite: exact-prefix matching", () => {
   });
 
   it("names several tags and several prefixes in NotAdvertised", () => {
-    const d = decideSite(healthy({ parent: lan({ advertiserTags: ["tag:b", "tag:a"] }), nodeList: [] }));
+    const d = decide({ parent: lan({ advertiserTags: ["tag:b", "tag:a"] }), nodes: [] });
     assert.equal(message(d, "Advertised"), "no node tagged tag:a or tag:b advertises 192.168.10.0/24, fd00:1::/64");
   });
 });
@@ -374,7 +418,7 @@ describe("decideSite: unmanaged overlaps", () => {
       node("d", { available: ["192.168.10.0/24"] }),
       node("e", { available: ["192.168.10.128/25"] }),
     ];
-    const d = decideSite(healthy({ nodeList: nodes }));
+    const d = decide({ nodes });
     assert.equal(
       message(d, "UnmanagedOverlap"),
       "5 nodes without an advertiser tag (tag:router-home) advertise overlapping routes: " +
@@ -386,66 +430,67 @@ describe("decideSite: unmanaged overlaps", () => {
   });
 
   it("only exit routes: no overlap reported", () => {
-    const d = decideSite(healthy({ nodeList: [router(), node("exit", { available: ["0.0.0.0/0", "::/0"] })] }));
+    const d = decide({ nodes: [router(), node("exit", { available: ["0.0.0.0/0", "::/0"] })] });
     assert.equal(reasons(d).UnmanagedOverlap, "None");
   });
 });
 
-describe("decideSite: approvals", () => {
+describe("planSite and decideSite: approvals", () => {
   it("approves only what is announced and missing, per node", () => {
-    const d = decideSite(
-      healthy({
-        nodeList: [
-          router({ available: [P4, P6, "10.1.0.0/16"], approved: ["10.1.0.0/16", P6] }),
-          node("router-2", { id: "2", tags: [TAG], available: [P4], approved: [] }),
-        ],
-      }),
-    );
-    assert.deepEqual(d.approvals, [
+    const w: World = {
+      nodes: [
+        router({ available: [P4, P6, "10.1.0.0/16"], approved: ["10.1.0.0/16", P6] }),
+        node("router-2", { id: "2", tags: [TAG], available: [P4], approved: [] }),
+      ],
+    };
+    assert.deepEqual(approvals(w), [
       { nodeId: "1", node: "router-1", add: [P4], replays: [] },
       { nodeId: "2", node: "router-2", add: [P4], replays: [] },
     ]);
-    assert.equal(d.resyncAfterSeconds, 30);
+    assert.equal(decide(w).resyncAfterSeconds, 30);
   });
 
   it("marks re-approvals of prefixes the last status recorded approved (a router re-registered as a new node)", () => {
     const parent = lan({
       status: { advertisers: [{ node: "router-1", prefixes: [P4, P6], approved: true }] },
     });
-    const d = decideSite(
-      healthy({ parent, nodeList: [node("router-1-1", { id: "7", tags: [TAG], available: [P4, P6], approved: [] })] }),
+    assert.deepEqual(
+      approvals({ parent, nodes: [node("router-1-1", { id: "7", tags: [TAG], available: [P4, P6], approved: [] })] }),
+      [{ nodeId: "7", node: "router-1-1", add: [P4, P6], replays: [P4, P6] }],
     );
-    assert.deepEqual(d.approvals, [{ nodeId: "7", node: "router-1-1", add: [P4, P6], replays: [P4, P6] }]);
   });
 
   it("a last status with approved: false is no memory of approval", () => {
     const parent = lan({ status: { advertisers: [{ node: "router-1", prefixes: [P4], approved: false }] } });
-    const d = decideSite(healthy({ parent, nodeList: [router({ approved: [] })] }));
-    assert.deepEqual(d.approvals[0].replays, []);
+    assert.deepEqual(approvals({ parent, nodes: [router({ approved: [] })] })[0].replays, []);
   });
 
-  const withheld: { name: string; input: SiteInput; message: string }[] = [
+  const withheld: { name: string; input: SiteDecideInput; expect: { message: string } }[] = [
     {
       name: "DryRun",
-      input: healthy({
+      input: input({
         tailnet: onTailnet(tailnet("home", { policy: { mode: "DryRun" } })),
-        nodeList: [router({ approved: [] })],
+        nodes: [router({ approved: [] })],
       }),
-      message:
-        "advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1; Tailnet home is in DryRun (spec.policy.mode): the operator approves no routes",
+      expect: {
+        message:
+          "advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1; Tailnet home is in DryRun (spec.policy.mode): the operator approves no routes",
+      },
     },
     {
       name: "a blocked site",
-      input: healthy({
+      input: input({
         sites: [lan(), site("home", { prefixes: [P6], created: "2026-11-01T00:00:00Z" })],
-        nodeList: [router({ approved: [] })],
+        nodes: [router({ approved: [] })],
       }),
-      message:
-        "advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1; the site is blocked by RouteConflict: nothing is approved for it",
+      expect: {
+        message:
+          "advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1; the site is blocked by RouteConflict: nothing is approved for it",
+      },
     },
     {
       name: "an incompatible Headscale",
-      input: healthy({
+      input: input({
         tailnet: onTailnet(
           tailnet(
             "home",
@@ -453,71 +498,72 @@ describe("decideSite: approvals", () => {
             { conditions: [{ type: "HeadscaleCompatible", status: "False", reason: "Incompatible" }] },
           ),
         ),
-        nodeList: [router({ approved: [] })],
+        nodes: [router({ approved: [] })],
       }),
-      message:
-        "advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1; Tailnet home reports HeadscaleCompatible=False: the operator does not write to this server",
+      expect: {
+        message:
+          "advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1; Tailnet home reports HeadscaleCompatible=False: the operator does not write to this server",
+      },
     },
   ];
   for (const row of withheld) {
     it(`approves nothing for ${row.name}, and says why`, () => {
       const d = decideSite(row.input);
-      assert.deepEqual(d.approvals, []);
-      assert.equal(message(d, "Approved"), row.message);
+      produced.push(d.conditions);
+      assert.deepEqual(planSite(row.input).approvals, []);
+      assert.equal(message(d, "Approved"), row.expect.message);
       assert.equal(statusOf(d, "Approved"), "False");
     });
   }
 
   it("a Headscale without approvedRoutes on nodes (older than 0.26) is not observed, never guessed", () => {
-    const old = { ...router({ approved: [] }), shape: { hasTags: false, hasApprovedRoutes: false } };
-    const d = decideSite(healthy({ nodeList: [old] }));
+    const w: World = { nodes: [router({ approved: [], shape: { hasTags: false, hasApprovedRoutes: false } })] };
+    const d = decide(w);
     assert.equal(reasons(d).Approved, "NotObserved");
     assert.equal(
       message(d, "Ready"),
       "routes not observed: node objects carry no approvedRoutes (Headscale older than 0.26 is not supported)",
     );
-    assert.deepEqual(d.approvals, []);
+    assert.deepEqual(approvals(w), []);
   });
 
   it("approves nothing when Headscale was not observed, and keeps the last advertisers", () => {
     const last = [{ node: "router-1", prefixes: [P4], approved: true }];
-    const d = decideSite(
-      healthy({ parent: lan({ status: { advertisers: last } }), nodes: { ok: false, message: "down" } }),
-    );
-    assert.deepEqual(d.approvals, []);
-    assert.deepEqual(d.advertisers, last);
+    const w: World = { parent: lan({ status: { advertisers: last } }), unobserved: "down" };
+    const d = decide(w);
+    assert.deepEqual(approvals(w), []);
+    assert.deepEqual(d.fields.advertisers, last);
     assert.equal(d.resyncAfterSeconds, 30);
   });
 
-  it("folds a successful approval back: Approved, advertisers approved, nothing left to do", () => {
-    const input = healthy({ nodeList: [router({ approved: ["10.1.0.0/16"] })] });
-    const d = decideSite({
-      ...input,
+  it("folds a successful approval back: Approved, advertisers approved, nothing left to wait for", () => {
+    const d = decide({
+      nodes: [router({ approved: ["10.1.0.0/16"] })],
       outcomes: [{ ok: true, nodeId: "1", node: "router-1", added: [P4, P6], approvedRoutes: ["10.1.0.0/16", P4, P6] }],
     });
     assert.equal(reasons(d).Approved, "Approved");
     assert.equal(reasons(d).Ready, "Ready");
-    assert.deepEqual(d.advertisers, [{ node: "router-1", prefixes: [P4, P6], approved: true }]);
-    assert.deepEqual(d.approvals, []);
+    assert.deepEqual(d.fields.advertisers, [{ node: "router-1", prefixes: [P4, P6], approved: true }]);
     assert.equal(d.resyncAfterSeconds, undefined);
   });
 
   it("folds a failed approval back into NotApproved naming the operation", () => {
-    const input = healthy({ nodeList: [router({ approved: [] })] });
     const error = "Headscale POST /api/v1/node/{nodeId}/approve_routes: 500 fault injected: 500";
-    const d = decideSite({ ...input, outcomes: [{ ok: false, nodeId: "1", node: "router-1", error }] });
+    const d = decide({
+      nodes: [router({ approved: [] })],
+      outcomes: [{ ok: false, nodeId: "1", node: "router-1", error }],
+    });
     assert.equal(
       message(d, "Approved"),
       `advertised but not approved: 192.168.10.0/24, fd00:1::/64 on router-1; approving on router-1 failed: ${error}`,
     );
-    assert.deepEqual(d.approvals, []);
+    assert.equal(d.resyncAfterSeconds, 30);
   });
 
   it("a blocked site does not wait on Headscale (no resync); a healthy one neither", () => {
-    const blocked = decideSite(healthy({ parent: lan({ prefixes: ["10.96.0.0/24"] }) }));
-    assert.equal(blocked.resyncAfterSeconds, undefined);
-    assert.equal(decideSite(healthy()).resyncAfterSeconds, undefined);
-    assert.equal(decideSite(healthy({ nodeList: [] })).resyncAfterSeconds, 30);
+    assert.equal(decide({ parent: lan({ prefixes: ["10.96.0.0/24"] }) }).resyncAfterSeconds, undefined);
+    assert.equal(decide().resyncAfterSeconds, undefined);
+    assert.equal(decide({ nodes: [] }).resyncAfterSeconds, 30);
   });
 });
 
@@ -536,17 +582,17 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
   const rows: {
     name: string;
     input: Partial<WithdrawalInput>;
-    want: { withdraw?: [string, string[]][]; waiting?: string[]; kept?: string[] };
+    expect: { withdraw?: [string, string[]][]; waiting?: string[]; kept?: string[] };
   }[] = [
     {
       name: "nothing auto-approves the site's prefixes any more: exactly they are withdrawn",
       input: { nodes: [rtr([P4, P6, "10.50.0.0/16", "0.0.0.0/0", "::/0"])] },
-      want: { withdraw: [["router-1", [P4, P6]]] },
+      expect: { withdraw: [["router-1", [P4, P6]]] },
     },
     {
       name: "the live policy still carries the site's own entry: wait",
       input: { nodes: [rtr([P4])], live: live({ [P4]: [TAG] }), parent: gone({ prefixes: [P4] }) },
-      want: {
+      expect: {
         waiting: [
           `${P4} on router-1 (Tailnet home has not written the policy without this site yet: it still auto-approves it through autoApprovers.routes["${P4}"] for ${TAG})`,
         ],
@@ -555,7 +601,7 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
     {
       name: "the same after the wait: kept, the deletion goes on",
       input: { nodes: [rtr([P4])], live: live({ [P4]: [TAG] }), parent: gone({ prefixes: [P4] }), now: LATE },
-      want: {
+      expect: {
         kept: [
           `${P4} on router-1 (the live policy still auto-approves it through autoApprovers.routes["${P4}"] for ${TAG} 600 s after the deletion (the same entry in the base policy, or the Tailnet cannot write))`,
         ],
@@ -564,7 +610,7 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
     {
       name: "a containing routes key (a gateway, the base policy): kept",
       input: { nodes: [rtr([P4])], live: live({ "192.168.0.0/16": [TAG] }), parent: gone({ prefixes: [P4] }) },
-      want: {
+      expect: {
         kept: [
           `${P4} on router-1 (the live policy auto-approves it through autoApprovers.routes["192.168.0.0/16"] for ${TAG})`,
         ],
@@ -577,7 +623,7 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
         live: live({ [P4]: ["tag:k8s-gw"] }),
         parent: gone({ prefixes: [P4] }),
       },
-      want: {
+      expect: {
         kept: [
           `${P4} on router-1 (the live policy auto-approves it through autoApprovers.routes["${P4}"] for tag:k8s-gw)`,
         ],
@@ -593,7 +639,7 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
           site("lan2", { prefixes: [P4], advertiserTags: [TAG], created: "2026-11-03T00:00:00Z" }),
         ],
       },
-      want: { kept: [`${P4} on router-1 (TailnetSite net/lan2 lists it too)`] },
+      expect: { kept: [`${P4} on router-1 (TailnetSite net/lan2 lists it too)`] },
     },
     {
       name: "an older site also being deleted claims the node: it writes first, this one waits",
@@ -610,7 +656,7 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
           }),
         ],
       },
-      want: {
+      expect: {
         waiting: [
           `${P4} on router-1 (TailnetSite net/old, also being deleted, writes to this node first (one writer per node))`,
         ],
@@ -621,7 +667,7 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
       input: {
         nodes: [rtr(["FD00:1::/64"]), node("laptop", { id: "9", available: [P4], approved: [P4] })],
       },
-      want: { withdraw: [["router-1", ["FD00:1::/64"]]] },
+      expect: { withdraw: [["router-1", ["FD00:1::/64"]]] },
     },
     {
       name: "an exit-node site withdraws the pair; a routes key of 0.0.0.0/0 does not count",
@@ -630,7 +676,7 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
         parent: gone({ prefixes: ["0.0.0.0/0", "::/0"] }),
         live: live({ "0.0.0.0/0": [TAG] }),
       },
-      want: { withdraw: [["router-1", ["0.0.0.0/0", "::/0"]]] },
+      expect: { withdraw: [["router-1", ["0.0.0.0/0", "::/0"]]] },
     },
     {
       name: "an exit-node site while exitNode still lists its tag: wait, once for the pair",
@@ -639,7 +685,7 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
         parent: gone({ prefixes: ["0.0.0.0/0", "::/0"] }),
         live: live({}, [TAG]),
       },
-      want: {
+      expect: {
         waiting: [
           `0.0.0.0/0 + ::/0 on router-1 (Tailnet home has not written the policy without this site yet: it still auto-approves it through autoApprovers.exitNode for ${TAG})`,
         ],
@@ -648,7 +694,7 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
     {
       name: "a default route in an invalid (mixed) site is not the site's: the exit routes stay",
       input: { nodes: [rtr(["0.0.0.0/0", P4, "::/0"])], parent: gone({ prefixes: [P4, "::/0"] }) },
-      want: { withdraw: [["router-1", [P4]]] },
+      expect: { withdraw: [["router-1", [P4]]] },
     },
   ];
   for (const row of rows) {
@@ -663,15 +709,15 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
       });
       assert.deepEqual(
         plan.withdraw.map((w) => [w.node, w.remove]),
-        row.want.withdraw ?? [],
+        row.expect.withdraw ?? [],
       );
       assert.deepEqual(
         plan.waiting.map((h) => `${h.route} on ${h.node} (${h.why})`),
-        row.want.waiting ?? [],
+        row.expect.waiting ?? [],
       );
       assert.deepEqual(
         plan.kept.map((h) => `${h.route} on ${h.node} (${h.why})`),
-        row.want.kept ?? [],
+        row.expect.kept ?? [],
       );
     });
   }
@@ -688,7 +734,9 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
     });
     const message = waitingMessage([{ node: "router-1", route: P4, why: "because" }]);
     assert.equal(message, `withdrawing route approvals: waiting on ${P4} on router-1 (because)`);
-    assert.deepEqual(finalizeConditions(prev, message), [
+    const waiting = finalizeConditions(prev, message);
+    produced.push(waiting);
+    assert.deepEqual(waiting, [
       { type: "RouteConflict", status: "False", reason: "NoConflict", message: "m1" },
       { type: "Approved", status: "True", reason: "Approved", message: "m2" },
       { type: "Ready", status: "False", reason: "Withdrawing", message },
@@ -722,13 +770,14 @@ describe("finalize: what a deletion withdraws (planWithdrawal), one row per outc
   });
 });
 
-describe("decideSite: one writer per node (the oldest live site claiming it)", () => {
+describe("planSite: one writer per node (the oldest live site claiming it)", () => {
   const LAB = "192.168.20.0/24";
   const older = site("lan", { prefixes: [P4], advertiserTags: [TAG], created: "2026-11-01T00:00:00Z" });
   const newer = site("lab", { prefixes: [LAB], advertiserTags: [TAG], created: "2026-11-02T00:00:00Z" });
   const shared = (approved: string[] = []) =>
     node("router-1", { id: "1", tags: [TAG], available: [P4, LAB], approved });
-  const input = (parent: K8sObject, sites: K8sObject[], nodeList = [shared()]) => healthy({ parent, sites, nodeList });
+  /** `parent` among `sites`, all claiming router-1 (by default) through the same advertiser tag. */
+  const claimed = (parent: K8sObject, sites: K8sObject[], nodes = [shared()]): World => ({ parent, sites, nodes });
 
   it("the older site approves both sites' prefixes on the shared node in one call", () => {
     const remembered = site("lab", {
@@ -737,8 +786,7 @@ describe("decideSite: one writer per node (the oldest live site claiming it)", (
       created: "2026-11-02T00:00:00Z",
       status: { advertisers: [{ node: "router-1", prefixes: [LAB], approved: true }] },
     });
-    const d = decideSite(input(older, [older, remembered]));
-    assert.deepEqual(d.approvals, [
+    assert.deepEqual(approvals(claimed(older, [older, remembered])), [
       {
         nodeId: "1",
         node: "router-1",
@@ -750,8 +798,9 @@ describe("decideSite: one writer per node (the oldest live site claiming it)", (
   });
 
   it("the newer site writes nothing there and says who does", () => {
-    const d = decideSite(input(newer, [older, newer]));
-    assert.deepEqual(d.approvals, []);
+    const w = claimed(newer, [older, newer]);
+    const d = decide(w);
+    assert.deepEqual(approvals(w), []);
     assert.equal(
       message(d, "Approved"),
       "advertised but not approved: 192.168.20.0/24 on router-1; TailnetSite net/lan approves them on router-1 (one writer per node)",
@@ -766,10 +815,10 @@ describe("decideSite: one writer per node (the oldest live site claiming it)", (
       created: "2026-10-01T00:00:00Z",
       deleting: true,
     });
-    const d = decideSite(input(older, [older, newer, leaving]));
-    assert.deepEqual(d.approvals, []);
+    const w = claimed(older, [older, newer, leaving]);
+    assert.deepEqual(approvals(w), []);
     assert.match(
-      message(d, "Approved") ?? "",
+      message(decide(w), "Approved") ?? "",
       /TailnetSite net\/old is being deleted and alone writes to router-1 until it is gone \(one writer per node\)$/,
     );
   });
@@ -781,18 +830,30 @@ describe("decideSite: one writer per node (the oldest live site claiming it)", (
       advertiserTags: [TAG],
       created: "2026-10-02T00:00:00Z",
     });
-    const d = decideSite(input(older, [blocked, invalid, older, newer]));
     assert.deepEqual(
-      d.approvals.map((a) => a.add),
+      approvals(claimed(older, [blocked, invalid, older, newer])).map((a) => a.add),
       [[P4, LAB]],
     );
   });
 
   it("nodes the older site does not claim are the newer site's own", () => {
     const lab = site("lab", { prefixes: [LAB], advertiserTags: ["tag:router-lab"], created: "2026-11-02T00:00:00Z" });
-    const d = decideSite(
-      input(lab, [older, lab], [shared(), node("router-lab", { id: "2", tags: ["tag:router-lab"], available: [LAB] })]),
+    const labRouter = node("router-lab", { id: "2", tags: ["tag:router-lab"], available: [LAB] });
+    assert.deepEqual(approvals(claimed(lab, [older, lab], [shared(), labRouter])), [
+      { nodeId: "2", node: "router-lab", add: [LAB], replays: [] },
+    ]);
+  });
+});
+
+describe("TailnetSite reasons", () => {
+  it("the rows above and the InvalidSpec answer produce exactly the (condition, reason, status) triples of SITE_REASONS", () => {
+    // The module's `invalid` answers with these conditions (invalidSpecResult), the spec message on Ready.
+    const invalid = invalidSpecConditions(
+      lan(),
+      "Ready",
+      conditionsOf(SITE_REASONS).types,
+      "spec.prefixes[1]: 192.168.10.0/25 overlaps spec.prefixes[0] 192.168.10.0/24",
     );
-    assert.deepEqual(d.approvals, [{ nodeId: "2", node: "router-lab", add: [LAB], replays: [] }]);
+    assertCoversTable(SITE_REASONS, [...produced, invalid]);
   });
 });

@@ -58,6 +58,8 @@ export interface NodeOpts {
   available?: string[];
   approved?: string[];
   givenName?: string;
+  /** A Headscale older than 0.26 sends nodes without approvedRoutes. */
+  shape?: HsNode["shape"];
 }
 
 let nextId = 100;
@@ -81,6 +83,6 @@ export function node(name: string, opts: NodeOpts = {}): HsNode {
     availableRoutes: opts.available ?? [],
     subnetRoutes: [],
     tags: opts.tags ?? [],
-    shape: { hasTags: true, hasApprovedRoutes: true },
+    shape: opts.shape ?? { hasTags: true, hasApprovedRoutes: true },
   };
 }
