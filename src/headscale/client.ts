@@ -6,6 +6,7 @@
 
 import { createRequester, type RequesterOptions } from "./http.js";
 import {
+  DecodeProblem,
   decodeApiHealth,
   decodeApiKeyList,
   decodeCreatedPreAuthKey,
@@ -66,6 +67,13 @@ export interface HeadscaleClient {
   apiKeys: {
     /** GET /api/v1/apikey: API keys with masked prefixes and expirations. */
     list(): Promise<HsApiKey[]>;
+    /**
+     * POST /api/v1/apikey `{expiration}`: a new API key; the full key is in this answer only. Always send the
+     * expiration: 0.29 stores a missing one as 0001-01-01, a key born expired (hscontrol/grpcv1.go CreateApiKey).
+     */
+    create(expiration: Date): Promise<string>;
+    /** POST /api/v1/apikey/expire `{prefix}` (the listed `hskey-api-<prefix>-***` form or the bare prefix). */
+    expire(prefix: string): Promise<void>;
   };
   preAuthKeys: {
     /** POST /api/v1/preauthkey: a tagged key without user; the result carries the full secret (shown once). */
@@ -127,6 +135,15 @@ export function createHeadscaleClient(opts: HeadscaleClientOptions): HeadscaleCl
     },
     apiKeys: {
       list: () => http.call({ method: "GET", template: "/api/v1/apikey", decode: decodeApiKeyList }),
+      create: (expiration) =>
+        http.call({
+          method: "POST",
+          template: "/api/v1/apikey",
+          body: { expiration: toRfc3339(expiration) },
+          decode: decodeCreatedApiKey,
+        }),
+      expire: (prefix) =>
+        http.call({ method: "POST", template: "/api/v1/apikey/expire", body: { prefix }, decode: decodeEmpty }),
     },
     preAuthKeys: {
       create: async (input) =>
@@ -162,8 +179,15 @@ export function createHeadscaleClient(opts: HeadscaleClientOptions): HeadscaleCl
   };
 }
 
+/** The created API key (`{"apiKey": "hskey-api-…"}`); the message of a failure never carries the body. */
+function decodeCreatedApiKey(body: unknown): string {
+  const key = body && typeof body === "object" ? (body as Record<string, unknown>).apiKey : undefined;
+  if (typeof key !== "string" || key.length < 16) throw new DecodeProblem("created API key carries no key");
+  return key;
+}
+
 /** RFC 3339 in UTC without milliseconds, the form Headscale itself emits. */
 function toRfc3339(date: Date): string {
-  if (Number.isNaN(date.getTime())) throw new Error("pre-auth key expiration is not a valid date");
+  if (Number.isNaN(date.getTime())) throw new Error("key expiration is not a valid date");
   return date.toISOString().replace(/\.\d{3}Z$/, "Z");
 }

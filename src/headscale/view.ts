@@ -201,6 +201,16 @@ export class HeadscaleView {
     return this.write("preAuthKeys", this.client.preAuthKeys.expire(id));
   }
 
+  /** Create an API key expiring at `expiration`; the value is the full key (shown once: keep it, never log it). */
+  createApiKey(expiration: Date): Promise<Outcome<string>> {
+    return this.write("apiKeys", this.client.apiKeys.create(expiration));
+  }
+
+  /** Expire an API key now, by its listed prefix. */
+  expireApiKey(prefix: string): Promise<Outcome<void>> {
+    return this.write("apiKeys", this.client.apiKeys.expire(prefix));
+  }
+
   /** PUT the policy text (database mode only). */
   putPolicy(text: string): Promise<Outcome<HsPolicy>> {
     return this.write("policy", this.client.policy.put(text));

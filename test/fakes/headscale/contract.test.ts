@@ -21,6 +21,8 @@ const CLIENT_OPERATIONS: Array<[string, string, RegExp]> = [
   ["POST", "/api/v1/node/{nodeId}/approve_routes", /^\/api\/v1\/node\/[^/]+\/approve_routes$/],
   ["GET", "/api/v1/user", /^\/api\/v1\/user$/],
   ["GET", "/api/v1/apikey", /^\/api\/v1\/apikey$/],
+  ["POST", "/api/v1/apikey", /^\/api\/v1\/apikey$/],
+  ["POST", "/api/v1/apikey/expire", /^\/api\/v1\/apikey\/expire$/],
   ["POST", "/api/v1/preauthkey", /^\/api\/v1\/preauthkey$/],
   ["GET", "/api/v1/preauthkey", /^\/api\/v1\/preauthkey$/],
   ["POST", "/api/v1/preauthkey/expire", /^\/api\/v1\/preauthkey\/expire$/],
@@ -117,6 +119,8 @@ describe("the fake answers every client operation in both forms within the contr
       await client.nodes.delete(doomed.id);
       await client.users.list();
       await client.apiKeys.list();
+      const created = await client.apiKeys.create(new Date("2031-01-01T00:00:00Z"));
+      await client.apiKeys.expire(`${created.slice(0, "hskey-api-".length + 12)}-***`);
       const key = await client.preAuthKeys.create({
         aclTags: ["tag:a"],
         reusable: true,
@@ -134,6 +138,7 @@ describe("the fake answers every client operation in both forms within the contr
       await settle(client.apiHealth());
       await settle(client.policy.get());
       await settle(client.nodes.expire("999"));
+      await settle(client.apiKeys.expire("hskey-api-nOnEXiSTent0-***"));
       await settle(client.nodes.setTags(node.id, ["tag:nobody"]));
       await settle(client.nodes.approveRoutes(node.id, ["nope"]));
       await settle(client.nodes.delete("999"));
@@ -150,6 +155,7 @@ describe("the fake answers every client operation in both forms within the contr
       await settle(client.nodes.list());
       await settle(client.users.list());
       await settle(client.apiKeys.list());
+      await settle(client.apiKeys.create(new Date("2031-01-01T00:00:00Z")));
       await settle(client.preAuthKeys.list());
       await settle(client.preAuthKeys.expire(key.id));
       await settle(client.policy.get());

@@ -412,6 +412,51 @@ describe("API keys (hscontrol/db/api_key.go, types/api_key.go)", () => {
     );
   });
 
+  test("create returns the full key once; it authenticates; expire by listed prefix refuses it from then on", async (t) => {
+    const fake = await fakeWith(t);
+    const created = await call(fake, "POST", "/api/v1/apikey", { expiration: "2031-01-01T00:00:00Z" });
+    assert.equal(created.status, 200);
+    const key = (created.json as { apiKey: string }).apiKey;
+    const m = /^hskey-api-([A-Za-z0-9_-]{12})-[A-Za-z0-9_-]{64}$/.exec(key);
+    assert.ok(m, "hskey-api-<12>-<64>");
+    const listed = (await call(fake, "GET", "/api/v1/apikey", undefined, key)).json as {
+      apiKeys: Array<{ prefix: string; expiration: string }>;
+    };
+    assert.deepEqual(listed.apiKeys.at(-1), {
+      ...listed.apiKeys.at(-1),
+      prefix: `hskey-api-${m[1]}-***`,
+      expiration: "2031-01-01T00:00:00Z",
+    });
+    assert.ok(!JSON.stringify(listed).includes(key.slice(-64)), "the list never shows the secret");
+    // The new key expires the old one; the old one is refused from then on, the new one keeps working.
+    const expired = await call(fake, "POST", "/api/v1/apikey/expire", { prefix: "hskey-api-tEst_prEf-x1-***" }, key);
+    assert.deepEqual([expired.status, expired.json], [200, {}]);
+    assert.equal((await call(fake, "GET", "/api/v1/apikey")).status, 401);
+    assert.equal((await call(fake, "GET", "/api/v1/apikey", undefined, key)).status, 200);
+    // The bare 12-character prefix is accepted too.
+    assert.equal((await call(fake, "POST", "/api/v1/apikey/expire", { prefix: m[1] }, key)).status, 200);
+    assert.equal((await call(fake, "GET", "/api/v1/apikey", undefined, key)).status, 401);
+  });
+
+  test("as 0.29: a create without expiration is born expired; expire needs exactly one of id and prefix", async (t) => {
+    const fake = await fakeWith(t);
+    const born = await call(fake, "POST", "/api/v1/apikey", {});
+    const key = (born.json as { apiKey: string }).apiKey;
+    assert.equal((await call(fake, "GET", "/api/v1/apikey", undefined, key)).status, 401);
+    const both = await call(fake, "POST", "/api/v1/apikey/expire", { prefix: "x", id: "1" });
+    assert.deepEqual(
+      [both.status, (both.json as { message: string }).message],
+      [400, "provide either id or prefix, not both"],
+    );
+    const neither = await call(fake, "POST", "/api/v1/apikey/expire", {});
+    assert.deepEqual(
+      [neither.status, (neither.json as { message: string }).message],
+      [400, "must provide id or prefix"],
+    );
+    const unknown = await call(fake, "POST", "/api/v1/apikey/expire", { prefix: "hskey-api-nOnEXiSTent0-***" });
+    assert.deepEqual([unknown.status, unknown.json], [500, { code: 2, message: "record not found", details: [] }]);
+  });
+
   test("pre-auth keys are minted with base64url prefixes and secrets", async (t) => {
     const fake = await fakeWith(t);
     const alphabet = new Set<string>();

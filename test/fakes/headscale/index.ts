@@ -136,6 +136,7 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
   state.apiKeys.set(apiKeyId, {
     id: apiKeyId,
     prefix: listedApiKeyPrefix(apiKey),
+    key: apiKey,
     expiration: new Date(started.getTime() + 90 * 24 * 3600 * 1000),
     createdAt: started,
   });
@@ -207,9 +208,12 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
     }
   };
 
+  // Any stored, unexpired key authenticates, the created ones too (hscontrol/db/api_key.go ValidateAPIKey).
   const authorised = (header: string | undefined): boolean => {
-    const record = state.apiKeys.get(apiKeyId);
-    return header === `Bearer ${apiKey}` && !!record && record.expiration.getTime() > now().getTime();
+    if (!header?.startsWith("Bearer ")) return false;
+    const presented = header.slice("Bearer ".length);
+    const record = [...state.apiKeys.values()].find((k) => k.key === presented);
+    return !!record && record.expiration.getTime() > now().getTime();
   };
 
   app.all("/*", async (request, reply) => {

@@ -181,6 +181,41 @@ export const ROUTES: FakeRoute[] = [
   },
   {
     method: "POST",
+    template: "/api/v1/apikey",
+    handle: ({ state, body, now }) => {
+      // 0.29 CreateApiKey (hscontrol/grpcv1.go): a missing expiration is the zero time, a key born expired.
+      const expiration = parseTimestamp(stringField(body, "expiration")) ?? ZERO_TIME;
+      // hskey-api-<12 base64url>-<64 base64url>, shown once (hscontrol/db/api_key.go CreateAPIKey).
+      const prefix = randomUrlSafe(12);
+      const key = `hskey-api-${prefix}-${randomUrlSafe(64)}`;
+      const id = state.nextApiKeyId();
+      state.apiKeys.set(id, { id, prefix: `hskey-api-${prefix}-***`, key, expiration, createdAt: now() });
+      return ok({ apiKey: key });
+    },
+  },
+  {
+    method: "POST",
+    template: "/api/v1/apikey/expire",
+    handle: ({ state, body, now }) => {
+      // 0.29 ExpireApiKey → getAPIKey: exactly one of id and prefix; the prefix in any listed form
+      // (hscontrol/db/api_key.go ParseAPIKeyPrefix); an unknown one is gorm's plain "record not found" (code 2).
+      const id = stringField(body, "id") ?? "";
+      const prefix = stringField(body, "prefix") ?? "";
+      const hasId = id !== "" && id !== "0";
+      if (hasId && prefix) return rpcError(400, 3, "provide either id or prefix, not both");
+      if (!hasId && !prefix) return rpcError(400, 3, "must provide id or prefix");
+      const bare = (listed: string) => /^hskey-api-([A-Za-z0-9_-]{12})/.exec(listed)?.[1] ?? listed;
+      const wanted = hasId ? undefined : bare(prefix);
+      const key = hasId
+        ? state.apiKeys.get(id)
+        : [...state.apiKeys.values()].find((k) => bare(k.prefix) === wanted || k.prefix === `${wanted}***`);
+      if (!key) return rpcError(500, 2, "record not found");
+      key.expiration = now();
+      return ok({});
+    },
+  },
+  {
+    method: "POST",
     template: "/api/v1/preauthkey",
     handle: ({ state, body, now }) => {
       const userId = stringField(body, "user") || null;

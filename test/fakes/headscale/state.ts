@@ -54,7 +54,10 @@ export interface FakePreAuthKey {
 
 export interface FakeApiKey {
   id: string;
+  /** As listed: `hskey-api-<12 characters>-***` (0.28+), `<7 characters>***` for a legacy key. */
   prefix: string;
+  /** The full key, to authenticate with (the real server keeps a bcrypt hash of its secret part). */
+  key: string;
   expiration: Date;
   createdAt: Date;
 }
