@@ -1,5 +1,6 @@
 /** What every kind module implements, and what the server hands it. */
 import type { FastifyBaseLogger } from "fastify";
+import type { AgentStatus } from "../agent/status.js";
 import type { HookKind } from "../api/schemas.js";
 import type { OperatorConfig } from "../config.js";
 import type { HeadscaleViews } from "../headscale/view.js";
@@ -52,15 +53,8 @@ export interface EventRecorder {
   record(event: OperatorEvent): Promise<void>;
 }
 
-/** The agent's GET /status (api.md § Agent /status). */
-export interface AgentStatus {
-  ready: boolean;
-  self: { hostName: string; tailscaleIPs: string[]; online: boolean } | null;
-  peers: { hostName: string; dnsName: string; tailscaleIPs: string[]; primaryRoutes: string[]; online: boolean }[];
-  /** `via`: how the agent's dial went ("tailnet", "outside", "unknown"); absent from older agents. */
-  targets: { name: string; address: string; reachable: boolean; error: string; via?: string }[];
-  exposes: { name: string; backendReachable: boolean; error: string }[];
-}
+/** The agent's GET /status (api.md § Agent /status), declared once by the agent that serves it. */
+export type { AgentStatus } from "../agent/status.js";
 
 export type ScrapeResult = { ok: true; pod: string; status: AgentStatus } | { ok: false; pod: string; error: string };
 

@@ -11,7 +11,8 @@
 import { type RunningAgent, startAgent } from "../../src/agent/main.js";
 import { API_VERSION } from "../../src/api/schemas.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
-import { egressAgentConfig, egressTargets } from "../../src/kinds/egress/children.js";
+import { egressAgentConfig } from "../../src/kinds/egress/children.js";
+import { readEgressSpec } from "../../src/kinds/egress/spec.js";
 import { ingressAgentConfig } from "../../src/kinds/ingress/children.js";
 import { readIngressSpec } from "../../src/kinds/ingress/spec.js";
 import { ingressNames } from "../../src/kinds/shared/ingress-names.js";
@@ -199,7 +200,7 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
   );
   t.after(() => localApi.close());
   const egressParent = parentObject("TailnetEgress", "db", spec.egress, { namespace: "shop" });
-  const rendered = egressAgentConfig(egressTargets(egressParent));
+  const rendered = egressAgentConfig(readEgressSpec(egressParent));
   const egressAgent = await startAgent(
     {
       ...rendered,

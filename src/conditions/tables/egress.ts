@@ -1,4 +1,9 @@
-/** TailnetEgress: per condition (status order), its reasons (page order) and their statuses. */
+/**
+ * TailnetEgress: per condition (status order), its reasons (page order) and their statuses — exactly what
+ * the kind produces: decideEgress (with a Tailnet, and the NoTailnet/NoAPIKey "not evaluated" path), and the
+ * "not evaluated" pairs of invalidSpecResult (every condition but Ready is Unknown/InvalidSpec until a valid
+ * spec was evaluated). Ready carries its own reasons and repeats the reason of the first blocking condition.
+ */
 import type { ReasonTable } from "../table.js";
 
 export const EGRESS_REASONS = {
@@ -8,6 +13,7 @@ export const EGRESS_REASONS = {
     Unknown: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
+    InvalidSpec: ["Unknown"],
   },
   Registered: {
     Registered: ["True"],
@@ -15,6 +21,7 @@ export const EGRESS_REASONS = {
     Unknown: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
+    InvalidSpec: ["Unknown"],
   },
   RoutesGranted: {
     RoutesGranted: ["True"],
@@ -22,6 +29,7 @@ export const EGRESS_REASONS = {
     ProbeFailed: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
+    InvalidSpec: ["Unknown"],
   },
   TargetsReachable: {
     Reachable: ["True"],
@@ -30,8 +38,9 @@ export const EGRESS_REASONS = {
     ProbeFailed: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
+    InvalidSpec: ["Unknown"],
   },
-  ServiceConflict: { NoConflict: ["False"], Conflict: ["True"] },
+  ServiceConflict: { NoConflict: ["False"], Conflict: ["True"], InvalidSpec: ["Unknown"] },
   Ready: {
     Ready: ["True"],
     NoTailnet: ["False"],

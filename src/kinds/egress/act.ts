@@ -1,79 +1,78 @@
 /**
- * The egress's Headscale writes, each guarded: a pre-auth key is created only when Headscale
- * could be read this round (a failed observation never writes), and the outcome folds back into
- * status. Finalize expires the egress's keys before deleting its nodes, so a pod still running
- * cannot register again in between.
+ * The egress's Headscale writes, each guarded and each through the view's write methods (which settle into
+ * an Outcome and drop the cached part they changed): the superseded agent nodes are deleted and a pre-auth
+ * key is created only as planned, i.e. only from what this sync could read (a failed observation never
+ * writes); the outcomes fold back into status. Finalize expires the egress's keys before deleting its
+ * nodes, so a pod still running cannot register again in between.
  */
-import type { HeadscaleError } from "../../headscale/errors.js";
-import type { HeadscaleView } from "../../headscale/view.js";
+import type { HsNode } from "../../headscale/types.js";
+import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import { commonLabels } from "../../k8s/labels.js";
-import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
+import { reuseObserved } from "../../k8s/objects.js";
 import { AGENT_KEY_FLAGS, type AuthKeyOutcome, ensureAuthKey } from "../shared/authkey.js";
-import type { HookDeps } from "../types.js";
-import type { CleanupPlan } from "./finalize.js";
-import type { EgressKeyPlan } from "./keys.js";
-import type { EgressReads } from "./observe.js";
+import { deleteSuperseded, logSuperseded } from "../shared/superseded.js";
+import type { HookDeps, HookRequest } from "../types.js";
+import type { EgressObservation } from "./observe.js";
+import type { CleanupPlan, EgressPlan } from "./plan.js";
 
-export interface AuthKeyActInputs {
-  parent: K8sObject;
-  tag: string;
-  replicas: number;
-  ttlSeconds: number;
-  now: Date;
+export interface EgressOutcome {
+  /** The node list decide sees: as read, minus the nodes deleted now (undefined: nothing was read). */
+  nodes?: Obs<HsNode[]>;
+  /** The pre-auth key after act: reused, freshly created, or missing with the reason. */
+  authKey: AuthKeyOutcome;
 }
 
-/** Reuse, create or (when Headscale was not readable) keep the key; never drops the current Secret. */
-export async function actAuthKey(
-  keyPlan: EgressKeyPlan,
-  view: HeadscaleView,
-  reads: Pick<EgressReads, "policy" | "nodes">,
-  inputs: AuthKeyActInputs,
+const who = (req: HookRequest) => `${req.parent.metadata.namespace}/${req.parent.metadata.name}`;
+
+export async function actEgress(
+  req: HookRequest,
+  plan: EgressPlan,
+  observed: EgressObservation,
   deps: Pick<HookDeps, "log">,
-): Promise<AuthKeyOutcome> {
-  const { plan } = keyPlan;
-  if (plan.action === "create") {
-    // the key list only refines the plan (keys.ts); without it the plan rests on the Secrets alone
-    const failed = [reads.policy, reads.nodes].find((o) => !o.ok) as { error: HeadscaleError } | undefined;
-    if (failed) {
-      const current = plan.current;
-      return {
+): Promise<EgressOutcome> {
+  if (!observed.ok || !plan.key) return { authKey: {} };
+  const { view } = observed;
+  const superseded = await deleteSuperseded(view, observed.nodes, plan.deleteNodes);
+  logSuperseded(deps, who(req), superseded);
+  const { plan: key } = plan.key;
+  if (plan.keyBlocked && key.action === "create") {
+    // never drops the current Secret
+    const current = key.current;
+    return {
+      nodes: superseded.nodes,
+      authKey: {
         secret: current ? reuseObserved(current.secret) : undefined,
         keyId: current?.keyId,
         expiresAt: current?.expiresAt,
-        error: `not created while Headscale cannot be read (${failed.error.message})`,
-      };
-    }
+        error: plan.keyBlocked,
+      },
+    };
   }
-  const outcome = await ensureAuthKey(plan, view.client, inputs.parent, {
-    tags: [inputs.tag],
+  const authKey = await ensureAuthKey(key, view, req.parent, {
+    tags: [observed.tag],
     ...AGENT_KEY_FLAGS,
-    ttlSeconds: inputs.ttlSeconds,
-    now: inputs.now,
-    labels: commonLabels(inputs.parent, "egress"),
+    ttlSeconds: observed.settings.authKeyTTLSeconds,
+    now: observed.now,
+    labels: commonLabels(req.parent, "egress"),
   });
-  if (plan.action === "create") {
-    view.invalidate("preAuthKeys");
-    const who = `${inputs.parent.metadata.namespace}/${inputs.parent.metadata.name}`;
-    const why = keyPlan.refresh ?? plan.why;
-    if (outcome.error) deps.log.warn({ egress: who, why, error: outcome.error }, "pre-auth key not created");
-    else deps.log.info({ egress: who, why, keyId: outcome.keyId }, "pre-auth key created");
+  if (key.action === "create") {
+    const why = plan.key.refresh ?? key.why;
+    if (authKey.error) deps.log.warn({ egress: who(req), why, error: authKey.error }, "pre-auth key not created");
+    else deps.log.info({ egress: who(req), why, keyId: authKey.keyId }, "pre-auth key created");
   }
-  return outcome;
+  return { nodes: superseded.nodes, authKey };
 }
 
 /** Carries out a cleanup plan; returns the failures (named by operation, never by secret). */
 export async function actCleanup(plan: CleanupPlan, view: HeadscaleView): Promise<string[]> {
   const errors: string[] = [];
-  const attempt = async (op: () => Promise<unknown>) => {
-    try {
-      await op();
-    } catch (e) {
-      errors.push((e as Error).message);
-    }
-  };
-  for (const id of plan.expireKeys) await attempt(() => view.client.preAuthKeys.expire(id));
-  for (const node of plan.deleteNodes) await attempt(() => view.client.nodes.delete(node.id));
-  if (plan.expireKeys.length) view.invalidate("preAuthKeys");
-  if (plan.deleteNodes.length) view.invalidate("nodes");
+  for (const id of plan.expireKeys) {
+    const outcome = await view.expirePreAuthKey(id);
+    if (!outcome.ok) errors.push(outcome.error.message);
+  }
+  for (const node of plan.deleteNodes) {
+    const outcome = await view.deleteNode(node.id);
+    if (!outcome.ok) errors.push(outcome.error.message);
+  }
   return errors;
 }

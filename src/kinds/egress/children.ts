@@ -4,7 +4,7 @@
  * the target, whose ports map the target's ports to the agent's listen ports.
  */
 import type { AgentConfigInput } from "../../agent/config.js";
-import { AGENT_METRICS_PORT, egressListenPorts, TAILSCALE_SOCKS_ADDR, TAILSCALED_SOCKET } from "../../agent/ports.js";
+import { AGENT_METRICS_PORT, TAILSCALE_SOCKS_ADDR, TAILSCALED_SOCKET } from "../../agent/ports.js";
 import type { OperatorConfig } from "../../config.js";
 import { commonLabels, EGRESS_TARGET_LABEL } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
@@ -18,37 +18,10 @@ import {
   dnsLabel,
   namespacePeer,
 } from "../shared/agent.js";
+import type { EgressSpec, EgressTarget } from "./spec.js";
 
 /** On each target Service: the host the agent forwards to (a gateway's derived zone reads it). */
 export const TARGET_HOST_ANNOTATION = "tailnet.internal/target-host";
-
-export interface EgressTarget {
-  name: string;
-  host: string;
-  ports: { port: number; protocol: string }[];
-}
-
-type Spec = Record<string, unknown>;
-
-/** spec.targets with defaults applied (protocol TCP); the CRD schema has already checked the shape. */
-export function egressTargets(parent: K8sObject): EgressTarget[] {
-  const spec = (parent.spec ?? {}) as Spec;
-  const targets = Array.isArray(spec.targets) ? (spec.targets as Spec[]) : [];
-  return targets.map((t) => ({
-    name: String(t.name),
-    host: String(t.host),
-    ports: (Array.isArray(t.ports) ? (t.ports as Spec[]) : []).map((p) => ({
-      port: Number(p.port),
-      protocol: typeof p.protocol === "string" ? p.protocol : "TCP",
-    })),
-  }));
-}
-
-/** spec.replicas, default 1. */
-export function egressReplicas(parent: K8sObject): number {
-  const r = ((parent.spec ?? {}) as Spec).replicas;
-  return typeof r === "number" && Number.isInteger(r) && r >= 0 ? r : 1;
-}
 
 /** The agent's tailnet host name: "<namespace>-<name>" (api.md: egress db in shop is "shop-db"). */
 export function egressHostname(parent: K8sObject): string {
@@ -59,8 +32,10 @@ export function egressHostname(parent: K8sObject): string {
  * The agent config the ConfigMap carries: every target (a conflicting one too — its listen port
  * stays where egressListenPorts puts it), dialled through tailscaled's SOCKS5 proxy.
  */
-export function egressAgentConfig(targets: readonly EgressTarget[]): AgentConfigInput {
-  const listen = egressListenPorts(targets);
+export function egressAgentConfig({
+  targets,
+  listenPorts: listen,
+}: Pick<EgressSpec, "targets" | "listenPorts">): AgentConfigInput {
   return {
     role: "egress",
     metricsPort: AGENT_METRICS_PORT,
@@ -99,8 +74,7 @@ export function targetService(parent: K8sObject, target: EgressTarget, listenPor
 
 export interface EgressChildrenInputs {
   config: OperatorConfig;
-  targets: EgressTarget[];
-  replicas: number;
+  spec: EgressSpec;
   tag: string;
   /** The Tailnet's Headscale URL. */
   loginServer: string;
@@ -116,15 +90,16 @@ export interface EgressChildrenInputs {
 
 /** Every desired child, in a fixed order. */
 export function egressChildren(parent: K8sObject, inputs: EgressChildrenInputs): K8sObject[] {
-  const agentConfig = egressAgentConfig(inputs.targets);
+  const { spec } = inputs;
+  const agentConfig = egressAgentConfig(spec);
   const configMap = agentConfigMap(parent, agentConfig, undefined, inputs.ca);
-  const listen = egressListenPorts(inputs.targets);
+  const listen = spec.listenPorts;
   const allListenPorts = listen.flat();
   // Without a key containerboot would start an interactive login and log a registration URL:
   // no Deployment until the key exists; one that already runs is kept exactly as observed.
   const deployment = inputs.authKeySecret
     ? agentDeployment(parent, {
-        replicas: inputs.replicas,
+        replicas: spec.replicas,
         tag: inputs.tag,
         loginServer: inputs.loginServer,
         authKeySecret: inputs.authKeySecret.metadata.name,
@@ -138,7 +113,7 @@ export function egressChildren(parent: K8sObject, inputs: EgressChildrenInputs):
         acceptRoutes: true,
       })
     : inputs.observedDeployment && reuseObserved(inputs.observedDeployment);
-  const services = inputs.targets.flatMap((t, i) =>
+  const services = spec.targets.flatMap((t, i) =>
     inputs.conflicting.has(t.name) ? [] : [targetService(parent, t, listen[i])],
   );
   const networkPolicy = agentNetworkPolicy(parent, inputs.config, {

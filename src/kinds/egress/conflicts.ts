@@ -4,12 +4,12 @@
  * worse, take over someone else's Service; so the target simply gets no Service and
  * ServiceConflict=True names the holder.
  */
-import { type ConditionInput, cond } from "../../conditions/condition.js";
-import { EgressCondition, EgressReason } from "../../conditions/reasons.js";
+import { conditionsOf, type TypedCondition } from "../../conditions/table.js";
+import { EGRESS_REASONS } from "../../conditions/tables/egress.js";
 import { OWNER_UID_LABEL } from "../../k8s/labels.js";
 import { findObject, type K8sObject, type ObjectMaps } from "../../k8s/objects.js";
 import { listNames } from "../shared/agent.js";
-import type { EgressTarget } from "./children.js";
+import type { EgressTarget } from "./spec.js";
 
 /** Ours: an ownerReference to this parent's uid, or (with no controller reference) our owner-uid label. */
 export function ownedByParent(object: K8sObject, parentUid: string | undefined): boolean {
@@ -35,13 +35,18 @@ export function conflictingTargets(
   });
 }
 
-export function serviceConflictCondition(parent: K8sObject, conflicting: readonly string[]): ConditionInput {
-  if (!conflicting.length) return cond(EgressCondition.ServiceConflict, "False", EgressReason.NoConflict, "");
+const { cond } = conditionsOf(EGRESS_REASONS);
+
+export function serviceConflictCondition(
+  parent: K8sObject,
+  conflicting: readonly string[],
+): TypedCondition<typeof EGRESS_REASONS, "ServiceConflict"> {
+  if (!conflicting.length) return cond("ServiceConflict", "False", "NoConflict", "");
   const ns = parent.metadata.namespace ?? "";
   const names = listNames(conflicting.map((n) => `${ns}/${n}`));
   const message =
     conflicting.length === 1
       ? `Service ${names} exists and is not owned by this TailnetEgress: target ${conflicting[0]} gets no Service`
       : `Services ${names} exist and are not owned by this TailnetEgress: their targets get no Service`;
-  return cond(EgressCondition.ServiceConflict, "True", EgressReason.Conflict, message);
+  return cond("ServiceConflict", "True", "Conflict", message);
 }

@@ -1,5 +1,5 @@
 /**
- * The egress decision (pure): (parent, observed children, related, observations, now) →
+ * The egress decision (pure): (spec, observed children, related, the tailnet as read after act, now) →
  * desired children, conditions, status fields, resync and the metric values. No I/O, no clock.
  *
  * Ready order (docs/reference/reasons/egress.md): NoTailnet, NoAPIKey, TagUnknown, then the first
@@ -7,41 +7,69 @@
  * a foreign Service only hides one target's in-cluster name, while the earlier blockers break
  * every target, so they are the better first answer.
  */
-import { type Blocker, blockerFrom, type ConditionInput, cond, deriveReady } from "../../conditions/condition.js";
-import { EgressCondition, EgressReason, TargetReason } from "../../conditions/reasons.js";
+import { TargetReason } from "../../conditions/reasons.js";
+import { conditionsOf, type ReasonOf, type TypedCondition } from "../../conditions/table.js";
+import { EGRESS_REASONS } from "../../conditions/tables/egress.js";
 import type { OperatorConfig } from "../../config.js";
 import type { HsNode, HsPolicy } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import type { K8sObject, ObjectMaps } from "../../k8s/objects.js";
-import { findObject, objectsOf, reuseAllChildren } from "../../k8s/objects.js";
-import { agentName, registeredCondition, tagKnownCondition } from "../shared/agent.js";
-import { type AuthKeyOutcome, observedKeys } from "../shared/authkey.js";
-import { effectiveTag, type TailnetSettings } from "../shared/workload.js";
-import { egressChildren, egressReplicas, egressTargets } from "./children.js";
+import { findObject, reuseAllChildren } from "../../k8s/objects.js";
+import type { Decision } from "../pipeline.js";
+import { agentName, registrationFact, tagFact } from "../shared/agent.js";
+import type { AuthKeyOutcome, ObservedKey } from "../shared/authkey.js";
+import type { TailnetSettings } from "../shared/workload.js";
+import type { HookRequest } from "../types.js";
+import type { EgressOutcome } from "./act.js";
+import { egressChildren } from "./children.js";
 import { conflictingTargets, serviceConflictCondition } from "./conflicts.js";
+import type { EgressObservation } from "./observe.js";
+import type { EgressSpec } from "./spec.js";
 import { type AgentObservation, evaluateTargets, ROUTE_MISSING, type TargetVerdict } from "./targets.js";
+
+const { cond, allows } = conditionsOf(EGRESS_REASONS);
+type EgressType = keyof typeof EGRESS_REASONS & string;
+/** A condition of the egress table: of type T (default: any type, each with its own reasons). */
+export type EgressCond<T extends EgressType = EgressType> = {
+  [K in T]: TypedCondition<typeof EGRESS_REASONS, K>;
+}[T];
+type ReadyReason = ReasonOf<typeof EGRESS_REASONS, "Ready">;
 
 /** While something external is awaited (registration, a pod, a route, a dial). */
 export const WAIT_RESYNC_SECONDS = 30;
 const MAX_LISTED_TARGETS = 10;
 
-export interface EgressObservations {
-  policy: Obs<HsPolicy | null>;
-  nodes: Obs<HsNode[]>;
-  agents: AgentObservation;
-  /** The pre-auth key after act: reused, freshly created, or missing with the reason. */
-  authKey: AuthKeyOutcome;
-}
+/** The tailnet side as decide sees it: read (the node list after act), or why nothing could be. */
+export type EgressTailnet =
+  | {
+      ok: true;
+      settings: TailnetSettings;
+      /** The Headscale CA from the Tailnet's credentials Secret, delivered to the agent pods. */
+      ca?: string;
+      tag: string;
+      policy: Obs<HsPolicy | null>;
+      nodes: Obs<HsNode[]>;
+      agents: AgentObservation;
+      /** The pre-auth key after act: reused, freshly created, or missing with the reason. */
+      authKey: AuthKeyOutcome;
+    }
+  | {
+      ok: false;
+      reason: "NoTailnet" | "NoAPIKey";
+      message: string;
+      /** spec.tag, or the effective tag once the Tailnet is known. */
+      tag?: string;
+    };
 
-export interface EgressDecisionInput {
+export interface EgressDecideInput {
   parent: K8sObject;
   children: ObjectMaps;
   related: ObjectMaps;
   config: OperatorConfig;
-  settings: TailnetSettings;
-  observations: EgressObservations;
-  /** The Headscale CA from the Tailnet's credentials Secret, delivered to the agent pods. */
-  ca?: string;
+  spec: EgressSpec;
+  /** The key Secrets among the children, parsed once (observedKeys, newest first). */
+  keySecrets: readonly ObservedKey[];
+  tailnet: EgressTailnet;
   now: Date;
 }
 
@@ -63,11 +91,9 @@ export interface EgressMetricValues {
   authKeyExpiresAt?: Date;
 }
 
-export interface EgressDecision {
-  children: K8sObject[];
-  conditions: ConditionInput[];
+export interface EgressDecision extends Decision {
+  conditions: EgressCond[];
   fields: { tag?: string; targets?: EgressTargetStatus[] };
-  resyncAfterSeconds?: number;
   metrics: EgressMetricValues;
 }
 
@@ -76,113 +102,147 @@ function listed(items: readonly string[]): string {
   return `${items.slice(0, MAX_LISTED_TARGETS).join("; ")}; and ${items.length - MAX_LISTED_TARGETS} more`;
 }
 
-export function routesGrantedCondition(agents: AgentObservation, verdicts: readonly TargetVerdict[]): ConditionInput {
-  const type = EgressCondition.RoutesGranted;
-  if (!agents.ok) return cond(type, "Unknown", EgressReason.ProbeFailed, agents.message);
+export function routesGrantedCondition(
+  agents: AgentObservation,
+  verdicts: readonly TargetVerdict[],
+): EgressCond<"RoutesGranted"> {
+  const type = "RoutesGranted";
+  if (!agents.ok) return cond(type, "Unknown", "ProbeFailed", agents.message);
   const missing = verdicts.filter((v) => ROUTE_MISSING.has(v.route.reason));
   if (missing.length) {
     return cond(
       type,
       "False",
-      EgressReason.RoutesMissing,
+      "RoutesMissing",
       listed(missing.map((v) => `${v.name} ${v.route.reason}: ${v.route.message}`)),
     );
   }
   const unknown = verdicts.filter((v) => v.route.reason === TargetReason.ProbeFailed);
   if (unknown.length) {
-    return cond(type, "Unknown", EgressReason.ProbeFailed, listed(unknown.map((v) => `${v.name}: ${v.route.message}`)));
+    return cond(type, "Unknown", "ProbeFailed", listed(unknown.map((v) => `${v.name}: ${v.route.message}`)));
   }
   const n = verdicts.length;
-  return cond(
-    type,
-    "True",
-    EgressReason.RoutesGranted,
-    `${n} ${n === 1 ? "target is" : "targets are"} in the agent's netmap`,
-  );
+  return cond(type, "True", "RoutesGranted", `${n} ${n === 1 ? "target is" : "targets are"} in the agent's netmap`);
 }
 
 export function targetsReachableCondition(
   agents: AgentObservation,
   verdicts: readonly TargetVerdict[],
-): ConditionInput {
-  const type = EgressCondition.TargetsReachable;
-  if (!agents.ok) return cond(type, "Unknown", EgressReason.ProbeFailed, agents.message);
+): EgressCond<"TargetsReachable"> {
+  const type = "TargetsReachable";
+  if (!agents.ok) return cond(type, "Unknown", "ProbeFailed", agents.message);
   const down = verdicts.flatMap((v) => (v.dial.state === "unreachable" ? [`${v.name}: ${v.dial.error}`] : []));
-  if (down.length) return cond(type, "False", EgressReason.Unreachable, listed(down));
+  if (down.length) return cond(type, "False", "Unreachable", listed(down));
   const outside = verdicts.flatMap((v) => (v.dial.state === "outside" ? [`${v.name}: ${v.dial.message}`] : []));
-  if (outside.length) return cond(type, "False", EgressReason.OutsideTailnet, listed(outside));
+  if (outside.length) return cond(type, "False", "OutsideTailnet", listed(outside));
   const unknown = verdicts.flatMap((v) => (v.dial.state === "unknown" ? [`${v.name}: ${v.dial.message}`] : []));
-  if (unknown.length) return cond(type, "Unknown", EgressReason.ProbeFailed, listed(unknown));
+  if (unknown.length) return cond(type, "Unknown", "ProbeFailed", listed(unknown));
   const n = verdicts.length;
-  return cond(
-    type,
-    "True",
-    EgressReason.Reachable,
-    `${n} ${n === 1 ? "target answers" : "targets answer"} the agent's probe`,
-  );
+  return cond(type, "True", "Reachable", `${n} ${n === 1 ? "target answers" : "targets answer"} the agent's probe`);
 }
 
-/** The Ready staircase over already decided conditions (exported for the staircase test). */
+/** TagKnown from the shared agent fact (src/kinds/shared/agent.ts), in the egress's reasons. */
+function tagKnownCondition(policy: Obs<HsPolicy | null>, tag: string): EgressCond<"TagKnown"> {
+  const f = tagFact(policy, tag);
+  if (f.state === "known") return cond("TagKnown", "True", "Known", f.message);
+  if (f.state === "pending") return cond("TagKnown", "False", "PolicyPending", f.message);
+  return cond("TagKnown", "Unknown", "Unknown", f.message);
+}
+
+/** Registered from the shared agent fact, in the egress's reasons. */
+function registeredCondition(nodes: Obs<HsNode[]>, tag: string, keyNote?: string): EgressCond<"Registered"> {
+  const f = registrationFact(nodes, tag, keyNote);
+  if (f.state === "registered") return cond("Registered", "True", "Registered", f.message);
+  if (f.state === "absent") return cond("Registered", "False", "NotRegistered", f.message);
+  return cond("Registered", "Unknown", "Unknown", f.message);
+}
+
+const isReadyReason = (reason: string): reason is ReadyReason => allows("Ready", "False", reason);
+
+/**
+ * The Ready staircase over already decided conditions (exported for the staircase test): TagUnknown while
+ * TagKnown is not True, then the first of Registered, RoutesGranted, TargetsReachable that is not True, then
+ * ServiceConflict=True, each repeated with its reason and message.
+ */
 export function egressReady(conditions: {
-  tagKnown: ConditionInput;
-  registered: ConditionInput;
-  routesGranted: ConditionInput;
-  targetsReachable: ConditionInput;
-  serviceConflict: ConditionInput;
-}): ConditionInput {
-  const blockers: Blocker[] = [
-    {
-      ok: conditions.tagKnown.status === "True",
-      reason: EgressReason.TagUnknown,
-      message: conditions.tagKnown.message,
-    },
-    blockerFrom(conditions.registered),
-    blockerFrom(conditions.routesGranted),
-    blockerFrom(conditions.targetsReachable),
-    blockerFrom(conditions.serviceConflict, "False"),
-  ];
-  const ready = deriveReady(blockers, EgressReason.Ready, "every target is reachable through the agent");
-  return { ...ready, type: EgressCondition.Ready };
+  tagKnown: EgressCond<"TagKnown">;
+  registered: EgressCond<"Registered">;
+  routesGranted: EgressCond<"RoutesGranted">;
+  targetsReachable: EgressCond<"TargetsReachable">;
+  serviceConflict: EgressCond<"ServiceConflict">;
+}): EgressCond<"Ready"> {
+  const { tagKnown, registered, routesGranted, targetsReachable, serviceConflict } = conditions;
+  if (tagKnown.status !== "True") return cond("Ready", "False", "TagUnknown", tagKnown.message);
+  const blocker = [registered, routesGranted, targetsReachable].find((c) => c.status !== "True");
+  const first = blocker ?? (serviceConflict.status !== "False" ? serviceConflict : undefined);
+  if (!first) return cond("Ready", "True", "Ready", "every target is reachable through the agent");
+  if (!isReadyReason(first.reason)) throw new Error(`Ready cannot repeat ${first.type}=${first.reason}`);
+  return cond("Ready", "False", first.reason, first.message);
 }
 
-/** Seconds until the key's half-life (its rotation), when a key exists. */
-function secondsToRotation(authKey: AuthKeyOutcome, now: Date): number | undefined {
-  const [key] = authKey.secret ? observedKeys([authKey.secret]) : [];
-  if (!key) return undefined;
-  const half = key.createdAt.getTime() + (key.expiresAt.getTime() - key.createdAt.getTime()) / 2;
-  return Math.ceil((half - now.getTime()) / 1000);
+/** The times of the key in use: its parsed Secret, or a key minted in this sync (created now). */
+function keyInUse(
+  authKey: AuthKeyOutcome,
+  keySecrets: readonly ObservedKey[],
+  now: Date,
+): { createdAt: Date; expiresAt: Date } | undefined {
+  const name = authKey.secret?.metadata.name;
+  if (name === undefined) return undefined;
+  const observed = keySecrets.find((k) => k.secret.metadata.name === name);
+  if (observed) return observed;
+  return authKey.expiresAt ? { createdAt: now, expiresAt: authKey.expiresAt } : undefined;
 }
 
-export function decideEgress(input: EgressDecisionInput): EgressDecision {
-  const { parent, observations: obs, settings, now } = input;
-  const tag = effectiveTag(parent, settings.tagPrefix);
-  const targets = egressTargets(parent);
-  const conflicting = conflictingTargets(parent, targets, input.related, input.children);
+/** The decide input of one sync: the spec, the observation and act's outcome, without the view. */
+export function egressDecideInput(
+  req: HookRequest,
+  spec: EgressSpec,
+  observed: EgressObservation,
+  outcome: EgressOutcome,
+  config: OperatorConfig,
+): EgressDecideInput {
+  const base = { parent: req.parent, children: req.children, related: req.related, config, spec };
+  const { now, keySecrets } = observed;
+  if (!observed.ok) {
+    const { reason, message, tag } = observed;
+    return { ...base, keySecrets, now, tailnet: { ok: false, reason, message, ...(tag ? { tag } : {}) } };
+  }
+  const { settings, ca, tag, policy, agents } = observed;
+  const nodes = outcome.nodes ?? observed.nodes;
+  const tailnet = { ok: true as const, settings, ...(ca ? { ca } : {}), tag, policy, nodes, agents };
+  return { ...base, keySecrets, now, tailnet: { ...tailnet, authKey: outcome.authKey } };
+}
+
+export function decideEgress(input: EgressDecideInput): EgressDecision {
+  const { parent, spec, tailnet, now } = input;
+  const conflicting = conflictingTargets(parent, spec.targets, input.related, input.children);
+  const serviceConflict = serviceConflictCondition(parent, conflicting);
+  if (!tailnet.ok) return decideUnobserved(input, tailnet, serviceConflict);
+  const { tag, settings, authKey } = tailnet;
   const verdicts = evaluateTargets({
-    targets,
+    targets: spec.targets,
     tag,
-    nodes: obs.nodes,
+    nodes: tailnet.nodes,
     baseDomain: settings.baseDomain,
-    agents: obs.agents,
+    agents: tailnet.agents,
   });
 
-  const keyNote = obs.authKey.secret ? undefined : `no pre-auth key yet: ${obs.authKey.error ?? "not created"}`;
-  const tagKnown = tagKnownCondition(obs.policy, tag);
-  const registered = registeredCondition(obs.nodes, tag, keyNote);
-  const routesGranted = routesGrantedCondition(obs.agents, verdicts);
-  const targetsReachable = targetsReachableCondition(obs.agents, verdicts);
-  const serviceConflict = serviceConflictCondition(parent, conflicting);
+  const keyNote = authKey.secret ? undefined : `no pre-auth key yet: ${authKey.error ?? "not created"}`;
+  const tagKnown = tagKnownCondition(tailnet.policy, tag);
+  const registered = registeredCondition(tailnet.nodes, tag, keyNote);
+  const routesGranted = routesGrantedCondition(tailnet.agents, verdicts);
+  const targetsReachable = targetsReachableCondition(tailnet.agents, verdicts);
   const ready = egressReady({ tagKnown, registered, routesGranted, targetsReachable, serviceConflict });
 
+  const conflictSet = new Set(conflicting);
   const children = egressChildren(parent, {
     config: input.config,
-    targets,
-    replicas: egressReplicas(parent),
+    spec,
     tag,
     loginServer: settings.url,
-    authKeySecret: obs.authKey.secret,
-    conflicting: new Set(conflicting),
-    ca: input.ca,
+    authKeySecret: authKey.secret,
+    conflicting: conflictSet,
+    ca: tailnet.ca,
     observedDeployment: findObject(
       input.children,
       "apps/v1",
@@ -192,7 +252,6 @@ export function decideEgress(input: EgressDecisionInput): EgressDecision {
     ),
   });
 
-  const conflictSet = new Set(conflicting);
   const statusTargets: EgressTargetStatus[] = verdicts.map((v) => ({
     name: v.name,
     host: v.host,
@@ -202,11 +261,16 @@ export function decideEgress(input: EgressDecisionInput): EgressDecision {
     reason: v.reason,
   }));
 
+  const key = keyInUse(authKey, input.keySecrets, now);
   const waits: number[] = [];
   if (ready.status !== "True") waits.push(WAIT_RESYNC_SECONDS);
-  const rotation = secondsToRotation(obs.authKey, now);
-  if (rotation !== undefined) waits.push(rotation > 0 ? rotation : WAIT_RESYNC_SECONDS);
-  const routesKnown = obs.agents.ok && verdicts.every((v) => v.route.reason !== TargetReason.ProbeFailed);
+  if (key) {
+    // the key's half-life: its rotation
+    const half = key.createdAt.getTime() + (key.expiresAt.getTime() - key.createdAt.getTime()) / 2;
+    const rotation = Math.ceil((half - now.getTime()) / 1000);
+    waits.push(rotation > 0 ? rotation : WAIT_RESYNC_SECONDS);
+  }
+  const routesKnown = tailnet.agents.ok && verdicts.every((v) => v.route.reason !== TargetReason.ProbeFailed);
 
   return {
     children,
@@ -216,50 +280,37 @@ export function decideEgress(input: EgressDecisionInput): EgressDecision {
     metrics: {
       targets: verdicts.map((v) => ({ name: v.name, state: v.reason || "Ready" })),
       routesMissing: routesKnown ? verdicts.filter((v) => ROUTE_MISSING.has(v.route.reason)).length : undefined,
-      // an expired key kept after a failed rotation has no expiresAt in the outcome: read its Secret,
+      // an expired key kept after a failed rotation has no expiresAt in the outcome: its Secret's,
       // so the expiry alert keeps firing exactly when it matters
-      authKeyExpiresAt:
-        obs.authKey.expiresAt ?? (obs.authKey.secret ? observedKeys([obs.authKey.secret])[0]?.expiresAt : undefined),
+      authKeyExpiresAt: authKey.expiresAt ?? key?.expiresAt,
     },
   };
 }
 
 /**
- * No Tailnet, or no Headscale credentials yet: nothing can be observed, so every child is kept as
+ * No Tailnet, or no Headscale credentials yet: nothing could be observed, so every child is kept as
  * observed, the other conditions are Unknown with the same reason, and Ready names it.
  */
-export function decideWithoutTailnet(input: {
-  parent: K8sObject;
-  children: ObjectMaps;
-  related: ObjectMaps;
-  reason: typeof EgressReason.NoTailnet | typeof EgressReason.NoAPIKey;
-  message: string;
-  settings?: TailnetSettings;
-}): EgressDecision {
-  const { parent, reason, message } = input;
-  const targets = egressTargets(parent);
-  const conflicting = conflictingTargets(parent, targets, input.related, input.children);
+function decideUnobserved(
+  input: EgressDecideInput,
+  tailnet: Extract<EgressTailnet, { ok: false }>,
+  serviceConflict: EgressCond<"ServiceConflict">,
+): EgressDecision {
+  const { reason, message, tag } = tailnet;
   const pending = `not evaluated: ${message}`;
-  const unknown = (type: string) => cond(type, "Unknown", reason, pending);
-  const explicitTag = (parent.spec as { tag?: unknown } | undefined)?.tag;
-  const tag = input.settings
-    ? effectiveTag(parent, input.settings.tagPrefix)
-    : typeof explicitTag === "string" && explicitTag
-      ? explicitTag
-      : undefined;
   return {
     children: reuseAllChildren(input.children),
     conditions: [
-      unknown(EgressCondition.TagKnown),
-      unknown(EgressCondition.Registered),
-      unknown(EgressCondition.RoutesGranted),
-      unknown(EgressCondition.TargetsReachable),
-      serviceConflictCondition(parent, conflicting),
-      cond(EgressCondition.Ready, "False", reason, message),
+      cond("TagKnown", "Unknown", reason, pending),
+      cond("Registered", "Unknown", reason, pending),
+      cond("RoutesGranted", "Unknown", reason, pending),
+      cond("TargetsReachable", "Unknown", reason, pending),
+      serviceConflict,
+      cond("Ready", "False", reason, message),
     ],
     fields: tag ? { tag } : {},
     resyncAfterSeconds: WAIT_RESYNC_SECONDS,
     // the kept key still expires, and cannot be rotated now: its expiry alert must keep working
-    metrics: { authKeyExpiresAt: observedKeys(objectsOf(input.children, "v1", "Secret"))[0]?.expiresAt },
+    metrics: { authKeyExpiresAt: input.keySecrets[0]?.expiresAt },
   };
 }

@@ -9,9 +9,8 @@
  */
 import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
-import type { K8sObject } from "../../k8s/objects.js";
 import { nodesWithTag } from "../shared/agent.js";
-import { type AuthKeyPlan, decideAuthKey } from "../shared/authkey.js";
+import { type AuthKeyPlan, authKeyPlanFor, type ObservedKey } from "../shared/authkey.js";
 
 /** Headscale compares with its own clock; year 0001 (no expiration sent) counts as expired, null as never. */
 export function keyExpired(key: HsPreAuthKey, now: Date): boolean {
@@ -30,14 +29,15 @@ export interface EgressKeyPlan {
 }
 
 export function planEgressKey(input: {
-  secrets: readonly K8sObject[];
+  /** The key Secrets among the children, parsed (observedKeys). */
+  keySecrets: readonly ObservedKey[];
   now: Date;
   keys: Obs<HsPreAuthKey[]>;
   nodes: Obs<HsNode[]>;
   tag: string;
   replicas: number;
 }): EgressKeyPlan {
-  const plan = decideAuthKey(input.secrets, input.now);
+  const plan = authKeyPlanFor(input.keySecrets, input.now);
   if (plan.action !== "reuse" || !input.keys.ok) return { plan };
   const current = plan.current;
   const early = (why: "expired" | "halfLife", refresh: KeyRefresh): EgressKeyPlan => ({

@@ -1,15 +1,37 @@
 /**
- * What an egress sync reads (impure, never throws): the live policy, the node list and the pre-auth
- * keys through the shared Headscale view (cached, single-flight), and /status of every running agent pod, scraped
- * in parallel with the scraper's short timeout. Every failure is an observation.
+ * What an egress sync reads (impure, never throws): its Tailnet and credentials (resolveWorkload), the key
+ * Secrets among its children (parsed once), and, with a Tailnet, the live policy, the node list and the
+ * pre-auth keys through the shared Headscale view (cached, single-flight), and /status of every running agent
+ * pod, scraped in parallel with the scraper's short timeout. Every failure is an observation; without a
+ * Tailnet or its credentials the observation says why and nothing else is read.
  */
+import type { CommonReason } from "../../conditions/reasons.js";
 import type { HsNode, HsPolicy, HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../headscale/view.js";
-import { agentPods } from "../shared/workload.js";
+import { objectsOf } from "../../k8s/objects.js";
+import { type ObservedKey, observedKeys } from "../shared/authkey.js";
+import { agentPods, effectiveTag, resolveWorkload, type TailnetSettings } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
+import type { EgressSpec } from "./spec.js";
 import { type AgentObservation, agentObservation, scrapeablePods } from "./targets.js";
 
-export interface EgressReads {
+interface Observed {
+  /** The clock of this sync (plans, keys and decide use the same instant). */
+  now: Date;
+  /** The key Secrets among the children, newest first (observedKeys). */
+  keySecrets: ObservedKey[];
+}
+
+/** The Tailnet and its credentials resolved: Headscale and the agents were read. */
+export interface EgressReads extends Observed {
+  ok: true;
+  settings: TailnetSettings;
+  /** The Headscale CA from the Tailnet's credentials Secret, delivered to the agent pods. */
+  ca?: string;
+  /** The effective tag (spec.tag, else from the Tailnet's tagPrefix). */
+  tag: string;
+  /** Where act writes (never read by decide). */
+  view: HeadscaleView;
   policy: Obs<HsPolicy | null>;
   nodes: Obs<HsNode[]>;
   /** Headscale's pre-auth keys (masked), to replace a revoked or single-use key early. */
@@ -17,7 +39,26 @@ export interface EgressReads {
   agents: AgentObservation;
 }
 
-export async function observeEgress(req: HookRequest, deps: HookDeps, view: HeadscaleView): Promise<EgressReads> {
+/** No Tailnet, or no credentials yet: nothing could be read. */
+export interface EgressUnobserved extends Observed {
+  ok: false;
+  reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey;
+  message: string;
+  /** spec.tag, or the effective tag once the Tailnet (its tagPrefix) is known. */
+  tag?: string;
+}
+
+export type EgressObservation = EgressReads | EgressUnobserved;
+
+export async function observeEgress(req: HookRequest, spec: EgressSpec, deps: HookDeps): Promise<EgressObservation> {
+  const now = deps.now();
+  const keySecrets = observedKeys(objectsOf(req.children, "v1", "Secret"));
+  const ctx = resolveWorkload(req, deps);
+  if (!ctx.ok) {
+    const tag = ctx.settings ? effectiveTag(req.parent, ctx.settings.tagPrefix) : spec.tag;
+    return { ok: false, reason: ctx.reason, message: ctx.message, ...(tag ? { tag } : {}), now, keySecrets };
+  }
+  const view = deps.views.view(ctx.conn);
   const pods = scrapeablePods(agentPods(req));
   const [policy, nodes, keys, scrapes] = await Promise.all([
     view.policy(),
@@ -25,5 +66,17 @@ export async function observeEgress(req: HookRequest, deps: HookDeps, view: Head
     view.preAuthKeys(),
     pods.length ? deps.scraper.scrape(pods) : Promise.resolve([]),
   ]);
-  return { policy, nodes, keys, agents: agentObservation(pods, scrapes) };
+  return {
+    ok: true,
+    now,
+    keySecrets,
+    settings: ctx.settings,
+    ...(ctx.conn.ca ? { ca: ctx.conn.ca } : {}),
+    tag: effectiveTag(req.parent, ctx.settings.tagPrefix),
+    view,
+    policy,
+    nodes,
+    keys,
+    agents: agentObservation(pods, scrapes),
+  };
 }

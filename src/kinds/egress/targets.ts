@@ -13,7 +13,7 @@ import { type Cidr, canonicalIp, cidrContains, isIp, parseCidrOrIp } from "../..
 import { buildNodeIndex, nodeAddress, resolveTargetHost } from "../../policy/targets.js";
 import { listNames, nodeLabel } from "../shared/agent.js";
 import type { AgentStatus, ScrapeResult } from "../types.js";
-import type { EgressTarget } from "./children.js";
+import type { EgressTarget } from "./spec.js";
 
 export type AgentObservation =
   | { ok: true; agents: { pod: string; status: AgentStatus }[] }

@@ -5,14 +5,13 @@
  * an emptyDir (a container restart re-joins as the same node; no Secret is written back, so no
  * RBAC and no API token are needed), and our agent, which listens, probes and reports /status on
  * 9080. The tailscale container pieces every pod shares (agents and gateways) are
- * `tailscaleRuntime*` below. The conditions both agent kinds share (TagKnown,
- * Registered) are decided here too, so egress and ingress cannot drift apart.
+ * `tailscaleRuntime*` below. The facts behind the conditions both agent kinds share (TagKnown,
+ * Registered) are judged here too, so egress and ingress cannot drift apart; each kind maps them to its
+ * own typed reasons.
  */
 import { createHash } from "node:crypto";
 import type { AgentConfigInput } from "../../agent/config.js";
 import { AGENT_CONFIG_PATH, AGENT_METRICS_PORT, TAILSCALE_SOCKS_ADDR, TAILSCALED_SOCKET } from "../../agent/ports.js";
-import { type ConditionInput, cond } from "../../conditions/condition.js";
-import { EgressReason } from "../../conditions/reasons.js";
 import type { NetworkPolicyPeer, OperatorConfig } from "../../config.js";
 import type { HsNode, HsPolicy } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
@@ -347,43 +346,37 @@ export function agentNetworkPolicy(
   };
 }
 
-// ---- conditions shared by the agent kinds (same types and reason strings for egress and ingress) ----
+// ---- facts both agent kinds turn into their TagKnown and Registered conditions ----
+// Neutral verdicts, no reason strings: each kind maps them to the reasons of its own table
+// (src/conditions/tables/<kind>.ts), so the wording stays shared and the reasons stay typed.
+
+/** Whether the tag is a key of the live policy's tagOwners: known, pending, or unreadable (not read or not HuJSON). */
+export interface TagFact {
+  state: "known" | "pending" | "unreadable";
+  message: string;
+}
 
 /**
- * TagKnown from the live policy: Known when the tag is a key of tagOwners; PolicyPending while it
- * is not (Headscale rejects an unowned tag at registration); Unknown when the policy was not read.
+ * From the live policy: known when the tag is a key of tagOwners; pending while it is not (Headscale
+ * rejects an unowned tag at registration); unreadable when the policy was not read or not parsed.
  */
-export function tagKnownCondition(policy: Obs<HsPolicy | null>, tag: string): ConditionInput {
+export function tagFact(policy: Obs<HsPolicy | null>, tag: string): TagFact {
   if (!policy.ok) {
-    return cond(
-      "TagKnown",
-      "Unknown",
-      EgressReason.Unknown,
-      `the live policy could not be read: ${policy.error.message}`,
-    );
+    return { state: "unreadable", message: `the live policy could not be read: ${policy.error.message}` };
   }
   if (policy.value === null) {
-    return cond(
-      "TagKnown",
-      "False",
-      EgressReason.PolicyPending,
-      `no policy is stored in Headscale yet, so ${tag} is not in tagOwners`,
-    );
+    return { state: "pending", message: `no policy is stored in Headscale yet, so ${tag} is not in tagOwners` };
   }
   const parsed = parseHuJson(policy.value.policy);
-  if (!parsed.ok) {
-    return cond("TagKnown", "Unknown", EgressReason.Unknown, `the live policy could not be parsed: ${parsed.message}`);
-  }
+  if (!parsed.ok) return { state: "unreadable", message: `the live policy could not be parsed: ${parsed.message}` };
   const owners = parsed.value.tagOwners;
   if (owners && typeof owners === "object" && !Array.isArray(owners) && Object.hasOwn(owners, tag)) {
-    return cond("TagKnown", "True", EgressReason.Known, `${tag} is in the live policy's tagOwners`);
+    return { state: "known", message: `${tag} is in the live policy's tagOwners` };
   }
-  return cond(
-    "TagKnown",
-    "False",
-    EgressReason.PolicyPending,
-    `${tag} is not in the live policy's tagOwners yet (the Tailnet adds it when it applies the policy; in DryRun it is never written)`,
-  );
+  return {
+    state: "pending",
+    message: `${tag} is not in the live policy's tagOwners yet (the Tailnet adds it when it applies the policy; in DryRun it is never written)`,
+  };
 }
 
 /** Headscale nodes carrying the tag (among others), sorted by MagicDNS name. */
@@ -406,31 +399,25 @@ export function listNames(names: readonly string[]): string {
   return `${names.slice(0, MAX_LISTED).join(", ")} and ${names.length - MAX_LISTED} more`;
 }
 
+/** Whether a Headscale node carries the tag: registered, absent, or unreadable (the node list was not read). */
+export interface RegistrationFact {
+  state: "registered" | "absent" | "unreadable";
+  message: string;
+}
+
 /**
- * Registered: a Headscale node carrying the tag exists. `keyNote` explains a missing pre-auth key
- * (e.g. Headscale refused to create one); it is appended while no node is registered.
+ * A Headscale node carrying the tag exists. `keyNote` explains a missing pre-auth key (e.g. Headscale
+ * refused to create one); it is appended while no node is registered.
  */
-export function registeredCondition(nodes: Obs<HsNode[]>, tag: string, keyNote?: string): ConditionInput {
+export function registrationFact(nodes: Obs<HsNode[]>, tag: string, keyNote?: string): RegistrationFact {
   const note = keyNote ? `; ${keyNote}` : "";
   if (!nodes.ok) {
-    return cond(
-      "Registered",
-      "Unknown",
-      EgressReason.Unknown,
-      `Headscale nodes could not be listed: ${nodes.error.message}${note}`,
-    );
+    return { state: "unreadable", message: `Headscale nodes could not be listed: ${nodes.error.message}${note}` };
   }
   const mine = nodesWithTag(nodes.value, tag);
-  if (mine.length === 0) {
-    return cond("Registered", "False", EgressReason.NotRegistered, `no Headscale node carries ${tag} yet${note}`);
-  }
+  if (mine.length === 0) return { state: "absent", message: `no Headscale node carries ${tag} yet${note}` };
   const noun = mine.length === 1 ? "node carries" : "nodes carry";
-  return cond(
-    "Registered",
-    "True",
-    EgressReason.Registered,
-    `${mine.length} ${noun} ${tag}: ${listNames(mine.map(nodeLabel))}`,
-  );
+  return { state: "registered", message: `${mine.length} ${noun} ${tag}: ${listNames(mine.map(nodeLabel))}` };
 }
 
 // ---- superseded agent nodes (a pod replaced by a rollout, an eviction, a reschedule) ----

@@ -4,9 +4,9 @@
  * and `now` alone — the server keeps no state. Secrets holding keys are `OnDelete` children, so
  * a rotated key gets a new Secret name (`<parent>-authkey-<key id>`) and the old one is dropped.
  */
-import type { HeadscaleClient } from "../../headscale/client.js";
-import { HeadscaleError } from "../../headscale/errors.js";
+import type { Outcome } from "../../headscale/capabilities.js";
 import type { HsPreAuthKey } from "../../headscale/types.js";
+import type { HeadscaleView } from "../../headscale/view.js";
 import { OWNER_UID_LABEL } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import { b64 } from "./secrets.js";
@@ -59,7 +59,12 @@ export function observedKeys(children: readonly K8sObject[]): ObservedKey[] {
 
 /** Pure: reuse the newest key until half its lifetime has passed, then rotate. */
 export function decideAuthKey(children: readonly K8sObject[], now: Date): AuthKeyPlan {
-  const [current] = observedKeys(children);
+  return authKeyPlanFor(observedKeys(children), now);
+}
+
+/** decideAuthKey over key Secrets already parsed (observedKeys, newest first). */
+export function authKeyPlanFor(keys: readonly ObservedKey[], now: Date): AuthKeyPlan {
+  const [current] = keys;
   if (!current) return { action: "create", why: "missing" };
   if (now >= current.expiresAt) return { action: "create", why: "expired", current };
   const halfLife = current.createdAt.getTime() + (current.expiresAt.getTime() - current.createdAt.getTime()) / 2;
@@ -167,39 +172,35 @@ export function pendingKey(
  */
 interface KeyListFlight {
   /** The read in flight; it started before anyone arriving now, so they wait for `next`. */
-  inFlight?: Promise<HsPreAuthKey[]>;
+  inFlight?: Promise<Outcome<HsPreAuthKey[]>>;
   /** The read that starts once `inFlight` settled; joined by every caller arriving before it starts. */
-  next?: Promise<HsPreAuthKey[]>;
+  next?: Promise<Outcome<HsPreAuthKey[]>>;
 }
 
-/** Per client, i.e. per Headscale connection (HeadscaleViews keeps one client per connection). */
-const keyListFlights = new WeakMap<HeadscaleClient, KeyListFlight>();
+/** Per view, i.e. per Headscale connection (HeadscaleViews keeps one view per connection). */
+const keyListFlights = new WeakMap<HeadscaleView, KeyListFlight>();
 
 /** A list of Headscale's pre-auth keys read by a request that started after this call (see above). */
-export function freshKeyList(client: HeadscaleClient): Promise<HsPreAuthKey[]> {
-  let flight = keyListFlights.get(client);
+export function freshKeyList(view: HeadscaleView): Promise<Outcome<HsPreAuthKey[]>> {
+  let flight = keyListFlights.get(view);
   if (!flight) {
     flight = {};
-    keyListFlights.set(client, flight);
+    keyListFlights.set(view, flight);
   }
   const f = flight;
-  const start = (): Promise<HsPreAuthKey[]> => {
-    const read = client.preAuthKeys.list();
+  const start = (): Promise<Outcome<HsPreAuthKey[]>> => {
+    // an Outcome: settles, never rejects
+    const read = view.freshPreAuthKeys();
     f.inFlight = read;
-    const settled = () => {
+    void read.then(() => {
       if (f.inFlight === read) f.inFlight = undefined;
-    };
-    read.then(settled, settled);
+    });
     return read;
   };
   // a read that has not started yet starts after now: join it
   if (f.next) return f.next;
   if (!f.inFlight) return start();
-  const after = f.inFlight.then(
-    () => undefined,
-    () => undefined,
-  );
-  const next = after.then(() => {
+  const next = f.inFlight.then(() => {
     f.next = undefined;
     return start();
   });
@@ -213,7 +214,7 @@ export function freshKeyList(client: HeadscaleClient): Promise<HsPreAuthKey[]> {
  */
 export async function ensureAuthKey(
   plan: AuthKeyPlan,
-  client: HeadscaleClient,
+  view: HeadscaleView,
   parent: K8sObject,
   opts: {
     tags: string[];
@@ -245,14 +246,9 @@ export async function ensureAuthKey(
   // Read Headscale's key list fresh (not the view's cache) right before minting: another replica may have
   // minted this rotation's key a moment ago (pendingKey). The read is shared with concurrent mints on this
   // connection but always starts after this call (freshKeyList). A list that cannot be read means no write.
-  let listed: HsPreAuthKey[];
-  try {
-    listed = await freshKeyList(client);
-  } catch (e) {
-    return keep(
-      `the key list could not be read before minting (${e instanceof HeadscaleError ? e.message : "request failed"})`,
-    );
-  }
+  const read = await freshKeyList(view);
+  if (!read.ok) return keep(`the key list could not be read before minting (${read.error.message})`);
+  const listed = read.value;
   const created0 = parent.metadata.creationTimestamp ? new Date(parent.metadata.creationTimestamp) : new Date(0);
   const pending = pendingKey(
     listed,
@@ -271,20 +267,18 @@ export async function ensureAuthKey(
       pending.id,
     );
   }
-  try {
-    const created = await client.preAuthKeys.create({
-      aclTags: opts.tags,
-      reusable: opts.reusable,
-      ephemeral: opts.ephemeral,
-      expiration: expiresAt,
-    });
-    const secret = authKeySecret(
-      parent,
-      { id: created.id, key: created.key, createdAt: opts.now, expiresAt },
-      opts.labels,
-    );
-    return { secret, keyId: created.id, expiresAt };
-  } catch (e) {
-    return keep(e instanceof HeadscaleError ? e.message : "creating a pre-auth key failed");
-  }
+  // through the view: the write settles into an Outcome and drops the cached key list
+  const created = await view.createPreAuthKey({
+    aclTags: opts.tags,
+    reusable: opts.reusable,
+    ephemeral: opts.ephemeral,
+    expiration: expiresAt,
+  });
+  if (!created.ok) return keep(created.error.message);
+  const secret = authKeySecret(
+    parent,
+    { id: created.value.id, key: created.value.key, createdAt: opts.now, expiresAt },
+    opts.labels,
+  );
+  return { secret, keyId: created.value.id, expiresAt };
 }

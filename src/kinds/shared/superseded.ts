@@ -4,7 +4,6 @@
  * handed to decide no longer holds the nodes that were deleted, so status and the DNS records the
  * Tailnet publishes (from the online carrier of the tag) describe the current node.
  */
-import { HeadscaleError } from "../../headscale/errors.js";
 import type { HsNode } from "../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import type { HookDeps } from "../types.js";
@@ -18,27 +17,34 @@ export interface SupersededOutcome {
   errors: string[];
 }
 
+/** Plans (supersededNodes) and deletes in one step, for a kind whose plan stage holds nothing else. */
 export async function removeSuperseded(
   view: HeadscaleView,
   nodes: Obs<HsNode[]>,
   input: { tag: string; replicas: number; now: Date },
 ): Promise<SupersededOutcome> {
-  if (!nodes.ok) return { nodes, deleted: [], errors: [] };
-  const stale = supersededNodes(nodes.value, input.tag, input.replicas, input.now);
+  const stale = nodes.ok ? supersededNodes(nodes.value, input.tag, input.replicas, input.now) : [];
+  return deleteSuperseded(view, nodes, stale);
+}
+
+/** Deletes the planned superseded nodes through the view (which drops its cached node list). */
+export async function deleteSuperseded(
+  view: HeadscaleView,
+  nodes: Obs<HsNode[]>,
+  stale: readonly HsNode[],
+): Promise<SupersededOutcome> {
+  if (!nodes.ok || !stale.length) return { nodes, deleted: [], errors: [] };
   const gone = new Set<string>();
   const deleted: string[] = [];
   const errors: string[] = [];
   for (const n of stale) {
-    try {
-      await view.client.nodes.delete(n.id);
+    const outcome = await view.deleteNode(n.id);
+    if (outcome.ok) {
       gone.add(n.id);
       deleted.push(nodeLabel(n));
-    } catch (e) {
-      if (e instanceof HeadscaleError && (e.classification === "notFound" || e.status === 404)) gone.add(n.id);
-      else errors.push(`${nodeLabel(n)}: ${e instanceof HeadscaleError ? e.message : "Headscale request failed"}`);
-    }
+    } else if (outcome.error.classification === "notFound" || outcome.error.status === 404) gone.add(n.id);
+    else errors.push(`${nodeLabel(n)}: ${outcome.error.message}`);
   }
-  if (stale.length) view.invalidate("nodes");
   return {
     nodes: gone.size ? { ...nodes, value: nodes.value.filter((n) => !gone.has(n.id)) } : nodes,
     deleted,

@@ -8,9 +8,8 @@ import {
   egressAgentConfig,
   egressChildren,
   egressHostname,
-  egressReplicas,
-  egressTargets,
 } from "../../../src/kinds/egress/children.js";
+import { readEgressSpec } from "../../../src/kinds/egress/spec.js";
 import { parentObject } from "../../fixtures/hooks.js";
 import { validateChildren } from "../../helpers/validate.js";
 import { egressParent, keySecret, UID } from "./fixtures.js";
@@ -36,8 +35,7 @@ function build(o: Options = {}) {
   const parent = egressParent(o.spec);
   const inputs: EgressChildrenInputs = {
     config,
-    targets: egressTargets(parent),
-    replicas: egressReplicas(parent),
+    spec: readEgressSpec(parent),
     tag: o.tag ?? "tag:k8s-shop-db",
     loginServer: "https://hs.example.com",
     authKeySecret: o.key === false ? undefined : keySecret(parent),
@@ -164,8 +162,7 @@ describe("egress children", () => {
     const parent = egressParent();
     const rotated = egressChildren(parent, {
       config,
-      targets: egressTargets(parent),
-      replicas: 1,
+      spec: readEgressSpec(parent),
       tag: "tag:k8s-shop-db",
       loginServer: "https://hs.example.com",
       authKeySecret: keySecret(parent, "99"),
@@ -176,13 +173,13 @@ describe("egress children", () => {
   });
 
   it("agent config: listen ports from 10000 in target then port order", () => {
-    assert.deepStrictEqual(egressAgentConfig(egressTargets(egressParent())), expectedAgentConfig(golden().targets));
+    assert.deepStrictEqual(egressAgentConfig(readEgressSpec(egressParent())), expectedAgentConfig(golden().targets));
   });
 
   it("hostname and replicas defaults", () => {
     const p = parentObject("TailnetEgress", "Weird_Name", { targets: [] }, { namespace: "team-a" });
     assert.equal(egressHostname(p), "team-a-weird-name");
-    assert.equal(egressReplicas(p), 1);
-    assert.equal(egressReplicas(egressParent({ replicas: 0 })), 0);
+    assert.equal(readEgressSpec(p).replicas, 1);
+    assert.equal(readEgressSpec(egressParent({ replicas: 0 })).replicas, 0);
   });
 });

@@ -1,38 +1,43 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import Fastify from "fastify";
+import type { ConditionInput } from "../../../src/conditions/condition.js";
+import { EGRESS_REASONS } from "../../../src/conditions/tables/egress.js";
+import { DEFAULT_CONFIG } from "../../../src/config.js";
+import { HeadscaleViews } from "../../../src/headscale/view.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
-import { decideEgress, decideWithoutTailnet, type EgressDecision } from "../../../src/kinds/egress/decide.js";
+import { decideEgress, type EgressDecideInput, type EgressDecision } from "../../../src/kinds/egress/decide.js";
+import { egressModule } from "../../../src/kinds/egress/index.js";
+import type { HookDeps } from "../../../src/kinds/types.js";
+import { createOperatorMetrics } from "../../../src/metrics/registry.js";
+import { memoryEventRecorder } from "../../../src/server/events.js";
 import { toMaps } from "../../fixtures/hooks.js";
+import { assertCoversTable } from "../../helpers/reason-coverage.js";
+import { AT, ok, policy } from "../shared/fixtures.js";
 import {
   config,
-  decisionInput,
   egressParent,
-  healthyWorld,
+  failedNodes,
+  failedPolicy,
+  input,
   KEY_EXPIRES,
-  settings,
+  keySecret,
+  NO_API_KEY,
+  NO_TAILNET,
+  NODES,
+  nodes,
+  PEERS,
+  probes,
+  scraped,
   TAG,
+  tailnetRead,
   UID,
-  type World,
 } from "./fixtures.js";
-
-type Ctx = "ok" | "NoTailnet" | "NoAPIKey";
-
-function decide(w: World, ctx: Ctx = "ok"): EgressDecision {
-  if (ctx === "ok") return decideEgress(decisionInput(w));
-  return decideWithoutTailnet({
-    parent: w.parent,
-    children: toMaps(w.children),
-    related: toMaps(w.related),
-    reason: ctx,
-    message:
-      ctx === "NoTailnet" ? 'Tailnet "home" not found' : "Secret tailnet-system/tailnet-home-credentials not found yet",
-    settings: ctx === "NoAPIKey" ? settings : undefined,
-  });
-}
 
 const reasons = (d: EgressDecision) => Object.fromEntries(d.conditions.map((c) => [c.type, c.reason]));
 const targetReasons = (d: EgressDecision) =>
   Object.fromEntries((d.fields.targets ?? []).map((t) => [t.name, t.reason]));
+const condition = (d: EgressDecision, type: string) => d.conditions.find((c) => c.type === type);
 
 function foreignService(name: string, extra: Partial<K8sObject["metadata"]> = {}): K8sObject {
   return {
@@ -43,12 +48,13 @@ function foreignService(name: string, extra: Partial<K8sObject["metadata"]> = {}
   };
 }
 
+/** NODES without the agent's own node (nothing carries the tag). */
+const unregistered = () => nodes(NODES.filter((n) => !n.tags?.includes(TAG)));
+
 interface Row {
   name: string;
-  ctx?: Ctx;
-  change?: (w: World) => void;
-  want: Record<string, string>;
-  targets?: Record<string, string>;
+  input: EgressDecideInput;
+  expect: { reasons: Record<string, string>; targets?: Record<string, string> };
 }
 
 const HEALTHY = {
@@ -59,196 +65,268 @@ const HEALTHY = {
   ServiceConflict: "NoConflict",
   Ready: "Ready",
 };
+const NOT_EVALUATED = (reason: string) => ({
+  TagKnown: reason,
+  Registered: reason,
+  RoutesGranted: reason,
+  TargetsReachable: reason,
+  ServiceConflict: "NoConflict",
+  Ready: reason,
+});
 
 // One row per reason, in the order of the reasons page (TagKnown, Registered, RoutesGranted /
 // TargetsReachable, ServiceConflict, Ready, then the per-target reasons), plus the healthy row.
 const rows: Row[] = [
-  { name: "all healthy", want: HEALTHY, targets: { postgres: "", printer: "" } },
+  { name: "all healthy", input: input(), expect: { reasons: HEALTHY, targets: { postgres: "", printer: "" } } },
   {
     name: "live policy unreadable",
-    change: (w) => (w.policy = "fail"),
-    want: { ...HEALTHY, TagKnown: "Unknown", Ready: "TagUnknown" },
+    input: input({ tailnet: tailnetRead({ policy: failedPolicy() }) }),
+    expect: { reasons: { ...HEALTHY, TagKnown: "Unknown", Ready: "TagUnknown" } },
   },
   {
     name: "tag not in the live policy yet",
-    change: (w) => (w.tagOwners = { "tag:other": [] }),
-    want: { ...HEALTHY, TagKnown: "PolicyPending", Ready: "TagUnknown" },
+    input: input({ tailnet: tailnetRead({ policy: ok(policy({ "tag:other": [] })) }) }),
+    expect: { reasons: { ...HEALTHY, TagKnown: "PolicyPending", Ready: "TagUnknown" } },
   },
   {
     name: "no policy stored in Headscale yet",
-    change: (w) => (w.policy = "none"),
-    want: { ...HEALTHY, TagKnown: "PolicyPending", Ready: "TagUnknown" },
+    input: input({ tailnet: tailnetRead({ policy: ok(null) }) }),
+    expect: { reasons: { ...HEALTHY, TagKnown: "PolicyPending", Ready: "TagUnknown" } },
   },
   {
     name: "no node carries the tag",
-    change: (w) =>
-      (w.nodes = (w.nodes as { tags?: string[] }[]).filter((n) => !n.tags?.includes(TAG)) as World["nodes"]),
-    want: { ...HEALTHY, Registered: "NotRegistered", Ready: "NotRegistered" },
+    input: input({ tailnet: tailnetRead({ nodes: unregistered() }) }),
+    expect: { reasons: { ...HEALTHY, Registered: "NotRegistered", Ready: "NotRegistered" } },
   },
   {
     name: "node list unreadable (the netmap still proves the routes)",
-    change: (w) => (w.nodes = "fail"),
-    want: { ...HEALTHY, Registered: "Unknown", Ready: "Unknown" },
-    targets: { postgres: "", printer: "" },
+    input: input({ tailnet: tailnetRead({ nodes: failedNodes() }) }),
+    expect: {
+      reasons: { ...HEALTHY, Registered: "Unknown", Ready: "Unknown" },
+      targets: { postgres: "", printer: "" },
+    },
+  },
+  {
+    name: "node list unreadable and the netmap does not prove a target",
+    input: input({
+      tailnet: tailnetRead({
+        nodes: failedNodes(),
+        agents: scraped({ peers: PEERS.filter((p) => p.hostName !== "db-1") }),
+      }),
+    }),
+    expect: {
+      reasons: { ...HEALTHY, Registered: "Unknown", RoutesGranted: "ProbeFailed", Ready: "Unknown" },
+      targets: { postgres: "ProbeFailed", printer: "" },
+    },
   },
   {
     name: "a target's node is not granted",
-    change: (w) => (w.peers = w.peers.filter((p) => p.hostName !== "db-1")),
-    want: { ...HEALTHY, RoutesGranted: "RoutesMissing", Ready: "RoutesMissing" },
-    targets: { postgres: "NoGrant", printer: "" },
+    input: input({ tailnet: tailnetRead({ agents: scraped({ peers: PEERS.filter((p) => p.hostName !== "db-1") }) }) }),
+    expect: {
+      reasons: { ...HEALTHY, RoutesGranted: "RoutesMissing", Ready: "RoutesMissing" },
+      targets: { postgres: "NoGrant", printer: "" },
+    },
   },
   {
     name: "a target does not answer",
-    change: (w) => (w.probes.postgres = { reachable: false, error: "dial 100.64.0.7:5432: ECONNREFUSED" }),
-    want: { ...HEALTHY, TargetsReachable: "Unreachable", Ready: "Unreachable" },
-    targets: { postgres: "Unreachable", printer: "" },
+    input: input({
+      tailnet: tailnetRead({
+        agents: scraped({
+          probes: probes({ postgres: { reachable: false, error: "dial 100.64.0.7:5432: ECONNREFUSED" } }),
+        }),
+      }),
+    }),
+    expect: {
+      reasons: { ...HEALTHY, TargetsReachable: "Unreachable", Ready: "Unreachable" },
+      targets: { postgres: "Unreachable", printer: "" },
+    },
   },
   {
     name: "agent not scraped",
-    change: (w) => (w.agents = { ok: false, message: "agent pod db-agent-0 (GET /status: ECONNREFUSED) not scraped" }),
-    want: { ...HEALTHY, RoutesGranted: "ProbeFailed", TargetsReachable: "ProbeFailed", Ready: "ProbeFailed" },
-    targets: { postgres: "ProbeFailed", printer: "ProbeFailed" },
+    input: input({
+      tailnet: tailnetRead({
+        agents: { ok: false, message: "agent pod db-agent-0 (GET /status: ECONNREFUSED) not scraped" },
+      }),
+    }),
+    expect: {
+      reasons: { ...HEALTHY, RoutesGranted: "ProbeFailed", TargetsReachable: "ProbeFailed", Ready: "ProbeFailed" },
+      targets: { postgres: "ProbeFailed", printer: "ProbeFailed" },
+    },
   },
   {
     name: "target name taken by a foreign Service",
-    change: (w) => (w.related = [foreignService("postgres")]),
-    want: { ...HEALTHY, ServiceConflict: "Conflict", Ready: "Conflict" },
+    input: input({ related: [foreignService("postgres")] }),
+    expect: { reasons: { ...HEALTHY, ServiceConflict: "Conflict", Ready: "Conflict" } },
   },
-  {
-    name: "no Tailnet",
-    ctx: "NoTailnet",
-    want: {
-      TagKnown: "NoTailnet",
-      Registered: "NoTailnet",
-      RoutesGranted: "NoTailnet",
-      TargetsReachable: "NoTailnet",
-      ServiceConflict: "NoConflict",
-      Ready: "NoTailnet",
-    },
-  },
+  { name: "no Tailnet", input: input({ tailnet: NO_TAILNET }), expect: { reasons: NOT_EVALUATED("NoTailnet") } },
   {
     name: "no API key (credentials Secret missing)",
-    ctx: "NoAPIKey",
-    want: {
-      TagKnown: "NoAPIKey",
-      Registered: "NoAPIKey",
-      RoutesGranted: "NoAPIKey",
-      TargetsReachable: "NoAPIKey",
-      ServiceConflict: "NoConflict",
-      Ready: "NoAPIKey",
-    },
+    input: input({ tailnet: NO_API_KEY }),
+    expect: { reasons: NOT_EVALUATED("NoAPIKey") },
   },
   {
     name: "target NotAdvertised: no router for its subnet",
-    change: (w) => {
-      w.nodes = (w.nodes as { name: string }[]).filter((n) => n.name !== "router") as World["nodes"];
-      w.peers = w.peers.filter((p) => p.hostName !== "router");
+    input: input({
+      tailnet: tailnetRead({
+        nodes: nodes(NODES.filter((n) => n.name !== "router")),
+        agents: scraped({ peers: PEERS.filter((p) => p.hostName !== "router") }),
+      }),
+    }),
+    expect: {
+      reasons: { ...HEALTHY, RoutesGranted: "RoutesMissing", Ready: "RoutesMissing" },
+      targets: { postgres: "", printer: "NotAdvertised" },
     },
-    want: { ...HEALTHY, RoutesGranted: "RoutesMissing", Ready: "RoutesMissing" },
-    targets: { postgres: "", printer: "NotAdvertised" },
   },
   {
     name: "target NotApproved: the router's route is not approved",
-    change: (w) => {
-      for (const n of w.nodes as { name: string; approvedRoutes?: string[] }[])
-        if (n.name === "router") n.approvedRoutes = [];
-      w.peers = w.peers.filter((p) => p.hostName !== "router");
+    input: input({
+      tailnet: tailnetRead({
+        nodes: nodes(NODES.map((n) => (n.name === "router" ? { ...n, approvedRoutes: [] } : n))),
+        agents: scraped({ peers: PEERS.filter((p) => p.hostName !== "router") }),
+      }),
+    }),
+    expect: {
+      reasons: { ...HEALTHY, RoutesGranted: "RoutesMissing", Ready: "RoutesMissing" },
+      targets: { postgres: "", printer: "NotApproved" },
     },
-    want: { ...HEALTHY, RoutesGranted: "RoutesMissing", Ready: "RoutesMissing" },
-    targets: { postgres: "", printer: "NotApproved" },
   },
   {
     name: "target NoGrant: the route is approved but not in the netmap",
-    change: (w) => (w.peers = w.peers.map((p) => ({ ...p, primaryRoutes: [] }))),
-    want: { ...HEALTHY, RoutesGranted: "RoutesMissing", Ready: "RoutesMissing" },
-    targets: { postgres: "", printer: "NoGrant" },
+    input: input({
+      tailnet: tailnetRead({ agents: scraped({ peers: PEERS.map((p) => ({ ...p, primaryRoutes: [] })) }) }),
+    }),
+    expect: {
+      reasons: { ...HEALTHY, RoutesGranted: "RoutesMissing", Ready: "RoutesMissing" },
+      targets: { postgres: "", printer: "NoGrant" },
+    },
   },
   {
     name: "target ProbeFailed: the agent does not know it yet",
-    change: (w) => delete w.probes.printer,
-    want: { ...HEALTHY, TargetsReachable: "ProbeFailed", Ready: "ProbeFailed" },
-    targets: { postgres: "", printer: "ProbeFailed" },
+    input: input({ tailnet: tailnetRead({ agents: scraped({ probes: probes({ printer: undefined }) }) }) }),
+    expect: {
+      reasons: { ...HEALTHY, TargetsReachable: "ProbeFailed", Ready: "ProbeFailed" },
+      targets: { postgres: "", printer: "ProbeFailed" },
+    },
   },
   {
     name: "target OutsideTailnet: the dial went through the pod network (routes not accepted)",
-    change: (w) => (w.probes.printer = { reachable: true, via: "outside" }),
-    want: { ...HEALTHY, TargetsReachable: "OutsideTailnet", Ready: "OutsideTailnet" },
-    targets: { postgres: "", printer: "OutsideTailnet" },
+    input: input({
+      tailnet: tailnetRead({ agents: scraped({ probes: probes({ printer: { reachable: true, via: "outside" } }) }) }),
+    }),
+    expect: {
+      reasons: { ...HEALTHY, TargetsReachable: "OutsideTailnet", Ready: "OutsideTailnet" },
+      targets: { postgres: "", printer: "OutsideTailnet" },
+    },
   },
   {
     name: "an agent that does not report the dial path (older image): reachable as before",
-    change: (w) => (w.probes.printer = { reachable: true, via: "unknown" }),
-    want: HEALTHY,
-    targets: { postgres: "", printer: "" },
+    input: input({
+      tailnet: tailnetRead({ agents: scraped({ probes: probes({ printer: { reachable: true, via: "unknown" } }) }) }),
+    }),
+    expect: { reasons: HEALTHY, targets: { postgres: "", printer: "" } },
   },
   {
     name: "target Unreachable",
-    change: (w) => (w.probes.printer = { reachable: false, error: "dial 192.168.1.10:631: SOCKS5 HostUnreachable" }),
-    want: { ...HEALTHY, TargetsReachable: "Unreachable", Ready: "Unreachable" },
-    targets: { postgres: "", printer: "Unreachable" },
+    input: input({
+      tailnet: tailnetRead({
+        agents: scraped({
+          probes: probes({ printer: { reachable: false, error: "dial 192.168.1.10:631: SOCKS5 HostUnreachable" } }),
+        }),
+      }),
+    }),
+    expect: {
+      reasons: { ...HEALTHY, TargetsReachable: "Unreachable", Ready: "Unreachable" },
+      targets: { postgres: "", printer: "Unreachable" },
+    },
   },
 ];
 
 describe("decideEgress: one row per reason", () => {
   for (const r of rows) {
     it(r.name, () => {
-      const w = healthyWorld();
-      r.change?.(w);
-      const d = decide(w, r.ctx);
-      assert.deepEqual(reasons(d), r.want);
-      if (r.targets) assert.deepEqual(targetReasons(d), r.targets);
+      const d = decideEgress(r.input);
+      assert.deepEqual(reasons(d), r.expect.reasons);
+      if (r.expect.targets) assert.deepEqual(targetReasons(d), r.expect.targets);
     });
   }
 });
 
+// Each step removes the first blocker of the one before.
+const tagless = ok(policy({}));
+const unreachablePrinter = probes({
+  printer: { reachable: false, error: "dial 192.168.1.10:9100: SOCKS5 HostUnreachable" },
+});
+const foreignPrinter = [foreignService("printer")];
+const staircase: { want: string; input: EgressDecideInput }[] = [
+  { want: "NoTailnet", input: input({ tailnet: NO_TAILNET, related: foreignPrinter }) },
+  { want: "NoAPIKey", input: input({ tailnet: NO_API_KEY, related: foreignPrinter }) },
+  {
+    want: "TagUnknown",
+    input: input({
+      related: foreignPrinter,
+      tailnet: tailnetRead({
+        policy: tagless,
+        nodes: unregistered(),
+        agents: scraped({ peers: [], probes: unreachablePrinter }),
+      }),
+    }),
+  },
+  {
+    want: "NotRegistered",
+    input: input({
+      related: foreignPrinter,
+      tailnet: tailnetRead({ nodes: unregistered(), agents: scraped({ peers: [], probes: unreachablePrinter }) }),
+    }),
+  },
+  {
+    want: "RoutesMissing",
+    input: input({
+      related: foreignPrinter,
+      tailnet: tailnetRead({ agents: scraped({ peers: [], probes: unreachablePrinter }) }),
+    }),
+  },
+  {
+    // the agent does not serve printer yet: its dial is unknown
+    want: "ProbeFailed",
+    input: input({
+      related: foreignPrinter,
+      tailnet: tailnetRead({ agents: scraped({ probes: probes({ printer: undefined }) }) }),
+    }),
+  },
+  {
+    want: "Unreachable",
+    input: input({
+      related: foreignPrinter,
+      tailnet: tailnetRead({
+        agents: scraped({
+          probes: probes({ printer: { reachable: false, error: "dial 192.168.1.10:9100: timed out after 5s" } }),
+        }),
+      }),
+    }),
+  },
+  { want: "Conflict", input: input({ related: foreignPrinter }) },
+  { want: "Ready", input: input() },
+];
+
 describe("Ready staircase: each step removes the first blocker", () => {
   it("NoTailnet → NoAPIKey → TagUnknown → NotRegistered → RoutesMissing → ProbeFailed → Unreachable → Conflict → Ready", () => {
-    const w = healthyWorld();
-    w.tagOwners = {};
-    w.nodes = (w.nodes as { tags?: string[] }[]).filter((n) => !n.tags?.includes(TAG)) as World["nodes"];
-    const savedPeers = w.peers;
-    w.peers = [];
-    w.probes.printer = { reachable: false, error: "dial 192.168.1.10:9100: SOCKS5 HostUnreachable" };
-    w.related = [foreignService("printer")];
-    const steps: [string, Ctx, (() => void) | undefined][] = [
-      ["NoTailnet", "NoTailnet", undefined],
-      ["NoAPIKey", "NoAPIKey", undefined],
-      ["TagUnknown", "ok", undefined],
-      ["NotRegistered", "ok", () => (w.tagOwners = { [TAG]: [] })],
-      ["RoutesMissing", "ok", () => (w.nodes = healthyWorld().nodes)],
-      [
-        "ProbeFailed",
-        "ok",
-        () => {
-          w.peers = savedPeers;
-          delete w.probes.printer; // the agent does not serve printer yet: its dial is unknown
-        },
-      ],
-      [
-        "Unreachable",
-        "ok",
-        () => (w.probes.printer = { reachable: false, error: "dial 192.168.1.10:9100: timed out after 5s" }),
-      ],
-      ["Conflict", "ok", () => (w.probes.printer = { reachable: true })],
-      ["Ready", "ok", () => (w.related = [])],
-    ];
-    const seen: string[] = [];
-    for (const [want, ctx, fix] of steps) {
-      fix?.();
-      const ready = decide(w, ctx).conditions.find((c) => c.type === "Ready");
-      seen.push(ready?.reason ?? "");
-      assert.equal(ready?.reason, want, `step ${want}`);
-      assert.equal(ready?.status, want === "Ready" ? "True" : "False");
-    }
-    assert.equal(seen.length, 9);
+    const seen = staircase.map((s) => condition(decideEgress(s.input), "Ready"));
+    assert.deepEqual(
+      seen.map((c) => c?.reason),
+      staircase.map((s) => s.want),
+    );
+    assert.deepEqual(
+      seen.map((c) => c?.status),
+      staircase.map((s) => (s.want === "Ready" ? "True" : "False")),
+    );
   });
 
   it("Ready repeats the blocker's message verbatim", () => {
-    const w = healthyWorld();
-    w.peers = w.peers.filter((p) => p.hostName !== "db-1");
-    const d = decide(w);
-    const routes = d.conditions.find((c) => c.type === "RoutesGranted");
-    const ready = d.conditions.find((c) => c.type === "Ready");
+    const d = decideEgress(
+      input({ tailnet: tailnetRead({ agents: scraped({ peers: PEERS.filter((p) => p.hostName !== "db-1") }) }) }),
+    );
+    const routes = condition(d, "RoutesGranted");
+    const ready = condition(d, "Ready");
     assert.equal(
       routes?.message,
       "postgres NoGrant: db-1 (100.64.0.7) is not in the agent's netmap: the policy does not grant tag:k8s-shop-db access to it",
@@ -259,7 +337,7 @@ describe("Ready staircase: each step removes the first blocker", () => {
 
 describe("status fields and messages", () => {
   it("healthy: status.targets, the tag and the condition messages", () => {
-    const d = decide(healthyWorld());
+    const d = decideEgress(input());
     assert.deepEqual(d.fields, {
       tag: "tag:k8s-shop-db",
       targets: [
@@ -287,19 +365,35 @@ describe("status fields and messages", () => {
     );
   });
 
+  it("without a Tailnet: not evaluated, with the reason's message; the tag once the Tailnet is known", () => {
+    const none = decideEgress(input({ tailnet: NO_TAILNET }));
+    assert.deepEqual(
+      none.conditions.map((c) => [c.type, c.status, c.message]),
+      [
+        ["TagKnown", "Unknown", 'not evaluated: Tailnet "home" not found'],
+        ["Registered", "Unknown", 'not evaluated: Tailnet "home" not found'],
+        ["RoutesGranted", "Unknown", 'not evaluated: Tailnet "home" not found'],
+        ["TargetsReachable", "Unknown", 'not evaluated: Tailnet "home" not found'],
+        ["ServiceConflict", "False", ""],
+        ["Ready", "False", 'Tailnet "home" not found'],
+      ],
+    );
+    assert.deepEqual(none.fields, {});
+    assert.equal(none.resyncAfterSeconds, 30);
+    assert.deepEqual(decideEgress(input({ tailnet: NO_API_KEY })).fields, { tag: TAG });
+  });
+
   it("a foreign Service: the target keeps its state, gets no Service, and the condition names the Service", () => {
-    const w = healthyWorld();
-    w.related = [foreignService("postgres")];
-    const d = decide(w);
+    const d = decideEgress(input({ related: [foreignService("postgres")] }));
     assert.equal(d.fields.targets?.[0].service, "");
     assert.equal(
-      d.conditions.find((c) => c.type === "ServiceConflict")?.message,
+      condition(d, "ServiceConflict")?.message,
       "Service shop/postgres exists and is not owned by this TailnetEgress: target postgres gets no Service",
     );
     assert.equal(d.children.filter((c) => c.kind === "Service" && c.metadata.name === "postgres").length, 0);
-    w.related = [foreignService("postgres"), foreignService("printer")];
+    const both = decideEgress(input({ related: [foreignService("postgres"), foreignService("printer")] }));
     assert.equal(
-      decide(w).conditions.find((c) => c.type === "ServiceConflict")?.message,
+      condition(both, "ServiceConflict")?.message,
       "Services shop/postgres, shop/printer exist and are not owned by this TailnetEgress: their targets get no Service",
     );
   });
@@ -323,26 +417,23 @@ describe("status fields and messages", () => {
   ];
   for (const [name, meta, conflict] of ownership) {
     it(`Service ownership: ${name} → ${conflict ? "Conflict" : "NoConflict"}`, () => {
-      const w = healthyWorld();
-      w.related = [foreignService("postgres", meta)];
-      assert.equal(reasons(decide(w)).ServiceConflict, conflict ? "Conflict" : "NoConflict");
+      const d = decideEgress(input({ related: [foreignService("postgres", meta)] }));
+      assert.equal(reasons(d).ServiceConflict, conflict ? "Conflict" : "NoConflict");
     });
   }
 
   it("a Service among the observed children is ours even without a label", () => {
-    const w = healthyWorld();
-    w.related = [foreignService("postgres")];
-    w.children = [foreignService("postgres")];
-    assert.equal(reasons(decide(w)).ServiceConflict, "NoConflict");
+    const d = decideEgress(
+      input({ related: [foreignService("postgres")], children: [keySecret(), foreignService("postgres")] }),
+    );
+    assert.equal(reasons(d).ServiceConflict, "NoConflict");
   });
 
   it("no key and Headscale refused one: Registered says so", () => {
-    const w = healthyWorld();
-    w.key = "none";
-    w.nodes = (w.nodes as { tags?: string[] }[]).filter((n) => !n.tags?.includes(TAG)) as World["nodes"];
-    const d = decide(w);
+    const refused = { error: "Headscale POST /api/v1/preauthkey: 500 fault injected: 500" };
+    const d = decideEgress(input({ children: [], tailnet: tailnetRead({ nodes: unregistered(), authKey: refused }) }));
     assert.equal(
-      d.conditions.find((c) => c.type === "Registered")?.message,
+      condition(d, "Registered")?.message,
       "no Headscale node carries tag:k8s-shop-db yet; no pre-auth key yet: Headscale POST /api/v1/preauthkey: 500 fault injected: 500",
     );
     assert.equal(d.children.filter((c) => c.kind === "Secret").length, 0);
@@ -354,27 +445,28 @@ describe("status fields and messages", () => {
       "everything else is returned",
     );
     // a Deployment that already runs is never dropped because a key could not be minted
-    const running = decide(healthyWorld()).children.find((c) => c.kind === "Deployment") as K8sObject;
-    w.children = [{ ...running, status: { readyReplicas: 1 } }];
-    const kept = decide(w).children.find((c) => c.kind === "Deployment");
+    const running = decideEgress(input()).children.find((c) => c.kind === "Deployment");
+    assert.ok(running);
+    const kept = decideEgress(
+      input({
+        children: [{ ...running, status: { readyReplicas: 1 } }],
+        tailnet: tailnetRead({ nodes: unregistered(), authKey: refused }),
+      }),
+    ).children.find((c) => c.kind === "Deployment");
     assert.deepStrictEqual(kept, running);
   });
 });
 
 describe("children and observations", () => {
   it("Headscale unreachable: the Deployment and the key Secret come out byte-equal", () => {
-    const healthy = decide(healthyWorld());
-    const w = healthyWorld();
-    w.policy = "fail";
-    w.nodes = "fail";
-    const down = decide(w);
+    const healthy = decideEgress(input());
+    const down = decideEgress(input({ tailnet: tailnetRead({ policy: failedPolicy(), nodes: failedNodes() }) }));
     assert.deepStrictEqual(down.children, healthy.children);
   });
 
   it("without a Tailnet every observed child is kept as it was applied", () => {
-    const w = healthyWorld();
-    const applied = decide(healthyWorld()).children;
-    w.children = applied.map((c) => ({
+    const applied = decideEgress(input()).children;
+    const observed = applied.map((c) => ({
       ...c,
       metadata: {
         ...c.metadata,
@@ -386,30 +478,40 @@ describe("children and observations", () => {
         },
       },
     }));
-    const without = decide(w, "NoTailnet");
+    const without = decideEgress(input({ children: observed, tailnet: NO_TAILNET }));
     assert.deepEqual(without.metrics, { authKeyExpiresAt: KEY_EXPIRES }, "the kept key's expiry is still exported");
-    const kept = without.children;
     const byKey = (o: K8sObject) => `${o.kind}/${o.metadata.name}`;
     assert.deepStrictEqual(
-      [...kept].sort((a, b) => byKey(a).localeCompare(byKey(b))),
+      [...without.children].sort((a, b) => byKey(a).localeCompare(byKey(b))),
       [...applied].sort((a, b) => byKey(a).localeCompare(byKey(b))),
     );
   });
 
   it("resync: 30 s while not Ready; when Ready, the key's half-life", () => {
-    const w = healthyWorld();
-    assert.equal(decide(w).resyncAfterSeconds, 10 * 3600, "10:00 → rotation at 20:00");
-    w.probes.postgres = { reachable: false, error: "x" };
-    assert.equal(decide(w).resyncAfterSeconds, 30);
-    const late = healthyWorld();
-    late.now = new Date("2026-11-29T19:59:50Z");
-    assert.equal(decide(late).resyncAfterSeconds, 10);
+    assert.equal(decideEgress(input()).resyncAfterSeconds, 10 * 3600, "10:00 → rotation at 20:00");
+    const down = probes({ postgres: { reachable: false, error: "x" } });
+    assert.equal(
+      decideEgress(input({ tailnet: tailnetRead({ agents: scraped({ probes: down }) }) })).resyncAfterSeconds,
+      30,
+    );
+    assert.equal(decideEgress(input({ now: new Date("2026-11-29T19:59:50Z") })).resyncAfterSeconds, 10);
+  });
+
+  it("a key minted in this sync: its half-life counts from now", () => {
+    const minted = keySecret(egressParent(), "8");
+    const d = decideEgress(
+      input({
+        tailnet: tailnetRead({
+          authKey: { secret: minted, keyId: "8", expiresAt: new Date(AT.getTime() + 24 * 3600_000) },
+        }),
+      }),
+    );
+    assert.equal(d.resyncAfterSeconds, 12 * 3600);
   });
 
   it("metric values come from the same verdicts", () => {
-    const w = healthyWorld();
-    w.peers = w.peers.filter((p) => p.hostName !== "db-1");
-    assert.deepEqual(decide(w).metrics, {
+    const ungranted = tailnetRead({ agents: scraped({ peers: PEERS.filter((p) => p.hostName !== "db-1") }) });
+    assert.deepEqual(decideEgress(input({ tailnet: ungranted })).metrics, {
       targets: [
         { name: "postgres", state: "NoGrant" },
         { name: "printer", state: "Ready" },
@@ -417,20 +519,54 @@ describe("children and observations", () => {
       routesMissing: 1,
       authKeyExpiresAt: new Date("2026-11-30T08:00:00Z"),
     });
-    w.agents = { ok: false, message: "x" };
-    assert.equal(decide(w).metrics.routesMissing, undefined, "nothing claimed without a scrape");
-    const input = decisionInput(healthyWorld());
-    input.observations.authKey = { secret: input.observations.authKey.secret, error: "rotation failed" };
+    const unscraped = tailnetRead({ agents: { ok: false, message: "x" } });
+    assert.equal(
+      decideEgress(input({ tailnet: unscraped })).metrics.routesMissing,
+      undefined,
+      "nothing claimed without a scrape",
+    );
+    const failedRotation = tailnetRead({ authKey: { secret: keySecret(), error: "rotation failed" } });
     assert.deepEqual(
-      decideEgress(input).metrics.authKeyExpiresAt,
+      decideEgress(input({ tailnet: failedRotation })).metrics.authKeyExpiresAt,
       KEY_EXPIRES,
       "an expired kept key still exports its expiry",
     );
   });
 
   it("the decision depends only on its input (same input, same output)", () => {
-    assert.deepStrictEqual(decide(healthyWorld()), decide(healthyWorld()));
+    assert.deepStrictEqual(decideEgress(input()), decideEgress(input()));
     assert.equal(config.images.agent, "registry.example/tailnet-operator:1.0.0");
     assert.equal(egressParent().metadata.uid, UID);
+  });
+});
+
+/** Real hook dependencies that reach nothing: a silent logger, fresh metrics, views that are never used here. */
+function quietDeps(): HookDeps {
+  return {
+    config: DEFAULT_CONFIG,
+    views: new HeadscaleViews({ timeoutMs: 1000, cacheTTLSeconds: 1 }),
+    now: () => AT,
+    log: Fastify({ logger: false }).log,
+    metrics: createOperatorMetrics({ defaultMetrics: false }),
+    events: memoryEventRecorder(),
+    scraper: { scrape: async () => [] },
+  };
+}
+
+describe("the reasons table", () => {
+  it("the rows, the staircase and an invalid spec produce exactly the (condition, reason, status) triples of EGRESS_REASONS", () => {
+    // InvalidSpec: the module's answer for a spec the kind's specProblem refused (nothing evaluated before)
+    const invalid = egressModule.invalid(
+      { controller: {}, parent: egressParent(), children: toMaps([]), related: toMaps([]), finalizing: false },
+      'spec.targets[1].name: duplicate name "postgres"',
+      quietDeps(),
+    );
+    const invalidConditions = invalid.status.conditions as ConditionInput[];
+    assert.equal(invalidConditions.find((c) => c.type === "Ready")?.reason, "InvalidSpec");
+    assertCoversTable(EGRESS_REASONS, [
+      ...rows.map((r) => decideEgress(r.input).conditions),
+      ...staircase.map((s) => decideEgress(s.input).conditions),
+      invalidConditions,
+    ]);
   });
 });

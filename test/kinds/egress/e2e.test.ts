@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { describe, it } from "node:test";
 import type { K8sObject } from "../../../src/k8s/objects.js";
-import { egressAgentConfig, egressTargets } from "../../../src/kinds/egress/children.js";
+import { egressAgentConfig } from "../../../src/kinds/egress/children.js";
+import { readEgressSpec } from "../../../src/kinds/egress/spec.js";
 import { sample } from "../../agent/helpers.js";
 import { closedPort } from "../../fakes/agent/echo.js";
 import {
@@ -121,7 +122,7 @@ describe("TailnetEgress end to end", () => {
     const cm = w.mc.get("v1", "ConfigMap", "db-agent", "shop") as K8sObject;
     assert.deepEqual(
       JSON.parse((cm.data as Record<string, string>)["config.json"]),
-      egressAgentConfig(egressTargets(w.egress())),
+      egressAgentConfig(readEgressSpec(w.egress())),
     );
     assert.equal(
       await echoThrough(w.agent.ports.targets[0].ports[0].listenPort, "ping through the agent"),

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { planCleanup } from "../../../src/kinds/egress/finalize.js";
 import { keyExpired } from "../../../src/kinds/egress/keys.js";
+import { planCleanup } from "../../../src/kinds/egress/plan.js";
 import { AT, hsNode, preAuthKey } from "../shared/fixtures.js";
 
 const TAG = "tag:k8s-shop-db";

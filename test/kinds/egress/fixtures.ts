@@ -1,13 +1,17 @@
 /**
- * A healthy egress world for the pure decision, built from a base plus overrides (Kubeflow's
- * DATA_* style): egress shop/db with a node target (postgres → db-1) and a subnet target
- * (printer → 192.168.1.10 behind router's 192.168.1.0/24).
+ * Named builders over the real egress decide input (EgressDecideInput): egress shop/db with a node target
+ * (postgres → db-1) and a subnet target (printer → 192.168.1.10 behind router's 192.168.1.0/24), healthy by
+ * default; each builder takes the part of the input a scenario changes.
  */
+
+import type { DialPath } from "../../../src/agent/status.js";
 import { configFrom } from "../../../src/config.js";
+import type { HsNode, HsPolicy } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
-import type { EgressDecisionInput, EgressObservations } from "../../../src/kinds/egress/decide.js";
+import type { EgressDecideInput, EgressTailnet } from "../../../src/kinds/egress/decide.js";
+import { readEgressSpec } from "../../../src/kinds/egress/spec.js";
 import type { AgentObservation } from "../../../src/kinds/egress/targets.js";
-import { authKeySecret } from "../../../src/kinds/shared/authkey.js";
+import { authKeySecret, observedKeys } from "../../../src/kinds/shared/authkey.js";
 import { tailnetSettings } from "../../../src/kinds/shared/workload.js";
 import { parentObject, toMaps } from "../../fixtures/hooks.js";
 import { AT, agentStatus, failed, hsNode, type NodeInput, ok, type PeerInput, policy } from "../shared/fixtures.js";
@@ -67,84 +71,78 @@ export const PEERS: PeerInput[] = [
   { hostName: "router", ips: ["100.64.0.3"], primaryRoutes: ["192.168.1.0/24"] },
 ];
 
-export interface World {
-  parent: K8sObject;
-  children: K8sObject[];
-  related: K8sObject[];
-  tagOwners: Record<string, string[]>;
-  nodes: NodeInput[] | "fail";
-  policy: "fail" | "none" | "ok";
-  peers: PeerInput[];
-  probes: Record<string, { reachable: boolean; error?: string; via?: string }>;
-  agents: "ok" | AgentObservation;
-  key: "reuse" | "none";
-  now: Date;
-}
-
-export function healthyWorld(): World {
-  return {
-    parent: egressParent(),
-    children: [],
-    related: [],
-    tagOwners: { [TAG]: [] },
-    nodes: structuredClone(NODES),
-    policy: "ok",
-    peers: structuredClone(PEERS),
-    probes: { postgres: { reachable: true }, printer: { reachable: true } },
-    agents: "ok",
-    key: "reuse",
-    now: AT,
-  };
-}
-
+export type Probe = { reachable: boolean; error?: string; via?: DialPath };
+export const PROBES: Record<string, Probe> = { postgres: { reachable: true }, printer: { reachable: true } };
 const ADDRESSES: Record<string, string> = { postgres: "100.64.0.7", printer: "192.168.1.10" };
 
-export function observationsOf(w: World): EgressObservations {
-  const agents: AgentObservation =
-    w.agents === "ok"
-      ? {
-          ok: true,
-          agents: [
-            {
-              pod: "db-agent-0",
-              status: agentStatus({
-                self: { hostName: "shop-db", ips: ["100.64.0.9"] },
-                peers: w.peers,
-                targets: Object.entries(w.probes).map(([name, p]) => ({
-                  name,
-                  address: ADDRESSES[name] ?? name,
-                  reachable: p.reachable,
-                  error: p.error,
-                  via: p.via,
-                })),
-              }),
-            },
-          ],
-        }
-      : w.agents;
-  const secret = keySecret(w.parent);
+/** The agent pod db-agent-0 scraped: its netmap holds `peers`, its probes found `probes`. */
+export function scraped(o: { peers?: PeerInput[]; probes?: Record<string, Probe> } = {}): AgentObservation {
+  const probes = o.probes ?? PROBES;
+  const status = agentStatus({
+    self: { hostName: "shop-db", ips: ["100.64.0.9"] },
+    peers: o.peers ?? PEERS,
+    targets: Object.entries(probes).map(([name, p]) => ({
+      name,
+      address: ADDRESSES[name] ?? name,
+      reachable: p.reachable,
+      error: p.error,
+      via: p.via,
+    })),
+  });
+  return { ok: true, agents: [{ pod: "db-agent-0", status }] };
+}
+
+/** PROBES with some targets' answers replaced (or removed: `undefined`, the agent does not serve it yet). */
+export function probes(over: Record<string, Probe | undefined>): Record<string, Probe> {
+  const out: Record<string, Probe> = {};
+  for (const [name, p] of Object.entries({ ...PROBES, ...over })) if (p) out[name] = p;
+  return out;
+}
+
+/** The healthy read side: the policy owns the tag, db-1 and the router are nodes, the agent is registered. */
+export type TailnetRead = Extract<EgressTailnet, { ok: true }>;
+export function tailnetRead(over: Partial<TailnetRead> = {}): TailnetRead {
   return {
-    policy:
-      w.policy === "fail"
-        ? failed("GET /api/v1/policy", "ECONNREFUSED")
-        : ok(w.policy === "none" ? null : policy(w.tagOwners)),
-    nodes: w.nodes === "fail" ? failed("GET /api/v1/node", "ECONNREFUSED") : ok(w.nodes.map(hsNode)),
-    agents,
-    authKey:
-      w.key === "reuse"
-        ? { secret, keyId: "7", expiresAt: KEY_EXPIRES }
-        : { error: "Headscale POST /api/v1/preauthkey: 500 fault injected: 500" },
+    ok: true,
+    settings,
+    tag: TAG,
+    policy: ok(policy({ [TAG]: [] })),
+    nodes: ok(NODES.map(hsNode)),
+    agents: scraped(),
+    authKey: { secret: keySecret(), keyId: "7", expiresAt: KEY_EXPIRES },
+    ...over,
   };
 }
 
-export function decisionInput(w: World): EgressDecisionInput {
+export const NO_TAILNET: EgressTailnet = { ok: false, reason: "NoTailnet", message: 'Tailnet "home" not found' };
+export const NO_API_KEY: EgressTailnet = {
+  ok: false,
+  reason: "NoAPIKey",
+  message: "Secret tailnet-system/tailnet-home-credentials not found yet",
+  tag: TAG,
+};
+
+export const failedPolicy = () => failed<HsPolicy | null>("GET /api/v1/policy", "ECONNREFUSED");
+export const failedNodes = () => failed<HsNode[]>("GET /api/v1/node", "ECONNREFUSED");
+export const nodes = (list: NodeInput[]) => ok(list.map(hsNode));
+
+/**
+ * The real decide input: egress shop/db whose observed children hold its key Secret (id 7), read at AT;
+ * by default the healthy tailnet side (tailnetRead()).
+ */
+export function input(
+  o: { parent?: K8sObject; children?: K8sObject[]; related?: K8sObject[]; tailnet?: EgressTailnet; now?: Date } = {},
+): EgressDecideInput {
+  const parent = o.parent ?? egressParent();
+  const children = o.children ?? [keySecret(parent)];
   return {
-    parent: w.parent,
-    children: toMaps(w.children),
-    related: toMaps(w.related),
+    parent,
+    children: toMaps(children),
+    related: toMaps(o.related ?? []),
     config,
-    settings,
-    observations: observationsOf(w),
-    now: w.now,
+    spec: readEgressSpec(parent),
+    keySecrets: observedKeys(children),
+    tailnet: o.tailnet ?? tailnetRead(),
+    now: o.now ?? AT,
   };
 }

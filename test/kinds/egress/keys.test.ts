@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import type { HsPreAuthKey } from "../../../src/headscale/types.js";
 import type { Obs } from "../../../src/headscale/view.js";
 import { planEgressKey } from "../../../src/kinds/egress/keys.js";
+import { observedKeys } from "../../../src/kinds/shared/authkey.js";
 import { failed, hsNode, ok, preAuthKey } from "../shared/fixtures.js";
 import { egressParent, KEY_CREATED, keySecret, TAG } from "./fixtures.js";
 
@@ -64,7 +65,7 @@ describe("planEgressKey", () => {
   for (const r of rows) {
     it(r.name, () => {
       const got = planEgressKey({
-        secrets: r.secret === false ? [] : [keySecret(egressParent())],
+        keySecrets: observedKeys(r.secret === false ? [] : [keySecret(egressParent())]),
         now: r.now ?? NOW,
         keys: r.keys ?? listedAt(NOW, [key7()]),
         nodes: ok(r.nodeWithTag === false ? [] : [agentNode]),

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import type { HsNode } from "../../../src/headscale/types.js";
 import type { Obs } from "../../../src/headscale/view.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
-import type { EgressTarget } from "../../../src/kinds/egress/children.js";
+import type { EgressTarget } from "../../../src/kinds/egress/spec.js";
 import {
   type AgentObservation,
   agentObservation,

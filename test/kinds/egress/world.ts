@@ -11,7 +11,8 @@ import { type RunningAgent, startAgent } from "../../../src/agent/main.js";
 import { TailnetCondition } from "../../../src/conditions/reasons.js";
 import { HeadscaleViews } from "../../../src/headscale/view.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
-import { egressAgentConfig, egressTargets } from "../../../src/kinds/egress/children.js";
+import { egressAgentConfig } from "../../../src/kinds/egress/children.js";
+import { readEgressSpec } from "../../../src/kinds/egress/spec.js";
 import { kindModules } from "../../../src/kinds/index.js";
 import { b64 } from "../../../src/kinds/shared/secrets.js";
 import { createOperatorMetrics } from "../../../src/metrics/registry.js";
@@ -106,7 +107,7 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
       ...(opts.extraTargets?.(echo.port) ?? []),
     ],
   };
-  const rendered = egressAgentConfig(egressTargets(parentObject("TailnetEgress", "db", spec, { namespace: "shop" })));
+  const rendered = egressAgentConfig(readEgressSpec(parentObject("TailnetEgress", "db", spec, { namespace: "shop" })));
   const agent = await startAgent(
     {
       ...rendered,

@@ -2,10 +2,11 @@
  * Observation fixtures for the agent kinds' pure decisions (egress, ingress): Headscale nodes,
  * policies and failures as the view hands them over, and agent /status documents.
  */
+
+import type { AgentStatus, DialPath } from "../../../src/agent/status.js";
 import { HeadscaleError, type HeadscaleErrorClassification } from "../../../src/headscale/errors.js";
 import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../src/headscale/types.js";
 import type { Obs } from "../../../src/headscale/view.js";
-import type { AgentStatus } from "../../../src/kinds/types.js";
 
 export const AT = new Date("2026-11-29T10:00:00Z");
 
@@ -99,11 +100,13 @@ export function agentStatus(input: {
   ready?: boolean;
   self?: { hostName: string; ips: string[] };
   peers?: PeerInput[];
-  targets?: { name: string; address: string; reachable: boolean; error?: string; via?: string }[];
+  targets?: { name: string; address: string; reachable: boolean; error?: string; via?: DialPath }[];
 }): AgentStatus {
   return {
     ready: input.ready ?? true,
-    self: input.self ? { hostName: input.self.hostName, tailscaleIPs: input.self.ips, online: true } : null,
+    self: input.self
+      ? { hostName: input.self.hostName, tailscaleIPs: input.self.ips, online: true }
+      : { hostName: "", tailscaleIPs: [], online: false },
     peers: (input.peers ?? []).map((p) => ({
       hostName: p.hostName,
       dnsName: `${p.hostName}.ts.example.com.`,
@@ -116,7 +119,7 @@ export function agentStatus(input: {
       address: t.address,
       reachable: t.reachable,
       error: t.error ?? (t.reachable ? "" : "dial failed"),
-      ...(t.via ? { via: t.via } : {}),
+      via: t.via ?? "unknown",
     })),
     exposes: [],
   };
