@@ -15,8 +15,28 @@ export class DialError extends Error {
   }
 }
 
-/** Opens a connected socket, or rejects with a DialError; aborting `signal` destroys a late socket. */
-export type Dialer = (signal?: AbortSignal) => Promise<Socket>;
+/** How a started dial reports, once: the DialError, or the connected socket. */
+export type DialDone = (err: DialError | undefined, socket: Socket | undefined) => void;
+
+/** A dial under way: cancel() destroys a late socket, and `done` is not called after it. */
+export interface PendingDial {
+  cancel(): void;
+}
+
+/**
+ * Starts a dial; `done` may be called before it returns (a dial refused at once). The forwarder's
+ * per-connection form: no promise, AbortController or extra timer per connection.
+ */
+export type StartDial = (done: DialDone) => PendingDial;
+
+/**
+ * Opens a connected socket, or rejects with a DialError; aborting `signal` destroys a late socket.
+ * `start` is the same dial in callback form.
+ */
+export interface Dialer {
+  (signal?: AbortSignal): Promise<Socket>;
+  readonly start: StartDial;
+}
 
 export interface HostPort {
   host: string;
@@ -44,31 +64,69 @@ function abortedError(address: string): DialError {
   return new DialError(address, "aborted");
 }
 
-/** A plain TCP dial with a timeout. The socket allows half-open connections (the forwarder relays FINs). */
-export function directDialer(target: HostPort, timeoutMs: number): Dialer {
-  const address = formatHostPort(target);
-  return (signal) =>
+const settled: PendingDial = { cancel() {} };
+
+/** A Dialer from its callback form: the promise form follows `signal` (aborted: a DialError "aborted"). */
+export function dialerFrom(address: string, start: StartDial): Dialer {
+  const dial = (signal?: AbortSignal) =>
     new Promise<Socket>((resolve, reject) => {
       if (signal?.aborted) return reject(abortedError(address));
-      const socket = connect({ host: target.host, port: target.port, allowHalfOpen: true, noDelay: true });
-      const settle = (err?: DialError) => {
-        clearTimeout(timer);
-        socket.off("connect", onConnect);
-        socket.off("error", onError);
-        signal?.removeEventListener("abort", onAbort);
-        if (err) {
-          socket.destroy();
-          reject(err);
-        } else resolve(socket);
+      let pending: PendingDial | undefined;
+      const onAbort = () => {
+        pending?.cancel();
+        reject(abortedError(address));
       };
-      const onConnect = () => settle();
-      const onError = (err: unknown) => settle(new DialError(address, errnoReason(err)));
-      const onAbort = () => settle(abortedError(address));
-      const timer = setTimeout(() => settle(new DialError(address, `timed out after ${timeoutMs / 1000}s`)), timeoutMs);
-      socket.once("connect", onConnect);
-      socket.once("error", onError);
       signal?.addEventListener("abort", onAbort, { once: true });
+      pending = start((err, socket) => {
+        signal?.removeEventListener("abort", onAbort);
+        if (err || !socket) reject(err ?? new DialError(address, "no socket"));
+        else resolve(socket);
+      });
     });
+  return Object.assign(dial, { start });
+}
+
+/** A dial that fails at once with `reason` (e.g. tailscaled not Running yet). */
+export function refuseDial(address: string, reason: string, done: DialDone): PendingDial {
+  done(new DialError(address, reason), undefined);
+  return settled;
+}
+
+/**
+ * A plain TCP dial with a timeout (the socket's own timer while it connects, cleared once connected). The
+ * socket allows half-open connections (the forwarder relays FINs).
+ */
+export function directDialer(target: HostPort, timeoutMs: number): Dialer {
+  const address = formatHostPort(target);
+  const { host, port } = target;
+  return dialerFrom(address, (done) => {
+    const socket = connect({ host, port, allowHalfOpen: true, noDelay: true });
+    let over = false;
+    const settle = (err: DialError | undefined) => {
+      if (over) return;
+      over = true;
+      socket.off("connect", onConnect);
+      socket.off("error", onError);
+      socket.off("timeout", onTimeout);
+      socket.setTimeout(0);
+      if (err) socket.destroy();
+      done(err, err ? undefined : socket);
+    };
+    const onConnect = () => settle(undefined);
+    const onError = (err: unknown) => settle(new DialError(address, errnoReason(err)));
+    const onTimeout = () => settle(new DialError(address, `timed out after ${timeoutMs / 1000}s`));
+    socket.setTimeout(timeoutMs);
+    socket.once("timeout", onTimeout);
+    socket.once("connect", onConnect);
+    socket.once("error", onError);
+    return {
+      cancel() {
+        if (over) return;
+        over = true;
+        socket.destroy();
+      },
+    };
+  });
 }
 
 /** Maps the socks package's error texts to a short cause. */
@@ -87,28 +145,36 @@ function socksReason(err: unknown): string {
  */
 export function socksDialer(proxy: HostPort, target: HostPort, timeoutMs: number): Dialer {
   const address = formatHostPort(target);
-  return async (signal) => {
-    if (signal?.aborted) throw abortedError(address);
-    let socket: Socket;
-    try {
-      const info = await SocksClient.createConnection({
-        proxy: { host: proxy.host, port: proxy.port, type: 5 },
-        command: "connect",
-        destination: { host: target.host, port: target.port },
-        timeout: timeoutMs,
-        set_tcp_nodelay: true,
-      });
-      socket = info.socket;
-    } catch (err) {
-      throw new DialError(address, socksReason(err));
-    }
-    if (signal?.aborted) {
-      socket.destroy();
-      throw abortedError(address);
-    }
-    // The socks package creates its socket without allowHalfOpen; the flag is read when the readable side
-    // ends, so setting it now keeps the upstream writable after the target's FIN.
-    socket.allowHalfOpen = true;
-    return socket;
-  };
+  return dialerFrom(address, (done) => {
+    let over = false;
+    SocksClient.createConnection({
+      proxy: { host: proxy.host, port: proxy.port, type: 5 },
+      command: "connect",
+      destination: { host: target.host, port: target.port },
+      timeout: timeoutMs,
+      set_tcp_nodelay: true,
+    }).then(
+      ({ socket }) => {
+        if (over) {
+          socket.destroy();
+          return;
+        }
+        over = true;
+        // The socks package creates its socket without allowHalfOpen; the flag is read when the readable side
+        // ends, so setting it now keeps the upstream writable after the target's FIN.
+        socket.allowHalfOpen = true;
+        done(undefined, socket);
+      },
+      (err: unknown) => {
+        if (over) return;
+        over = true;
+        done(new DialError(address, socksReason(err)), undefined);
+      },
+    );
+    return {
+      cancel() {
+        over = true;
+      },
+    };
+  });
 }

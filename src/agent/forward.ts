@@ -3,7 +3,7 @@
 // peers: a shared connection budget, socket.pipe backpressure (a peer that never reads stops the other side
 // from being read), an idle timeout on both sockets, and destroy-both on any error.
 import { createServer, type Server, type Socket } from "node:net";
-import type { Dialer } from "./dial.js";
+import type { Dialer, PendingDial } from "./dial.js";
 import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";
 
@@ -46,42 +46,106 @@ export interface RelayOptions {
 }
 
 /**
- * Pipes `client` and `upstream` both ways until both are closed.
+ * Pipes `client` and `upstream` both ways until both are closed, then calls `done` once.
  * - A FIN from one side ends the other side's writable only (half-close): the reverse direction keeps flowing.
  * - An error or reset on either side, or idleTimeoutMs without a byte on a socket, destroys both.
- * - A clean close of one side leaves the other to flush what it still holds.
- * Resolves when both sockets are closed.
+ * - A clean close of one side leaves the other to flush what it still holds, then closes it (what it would
+ *   read has nowhere to go).
+ * - Backpressure: a write the other side's buffer refuses pauses the reading side until that buffer drains
+ *   (what socket.pipe does, without its per-connection listeners and unpipe bookkeeping: the profile of short
+ *   connections had pipe/unpipe among the largest costs); a direction paused for stallTimeoutMs closes both.
+ * Per connection this is plain listeners and at most one lazily created timer per paused direction, reused
+ * (refresh) on the next pause: no promise, no timer per pause.
  */
+export function relaySockets(client: Socket, upstream: Socket, opts: RelayOptions, done: () => void): void {
+  const stallMs = Math.min(opts.stallTimeoutMs ?? 30_000, opts.idleTimeoutMs);
+  let open = 2;
+  // Per direction: paused because the other side's buffer is full, and the stall timer (created on the
+  // first pause, refreshed on later ones; when it fires it acts only if that direction is still paused).
+  let clientPaused = false;
+  let upstreamPaused = false;
+  let clientStall: NodeJS.Timeout | undefined;
+  let upstreamStall: NodeJS.Timeout | undefined;
+  const destroyBoth = () => {
+    client.destroy();
+    upstream.destroy();
+  };
+  const onClientStall = () => {
+    if (clientPaused) destroyBoth();
+  };
+  const onUpstreamStall = () => {
+    if (upstreamPaused) destroyBoth();
+  };
+  const closed = () => {
+    if (--open > 0) return;
+    clearTimeout(clientStall);
+    clearTimeout(upstreamStall);
+    done();
+  };
+  // A side closed cleanly has read the other's FIN path to its end (or was destroyed here): the other side
+  // then only flushes what it still has to write and closes, since nothing it reads could be delivered.
+  const closeAfterFlush = (socket: Socket) => {
+    if (socket.destroyed) return;
+    if (socket.writableFinished) socket.destroy();
+    else socket.once("finish", () => socket.destroy());
+  };
+  const onClientClose = (hadError: boolean) => {
+    if (hadError) destroyBoth();
+    else closeAfterFlush(upstream);
+    closed();
+  };
+  const onUpstreamClose = (hadError: boolean) => {
+    if (hadError) destroyBoth();
+    else closeAfterFlush(client);
+    closed();
+  };
+  const onClientData = (chunk: Buffer) => {
+    if (upstream.write(chunk)) return;
+    client.pause();
+    clientPaused = true;
+    if (clientStall) clientStall.refresh();
+    else clientStall = setTimeout(onClientStall, stallMs).unref();
+  };
+  const onUpstreamData = (chunk: Buffer) => {
+    if (client.write(chunk)) return;
+    upstream.pause();
+    upstreamPaused = true;
+    if (upstreamStall) upstreamStall.refresh();
+    else upstreamStall = setTimeout(onUpstreamStall, stallMs).unref();
+  };
+  // 'drain' on one side resumes the other, if the other was paused for it.
+  const onUpstreamDrain = () => {
+    if (!clientPaused) return;
+    clientPaused = false;
+    client.resume();
+  };
+  const onClientDrain = () => {
+    if (!upstreamPaused) return;
+    upstreamPaused = false;
+    upstream.resume();
+  };
+  const onClientEnd = () => upstream.end();
+  const onUpstreamEnd = () => client.end();
+  // A socket's timer may already run with this length (set while it was accepted or dialled): kept, not re-made.
+  if (client.timeout !== opts.idleTimeoutMs) client.setTimeout(opts.idleTimeoutMs);
+  if (upstream.timeout !== opts.idleTimeoutMs) upstream.setTimeout(opts.idleTimeoutMs);
+  client.on("timeout", destroyBoth);
+  upstream.on("timeout", destroyBoth);
+  client.on("error", destroyBoth);
+  upstream.on("error", destroyBoth);
+  client.once("close", onClientClose);
+  upstream.once("close", onUpstreamClose);
+  client.once("end", onClientEnd);
+  upstream.once("end", onUpstreamEnd);
+  client.on("drain", onClientDrain);
+  upstream.on("drain", onUpstreamDrain);
+  client.on("data", onClientData);
+  upstream.on("data", onUpstreamData);
+}
+
+/** relaySockets as a promise: resolves when both sockets are closed. */
 export function relay(client: Socket, upstream: Socket, opts: RelayOptions): Promise<void> {
-  return new Promise((resolve) => {
-    let open = 2;
-    const destroyBoth = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    const onClose = (hadError: boolean) => {
-      if (hadError) destroyBoth();
-      if (--open === 0) resolve();
-    };
-    const stallMs = Math.min(opts.stallTimeoutMs ?? 30_000, opts.idleTimeoutMs);
-    for (const socket of [client, upstream]) {
-      socket.setTimeout(opts.idleTimeoutMs);
-      socket.on("timeout", destroyBoth);
-      socket.on("error", destroyBoth);
-      socket.once("close", onClose);
-      // pipe() pauses the source while the destination's buffer is full and resumes it on drain
-      let stall: NodeJS.Timeout | undefined;
-      socket.on("pause", () => {
-        clearTimeout(stall);
-        stall = setTimeout(destroyBoth, stallMs);
-        stall.unref();
-      });
-      socket.on("resume", () => clearTimeout(stall));
-      socket.once("close", () => clearTimeout(stall));
-    }
-    client.pipe(upstream);
-    upstream.pipe(client);
-  });
+  return new Promise((resolve) => relaySockets(client, upstream, opts, resolve));
 }
 
 export interface ForwarderOptions {
@@ -108,7 +172,12 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
   const { name, metrics, log } = opts;
   const live = new Set<Socket>();
 
-  const handle = async (client: Socket) => {
+  const relayOptions: RelayOptions = { name, idleTimeoutMs: opts.idleTimeoutMs, metrics, log };
+  const startDial = opts.dial.start;
+  const ignore = () => {};
+
+  // One accepted connection, all in callbacks: budget slot, dial, relay, release.
+  const handle = (client: Socket): void => {
     const acquired = tryAcquire(opts.budget);
     if (!acquired) {
       metrics.connectionsRejected.inc({ name });
@@ -122,49 +191,58 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
       released = true;
       acquired();
       metrics.connectionsActive.dec({ name });
+      live.delete(client);
     };
     live.add(client);
     metrics.trackBytes(name, client);
-    // Until the upstream exists the client is not read (its bytes wait in the kernel), but errors and
-    // hang-ups must still be seen so a vanished client aborts the dial.
-    const abort = new AbortController();
-    const onEarlyEnd = () => abort.abort();
-    client.on("error", onEarlyEnd);
-    client.once("close", onEarlyEnd);
-    client.once("close", () => live.delete(client));
-    client.setTimeout(opts.idleTimeoutMs, () => client.destroy());
-    const started = process.hrtime.bigint();
-    let upstream: Socket;
-    try {
-      upstream = await opts.dial(abort.signal);
-    } catch (err) {
-      if (!abort.signal.aborted) {
-        metrics.dialErrors.inc({ name });
-        log.debug("dial failed", { name, error: (err as Error).message });
-      }
-      client.resetAndDestroy(); // RST, as the unreachable target would have answered
-      if (client.closed) release();
-      else client.once("close", release);
-      return;
-    }
-    client.off("error", onEarlyEnd);
-    client.off("close", onEarlyEnd);
-    client.removeAllListeners("timeout");
-    if (client.destroyed) {
-      upstream.destroy();
+    // Until the upstream exists the client's bytes are not relayed (they wait in its read buffer and the
+    // kernel), but errors and hang-ups must still be seen so a vanished client cancels the dial.
+    let pending: PendingDial | undefined;
+    let dialling = true;
+    const onEarlyClose = () => {
+      dialling = false;
+      pending?.cancel();
       release();
-      return;
-    }
-    metrics.dialDuration.observe({ name }, Number(process.hrtime.bigint() - started) / 1e9);
-    live.add(upstream);
-    upstream.once("close", () => live.delete(upstream));
-    await relay(client, upstream, { name, idleTimeoutMs: opts.idleTimeoutMs, metrics, log });
-    release();
+    };
+    const onEarlyTimeout = () => client.destroy();
+    client.on("error", ignore); // the close that follows cancels the dial (kept: the relay adds its own)
+    client.once("close", onEarlyClose);
+    client.setTimeout(opts.idleTimeoutMs);
+    client.once("timeout", onEarlyTimeout);
+    const started = process.hrtime.bigint();
+    pending = startDial((err, upstream) => {
+      if (!dialling) {
+        upstream?.destroy();
+        return;
+      }
+      dialling = false;
+      client.off("close", onEarlyClose);
+      client.off("timeout", onEarlyTimeout);
+      if (err || !upstream) {
+        metrics.dialErrors.inc({ name });
+        log.debug("dial failed", { name, error: err?.message ?? "no socket" });
+        client.resetAndDestroy(); // RST, as the unreachable target would have answered
+        if (client.closed) release();
+        else client.once("close", release);
+        return;
+      }
+      if (client.destroyed) {
+        // destroyed, its close not emitted yet
+        upstream.destroy();
+        if (client.closed) release();
+        else client.once("close", release);
+        return;
+      }
+      metrics.dialDuration.observe({ name }, Number(process.hrtime.bigint() - started) / 1e9);
+      live.add(upstream);
+      relaySockets(client, upstream, relayOptions, () => {
+        live.delete(upstream);
+        release();
+      });
+    });
   };
 
-  const server: Server = createServer({ allowHalfOpen: true, noDelay: true }, (client) => {
-    void handle(client);
-  });
+  const server: Server = createServer({ allowHalfOpen: true, noDelay: true }, handle);
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) =>
       reject(new Error(`listen ${opts.listenHost}:${opts.listenPort} for ${name}: ${err.code ?? err.message}`)),

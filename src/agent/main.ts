@@ -12,7 +12,15 @@ import {
   loadAgentConfig,
   validateAgentConfig,
 } from "./config.js";
-import { DialError, type Dialer, directDialer, formatHostPort, parseHostPort, socksDialer } from "./dial.js";
+import {
+  type Dialer,
+  dialerFrom,
+  directDialer,
+  formatHostPort,
+  parseHostPort,
+  refuseDial,
+  socksDialer,
+} from "./dial.js";
 import { createConnectionBudget, type Forwarder, startForwarder } from "./forward.js";
 import { type HttpsListener, startHttpsListener } from "./https.js";
 import { fetchNetmap, type Netmap } from "./localapi.js";
@@ -69,11 +77,11 @@ function dialerFor(config: AgentConfig, host: string, port: number, tailnetUp: (
   if (!socks) return directDialer({ host, port }, timeoutMs);
   const dial = socksDialer(parseHostPort(socks), { host, port }, timeoutMs);
   if (!config.tailscale.localApiSocket) return dial;
-  return async (signal) => {
+  const address = formatHostPort({ host, port });
+  return dialerFrom(address, (done) => {
     const down = tailnetUp();
-    if (down) throw new DialError(formatHostPort({ host, port }), down);
-    return dial(signal);
-  };
+    return down ? refuseDial(address, down, done) : dial.start(done);
+  });
 }
 
 /** http exposes sharing a listen port share a TLS listener; port 0 (tests) never shares. */
