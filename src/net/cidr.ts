@@ -65,11 +65,27 @@ function parseIpStrict(s: string): ParsedIp | null {
     const bytes = parseIpv4(s);
     return bytes ? { family: 4, bytes, text: s } : null;
   }
-  // Zone ids ("fe80::1%eth0") are not addresses a policy can name.
-  if (s.includes("%") || !ipaddr.IPv6.isValid(s)) return null;
-  const v6 = ipaddr.IPv6.parse(s);
-  return { family: 6, bytes: v6.toByteArray(), text: ipv6Text(v6) };
+  let known = ipv6Seen.get(s);
+  if (known === undefined) {
+    // Zone ids ("fe80::1%eth0") are not addresses a policy can name.
+    if (s.includes("%") || !ipaddr.IPv6.isValid(s)) known = null;
+    else {
+      const v6 = ipaddr.IPv6.parse(s);
+      known = { bytes: v6.toByteArray(), text: ipv6Text(v6) };
+    }
+    if (ipv6Seen.size >= IPV6_SEEN_MAX) ipv6Seen.clear();
+    ipv6Seen.set(s, known);
+  }
+  return known && { family: 6, bytes: known.bytes.slice(), text: known.text };
 }
+
+/**
+ * ipaddr.js takes ~20 µs to validate, parse and print one IPv6 address; a Tailnet render reads the
+ * IPv6 of every Headscale node (20,000 at scale) again after each node-list refresh. Parses are
+ * kept by text (bounded: cleared when full).
+ */
+const IPV6_SEEN_MAX = 65_536;
+const ipv6Seen = new Map<string, { bytes: number[]; text: string } | null>();
 
 function ipv6Text(v6: ipaddr.IPv6): string {
   // Go's netip prints IPv4-mapped addresses with the dotted tail; keep that shape.
