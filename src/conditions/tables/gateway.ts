@@ -1,5 +1,11 @@
-/** TailnetGateway: per condition (status order), its reasons (page order) and their statuses. */
+/**
+ * TailnetGateway: per condition (status order), its reasons (page order) and their statuses — exactly what
+ * src/kinds/gateway produces, including the "not evaluated" Unknown of NoTailnet / NoAPIKey / InvalidSpec on
+ * every condition but Ready, and every blocker reason Ready repeats.
+ */
 import type { ReasonTable } from "../table.js";
+
+const NOT_EVALUATED = { NoTailnet: ["Unknown"], NoAPIKey: ["Unknown"], InvalidSpec: ["Unknown"] } as const;
 
 export const GATEWAY_REASONS = {
   Registered: {
@@ -8,45 +14,39 @@ export const GATEWAY_REASONS = {
     NotObserved: ["Unknown"],
     IdentityChanged: ["False"],
     FreshRuntimeReady: ["True"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
+    ...NOT_EVALUATED,
   },
   RoutesInSync: {
     Approved: ["True"],
     NotApproved: ["False"],
     NotObserved: ["Unknown"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
+    ...NOT_EVALUATED,
   },
-  DNSReady: { Serving: ["True"], NotServing: ["False"], NoTailnet: ["Unknown"], NoAPIKey: ["Unknown"] },
+  DNSReady: { Serving: ["True"], NotServing: ["False"], ...NOT_EVALUATED },
   StaleNodes: {
-    None: ["Unknown"],
+    None: ["False", "Unknown"],
     NotObserved: ["Unknown"],
-    Deleted: ["True"],
+    Deleted: ["False", "True"],
     ExternallyManaged: ["True"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
+    ...NOT_EVALUATED,
   },
   ClusterDNSForward: {
     Configured: ["True"],
     NotConfigured: ["False"],
     ExternallyManaged: ["True"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
+    ...NOT_EVALUATED,
   },
   WorkloadCurrent: {
     PodCurrent: ["True"],
     PodTemplateStale: ["False"],
     WorkloadUpdateBlocked: ["False"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
+    ...NOT_EVALUATED,
   },
   ServiceReady: {
-    ClusterIPAssigned: ["Unknown"],
+    ClusterIPAssigned: ["True", "Unknown"],
     LoadBalancerAssigned: ["True"],
     LBPending: ["False"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
+    ...NOT_EVALUATED,
   },
   Ready: {
     Suspended: ["False"],
@@ -54,5 +54,16 @@ export const GATEWAY_REASONS = {
     NoTailnet: ["False"],
     NoAPIKey: ["False"],
     InvalidSpec: ["False"],
+    // the first blocker's reason, repeated
+    Provisioning: ["False"],
+    FreshBlocked: ["False"],
+    NotObserved: ["False"],
+    IdentityChanged: ["False"],
+    NotApproved: ["False"],
+    NotServing: ["False"],
+    PodTemplateStale: ["False"],
+    WorkloadUpdateBlocked: ["False"],
+    ClusterIPAssigned: ["False"],
+    LBPending: ["False"],
   },
 } as const satisfies ReasonTable;

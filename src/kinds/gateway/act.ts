@@ -1,89 +1,76 @@
 /**
- * The gateway's Headscale writes, each guarded by decide(): approve the gateway's own routes
- * (read-modify-write: approve_routes replaces the whole approved set), delete stale nodes of ours,
- * and on finalize delete every node of ours and expire the bootstrap key. Outcomes are returned,
- * never thrown, and fold back into status.
+ * The gateway's Headscale writes, each one the plan's and each through the view's write methods (which settle
+ * into an Outcome and drop the cached part they changed): the bootstrap key (ensureAuthKey), the approval of
+ * the gateway's own routes (read-modify-write: approve_routes replaces the whole approved set) and the deletion
+ * of its stale nodes; on finalize every node of ours and our live bootstrap keys. Outcomes are returned, never
+ * thrown, and decide folds them into status.
  */
-import { HeadscaleError } from "../../headscale/errors.js";
+import type { FastifyBaseLogger } from "fastify";
+import type { HeadscaleError } from "../../headscale/errors.js";
+import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView } from "../../headscale/view.js";
-import type { ActOutcomes, GatewayActions } from "./decide.js";
-import { describeNode, isOurs } from "./nodes.js";
+import type { K8sObject } from "../../k8s/objects.js";
+import { ensureAuthKey, observedKeys } from "../shared/authkey.js";
+import { type Seen, seen } from "./observe.js";
+import type { BootstrapKey, GatewayApproval, GatewayPlan } from "./plan.js";
 
-const message = (e: unknown) => (e instanceof HeadscaleError ? e.message : "unexpected error talking to Headscale");
-const notFound = (e: unknown) => e instanceof HeadscaleError && (e.classification === "notFound" || e.status === 404);
+export interface GatewayOutcome {
+  /** The bootstrap key as the key work left it; absent when nothing is served. */
+  key?: BootstrapKey;
+  /** Set when a new key was minted in this sync: its id. The node writes then wait for the next sync. */
+  minted?: string;
+  /** Headscale's key list read again after the mint, so check 1 sees its record of the new key. */
+  keys?: Seen<HsPreAuthKey[]>;
+  approve?: { ok: true } | { ok: false; error: string };
+  deleted: { id: string; node: string; error?: string }[];
+}
 
-async function approve(
-  view: HeadscaleView,
-  a: NonNullable<GatewayActions["approve"]>,
-): Promise<ActOutcomes["approve"]> {
+export const notFound = (e: HeadscaleError) => e.classification === "notFound" || e.status === 404;
+
+async function approve(view: HeadscaleView, a: GatewayApproval): Promise<NonNullable<GatewayOutcome["approve"]>> {
   // Read the node again right before the write: someone may have approved other routes since the
   // cached list, and approve_routes with a stale set would revoke them.
-  view.invalidate("nodes");
-  const nodes = await view.nodes();
+  const nodes = await view.freshNodes();
   if (!nodes.ok) return { ok: false, error: nodes.error.message };
   const node = nodes.value.find((n) => n.id === a.nodeId);
   if (!node) return { ok: false, error: `node ${a.nodeId} is gone` };
   const adding = a.add.filter((r) => !node.approvedRoutes.includes(r));
   if (adding.length === 0) return { ok: true };
-  const next = [...node.approvedRoutes, ...adding];
-  try {
-    await view.client.nodes.approveRoutes(a.nodeId, next);
-    return { ok: true };
-  } catch (e) {
-    return { ok: false, error: message(e) };
-  } finally {
-    view.invalidate("nodes");
-  }
+  const written = await view.approveRoutes(a.nodeId, [...node.approvedRoutes, ...adding]);
+  return written.ok ? { ok: true } : { ok: false, error: written.error.message };
 }
 
-export async function actGateway(view: HeadscaleView, actions: GatewayActions): Promise<ActOutcomes> {
-  const outcomes: ActOutcomes = { deleted: [] };
-  if (actions.approve) outcomes.approve = await approve(view, actions.approve);
-  for (const d of actions.deleteNodes) {
-    try {
-      await view.client.nodes.delete(d.id);
-      outcomes.deleted.push(d);
-    } catch (e) {
-      outcomes.deleted.push(notFound(e) ? d : { ...d, error: message(e) });
-    }
-  }
-  if (actions.deleteNodes.length) view.invalidate("nodes");
-  return outcomes;
-}
-
-export type CleanupResult = { ok: true; deleted: string[]; expired: string[] } | { ok: false; error: string };
-
-/** Finalize: delete every node of ours (never one that is not ours) and expire our bootstrap keys. */
-export async function cleanupGateway(
+export async function actGateway(
   view: HeadscaleView,
-  input: { tag: string; ourKeyIds: string[]; secretKeyIds: string[]; now: Date },
-): Promise<CleanupResult> {
-  view.invalidate();
-  const [nodes, keys] = await Promise.all([view.nodes(), view.preAuthKeys()]);
-  if (!nodes.ok) return { ok: false, error: nodes.error.message };
-  if (!keys.ok) return { ok: false, error: keys.error.message };
-  const deleted: string[] = [];
-  const expired: string[] = [];
-  try {
-    for (const n of nodes.value.filter((n) => isOurs(n, input.tag, input.ourKeyIds))) {
-      try {
-        await view.client.nodes.delete(n.id);
-      } catch (e) {
-        if (!notFound(e)) throw e;
-      }
-      deleted.push(describeNode(n));
-    }
-    for (const id of input.secretKeyIds) {
-      const record = keys.value.find((k) => k.id === id);
-      const live = record?.expiration && Date.parse(record.expiration) > input.now.getTime();
-      if (!live) continue;
-      await view.client.preAuthKeys.expire(id);
-      expired.push(id);
-    }
-  } catch (e) {
-    return { ok: false, error: message(e) };
-  } finally {
-    view.invalidate();
+  parent: K8sObject,
+  secrets: readonly K8sObject[],
+  plan: GatewayPlan,
+  log: FastifyBaseLogger,
+): Promise<GatewayOutcome> {
+  const work = plan.key;
+  if (!work) return { deleted: [] };
+  const who = `${parent.metadata.namespace ?? ""}/${parent.metadata.name}`;
+  const ensured = await ensureAuthKey(work.auth, view, parent, work.mint);
+  // An expired key that could not be replaced is still returned (never drop a child): name it.
+  const [observed] = observedKeys(secrets);
+  const kept = ensured.secret && !ensured.keyId ? observed : undefined;
+  const key: BootstrapKey = kept ? { ...ensured, keyId: kept.keyId, expiresAt: kept.expiresAt } : ensured;
+  if (key.keyId && key.keyId !== work.observedKeyId) {
+    const why = work.early ?? (work.auth.action === "create" ? work.auth.why : "");
+    log.info({ gateway: who, keyId: key.keyId, why }, "gateway bootstrap key created");
+    // createPreAuthKey dropped the cached key list: this reads Headscale's record of the new key
+    return { key, minted: key.keyId, keys: seen(await view.preAuthKeys()), deleted: [] };
   }
-  return { ok: true, deleted, expired };
+  const outcome: GatewayOutcome = { key, deleted: [] };
+  if (plan.writes.approve) outcome.approve = await approve(view, plan.writes.approve);
+  for (const d of plan.writes.deleteNodes) {
+    const deleted = await view.deleteNode(d.id);
+    if (!deleted.ok && !notFound(deleted.error)) {
+      outcome.deleted.push({ ...d, error: deleted.error.message });
+      continue;
+    }
+    outcome.deleted.push(d);
+    log.info({ gateway: who, node: d.node }, "deleted stale gateway node");
+  }
+  return outcome;
 }

@@ -3,13 +3,16 @@
  * (DNSReady, WorkloadCurrent, ServiceReady, ClusterDNSForward). The Headscale-side conditions
  * (Registered, RoutesInSync, StaleNodes) are in decide.ts, next to the actions they drive.
  */
-import { type ConditionInput, cond } from "../../conditions/condition.js";
 import { GatewayCondition as C, GatewayReason as R } from "../../conditions/reasons.js";
+import { conditionsOf } from "../../conditions/table.js";
+import { GATEWAY_REASONS } from "../../conditions/tables/gateway.js";
 import { isRecord, type K8sObject } from "../../k8s/objects.js";
 import { COREFILE_KEY, checkClusterForward, forwardBlock } from "./corefile.js";
 import type { PodFact } from "./observe.js";
+import type { GatewayConditionOf } from "./plan.js";
 import { stampOf } from "./template.js";
 
+const { cond } = conditionsOf(GATEWAY_REASONS);
 type Rec = Record<string, unknown>;
 const rec = (v: unknown): Rec => (isRecord(v) ? v : {});
 const num = (v: unknown): number => (typeof v === "number" ? v : 0);
@@ -20,7 +23,7 @@ export function dnsReady(input: {
   suspended: boolean;
   pods: readonly PodFact[];
   deployment?: K8sObject;
-}): ConditionInput {
+}): GatewayConditionOf<"DNSReady"> {
   if (input.suspended) return cond(C.DNSReady, "False", R.NotServing, "suspended: no gateway pod runs");
   const known = input.pods.filter((p) => !p.deleting && "coredns" in p.ready);
   if (known.length > 0) {
@@ -54,7 +57,10 @@ export function dnsReady(input: {
 }
 
 /** Rollout state of the gateway Deployment against the template rendered in this sync. */
-export function workloadCurrent(input: { deployment?: K8sObject; renderedStamp: string }): ConditionInput {
+export function workloadCurrent(input: {
+  deployment?: K8sObject;
+  renderedStamp: string;
+}): GatewayConditionOf<"WorkloadCurrent"> {
   const d = input.deployment;
   if (!d) return cond(C.WorkloadCurrent, "False", R.PodTemplateStale, "the gateway Deployment does not exist yet");
   const status = rec(d.status);
@@ -100,7 +106,10 @@ export function serviceIP(service: K8sObject | undefined): string | undefined {
   return typeof ip === "string" && ip && ip !== "None" ? ip : undefined;
 }
 
-export function serviceReady(input: { type: "ClusterIP" | "LoadBalancer"; service?: K8sObject }): ConditionInput {
+export function serviceReady(input: {
+  type: "ClusterIP" | "LoadBalancer";
+  service?: K8sObject;
+}): GatewayConditionOf<"ServiceReady"> {
   const s = input.service;
   if (!s) {
     const reason = input.type === "LoadBalancer" ? R.LBPending : R.ClusterIPAssigned;
@@ -138,7 +147,7 @@ export function clusterDNSForward(input: {
   serviceIP?: string;
   serviceName: string;
   coredns?: K8sObject;
-}): ConditionInput {
+}): GatewayConditionOf<"ClusterDNSForward"> {
   if (input.mode === "External") {
     return cond(
       C.ClusterDNSForward,

@@ -1,140 +1,114 @@
 /**
- * The TailnetGateway decision (pure): observed children, related objects, Headscale facts and the
- * bootstrap key → desired children, conditions, status fields and the Headscale writes to make.
- * Nothing here does I/O or reads the clock; `finishConditions` folds the outcome of the writes
- * back in and derives Ready in api.md's order.
+ * The TailnetGateway decision (pure): the facts as act left them (the bootstrap key, the key list read after
+ * a mint), the plan and the outcomes of its writes → desired children, conditions (Ready derived in api.md's
+ * order), status fields and when to look again. Nothing here does I/O or reads the clock.
+ * A gateway that is not served (no Tailnet, no credentials, no usable zone) keeps every child as observed.
  */
-import { blockerFrom, type ConditionInput, cond, deriveReady } from "../../conditions/condition.js";
+import { blockerFrom, type ConditionInput, deriveReady } from "../../conditions/condition.js";
 import { GatewayCondition as C, GatewayReason as R } from "../../conditions/reasons.js";
-import type { NetworkPolicyPeer, OperatorConfig } from "../../config.js";
-import type { HsNode } from "../../headscale/types.js";
-import { isRecord, type K8sObject, reuseObserved } from "../../k8s/objects.js";
-import { configHash } from "../shared/agent.js";
-import {
-  caConfigMap,
-  corefileConfigMap,
-  dnsService,
-  gatewayDeployment,
-  gatewayNetworkPolicy,
-  zoneConfigMap,
-} from "./children.js";
+import { conditionsOf } from "../../conditions/table.js";
+import { GATEWAY_REASONS } from "../../conditions/tables/gateway.js";
+import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
+import { invalidSpecConditions, previousStatus } from "../common.js";
+import type { Decision } from "../pipeline.js";
+import type { GatewayOutcome } from "./act.js";
+import { caConfigMap, corefileConfigMap, dnsService, gatewayNetworkPolicy, zoneConfigMap } from "./children.js";
 import { clusterDNSForward, dnsReady, serviceIP, serviceReady, workloadCurrent } from "./conditions.js";
-import { renderGatewayCorefile } from "./corefile.js";
+import { freshBlockedMessage } from "./fresh.js";
+import { describeNode, type StatusNode, statusNodeOf } from "./nodes.js";
+import type { GatewayObservation, GatewayUnserved } from "./observe.js";
 import {
-  checkBootstrapKey,
-  checkPodTemplate,
-  checkProvenance,
-  type FreshProblem,
-  freshBlockedMessage,
-} from "./fresh.js";
-import { analyzeNodes, describeNode, type NodeAnalysis, type StatusNode, statusNodeOf } from "./nodes.js";
-import type { HeadscaleFacts, PodFact } from "./observe.js";
-import { acceptedNodeKey, type GatewayNames, type GatewaySpec } from "./spec.js";
-import { stampOf } from "./template.js";
-import { derivedZoneRecords, renderZoneFile, ZONE_FILE_KEY } from "./zone.js";
+  type FreshVerdict,
+  freshVerdict,
+  type GatewayConditionOf,
+  type GatewayInputs,
+  type GatewayPlan,
+  routeWork,
+  staleWork,
+} from "./plan.js";
+import { renderCorefile, renderDeployment, renderedStamp } from "./render.js";
+import { derivedZoneRecords, renderZoneFile } from "./zone.js";
 
-export interface GatewayTailnet {
-  name: string;
-  loginServer: string;
-  policyMode: "Apply" | "DryRun";
-  baseDomain?: string;
-  splitDomains: string[];
-  /** The Tailnet reports HeadscaleCompatible=False: no route is approved on that server (as for a site). */
-  incompatible?: boolean;
-  /** The Headscale CA (caSecretRef, from the credentials Secret), delivered to the pod. */
-  ca?: string;
+const { cond, types: TYPES } = conditionsOf(GATEWAY_REASONS);
+
+/** The shortest resync asked for (the key plan's half-life may be seconds away). */
+export const MIN_RESYNC_SECONDS = 5;
+/** While no node is registered or Headscale could not be read. */
+export const WAIT_RESYNC_SECONDS = 30;
+
+export type GatewayDecideInput = GatewayInputs | GatewayUnserved;
+
+export interface GatewayFields {
+  tag?: string;
+  node?: StatusNode;
+  dnsServiceIP?: string;
+  [field: string]: unknown;
 }
 
-/** What renders the gateway's workload; shared by the key planning (rollout check) and decide. */
-export interface RenderInput {
-  parent: K8sObject;
-  spec: GatewaySpec;
-  names: GatewayNames;
-  tag: string;
-  zone: string;
-  tailnet: GatewayTailnet;
-  images: OperatorConfig["images"];
-  /** OperatorConfig.tailscale.noLogsNoSupport. */
-  noLogsNoSupport: boolean;
-}
-
-export interface BootstrapKey {
-  secret?: K8sObject;
-  keyId?: string;
-  expiresAt?: Date;
-  error?: string;
-}
-
-export interface GatewayDecideInput extends RenderInput {
-  metricsPeers: NetworkPolicyPeer[];
-  now: Date;
-  observed: { deployment?: K8sObject; service?: K8sObject; zone?: K8sObject };
-  related: { coredns?: K8sObject; egresses: K8sObject[]; services: K8sObject[]; pods: PodFact[] };
-  headscale: HeadscaleFacts;
-  key: BootstrapKey;
-  previousNode?: StatusNode;
-}
-
-export interface GatewayActions {
-  approve?: { nodeId: string; node: string; add: string[] };
-  deleteNodes: { id: string; node: string }[];
-}
-
-export interface GatewayDecision {
+export interface GatewayDecision extends Decision {
   children: K8sObject[];
-  /** Every condition but Ready, in the order of the reasons page. */
   conditions: ConditionInput[];
-  fields: { tag: string; node?: StatusNode; dnsServiceIP?: string };
-  actions: GatewayActions;
-  suspended: boolean;
-  resyncAfterSeconds?: number;
+  fields: GatewayFields;
+  /** The bootstrap key's expiry (the tailnet_authkey_expiry metric). */
+  keyExpiresAt?: Date;
 }
 
-export function renderCorefile(r: RenderInput): string {
-  const owner = `${r.parent.metadata.namespace}/${r.parent.metadata.name}`;
-  return renderGatewayCorefile({ owner, zone: r.zone, zoneFile: ZONE_FILE_KEY, splitDomains: r.tailnet.splitDomains });
+/** What the plan's writes did, as decide folds them (act's GatewayOutcome; no writes: `{ deleted: [] }`). */
+export type GatewayWriteOutcome = Pick<GatewayOutcome, "minted" | "approve" | "deleted">;
+
+/** The decide input after act: the key as act left it and, after a mint, the key list read again. */
+export function settled(o: GatewayObservation, outcome: GatewayOutcome): GatewayDecideInput {
+  if ("unserved" in o) return o;
+  const { conn: _conn, secrets: _secrets, ...facts } = o;
+  const headscale = outcome.keys ? { ...facts.headscale, keys: outcome.keys } : facts.headscale;
+  return { ...facts, key: outcome.key ?? {}, headscale };
 }
 
-export function renderDeployment(r: RenderInput, authKeySecret: string | undefined): K8sObject {
-  return gatewayDeployment(r.parent, {
-    names: r.names,
-    replicas: r.spec.suspend ? 0 : 1,
-    tag: r.tag,
-    hostname: r.spec.hostname,
-    routes: r.spec.routes,
-    loginServer: r.tailnet.loginServer,
-    authKeySecret,
-    images: r.images,
-    configHash: r.tailnet.ca ? configHash(renderCorefile(r), r.tailnet.ca) : configHash(renderCorefile(r)),
-    ca: !!r.tailnet.ca,
-    noLogsNoSupport: r.noLogsNoSupport,
-  });
+/** Status fields of the previous sync worth keeping when nothing new can be learned. */
+function keptFields(parent: K8sObject): GatewayFields {
+  const { conditions: _c, observedGeneration: _g, ...rest } = previousStatus(parent);
+  return rest;
 }
 
-export function renderedStamp(deployment: K8sObject): string {
-  return stampOf(isRecord(deployment.spec) ? deployment.spec.template : undefined) ?? "";
+const SUSPENDED = "spec.suspend is true: the gateway is scaled to zero";
+
+function scaledToZero(children: readonly K8sObject[]): K8sObject[] {
+  return children.map((c) => (c.kind === "Deployment" ? { ...c, spec: { ...(c.spec as object), replicas: 0 } } : c));
 }
 
-const list = (nodes: readonly HsNode[]) => nodes.map(describeNode).join(", ");
+/** Not served: every child stays as observed (scaled to zero when suspended) and nothing is evaluated. */
+function unservedDecision(input: GatewayUnserved): GatewayDecision {
+  const { parent, spec, unserved } = input;
+  const withdrawn = spec.suspend;
+  if (unserved.reason === "InvalidSpec") {
+    const conditions = invalidSpecConditions(parent, C.Ready, TYPES, unserved.message);
+    return { children: input.children, conditions, fields: keptFields(parent), withdrawn };
+  }
+  const { reason, message } = unserved;
+  const conditions: ConditionInput[] = TYPES.filter((t) => t !== C.Ready).map((t) =>
+    cond(t, "Unknown", reason, `not evaluated: ${message}`),
+  );
+  conditions.push(
+    spec.suspend ? cond(C.Ready, "False", R.Suspended, SUSPENDED) : cond(C.Ready, "False", reason, message),
+  );
+  const fields = keptFields(parent);
+  if (unserved.tag) fields.tag = unserved.tag;
+  return { children: spec.suspend ? scaledToZero(input.children) : input.children, conditions, fields, withdrawn };
+}
 
-function registered(
-  input: GatewayDecideInput,
-  facts: NodeAnalysis | undefined,
-  problems: FreshProblem[],
-  unknown: boolean,
-) {
-  if (problems.length) {
+function registered(input: GatewayInputs, v: FreshVerdict): GatewayConditionOf<"Registered"> {
+  if (v.problems.length) {
     // A check that could not run (Headscale not observed) is not a refusal: NotObserved, so an outage
     // pages as Headscale API errors, not as TailnetGatewayFreshBlocked. The zone stays untouched either way.
-    if (unknown) return cond(C.Registered, "Unknown", R.NotObserved, freshBlockedMessage(problems));
-    return cond(C.Registered, "False", R.FreshBlocked, freshBlockedMessage(problems));
+    if (!v.definite) return cond(C.Registered, "Unknown", R.NotObserved, freshBlockedMessage(v.problems));
+    return cond(C.Registered, "False", R.FreshBlocked, freshBlockedMessage(v.problems));
   }
-  if (!facts?.current) {
+  if (!v.facts?.current) {
     const key = input.key.keyId ? ` with bootstrap key ${input.key.keyId}` : "";
     return cond(C.Registered, "False", R.Provisioning, `waiting for ${input.spec.hostname} to register${key}`);
   }
-  if (facts.identityChange) {
-    const { node, previousKey } = facts.identityChange;
+  if (v.facts.identityChange) {
+    const { node, previousKey } = v.facts.identityChange;
     return cond(
       C.Registered,
       "False",
@@ -142,7 +116,7 @@ function registered(
       `${describeNode(node)} changed its node key from ${previousKey} to ${node.nodeKey}; the gateway re-registers with a fresh bootstrap key from the operator; to keep this node with its new key instead, set the annotation tailnet.internal/accept-node-key: ${node.nodeKey}`,
     );
   }
-  const n = facts.current;
+  const n = v.facts.current;
   return cond(
     C.Registered,
     "True",
@@ -151,95 +125,54 @@ function registered(
   );
 }
 
+/** RoutesInSync after act: held while a key was minted, the approval's failure, else what the rules say. */
 function routesInSync(
-  input: GatewayDecideInput,
-  facts: NodeAnalysis | undefined,
-  verified: boolean,
-  actions: GatewayActions,
-) {
-  const routes = input.spec.routes;
-  if (routes.length === 0)
-    return cond(C.RoutesInSync, "True", R.Approved, "spec.routes is empty: no routes to approve");
-  if (!input.headscale.nodes.ok) {
-    return cond(
-      C.RoutesInSync,
-      "Unknown",
-      R.NotObserved,
-      `cannot verify route approval: ${input.headscale.nodes.error}`,
-    );
-  }
-  const node = facts?.current;
-  if (!node) return cond(C.RoutesInSync, "False", R.NotApproved, "no registered gateway node yet");
-  const who = describeNode(node);
-  const notAdvertised = routes.filter((r) => !node.availableRoutes.includes(r));
-  const missing = routes.filter((r) => !node.approvedRoutes.includes(r) && node.availableRoutes.includes(r));
-  if (missing.length === 0 && notAdvertised.length === 0) {
-    return cond(C.RoutesInSync, "True", R.Approved, `${who} has ${routes.join(", ")} approved`);
-  }
-  const unadvertised = notAdvertised.length ? `; ${who} does not advertise ${notAdvertised.join(", ")} (yet)` : "";
-  if (missing.length === 0) {
-    return cond(C.RoutesInSync, "False", R.NotApproved, `${who} does not advertise ${notAdvertised.join(", ")} (yet)`);
-  }
-  if (!verified) {
+  input: GatewayInputs,
+  v: FreshVerdict,
+  plan: GatewayPlan,
+  out: GatewayWriteOutcome,
+): GatewayConditionOf<"RoutesInSync"> {
+  const work = routeWork(input, v);
+  if (out.minted && work.approve) {
+    const a = work.approve;
     return cond(
       C.RoutesInSync,
       "False",
       R.NotApproved,
-      `not approving ${missing.join(", ")} on ${who} while Registered is not FreshRuntimeReady${unadvertised}`,
+      `approving ${a.add.join(", ")} on ${a.node} waits for the next sync: bootstrap key ${out.minted} was minted in this one`,
     );
   }
-  if (input.tailnet.policyMode === "DryRun") {
+  const a = plan.writes.approve;
+  if (a && out.approve && !out.approve.ok) {
     return cond(
       C.RoutesInSync,
       "False",
       R.NotApproved,
-      `Tailnet ${input.tailnet.name} is in DryRun: the operator approves no routes; not approved on ${who}: ${missing.join(", ")}${unadvertised}`,
+      `approving ${a.add.join(", ")} on ${a.node} failed: ${out.approve.error}`,
     );
   }
-  if (input.tailnet.incompatible) {
-    return cond(
-      C.RoutesInSync,
-      "False",
-      R.NotApproved,
-      `Tailnet ${input.tailnet.name} reports HeadscaleCompatible=False: the operator does not write to this server; not approved on ${who}: ${missing.join(", ")}${unadvertised}`,
-    );
-  }
-  actions.approve = { nodeId: node.id, node: who, add: missing };
-  const status = notAdvertised.length ? "False" : "True";
-  const reason = notAdvertised.length ? R.NotApproved : R.Approved;
-  return cond(C.RoutesInSync, status, reason, `approved ${missing.join(", ")} on ${who}${unadvertised}`);
+  return work.condition;
 }
 
-function staleNodes(
-  input: GatewayDecideInput,
-  facts: NodeAnalysis | undefined,
-  verified: boolean,
-  actions: GatewayActions,
-) {
-  if (!input.headscale.nodes.ok) {
-    return cond(C.StaleNodes, "Unknown", R.NotObserved, `cannot list nodes: ${input.headscale.nodes.error}`);
-  }
-  if (!facts?.current) return cond(C.StaleNodes, "False", R.None, "no node of this gateway is registered");
-  if (!verified) {
+/** StaleNodes after act: held while a key was minted, failed deletions named, else what the rules say. */
+function staleNodes(input: GatewayInputs, v: FreshVerdict, out: GatewayWriteOutcome): GatewayConditionOf<"StaleNodes"> {
+  const work = staleWork(input, v);
+  if (out.minted && work.deleteNodes.length) {
+    const nodes = work.deleteNodes.map((d) => d.node).join(", ");
     return cond(
       C.StaleNodes,
       "Unknown",
       R.None,
-      "not evaluated while the current node is not verified (see Registered)",
+      `deleting stale ${nodes} waits for the next sync: bootstrap key ${out.minted} was minted in this one`,
     );
   }
-  if (facts.stale.length === 0)
-    return cond(C.StaleNodes, "False", R.None, `only the current node: ${describeNode(facts.current)}`);
-  if (input.spec.staleNodes === "Keep") {
-    return cond(
-      C.StaleNodes,
-      "True",
-      R.ExternallyManaged,
-      `staleNodes is Keep; stale nodes left in place: ${list(facts.stale)}`,
-    );
+  if (out.deleted.some((d) => d.error)) {
+    const done = out.deleted.filter((d) => !d.error).map((d) => d.node);
+    const failed = out.deleted.filter((d) => d.error).map((d) => `${d.node}: ${d.error}`);
+    const prefix = done.length ? `deleted stale ${done.join(", ")}; ` : "";
+    return cond(C.StaleNodes, "True", R.Deleted, `${prefix}could not delete stale ${failed.join("; ")} (retrying)`);
   }
-  actions.deleteNodes = facts.stale.map((n) => ({ id: n.id, node: describeNode(n) }));
-  return cond(C.StaleNodes, "False", R.Deleted, `deleted stale ${list(facts.stale)}`);
+  return work.condition;
 }
 
 /**
@@ -247,59 +180,25 @@ function staleNodes(
  * containerboot would start an interactive login and log a registration URL, so none is run yet;
  * one that already runs is kept as observed (scaled to zero when suspended).
  */
-function keyedDeployment(input: GatewayDecideInput, rendered: K8sObject): K8sObject[] {
+function keyedDeployment(input: GatewayInputs, rendered: K8sObject): K8sObject[] {
   if (input.key.secret) return [rendered];
   const observed = input.observed.deployment;
   if (!observed) return [];
-  const kept = reuseObserved(observed);
-  return [input.spec.suspend ? { ...kept, spec: { ...(kept.spec as object), replicas: 0 } } : kept];
+  const kept = [reuseObserved(observed)];
+  return input.spec.suspend ? scaledToZero(kept) : kept;
 }
 
-export function decideGateway(input: GatewayDecideInput): GatewayDecision {
-  const { headscale: hs, now } = input;
-  const actions: GatewayActions = { deleteNodes: [] };
-  const facts = hs.nodes.ok
-    ? analyzeNodes({
-        nodes: hs.nodes.value,
-        tag: input.tag,
-        secretKeyId: input.key.keyId,
-        previous: input.previousNode,
-        acceptedNodeKey: acceptedNodeKey(input.parent),
-      })
-    : undefined;
-
-  // The fresh writer's checks, in order; an observation that failed is a check that could not pass.
-  const problems: FreshProblem[] = [];
-  let definite = false;
-  const add = (p: FreshProblem | undefined) => {
-    if (p) problems.push(p);
-    definite ||= !!p;
-  };
-  // What the Secret itself says (missing, expired) is known even when Headscale cannot be read.
-  const keyProblem = checkBootstrapKey(input.key, hs.keys.ok ? hs.keys.value : undefined, input.tag, now);
-  if (keyProblem || hs.keys.ok) add(keyProblem);
-  else problems.push({ check: "bootstrap key", message: `cannot read Headscale's pre-auth keys: ${hs.keys.error}` });
-  if (facts) add(checkProvenance(facts.provenanceProblems));
-  else
-    problems.push({
-      check: "node provenance",
-      message: `cannot list Headscale's nodes: ${hs.nodes.ok ? "" : hs.nodes.error}`,
-    });
-  add(checkPodTemplate(input.observed.deployment));
-
-  const freshOk = problems.length === 0 && !facts?.identityChange;
-  const verified = freshOk && !!facts?.current;
-
-  const deployment = renderDeployment(input, input.key.secret?.metadata.name);
-  const owner = `${input.parent.metadata.namespace}/${input.parent.metadata.name}`;
+function gatewayChildren(input: GatewayInputs, deployment: K8sObject, v: FreshVerdict): K8sObject[] {
+  const { parent, spec } = input;
+  const names = spec.names;
   const children: K8sObject[] = [
     ...keyedDeployment(input, deployment),
-    dnsService(input.parent, input.names, input.spec.serviceType),
-    gatewayNetworkPolicy(input.parent, input.names, input.metricsPeers),
-    corefileConfigMap(input.parent, input.names, renderCorefile(input)),
-    ...(input.tailnet.ca ? [caConfigMap(input.parent, input.names, input.tailnet.ca)] : []),
+    dnsService(parent, names, spec.serviceType),
+    gatewayNetworkPolicy(parent, names, input.metricsPeers),
+    corefileConfigMap(parent, names, renderCorefile(input)),
+    ...(input.tailnet.ca ? [caConfigMap(parent, names, input.tailnet.ca)] : []),
   ];
-  if (freshOk) {
+  if (v.freshOk) {
     const records = derivedZoneRecords({
       tailnet: input.tailnet.name,
       zone: input.zone,
@@ -307,78 +206,70 @@ export function decideGateway(input: GatewayDecideInput): GatewayDecision {
       egresses: input.related.egresses,
       services: input.related.services,
     });
-    const nameServer = `${input.names.service}.${input.parent.metadata.namespace}.svc.cluster.local`;
-    children.push(
-      zoneConfigMap(input.parent, input.names, renderZoneFile({ zone: input.zone, nameServer, owner, records })),
-    );
+    const owner = `${parent.metadata.namespace}/${parent.metadata.name}`;
+    const nameServer = `${names.service}.${parent.metadata.namespace}.svc.cluster.local`;
+    children.push(zoneConfigMap(parent, names, renderZoneFile({ zone: input.zone, nameServer, owner, records })));
   } else if (input.observed.zone) {
     // The fresh writer is blocked: the derived zone keeps its last state, exactly as observed.
     children.push(reuseObserved(input.observed.zone));
   }
   if (input.key.secret) children.push(input.key.secret);
+  return children;
+}
 
+export function decideGateway(
+  input: GatewayDecideInput,
+  plan: GatewayPlan,
+  outcome: GatewayWriteOutcome,
+): GatewayDecision {
+  if ("unserved" in input) return unservedDecision(input);
+  const { parent, spec } = input;
+  const v = freshVerdict(input);
+  const deployment = renderDeployment(input, input.key.secret?.metadata.name);
   const ip = serviceIP(input.observed.service);
-  const conditions = [
-    registered(input, facts, problems, !definite),
-    routesInSync(input, facts, verified, actions),
-    dnsReady({ suspended: input.spec.suspend, pods: input.related.pods, deployment: input.observed.deployment }),
-    staleNodes(input, facts, verified, actions),
+  const conditions: ConditionInput[] = [
+    registered(input, v),
+    routesInSync(input, v, plan, outcome),
+    dnsReady({ suspended: spec.suspend, pods: input.related.pods, deployment: input.observed.deployment }),
+    staleNodes(input, v, outcome),
     clusterDNSForward({
-      mode: input.spec.clusterDNSForward,
+      mode: spec.clusterDNSForward,
       zone: input.zone,
       serviceIP: ip,
-      serviceName: `${input.parent.metadata.namespace}/${input.names.service}`,
+      serviceName: `${parent.metadata.namespace}/${spec.names.service}`,
       coredns: input.related.coredns,
     }),
     workloadCurrent({ deployment: input.observed.deployment, renderedStamp: renderedStamp(deployment) }),
-    serviceReady({ type: input.spec.serviceType, service: input.observed.service }),
+    serviceReady({ type: spec.serviceType, service: input.observed.service }),
   ];
-  const node = verified && facts?.current ? statusNodeOf(facts.current) : input.previousNode;
-  const waiting = !facts?.current || problems.some((p) => p.message.startsWith("cannot "));
+  const byType = new Map(conditions.map((c) => [c.type, c]));
+  const blocker = (t: string) => blockerFrom(byType.get(t) as ConditionInput);
+  conditions.push(
+    spec.suspend
+      ? cond(C.Ready, "False", R.Suspended, SUSPENDED)
+      : deriveReady(
+          [C.Registered, C.RoutesInSync, C.DNSReady, C.WorkloadCurrent, C.ServiceReady].map(blocker),
+          R.FreshRuntimeReady,
+          byType.get(C.Registered)?.message ?? "",
+        ),
+  );
+
+  const node = v.verified && v.facts?.current ? statusNodeOf(v.facts.current) : input.previousNode;
+  // Look again: soon after a mint held node writes back; in 30 s while nothing registered or Headscale was
+  // not read; and when the key plan wants to (half-life, recovery grace).
+  const held = !!outcome.minted && (!!routeWork(input, v).approve || staleWork(input, v).deleteNodes.length > 0);
+  const waiting = (!v.facts?.current || v.unobserved) && !spec.suspend;
+  const waits = [
+    held ? MIN_RESYNC_SECONDS : undefined,
+    waiting ? WAIT_RESYNC_SECONDS : undefined,
+    plan.recheckSeconds,
+  ].filter((s): s is number => s !== undefined);
   return {
-    children,
+    children: gatewayChildren(input, deployment, v),
     conditions,
     fields: { tag: input.tag, ...(node ? { node } : {}), ...(ip ? { dnsServiceIP: ip } : {}) },
-    actions,
-    suspended: input.spec.suspend,
-    resyncAfterSeconds: waiting && !input.spec.suspend ? 30 : undefined,
+    ...(waits.length ? { resyncAfterSeconds: Math.max(MIN_RESYNC_SECONDS, Math.min(...waits)) } : {}),
+    withdrawn: spec.suspend,
+    ...(input.key.expiresAt ? { keyExpiresAt: input.key.expiresAt } : {}),
   };
-}
-
-export interface ActOutcomes {
-  approve?: { ok: true } | { ok: false; error: string };
-  deleted: { id: string; node: string; error?: string }[];
-}
-
-/** Folds the Headscale writes' outcomes into the conditions and derives Ready (api.md order). */
-export function finishConditions(decision: GatewayDecision, outcomes: ActOutcomes): ConditionInput[] {
-  const conditions = decision.conditions.map((c) => {
-    if (c.type === C.RoutesInSync && decision.actions.approve && outcomes.approve && !outcomes.approve.ok) {
-      const a = decision.actions.approve;
-      return cond(
-        C.RoutesInSync,
-        "False",
-        R.NotApproved,
-        `approving ${a.add.join(", ")} on ${a.node} failed: ${outcomes.approve.error}`,
-      );
-    }
-    if (c.type === C.StaleNodes && outcomes.deleted.some((d) => d.error)) {
-      const done = outcomes.deleted.filter((d) => !d.error).map((d) => d.node);
-      const failed = outcomes.deleted.filter((d) => d.error).map((d) => `${d.node}: ${d.error}`);
-      const prefix = done.length ? `deleted stale ${done.join(", ")}; ` : "";
-      return cond(C.StaleNodes, "True", R.Deleted, `${prefix}could not delete stale ${failed.join("; ")} (retrying)`);
-    }
-    return c;
-  });
-  const byType = new Map(conditions.map((c) => [c.type, c]));
-  const ready = decision.suspended
-    ? cond(C.Ready, "False", R.Suspended, "spec.suspend is true: the gateway is scaled to zero")
-    : deriveReady(
-        [C.Registered, C.RoutesInSync, C.DNSReady, C.WorkloadCurrent, C.ServiceReady].map((t) =>
-          blockerFrom(byType.get(t) as ConditionInput),
-        ),
-        R.FreshRuntimeReady,
-        byType.get(C.Registered)?.message ?? "",
-      );
-  return [...conditions, ready];
 }

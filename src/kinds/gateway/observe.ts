@@ -1,12 +1,23 @@
 /**
- * Observations of a gateway sync: the Headscale node and pre-auth key lists (through the shared,
- * cached view; a failure is an observation, never thrown) and the state of the gateway pods as the
- * related Pods show it.
+ * Observations of a gateway sync (I/O only): the Tailnet and its credentials, the zone the gateway can serve,
+ * the Headscale node and pre-auth key lists (through the shared, cached view; a failure is an observation,
+ * never thrown), the children and related objects, and the state of the gateway pods as the related Pods show
+ * it. Without a Tailnet, credentials or a zone nothing is read from Headscale: there is nothing to serve.
  */
 
+import { API_VERSION } from "../../api/schemas.js";
+import type { NetworkPolicyPeer } from "../../config.js";
 import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
-import type { HeadscaleView } from "../../headscale/view.js";
-import type { K8sObject } from "../../k8s/objects.js";
+import type { HeadscaleConnection, HeadscaleView } from "../../headscale/view.js";
+import { EGRESS_TARGET_LABEL } from "../../k8s/labels.js";
+import { findObject, type K8sObject, objectsOf, reuseAllChildren } from "../../k8s/objects.js";
+import { previousStatus } from "../common.js";
+import { metricsPeers } from "../shared/agent.js";
+import { agentPods, effectiveTag, resolveWorkload, tailnetIncompatible } from "../shared/workload.js";
+import type { HookDeps, HookRequest } from "../types.js";
+import { previousStatusNode, type StatusNode } from "./nodes.js";
+import type { RenderInput } from "./render.js";
+import { type GatewaySpec, gatewayZone, readGatewaySpec, splitDNSDomains } from "./spec.js";
 
 /** An observation as decide() consumes it: a value, or the error message that prevented it. */
 export type Seen<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -16,19 +27,109 @@ export interface HeadscaleFacts {
   keys: Seen<HsPreAuthKey[]>;
 }
 
-export async function observeHeadscale(view: HeadscaleView): Promise<HeadscaleFacts> {
-  const [nodes, keys] = await Promise.all([view.nodes(), view.preAuthKeys()]);
+/** Everything a served gateway's sync observed, but the bootstrap key (that one is act's: it may be minted). */
+export interface GatewayFacts extends RenderInput {
+  metricsPeers: NetworkPolicyPeer[];
+  now: Date;
+  observed: { deployment?: K8sObject; service?: K8sObject; zone?: K8sObject };
+  related: { coredns?: K8sObject; egresses: K8sObject[]; services: K8sObject[]; pods: PodFact[] };
+  headscale: HeadscaleFacts;
+  previousNode?: StatusNode;
+}
+
+/** Why nothing is served: no Tailnet, no credentials, or no usable zone. Every child is kept as observed. */
+export interface GatewayUnserved {
+  parent: K8sObject;
+  spec: GatewaySpec;
+  /** The children as observed (their reusable form). */
+  children: K8sObject[];
+  unserved:
+    | { reason: "NoTailnet" | "NoAPIKey"; message: string /** Known once the Tailnet is. */; tag?: string }
+    | { reason: "InvalidSpec"; message: string };
+}
+
+/** A served gateway: its facts, the connection act writes through and the bootstrap key Secrets observed. */
+export interface GatewaySeen extends GatewayFacts {
+  conn: HeadscaleConnection;
+  secrets: K8sObject[];
+}
+
+export type GatewayObservation = GatewaySeen | GatewayUnserved;
+
+export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: HookDeps): Promise<GatewayObservation> {
+  const parent = req.parent;
+  const ctx = resolveWorkload(req, deps);
+  if (!ctx.ok) {
+    const tag = ctx.settings ? { tag: effectiveTag(parent, ctx.settings.tagPrefix) } : {};
+    return {
+      parent,
+      spec,
+      children: reuseAllChildren(req.children),
+      unserved: { reason: ctx.reason, message: ctx.message, ...tag },
+    };
+  }
+  const zone = gatewayZone(spec, ctx.settings);
+  if (!zone.ok)
+    return {
+      parent,
+      spec,
+      children: reuseAllChildren(req.children),
+      unserved: { reason: "InvalidSpec", message: zone.message },
+    };
+  const ns = parent.metadata.namespace ?? "";
+  const names = spec.names;
   return {
-    nodes: nodes.ok ? { ok: true, value: nodes.value } : { ok: false, error: nodes.error.message },
-    keys: keys.ok ? { ok: true, value: keys.value } : { ok: false, error: keys.error.message },
+    parent,
+    spec,
+    tag: effectiveTag(parent, ctx.settings.tagPrefix),
+    zone: zone.zone,
+    images: deps.config.images,
+    noLogsNoSupport: deps.config.tailscale.noLogsNoSupport,
+    tailnet: {
+      name: ctx.settings.name,
+      loginServer: ctx.settings.url || ctx.conn.url,
+      policyMode: ctx.settings.policyMode,
+      baseDomain: ctx.settings.baseDomain,
+      splitDomains: splitDNSDomains(ctx.tailnet),
+      incompatible: tailnetIncompatible(ctx.tailnet),
+      ...(ctx.conn.ca ? { ca: ctx.conn.ca } : {}),
+    },
+    metricsPeers: metricsPeers(deps.config),
+    now: deps.now(),
+    observed: {
+      deployment: findObject(req.children, "apps/v1", "Deployment", names.deployment, ns),
+      service: findObject(req.children, "v1", "Service", names.service, ns),
+      zone: findObject(req.children, "v1", "ConfigMap", names.zone, ns),
+    },
+    related: {
+      coredns: findObject(req.related, "v1", "ConfigMap", "coredns", "kube-system"),
+      egresses: objectsOf(req.related, API_VERSION, "TailnetEgress"),
+      services: objectsOf(req.related, "v1", "Service").filter(
+        (s) => s.metadata.labels?.[EGRESS_TARGET_LABEL] === "true",
+      ),
+      pods: podFacts(agentPods(req)),
+    },
+    headscale: await observeHeadscale(deps.views.view(ctx.conn)),
+    previousNode: previousStatusNode(previousStatus(parent)),
+    conn: ctx.conn,
+    secrets: objectsOf(req.children, "v1", "Secret"),
   };
 }
 
-/** Re-reads the pre-auth keys after the operator created one, so check 1 sees Headscale's record of it. */
-export async function reobserveKeys(view: HeadscaleView): Promise<HeadscaleFacts["keys"]> {
-  view.invalidate("preAuthKeys");
-  const keys = await view.preAuthKeys();
-  return keys.ok ? { ok: true, value: keys.value } : { ok: false, error: keys.error.message };
+/** A spec the hook found invalid (gatewaySpecProblem, the schema): nothing is observed, every child kept. */
+export function invalidObservation(req: HookRequest, message: string): GatewayUnserved {
+  const parent = req.parent;
+  const spec = readGatewaySpec(parent);
+  return { parent, spec, children: reuseAllChildren(req.children), unserved: { reason: "InvalidSpec", message } };
+}
+
+export async function observeHeadscale(view: HeadscaleView): Promise<HeadscaleFacts> {
+  const [nodes, keys] = await Promise.all([view.nodes(), view.preAuthKeys()]);
+  return { nodes: seen(nodes), keys: seen(keys) };
+}
+
+export function seen<T>(o: { ok: true; value: T } | { ok: false; error: { message: string } }): Seen<T> {
+  return o.ok ? { ok: true, value: o.value } : { ok: false, error: o.error.message };
 }
 
 export interface PodFact {

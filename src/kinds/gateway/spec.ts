@@ -1,6 +1,7 @@
 /**
- * The TailnetGateway spec with api.md's defaults applied, and the names of its children. Everything
- * here is derived from the parent (and its Tailnet) alone, so every sync names the same objects.
+ * The TailnetGateway spec with api.md's defaults applied, and the names of its children: the only reader of
+ * the parent's spec (and of its accept-node-key annotation). Everything here is derived from the parent alone,
+ * so every sync names the same objects; `gatewaySpecProblem` is what the CRD schema cannot catch.
  */
 import type { K8sObject } from "../../k8s/objects.js";
 import { parseDuration } from "../shared/workload.js";
@@ -17,6 +18,9 @@ export interface GatewaySpec {
   staleNodes: "Delete" | "Keep";
   serviceType: "ClusterIP" | "LoadBalancer";
   bootstrapKeyTTLSeconds: number;
+  /** The node key an administrator accepted with the tailnet.internal/accept-node-key annotation. */
+  acceptedNodeKey?: string;
+  names: GatewayNames;
 }
 
 type Rec = Record<string, unknown>;
@@ -34,7 +38,13 @@ export function normalizeZone(zone: string): string {
   return zone.trim().toLowerCase().replace(/\.+$/, "");
 }
 
-export function gatewaySpec(parent: K8sObject): GatewaySpec {
+const DNS_NAME = /^(?=.{1,253}$)([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+export function isDnsName(name: string): boolean {
+  return DNS_NAME.test(name);
+}
+
+export function readGatewaySpec(parent: K8sObject): GatewaySpec {
   const spec = rec(parent.spec);
   const dns = rec(spec.dns);
   const routes = Array.isArray(spec.routes) ? spec.routes.filter((r): r is string => typeof r === "string") : [];
@@ -49,7 +59,30 @@ export function gatewaySpec(parent: K8sObject): GatewaySpec {
     bootstrapKeyTTLSeconds:
       parseDuration(typeof spec.bootstrapKeyTTL === "string" ? spec.bootstrapKeyTTL : undefined) ??
       DEFAULT_BOOTSTRAP_TTL_SECONDS,
+    ...(acceptedNodeKey(parent) ? { acceptedNodeKey: acceptedNodeKey(parent) } : {}),
+    names: gatewayNames(parent),
   };
+}
+
+/** What the CRD schema cannot catch: a spec.dns.zone that is not a DNS name (the hook answers InvalidSpec). */
+export function gatewaySpecProblem(parent: K8sObject): string | undefined {
+  const zone = readGatewaySpec(parent).zone;
+  return zone && !isDnsName(zone) ? `spec.dns.zone: "${zone}" is not a DNS name` : undefined;
+}
+
+/** The zone the gateway serves: spec.dns.zone, else the Tailnet's base domain (which must be a DNS name). */
+export function gatewayZone(
+  spec: GatewaySpec,
+  tailnet: { name: string; baseDomain?: string },
+): { ok: true; zone: string } | { ok: false; message: string } {
+  const zone = spec.zone ?? tailnet.baseDomain;
+  if (!zone) {
+    return {
+      ok: false,
+      message: `spec.dns.zone: required because Tailnet "${tailnet.name}" has no spec.dns.baseDomain`,
+    };
+  }
+  return isDnsName(zone) ? { ok: true, zone } : { ok: false, message: `spec.dns.zone: "${zone}" is not a DNS name` };
 }
 
 /** The split-DNS domains tailnet clients resolve through the gateway (Tailnet spec.dns.splitDNS.domains). */
@@ -88,7 +121,7 @@ export function gatewayNames(parent: K8sObject): GatewayNames {
 /** The annotation an administrator sets to accept a node key change (api.md § TailnetGateway). */
 export const ACCEPT_NODE_KEY_ANNOTATION = "tailnet.internal/accept-node-key";
 
-export function acceptedNodeKey(parent: K8sObject): string | undefined {
+function acceptedNodeKey(parent: K8sObject): string | undefined {
   const v = parent.metadata.annotations?.[ACCEPT_NODE_KEY_ANNOTATION];
   return v?.trim() || undefined;
 }

@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { EGRESS_TARGET_LABEL } from "../../k8s/labels.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { isIp } from "../../net/cidr.js";
-import { normalizeZone } from "./spec.js";
+import { isDnsName, normalizeZone } from "./spec.js";
 
 export const ZONE_FILE_KEY = "zone.db";
 export const ZONE_TTL_SECONDS = 30;
@@ -37,12 +37,6 @@ export interface DerivedZoneInput {
 
 type Rec = Record<string, unknown>;
 const rec = (v: unknown): Rec => (v && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {});
-
-const DNS_NAME = /^(?=.{1,253}$)([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-
-export function isDnsName(name: string): boolean {
-  return DNS_NAME.test(name);
-}
 
 /** `<label>.<baseDomain>` (one label, any case, optional trailing dot) → the lower-case FQDN; else undefined. */
 export function magicDNSName(host: string, baseDomain: string | undefined): string | undefined {

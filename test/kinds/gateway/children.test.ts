@@ -8,7 +8,7 @@ import { describe, it } from "node:test";
 import { DEFAULT_CONFIG } from "../../../src/config.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { dnsService, gatewayNetworkPolicy, zoneConfigMap } from "../../../src/kinds/gateway/children.js";
-import { decideGateway, renderCorefile, renderDeployment } from "../../../src/kinds/gateway/decide.js";
+import { renderCorefile, renderDeployment } from "../../../src/kinds/gateway/render.js";
 import { gatewayNames } from "../../../src/kinds/gateway/spec.js";
 import { stampTemplate, TEMPLATE_HASH_ANNOTATION, templateHash } from "../../../src/kinds/gateway/template.js";
 import { configHash } from "../../../src/kinds/shared/agent.js";
@@ -16,6 +16,7 @@ import { bootTailscale } from "../../fakes/containerboot.js";
 import { validateChildren } from "../../helpers/validate.js";
 import { expectedRuntimeEnv, expectedRuntimeMounts, expectedRuntimeVolumes } from "../shared/golden.js";
 import { gateway, healthy, renderInput, UID, ZONE } from "./fixtures.js";
+import { run } from "./scenarios.js";
 
 interface Opts {
   name?: string;
@@ -266,7 +267,7 @@ describe("gateway children", () => {
   });
 
   it("every child of a healthy sync validates, the bootstrap Secret is the key's, single-use by name", () => {
-    const { children } = decideGateway(healthy());
+    const { children } = run(healthy()).decision;
     validateChildren(children);
     assert.deepEqual(
       children.map((c) => `${c.kind}/${c.metadata.name}`),
@@ -292,7 +293,7 @@ describe("gateway children", () => {
     assert.deepStrictEqual(got, expectedDeployment({ secret: "gw-authkey-7", corefile: COREFILE, ca }));
     const input = healthy();
     input.tailnet.ca = ca;
-    const { children } = decideGateway(input);
+    const { children } = run(input).decision;
     const cm = children.find((c) => c.metadata.name === "gw-gateway-ca");
     assert.deepStrictEqual(cm, {
       apiVersion: "v1",
@@ -317,7 +318,7 @@ describe("gateway children", () => {
   });
 
   it("boots under containerboot on the pinned and older images, requests no tag, sends no logs, keeps its state", () => {
-    const { children } = decideGateway(healthy());
+    const { children } = run(healthy()).decision;
     const deployment = children.find((c) => c.kind === "Deployment") as K8sObject;
     for (const imageVersion of ["1.102.3", "1.90.6"]) {
       const result = bootTailscale(deployment, children, { imageVersion });
@@ -330,7 +331,7 @@ describe("gateway children", () => {
   });
 
   it("no bootstrap key yet: no Deployment (never a tailscale container without its key); a running one is kept", () => {
-    const none = decideGateway(healthy({ key: { error: "Headscale is down" }, observed: {} }));
+    const none = run(healthy({ key: { error: "Headscale is down" }, observed: {} })).decision;
     assert.equal(
       none.children.some((c) => c.kind === "Deployment"),
       false,
@@ -338,7 +339,7 @@ describe("gateway children", () => {
     validateChildren(none.children);
     const input = healthy({ key: { error: "Headscale is down" } });
     const live = input.observed.deployment as K8sObject;
-    const kept = decideGateway(input).children.find((c) => c.kind === "Deployment");
+    const kept = run(input).decision.children.find((c) => c.kind === "Deployment");
     assert.deepStrictEqual(kept?.spec, live.spec, "the observed Deployment is returned as it is");
   });
 

@@ -1,20 +1,24 @@
 /**
- * decideGateway as a table (scenarios.ts: one row per reason in the reasons page order, plus "all
- * healthy") and a Ready staircase in api.md's order Registered, RoutesInSync, DNSReady,
- * WorkloadCurrent, ServiceReady.
+ * decideGateway as a table (scenarios.ts: rows { name, input, expect } over the real decide input, one per
+ * reason in the reasons page order, plus "all healthy"), a Ready staircase in api.md's order Registered,
+ * RoutesInSync, DNSReady, WorkloadCurrent, ServiceReady, and the check that the rows produce exactly the
+ * (condition, reason, status) triples GATEWAY_REASONS allows.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { GatewayDecideInput } from "../../../src/kinds/gateway/decide.js";
+import { GATEWAY_REASONS } from "../../../src/conditions/tables/gateway.js";
+import { isRecord } from "../../../src/k8s/objects.js";
+import type { GatewayInputs } from "../../../src/kinds/gateway/plan.js";
+import { assertCoversTable } from "../../helpers/reason-coverage.js";
 import { dnsServiceLive, gateway, healthy, hsKey, hsNode, liveDeployment, renderInput } from "./fixtures.js";
 import { rows, run } from "./scenarios.js";
 
 describe("decideGateway", () => {
   for (const row of rows) {
     it(row.name, () => {
-      const { by } = run(row.observed);
-      const got = Object.fromEntries(Object.keys(row.want).map((t) => [t, by[t]?.reason]));
-      assert.deepEqual(got, row.want);
+      const { by } = run(row.input, row.outcome);
+      const got = Object.fromEntries(Object.keys(row.expect).map((t) => [t, by[t]?.reason]));
+      assert.deepEqual(got, row.expect);
     });
   }
 
@@ -34,10 +38,58 @@ describe("decideGateway", () => {
       ],
     );
   });
+
+  it("a key minted in this sync: the approval waits for the next sync, which comes in 5 s", () => {
+    const row = rows.find((r) => r.name === "a key minted in this sync holds the approval back");
+    assert.ok(row);
+    const { decision, by } = run(row.input, row.outcome);
+    assert.equal(
+      by.RoutesInSync.message,
+      'approving 10.96.0.0/12 on node 12 "cluster-gw" waits for the next sync: bootstrap key 8 was minted in this one',
+    );
+    assert.equal(decision.resyncAfterSeconds, 5);
+  });
+
+  it("a stale node's deletion waits for the next sync after a mint", () => {
+    const row = rows.find((r) => r.name === "deleting a stale node failed");
+    assert.ok(row);
+    const { by } = run(row.input, { minted: "8", deleted: [] });
+    assert.deepEqual(
+      [by.StaleNodes.status, by.StaleNodes.reason, by.StaleNodes.message],
+      [
+        "Unknown",
+        "None",
+        'deleting stale node 5 "cluster-gw" waits for the next sync: bootstrap key 8 was minted in this one',
+      ],
+    );
+  });
+
+  it("not served: every child kept as observed, scaled to zero when suspended; the tag once known", () => {
+    const deployment = liveDeployment(renderInput(gateway({ suspend: true })));
+    const parent = gateway({ suspend: true }, { status: { tag: "tag:old", node: { id: "12" } } });
+    const { decision } = run({
+      parent,
+      spec: renderInput(parent).spec,
+      children: [deployment],
+      unserved: { reason: "NoAPIKey", message: "no key", tag: "tag:k8s-infra-gw" },
+    });
+    assert.equal(decision.children.length, 1);
+    const spec = decision.children[0].spec;
+    assert.equal(isRecord(spec) ? spec.replicas : undefined, 0);
+    assert.deepEqual(decision.fields, { tag: "tag:k8s-infra-gw", node: { id: "12" } });
+    assert.equal(decision.suspended, true);
+  });
+
+  it("covers every (condition, reason, status) of GATEWAY_REASONS, and nothing else", () => {
+    assertCoversTable(
+      GATEWAY_REASONS,
+      rows.map((r) => run(r.input, r.outcome).conditions),
+    );
+  });
 });
 
 describe("Ready staircase", () => {
-  const dry = (input: GatewayDecideInput): GatewayDecideInput => ({
+  const dry = (input: GatewayInputs): GatewayInputs => ({
     ...input,
     tailnet: { ...input.tailnet, policyMode: "DryRun" },
   });
@@ -50,7 +102,7 @@ describe("Ready staircase", () => {
   const notReady = [{ name: "gw-gateway-0", deleting: false, ready: { tailscale: true, coredns: false } }];
   const ready = [{ name: "gw-gateway-0", deleting: false, ready: { tailscale: true, coredns: true } }];
   const base = healthy({ ...r, parent: lb });
-  const steps: { name: string; input: GatewayDecideInput; ready: string }[] = [
+  const steps: { name: string; input: GatewayInputs; ready: string }[] = [
     {
       name: "nothing registered, routes unapproved, CoreDNS down, rollout pending, LB pending",
       input: dry({

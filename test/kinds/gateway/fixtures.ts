@@ -5,10 +5,12 @@
 
 import { DEFAULT_CONFIG } from "../../../src/config.js";
 import type { HsNode, HsPreAuthKey } from "../../../src/headscale/types.js";
-import type { K8sObject } from "../../../src/k8s/objects.js";
+import { isRecord, type K8sObject } from "../../../src/k8s/objects.js";
 import { gatewayLabels } from "../../../src/kinds/gateway/children.js";
-import { type GatewayDecideInput, type RenderInput, renderDeployment } from "../../../src/kinds/gateway/decide.js";
-import { gatewayNames, gatewaySpec } from "../../../src/kinds/gateway/spec.js";
+import type { GatewayUnserved } from "../../../src/kinds/gateway/observe.js";
+import type { GatewayInputs } from "../../../src/kinds/gateway/plan.js";
+import { type RenderInput, renderDeployment } from "../../../src/kinds/gateway/render.js";
+import { readGatewaySpec } from "../../../src/kinds/gateway/spec.js";
 import { authKeySecret } from "../../../src/kinds/shared/authkey.js";
 import { parentObject } from "../../fixtures/hooks.js";
 
@@ -92,8 +94,7 @@ export function keySecret(parent: K8sObject, id = KEY_ID): K8sObject {
 export function renderInput(parent: K8sObject, policyMode: "Apply" | "DryRun" = "Apply"): RenderInput {
   return {
     parent,
-    spec: gatewaySpec(parent),
-    names: gatewayNames(parent),
+    spec: readGatewaySpec(parent),
     tag: TAG,
     zone: ZONE,
     images: DEFAULT_CONFIG.images,
@@ -163,7 +164,7 @@ export function corednsConfigMap(corefile = CLUSTER_COREFILE): K8sObject {
 }
 
 /** Everything healthy: key verified, node 12 ours with its route approved, pods ready, forward configured. */
-export function healthy(over: Partial<GatewayDecideInput> = {}): GatewayDecideInput {
+export function healthy(over: Partial<GatewayInputs> = {}): GatewayInputs {
   const parent = over.parent ?? gateway();
   const r = renderInput(parent);
   const secret = keySecret(parent);
@@ -183,4 +184,21 @@ export function healthy(over: Partial<GatewayDecideInput> = {}): GatewayDecideIn
     previousNode: { id: "12", name: "cluster-gw", nodeKey: NODE_KEY, preAuthKeyId: KEY_ID },
     ...over,
   };
+}
+
+/** A gateway that is not served (no Tailnet, no credentials, no usable zone): its observed children are kept. */
+export function unserved(
+  why: GatewayUnserved["unserved"],
+  over: { parent?: K8sObject; children?: K8sObject[] } = {},
+): GatewayUnserved {
+  const parent = over.parent ?? gateway();
+  return { parent, spec: readGatewaySpec(parent), children: over.children ?? [], unserved: why };
+}
+
+/** The pod spec inside a Deployment, for a row that edits the live template (narrowed, not cast). */
+export function podSpecOf(deployment: Record<string, unknown>): Record<string, unknown> {
+  const template = isRecord(deployment.spec) ? deployment.spec.template : undefined;
+  const pod = isRecord(template) ? template.spec : undefined;
+  if (!isRecord(pod)) throw new Error("the Deployment has no pod template spec");
+  return pod;
 }

@@ -6,12 +6,10 @@
  * "all healthy". decide.test.ts runs the table; messages.test.ts asserts the messages verbatim.
  */
 import type { ConditionInput } from "../../../src/conditions/condition.js";
-import {
-  type ActOutcomes,
-  decideGateway,
-  finishConditions,
-  type GatewayDecideInput,
-} from "../../../src/kinds/gateway/decide.js";
+import { isRecord, type K8sObject } from "../../../src/k8s/objects.js";
+import { decideGateway, type GatewayDecideInput, type GatewayWriteOutcome } from "../../../src/kinds/gateway/decide.js";
+import { type GatewayInputs, type GatewayPlan, gatewayWrites, NO_WRITES } from "../../../src/kinds/gateway/plan.js";
+import { readGatewaySpec } from "../../../src/kinds/gateway/spec.js";
 import { validateChildren } from "../../helpers/validate.js";
 import {
   corednsConfigMap,
@@ -22,34 +20,49 @@ import {
   hsNode,
   liveDeployment,
   NODE_KEY,
+  podSpecOf,
   renderInput,
+  unserved,
   ZONE,
 } from "./fixtures.js";
 
 export const NEW_KEY = `nodekey:${"b".repeat(64)}`;
-const NO_WRITES: ActOutcomes = { deleted: [] };
+const NO_OUTCOME: GatewayWriteOutcome = { deleted: [] };
 
-export function run(input: GatewayDecideInput, outcomes: ActOutcomes = NO_WRITES) {
-  const decision = decideGateway(input);
-  validateChildren(decision.children);
-  const conditions = finishConditions(decision, outcomes);
+/** The plan for these facts: the node writes the rules want (the key work is act's and is not run here). */
+export function planFor(input: GatewayDecideInput): GatewayPlan {
+  return { writes: "unserved" in input ? NO_WRITES : gatewayWrites(input) };
+}
+
+/** plan → decide over one input; `decision.actions` are the plan's writes, `suspended` its withdrawal. */
+export function run(given: GatewayDecideInput, outcomes: GatewayWriteOutcome = NO_OUTCOME) {
+  // as in a sync, the spec is the parent's (the spec stage reads it): a row that swaps the parent gets its spec
+  const input = { ...given, spec: readGatewaySpec(given.parent) };
+  const plan = planFor(input);
+  const decided = decideGateway(input, plan, outcomes);
+  validateChildren(decided.children);
+  const decision = { ...decided, actions: plan.writes, suspended: decided.withdrawn === true };
+  const conditions = decided.conditions;
   const by = Object.fromEntries(conditions.map((c) => [c.type, c])) as Record<string, ConditionInput>;
   return { decision, conditions, by };
 }
 
-export function withDeployment(
-  input: GatewayDecideInput,
-  edit: (d: Record<string, unknown>) => void,
-): GatewayDecideInput {
-  const d = structuredClone(input.observed.deployment) as Record<string, unknown>;
+/** The input with its live Deployment edited (a copy). */
+export function withDeployment(input: GatewayInputs, edit: (d: Record<string, unknown>) => void): GatewayInputs {
+  const live = input.observed.deployment;
+  if (!live) throw new Error("the input has no live Deployment");
+  const d: K8sObject = structuredClone(live);
   edit(d);
-  return { ...input, observed: { ...input.observed, deployment: d as GatewayDecideInput["observed"]["deployment"] } };
+  return { ...input, observed: { ...input.observed, deployment: d } };
 }
 
 export interface Row {
   name: string;
-  observed: GatewayDecideInput;
-  want: Record<string, string>;
+  input: GatewayDecideInput;
+  /** What act did with the plan's writes (default: nothing to do). */
+  outcome?: GatewayWriteOutcome;
+  /** Condition type → reason. */
+  expect: Record<string, string>;
 }
 
 const suspendedParent = gateway({ suspend: true });
@@ -58,28 +71,28 @@ const lbParent = gateway({ service: { type: "LoadBalancer" } });
 export const rows: Row[] = [
   {
     name: "suspended gateway",
-    observed: healthy({ ...renderInput(suspendedParent), parent: suspendedParent }),
-    want: { Ready: "Suspended", DNSReady: "NotServing", Registered: "FreshRuntimeReady" },
+    input: healthy({ ...renderInput(suspendedParent), parent: suspendedParent }),
+    expect: { Ready: "Suspended", DNSReady: "NotServing", Registered: "FreshRuntimeReady" },
   },
   {
     name: "no node has registered yet",
-    observed: healthy({
+    input: healthy({
       headscale: { nodes: { ok: true, value: [] }, keys: { ok: true, value: [hsKey({ used: false })] } },
       previousNode: undefined,
     }),
-    want: { Registered: "Provisioning", Ready: "Provisioning", RoutesInSync: "NotApproved", StaleNodes: "None" },
+    expect: { Registered: "Provisioning", Ready: "Provisioning", RoutesInSync: "NotApproved", StaleNodes: "None" },
   },
   {
     name: "bootstrap key expired and no new one could be created",
-    observed: healthy({
+    input: healthy({
       now: new Date("2026-11-29T11:00:00Z"),
       key: { ...healthy().key, error: "Headscale POST /api/v1/preauthkey: 500 fault injected: 500" },
     }),
-    want: { Registered: "FreshBlocked", Ready: "FreshBlocked", StaleNodes: "None", RoutesInSync: "Approved" },
+    expect: { Registered: "FreshBlocked", Ready: "FreshBlocked", StaleNodes: "None", RoutesInSync: "Approved" },
   },
   {
     name: "rogue node with the gateway tag registered with another key",
-    observed: healthy({
+    input: healthy({
       headscale: {
         nodes: {
           ok: true,
@@ -91,34 +104,33 @@ export const rows: Row[] = [
         keys: { ok: true, value: [hsKey()] },
       },
     }),
-    want: { Registered: "FreshBlocked", Ready: "FreshBlocked", StaleNodes: "None" },
+    expect: { Registered: "FreshBlocked", Ready: "FreshBlocked", StaleNodes: "None" },
   },
   {
     name: "bootstrap key drifted from Headscale's record (made reusable)",
-    observed: healthy({
+    input: healthy({
       headscale: { nodes: { ok: true, value: [hsNode()] }, keys: { ok: true, value: [hsKey({ reusable: true })] } },
     }),
-    want: { Registered: "FreshBlocked", Ready: "FreshBlocked" },
+    expect: { Registered: "FreshBlocked", Ready: "FreshBlocked" },
   },
   {
     name: "live pod template edited outside the operator",
-    observed: withDeployment(healthy(), (d) => {
-      const tpl = (d.spec as { template: { spec: { hostNetwork?: boolean } } }).template;
-      tpl.spec.hostNetwork = true;
+    input: withDeployment(healthy(), (d) => {
+      podSpecOf(d).hostNetwork = true;
     }),
-    want: { Registered: "FreshBlocked", Ready: "FreshBlocked", WorkloadCurrent: "PodCurrent" },
+    expect: { Registered: "FreshBlocked", Ready: "FreshBlocked", WorkloadCurrent: "PodCurrent" },
   },
   {
     name: "node key changed since status.node",
-    observed: healthy({
+    input: healthy({
       headscale: { nodes: { ok: true, value: [hsNode({ nodeKey: NEW_KEY })] }, keys: { ok: true, value: [hsKey()] } },
     }),
-    want: { Registered: "IdentityChanged", Ready: "IdentityChanged", StaleNodes: "None" },
+    expect: { Registered: "IdentityChanged", Ready: "IdentityChanged", StaleNodes: "None" },
   },
   {
     name: "all healthy",
-    observed: healthy(),
-    want: {
+    input: healthy(),
+    expect: {
       Registered: "FreshRuntimeReady",
       RoutesInSync: "Approved",
       DNSReady: "Serving",
@@ -131,14 +143,14 @@ export const rows: Row[] = [
   },
   {
     name: "route advertised but not approved: the operator approves it",
-    observed: healthy({
+    input: healthy({
       headscale: { nodes: { ok: true, value: [hsNode({ approvedRoutes: [] })] }, keys: { ok: true, value: [hsKey()] } },
     }),
-    want: { RoutesInSync: "Approved", Ready: "FreshRuntimeReady" },
+    expect: { RoutesInSync: "Approved", Ready: "FreshRuntimeReady" },
   },
   {
     name: "route not approved and the Tailnet is in DryRun",
-    observed: {
+    input: {
       ...healthy({
         headscale: {
           nodes: { ok: true, value: [hsNode({ approvedRoutes: [] })] },
@@ -147,37 +159,40 @@ export const rows: Row[] = [
       }),
       tailnet: { ...renderInput(gateway(), "DryRun").tailnet },
     },
-    want: { RoutesInSync: "NotApproved", Ready: "NotApproved" },
+    expect: { RoutesInSync: "NotApproved", Ready: "NotApproved" },
   },
   {
     name: "pod template rolled out",
-    observed: healthy(),
-    want: { WorkloadCurrent: "PodCurrent" },
+    input: healthy(),
+    expect: { WorkloadCurrent: "PodCurrent" },
   },
   {
     name: "rendered pod template not applied yet (rollout pending)",
-    observed: healthy({
+    input: healthy({
       observed: { deployment: liveDeployment(renderInput(gateway()), "gw-authkey-6"), service: dnsServiceLive() },
     }),
-    want: { WorkloadCurrent: "PodTemplateStale", Ready: "PodTemplateStale", Registered: "FreshRuntimeReady" },
+    expect: { WorkloadCurrent: "PodTemplateStale", Ready: "PodTemplateStale", Registered: "FreshRuntimeReady" },
   },
   {
     name: "rollout stuck past its progress deadline",
-    observed: withDeployment(healthy(), (d) => {
-      (d.status as { conditions: unknown[] }).conditions = [
-        {
-          type: "Progressing",
-          status: "False",
-          reason: "ProgressDeadlineExceeded",
-          message: 'ReplicaSet "gw-gateway-5d" has timed out progressing.',
-        },
-      ];
+    input: withDeployment(healthy(), (d) => {
+      d.status = {
+        ...(isRecord(d.status) ? d.status : {}),
+        conditions: [
+          {
+            type: "Progressing",
+            status: "False",
+            reason: "ProgressDeadlineExceeded",
+            message: 'ReplicaSet "gw-gateway-5d" has timed out progressing.',
+          },
+        ],
+      };
     }),
-    want: { WorkloadCurrent: "WorkloadUpdateBlocked", Ready: "WorkloadUpdateBlocked" },
+    expect: { WorkloadCurrent: "WorkloadUpdateBlocked", Ready: "WorkloadUpdateBlocked" },
   },
   {
     name: "LoadBalancer Service with an address",
-    observed: healthy({
+    input: healthy({
       ...renderInput(lbParent),
       parent: lbParent,
       observed: {
@@ -188,11 +203,11 @@ export const rows: Row[] = [
         },
       },
     }),
-    want: { ServiceReady: "LoadBalancerAssigned", Ready: "FreshRuntimeReady" },
+    expect: { ServiceReady: "LoadBalancerAssigned", Ready: "FreshRuntimeReady" },
   },
   {
     name: "LoadBalancer Service still pending",
-    observed: healthy({
+    input: healthy({
       ...renderInput(lbParent),
       parent: lbParent,
       observed: {
@@ -200,19 +215,19 @@ export const rows: Row[] = [
         service: dnsServiceLive("10.96.0.53", "LoadBalancer"),
       },
     }),
-    want: { ServiceReady: "LBPending", Ready: "LBPending" },
+    expect: { ServiceReady: "LBPending", Ready: "LBPending" },
   },
   {
     name: "clusterDNSForward External",
-    observed: healthy({
+    input: healthy({
       ...renderInput(gateway({ dns: { zone: ZONE, clusterDNSForward: "External" } })),
       parent: gateway({ dns: { zone: ZONE, clusterDNSForward: "External" } }),
     }),
-    want: { ClusterDNSForward: "ExternallyManaged", Ready: "FreshRuntimeReady" },
+    expect: { ClusterDNSForward: "ExternallyManaged", Ready: "FreshRuntimeReady" },
   },
   {
     name: "stale node with staleNodes: Keep",
-    observed: (() => {
+    input: (() => {
       const p = gateway({ staleNodes: "Keep" });
       return healthy({
         ...renderInput(p),
@@ -225,50 +240,120 @@ export const rows: Row[] = [
         previousNode: { id: "5", name: "cluster-gw", nodeKey: NODE_KEY, preAuthKeyId: "6" },
       });
     })(),
-    want: { StaleNodes: "ExternallyManaged", Registered: "FreshRuntimeReady", Ready: "FreshRuntimeReady" },
+    expect: { StaleNodes: "ExternallyManaged", Registered: "FreshRuntimeReady", Ready: "FreshRuntimeReady" },
   },
   {
     name: "stale node with staleNodes: Delete",
-    observed: healthy({
+    input: healthy({
       headscale: {
         nodes: { ok: true, value: [hsNode({ id: "5", keyId: "6", createdAt: "2026-11-29T09:00:00Z" }), hsNode()] },
         keys: { ok: true, value: [hsKey()] },
       },
       previousNode: { id: "5", name: "cluster-gw", nodeKey: NODE_KEY, preAuthKeyId: "6" },
     }),
-    want: { StaleNodes: "Deleted", Ready: "FreshRuntimeReady" },
+    expect: { StaleNodes: "Deleted", Ready: "FreshRuntimeReady" },
   },
   {
     name: "CoreDNS not ready in the gateway pod",
-    observed: healthy({
+    input: healthy({
       related: {
         ...healthy().related,
         pods: [{ name: "gw-gateway-0", deleting: false, ready: { tailscale: true, coredns: false } }],
       },
     }),
-    want: { DNSReady: "NotServing", Ready: "NotServing" },
+    expect: { DNSReady: "NotServing", Ready: "NotServing" },
   },
   {
     name: "cluster Corefile has no block for the zone",
-    observed: healthy({
+    input: healthy({
       related: { ...healthy().related, coredns: corednsConfigMap(".:53 {\n    forward . /etc/resolv.conf\n}\n") },
     }),
-    want: { ClusterDNSForward: "NotConfigured", Ready: "FreshRuntimeReady" },
+    expect: { ClusterDNSForward: "NotConfigured", Ready: "FreshRuntimeReady" },
   },
   {
     name: "Headscale unreachable",
-    observed: healthy({
+    input: healthy({
       headscale: {
         nodes: { ok: false, error: "Headscale GET /api/v1/node: connect ECONNREFUSED" },
         keys: { ok: false, error: "Headscale GET /api/v1/preauthkey: connect ECONNREFUSED" },
       },
     }),
-    want: { Registered: "NotObserved", RoutesInSync: "NotObserved", StaleNodes: "NotObserved", Ready: "NotObserved" },
+    expect: { Registered: "NotObserved", RoutesInSync: "NotObserved", StaleNodes: "NotObserved", Ready: "NotObserved" },
+  },
+  {
+    name: "approval failed in Headscale",
+    input: healthy({
+      headscale: { nodes: { ok: true, value: [hsNode({ approvedRoutes: [] })] }, keys: { ok: true, value: [hsKey()] } },
+    }),
+    outcome: {
+      approve: { ok: false, error: "Headscale POST /api/v1/node/{nodeId}/approve_routes: 500 boom" },
+      deleted: [],
+    },
+    expect: { RoutesInSync: "NotApproved", Ready: "NotApproved" },
+  },
+  {
+    name: "deleting a stale node failed",
+    input: healthy({
+      headscale: {
+        nodes: { ok: true, value: [hsNode({ id: "5", keyId: "6", createdAt: "2026-11-29T09:00:00Z" }), hsNode()] },
+        keys: { ok: true, value: [hsKey()] },
+      },
+      previousNode: { id: "5", name: "cluster-gw", nodeKey: NODE_KEY, preAuthKeyId: "6" },
+    }),
+    outcome: {
+      deleted: [{ id: "5", node: 'node 5 "cluster-gw"', error: "Headscale DELETE /api/v1/node/{nodeId}: 500 boom" }],
+    },
+    expect: { StaleNodes: "Deleted", Ready: "FreshRuntimeReady" },
+  },
+  {
+    name: "a key minted in this sync holds the approval back",
+    input: healthy({
+      key: { ...healthy().key, keyId: "8" },
+      headscale: {
+        nodes: { ok: true, value: [hsNode({ approvedRoutes: [] })] },
+        keys: { ok: true, value: [hsKey(), hsKey({ id: "8", used: false })] },
+      },
+    }),
+    outcome: { minted: "8", deleted: [] },
+    expect: { RoutesInSync: "NotApproved", Ready: "NotApproved", Registered: "FreshRuntimeReady" },
+  },
+  {
+    name: "DNS Service without a cluster IP yet",
+    input: healthy({ observed: { deployment: healthy().observed.deployment, service: dnsServiceLive("None") } }),
+    expect: { ServiceReady: "ClusterIPAssigned", Ready: "ClusterIPAssigned", ClusterDNSForward: "NotConfigured" },
+  },
+  {
+    name: "no Tailnet",
+    input: unserved({ reason: "NoTailnet", message: 'Tailnet "home" not found' }),
+    expect: { Registered: "NoTailnet", StaleNodes: "NoTailnet", ServiceReady: "NoTailnet", Ready: "NoTailnet" },
+  },
+  {
+    name: "no credentials yet",
+    input: unserved({ reason: "NoAPIKey", message: "Secret tailnet-system/tailnet-home-credentials not found yet" }),
+    expect: { Registered: "NoAPIKey", RoutesInSync: "NoAPIKey", DNSReady: "NoAPIKey", Ready: "NoAPIKey" },
+  },
+  {
+    name: "suspended without a Tailnet",
+    input: unserved({ reason: "NoTailnet", message: 'Tailnet "home" not found' }, { parent: suspendedParent }),
+    expect: { Registered: "NoTailnet", Ready: "Suspended" },
+  },
+  {
+    name: "no zone: Tailnet without a base domain",
+    input: unserved({
+      reason: "InvalidSpec",
+      message: 'spec.dns.zone: required because Tailnet "home" has no spec.dns.baseDomain',
+    }),
+    expect: {
+      Registered: "InvalidSpec",
+      WorkloadCurrent: "InvalidSpec",
+      ClusterDNSForward: "InvalidSpec",
+      Ready: "InvalidSpec",
+    },
   },
 ];
 
-export function scenario(name: string): GatewayDecideInput {
+export function scenario(name: string): GatewayInputs {
   const row = rows.find((r) => r.name === name);
-  if (!row) throw new Error(`no scenario ${name}`);
-  return row.observed;
+  if (!row || "unserved" in row.input) throw new Error(`no served scenario ${name}`);
+  return row.input;
 }

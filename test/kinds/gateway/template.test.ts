@@ -1,7 +1,7 @@
 /** The pod template stamp behind the fresh writer's template check. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { renderDeployment } from "../../../src/kinds/gateway/decide.js";
+import { renderDeployment } from "../../../src/kinds/gateway/render.js";
 import { liveTemplateDrift, stampOf, templateHash } from "../../../src/kinds/gateway/template.js";
 import { gateway, renderInput } from "./fixtures.js";
 
