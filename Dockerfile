@@ -20,8 +20,9 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY package.json ./
 COPY bin ./bin
-# render reads the CompositeControllers to play Metacontroller's loop offline
+# render reads the Composite- and DecoratorControllers to play Metacontroller's loop offline
 COPY compositecontrollers ./compositecontrollers
+COPY decoratorcontrollers ./decoratorcontrollers
 # Non-root (the "node" user of the base image is uid 1000; the manifests run as 65532 with a
 # read-only root filesystem, which needs nothing writable here).
 USER 65532:65532

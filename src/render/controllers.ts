@@ -1,4 +1,7 @@
-/** The CompositeControllers shipped in compositecontrollers/, read by the loop and by tests. */
+/**
+ * The CompositeControllers shipped in compositecontrollers/ and the DecoratorControllers in
+ * decoratorcontrollers/, read by the loop and by tests.
+ */
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
 import { typeKey } from "../k8s/objects.js";
@@ -49,4 +52,31 @@ export function childTypes(hookKind: string): { type: string; method: string }[]
     type: typeKey(c.apiVersion, kindOfResource(c.resource)),
     method: c.updateStrategy?.method ?? "OnDelete",
   }));
+}
+
+export interface DecoratorController {
+  metadata: { name: string };
+  spec: {
+    resources: {
+      apiVersion: string;
+      resource: string;
+      annotationSelector?: {
+        matchAnnotations?: Record<string, string>;
+        matchExpressions?: { key: string; operator: string; values?: string[] }[];
+      };
+    }[];
+    attachments: { apiVersion: string; resource: string; updateStrategy?: { method?: string } }[];
+    hooks: Record<string, { webhook: { path: string } }>;
+  } & Record<string, unknown>;
+}
+
+let decorators: DecoratorController[] | undefined;
+/** Every DecoratorController of decoratorcontrollers/kustomization.yaml, in its order. */
+export function decoratorControllers(): DecoratorController[] {
+  if (!decorators) {
+    const dir = new URL("../../decoratorcontrollers/", import.meta.url);
+    const k = parse(readFileSync(new URL("kustomization.yaml", dir), "utf8")) as { resources: string[] };
+    decorators = k.resources.map((f) => parse(readFileSync(new URL(f, dir), "utf8")) as DecoratorController);
+  }
+  return decorators;
 }

@@ -15,7 +15,14 @@ import { kindInfoByKind } from "../api/schemas.js";
 import type { K8sObject, ObjectMaps } from "../k8s/objects.js";
 import { typeKey } from "../k8s/objects.js";
 import type { RelatedRule } from "../kinds/types.js";
-import { childTypes as ccChildTypes, compositeController, kindOfResource } from "./controllers.js";
+import {
+  childTypes as ccChildTypes,
+  compositeController,
+  type DecoratorController,
+  decoratorControllers,
+  kindOfResource,
+} from "./controllers.js";
+import { selectsByAnnotations } from "./decorator.js";
 
 export type Obj = K8sObject & { spec?: unknown; status?: Record<string, unknown>; data?: Record<string, string> };
 /** v2 key: namespace/name for namespaced objects, name for cluster-scoped. */
@@ -25,6 +32,7 @@ const objKey = (o: { apiVersion: string; kind: string; metadata: { namespace?: s
   `${o.apiVersion}|${o.kind}|${o.metadata.namespace ?? ""}|${o.metadata.name}`;
 const clone = <T>(v: T): T => structuredClone(v);
 
+const DECORATOR_ANNOTATION = "metacontroller.k8s.io/decorator-controller";
 const RULE_KEYS = ["apiVersion", "resource", "labelSelector", "namespaceSelector", "namespace", "names"];
 const SELECTOR_KEYS = ["matchLabels", "matchExpressions"];
 
@@ -77,6 +85,8 @@ export class MetacontrollerLoop {
   readonly calls: HookCall[] = [];
   readonly errors: string[] = [];
   private readonly customizeCache = new Map<string, RelatedRule[]>();
+  /** `<decorator controller>|<object uid>`: the finalizer a DecoratorController with a finalize hook adds. */
+  private readonly decoratorFinalizers = new Set<string>();
   private uid = 0;
   private ip = 10;
   deploymentsAvailable: boolean;
@@ -112,7 +122,8 @@ export class MetacontrollerLoop {
   delete(apiVersion: string, kind: string, name: string, namespace?: string): void {
     const o = this.get(apiVersion, kind, name, namespace);
     if (!o) return;
-    if (kindInfoByKind(kind)) o.metadata.deletionTimestamp = "2026-11-29T12:00:00Z";
+    const decorated = [...this.decoratorFinalizers].some((f) => f.endsWith(`|${o.metadata.uid}`));
+    if (kindInfoByKind(kind) || decorated) o.metadata.deletionTimestamp = "2026-11-29T12:00:00Z";
     else this.removeWithDependents(o);
   }
 
@@ -264,7 +275,130 @@ export class MetacontrollerLoop {
     return changed;
   }
 
-  private applyChild(parent: Obj, c: Obj, childTypes: { type: string; method: string }[]): boolean {
+  /**
+   * One sync (or finalize) of one object a DecoratorController decorates, as
+   * pkg/controller/decorator/controller.go syncParentObject does it: a matching object gets the
+   * finalizer first; an object that stops matching (or is deleted) while it has the finalizer is
+   * finalized; attachments are the owned objects annotated with this controller's name; labels and
+   * annotations of the answer are set on the object (null deletes the key), a null status leaves it.
+   */
+  async syncDecorated(dc: DecoratorController, objIn: Obj): Promise<boolean> {
+    const obj = clone(objIn);
+    const rule = dc.spec.resources.find(
+      (r) => r.apiVersion === obj.apiVersion && kindOfResource(r.resource) === obj.kind,
+    );
+    if (!rule) return false;
+    const fin = `${dc.metadata.name}|${obj.metadata.uid}`;
+    const matches = selectsByAnnotations(rule.annotationSelector, obj.metadata.annotations ?? {});
+    if (!matches && !this.decoratorFinalizers.has(fin)) return false;
+    let changed = false;
+    if (dc.spec.hooks.finalize && !obj.metadata.deletionTimestamp && !this.decoratorFinalizers.has(fin)) {
+      this.decoratorFinalizers.add(fin);
+      changed = true;
+    }
+    const hookKind = (h: string) => dc.spec.hooks[h].webhook.path.split("/")[2];
+    const cacheKey = `${dc.metadata.name}/${obj.metadata.uid}/${obj.metadata.generation}`;
+    let rules = this.customizeCache.get(cacheKey);
+    if (!rules) {
+      const controller = { metadata: { name: dc.metadata.name }, spec: dc.spec, status: {} };
+      const r = await this.call(hookKind("customize"), "customize", obj, { controller, parent: obj });
+      if (r.code !== 200) return changed;
+      rules = strictCustomizeResponse(r.json);
+      this.customizeCache.set(cacheKey, rules);
+    }
+    const related = [...this.objects.values()].filter((o) => rules.some((rl) => this.matches(o, rl)));
+    const attachmentTypes = dc.spec.attachments.map((a) => ({
+      type: typeKey(a.apiVersion, kindOfResource(a.resource)),
+      method: a.updateStrategy?.method ?? "OnDelete",
+    }));
+    const owned = [...this.objects.values()].filter(
+      (o) =>
+        o.metadata.ownerReferences?.some((ref) => ref.uid === obj.metadata.uid && ref.controller) &&
+        o.metadata.annotations?.[DECORATOR_ANNOTATION] === dc.metadata.name &&
+        attachmentTypes.some((t) => t.type === typeKey(o.apiVersion, o.kind)),
+    );
+    const finalizing = !!dc.spec.hooks.finalize && (!!obj.metadata.deletionTimestamp || !matches);
+    const hook = finalizing ? "finalize" : "sync";
+    const body = {
+      controller: { metadata: { name: dc.metadata.name }, spec: dc.spec, status: {} },
+      object: obj,
+      attachments: this.maps(
+        owned,
+        attachmentTypes.map((t) => t.type),
+      ),
+      related: this.maps(
+        related,
+        rules.map((rl) => typeKey(rl.apiVersion, kindOfResource(rl.resource))),
+      ),
+      finalizing,
+    };
+    const r = await this.call(hookKind(hook), hook, obj, body);
+    if (r.code !== 200) return changed;
+    const resp = r.json as {
+      labels?: Record<string, string | null>;
+      annotations?: Record<string, string | null>;
+      status?: Record<string, unknown> | null;
+      attachments?: Obj[];
+      finalized?: boolean;
+    };
+    for (const k of Object.keys(resp)) {
+      if (!["labels", "annotations", "status", "attachments", "resyncAfterSeconds", "finalized"].includes(k))
+        throw new Error(`strict v2 decode of the decorator answer fails on key ${k}`);
+    }
+    const live = this.get(obj.apiVersion, obj.kind, obj.metadata.name, obj.metadata.namespace);
+    if (!live) return changed;
+    for (const field of ["labels", "annotations"] as const) {
+      const next = { ...(live.metadata[field] ?? {}) };
+      for (const [k, v] of Object.entries(resp[field] ?? {})) {
+        if (v === null) delete next[k];
+        else next[k] = v;
+      }
+      if (JSON.stringify(next) !== JSON.stringify(live.metadata[field] ?? {})) {
+        live.metadata[field] = next;
+        changed = true;
+      }
+    }
+    if (resp.status != null && JSON.stringify(resp.status) !== JSON.stringify(live.status)) {
+      live.status = resp.status;
+      changed = true;
+    }
+    if (finalizing && resp.finalized && this.decoratorFinalizers.has(fin)) {
+      this.decoratorFinalizers.delete(fin);
+      changed = true;
+    }
+    // Attachments are managed while the object lives, or while it is deleting and still has the finalizer.
+    if (obj.metadata.deletionTimestamp && !this.decoratorFinalizers.has(fin)) {
+      if (![...this.decoratorFinalizers].some((f) => f.endsWith(`|${obj.metadata.uid}`)))
+        this.removeWithDependents(live);
+      return true;
+    }
+    const desired = resp.attachments ?? [];
+    for (const c of desired) {
+      if (!attachmentTypes.some((t) => t.type === typeKey(c.apiVersion, c.kind))) {
+        throw new Error(`${dc.metadata.name} returned an undeclared attachment type ${typeKey(c.apiVersion, c.kind)}`);
+      }
+      c.metadata.namespace ??= obj.metadata.namespace;
+      c.metadata.annotations = { ...(c.metadata.annotations ?? {}), [DECORATOR_ANNOTATION]: dc.metadata.name };
+      this.opts.checkChild?.(c);
+    }
+    const desiredKeys = new Set(desired.map(objKey));
+    for (const o of owned) {
+      if (desiredKeys.has(objKey(o)) || o.metadata.deletionTimestamp) continue;
+      // A parent kind (TailnetIngress, TailnetEgress) is deleted through its own finalize.
+      if (kindInfoByKind(o.kind)) this.delete(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace);
+      else this.removeWithDependents(o);
+      changed = true;
+    }
+    for (const c of desired) changed = this.applyChild(obj, c, attachmentTypes, false) || changed;
+    return changed;
+  }
+
+  private applyChild(
+    parent: Obj,
+    c: Obj,
+    childTypes: { type: string; method: string }[],
+    controllerUidLabel = true,
+  ): boolean {
     const method = childTypes.find((t) => t.type === typeKey(c.apiVersion, c.kind))?.method ?? "OnDelete";
     const existing = this.objects.get(objKey(c));
     const lastApplied = JSON.stringify(c);
@@ -277,7 +411,9 @@ export class MetacontrollerLoop {
     }
     const o = clone(c);
     o.metadata.uid = existing?.metadata.uid ?? `uid-${++this.uid}`;
-    o.metadata.labels = { ...(o.metadata.labels ?? {}), "controller-uid": parent.metadata.uid ?? "" };
+    // generateSelector's label (CompositeControllers); a DecoratorController adds none.
+    if (controllerUidLabel)
+      o.metadata.labels = { ...(o.metadata.labels ?? {}), "controller-uid": parent.metadata.uid ?? "" };
     o.metadata.annotations = {
       ...(o.metadata.annotations ?? {}),
       "metacontroller.k8s.io/last-applied-configuration": lastApplied,
@@ -363,9 +499,21 @@ export class MetacontrollerLoop {
         const live = this.objects.get(objKey(p));
         if (live) changed = (await this.syncParent(live)) || changed;
       }
+      for (const dc of decoratorControllers()) {
+        for (const o of this.decoratedCandidates(dc)) changed = (await this.syncDecorated(dc, o)) || changed;
+      }
       if (!changed) return round;
     }
     throw new Error(`did not settle within ${maxRounds} rounds; last errors: ${this.errors.slice(-3).join(" | ")}`);
+  }
+
+  /** The objects of the types a DecoratorController decorates, in a stable order. */
+  decoratedCandidates(dc: DecoratorController): Obj[] {
+    return [...this.objects.values()]
+      .filter((o) =>
+        dc.spec.resources.some((r) => r.apiVersion === o.apiVersion && kindOfResource(r.resource) === o.kind),
+      )
+      .sort((a, b) => objKey(a).localeCompare(objKey(b)));
   }
 
   status(apiVersion: string, kind: string, name: string, namespace?: string): Record<string, unknown> | undefined {

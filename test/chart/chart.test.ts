@@ -22,6 +22,8 @@ const BASE_OBJECTS = [
   "CompositeController/tailnet-operator-site",
   "CompositeController/tailnet-operator-tailnet",
   "ConfigMap/tailnet-operator-config",
+  "DecoratorController/tailnet-operator-service-expose",
+  "DecoratorController/tailnet-operator-service-target",
   "Deployment/tailnet-operator",
   "PodDisruptionBudget/tailnet-operator",
   "Service/tailnet-operator",
@@ -60,7 +62,12 @@ describe("helm chart scenarios", () => {
         assert.deepEqual(ids(objects), [...BASE_OBJECTS, ...EXTRA_OBJECTS[name]].sort());
         for (const o of objects) validateObject(o);
         for (const o of objects) {
-          const clusterScoped = ["ClusterRole", "ClusterRoleBinding", "CompositeController"].includes(o.kind);
+          const clusterScoped = [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "CompositeController",
+            "DecoratorController",
+          ].includes(o.kind);
           assert.equal(o.metadata.namespace, clusterScoped ? undefined : "tailnet-system", `${o.kind} namespace`);
         }
       });

@@ -169,12 +169,47 @@ function checkCompositeController(o: K8sObject): void {
   }
 }
 
+/** The annotated-Service controllers: core Services selected by annotation, our kinds attached in place. */
+function checkDecoratorController(o: K8sObject): void {
+  assert.equal(o.apiVersion, "metacontroller.k8s.io/v1alpha1");
+  assert.equal(o.metadata.namespace, undefined, "DecoratorController is cluster-scoped");
+  const spec = obj(o.spec, "spec");
+  assert.ok(Number.isInteger(spec.resyncPeriodSeconds) && (spec.resyncPeriodSeconds as number) > 0);
+  for (const [i, r] of arr(spec.resources, "spec.resources").entries()) {
+    const res = obj(r, `spec.resources[${i}]`);
+    assert.deepEqual([res.apiVersion, res.resource], ["v1", "services"]);
+    // without an annotation selector every Service of the cluster would get a finalizer
+    const sel = obj(res.annotationSelector, `spec.resources[${i}].annotationSelector`);
+    assert.ok(sel.matchAnnotations !== undefined || sel.matchExpressions !== undefined, "annotationSelector is empty");
+  }
+  for (const [i, a] of arr(spec.attachments, "spec.attachments").entries()) {
+    const att = obj(a, `spec.attachments[${i}]`);
+    assert.equal(att.apiVersion, "tailnet.internal/v1alpha1");
+    assert.match(str(att.resource, `spec.attachments[${i}].resource`), /^tailnet(ingresses|egresses)$/);
+    assert.equal(obj(att.updateStrategy, "updateStrategy").method, "InPlace");
+  }
+  const hooks = obj(spec.hooks, "spec.hooks");
+  assert.deepEqual(Object.keys(hooks).sort(), [...HOOKS].sort());
+  for (const name of HOOKS) {
+    const hook = obj(hooks[name], `spec.hooks.${name}`);
+    assert.equal(hook.version, "v2");
+    const webhook = obj(hook.webhook, `spec.hooks.${name}.webhook`);
+    const url =
+      webhook.url !== undefined
+        ? str(webhook.url, "webhook.url")
+        : `http://${str(obj(webhook.service, "webhook.service").name, "name")}.${str(obj(webhook.service, "webhook.service").namespace, "namespace")}:${obj(webhook.service, "webhook.service").port}${str(webhook.path, "webhook.path")}`;
+    assert.match(url, new RegExp(`^http://tailnet-operator\\.[a-z0-9-]+:8080/hooks/service-(expose|target)/${name}$`));
+    assert.match(str(webhook.timeout, "webhook.timeout"), DURATION);
+  }
+}
+
 const CUSTOM: Record<string, (o: K8sObject) => void> = {
   ServiceMonitor: checkServiceMonitor,
   PodMonitor: checkPodMonitor,
   PrometheusRule: checkPrometheusRule,
   GrafanaDashboard: checkGrafanaDashboard,
   CompositeController: checkCompositeController,
+  DecoratorController: checkDecoratorController,
 };
 
 /** Validates one rendered object; throws naming the object and the problem. */

@@ -5,6 +5,8 @@
 import { Deployment } from "kubernetes-models/apps/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { ConfigMap, Pod, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
+import { API_VERSION, kindInfoByKind } from "../../src/api/schemas.js";
+import { validateSpec } from "../../src/api/validate.js";
 import type { K8sObject } from "../../src/k8s/objects.js";
 
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -34,6 +36,15 @@ function checkLabels(where: string, labels: Record<string, string> | undefined) 
 
 export function validateChild(obj: K8sObject): void {
   const id = `${obj.kind} ${obj.metadata?.namespace ?? ""}/${obj.metadata?.name}`;
+  // Our own kinds (a DecoratorController's attachments): the CRD schema the API server applies.
+  const ours = obj.apiVersion === API_VERSION ? kindInfoByKind(obj.kind) : undefined;
+  if (ours) {
+    const problem = validateSpec(ours.hookKind, obj.spec);
+    if (problem) throw new Error(`${id}: the CRD schema refuses it: ${problem}`);
+    if (!DNS1123_SUBDOMAIN.test(obj.metadata.name)) throw new Error(`${id}: name is not a DNS-1123 subdomain`);
+    checkLabels(id, obj.metadata.labels);
+    return;
+  }
   const Model = MODELS[`${obj.apiVersion}/${obj.kind}`];
   if (!Model) throw new Error(`${id}: no model for ${obj.apiVersion} ${obj.kind}`);
   new Model(JSON.parse(JSON.stringify(obj)) as never).validate();

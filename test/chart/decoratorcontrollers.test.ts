@@ -1,0 +1,58 @@
+/**
+ * The chart's DecoratorControllers (annotated Services) are the ones in decoratorcontrollers/ (the
+ * kustomize install and the `render` loop read those): same spec, compared as the URL Metacontroller
+ * calls; `decoratorControllers.enabled: false` renders none.
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { parse } from "yaml";
+import { find, type K8sObject, parseObjects, renderChart, repoRoot } from "./helm.js";
+
+const called = (spec: unknown) =>
+  JSON.parse(JSON.stringify(spec), (key, value) => {
+    if (key !== "webhook" || !value || typeof value !== "object") return value;
+    const { url, service, path, ...rest } = value as {
+      url?: string;
+      service?: { name: string; namespace: string; port?: number };
+      path?: string;
+    };
+    const u = url ?? (service ? `http://${service.name}.${service.namespace}:${service.port ?? 80}${path}` : "");
+    return {
+      ...rest,
+      url: u.replace(/^http:\/\/tailnet-operator\.[a-z0-9-]+:8080/, "http://tailnet-operator.NS:8080"),
+    };
+  });
+
+describe("chart DecoratorControllers", () => {
+  const dir = join(repoRoot, "decoratorcontrollers");
+  const files = (parse(readFileSync(join(dir, "kustomization.yaml"), "utf8")) as { resources: string[] }).resources;
+  const theirs: K8sObject[] = files.flatMap((f) => parseObjects(readFileSync(join(dir, f), "utf8")));
+  const chart = renderChart({}, { namespace: "another-namespace" });
+
+  it("decoratorcontrollers/ holds the expose and target controllers", () => {
+    assert.deepEqual(
+      theirs.map((o) => `${o.kind}/${o.metadata.name}`),
+      ["DecoratorController/tailnet-operator-service-expose", "DecoratorController/tailnet-operator-service-target"],
+    );
+  });
+  for (const dc of theirs) {
+    it(`${dc.metadata.name} has the same spec in the chart`, () => {
+      const ours = find(chart, "DecoratorController", dc.metadata.name);
+      assert.deepEqual(called(ours.spec), called(dc.spec));
+      for (const [k, v] of Object.entries(dc.metadata.labels ?? {})) assert.equal(ours.metadata.labels?.[k], v, k);
+    });
+  }
+  it("decoratorControllers.enabled: false renders none", () => {
+    const off = renderChart({ decoratorControllers: { enabled: false } });
+    assert.deepEqual(
+      off.filter((o) => o.kind === "DecoratorController"),
+      [],
+    );
+    assert.ok(
+      off.some((o) => o.kind === "CompositeController"),
+      "the CompositeControllers stay",
+    );
+  });
+});

@@ -1,0 +1,237 @@
+/**
+ * Annotated Services end to end: the Metacontroller emulator plays the repo's DecoratorControllers
+ * (decoratorcontrollers/*.yaml) and CompositeControllers against the real hook server and the fake
+ * Headscale. Annotating a Service makes a TailnetIngress that registers, reaches the backend through a
+ * real agent and reports Ready back on the Service; removing the annotation removes it through the
+ * ingress's own finalize (its Headscale node deleted). Every reason of the Service table is reached.
+ */
+import assert from "node:assert/strict";
+import { connect } from "node:net";
+import { describe, it } from "node:test";
+import { SERVICE_REASONS } from "../../../src/conditions/tables/service.js";
+import { DECORATOR_ANNOTATION } from "../../../src/kinds/service/annotations.js";
+import { startEchoServer } from "../../fakes/agent/echo.js";
+import { tailnet } from "../ingress/fixtures.js";
+import { ingressAgent } from "../ingress/world.js";
+import { NS, service } from "./fixtures.js";
+import { type ServiceWorld, serviceWorld } from "./world.js";
+
+const T = "tailnet.internal";
+const seen = new Set<string>();
+
+async function settle(w: ServiceWorld): Promise<number> {
+  const rounds = await w.mc.settle(20);
+  for (const s of w.mc.list("Service")) {
+    for (const role of ["expose", "target"]) {
+      const state = s.metadata.labels?.[`${T}/${role}-state`];
+      if (state) seen.add(state);
+    }
+  }
+  // every state a Service went through is an Event (one per change), transient ones included
+  for (const e of w.events) if (e.regarding.kind === "Service") seen.add(e.reason);
+  assert.deepEqual(w.mc.errors, [], "every hook answered 200");
+  return rounds;
+}
+const state = (w: ServiceWorld, name: string, role = "expose") => {
+  const s = w.svc(name);
+  return {
+    state: s?.metadata.labels?.[`${T}/${role}-state`],
+    message: s?.metadata.annotations?.[`${T}/${role}-message`],
+  };
+};
+const exposed = (
+  name: string,
+  extra: Record<string, string> = {},
+  ports: { name?: string; port: number; protocol?: string }[] = [{ name: "postgres", port: 5432 }],
+) => service({ name, annotations: { [`${T}/expose`]: "true", ...extra }, ports, uid: `uid-svc-${name}` });
+
+describe("annotated Services end to end", () => {
+  it("annotate → TailnetIngress → registered → Ready on the Service; stable; un-annotate → the ingress's finalize cleans Headscale", async (t) => {
+    const w = await serviceWorld(t);
+    const echo = await startEchoServer();
+    t.after(() => echo.close());
+    w.mc.apply(exposed("grafana", { [`${T}/allow-from`]: "group:eng" }));
+    await settle(w);
+    const ing = w.attachment("TailnetIngress", "grafana");
+    assert.ok(ing, "a TailnetIngress attachment");
+    assert.equal(ing.metadata.ownerReferences?.[0]?.uid, "uid-svc-grafana");
+    assert.equal(ing.metadata.annotations?.[DECORATOR_ANNOTATION], "tailnet-operator-service-expose");
+    assert.deepEqual(ing.spec, {
+      tailnetRef: { name: "home" },
+      hostname: "grafana",
+      mode: "tcp",
+      allowFrom: ["group:eng"],
+      exposes: [{ name: "postgres", port: 5432, backend: { service: "grafana", port: 5432 } }],
+    });
+    assert.deepEqual(state(w, "grafana"), {
+      state: "NotReady",
+      message:
+        "TailnetIngress monitoring/grafana: NotRegistered: no Headscale node carries tag:k8s-monitoring-grafana yet",
+    });
+    assert.ok(w.mc.get("apps/v1", "Deployment", "grafana-agent", NS), "the ingress built its agent");
+
+    w.register("grafana");
+    const agent = await ingressAgent(t, ing, { backendPort: echo.port });
+    w.pointPodsAt(agent.metricsPort);
+    await settle(w);
+    assert.deepEqual(state(w, "grafana"), {
+      state: "Ready",
+      message: "reachable on the tailnet as grafana.ts.example.com",
+    });
+    assert.equal(w.svc("grafana")?.metadata.annotations?.[`${T}/dns-name`], "grafana.ts.example.com");
+    const socket = connect(agent.ports.exposes[0].listenPort, "127.0.0.1");
+    t.after(() => socket.destroy());
+    const echoed = await new Promise<string>((resolve, reject) => {
+      socket.once("data", (b) => resolve(b.toString()));
+      socket.once("error", reject);
+      socket.write("ping");
+    });
+    assert.equal(echoed, "ping", "bytes reach the Service's backend through the agent");
+    assert.deepEqual(w.eventsOn("grafana"), [
+      "Pending: tailnet exposure: TailnetIngress monitoring/grafana is being created",
+      "NotReady: tailnet exposure: TailnetIngress monitoring/grafana: NotRegistered: no Headscale node carries tag:k8s-monitoring-grafana yet",
+      "Ready: tailnet exposure: reachable on the tailnet as grafana.ts.example.com",
+    ]);
+    const before = JSON.stringify(w.svc("grafana")?.metadata);
+    assert.equal(await settle(w), 1, "a repeat sync changes nothing");
+    assert.equal(JSON.stringify(w.svc("grafana")?.metadata), before);
+    assert.equal(w.eventsOn("grafana").length, 3, "no Event for a repeated state");
+
+    // kubectl annotate svc grafana tailnet.internal/expose-
+    const live = structuredClone(w.svc("grafana"));
+    assert.ok(live?.metadata.annotations);
+    delete live.metadata.annotations[`${T}/expose`];
+    w.mc.apply(live);
+    const writesBefore = w.hs.writes().length;
+    await settle(w);
+    assert.equal(w.attachment("TailnetIngress", "grafana"), undefined, "the exposure is gone");
+    assert.equal(w.mc.get("apps/v1", "Deployment", "grafana-agent", NS), undefined, "and its agent");
+    assert.ok(
+      w.hs
+        .writes()
+        .slice(writesBefore)
+        .some((r) => r.method === "DELETE" && r.path.startsWith("/api/v1/node/")),
+      "the ingress's finalize deleted its Headscale node",
+    );
+    const after = w.svc("grafana");
+    assert.ok(after, "the Service itself stays");
+    assert.equal(after.metadata.labels?.[`${T}/expose-state`], undefined, "the state label is removed");
+    assert.deepEqual(
+      Object.keys(after.metadata.annotations ?? {}).filter((k) => k.startsWith(`${T}/`)),
+      [`${T}/allow-from`],
+      "nothing the operator wrote is left (the user's own annotation stays)",
+    );
+    const finalizes = w.mc.calls.filter((c) => c.hook === "finalize" && c.kind === "Service");
+    assert.ok(finalizes.length >= 2, "finalize waited for the ingress to go before finalized: true");
+    assert.equal((finalizes.at(-1)?.response as { finalized?: boolean }).finalized, true);
+  });
+
+  it("refusals: a clear Event and no exposure — no Tailnet, ambiguous, both ways, twice, bad annotations, ports, a taken name", async (t) => {
+    const w = await serviceWorld(t);
+    w.mc.apply(exposed("grafana"));
+    await settle(w);
+    w.mc.apply(exposed("nowhere", { [`${T}/tailnet`]: "work" }));
+    w.mc.apply(exposed("both", { [`${T}/target`]: "db-1" }));
+    w.mc.apply(exposed("twice", { [`${T}/hostname`]: "grafana" }));
+    w.mc.apply(exposed("badname", { [`${T}/hostname`]: "Bad_Name" }));
+    w.mc.apply(exposed("udp", {}, [{ name: "dns", port: 53, protocol: "UDP" }]));
+    w.mc.apply({
+      apiVersion: "tailnet.internal/v1alpha1",
+      kind: "TailnetIngress",
+      metadata: { name: "taken", namespace: NS },
+      spec: {
+        tailnetRef: { name: "home" },
+        hostname: "someone-else",
+        exposes: [{ name: "web", port: 80, backend: { service: "x", port: 80 } }],
+      },
+    });
+    w.mc.apply(exposed("taken"));
+    await settle(w);
+    const expect: Record<string, string> = {
+      nowhere: 'NoTailnet: tailnet exposure: Tailnet "work" (tailnet.internal/tailnet) does not exist',
+      twice:
+        "HostnameTaken: tailnet exposure: hostname grafana (grafana.ts.example.com) is already claimed by TailnetIngress monitoring/grafana in Tailnet home; set tailnet.internal/hostname",
+      badname:
+        'InvalidAnnotation: tailnet exposure: tailnet.internal/hostname: "Bad_Name" is not a DNS-1035 label (the tailnet node name)',
+      udp: "UnsupportedPorts: tailnet exposure: spec.ports: no TCP port (1 of other protocols; the tailnet agents forward TCP only)",
+      taken:
+        "NameTaken: tailnet exposure: TailnetIngress monitoring/taken already exists and was not made for this Service; rename or delete it",
+    };
+    for (const [name, event] of Object.entries(expect)) {
+      assert.deepEqual(w.eventsOn(name), [event], name);
+      assert.equal(w.attachment("TailnetIngress", name)?.metadata.ownerReferences?.[0]?.uid, undefined, name);
+    }
+    // both ways: each DecoratorController refuses; one Event per direction, no attachment of either kind
+    assert.equal(state(w, "both").state, "ConflictingAnnotations");
+    assert.equal(state(w, "both", "target").state, "ConflictingAnnotations");
+    assert.equal(w.attachment("TailnetIngress", "both"), undefined);
+    assert.equal(w.attachment("TailnetEgress", "both"), undefined);
+    assert.equal(w.eventsOn("both").length, 2);
+    assert.ok(w.eventsOn("both")[0].startsWith("ConflictingAnnotations: "));
+    assert.equal(state(w, "grafana").state, "NotReady", "the first claimant keeps its exposure");
+    for (const name of Object.keys(expect).filter((n) => n !== "taken")) {
+      assert.equal(w.mc.get("apps/v1", "Deployment", `${name}-agent`, NS), undefined, `${name}: no agent`);
+    }
+
+    // a second Tailnet appears: the un-named exposure keeps its attachment (an observation never drops
+    // it), a new un-named one is refused
+    w.mc.apply({
+      ...structuredClone(w.mc.get("tailnet.internal/v1alpha1", "Tailnet", "home") ?? service()),
+      metadata: { name: "work" },
+    });
+    w.mc.apply(exposed("late"));
+    await settle(w);
+    assert.match(
+      w.eventsOn("late")[0],
+      /^AmbiguousTailnet: tailnet exposure: 2 Tailnets exist \(home, work\); name one/,
+    );
+    assert.equal(w.attachment("TailnetIngress", "late"), undefined);
+    assert.ok(w.attachment("TailnetIngress", "grafana"), "the existing exposure is kept");
+    assert.equal(state(w, "grafana").state, "AmbiguousTailnet");
+  });
+
+  it("target: an ExternalName Service annotated tailnet.internal/target gets a TailnetEgress; a wrong externalName is named", async (t) => {
+    const w = await serviceWorld(t, { tags: ["tag:k8s-monitoring-db"] });
+    w.mc.apply(
+      service({
+        name: "db",
+        uid: "uid-svc-db",
+        annotations: { [`${T}/target`]: "db-1" },
+        type: "ExternalName",
+        externalName: "placeholder.example",
+        ports: [{ name: "pg", port: 5432 }],
+      }),
+    );
+    await settle(w);
+    const eg = w.attachment("TailnetEgress", "db");
+    assert.ok(eg, "a TailnetEgress attachment");
+    assert.deepEqual(eg.spec, {
+      tailnetRef: { name: "home" },
+      targets: [{ name: "db-tailnet", host: "db-1", ports: [{ port: 5432, protocol: "TCP" }] }],
+    });
+    assert.ok(w.mc.get("v1", "Service", "db-tailnet", NS), "the egress made its target Service");
+    assert.equal(state(w, "db", "target").state, "ExternalNameMismatch");
+    assert.match(state(w, "db", "target").message ?? "", /set it to db-tailnet\.monitoring\.svc\.cluster\.local/);
+    assert.equal(w.svc("db")?.metadata.annotations?.[`${T}/target-address`], "db-tailnet.monitoring.svc.cluster.local");
+
+    const fixed = structuredClone(w.svc("db"));
+    assert.ok(fixed);
+    (fixed.spec as { externalName: string }).externalName = "db-tailnet.monitoring.svc.cluster.local";
+    w.mc.apply(fixed);
+    await settle(w);
+    const s = state(w, "db", "target");
+    assert.equal(s.state, "NotReady", s.message);
+    assert.match(s.message ?? "", /^TailnetEgress monitoring\/db: NotRegistered: /);
+
+    // kubectl delete svc db: the decorator's finalize waits for the egress's own, then the Service goes
+    w.mc.delete("v1", "Service", "db", NS);
+    await settle(w);
+    assert.equal(w.svc("db"), undefined);
+    assert.equal(w.attachment("TailnetEgress", "db"), undefined);
+    assert.equal(w.mc.get("v1", "Service", "db-tailnet", NS), undefined);
+  });
+
+  it("reached every reason of the Service table", () => {
+    assert.deepEqual([...seen].sort(), Object.keys(SERVICE_REASONS.Exposed).sort());
+  });
+});
