@@ -342,4 +342,14 @@ export class SoftState {
   readonly checkVerdicts = new Map<string, CheckVerdict>();
   /** The backing-off failed policy write per Tailnet name (at most one hash each: only the current render). */
   readonly writeBackoff = new Map<string, WriteBackoff>();
+  /** The fresh key-list reads shared by concurrent mints (src/kinds/shared/authkey.ts freshKeyList). */
+  readonly keyListFlight: KeyListFlight = {};
+}
+
+/** A fresh pre-auth key list read in flight, and the one queued to start after it. */
+export interface KeyListFlight {
+  /** The read in flight; it started before anyone arriving now, so they wait for `next`. */
+  inFlight?: Promise<Outcome<HsPreAuthKey[]>>;
+  /** The read that starts once `inFlight` settled; joined by every caller arriving before it starts. */
+  next?: Promise<Outcome<HsPreAuthKey[]>>;
 }

@@ -252,39 +252,54 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
     ),
   });
 
-  const statusTargets: EgressTargetStatus[] = verdicts.map((v) => ({
-    name: v.name,
-    host: v.host,
-    address: v.address,
-    service: conflictSet.has(v.name) ? "" : v.name,
-    state: v.reason === "" ? "Ready" : "NotReady",
-    reason: v.reason,
-  }));
-
   const key = keyInUse(authKey, input.keySecrets, now);
-  const waits: number[] = [];
-  if (ready.status !== "True") waits.push(WAIT_RESYNC_SECONDS);
-  if (key) {
-    // the key's half-life: its rotation
-    const half = key.createdAt.getTime() + (key.expiresAt.getTime() - key.createdAt.getTime()) / 2;
-    const rotation = Math.ceil((half - now.getTime()) / 1000);
-    waits.push(rotation > 0 ? rotation : WAIT_RESYNC_SECONDS);
-  }
-  const routesKnown = tailnet.agents.ok && verdicts.every((v) => v.route.reason !== TargetReason.ProbeFailed);
-
   return {
     children,
     conditions: [tagKnown, registered, routesGranted, targetsReachable, serviceConflict, ready],
-    fields: { tag, targets: statusTargets },
-    resyncAfterSeconds: waits.length ? Math.max(1, Math.min(...waits)) : undefined,
+    fields: { tag, targets: statusTargets(verdicts, conflictSet) },
+    resyncAfterSeconds: resyncAfter(ready, key, now),
     metrics: {
       targets: verdicts.map((v) => ({ name: v.name, state: v.reason || "Ready" })),
-      routesMissing: routesKnown ? verdicts.filter((v) => ROUTE_MISSING.has(v.route.reason)).length : undefined,
+      routesMissing: routesMissing(tailnet.agents, verdicts),
       // an expired key kept after a failed rotation has no expiresAt in the outcome: its Secret's,
       // so the expiry alert keeps firing exactly when it matters
       authKeyExpiresAt: authKey.expiresAt ?? key?.expiresAt,
     },
   };
+}
+
+/** status.targets: each target's verdict; a target whose Service name is held by another gets no service. */
+function statusTargets(verdicts: readonly TargetVerdict[], conflicting: ReadonlySet<string>): EgressTargetStatus[] {
+  return verdicts.map((v) => ({
+    name: v.name,
+    host: v.host,
+    address: v.address,
+    service: conflicting.has(v.name) ? "" : v.name,
+    state: v.reason === "" ? "Ready" : "NotReady",
+    reason: v.reason,
+  }));
+}
+
+/** 30 s while not Ready; otherwise (and at most) until the key's half-life, its rotation. */
+function resyncAfter(
+  ready: EgressCond<"Ready">,
+  key: { createdAt: Date; expiresAt: Date } | undefined,
+  now: Date,
+): number | undefined {
+  const waits: number[] = [];
+  if (ready.status !== "True") waits.push(WAIT_RESYNC_SECONDS);
+  if (key) {
+    const half = key.createdAt.getTime() + (key.expiresAt.getTime() - key.createdAt.getTime()) / 2;
+    const rotation = Math.ceil((half - now.getTime()) / 1000);
+    waits.push(rotation > 0 ? rotation : WAIT_RESYNC_SECONDS);
+  }
+  return waits.length ? Math.max(1, Math.min(...waits)) : undefined;
+}
+
+/** Targets with NotAdvertised/NotApproved/NoGrant; undefined while a route is not known (nothing claimed). */
+function routesMissing(agents: AgentObservation, verdicts: readonly TargetVerdict[]): number | undefined {
+  const known = agents.ok && verdicts.every((v) => v.route.reason !== TargetReason.ProbeFailed);
+  return known ? verdicts.filter((v) => ROUTE_MISSING.has(v.route.reason)).length : undefined;
 }
 
 /**

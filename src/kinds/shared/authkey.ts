@@ -169,25 +169,11 @@ export function pendingKey(
  * What is left is the window the unshared read had too: a call Metacontroller gave up on (its hook timeout)
  * and the retry of the same object can run at once and both mint.
  * A failed read fails every caller that shared it (each keeps its current Secret, nothing is written).
+ * The read in flight and the queued one are the view's soft state (view.soft.keyListFlight).
  */
-interface KeyListFlight {
-  /** The read in flight; it started before anyone arriving now, so they wait for `next`. */
-  inFlight?: Promise<Outcome<HsPreAuthKey[]>>;
-  /** The read that starts once `inFlight` settled; joined by every caller arriving before it starts. */
-  next?: Promise<Outcome<HsPreAuthKey[]>>;
-}
-
-/** Per view, i.e. per Headscale connection (HeadscaleViews keeps one view per connection). */
-const keyListFlights = new WeakMap<HeadscaleView, KeyListFlight>();
-
-/** A list of Headscale's pre-auth keys read by a request that started after this call (see above). */
 export function freshKeyList(view: HeadscaleView): Promise<Outcome<HsPreAuthKey[]>> {
-  let flight = keyListFlights.get(view);
-  if (!flight) {
-    flight = {};
-    keyListFlights.set(view, flight);
-  }
-  const f = flight;
+  // soft state of the view, i.e. per Headscale connection (HeadscaleViews keeps one view per connection)
+  const f = view.soft.keyListFlight;
   const start = (): Promise<Outcome<HsPreAuthKey[]>> => {
     // an Outcome: settles, never rejects
     const read = view.freshPreAuthKeys();
