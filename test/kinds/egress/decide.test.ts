@@ -1,17 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import Fastify from "fastify";
 import type { ConditionInput } from "../../../src/conditions/condition.js";
 import { EGRESS_REASONS } from "../../../src/conditions/tables/egress.js";
-import { DEFAULT_CONFIG } from "../../../src/config.js";
-import { HeadscaleViews } from "../../../src/headscale/view.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { decideEgress, type EgressDecideInput, type EgressDecision } from "../../../src/kinds/egress/decide.js";
 import { egressModule } from "../../../src/kinds/egress/index.js";
-import type { HookDeps } from "../../../src/kinds/types.js";
-import { createOperatorMetrics } from "../../../src/metrics/registry.js";
-import { memoryEventRecorder } from "../../../src/server/events.js";
 import { toMaps } from "../../fixtures/hooks.js";
+import { quietDeps } from "../../helpers/deps.js";
 import { assertCoversTable } from "../../helpers/reason-coverage.js";
 import { AT, ok, policy } from "../shared/fixtures.js";
 import {
@@ -540,26 +535,13 @@ describe("children and observations", () => {
   });
 });
 
-/** Real hook dependencies that reach nothing: a silent logger, fresh metrics, views that are never used here. */
-function quietDeps(): HookDeps {
-  return {
-    config: DEFAULT_CONFIG,
-    views: new HeadscaleViews({ timeoutMs: 1000, cacheTTLSeconds: 1 }),
-    now: () => AT,
-    log: Fastify({ logger: false }).log,
-    metrics: createOperatorMetrics({ defaultMetrics: false }),
-    events: memoryEventRecorder(),
-    scraper: { scrape: async () => [] },
-  };
-}
-
 describe("the reasons table", () => {
   it("the rows, the staircase and an invalid spec produce exactly the (condition, reason, status) triples of EGRESS_REASONS", () => {
     // InvalidSpec: the module's answer for a spec the kind's specProblem refused (nothing evaluated before)
     const invalid = egressModule.invalid(
       { controller: {}, parent: egressParent(), children: toMaps([]), related: toMaps([]), finalizing: false },
       'spec.targets[1].name: duplicate name "postgres"',
-      quietDeps(),
+      quietDeps(AT),
     );
     const invalidConditions = invalid.status.conditions as ConditionInput[];
     assert.equal(invalidConditions.find((c) => c.type === "Ready")?.reason, "InvalidSpec");
