@@ -372,7 +372,8 @@ export class MetacontrollerLoop {
         this.removeWithDependents(live);
       return true;
     }
-    const desired = resp.attachments ?? [];
+    // a copy: the answer stays as the hook gave it (render shows it)
+    const desired = clone(resp.attachments ?? []);
     for (const c of desired) {
       if (!attachmentTypes.some((t) => t.type === typeKey(c.apiVersion, c.kind))) {
         throw new Error(`${dc.metadata.name} returned an undeclared attachment type ${typeKey(c.apiVersion, c.kind)}`);

@@ -13,7 +13,8 @@ import { API_VERSION, KINDS } from "../api/schemas.js";
 import { type Command, InputError, packageVersion, parseCommand, UsageError, usageHint } from "../args.js";
 import { configFrom } from "../config.js";
 import { HeadscaleViews } from "../headscale/view.js";
-import type { K8sObject } from "../k8s/objects.js";
+import { type K8sObject, qualifiedName } from "../k8s/objects.js";
+import { Written } from "../kinds/service/annotations.js";
 import type { AgentScraper, AgentStatus } from "../kinds/types.js";
 import { canonicalJson } from "../policy/canonical.js";
 import { parseHuJson } from "../policy/hujson.js";
@@ -34,6 +35,8 @@ export interface RenderedObject {
   children: K8sObject[];
   events?: string[];
   policy?: { hash: string; rendered: string; diff: string };
+  /** A decorated Service: the labels and annotations the operator wrote back on it. */
+  written?: Record<string, string>;
 }
 
 export interface RenderResult {
@@ -179,6 +182,33 @@ export async function render(input: RenderInput): Promise<RenderResult> {
       }
       return out;
     });
+    // Annotated Services after the parents: what the operator wrote back on each, its attachments, its Events.
+    const writtenKeys = Object.values(Written).flatMap((w) => Object.values(w) as string[]);
+    for (const svc of loop.list("Service").sort((a, b) => qualifiedName(a).localeCompare(qualifiedName(b)))) {
+      const meta = svc.metadata;
+      const written = Object.fromEntries(
+        [...Object.entries(meta.labels ?? {}), ...Object.entries(meta.annotations ?? {})]
+          .filter(([k]) => writtenKeys.includes(k))
+          .sort(([a], [b]) => a.localeCompare(b)),
+      );
+      if (!Object.keys(written).length) continue;
+      const id = qualifiedName(svc);
+      const attachments = loop.calls
+        .filter((c) => c.kind === "Service" && c.parent === id && c.hook === "sync" && c.code === 200)
+        .map((c) => (c.response as { attachments?: K8sObject[] }).attachments ?? []);
+      const states = [Written.expose.state, Written.target.state].flatMap((k) => meta.labels?.[k] ?? []);
+      const evs = events.events.filter((e) => e.regarding.kind === "Service" && qualifiedName(e.regarding) === id);
+      objects.push({
+        kind: "Service",
+        ...(meta.namespace ? { namespace: meta.namespace } : {}),
+        name: meta.name,
+        ready: states.length > 0 && states.every((x) => x === "Ready"),
+        status: {},
+        children: attachments.at(-1) ?? [],
+        written,
+        ...(evs.length ? { events: evs.map((e) => `${e.type} ${e.reason}: ${e.message}`) } : {}),
+      });
+    }
     return { objects, headscaleWrites: hs.writes, errors };
   } finally {
     await app.close();
