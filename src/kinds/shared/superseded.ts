@@ -1,13 +1,14 @@
 /**
- * Removing an agent's superseded nodes (see supersededNodes): a guarded Headscale write, made only
- * from a node list this sync read successfully. Outcomes are returned, never thrown; the node list
- * handed to decide no longer holds the nodes that were deleted, so status and the DNS records the
- * Tailnet publishes (from the online carrier of the tag) describe the current node.
+ * Removing an agent's superseded nodes (planned by supersededNodes in the kind's plan stage): a guarded
+ * Headscale write through the view, made only from a node list this sync read successfully. Outcomes are
+ * returned, never thrown; the node list handed to decide no longer holds the nodes that were deleted, so
+ * status and the DNS records the Tailnet publishes (from the online carrier of the tag) describe the
+ * current node.
  */
 import type { HsNode } from "../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import type { HookDeps } from "../types.js";
-import { nodeLabel, supersededNodes } from "./agent.js";
+import { nodeLabel } from "./agent.js";
 
 export interface SupersededOutcome {
   /** The node list for decide: as read, minus the nodes deleted now. */
@@ -15,16 +16,6 @@ export interface SupersededOutcome {
   deleted: string[];
   /** Failures, by node and Headscale's message (never a key). */
   errors: string[];
-}
-
-/** Plans (supersededNodes) and deletes in one step, for a kind whose plan stage holds nothing else. */
-export async function removeSuperseded(
-  view: HeadscaleView,
-  nodes: Obs<HsNode[]>,
-  input: { tag: string; replicas: number; now: Date },
-): Promise<SupersededOutcome> {
-  const stale = nodes.ok ? supersededNodes(nodes.value, input.tag, input.replicas, input.now) : [];
-  return deleteSuperseded(view, nodes, stale);
 }
 
 /** Deletes the planned superseded nodes through the view (which drops its cached node list). */
