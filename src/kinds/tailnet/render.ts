@@ -180,34 +180,54 @@ function nodeByTag(nodes: readonly HsNode[]): Map<string, HsNode> {
   return out;
 }
 
+/** tag → the online nodes that carry it (an HA ingress runs several agent nodes under one tag). */
+function onlineByTag(nodes: readonly HsNode[]): Map<string, HsNode[]> {
+  const out = new Map<string, HsNode[]>();
+  for (const node of nodes) {
+    if (!node.online) continue;
+    for (const tag of node.tags) {
+      const list = out.get(tag);
+      if (list) list.push(node);
+      else out.set(tag, [node]);
+    }
+  }
+  return out;
+}
+
 const ipv4Of = (node: HsNode) => node.ipAddresses.find((ip) => ip.includes(".") && isIp(ip));
 
 /**
  * A records for every published ingress name and alias (only the oldest claimant of a name
- * publishes it, see `nameOwners`) with the IPv4 of the node carrying the ingress's effective tag;
- * names whose node is not registered yet are left out. Sorted by name, then value.
+ * publishes it, see `nameOwners`) with the IPv4 of every online node carrying the ingress's
+ * effective tag (replicas), or else of the one node that carries it; names whose node is not
+ * registered yet are left out. Several records of one name all answer: tailscale appends them
+ * (v1.102.3 ipn/ipnlocal/node_backend.go dnsConfigForNetmap). Sorted by name, then value.
  */
 export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): DnsRecord[] {
   const { settings } = inputs;
   const byId = new Map(inputs.ingresses.map((o) => [`${ns(o)}/${o.metadata.name}`, o]));
   const carriers = nodeByTag(nodes);
-  // An ingress owns several names: resolve its address once.
-  const addressOf = new Map<string, string | undefined>();
+  const online = onlineByTag(nodes);
+  // An ingress owns several names: resolve its addresses once.
+  const addressesOf = new Map<string, string[]>();
   const owners = nameOwners(inputs.ingresses, settings.baseDomain);
-  // Names are unique (map keys), so sorting the names alone gives the name-then-value order,
-  // and the native sort without a comparator orders strings by code units, as `<` does.
+  // Names are unique (map keys), so sorting the names alone (and each name's values) gives the
+  // name-then-value order; the native sort without a comparator orders strings by code units, as `<` does.
   const names = [...owners.keys()].sort();
   const out: DnsRecord[] = [];
   for (const name of names) {
     const owner = owners.get(name) as string;
-    let value = addressOf.get(owner);
-    if (value === undefined && !addressOf.has(owner)) {
+    let values = addressesOf.get(owner);
+    if (values === undefined) {
       const ingress = byId.get(owner);
-      const node = ingress ? carriers.get(effectiveTag(ingress, settings.tagPrefix)) : undefined;
-      value = node ? ipv4Of(node) : undefined;
-      addressOf.set(owner, value);
+      const tag = ingress ? effectiveTag(ingress, settings.tagPrefix) : undefined;
+      const up = tag ? online.get(tag) : undefined;
+      const best = tag ? carriers.get(tag) : undefined;
+      const chosen = up && up.length > 1 ? up : best ? [best] : [];
+      values = [...new Set(chosen.flatMap((n) => ipv4Of(n) ?? []))].sort();
+      addressesOf.set(owner, values);
     }
-    if (value) out.push({ name, type: "A", value });
+    for (const value of values) out.push({ name, type: "A", value });
   }
   return out;
 }
