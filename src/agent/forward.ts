@@ -184,13 +184,13 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
       client.resetAndDestroy(); // RST: the client sees a refusal, not an empty answer
       return;
     }
-    metrics.connectionsActive.inc({ name });
+    metrics.opened(name);
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
       acquired();
-      metrics.connectionsActive.dec({ name });
+      metrics.closed(name);
       live.delete(client);
     };
     live.add(client);

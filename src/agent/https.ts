@@ -131,8 +131,8 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
     const name = routeFor(tls.servername).expose.name;
     // Counted on the raw socket: the bytes are TLS bytes, handshake included.
     metrics.trackBytes(name, entry.raw);
-    metrics.connectionsActive.inc({ name });
-    entry.raw.once("close", () => metrics.connectionsActive.dec({ name }));
+    metrics.opened(name);
+    entry.raw.once("close", () => metrics.closed(name));
     void pipeHttpConnection(tls, routeFor(tls.servername).target, entry.clientIp);
   });
   // A tls.Server with a tlsClientError listener leaves the socket to it (node lib/_tls_wrap.js
