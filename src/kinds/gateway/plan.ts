@@ -139,65 +139,41 @@ export function routeWork(
   v: FreshVerdict,
 ): { condition: GatewayConditionOf<"RoutesInSync">; approve?: GatewayApproval } {
   const routes = input.spec.routes;
-  const only = (condition: GatewayConditionOf<"RoutesInSync">) => ({ condition });
-  if (routes.length === 0)
-    return only(cond(C.RoutesInSync, "True", R.Approved, "spec.routes is empty: no routes to approve"));
+  const approved = (message: string) => ({ condition: cond(C.RoutesInSync, "True", R.Approved, message) });
+  const notApproved = (message: string) => ({ condition: cond(C.RoutesInSync, "False", R.NotApproved, message) });
+  if (routes.length === 0) return approved("spec.routes is empty: no routes to approve");
   if (!input.headscale.nodes.ok) {
-    return only(
-      cond(C.RoutesInSync, "Unknown", R.NotObserved, `cannot verify route approval: ${input.headscale.nodes.error}`),
-    );
+    const message = `cannot verify route approval: ${input.headscale.nodes.error}`;
+    return { condition: cond(C.RoutesInSync, "Unknown", R.NotObserved, message) };
   }
   const node = v.facts?.current;
-  if (!node) return only(cond(C.RoutesInSync, "False", R.NotApproved, "no registered gateway node yet"));
+  if (!node) return notApproved("no registered gateway node yet");
   const who = describeNode(node);
   const notAdvertised = routes.filter((r) => !node.availableRoutes.includes(r));
   const missing = routes.filter((r) => !node.approvedRoutes.includes(r) && node.availableRoutes.includes(r));
-  if (missing.length === 0 && notAdvertised.length === 0) {
-    return only(cond(C.RoutesInSync, "True", R.Approved, `${who} has ${routes.join(", ")} approved`));
-  }
+  if (missing.length === 0 && notAdvertised.length === 0) return approved(`${who} has ${routes.join(", ")} approved`);
+  if (missing.length === 0) return notApproved(`${who} does not advertise ${notAdvertised.join(", ")} (yet)`);
   const unadvertised = notAdvertised.length ? `; ${who} does not advertise ${notAdvertised.join(", ")} (yet)` : "";
-  if (missing.length === 0) {
-    return only(
-      cond(C.RoutesInSync, "False", R.NotApproved, `${who} does not advertise ${notAdvertised.join(", ")} (yet)`),
-    );
-  }
+  const want = `${missing.join(", ")}${unadvertised}`;
   if (!v.verified) {
-    return only(
-      cond(
-        C.RoutesInSync,
-        "False",
-        R.NotApproved,
-        `not approving ${missing.join(", ")} on ${who} while Registered is not FreshRuntimeReady${unadvertised}`,
-      ),
+    return notApproved(
+      `not approving ${missing.join(", ")} on ${who} while Registered is not FreshRuntimeReady${unadvertised}`,
     );
   }
-  if (input.tailnet.policyMode === "DryRun") {
-    return only(
-      cond(
-        C.RoutesInSync,
-        "False",
-        R.NotApproved,
-        `Tailnet ${input.tailnet.name} is in DryRun: the operator approves no routes; not approved on ${who}: ${missing.join(", ")}${unadvertised}`,
-      ),
+  const { name, policyMode, incompatible } = input.tailnet;
+  if (policyMode === "DryRun") {
+    return notApproved(
+      `Tailnet ${name} is in DryRun: the operator approves no routes; not approved on ${who}: ${want}`,
     );
   }
-  if (input.tailnet.incompatible) {
-    return only(
-      cond(
-        C.RoutesInSync,
-        "False",
-        R.NotApproved,
-        `Tailnet ${input.tailnet.name} reports HeadscaleCompatible=False: the operator does not write to this server; not approved on ${who}: ${missing.join(", ")}${unadvertised}`,
-      ),
+  if (incompatible) {
+    return notApproved(
+      `Tailnet ${name} reports HeadscaleCompatible=False: the operator does not write to this server; not approved on ${who}: ${want}`,
     );
   }
-  const message = `approved ${missing.join(", ")} on ${who}${unadvertised}`;
-  return {
-    condition: notAdvertised.length
-      ? cond(C.RoutesInSync, "False", R.NotApproved, message)
-      : cond(C.RoutesInSync, "True", R.Approved, message),
-    approve: { nodeId: node.id, node: who, add: missing },
-  };
+  const done = `approved ${missing.join(", ")} on ${who}${unadvertised}`;
+  const approve = { nodeId: node.id, node: who, add: missing };
+  return { ...(notAdvertised.length ? notApproved(done) : approved(done)), approve };
 }
 
 /** StaleNodes and the deletions it wants: every node of ours but the current one, only when it is verified. */
