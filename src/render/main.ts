@@ -303,6 +303,7 @@ export function summarize(result: RenderResult): Document {
       conditions,
       ...(policy ? { policy } : {}),
       children: o.children.map((c) => `${c.kind} ${c.metadata.name}`).sort(),
+      ...(o.written ? { written: o.written } : {}),
       ...(o.events?.length ? { events: o.events } : {}),
     };
   });
