@@ -53,7 +53,7 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
 
   const metrics = options.deps?.metrics ?? createOperatorMetrics();
   // Counters exist at 0 from the start: a series that first appears at 1 makes increase() undercount.
-  for (const kind of (options.kinds ?? kindModules).keys()) {
+  for (const kind of [...(options.kinds ?? kindModules).keys(), ...decoratorModules.keys()]) {
     for (const hook of KNOWN_HOOKS)
       for (const code of ["200", "500"]) metrics.hookRequests.inc({ kind, hook, code }, 0);
   }

@@ -171,7 +171,9 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
       } catch (e) {
         if (e instanceof EnvelopeError) return reply.code(e.statusCode).send({ error: e.message });
         // Internal failure: non-200 so Metacontroller changes nothing and retries; one line, no stack.
-        const parent = (req.body as { parent?: { metadata?: { name?: string; namespace?: string } } })?.parent;
+        type Named = { metadata?: { name?: string; namespace?: string } };
+        const body = req.body as { parent?: Named; object?: Named } | undefined;
+        const parent = decorator ? (body?.object ?? body?.parent) : body?.parent;
         const who = parent?.metadata?.name ? qualifiedName({ metadata: parent.metadata as { name: string } }) : "?";
         const what = decorator ? decorator.name : (info as KindInfo).kind;
         req.log.error({ err: e, kind: what, hook, parent: who }, "hook failed");

@@ -62,6 +62,10 @@ describe("decorator hooks (annotated Services)", () => {
     const again = body({ object: service({ labels: { "tailnet.internal/expose-state": "Pending" } }) });
     assert.equal((await w.post("/hooks/service-expose/sync", again)).code, 200);
     assert.equal(w.events.events.length, 1);
+    // counted under its own kind label (series exist at 0 from the start), not as "unknown"
+    const metrics = (await w.app.inject({ method: "GET", url: "/metrics" })).body;
+    assert.match(metrics, /tailnet_hook_requests_total\{kind="service-expose",hook="sync",code="200"\} 2/);
+    assert.match(metrics, /tailnet_hook_requests_total\{kind="service-target",hook="finalize",code="500"\} 0/);
   });
 
   it("a Tailnet that does not exist: a Warning Event, no attachment", async (t) => {
