@@ -123,7 +123,7 @@ describe("annotated Services end to end", () => {
     );
     const finalizes = w.mc.calls.filter((c) => c.hook === "finalize" && c.kind === "Service");
     assert.ok(finalizes.length >= 2, "finalize waited for the ingress to go before finalized: true");
-    assert.equal((finalizes.at(-1)?.response as { finalized?: boolean }).finalized, true);
+    assert.equal((finalizes.at(-1)?.response as { finalized?: boolean } | undefined)?.finalized, true);
   });
 
   it("refusals: a clear Event and no exposure — no Tailnet, ambiguous, both ways, twice, bad annotations, ports, a taken name", async (t) => {
@@ -175,10 +175,8 @@ describe("annotated Services end to end", () => {
 
     // a second Tailnet appears: the un-named exposure keeps its attachment (an observation never drops
     // it), a new un-named one is refused
-    w.mc.apply({
-      ...structuredClone(w.mc.get("tailnet.internal/v1alpha1", "Tailnet", "home") ?? service()),
-      metadata: { name: "work" },
-    });
+    w.mc.apply(tailnet("work", { headscale: { url: w.hs.url, apiKeySecretRef: { namespace: "x", name: "y" } } }));
+
     w.mc.apply(exposed("late"));
     await settle(w);
     assert.match(
