@@ -107,7 +107,7 @@ export async function benchTailnetDecide(): Promise<{ objects: number; ms: numbe
       if (!render.ok) throw new Error(`bench render failed: ${render.reason}: ${render.message}`);
       const input = {
         parent,
-        observed: { inputs, hs, render, check: checkOk },
+        observed: { inputs, apiKey: { source: "spec" as const, published: true }, hs, render, check: checkOk },
         operatorNamespace: "tailnet-system",
         now: NOW,
       };

@@ -86,6 +86,27 @@ export const tailnetSpec: Schema = obj(
         url: str({ pattern: "^https?://[^\\s/]+(/.*)?$", description: "Headscale server URL (http or https)." }),
         apiKeySecretRef: secretKeyRef("apiKey", "Secret holding a Headscale API key."),
         caSecretRef: secretKeyRef("ca.crt", "Optional Secret with a CA bundle for Headscale's TLS certificate."),
+        apiKeyRotation: obj(
+          {
+            enabled: bool({ default: false, description: "Renew the API key before it expires (opt-in)." }),
+            expirationSeconds: int({
+              minimum: 3600,
+              default: 7776000,
+              description: "Lifetime of each new API key (default 90 days).",
+            }),
+            renewBeforeSeconds: int({
+              minimum: 60,
+              default: 1209600,
+              description:
+                "Create the next key once the one in use expires within this many seconds (default 14 days, ahead of TailnetAPIKeyExpiringSoon's 7); less than expirationSeconds.",
+            }),
+          },
+          [],
+          {
+            description:
+              "The operator creates a new API key with the current one, verifies it, publishes it in the Secret tailnet-<name>-api-key it owns (preferred from then on) and expires the old key once the new one has worked.",
+          },
+        ),
       },
       ["url", "apiKeySecretRef"],
     ),
@@ -135,6 +156,13 @@ export const tailnetStatus: Schema = obj({
     generated: obj({ tags: int(), grants: int(), routes: int() }),
   }),
   userConflicts: int({ minimum: 0 }),
+  apiKeyRotation: obj({
+    keyPrefix: str(),
+    expiresAt: str({ format: "date-time" }),
+    renewAt: str({ format: "date-time" }),
+    rotatedAt: str({ format: "date-time" }),
+    replacesPrefix: str(),
+  }),
 });
 
 const port: Schema = int({ minimum: 1, maximum: 65535 });

@@ -53,6 +53,14 @@ export const TailnetReason = {
   NothingToApply: "NothingToApply",
   ApplyFailed: "ApplyFailed",
   NoAPIKey: "NoAPIKey",
+  NotDue: "NotDue",
+  Renewed: "Renewed",
+  AwaitingConfirmation: "AwaitingConfirmation",
+  OldKeyExpired: "OldKeyExpired",
+  CreateFailed: "CreateFailed",
+  VerifyFailed: "VerifyFailed",
+  ExpireFailed: "ExpireFailed",
+  NewKeyRejected: "NewKeyRejected",
 } as const;
 
 export const EgressCondition = {

@@ -95,6 +95,12 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
       labelNames: ["tailnet"] as const,
       registers,
     }),
+    apiKeyRotationSteps: new Counter({
+      name: "tailnet_api_key_rotation_steps_total",
+      help: "API key renewal steps (spec.headscale.apiKeyRotation) by step (create, verify, expire) and result (ok, failed).",
+      labelNames: ["tailnet", "step", "result"] as const,
+      registers,
+    }),
     authKeyExpiry: new CompactGauge({
       name: "tailnet_auth_key_expiry_timestamp_seconds",
       help: "Unix timestamp at which the pre-auth key of an agent or gateway expires.",

@@ -1,11 +1,17 @@
 /**
  * TailnetGateway: per condition (status order), its reasons (page order) and their statuses — exactly what
- * src/kinds/gateway produces, including the "not evaluated" Unknown of NoTailnet / NoAPIKey / InvalidSpec on
+ * src/kinds/gateway produces, including the "not evaluated" Unknown of NoTailnet / NoAPIKey / InvalidSpec /
+ * ProxyClassMissing on
  * every condition but Ready, and every blocker reason Ready repeats.
  */
 import type { ReasonTable } from "../table.js";
 
-const NOT_EVALUATED = { NoTailnet: ["Unknown"], NoAPIKey: ["Unknown"], InvalidSpec: ["Unknown"] } as const;
+const NOT_EVALUATED = {
+  NoTailnet: ["Unknown"],
+  NoAPIKey: ["Unknown"],
+  InvalidSpec: ["Unknown"],
+  ProxyClassMissing: ["Unknown"],
+} as const;
 
 export const GATEWAY_REASONS = {
   Registered: {
@@ -54,6 +60,7 @@ export const GATEWAY_REASONS = {
     NoTailnet: ["False"],
     NoAPIKey: ["False"],
     InvalidSpec: ["False"],
+    ProxyClassMissing: ["False"],
     // the first blocker's reason, repeated
     Provisioning: ["False"],
     FreshBlocked: ["False"],

@@ -50,4 +50,17 @@ export const TAILNET_REASONS = {
     NoAPIKey: ["False"],
     InvalidSpec: ["Unknown"],
   },
+  // Only while spec.headscale.apiKeyRotation.enabled (rotation.ts).
+  ApiKeyRotation: {
+    NotDue: ["True"],
+    Renewed: ["True"],
+    AwaitingConfirmation: ["Unknown"],
+    OldKeyExpired: ["True"],
+    CreateFailed: ["False"],
+    VerifyFailed: ["False"],
+    ExpireFailed: ["False"],
+    NewKeyRejected: ["False"],
+    CannotVerify: ["Unknown"],
+    InvalidSpec: ["Unknown"],
+  },
 } as const satisfies ReasonTable;

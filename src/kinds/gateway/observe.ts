@@ -13,6 +13,7 @@ import { EGRESS_TARGET_LABEL } from "../../k8s/labels.js";
 import { findObject, type K8sObject, objectsOf, reuseAllChildren } from "../../k8s/objects.js";
 import { previousStatus } from "../common.js";
 import { metricsPeers } from "../shared/agent.js";
+import { lookupProxyClass, proxyClassMissingMessage } from "../shared/proxy-class.js";
 import { agentPods, effectiveTag, resolveWorkload, tailnetIncompatible } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { previousStatusNode, type StatusNode } from "./nodes.js";
@@ -44,7 +45,11 @@ export interface GatewayUnserved {
   /** The children as observed (their reusable form). */
   children: K8sObject[];
   unserved:
-    | { reason: "NoTailnet" | "NoAPIKey"; message: string /** Known once the Tailnet is. */; tag?: string }
+    | {
+        reason: "NoTailnet" | "NoAPIKey" | "ProxyClassMissing";
+        message: string /** Known once the Tailnet is. */;
+        tag?: string;
+      }
     | { reason: "InvalidSpec"; message: string };
 }
 
@@ -68,6 +73,18 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
       unserved: { reason: ctx.reason, message: ctx.message, ...tag },
     };
   }
+  const proxyClass = lookupProxyClass(parent, req.related);
+  if (proxyClass.kind === "missing")
+    return {
+      parent,
+      spec,
+      children: reuseAllChildren(req.children),
+      unserved: {
+        reason: "ProxyClassMissing",
+        message: proxyClassMissingMessage(proxyClass.name),
+        tag: effectiveTag(parent, ctx.settings.tagPrefix),
+      },
+    };
   const zone = gatewayZone(spec, ctx.settings);
   if (!zone.ok)
     return {
@@ -84,6 +101,7 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
     tag: effectiveTag(parent, ctx.settings.tagPrefix),
     zone: zone.zone,
     images: deps.config.images,
+    ...(proxyClass.kind === "found" ? { proxyClass: proxyClass.spec } : {}),
     noLogsNoSupport: deps.config.tailscale.noLogsNoSupport,
     tailnet: {
       name: ctx.settings.name,

@@ -5,6 +5,7 @@
 import type { OperatorConfig } from "../../config.js";
 import { isRecord, type K8sObject } from "../../k8s/objects.js";
 import { configHash } from "../shared/agent.js";
+import { applyProxyClass, type ProxyClassSpec } from "../shared/proxy-class.js";
 import { gatewayDeployment } from "./children.js";
 import { renderGatewayCorefile } from "./corefile.js";
 import type { GatewaySpec } from "./spec.js";
@@ -30,6 +31,8 @@ export interface RenderInput {
   zone: string;
   tailnet: GatewayTailnet;
   images: OperatorConfig["images"];
+  /** The named TailnetProxyClass's settings, folded into the pod template. */
+  proxyClass?: ProxyClassSpec;
   /** OperatorConfig.tailscale.noLogsNoSupport. */
   noLogsNoSupport: boolean;
 }
@@ -40,7 +43,7 @@ export function renderCorefile(r: RenderInput): string {
 }
 
 export function renderDeployment(r: RenderInput, authKeySecret: string | undefined): K8sObject {
-  return gatewayDeployment(r.parent, {
+  const deployment = gatewayDeployment(r.parent, {
     names: r.spec.names,
     replicas: r.spec.suspend ? 0 : 1,
     tag: r.tag,
@@ -53,6 +56,7 @@ export function renderDeployment(r: RenderInput, authKeySecret: string | undefin
     ca: !!r.tailnet.ca,
     noLogsNoSupport: r.noLogsNoSupport,
   });
+  return r.proxyClass ? applyProxyClass(deployment, r.proxyClass) : deployment;
 }
 
 export function renderedStamp(deployment: K8sObject): string {

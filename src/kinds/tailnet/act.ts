@@ -14,15 +14,20 @@
  * read-back shows. File mode is answered before anything changes: no read. The Event for an overwritten
  * drift is best effort.
  */
+
+import { toK8sTime } from "../../conditions/condition.js";
 import type { Outcome } from "../../headscale/capabilities.js";
-import type { HeadscaleError } from "../../headscale/errors.js";
+import { HeadscaleError } from "../../headscale/errors.js";
 import type { HsPolicy } from "../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { prettyPolicyText } from "../../policy/render.js";
 import type { EventRecorder, HookDeps, HookRequest } from "../types.js";
+import { apiKeySecretName } from "./children.js";
+import { findOwnApiKey } from "./metrics.js";
 import { type TailnetObservation, tailnetView } from "./observe.js";
 import { type PolicyWrite, planTailnet, type TailnetPlan } from "./plan.js";
+import { expirePrefix, listedPrefix, type RotationOutcome, type RotationPlan } from "./rotation.js";
 import { liveHash, policyRefused, writeStage } from "./write.js";
 
 /**
@@ -32,6 +37,8 @@ import { liveHash, policyRefused, writeStage } from "./write.js";
 export type WriteOutcome = { ok: true } | { ok: false; error: HeadscaleError; readback?: Outcome<HsPolicy | null> };
 
 export interface TailnetOutcome {
+  /** The API key renewal step taken (plan.rotation), if any. */
+  rotation?: RotationOutcome;
   /** Only when a write was planned: the live policy read again just before the PUT, and the plan made with it. */
   replan?: { policy: Obs<HsPolicy | null>; plan: TailnetPlan };
   /** The re-planned write was not sent: the live policy moved from `from` to `to` since the observation. */
@@ -53,7 +60,20 @@ export async function actTailnet(
   deps: HookDeps,
 ): Promise<TailnetOutcome> {
   const view = tailnetView(observed.inputs, deps);
-  if (!view || !observed.hs || !plan.write) return {};
+  if (!view || !observed.hs) return {};
+  const outcome = await actPolicy(req, plan, observed, view, deps);
+  const rotation = plan.rotation ? await actRotation(req, plan.rotation, observed, view, deps) : undefined;
+  return rotation ? { ...outcome, rotation } : outcome;
+}
+
+async function actPolicy(
+  req: HookRequest,
+  plan: TailnetPlan,
+  observed: TailnetObservation,
+  view: HeadscaleView,
+  deps: HookDeps,
+): Promise<TailnetOutcome> {
+  if (!observed.hs || !plan.write) return {};
   const now = deps.now();
   const name = observed.inputs.name;
   const base = liveHash(observed.hs) ?? null;
@@ -83,6 +103,96 @@ export async function actTailnet(
   deps.log.warn({ tailnet: name, hash: write.hash, error: e.message }, "Headscale policy write failed");
   const retryAfterSeconds = recordFailure(view, name, write.hash, result, now);
   return { ...outcome, written: { write, result, retryAfterSeconds } };
+}
+
+/**
+ * One renewal step (rotation.ts). Create: POST /api/v1/apikey with the key in use, then an authenticated
+ * GET /api/v1/apikey with the new key that must list it; a new key that does not work is expired again with
+ * the old one and never published. Expire: POST /api/v1/apikey/expire of the replaced key, with the new one.
+ * Logs, Events and metrics carry prefixes only, never a key.
+ */
+async function actRotation(
+  req: HookRequest,
+  plan: RotationPlan,
+  observed: TailnetObservation,
+  view: HeadscaleView,
+  deps: HookDeps,
+): Promise<RotationOutcome | undefined> {
+  const tailnet = observed.inputs.name;
+  const conn = observed.inputs.connection;
+  if (!conn.ok) return undefined;
+  const step = (s: "create" | "verify" | "expire", ok: boolean) =>
+    deps.metrics.apiKeyRotationSteps.inc({ tailnet, step: s, result: ok ? "ok" : "failed" });
+  const event = (reason: string, type: "Normal" | "Warning", message: string) =>
+    deps.events.record({ regarding: req.parent, reason, type, message }).catch(() => undefined);
+  const secret = `Secret ${deps.config.operatorNamespace}/${apiKeySecretName(tailnet)}`;
+
+  if (plan.kind === "expire") {
+    const expired = await view.expireApiKey(expirePrefix(plan.prefix));
+    // Gone already (deleted by hand): nothing is left to expire.
+    const alreadyGone = !expired.ok && expired.error.classification === "notFound";
+    step("expire", expired.ok || alreadyGone);
+    if (!expired.ok && !alreadyGone) {
+      deps.log.warn({ tailnet, prefix: plan.prefix, error: expired.error.message }, "expiring the old API key failed");
+      await event(
+        "ApiKeyRotationFailed",
+        "Warning",
+        `expiring the previous API key ${plan.prefix} failed: ${expired.error.message}; both keys work, retried on the next sync`,
+      );
+      return { step: "expireFailed", prefix: plan.prefix, error: expired.error };
+    }
+    deps.log.info({ tailnet, prefix: plan.prefix }, "expired the old API key");
+    await event(
+      "ApiKeyExpired",
+      "Normal",
+      `expired the previous API key ${plan.prefix}: the renewed key in ${secret} worked`,
+    );
+    return { step: "expired", prefix: plan.prefix, alreadyGone };
+  }
+
+  const created = await view.createApiKey(plan.expiration);
+  step("create", created.ok);
+  if (!created.ok) {
+    deps.log.warn({ tailnet, error: created.error.message }, "creating a new API key failed");
+    await event(
+      "ApiKeyRotationFailed",
+      "Warning",
+      `creating a new API key failed: ${created.error.message}; ${plan.replaces} stays in use`,
+    );
+    return { step: "createFailed", error: created.error };
+  }
+  const apiKey = created.value;
+  const prefix = listedPrefix(apiKey);
+  const listed = await deps.views.view({ ...conn.conn, apiKey }).apiKeys();
+  const works = listed.ok && !!findOwnApiKey(listed.value, apiKey);
+  step("verify", works);
+  if (!works) {
+    const error = listed.ok
+      ? new HeadscaleError({
+          kind: "decode",
+          operation: "GET /api/v1/apikey",
+          detail: "the new key is not listed",
+          classification: "other",
+        })
+      : listed.error;
+    const cleanup = await view.expireApiKey(expirePrefix(prefix));
+    deps.log.warn({ tailnet, prefix, error: error.message, cleanedUp: cleanup.ok }, "the new API key did not work");
+    await event(
+      "ApiKeyRotationFailed",
+      "Warning",
+      `the new API key ${prefix} did not work (${error.message}); not published${cleanup.ok ? ", expired again" : `; expire it with "headscale apikeys expire --prefix ${prefix}"`}; ${plan.replaces} stays in use`,
+    );
+    return { step: "verifyFailed", prefix, error, cleanedUp: cleanup.ok };
+  }
+  const expiresAt = toK8sTime(plan.expiration);
+  const rotatedAt = toK8sTime(deps.now());
+  deps.log.info({ tailnet, prefix, replaces: plan.replaces, expiresAt }, "created and verified a new API key");
+  await event(
+    "ApiKeyRenewed",
+    "Normal",
+    `created the API key ${prefix} (expires ${expiresAt}) and published it in ${secret}; ${plan.replaces} is expired once a later sync has worked with it`,
+  );
+  return { step: "created", apiKey, prefix, expiresAt, rotatedAt, replaces: plan.replaces };
 }
 
 /** PUT /api/v1/policy; after a failure (but file mode), the policy read back fresh. */

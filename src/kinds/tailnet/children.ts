@@ -123,3 +123,42 @@ export function credentialsSecret(o: CredentialsSecretOptions): K8sObject {
     data: { url: b64(o.url), apiKey: b64(o.apiKey), ...(o.ca ? { "ca.crt": b64(o.ca) } : {}) },
   };
 }
+
+/** The Secret holding the API key the operator renewed (spec.headscale.apiKeyRotation); preferred once it exists. */
+export const apiKeySecretName = (tailnet: string) => `tailnet-${tailnet}-api-key`;
+/** The key's listed prefix (`hskey-api-<prefix>-***`): what `headscale apikeys list` shows, never the secret. */
+export const API_KEY_PREFIX_ANNOTATION = "tailnet.internal/api-key-prefix";
+export const API_KEY_EXPIRES_ANNOTATION = "tailnet.internal/api-key-expires-at";
+export const API_KEY_ROTATED_ANNOTATION = "tailnet.internal/api-key-rotated-at";
+/** The listed prefix of the key this one replaces, until the operator has expired it. */
+export const API_KEY_REPLACES_ANNOTATION = "tailnet.internal/api-key-replaces";
+
+export interface ApiKeySecretOptions {
+  tailnet: string;
+  namespace: string;
+  apiKey: string;
+  prefix: string;
+  expiresAt: string;
+  rotatedAt: string;
+  replaces?: string;
+}
+
+export function apiKeySecret(o: ApiKeySecretOptions): K8sObject {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name: apiKeySecretName(o.tailnet),
+      namespace: o.namespace,
+      labels: tailnetLabels(o.tailnet, "api-key"),
+      annotations: {
+        [API_KEY_PREFIX_ANNOTATION]: o.prefix,
+        [API_KEY_EXPIRES_ANNOTATION]: o.expiresAt,
+        [API_KEY_ROTATED_ANNOTATION]: o.rotatedAt,
+        ...(o.replaces ? { [API_KEY_REPLACES_ANNOTATION]: o.replaces } : {}),
+      },
+    },
+    type: "Opaque",
+    data: { apiKey: b64(o.apiKey) },
+  };
+}

@@ -40,7 +40,17 @@ import {
   type TailnetStatusFields,
 } from "./plan.js";
 import { dnsRecords, type PolicyCandidate } from "./render.js";
+import { type RotationStatus, renewedKeyChild, replacedGone, rotationCondition, rotationStatus } from "./rotation.js";
 import { liveHash, writeFailureCondition } from "./write.js";
+
+/** status.apiKeyRotation as last written (only strings are kept). */
+function previousRotation(parent: K8sObject): RotationStatus | undefined {
+  const p = previousStatus(parent).apiKeyRotation;
+  if (!p || typeof p !== "object") return undefined;
+  const r = p as Record<string, unknown>;
+  const str = (v: unknown) => (typeof v === "string" && v ? v : undefined);
+  return { keyPrefix: str(r.keyPrefix), expiresAt: str(r.expiresAt) };
+}
 
 const { cond } = tailnetConditions;
 
@@ -92,11 +102,39 @@ function childrenOf(
     const old = find(dnsRecordsConfigMapName(inputs.name), "ConfigMap");
     out.push(old ? reuseObserved(old) : dnsRecordsConfigMap({ tailnet: inputs.name, namespace, records: [] }));
   }
+  const rotation = input.outcome.rotation;
   if (inputs.connection.ok) {
-    const { url, apiKey, ca } = inputs.connection.conn;
+    const { url, ca } = inputs.connection.conn;
+    // A key renewed this sync is what the workload kinds read from now on.
+    const apiKey = rotation?.step === "created" ? rotation.apiKey : inputs.connection.conn.apiKey;
     out.push(credentialsSecret({ tailnet: inputs.name, namespace, url, apiKey, ca }));
   }
+  const renewed = renewedKeyChild(
+    inputs.name,
+    namespace,
+    observed.apiKey,
+    rotation,
+    !!inputs.apiKeyRotation,
+    replacedGone(observed.hs, observed.apiKey, input.now),
+  );
+  if (renewed) out.push(renewed);
   return out;
+}
+
+function rotationContext(input: TailnetDecideInput, observed: TailnetObservation, plan: TailnetPlan) {
+  const { inputs } = observed;
+  if (!inputs.apiKeyRotation) return undefined;
+  return {
+    rotation: inputs.apiKeyRotation,
+    hs: observed.hs,
+    apiKey: inputs.connection.ok ? inputs.connection.conn.apiKey : undefined,
+    use: observed.apiKey,
+    now: input.now,
+    tailnet: inputs.name,
+    namespace: input.operatorNamespace,
+    ...(plan.rotation ? { plan: plan.rotation } : {}),
+    ...(input.outcome.rotation ? { outcome: input.outcome.rotation } : {}),
+  };
 }
 
 function statusOf(
@@ -182,9 +220,14 @@ export function decideTailnet(input: TailnetDecideInput): TailnetDecision {
     policyRendered(render, check, inputs.base.kind === "none"),
     applied,
   ];
+  const rotation = rotationContext(input, observed, input.plan);
+  if (rotation) conditions.push(rotationCondition(rotation));
   const status = statusOf(input, observed, candidate, live);
   const written = outcome.written;
-  const fields = written?.result.ok ? afterWrite(status, written.write, input.now) : status;
+  const policyFields = written?.result.ok ? afterWrite(status, written.write, input.now) : status;
+  const fields: TailnetStatusFields = rotation
+    ? { ...policyFields, apiKeyRotation: rotationStatus(rotation, previousRotation(input.parent)) }
+    : policyFields;
   const failing = !!hs && [hs.health, hs.nodes, hs.users, hs.policy].some((o) => !o.ok);
   const resyncAfterSeconds = outcome.superseded
     ? SUPERSEDED_RESYNC_SECONDS

@@ -5,6 +5,7 @@
  * finalize only drops our children (the live policy is never touched).
  */
 import type { ConditionInput } from "../../conditions/condition.js";
+import type { K8sObject } from "../../k8s/objects.js";
 import { withdrawResource } from "../../metrics/resource.js";
 import { assembleStatus, invalidSpecResult, previousStatus, resourceId } from "../common.js";
 import { runSync, type Stages } from "../pipeline.js";
@@ -16,7 +17,14 @@ import { decideTailnet, type TailnetDecision } from "./decide.js";
 import { publishTailnetMetrics, withdrawTailnetMetrics } from "./metrics.js";
 import { observeTailnet, type TailnetObservation } from "./observe.js";
 import { planTailnet, type TailnetPlan } from "./plan.js";
+import { ROTATION } from "./rotation.js";
 import { readTailnetSpec, type TailnetSpec, tailnetSpecProblem } from "./spec.js";
+
+/** ApiKeyRotation is a condition of a Tailnet only while its spec enables the rotation. */
+const conditionTypes = (parent: K8sObject) =>
+  readTailnetSpec(parent).apiKeyRotation
+    ? tailnetConditions.types
+    : tailnetConditions.types.filter((t) => t !== ROTATION);
 
 const stages: Stages<TailnetSpec, TailnetObservation, TailnetPlan, TailnetOutcome, TailnetDecision> = {
   spec: readTailnetSpec,
@@ -64,7 +72,7 @@ export const tailnetModule: KindModule = {
   finalize,
   specProblem: tailnetSpecProblem,
   /** PolicyRendered=False/InvalidSpec naming the field; children and the rest of the status unchanged. */
-  invalid: (req, message, deps) => invalidSpecResult(req, deps, "PolicyRendered", tailnetConditions.types, message),
+  invalid: (req, message, deps) => invalidSpecResult(req, deps, "PolicyRendered", conditionTypes(req.parent), message),
   // The Tailnet reads the spec of every workload object and, of gateways, status.dnsServiceIP
   // (inputs.ts inputsOf); no other workload status. test/server/hooks.test.ts holds it to that.
   unreadRelatedStatus: [

@@ -37,7 +37,6 @@ const record = (v: unknown): Record<string, unknown> =>
   v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
 function readConnection(spec: TailnetSpec, related: ObjectMaps): ConnectionInput {
-  const url = spec.settings.url;
   const keyRef = spec.apiKeyRef;
   if (!keyRef) return { ok: false, message: "spec.headscale.apiKeySecretRef names no Secret" };
   const keySecret = findObject(related, "v1", "Secret", keyRef.name, keyRef.namespace);
@@ -54,6 +53,12 @@ function readConnection(spec: TailnetSpec, related: ObjectMaps): ConnectionInput
       message: `Secret ${keyRef.namespace}/${keyRef.name} has no key "${keyRef.key}" (spec.headscale.apiKeySecretRef); no Headscale call is made`,
     };
   }
+  return connectionFor(spec, related, apiKey);
+}
+
+/** The connection with `apiKey` (the spec's, or the operator's renewed one) and the CA the spec names. */
+export function connectionFor(spec: TailnetSpec, related: ObjectMaps, apiKey: string): ConnectionInput {
+  const url = spec.settings.url;
   const caRef = spec.caRef;
   if (!caRef) return { ok: true, conn: { url, apiKey } };
   const ca = secretValue(findObject(related, "v1", "Secret", caRef.name, caRef.namespace), caRef.key);

@@ -104,6 +104,9 @@ export function withdrawTailnetMetrics(metrics: OperatorMetrics, tailnet: string
   for (const kind of ["tags", "grants", "routes"]) metrics.policyGenerated.remove({ tailnet, kind });
   metrics.userConflicts.remove({ tailnet });
   metrics.apiKeyExpiry.remove({ tailnet });
+  for (const step of ["create", "verify", "expire"]) {
+    for (const result of ["ok", "failed"]) metrics.apiKeyRotationSteps.remove({ tailnet, step, result });
+  }
   publishNodes(metrics, tailnet, []);
   nodeSeries.get(metrics)?.delete(tailnet);
 }

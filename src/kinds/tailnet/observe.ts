@@ -12,11 +12,16 @@ import { type Outcome, PROBE_POLICY } from "../../headscale/capabilities.js";
 import type { HeadscaleError } from "../../headscale/errors.js";
 import type { HsApiKey, HsNode, HsPolicy, HsUser } from "../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../headscale/view.js";
+import { credentialsSecretName } from "../../k8s/labels.js";
+import { findObject } from "../../k8s/objects.js";
 import { prettyPolicyText } from "../../policy/render.js";
+import { secretValue } from "../shared/secrets.js";
 import type { HookDeps, HookRequest } from "../types.js";
-import { inputsOf, type TailnetInputs } from "./inputs.js";
+import { apiKeySecretName } from "./children.js";
+import { type ConnectionInput, connectionFor, inputsOf, type TailnetInputs } from "./inputs.js";
 import { isDatabaseDown401, NO_CALL, oneLine } from "./messages.js";
 import { renderTailnetPolicy, type TailnetRender } from "./render.js";
+import { type ApiKeyUse, type RenewedKey, readRenewedKey } from "./rotation.js";
 import type { TailnetSpec } from "./spec.js";
 
 export interface HeadscaleObservations {
@@ -37,7 +42,10 @@ export interface PendingFailure {
 }
 
 export interface TailnetObservation {
+  /** What the spec names in `related`; `connection` carries the API key this sync uses (see `apiKey`). */
   inputs: TailnetInputs;
+  /** Which key that is: the spec's or the one the operator renewed, and whether the other was refused. */
+  apiKey: ApiKeyUse;
   /** null: no API key, so no Headscale call was made. */
   hs: HeadscaleObservations | null;
   render: TailnetRender;
@@ -73,21 +81,75 @@ function checkPointless(hs: HeadscaleObservations): Outcome<void> | undefined {
     : undefined;
 }
 
+/** Headscale refused the key itself (a plain 401 while /health passes), not a database outage. */
+const refusedKey = (hs: HeadscaleObservations) => !hs.health.ok && hs.health.error.kind === "unauthorized";
+
+type Candidate = { source: ApiKeyUse["source"]; connection: Extract<ConnectionInput, { ok: true }> };
+
+/**
+ * Observes Headscale with the preferred key — the renewed one while rotation is on, else the spec's — and,
+ * when Headscale refuses it, with the other one; the first that is not refused is the key of this sync.
+ */
+async function observeWithKey(
+  req: HookRequest,
+  spec: TailnetSpec,
+  deps: HookDeps,
+): Promise<{ inputs: TailnetInputs; hs: HeadscaleObservations | null; apiKey: ApiKeyUse; view: HeadscaleView | null }> {
+  const base = inputsOf(spec, req.related);
+  const ns = deps.config.operatorNamespace;
+  const renewed: RenewedKey | undefined = readRenewedKey(
+    findObject(req.children, "v1", "Secret", apiKeySecretName(spec.name), ns),
+  );
+  const credentials = findObject(req.children, "v1", "Secret", credentialsSecretName(spec.name), ns);
+  const renewedConn = renewed ? connectionFor(spec, req.related, renewed.apiKey) : undefined;
+  const ordered: (Candidate | undefined)[] = [
+    renewedConn?.ok ? { source: "renewed", connection: renewedConn } : undefined,
+    base.connection.ok ? { source: "spec", connection: base.connection } : undefined,
+  ];
+  if (!spec.apiKeyRotation) ordered.reverse();
+  const candidates = ordered.filter((c): c is Candidate => !!c);
+  const unique = candidates.filter(
+    (c, i) => candidates.findIndex((d) => d.connection.conn.apiKey === c.connection.conn.apiKey) === i,
+  );
+  const use = (c: Candidate | undefined, refused?: ApiKeyUse["refused"]): ApiKeyUse => ({
+    source: c?.source ?? "spec",
+    ...(renewed ? { renewed } : {}),
+    ...(refused ? { refused } : {}),
+    published: !!c && secretValue(credentials, "apiKey") === c.connection.conn.apiKey,
+  });
+  const [first, second] = unique;
+  if (!first) return { inputs: base, hs: null, apiKey: use(undefined), view: null };
+  const view = deps.views.view(first.connection.conn);
+  const hs = await observeHeadscale(view);
+  if (second && refusedKey(hs)) {
+    const otherView = deps.views.view(second.connection.conn);
+    const other = await observeHeadscale(otherView);
+    if (!refusedKey(other)) {
+      const message = hs.health.ok ? "" : hs.health.error.message;
+      return {
+        inputs: { ...base, connection: second.connection },
+        hs: other,
+        apiKey: use(second, { source: first.source, message }),
+        view: otherView,
+      };
+    }
+  }
+  return { inputs: { ...base, connection: first.connection }, hs, apiKey: use(first), view };
+}
+
 export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: HookDeps): Promise<TailnetObservation> {
   const now = deps.now();
-  const inputs = inputsOf(spec, req.related);
-  const view = tailnetView(inputs, deps);
-  const hs = view ? await observeHeadscale(view) : null;
+  const { inputs, hs, apiKey, view } = await observeWithKey(req, spec, deps);
   const nodesUnavailable = !hs ? NO_CALL : hs.nodes.ok ? "" : oneLine(hs.nodes.error.message);
   const render = renderTailnetPolicy(inputs, hs?.nodes.ok ? hs.nodes.value : null, nodesUnavailable);
-  if (!view || !hs) return { inputs, hs, render };
+  if (!view || !hs) return { inputs, apiKey, hs, render };
   const check =
     checkPointless(hs) ??
     (render.ok
       ? await checkPolicy(view, render.candidate.hash, () => prettyPolicyText(render.candidate.policy), now)
       : await checkPolicy(view, EMPTY_PROBE_KEY, () => PROBE_POLICY, now));
   const pendingFailure = render.ok ? backingOff(view, inputs.name, render.candidate.hash) : undefined;
-  return { inputs, hs, render, check, ...(pendingFailure ? { pendingFailure } : {}) };
+  return { inputs, apiKey, hs, render, check, ...(pendingFailure ? { pendingFailure } : {}) };
 }
 
 /** A failed write of this policy whose backoff is remembered (decide repeats its condition until retryAt). */

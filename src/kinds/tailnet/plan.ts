@@ -24,6 +24,7 @@ import {
 } from "./conditions.js";
 import type { HeadscaleObservations, TailnetObservation } from "./observe.js";
 import type { PolicyCandidate } from "./render.js";
+import { planRotation, type RotationPlan, type RotationStatus } from "./rotation.js";
 import { describeLive, describeStored, liveHash, writeFailureCondition } from "./write.js";
 
 const { cond } = tailnetConditions;
@@ -38,6 +39,8 @@ export interface PolicyStatus {
 export type TailnetStatusFields = {
   policy?: PolicyStatus;
   userConflicts?: number;
+  /** Only while spec.headscale.apiKeyRotation is enabled. */
+  apiKeyRotation?: RotationStatus;
 };
 
 export interface PolicyWrite {
@@ -63,6 +66,8 @@ export interface TailnetPlan {
   adoption?: string[];
   /** `applied` repeats a failed write that backs off until then. */
   retryAt?: Date;
+  /** The API key renewal step due this sync (spec.headscale.apiKeyRotation; rotation.ts). */
+  rotation?: RotationPlan;
 }
 
 const isCounts = (v: unknown): v is GeneratedCounts =>
@@ -118,8 +123,24 @@ function writeBlocker(hs: HeadscaleObservations): string | undefined {
   return undefined;
 }
 
-/** PolicyApplied before any write, and the write when one is due (the order is the order of the checks). */
+/** The policy write and the API key renewal step this sync wants, each with its guards. */
 export function planTailnet(input: TailnetPlanInput): TailnetPlan {
+  const policy = planPolicy(input);
+  const { inputs, hs, apiKey } = input.observed;
+  const rotation = inputs.apiKeyRotation
+    ? planRotation({
+        rotation: inputs.apiKeyRotation,
+        hs,
+        apiKey: inputs.connection.ok ? inputs.connection.conn.apiKey : undefined,
+        use: apiKey,
+        now: input.now,
+      })
+    : undefined;
+  return rotation ? { ...policy, rotation } : policy;
+}
+
+/** PolicyApplied before any write, and the write when one is due (the order is the order of the checks). */
+function planPolicy(input: TailnetPlanInput): TailnetPlan {
   const { inputs, hs, render, check, pendingFailure } = input.observed;
   const candidate = render.ok ? render.candidate : undefined;
   const live = liveHash(hs);

@@ -14,6 +14,19 @@ export interface ObjectRef {
   key: string;
 }
 
+/** spec.headscale.apiKeyRotation when enabled: renew the API key before it expires (rotation.ts). */
+export interface ApiKeyRotationSpec {
+  /** Lifetime of each new key. */
+  expirationSeconds: number;
+  /** A new key is created once the one in use expires within this many seconds. */
+  renewBeforeSeconds: number;
+}
+
+/** 90 days, as `headscale apikeys create` without --expiration. */
+export const DEFAULT_KEY_EXPIRATION_SECONDS = 90 * 24 * 3600;
+/** 14 days: a week ahead of TailnetAPIKeyExpiringSoon's default 7-day window. */
+export const DEFAULT_RENEW_BEFORE_SECONDS = 14 * 24 * 3600;
+
 export interface TailnetSpec {
   name: string;
   settings: TailnetSettings;
@@ -29,6 +42,8 @@ export interface TailnetSpec {
   caRef?: ObjectRef;
   /** spec.policy.baseConfigMapRef (key defaulted to policy.hujson). */
   baseRef?: ObjectRef;
+  /** spec.headscale.apiKeyRotation; undefined unless enabled. */
+  apiKeyRotation?: ApiKeyRotationSpec;
 }
 
 type Spec = Record<string, unknown>;
@@ -55,6 +70,19 @@ export function readTailnetSpec(parent: K8sObject): TailnetSpec {
     apiKeyRef: refOf(hs.apiKeySecretRef, "apiKey"),
     caRef: refOf(hs.caSecretRef, "ca.crt"),
     baseRef: refOf(policy.baseConfigMapRef, "policy.hujson"),
+    ...rotationOf(hs.apiKeyRotation),
+  };
+}
+
+function rotationOf(value: unknown): { apiKeyRotation?: ApiKeyRotationSpec } {
+  const r = record(value);
+  if (r.enabled !== true) return {};
+  const seconds = (v: unknown, d: number) => (typeof v === "number" && Number.isInteger(v) && v > 0 ? v : d);
+  return {
+    apiKeyRotation: {
+      expirationSeconds: seconds(r.expirationSeconds, DEFAULT_KEY_EXPIRATION_SECONDS),
+      renewBeforeSeconds: seconds(r.renewBeforeSeconds, DEFAULT_RENEW_BEFORE_SECONDS),
+    },
   };
 }
 
@@ -64,6 +92,11 @@ export function readTailnetSpec(parent: K8sObject): TailnetSpec {
  * whose entries the policy collector would otherwise silently ignore.
  */
 export function tailnetSpecProblem(parent: K8sObject): string | undefined {
+  const rotation = readTailnetSpec(parent).apiKeyRotation;
+  if (rotation && rotation.renewBeforeSeconds >= rotation.expirationSeconds) {
+    // Every new key would be due at once: the operator would create keys on every sync.
+    return `spec.headscale.apiKeyRotation.renewBeforeSeconds (${rotation.renewBeforeSeconds}) must be less than expirationSeconds (${rotation.expirationSeconds})`;
+  }
   const targets = record(parent.spec).allowedEgressTargets;
   if (!Array.isArray(targets)) return undefined;
   for (const [i, raw] of targets.entries()) {

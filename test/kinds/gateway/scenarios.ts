@@ -333,6 +333,15 @@ export const rows: Row[] = [
     expect: { Registered: "NoAPIKey", RoutesInSync: "NoAPIKey", DNSReady: "NoAPIKey", Ready: "NoAPIKey" },
   },
   {
+    name: "its TailnetProxyClass does not exist",
+    input: unserved({
+      reason: "ProxyClassMissing",
+      message: "TailnetProxyClass edge does not exist; the agent pods keep their current settings until it does",
+      tag: "tag:k8s-infra-gw",
+    }),
+    expect: { Registered: "ProxyClassMissing", WorkloadCurrent: "ProxyClassMissing", Ready: "ProxyClassMissing" },
+  },
+  {
     name: "suspended without a Tailnet",
     input: unserved({ reason: "NoTailnet", message: 'Tailnet "home" not found' }, { parent: suspendedParent }),
     expect: { Registered: "NoTailnet", Ready: "Suspended" },

@@ -3,6 +3,8 @@ import { describe, it } from "node:test";
 import type { ConditionInput } from "../../../src/conditions/condition.js";
 import { TailnetReason as R } from "../../../src/conditions/reasons.js";
 import { TAILNET_REASONS } from "../../../src/conditions/tables/tailnet.js";
+import type { K8sObject } from "../../../src/k8s/objects.js";
+import { secretValue } from "../../../src/kinds/shared/secrets.js";
 import { decideTailnet, type TailnetDecideInput } from "../../../src/kinds/tailnet/decide.js";
 import { tailnetModule } from "../../../src/kinds/tailnet/index.js";
 import { writeFailureCondition } from "../../../src/kinds/tailnet/write.js";
@@ -28,6 +30,7 @@ import {
   ingress,
   LIVE_POLICY,
   NOW,
+  OWN_KEY,
   ok,
   refused,
   serverError,
@@ -394,9 +397,129 @@ const statusRows: { name: string; input: TailnetDecideInput; expect: { PolicyApp
   },
 ];
 
+const DAY = 24 * 3600;
+const rotating = (renewBeforeSeconds = 14 * DAY) =>
+  tailnetSpec({
+    headscale: {
+      url: "https://headscale.example.com",
+      apiKeySecretRef: { namespace: "tailnet-system", name: "headscale-api-key" },
+      apiKeyRotation: { enabled: true, expirationSeconds: 90 * DAY, renewBeforeSeconds },
+    },
+  });
+const at = (seconds: number) => new Date(NOW.getTime() + seconds * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+/** The key a renewal created (`hskey-api-<12>-<64>`): it must never show outside the Secrets. */
+const NEW_KEY = `hskey-api-NEWnewNEWnew-${"s3cr3t_-".repeat(8)}`;
+const NEW_LISTED = "hskey-api-NEWnewNEWnew-***";
+const newKey = { ...OWN_KEY, id: "2", prefix: NEW_LISTED, expiration: at(90 * DAY) };
+const dueSoon = healthyHs({ apiKeys: ok([{ ...OWN_KEY, expiration: at(10 * DAY) }]) });
+/** The renewed key in use, published, and still replacing the spec's key. */
+const renewedInUse = (published = true) => ({
+  source: "renewed" as const,
+  renewed: {
+    apiKey: NEW_KEY,
+    prefix: NEW_LISTED,
+    expiresAt: at(90 * DAY),
+    rotatedAt: at(0),
+    replaces: OWN_KEY.prefix,
+  },
+  published,
+});
+const bothListed = healthyHs({ apiKeys: ok([OWN_KEY, newKey]) });
+
+/** ApiKeyRotation: one row per step and failure (rotation.ts), with the plan each world makes. */
+const rotationRows: {
+  name: string;
+  input: TailnetDecideInput;
+  expect: { ApiKeyRotation: string; plan: string | undefined };
+}[] = [
+  {
+    name: "rotation on, the key expires after the renewal window: nothing to do",
+    input: input({ spec: rotating() }),
+    expect: { ApiKeyRotation: R.NotDue, plan: undefined },
+  },
+  {
+    name: "the key enters the renewal window: a new key is created, verified and published",
+    input: input({
+      spec: rotating(),
+      hs: dueSoon,
+      rotation: {
+        step: "created",
+        apiKey: NEW_KEY,
+        prefix: NEW_LISTED,
+        expiresAt: at(90 * DAY),
+        rotatedAt: at(0),
+        replaces: OWN_KEY.prefix,
+      },
+    }),
+    expect: { ApiKeyRotation: R.Renewed, plan: "create" },
+  },
+  {
+    name: "creating the new key fails: the current key stays in use",
+    input: input({
+      spec: rotating(),
+      hs: dueSoon,
+      rotation: { step: "createFailed", error: serverError("POST /api/v1/apikey") },
+    }),
+    expect: { ApiKeyRotation: R.CreateFailed, plan: "create" },
+  },
+  {
+    name: "the new key does not work: not published, expired again",
+    input: input({
+      spec: rotating(),
+      hs: dueSoon,
+      rotation: { step: "verifyFailed", prefix: NEW_LISTED, error: refused("GET /api/v1/apikey"), cleanedUp: true },
+    }),
+    expect: { ApiKeyRotation: R.VerifyFailed, plan: "create" },
+  },
+  {
+    name: "the renewed key is in use but not yet in the credentials Secret: the old key waits",
+    input: input({ spec: rotating(), hs: bothListed, apiKey: renewedInUse(false) }),
+    expect: { ApiKeyRotation: R.AwaitingConfirmation, plan: undefined },
+  },
+  {
+    name: "a later sync worked with the published renewed key: the old key is expired",
+    input: input({
+      spec: rotating(),
+      hs: bothListed,
+      apiKey: renewedInUse(),
+      rotation: { step: "expired", prefix: OWN_KEY.prefix, alreadyGone: false },
+    }),
+    expect: { ApiKeyRotation: R.OldKeyExpired, plan: "expire" },
+  },
+  {
+    name: "expiring the old key fails: both keys work, retried",
+    input: input({
+      spec: rotating(),
+      hs: bothListed,
+      apiKey: renewedInUse(),
+      rotation: { step: "expireFailed", prefix: OWN_KEY.prefix, error: timedOut("POST /api/v1/apikey/expire") },
+    }),
+    expect: { ApiKeyRotation: R.ExpireFailed, plan: "expire" },
+  },
+  {
+    name: "Headscale refuses the renewed key while the spec's key works: back to the spec's key",
+    input: input({
+      spec: rotating(),
+      apiKey: {
+        ...renewedInUse(),
+        source: "spec",
+        refused: { source: "renewed", message: "Headscale GET /api/v1/health: 401 Unauthorized: Unauthorized" },
+        published: false,
+      },
+    }),
+    expect: { ApiKeyRotation: R.NewKeyRejected, plan: undefined },
+  },
+  {
+    name: "Headscale is down mid-rotation: nothing is expired, both keys kept",
+    input: input({ spec: rotating(), hs: failingHs(refused), apiKey: renewedInUse() }),
+    expect: { ApiKeyRotation: R.CannotVerify, plan: undefined },
+  },
+];
+
 /** What the hook answers for a spec specProblem refuses, before any sync evaluated the Tailnet. */
 function invalidSpecConditions(): ConditionInput[] {
-  const parent = tailnet(tailnetSpec({ allowedEgressTargets: ["db"] }));
+  const spec = rotating();
+  const parent = tailnet({ ...spec, allowedEgressTargets: ["db"] });
   const problem = tailnetModule.specProblem?.(parent) ?? "";
   const answer = tailnetModule.invalid(syncRequest({ parent }), problem, quietDeps());
   const conditions = answer.status.conditions;
@@ -419,8 +542,21 @@ describe("Tailnet decide: one row per reason", () => {
     });
   }
 
+  for (const row of rotationRows) {
+    it(row.name, () => {
+      const d = decideTailnet(row.input);
+      const c = conditionOf(d, "ApiKeyRotation");
+      assert.deepEqual({ ApiKeyRotation: c.reason, plan: row.input.plan.rotation?.kind }, row.expect);
+      // Never a key outside the Secrets: not in a condition, not in status.
+      const shown = JSON.stringify({ conditions: d.conditions, fields: d.fields });
+      for (const secret of [NEW_KEY, NEW_KEY.slice(-64), API_KEY, API_KEY.slice(-40)]) {
+        assert.ok(!shown.includes(secret), `${row.name}: a key in the status`);
+      }
+    });
+  }
+
   it("covers every (condition, reason, status) of TAILNET_REASONS, and produces nothing else", () => {
-    const produced = [...rows, ...statusRows].map((r) => decideTailnet(r.input).conditions);
+    const produced = [...rows, ...statusRows, ...rotationRows].map((r) => decideTailnet(r.input).conditions);
     assertCoversTable(TAILNET_REASONS, [...produced, invalidSpecConditions()]);
   });
 });
@@ -878,5 +1014,75 @@ describe("Tailnet decide: children", () => {
       "ConfigMap/tailnet-home-policy",
       "ConfigMap/tailnet-home-dns-records",
     ]);
+  });
+});
+
+describe("Tailnet decide: API key rotation children and status", () => {
+  const row = (name: string) => {
+    const r = rotationRows.find((x) => x.name.startsWith(name));
+    if (!r) throw new Error(name);
+    return decideTailnet(r.input);
+  };
+  const secret = (d: ReturnType<typeof decideTailnet>, name: string) =>
+    d.children.find((c) => c.kind === "Secret" && c.metadata.name === name);
+  const keyOf = (o: K8sObject | undefined) => secretValue(o, "apiKey") ?? "";
+
+  it("Renewed publishes the new key in the operator's Secret and the credentials Secret; status shows prefixes only", () => {
+    const d = row("the key enters the renewal window");
+    const renewed = secret(d, "tailnet-home-api-key");
+    assert.equal(keyOf(renewed), NEW_KEY);
+    assert.deepEqual(renewed?.metadata.annotations, {
+      "tailnet.internal/api-key-prefix": NEW_LISTED,
+      "tailnet.internal/api-key-expires-at": at(90 * DAY),
+      "tailnet.internal/api-key-rotated-at": at(0),
+      "tailnet.internal/api-key-replaces": OWN_KEY.prefix,
+    });
+    assert.equal(keyOf(secret(d, "tailnet-home-credentials")), NEW_KEY, "the workload kinds switch at once");
+    assert.deepEqual(d.fields.apiKeyRotation, {
+      keyPrefix: NEW_LISTED,
+      expiresAt: at(90 * DAY),
+      renewAt: at(76 * DAY),
+      rotatedAt: at(0),
+      replacesPrefix: OWN_KEY.prefix,
+    });
+  });
+
+  it("a failed create or verification publishes nothing: the spec's key stays everywhere", () => {
+    for (const name of ["creating the new key fails", "the new key does not work"]) {
+      const d = row(name);
+      assert.equal(secret(d, "tailnet-home-api-key"), undefined, name);
+      assert.equal(keyOf(secret(d, "tailnet-home-credentials")), API_KEY, name);
+    }
+  });
+
+  it("the old key expired: the operator's Secret loses its replaces annotation; a failed expiry keeps it", () => {
+    const done = secret(row("a later sync worked"), "tailnet-home-api-key");
+    assert.equal(keyOf(done), NEW_KEY);
+    assert.equal(done?.metadata.annotations?.["tailnet.internal/api-key-replaces"], undefined);
+    const failed = secret(row("expiring the old key fails"), "tailnet-home-api-key");
+    assert.equal(failed?.metadata.annotations?.["tailnet.internal/api-key-replaces"], OWN_KEY.prefix);
+  });
+
+  it("Headscale down mid-rotation keeps the operator's Secret; a refused renewed key is dropped", () => {
+    const down = row("Headscale is down mid-rotation");
+    assert.equal(keyOf(secret(down, "tailnet-home-api-key")), NEW_KEY);
+    assert.equal(keyOf(secret(down, "tailnet-home-credentials")), NEW_KEY);
+    const rejected = row("Headscale refuses the renewed key");
+    assert.equal(secret(rejected, "tailnet-home-api-key"), undefined);
+    assert.equal(keyOf(secret(rejected, "tailnet-home-credentials")), API_KEY);
+  });
+
+  it("without rotation the Tailnet has no ApiKeyRotation condition and no status.apiKeyRotation", () => {
+    const d = decided();
+    assert.ok(!d.conditions.some((c) => c.type === "ApiKeyRotation"));
+    assert.equal(d.fields.apiKeyRotation, undefined);
+  });
+
+  it("renewBeforeSeconds at or above expirationSeconds is an InvalidSpec (every new key would be due)", () => {
+    const spec = rotating(90 * DAY);
+    assert.equal(
+      tailnetModule.specProblem?.(tailnet(spec)),
+      `spec.headscale.apiKeyRotation.renewBeforeSeconds (${90 * DAY}) must be less than expirationSeconds (${90 * DAY})`,
+    );
   });
 });

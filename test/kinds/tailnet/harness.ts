@@ -69,7 +69,9 @@ export async function harness(t: After, opts: HarnessOptions = {}) {
   t.after(() => views.close());
   const events = memoryEventRecorder();
   const metrics = createOperatorMetrics({ defaultMetrics: false });
-  const { app } = await build(t, { server: { deps: { views, now, events, metrics }, kinds: tailnetOnlyKinds() } });
+  const { app, logs } = await build(t, {
+    server: { deps: { views, now, events, metrics }, kinds: tailnetOnlyKinds() },
+  });
   const mc = new FakeMetacontroller({ app });
   for (const o of opts.objects?.(fake) ?? [apiKeySecret(fake.apiKey), baseConfigMap()]) mc.apply(o);
   const spec = tailnetSpec(opts.spec ?? {});
@@ -113,6 +115,8 @@ export async function harness(t: After, opts: HarnessOptions = {}) {
     fake,
     mc,
     app,
+    /** Every log line the hook server wrote. */
+    logs,
     views,
     events,
     metrics,

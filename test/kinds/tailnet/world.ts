@@ -13,10 +13,12 @@ import { HeadscaleViews, type Obs } from "../../../src/headscale/view.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import type { TailnetOutcome, WriteOutcome } from "../../../src/kinds/tailnet/act.js";
 import { decideTailnet, type TailnetDecideInput, type TailnetDecision } from "../../../src/kinds/tailnet/decide.js";
-import { readInputs } from "../../../src/kinds/tailnet/inputs.js";
+import { connectionFor, readInputs } from "../../../src/kinds/tailnet/inputs.js";
 import type { HeadscaleObservations, PendingFailure, TailnetObservation } from "../../../src/kinds/tailnet/observe.js";
 import { planTailnet, type TailnetPlanInput } from "../../../src/kinds/tailnet/plan.js";
 import { renderTailnetPolicy } from "../../../src/kinds/tailnet/render.js";
+import type { ApiKeyUse, RotationOutcome } from "../../../src/kinds/tailnet/rotation.js";
+import { readTailnetSpec } from "../../../src/kinds/tailnet/spec.js";
 import { liveHash } from "../../../src/kinds/tailnet/write.js";
 import type { HookDeps } from "../../../src/kinds/types.js";
 import { createOperatorMetrics } from "../../../src/metrics/registry.js";
@@ -36,6 +38,10 @@ export interface Given {
   status?: Record<string, unknown>;
   children?: K8sObject[];
   pendingFailure?: PendingFailure;
+  /** Which API key the sync uses (default: the spec's, already in the credentials Secret). */
+  apiKey?: ApiKeyUse;
+  /** What act reports for the planned API key renewal step (default: nothing was planned or done). */
+  rotation?: RotationOutcome;
   /** What the PUT answers when the plan writes (default success). */
   write?: WriteOutcome;
   /** What the re-read just before the PUT finds (default: the observed live policy). */
@@ -44,7 +50,14 @@ export interface Given {
 }
 
 export function observation(g: Given = {}): TailnetObservation {
-  const inputs = readInputs(tailnet(g.spec ?? tailnetSpec(), g.status), toMaps(g.related ?? healthyRelated()));
+  const parent = tailnet(g.spec ?? tailnetSpec(), g.status);
+  const related = toMaps(g.related ?? healthyRelated());
+  const specInputs = readInputs(parent, related);
+  // As observe: the renewed key, when it is the one in use, is the connection's key.
+  const renewedKey = g.apiKey?.source === "renewed" ? g.apiKey.renewed?.apiKey : undefined;
+  const inputs = renewedKey
+    ? { ...specInputs, connection: connectionFor(readTailnetSpec(parent), related, renewedKey) }
+    : specInputs;
   let hs = inputs.connection.ok ? (g.hs ?? healthyHs()) : null;
   const render = renderTailnetPolicy(
     inputs,
@@ -54,11 +67,12 @@ export function observation(g: Given = {}): TailnetObservation {
   if (hs && g.liveIsRendered && render.ok) {
     hs = { ...hs, policy: ok({ policy: render.candidate.canonical, updatedAt: "2026-11-28T00:00:00Z" }) };
   }
-  if (!hs) return { inputs, hs, render };
+  const apiKey = g.apiKey ?? { source: "spec" as const, published: true };
+  if (!hs) return { inputs, apiKey, hs, render };
   // As observe: no probe is made when Headscale cannot be reached or refuses the key.
   const pointless = !hs.health.ok && ["transport", "unauthorized"].includes(hs.health.error.kind);
   const check = pointless && !hs.health.ok ? hs.health : (g.check ?? checkOk);
-  return { inputs, hs, render, check, ...(g.pendingFailure ? { pendingFailure: g.pendingFailure } : {}) };
+  return { inputs, apiKey, hs, render, check, ...(g.pendingFailure ? { pendingFailure: g.pendingFailure } : {}) };
 }
 
 export function planInput(g: Given = {}): TailnetPlanInput {
@@ -90,7 +104,13 @@ function outcomeOf(g: Given, base: TailnetPlanInput, planned: ReturnType<typeof 
 export function input(g: Given = {}): TailnetDecideInput {
   const base = planInput(g);
   const plan = planTailnet(base);
-  return { ...base, children: toMaps(g.children ?? []), plan, outcome: outcomeOf(g, base, plan) };
+  const outcome = outcomeOf(g, base, plan);
+  return {
+    ...base,
+    children: toMaps(g.children ?? []),
+    plan,
+    outcome: g.rotation ? { ...outcome, rotation: g.rotation } : outcome,
+  };
 }
 
 export const decided = (g: Given = {}): TailnetDecision => decideTailnet(input(g));
