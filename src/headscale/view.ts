@@ -179,7 +179,7 @@ export class HeadscaleView {
 
   // Writes and uncached reads. Every write goes through one of these: each settles into an Outcome (never
   // throws) and drops the cached part it changed, also when the answer was lost (a timeout may have been
-  // applied); only a definite refusal (an HTTP status below 500) leaves the cache as it was.
+  // applied); only a definite refusal (an HTTP status below 500 but 404) leaves the cache as it was.
 
   /** DELETE a node. */
   deleteNode(id: string): Promise<Outcome<void>> {
@@ -246,7 +246,9 @@ export class HeadscaleView {
 
   private async write<T>(part: ViewPart, call: Promise<T>): Promise<Outcome<T>> {
     const outcome = await outcomeOf(call);
-    const refused = !outcome.ok && outcome.error.status !== undefined && outcome.error.status < 500;
+    // A 404 is no refusal of a delete or expire: the object is gone, so the cached list is stale too.
+    const status = outcome.ok ? undefined : outcome.error.status;
+    const refused = status !== undefined && status < 500 && status !== 404;
     if (!refused) this.invalidate(part);
     return outcome;
   }
