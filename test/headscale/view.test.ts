@@ -232,3 +232,35 @@ describe("HeadscaleViews", () => {
     assert.deepEqual(labels, ["GET /api/v1/health 200"]);
   });
 });
+
+describe("HeadscaleView writes", () => {
+  test("a write settles into an Outcome and drops the part it changed", async (t) => {
+    const { fake, view } = await setup(t);
+    const node = fake.addNode({ name: "n", tags: ["tag:a"] });
+    const before = await view.nodes();
+    assert.equal(before.ok && before.value.length, 1);
+    const out = await view.deleteNode(node.id);
+    assert.equal(out.ok, true);
+    const after = await view.nodes();
+    assert.equal(after.ok && after.value.length, 0, "the node list was read again");
+    assert.equal(nodeCalls(fake), 2);
+  });
+
+  test("a definite refusal keeps the cache; a lost answer or a 404 drops it", async (t) => {
+    const { fake, view } = await setup(t);
+    await view.nodes();
+    const rows: { name: string; status: number; refetch: boolean }[] = [
+      { name: "400 refused", status: 400, refetch: false },
+      { name: "404 already gone", status: 404, refetch: true },
+      { name: "503 maybe applied", status: 503, refetch: true },
+    ];
+    for (const row of rows) {
+      await fake.fault({ kind: "status", status: row.status, method: "DELETE", times: 1 });
+      const calls = nodeCalls(fake);
+      const out = await view.deleteNode("999");
+      assert.equal(out.ok, false, row.name);
+      await view.nodes();
+      assert.equal(nodeCalls(fake) - calls, row.refetch ? 1 : 0, row.name);
+    }
+  });
+});
