@@ -7,6 +7,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, type Dispatcher } from "undici";
 import { HeadscaleError, type HeadscaleErrorClassification, parseErrorBody, redactSecrets } from "./errors.js";
+import { CHUNKED_JSON_CHARS, parseJsonInRuns } from "./json-chunks.js";
 import { DecodeProblem } from "./types.js";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
@@ -151,7 +152,7 @@ export function createRequester(opts: RequesterOptions): Requester {
       } catch (error) {
         throw transportError(error, operation, signal.aborted, opts.timeoutMs);
       }
-      if (code >= 200 && code < 300) return decodeBody(text, spec, operation);
+      if (code >= 200 && code < 300) return await decodeBody(text, spec, operation);
       // Headscale 0.29 looks the key up in its database before routing and answers any failure there with
       // the same plain 401 as a revoked key (hscontrol/app.go httpAuthenticationMiddleware). A 401 is a
       // verdict on the key only while the unauthenticated /health passes (hscontrol/handlers.go).
@@ -247,10 +248,11 @@ function headerValue(value: string | string[] | undefined): string {
   return Array.isArray(value) ? value.join(", ") : (value ?? "");
 }
 
-function decodeBody<T>(text: string, spec: CallSpec<T>, operation: string): T {
+async function decodeBody<T>(text: string, spec: CallSpec<T>, operation: string): Promise<T> {
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    // a list of thousands of keys or nodes: a run of items per turn of the event loop (json-chunks.ts)
+    json = text.length >= CHUNKED_JSON_CHARS ? await parseJsonInRuns(text) : JSON.parse(text);
   } catch {
     throw new HeadscaleError({
       kind: "decode",
