@@ -14,6 +14,8 @@
  * twice, so per-parent state is in place). Reports RSS after round one and at the end, the peak
  * (VmHWM), the V8 heap, the metric series exported and the event-loop p99 of the window after round
  * one; fails when 20,000 parents exceed 256 MiB RSS or an event-loop p99 of 20 ms.
+ * The compiled server runs with the heap V8 gives itself in the operator's container (OPERATOR_POD_HEAP;
+ * SOAK_POD_HEAP overrides it, "" = V8's default outside a cgroup, sized from the host's RAM).
  * SOAK_NODE_ARGS adds flags to the server (e.g. `--heapsnapshot-signal=SIGUSR2`); SOAK_HEAPSNAPSHOT=dir
  * writes a heap snapshot of the server at the end of each size into dir; SOAK_CLI=path/dist/cli.js runs
  * that build instead of compiling src/ (to compare a before and an after under the same load).
@@ -43,7 +45,17 @@ export interface SoakOptions {
   warmAfterRound?: boolean;
   /** Directory for a heap snapshot of the server at the end (SIGUSR2 through --heapsnapshot-signal). */
   heapSnapshotDir?: string;
+  /** Node arguments for the server ahead of SOAK_NODE_ARGS (soakScale: OPERATOR_POD_HEAP). */
+  nodeArgs?: string[];
 }
+
+/**
+ * The heap Node 22 gives itself in the operator container: it sizes V8 from the cgroup memory limit
+ * (the chart's 384Mi), old generation = limit / 2 = 192 MiB (the agent's 256Mi gives 128, bench/stress).
+ * Outside a cgroup V8 sizes from the host's RAM and lets garbage and headroom pile up far beyond what the
+ * pod would hold, so the RSS measured would not be the pod's.
+ */
+export const OPERATOR_POD_HEAP = "--max-old-space-size=192";
 
 export interface SoakResult {
   parents: number;
@@ -65,6 +77,8 @@ export interface SoakResult {
   rssGrowthPct: number;
   eventLoopP99ms: number;
   headscaleRequests: number;
+  /** The server's heap flag, or "V8 default heap". */
+  heap: string;
 }
 
 /** Compiles src/ as the image does (tsc -p tsconfig.build.json → dist/ beside package.json); returns dist/cli.js. */
@@ -109,7 +123,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const cfgDir = mkdtempSync(join(tmpdir(), "soak-"));
   writeFileSync(join(cfgDir, "config.yaml"), "logLevel: warn\nheadscale: { timeoutSeconds: 2, cacheTTLSeconds: 10 }\n");
   const port = 19000 + Math.floor(Math.random() * 1000);
-  const nodeArgs = process.env.SOAK_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const nodeArgs = [...(o.nodeArgs ?? []), ...(process.env.SOAK_NODE_ARGS?.split(" ").filter(Boolean) ?? [])];
   if (o.heapSnapshotDir) nodeArgs.push("--heapsnapshot-signal=SIGUSR2", `--diagnostic-dir=${o.heapSnapshotDir}`);
   const cli = o.compiledCli ? [o.compiledCli, "serve"] : ["--import", "tsx", "src/cli.ts", "serve"];
   const server = spawn(process.execPath, [...nodeArgs, ...cli, "--config", join(cfgDir, "config.yaml")], {
@@ -325,6 +339,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     rssGrowthPct: warmRss ? +(((end.rss - warmRss) / warmRss) * 100).toFixed(2) : 0,
     eventLoopP99ms: +(end.lagP99 * 1000).toFixed(1),
     headscaleRequests: hs.requests.length,
+    heap: nodeArgs.find((a) => a.startsWith("--max-old-space-size")) ?? "V8 default heap",
   };
 }
 
@@ -348,6 +363,7 @@ export async function soakScale(sizes = SCALE_PARENTS, seconds = 90): Promise<{ 
         minRounds: 2,
         warmAfterRound: true,
         heapSnapshotDir,
+        nodeArgs: (process.env.SOAK_POD_HEAP ?? OPERATOR_POD_HEAP).split(" ").filter(Boolean),
       });
       rows.push(r);
       console.error(`soak --sizes: ${JSON.stringify({ ...r, unexpectedSamples: undefined })}`);
@@ -367,7 +383,7 @@ export async function soakScale(sizes = SCALE_PARENTS, seconds = 90): Promise<{ 
 
 export function soakScaleRows(r: { rows: SoakResult[]; ok: boolean }): [string, string][] {
   const rows: [string, string][] = r.rows.map((row) => [
-    `hook server RSS, ${row.parents - 1} parents (compiled, ${row.seconds} s, ${row.rounds} rounds)`,
+    `hook server RSS, ${row.parents - 1} parents (compiled, ${row.heap}, ${row.seconds} s, ${row.rounds} rounds)`,
     `RSS ${row.rssWarmMiB} → ${row.rssEndMiB} MiB (peak ${row.peakRssMiB}; V8 heap ${row.heapUsedMiB} used of ${row.heapTotalMiB}, external ${row.externalMiB}), ${row.metricSeries} series, event-loop p99 ${row.eventLoopP99ms} ms, ${row.syncsPerSecond} syncs/s, ${row.unexpectedErrors} unexpected errors`,
   ]);
   const goal = r.rows.find((row) => row.parents - 1 === SCALE_GOAL.parents);
