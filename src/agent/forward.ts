@@ -1,7 +1,7 @@
 // TCP forwarding: one listener per target port (egress) or tcp expose (ingress). Each accepted connection is
 // dialled upstream and the two sockets are piped both ways. Memory stays bounded under floods and stuck
-// peers: a shared connection budget, socket.pipe backpressure (a peer that never reads stops the other side
-// from being read), an idle timeout on both sockets, and destroy-both on any error.
+// peers: a shared connection budget, backpressure (a peer that never reads stops the other side from being
+// read), an idle timeout per connection, and destroy-both on any error.
 import { createServer, type Server, type Socket } from "node:net";
 import type { Dialer, PendingDial } from "./dial.js";
 import type { AgentLogger } from "./log.js";
@@ -32,6 +32,65 @@ export function tryAcquire(budget: ConnectionBudget): (() => void) | undefined {
   };
 }
 
+/** One connection the sweep watches: its sockets' byte counts when they last moved. */
+export interface IdleWatch {
+  readonly sockets: Socket[];
+  bytes: number;
+  since: number;
+  onIdle: () => void;
+}
+
+/**
+ * Idle connections found by one periodic sweep (every idleMs/8) instead of a timer per socket: a socket's
+ * own timer is re-armed on every read and write, which showed in the data path's profile. A connection is
+ * idle when the bytes read and written on its sockets have not moved for idleMs; it is closed between idleMs
+ * and 1.125 × idleMs after its last byte. The sweep's timer runs only while something is watched.
+ */
+export class IdleSweep {
+  private readonly watched = new Set<IdleWatch>();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly everyMs: number;
+
+  constructor(readonly idleMs: number) {
+    this.everyMs = Math.max(1, Math.floor(idleMs / 8));
+  }
+
+  watch(socket: Socket, onIdle: () => void): IdleWatch {
+    const entry: IdleWatch = {
+      sockets: [socket],
+      bytes: socket.bytesRead + socket.bytesWritten,
+      since: Date.now(),
+      onIdle,
+    };
+    this.watched.add(entry);
+    if (!this.timer) this.timer = setInterval(() => this.sweep(), this.everyMs).unref();
+    return entry;
+  }
+
+  unwatch(entry: IdleWatch): void {
+    this.watched.delete(entry);
+    if (this.watched.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const entry of this.watched) {
+      let bytes = 0;
+      for (const socket of entry.sockets) bytes += socket.bytesRead + socket.bytesWritten;
+      if (bytes !== entry.bytes) {
+        entry.bytes = bytes;
+        entry.since = now;
+      } else if (now - entry.since >= this.idleMs) {
+        this.unwatch(entry);
+        entry.onIdle();
+      }
+    }
+  }
+}
+
 export interface RelayOptions {
   name: string;
   idleTimeoutMs: number;
@@ -41,6 +100,11 @@ export interface RelayOptions {
    * and the slot would stay taken until the idle timeout. Default 30 s (at most the idle timeout).
    */
   stallTimeoutMs?: number;
+  /**
+   * The forwarder's idle sweep, already watching the client (`watch`): the relay adds the upstream to it and
+   * stops the watch when both are closed. Without it each socket gets its own idleTimeoutMs timer.
+   */
+  idle?: { sweep: IdleSweep; watch: IdleWatch };
   metrics: AgentMetrics;
   log: AgentLogger;
 }
@@ -48,7 +112,7 @@ export interface RelayOptions {
 /**
  * Pipes `client` and `upstream` both ways until both are closed, then calls `done` once.
  * - A FIN from one side ends the other side's writable only (half-close): the reverse direction keeps flowing.
- * - An error or reset on either side, or idleTimeoutMs without a byte on a socket, destroys both.
+ * - An error or reset on either side, or idleTimeoutMs without a byte on either socket, destroys both.
  * - A clean close of one side leaves the other to flush what it still holds, then closes it (what it would
  *   read has nowhere to go).
  * - Backpressure: a write the other side's buffer refuses pauses the reading side until that buffer drains
@@ -80,6 +144,7 @@ export function relaySockets(client: Socket, upstream: Socket, opts: RelayOption
     if (--open > 0) return;
     clearTimeout(clientStall);
     clearTimeout(upstreamStall);
+    if (opts.idle) opts.idle.sweep.unwatch(opts.idle.watch);
     done();
   };
   // A side closed cleanly has read the other's FIN path to its end (or was destroyed here): the other side
@@ -126,11 +191,15 @@ export function relaySockets(client: Socket, upstream: Socket, opts: RelayOption
   };
   const onClientEnd = () => upstream.end();
   const onUpstreamEnd = () => client.end();
-  // A socket's timer may already run with this length (set while it was accepted or dialled): kept, not re-made.
-  if (client.timeout !== opts.idleTimeoutMs) client.setTimeout(opts.idleTimeoutMs);
-  if (upstream.timeout !== opts.idleTimeoutMs) upstream.setTimeout(opts.idleTimeoutMs);
-  client.on("timeout", destroyBoth);
-  upstream.on("timeout", destroyBoth);
+  if (opts.idle) {
+    opts.idle.watch.sockets.push(upstream);
+    opts.idle.watch.onIdle = destroyBoth;
+  } else {
+    client.setTimeout(opts.idleTimeoutMs);
+    upstream.setTimeout(opts.idleTimeoutMs);
+    client.on("timeout", destroyBoth);
+    upstream.on("timeout", destroyBoth);
+  }
   client.on("error", destroyBoth);
   upstream.on("error", destroyBoth);
   client.once("close", onClientClose);
@@ -172,7 +241,7 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
   const { name, metrics, log } = opts;
   const live = new Set<Socket>();
 
-  const relayOptions: RelayOptions = { name, idleTimeoutMs: opts.idleTimeoutMs, metrics, log };
+  const idle = new IdleSweep(opts.idleTimeoutMs);
   const startDial = opts.dial.start;
   const ignore = () => {};
 
@@ -202,13 +271,13 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
     const onEarlyClose = () => {
       dialling = false;
       pending?.cancel();
+      idle.unwatch(watch);
       release();
     };
-    const onEarlyTimeout = () => client.destroy();
     client.on("error", ignore); // the close that follows cancels the dial (kept: the relay adds its own)
     client.once("close", onEarlyClose);
-    client.setTimeout(opts.idleTimeoutMs);
-    client.once("timeout", onEarlyTimeout);
+    // Idle while dialling: the client is closed (the relay makes it close both once the upstream exists).
+    const watch = idle.watch(client, () => client.destroy());
     const started = process.hrtime.bigint();
     pending = startDial((err, upstream) => {
       if (!dialling) {
@@ -217,8 +286,8 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
       }
       dialling = false;
       client.off("close", onEarlyClose);
-      client.off("timeout", onEarlyTimeout);
       if (err || !upstream) {
+        idle.unwatch(watch);
         metrics.dialErrors.inc({ name });
         log.debug("dial failed", { name, error: err?.message ?? "no socket" });
         client.resetAndDestroy(); // RST, as the unreachable target would have answered
@@ -228,6 +297,7 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
       }
       if (client.destroyed) {
         // destroyed, its close not emitted yet
+        idle.unwatch(watch);
         upstream.destroy();
         if (client.closed) release();
         else client.once("close", release);
@@ -235,6 +305,7 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
       }
       metrics.dialDuration.observe({ name }, Number(process.hrtime.bigint() - started) / 1e9);
       live.add(upstream);
+      const relayOptions = { name, idleTimeoutMs: opts.idleTimeoutMs, idle: { sweep: idle, watch }, metrics, log };
       relaySockets(client, upstream, relayOptions, () => {
         live.delete(upstream);
         release();
