@@ -116,6 +116,7 @@ function childrenOf(
     rotation,
     !!inputs.apiKeyRotation,
     replacedGone(observed.hs, observed.apiKey, input.now),
+    observed.apiKey.source === "spec" && !!observed.hs?.health.ok,
   );
   if (renewed) out.push(renewed);
   return out;

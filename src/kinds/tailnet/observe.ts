@@ -124,7 +124,8 @@ async function observeWithKey(
   if (second && refusedKey(hs)) {
     const otherView = deps.views.view(second.connection.conn);
     const other = await observeHeadscale(otherView);
-    if (!refusedKey(other)) {
+    // Only a key Headscale demonstrably accepts replaces the preferred one (a failed read proves nothing).
+    if (other.health.ok) {
       const message = hs.health.ok ? "" : hs.health.error.message;
       return {
         inputs: { ...base, connection: second.connection },

@@ -153,6 +153,7 @@ export function renewedKeyChild(
   outcome: RotationOutcome | undefined,
   enabled: boolean,
   replacedGone: boolean,
+  specKeyWorks: boolean,
 ): K8sObject | undefined {
   if (outcome?.step === "created") {
     const { apiKey, prefix, expiresAt, rotatedAt, replaces } = outcome;
@@ -162,8 +163,8 @@ export function renewedKeyChild(
   if (!renewed) return undefined;
   // Refused while the spec's key works: it is dropped, the next renewal starts from the spec's key.
   if (use.refused?.source === "renewed") return undefined;
-  // Rotation switched off: kept only while it is the key that works.
-  if (!enabled && use.source !== "renewed") return undefined;
+  // Rotation switched off: dropped once the spec's key demonstrably works (never on a failed observation).
+  if (!enabled && use.source === "spec" && specKeyWorks) return undefined;
   const done = outcome?.step === "expired" || replacedGone;
   return apiKeySecret({
     tailnet,

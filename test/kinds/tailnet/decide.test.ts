@@ -1072,6 +1072,20 @@ describe("Tailnet decide: API key rotation children and status", () => {
     assert.equal(keyOf(secret(rejected, "tailnet-home-credentials")), API_KEY);
   });
 
+  it("rotation switched off: the renewed key's Secret goes once the spec's key works, never on a failed observation", () => {
+    const spare = { ...renewedInUse(), source: "spec" as const, published: false };
+    const works = decided({ apiKey: spare });
+    assert.equal(secret(works, "tailnet-home-api-key"), undefined, "the spec's key works: dropped");
+    const down = decided({ apiKey: spare, hs: failingHs(refused) });
+    assert.equal(keyOf(secret(down, "tailnet-home-api-key")), NEW_KEY, "Headscale down: kept");
+    const fallback = decided({
+      apiKey: { ...renewedInUse(), refused: { source: "spec", message: "401" } },
+      hs: bothListed,
+    });
+    assert.equal(keyOf(secret(fallback, "tailnet-home-api-key")), NEW_KEY, "the spec's key refused: kept and used");
+    assert.equal(keyOf(secret(fallback, "tailnet-home-credentials")), NEW_KEY);
+  });
+
   it("without rotation the Tailnet has no ApiKeyRotation condition and no status.apiKeyRotation", () => {
     const d = decided();
     assert.ok(!d.conditions.some((c) => c.type === "ApiKeyRotation"));
