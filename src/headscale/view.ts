@@ -346,6 +346,11 @@ export class SoftState {
   readonly writeBackoff = new Map<string, WriteBackoff>();
   /** The fresh key-list reads shared by concurrent mints (src/kinds/shared/authkey.ts freshKeyList). */
   readonly keyListFlight: KeyListFlight = {};
+  /**
+   * The tail of this connection's approve_routes queue (src/kinds/site/act.ts): approvals and withdrawals are
+   * read-modify-writes of a node's whole approved set, run one at a time within the process.
+   */
+  readonly routeWrites: { tail?: Promise<unknown> } = {};
 }
 
 /** A fresh pre-auth key list read in flight, and the one queued to start after it. */

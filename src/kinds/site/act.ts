@@ -25,16 +25,11 @@ export interface SiteOutcome {
   approvals: ApprovalOutcome[];
 }
 
-/** The tail of the write queue per Headscale view (per connection). */
-const queues = new WeakMap<HeadscaleView, Promise<unknown>>();
-
+/** Runs `fn` after every earlier route write on this view's connection (its queue lives in view.soft). */
 function serialised<T>(view: HeadscaleView, fn: () => Promise<T>): Promise<T> {
-  const previous = queues.get(view) ?? Promise.resolve();
-  const run = previous.then(fn, fn);
-  queues.set(
-    view,
-    run.catch(() => undefined),
-  );
+  const queue = view.soft.routeWrites;
+  const run = (queue.tail ?? Promise.resolve()).then(fn, fn);
+  queue.tail = run.catch(() => undefined);
   return run;
 }
 
