@@ -13,6 +13,7 @@ export const EGRESS_REASONS = {
     Unknown: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
+    ProxyClassMissing: ["Unknown"],
     InvalidSpec: ["Unknown"],
   },
   Registered: {
@@ -21,6 +22,7 @@ export const EGRESS_REASONS = {
     Unknown: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
+    ProxyClassMissing: ["Unknown"],
     InvalidSpec: ["Unknown"],
   },
   RoutesGranted: {
@@ -29,6 +31,7 @@ export const EGRESS_REASONS = {
     ProbeFailed: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
+    ProxyClassMissing: ["Unknown"],
     InvalidSpec: ["Unknown"],
   },
   TargetsReachable: {
@@ -38,6 +41,7 @@ export const EGRESS_REASONS = {
     ProbeFailed: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
+    ProxyClassMissing: ["Unknown"],
     InvalidSpec: ["Unknown"],
   },
   ServiceConflict: { NoConflict: ["False"], Conflict: ["True"], InvalidSpec: ["Unknown"] },
@@ -45,6 +49,7 @@ export const EGRESS_REASONS = {
     Ready: ["True"],
     NoTailnet: ["False"],
     NoAPIKey: ["False"],
+    ProxyClassMissing: ["False"],
     InvalidSpec: ["False"],
     TagUnknown: ["False"],
     NotRegistered: ["False"],

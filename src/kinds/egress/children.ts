@@ -18,6 +18,7 @@ import {
   dnsLabel,
   namespacePeer,
 } from "../shared/agent.js";
+import { applyProxyClass, type ProxyClassSpec } from "../shared/proxy-class.js";
 import type { EgressSpec, EgressTarget } from "./spec.js";
 
 /** On each target Service: the host the agent forwards to (a gateway's derived zone reads it). */
@@ -72,6 +73,8 @@ export function targetService(parent: K8sObject, target: EgressTarget, listenPor
   };
 }
 
+const withProxyClass = (d: K8sObject, cls: ProxyClassSpec | undefined) => (cls ? applyProxyClass(d, cls) : d);
+
 export interface EgressChildrenInputs {
   config: OperatorConfig;
   spec: EgressSpec;
@@ -84,6 +87,8 @@ export interface EgressChildrenInputs {
   conflicting: ReadonlySet<string>;
   /** The Headscale CA (the Tailnet's caSecretRef, republished in its credentials Secret). */
   ca?: string;
+  /** The named TailnetProxyClass's settings, folded into the pod template. */
+  proxyClass?: ProxyClassSpec;
   /** The agent Deployment as observed, kept as it is while no key exists (never run a pod without one). */
   observedDeployment?: K8sObject;
 }
@@ -98,20 +103,23 @@ export function egressChildren(parent: K8sObject, inputs: EgressChildrenInputs):
   // Without a key containerboot would start an interactive login and log a registration URL:
   // no Deployment until the key exists; one that already runs is kept exactly as observed.
   const deployment = inputs.authKeySecret
-    ? agentDeployment(parent, {
-        replicas: spec.replicas,
-        tag: inputs.tag,
-        loginServer: inputs.loginServer,
-        authKeySecret: inputs.authKeySecret.metadata.name,
-        hostname: egressHostname(parent),
-        images: inputs.config.images,
-        listenPorts: allListenPorts,
-        configHash: configHash(configMap.data),
-        ca: !!inputs.ca,
-        noLogsNoSupport: inputs.config.tailscale.noLogsNoSupport,
-        // always: a target may be an address behind a peer's subnet route (docs/OPERATIONS.md)
-        acceptRoutes: true,
-      })
+    ? withProxyClass(
+        agentDeployment(parent, {
+          replicas: spec.replicas,
+          tag: inputs.tag,
+          loginServer: inputs.loginServer,
+          authKeySecret: inputs.authKeySecret.metadata.name,
+          hostname: egressHostname(parent),
+          images: inputs.config.images,
+          listenPorts: allListenPorts,
+          configHash: configHash(configMap.data),
+          ca: !!inputs.ca,
+          noLogsNoSupport: inputs.config.tailscale.noLogsNoSupport,
+          // always: a target may be an address behind a peer's subnet route (docs/OPERATIONS.md)
+          acceptRoutes: true,
+        }),
+        inputs.proxyClass,
+      )
     : inputs.observedDeployment && reuseObserved(inputs.observedDeployment);
   const services = spec.targets.flatMap((t, i) =>
     inputs.conflicting.has(t.name) ? [] : [targetService(parent, t, listen[i])],

@@ -18,6 +18,7 @@ import { findObject, reuseAllChildren } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
 import { agentName, registrationFact, tagFact } from "../shared/agent.js";
 import type { AuthKeyOutcome, ObservedKey } from "../shared/authkey.js";
+import type { ProxyClassSpec } from "../shared/proxy-class.js";
 import type { TailnetSettings } from "../shared/workload.js";
 import type { HookRequest } from "../types.js";
 import type { EgressOutcome } from "./act.js";
@@ -47,6 +48,8 @@ export type EgressTailnet =
       /** The Headscale CA from the Tailnet's credentials Secret, delivered to the agent pods. */
       ca?: string;
       tag: string;
+      /** The named TailnetProxyClass's settings. */
+      proxyClass?: ProxyClassSpec;
       policy: Obs<HsPolicy | null>;
       nodes: Obs<HsNode[]>;
       agents: AgentObservation;
@@ -55,7 +58,7 @@ export type EgressTailnet =
     }
   | {
       ok: false;
-      reason: "NoTailnet" | "NoAPIKey";
+      reason: "NoTailnet" | "NoAPIKey" | "ProxyClassMissing";
       message: string;
       /** spec.tag, or the effective tag once the Tailnet is known. */
       tag?: string;
@@ -207,9 +210,18 @@ export function egressDecideInput(
     const { reason, message, tag } = observed;
     return { ...base, keySecrets, now, tailnet: { ok: false, reason, message, ...(tag ? { tag } : {}) } };
   }
-  const { settings, ca, tag, policy, agents } = observed;
+  const { settings, ca, tag, policy, agents, proxyClass } = observed;
   const nodes = outcome.nodes ?? observed.nodes;
-  const tailnet = { ok: true as const, settings, ...(ca ? { ca } : {}), tag, policy, nodes, agents };
+  const tailnet = {
+    ok: true as const,
+    settings,
+    ...(ca ? { ca } : {}),
+    ...(proxyClass ? { proxyClass } : {}),
+    tag,
+    policy,
+    nodes,
+    agents,
+  };
   return { ...base, keySecrets, now, tailnet: { ...tailnet, authKey: outcome.authKey } };
 }
 
@@ -243,6 +255,7 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
     authKeySecret: authKey.secret,
     conflicting: conflictSet,
     ca: tailnet.ca,
+    proxyClass: tailnet.proxyClass,
     observedDeployment: findObject(
       input.children,
       "apps/v1",

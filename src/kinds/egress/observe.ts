@@ -10,6 +10,7 @@ import type { HsNode, HsPolicy, HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import { objectsOf } from "../../k8s/objects.js";
 import { type ObservedKey, observedKeys } from "../shared/authkey.js";
+import { lookupProxyClass, type ProxyClassSpec, proxyClassMissingMessage } from "../shared/proxy-class.js";
 import { agentPods, effectiveTag, resolveWorkload, type TailnetSettings } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import type { EgressSpec } from "./spec.js";
@@ -30,6 +31,8 @@ export interface EgressReads extends Observed {
   ca?: string;
   /** The effective tag (spec.tag, else from the Tailnet's tagPrefix). */
   tag: string;
+  /** The named TailnetProxyClass's settings (spec.proxyClassName), folded into the agent pods. */
+  proxyClass?: ProxyClassSpec;
   /** Where act writes (never read by decide). */
   view: HeadscaleView;
   policy: Obs<HsPolicy | null>;
@@ -42,7 +45,7 @@ export interface EgressReads extends Observed {
 /** No Tailnet, or no credentials yet: nothing could be read. */
 export interface EgressUnobserved extends Observed {
   ok: false;
-  reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey;
+  reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey | "ProxyClassMissing";
   message: string;
   /** spec.tag, or the effective tag once the Tailnet (its tagPrefix) is known. */
   tag?: string;
@@ -57,6 +60,18 @@ export async function observeEgress(req: HookRequest, spec: EgressSpec, deps: Ho
   if (!ctx.ok) {
     const tag = ctx.settings ? effectiveTag(req.parent, ctx.settings.tagPrefix) : spec.tag;
     return { ok: false, reason: ctx.reason, message: ctx.message, ...(tag ? { tag } : {}), now, keySecrets };
+  }
+  const proxyClass = lookupProxyClass(req.parent, req.related);
+  if (proxyClass.kind === "missing") {
+    const tag = effectiveTag(req.parent, ctx.settings.tagPrefix);
+    return {
+      ok: false,
+      reason: "ProxyClassMissing",
+      message: proxyClassMissingMessage(proxyClass.name),
+      tag,
+      now,
+      keySecrets,
+    };
   }
   const view = deps.views.view(ctx.conn);
   const pods = scrapeablePods(agentPods(req));
@@ -73,6 +88,7 @@ export async function observeEgress(req: HookRequest, spec: EgressSpec, deps: Ho
     settings: ctx.settings,
     ...(ctx.conn.ca ? { ca: ctx.conn.ca } : {}),
     tag: effectiveTag(req.parent, ctx.settings.tagPrefix),
+    ...(proxyClass.kind === "found" ? { proxyClass: proxyClass.spec } : {}),
     view,
     policy,
     nodes,

@@ -160,6 +160,18 @@ const rows: Row[] = [
     expect: { reasons: NOT_EVALUATED("NoAPIKey") },
   },
   {
+    name: "its TailnetProxyClass does not exist",
+    input: input({
+      tailnet: {
+        ok: false,
+        reason: "ProxyClassMissing",
+        message: "TailnetProxyClass edge does not exist; the agent pods keep their current settings until it does",
+        tag: TAG,
+      },
+    }),
+    expect: { reasons: NOT_EVALUATED("ProxyClassMissing") },
+  },
+  {
     name: "target NotAdvertised: no router for its subnet",
     input: input({
       tailnet: tailnetRead({
