@@ -1,5 +1,5 @@
-// The agent's HTTP port (9080): /healthz for the kubelet, /status for the operator's scrape, /metrics for
-// Prometheus. It is its own small listener, separate from the data path, so a flood of client connections
+// The agent's HTTP port (9080): /healthz (liveness) and /readyz (readiness) for the kubelet, /status for the
+// operator's scrape, /metrics for Prometheus. It is its own small listener, separate from the data path, so a flood of client connections
 // (which the data listeners cap and close) does not take the probes down with it.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Registry } from "prom-client";
@@ -30,6 +30,17 @@ function send(res: ServerResponse, status: number, contentType: string, body: st
   res.end(body);
 }
 
+/**
+ * Why the agent does not serve, or "" when it does: /status `ready` (listeners up, tailscaled Running) and
+ * every expose's backend reachable in the last probe. An ingress pod's readiness probe, so a replica whose
+ * backend or tailnet is down is not Ready (a rollout waits for it, the PodDisruptionBudget counts it out).
+ */
+export function notServing(status: AgentStatus): string {
+  if (!status.ready) return "not ready: listeners down or tailscaled not Running";
+  const down = status.exposes.filter((e) => !e.backendReachable).map((e) => e.name);
+  return down.length ? `backend unreachable: ${down.join(", ")}` : "";
+}
+
 async function route(req: IncomingMessage, res: ServerResponse, opts: MetricsServerOptions): Promise<void> {
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.setHeader("allow", "GET, HEAD");
@@ -41,6 +52,13 @@ async function route(req: IncomingMessage, res: ServerResponse, opts: MetricsSer
       return opts.healthy()
         ? send(res, 200, "text/plain; charset=utf-8", "ok\n")
         : send(res, 503, "text/plain; charset=utf-8", "listeners down\n");
+    case "/readyz": {
+      // serving: the node is up on the tailnet and every expose reaches its backend (ingress replicas)
+      const why = notServing(opts.status());
+      return why
+        ? send(res, 503, "text/plain; charset=utf-8", `${why}\n`)
+        : send(res, 200, "text/plain; charset=utf-8", "ok\n");
+    }
     case "/status":
       return send(res, 200, "application/json", `${JSON.stringify(opts.status())}\n`);
     case "/metrics":

@@ -210,6 +210,12 @@ export const ingressSpec: Schema = obj(
   {
     tailnetRef,
     tag,
+    replicas: int({
+      minimum: 1,
+      maximum: 16,
+      default: 1,
+      description: "Agent pods, each its own tailnet node; the DNS names answer with every online node's address.",
+    }),
     proxyClassName,
     hostname: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
     mode: str({ enum: ["tcp", "http"], default: "tcp" }),
@@ -244,6 +250,7 @@ export const ingressStatus: Schema = obj({
       reachable: bool(),
     }),
   ),
+  nodes: arr(obj({ name: str(), addresses: arr(str()), online: bool() })),
 });
 
 export const siteSpec: Schema = obj(

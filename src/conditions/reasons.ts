@@ -121,6 +121,7 @@ export const IngressReason = {
   PolicyDenied: "PolicyDenied",
   Registered: "Registered",
   NotRegistered: "NotRegistered",
+  NodesOffline: "NodesOffline",
   Reachable: "Reachable",
   Unreachable: "Unreachable",
   ProbeFailed: "ProbeFailed",

@@ -21,6 +21,7 @@ const RESOURCE_KINDS: Record<string, string> = {
   serviceaccounts: "ServiceAccount",
   configmaps: "ConfigMap",
   pods: "Pod",
+  poddisruptionbudgets: "PodDisruptionBudget",
   tailnets: "Tailnet",
   tailnetegresses: "TailnetEgress",
   tailnetingresses: "TailnetIngress",

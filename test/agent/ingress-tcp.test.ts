@@ -117,3 +117,36 @@ test("the metrics port answers 404 for unknown paths and 405 for writes", async 
   });
   assert.equal(status, 405);
 });
+
+test("/readyz: 503 naming the expose while a backend is unreachable, 200 once every backend answers; /healthz stays 200", async (t) => {
+  const echo = await startEchoServer();
+  t.after(() => echo.close());
+  const down = await closedPort();
+  const agent = await agentFor(t, {
+    role: "ingress",
+    metricsPort: 0,
+    metricsHost: "127.0.0.1",
+    listenHost: "127.0.0.1",
+    exposes: [
+      { name: "ssh", listenPort: 0, mode: "tcp", backend: { host: "127.0.0.1", port: echo.port } },
+      { name: "db", listenPort: 0, mode: "tcp", backend: { host: "127.0.0.1", port: down } },
+    ],
+  });
+  await agent.refresh();
+  const unready = await httpGet(agent.metricsPort, "/readyz");
+  assert.equal(unready.status, 503);
+  assert.equal(unready.body, "backend unreachable: db\n");
+  assert.equal((await httpGet(agent.metricsPort, "/healthz")).status, 200, "alive: no restart for a backend");
+
+  const healthy = await agentFor(t, {
+    role: "ingress",
+    metricsPort: 0,
+    metricsHost: "127.0.0.1",
+    listenHost: "127.0.0.1",
+    exposes: [{ name: "ssh", listenPort: 0, mode: "tcp", backend: { host: "127.0.0.1", port: echo.port } }],
+  });
+  await healthy.refresh();
+  const ready = await httpGet(healthy.metricsPort, "/readyz");
+  assert.equal(ready.status, 200);
+  assert.equal(ready.body, "ok\n");
+});

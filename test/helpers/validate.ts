@@ -4,6 +4,7 @@
  */
 import { Deployment } from "kubernetes-models/apps/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ConfigMap, Pod, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { API_VERSION, kindInfoByKind } from "../../src/api/schemas.js";
 import { validateSpec } from "../../src/api/validate.js";
@@ -24,6 +25,7 @@ const MODELS: Record<string, new (o: never) => Model> = {
   "v1/ServiceAccount": ServiceAccount as never,
   "v1/Pod": Pod as never,
   "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy as never,
+  "policy/v1/PodDisruptionBudget": PodDisruptionBudget as never,
 };
 
 function checkLabels(where: string, labels: Record<string, string> | undefined) {

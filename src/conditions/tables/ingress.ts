@@ -49,6 +49,7 @@ export const INGRESS_REASONS = {
     InvalidDNSName: ["False"],
     DNSNameConflict: ["False"],
     NotRegistered: ["False"],
+    NodesOffline: ["False"],
     PolicyDenied: ["False"],
     TLSSecretMissing: ["False"],
     TLSSecretInvalid: ["False"],

@@ -21,8 +21,10 @@ export interface BackendsOutcome {
 }
 
 /**
- * An expose is reachable when every scraped pod that reports it says so (during a rollout an old
- * pod may still report an old configuration); unreported by all scraped pods, it is unknown.
+ * One replica: an expose is reachable when every scraped pod that reports it says so (during a rollout
+ * an old pod may still report an old configuration). Several replicas: when at least one pod reaches it
+ * (a pod that cannot is not Ready, see the agent's /readyz; the message names it). Unreported by all
+ * scraped pods, it is unknown.
  */
 export function backendsCondition(
   spec: IngressSpec,
@@ -57,12 +59,18 @@ export function backendsCondition(
     };
   }
   const errors = new Map<string, string>();
+  /** Replicas only: the pods that do not reach an expose another pod reaches, with their error. */
+  const partial: string[] = [];
   for (const e of spec.exposes) {
-    const reports = ok.flatMap((s) => s.status.exposes.filter((x) => x.name === e.name));
+    const reports = ok.flatMap((s) =>
+      s.status.exposes.filter((x) => x.name === e.name).map((r) => ({ pod: s.pod, r })),
+    );
     if (reports.length === 0) continue;
-    const down = reports.find((r) => !r.backendReachable);
-    reachable.set(e.name, !down);
-    if (down) errors.set(e.name, down.error);
+    const down = reports.filter(({ r }) => !r.backendReachable);
+    const up = spec.replicas > 1 ? down.length < reports.length : down.length === 0;
+    reachable.set(e.name, up);
+    if (!up) errors.set(e.name, down[0].r.error);
+    else for (const d of down) partial.push(`${e.name} from ${d.pod}${d.r.error ? ` (${d.r.error})` : ""}`);
   }
   const unreachable = spec.exposes.filter((e) => reachable.get(e.name) === false);
   if (unreachable.length > 0) {
@@ -95,13 +103,8 @@ export function backendsCondition(
     };
   }
   const n = spec.exposes.length;
-  return {
-    condition: cond(
-      "BackendsReachable",
-      "True",
-      "Reachable",
-      n === 1 ? "the agent reaches the backend of the expose" : `the agent reaches the backends of all ${n} exposes`,
-    ),
-    reachable,
-  };
+  const all =
+    n === 1 ? "the agent reaches the backend of the expose" : `the agent reaches the backends of all ${n} exposes`;
+  const notFrom = partial.length ? `; not ${joinParts(partial)}: those pods are not Ready` : "";
+  return { condition: cond("BackendsReachable", "True", "Reachable", `${all}${notFrom}`), reachable };
 }

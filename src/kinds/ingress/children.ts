@@ -1,18 +1,22 @@
 /**
  * Children of a TailnetIngress, built with the shared agent builders (src/kinds/shared/agent.ts):
- * ServiceAccount, the agent ConfigMap (config.json + tailscaled's serve.json), the Deployment, the
- * NetworkPolicy (9080 only from the operator namespace and the configured scrapers) and the
- * pre-auth key Secret. tailscaled serves each tailnet port to the agent's loopback listener
+ * ServiceAccount, the agent ConfigMap (config.json + tailscaled's serve.json), the Deployment
+ * (`spec.replicas` pods, each its own tailnet node), the NetworkPolicy (9080 only from the operator
+ * namespace and the configured scrapers), a PodDisruptionBudget (maxUnavailable 1) when replicas > 1,
+ * and the pre-auth key Secret. tailscaled serves each tailnet port to the agent's loopback listener
  * (ipn.ServeConfig `TCPForward`); the agent forwards TCP or terminates TLS and proxies HTTP/1.1.
  */
 import type { AgentConfigInput } from "../../agent/config.js";
 import { AGENT_METRICS_PORT, TAILSCALED_SOCKET } from "../../agent/ports.js";
 import type { OperatorConfig } from "../../config.js";
+import { commonLabels } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import {
   agentConfigMap,
   agentDeployment,
+  agentName,
   agentNetworkPolicy,
+  agentSelector,
   agentServiceAccount,
   configHash,
   dnsLabel,
@@ -110,10 +114,16 @@ export interface IngressChildInputs {
   observedDeployment?: K8sObject;
 }
 
+/** The agent's readiness path: serving (tailscaled Running, every backend reachable), see src/agent/server.ts. */
+export const INGRESS_READINESS_PATH = "/readyz";
+
 /**
- * The shared Deployment, with one difference: TLS Secret volumes are `optional`, so a missing
+ * The shared Deployment, with two differences: TLS Secret volumes are `optional`, so a missing
  * Secret does not keep the pod (and so the node's registration) from starting — TLSReady reports
- * TLSSecretMissing instead, and the agent picks the files up when the Secret appears.
+ * TLSSecretMissing instead, and the agent picks the files up when the Secret appears; and the agent's
+ * readiness probe asks /readyz, so a replica whose backend or tailnet is down is not Ready (a rollout
+ * waits for the new pod to serve; the PodDisruptionBudget counts it unavailable). Liveness stays /healthz:
+ * a backend outage restarts nothing.
  */
 function ingressDeployment(
   parent: K8sObject,
@@ -124,7 +134,7 @@ function ingressDeployment(
 ): K8sObject {
   const tlsSecrets = ingressTlsSecrets(spec);
   const deployment = agentDeployment(parent, {
-    replicas: 1,
+    replicas: spec.replicas,
     tag: inputs.tag,
     loginServer: inputs.loginServer,
     authKeySecret: inputs.authKeySecret.metadata.name,
@@ -138,14 +148,45 @@ function ingressDeployment(
     noLogsNoSupport: config.tailscale.noLogsNoSupport,
   });
   type Volume = { secret?: { secretName: string; optional?: boolean } };
-  const podSpec = (deployment.spec as { template: { spec: { volumes?: Volume[] } } }).template.spec;
+  type Container = { name: string; readinessProbe?: { httpGet?: { path: string } } };
+  const podSpec = (deployment.spec as { template: { spec: { volumes?: Volume[]; containers: Container[] } } }).template
+    .spec;
   for (const v of podSpec.volumes ?? []) {
     if (v.secret && tlsSecrets.includes(v.secret.secretName)) v.secret = { ...v.secret, optional: true };
+  }
+  for (const c of podSpec.containers) {
+    if (c.name === "agent" && c.readinessProbe?.httpGet) {
+      c.readinessProbe = {
+        ...c.readinessProbe,
+        httpGet: { ...c.readinessProbe.httpGet, path: INGRESS_READINESS_PATH },
+      };
+    }
   }
   return deployment;
 }
 
-/** Every child, in a fixed order: ServiceAccount, ConfigMap, Deployment (once a key exists), NetworkPolicy, key Secret. */
+/**
+ * With several replicas, voluntary disruptions (a node drain, a cluster upgrade) take at most one agent pod
+ * at a time, so the other nodes keep answering. Not with one replica: a budget of 0 unavailable would block
+ * every drain, and 1 unavailable allows everything anyway.
+ */
+export function ingressDisruptionBudget(parent: K8sObject): K8sObject {
+  return {
+    apiVersion: "policy/v1",
+    kind: "PodDisruptionBudget",
+    metadata: {
+      name: agentName(parent),
+      namespace: parent.metadata.namespace,
+      labels: commonLabels(parent, "ingress"),
+    },
+    spec: { maxUnavailable: 1, selector: { matchLabels: agentSelector(parent) } },
+  };
+}
+
+/**
+ * Every child, in a fixed order: ServiceAccount, ConfigMap, Deployment (once a key exists), NetworkPolicy,
+ * PodDisruptionBudget (replicas > 1), key Secret.
+ */
 export function ingressChildren(
   parent: K8sObject,
   config: OperatorConfig,
@@ -166,6 +207,7 @@ export function ingressChildren(
     configMap,
     ...(deployment ? [deployment] : []),
     agentNetworkPolicy(parent, config, undefined),
+    ...(spec.replicas > 1 ? [ingressDisruptionBudget(parent)] : []),
     ...(inputs.authKeySecret ? [inputs.authKeySecret] : []),
   ];
 }

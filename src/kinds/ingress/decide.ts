@@ -9,7 +9,15 @@ import type { HsNode, HsPolicy } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
-import { agentName, listNames, registrationFact, supersededNodes, tagFact } from "../shared/agent.js";
+import {
+  agentName,
+  listNames,
+  nodeLabel,
+  nodesWithTag,
+  registrationFact,
+  supersededNodes,
+  tagFact,
+} from "../shared/agent.js";
 import { type AuthKeyOutcome, type AuthKeyPlan, decideAuthKey, observedKeys } from "../shared/authkey.js";
 import { type IngressNames, ingressNames, nameConflicts } from "../shared/ingress-names.js";
 import { effectiveTag, type TailnetSettings } from "../shared/workload.js";
@@ -71,10 +79,19 @@ export interface IngressPlan {
   superseded: HsNode[];
 }
 
+/** One Headscale node of the ingress (an agent pod's): its name, tailnet addresses and whether it is online. */
+export interface IngressNodeStatus {
+  name: string;
+  addresses: string[];
+  online: boolean;
+}
+
 export interface IngressStatusFields extends Record<string, unknown> {
   tag?: string;
   dnsName?: string;
   exposes: { name: string; dnsName?: string; dnsAliases: string[]; reachable?: boolean }[];
+  /** The nodes carrying the tag, by name; absent while the node list was not read. */
+  nodes?: IngressNodeStatus[];
 }
 
 export interface IngressDecision extends Decision {
@@ -218,6 +235,29 @@ function rotationDue(authKey: AuthKeyOutcome): Date | undefined {
   return new Date(key.createdAt.getTime() + (key.expiresAt.getTime() - key.createdAt.getTime()) / 2);
 }
 
+/**
+ * Ready needs a node that serves: with nodes carrying the tag and none of them online (Headscale's view),
+ * Ready is NodesOffline; TailnetNodeOffline alerts on each offline node. Nothing while not registered.
+ */
+function onlineBlocker(registered: IngressCondition<"Registered">, mine: readonly HsNode[], tag: string): Blocker {
+  if (registered.status !== "True" || mine.length === 0 || mine.some((n) => n.online)) {
+    return { ok: true, reason: "Ready", message: "" };
+  }
+  const noun = mine.length === 1 ? "the node" : `all ${mine.length} nodes`;
+  return {
+    ok: false,
+    reason: "NodesOffline",
+    message: `${noun} carrying ${tag} ${mine.length === 1 ? "is" : "are"} offline in Headscale (${listNames(mine.map(nodeLabel))}); check the agent pods and their connection to the control server`,
+  };
+}
+
+/** With replicas > 1, how many nodes serve: "2 of 3 nodes online" (or "3 nodes online"); nothing with one replica. */
+function onlineNote(replicas: number, mine: readonly HsNode[] | undefined): string {
+  if (replicas <= 1 || !mine) return "";
+  const online = mine.filter((n) => n.online).length;
+  return online < replicas ? ` (${online} of ${replicas} nodes online)` : ` (${online} nodes online)`;
+}
+
 export function decideIngress(input: IngressDecideInput): IngressDecision {
   const { parent, spec, tailnet, now } = input;
   const namespace = parent.metadata.namespace ?? "";
@@ -257,6 +297,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
           nextExpiry: undefined,
         };
   const backends = backendsCondition(spec, namespace, agentName(parent), input.scrapes, input.services);
+  const mine = tailnet.ok && tag && input.nodes?.ok ? nodesWithTag(input.nodes.value, tag) : undefined;
 
   const blockers: Blocker[] = [
     tailnet.ok
@@ -265,6 +306,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
     { ok: tagKnown.status === "True", reason: "TagUnknown", message: tagKnown.message },
     ...namesBlockers(names, conflicts),
     blockerFrom(registered),
+    mine && tag ? onlineBlocker(registered, mine, tag) : { ok: true, reason: "Ready", message: "" },
     blockerFrom(granted),
     blockerFrom(tls.condition),
     blockerFrom(backends.condition),
@@ -276,7 +318,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
         "Ready",
         "True",
         "Ready",
-        `serving ${listNames(spec.exposes.map((e) => e.name))} on ${names?.dnsName ?? spec.hostname}`,
+        `serving ${listNames(spec.exposes.map((e) => e.name))} on ${names?.dnsName ?? spec.hostname}${onlineNote(spec.replicas, mine)}`,
       );
 
   const children =
@@ -310,6 +352,11 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
         };
       })
       .sort((a, b) => a.name.localeCompare(b.name)),
+    ...(mine
+      ? {
+          nodes: mine.map((n) => ({ name: nodeLabel(n), addresses: [...n.ipAddresses], online: n.online })),
+        }
+      : {}),
   };
 
   const waiting = tagKnown.status !== "True" || registered.status !== "True" || backends.condition.status !== "True";

@@ -77,13 +77,19 @@ function expectedChildren(o: GoldenOptions): K8sObject[] {
     tlsSecrets: o.tlsSecrets,
     ca: !!o.ca,
   });
-  // the ingress difference: TLS Secret volumes are optional
-  const pod = (deployment.spec as { template: { spec: { volumes: Record<string, unknown>[] } } }).template.spec;
+  // the ingress differences: TLS Secret volumes are optional, and the agent is Ready only while serving
+  type Container = { name: string; readinessProbe: Record<string, unknown> };
+  const pod = (
+    deployment.spec as { template: { spec: { volumes: Record<string, unknown>[]; containers: Container[] } } }
+  ).template.spec;
   pod.volumes = pod.volumes.map((v) =>
     typeof v.name === "string" && v.name.startsWith("tls-")
       ? { ...v, secret: { ...(v.secret as object), optional: true } }
       : v,
   );
+  for (const c of pod.containers) {
+    if (c.name === "agent") c.readinessProbe = { ...c.readinessProbe, httpGet: { path: "/readyz", port: "metrics" } };
+  }
   return [
     expectedServiceAccount(id),
     expectedConfigMap(id, config, serve, o.ca),

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { isDeepStrictEqual } from "node:util";
+import type { HsNode } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import {
   decideIngress,
@@ -14,7 +15,7 @@ import {
   type IngressStatusFields,
   planIngress,
 } from "../../../src/kinds/ingress/decide.js";
-import { AT, failed, hsNode, ok, policy } from "../shared/fixtures.js";
+import { AT, failed, hsNode, ok, policy, preAuthKey } from "../shared/fixtures.js";
 import { ingress, scraped, TAG, WEB } from "./fixtures.js";
 import {
   type Certificates,
@@ -64,6 +65,18 @@ function observedChildren(): K8sObject[] {
   }));
 }
 
+/** The value at a path of plain JSON (undefined where the path leaves it). */
+function at(value: unknown, ...path: (string | number)[]): unknown {
+  let cur = value;
+  for (const key of path) cur = cur !== null && typeof cur === "object" ? Reflect.get(cur, key) : undefined;
+  return cur;
+}
+const deploymentOf = (d: IngressDecision) => d.children.find((c) => c.kind === "Deployment");
+const agentContainer = (d: IngressDecision): unknown => {
+  const containers = at(deploymentOf(d), "spec", "template", "spec", "containers");
+  return Array.isArray(containers) ? containers.find((c) => at(c, "name") === "agent") : undefined;
+};
+
 const deployments = (children: readonly K8sObject[]) => children.filter((c) => c.kind === "Deployment");
 const withoutStatus = ({ status: _status, ...rest }: K8sObject): K8sObject => rest;
 
@@ -78,6 +91,30 @@ function explicitTag(): IngressDecideInput {
     parent: ingress("grafana", { tag: "tag:dash" }),
     policy: ok(policy({ "tag:dash": [] })),
     nodes: ok([hsNode({ id: "9", name: "grafana", tags: ["tag:dash"] })]),
+  });
+}
+
+/**
+ * An agent node of the ingress as a pod registers it: the tag from a reusable ephemeral key; offline ones
+ * last seen an hour before AT (well past the superseded grace period).
+ */
+function agentNode(id: string, name: string, online: boolean): HsNode {
+  return {
+    ...hsNode({ id, name, tags: [TAG], online }),
+    lastSeen: online ? AT.toISOString() : "2026-11-29T09:00:00Z",
+    preAuthKey: { ...preAuthKey({ id: "4", aclTags: [TAG], expiration: null }), reusable: true },
+  };
+}
+
+/** replicas 3: three pods' nodes (one offline), every pod reaching the backend. */
+function threeReplicas(): IngressDecideInput {
+  return input({
+    parent: ingress("grafana", { replicas: 3 }),
+    nodes: ok([
+      agentNode("9", "grafana", true),
+      agentNode("10", "grafana-1", false),
+      agentNode("11", "grafana-2", true),
+    ]),
   });
 }
 
@@ -116,6 +153,7 @@ const decisionRows: DecisionRow[] = [
           { name: "api", dnsName: "grafana.ts.example.com", dnsAliases: [], reachable: false },
           { name: "web", dnsName: "dash.ts.example.com", dnsAliases: ["grafana-eu.ts.example.com"], reachable: true },
         ],
+        nodes: [{ name: "grafana", addresses: ["100.64.0.9", "fd7a:115c:a1e0::9"], online: true }],
       },
       exposes: [
         { name: "web", reachable: true },
@@ -134,6 +172,7 @@ const decisionRows: DecisionRow[] = [
         tag: TAG,
         dnsName: "grafana.ts.example.com",
         exposes: [{ name: "web", dnsAliases: ["grafana-eu.ts.example.com"] }],
+        nodes: [{ name: "grafana", addresses: ["100.64.0.9", "fd7a:115c:a1e0::9"], online: true }],
       },
     },
   },
@@ -143,7 +182,13 @@ const decisionRows: DecisionRow[] = [
       const parent = ingress("grafana", { exposes: [{ ...WEB, aliases: ["Nope"] }] });
       return input({ parent, ingresses: [parent] });
     },
-    expect: { fields: { tag: TAG, exposes: [{ name: "web", dnsAliases: [], reachable: true }] } },
+    expect: {
+      fields: {
+        tag: TAG,
+        exposes: [{ name: "web", dnsAliases: [], reachable: true }],
+        nodes: [{ name: "grafana", addresses: ["100.64.0.9", "fd7a:115c:a1e0::9"], online: true }],
+      },
+    },
   },
   {
     name: "returns the agent children with the key Secret",
@@ -174,6 +219,67 @@ const decisionRows: DecisionRow[] = [
         },
       ],
     },
+  },
+  {
+    name: "replicas 3: a Deployment of 3 pods, a PodDisruptionBudget (maxUnavailable 1); status lists every node",
+    input: threeReplicas,
+    expect: {
+      children: [
+        "ServiceAccount/grafana-agent",
+        "ConfigMap/grafana-agent",
+        "Deployment/grafana-agent",
+        "NetworkPolicy/grafana-agent",
+        "PodDisruptionBudget/grafana-agent",
+        "Secret/grafana-authkey-4",
+      ],
+      ready: "Ready",
+      holds: [
+        { what: "3 replicas", check: (d) => at(deploymentOf(d), "spec", "replicas") === 3 },
+        {
+          what: "the budget selects the agent pods, one at a time",
+          check: (d) => {
+            const pdb = d.children.find((c) => c.kind === "PodDisruptionBudget");
+            const deployment = deploymentOf(d);
+            return (
+              isDeepStrictEqual(at(pdb, "spec", "selector"), at(deployment, "spec", "selector")) &&
+              at(pdb, "spec", "maxUnavailable") === 1
+            );
+          },
+        },
+        {
+          what: "status.nodes by name, offline one included",
+          check: (d) =>
+            isDeepStrictEqual(d.fields.nodes, [
+              { name: "grafana", addresses: ["100.64.0.9", "fd7a:115c:a1e0::9"], online: true },
+              { name: "grafana-1", addresses: ["100.64.0.10", "fd7a:115c:a1e0::10"], online: false },
+              { name: "grafana-2", addresses: ["100.64.0.11", "fd7a:115c:a1e0::11"], online: true },
+            ]),
+        },
+      ],
+    },
+  },
+  {
+    name: "every agent container's readiness asks /readyz (serving), liveness stays /healthz",
+    input: () => input(),
+    expect: {
+      holds: [
+        {
+          what: "readiness /readyz, liveness /healthz",
+          check: (d) => {
+            const agent = agentContainer(d);
+            return (
+              at(agent, "readinessProbe", "httpGet", "path") === "/readyz" &&
+              at(agent, "livenessProbe", "httpGet", "path") === "/healthz"
+            );
+          },
+        },
+      ],
+    },
+  },
+  {
+    name: "one replica: no PodDisruptionBudget (it would block every drain)",
+    input: () => input(),
+    expect: { holds: [{ what: "no budget", check: (d) => !d.children.some((c) => c.kind === "PodDisruptionBudget") }] },
   },
   {
     name: "resyncs after 30 s while waiting on the node",
@@ -254,6 +360,25 @@ const planRows: PlanRow[] = [
     name: "no credentials: nothing is written",
     input: () => input(NO_API_KEY),
     expect: { write: false, authKey: "create", superseded: [] },
+  },
+  {
+    name: "replicas 3 with 3 online: a node offline past the grace period is superseded",
+    input: () =>
+      input({
+        parent: ingress("grafana", { replicas: 3 }),
+        nodes: ok([
+          agentNode("9", "grafana", true),
+          agentNode("10", "grafana-1", false),
+          agentNode("11", "grafana-2", true),
+          agentNode("12", "grafana-3", true),
+        ]),
+      }),
+    expect: { write: true, authKey: "create", superseded: ["10"] },
+  },
+  {
+    name: "replicas 3 with 2 online: the offline node may be a replica on its way back, kept",
+    input: threeReplicas,
+    expect: { write: true, authKey: "create", superseded: [] },
   },
   {
     name: "a valid key Secret among the children is reused",

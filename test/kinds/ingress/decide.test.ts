@@ -57,6 +57,16 @@ interface Row {
 const older = () =>
   ingress("old", { namespace: "team", created: "2026-10-01T00:00:00Z", exposes: [{ ...WEB, aliases: [] }] });
 
+/** Three agent nodes of the ingress (Headscale suffixes the shared host name), the first `online` of them online. */
+const replicaNodes = (online: number) =>
+  ["grafana", "grafana-1", "grafana-2"].map((name, i) =>
+    hsNode({ id: String(9 + i), name, tags: [TAG], online: i < online }),
+  );
+
+/** One scrape per agent pod: whether it reaches the backend of expose web. */
+const replicaScrapes = (reach: boolean[]) =>
+  reach.map((reachable, i) => scraped([{ name: "web", reachable }], `grafana-agent-${i}`));
+
 // One row per reason, in the reasons page order (TagKnown, PolicyGranted, Registered,
 // BackendsReachable, TLSReady, then the Ready reasons that come before the ordered blockers).
 const rows: Row[] = [
@@ -233,6 +243,83 @@ const rows: Row[] = [
           "the certificate in Secret monitoring/grafana-tls (spec.exposes[0].tls) expired at 2026-11-28T00:00:00Z",
       },
     },
+  },
+  {
+    name: "the only node carrying the tag is offline",
+    input: () => input({ nodes: ok([hsNode({ id: "9", name: "grafana", tags: [TAG], online: false })]) }),
+    expect: {
+      reasons: { Ready: "NodesOffline" },
+      messages: {
+        Ready: `the node carrying ${TAG} is offline in Headscale (grafana); check the agent pods and their connection to the control server`,
+      },
+    },
+  },
+  {
+    name: "replicas 3, every node offline",
+    input: () => input({ parent: ingress("grafana", { replicas: 3 }), nodes: ok(replicaNodes(0)) }),
+    expect: {
+      reasons: { Ready: "NodesOffline" },
+      messages: {
+        Ready: `all 3 nodes carrying ${TAG} are offline in Headscale (grafana, grafana-1, grafana-2); check the agent pods and their connection to the control server`,
+      },
+    },
+  },
+  {
+    name: "replicas 3, two nodes online: Ready, and says so",
+    input: () =>
+      input({
+        parent: ingress("grafana", { replicas: 3 }),
+        nodes: ok(replicaNodes(2)),
+        scrapes: replicaScrapes([true, true]),
+      }),
+    expect: {
+      reasons: {},
+      messages: {
+        Registered: `3 nodes carry ${TAG}: grafana, grafana-1, grafana-2`,
+        Ready: "serving web on grafana.ts.example.com (2 of 3 nodes online)",
+      },
+    },
+  },
+  {
+    name: "replicas 3, all online",
+    input: () =>
+      input({
+        parent: ingress("grafana", { replicas: 3 }),
+        nodes: ok(replicaNodes(3)),
+        scrapes: replicaScrapes([true, true, true]),
+      }),
+    expect: { reasons: {}, messages: { Ready: "serving web on grafana.ts.example.com (3 nodes online)" } },
+  },
+  {
+    name: "replicas 2, one pod cannot reach the backend: still reachable through the other, the message names it",
+    input: () =>
+      input({
+        parent: ingress("grafana", { replicas: 2 }),
+        nodes: ok(replicaNodes(2)),
+        scrapes: replicaScrapes([true, false]),
+      }),
+    expect: {
+      reasons: {},
+      messages: {
+        BackendsReachable:
+          "the agent reaches the backend of the expose; not web from grafana-agent-1 (dial failed): those pods are not Ready",
+      },
+    },
+  },
+  {
+    name: "replicas 2, no pod reaches the backend",
+    input: () =>
+      input({
+        parent: ingress("grafana", { replicas: 2 }),
+        nodes: ok(replicaNodes(2)),
+        scrapes: replicaScrapes([false, false]),
+      }),
+    expect: { reasons: { BackendsReachable: "Unreachable", Ready: "Unreachable" } },
+  },
+  {
+    name: "one replica, two pods during a rollout, one cannot reach the backend: unreachable (every pod must)",
+    input: () => input({ scrapes: replicaScrapes([true, false]) }),
+    expect: { reasons: { BackendsReachable: "Unreachable", Ready: "Unreachable" } },
   },
   {
     name: "the Tailnet does not exist",

@@ -36,6 +36,9 @@ const childKeys = (w: World, name = "grafana") => {
         .sort()
     : [];
 };
+/** The addresses Headscale gave the ingress's nodes, as status.nodes[].addresses lists them. */
+const registeredAddresses = (w: World) =>
+  [...w.hs.state.nodes.values()].filter((n) => n.tags.includes(TAG)).flatMap((n) => [n.ipv4, n.ipv6]);
 const reasons = (w: World, name = "grafana") => {
   const status = w.ingress(name)?.status as { conditions?: { type: string; reason: string }[] } | undefined;
   return Object.fromEntries((status?.conditions ?? []).map((c) => [c.type, c.reason]));
@@ -129,6 +132,7 @@ describe("TailnetIngress end to end", () => {
       tag: TAG,
       dnsName: "grafana.ts.example.com",
       exposes: [{ name: "postgres", dnsName: "grafana.ts.example.com", dnsAliases: [], reachable: true }],
+      nodes: [{ name: "grafana", addresses: registeredAddresses(w), online: true }],
     });
     const socket = connect(agent.ports.exposes[0].listenPort, "127.0.0.1");
     t.after(() => socket.destroy());
@@ -294,6 +298,62 @@ describe("TailnetIngress end to end", () => {
     assert.deepEqual(childKeys(w), children);
     assert.equal(w.hs.writes().length, writes);
     assert.equal(w.mc.get(API_VERSION, "TailnetIngress", "grafana", NS)?.metadata.generation, 2);
+  });
+
+  it("replicas 2: a Deployment of 2, a PodDisruptionBudget, every node in status; NodesOffline once no node is online", async (t) => {
+    const w = await world(t);
+    const echo = await startEchoServer();
+    t.after(() => echo.close());
+    const parent = w.mc.apply(tcpIngress("grafana", { replicas: 2 }));
+    await settle(w);
+    assert.ok(childKeys(w).includes("PodDisruptionBudget/grafana-agent"), "the budget is a child");
+    const deployment = w.mc.get("apps/v1", "Deployment", "grafana-agent", NS);
+    assert.equal((deployment?.spec as { replicas?: number } | undefined)?.replicas, 2);
+    w.register();
+    w.register();
+    const agent = await ingressAgent(t, parent, { backendPort: echo.port });
+    w.pointPodsAt(agent.metricsPort);
+    await settle(w);
+    const nodes = [...w.hs.state.nodes.values()].filter((n) => n.tags.includes(TAG));
+    assert.deepEqual(
+      nodes.map((n) => n.givenName),
+      ["grafana", "grafana-1"],
+      "each pod its own node (Headscale suffixes the name)",
+    );
+    assert.equal(w.condition("Ready").message, "serving postgres on grafana.ts.example.com (2 nodes online)");
+    const listed = (w.ingress()?.status as { nodes?: { name: string; online: boolean }[] } | undefined)?.nodes;
+    assert.deepEqual(
+      listed?.map((n) => `${n.name}:${n.online}`),
+      ["grafana:true", "grafana-1:true"],
+    );
+
+    nodes[0].online = false;
+    await settle(w);
+    assert.equal(w.condition("Ready").status, "True", "one node still serves");
+    assert.equal(w.condition("Ready").message, "serving postgres on grafana.ts.example.com (1 of 2 nodes online)");
+
+    nodes[1].online = false;
+    await settle(w);
+    assert.equal(w.condition("Ready").reason, "NodesOffline");
+    assert.equal(
+      w.condition("Ready").message,
+      `all 2 nodes carrying ${TAG} are offline in Headscale (grafana, grafana-1); check the agent pods and their connection to the control server`,
+    );
+    assert.deepEqual(
+      w.hs.writes().map((r) => `${r.method} ${r.path}`),
+      ["POST /api/v1/preauthkey"],
+      "offline replicas are not superseded while fewer than 2 are online",
+    );
+    const text = await w.metrics();
+    assert.equal(
+      sample(text, "tailnet_resource_ready", {
+        kind: "TailnetIngress",
+        namespace: NS,
+        name: "grafana",
+        reason: "NodesOffline",
+      }),
+      0,
+    );
   });
 
   it("reached every reason of the kind", () => {
