@@ -11,7 +11,10 @@
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { after, before, describe, it } from "node:test";
+import { createHeadscaleClient } from "../../src/headscale/client.js";
+import { HeadscaleError } from "../../src/headscale/errors.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
+import { secretValue } from "../../src/kinds/shared/secrets.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";
 import { hashOfLivePolicy } from "../../src/policy/canonical.js";
 import { memoryEventRecorder } from "../../src/server/events.js";
@@ -487,6 +490,71 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
     mc.delete(API, "Tailnet", "noca");
     await settle();
     assert.deepEqual(reasons(), HEALTHY, "the Tailnet with the CA is untouched");
+  });
+
+  it("API key rotation against the real server: a new key is created, verified, published; the old one is expired and refused", async () => {
+    const specKey = secretValue(mc.get("v1", "Secret", "headscale-api-key", NS), "apiKey") ?? "";
+    const client = (key: string) =>
+      createHeadscaleClient({ url: w.headscale.url, apiKey: key, ca: w.headscale.caPem, timeoutMs: 5000, retries: 0 });
+    const answers = async (key: string) => {
+      const c = client(key);
+      try {
+        await c.apiKeys.list();
+        return "ok";
+      } catch (e) {
+        return e instanceof HeadscaleError ? e.kind : "error";
+      } finally {
+        await c.close();
+      }
+    };
+    assert.equal(await answers(specKey), "ok");
+    const puts = await policyPuts();
+    // The spec's key lives 24 h: within a 2-day renewal window, so due at once; new keys live 30 days.
+    const rotating = spec(w.headscale.url);
+    rotating.headscale = {
+      ...(rotating.headscale as Record<string, unknown>),
+      apiKeyRotation: { enabled: true, expirationSeconds: 30 * 24 * 3600, renewBeforeSeconds: 2 * 24 * 3600 },
+    };
+    mc.apply(tailnet(rotating));
+    await settle();
+    const renewed = secretValue(mc.get("v1", "Secret", "tailnet-home-api-key", NS), "apiKey") ?? "";
+    assert.match(renewed, /^hskey-api-[A-Za-z0-9_-]{12}-[A-Za-z0-9_-]{64}$/, "the real server's key format");
+    assert.notEqual(renewed, specKey);
+    assert.equal(secretValue(mc.get("v1", "Secret", "tailnet-home-credentials", NS), "apiKey"), renewed);
+    const steps = mc.calls
+      .filter((c) => c.kind === "Tailnet" && c.hook === "sync")
+      .map((c) => {
+        const st = (c.response as { status?: { conditions?: { type: string; reason: string }[] } }).status;
+        return st?.conditions?.find((x) => x.type === "ApiKeyRotation")?.reason;
+      })
+      .filter((r) => r !== undefined);
+    assert.deepEqual(steps.slice(0, 2), ["Renewed", "OldKeyExpired"], JSON.stringify(steps));
+    assert.equal(condition("ApiKeyRotation").reason, "NotDue", condition("ApiKeyRotation").message);
+    assert.deepEqual(reasons(), { ...HEALTHY, ApiKeyRotation: "NotDue" });
+    // The real server: the renewed key works, the spec's key is refused after its expiry.
+    assert.equal(await answers(renewed), "ok");
+    assert.equal(await answers(specKey), "unauthorized");
+    type Key = { id: number; prefix: string };
+    const listed = await w.headscale.json<Key[]>(["apikeys", "list"]);
+    assert.ok(
+      listed.some((k) => k.prefix === `${renewed.slice(0, 22)}-***`),
+      "the CLI lists the renewed key",
+    );
+    const renewedClient = client(renewed);
+    const expiry = (await renewedClient.apiKeys.list()).find((k) => k.prefix === `${renewed.slice(0, 22)}-***`);
+    await renewedClient.close();
+    const days = (Date.parse(expiry?.expiration ?? "") - Date.now()) / (24 * 3600 * 1000);
+    assert.ok(days > 29.9 && days <= 30, `expires in 30 days (${days})`);
+    assert.equal(await policyPuts(), puts, "a key renewal writes no policy");
+    const shown = JSON.stringify([mc.status(API, "Tailnet", "home"), events.events, await metricsText()]);
+    for (const key of [renewed, specKey])
+      assert.ok(!shown.includes(key.slice(-40)), "no key in status, Events, metrics");
+    assert.deepEqual(
+      events.events.filter((e) => e.reason.startsWith("ApiKey")).map((e) => e.reason),
+      ["ApiKeyRenewed", "ApiKeyExpired"],
+    );
+    // A later sync uses the renewed key and changes nothing.
+    assert.equal(await mc.settle(), 1);
   });
 
   it("containment: every namespace routes only the test subnet, and no process tried to dial outside it", async () => {
