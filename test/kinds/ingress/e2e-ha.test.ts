@@ -72,6 +72,14 @@ describe("HA TailnetIngress (spec.replicas) with the real Tailnet", () => {
       ["grafana:true", "grafana-1:false", "grafana-2:true"],
     );
 
+    // TailnetNodeOffline (tailnet_node_online == 0 for 5 min) fires for that node only
+    const text = await w.metricsText();
+    const online = (node: string) =>
+      new RegExp(`^tailnet_node_online\\{(?=[^}]*tailnet="home")(?=[^}]*node="${node}")[^}]*\\} (\\d)$`, "m").exec(
+        text,
+      )?.[1];
+    assert.deepEqual(["grafana", "grafana-1", "grafana-2"].map(online), ["1", "0", "1"]);
+
     // past the grace period, still only 2 of 3 online: the offline node may be a replica coming back, kept
     w.clock.now = new Date(w.clock.now.getTime() + (SUPERSEDED_GRACE_SECONDS + 1) * 1000);
     await w.settle();
