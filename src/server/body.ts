@@ -26,6 +26,14 @@ const keyIs = (buf: Buffer, start: number, end: number, key: Buffer) =>
 /** A scalar (number, true, false, null) ends at the next delimiter. */
 const endsScalar = (b: number) => b === 0x2c || b === 0x7d || b === 0x5d || isSpace(b);
 
+/** Byte classes while skipping a value: 1 quote, 2 opens a container, 3 closes one, 0 anything else. */
+const STRUCTURE = new Uint8Array(256);
+STRUCTURE[QUOTE] = 1;
+STRUCTURE[0x5b] = 2;
+STRUCTURE[0x7b] = 2;
+STRUCTURE[0x5d] = 3;
+STRUCTURE[0x7d] = 3;
+
 /** Bodies from this size on are scanned while they arrive (readBody). */
 export const STREAM_DROP_BYTES = 1 << 20;
 
@@ -220,23 +228,31 @@ export class UnreadDropper {
     const i = this.valueStart;
     const first = buf[i];
     if (first === QUOTE || first === 0x5b || first === 0x7b) {
+      // Most of a Tailnet body is skipped here (managedFields, the annotation, statuses): a class table
+      // and a tight loop per string are about twice as fast as one branchy loop over every byte.
       let depth = this.skipDepth;
       let inString = this.skipInString;
       let j = this.skipPos;
-      for (; j < len; j++) {
-        const b = buf[j];
+      for (;;) {
         if (inString) {
-          if (b === BACKSLASH) j++;
-          else if (b === QUOTE) {
-            inString = false;
-            if (depth === 0) return j + 1;
+          while (j < len) {
+            const x = buf[j];
+            if (x === QUOTE) break;
+            j += x === BACKSLASH ? 2 : 1;
           }
-        } else if (b === QUOTE) inString = true;
-        else if (b === 0x5b || b === 0x7b) depth++;
-        else if (b === 0x5d || b === 0x7d) {
-          depth--;
-          if (depth === 0) return j + 1;
+          if (j >= len) break;
+          inString = false;
+          j++;
+          if (depth === 0) return j;
+          continue;
         }
+        if (j >= len) break;
+        const c = STRUCTURE[buf[j]];
+        j++;
+        if (c === 0) continue;
+        if (c === 1) inString = true;
+        else if (c === 2) depth++;
+        else if (--depth === 0) return j;
       }
       if (final) return -1;
       this.skipPos = j;
