@@ -18,7 +18,6 @@ import type { K8sObject } from "../../k8s/objects.js";
 import { secretValue } from "../shared/secrets.js";
 import {
   API_KEY_EXPIRES_ANNOTATION,
-  API_KEY_PREFIX_ANNOTATION,
   API_KEY_REPLACES_ANNOTATION,
   API_KEY_ROTATED_ANNOTATION,
   apiKeySecret,
