@@ -10,7 +10,9 @@
  * - the outsider (mallory, no group) is refused by the agent node's real packet filter — the grant the
  *   Tailnet renders from allowFrom means what it says;
  * - Ready=True is never reported while the laptop's bytes do not flow (within the netmap's propagation
- *   grace: Headscale updates the laptop asynchronously).
+ *   grace: Headscale updates the laptop asynchronously);
+ * - replicas 2: two agent pods, each its own node and Ready through the agent's /readyz, and the laptop's
+ *   bytes reach the backend through either node.
  */
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
@@ -297,6 +299,56 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
     assert.ok("status" in got, JSON.stringify(got));
     assert.equal(got.status, 200);
     assert.equal(got.body, `xff ${laptop}`, "not 127.0.0.1 (tailscaled's loopback forward)");
+  });
+
+  it("replicas 2: two agent nodes (each pod Ready via /readyz), the laptop's bytes reach the backend through either", async () => {
+    op.mc.apply(
+      parentObject(
+        "TailnetIngress",
+        "web-ha",
+        {
+          tailnetRef: { name: "home" },
+          allowFrom: ["group:eng"],
+          hostname: "web-ha",
+          mode: "tcp",
+          replicas: 2,
+          exposes: [{ name: "echo", port: ECHO_PORT, backend: { service: "web", port: ECHO_PORT } }],
+        },
+        { namespace: NS },
+      ),
+    );
+    const t0 = Date.now();
+    await drive(
+      "web-ha Ready with both nodes online",
+      () => cond("web-ha", "Ready")?.message === `serving echo on web-ha.${BASE_DOMAIN} (2 nodes online)`,
+    );
+    console.log(`# HA ingress (2 replicas) Ready after ${Date.now() - t0} ms`);
+    // the kubelet-style probe polls every 5 s: the second pod passes /readyz a moment after its node is online
+    await drive(
+      "both agent pods Ready (/readyz)",
+      () => pods.podsOf(NS, "web-ha-agent").filter((p) => p.ready).length === 2,
+      60_000,
+    );
+    console.log(`# both HA agent pods Ready after ${Date.now() - t0} ms`);
+    const nodes =
+      (
+        op.mc.get(API, "TailnetIngress", "web-ha", NS)?.status as
+          | { nodes?: { name: string; online: boolean; addresses: string[] }[] }
+          | undefined
+      )?.nodes ?? [];
+    assert.deepEqual(
+      nodes.map((n) => `${n.name}:${n.online}`),
+      ["web-ha:true", "web-ha-1:true"],
+      "two nodes, Headscale suffixing the second",
+    );
+    const ips = nodes.map((n) => n.addresses.find((a) => isIPv4(a)) ?? "");
+    for (const [i, ip] of ips.entries()) {
+      const r = await flowsSoon(async () => {
+        const got = await socksEcho(world.peers.laptop, ip, ECHO_PORT, `via-${i}`);
+        return { ok: got === `via-${i}`, detail: got };
+      });
+      assert.ok(r.ok, `through node ${nodes[i].name} (${ip}): ${r.detail}\n${await describeWorld()}`);
+    }
   });
 
   it("containment: no pod asked for a name outside the test world", () => {
