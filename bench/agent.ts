@@ -3,7 +3,8 @@
  * measured and how it is reported, bench/agent/harness.ts runs the processes and the load. bench/run.ts prints
  * agentRows(benchAgent()); bench/stress.ts reuses the harness through the re-exports below.
  * `npx tsx bench/agent.ts` runs this section alone (BENCH_SECONDS, default 5; BENCH_ROUNDS, default 3;
- * BENCH_AGENT_BEFORE and BENCH_AGENT_NODE_ARGS as in bench/agent/cases.ts).
+ * BENCH_AGENT_BEFORE and BENCH_AGENT_NODE_ARGS as in bench/agent/cases.ts). `npx tsx bench/agent/tcp-rounds.ts`
+ * repeats the TCP rows alone in separate processes and prints their median and spread.
  */
 import { pathToFileURL } from "node:url";
 import { agentRows, benchAgent } from "./agent/cases.js";
