@@ -24,10 +24,9 @@ import type { K8sObject } from "../../k8s/objects.js";
 import { prettyPolicyText } from "../../policy/render.js";
 import type { EventRecorder, HookDeps, HookRequest } from "../types.js";
 import { apiKeySecretName } from "./children.js";
-import { findOwnApiKey } from "./metrics.js";
 import { type TailnetObservation, tailnetView } from "./observe.js";
 import { type PolicyWrite, planTailnet, type TailnetPlan } from "./plan.js";
-import { expirePrefix, listedPrefix, type RotationOutcome, type RotationPlan } from "./rotation.js";
+import { expirePrefix, findOwnApiKey, listedPrefix, type RotationOutcome, type RotationPlan } from "./rotation.js";
 import { liveHash, policyRefused, writeStage } from "./write.js";
 
 /**

@@ -13,7 +13,7 @@ import type { HsUser } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import type { TailnetInputs } from "./inputs.js";
 import { isDatabaseDown401, NO_CALL, oneLine, SUPPORTED } from "./messages.js";
-import type { HeadscaleObservations } from "./observe.js";
+import type { HeadscaleObservations } from "./observed.js";
 import type { TailnetRender } from "./render.js";
 
 /** The Tailnet's typed conditions: `cond` compiles only for a (type, status, reason) TAILNET_REASONS allows. */

@@ -7,6 +7,9 @@ import type { HsApiKey, HsNode } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import type { OperatorMetrics } from "../../metrics/registry.js";
 import type { TailnetStatusFields } from "./plan.js";
+import { findOwnApiKey } from "./rotation.js";
+
+export { findOwnApiKey };
 
 const nodeSeries = new WeakMap<OperatorMetrics, Map<string, Set<string>>>();
 
@@ -22,23 +25,6 @@ function seenNodes(metrics: OperatorMetrics, tailnet: string): Set<string> {
     byTailnet.set(tailnet, seen);
   }
   return seen;
-}
-
-/**
- * Our key among the listed ones. 0.28+ keys are `hskey-api-<prefix>-<secret>` with a prefix of exactly 12
- * base64url characters, which may themselves hold "-" and "_" (hscontrol/db/api_key.go), listed as
- * `hskey-api-<prefix>-***`; legacy keys are `<7-character prefix>.<secret>`, listed as `<prefix>***`
- * (hscontrol/types/api_key.go). The bare prefix is accepted too.
- */
-export function findOwnApiKey(keys: readonly HsApiKey[], apiKey: string): HsApiKey | undefined {
-  const modern = /^hskey-api-([A-Za-z0-9_-]{12})-/.exec(apiKey)?.[1];
-  const legacy = !modern && apiKey.includes(".") ? apiKey.slice(0, apiKey.indexOf(".")) : undefined;
-  const candidates = modern
-    ? [`hskey-api-${modern}-***`, `hskey-api-${modern}`, modern]
-    : legacy
-      ? [`${legacy}***`, legacy]
-      : [];
-  return keys.find((k) => k.prefix !== "" && candidates.includes(k.prefix));
 }
 
 const unixSeconds = (ts: string | null): number | undefined => {

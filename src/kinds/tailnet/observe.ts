@@ -10,8 +10,8 @@
  */
 import { type Outcome, PROBE_POLICY } from "../../headscale/capabilities.js";
 import type { HeadscaleError } from "../../headscale/errors.js";
-import type { HsApiKey, HsNode, HsPolicy, HsUser } from "../../headscale/types.js";
-import type { HeadscaleView, Obs } from "../../headscale/view.js";
+import type { HsPolicy } from "../../headscale/types.js";
+import type { HeadscaleView } from "../../headscale/view.js";
 import { credentialsSecretName } from "../../k8s/labels.js";
 import { findObject } from "../../k8s/objects.js";
 import { prettyPolicyText } from "../../policy/render.js";
@@ -20,18 +20,12 @@ import type { HookDeps, HookRequest } from "../types.js";
 import { apiKeySecretName } from "./children.js";
 import { type ConnectionInput, connectionFor, inputsOf, type TailnetInputs } from "./inputs.js";
 import { isDatabaseDown401, NO_CALL, oneLine } from "./messages.js";
+import type { HeadscaleObservations } from "./observed.js";
 import { renderTailnetPolicy, type TailnetRender } from "./render.js";
 import { type ApiKeyUse, type RenewedKey, readRenewedKey } from "./rotation.js";
 import type { TailnetSpec } from "./spec.js";
 
-export interface HeadscaleObservations {
-  health: Obs<{ databaseConnectivity: boolean }>;
-  nodes: Obs<HsNode[]>;
-  users: Obs<HsUser[]>;
-  /** null: database mode with no policy stored yet. */
-  policy: Obs<HsPolicy | null>;
-  apiKeys: Obs<HsApiKey[]>;
-}
+export type { HeadscaleObservations } from "./observed.js";
 
 /** A failed write of the same policy that is still backing off (view.soft.writeBackoff): repeated until retryAt. */
 export interface PendingFailure {

@@ -24,8 +24,7 @@ import {
   apiKeySecretName,
 } from "./children.js";
 import { NO_CALL, oneLine, tailnetConditions } from "./conditions.js";
-import { findOwnApiKey } from "./metrics.js";
-import type { HeadscaleObservations } from "./observe.js";
+import type { HeadscaleObservations } from "./observed.js";
 import type { ApiKeyRotationSpec } from "./spec.js";
 
 const { cond } = tailnetConditions;
@@ -69,6 +68,22 @@ export type RotationStatus = {
   replacesPrefix?: string;
 };
 
+/**
+ * Our key among the listed ones. 0.28+ keys are `hskey-api-<prefix>-<secret>` with a prefix of exactly 12
+ * base64url characters, which may themselves hold "-" and "_" (hscontrol/db/api_key.go), listed as
+ * `hskey-api-<prefix>-***`; legacy keys are `<7-character prefix>.<secret>`, listed as `<prefix>***`
+ * (hscontrol/types/api_key.go). The bare prefix is accepted too.
+ */
+export function findOwnApiKey(keys: readonly HsApiKey[], apiKey: string): HsApiKey | undefined {
+  const modern = /^hskey-api-([A-Za-z0-9_-]{12})-/.exec(apiKey)?.[1];
+  const legacy = !modern && apiKey.includes(".") ? apiKey.slice(0, apiKey.indexOf(".")) : undefined;
+  const candidates = modern
+    ? [`hskey-api-${modern}-***`, `hskey-api-${modern}`, modern]
+    : legacy
+      ? [`${legacy}***`, legacy]
+      : [];
+  return keys.find((k) => k.prefix !== "" && candidates.includes(k.prefix));
+}
 /** The listed form of a key's prefix: 0.28+ `hskey-api-<12>-***`, legacy `<7>***` (hscontrol/types/api_key.go). */
 export function listedPrefix(apiKey: string): string {
   const modern = /^hskey-api-([A-Za-z0-9_-]{12})-/.exec(apiKey)?.[1];

@@ -10,7 +10,7 @@ import type { HeadscaleError } from "../../headscale/errors.js";
 import type { HsPolicy } from "../../headscale/types.js";
 import { hashOfLivePolicy } from "../../policy/canonical.js";
 import { oneLine, tailnetConditions } from "./conditions.js";
-import type { HeadscaleObservations } from "./observe.js";
+import type { HeadscaleObservations } from "./observed.js";
 
 const { cond } = tailnetConditions;
 
