@@ -44,18 +44,35 @@ export interface Stages<Spec, Observation, Plan, Outcome, D extends Decision = D
   publish?(req: HookRequest, decision: D, observed: Observation, deps: HookDeps): void;
 }
 
-export async function runSync<S, O, P, A, D extends Decision>(
+/**
+ * Runs the stages and answers with `answer` — `respond` (status and children) for every CompositeController
+ * kind; a DecoratorController kind (annotated Services) answers labels and annotations instead, and never a
+ * status, so it hands its own.
+ */
+export function runSync<S, O, P, A, D extends Decision>(
   stages: Stages<S, O, P, A, D>,
   req: HookRequest,
   deps: HookDeps,
-): Promise<SyncResult> {
+): Promise<SyncResult>;
+export function runSync<S, O, P, A, D extends Decision, R>(
+  stages: Stages<S, O, P, A, D>,
+  req: HookRequest,
+  deps: HookDeps,
+  answer: (req: HookRequest, deps: HookDeps, decision: D) => R,
+): Promise<R>;
+export async function runSync<S, O, P, A, D extends Decision, R>(
+  stages: Stages<S, O, P, A, D>,
+  req: HookRequest,
+  deps: HookDeps,
+  answer?: (req: HookRequest, deps: HookDeps, decision: D) => R,
+): Promise<R | SyncResult> {
   const spec = stages.spec(req.parent);
   const observed = await stages.observe(req, spec, deps);
   const plan = stages.plan(req, spec, observed, deps);
   const outcome = await stages.act(req, plan, observed, deps);
   const decision = stages.decide(req, spec, observed, plan, outcome, deps);
   stages.publish?.(req, decision, observed, deps);
-  return respond(req, deps, decision);
+  return answer ? answer(req, deps, decision) : respond(req, deps, decision);
 }
 
 /** The answer of a sync or finalize: the status assembled from the decision (conditions merged, metrics). */

@@ -11,6 +11,7 @@ import { conditionsOf, type TypedCondition } from "../../conditions/table.js";
 import { SERVICE_REASONS } from "../../conditions/tables/service.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { LAST_APPLIED, qualifiedName, reuseObserved } from "../../k8s/objects.js";
+import type { Decision } from "../pipeline.js";
 import { nameConflicts } from "../shared/ingress-names.js";
 import { Annotation, Written } from "./annotations.js";
 import { attachmentKind, serviceAttachment, targetAddress } from "./attachments.js";
@@ -28,10 +29,10 @@ export interface ServicePlan {
   address?: string;
 }
 
-export interface ServiceDecision {
+/** The pipeline's Decision: `children` are the attachments; no status fields (a Service's status is not ours). */
+export interface ServiceDecision extends Decision {
   labels: Record<string, string | null>;
   annotations: Record<string, string | null>;
-  attachments: K8sObject[];
   conditions: readonly ExposedCondition[];
 }
 
@@ -186,8 +187,9 @@ export function decideService(role: "expose" | "target", plan: ServicePlan): Ser
   return {
     labels: { [keys.state]: plan.exposed.reason },
     annotations: { [keys.message]: plan.exposed.message, [keys.address]: plan.address ?? null },
-    attachments: plan.attachments,
+    children: plan.attachments,
     conditions: [plan.exposed],
+    fields: {},
   };
 }
 

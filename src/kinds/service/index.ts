@@ -2,19 +2,21 @@
  * Annotated Services (issue 19 item 1): two DecoratorControllers over core v1 Services
  * (decoratorcontrollers/), wiring only. `service-expose` selects `tailnet.internal/expose: "true"` and
  * attaches a TailnetIngress; `service-target` selects `tailnet.internal/target` and attaches a
- * TailnetEgress. sync: spec → observe → plan → act → decide → respond; finalize (the annotation
+ * TailnetEgress. sync: spec → observe → plan → act → decide through runSync, answered with the
+ * decision (labels, annotations, attachments) instead of a status; finalize (the annotation
  * removed, or the Service deleted) lists no attachment and clears what sync wrote back, and answers
  * `finalized: true` once the attachment is gone (the TailnetIngress/TailnetEgress finalize cleans
  * Headscale before it goes).
  */
 import { API_VERSION } from "../../api/schemas.js";
 import type { DecoratorFinalizeResult, DecoratorModule, DecoratorRequest, DecoratorResult } from "../decorator.js";
-import type { HookDeps, RelatedRule } from "../types.js";
-import { actService } from "./act.js";
+import { runSync, type Stages } from "../pipeline.js";
+import type { HookDeps, HookRequest, RelatedRule } from "../types.js";
+import { actService, type ServiceOutcome } from "./act.js";
 import type { Role } from "./annotations.js";
-import { decideService, decideServiceFinalize, planService } from "./decide.js";
-import { observeService } from "./observe.js";
-import { readServiceSpec } from "./spec.js";
+import { decideService, decideServiceFinalize, planService, type ServiceDecision, type ServicePlan } from "./decide.js";
+import { observeService, type ServiceObservation } from "./observe.js";
+import { type ReadSpec, readServiceSpec } from "./spec.js";
 
 /** While the attachment is being deleted (its own finalize may wait on Headscale), look again. */
 export const FINALIZE_RESYNC_SECONDS = 10;
@@ -27,17 +29,33 @@ function customize(role: Role): RelatedRule[] {
   return [all(API_VERSION, "tailnets"), all(API_VERSION, role === "expose" ? "tailnetingresses" : "tailnetegresses")];
 }
 
+/** The decorator request in the pipeline's words: the Service is the parent, its attachments the children. */
+const asHookRequest = (req: DecoratorRequest): HookRequest => ({
+  controller: req.controller,
+  parent: req.object,
+  children: req.attachments,
+  related: req.related,
+  finalizing: req.finalizing,
+});
+
+function stages(role: Role): Stages<ReadSpec, ServiceObservation, ServicePlan, ServiceOutcome, ServiceDecision> {
+  return {
+    spec: (parent) => readServiceSpec(parent, role),
+    observe: (req) => observeService(req, role),
+    plan: (_req, spec, observed) => planService(spec, observed),
+    act: (_req, plan, observed, deps) => actService(role, plan, observed, deps),
+    decide: (_req, _spec, _observed, plan) => decideService(role, plan),
+  };
+}
+
 async function sync(role: Role, req: DecoratorRequest, deps: HookDeps): Promise<DecoratorResult> {
-  const spec = readServiceSpec(req.object, role);
-  const observed = await observeService(req, role);
-  const plan = planService(spec, observed);
-  await actService(role, plan, observed, deps);
-  const decision = decideService(role, plan);
-  return { labels: decision.labels, annotations: decision.annotations, attachments: decision.attachments };
+  // The answer is the decision itself: labels, annotations, attachments — never a status.
+  const d = await runSync(stages(role), asHookRequest(req), deps, (_req, _deps, decision) => decision);
+  return { labels: d.labels, annotations: d.annotations, attachments: d.children };
 }
 
 async function finalize(role: Role, req: DecoratorRequest): Promise<DecoratorFinalizeResult> {
-  const observed = await observeService(req, role);
+  const observed = await observeService(asHookRequest(req), role);
   const d = decideServiceFinalize(role, observed);
   return { ...d, ...(d.finalized ? {} : { resyncAfterSeconds: FINALIZE_RESYNC_SECONDS }) };
 }

@@ -8,7 +8,7 @@
 import { API_VERSION } from "../../api/schemas.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { objectsOf } from "../../k8s/objects.js";
-import type { DecoratorRequest } from "../decorator.js";
+import type { HookRequest } from "../types.js";
 import { type Role, Written } from "./annotations.js";
 
 export interface ServiceObservation {
@@ -24,13 +24,14 @@ export interface ServiceObservation {
 
 export const roleKind = (role: Role) => (role === "expose" ? "TailnetIngress" : "TailnetEgress");
 
-export async function observeService(req: DecoratorRequest, role: Role): Promise<ServiceObservation> {
+/** `req` is the decorator request in the pipeline's words: the Service as `parent`, the attachments as `children`. */
+export async function observeService(req: HookRequest, role: Role): Promise<ServiceObservation> {
   return {
-    service: req.object,
+    service: req.parent,
     tailnets: objectsOf(req.related, API_VERSION, "Tailnet"),
     ingresses: objectsOf(req.related, API_VERSION, "TailnetIngress"),
     egresses: objectsOf(req.related, API_VERSION, "TailnetEgress"),
-    attachments: objectsOf(req.attachments, API_VERSION, roleKind(role)),
-    previousState: req.object.metadata.labels?.[Written[role].state],
+    attachments: objectsOf(req.children, API_VERSION, roleKind(role)),
+    previousState: req.parent.metadata.labels?.[Written[role].state],
   };
 }

@@ -255,7 +255,7 @@ describe("annotated Services: decide", () => {
       assert.deepEqual([c.type, c.status, c.reason], ["Exposed", row.expect.status, row.expect.reason], c.message);
       if (row.expect.message) assert.match(c.message, row.expect.message);
       assert.deepEqual(
-        decision.attachments.map((a) => `${a.kind}/${a.metadata.name}`),
+        decision.children.map((a) => `${a.kind}/${a.metadata.name}`),
         row.expect.attachments,
       );
       assert.equal(decision.labels[`${T}/${role}-state`], row.expect.reason);
@@ -268,14 +268,14 @@ describe("annotated Services: decide", () => {
   }
 
   it("the attachments are exactly the TailnetIngress/TailnetEgress the Service asks for", () => {
-    const ing = produced[0].decision.attachments[0];
+    const ing = produced[0].decision.children[0];
     assert.deepEqual(ing.spec, GRAFANA_INGRESS_SPEC);
     assert.deepEqual(ing.metadata, {
       name: "grafana",
       namespace: "monitoring",
       labels: { "tailnet.internal/service": "grafana" },
     });
-    const eg = produced.find((p) => p.role === "target")?.decision.attachments[0];
+    const eg = produced.find((p) => p.role === "target")?.decision.children[0];
     assert.deepEqual(eg?.spec, EGRESS_SPEC);
     const tagged = planService(
       readServiceSpec(

@@ -46,7 +46,7 @@ export async function serviceWorld(t: Ctx, opts: { tags?: string[]; tailnets?: s
   const tags = opts.tags ?? ["tag:k8s-monitoring-grafana"];
   const policy = JSON.stringify({ tagOwners: Object.fromEntries(tags.map((x) => [x, []])) }, null, 2);
   const hs = await useFakeHeadscale(t, { policy });
-  const views = new HeadscaleViews({ timeoutMs: 400, cacheTTLSeconds: 0, retries: 0 });
+  const views = new HeadscaleViews({ timeoutMs: 5000, cacheTTLSeconds: 0, retries: 0 }); // generous: the machine is shared
   t.after(() => views.close());
   const kinds = new Map<HookKind, KindModule>(kindModules);
   kinds.set("tailnet", stubTailnet);
