@@ -9,6 +9,8 @@ export const CommonReason = {
   InvalidSpec: "InvalidSpec",
   NoTailnet: "NoTailnet",
   NoAPIKey: "NoAPIKey",
+  /** spec.proxyClassName names a TailnetProxyClass that does not exist (egress, ingress, gateway). */
+  ProxyClassMissing: "ProxyClassMissing",
   Ready: "Ready",
 } as const;
 
@@ -89,6 +91,7 @@ export const EgressReason = {
   NoConflict: "NoConflict",
   NoTailnet: "NoTailnet",
   NoAPIKey: "NoAPIKey",
+  ProxyClassMissing: "ProxyClassMissing",
   InvalidSpec: "InvalidSpec",
   Ready: "Ready",
 } as const;
@@ -135,6 +138,7 @@ export const IngressReason = {
   DNSNameConflict: "DNSNameConflict",
   NoTailnet: "NoTailnet",
   NoAPIKey: "NoAPIKey",
+  ProxyClassMissing: "ProxyClassMissing",
   InvalidSpec: "InvalidSpec",
   Ready: "Ready",
 } as const;
@@ -201,6 +205,7 @@ export const GatewayReason = {
   ClusterIPAssigned: "ClusterIPAssigned",
   NoTailnet: "NoTailnet",
   NoAPIKey: "NoAPIKey",
+  ProxyClassMissing: "ProxyClassMissing",
   InvalidSpec: "InvalidSpec",
 } as const;
 

@@ -13,6 +13,7 @@ export const INGRESS_REASONS = {
     Unknown: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
+    ProxyClassMissing: ["Unknown"],
     InvalidSpec: ["Unknown"],
   },
   PolicyGranted: { Granted: ["True"], PolicyDenied: ["False"], NoTailnet: ["Unknown"], InvalidSpec: ["Unknown"] },
@@ -22,6 +23,7 @@ export const INGRESS_REASONS = {
     Unknown: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
+    ProxyClassMissing: ["Unknown"],
     InvalidSpec: ["Unknown"],
   },
   BackendsReachable: {
@@ -45,6 +47,7 @@ export const INGRESS_REASONS = {
     InvalidSpec: ["False"],
     NoTailnet: ["False"],
     NoAPIKey: ["False"],
+    ProxyClassMissing: ["False"],
     TagUnknown: ["False"],
     InvalidDNSName: ["False"],
     DNSNameConflict: ["False"],

@@ -22,6 +22,7 @@ import {
   dnsLabel,
   TLS_MOUNT_ROOT,
 } from "../shared/agent.js";
+import { applyProxyClass, type ProxyClassSpec } from "../shared/proxy-class.js";
 import { exposeListenPorts, type IngressSpec } from "./spec.js";
 import { TLS_CERT_KEY, TLS_KEY_KEY } from "./tls.js";
 
@@ -112,6 +113,8 @@ export interface IngressChildInputs {
   ca?: string;
   /** The agent Deployment as observed, kept as it is while no key exists. */
   observedDeployment?: K8sObject;
+  /** The named TailnetProxyClass's settings, folded into the pod template. */
+  proxyClass?: ProxyClassSpec;
 }
 
 /** The agent's readiness path: serving (tailscaled Running, every backend reachable), see src/agent/server.ts. */
@@ -162,7 +165,7 @@ function ingressDeployment(
       };
     }
   }
-  return deployment;
+  return inputs.proxyClass ? applyProxyClass(deployment, inputs.proxyClass) : deployment;
 }
 
 /**

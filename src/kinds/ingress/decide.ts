@@ -20,6 +20,7 @@ import {
 } from "../shared/agent.js";
 import { type AuthKeyOutcome, type AuthKeyPlan, decideAuthKey, observedKeys } from "../shared/authkey.js";
 import { type IngressNames, ingressNames, nameConflicts } from "../shared/ingress-names.js";
+import type { ProxyClassSpec } from "../shared/proxy-class.js";
 import { effectiveTag, type TailnetSettings } from "../shared/workload.js";
 import type { ScrapeResult } from "../types.js";
 import { backendsCondition } from "./backends.js";
@@ -34,12 +35,12 @@ import { tlsCondition } from "./tls.js";
  * are known; without the Tailnet (NoTailnet) nothing is.
  */
 export type TailnetView =
-  | { ok: true; settings: TailnetSettings; loginServer: string; ca?: string }
-  | { ok: false; reason: "NoAPIKey"; message: string; settings: TailnetSettings }
+  | { ok: true; settings: TailnetSettings; loginServer: string; ca?: string; proxyClass?: ProxyClassSpec }
+  | { ok: false; reason: "NoAPIKey" | "ProxyClassMissing"; message: string; settings: TailnetSettings }
   | { ok: false; reason: "NoTailnet"; message: string };
 
 const settingsOf = (t: TailnetView): TailnetSettings | undefined =>
-  t.ok || t.reason === "NoAPIKey" ? t.settings : undefined;
+  t.ok || t.reason !== "NoTailnet" ? t.settings : undefined;
 
 /** What observe saw (I/O done; failures are values). */
 export interface IngressFacts {
@@ -130,9 +131,7 @@ type Tailnetless = Exclude<TailnetView, { ok: true }>;
 function notEvaluated<T extends "TagKnown" | "Registered">(type: T, tailnet: Tailnetless): IngressCondition<T>;
 function notEvaluated(type: "TagKnown" | "Registered", tailnet: Tailnetless): IngressCondition {
   const message = `not evaluated: ${tailnet.message}`;
-  return tailnet.reason === "NoTailnet"
-    ? cond(type, "Unknown", "NoTailnet", message)
-    : cond(type, "Unknown", "NoAPIKey", message);
+  return cond(type, "Unknown", tailnet.reason, message);
 }
 
 /** TagKnown from the shared agent fact, in the ingress's reasons. */
@@ -329,6 +328,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
           names: names.exposes,
           authKeySecret: input.authKey.secret,
           ca: tailnet.ca,
+          ...(tailnet.proxyClass ? { proxyClass: tailnet.proxyClass } : {}),
           observedDeployment: input.children.find(
             (c) => c.kind === "Deployment" && c.metadata.name === agentName(parent) && !c.metadata.deletionTimestamp,
           ),

@@ -7,6 +7,7 @@
 import { API_VERSION } from "../../api/schemas.js";
 import type { HeadscaleView } from "../../headscale/view.js";
 import { type K8sObject, objectsOf } from "../../k8s/objects.js";
+import { lookupProxyClass, type ProxyClassLookup, proxyClassMissingMessage } from "../shared/proxy-class.js";
 import { agentPods, resolveWorkload, type WorkloadContext } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import type { IngressFacts, TailnetView } from "./decide.js";
@@ -35,13 +36,22 @@ function inNamespace(req: HookRequest, apiVersion: string, kind: string): K8sObj
 }
 
 /** The Tailnet as decide may see it (no connection, no API key). resolveWorkload finds NoAPIKey's settings always. */
-function tailnetView(workload: WorkloadContext): TailnetView {
+function tailnetView(workload: WorkloadContext, proxyClass: ProxyClassLookup): TailnetView {
+  if (workload.ok && proxyClass.kind === "missing") {
+    return {
+      ok: false,
+      reason: "ProxyClassMissing",
+      message: proxyClassMissingMessage(proxyClass.name),
+      settings: workload.settings,
+    };
+  }
   if (workload.ok) {
     return {
       ok: true,
       settings: workload.settings,
       loginServer: workload.settings.url || workload.conn.url,
       ...(workload.conn.ca ? { ca: workload.conn.ca } : {}),
+      ...(proxyClass.kind === "found" ? { proxyClass: proxyClass.spec } : {}),
     };
   }
   if (workload.reason === "NoAPIKey" && workload.settings) {
@@ -52,13 +62,15 @@ function tailnetView(workload: WorkloadContext): TailnetView {
 
 export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: HookDeps): Promise<IngressObservation> {
   const workload = resolveWorkload(req, deps);
-  const view = workload.ok ? deps.views.view(workload.conn) : undefined;
+  const proxyClass = lookupProxyClass(req.parent, req.related);
+  // A missing class holds the ingress as a missing Tailnet does: nothing is read from Headscale or written.
+  const view = workload.ok && proxyClass.kind !== "missing" ? deps.views.view(workload.conn) : undefined;
   const [policy, nodes, scrapes] = await Promise.all([
     view?.policy(),
     view?.nodes(),
     deps.scraper.scrape(agentPods(req)),
   ]);
-  const tailnet = tailnetView(workload);
+  const tailnet = tailnetView(workload, proxyClass);
   const wantedSecrets = new Set(spec.exposes.flatMap((e) => (e.tlsSecret ? [e.tlsSecret] : [])));
   const tlsSecrets = new Map(
     inNamespace(req, "v1", "Secret")

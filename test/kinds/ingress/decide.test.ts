@@ -20,6 +20,7 @@ import {
   conditionsOf,
   healthyInput,
   NO_API_KEY,
+  NO_PROXY_CLASS,
   NO_TAILNET,
   type Over,
 } from "./inputs.js";
@@ -341,6 +342,13 @@ const rows: Row[] = [
     expect: { reasons: { TagKnown: "NoAPIKey", Registered: "NoAPIKey", Ready: "NoAPIKey" } },
   },
   {
+    name: "its TailnetProxyClass does not exist",
+    input: () => input(NO_PROXY_CLASS),
+    expect: {
+      reasons: { TagKnown: "ProxyClassMissing", Registered: "ProxyClassMissing", Ready: "ProxyClassMissing" },
+    },
+  },
+  {
     name: "a host is not a DNS label",
     input: () =>
       input({ parent: ingress("grafana", { exposes: [{ ...WEB, host: "Dash", aliases: ["eu.grafana"] }] }) }),
@@ -373,7 +381,7 @@ function assertReadyRepeats(got: Map<string, ConditionInput>): void {
   const ready = got.get("Ready");
   const ordered = ["Registered", "PolicyGranted", "TLSReady", "BackendsReachable"];
   const blocker = ordered.map((t) => got.get(t)).find((c) => c?.status !== "True" && c?.reason === ready?.reason);
-  const fromTailnet = ready?.reason === "NoTailnet" || ready?.reason === "NoAPIKey";
+  const fromTailnet = ["NoTailnet", "NoAPIKey", "ProxyClassMissing"].includes(ready?.reason ?? "");
   if (ready?.status !== "True" && blocker && !fromTailnet) assert.equal(ready?.message, blocker.message);
 }
 

@@ -38,6 +38,7 @@ export interface IngressOpts {
   exposes?: ExposeInput[];
   tag?: string;
   replicas?: number;
+  proxyClassName?: string;
   tailnet?: string;
   created?: string;
   uid?: string;
@@ -56,6 +57,7 @@ export function ingress(name = "grafana", opts: IngressOpts = {}): K8sObject {
       exposes: opts.exposes ?? [WEB],
       ...(opts.tag ? { tag: opts.tag } : {}),
       ...(opts.replicas !== undefined ? { replicas: opts.replicas } : {}),
+      ...(opts.proxyClassName ? { proxyClassName: opts.proxyClassName } : {}),
     },
     {
       namespace: opts.namespace ?? NS,

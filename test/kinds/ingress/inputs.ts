@@ -83,6 +83,19 @@ export const NO_API_KEY: Over = {
   authKey: {},
 };
 
+/** spec.proxyClassName names a class that does not exist: held like NoAPIKey (settings known, nothing read). */
+export const NO_PROXY_CLASS: Over = {
+  tailnet: {
+    ok: false,
+    reason: "ProxyClassMissing",
+    message: "TailnetProxyClass edge does not exist; the agent pods keep their current settings until it does",
+    settings: tailnetSettings(tailnet()),
+  },
+  policy: undefined,
+  nodes: undefined,
+  authKey: {},
+};
+
 /** A healthy http ingress: every condition good; each test breaks one thing. The spec is read from `parent`. */
 export function healthyInput(good: IssuedCertificate, over: Over = {}): IngressDecideInput {
   const parent = over.parent ?? ingress();
