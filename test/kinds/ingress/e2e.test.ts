@@ -356,6 +356,14 @@ describe("TailnetIngress end to end", () => {
     );
   });
 
+  it("a missing TailnetProxyClass holds the ingress (e2e-proxyclass.test.ts has the rest)", async (t) => {
+    const w = await world(t);
+    w.mc.apply(tcpIngress("grafana", { proxyClassName: "edge" }));
+    await settle(w);
+    assert.equal(w.condition("Ready").reason, IngressReason.ProxyClassMissing);
+    assert.equal(w.mc.get("apps/v1", "Deployment", "grafana-agent", NS), undefined);
+  });
+
   it("reached every reason of the kind", () => {
     const missing = Object.values(IngressReason).filter((r) => !seen.has(r));
     assert.deepEqual(missing, []);
