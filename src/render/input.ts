@@ -8,7 +8,6 @@ import { join, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { InputError } from "../args.js";
 import type { K8sObject } from "../k8s/objects.js";
-import type { Problem } from "./validate.js";
 
 /** Unreadable input: render prints it and exits 2. */
 export class RenderInputError extends InputError {}
@@ -28,6 +27,16 @@ const isObject = (o: Partial<K8sObject>): boolean =>
   typeof o.apiVersion === "string" &&
   typeof o.kind === "string" &&
   typeof o.metadata?.name === "string";
+
+/** What is wrong with one input file or document (validate.ts adds the schema checks). */
+export interface Problem {
+  file: string;
+  /** The document's index in its file (0-based, as kubectl counts); absent for a file-level problem. */
+  index?: number;
+  /** Position inside a `kind: List` document. */
+  item?: number;
+  message: string;
+}
 
 function files(path: string, problems: Problem[]): string[] {
   let st: ReturnType<typeof statSync>;

@@ -14,24 +14,11 @@
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { newAjv } from "../api/ajv.js";
 import { CRD_KINDS, crdFor } from "../api/crd.js";
-import {
-  API_VERSION,
-  DNS1123_LABEL_PATTERN,
-  DNS1123_SUBDOMAIN_PATTERN,
-  GROUP,
-  type Schema,
-} from "../api/schemas.js";
+import { API_VERSION, DNS1123_LABEL_PATTERN, DNS1123_SUBDOMAIN_PATTERN, GROUP, type Schema } from "../api/schemas.js";
 import { fieldPath } from "../api/validate.js";
-import type { InputDoc } from "./input.js";
+import type { InputDoc, Problem } from "./input.js";
 
-export interface Problem {
-  file: string;
-  /** The document's index in its file (0-based, as kubectl counts); absent for a file-level problem. */
-  index?: number;
-  /** Position inside a `kind: List` document. */
-  item?: number;
-  message: string;
-}
+export type { Problem } from "./input.js";
 
 const where = (index: number, item?: number) => `document ${index}${item === undefined ? "" : ` items[${item}]`}`;
 
