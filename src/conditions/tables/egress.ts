@@ -5,26 +5,11 @@
  * spec was evaluated). Ready carries its own reasons and repeats the reason of the first blocking condition.
  */
 import type { ReasonTable } from "../table.js";
+import { AGENT_REGISTERED, AGENT_TAG_KNOWN } from "./agent.js";
 
 export const EGRESS_REASONS = {
-  TagKnown: {
-    Known: ["True"],
-    PolicyPending: ["False"],
-    Unknown: ["Unknown"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
-    ProxyClassMissing: ["Unknown"],
-    InvalidSpec: ["Unknown"],
-  },
-  Registered: {
-    Registered: ["True"],
-    NotRegistered: ["False"],
-    Unknown: ["Unknown"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
-    ProxyClassMissing: ["Unknown"],
-    InvalidSpec: ["Unknown"],
-  },
+  TagKnown: AGENT_TAG_KNOWN,
+  Registered: AGENT_REGISTERED,
   RoutesGranted: {
     RoutesGranted: ["True"],
     RoutesMissing: ["False"],

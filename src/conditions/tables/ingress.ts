@@ -5,27 +5,12 @@
  * reasons and repeats the reason of the first blocking condition.
  */
 import type { ReasonTable } from "../table.js";
+import { AGENT_REGISTERED, AGENT_TAG_KNOWN } from "./agent.js";
 
 export const INGRESS_REASONS = {
-  TagKnown: {
-    Known: ["True"],
-    PolicyPending: ["False"],
-    Unknown: ["Unknown"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
-    ProxyClassMissing: ["Unknown"],
-    InvalidSpec: ["Unknown"],
-  },
+  TagKnown: AGENT_TAG_KNOWN,
   PolicyGranted: { Granted: ["True"], PolicyDenied: ["False"], NoTailnet: ["Unknown"], InvalidSpec: ["Unknown"] },
-  Registered: {
-    Registered: ["True"],
-    NotRegistered: ["False"],
-    Unknown: ["Unknown"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
-    ProxyClassMissing: ["Unknown"],
-    InvalidSpec: ["Unknown"],
-  },
+  Registered: AGENT_REGISTERED,
   BackendsReachable: {
     Reachable: ["True"],
     Unreachable: ["False"],
