@@ -274,6 +274,13 @@ export const gatewaySpec: Schema = obj(
     tag,
     proxyClassName,
     suspend: bool({ default: false }),
+    replicas: int({
+      minimum: 1,
+      maximum: 4,
+      default: 1,
+      description:
+        "Gateway pods, each its own tailnet node advertising spec.routes; Headscale routes through one primary and fails over.",
+    }),
     hostname: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
     routes: arr(str({ pattern: CIDR_PATTERN }), { maxItems: 16 }),
     dns: obj(
@@ -295,6 +302,7 @@ export const gatewayStatus: Schema = obj({
   ...commonWorkloadStatus,
   tag: str(),
   node: obj({ id: str(), name: str(), nodeKey: str(), preAuthKeyId: str() }),
+  nodes: arr(obj({ id: str(), name: str(), nodeKey: str(), preAuthKeyId: str(), online: bool() })),
   dnsServiceIP: str(),
 });
 

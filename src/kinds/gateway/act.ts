@@ -63,6 +63,14 @@ export async function actGateway(
   }
   const outcome: GatewayOutcome = { key, deleted: [] };
   if (plan.writes.approve) outcome.approve = await approve(view, plan.writes.approve);
+  // replicas > 1: each other current node gets its own approve_routes; the failures are named per node
+  const first = plan.writes.approve;
+  const failed = first && outcome.approve && !outcome.approve.ok ? [`${first.node}: ${outcome.approve.error}`] : [];
+  for (const a of plan.writes.moreApprovals ?? []) {
+    const done = await approve(view, a);
+    if (!done.ok) failed.push(`${a.node}: ${done.error}`);
+  }
+  if (plan.writes.moreApprovals?.length && failed.length) outcome.approve = { ok: false, error: failed.join("; ") };
   for (const d of plan.writes.deleteNodes) {
     const deleted = await view.deleteNode(d.id);
     if (!deleted.ok && !notFound(deleted.error)) {

@@ -10,6 +10,9 @@
  *   - the gateway is suspended: the pod that starts on resume needs it;
  *   - recovery: every gateway pod has had its tailscale container unready for RECOVERY_GRACE_SECONDS
  *     and no node registered with the key is online (a rescheduled pod found its key spent).
+ * With spec.replicas > 1 the key is reusable (every pod registers with it, a new pod finds it unspent), so
+ * of those only IdentityChanged mints early. A key whose shape no longer fits the replica count (single-use
+ * after a scale-up, reusable after a scale-down from several) is replaced at once ("replicas"), used or not.
  */
 import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
@@ -18,7 +21,7 @@ import type { PodFact, Seen } from "./observe.js";
 
 export const RECOVERY_GRACE_SECONDS = 60;
 
-export type EarlyRotation = "identityChanged" | "rollout" | "suspended" | "recovery";
+export type EarlyRotation = "identityChanged" | "rollout" | "suspended" | "recovery" | "replicas";
 
 export interface KeyPlanInput {
   children: readonly K8sObject[];
@@ -30,6 +33,13 @@ export interface KeyPlanInput {
   /** The live Deployment's template stamp differs from the one rendered with the current key. */
   rolloutPending: boolean;
   pods: readonly PodFact[];
+  /** spec.replicas > 1: the key is reusable. */
+  reusable?: boolean;
+  /**
+   * The gateway ran several replicas (status.nodes[] is set): a reusable key is then the previous shape, not
+   * a drift, and is replaced on a scale-down to one replica. Without it a reusable key stays a drift (check 1).
+   */
+  wasReplicated?: boolean;
 }
 
 export interface KeyPlan {
@@ -54,14 +64,18 @@ export function planBootstrapKey(input: KeyPlanInput): KeyPlan {
   const halfLife = (current.createdAt.getTime() + current.expiresAt.getTime()) / 2;
   const toHalfLife = Math.max(1, Math.ceil((halfLife - input.now.getTime()) / 1000));
   const record = input.keys.ok ? input.keys.value.find((k) => k.id === current.keyId) : undefined;
-  if (!record?.used) return { plan: base, recheckSeconds: toHalfLife };
-
   // Same handling as a half-life rotation: if Headscale refuses the new key, the current one stays.
   const early = (why: EarlyRotation): KeyPlan => ({
     plan: { action: "create", why: "halfLife", current },
     early: why,
   });
+  const reusable = input.reusable ?? false;
+  if (record && reusable && !record.reusable) return early("replicas");
+  if (record && !reusable && record.reusable && input.wasReplicated) return early("replicas");
+  if (!record?.used) return { plan: base, recheckSeconds: toHalfLife };
+
   if (input.identityChanged) return early("identityChanged");
+  if (reusable) return { plan: base, recheckSeconds: toHalfLife };
   if (input.suspended) return early("suspended");
   if (input.rolloutPending) return early("rollout");
   const since = unreadySince(input.pods, input.now);

@@ -168,6 +168,20 @@ export function gatewayDeployment(parent: K8sObject, inputs: GatewayDeploymentIn
   };
 }
 
+/**
+ * replicas > 1: voluntary disruptions (a drain, a cluster upgrade) take at most one gateway pod at a time, so
+ * the other nodes keep the routes (Headscale fails over to one of them) and CoreDNS answering. Not with one
+ * replica: 0 unavailable would block every drain and 1 allows everything anyway.
+ */
+export function gatewayDisruptionBudget(parent: K8sObject, names: GatewayNames): K8sObject {
+  return {
+    apiVersion: "policy/v1",
+    kind: "PodDisruptionBudget",
+    metadata: { name: names.deployment, namespace: parent.metadata.namespace, labels: gatewayLabels(parent) },
+    spec: { maxUnavailable: 1, selector: { matchLabels: gatewaySelector(parent) } },
+  };
+}
+
 export function dnsService(parent: K8sObject, names: GatewayNames, type: "ClusterIP" | "LoadBalancer"): K8sObject {
   return {
     apiVersion: "v1",

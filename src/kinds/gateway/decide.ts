@@ -12,7 +12,14 @@ import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import { invalidSpecConditions, previousStatus } from "../common.js";
 import type { Decision } from "../pipeline.js";
 import type { GatewayOutcome } from "./act.js";
-import { caConfigMap, corefileConfigMap, dnsService, gatewayNetworkPolicy, zoneConfigMap } from "./children.js";
+import {
+  caConfigMap,
+  corefileConfigMap,
+  dnsService,
+  gatewayDisruptionBudget,
+  gatewayNetworkPolicy,
+  zoneConfigMap,
+} from "./children.js";
 import { clusterDNSForward, dnsReady, serviceIP, serviceReady, workloadCurrent } from "./conditions.js";
 import { freshBlockedMessage } from "./fresh.js";
 import { describeNode, type StatusNode, statusNodeOf } from "./nodes.js";
@@ -41,6 +48,8 @@ export type GatewayDecideInput = GatewayInputs | GatewayUnserved;
 export interface GatewayFields {
   tag?: string;
   node?: StatusNode;
+  /** replicas > 1: the current nodes. */
+  nodes?: (StatusNode & { online?: boolean })[];
   dnsServiceIP?: string;
   [field: string]: unknown;
 }
@@ -117,6 +126,17 @@ function registered(input: GatewayInputs, v: FreshVerdict): GatewayConditionOf<"
     );
   }
   const n = v.facts.current;
+  if (input.spec.replicas > 1) {
+    const nodes = v.facts.currents;
+    const online = nodes.filter((x) => x.online).length;
+    const keys = [...new Set(nodes.map((x) => x.preAuthKey?.id ?? ""))].join(", ");
+    return cond(
+      C.Registered,
+      "True",
+      R.FreshRuntimeReady,
+      `${nodes.length} of ${input.spec.replicas} nodes registered (${online} online: ${nodes.map(describeNode).join(", ")}) with bootstrap key ${keys} as ${input.tag}; bootstrap key and pod template verified`,
+    );
+  }
   return cond(
     C.Registered,
     "True",
@@ -134,7 +154,9 @@ function routesInSync(
 ): GatewayConditionOf<"RoutesInSync"> {
   const work = routeWork(input, v);
   if (out.minted && work.approve) {
-    const a = work.approve;
+    const a = work.moreApprovals?.length
+      ? { add: work.approve.add, node: [work.approve, ...work.moreApprovals].map((x) => x.node).join(", ") }
+      : work.approve;
     return cond(
       C.RoutesInSync,
       "False",
@@ -143,6 +165,9 @@ function routesInSync(
     );
   }
   const a = plan.writes.approve;
+  if (a && plan.writes.moreApprovals?.length && out.approve && !out.approve.ok) {
+    return cond(C.RoutesInSync, "False", R.NotApproved, `approving routes failed on ${out.approve.error}`);
+  }
   if (a && out.approve && !out.approve.ok) {
     return cond(
       C.RoutesInSync,
@@ -197,6 +222,7 @@ function gatewayChildren(input: GatewayInputs, deployment: K8sObject, v: FreshVe
     gatewayNetworkPolicy(parent, names, input.metricsPeers),
     corefileConfigMap(parent, names, renderCorefile(input)),
     ...(input.tailnet.ca ? [caConfigMap(parent, names, input.tailnet.ca)] : []),
+    ...(spec.replicas > 1 ? [gatewayDisruptionBudget(parent, names)] : []),
   ];
   if (v.freshOk) {
     const records = derivedZoneRecords({
@@ -255,6 +281,13 @@ export function decideGateway(
   );
 
   const node = v.verified && v.facts?.current ? statusNodeOf(v.facts.current) : input.previousNode;
+  // replicas > 1: every current node (ids, keys: the per-node identity check reads them back), else as before
+  const nodes =
+    spec.replicas > 1
+      ? v.verified && v.facts
+        ? v.facts.currents.map((n) => ({ ...statusNodeOf(n), online: n.online }))
+        : input.previousNodes
+      : undefined;
   // Look again: soon after a mint held node writes back; in 30 s while nothing registered or Headscale was
   // not read; and when the key plan wants to (half-life, recovery grace).
   const held = !!outcome.minted && (!!routeWork(input, v).approve || staleWork(input, v).deleteNodes.length > 0);
@@ -267,7 +300,12 @@ export function decideGateway(
   return {
     children: gatewayChildren(input, deployment, v),
     conditions,
-    fields: { tag: input.tag, ...(node ? { node } : {}), ...(ip ? { dnsServiceIP: ip } : {}) },
+    fields: {
+      tag: input.tag,
+      ...(node ? { node } : {}),
+      ...(nodes ? { nodes } : {}),
+      ...(ip ? { dnsServiceIP: ip } : {}),
+    },
     ...(waits.length ? { resyncAfterSeconds: Math.max(MIN_RESYNC_SECONDS, Math.min(...waits)) } : {}),
     withdrawn: spec.suspend,
     ...(input.key.expiresAt ? { keyExpiresAt: input.key.expiresAt } : {}),

@@ -16,7 +16,7 @@ import { observedKeys } from "../shared/authkey.js";
 import { effectiveTag, resolveWorkload } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { notFound } from "./act.js";
-import { describeNode, isOurs, previousStatusNode } from "./nodes.js";
+import { describeNode, isOurs, previousStatusNode, previousStatusNodes } from "./nodes.js";
 import { type Seen, seen } from "./observe.js";
 
 export const CLEANUP_RETRY_SECONDS = 30;
@@ -33,6 +33,8 @@ export type GatewayCleanupObservation =
       secretKeyIds: string[];
       /** status.node.preAuthKeyId. */
       recordedKeyId?: string;
+      /** The keys of status.nodes[] (replicas > 1). */
+      recordedKeyIds?: string[];
       now: Date;
     };
 
@@ -55,6 +57,9 @@ export async function observeGatewayCleanup(req: HookRequest, deps: HookDeps): P
   const view = deps.views.view(ctx.conn);
   const [nodes, keys] = await Promise.all([view.freshNodes(), view.freshPreAuthKeys()]);
   const recorded = previousStatusNode(previousStatus(req.parent))?.preAuthKeyId;
+  const recordedAll = previousStatusNodes(previousStatus(req.parent))
+    .map((n) => n.preAuthKeyId)
+    .filter(Boolean);
   return {
     reachable: true,
     conn: ctx.conn,
@@ -63,6 +68,7 @@ export async function observeGatewayCleanup(req: HookRequest, deps: HookDeps): P
     keys: seen(keys),
     secretKeyIds: observedKeys(objectsOf(req.children, "v1", "Secret")).map((k) => k.keyId),
     ...(recorded ? { recordedKeyId: recorded } : {}),
+    ...(recordedAll.length ? { recordedKeyIds: recordedAll } : {}),
     now: deps.now(),
   };
 }
@@ -71,7 +77,9 @@ export function planGatewayCleanup(o: GatewayCleanupObservation): GatewayCleanup
   if (!o.reachable) return { release: true };
   if (!o.nodes.ok) return { release: false, cannot: o.nodes.error };
   if (!o.keys.ok) return { release: false, cannot: o.keys.error };
-  const ourKeyIds = [...new Set([...o.secretKeyIds, ...(o.recordedKeyId ? [o.recordedKeyId] : [])])];
+  const ourKeyIds = [
+    ...new Set([...o.secretKeyIds, ...(o.recordedKeyId ? [o.recordedKeyId] : []), ...(o.recordedKeyIds ?? [])]),
+  ];
   const records = o.keys.value;
   const live = (id: string) => {
     const expiration = records.find((k) => k.id === id)?.expiration;

@@ -2,7 +2,8 @@
  * The fresh writer's checks (pure). Before the derived zone is (re)written and before
  * Registered=True/FreshRuntimeReady is reported, the operator verifies:
  *   1. bootstrap key — the key in the Secret child is unexpired and matches Headscale's record
- *      (tags exactly the gateway tag, single-use, not ephemeral, same expiration);
+ *      (tags exactly the gateway tag, single-use — reusable with spec.replicas > 1 —, not ephemeral,
+ *      same expiration);
  *   2. node provenance — the registered node was registered with our bootstrap key and carries
  *      exactly the gateway tag (see nodes.ts);
  *   3. pod template — the live Deployment's pod template still hashes to the stamp the operator
@@ -38,6 +39,8 @@ export function checkBootstrapKey(
   records: readonly HsPreAuthKey[] | undefined,
   tag: string,
   now: Date,
+  /** spec.replicas > 1: the pods share one reusable key. */
+  reusable = false,
 ): FreshProblem | undefined {
   const fail = (message: string): FreshProblem => ({ check: "bootstrap key", message });
   if (!key.keyId || !key.expiresAt) {
@@ -55,7 +58,7 @@ export function checkBootstrapKey(
   if (record.aclTags.length !== 1 || record.aclTags[0] !== tag) {
     drift.push(`tags [${record.aclTags.join(", ")}] (want [${tag}])`);
   }
-  if (record.reusable) drift.push("reusable true (want false)");
+  if (record.reusable !== reusable) drift.push(`reusable ${record.reusable} (want ${reusable})`);
   if (record.ephemeral) drift.push("ephemeral true (want false)");
   const hsExpiry = record.expiration ? Date.parse(record.expiration) : Number.NaN;
   if (Number.isNaN(hsExpiry) || hsExpiry <= now.getTime()) {

@@ -5,6 +5,11 @@
  * stale. Provenance (the fresh writer's second check) looks at the node that registered for the
  * gateway most recently — the newest node with the gateway tag or one of our keys — and at any node
  * wearing the gateway tag that was not registered with a bootstrap-style key: both must be ours.
+ *
+ * With spec.replicas N > 1 every pod registers with the same reusable bootstrap key, so "ours" also counts
+ * the keys recorded in status.nodes[]; the current nodes are the newest N of ours (`currents`), and a node of
+ * ours beyond them is stale once it is offline (an online one still has its pod, e.g. mid-rollout). The
+ * identity check runs per current node against its status.nodes[] entry.
  */
 import type { HsNode } from "../../headscale/types.js";
 
@@ -20,7 +25,9 @@ export interface NodeAnalysis {
   /** Ours, oldest first. */
   ours: HsNode[];
   current?: HsNode;
-  /** Ours except the current node, oldest first. */
+  /** The newest `replicas` of ours, oldest first ([current] with one replica). */
+  currents: HsNode[];
+  /** Ours except the current node(s), oldest first. */
   stale: HsNode[];
   /** Why provenance is not verified, one entry per offending node; empty when verified. */
   provenanceProblems: string[];
@@ -69,16 +76,23 @@ export function analyzeNodes(input: {
   /** Key id of the bootstrap Secret child (after rotation, if any). */
   secretKeyId?: string;
   previous?: StatusNode;
+  /** status.nodes[] of the previous sync (replicas > 1). */
+  previousNodes?: readonly StatusNode[];
   acceptedNodeKey?: string;
+  /** spec.replicas; default 1. */
+  replicas?: number;
 }): NodeAnalysis {
   const { tag } = input;
+  const replicas = input.replicas ?? 1;
+  const previous = [...(input.previous ? [input.previous] : []), ...(input.previousNodes ?? [])];
   const ourKeyIds = [
-    ...new Set([input.secretKeyId, input.previous?.preAuthKeyId].filter((x): x is string => !!x)),
+    ...new Set([input.secretKeyId, ...previous.map((p) => p.preAuthKeyId)].filter((x): x is string => !!x)),
   ].sort((a, b) => Number(a) - Number(b) || a.localeCompare(b));
   const sorted = [...input.nodes].sort(byAge);
   const ours = sorted.filter((n) => isOurs(n, tag, ourKeyIds));
   const current = ours.at(-1);
-  const stale = ours.filter((n) => n !== current);
+  const currents = current ? ours.slice(-replicas) : [];
+  const stale = ours.filter((n) => !currents.includes(n) && (replicas === 1 || !n.online));
 
   const candidates = sorted.filter(
     (n) => n.tags.includes(tag) || (!!n.preAuthKey && ourKeyIds.includes(n.preAuthKey.id)),
@@ -92,22 +106,31 @@ export function analyzeNodes(input: {
   const provenanceProblems = [...offending].sort(byAge).map((n) => whyNotOurs(n, tag, ourKeyIds));
 
   let identityChange: NodeAnalysis["identityChange"];
-  const prev = input.previous;
-  if (
-    current &&
-    prev?.nodeKey &&
-    current.id === prev.id &&
-    current.preAuthKey?.id === prev.preAuthKeyId &&
-    current.nodeKey !== prev.nodeKey &&
-    current.nodeKey !== input.acceptedNodeKey
-  ) {
-    identityChange = { node: current, previousKey: prev.nodeKey };
+  // one replica: the current node against status.node; more: each current node against its status.nodes[] entry
+  for (const node of replicas === 1 ? (current ? [current] : []) : currents) {
+    const prev = replicas === 1 ? input.previous : input.previousNodes?.find((p) => p.id === node.id);
+    if (
+      prev?.nodeKey &&
+      node.id === prev.id &&
+      node.preAuthKey?.id === prev.preAuthKeyId &&
+      node.nodeKey !== prev.nodeKey &&
+      node.nodeKey !== input.acceptedNodeKey
+    ) {
+      identityChange = { node, previousKey: prev.nodeKey };
+      break;
+    }
   }
-  return { ourKeyIds, ours, current, stale, provenanceProblems, identityChange };
+  return { ourKeyIds, ours, current, currents, stale, provenanceProblems, identityChange };
 }
 
 export function statusNodeOf(n: HsNode): StatusNode {
   return { id: n.id, name: n.givenName || n.name, nodeKey: n.nodeKey, preAuthKeyId: n.preAuthKey?.id ?? "" };
+}
+
+/** status.nodes[] (replicas > 1): each entry as previousStatusNode reads status.node. */
+export function previousStatusNodes(status: Record<string, unknown>): StatusNode[] {
+  const list = Array.isArray(status.nodes) ? status.nodes : [];
+  return list.flatMap((n) => previousStatusNode({ node: n }) ?? []);
 }
 
 export function previousStatusNode(status: Record<string, unknown>): StatusNode | undefined {

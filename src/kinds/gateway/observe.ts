@@ -16,7 +16,7 @@ import { metricsPeers } from "../shared/agent.js";
 import { lookupProxyClass, proxyClassMissingMessage } from "../shared/proxy-class.js";
 import { agentPods, effectiveTag, resolveWorkload, tailnetIncompatible } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
-import { previousStatusNode, type StatusNode } from "./nodes.js";
+import { previousStatusNode, previousStatusNodes, type StatusNode } from "./nodes.js";
 import type { RenderInput } from "./render.js";
 import { type GatewaySpec, gatewayZone, readGatewaySpec, splitDNSDomains } from "./spec.js";
 
@@ -36,6 +36,8 @@ export interface GatewayFacts extends RenderInput {
   related: { coredns?: K8sObject; egresses: K8sObject[]; services: K8sObject[]; pods: PodFact[] };
   headscale: HeadscaleFacts;
   previousNode?: StatusNode;
+  /** status.nodes[] of the previous sync (replicas > 1). */
+  previousNodes?: StatusNode[];
 }
 
 /** Why nothing is served: no Tailnet, no credentials, or no usable zone. Every child is kept as observed. */
@@ -129,6 +131,7 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
     },
     headscale: await observeHeadscale(deps.views.view(ctx.conn)),
     previousNode: previousStatusNode(previousStatus(parent)),
+    ...(spec.replicas > 1 ? { previousNodes: previousStatusNodes(previousStatus(parent)) } : {}),
     conn: ctx.conn,
     secrets: objectsOf(req.children, "v1", "Secret"),
   };

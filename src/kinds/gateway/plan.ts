@@ -50,6 +50,8 @@ export interface GatewayApproval {
 
 export interface GatewayWrites {
   approve?: GatewayApproval;
+  /** replicas > 1: the approvals of the other current nodes (`approve` is the first node's). */
+  moreApprovals?: GatewayApproval[];
   deleteNodes: { id: string; node: string }[];
 }
 
@@ -58,10 +60,10 @@ export interface GatewayKeyWork {
   early?: EarlyRotation;
   /** The key of the observed Secret: the node writes were planned with it. */
   observedKeyId?: string;
-  /** What a minted key looks like: single-use, not ephemeral, tagged exactly with the gateway tag. */
+  /** What a minted key looks like: single-use (reusable with replicas > 1), not ephemeral, tagged exactly with the gateway tag. */
   mint: {
     tags: string[];
-    reusable: false;
+    reusable: boolean;
     ephemeral: false;
     ttlSeconds: number;
     now: Date;
@@ -101,7 +103,9 @@ export function freshVerdict(input: GatewayInputs): FreshVerdict {
         tag: input.tag,
         secretKeyId: input.key.keyId,
         previous: input.previousNode,
+        ...(input.previousNodes ? { previousNodes: input.previousNodes } : {}),
         acceptedNodeKey: input.spec.acceptedNodeKey,
+        replicas: input.spec.replicas,
       })
     : undefined;
   const problems: FreshProblem[] = [];
@@ -112,7 +116,13 @@ export function freshVerdict(input: GatewayInputs): FreshVerdict {
     definite ||= !!p;
   };
   // What the Secret itself says (missing, expired) is known even when Headscale cannot be read.
-  const keyProblem = checkBootstrapKey(input.key, hs.keys.ok ? hs.keys.value : undefined, input.tag, input.now);
+  const keyProblem = checkBootstrapKey(
+    input.key,
+    hs.keys.ok ? hs.keys.value : undefined,
+    input.tag,
+    input.now,
+    input.spec.replicas > 1,
+  );
   if (keyProblem || hs.keys.ok) add(keyProblem);
   else {
     unobserved = true;
@@ -137,7 +147,7 @@ const list = (nodes: readonly HsNode[]) => nodes.map(describeNode).join(", ");
 export function routeWork(
   input: GatewayInputs,
   v: FreshVerdict,
-): { condition: GatewayConditionOf<"RoutesInSync">; approve?: GatewayApproval } {
+): { condition: GatewayConditionOf<"RoutesInSync">; approve?: GatewayApproval; moreApprovals?: GatewayApproval[] } {
   const routes = input.spec.routes;
   const approved = (message: string) => ({ condition: cond(C.RoutesInSync, "True", R.Approved, message) });
   const notApproved = (message: string) => ({ condition: cond(C.RoutesInSync, "False", R.NotApproved, message) });
@@ -148,6 +158,7 @@ export function routeWork(
   }
   const node = v.facts?.current;
   if (!node) return notApproved("no registered gateway node yet");
+  if (input.spec.replicas > 1) return replicatedRouteWork(input, v, v.facts?.currents ?? [node]);
   const who = describeNode(node);
   const notAdvertised = routes.filter((r) => !node.availableRoutes.includes(r));
   const missing = routes.filter((r) => !node.approvedRoutes.includes(r) && node.availableRoutes.includes(r));
@@ -176,6 +187,53 @@ export function routeWork(
   return { ...(notAdvertised.length ? notApproved(done) : approved(done)), approve };
 }
 
+/**
+ * replicas > 1: the routes approved on every current node (each node's missing ones, one approve_routes per
+ * node), so Headscale can fail over to any of them (it elects one primary per prefix among the online nodes
+ * that have it approved). In sync while at least one node has every route advertised and approved; the
+ * message names each node's state.
+ */
+function replicatedRouteWork(
+  input: GatewayInputs,
+  v: FreshVerdict,
+  nodes: readonly HsNode[],
+): { condition: GatewayConditionOf<"RoutesInSync">; approve?: GatewayApproval; moreApprovals?: GatewayApproval[] } {
+  const routes = input.spec.routes;
+  const { name, policyMode, incompatible } = input.tailnet;
+  const held = !v.verified
+    ? "while Registered is not FreshRuntimeReady"
+    : policyMode === "DryRun"
+      ? `: Tailnet ${name} is in DryRun`
+      : incompatible
+        ? `: Tailnet ${name} reports HeadscaleCompatible=False`
+        : undefined;
+  const approvals: GatewayApproval[] = [];
+  const parts: string[] = [];
+  let inSync = 0;
+  for (const node of nodes) {
+    const who = describeNode(node);
+    const notAdvertised = routes.filter((r) => !node.availableRoutes.includes(r));
+    const missing = routes.filter((r) => !node.approvedRoutes.includes(r) && node.availableRoutes.includes(r));
+    const unadvertised = notAdvertised.length ? ` (does not advertise ${notAdvertised.join(", ")} yet)` : "";
+    if (missing.length === 0) {
+      if (!notAdvertised.length) inSync++;
+      parts.push(notAdvertised.length ? `${who}${unadvertised}` : `${who} approved`);
+    } else if (held) {
+      parts.push(`not approving ${missing.join(", ")} on ${who} ${held}${unadvertised}`.replace(" :", ":"));
+    } else {
+      approvals.push({ nodeId: node.id, node: who, add: missing });
+      if (!notAdvertised.length) inSync++;
+      parts.push(`approved ${missing.join(", ")} on ${who}${unadvertised}`);
+    }
+  }
+  const message = `${inSync} of ${nodes.length} nodes have ${routes.join(", ")} approved: ${parts.join("; ")}`;
+  const condition = inSync
+    ? cond(C.RoutesInSync, "True", R.Approved, message)
+    : cond(C.RoutesInSync, "False", R.NotApproved, message);
+  const [approve, ...more] = approvals;
+  return { condition, ...(approve ? { approve } : {}), ...(more.length ? { moreApprovals: more } : {}) };
+}
+
 /** StaleNodes and the deletions it wants: every node of ours but the current one, only when it is verified. */
 export function staleWork(
   input: GatewayInputs,
@@ -193,6 +251,9 @@ export function staleWork(
     );
   }
   if (facts.stale.length === 0) {
+    if (input.spec.replicas > 1) {
+      return only(cond(C.StaleNodes, "False", R.None, `only the current nodes: ${list(facts.currents)}`));
+    }
     return only(cond(C.StaleNodes, "False", R.None, `only the current node: ${describeNode(facts.current)}`));
   }
   if (input.spec.staleNodes === "Keep") {
@@ -213,8 +274,12 @@ export function staleWork(
 
 /** The node writes the fresh writer's verdict allows for these facts. */
 export function gatewayWrites(input: GatewayInputs, v: FreshVerdict = freshVerdict(input)): GatewayWrites {
-  const approve = routeWork(input, v).approve;
-  return { ...(approve ? { approve } : {}), deleteNodes: staleWork(input, v).deleteNodes };
+  const { approve, moreApprovals } = routeWork(input, v);
+  return {
+    ...(approve ? { approve } : {}),
+    ...(moreApprovals ? { moreApprovals } : {}),
+    deleteNodes: staleWork(input, v).deleteNodes,
+  };
 }
 
 export function planGateway(o: GatewayObservation): GatewayPlan {
@@ -236,6 +301,8 @@ export function planGateway(o: GatewayObservation): GatewayPlan {
     identityChanged: !!verdict.facts?.identityChange,
     rolloutPending: !!deployment && liveStamp !== renderedStamp(renderDeployment(o, current?.secret.metadata.name)),
     pods: o.related.pods,
+    reusable: o.spec.replicas > 1,
+    wasReplicated: isRecord(o.parent.status) && Array.isArray(o.parent.status.nodes),
   });
   return {
     key: {
@@ -244,7 +311,7 @@ export function planGateway(o: GatewayObservation): GatewayPlan {
       ...(current ? { observedKeyId: current.keyId } : {}),
       mint: {
         tags: [o.tag],
-        reusable: false,
+        reusable: o.spec.replicas > 1,
         ephemeral: false,
         ttlSeconds: o.spec.bootstrapKeyTTLSeconds,
         now: o.now,

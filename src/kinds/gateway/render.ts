@@ -45,7 +45,7 @@ export function renderCorefile(r: RenderInput): string {
 export function renderDeployment(r: RenderInput, authKeySecret: string | undefined): K8sObject {
   const deployment = gatewayDeployment(r.parent, {
     names: r.spec.names,
-    replicas: r.spec.suspend ? 0 : 1,
+    replicas: r.spec.suspend ? 0 : r.spec.replicas,
     tag: r.tag,
     hostname: r.spec.hostname,
     routes: r.spec.routes,

@@ -12,6 +12,8 @@ export interface GatewaySpec {
   hostname: string;
   /** Advertised routes, de-duplicated, in the order given. */
   routes: string[];
+  /** spec.replicas: gateway pods, each its own node advertising the routes (Headscale elects one primary). */
+  replicas: number;
   /** spec.dns.zone (lower case, no trailing dot); undefined when unset. */
   zone?: string;
   clusterDNSForward: "Managed" | "External";
@@ -52,6 +54,7 @@ export function readGatewaySpec(parent: K8sObject): GatewaySpec {
     suspend: spec.suspend === true,
     hostname: typeof spec.hostname === "string" && spec.hostname ? spec.hostname : dnsLabel(parent.metadata.name),
     routes: [...new Set(routes)],
+    replicas: replicasOf(spec.replicas),
     zone: typeof dns.zone === "string" && normalizeZone(dns.zone) ? normalizeZone(dns.zone) : undefined,
     clusterDNSForward: dns.clusterDNSForward === "External" ? "External" : "Managed",
     staleNodes: spec.staleNodes === "Keep" ? "Keep" : "Delete",
@@ -62,6 +65,13 @@ export function readGatewaySpec(parent: K8sObject): GatewaySpec {
     ...(acceptedNodeKey(parent) ? { acceptedNodeKey: acceptedNodeKey(parent) } : {}),
     names: gatewayNames(parent),
   };
+}
+
+/** The most gateway pods (the CRD's maximum); one pod is the default. */
+export const MAX_GATEWAY_REPLICAS = 4;
+
+function replicasOf(v: unknown): number {
+  return typeof v === "number" && Number.isInteger(v) ? Math.min(MAX_GATEWAY_REPLICAS, Math.max(1, v)) : 1;
 }
 
 /** What the CRD schema cannot catch: a spec.dns.zone that is not a DNS name (the hook answers InvalidSpec). */

@@ -202,3 +202,42 @@ export function podSpecOf(deployment: Record<string, unknown>): Record<string, u
   if (!isRecord(pod)) throw new Error("the Deployment has no pod template spec");
   return pod;
 }
+
+/** Gateway node `n` (0-based) of a replicated gateway: ids 12, 13, …, names cluster-gw, cluster-gw-1, …. */
+export function haNode(n: number, over: Partial<HsNode> & { keyId?: string | null } = {}): HsNode {
+  const name = n === 0 ? "cluster-gw" : `cluster-gw-${n}`;
+  return hsNode({
+    id: String(12 + n),
+    name,
+    givenName: name,
+    nodeKey: `nodekey:${String(n).repeat(64)}`,
+    ipAddresses: [`100.64.0.${12 + n}`],
+    createdAt: `2026-11-29T09:3${1 + n}:00Z`,
+    preAuthKey: hsKey({ reusable: true, id: over.keyId ?? KEY_ID }),
+    ...over,
+  });
+}
+
+/** A healthy gateway with spec.replicas `replicas`: its reusable key, these nodes, status.nodes as they are. */
+export function haHealthy(
+  replicas: number,
+  nodes: HsNode[],
+  over: Partial<GatewayInputs> & { spec?: Record<string, unknown> } = {},
+): GatewayInputs {
+  const { spec, ...rest } = over;
+  const parent = gateway({ replicas, ...spec });
+  const r = renderInput(parent);
+  const previousNodes = nodes.map((n) => ({
+    id: n.id,
+    name: n.givenName,
+    nodeKey: n.nodeKey,
+    preAuthKeyId: n.preAuthKey?.id ?? "",
+  }));
+  return healthy({
+    ...r,
+    observed: { deployment: liveDeployment(r), service: dnsServiceLive() },
+    headscale: { nodes: { ok: true, value: nodes }, keys: { ok: true, value: [hsKey({ reusable: true })] } },
+    ...(previousNodes.length ? { previousNode: previousNodes.at(-1), previousNodes } : { previousNode: undefined }),
+    ...rest,
+  });
+}

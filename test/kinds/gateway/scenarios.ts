@@ -15,6 +15,8 @@ import {
   corednsConfigMap,
   dnsServiceLive,
   gateway,
+  haHealthy,
+  haNode,
   healthy,
   hsKey,
   hsNode,
@@ -358,6 +360,52 @@ export const rows: Row[] = [
       ClusterDNSForward: "InvalidSpec",
       Ready: "InvalidSpec",
     },
+  },
+  // spec.replicas > 1 (decide-ha.test.ts asserts the messages and writes)
+  {
+    name: "replicas 3: 2 of 3 nodes registered, the newer one's route approved in this sync",
+    input: haHealthy(3, [haNode(0), haNode(1, { approvedRoutes: [] })]),
+    expect: {
+      Registered: "FreshRuntimeReady",
+      RoutesInSync: "Approved",
+      StaleNodes: "None",
+      Ready: "FreshRuntimeReady",
+    },
+  },
+  {
+    name: "replicas 2 in DryRun: no node has its route approved",
+    input: haHealthy(2, [haNode(0, { approvedRoutes: [] }), haNode(1, { approvedRoutes: [] })], {
+      tailnet: { ...renderInput(gateway({ replicas: 2 }), "DryRun").tailnet },
+    }),
+    expect: { Registered: "FreshRuntimeReady", RoutesInSync: "NotApproved", Ready: "NotApproved" },
+  },
+  {
+    name: "replicas 2: an offline node beyond the newest two is stale and deleted",
+    input: haHealthy(2, [haNode(0, { online: false }), haNode(1), haNode(2)]),
+    expect: { Registered: "FreshRuntimeReady", StaleNodes: "Deleted", Ready: "FreshRuntimeReady" },
+  },
+  {
+    name: "replicas 2: one node's key changed",
+    input: {
+      ...haHealthy(2, [haNode(0), haNode(1)]),
+      headscale: {
+        nodes: { ok: true, value: [haNode(0), haNode(1, { nodeKey: NEW_KEY })] },
+        keys: { ok: true, value: [hsKey({ reusable: true })] },
+      },
+    },
+    expect: { Registered: "IdentityChanged", Ready: "IdentityChanged", StaleNodes: "None" },
+  },
+  {
+    name: "replicas 2 with the single-use key of one replica (just scaled up)",
+    input: haHealthy(2, [hsNode()], {
+      headscale: { nodes: { ok: true, value: [hsNode()] }, keys: { ok: true, value: [hsKey()] } },
+    }),
+    expect: { Registered: "FreshBlocked", Ready: "FreshBlocked" },
+  },
+  {
+    name: "replicas 2: no node registered yet",
+    input: haHealthy(2, []),
+    expect: { Registered: "Provisioning", RoutesInSync: "NotApproved", StaleNodes: "None", Ready: "Provisioning" },
   },
 ];
 
