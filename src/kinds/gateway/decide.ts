@@ -281,11 +281,13 @@ export function decideGateway(
   );
 
   const node = v.verified && v.facts?.current ? statusNodeOf(v.facts.current) : input.previousNode;
-  // replicas > 1: every current node (ids, keys: the per-node identity check reads them back), else as before
+  // replicas > 1: every node of ours that is not stale — the current ones and an online surplus one (a pod
+  // mid-rollout), so its key stays recorded until it goes offline and is deleted; else as before
+  const facts = v.facts;
   const nodes =
     spec.replicas > 1
-      ? v.verified && v.facts
-        ? v.facts.currents.map((n) => ({ ...statusNodeOf(n), online: n.online }))
+      ? v.verified && facts
+        ? facts.ours.filter((n) => !facts.stale.includes(n)).map((n) => ({ ...statusNodeOf(n), online: n.online }))
         : input.previousNodes
       : undefined;
   // Look again: soon after a mint held node writes back; in 30 s while nothing registered or Headscale was

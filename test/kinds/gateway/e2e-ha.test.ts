@@ -13,6 +13,7 @@ import {
   cond,
   keySecrets,
   ROUTE,
+  readyGateway,
   replicas,
   statusOf,
   syncAgain,
@@ -111,5 +112,61 @@ describe("TailnetGateway with spec.replicas 2, end to end", () => {
     assert.deepEqual(w.fake.state.nodes.get(c.id)?.approvedRoutes, [ROUTE]);
     assert.equal(keySecrets(w.mc).length, 1);
     assert.equal(cond(w.mc, "Ready")?.status, "True");
+  });
+});
+
+describe("TailnetGateway scaled from 1 to 2 replicas, end to end", () => {
+  it("the single-use key is replaced by a reusable one, the old node stays ours until it is offline and deleted", async (t) => {
+    const w = await readyGateway(t);
+    assert.equal(cond(w.mc, "Ready")?.status, "True");
+    const old = w.node;
+    w.clock.now = new Date(T0.getTime() + 60_000);
+    applyGateway(w.mc, { replicas: 2 });
+    await w.mc.settle();
+    assert.deepEqual(w.mc.errors, []);
+    const creates = writesTo(w.fake, "POST", /^\/api\/v1\/preauthkey$/);
+    assert.equal(creates.length, 2);
+    assert.equal((creates[1].body as { reusable?: boolean }).reusable, true);
+    assert.equal(replicas(w.mc), 2);
+    assert.ok(child(w.mc, "PodDisruptionBudget", "gw-gateway"));
+    // the old node (single-use key 1) is still ours: 1 of 2 registered, Ready
+    assert.match(cond(w.mc, "Registered")?.message ?? "", /^1 of 2 nodes registered/);
+    assert.equal(cond(w.mc, "Ready")?.status, "True");
+
+    // the rollout: two new pods register with the reusable key while the old pod still runs
+    const objects = () => [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
+    const deployment = () => {
+      const d = child(w.mc, "Deployment", "gw-gateway");
+      if (!d) throw new Error("no Deployment");
+      return d;
+    };
+    w.clock.now = new Date(T0.getTime() + 120_000);
+    const a = registerPod(w.fake, deployment(), objects()).node;
+    w.clock.now = new Date(T0.getTime() + 180_000);
+    const b = registerPod(w.fake, deployment(), objects()).node;
+    await syncAgain(w.mc);
+    await w.mc.settle();
+    assert.deepEqual(w.mc.errors, []);
+    assert.ok(w.fake.state.nodes.has(old.id), "an online surplus node is not deleted");
+    assert.deepEqual(
+      (statusOf(w.mc) as HaStatus).nodes?.map((n) => n.id),
+      [old.id, a.id, b.id],
+    );
+    assert.equal(cond(w.mc, "Registered")?.reason, "FreshRuntimeReady");
+
+    // the old pod stops: its node goes offline and is deleted; status lists the two current nodes
+    const oldNode = w.fake.state.nodes.get(old.id);
+    if (!oldNode) throw new Error("old node gone");
+    oldNode.online = false;
+    await syncAgain(w.mc);
+    await w.mc.settle();
+    assert.deepEqual(w.mc.errors, []);
+    assert.equal(w.fake.state.nodes.has(old.id), false);
+    assert.deepEqual(
+      (statusOf(w.mc) as HaStatus).nodes?.map((n) => n.id),
+      [a.id, b.id],
+    );
+    for (const n of [a, b]) assert.deepEqual(w.fake.state.nodes.get(n.id)?.approvedRoutes, [ROUTE]);
+    assert.match(cond(w.mc, "Ready")?.message ?? "", /^2 of 2 nodes registered \(2 online: /);
   });
 });
