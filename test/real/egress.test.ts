@@ -276,6 +276,44 @@ describe("TailnetEgress on the real tailnet", { timeout: 900_000, concurrency: f
     assert.equal(nodes[0].online, true);
   });
 
+  it("a TailnetProxyClass rolls the agent pod: the new pod carries it, registers and the bytes flow", async () => {
+    const [oldPod] = pods.podsOf(NS, "db-agent");
+    const egress = op.mc.get(API, "TailnetEgress", "db", NS);
+    assert.ok(egress && oldPod);
+    op.mc.apply({
+      apiVersion: API,
+      kind: "TailnetProxyClass",
+      metadata: { name: "edge" },
+      spec: {
+        resources: { requests: { cpu: "50m", memory: "64Mi" }, limits: { memory: "512Mi" } },
+        podLabels: { team: "net" },
+      },
+    });
+    op.mc.apply({ ...egress, spec: { ...(egress.spec as object), proxyClassName: "edge" } });
+    await drive(
+      "the pod with the class serving and the old one gone",
+      "db",
+      () => {
+        const now = pods.podsOf(NS, "db-agent");
+        return now.length === 1 && now[0] !== oldPod && now[0].ready && cond("db", "Ready")?.status === "True";
+      },
+      180_000,
+    );
+    const [pod] = pods.podsOf(NS, "db-agent");
+    assert.equal(pod.labels.team, "net");
+    const agent = pod.spec.containers.find((c) => c.name === "agent");
+    // the heap cap follows the class's memory limit: the real agent process runs with it
+    assert.deepEqual(
+      agent?.env?.find((e) => e.name === "NODE_OPTIONS"),
+      { name: "NODE_OPTIONS", value: "--max-old-space-size=256" },
+    );
+    const flow = await waitFor("bytes through the pod with the class", async () => {
+      const f = await allFlow();
+      return f.ok ? f : undefined;
+    });
+    assert.ok(flow.ok);
+  });
+
   it("containment: no pod asked for a name outside the test world", async () => {
     const outside = pods
       .unansweredQueries()
