@@ -158,6 +158,7 @@ export const OPERATOR_METRIC_NAMES = [
   "tailnet_node_online",
   "tailnet_node_last_seen_seconds",
   "tailnet_api_key_expiry_timestamp_seconds",
+  "tailnet_api_key_rotation_steps_total",
   "tailnet_auth_key_expiry_timestamp_seconds",
   "tailnet_route_approvals_replayed_total",
   "tailnet_egress_target_state",
