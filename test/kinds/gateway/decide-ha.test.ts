@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { isRecord } from "../../../src/k8s/objects.js";
+import { planGatewayCleanup } from "../../../src/kinds/gateway/finalize.js";
 import { planGateway } from "../../../src/kinds/gateway/plan.js";
 import { gateway, haHealthy, haNode, hsKey, hsNode, KEY_ID, keySecret, ROUTE, TAG } from "./fixtures.js";
 import { run, scenario } from "./scenarios.js";
@@ -131,5 +132,22 @@ describe("decideGateway with replicas > 1", () => {
     });
     assert.equal(steady.key?.auth.action, "reuse");
     assert.equal(steady.key?.early, undefined);
+  });
+
+  it("finalize deletes the nodes registered with a key recorded only in status.nodes", () => {
+    const nodes = [haNode(0, { keyId: "5" }), haNode(1, { keyId: "5" }), haNode(2)];
+    const observed = {
+      reachable: true as const,
+      conn: { url: "https://hs.example.com", apiKey: "k" },
+      tag: TAG,
+      nodes: { ok: true as const, value: nodes },
+      keys: { ok: true as const, value: [hsKey({ reusable: true })] },
+      secretKeyIds: [KEY_ID],
+      now: new Date("2026-11-29T10:00:00Z"),
+    };
+    const ids = (p: ReturnType<typeof planGatewayCleanup>) =>
+      "deleteNodes" in p ? p.deleteNodes.map((d) => d.id) : [];
+    assert.deepEqual(ids(planGatewayCleanup(observed)), ["14"]);
+    assert.deepEqual(ids(planGatewayCleanup({ ...observed, recordedKeyIds: ["5"] })), ["12", "13", "14"]);
   });
 });
