@@ -50,7 +50,10 @@ export function createAgentMetrics(names: readonly string[], opts: { defaultMetr
   const unflushed = new Map<string, { in: number; out: number }>();
   const pendingOf = (name: string) => {
     let pending = unflushed.get(name);
-    if (!pending) unflushed.set(name, (pending = { in: 0, out: 0 }));
+    if (!pending) {
+      pending = { in: 0, out: 0 };
+      unflushed.set(name, pending);
+    }
     return pending;
   };
 
