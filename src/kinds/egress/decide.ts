@@ -16,7 +16,8 @@ import type { Obs } from "../../headscale/view.js";
 import type { K8sObject, ObjectMaps } from "../../k8s/objects.js";
 import { findObject, reuseAllChildren } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
-import { agentName, registrationFact, tagFact } from "../shared/agent.js";
+import { agentName } from "../shared/agent.js";
+import { registeredCondition, tagKnownCondition } from "../shared/agent-conditions.js";
 import type { AuthKeyOutcome, ObservedKey } from "../shared/authkey.js";
 import type { ProxyClassSpec } from "../shared/proxy-class.js";
 import type { TailnetSettings } from "../shared/workload.js";
@@ -142,22 +143,6 @@ export function targetsReachableCondition(
   if (unknown.length) return cond(type, "Unknown", "ProbeFailed", listed(unknown));
   const n = verdicts.length;
   return cond(type, "True", "Reachable", `${n} ${n === 1 ? "target answers" : "targets answer"} the agent's probe`);
-}
-
-/** TagKnown from the shared agent fact (src/kinds/shared/agent.ts), in the egress's reasons. */
-function tagKnownCondition(policy: Obs<HsPolicy | null>, tag: string): EgressCond<"TagKnown"> {
-  const f = tagFact(policy, tag);
-  if (f.state === "known") return cond("TagKnown", "True", "Known", f.message);
-  if (f.state === "pending") return cond("TagKnown", "False", "PolicyPending", f.message);
-  return cond("TagKnown", "Unknown", "Unknown", f.message);
-}
-
-/** Registered from the shared agent fact, in the egress's reasons. */
-function registeredCondition(nodes: Obs<HsNode[]>, tag: string, keyNote?: string): EgressCond<"Registered"> {
-  const f = registrationFact(nodes, tag, keyNote);
-  if (f.state === "registered") return cond("Registered", "True", "Registered", f.message);
-  if (f.state === "absent") return cond("Registered", "False", "NotRegistered", f.message);
-  return cond("Registered", "Unknown", "Unknown", f.message);
 }
 
 const isReadyReason = (reason: string): reason is ReadyReason => allows("Ready", "False", reason);

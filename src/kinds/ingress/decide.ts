@@ -9,15 +9,8 @@ import type { HsNode, HsPolicy } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
-import {
-  agentName,
-  listNames,
-  nodeLabel,
-  nodesWithTag,
-  registrationFact,
-  supersededNodes,
-  tagFact,
-} from "../shared/agent.js";
+import { agentName, listNames, nodeLabel, nodesWithTag, supersededNodes } from "../shared/agent.js";
+import { registeredCondition, tagKnownCondition } from "../shared/agent-conditions.js";
 import { type AuthKeyOutcome, type AuthKeyPlan, decideAuthKey, observedKeys } from "../shared/authkey.js";
 import { type IngressNames, ingressNames, nameConflicts } from "../shared/ingress-names.js";
 import type { ProxyClassSpec } from "../shared/proxy-class.js";
@@ -132,22 +125,6 @@ function notEvaluated<T extends "TagKnown" | "Registered">(type: T, tailnet: Tai
 function notEvaluated(type: "TagKnown" | "Registered", tailnet: Tailnetless): IngressCondition {
   const message = `not evaluated: ${tailnet.message}`;
   return cond(type, "Unknown", tailnet.reason, message);
-}
-
-/** TagKnown from the shared agent fact, in the ingress's reasons. */
-function tagKnownCondition(policy: Obs<HsPolicy | null>, tag: string): IngressCondition<"TagKnown"> {
-  const f = tagFact(policy, tag);
-  if (f.state === "known") return cond("TagKnown", "True", "Known", f.message);
-  if (f.state === "pending") return cond("TagKnown", "False", "PolicyPending", f.message);
-  return cond("TagKnown", "Unknown", "Unknown", f.message);
-}
-
-/** Registered from the shared agent fact, in the ingress's reasons. */
-function registeredCondition(nodes: Obs<HsNode[]>, tag: string, keyNote?: string): IngressCondition<"Registered"> {
-  const f = registrationFact(nodes, tag, keyNote);
-  if (f.state === "registered") return cond("Registered", "True", "Registered", f.message);
-  if (f.state === "absent") return cond("Registered", "False", "NotRegistered", f.message);
-  return cond("Registered", "Unknown", "Unknown", f.message);
 }
 
 function policyGranted(

@@ -10,6 +10,7 @@ import { tailnetModule } from "../../../src/kinds/tailnet/index.js";
 import { writeFailureCondition } from "../../../src/kinds/tailnet/write.js";
 import { hashOfLivePolicy } from "../../../src/policy/canonical.js";
 import { syncRequest } from "../../fixtures/hooks.js";
+import { quietDeps } from "../../helpers/deps.js";
 import { assertCoversTable } from "../../helpers/reason-coverage.js";
 import {
   API_KEY,
@@ -40,7 +41,7 @@ import {
   timedOut,
   unauthorized,
 } from "./fixtures.js";
-import { conditionOf, decided, type Given, input, quietDeps, reasons } from "./world.js";
+import { conditionOf, decided, type Given, input, reasons } from "./world.js";
 
 /** The plan and the decision of one world. */
 function run(g: Given = {}) {
@@ -521,7 +522,7 @@ function invalidSpecConditions(): ConditionInput[] {
   const spec = rotating();
   const parent = tailnet({ ...spec, allowedEgressTargets: ["db"] });
   const problem = tailnetModule.specProblem?.(parent) ?? "";
-  const answer = tailnetModule.invalid(syncRequest({ parent }), problem, quietDeps());
+  const answer = tailnetModule.invalid(syncRequest({ parent }), problem, quietDeps(NOW));
   const conditions = answer.status.conditions;
   return Array.isArray(conditions) ? conditions : [];
 }

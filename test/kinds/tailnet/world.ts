@@ -1,15 +1,6 @@
-/**
- * Named builders over the Tailnet's real decide input: `observation(given)` is what the sync observes in a
- * world described by name (spec, related objects, Headscale observations, the policy/check verdict);
- * `input(given)` adds the plan made from it and the outcome the act stage reports when that plan writes
- * (the re-read before the PUT finds the observed live policy; the PUT answers `given.write`, default
- * success). Decide tests build rows `{ name, input, expect }` with these and call decideTailnet.
- */
-import Fastify from "fastify";
-import { DEFAULT_CONFIG } from "../../../src/config.js";
 import type { Outcome } from "../../../src/headscale/capabilities.js";
 import type { HsPolicy } from "../../../src/headscale/types.js";
-import { HeadscaleViews, type Obs } from "../../../src/headscale/view.js";
+import type { Obs } from "../../../src/headscale/view.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import type { TailnetOutcome, WriteOutcome } from "../../../src/kinds/tailnet/act.js";
 import { decideTailnet, type TailnetDecideInput, type TailnetDecision } from "../../../src/kinds/tailnet/decide.js";
@@ -20,9 +11,6 @@ import { renderTailnetPolicy } from "../../../src/kinds/tailnet/render.js";
 import type { ApiKeyUse, RotationOutcome } from "../../../src/kinds/tailnet/rotation.js";
 import { readTailnetSpec } from "../../../src/kinds/tailnet/spec.js";
 import { liveHash } from "../../../src/kinds/tailnet/write.js";
-import type { HookDeps } from "../../../src/kinds/types.js";
-import { createOperatorMetrics } from "../../../src/metrics/registry.js";
-import { memoryEventRecorder } from "../../../src/server/events.js";
 import { toMaps } from "../../fixtures/hooks.js";
 import { checkOk, healthyHs, healthyRelated, NOW, ok, tailnet, tailnetSpec } from "./fixtures.js";
 
@@ -123,16 +111,3 @@ export const conditionOf = (d: TailnetDecision, type: string) => {
   if (!c) throw new Error(`no condition ${type}`);
   return c;
 };
-
-/** Real hook dependencies that reach nothing: a silent logger, fresh metrics, views that are never used here. */
-export function quietDeps(now = NOW): HookDeps {
-  return {
-    config: DEFAULT_CONFIG,
-    views: new HeadscaleViews({ timeoutMs: 1000, cacheTTLSeconds: 1 }),
-    now: () => now,
-    log: Fastify({ logger: false }).log,
-    metrics: createOperatorMetrics({ defaultMetrics: false }),
-    events: memoryEventRecorder(),
-    scraper: { scrape: async () => [] },
-  };
-}
