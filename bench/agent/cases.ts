@@ -37,6 +37,7 @@ import {
   roundTrips,
   sleep,
   spawnAgent,
+  spawnTcpEgress,
   startHaproxy,
   startSocat,
   startUpstreams,
@@ -255,19 +256,7 @@ export async function benchAgent(
     const web = { host: "127.0.0.1", port: up.http };
     const tls = { certFile: cert.certFile, keyFile: cert.keyFile };
     const startAgents = async (key: "agent" | "before", agentBundle: string | undefined) => {
-      const egress = await spawnAgent(
-        {
-          role: "egress",
-          metricsPort: 0,
-          listenHost: "127.0.0.1",
-          targets: [
-            { name: "sink", host: "127.0.0.1", ports: [{ port: up.sink, listenPort: 0 }] },
-            { name: "echo", host: "127.0.0.1", ports: [{ port: up.echo, listenPort: 0 }] },
-          ],
-        },
-        agentBundle,
-        agentNodeArgs,
-      );
+      const egress = await spawnTcpEgress(up, agentBundle, agentNodeArgs);
       children.push(egress);
       tcp.set(key, { sink: egress.ports.get("sink") ?? 0, echo: egress.ports.get("echo") ?? 0, pids: [egress.pid] });
       const ingress = await spawnAgent(

@@ -75,6 +75,27 @@ export async function bundleAgent(dir: string, root = REPO_ROOT): Promise<string
   return bundleForNode(entry, join(dir, "agent.mjs"));
 }
 
+/** The TCP rows' egress agent: targets `sink` and `echo` on the upstream process, ports bound by the kernel. */
+export function spawnTcpEgress(
+  up: { sink: number; echo: number },
+  bundle?: string,
+  nodeArgs: readonly string[] = [],
+): Promise<AgentProcess> {
+  return spawnAgent(
+    {
+      role: "egress",
+      metricsPort: 0,
+      listenHost: "127.0.0.1",
+      targets: [
+        { name: "sink", host: "127.0.0.1", ports: [{ port: up.sink, listenPort: 0 }] },
+        { name: "echo", host: "127.0.0.1", ports: [{ port: up.echo, listenPort: 0 }] },
+      ],
+    },
+    bundle,
+    nodeArgs,
+  );
+}
+
 /**
  * Runs the agent with `--config <file>` and waits until it has started: the bundle from bundleAgent when
  * given, else `tailnet-operator agent` from src/cli.ts through tsx; `nodeArgs` go to node first (e.g. a heap

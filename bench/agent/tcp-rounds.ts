@@ -26,7 +26,7 @@ import {
   pushThrough,
   REPO_ROOT,
   roundTrips,
-  spawnAgent,
+  spawnTcpEgress,
   startHaproxy,
   startUpstreams,
 } from "./harness.js";
@@ -55,19 +55,7 @@ async function oneProcess(seconds: number, rounds: number, perRound: number): Pr
     const nodeArgs = process.env.BENCH_AGENT_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
     const systems = new Map<string, { sink: number; echo: number; pid: number }>();
     const startAgent = async (key: string, bundle: string | undefined) => {
-      const agent = await spawnAgent(
-        {
-          role: "egress",
-          metricsPort: 0,
-          listenHost: "127.0.0.1",
-          targets: [
-            { name: "sink", host: "127.0.0.1", ports: [{ port: up.sink, listenPort: 0 }] },
-            { name: "echo", host: "127.0.0.1", ports: [{ port: up.echo, listenPort: 0 }] },
-          ],
-        },
-        bundle,
-        nodeArgs,
-      );
+      const agent = await spawnTcpEgress(up, bundle, nodeArgs);
       children.push(agent);
       systems.set(key, { sink: agent.ports.get("sink") ?? 0, echo: agent.ports.get("echo") ?? 0, pid: agent.pid });
     };
