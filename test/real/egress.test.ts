@@ -17,9 +17,9 @@ import { after, before, describe, it } from "node:test";
 import { parentObject } from "../fixtures/hooks.js";
 import { echoFrom, startEcho } from "./echo.js";
 import type { Host, RealProcess } from "./net.js";
-import { API, OPS, type RealOperator, socksEcho, startOperator, tailnetSpec } from "./operator.js";
+import { API, OPS, podRunnerFor, type RealOperator, socksEcho, startOperator, tailnetSpec } from "./operator.js";
 import { waitFor } from "./peers.js";
-import { PodRunner } from "./pods.js";
+import type { PodRunner } from "./pods.js";
 import { DB_PORT, type RealWorld, SITE_ECHO_PORT, SITE_HOST, SITE_PREFIX, startRealWorld, TAGS } from "./world.js";
 
 const NS = "shop";
@@ -48,13 +48,7 @@ describe("TailnetEgress on the real tailnet", { timeout: 900_000, concurrency: f
     });
     // Deployments are Available only when the runner's real pods are ready.
     op.mc.deploymentsAvailable = false;
-    pods = new PodRunner({
-      net: world.net,
-      mc: op.mc,
-      kubeRootCaPem: world.headscale.caPem,
-      // REAL_ANY_IMAGE=1 runs whatever tailscale tag the product pins on the built v1.102.3 binaries
-      strictImages: process.env.REAL_ANY_IMAGE !== "1",
-    });
+    pods = podRunnerFor(world, op);
     client = await world.net.addHost("shop-client");
     pods.addWorkload({ namespace: NS, name: "client", labels: { app: "client" }, host: client });
     // The refused target listens too: only the packet filter can keep the agent out.

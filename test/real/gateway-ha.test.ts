@@ -13,9 +13,9 @@ import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { parentObject } from "../fixtures/hooks.js";
 import { bins } from "./bins.js";
-import { API, listRoutes, type RealOperator, startOperator, tailnetSpec } from "./operator.js";
+import { API, listRoutes, podRunnerFor, type RealOperator, startOperator, tailnetSpec } from "./operator.js";
 import { waitFor } from "./peers.js";
-import { PodRunner, type RunningPod } from "./pods.js";
+import type { PodRunner, RunningPod } from "./pods.js";
 import { type RealWorld, startRealWorld } from "./world.js";
 
 const run = promisify(execFile);
@@ -38,12 +38,7 @@ describe("TailnetGateway with spec.replicas 2 on the real tailnet", { timeout: 9
     const base = tailnetSpec(world);
     op = await startOperator(world, { tailnet: { policy: { ...base.policy, tagOwners: ["group:eng"] } } });
     op.mc.deploymentsAvailable = false;
-    pods = new PodRunner({
-      net: world.net,
-      mc: op.mc,
-      kubeRootCaPem: world.headscale.caPem,
-      strictImages: process.env.REAL_ANY_IMAGE !== "1",
-    });
+    pods = podRunnerFor(world, op);
     op.mc.apply(
       parentObject(
         "TailnetGateway",

@@ -32,6 +32,7 @@ import type { RealProcess } from "./net.js";
 import {
   API,
   listRoutes,
+  podRunnerFor,
   type RealOperator,
   socksDns,
   startOperator,
@@ -39,7 +40,7 @@ import {
   withUnreachable,
 } from "./operator.js";
 import { waitFor } from "./peers.js";
-import { PodRunner, type RunningPod } from "./pods.js";
+import type { PodRunner, RunningPod } from "./pods.js";
 import { type RealWorld, startRealWorld } from "./world.js";
 
 const run = promisify(execFile);
@@ -80,12 +81,7 @@ describe("TailnetGateway on the real tailnet", { timeout: 900_000, concurrency: 
     });
     // Deployments are Available only when the runner's real pods are ready.
     op.mc.deploymentsAvailable = false;
-    pods = new PodRunner({
-      net: world.net,
-      mc: op.mc,
-      kubeRootCaPem: world.headscale.caPem,
-      strictImages: process.env.REAL_ANY_IMAGE !== "1",
-    });
+    pods = podRunnerFor(world, op);
     op.mc.apply(
       parentObject(
         "TailnetEgress",

@@ -27,9 +27,9 @@ import { bins } from "./bins.js";
 import { sleep } from "./echo.js";
 import { BASE_DOMAIN } from "./headscale.js";
 import type { Host, RealProcess } from "./net.js";
-import { API, type RealOperator, socksEcho, startOperator, tailnetSpec } from "./operator.js";
+import { API, podRunnerFor, type RealOperator, socksEcho, startOperator, tailnetSpec } from "./operator.js";
 import type { Peer } from "./peers.js";
-import { PodRunner } from "./pods.js";
+import type { PodRunner } from "./pods.js";
 import { type RealWorld, startRealWorld } from "./world.js";
 
 const NS = "monitoring";
@@ -106,7 +106,7 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
     const base = tailnetSpec(world);
     op = await startOperator(world, { tailnet: { policy: { ...base.policy, tagOwners: ["group:eng"] } } });
     op.mc.deploymentsAvailable = false;
-    pods = new PodRunner({ net: world.net, mc: op.mc, kubeRootCaPem: world.headscale.caPem });
+    pods = podRunnerFor(world, op);
     // The outsider's netmap lacks the agent nodes (no grant), so its tailscaled's SOCKS5 hands a dial
     // to their tailnet IPs to the OS (net/tsdial): refused here by an unreachable route for the tailnet
     // range instead of counting as a dial outside the test network.

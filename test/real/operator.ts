@@ -25,6 +25,7 @@ import { parentObject } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";
 import { BASE_DOMAIN } from "./headscale.js";
 import type { Peer } from "./peers.js";
+import { PodRunner } from "./pods.js";
 import { BASE_POLICY, type RealWorld } from "./world.js";
 
 const run = promisify(execFile);
@@ -321,4 +322,18 @@ export async function withUnreachable<T>(peer: Peer, prefixes: string[], fn: () 
   } finally {
     for (const p of added) await run("/usr/sbin/ip", ["-n", peer.host.netns, "route", "del", "unreachable", p]);
   }
+}
+
+/**
+ * The pod runner of a scenario: the operator's Deployments as processes on the world's network, trusting the
+ * world's CA as kube-root-ca.crt. REAL_ANY_IMAGE=1 runs whatever tailscale tag the product pins on the built
+ * binaries (default: only the version built in .cache/real).
+ */
+export function podRunnerFor(world: RealWorld, op: RealOperator): PodRunner {
+  return new PodRunner({
+    net: world.net,
+    mc: op.mc,
+    kubeRootCaPem: world.headscale.caPem,
+    strictImages: process.env.REAL_ANY_IMAGE !== "1",
+  });
 }

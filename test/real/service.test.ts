@@ -12,8 +12,16 @@ import { bins } from "./bins.js";
 import { sleep } from "./echo.js";
 import { BASE_DOMAIN } from "./headscale.js";
 import type { Host, RealProcess } from "./net.js";
-import { API, type RealOperator, socksEcho, startOperator, tailnetSpec, withUnreachable } from "./operator.js";
-import { PodRunner } from "./pods.js";
+import {
+  API,
+  podRunnerFor,
+  type RealOperator,
+  socksEcho,
+  startOperator,
+  tailnetSpec,
+  withUnreachable,
+} from "./operator.js";
+import type { PodRunner } from "./pods.js";
 import { type RealWorld, startRealWorld } from "./world.js";
 
 const NS = "monitoring";
@@ -44,7 +52,7 @@ describe("annotated Service on the real tailnet", { timeout: 900_000, concurrenc
     const base = tailnetSpec(world);
     op = await startOperator(world, { tailnet: { policy: { ...base.policy, tagOwners: ["group:eng"] } } });
     op.mc.deploymentsAvailable = false;
-    pods = new PodRunner({ net: world.net, mc: op.mc, kubeRootCaPem: world.headscale.caPem });
+    pods = podRunnerFor(world, op);
     web = await world.net.addHost("web");
     backend = web.spawn(bins.node, ["-e", BACKEND], { logName: "backend" });
     const deadline = Date.now() + 10_000;
