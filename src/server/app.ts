@@ -14,7 +14,7 @@ import { createOperatorMetrics } from "../metrics/registry.js";
 import { sweepStaleResources } from "../metrics/resource.js";
 import { kubeEventRecorder } from "./events.js";
 import { countHeadscaleCall, logHookAnswer, rememberReason } from "./hook-log.js";
-import { hooksPlugin } from "./hooks.js";
+import { HOOKS, hooksPlugin } from "./hooks.js";
 import { httpAgentScraper } from "./scraper.js";
 
 export interface ServerOptions {
@@ -25,7 +25,7 @@ export interface ServerOptions {
   logger?: boolean | Record<string, unknown>;
 }
 
-const KNOWN_HOOKS = new Set(["customize", "sync", "finalize"]);
+const KNOWN_HOOKS: ReadonlySet<string> = new Set(HOOKS);
 
 export function buildServer(config: OperatorConfig, options: ServerOptions = {}): FastifyInstance {
   const app = Fastify({

@@ -15,7 +15,8 @@ import { answerDecoratorHook, DECORATOR_RESPONSE_SCHEMAS } from "./decorator.js"
 import { EnvelopeError, parseCustomizeRequest, parseSyncRequest } from "./envelope.js";
 import { parentOf, withCallCount } from "./hook-log.js";
 
-const HOOKS = ["customize", "sync", "finalize"] as const;
+/** The hook names of every kind (/hooks/<kind>/<hook>); the app counts requests per name. */
+export const HOOKS = ["customize", "sync", "finalize"] as const;
 type HookName = (typeof HOOKS)[number];
 
 // v2 hooks are decoded strictly by Metacontroller (kjson.UnmarshalStrict, pkg/hooks/webhook.go):
