@@ -40,3 +40,12 @@ export const statusKeepingTailnet: KindModule = {
   finalize: async () => ({ status: {}, children: [], finalized: true }),
   invalid: (req) => ({ status: { ...((req.parent.status as Record<string, unknown>) ?? {}) }, children: [] }),
 };
+
+/** A Tailnet stand-in that answers with an empty status and no children (the kind under test reads only its spec). */
+export const silentTailnet: KindModule = {
+  hookKind: "tailnet",
+  customize: () => [],
+  sync: async () => ({ status: {}, children: [] }),
+  finalize: async () => ({ status: {}, children: [], finalized: true }),
+  invalid: () => ({ status: {}, children: [] }),
+};

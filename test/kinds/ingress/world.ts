@@ -21,20 +21,13 @@ import { memoryEventRecorder } from "../../../src/server/events.js";
 import { closedPort } from "../../fakes/agent/echo.js";
 import { registerPod } from "../../fakes/containerboot.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../fakes/headscale/index.js";
+import { silentTailnet } from "../../fakes/kind-stub.js";
 import { FakeMetacontroller } from "../../fakes/metacontroller.js";
 import { type Endpoint, type ServeHandler, serveForward } from "../../fakes/tailscaled-serve.js";
 import { build } from "../../helpers/server.js";
 import { BASE, credentials, TAG, tailnet } from "./fixtures.js";
 
 type Ctx = { after: (fn: () => Promise<void> | void) => void };
-
-const stubTailnet: KindModule = {
-  hookKind: "tailnet",
-  customize: () => [],
-  sync: async () => ({ status: {}, children: [] }),
-  finalize: async () => ({ status: {}, children: [], finalized: true }),
-  invalid: () => ({ status: {}, children: [] }),
-};
 
 export const policyText = (tags: string[]) =>
   JSON.stringify({ tagOwners: Object.fromEntries(tags.map((t) => [t, []])) }, null, 2);
@@ -63,7 +56,7 @@ export async function world(
   t.after(() => views.close());
   const metrics = createOperatorMetrics({ defaultMetrics: false });
   const kinds = new Map<HookKind, KindModule>(kindModules);
-  kinds.set("tailnet", stubTailnet);
+  kinds.set("tailnet", silentTailnet);
   const clock = { now: new Date() };
   const { app } = await build(t, {
     server: { kinds, deps: { views, metrics, now: () => clock.now, events: memoryEventRecorder() } },

@@ -14,20 +14,13 @@ import { memoryEventRecorder } from "../../../src/server/events.js";
 import { closedPort } from "../../fakes/agent/echo.js";
 import { registerPod } from "../../fakes/containerboot.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../fakes/headscale/index.js";
+import { silentTailnet } from "../../fakes/kind-stub.js";
 import { FakeMetacontroller } from "../../fakes/metacontroller.js";
 import { build } from "../../helpers/server.js";
 import { credentials, tailnet } from "../ingress/fixtures.js";
 import { NS } from "./fixtures.js";
 
 type Ctx = { after: (fn: () => Promise<void> | void) => void };
-
-const stubTailnet: KindModule = {
-  hookKind: "tailnet",
-  customize: () => [],
-  sync: async () => ({ status: {}, children: [] }),
-  finalize: async () => ({ status: {}, children: [], finalized: true }),
-  invalid: () => ({ status: {}, children: [] }),
-};
 
 export interface ServiceWorld {
   hs: FakeHeadscale;
@@ -49,7 +42,7 @@ export async function serviceWorld(t: Ctx, opts: { tags?: string[]; tailnets?: s
   const views = new HeadscaleViews({ timeoutMs: 5000, cacheTTLSeconds: 0, retries: 0 }); // generous: the machine is shared
   t.after(() => views.close());
   const kinds = new Map<HookKind, KindModule>(kindModules);
-  kinds.set("tailnet", stubTailnet);
+  kinds.set("tailnet", silentTailnet);
   const recorder = memoryEventRecorder();
   const { app } = await build(t, {
     server: { kinds, deps: { views, metrics: createOperatorMetrics({ defaultMetrics: false }), events: recorder } },
