@@ -114,7 +114,8 @@ interface CaptureHead {
   };
 }
 
-function captureRecord(path: string, category: PolicyCategory): PolicyRecord {
+/** One capture file → its record; anything unexpected is an error naming the file. */
+export function captureRecord(path: string, category: PolicyCategory): PolicyRecord {
   const head = readCaptureHead(path);
   const input = head.input;
   const fail = (what: string) => new Error(`${path}: ${what}`);
@@ -165,6 +166,7 @@ function inputEnd(text: string): number | undefined {
   let depth = 0;
   let inInput = false;
   let end: number | undefined;
+  let firstError = Number.POSITIVE_INFINITY;
   visit(
     text,
     {
@@ -178,10 +180,15 @@ function inputEnd(text: string): number | undefined {
         depth--;
         if (inInput && depth === 1 && end === undefined) end = offset + length;
       },
+      // A text cut inside `input` still "closes" it at its end while recovering: only a close before any
+      // error (the cut shows as an unterminated string or a missing brace) is the real one.
+      onError: (_error, offset) => {
+        firstError = Math.min(firstError, offset);
+      },
     },
     { allowTrailingComma: true },
   );
-  return end;
+  return end !== undefined && end <= firstError ? end : undefined;
 }
 
 function parseHead(text: string, path: string): CaptureHead {
