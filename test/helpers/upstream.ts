@@ -43,7 +43,7 @@ export function goModuleDir(module: string, version: string): string {
     // Outside any Go module or workspace, so nothing around the checkout changes what is resolved.
     out = execFileSync("go", ["mod", "download", "-json", key], {
       cwd: tmpdir(),
-      env: { ...process.env, GOWORK: "off", GOTOOLCHAIN: "local", GOFLAGS: "" },
+      env: { ...process.env, GOWORK: "off", GOTOOLCHAIN: "local" },
       encoding: "utf8",
       stdio: ["ignore", "pipe", "pipe"],
     });
