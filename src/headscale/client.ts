@@ -1,7 +1,8 @@
 /**
  * A narrow Headscale `/api/v1` client, grouped by resource like Tailscale's k8s-operator tsclient: only the calls
  * the operator makes. Every method rejects with `HeadscaleError` (see errors.ts); no method logs or returns the
- * API key. Request/response shapes follow ../shared/headscale/headscale.swagger.json (0.29).
+ * API key. Request/response shapes follow the Swagger document Headscale generates (`juanfont/headscale
+ * gen/openapiv2/headscale/v1/headscale.swagger.json` at v0.29.x).
  */
 
 import { createRequester, type RequesterOptions } from "./http.js";

@@ -4,7 +4,8 @@
  * Headscale ≤0.29 answers errors as a `google.rpc.Status` (`{code,message,details}`), mostly with HTTP 500 even
  * for "not found" or "invalid policy"; 0.30 answers `application/problem+json` with real 4xx statuses; a bad
  * API key is a plain-text 401 in both. All three end up as one `HeadscaleError` whose `classification` is what
- * callers branch on (see ../shared/headscale/NOTES.md §0, §1.6, §1.7).
+ * callers branch on (`juanfont/headscale` at v0.29.x: hscontrol/grpcv1.go for the codes, hscontrol/app.go for
+ * the 401; on main: the Huma API of PR #3324 for problem+json).
  */
 
 export type HeadscaleErrorKind = "transport" | "unauthorized" | "http" | "decode";

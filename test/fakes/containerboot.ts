@@ -2,7 +2,7 @@
  * A model of how the official tailscale image boots one of our pod specs: containerboot reading the
  * `tailscale` container's environment and mounts, then `tailscale up` registering with Headscale.
  * Read from tailscale v1.102.3 `cmd/containerboot` (main.go, settings.go, tailscaled.go) and
- * `kube/kubeclient/client.go`; older images from ../shared/tailscale/NOTES.md. The tests hand it
+ * `kube/kubeclient/client.go`; older images from the same files at their release tags. The tests hand it
  * the Deployment the operator returned and the objects the cluster holds, and get what the pod does:
  * the registration it makes (so the fake Headscale can refuse it the way the real one would), or why
  * containerboot exits. Nothing here runs a process.

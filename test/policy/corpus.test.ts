@@ -1,32 +1,15 @@
-// The real policies Headscale replays against Tailscale (shared/headscale/policies):
+// The real policies Headscale replays against Tailscale (juanfont/headscale
+// hscontrol/policy/v2/testdata/{acl,grant,ssh}_results at the pin, via test/helpers/upstream.ts):
 // our parser reads each one back to the same object, and merging generated parts into
 // each one keeps every base entry unchanged. Rejected policies are still valid JSON,
 // so they are exercised too.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { canonicalJson, hashOfLivePolicy } from "../../src/policy/canonical.js";
 import type { GeneratedPolicy } from "../../src/policy/generated.js";
 import { parseHuJson } from "../../src/policy/hujson.js";
 import { prettyPolicyText, renderPolicy } from "../../src/policy/render.js";
-
-// <repo root>/../shared: CI clones the repo elsewhere with shared/ beside it.
-const POLICIES = new URL("../../../shared/headscale/policies/", import.meta.url);
-
-interface PolicyRecord {
-  id: string;
-  category: string;
-  policy: Record<string, unknown>;
-  accepted: boolean;
-  message: string | null;
-}
-
-function load(file: string): PolicyRecord[] {
-  return readFileSync(new URL(file, POLICIES), "utf8")
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as PolicyRecord);
-}
+import { POLICY_CATEGORIES, type PolicyRecord, policyCorpus } from "../helpers/upstream.js";
 
 /** Generated parts that collide with the corpus on purpose: tags, prefixes and grants it already uses. */
 function generated(): GeneratedPolicy {
@@ -150,12 +133,15 @@ function checkRecord(rec: PolicyRecord): void {
   assert.equal(live.hash, r.hash);
 }
 
-for (const file of ["acl.jsonl", "grant.jsonl", "ssh.jsonl"]) {
-  describe(`corpus ${file}`, () => {
-    const records = load(file);
+for (const category of POLICY_CATEGORIES) {
+  describe(`corpus ${category}`, () => {
+    const records = policyCorpus(category);
     it("is the corpus we expect", () => {
-      const want = { "acl.jsonl": 215, "grant.jsonl": 266, "ssh.jsonl": 108 }[file];
-      assert.equal(records.length, want);
+      const want = { acl: [215, 16], grant: [266, 34], ssh: [108, 28] }[category];
+      assert.deepEqual([records.length, records.filter((r) => !r.accepted).length], want);
+      assert.ok(records.every((r) => r.category === category));
+      assert.equal(new Set(records.map((r) => r.id)).size, records.length, "ids are unique");
+      assert.ok(records.every((r) => r.accepted === (r.message === null)));
     });
     it("collides with the generated parts, so extension and de-duplication are exercised", () => {
       const genGrants = new Set(generated().grants.map((g) => canonicalJson(g)));
@@ -163,7 +149,7 @@ for (const file of ["acl.jsonl", "grant.jsonl", "ssh.jsonl"]) {
       const deduped = records.filter((r) =>
         ((r.policy.grants as unknown[] | undefined) ?? []).some((g) => genGrants.has(canonicalJson(g))),
       );
-      const want = { "acl.jsonl": [215, 0], "grant.jsonl": [265, 9], "ssh.jsonl": [0, 43] }[file];
+      const want = { acl: [215, 0], grant: [265, 9], ssh: [0, 43] }[category];
       assert.deepEqual([extended.length, deduped.length], want);
     });
     for (const rec of records) {

@@ -4,11 +4,10 @@
  */
 
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import { createHeadscaleClient } from "../../../src/headscale/client.js";
-import { loadContract, swaggerUrl } from "./contract.js";
+import { loadContract, swaggerPath, swaggerRelease } from "./contract.js";
 import { useFakeHeadscale } from "./index.js";
 
 /** Swagger template → fake request path pattern, for every call the client makes. */
@@ -32,11 +31,20 @@ const CLIENT_OPERATIONS: Array<[string, string, RegExp]> = [
 ];
 
 describe("Swagger document", () => {
-  test("is found beside the repository as <repo root>/../shared/headscale", () => {
+  test("comes from the Headscale module: the pin for 0.29, v0.28.0 for 0.28", () => {
+    assert.match(swaggerRelease("0.29"), /^v0\.29\.\d+$/);
+    assert.equal(swaggerRelease("0.28"), "v0.28.0");
     for (const version of ["0.29", "0.28"] as const) {
-      const path = fileURLToPath(swaggerUrl(version));
+      const path = swaggerPath(version);
       assert.ok(existsSync(path), path);
-      assert.match(path, /shared\/headscale\/headscale(-v0\.28\.0)?\.swagger\.json$/);
+      assert.ok(
+        path.endsWith(
+          `github.com/juanfont/headscale@${swaggerRelease(version)}/gen/openapiv2/headscale/v1/headscale.swagger.json`,
+        ),
+        path,
+      );
+      const info = (JSON.parse(readFileSync(path, "utf8")) as { info?: { title?: string } }).info;
+      assert.equal(info?.title, "headscale/v1/headscale.proto");
     }
   });
 

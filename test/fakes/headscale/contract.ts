@@ -1,7 +1,8 @@
 /**
  * Holds the fake to Headscale's published contract: every JSON body the fake sends is validated against the
  * response schema of the matched path + method in the Swagger document Headscale generates (0.29, or 0.28 in
- * 0.28 mode), read from `<repo root>/../shared/headscale/`.
+ * 0.28 mode): `juanfont/headscale gen/openapiv2/headscale/v1/headscale.swagger.json` of the pinned release
+ * (src/real-versions.json) or of v0.28.0, from the Go module cache (test/helpers/upstream.ts).
  *
  * Swagger 2 cannot say what grpc-gateway's marshaler actually does, so the schemas are tightened to it
  * (NOTES.md §0, `EmitUnpopulated: true`): every declared field is required, undeclared fields are refused, and
@@ -10,6 +11,7 @@
 
 import { readFileSync } from "node:fs";
 import { Ajv, type ValidateFunction } from "ajv";
+import { headscalePin, headscaleSwaggerPath } from "../../helpers/upstream.js";
 import type { FakeVersion } from "./policy.js";
 
 type Schema = Record<string, unknown>;
@@ -23,14 +25,13 @@ interface SwaggerDocument {
   definitions: Record<string, Schema>;
 }
 
-const SWAGGER_FILES: Record<FakeVersion, string> = {
-  "0.29": "headscale.swagger.json",
-  "0.28": "headscale-v0.28.0.swagger.json",
-};
+/** The Headscale release whose Swagger document holds the fake in each mode: 0.29 is the pin the real tests run. */
+export function swaggerRelease(version: FakeVersion): string {
+  return version === "0.29" ? headscalePin() : "v0.28.0";
+}
 
-/** test/fakes/headscale/ → repo root (../../../) → its sibling shared/ folder. */
-export function swaggerUrl(version: FakeVersion): URL {
-  return new URL(`../../../../shared/headscale/${SWAGGER_FILES[version]}`, import.meta.url);
+export function swaggerPath(version: FakeVersion): string {
+  return headscaleSwaggerPath(swaggerRelease(version));
 }
 
 export interface Contract {
@@ -45,7 +46,7 @@ const cache = new Map<FakeVersion, Contract>();
 export function loadContract(version: FakeVersion): Contract {
   let contract = cache.get(version);
   if (!contract) {
-    contract = buildContract(JSON.parse(readFileSync(swaggerUrl(version), "utf8")) as SwaggerDocument);
+    contract = buildContract(JSON.parse(readFileSync(swaggerPath(version), "utf8")) as SwaggerDocument);
     cache.set(version, contract);
   }
   return contract;

@@ -1,14 +1,16 @@
 /**
  * The fake's policy validation against real verdicts. real-verdicts.json holds what a real Headscale 0.29.2
- * answered to `POST /api/v1/policy/check` for every policy of ../shared/headscale/policies (captured against
- * Tailscale's control server; Headscale words its rejections the same way) and for policies written for the
- * fake. The fake must accept everything the real server accepts, and whenever it rejects, say exactly what the
+ * answered to `POST /api/v1/policy/check` for every policy of Headscale's policy corpus (`juanfont/headscale
+ * hscontrol/policy/v2/testdata/{acl,grant,ssh}_results` at the pin, read by test/helpers/upstream.ts; captured
+ * against Tailscale's control server; Headscale words its rejections the same way) and for policies written for
+ * the fake. The fake must accept everything the real server accepts, and whenever it rejects, say exactly what the
  * real server says; for the cases written for it, it must reject everything the real server rejects.
  */
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
+import { POLICY_CATEGORIES, policyCorpus } from "../../helpers/upstream.js";
 import { autoApprove, normaliseRoutes, type PolicyWorld, parsePolicy, prefixContains } from "./policy.js";
 
 interface Verdict {
@@ -18,13 +20,7 @@ interface Verdict {
 }
 
 const captured = new Map(
-  ["acl", "grant", "ssh"].flatMap((name) =>
-    readFileSync(new URL(`../../../../shared/headscale/policies/${name}.jsonl`, import.meta.url), "utf8")
-      .split("\n")
-      .filter((line) => line.trim() !== "")
-      .map((line) => JSON.parse(line) as { id: string; policy: unknown })
-      .map((r) => [r.id, r.policy] as const),
-  ),
+  POLICY_CATEGORIES.flatMap((category) => policyCorpus(category).map((r) => [r.id, r.policy] as const)),
 );
 
 const real = JSON.parse(readFileSync(new URL("./real-verdicts.json", import.meta.url), "utf8")) as {
@@ -62,6 +58,11 @@ const IMPLEMENTED = [
 describe("verdicts of the real Headscale 0.29.2 (real-verdicts.json)", () => {
   test("the recording covers the whole captured corpus and both verdicts", () => {
     assert.equal(real.corpus.length, captured.size);
+    assert.deepEqual(
+      real.corpus.map((v) => v.id).filter((id) => !captured.has(id)),
+      [],
+      "every recorded id is a capture",
+    );
     assert.ok(real.corpus.some((v) => !v.accepted) && real.cases.some((v) => !v.accepted));
   });
 

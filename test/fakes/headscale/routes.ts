@@ -1,6 +1,7 @@
 /**
  * The fake's `/api/v1` handlers, one per Swagger operation the operator uses (plus GetNode), with Headscale
- * 0.29's behaviour and error wording from ../shared/headscale/NOTES.md §1. Handlers are synchronous and pure
+ * 0.29's behaviour and error wording (`juanfont/headscale` v0.29.x hscontrol/grpcv1.go, hscontrol/state/state.go,
+ * hscontrol/policy/v2). Handlers are synchronous and pure
  * over `FakeState`; transport concerns (auth, faults, contract check) live in index.ts.
  */
 

@@ -1,32 +1,22 @@
-// Real policies (shared/headscale/policies: captured verdicts of the Tailscale control server) as
+// Real policies (Headscale's corpus of the Tailscale control server's captured verdicts, juanfont/headscale
+// hscontrol/policy/v2/testdata/*_results at the pin, via test/helpers/upstream.ts) as
 // the Tailnet's base: a Tailnet sync merges our generated parts into each policy the real server
 // accepted and the fake Headscale's policy/check must accept the result (PolicyRendered=Rendered).
 // The policy module's own tests cover parsing and merging; this covers the Tailnet's whole path.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { HeadscaleViews } from "../../../src/headscale/view.js";
 import { useFakeHeadscale } from "../../fakes/headscale/index.js";
 import { syncRequest } from "../../fixtures/hooks.js";
 import { build } from "../../helpers/server.js";
+import { type PolicyCategory, type PolicyRecord, policyCorpus } from "../../helpers/upstream.js";
 import { apiKeySecret, baseConfigMap, ingress, NOW, site, tailnet, tailnetSpec } from "./fixtures.js";
 
-const POLICIES = new URL("../../../../shared/headscale/policies/", import.meta.url);
 const PER_FILE = 20;
 
-interface PolicyRecord {
-  id: string;
-  policy: Record<string, unknown>;
-  accepted: boolean;
-}
-
-/** Every k-th accepted record of a file, so the sample is spread and the same on every run. */
-function sample(file: string): PolicyRecord[] {
-  const accepted = readFileSync(new URL(file, POLICIES), "utf8")
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as PolicyRecord)
-    .filter((r) => r.accepted);
+/** Every k-th accepted record of a category, so the sample is spread and the same on every run. */
+function sample(category: PolicyCategory): PolicyRecord[] {
+  const accepted = policyCorpus(category).filter((r) => r.accepted);
   const step = Math.max(1, Math.floor(accepted.length / PER_FILE));
   return accepted.filter((_, i) => i % step === 0).slice(0, PER_FILE);
 }
@@ -38,7 +28,7 @@ interface Condition {
 }
 
 describe("Tailnet sync with real accepted policies as the base", () => {
-  it(`renders and passes the fake's policy/check for ${PER_FILE} records of each file`, async (t) => {
+  it(`renders and passes the fake's policy/check for ${PER_FILE} records of each category`, async (t) => {
     const fake = await useFakeHeadscale(t);
     const views = new HeadscaleViews({ timeoutMs: 3000, cacheTTLSeconds: 60, now: () => NOW, retries: 0 });
     t.after(() => views.close());
@@ -54,7 +44,7 @@ describe("Tailnet sync with real accepted policies as the base", () => {
       ingress("grafana", "monitoring", { allowFrom: ["autogroup:member"] }),
       { ...lan, spec: { ...(lan.spec as object), allowFrom: ["autogroup:member"] } },
     ];
-    const records = [...sample("acl.jsonl"), ...sample("grant.jsonl"), ...sample("ssh.jsonl")];
+    const records = [...sample("acl"), ...sample("grant"), ...sample("ssh")];
     assert.ok(records.length >= 50, `${records.length} records sampled`);
     const failures: string[] = [];
     for (const record of records) {
