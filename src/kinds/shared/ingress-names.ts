@@ -98,30 +98,38 @@ export function nameConflicts(
   });
 }
 
-/** The names an ingress actually publishes: its own minus those an older ingress claims. */
+/**
+ * The names an ingress actually publishes: its own minus those an older ingress claims and those
+ * `held` says belong to someone else (a Headscale node, see dns-owners.ts).
+ */
 export function publishedNames(
   ingress: K8sObject,
   all: readonly K8sObject[],
   baseDomain: string | undefined,
+  held: (name: string) => boolean = () => false,
 ): string[] {
   const names = ingressNames(ingress, baseDomain);
   if (names.invalid.length) return [];
   const lost = new Set(nameConflicts(ingress, all, baseDomain).map((c) => c.name));
-  return names.all.filter((n) => !lost.has(n));
+  return names.all.filter((n) => !lost.has(n) && !held(n));
 }
 
 /**
  * Every published name of a Tailnet's ingresses → the `namespace/name` of its owner (the oldest
  * claimant), computed once in O(n log n) for the Tailnet's dns-records ConfigMap. Ingresses with an
- * invalid name publish nothing.
+ * invalid name publish nothing; a name `held` by someone else (a Headscale node) is nobody's.
  */
-export function nameOwners(ingresses: readonly K8sObject[], baseDomain: string | undefined): Map<string, string> {
+export function nameOwners(
+  ingresses: readonly K8sObject[],
+  baseDomain: string | undefined,
+  held: (name: string) => boolean = () => false,
+): Map<string, string> {
   const owners = new Map<string, string>();
   const sorted = sortByAge(ingresses.filter((o) => !o.metadata.deletionTimestamp));
   for (const ing of sorted) {
     const names = ingressNames(ing, baseDomain);
     if (names.invalid.length) continue;
-    for (const n of names.all) if (!owners.has(n)) owners.set(n, idOf(ing));
+    for (const n of names.all) if (!owners.has(n) && !held(n)) owners.set(n, idOf(ing));
   }
   return owners;
 }

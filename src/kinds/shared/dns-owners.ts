@@ -1,0 +1,92 @@
+/**
+ * DNS names an ingress may not publish because a Headscale node holds them (pure; shared by the
+ * ingress kind and the Tailnet's dns-records file, so the status and the file agree).
+ *
+ * Why: tailscale's quad-100 resolver answers from control's extra records before the MagicDNS
+ * names of nodes (tailscale v1.102.3 net/dns/resolver/tsdns.go resolveLocal consults `hosts`, the
+ * DNS.ExtraRecords, first; ipn/ipnlocal/node_backend.go dnsConfigForNetmap appends a record's
+ * address to a name's), and Headscale hands the records file to clients as it is (juanfont/headscale
+ * hscontrol/dns/extrarecords.go, hscontrol/types/config.go SetExtraRecords). A record named like a
+ * node would take that node's connections. So a node's name always wins, also when the node appears
+ * after the ingress published it.
+ *
+ * A node's names are its given name (its MagicDNS label; Headscale 0.29 suffixes a newcomer's with
+ * `-1`, `-2`, … on collision, hscontrol/state/node_store.go resolveGivenName) and the hostname it
+ * reported. An ingress's agent nodes register under the ingress's hostname (TS_HOSTNAME), so that one
+ * label of theirs is left to the ingresses, which arbitrate it by age (ingress-names.ts); their other
+ * names (a renamed replica's `grafana-1`) are reserved like any node's.
+ */
+import type { HsNode } from "../../headscale/types.js";
+import type { K8sObject } from "../../k8s/objects.js";
+import { ingressNames } from "./ingress-names.js";
+import { effectiveTag } from "./workload.js";
+
+/** DNS compares names case-insensitively; a trailing dot and the baseDomain do not make another name. */
+export function nameKey(name: string, baseDomain: string | undefined): string {
+  const key = name.trim().toLowerCase().replace(/\.+$/, "");
+  const base = baseDomain?.trim().toLowerCase().replace(/\.+$/, "");
+  return base && key.endsWith(`.${base}`) ? key.slice(0, -(base.length + 1)) : key;
+}
+
+/** A name of an ingress that something else holds: `heldBy` says who, for the condition message. */
+export interface NameHolder {
+  name: string;
+  heldBy: string;
+}
+
+/** Name key → holder, for every name a node holds. */
+export type ReservedNames = ReadonlyMap<string, string>;
+
+const hostnameOf = (o: K8sObject) => (o.spec as { hostname?: unknown } | undefined)?.hostname;
+
+/**
+ * Every node name (key) of the Tailnet's nodes → "Headscale node <id>". `ingresses` are the Tailnet's
+ * TailnetIngresses: their agent nodes' hostname label is theirs (see the file comment).
+ */
+export function reservedNames(
+  nodes: readonly HsNode[],
+  ingresses: readonly K8sObject[],
+  tagPrefix: string,
+  baseDomain: string | undefined,
+): ReservedNames {
+  const ownLabel = new Map<string, string>();
+  for (const o of ingresses) {
+    const h = hostnameOf(o);
+    ownLabel.set(effectiveTag(o, tagPrefix), nameKey(typeof h === "string" ? h : o.metadata.name, baseDomain));
+  }
+  const out = new Map<string, string>();
+  for (const node of nodes) {
+    for (const raw of [node.givenName, node.name]) {
+      if (!raw) continue;
+      const key = nameKey(raw, baseDomain);
+      if (out.has(key) || node.tags.some((t) => ownLabel.get(t) === key)) continue;
+      out.set(key, `Headscale node ${node.id}`);
+    }
+  }
+  return out;
+}
+
+/** Who holds `name` or one of its parents under the baseDomain (a record below a node's name shadows its subdomains). */
+export function holderOf(name: string, reserved: ReservedNames, baseDomain: string | undefined): string | undefined {
+  const labels = nameKey(name, baseDomain).split(".");
+  for (let i = 0; i < labels.length; i++) {
+    const held = reserved.get(labels.slice(i).join("."));
+    if (held) return held;
+  }
+  return undefined;
+}
+
+/** The names of `ingress` that a node holds, in the order of its names; none for an invalid name (it publishes nothing). */
+export function reservedConflicts(
+  ingress: K8sObject,
+  reserved: ReservedNames,
+  baseDomain: string | undefined,
+): NameHolder[] {
+  if (reserved.size === 0) return [];
+  const names = ingressNames(ingress, baseDomain);
+  if (names.invalid.length) return [];
+  return names.all.flatMap((name) => {
+    const heldBy = holderOf(name, reserved, baseDomain);
+    return heldBy ? [{ name, heldBy }] : [];
+  });
+}
