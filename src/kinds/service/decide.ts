@@ -178,6 +178,7 @@ function mirror(spec: ServiceSpec, desired: K8sObject, mine: K8sObject | undefin
     }
     return cond("Exposed", "True", "Ready", `${spec.target} reachable from the cluster at ${targetAddress(spec)}`);
   }
+  if (ready.status === "False" && ready.reason === "DNSNameReserved") return reserved(spec, id, ready.message);
   if (ready.status === "False") return cond("Exposed", "False", "NotReady", why);
   return cond("Exposed", "Unknown", "Pending", why);
 }
@@ -202,4 +203,18 @@ export function decideServiceFinalize(role: "expose" | "target", observed: Servi
     attachments: [],
     finalized: observed.attachments.length === 0,
   };
+}
+
+/**
+ * The attachment refuses its name because a Headscale node holds it (shared/dns-owners.ts). Only the
+ * attachment reads the node list, so it stays (publishing nothing under that name); the Service says
+ * which annotation fixes it.
+ */
+function reserved(spec: ServiceSpec, id: string, message: string | undefined): ExposedCondition {
+  return cond(
+    "Exposed",
+    "False",
+    "HostnameReserved",
+    `hostname ${spec.hostname} is the name of another machine (${id}: ${message ?? ""}); nothing is published under it: set ${Annotation.hostname}`,
+  );
 }

@@ -72,6 +72,28 @@ const rows: Row[] = [
     },
   },
   {
+    name: "the attachment's name is another machine's (DNSNameReserved) → HostnameReserved, the attachment kept",
+    input: input({
+      attachments: [
+        mine(
+          ready(
+            "False",
+            "DNSNameReserved",
+            "the name of another machine: grafana.ts.example.com (Headscale node 3); a record under it would take that machine's connections, so these names are not published for this ingress",
+          ),
+        ),
+      ],
+    }),
+    expect: {
+      status: "False",
+      reason: "HostnameReserved",
+      attachments: ["TailnetIngress/grafana"],
+      message:
+        /^hostname grafana is the name of another machine \(TailnetIngress monitoring\/grafana: the name of another machine: grafana\.ts\.example\.com \(Headscale node 3\);.*\); nothing is published under it: set tailnet\.internal\/hostname$/,
+      address: null,
+    },
+  },
+  {
     name: "the attachment reports on an older generation → Pending",
     input: input({ attachments: [mine(ready("True", "Ready", "", 1), { generation: 2 })] }),
     expect: { status: "Unknown", reason: "Pending", attachments: ["TailnetIngress/grafana"], message: /current spec/ },
