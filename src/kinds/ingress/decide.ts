@@ -13,7 +13,8 @@ import { agentName, listNames, nodeLabel, nodesWithTag, supersededNodes } from "
 import { registeredCondition, tagKnownCondition } from "../shared/agent-conditions.js";
 import { type AuthKeyOutcome, type AuthKeyPlan, decideAuthKey, observedKeys } from "../shared/authkey.js";
 import { type NameHolder, reservedConflicts, reservedNames } from "../shared/dns-owners.js";
-import { type IngressNames, ingressNames, nameConflicts } from "../shared/ingress-names.js";
+import { agentHostname } from "../shared/dns-tenancy.js";
+import { type IngressNames, nameConflicts, namesIn } from "../shared/ingress-names.js";
 import type { ProxyClassSpec } from "../shared/proxy-class.js";
 import { effectiveTag, type TailnetSettings } from "../shared/workload.js";
 import type { ScrapeResult } from "../types.js";
@@ -244,6 +245,10 @@ function onlineNote(replicas: number, mine: readonly HsNode[] | undefined): stri
   return online < replicas ? ` (${online} of ${replicas} nodes online)` : ` (${online} nodes online)`;
 }
 
+const nodeHostnameOf = (hostname: string, namespace: string, flat: readonly string[] | undefined) => {
+  const h = agentHostname(hostname, namespace, flat);
+  return h ? { nodeHostname: h } : {};
+};
 const tailnetRef = (o: K8sObject) => (o.spec as { tailnetRef?: { name?: string } } | undefined)?.tailnetRef?.name;
 const sameTailnet = (a: K8sObject, b: K8sObject) => tailnetRef(a) === tailnetRef(b);
 
@@ -252,7 +257,8 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
   const namespace = parent.metadata.namespace ?? "";
   const settings = settingsOf(tailnet);
   const tag = settings ? effectiveTag(parent, settings.tagPrefix) : spec.tag;
-  const names = settings ? ingressNames(parent, settings.baseDomain) : undefined;
+  const flat = settings?.dnsFlatNamespaces;
+  const names = settings ? namesIn(parent, settings.baseDomain, flat) : undefined;
   // Names a Headscale node holds (dns-owners.ts), from this sync's node list; none known without it.
   const held =
     settings && input.nodes?.ok
@@ -263,13 +269,15 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
             input.ingresses.filter((o) => sameTailnet(o, parent)),
             settings.tagPrefix,
             settings.baseDomain,
+            flat,
           ),
           settings.baseDomain,
+          flat,
         )
       : [];
   const heldNames = new Set(held.map((h) => h.name));
   const conflicts = settings
-    ? nameConflicts(parent, input.ingresses, settings.baseDomain).filter((c) => !heldNames.has(c.name))
+    ? nameConflicts(parent, input.ingresses, settings.baseDomain, flat).filter((c) => !heldNames.has(c.name))
     : [];
 
   const tagKnown = !tailnet.ok
@@ -336,6 +344,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
           authKeySecret: input.authKey.secret,
           ca: tailnet.ca,
           ...(tailnet.proxyClass ? { proxyClass: tailnet.proxyClass } : {}),
+          ...nodeHostnameOf(spec.hostname, namespace, flat),
           observedDeployment: input.children.find(
             (c) => c.kind === "Deployment" && c.metadata.name === agentName(parent) && !c.metadata.deletionTimestamp,
           ),

@@ -12,6 +12,7 @@ import { SERVICE_REASONS } from "../../conditions/tables/service.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { LAST_APPLIED, qualifiedName, reuseObserved } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
+import { flatNamespacesOf } from "../shared/dns-tenancy.js";
 import { nameConflicts } from "../shared/ingress-names.js";
 import { Annotation, Written } from "./annotations.js";
 import { attachmentKind, serviceAttachment, targetAddress } from "./attachments.js";
@@ -118,7 +119,8 @@ export function planService(read: ReadSpec, observed: ServiceObservation): Servi
       ...desired,
       metadata: { ...desired.metadata, creationTimestamp: mine?.metadata.creationTimestamp ?? FAR_FUTURE },
     };
-    const taken = nameConflicts(candidate, observed.ingresses, baseDomain);
+    const flat = flatNamespacesOf(resolved.tailnet.spec);
+    const taken = nameConflicts(candidate, observed.ingresses, baseDomain, flat);
     if (taken.length) {
       return {
         attachments: [],

@@ -18,7 +18,8 @@
  */
 import type { HsNode } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
-import { ingressNames } from "./ingress-names.js";
+import { zoneOf } from "./dns-tenancy.js";
+import { namesIn } from "./ingress-names.js";
 import { effectiveTag } from "./workload.js";
 
 /** DNS compares names case-insensitively; a trailing dot and the baseDomain do not make another name. */
@@ -48,11 +49,15 @@ export function reservedNames(
   ingresses: readonly K8sObject[],
   tagPrefix: string,
   baseDomain: string | undefined,
+  flat?: readonly string[],
 ): ReservedNames {
   const ownLabel = new Map<string, string>();
   for (const o of ingresses) {
     const h = hostnameOf(o);
-    ownLabel.set(effectiveTag(o, tagPrefix), nameKey(typeof h === "string" ? h : o.metadata.name, baseDomain));
+    const label = typeof h === "string" ? h : o.metadata.name;
+    // keyed as published: an ingress under its namespace's subtree does not own the flat label
+    const zone = zoneOf(o.metadata.namespace ?? "", baseDomain, flat);
+    ownLabel.set(effectiveTag(o, tagPrefix), nameKey(zone ? `${label}.${zone}` : label, baseDomain));
   }
   const out = new Map<string, string>();
   for (const node of nodes) {
@@ -81,9 +86,10 @@ export function reservedConflicts(
   ingress: K8sObject,
   reserved: ReservedNames,
   baseDomain: string | undefined,
+  flat?: readonly string[],
 ): NameHolder[] {
   if (reserved.size === 0) return [];
-  const names = ingressNames(ingress, baseDomain);
+  const names = namesIn(ingress, baseDomain, flat);
   if (names.invalid.length) return [];
   return names.all.flatMap((name) => {
     const heldBy = holderOf(name, reserved, baseDomain);

@@ -212,11 +212,13 @@ export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): Dns
   // An ingress owns several names: resolve its addresses once.
   const addressesOf = new Map<string, string[]>();
   // A name a Headscale node holds is never published (dns-owners.ts): it would shadow that node.
-  const reserved = reservedNames(nodes, inputs.ingresses, settings.tagPrefix, settings.baseDomain);
+  const flat = settings.dnsFlatNamespaces;
+  const reserved = reservedNames(nodes, inputs.ingresses, settings.tagPrefix, settings.baseDomain, flat);
   const owners = nameOwners(
     inputs.ingresses,
     settings.baseDomain,
     (n) => holderOf(n, reserved, settings.baseDomain) !== undefined,
+    flat,
   );
   // Names are unique (map keys), so sorting the names alone (and each name's values) gives the
   // name-then-value order; the native sort without a comparator orders strings by code units, as `<` does.

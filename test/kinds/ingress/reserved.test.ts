@@ -12,7 +12,7 @@ import { decideIngress } from "../../../src/kinds/ingress/decide.js";
 import { readIngressSpec } from "../../../src/kinds/ingress/spec.js";
 import { hsNode, ok } from "../shared/fixtures.js";
 import { ingress, TAG, tcpIngress, WEB } from "./fixtures.js";
-import { type Certificates, certificates, healthyInput } from "./inputs.js";
+import { type Certificates, certificates, healthyInput, resolved } from "./inputs.js";
 
 let certs: Certificates;
 before(async () => {
@@ -82,5 +82,35 @@ describe("decideIngress: names of other machines", () => {
       fields.nodes?.map((n) => n.name),
       ["grafana-1"],
     );
+  });
+});
+
+describe("decideIngress: spec.tenancy.dns.flatNamespaces", () => {
+  const tenancy = (flatNamespaces: string[]) => resolved({ tenancy: { dns: { flatNamespaces } } });
+  const run = (parent: K8sObject, flat: string[], nodes: HsNode[] = [own]) =>
+    decideIngress({
+      ...healthyInput(certs.good, { parent, nodes: ok(nodes), ingresses: [parent], tailnet: tenancy(flat) }),
+      spec: readIngressSpec(parent),
+    });
+  const tsHostname = (d: ReturnType<typeof decideIngress>) => {
+    const deploy = d.children.find((c) => c.kind === "Deployment");
+    const env = (
+      deploy?.spec as { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } }
+    ).template.spec.containers.flatMap((c) => c.env ?? []);
+    return env.find((e) => e.name === "TS_HOSTNAME")?.value;
+  };
+
+  it("an unlisted namespace publishes under its own subtree, and its agent node does not take the flat label", () => {
+    const d = run(tcpIngress("pg", { hostname: "db-1", tag: TAG }), ["platform"], [own, laptop("db-1")]);
+    assert.equal(d.fields.dnsName, "db-1.monitoring.ts.example.com");
+    assert.equal(d.conditions.find((c) => c.type === "Ready")?.reason, "ProbeFailed", "past every name check");
+    assert.equal(tsHostname(d), "db-1-monitoring");
+  });
+
+  it("a listed namespace publishes flat, under the same node-name rule", () => {
+    const d = run(tcpIngress("pg", { hostname: "db-1", tag: TAG }), ["monitoring"], [own, laptop("db-1")]);
+    assert.equal(d.fields.dnsName, undefined);
+    assert.equal(d.conditions.find((c) => c.type === "Ready")?.reason, "DNSNameReserved");
+    assert.equal(tsHostname(d), "db-1");
   });
 });

@@ -195,6 +195,15 @@ const rows: Row[] = [
     },
   },
   {
+    name: "the same hostname in another namespace, with tenancy.dns.flatNamespaces: each under its own subtree, no HostnameTaken",
+    input: input({
+      service: service({ name: "grafana-2", annotations: { [`${T}/expose`]: "true", [`${T}/hostname`]: "grafana" } }),
+      tailnets: [{ ...tailnet(), spec: { ...(tailnet().spec as object), tenancy: { dns: { flatNamespaces: [] } } } }],
+      ingresses: [mine(ready("True", "Ready"), { ownerUid: "other-service", namespace: "elsewhere" })],
+    }),
+    expect: { status: "Unknown", reason: "Pending", attachments: ["TailnetIngress/grafana-2"] },
+  },
+  {
     name: "own older ingress keeps its hostname against a newer one",
     input: input({
       attachments: [mine(ready("True", "Ready"), { created: "2026-11-02T00:00:00Z" })],

@@ -76,3 +76,47 @@ describe("DNS records: a name of another machine is never published", () => {
     assert.deepEqual(names([tcp("db-2")], [laptop, own]), ["db-2.ts.example.com"]);
   });
 });
+
+describe("DNS records: spec.tenancy.dns.flatNamespaces gives the other namespaces a subtree of their own", () => {
+  const spec = { ...tailnetSpec(), tenancy: { dns: { flatNamespaces: ["monitoring"] } } };
+  const web = (namespace: string, created: string) =>
+    parentWith(ingress("web", namespace, { hostname: "web" }), created);
+
+  it("a listed namespace publishes flat; another publishes <host>.<namespace>.<baseDomain>, even when older", () => {
+    const got = names(
+      [web("tenant", "2026-01-01T00:00:00Z"), web("monitoring", "2026-06-01T00:00:00Z")],
+      agents("tenant", "monitoring"),
+      spec,
+    );
+    assert.deepEqual(got, ["web.tenant.ts.example.com", "web.ts.example.com"]);
+  });
+
+  it("two unlisted namespaces never compete for a name", () => {
+    const got = names([web("a", "2026-01-01T00:00:00Z"), web("b", "2026-06-01T00:00:00Z")], agents("a", "b"), spec);
+    assert.deepEqual(got, ["web.a.ts.example.com", "web.b.ts.example.com"]);
+  });
+
+  it("an unlisted namespace cannot publish a node's name (a tenant ingress named db-1 gets db-1.tenant)", () => {
+    assert.deepEqual(names([tcp("db-1")], [laptop, agent], spec), ["db-1.tenant.ts.example.com"]);
+  });
+
+  it("a subtree under a node's name is refused: it would shadow that node's subdomains", () => {
+    assert.deepEqual(names([ingress("web", "db-1", { hostname: "web" })], [laptop, ...agents("db-1")], spec), []);
+  });
+
+  it("the node-name rule still holds for a listed namespace", () => {
+    assert.deepEqual(names([ingress("x", "monitoring", { hostname: "db-1" })], [laptop], spec), []);
+  });
+});
+
+/** One agent node per namespace's ingress "web", named as its agent registers (agentHostname: web-<ns> under a subtree). */
+function agents(...namespaces: string[]) {
+  return namespaces.map((ns, i) => {
+    const name = ns === "monitoring" ? "web" : `web-${ns}`;
+    return hsNode({ id: String(50 + i), givenName: name, tags: [`tag:k8s-${ns}-web`] });
+  });
+}
+
+function parentWith(o: K8sObject, creationTimestamp: string): K8sObject {
+  return { ...o, metadata: { ...o.metadata, creationTimestamp } };
+}
