@@ -93,10 +93,10 @@ describe("decideIngress: spec.tenancy.dns.flatNamespaces", () => {
       spec: readIngressSpec(parent),
     });
   const tsHostname = (d: ReturnType<typeof decideIngress>) => {
+    type Template = { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } };
     const deploy = d.children.find((c) => c.kind === "Deployment");
-    const env = (
-      deploy?.spec as { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } }
-    ).template.spec.containers.flatMap((c) => c.env ?? []);
+    assert.ok(deploy, "an agent Deployment");
+    const env = (deploy.spec as Template).template.spec.containers.flatMap((c) => c.env ?? []);
     return env.find((e) => e.name === "TS_HOSTNAME")?.value;
   };
 
