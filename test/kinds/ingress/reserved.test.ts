@@ -10,6 +10,7 @@ import type { HsNode } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { decideIngress } from "../../../src/kinds/ingress/decide.js";
 import { readIngressSpec } from "../../../src/kinds/ingress/spec.js";
+import { holderOf, nameKey } from "../../../src/kinds/shared/dns-owners.js";
 import { hsNode, ok } from "../shared/fixtures.js";
 import { ingress, TAG, tcpIngress, WEB } from "./fixtures.js";
 import { type Certificates, certificates, healthyInput, resolved } from "./inputs.js";
@@ -112,5 +113,19 @@ describe("decideIngress: spec.tenancy.dns.flatNamespaces", () => {
     assert.equal(d.fields.dnsName, undefined);
     assert.equal(d.conditions.find((c) => c.type === "Ready")?.reason, "DNSNameReserved");
     assert.equal(tsHostname(d), "db-1");
+  });
+});
+
+describe("nameKey and holderOf: how names compare", () => {
+  it("lower case, no trailing dot, without the baseDomain", () => {
+    assert.equal(nameKey("DB-1.TS.Example.com.", "ts.example.com"), "db-1");
+    assert.equal(nameKey("db-1", "ts.example.com."), "db-1");
+    assert.equal(nameKey("db-1.other.example", "ts.example.com"), "db-1.other.example");
+  });
+
+  it("a name below a node's name is held by that node; a sibling is not", () => {
+    const reserved = new Map([["db-1", "Headscale node 3"]]);
+    assert.equal(holderOf("web.db-1.ts.example.com", reserved, "ts.example.com"), "Headscale node 3");
+    assert.equal(holderOf("db-10.ts.example.com", reserved, "ts.example.com"), undefined);
   });
 });
