@@ -12,7 +12,7 @@ import type { Decision } from "../pipeline.js";
 import { agentName, listNames, nodeLabel, nodesWithTag, supersededNodes } from "../shared/agent.js";
 import { registeredCondition, tagKnownCondition } from "../shared/agent-conditions.js";
 import { type AuthKeyOutcome, type AuthKeyPlan, decideAuthKey, observedKeys } from "../shared/authkey.js";
-import { type NameHolder, reservedConflicts, reservedNames } from "../shared/dns-owners.js";
+import { heldNamesOf, type NameHolder } from "../shared/dns-owners.js";
 import { agentHostname } from "../shared/dns-tenancy.js";
 import { type IngressNames, nameConflicts, namesIn } from "../shared/ingress-names.js";
 import type { ProxyClassSpec } from "../shared/proxy-class.js";
@@ -249,8 +249,6 @@ const nodeHostnameOf = (hostname: string, namespace: string, flat: readonly stri
   const h = agentHostname(hostname, namespace, flat);
   return h ? { nodeHostname: h } : {};
 };
-const tailnetRef = (o: K8sObject) => (o.spec as { tailnetRef?: { name?: string } } | undefined)?.tailnetRef?.name;
-const sameTailnet = (a: K8sObject, b: K8sObject) => tailnetRef(a) === tailnetRef(b);
 
 export function decideIngress(input: IngressDecideInput): IngressDecision {
   const { parent, spec, tailnet, now } = input;
@@ -260,21 +258,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
   const flat = settings?.dnsFlatNamespaces;
   const names = settings ? namesIn(parent, settings.baseDomain, flat) : undefined;
   // Names a Headscale node holds (dns-owners.ts), from this sync's node list; none known without it.
-  const held =
-    settings && input.nodes?.ok
-      ? reservedConflicts(
-          parent,
-          reservedNames(
-            input.nodes.value,
-            input.ingresses.filter((o) => sameTailnet(o, parent)),
-            settings.tagPrefix,
-            settings.baseDomain,
-            flat,
-          ),
-          settings.baseDomain,
-          flat,
-        )
-      : [];
+  const held = settings && input.nodes?.ok ? heldNamesOf(parent, input.ingresses, input.nodes.value, settings) : [];
   const heldNames = new Set(held.map((h) => h.name));
   const conflicts = settings
     ? nameConflicts(parent, input.ingresses, settings.baseDomain, flat).filter((c) => !heldNames.has(c.name))

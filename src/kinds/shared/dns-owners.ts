@@ -96,3 +96,20 @@ export function reservedConflicts(
     return heldBy ? [{ name, heldBy }] : [];
   });
 }
+
+const tailnetRef = (o: K8sObject) => (o.spec as { tailnetRef?: { name?: string } } | undefined)?.tailnetRef?.name;
+
+/**
+ * For one ingress's decide: its names that a node of `nodes` (this sync's list) holds, with the
+ * TailnetIngresses of its Tailnet among `ingresses` exempting their agents' own hostname label.
+ */
+export function heldNamesOf(
+  ingress: K8sObject,
+  ingresses: readonly K8sObject[],
+  nodes: readonly HsNode[],
+  settings: { tagPrefix: string; baseDomain?: string; dnsFlatNamespaces?: readonly string[] },
+): NameHolder[] {
+  const { tagPrefix, baseDomain, dnsFlatNamespaces: flat } = settings;
+  const same = ingresses.filter((o) => tailnetRef(o) === tailnetRef(ingress));
+  return reservedConflicts(ingress, reservedNames(nodes, same, tagPrefix, baseDomain, flat), baseDomain, flat);
+}
