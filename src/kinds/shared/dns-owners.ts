@@ -22,11 +22,23 @@ import { zoneOf } from "./dns-tenancy.js";
 import { namesIn } from "./ingress-names.js";
 import { effectiveTag } from "./workload.js";
 
+const normalize = (name: string) => {
+  const n = name.trim().toLowerCase();
+  return n.endsWith(".") ? n.replace(/\.+$/, "") : n;
+};
+
+/** `nameKey` for one baseDomain, normalized once (the Tailnet keys every node's names with it). */
+export function nameKeyer(baseDomain: string | undefined): (name: string) => string {
+  const suffix = baseDomain ? `.${normalize(baseDomain)}` : "";
+  return (name) => {
+    const key = normalize(name);
+    return suffix && key.endsWith(suffix) ? key.slice(0, -suffix.length) : key;
+  };
+}
+
 /** DNS compares names case-insensitively; a trailing dot and the baseDomain do not make another name. */
 export function nameKey(name: string, baseDomain: string | undefined): string {
-  const key = name.trim().toLowerCase().replace(/\.+$/, "");
-  const base = baseDomain?.trim().toLowerCase().replace(/\.+$/, "");
-  return base && key.endsWith(`.${base}`) ? key.slice(0, -(base.length + 1)) : key;
+  return nameKeyer(baseDomain)(name);
 }
 
 /** A name of an ingress that something else holds: `heldBy` says who, for the condition message. */
@@ -51,21 +63,22 @@ export function reservedNames(
   baseDomain: string | undefined,
   flat?: readonly string[],
 ): ReservedNames {
+  const key = nameKeyer(baseDomain);
   const ownLabel = new Map<string, string>();
   for (const o of ingresses) {
     const h = hostnameOf(o);
     const label = typeof h === "string" ? h : o.metadata.name;
     // keyed as published: an ingress under its namespace's subtree does not own the flat label
     const zone = zoneOf(o.metadata.namespace ?? "", baseDomain, flat);
-    ownLabel.set(effectiveTag(o, tagPrefix), nameKey(zone ? `${label}.${zone}` : label, baseDomain));
+    ownLabel.set(effectiveTag(o, tagPrefix), key(zone ? `${label}.${zone}` : label));
   }
   const out = new Map<string, string>();
   for (const node of nodes) {
     for (const raw of [node.givenName, node.name]) {
       if (!raw) continue;
-      const key = nameKey(raw, baseDomain);
-      if (out.has(key) || node.tags.some((t) => ownLabel.get(t) === key)) continue;
-      out.set(key, `Headscale node ${node.id}`);
+      const k = key(raw);
+      if (out.has(k) || node.tags.some((t) => ownLabel.get(t) === k)) continue;
+      out.set(k, `Headscale node ${node.id}`);
     }
   }
   return out;
@@ -73,12 +86,14 @@ export function reservedNames(
 
 /** Who holds `name` or one of its parents under the baseDomain (a record below a node's name shadows its subdomains). */
 export function holderOf(name: string, reserved: ReservedNames, baseDomain: string | undefined): string | undefined {
-  const labels = nameKey(name, baseDomain).split(".");
-  for (let i = 0; i < labels.length; i++) {
-    const held = reserved.get(labels.slice(i).join("."));
+  let key = nameKey(name, baseDomain);
+  for (;;) {
+    const held = reserved.get(key);
     if (held) return held;
+    const dot = key.indexOf(".");
+    if (dot < 0) return undefined;
+    key = key.slice(dot + 1);
   }
-  return undefined;
 }
 
 /** The names of `ingress` that a node holds, in the order of its names; none for an invalid name (it publishes nothing). */
