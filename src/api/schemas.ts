@@ -4,6 +4,8 @@
  * of parents (ajv), and for the status the hooks return (Metacontroller re-syncs forever on a
  * status the API server prunes, so every status field we write is declared here).
  */
+import { tenancyDnsSchema } from "./tenancy-dns.js";
+
 export type Schema = Record<string, unknown>;
 
 export const GROUP = "tailnet.internal";
@@ -142,6 +144,7 @@ export const tailnetSpec: Schema = obj(
       baseDomain: str({ description: "Headscale's dns.base_domain." }),
       splitDNS: obj({ domains: arr(str({ minLength: 1 }), { minItems: 1 }) }, ["domains"]),
     }),
+    tenancy: obj({ dns: tenancyDnsSchema }),
   },
   ["headscale"],
 );

@@ -136,6 +136,7 @@ export const IngressReason = {
   TLSExpired: "TLSExpired",
   InvalidDNSName: "InvalidDNSName",
   DNSNameConflict: "DNSNameConflict",
+  DNSNameReserved: "DNSNameReserved",
   NoTailnet: "NoTailnet",
   NoAPIKey: "NoAPIKey",
   ProxyClassMissing: "ProxyClassMissing",

@@ -12,7 +12,9 @@
  * - Ready=True is never reported while the laptop's bytes do not flow (within the netmap's propagation
  *   grace: Headscale updates the laptop asynchronously);
  * - replicas 2: two agent pods, each its own node and Ready through the agent's /readyz, and the laptop's
- *   bytes reach the backend through either node.
+ *   bytes reach the backend through either node;
+ * - an ingress named like the real db-1 is DNSNameReserved and publishes no record; the real Headscale
+ *   registers its agent as db-1-1 (the status says so) and the laptop's db-1 still answers db-1.
  */
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
@@ -349,6 +351,46 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
       });
       assert.ok(r.ok, `through node ${nodes[i].name} (${ip}): ${r.detail}\n${await describeWorld()}`);
     }
+  });
+
+  it("named like the real db-1: DNSNameReserved, no record; Headscale names its agent db-1-1 and the laptop's db-1 stays db-1", async () => {
+    op.mc.apply(
+      parentObject(
+        "TailnetIngress",
+        "db-1",
+        {
+          tailnetRef: { name: "home" },
+          allowFrom: ["group:eng"],
+          hostname: "db-1",
+          mode: "tcp",
+          exposes: [{ name: "echo", port: ECHO_PORT, backend: { service: "web", port: ECHO_PORT } }],
+        },
+        { namespace: NS },
+      ),
+    );
+    await drive(
+      "db-1 registered and refused its name",
+      () => cond("db-1", "Registered")?.status === "True" && cond("db-1", "Ready")?.reason === "DNSNameReserved",
+    );
+    const message = cond("db-1", "Ready")?.message ?? "";
+    assert.ok(message.startsWith(`the name of another machine: db-1.${BASE_DOMAIN} (Headscale node `), message);
+    const status = op.mc.get(API, "TailnetIngress", "db-1", NS)?.status as
+      | { dnsName?: string; nodes?: { name: string }[] }
+      | undefined;
+    assert.equal(status?.dnsName, undefined, "nothing published under db-1");
+    assert.deepEqual(
+      status?.nodes?.map((n) => n.name),
+      ["db-1-1"],
+      "the real Headscale renamed the newcomer; the status says so",
+    );
+    const records = op.mc.list("ConfigMap").find((c) => c.metadata.name === "tailnet-home-dns-records");
+    assert.ok(records, "the Tailnet's records ConfigMap");
+    assert.doesNotMatch(String(records.data?.["records.json"]), /"db-1\./);
+    const [dbIp] = (await world.peers.db1.ips()).filter((a) => isIPv4(a));
+    const answer = await world.peers.laptop.tailscale(["dns", "query", `db-1.${BASE_DOMAIN}`, "A"]);
+    assert.ok(answer.includes(dbIp), answer);
+    op.mc.delete(API, "TailnetIngress", "db-1", NS);
+    await step();
   });
 
   it("containment: no pod asked for a name outside the test world", () => {

@@ -3,7 +3,8 @@
  * Tailnet's caSecretRef carries), driven through the Metacontroller emulator and the real hook server:
  * the rendered policy is accepted (policy/check, then one PUT), Headscale really auto-approves the
  * router's route from the rendered autoApprovers, a policy edited behind the operator's back with the
- * CLI is rewritten once (PolicyDriftOverwritten) and then left alone; then the faults: PostgreSQL
+ * CLI is rewritten once (PolicyDriftOverwritten) and then left alone; a tenant ingress named like the
+ * real db-1 never reaches the records file, so the laptop's db-1 stays db-1; then the faults: PostgreSQL
  * stopped, Headscale restarted, the API key expired with the CLI. Last, the containment check over
  * everything this world ran. The workload kinds are stubbed (test/kinds/tailnet/harness.ts): only the
  * Tailnet writes to Headscale, so an approved route can only be Headscale's own auto-approval.
@@ -246,6 +247,42 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
       20_000,
       query,
     );
+    assert.deepEqual(reasons(), HEALTHY);
+  });
+
+  it("a tenant ingress named like the real db-1 never reaches records.json: the laptop's db-1 resolves to db-1 only", async () => {
+    // The attack: a namespace editor's ingress with hostname db-1 and a registered agent node. Were its
+    // record published, tailscale would answer it before the node's own name (net/dns/resolver resolveLocal).
+    const tag = "tag:k8s-tenant-attack";
+    mc.apply(ingress("attack", "tenant", { hostname: "db-1" }));
+    await settle();
+    const agent = await startPeer(w.net, w.headscale, "attack", { tags: [tag] });
+    cleanups.push(() => agent.close());
+    const [agentIp] = await agent.ips();
+    const [dbIp] = (await w.peers.db1.ips()).filter((a) => a.includes("."));
+    await settle();
+    const text = mc.get("v1", "ConfigMap", "tailnet-home-dns-records", NS)?.data?.["records.json"];
+    assert.ok(text, "records.json in the records ConfigMap");
+    // Served as rendered plus a canary: once the laptop answers the canary it holds this file's records,
+    // so its answer for db-1 is the one the rendered file gives.
+    const canary = { name: `canary.${BASE_DOMAIN}`, type: "A", value: "100.64.0.250" };
+    await w.headscale.writeExtraRecords(`${JSON.stringify([...JSON.parse(text), canary])}\n`);
+    const ask = (name: string) => () => w.peers.laptop.tailscale(["dns", "query", name, "A"]);
+    await waitFor(
+      "the laptop has the new records",
+      async () => (await ask(canary.name)()).includes(canary.value),
+      20_000,
+      ask(canary.name),
+    );
+    const query = ask(`db-1.${BASE_DOMAIN}`);
+    const answer = await query();
+    assert.ok(!answer.includes(agentIp), `db-1 answered with the tenant's agent ${agentIp}:\n${answer}`);
+    assert.ok(answer.includes(dbIp), answer);
+    assert.deepEqual(JSON.parse(text), [], "db-1 is the real node's name");
+
+    mc.delete(API, "TailnetIngress", "attack", "tenant");
+    await settle();
+    await w.headscale.writeExtraRecords("[]\n");
     assert.deepEqual(reasons(), HEALTHY);
   });
 

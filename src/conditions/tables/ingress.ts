@@ -35,6 +35,7 @@ export const INGRESS_REASONS = {
     ProxyClassMissing: ["False"],
     TagUnknown: ["False"],
     InvalidDNSName: ["False"],
+    DNSNameReserved: ["False"],
     DNSNameConflict: ["False"],
     NotRegistered: ["False"],
     NodesOffline: ["False"],

@@ -17,6 +17,7 @@ export const SERVICE_REASONS = {
     AmbiguousTailnet: ["False"],
     NameTaken: ["False"],
     HostnameTaken: ["False"],
+    HostnameReserved: ["False"],
     ExternalNameMismatch: ["False"],
   },
 } as const satisfies ReasonTable;

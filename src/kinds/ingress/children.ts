@@ -115,6 +115,8 @@ export interface IngressChildInputs {
   observedDeployment?: K8sObject;
   /** The named TailnetProxyClass's settings, folded into the pod template. */
   proxyClass?: ProxyClassSpec;
+  /** The agent node's host name when not spec.hostname (agentHostname in shared/dns-tenancy.ts). */
+  nodeHostname?: string;
 }
 
 /** The agent's readiness path: serving (tailscaled Running, every backend reachable), see src/agent/server.ts. */
@@ -141,7 +143,7 @@ function ingressDeployment(
     tag: inputs.tag,
     loginServer: inputs.loginServer,
     authKeySecret: inputs.authKeySecret.metadata.name,
-    hostname: dnsLabel(spec.hostname),
+    hostname: dnsLabel(inputs.nodeHostname ?? spec.hostname),
     images: config.images,
     listenPorts: [],
     configHash: hash,

@@ -1,7 +1,7 @@
 /**
  * decide for a TailnetIngress (pure): spec + observation + the outcomes of act in, children +
  * conditions + status fields out. Ready repeats the first blocker: NoTailnet / NoAPIKey, TagUnknown,
- * InvalidDNSName, DNSNameConflict, then Registered, PolicyGranted, TLSReady, BackendsReachable
+ * InvalidDNSName, DNSNameReserved, DNSNameConflict, then Registered, PolicyGranted, TLSReady, BackendsReachable
  * (reasons page order). Also `planIngress`, the pure part that says which Headscale writes are wanted.
  */
 import type { OperatorConfig } from "../../config.js";
@@ -12,7 +12,9 @@ import type { Decision } from "../pipeline.js";
 import { agentName, listNames, nodeLabel, nodesWithTag, supersededNodes } from "../shared/agent.js";
 import { registeredCondition, tagKnownCondition } from "../shared/agent-conditions.js";
 import { type AuthKeyOutcome, type AuthKeyPlan, decideAuthKey, observedKeys } from "../shared/authkey.js";
-import { type IngressNames, ingressNames, nameConflicts } from "../shared/ingress-names.js";
+import { heldNamesOf, type NameHolder } from "../shared/dns-owners.js";
+import { agentHostname } from "../shared/dns-tenancy.js";
+import { type IngressNames, nameConflicts, namesIn } from "../shared/ingress-names.js";
 import type { ProxyClassSpec } from "../shared/proxy-class.js";
 import { effectiveTag, type TailnetSettings } from "../shared/workload.js";
 import type { ScrapeResult } from "../types.js";
@@ -177,13 +179,22 @@ function blockerFrom(c: IngressCondition): Blocker {
   return { ok: false, reason: c.reason, message: c.message };
 }
 
-function namesBlockers(names: IngressNames | undefined, conflicts: { name: string; claimedBy: string }[]): Blocker[] {
+function namesBlockers(
+  names: IngressNames | undefined,
+  held: NameHolder[],
+  conflicts: { name: string; claimedBy: string }[],
+): Blocker[] {
   const invalid = names?.invalidAt ?? [];
   return [
     {
       ok: invalid.length === 0,
       reason: "InvalidDNSName",
       message: `not a DNS label: ${listNames(invalid.map((i) => `${i.field} "${i.label}"`))} (a host or alias is one lower-case label; the Tailnet's baseDomain is appended); nothing is published`,
+    },
+    {
+      ok: held.length === 0,
+      reason: "DNSNameReserved",
+      message: `the name of another machine: ${listNames(held.map((h) => `${h.name} (${h.heldBy})`))}; a record under it would take that machine's connections, so these names are not published for this ingress`,
     },
     {
       ok: conflicts.length === 0,
@@ -234,13 +245,24 @@ function onlineNote(replicas: number, mine: readonly HsNode[] | undefined): stri
   return online < replicas ? ` (${online} of ${replicas} nodes online)` : ` (${online} nodes online)`;
 }
 
+const nodeHostnameOf = (hostname: string, namespace: string, flat: readonly string[] | undefined) => {
+  const h = agentHostname(hostname, namespace, flat);
+  return h ? { nodeHostname: h } : {};
+};
+
 export function decideIngress(input: IngressDecideInput): IngressDecision {
   const { parent, spec, tailnet, now } = input;
   const namespace = parent.metadata.namespace ?? "";
   const settings = settingsOf(tailnet);
   const tag = settings ? effectiveTag(parent, settings.tagPrefix) : spec.tag;
-  const names = settings ? ingressNames(parent, settings.baseDomain) : undefined;
-  const conflicts = settings ? nameConflicts(parent, input.ingresses, settings.baseDomain) : [];
+  const flat = settings?.dnsFlatNamespaces;
+  const names = settings ? namesIn(parent, settings.baseDomain, flat) : undefined;
+  // Names a Headscale node holds (dns-owners.ts), from this sync's node list; none known without it.
+  const held = settings && input.nodes?.ok ? heldNamesOf(parent, input.ingresses, input.nodes.value, settings) : [];
+  const heldNames = new Set(held.map((h) => h.name));
+  const conflicts = settings
+    ? nameConflicts(parent, input.ingresses, settings.baseDomain, flat).filter((c) => !heldNames.has(c.name))
+    : [];
 
   const tagKnown = !tailnet.ok
     ? notEvaluated("TagKnown", tailnet)
@@ -280,7 +302,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
       ? { ok: true, reason: "Ready", message: "" }
       : { ok: false, reason: tailnet.reason, message: tailnet.message },
     { ok: tagKnown.status === "True", reason: "TagUnknown", message: tagKnown.message },
-    ...namesBlockers(names, conflicts),
+    ...namesBlockers(names, held, conflicts),
     blockerFrom(registered),
     mine && tag ? onlineBlocker(registered, mine, tag) : { ok: true, reason: "Ready", message: "" },
     blockerFrom(granted),
@@ -306,13 +328,14 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
           authKeySecret: input.authKey.secret,
           ca: tailnet.ca,
           ...(tailnet.proxyClass ? { proxyClass: tailnet.proxyClass } : {}),
+          ...nodeHostnameOf(spec.hostname, namespace, flat),
           observedDeployment: input.children.find(
             (c) => c.kind === "Deployment" && c.metadata.name === agentName(parent) && !c.metadata.deletionTimestamp,
           ),
         })
       : input.children.filter((c) => !c.metadata.deletionTimestamp).map(reuseObserved);
 
-  const lost = new Set(conflicts.map((c) => c.name));
+  const lost = new Set([...heldNames, ...conflicts.map((c) => c.name)]);
   const published = (n: string) => !!names && names.invalid.length === 0 && !lost.has(n);
   const fields: IngressStatusFields = {
     ...(tag ? { tag } : {}),

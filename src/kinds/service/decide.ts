@@ -12,6 +12,7 @@ import { SERVICE_REASONS } from "../../conditions/tables/service.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { LAST_APPLIED, qualifiedName, reuseObserved } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
+import { flatNamespacesOf } from "../shared/dns-tenancy.js";
 import { nameConflicts } from "../shared/ingress-names.js";
 import { Annotation, Written } from "./annotations.js";
 import { attachmentKind, serviceAttachment, targetAddress } from "./attachments.js";
@@ -118,7 +119,8 @@ export function planService(read: ReadSpec, observed: ServiceObservation): Servi
       ...desired,
       metadata: { ...desired.metadata, creationTimestamp: mine?.metadata.creationTimestamp ?? FAR_FUTURE },
     };
-    const taken = nameConflicts(candidate, observed.ingresses, baseDomain);
+    const flat = flatNamespacesOf(resolved.tailnet.spec);
+    const taken = nameConflicts(candidate, observed.ingresses, baseDomain, flat);
     if (taken.length) {
       return {
         attachments: [],
@@ -178,6 +180,7 @@ function mirror(spec: ServiceSpec, desired: K8sObject, mine: K8sObject | undefin
     }
     return cond("Exposed", "True", "Ready", `${spec.target} reachable from the cluster at ${targetAddress(spec)}`);
   }
+  if (ready.status === "False" && ready.reason === "DNSNameReserved") return reserved(spec, id, ready.message);
   if (ready.status === "False") return cond("Exposed", "False", "NotReady", why);
   return cond("Exposed", "Unknown", "Pending", why);
 }
@@ -202,4 +205,18 @@ export function decideServiceFinalize(role: "expose" | "target", observed: Servi
     attachments: [],
     finalized: observed.attachments.length === 0,
   };
+}
+
+/**
+ * The attachment refuses its name because a Headscale node holds it (shared/dns-owners.ts). Only the
+ * attachment reads the node list, so it stays (publishing nothing under that name); the Service says
+ * which annotation fixes it.
+ */
+function reserved(spec: ServiceSpec, id: string, message: string | undefined): ExposedCondition {
+  return cond(
+    "Exposed",
+    "False",
+    "HostnameReserved",
+    `hostname ${spec.hostname} is the name of another machine (${id}: ${message ?? ""}); nothing is published under it: set ${Annotation.hostname}`,
+  );
 }

@@ -1,13 +1,15 @@
 /**
  * DNS names of TailnetIngresses (pure; shared by the ingress kind and the Tailnet's dns-records
- * ConfigMap). The ingress-level name is <hostname>.<baseDomain>; in http mode each expose adds
- * <host or hostname>.<baseDomain> and its aliases. A name claimed by an older ingress
+ * ConfigMap). The ingress-level name is <hostname>.<zone>; in http mode each expose adds
+ * <host or hostname>.<zone> and its aliases. The zone is the baseDomain, or the namespace's subtree
+ * of it when the Tailnet restricts flat names (dns-tenancy.ts). A name claimed by an older ingress
  * (creationTimestamp, then namespace/name) stays with it; the newer one gets DNSNameConflict and
  * its conflicting names are not published. An ingress with an invalid name publishes nothing and
  * so claims nothing: `nameConflicts` and `nameOwners` agree on who owns every name.
  */
 import { isOlder, sortByAge } from "../../k8s/age.js";
 import type { K8sObject } from "../../k8s/objects.js";
+import { zoneOf } from "./dns-tenancy.js";
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
@@ -67,6 +69,10 @@ const tailnetOf = (o: K8sObject) => (o.spec as { tailnetRef?: { name?: string } 
 const idOf = (o: K8sObject) => `${o.metadata.namespace}/${o.metadata.name}`;
 const byAge = (a: K8sObject, b: K8sObject) => (isOlder(a, b) ? -1 : isOlder(b, a) ? 1 : 0);
 
+/** An ingress's names under its namespace's zone (dns-tenancy.ts: the baseDomain or its namespace's subtree). */
+export const namesIn = (o: K8sObject, baseDomain: string | undefined, flat?: readonly string[]) =>
+  ingressNames(o, zoneOf(o.metadata.namespace ?? "", baseDomain, flat));
+
 /**
  * For one ingress: the names an older ingress of the same Tailnet already claims, with the
  * claimant (`namespace/name`), in the order of this ingress's names. Empty when it owns all of
@@ -76,6 +82,7 @@ export function nameConflicts(
   ingress: K8sObject,
   all: readonly K8sObject[],
   baseDomain: string | undefined,
+  flat?: readonly string[],
 ): { name: string; claimedBy: string }[] {
   const claimed = new Map<string, string>();
   const older = all
@@ -88,40 +95,50 @@ export function nameConflicts(
     )
     .sort(byAge);
   for (const o of older) {
-    const names = ingressNames(o, baseDomain);
+    const names = namesIn(o, baseDomain, flat);
     if (names.invalid.length) continue;
     for (const n of names.all) if (!claimed.has(n)) claimed.set(n, idOf(o));
   }
-  return ingressNames(ingress, baseDomain).all.flatMap((name) => {
+  return namesIn(ingress, baseDomain, flat).all.flatMap((name) => {
     const claimedBy = claimed.get(name);
     return claimedBy ? [{ name, claimedBy }] : [];
   });
 }
 
-/** The names an ingress actually publishes: its own minus those an older ingress claims. */
+/**
+ * The names an ingress actually publishes: its own minus those an older ingress claims and those
+ * `held` says belong to someone else (a Headscale node, see dns-owners.ts).
+ */
 export function publishedNames(
   ingress: K8sObject,
   all: readonly K8sObject[],
   baseDomain: string | undefined,
+  held: (name: string) => boolean = () => false,
+  flat?: readonly string[],
 ): string[] {
-  const names = ingressNames(ingress, baseDomain);
+  const names = namesIn(ingress, baseDomain, flat);
   if (names.invalid.length) return [];
-  const lost = new Set(nameConflicts(ingress, all, baseDomain).map((c) => c.name));
-  return names.all.filter((n) => !lost.has(n));
+  const lost = new Set(nameConflicts(ingress, all, baseDomain, flat).map((c) => c.name));
+  return names.all.filter((n) => !lost.has(n) && !held(n));
 }
 
 /**
  * Every published name of a Tailnet's ingresses → the `namespace/name` of its owner (the oldest
  * claimant), computed once in O(n log n) for the Tailnet's dns-records ConfigMap. Ingresses with an
- * invalid name publish nothing.
+ * invalid name publish nothing; a name `held` by someone else (a Headscale node) is nobody's.
  */
-export function nameOwners(ingresses: readonly K8sObject[], baseDomain: string | undefined): Map<string, string> {
+export function nameOwners(
+  ingresses: readonly K8sObject[],
+  baseDomain: string | undefined,
+  held: (name: string) => boolean = () => false,
+  flat?: readonly string[],
+): Map<string, string> {
   const owners = new Map<string, string>();
   const sorted = sortByAge(ingresses.filter((o) => !o.metadata.deletionTimestamp));
   for (const ing of sorted) {
-    const names = ingressNames(ing, baseDomain);
+    const names = namesIn(ing, baseDomain, flat);
     if (names.invalid.length) continue;
-    for (const n of names.all) if (!owners.has(n)) owners.set(n, idOf(ing));
+    for (const n of names.all) if (!owners.has(n) && !held(n)) owners.set(n, idOf(ing));
   }
   return owners;
 }

@@ -10,6 +10,7 @@ import { credentialsSecretName } from "../../k8s/labels.js";
 import { findObject, type K8sObject } from "../../k8s/objects.js";
 import { tailnetRefName } from "../related.js";
 import type { HookDeps, HookRequest } from "../types.js";
+import { flatNamespacesOf } from "./dns-tenancy.js";
 import { secretValue } from "./secrets.js";
 
 /** The Tailnet spec fields workload kinds read, with api.md's defaults applied. */
@@ -23,6 +24,8 @@ export interface TailnetSettings {
   allowedEgressTargets: string[];
   reservedNetworks: string[];
   baseDomain?: string;
+  /** spec.tenancy.dns.flatNamespaces (dns-tenancy.ts); undefined: every namespace publishes flat names. */
+  dnsFlatNamespaces?: string[];
 }
 
 export type WorkloadContext =
@@ -63,6 +66,11 @@ export function parseDuration(text: string | undefined): number | undefined {
   return consumed === text.length && consumed > 0 ? total : undefined;
 }
 
+function dnsTenancyOf(spec: unknown): { dnsFlatNamespaces?: string[] } {
+  const flat = flatNamespacesOf(spec);
+  return flat ? { dnsFlatNamespaces: flat } : {};
+}
+
 export function tailnetSettings(tailnet: K8sObject): TailnetSettings {
   const spec = (tailnet.spec ?? {}) as Record<string, unknown>;
   const hs = (spec.headscale ?? {}) as Record<string, unknown>;
@@ -78,6 +86,7 @@ export function tailnetSettings(tailnet: K8sObject): TailnetSettings {
     allowedEgressTargets: strings(spec.allowedEgressTargets),
     reservedNetworks: strings(spec.reservedNetworks),
     baseDomain: typeof dns.baseDomain === "string" && dns.baseDomain ? dns.baseDomain.replace(/\.$/, "") : undefined,
+    ...dnsTenancyOf(spec),
   };
 }
 

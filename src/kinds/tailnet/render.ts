@@ -15,6 +15,7 @@ import {
 } from "../../policy/generated.js";
 import { type GeneratedCounts, renderPolicy } from "../../policy/render.js";
 import type { NodeRef } from "../../policy/targets.js";
+import { holderOf, reservedNames } from "../shared/dns-owners.js";
 import { nameOwners } from "../shared/ingress-names.js";
 import { effectiveTag } from "../shared/workload.js";
 import type { TailnetInputs } from "./inputs.js";
@@ -198,7 +199,7 @@ const ipv4Of = (node: HsNode) => node.ipAddresses.find((ip) => ip.includes(".") 
 
 /**
  * A records for every published ingress name and alias (only the oldest claimant of a name
- * publishes it, see `nameOwners`) with the IPv4 of every online node carrying the ingress's
+ * publishes it, see `nameOwners`, and never a name a Headscale node holds, see dns-owners.ts) with the IPv4 of every online node carrying the ingress's
  * effective tag (replicas), or else of the one node that carries it; names whose node is not
  * registered yet are left out. Several records of one name all answer: tailscale appends them
  * (v1.102.3 ipn/ipnlocal/node_backend.go dnsConfigForNetmap). Sorted by name, then value.
@@ -210,7 +211,15 @@ export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): Dns
   const online = onlineByTag(nodes);
   // An ingress owns several names: resolve its addresses once.
   const addressesOf = new Map<string, string[]>();
-  const owners = nameOwners(inputs.ingresses, settings.baseDomain);
+  // A name a Headscale node holds is never published (dns-owners.ts): it would shadow that node.
+  const flat = settings.dnsFlatNamespaces;
+  const reserved = reservedNames(nodes, inputs.ingresses, settings.tagPrefix, settings.baseDomain, flat);
+  const owners = nameOwners(
+    inputs.ingresses,
+    settings.baseDomain,
+    (n) => holderOf(n, reserved, settings.baseDomain) !== undefined,
+    flat,
+  );
   // Names are unique (map keys), so sorting the names alone (and each name's values) gives the
   // name-then-value order; the native sort without a comparator orders strings by code units, as `<` does.
   const names = [...owners.keys()].sort();

@@ -361,6 +361,20 @@ const rows: Row[] = [
     },
   },
   {
+    name: "a host is the name of another machine (a user's node named dash)",
+    input: () =>
+      input({
+        nodes: ok([hsNode({ id: "9", name: "grafana", tags: [TAG] }), hsNode({ id: "3", name: "Dash" })]),
+      }),
+    expect: {
+      reasons: { Ready: "DNSNameReserved" },
+      messages: {
+        Ready:
+          "the name of another machine: dash.ts.example.com (Headscale node 3); a record under it would take that machine's connections, so these names are not published for this ingress",
+      },
+    },
+  },
+  {
     name: "an older ingress already claims a name",
     input: () => {
       const parent = ingress();

@@ -238,6 +238,31 @@ describe("TailnetIngress end to end", () => {
     assert.equal(w.condition("Ready", "old").reason, "NotRegistered", "the older one keeps its names");
   });
 
+  it("DNSNameReserved: a name a Headscale node holds is refused; the agent node keeps the name Headscale gave it", async (t) => {
+    const w = await world(t);
+    w.hs.addUser({ name: "alice" });
+    w.hs.addNode({ name: "db-1", user: "alice" });
+    // the hostname and an alias both name alice's laptop
+    w.mc.apply(ingress("grafana", { hostname: "db-1", exposes: [{ ...WEB, aliases: ["db-1"] }] }));
+    await settle(w);
+    assert.equal(w.condition("Ready").reason, "DNSNameReserved");
+    assert.match(
+      w.condition("Ready").message,
+      /^the name of another machine: db-1\.ts\.example\.com \(Headscale node \d+\)/,
+    );
+    w.register();
+    await settle(w);
+    const status = w.ingress()?.status as { dnsName?: string; nodes?: { name: string }[]; exposes?: unknown[] };
+    assert.equal(status.dnsName, undefined, "db-1 is alice's");
+    assert.deepEqual(status.exposes, [{ name: "web", dnsName: "dash.ts.example.com", dnsAliases: [] }]);
+    // Headscale 0.29 suffixes a newcomer's taken hostname: the status names the node as it is.
+    assert.deepEqual(
+      status.nodes?.map((n) => n.name),
+      ["db-1-1"],
+    );
+    assert.equal(w.condition("Ready").reason, "DNSNameReserved");
+  });
+
   it("TLS: Missing → Invalid → NameMismatch → Expired → Valid as the Secret changes", async (t) => {
     const w = await world(t);
     w.mc.apply(ingress("grafana"));

@@ -72,6 +72,28 @@ const rows: Row[] = [
     },
   },
   {
+    name: "the attachment's name is another machine's (DNSNameReserved) → HostnameReserved, the attachment kept",
+    input: input({
+      attachments: [
+        mine(
+          ready(
+            "False",
+            "DNSNameReserved",
+            "the name of another machine: grafana.ts.example.com (Headscale node 3); a record under it would take that machine's connections, so these names are not published for this ingress",
+          ),
+        ),
+      ],
+    }),
+    expect: {
+      status: "False",
+      reason: "HostnameReserved",
+      attachments: ["TailnetIngress/grafana"],
+      message:
+        /^hostname grafana is the name of another machine \(TailnetIngress monitoring\/grafana: the name of another machine: grafana\.ts\.example\.com \(Headscale node 3\);.*\); nothing is published under it: set tailnet\.internal\/hostname$/,
+      address: null,
+    },
+  },
+  {
     name: "the attachment reports on an older generation → Pending",
     input: input({ attachments: [mine(ready("True", "Ready", "", 1), { generation: 2 })] }),
     expect: { status: "Unknown", reason: "Pending", attachments: ["TailnetIngress/grafana"], message: /current spec/ },
@@ -171,6 +193,15 @@ const rows: Row[] = [
       attachments: [],
       message: /grafana\.ts\.example\.com\) is already claimed by TailnetIngress monitoring\/grafana/,
     },
+  },
+  {
+    name: "the same hostname in another namespace, with tenancy.dns.flatNamespaces: each under its own subtree, no HostnameTaken",
+    input: input({
+      service: service({ name: "grafana-2", annotations: { [`${T}/expose`]: "true", [`${T}/hostname`]: "grafana" } }),
+      tailnets: [{ ...tailnet(), spec: { ...(tailnet().spec as object), tenancy: { dns: { flatNamespaces: [] } } } }],
+      ingresses: [mine(ready("True", "Ready"), { ownerUid: "other-service", namespace: "elsewhere" })],
+    }),
+    expect: { status: "Unknown", reason: "Pending", attachments: ["TailnetIngress/grafana-2"] },
   },
   {
     name: "own older ingress keeps its hostname against a newer one",

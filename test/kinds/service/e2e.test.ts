@@ -229,6 +229,42 @@ describe("annotated Services end to end", () => {
     assert.equal(w.mc.get("v1", "Service", "db-tailnet", NS), undefined);
   });
 
+  it("an annotation naming another machine: HostnameReserved with an Event; the fix (another hostname) is published", async (t) => {
+    const w = await serviceWorld(t, { tags: ["tag:k8s-monitoring-files"] });
+    w.hs.addUser({ name: "alice" });
+    const laptop = w.hs.addNode({ name: "db-1", user: "alice" });
+    w.mc.apply(exposed("files", { [`${T}/hostname`]: "db-1" }));
+    await settle(w);
+    const s = state(w, "files");
+    assert.equal(s.state, "HostnameReserved", s.message);
+    assert.match(
+      s.message ?? "",
+      new RegExp(
+        `^hostname db-1 is the name of another machine \\(TailnetIngress monitoring/files: the name of another machine: db-1\\.ts\\.example\\.com \\(Headscale node ${laptop.id}\\);`,
+      ),
+    );
+    assert.ok(
+      w.eventsOn("files").some((e) => e.startsWith("HostnameReserved: ")),
+      "an Event",
+    );
+    assert.equal(w.svc("files")?.metadata.annotations?.[`${T}/dns-name`], undefined, "no address written back");
+    assert.equal(
+      (w.attachment("TailnetIngress", "files")?.status as { dnsName?: string } | undefined)?.dnsName,
+      undefined,
+    );
+
+    const fixed = structuredClone(w.svc("files"));
+    assert.ok(fixed);
+    (fixed.metadata.annotations as Record<string, string>)[`${T}/hostname`] = "files";
+    w.mc.apply(fixed);
+    await settle(w);
+    assert.equal(
+      (w.attachment("TailnetIngress", "files")?.status as { dnsName?: string } | undefined)?.dnsName,
+      "files.ts.example.com",
+    );
+    assert.notEqual(state(w, "files").state, "HostnameReserved");
+  });
+
   it("reached every reason of the Service table", () => {
     assert.deepEqual([...seen].sort(), Object.keys(SERVICE_REASONS.Exposed).sort());
   });

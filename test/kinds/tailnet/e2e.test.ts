@@ -63,6 +63,26 @@ describe("Tailnet e2e: a healthy Headscale", () => {
     assert.deepEqual(h.events.events, []);
   });
 
+  it("records.json never carries a node's name: a tenant ingress db-1 is left out, and a name a machine takes later goes", async (t) => {
+    const h = await harness(t);
+    h.fake.addUser({ name: "alice" });
+    h.fake.addNode({ name: "db-1", user: "alice", ipv4: "100.64.0.3" });
+    h.mc.apply(ingress("attack", "tenant", { hostname: "db-1" }));
+    h.mc.apply(ingress("web", "tenant"));
+    h.fake.addNode({ name: "db-1", tags: ["tag:k8s-tenant-attack"], ipv4: "100.64.0.20" });
+    h.fake.addNode({ name: "web", tags: ["tag:k8s-tenant-web"], ipv4: "100.64.0.21" });
+    await settleStable(h);
+    const records = () =>
+      JSON.parse(h.child("ConfigMap", "tailnet-home-dns-records")?.data?.["records.json"] ?? "null");
+    assert.deepEqual(records(), [{ name: "web.ts.example.com", type: "A", value: "100.64.0.21" }]);
+    // the ingress "web" agent holds the node name web; a laptop that joins as "Web" gets web-1 from
+    // Headscale, but its reported hostname is web too: the machine wins, the record goes
+    h.fake.addNode({ name: "Web", user: "alice", ipv4: "100.64.0.22" });
+    h.advance(61_000);
+    await settleStable(h);
+    assert.deepEqual(records(), []);
+  });
+
   it("DryRun renders and compares but writes nothing", async (t) => {
     const h = await harness(t, { spec: dryRun });
     h.mc.apply(ingress());
