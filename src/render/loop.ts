@@ -15,6 +15,8 @@ import { kindInfoByKind } from "../api/schemas.js";
 import type { K8sObject, ObjectMaps } from "../k8s/objects.js";
 import { typeKey } from "../k8s/objects.js";
 import type { RelatedRule } from "../kinds/types.js";
+import { apiServerErrors } from "./apiserver.js";
+import { applyCreate, applyUpdate, jsonEqual } from "./apply.js";
 import {
   childTypes as ccChildTypes,
   compositeController,
@@ -78,6 +80,12 @@ export interface LoopOptions {
   deploymentsAvailable?: boolean;
   /** Create one running Pod per Deployment replica; the port named "metrics" is rewritten by this. */
   agentPods?: { metricsPort: (deployment: Obj) => number | undefined };
+  /**
+   * Serve each parent from an informer cache that lags one write behind: a sync sees the parent as
+   * it was when its previous sync began, so the status the previous answer wrote is not there yet
+   * (what Metacontroller's parent informer does under load; it never GETs the parent for a sync).
+   */
+  parentCacheLag?: boolean;
 }
 
 export class MetacontrollerLoop {
@@ -85,6 +93,7 @@ export class MetacontrollerLoop {
   readonly calls: HookCall[] = [];
   readonly errors: string[] = [];
   private readonly customizeCache = new Map<string, RelatedRule[]>();
+  private readonly parentCache = new Map<string, Obj>();
   /** `<decorator controller>|<object uid>`: the finalizer a DecoratorController with a finalize hook adds. */
   private readonly decoratorFinalizers = new Set<string>();
   private uid = 0;
@@ -402,34 +411,51 @@ export class MetacontrollerLoop {
   ): boolean {
     const method = childTypes.find((t) => t.type === typeKey(c.apiVersion, c.kind))?.method ?? "OnDelete";
     const existing = this.objects.get(objKey(c));
-    const lastApplied = JSON.stringify(c);
-    if (
-      existing &&
-      (method === "OnDelete" ||
-        existing.metadata.annotations?.["metacontroller.k8s.io/last-applied-configuration"] === lastApplied)
-    ) {
+    const desired = clone(c);
+    // generateSelector's label (CompositeControllers) is added before apply, so last-applied holds
+    // it; a DecoratorController adds none.
+    if (controllerUidLabel && !desired.metadata.labels?.["controller-uid"])
+      desired.metadata.labels = { ...(desired.metadata.labels ?? {}), "controller-uid": parent.metadata.uid ?? "" };
+    const id = `${c.kind} ${v2Key(c)}`;
+    let o: Obj;
+    if (!existing) {
+      o = applyCreate(desired as never) as unknown as Obj;
+      o.metadata.uid = `uid-${++this.uid}`;
+      o.metadata.generation = 1;
+      o.metadata.ownerReferences = [
+        {
+          apiVersion: parent.apiVersion,
+          kind: parent.kind,
+          name: parent.metadata.name,
+          uid: parent.metadata.uid ?? "",
+          controller: true,
+        },
+      ];
+    } else {
+      if (existing.metadata.deletionTimestamp) return false;
+      let merged: ReturnType<typeof applyUpdate>;
+      try {
+        merged = applyUpdate(existing as never, desired as never);
+      } catch (e) {
+        this.errors.push(`update ${id}: ${(e as Error).message}`);
+        return false;
+      }
+      if (!merged.changed || method === "OnDelete") return false;
+      if (method === "Recreate" || method === "RollingRecreate") {
+        this.removeWithDependents(existing);
+        return true;
+      }
+      o = merged.object as unknown as Obj;
+      if (!jsonEqual(o.spec, existing.spec)) o.metadata.generation = (existing.metadata.generation ?? 0) + 1;
+    }
+    this.simulateServer(o, existing);
+    const refused = apiServerErrors(o);
+    if (refused.length) {
+      // The API server refuses the whole write; Metacontroller reports it and keeps syncing.
+      this.errors.push(`${existing ? "update" : "create"} ${id}: ${refused.join("; ")}`);
       return false;
     }
-    const o = clone(c);
-    o.metadata.uid = existing?.metadata.uid ?? `uid-${++this.uid}`;
-    // generateSelector's label (CompositeControllers); a DecoratorController adds none.
-    if (controllerUidLabel)
-      o.metadata.labels = { ...(o.metadata.labels ?? {}), "controller-uid": parent.metadata.uid ?? "" };
-    o.metadata.annotations = {
-      ...(o.metadata.annotations ?? {}),
-      "metacontroller.k8s.io/last-applied-configuration": lastApplied,
-    };
-    o.metadata.ownerReferences = [
-      {
-        apiVersion: parent.apiVersion,
-        kind: parent.kind,
-        name: parent.metadata.name,
-        uid: parent.metadata.uid ?? "",
-        controller: true,
-      },
-    ];
-    o.metadata.generation = (existing?.metadata.generation ?? 0) + 1;
-    this.simulateServer(o, existing);
+    if (existing && jsonEqual(o, existing)) return false;
     this.objects.set(objKey(o), o);
     return true;
   }
@@ -437,7 +463,12 @@ export class MetacontrollerLoop {
   /** What the API server and built-in controllers add: ClusterIPs, Deployment status, Pods. */
   private simulateServer(o: Obj, existing: Obj | undefined): void {
     if (o.kind === "Service") {
-      const spec = o.spec as { clusterIP?: string; type?: string };
+      const spec = o.spec as { clusterIP?: string; type?: string; ports?: Record<string, unknown>[] };
+      // the API server's defaults, which the next 3-way merge sees in the observed object
+      for (const p of spec.ports ?? []) {
+        p.protocol ??= "TCP";
+        p.targetPort ??= p.port;
+      }
       spec.clusterIP = (existing?.spec as { clusterIP?: string } | undefined)?.clusterIP ?? `10.96.0.${++this.ip}`;
     }
     if (o.kind === "Deployment") {
@@ -492,13 +523,21 @@ export class MetacontrollerLoop {
     }
   }
 
+  /** The parent a sync is given: the live object, or with parentCacheLag the snapshot of the previous sync. */
+  cachedParent(live: Obj): Obj {
+    const k = objKey(live);
+    const cached = this.parentCache.get(k);
+    this.parentCache.set(k, clone(live));
+    return this.opts.parentCacheLag && cached && cached.metadata.uid === live.metadata.uid ? cached : live;
+  }
+
   /** Sync every parent until nothing changes; returns the number of rounds it took. */
   async settle(maxRounds = 10): Promise<number> {
     for (let round = 1; round <= maxRounds; round++) {
       let changed = false;
       for (const p of this.parents()) {
         const live = this.objects.get(objKey(p));
-        if (live) changed = (await this.syncParent(live)) || changed;
+        if (live) changed = (await this.syncParent(this.cachedParent(live))) || changed;
       }
       for (const dc of decoratorControllers()) {
         for (const o of this.decoratedCandidates(dc)) changed = (await this.syncDecorated(dc, o)) || changed;
