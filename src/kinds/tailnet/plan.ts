@@ -112,7 +112,7 @@ function keepLiveCommand(input: TailnetPlanInput): string {
   const base = `tailnet-${name}-base`;
   const patch = JSON.stringify({ spec: { policy: { baseConfigMapRef: { namespace: ns, name: base } } } });
   const key = LIVE_POLICY_KEY.replace(".", "\\.");
-  return `kubectl -n ${ns} get configmap ${livePolicyConfigMapName(name)} -o jsonpath='{.data.${key}}' > ${LIVE_POLICY_KEY} && kubectl -n ${ns} create configmap ${base} --from-file=${LIVE_POLICY_KEY} && kubectl patch tailnet ${name} --type merge -p '${patch}'`;
+  return `kubectl -n ${ns} get configmap ${livePolicyConfigMapName(name)} -o jsonpath='{.data.${key}}' > ${LIVE_POLICY_KEY} && kubectl -n ${ns} create configmap ${base} --from-file=${LIVE_POLICY_KEY} && kubectl patch tailnets.tailnet.internal ${name} --type merge -p '${patch}'`;
 }
 
 /** The first observation a write depends on that failed (the live policy is checked separately). */

@@ -128,7 +128,7 @@ describe("Tailnet e2e: adopting a tailnet that already has a policy", () => {
     assert.ok(message.includes(`(${liveHash(HAND)})`), message);
     assert.ok(message.includes("dropping 1 acl rule, groups group:eng, hosts nas; "), message);
     const command =
-      'kubectl -n tailnet-system get configmap tailnet-home-live-policy -o jsonpath=\'{.data.policy\\.hujson}\' > policy.hujson && kubectl -n tailnet-system create configmap tailnet-home-base --from-file=policy.hujson && kubectl patch tailnet home --type merge -p \'{"spec":{"policy":{"baseConfigMapRef":{"namespace":"tailnet-system","name":"tailnet-home-base"}}}}\'';
+      'kubectl -n tailnet-system get configmap tailnet-home-live-policy -o jsonpath=\'{.data.policy\\.hujson}\' > policy.hujson && kubectl -n tailnet-system create configmap tailnet-home-base --from-file=policy.hujson && kubectl patch tailnets.tailnet.internal home --type merge -p \'{"spec":{"policy":{"baseConfigMapRef":{"namespace":"tailnet-system","name":"tailnet-home-base"}}}}\'';
     assert.ok(message.includes(command), message);
     assert.ok(h.children().includes("ConfigMap tailnet-system/tailnet-home-live-policy"));
     // Follow the command: the live text becomes the base, the Tailnet references it.
