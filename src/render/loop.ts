@@ -81,9 +81,11 @@ export interface LoopOptions {
   /** Create one running Pod per Deployment replica; the port named "metrics" is rewritten by this. */
   agentPods?: { metricsPort: (deployment: Obj) => number | undefined };
   /**
-   * Serve each parent from an informer cache that lags one write behind: a sync sees the parent as
-   * it was when its previous sync began, so the status the previous answer wrote is not there yet
-   * (what Metacontroller's parent informer does under load; it never GETs the parent for a sync).
+   * Serve parents from an informer cache that can lag behind the last status write: the sync
+   * right after one that wrote a parent's status is given the parent as that sync saw it, without
+   * the status it wrote (Metacontroller never GETs the parent for a sync, and a related object's
+   * change can enqueue it before the informer has delivered the write). The sync after that sees
+   * the live object again, as an informer does once it catches up.
    */
   parentCacheLag?: boolean;
 }
@@ -93,7 +95,9 @@ export class MetacontrollerLoop {
   readonly calls: HookCall[] = [];
   readonly errors: string[] = [];
   private readonly customizeCache = new Map<string, RelatedRule[]>();
-  private readonly parentCache = new Map<string, Obj>();
+  /** parentCacheLag: the view the next sync of a parent gets, and the views that were stale. */
+  private readonly staleNext = new Map<string, Obj>();
+  private readonly staleViews = new WeakSet<Obj>();
   /** `<decorator controller>|<object uid>`: the finalizer a DecoratorController with a finalize hook adds. */
   private readonly decoratorFinalizers = new Set<string>();
   private uid = 0;
@@ -278,6 +282,7 @@ export class MetacontrollerLoop {
     const status = { ...(resp.status ?? {}), observedGeneration: parent.metadata.generation };
     this.opts.checkStatus?.(info.kind, status);
     if (JSON.stringify(live.status) !== JSON.stringify(status)) {
+      if (this.opts.parentCacheLag && !this.staleViews.has(parentIn)) this.staleNext.set(objKey(live), clone(parentIn));
       live.status = status;
       changed = true;
     }
@@ -523,12 +528,14 @@ export class MetacontrollerLoop {
     }
   }
 
-  /** The parent a sync is given: the live object, or with parentCacheLag the snapshot of the previous sync. */
+  /** The parent a sync is given: the live object, or with parentCacheLag the stale view due once after a write. */
   cachedParent(live: Obj): Obj {
     const k = objKey(live);
-    const cached = this.parentCache.get(k);
-    this.parentCache.set(k, clone(live));
-    return this.opts.parentCacheLag && cached && cached.metadata.uid === live.metadata.uid ? cached : live;
+    const stale = this.staleNext.get(k);
+    this.staleNext.delete(k);
+    if (!this.opts.parentCacheLag || !stale || stale.metadata.uid !== live.metadata.uid) return live;
+    this.staleViews.add(stale);
+    return stale;
   }
 
   /** Sync every parent until nothing changes; returns the number of rounds it took. */
