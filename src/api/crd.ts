@@ -1,6 +1,14 @@
 import { PROXY_CLASS } from "./proxy-class.js";
 import { GROUP, KINDS, type ResourceInfo, type Schema, VERSION } from "./schemas.js";
 
+/**
+ * The one category of every CRD: `kubectl get tailnet-all` lists them all. It must equal no
+ * kind's plural, singular or short name: kubectl expands a category before it looks up a
+ * resource, so the old category `tailnet` turned `kubectl get tailnet home` into a request for
+ * every kind ("you must specify only one resource").
+ */
+export const CATEGORY = "tailnet-all";
+
 /** Every CRD the operator installs: the five kinds with hooks, then the classes they refer to. */
 export const CRD_KINDS: readonly ResourceInfo[] = [...KINDS, PROXY_CLASS];
 
@@ -26,7 +34,7 @@ export function crdFor(info: ResourceInfo): Record<string, unknown> {
         plural: info.plural,
         singular: info.singular,
         shortNames: [info.shortName],
-        categories: ["tailnet"],
+        categories: [CATEGORY],
       },
       scope: info.scope,
       versions: [

@@ -15,6 +15,8 @@ import { kindInfoByKind } from "../api/schemas.js";
 import type { K8sObject, ObjectMaps } from "../k8s/objects.js";
 import { typeKey } from "../k8s/objects.js";
 import type { RelatedRule } from "../kinds/types.js";
+import { apiServerErrors } from "./apiserver.js";
+import { applyCreate, applyUpdate, jsonEqual } from "./apply.js";
 import {
   childTypes as ccChildTypes,
   compositeController,
@@ -78,6 +80,14 @@ export interface LoopOptions {
   deploymentsAvailable?: boolean;
   /** Create one running Pod per Deployment replica; the port named "metrics" is rewritten by this. */
   agentPods?: { metricsPort: (deployment: Obj) => number | undefined };
+  /**
+   * Serve parents from an informer cache that can lag behind the last status write: the sync
+   * right after one that wrote a parent's status is given the parent as that sync saw it, without
+   * the status it wrote (Metacontroller never GETs the parent for a sync, and a related object's
+   * change can enqueue it before the informer has delivered the write). The sync after that sees
+   * the live object again, as an informer does once it catches up.
+   */
+  parentCacheLag?: boolean;
 }
 
 export class MetacontrollerLoop {
@@ -85,6 +95,9 @@ export class MetacontrollerLoop {
   readonly calls: HookCall[] = [];
   readonly errors: string[] = [];
   private readonly customizeCache = new Map<string, RelatedRule[]>();
+  /** parentCacheLag: the view the next sync of a parent gets, and the views that were stale. */
+  private readonly staleNext = new Map<string, Obj>();
+  private readonly staleViews = new WeakSet<Obj>();
   /** `<decorator controller>|<object uid>`: the finalizer a DecoratorController with a finalize hook adds. */
   private readonly decoratorFinalizers = new Set<string>();
   private uid = 0;
@@ -269,6 +282,7 @@ export class MetacontrollerLoop {
     const status = { ...(resp.status ?? {}), observedGeneration: parent.metadata.generation };
     this.opts.checkStatus?.(info.kind, status);
     if (JSON.stringify(live.status) !== JSON.stringify(status)) {
+      if (this.opts.parentCacheLag && !this.staleViews.has(parentIn)) this.staleNext.set(objKey(live), clone(parentIn));
       live.status = status;
       changed = true;
     }
@@ -402,34 +416,51 @@ export class MetacontrollerLoop {
   ): boolean {
     const method = childTypes.find((t) => t.type === typeKey(c.apiVersion, c.kind))?.method ?? "OnDelete";
     const existing = this.objects.get(objKey(c));
-    const lastApplied = JSON.stringify(c);
-    if (
-      existing &&
-      (method === "OnDelete" ||
-        existing.metadata.annotations?.["metacontroller.k8s.io/last-applied-configuration"] === lastApplied)
-    ) {
+    const desired = clone(c);
+    // generateSelector's label (CompositeControllers) is added before apply, so last-applied holds
+    // it; a DecoratorController adds none.
+    if (controllerUidLabel && !desired.metadata.labels?.["controller-uid"])
+      desired.metadata.labels = { ...(desired.metadata.labels ?? {}), "controller-uid": parent.metadata.uid ?? "" };
+    const id = `${c.kind} ${v2Key(c)}`;
+    let o: Obj;
+    if (!existing) {
+      o = applyCreate(desired as never) as unknown as Obj;
+      o.metadata.uid = `uid-${++this.uid}`;
+      o.metadata.generation = 1;
+      o.metadata.ownerReferences = [
+        {
+          apiVersion: parent.apiVersion,
+          kind: parent.kind,
+          name: parent.metadata.name,
+          uid: parent.metadata.uid ?? "",
+          controller: true,
+        },
+      ];
+    } else {
+      if (existing.metadata.deletionTimestamp) return false;
+      let merged: ReturnType<typeof applyUpdate>;
+      try {
+        merged = applyUpdate(existing as never, desired as never);
+      } catch (e) {
+        this.errors.push(`update ${id}: ${(e as Error).message}`);
+        return false;
+      }
+      if (!merged.changed || method === "OnDelete") return false;
+      if (method === "Recreate" || method === "RollingRecreate") {
+        this.removeWithDependents(existing);
+        return true;
+      }
+      o = merged.object as unknown as Obj;
+      if (!jsonEqual(o.spec, existing.spec)) o.metadata.generation = (existing.metadata.generation ?? 0) + 1;
+    }
+    this.simulateServer(o, existing);
+    const refused = apiServerErrors(o);
+    if (refused.length) {
+      // The API server refuses the whole write; Metacontroller reports it and keeps syncing.
+      this.errors.push(`${existing ? "update" : "create"} ${id}: ${refused.join("; ")}`);
       return false;
     }
-    const o = clone(c);
-    o.metadata.uid = existing?.metadata.uid ?? `uid-${++this.uid}`;
-    // generateSelector's label (CompositeControllers); a DecoratorController adds none.
-    if (controllerUidLabel)
-      o.metadata.labels = { ...(o.metadata.labels ?? {}), "controller-uid": parent.metadata.uid ?? "" };
-    o.metadata.annotations = {
-      ...(o.metadata.annotations ?? {}),
-      "metacontroller.k8s.io/last-applied-configuration": lastApplied,
-    };
-    o.metadata.ownerReferences = [
-      {
-        apiVersion: parent.apiVersion,
-        kind: parent.kind,
-        name: parent.metadata.name,
-        uid: parent.metadata.uid ?? "",
-        controller: true,
-      },
-    ];
-    o.metadata.generation = (existing?.metadata.generation ?? 0) + 1;
-    this.simulateServer(o, existing);
+    if (existing && jsonEqual(o, existing)) return false;
     this.objects.set(objKey(o), o);
     return true;
   }
@@ -437,7 +468,12 @@ export class MetacontrollerLoop {
   /** What the API server and built-in controllers add: ClusterIPs, Deployment status, Pods. */
   private simulateServer(o: Obj, existing: Obj | undefined): void {
     if (o.kind === "Service") {
-      const spec = o.spec as { clusterIP?: string; type?: string };
+      const spec = o.spec as { clusterIP?: string; type?: string; ports?: Record<string, unknown>[] };
+      // the API server's defaults, which the next 3-way merge sees in the observed object
+      for (const p of spec.ports ?? []) {
+        p.protocol ??= "TCP";
+        p.targetPort ??= p.port;
+      }
       spec.clusterIP = (existing?.spec as { clusterIP?: string } | undefined)?.clusterIP ?? `10.96.0.${++this.ip}`;
     }
     if (o.kind === "Deployment") {
@@ -492,13 +528,23 @@ export class MetacontrollerLoop {
     }
   }
 
+  /** The parent a sync is given: the live object, or with parentCacheLag the stale view due once after a write. */
+  cachedParent(live: Obj): Obj {
+    const k = objKey(live);
+    const stale = this.staleNext.get(k);
+    this.staleNext.delete(k);
+    if (!this.opts.parentCacheLag || !stale || stale.metadata.uid !== live.metadata.uid) return live;
+    this.staleViews.add(stale);
+    return stale;
+  }
+
   /** Sync every parent until nothing changes; returns the number of rounds it took. */
   async settle(maxRounds = 10): Promise<number> {
     for (let round = 1; round <= maxRounds; round++) {
       let changed = false;
       for (const p of this.parents()) {
         const live = this.objects.get(objKey(p));
-        if (live) changed = (await this.syncParent(live)) || changed;
+        if (live) changed = (await this.syncParent(this.cachedParent(live))) || changed;
       }
       for (const dc of decoratorControllers()) {
         for (const o of this.decoratedCandidates(dc)) changed = (await this.syncDecorated(dc, o)) || changed;

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { parse } from "yaml";
+import { allCrds, CATEGORY } from "../../src/api/crd.js";
 import { generatedManifests } from "../../src/api/generate.js";
 import { KINDS } from "../../src/api/schemas.js";
 
@@ -48,5 +49,22 @@ describe("generated CRDs", () => {
       walk(info.spec, `${info.kind}.spec`);
       walk(info.status, `${info.kind}.status`);
     }
+  });
+});
+
+describe("CRD categories (issue 24: `kubectl get tailnet home` failed)", () => {
+  it("no category equals any plural, singular, short name or kind of any CRD, nor kubectl's own `all`", () => {
+    const crds = allCrds().map((c) => (c.spec as { names: Record<string, unknown> }).names);
+    const names = new Set<string>(["all"]);
+    for (const n of crds) {
+      for (const v of [n.plural, n.singular, n.kind, ...((n.shortNames as string[]) ?? [])]) {
+        names.add(String(v).toLowerCase());
+      }
+    }
+    const categories = new Set(crds.flatMap((n) => (n.categories as string[]) ?? []));
+    assert.ok(categories.size > 0, "every CRD has a category");
+    for (const c of categories)
+      assert.ok(!names.has(c), `category ${c} is also a resource name: kubectl expands it first`);
+    assert.deepEqual([...categories], [CATEGORY]);
   });
 });

@@ -147,3 +147,75 @@ describe("the Metacontroller emulator against the real server", () => {
     assert.deepEqual(loop.childrenOf(parent), [], "the garbage collector removed the children");
   });
 });
+
+describe("the loop as the real Metacontroller (issue 24)", () => {
+  /** An egress kind whose sync answers `children(n)` and a status counting its syncs, seeing `seen`. */
+  async function countingLoop(
+    t: { after: (fn: () => Promise<void> | void) => void },
+    children: (n: number) => Obj[],
+    lag = false,
+  ) {
+    const { default: Fastify } = await import("fastify");
+    const raw = Fastify();
+    const seen: unknown[] = [];
+    let n = 0;
+    raw.post("/hooks/egress/customize", async () => ({ relatedResources: [] }));
+    raw.post("/hooks/egress/sync", async (req) => {
+      const body = req.body as { parent: Obj };
+      seen.push(body.parent.status?.n);
+      n++;
+      return { status: { n }, children: children(n) };
+    });
+    t.after(() => raw.close());
+    const loop = new MetacontrollerLoop({ app: raw, parentCacheLag: lag });
+    const parent = loop.apply(
+      parentObject(
+        "TailnetEgress",
+        "db",
+        { tailnetRef: { name: "home" }, targets: [{ name: "pg", host: "db-1", ports: [{ port: 5432 }] }] },
+        { namespace: "n" },
+      ),
+    );
+    const sync = async () => {
+      const live = loop.get(parent.apiVersion, parent.kind, parent.metadata.name, "n");
+      if (!live) throw new Error("no parent");
+      await loop.syncParent(loop.cachedParent(live));
+    };
+    return { loop, seen, sync };
+  }
+
+  it("parentCacheLag: the sync after a status write sees the parent without it, the next one with it", async (t) => {
+    const lagging = await countingLoop(t, () => [], true);
+    for (let i = 0; i < 4; i++) await lagging.sync();
+    assert.deepEqual(lagging.seen, [undefined, undefined, 2, 2]);
+    const live = await countingLoop(t, () => [], false);
+    for (let i = 0; i < 4; i++) await live.sync();
+    assert.deepEqual(live.seen, [undefined, 1, 2, 3]);
+  });
+
+  it("an update whose merge collapses two ports is refused as the API server refuses it; the child stays", async (t) => {
+    const svc = (n: number): Obj => ({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "dns", labels: { sync: String(n) } },
+      spec: {
+        ports: [
+          { name: "dns", port: 53, protocol: "UDP" },
+          { name: "dns-tcp", port: 53, protocol: "TCP" },
+        ],
+      },
+    });
+    const { loop, sync } = await countingLoop(t, (n) => [svc(n)]);
+    await sync();
+    assert.deepEqual(loop.errors, [], "a create is not merged");
+    await sync();
+    assert.deepEqual(loop.errors, [
+      'update Service n/dns: spec.ports[1].name: Duplicate value: "dns-tcp"; spec.ports[1].port: Duplicate value: {"port":53,"protocol":"TCP"}',
+    ]);
+    assert.equal(
+      loop.get("v1", "Service", "dns", "n")?.metadata.labels?.sync,
+      "1",
+      "the refused update changed nothing",
+    );
+  });
+});

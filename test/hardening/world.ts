@@ -8,6 +8,7 @@
  * stubbed, so the Tailnet's policy writes, Headscale's auto-approval and the site's and gateway's
  * approvals all meet here. One injectable clock drives the server, the view cache and the fake.
  */
+
 import { type RunningAgent, startAgent } from "../../src/agent/main.js";
 import { API_VERSION } from "../../src/api/schemas.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
@@ -18,6 +19,7 @@ import { readIngressSpec } from "../../src/kinds/ingress/spec.js";
 import { ingressNames } from "../../src/kinds/shared/ingress-names.js";
 import { b64 } from "../../src/kinds/shared/secrets.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";
+import { parseHuJson } from "../../src/policy/hujson.js";
 import { memoryEventRecorder } from "../../src/server/events.js";
 import { type EchoServer, type HttpBackend, startEchoServer, startHttpBackend } from "../fakes/agent/echo.js";
 import { type FakeLocalApi, fakeStatus, startFakeLocalApi } from "../fakes/agent/localapi.js";
@@ -380,10 +382,13 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
       });
     },
     policyPuts: () => fake.count("PUT", /^\/api\/v1\/policy$/),
-    /** The policy Headscale holds now, parsed. */
+    /** The policy Headscale holds now, parsed as Headscale does (HuJSON: the operator's marker is a comment). */
     livePolicy(): Record<string, unknown> {
       const last = fake.state.policies.at(-1);
-      return last ? (JSON.parse(last.text) as Record<string, unknown>) : {};
+      if (!last) return {};
+      const parsed = parseHuJson(last.text);
+      if (!parsed.ok) throw new Error(parsed.message);
+      return parsed.value as Record<string, unknown>;
     },
     metricsText: async () => (await app.inject({ method: "GET", url: "/metrics" })).body,
     /** Hook answers that were not 200. */

@@ -70,7 +70,12 @@ describe("install manifests", () => {
         assert.match(h.webhook.timeout, /^\d+s$/);
       }
       for (const c of cc.spec.childResources) {
-        const want = c.resource === "secrets" && k.hookKind !== "tailnet" ? "OnDelete" : "InPlace";
+        // OnDelete: bootstrap-key Secrets, and the gateway's DNS Service (53/UDP + 53/TCP cannot
+        // go through Metacontroller's merge; the hook replaces it)
+        const onDelete =
+          (c.resource === "secrets" && k.hookKind !== "tailnet") ||
+          (c.resource === "services" && k.hookKind === "gateway");
+        const want = onDelete ? "OnDelete" : "InPlace";
         assert.equal(c.updateStrategy.method, want, `${k.hookKind} ${c.resource}`);
       }
     }

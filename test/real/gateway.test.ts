@@ -9,7 +9,7 @@
  *   from it), exactly as on a cluster whose Service CIDR is that;
  * - there is no kube-proxy, so the test plays its part for the one Service the tailnet reaches: the
  *   DNS Service's ClusterIP is put on the gateway pod's loopback and a small forwarder there maps
- *   ClusterIP:53 (UDP and TCP) to the pod's CoreDNS port (targetPort dns, 1053) — what kube-proxy's
+ *   ClusterIP:53 (UDP and TCP) to the pod's CoreDNS port (targetPort 1053) — what kube-proxy's
  *   DNAT does on the node for every packet the pod sends to the ClusterIP. The gateway's userspace
  *   netstack dials the ClusterIP from the pod's network namespace, as it would on the node;
  * - "the cluster DNS" CoreDNS forwards cluster names to is the runner's DNS stub (the pods'

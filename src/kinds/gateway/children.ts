@@ -119,8 +119,9 @@ function corednsContainer(inputs: GatewayDeploymentInputs): Record<string, unkno
     imagePullPolicy: "IfNotPresent",
     args: ["-conf", `${COREFILE_DIR}/${COREFILE_KEY}`],
     ports: [
+      // one entry per containerPort: Metacontroller's apply keys container ports by number, so a
+      // second 1053 (TCP) would collapse with the first on every update (the Service targets 1053)
       { name: "dns", containerPort: p.dns, protocol: "UDP" },
-      { name: "dns-tcp", containerPort: p.dns, protocol: "TCP" },
       { name: "dns-metrics", containerPort: p.metrics, protocol: "TCP" },
     ],
     readinessProbe: { httpGet: { path: "/ready", port: p.ready }, periodSeconds: 5 },
@@ -191,8 +192,8 @@ export function dnsService(parent: K8sObject, names: GatewayNames, type: "Cluste
       type,
       selector: gatewaySelector(parent),
       ports: [
-        { name: "dns", port: 53, targetPort: "dns", protocol: "UDP" },
-        { name: "dns-tcp", port: 53, targetPort: "dns-tcp", protocol: "TCP" },
+        { name: "dns", port: 53, targetPort: COREDNS_PORTS.dns, protocol: "UDP" },
+        { name: "dns-tcp", port: 53, targetPort: COREDNS_PORTS.dns, protocol: "TCP" },
       ],
     },
   };
@@ -215,14 +216,11 @@ export function gatewayNetworkPolicy(
     spec: {
       podSelector: { matchLabels: gatewaySelector(parent) },
       policyTypes: ["Ingress"],
+      // DNS as two rules of one port each: in one list, Metacontroller's apply would key both by
+      // port 1053 and merge them into the TCP one twice, silently dropping UDP on an update
       ingress: [
-        {
-          from: CLUSTER_PEERS,
-          ports: [
-            { protocol: "UDP", port: p.dns },
-            { protocol: "TCP", port: p.dns },
-          ],
-        },
+        { from: CLUSTER_PEERS, ports: [{ protocol: "UDP", port: p.dns }] },
+        { from: CLUSTER_PEERS, ports: [{ protocol: "TCP", port: p.dns }] },
         {
           from: [...metricsPeers],
           ports: [

@@ -8,7 +8,8 @@ import { blockerFrom, type ConditionInput, deriveReady } from "../../conditions/
 import { GatewayCondition as C, GatewayReason as R } from "../../conditions/reasons.js";
 import { conditionsOf } from "../../conditions/table.js";
 import { GATEWAY_REASONS } from "../../conditions/tables/gateway.js";
-import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
+import { jsonEqual } from "../../k8s/json-equal.js";
+import { type K8sObject, LAST_APPLIED, reuseObserved } from "../../k8s/objects.js";
 import { invalidSpecConditions, previousStatus } from "../common.js";
 import type { Decision } from "../pipeline.js";
 import type { GatewayOutcome } from "./act.js";
@@ -213,12 +214,28 @@ function keyedDeployment(input: GatewayInputs, rendered: K8sObject): K8sObject[]
   return input.spec.suspend ? scaledToZero(kept) : kept;
 }
 
+/**
+ * The DNS Service is replaced, never updated (OnDelete in compositecontrollers/gateway.yaml: its
+ * 53/UDP + 53/TCP ports cannot go through Metacontroller's merge). While the observed one was
+ * made from another spec (spec.serviceType changed, an older operator's ports) it is left out of
+ * one answer, so Metacontroller deletes it, and the next answer creates the new one.
+ */
+function replacedService(input: GatewayInputs, desired: K8sObject): K8sObject[] {
+  const observed = input.observed.service;
+  if (!observed || observed.metadata.deletionTimestamp) return [desired];
+  const want = desired.spec as { type?: string };
+  const stale = observed.metadata.annotations?.[LAST_APPLIED]
+    ? !jsonEqual(reuseObserved(observed).spec, want)
+    : (observed.spec as { type?: string } | undefined)?.type !== want.type;
+  return stale ? [] : [desired];
+}
+
 function gatewayChildren(input: GatewayInputs, deployment: K8sObject, v: FreshVerdict): K8sObject[] {
   const { parent, spec } = input;
   const names = spec.names;
   const children: K8sObject[] = [
     ...keyedDeployment(input, deployment),
-    dnsService(parent, names, spec.serviceType),
+    ...replacedService(input, dnsService(parent, names, spec.serviceType)),
     gatewayNetworkPolicy(parent, names, input.metricsPeers),
     corefileConfigMap(parent, names, renderCorefile(input)),
     ...(input.tailnet.ca ? [caConfigMap(parent, names, input.tailnet.ca)] : []),

@@ -7,8 +7,11 @@
  * cluster (the Tailnet missing or ambiguous) keeps an existing attachment as it is — a failed or
  * changed observation never drops a child — and only stops a new one from being made.
  */
+
 import { conditionsOf, type TypedCondition } from "../../conditions/table.js";
 import { SERVICE_REASONS } from "../../conditions/tables/service.js";
+import { isOlder, sortByAge } from "../../k8s/age.js";
+import { jsonEqual } from "../../k8s/json-equal.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { LAST_APPLIED, qualifiedName, reuseObserved } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
@@ -17,7 +20,7 @@ import { nameConflicts } from "../shared/ingress-names.js";
 import { Annotation, Written } from "./annotations.js";
 import { attachmentKind, serviceAttachment, targetAddress } from "./attachments.js";
 import type { ServiceObservation } from "./observe.js";
-import type { ReadSpec, ServiceSpec } from "./spec.js";
+import { type ReadSpec, readServiceSpec, type ServiceSpec } from "./spec.js";
 
 export const { cond } = conditionsOf(SERVICE_REASONS);
 export type ExposedCondition = TypedCondition<typeof SERVICE_REASONS>;
@@ -133,7 +136,40 @@ export function planService(read: ReadSpec, observed: ServiceObservation): Servi
       };
     }
   }
+  if (spec.role === "expose" && !mine) {
+    const rival = olderRival(spec, tailnetName, observed);
+    if (rival) {
+      return {
+        attachments: [],
+        exposed: cond(
+          "Exposed",
+          "False",
+          "HostnameTaken",
+          `hostname ${spec.hostname} is already claimed by the older Service ${qualifiedName(rival)} in Tailnet ${tailnetName}; set ${Annotation.hostname}`,
+        ),
+      };
+    }
+  }
   return { attachments: [desired], exposed: mirror(spec, desired, mine), ...addressOf(spec, mine) };
+}
+
+/**
+ * The oldest other annotated Service claiming the same hostname in the same Tailnet, judged from
+ * the Services themselves: two Services annotated in one apply are synced concurrently, before
+ * either attachment exists, so judging by attachments alone would create the newer one's and
+ * delete it a sync later. Only before our attachment exists; after that the older ingress wins.
+ */
+function olderRival(spec: ServiceSpec, tailnetName: string, observed: ServiceObservation): K8sObject | undefined {
+  const self = observed.service;
+  const rivals = observed.services.filter((s) => {
+    if (s.metadata.uid === self.metadata.uid || s.metadata.deletionTimestamp || !isOlder(s, self)) return false;
+    if (s.metadata.annotations?.[Annotation.expose] !== "true") return false;
+    const read = readServiceSpec(s, "expose");
+    if (!read.ok || read.spec.hostname !== spec.hostname) return false;
+    const resolved = resolveTailnet(read.spec, observed.tailnets);
+    return "tailnet" in resolved && resolved.tailnet.metadata.name === tailnetName;
+  });
+  return sortByAge(rivals)[0];
 }
 
 function addressOf(spec: ServiceSpec, mine: K8sObject | undefined): { address?: string } {
@@ -159,11 +195,9 @@ function mirror(spec: ServiceSpec, desired: K8sObject, mine: K8sObject | undefin
   }
   if (!mine) return cond("Exposed", "Unknown", "Pending", `${id} is being created`);
   // What we asked for last time (Metacontroller's last-applied annotation; absent with server-side
-  // apply, where the generation check below still catches an update once it is applied).
-  if (
-    mine.metadata.annotations?.[LAST_APPLIED] &&
-    JSON.stringify(reuseObserved(mine).spec) !== JSON.stringify(desired.spec)
-  ) {
+  // apply, where the generation check below still catches an update once it is applied). Compared
+  // as values: Metacontroller writes it with Go's sorted keys, never in the order we build it.
+  if (mine.metadata.annotations?.[LAST_APPLIED] && !jsonEqual(reuseObserved(mine).spec, desired.spec)) {
     return cond("Exposed", "Unknown", "Pending", `${id} is being updated`);
   }
   const gen = mine.metadata.generation;

@@ -26,7 +26,10 @@ const all = (apiVersion: string, resource: string): RelatedRule => ({ apiVersion
 function customize(role: Role): RelatedRule[] {
   // Everything, never what the annotations name: Metacontroller caches this answer per
   // uid+generation, and an annotation change bumps neither (customize/manager.go).
-  return [all(API_VERSION, "tailnets"), all(API_VERSION, role === "expose" ? "tailnetingresses" : "tailnetegresses")];
+  // expose also reads every Service: one annotated in the same apply may claim our hostname
+  // before either attachment exists (decide.ts olderRival).
+  if (role === "target") return [all(API_VERSION, "tailnets"), all(API_VERSION, "tailnetegresses")];
+  return [all(API_VERSION, "tailnets"), all(API_VERSION, "tailnetingresses"), all("v1", "services")];
 }
 
 /** The decorator request in the pipeline's words: the Service is the parent, its attachments the children. */

@@ -16,6 +16,8 @@ export interface ServiceObservation {
   tailnets: K8sObject[];
   ingresses: K8sObject[];
   egresses: K8sObject[];
+  /** Every Service (expose: to see another Service claiming our hostname before its attachment exists). */
+  services: K8sObject[];
   /** This controller's attachments of the role's kind (normally one, named after the Service). */
   attachments: K8sObject[];
   /** The state this role wrote last time (the label), to tell a change (an Event) from a repeat. */
@@ -31,6 +33,7 @@ export async function observeService(req: HookRequest, role: Role): Promise<Serv
     tailnets: objectsOf(req.related, API_VERSION, "Tailnet"),
     ingresses: objectsOf(req.related, API_VERSION, "TailnetIngress"),
     egresses: objectsOf(req.related, API_VERSION, "TailnetEgress"),
+    services: objectsOf(req.related, "v1", "Service"),
     attachments: objectsOf(req.children, API_VERSION, roleKind(role)),
     previousState: req.parent.metadata.labels?.[Written[role].state],
   };

@@ -12,7 +12,7 @@
  * retries at once. A failed PUT is followed by one fresh read: 0.29 may already serve the refused text from
  * memory, or may have stored it before failing (hscontrol/grpcv1.go SetPolicy), so decide reports what the
  * read-back shows. File mode is answered before anything changes: no read. The Event for an overwritten
- * drift is best effort.
+ * drift is best effort; drift is judged from the stored policy's own marker (plan.ts policyDrift).
  */
 
 import { toK8sTime } from "../../conditions/condition.js";
@@ -21,6 +21,7 @@ import { HeadscaleError } from "../../headscale/errors.js";
 import type { HsPolicy } from "../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import type { K8sObject } from "../../k8s/objects.js";
+import { markedPolicyText } from "../../policy/marker.js";
 import { prettyPolicyText } from "../../policy/render.js";
 import type { EventRecorder, HookDeps, HookRequest } from "../types.js";
 import { apiKeySecretName } from "./children.js";
@@ -196,7 +197,8 @@ async function actRotation(
 
 /** PUT /api/v1/policy; after a failure (but file mode), the policy read back fresh. */
 async function putPolicy(view: HeadscaleView, write: PolicyWrite): Promise<WriteOutcome> {
-  const put = await view.putPolicy(prettyPolicyText(write.policy));
+  // marked as ours, so that the stored text itself tells later syncs whether it changed (policy/marker.ts)
+  const put = await view.putPolicy(markedPolicyText(write.hash, prettyPolicyText(write.policy)));
   if (put.ok) return { ok: true };
   if (writeStage(put.error) === "fileMode") return { ok: false, error: put.error };
   return { ok: false, error: put.error, readback: await view.freshPolicy() };

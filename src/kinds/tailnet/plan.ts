@@ -9,6 +9,7 @@ import type { ConditionInput } from "../../conditions/condition.js";
 import { TailnetCondition as C, TailnetReason as R } from "../../conditions/reasons.js";
 import { policyConfigMapName } from "../../k8s/labels.js";
 import type { K8sObject } from "../../k8s/objects.js";
+import { operatorWrittenHash } from "../../policy/marker.js";
 import type { GeneratedCounts } from "../../policy/render.js";
 import { previousStatus } from "../common.js";
 import { lostOverLiveText } from "./adoption.js";
@@ -101,8 +102,28 @@ export function adoptionLoss(
   if (!candidate || !hs?.policy.ok || hs.policy.value === null || live === candidate.hash) return undefined;
   if (inputs.base.kind !== "none" || inputs.replaceLivePolicy) return undefined;
   if (previousPolicy(input.parent).appliedHash) return undefined;
+  // ours by its marker even when the parent's status (a cached copy) does not show the write yet
+  if (operatorWrittenHash(hs.policy.value.policy)) return undefined;
   const lost = lostOverLiveText(hs.policy.value.policy, candidate.policy) ?? ["the whole (unparsable) policy"];
   return lost.length > 0 ? lost : undefined;
+}
+
+/**
+ * The live policy changed behind the operator's back: it has applied one (status.policy.appliedHash)
+ * and what Headscale stores now is not a text it wrote, intact (policy/marker.ts). Not "live differs
+ * from appliedHash": the parent comes from Metacontroller's informer cache, whose status can lag
+ * behind the previous answer's write, and that raised false PolicyDriftOverwritten Warnings. A live
+ * policy equal to appliedHash counts as ours too (written before the marker existed).
+ */
+export function policyDrift(
+  input: TailnetPlanInput,
+  live: string | null | undefined,
+): { live: string; lastApplied: string } | undefined {
+  const lastApplied = previousPolicy(input.parent).appliedHash;
+  if (!lastApplied || live === undefined) return undefined;
+  const stored = input.observed.hs?.policy.ok ? input.observed.hs.policy.value : undefined;
+  const ours = live !== null && (live === lastApplied || (!!stored && !!operatorWrittenHash(stored.policy)));
+  return ours ? undefined : { live: live ?? "none", lastApplied };
 }
 
 /** The exact commands that keep the live policy: export it into a base ConfigMap and reference it. */
@@ -112,7 +133,7 @@ function keepLiveCommand(input: TailnetPlanInput): string {
   const base = `tailnet-${name}-base`;
   const patch = JSON.stringify({ spec: { policy: { baseConfigMapRef: { namespace: ns, name: base } } } });
   const key = LIVE_POLICY_KEY.replace(".", "\\.");
-  return `kubectl -n ${ns} get configmap ${livePolicyConfigMapName(name)} -o jsonpath='{.data.${key}}' > ${LIVE_POLICY_KEY} && kubectl -n ${ns} create configmap ${base} --from-file=${LIVE_POLICY_KEY} && kubectl patch tailnet ${name} --type merge -p '${patch}'`;
+  return `kubectl -n ${ns} get configmap ${livePolicyConfigMapName(name)} -o jsonpath='{.data.${key}}' > ${LIVE_POLICY_KEY} && kubectl -n ${ns} create configmap ${base} --from-file=${LIVE_POLICY_KEY} && kubectl patch tailnets.tailnet.internal ${name} --type merge -p '${patch}'`;
 }
 
 /** The first observation a write depends on that failed (the live policy is checked separately). */
@@ -269,8 +290,7 @@ function planPolicy(input: TailnetPlanInput): TailnetPlan {
       retryAt: pendingFailure.retryAt,
     };
   }
-  const lastApplied = previousPolicy(input.parent).appliedHash;
-  const drift = lastApplied && live !== lastApplied ? { live: live ?? "none", lastApplied } : undefined;
+  const drift = policyDrift(input, live);
   return {
     applied: cond(type, "Unknown", R.ApplyFailed, "write in progress"),
     write: { hash: candidate.hash, policy: candidate.policy, ...(drift ? { drift } : {}) },

@@ -102,7 +102,6 @@ function expectedDeployment(o: Opts): K8sObject {
           args: ["-conf", "/etc/coredns/Corefile"],
           ports: [
             { name: "dns", containerPort: 1053, protocol: "UDP" },
-            { name: "dns-tcp", containerPort: 1053, protocol: "TCP" },
             { name: "dns-metrics", containerPort: 9153, protocol: "TCP" },
           ],
           readinessProbe: { httpGet: { path: "/ready", port: 8181 }, periodSeconds: 5 },
@@ -210,8 +209,8 @@ describe("gateway children", () => {
           type,
           selector,
           ports: [
-            { name: "dns", port: 53, targetPort: "dns", protocol: "UDP" },
-            { name: "dns-tcp", port: 53, targetPort: "dns-tcp", protocol: "TCP" },
+            { name: "dns", port: 53, targetPort: 1053, protocol: "UDP" },
+            { name: "dns-tcp", port: 53, targetPort: 1053, protocol: "TCP" },
           ],
         },
       });
@@ -236,13 +235,8 @@ describe("gateway children", () => {
         podSelector: { matchLabels: selector },
         policyTypes: ["Ingress"],
         ingress: [
-          {
-            from: [{ namespaceSelector: {} }],
-            ports: [
-              { protocol: "UDP", port: 1053 },
-              { protocol: "TCP", port: 1053 },
-            ],
-          },
+          { from: [{ namespaceSelector: {} }], ports: [{ protocol: "UDP", port: 1053 }] },
+          { from: [{ namespaceSelector: {} }], ports: [{ protocol: "TCP", port: 1053 }] },
           {
             from: peers,
             ports: [

@@ -10,6 +10,7 @@ import { connect } from "node:net";
 import { describe, it } from "node:test";
 import { SERVICE_REASONS } from "../../../src/conditions/tables/service.js";
 import { DECORATOR_ANNOTATION } from "../../../src/kinds/service/annotations.js";
+import { decoratorControllers } from "../../../src/render/controllers.js";
 import { startEchoServer } from "../../fakes/agent/echo.js";
 import { tailnet } from "../ingress/fixtures.js";
 import { ingressAgent } from "../ingress/world.js";
@@ -267,5 +268,29 @@ describe("annotated Services end to end", () => {
 
   it("reached every reason of the Service table", () => {
     assert.deepEqual([...seen].sort(), Object.keys(SERVICE_REASONS.Exposed).sort());
+  });
+});
+
+describe("two Services claim one hostname in one apply (issue 24)", () => {
+  it("the newer one's attachment is never created, even when both are synced concurrently", async (t) => {
+    const w = await serviceWorld(t);
+    const older = exposed("b-web", { [`${T}/hostname`]: "web" });
+    const newer = exposed("a-web", { [`${T}/hostname`]: "web" });
+    newer.metadata.creationTimestamp = "2026-11-02T00:00:00Z";
+    w.mc.apply(older);
+    w.mc.apply(newer);
+    // Metacontroller's workers sync both before either attachment exists
+    const dc = decoratorControllers().find((d) => d.metadata.name === "tailnet-operator-service-expose");
+    if (!dc) throw new Error("no expose DecoratorController");
+    const live = [w.svc("a-web"), w.svc("b-web")].filter((s) => s !== undefined);
+    await Promise.all(live.map((s) => w.mc.syncDecorated(dc, s)));
+    await settle(w);
+    const answers = w.mc.calls.filter((c) => c.hook === "sync" && c.parent === `${NS}/a-web`);
+    assert.ok(answers.length > 0);
+    for (const a of answers) assert.deepEqual((a.response as { attachments?: unknown[] }).attachments, []);
+    assert.equal(w.attachment("TailnetIngress", "a-web"), undefined);
+    assert.ok(w.attachment("TailnetIngress", "b-web"), "the older Service keeps the hostname");
+    assert.equal(state(w, "a-web").state, "HostnameTaken");
+    assert.match(state(w, "a-web").message ?? "", /monitoring\/b-web/);
   });
 });

@@ -3,6 +3,7 @@ import { API_VERSION } from "../../../src/api/schemas.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { LAST_APPLIED } from "../../../src/k8s/objects.js";
 import type { ServiceObservation } from "../../../src/kinds/service/observe.js";
+import { goJson } from "../../../src/render/apply.js";
 
 export const NS = "monitoring";
 export const UID = "svc-uid-1";
@@ -82,7 +83,8 @@ export function observed(kind: "TailnetIngress" | "TailnetEgress", o: ObservedOp
         : { ownerReferences: [{ apiVersion: "v1", kind: "Service", name, uid: o.ownerUid, controller: true }] }),
       annotations: {
         "metacontroller.k8s.io/decorator-controller": "tailnet-operator-service-expose",
-        ...(applied ? { [LAST_APPLIED]: JSON.stringify(applied) } : {}),
+        // as Metacontroller writes it: Go's json.Marshal of a map (sorted keys)
+        ...(applied ? { [LAST_APPLIED]: goJson(applied) } : {}),
       },
     },
     spec: o.spec,
@@ -101,6 +103,7 @@ export function input(o: Partial<ServiceObservation> = {}): ServiceObservation {
     tailnets: o.tailnets ?? [tailnet()],
     ingresses: o.ingresses ?? [],
     egresses: o.egresses ?? [],
+    services: o.services ?? [],
     attachments: o.attachments ?? [],
     ...(o.previousState ? { previousState: o.previousState } : {}),
   };

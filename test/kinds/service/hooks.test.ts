@@ -133,7 +133,7 @@ describe("decorator hooks (annotated Services)", () => {
     assert.deepEqual(done.json.attachments, []);
   });
 
-  it("customize asks for every Tailnet and every TailnetIngress (the answer is cached per uid+generation)", async (t) => {
+  it("customize asks for every Tailnet, every TailnetIngress and every Service (the answer is cached per uid+generation)", async (t) => {
     const w = await world(t);
     const c = dc("expose");
     const r = await w.post("/hooks/service-expose/customize", {
@@ -145,6 +145,7 @@ describe("decorator hooks (annotated Services)", () => {
       relatedResources: [
         { apiVersion: "tailnet.internal/v1alpha1", resource: "tailnets", labelSelector: {} },
         { apiVersion: "tailnet.internal/v1alpha1", resource: "tailnetingresses", labelSelector: {} },
+        { apiVersion: "v1", resource: "services", labelSelector: {} },
       ],
     });
   });

@@ -4,6 +4,7 @@
  * Tailnet's policy writes, Headscale's auto-approval (re-run on every PUT, additive only) and the
  * site's own approvals and withdrawals all meet. Exit-node sites and what deleting a site does.
  */
+
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { HookKind } from "../../../src/api/schemas.js";
@@ -11,6 +12,7 @@ import { HeadscaleViews } from "../../../src/headscale/view.js";
 import { kindModules } from "../../../src/kinds/index.js";
 import type { KindModule } from "../../../src/kinds/types.js";
 import { createOperatorMetrics } from "../../../src/metrics/registry.js";
+import { parseHuJson } from "../../../src/policy/hujson.js";
 import { memoryEventRecorder } from "../../../src/server/events.js";
 import { useFakeHeadscale } from "../../fakes/headscale/index.js";
 import { FakeMetacontroller } from "../../fakes/metacontroller.js";
@@ -58,7 +60,12 @@ async function world(t: Ctx, opts: WorldOpts = {}) {
   mc.apply(tailnet(spec));
   const siteCond = (name: string, type: string) => mc.condition("TailnetSite", name, type, "net");
   const tailnetCond = (type: string) => mc.condition("Tailnet", "home", type);
-  const live = () => JSON.parse(fake.state.policies.at(-1)?.text ?? "{}") as Record<string, unknown>;
+  // parsed as Headscale does: HuJSON (the operator's marker line is a comment)
+  const live = () => {
+    const parsed = parseHuJson(fake.state.policies.at(-1)?.text ?? "{}");
+    if (!parsed.ok) throw new Error(parsed.message);
+    return parsed.value as Record<string, unknown>;
+  };
   const advance = (s: number) => {
     ms += s * 1000;
   };

@@ -1,10 +1,20 @@
 // The Tailnet's policy through the Metacontroller loop against the fake Headscale: render refusals,
 // rejections, failed writes with backoff, drift, InvalidSpec and deletion.
+
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { MockAgent } from "undici";
 import { hashOfLivePolicy } from "../../../src/policy/canonical.js";
+import { parseHuJson } from "../../../src/policy/hujson.js";
 import { apiKeySecret, baseConfigMap, ingress } from "./fixtures.js";
+
+/** The policy Headscale stores, parsed as Headscale does (HuJSON: the operator's marker line is a comment). */
+function storedPolicy(h: { fake: { state: { policies: { text: string }[] } } }): Record<string, unknown> {
+  const parsed = parseHuJson(h.fake.state.policies.at(-1)?.text ?? "{}");
+  if (!parsed.ok) throw new Error(parsed.message);
+  return parsed.value as Record<string, unknown>;
+}
+
 import { API, harness, LIVE, settleStable } from "./harness.js";
 
 const putCount = (h: { fake: { count(m: string, p: RegExp): number } }) => h.fake.count("PUT", /^\/api\/v1\/policy$/);
@@ -128,7 +138,7 @@ describe("Tailnet e2e: adopting a tailnet that already has a policy", () => {
     assert.ok(message.includes(`(${liveHash(HAND)})`), message);
     assert.ok(message.includes("dropping 1 acl rule, groups group:eng, hosts nas; "), message);
     const command =
-      'kubectl -n tailnet-system get configmap tailnet-home-live-policy -o jsonpath=\'{.data.policy\\.hujson}\' > policy.hujson && kubectl -n tailnet-system create configmap tailnet-home-base --from-file=policy.hujson && kubectl patch tailnet home --type merge -p \'{"spec":{"policy":{"baseConfigMapRef":{"namespace":"tailnet-system","name":"tailnet-home-base"}}}}\'';
+      'kubectl -n tailnet-system get configmap tailnet-home-live-policy -o jsonpath=\'{.data.policy\\.hujson}\' > policy.hujson && kubectl -n tailnet-system create configmap tailnet-home-base --from-file=policy.hujson && kubectl patch tailnets.tailnet.internal home --type merge -p \'{"spec":{"policy":{"baseConfigMapRef":{"namespace":"tailnet-system","name":"tailnet-home-base"}}}}\'';
     assert.ok(message.includes(command), message);
     assert.ok(h.children().includes("ConfigMap tailnet-system/tailnet-home-live-policy"));
     // Follow the command: the live text becomes the base, the Tailnet references it.
@@ -147,7 +157,7 @@ describe("Tailnet e2e: adopting a tailnet that already has a policy", () => {
     await settleStable(h);
     assert.equal(h.reason("PolicyApplied"), "InSync");
     assert.equal(h.fake.policyWrites, 1);
-    const stored = JSON.parse(h.fake.state.policies.at(-1)?.text ?? "{}") as Record<string, unknown>;
+    const stored = storedPolicy(h) as Record<string, unknown>;
     assert.deepEqual(
       stored.acls,
       [{ action: "accept", src: ["group:eng"], dst: ["nas:445"] }],
@@ -164,7 +174,7 @@ describe("Tailnet e2e: adopting a tailnet that already has a policy", () => {
     await settleStable(h);
     assert.equal(h.fake.policyWrites, 1);
     assert.equal(h.reason("PolicyApplied"), "InSync");
-    assert.equal(JSON.parse(h.fake.state.policies.at(-1)?.text ?? "{}").acls, undefined, "replaced, as asked");
+    assert.equal(storedPolicy(h).acls, undefined, "replaced, as asked");
   });
 
   it("a fresh Apply Tailnet with no workloads reads as nothing to do, not as a refusal", async (t) => {

@@ -53,6 +53,8 @@ export interface HarnessOptions {
   dispatcherFactory?: (conn: { url: string; ca?: string }) => Dispatcher;
   /** Client timeout per request (default 3000 ms: a cold fake answers its first request slowly). */
   timeoutMs?: number;
+  /** The emulator serves the Tailnet from an informer cache one status write behind (src/render/loop.ts). */
+  parentCacheLag?: boolean;
 }
 
 export async function harness(t: After, opts: HarnessOptions = {}) {
@@ -72,7 +74,7 @@ export async function harness(t: After, opts: HarnessOptions = {}) {
   const { app, logs } = await build(t, {
     server: { deps: { views, now, events, metrics }, kinds: tailnetOnlyKinds() },
   });
-  const mc = new FakeMetacontroller({ app });
+  const mc = new FakeMetacontroller({ app, parentCacheLag: opts.parentCacheLag });
   for (const o of opts.objects?.(fake) ?? [apiKeySecret(fake.apiKey), baseConfigMap()]) mc.apply(o);
   const spec = tailnetSpec(opts.spec ?? {});
   spec.headscale = { ...(spec.headscale as Record<string, unknown>), url: fake.url };
