@@ -172,7 +172,7 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
     const chunks: Buffer[] = [];
     for (let i = 0; i < raw.length; i += 1000 + (i % 7)) chunks.push(raw.subarray(i, i + 1000 + (i % 7)));
     const got = await readBody({ "content-length": String(raw.length) }, Readable.from(chunks), raw.length, "x", {
-      relatedStatus: groups,
+      drop: { relatedStatus: groups },
     });
     assert.deepEqual(got, dropUnread(Buffer.from(raw), groups));
     const parsed = JSON.parse(got.toString("utf8")) as { related: Record<string, Record<string, typeof served>> };
