@@ -95,7 +95,7 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
         ? (err.statusCode as number)
         : 500;
     // A body cut short is not read further: the connection closes after the answer.
-    if (code === 408 || code === 413 || overloaded) reply.header("Connection", "close");
+    if (code === 408 || code === 413 || code === 415 || overloaded) reply.header("Connection", "close");
     if (overloaded) reply.header("Retry-After", String(config.hooks.retryAfterSeconds));
     if (code === 500) req.log.error({ err }, "unhandled error");
     const message =

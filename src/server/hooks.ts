@@ -132,7 +132,9 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
   const unreadStatus = new Map<HookKind, ReadonlySet<string>>();
   for (const [k, m] of opts.kinds)
     if (m.unreadRelatedStatus?.length) unreadStatus.set(k, new Set(m.unreadRelatedStatus));
-  app.removeContentTypeParser("application/json");
+  // Only this parser in the hooks context: fastify's text/plain one would buffer a body outside
+  // the budget; any other type is 415 before a byte is read.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", async (req: FastifyRequest, payload: NodeJS.ReadableStream) => {
     const kind = (req.params as { kind?: string } | undefined)?.kind;
     const tailnet = kind === "tailnet";

@@ -172,3 +172,29 @@ describe("the hook server cannot be starved", () => {
     assert.ok(Date.now() - started < 3000, `closed after ${Date.now() - started} ms`);
   });
 });
+
+describe("no parser outside the budget", () => {
+  it("a body that is not application/json is refused with 415 before it is read (fastify's text/plain parser would buffer it)", async (t) => {
+    const { port } = await listen(t, {});
+    const socket = connect(port, "127.0.0.1");
+    sockets.add(socket);
+    socket.on("error", () => {});
+    socket.write(
+      `POST /hooks/egress/sync HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: ${MiB}\r\n\r\n`,
+    );
+    let raw = "";
+    const answered = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), 1000);
+      socket.on("data", (d) => {
+        raw += d;
+        if (/\r\n\r\n.*\}$/s.test(raw)) {
+          clearTimeout(timer);
+          resolve(true);
+        }
+      });
+    });
+    assert.ok(answered, "answered without waiting for the body");
+    assert.equal(statusOf(raw), 415);
+    assert.match(bodyOf(raw), /body: Content-Type must be application\/json/);
+  });
+});
