@@ -112,6 +112,15 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
                 : "internal error";
     void reply.code(code).send({ error: message });
   });
+  // Outside /hooks no route takes a body: refuse one before reading it (fastify's default
+  // parsers would buffer up to bodyLimit per request, outside the slots and the byte budget).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", (req, _payload, done) => {
+    const err = Object.assign(new Error(`body: ${req.method} ${req.url.split("?")[0].slice(0, 100)} takes no body`), {
+      statusCode: 415,
+    });
+    done(err, undefined);
+  });
   app.setNotFoundHandler((req, reply) => {
     void reply.code(404).send({ error: `no route ${req.method} ${req.url.split("?")[0].slice(0, 100)}` });
   });

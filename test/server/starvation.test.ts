@@ -198,3 +198,34 @@ describe("no parser outside the budget", () => {
     assert.match(bodyOf(raw), /body: Content-Type must be application\/json/);
   });
 });
+
+describe("outside /hooks", () => {
+  it("a body sent to any other path is refused with 415 before it is read (never buffered outside the budget)", async (t) => {
+    const { port } = await listen(t, {});
+    for (const path of ["/nope", "/healthz", "/metrics"]) {
+      const socket = connect(port, "127.0.0.1");
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.write(
+        `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${MiB}\r\n\r\n{`,
+      );
+      let raw = "";
+      const answered = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), 1000);
+        socket.on("data", (d) => {
+          raw += d;
+          if (/\r\n\r\n.*\}$/s.test(raw)) {
+            clearTimeout(timer);
+            resolve(true);
+          }
+        });
+      });
+      assert.ok(answered, `${path}: answered without waiting for the body`);
+      assert.equal(statusOf(raw), 415, path);
+      assert.match(bodyOf(raw), new RegExp(`body: POST ${path} takes no body`));
+    }
+    // GETs without a body are untouched
+    assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+    assert.equal((await fetch(`http://127.0.0.1:${port}/nope`)).status, 404);
+  });
+});
