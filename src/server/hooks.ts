@@ -10,11 +10,12 @@ import { qualifiedName } from "../k8s/objects.js";
 import { decoratorModules } from "../kinds/service/index.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { bearerAuth } from "./auth.js";
-import { parseHookText, readBody } from "./body.js";
+import { parseHookText } from "./body.js";
 import { answerDecoratorHook, DECORATOR_RESPONSE_SCHEMAS } from "./decorator.js";
 import { EnvelopeError, parseCustomizeRequest, parseSyncRequest } from "./envelope.js";
 import { parentOf, withCallCount } from "./hook-log.js";
 import { ByteBudget, type HookLimits, type Lease } from "./limits.js";
+import { readBody } from "./read-body.js";
 
 /** The hook names of every kind (/hooks/<kind>/<hook>); the app counts requests per name. */
 export const HOOKS = ["customize", "sync", "finalize"] as const;

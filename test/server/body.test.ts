@@ -7,10 +7,10 @@ import {
   dropBookkeeping,
   dropUnread,
   parseHookBody,
-  readBody,
   STREAM_DROP_BYTES,
   UnreadDropper,
 } from "../../src/server/body.js";
+import { readBody } from "../../src/server/read-body.js";
 
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 const MC_LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration";
