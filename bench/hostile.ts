@@ -12,6 +12,7 @@
  * against the chart's 384Mi limit, legitimate syncs answered 200, and the attackers' answers.
  * BENCH_HOSTILE_ROOT runs another checkout's src/cli.ts (the "before" figures of the report).
  */
+import { rmSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -196,7 +197,11 @@ export async function benchHostile(
       ]
     : ["--import", "tsx", entry, "serve"];
   const rows: HostileRow[] = [];
-  for (const s of scenarios) rows.push(await runScenario(s, connections, serverArgs));
+  try {
+    for (const s of scenarios) rows.push(await runScenario(s, connections, serverArgs));
+  } finally {
+    if (out) rmSync(out, { force: true });
+  }
   return { build: out ? "bundle" : "tsx", rows };
 }
 
