@@ -105,20 +105,20 @@ async function freePort(): Promise<number> {
 }
 
 /** An esbuild bundle of `entry` (dependencies external, as in the image); undefined without esbuild. */
-function bundle(entry: string, name: string): Promise<string | undefined> {
+export function bundle(entry: string, name: string): Promise<string | undefined> {
   // under .tmp/ of the repo, so `../package.json` (read relative to the bundle) is the repo's
   return bundleForNode(entry, join(REPO_ROOT, ".tmp", `${name}-${process.pid}.mjs`), { externalPackages: true });
 }
 
 /** Spawns `args` (node arguments) with PORT set and waits for GET /healthz. */
-async function startProcess(
+export async function startProcess(
   args: string[],
   env: Record<string, string>,
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...env, PORT: String(port), NODE_ENV: "production" },
+    env: { ...process.env, ALLOW_UNAUTHENTICATED_HOOKS: "true", ...env, PORT: String(port), NODE_ENV: "production" },
     stdio: ["ignore", "ignore", "inherit"],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -135,7 +135,7 @@ async function startProcess(
   throw new Error("bench process did not come up within 60 s");
 }
 
-async function stop(child: ChildProcess): Promise<void> {
+export async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   const exited = new Promise((r) => child.once("exit", r));
   child.kill("SIGTERM");
@@ -143,7 +143,7 @@ async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode === null) child.kill("SIGKILL");
 }
 
-function peakRssMiB(pid: number | undefined): number {
+export function peakRssMiB(pid: number | undefined): number {
   if (pid === undefined) return Number.NaN;
   const m = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmHWM:\s+(\d+) kB$/m);
   return m ? Number(m[1]) / 1024 : Number.NaN;

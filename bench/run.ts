@@ -7,6 +7,7 @@ import { cpus, totalmem } from "node:os";
 import { requireBins } from "../test/real/bins.js";
 import { agentRows, benchAgent } from "./agent.js";
 import { benchHooks, hookRows } from "./hooks.js";
+import { benchHostile, hostileRows } from "./hostile.js";
 import { benchPolicy } from "./policy.js";
 import { benchReal, realRows } from "./real.js";
 import { SCALE_PARENTS, soakScale, soakScaleRows } from "./soak.js";
@@ -28,6 +29,10 @@ const rows: [string, string][] = [];
 const hooks = await benchHooks(seconds);
 results.hooks = hooks;
 rows.push(...hookRows(hooks));
+// Hostile callers (issue 23 item 6): the server's RSS against the chart's limit, legit syncs answered.
+const hostile = await benchHostile();
+results.hostile = hostile;
+rows.push(...hostileRows(hostile));
 
 const policy = await benchPolicy();
 results.policy = policy;

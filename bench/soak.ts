@@ -128,7 +128,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const cli = o.compiledCli ? [o.compiledCli, "serve"] : ["--import", "tsx", "src/cli.ts", "serve"];
   const server = spawn(process.execPath, [...nodeArgs, ...cli, "--config", join(cfgDir, "config.yaml")], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), ...(o.compiledCli ? { NODE_ENV: "production" } : {}) },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      ALLOW_UNAUTHENTICATED_HOOKS: "true",
+      ...(o.compiledCli ? { NODE_ENV: "production" } : {}),
+    },
     stdio: ["ignore", "ignore", "inherit"],
   });
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 5, bodyTimeout: 120_000, headersTimeout: 120_000 });

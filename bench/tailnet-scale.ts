@@ -230,7 +230,7 @@ async function startServer(bundle: string | undefined, config: string, port: num
   const nodeArgs = process.env.BENCH_SCALE_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
   const child = spawn(process.execPath, [...nodeArgs, ...args], {
     cwd: REPO_ROOT,
-    env: { ...process.env, PORT: String(port), NODE_ENV: "production" },
+    env: { ...process.env, PORT: String(port), NODE_ENV: "production", ALLOW_UNAUTHENTICATED_HOOKS: "true" },
     stdio: ["ignore", "ignore", "inherit"],
   });
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 1 });

@@ -5,29 +5,47 @@
  * file is one line on stderr (exit 2 for render/snapshot input, exit 1 for a service's config).
  */
 import { type Command, InputError, packageVersion, parseCommand, UsageError, usageHint } from "./args.js";
-import { ConfigError, loadConfig } from "./config.js";
+import { ConfigError, checkHookAuth, loadConfig } from "./config.js";
 
 const ENV = `environment:
   PORT                 listen port (default 8080)
   OPERATOR_NAMESPACE   namespace of the operator's own children (default tailnet-system)
-  HOOK_TOKEN           bearer token Metacontroller must send on /hooks/* (at least 16 characters)
+  HOOK_TOKEN           bearer token Metacontroller must send on /hooks/* (at least 16 characters);
+                       required unless ALLOW_UNAUTHENTICATED_HOOKS=true
+  ALLOW_UNAUTHENTICATED_HOOKS
+                       true: serve /hooks/* without a token (logged as a warning at start)
+  HOOK_BODY_BUDGET_BYTES
+                       bytes of hook bodies held at once (default: a sixth of the container's memory)
+  HOOK_MAX_IN_FLIGHT   hooks answered at once (default 64); the rest get 429
   LOG_LEVEL            info (default), debug (one line per sync: duration and Headscale calls), warn, error, silent`;
 
 export const SERVE: Command = {
   name: "serve",
-  usage: `usage: tailnet-operator serve [--config <file>]
+  usage: `usage: tailnet-operator serve [--config <file>] [--allow-unauthenticated-hooks]
+           [--body-budget <bytes>] [--max-in-flight <n>]
 
 Runs the Metacontroller hook server: POST /hooks/<kind>/{customize,sync,finalize}, plus /healthz,
 /readyz and /metrics, on one port.
 
 options:
   --config <file>   operator config (YAML); every field has a default, so it is optional
+  --allow-unauthenticated-hooks
+                    serve /hooks/* without HOOK_TOKEN: any pod that reaches the port can call them
+  --body-budget <bytes>
+                    bytes of hook bodies held at once (overrides HOOK_BODY_BUDGET_BYTES)
+  --max-in-flight <n>
+                    hooks answered at once (overrides HOOK_MAX_IN_FLIGHT)
   -h, --help        print this help and exit
   --version         print the version and exit
 
 ${ENV}
 `,
-  options: { config: { type: "string" } },
+  options: {
+    config: { type: "string" },
+    "allow-unauthenticated-hooks": { type: "boolean" },
+    "body-budget": { type: "string" },
+    "max-in-flight": { type: "string" },
+  },
 };
 
 export const AGENT: Command = {
@@ -66,9 +84,34 @@ async function serve(args: string[]): Promise<void> {
   const parsed = parseCommand(SERVE, args);
   if (parsed.kind === "help") return void process.stdout.write(SERVE.usage);
   if (parsed.kind === "version") return void process.stdout.write(`${packageVersion()}\n`);
-  const config = loadConfig(parsed.values.config as string | undefined);
+  const v = parsed.values;
+  // flags win over the environment, which wins over the file
+  const env = { ...process.env };
+  if (v["body-budget"] !== undefined) env.HOOK_BODY_BUDGET_BYTES = v["body-budget"] as string;
+  if (v["max-in-flight"] !== undefined) env.HOOK_MAX_IN_FLIGHT = v["max-in-flight"] as string;
+  const config = loadConfig(v.config as string | undefined, env);
+  const allowOpen = v["allow-unauthenticated-hooks"] === true || env.ALLOW_UNAUTHENTICATED_HOOKS === "true";
+  checkHookAuth(config, allowOpen);
   const { buildServer } = await import("./server/app.js");
-  const app = buildServer(config);
+  const { hookLimits } = await import("./server/limits.js");
+  const limits = hookLimits(config);
+  const app = buildServer(config, { limits });
+  if (!config.hookToken) {
+    app.log.warn(
+      "UNAUTHENTICATED HOOKS: no HOOK_TOKEN, so any pod that reaches this port can call /hooks/* (allowed by --allow-unauthenticated-hooks / ALLOW_UNAUTHENTICATED_HOOKS); set HOOK_TOKEN and webhook.authorization for anything but local development",
+    );
+  }
+  app.log.info(
+    {
+      memoryBytes: limits.memory.bytes,
+      memorySource: limits.memory.source,
+      bodyBudgetBytes: limits.bodyBudgetBytes,
+      maxInFlight: limits.maxInFlight,
+      tailnetBodyLimitBytes: limits.tailnetBodyLimitBytes,
+      bodyLimitBytes: limits.bodyLimitBytes,
+    },
+    "hook limits",
+  );
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;

@@ -1,6 +1,6 @@
 /**
  * Operator configuration: `serve --config <file>` (YAML), validated at start; environment
- * overrides PORT, OPERATOR_NAMESPACE, HOOK_TOKEN, LOG_LEVEL. Every field has a default so
+ * overrides PORT, OPERATOR_NAMESPACE, HOOK_TOKEN, LOG_LEVEL, HOOK_BODY_BUDGET_BYTES, HOOK_MAX_IN_FLIGHT. Every field has a default so
  * `npm start` runs with no file.
  */
 import { readFileSync } from "node:fs";
@@ -34,6 +34,15 @@ export interface OperatorConfig {
     /** The Tailnet's hooks carry every workload object of the cluster: their own, larger limit. */
     tailnetBodyLimitBytes: number;
     maxInFlight: number;
+    /**
+     * Bytes of request bodies held at once across all hooks; unset: a sixth of the container's
+     * memory (src/server/limits.ts). HOOK_BODY_BUDGET_BYTES / --body-budget override it.
+     */
+    bodyBudgetBytes?: number;
+    /** A request's headers must arrive within this (slowloris). */
+    headersTimeoutMs: number;
+    /** A request's body must arrive within this from its headers, else 408. */
+    bodyTimeoutMs: number;
     retryAfterSeconds: number;
     resyncSeconds: number;
   };
@@ -65,6 +74,8 @@ export const DEFAULT_CONFIG: OperatorConfig = {
     bodyLimitBytes: 8 * 1024 * 1024,
     tailnetBodyLimitBytes: 128 * 1024 * 1024,
     maxInFlight: 64,
+    headersTimeoutMs: 10_000,
+    bodyTimeoutMs: 20_000,
     retryAfterSeconds: 2,
     resyncSeconds: 60,
   },
@@ -125,7 +136,10 @@ const configSchema = {
       properties: {
         bodyLimitBytes: { type: "integer", minimum: 65536 },
         tailnetBodyLimitBytes: { type: "integer", minimum: 65536 },
-        maxInFlight: posInt,
+        maxInFlight: { type: "integer", minimum: 1, maximum: 4096 },
+        bodyBudgetBytes: { type: "integer", minimum: 1048576 },
+        headersTimeoutMs: { type: "integer", minimum: 100 },
+        bodyTimeoutMs: { type: "integer", minimum: 100 },
         retryAfterSeconds: posInt,
         resyncSeconds: posInt,
       },
@@ -203,7 +217,34 @@ export function configFrom(raw: unknown, env: NodeJS.ProcessEnv = {}): OperatorC
     }
   }
   if (env.LOG_LEVEL) config.logLevel = env.LOG_LEVEL;
+  if (env.HOOK_BODY_BUDGET_BYTES)
+    config.hooks.bodyBudgetBytes = envInt("HOOK_BODY_BUDGET_BYTES", env.HOOK_BODY_BUDGET_BYTES, 1048576);
+  if (env.HOOK_MAX_IN_FLIGHT) config.hooks.maxInFlight = envInt("HOOK_MAX_IN_FLIGHT", env.HOOK_MAX_IN_FLIGHT, 1, 4096);
+  const budget = config.hooks.bodyBudgetBytes;
+  if (budget !== undefined && budget < config.hooks.maxInFlight * 128 * 1024) {
+    throw new ConfigError(
+      `invalid hook limits: bodyBudgetBytes ${budget} is below maxInFlight ${config.hooks.maxInFlight} × 131072 (the reserve every request has)`,
+    );
+  }
   return config;
+}
+
+function envInt(name: string, value: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new ConfigError(`invalid ${name}: must be an integer ${min}-${max}`);
+  return n;
+}
+
+/**
+ * `serve` without a hook token answers any pod that reaches it: allowed only when asked for
+ * (ALLOW_UNAUTHENTICATED_HOOKS=true or --allow-unauthenticated-hooks), and then logged loudly.
+ */
+export function checkHookAuth(config: OperatorConfig, allowUnauthenticated: boolean): void {
+  if (config.hookToken || allowUnauthenticated) return;
+  throw new ConfigError(
+    "no hook token: set HOOK_TOKEN (the Secret Metacontroller's webhook.authorization names), or pass --allow-unauthenticated-hooks (ALLOW_UNAUTHENTICATED_HOOKS=true) to serve /hooks/* to anyone who can reach the port",
+  );
 }
 
 /** Reads and validates the config file (YAML); no file means the defaults. */

@@ -15,6 +15,7 @@ import { sweepStaleResources } from "../metrics/resource.js";
 import { kubeEventRecorder } from "./events.js";
 import { countHeadscaleCall, logHookAnswer, rememberReason } from "./hook-log.js";
 import { HOOKS, hooksPlugin } from "./hooks.js";
+import { type HookLimits, hookLimits } from "./limits.js";
 import { httpAgentScraper } from "./scraper.js";
 
 export interface ServerOptions {
@@ -23,13 +24,20 @@ export interface ServerOptions {
   kinds?: ReadonlyMap<HookKind, KindModule>;
   /** pino options or false; tests pass a stream to capture logs. */
   logger?: boolean | Record<string, unknown>;
+  /** Slots, byte budget and timeouts; default: hookLimits(config) (from the container's memory). */
+  limits?: HookLimits;
 }
 
 const KNOWN_HOOKS: ReadonlySet<string> = new Set(HOOKS);
 
 export function buildServer(config: OperatorConfig, options: ServerOptions = {}): FastifyInstance {
+  const limits = options.limits ?? hookLimits(config);
   const app = Fastify({
-    bodyLimit: config.hooks.bodyLimitBytes,
+    bodyLimit: limits.bodyLimitBytes,
+    // Slow senders: headers within headersTimeoutMs; Node's whole-request timeout backs up the
+    // body deadline readBody enforces (408), checked every second instead of every 30 s.
+    http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    requestTimeout: limits.headersTimeoutMs + limits.bodyTimeoutMs + 1000,
     logger:
       options.logger === false
         ? false
@@ -81,21 +89,37 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     // Body parser and limit errors are the client's: say what is wrong in one line.
-    const code = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+    const overloaded = err.statusCode === 503 && err.code === "TAILNET_OVERLOADED";
+    const code =
+      overloaded || (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
+        ? (err.statusCode as number)
+        : 500;
+    // A body cut short is not read further: the connection closes after the answer.
+    if (code === 408 || code === 413 || code === 415 || overloaded) reply.header("Connection", "close");
+    if (overloaded) reply.header("Retry-After", String(config.hooks.retryAfterSeconds));
     if (code === 500) req.log.error({ err }, "unhandled error");
     const message =
       err.code === "FST_ERR_CTP_BODY_TOO_LARGE"
-        ? `body: larger than the limit of ${config.hooks.bodyLimitBytes} bytes`
+        ? `body: larger than the limit of ${limits.bodyLimitBytes} bytes`
         : err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE"
           ? "body: Content-Type must be application/json"
           : err.code === "FST_ERR_CTP_EMPTY_JSON_BODY"
             ? "body: empty; expected a JSON object"
             : err.code === "FST_ERR_CTP_INVALID_JSON_BODY" || (code === 400 && err instanceof SyntaxError)
               ? "body: invalid JSON"
-              : code < 500
+              : code < 500 || overloaded
                 ? err.message.split("\n")[0]
                 : "internal error";
     void reply.code(code).send({ error: message });
+  });
+  // Outside /hooks no route takes a body: refuse one before reading it (fastify's default
+  // parsers would buffer up to bodyLimit per request, outside the slots and the byte budget).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", (req, _payload, done) => {
+    const err = Object.assign(new Error(`body: ${req.method} ${req.url.split("?")[0].slice(0, 100)} takes no body`), {
+      statusCode: 415,
+    });
+    done(err, undefined);
   });
   app.setNotFoundHandler((req, reply) => {
     void reply.code(404).send({ error: `no route ${req.method} ${req.url.split("?")[0].slice(0, 100)}` });
@@ -131,7 +155,7 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
     deps,
     kinds: options.kinds ?? kindModules,
     hookToken: config.hookToken,
-    maxInFlight: config.hooks.maxInFlight,
+    limits,
     retryAfterSeconds: config.hooks.retryAfterSeconds,
   });
 

@@ -1,5 +1,5 @@
 /**
- * The hook body parser. Metacontroller sends every object as its informer holds it: with
+ * The hook body parser (the reading itself, within the server's limits: read-body.ts). Metacontroller sends every object as its informer holds it: with
  * `metadata.managedFields` and, for objects made with `kubectl apply`, the
  * `kubectl.kubernetes.io/last-applied-configuration` annotation — about half the bytes of a
  * workload object, and no hook reads either. A Tailnet sync carries every workload object of the
@@ -75,9 +75,14 @@ export class UnreadDropper {
   private valueEnd = -1;
 
   constructor(
-    private readonly buf: Buffer,
+    private buf: Buffer,
     private readonly relatedStatus?: ReadonlySet<string>,
   ) {}
+
+  /** Continues on a larger buffer holding the same bytes at the same offsets (readBody grows its buffer). */
+  moveTo(buf: Buffer): void {
+    this.buf = buf;
+  }
 
   /** Scans what the first `available` bytes allow. */
   feed(available: number): void {
@@ -345,60 +350,4 @@ export class BodyTooLargeError extends Error {
   constructor(limit: number, what: string) {
     super(`body: larger than the limit of ${limit} bytes for ${what}`);
   }
-}
-
-/**
- * Reads the request body up to `limit` bytes: into one buffer of the announced Content-Length
- * (Metacontroller always sends it), so a body of tens of MiB is held once, not as chunks plus
- * their concatenation. With `drop` (see dropUnread) the result is the body without the unread
- * members: a body of at least STREAM_DROP_BYTES is scanned while it arrives (UnreadDropper, chunk
- * by chunk, so a Tailnet sync of 20,000 workloads never blocks the event loop for the whole scan
- * and the scan overlaps the transfer); a smaller one, or one without Content-Length, once at the end.
- */
-export function readBody(
-  headers: Record<string, string | string[] | undefined>,
-  payload: NodeJS.ReadableStream,
-  limit: number,
-  what: string,
-  drop?: { relatedStatus?: ReadonlySet<string> },
-): Promise<Buffer> {
-  const declared = Number(headers["content-length"]);
-  if (declared > limit) return Promise.reject(new BodyTooLargeError(limit, what));
-  return new Promise((resolve, reject) => {
-    const whole = Number.isInteger(declared) && declared > 0 ? Buffer.allocUnsafe(declared) : undefined;
-    const dropper =
-      drop && whole && whole.length >= STREAM_DROP_BYTES ? new UnreadDropper(whole, drop.relatedStatus) : undefined;
-    const chunks: Buffer[] = [];
-    let received = 0;
-    const finish = (err?: Error, body?: Buffer) => {
-      payload.removeListener("data", onData);
-      payload.removeListener("end", onEnd);
-      payload.removeListener("error", onError);
-      if (err) reject(err);
-      else resolve(body as Buffer);
-    };
-    const onData = (chunk: Buffer | string) => {
-      const b = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-      if (received + b.length > limit) return finish(new BodyTooLargeError(limit, what));
-      if (whole) {
-        if (received + b.length > whole.length) return finish(new BodyError("body: longer than its Content-Length"));
-        b.copy(whole, received);
-        received += b.length;
-        dropper?.feed(received);
-      } else {
-        chunks.push(b);
-        received += b.length;
-      }
-    };
-    const onEnd = () => {
-      if (whole && received !== whole.length) return finish(new BodyError("body: shorter than its Content-Length"));
-      const body = whole ?? Buffer.concat(chunks, received);
-      finish(undefined, dropper ? dropper.finish() : drop ? dropUnread(body, drop.relatedStatus) : body);
-    };
-    const onError = (e: Error) => finish(Object.assign(e, { statusCode: 400 }));
-    payload.on("data", onData);
-    payload.on("end", onEnd);
-    payload.on("error", onError);
-    payload.resume();
-  });
 }

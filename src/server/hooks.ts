@@ -10,10 +10,12 @@ import { qualifiedName } from "../k8s/objects.js";
 import { decoratorModules } from "../kinds/service/index.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { bearerAuth } from "./auth.js";
-import { parseHookText, readBody } from "./body.js";
+import { parseHookText } from "./body.js";
 import { answerDecoratorHook, DECORATOR_RESPONSE_SCHEMAS } from "./decorator.js";
 import { EnvelopeError, parseCustomizeRequest, parseSyncRequest } from "./envelope.js";
 import { parentOf, withCallCount } from "./hook-log.js";
+import { ByteBudget, type HookLimits, type Lease } from "./limits.js";
+import { readBody } from "./read-body.js";
 
 /** The hook names of every kind (/hooks/<kind>/<hook>); the app counts requests per name. */
 export const HOOKS = ["customize", "sync", "finalize"] as const;
@@ -92,20 +94,48 @@ export interface HooksOptions {
   deps: HookDeps;
   kinds: ReadonlyMap<HookKind, KindModule>;
   hookToken?: string;
-  maxInFlight: number;
+  limits: HookLimits;
   retryAfterSeconds: number;
 }
 
 export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
   if (opts.hookToken) app.addHook("onRequest", bearerAuth(opts.hookToken));
+  const limits = opts.limits;
+  const budget = new ByteBudget(limits.bodyBudgetBytes, limits.maxInFlight);
+  const leases = new WeakMap<object, Lease>();
+  const releases = new WeakMap<object, () => void>();
   let inFlight = 0;
+  // The slot is taken before a byte of the body is read (after the token check), and held with
+  // the request's lease of body bytes until the response is done or the connection is gone.
+  app.addHook("onRequest", async (req, reply) => {
+    if (inFlight >= limits.maxInFlight) {
+      reply.header("Retry-After", String(opts.retryAfterSeconds));
+      reply.header("Connection", "close");
+      return reply.code(429).send({ error: `overloaded: ${inFlight} hooks in flight (limit ${limits.maxInFlight})` });
+    }
+    inFlight++;
+    const lease = budget.lease();
+    leases.set(req.raw, lease);
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
+      inFlight--;
+      lease.close();
+    };
+    releases.set(req.raw, release);
+    reply.raw.once("close", release);
+  });
+  // 'close' covers a dropped connection; onResponse covers injected requests too.
+  app.addHook("onResponse", async (req) => releases.get(req.raw)?.());
   // Our own JSON parser in this context (src/server/body.ts): the limit of the kind in the path,
   // managedFields and kubectl's last-applied annotation never parsed.
-  const limits = opts.deps.config.hooks;
   const unreadStatus = new Map<HookKind, ReadonlySet<string>>();
   for (const [k, m] of opts.kinds)
     if (m.unreadRelatedStatus?.length) unreadStatus.set(k, new Set(m.unreadRelatedStatus));
-  app.removeContentTypeParser("application/json");
+  // Only this parser in the hooks context: fastify's text/plain one would buffer a body outside
+  // the budget; any other type is 415 before a byte is read.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", async (req: FastifyRequest, payload: NodeJS.ReadableStream) => {
     const kind = (req.params as { kind?: string } | undefined)?.kind;
     const tailnet = kind === "tailnet";
@@ -114,7 +144,9 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
     // no variable holds the raw bytes: they can be collected while JSON.parse builds the objects
     const text = (
       await readBody(req.headers, payload, limit, tailnet ? "Tailnet hooks" : "hooks of this kind", {
-        relatedStatus: info ? unreadStatus.get(info.hookKind) : undefined,
+        drop: { relatedStatus: info ? unreadStatus.get(info.hookKind) : undefined },
+        lease: leases.get(req.raw),
+        timeoutMs: limits.bodyTimeoutMs,
       })
     ).toString("utf8");
     return parseHookText(text);
@@ -140,11 +172,6 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
         return reply.code(404).send({ error: `unknown kind "${kind.slice(0, 40)}" in path` });
       if (!HOOKS.includes(hook as HookName))
         return reply.code(404).send({ error: `unknown hook "${hook.slice(0, 40)}"` });
-      if (inFlight >= opts.maxInFlight) {
-        reply.header("Retry-After", String(opts.retryAfterSeconds));
-        return reply.code(429).send({ error: `overloaded: ${inFlight} hooks in flight` });
-      }
-      inFlight++;
       try {
         const started = performance.now();
         const run = withCallCount(() =>
@@ -179,8 +206,6 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
         const what = decorator ? decorator.name : (info as KindInfo).kind;
         req.log.error({ err: e, kind: what, hook, parent: who }, "hook failed");
         return reply.code(500).send({ error: `${hook} ${what} ${who} failed: ${(e as Error).message}`.split("\n")[0] });
-      } finally {
-        inFlight--;
       }
     },
   );

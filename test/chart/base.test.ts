@@ -34,6 +34,9 @@ function withoutServiceNamespace(spec: unknown): unknown {
       (service
         ? `${service.protocol ?? "http"}://${service.name}.${service.namespace}:${service.port ?? 80}${path}`
         : "");
+    // the hook token Secret lives in the release's namespace, as the Service does
+    const auth = (rest as { authorization?: { secretRef?: { namespace?: string } } }).authorization;
+    if (auth?.secretRef) auth.secretRef = { ...auth.secretRef, namespace: "NS" };
     return {
       ...rest,
       url: called.replace(/^http:\/\/tailnet-operator\.[a-z0-9-]+:8080/, "http://tailnet-operator.NS:8080"),

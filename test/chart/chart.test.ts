@@ -25,7 +25,10 @@ const BASE_OBJECTS = [
   "DecoratorController/tailnet-operator-service-expose",
   "DecoratorController/tailnet-operator-service-target",
   "Deployment/tailnet-operator",
+  // on by default: operator isolation and the generated hook token
+  "NetworkPolicy/tailnet-operator",
   "PodDisruptionBudget/tailnet-operator",
+  "Secret/tailnet-operator-hook-token",
   "Service/tailnet-operator",
   "ServiceAccount/tailnet-operator",
 ];
@@ -34,16 +37,18 @@ const EXTRA_OBJECTS: Record<string, string[]> = {
   defaults: [],
   "everything enabled": [
     "GrafanaDashboard/tailnet-operator",
-    "NetworkPolicy/tailnet-operator",
     "PodMonitor/tailnet-agents",
     "PrometheusRule/tailnet-operator",
-    "Secret/tailnet-operator-hook-token",
     "ServiceMonitor/tailnet-operator",
   ],
   "ConfigMap dashboard": ["ConfigMap/tailnet-operator-dashboard"],
   "custom rule groups": ["PrometheusRule/tailnet-operator"],
-  "scrapeFrom with namespace and pod selectors": ["NetworkPolicy/tailnet-operator", "PodMonitor/tailnet-agents"],
+  "scrapeFrom with namespace and pod selectors": ["PodMonitor/tailnet-agents"],
   "existing hook token Secret": [],
+};
+// the existing Secret is the user's: the chart writes none
+const MISSING_OBJECTS: Record<string, string[]> = {
+  "existing hook token Secret": ["Secret/tailnet-operator-hook-token"],
 };
 
 const ids = (objects: K8sObject[]) => objects.map((o) => `${o.kind}/${o.metadata.name}`).sort();
@@ -59,7 +64,11 @@ describe("helm chart scenarios", () => {
 
       it("renders exactly the expected objects, each one valid", () => {
         const objects = renderChart(values);
-        assert.deepEqual(ids(objects), [...BASE_OBJECTS, ...EXTRA_OBJECTS[name]].sort());
+        const missing = MISSING_OBJECTS[name] ?? [];
+        assert.deepEqual(
+          ids(objects),
+          [...BASE_OBJECTS.filter((o) => !missing.includes(o)), ...EXTRA_OBJECTS[name]].sort(),
+        );
         for (const o of objects) validateObject(o);
         for (const o of objects) {
           const clusterScoped = [
@@ -184,10 +193,21 @@ describe("operator workload", () => {
     });
   });
 
-  it("gets its namespace from the pod and no hook token unless one is configured", () => {
+  it("gets its namespace from the pod and the hook token from the generated Secret unless told otherwise", () => {
     assert.deepEqual(container.env, [
       { name: "OPERATOR_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+      { name: "HOOK_TOKEN", valueFrom: { secretKeyRef: { name: "tailnet-operator-hook-token", key: "token" } } },
     ]);
+    // the explicit opt-out: no Secret, no authorization, and the server told so (it logs a warning)
+    const open = renderChart({ hookToken: { generate: false } });
+    assert.equal(
+      open.find((o) => o.kind === "Secret"),
+      undefined,
+    );
+    assert.deepEqual(podSpec(open).containers[0].env?.[1], { name: "ALLOW_UNAUTHENTICATED_HOOKS", value: "true" });
+    for (const cc of open.filter((o) => o.kind === "CompositeController" || o.kind === "DecoratorController")) {
+      assert.doesNotMatch(JSON.stringify(cc.spec), /authorization/);
+    }
     const withToken = podSpec(renderChart(SCENARIOS["existing hook token Secret"])).containers[0];
     assert.deepEqual(withToken.env?.[1], {
       name: "HOOK_TOKEN",
@@ -217,6 +237,21 @@ describe("operator workload", () => {
     assert.equal(view.metadata.labels?.["rbac.authorization.k8s.io/aggregate-to-view"], "true");
     assert.equal(view.metadata.labels?.["rbac.authorization.k8s.io/aggregate-to-edit"], undefined);
     for (const r of rules("tailnet-operator-view")) assert.deepEqual(r.verbs, ["get", "list", "watch"]);
+  });
+
+  it("generates a random hook token by default (48 characters), a new one per render without a cluster to look up", () => {
+    const token = (objects: K8sObject[]) =>
+      Buffer.from(
+        (find(objects, "Secret", "tailnet-operator-hook-token").data as { token: string }).token,
+        "base64",
+      ).toString();
+    const a = token(renderChart({}));
+    const b = token(renderChart({}));
+    assert.match(a, /^[A-Za-z0-9]{48}$/);
+    assert.notEqual(a, b);
+    // with a cluster, the template reads the Secret it wrote before (lookup) and keeps it
+    const template = readFileSync(join(chartDir, "templates", "hook-token-secret.yaml"), "utf8");
+    assert.match(template, /lookup "v1" "Secret" \.Release\.Namespace "tailnet-operator-hook-token"/);
   });
 
   it("writes the hook token Secret and points every CompositeController hook at it", () => {

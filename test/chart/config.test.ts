@@ -26,7 +26,7 @@ describe("operator config rendered by the chart", () => {
     });
   }
 
-  it("defaults: the release namespace, the operator image as agent image, no isolation", () => {
+  it("defaults: the release namespace, the operator image as agent image, operator isolation on", () => {
     const config = configFrom(configOf(renderChart({}, { namespace: "tailnet-ops" })));
     assert.equal(config.operatorNamespace, "tailnet-ops");
     assert.equal(config.images.agent, "ghcr.io/tailnet-operator/tailnet-operator:0.1.0");
@@ -35,7 +35,7 @@ describe("operator config rendered by the chart", () => {
       apiKeyExpiryWarningSeconds: 604800,
       authKeyExpiryWarningSeconds: 86400,
     });
-    assert.deepEqual(config.networkPolicy, { isolateOperator: false, metricsPeers: [] });
+    assert.deepEqual(config.networkPolicy, { isolateOperator: true, metricsPeers: [] });
     assert.deepEqual(config.monitoring.podMonitor.scrapeFrom, []);
   });
 

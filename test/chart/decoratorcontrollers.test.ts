@@ -19,6 +19,9 @@ const called = (spec: unknown) =>
       path?: string;
     };
     const u = url ?? (service ? `http://${service.name}.${service.namespace}:${service.port ?? 80}${path}` : "");
+    // the hook token Secret lives in the release's namespace, as the Service does
+    const auth = (rest as { authorization?: { secretRef?: { namespace?: string } } }).authorization;
+    if (auth?.secretRef) auth.secretRef = { ...auth.secretRef, namespace: "NS" };
     return {
       ...rest,
       url: u.replace(/^http:\/\/tailnet-operator\.[a-z0-9-]+:8080/, "http://tailnet-operator.NS:8080"),

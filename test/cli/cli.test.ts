@@ -38,11 +38,15 @@ async function run(argv: string[]): Promise<{ code: number; out: string; err: st
   }
 }
 
-function spawnCli(argv: string[], timeoutMs = 20000): Promise<{ code: number | null; out: string; err: string }> {
+function spawnCli(
+  argv: string[],
+  timeoutMs = 20000,
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(`${root}node_modules/.bin/node`, [`${root}bin/tailnet-operator.js`, ...argv], {
       cwd: root,
-      env: { ...process.env, PORT: "0", LOG_LEVEL: "info" },
+      env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ...extraEnv },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
@@ -67,7 +71,7 @@ function spawnCli(argv: string[], timeoutMs = 20000): Promise<{ code: number | n
 const SUBCOMMANDS: { argv: string[]; usage: RegExp; missingFile: string[]; missing: RegExp }[] = [
   {
     argv: ["serve"],
-    usage: /^usage: tailnet-operator serve \[--config <file>\]\n[\s\S]*HOOK_TOKEN/,
+    usage: /^usage: tailnet-operator serve \[--config <file>\] \[--allow-unauthenticated-hooks\]\n[\s\S]*HOOK_TOKEN/,
     missingFile: ["--config", "/nonexistent/operator.yaml"],
     missing: /^cannot read operator config \/nonexistent\/operator\.yaml: ENOENT: no such file or directory/,
   },
@@ -143,6 +147,14 @@ describe("CLI", () => {
     const r = await run(["headscale", "snapshot", "--api-key-file", "/x"]);
     assert.equal(r.code, 2);
     assert.match(r.err, /^headscale snapshot: --url and --api-key-file are required\n/);
+  });
+
+  it("serve without a hook token refuses to start unless unauthenticated hooks are asked for (spawned)", async () => {
+    const env = { HOOK_TOKEN: "", ALLOW_UNAUTHENTICATED_HOOKS: "" };
+    const r = await spawnCli(["serve"], 20000, env);
+    assert.equal(r.code, 1);
+    assert.match(r.err, /^no hook token: set HOOK_TOKEN .* or pass --allow-unauthenticated-hooks/);
+    assert.doesNotMatch(r.err, /\n\s+at /);
   });
 
   it("serve --help exits 0 at once and never listens (spawned)", async () => {

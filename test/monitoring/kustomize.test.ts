@@ -33,8 +33,9 @@ const COMPONENT_OBJECTS: Record<string, string[]> = {
   ],
   "network-isolation": ["NetworkPolicy/tailnet-operator"],
 };
+// manifests/ itself includes network-isolation (on by default); every overlay keeps it.
 const OVERLAYS: Record<string, string[]> = {
-  monitoring: ["monitoring"],
+  monitoring: ["monitoring", "network-isolation"],
   "network-isolation": ["network-isolation"],
   full: ["monitoring", "network-isolation"],
 };
@@ -59,7 +60,7 @@ describe("kustomize overlays", () => {
 
     it(`${overlay}: builds the base plus ${components.join(" and ")}, every object valid`, () => {
       const objects = build(join(manifests, "overlays", overlay));
-      const expected = [...ids(base), ...components.flatMap((c) => COMPONENT_OBJECTS[c])];
+      const expected = [...new Set([...ids(base), ...components.flatMap((c) => COMPONENT_OBJECTS[c])])];
       assert.deepEqual(ids(objects).sort(), expected.sort());
       for (const o of objects) validateObject(o);
       for (const c of components.flatMap((name) => COMPONENT_OBJECTS[name])) {

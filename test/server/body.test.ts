@@ -7,10 +7,10 @@ import {
   dropBookkeeping,
   dropUnread,
   parseHookBody,
-  readBody,
   STREAM_DROP_BYTES,
   UnreadDropper,
 } from "../../src/server/body.js";
+import { readBody } from "../../src/server/read-body.js";
 
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 const MC_LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration";
@@ -172,7 +172,7 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
     const chunks: Buffer[] = [];
     for (let i = 0; i < raw.length; i += 1000 + (i % 7)) chunks.push(raw.subarray(i, i + 1000 + (i % 7)));
     const got = await readBody({ "content-length": String(raw.length) }, Readable.from(chunks), raw.length, "x", {
-      relatedStatus: groups,
+      drop: { relatedStatus: groups },
     });
     assert.deepEqual(got, dropUnread(Buffer.from(raw), groups));
     const parsed = JSON.parse(got.toString("utf8")) as { related: Record<string, Record<string, typeof served>> };

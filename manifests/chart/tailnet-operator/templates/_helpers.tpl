@@ -36,7 +36,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "tailnet-operator.hookTokenSecret" -}}
 {{- if .Values.hookToken.existingSecret -}}
 {{ .Values.hookToken.existingSecret }}
-{{- else if .Values.hookToken.value -}}
+{{- else if or .Values.hookToken.value .Values.hookToken.generate -}}
 tailnet-operator-hook-token
 {{- end -}}
 {{- end -}}

@@ -1,0 +1,115 @@
+/**
+ * Reading a hook body within the hook server's limits (src/server/limits.ts): the buffer grows
+ * as bytes arrive, every growth drawn from the request's lease, the whole body within a deadline.
+ */
+import { BodyError, BodyTooLargeError, dropUnread, STREAM_DROP_BYTES, UnreadDropper } from "./body.js";
+import { type Lease, OverloadedError } from "./limits.js";
+
+/** 408: the body did not arrive in time (a slow or stalled sender). */
+export class BodyTimeoutError extends Error {
+  readonly statusCode = 408;
+  readonly code = "TAILNET_BODY_TIMEOUT";
+}
+
+/** The first buffer of a body; it doubles as bytes arrive (never sized from Content-Length alone). */
+const FIRST_CAPACITY = 64 * 1024;
+
+export interface ReadBodyOptions {
+  /** See dropUnread. */
+  drop?: { relatedStatus?: ReadonlySet<string> };
+  /** Bytes are drawn from it before they are allocated (src/server/limits.ts); without it, no budget. */
+  lease?: Lease;
+  /** The whole body must arrive within this, else BodyTimeoutError (408). */
+  timeoutMs?: number;
+}
+
+/**
+ * Reads the request body up to `limit` bytes into one buffer that grows as bytes arrive: a
+ * lying or huge Content-Length allocates nothing up front, and every growth is drawn from the
+ * lease first (OverloadedError, 503, when the budget is spent). The buffer doubles up to the
+ * announced length (Metacontroller always sends it), so an honest body ends in a buffer of
+ * exactly its size. With `drop` (see dropUnread) the result is the body without the unread
+ * members: a body announcing at least STREAM_DROP_BYTES is scanned while it arrives
+ * (UnreadDropper, chunk by chunk, so a Tailnet sync of 20,000 workloads never blocks the event
+ * loop for the whole scan and the scan overlaps the transfer); a smaller one once at the end.
+ */
+export function readBody(
+  headers: Record<string, string | string[] | undefined>,
+  payload: NodeJS.ReadableStream,
+  limit: number,
+  what: string,
+  opts: ReadBodyOptions = {},
+): Promise<Buffer> {
+  const declared = Number(headers["content-length"]);
+  const known = Number.isInteger(declared) && declared >= 0 ? declared : undefined;
+  if (known !== undefined && known > limit) return Promise.reject(new BodyTooLargeError(limit, what));
+  const lease = opts.lease;
+  const drop = opts.drop;
+  return new Promise((resolve, reject) => {
+    const ceiling = known ?? limit;
+    let buf = Buffer.alloc(0);
+    const dropper =
+      drop && known !== undefined && known >= STREAM_DROP_BYTES
+        ? new UnreadDropper(buf, drop.relatedStatus)
+        : undefined;
+    let received = 0;
+    const timer = opts.timeoutMs
+      ? setTimeout(
+          () =>
+            finish(new BodyTimeoutError(`body: not received within ${opts.timeoutMs} ms (${received} bytes arrived)`)),
+          opts.timeoutMs,
+        )
+      : undefined;
+    const finish = (err?: Error, body?: Buffer) => {
+      clearTimeout(timer);
+      payload.removeListener("data", onData);
+      payload.removeListener("end", onEnd);
+      payload.removeListener("error", onError);
+      if (err) {
+        // the bytes are dropped: nothing more is buffered, and the lease returns them
+        payload.resume();
+        buf = Buffer.alloc(0);
+        lease?.close();
+        reject(err);
+      } else resolve(body as Buffer);
+    };
+    const grow = (need: number): Error | undefined => {
+      const capacity = Math.min(ceiling, Math.max(need, FIRST_CAPACITY, buf.length * 2));
+      if (lease && !lease.take(capacity)) {
+        return new OverloadedError(
+          `overloaded: hook bodies in flight are at the budget; ${received} bytes of this body arrived, ${capacity} more cannot be held now`,
+        );
+      }
+      const next = Buffer.allocUnsafe(capacity);
+      buf.copy(next, 0, 0, received);
+      lease?.give(buf.length);
+      buf = next;
+      dropper?.moveTo(next);
+      return undefined;
+    };
+    const onData = (chunk: Buffer | string) => {
+      const b = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+      const need = received + b.length;
+      if (need > limit) return finish(new BodyTooLargeError(limit, what));
+      if (known !== undefined && need > known) return finish(new BodyError("body: longer than its Content-Length"));
+      if (need > buf.length) {
+        const err = grow(need);
+        if (err) return finish(err);
+      }
+      b.copy(buf, received);
+      received = need;
+      dropper?.feed(received);
+    };
+    const onEnd = () => {
+      if (known !== undefined && received !== known)
+        return finish(new BodyError("body: shorter than its Content-Length"));
+      const body = buf.subarray(0, received);
+      finish(undefined, dropper ? dropper.finish(received) : drop ? dropUnread(body, drop.relatedStatus) : body);
+    };
+    const onError = (e: Error) => finish(Object.assign(e, { statusCode: 400 }));
+    payload.on("data", onData);
+    payload.on("end", onEnd);
+    payload.on("error", onError);
+    payload.resume();
+  });
+}
