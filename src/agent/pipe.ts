@@ -1,18 +1,24 @@
 // The data path of http exposes: after TLS is terminated, each client connection gets its own backend
-// connection and bytes are piped both ways. Only the request direction is read, and only as far as HTTP/1.1
-// framing needs: each request head is rewritten (X-Forwarded-For/Proto/Host set, Connection-named headers
-// dropped) and its body (Content-Length or chunked) passed through untouched; responses are not parsed at all.
+// connection and bytes are piped both ways. Requests are read as far as HTTP/1.1 framing needs, strictly
+// (http1.ts: anything backends could parse differently is 400): each head is rewritten (client identity set,
+// Connection-named headers dropped) and its body (Content-Length or chunked) passed through, with chunk-size
+// lines normalised and trailers checked. Responses are followed only for framing (response.ts), never changed.
 // Profiling showed Node's HTTP server + client pair spending ~190 µs of CPU per proxied request, most of it in
 // the two parsers, the keep-alive agent and their stream plumbing; the pipe keeps what http mode is for
 // (per-name TLS/SNI, client identity headers, 502/504 when the backend is away) at a fraction of that.
 // Consequences, by design: the backend connection lives as long as the client's (keep-alive across requests
-// is the client's and backend's own, Connection/Keep-Alive/TE/Upgrade/Expect pass through); after an upgrade
-// request (or CONNECT) the connection is a raw stream both ways, whatever the backend answered.
+// is the client's and backend's own). After an upgrade request the client's further bytes are held until the
+// backend answers it: 101 turns the connection into a raw stream both ways; any other final answer keeps it
+// HTTP, and the held bytes are framed as requests.
 import { connect, type Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { formatHostPort, type HostPort } from "./dial.js";
+import { HttpFramingError, keepTrailerLine, MAX_CHUNK_LINE, parseChunkLine, rewriteRequestHead } from "./http1.js";
 import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";
+import { ResponseTracker } from "./response.js";
+
+export { HttpFramingError, rewriteRequestHead } from "./http1.js";
 
 export interface PipeTarget {
   /** Expose name, for metrics and logs. */
@@ -29,136 +35,72 @@ export interface PipeTarget {
 /** Node's own default (--max-http-header-size). */
 export const MAX_HEAD_BYTES = 16 * 1024;
 
-/** Connection-named headers that still mean something on the pinned backend connection. */
-const KEPT_NAMED = new Set(["keep-alive", "upgrade", "te", "transfer-encoding", "content-length", "host", "close"]);
-/** Set by the agent (client values are replaced or extended) or meant for a proxy, never the backend. */
-const REPLACED = new Set(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "proxy-connection"]);
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\S+) HTTP\/1\.[01]$/;
-
-export class HttpFramingError extends Error {
-  constructor(
-    readonly status: 400 | 431,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-export interface RewrittenHead {
-  head: Buffer;
-  /** Body framing of this request. */
-  body: { kind: "length"; length: number } | { kind: "chunked" } | { kind: "none" };
-  /** Upgrade or CONNECT: after this request the connection is a raw stream. */
-  raw: boolean;
-}
-
-/**
- * Rewrites one request head (without its final CRLFCRLF, latin1): hop-by-hop headers named in Connection and
- * Proxy-Connection dropped, X-Forwarded-For extended with `clientIp`, X-Forwarded-Proto/Host set, and the
- * body framing read (RFC 9112 §6: Transfer-Encoding must end in chunked and excludes Content-Length, which
- * must be one decimal value — anything else is 400, the request-smuggling cases).
- */
-export function rewriteRequestHead(text: string, clientIp: string | undefined, proto = "https"): RewrittenHead {
-  const lines = text.split("\r\n");
-  if (!REQUEST_LINE.test(lines[0])) throw new HttpFramingError(400, "bad request line");
-  const method = lines[0].slice(0, lines[0].indexOf(" ")).toUpperCase();
-  const headers: [string, string, string][] = []; // lower-case name, value, original line
-  const named = new Set<string>();
-  let host: string | undefined;
-  const forwardedFor: string[] = [];
-  let contentLength: string | undefined;
-  let transferEncoding: string | undefined;
-  let upgrade = false;
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i];
-    const colon = line.indexOf(":");
-    if (colon <= 0) throw new HttpFramingError(400, "bad header line");
-    const rawName = line.slice(0, colon);
-    if (!TOKEN.test(rawName)) throw new HttpFramingError(400, "bad header name"); // obs-fold too
-    const name = rawName.toLowerCase();
-    const value = line.slice(colon + 1).trim();
-    headers.push([name, value, line]);
-    switch (name) {
-      case "connection":
-        for (const t of value.split(",")) if (t.trim()) named.add(t.trim().toLowerCase());
-        break;
-      case "host":
-        if (host !== undefined) throw new HttpFramingError(400, "duplicate host");
-        host = value;
-        break;
-      case "x-forwarded-for":
-        forwardedFor.push(value);
-        break;
-      case "content-length":
-        for (const v of value.split(",")) {
-          const n = v.trim();
-          if (!/^\d{1,15}$/.test(n) || (contentLength !== undefined && contentLength !== n))
-            throw new HttpFramingError(400, "bad content-length");
-          contentLength = n;
-        }
-        break;
-      case "transfer-encoding":
-        transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
-        break;
-      case "upgrade":
-        upgrade = true;
-        break;
-    }
-  }
-  let body: RewrittenHead["body"] = { kind: "none" };
-  if (transferEncoding !== undefined) {
-    if (contentLength !== undefined) throw new HttpFramingError(400, "content-length with transfer-encoding");
-    const codings = transferEncoding.split(",").map((c) => c.trim().toLowerCase());
-    if (codings.at(-1) !== "chunked") throw new HttpFramingError(400, "transfer-encoding not ending in chunked");
-    body = { kind: "chunked" };
-  } else if (contentLength !== undefined && Number(contentLength) > 0) {
-    body = { kind: "length", length: Number(contentLength) };
-  }
-  const out = [lines[0]];
-  for (const [name, , line] of headers) {
-    if (REPLACED.has(name) || (named.has(name) && !KEPT_NAMED.has(name))) continue;
-    out.push(line);
-  }
-  const chain = [...forwardedFor, clientIp].filter((v): v is string => !!v);
-  if (chain.length > 0) out.push(`x-forwarded-for: ${chain.join(", ")}`);
-  out.push(`x-forwarded-proto: ${proto}`);
-  if (host) out.push(`x-forwarded-host: ${host}`);
-  out.push("", "");
-  return {
-    head: Buffer.from(out.join("\r\n"), "latin1"),
-    body,
-    raw: method === "CONNECT" || (upgrade && named.has("upgrade")),
-  };
-}
-
 type State =
   | { at: "head" }
   | { at: "length"; left: number }
   | { at: "chunk-size" }
   | { at: "chunk-data"; left: number }
   | { at: "chunk-crlf"; left: number }
-  | { at: "trailers" }
+  | { at: "trailers"; bytes: number }
+  | { at: "await" }
   | { at: "raw" };
 
+/** Bytes held from a client while its upgrade request waits for the backend's answer, before it is paused. */
+export const MAX_HELD_BYTES = 64 * 1024;
+
 /**
- * Splits the client's byte stream into what goes to the backend: rewritten heads and untouched bodies.
- * `push` returns the buffers to forward for one chunk of input (empty while a head or chunk-size line is
- * still incomplete), or throws HttpFramingError.
+ * An unfinished head or line that already cannot become valid (a LF without its CR, a CR not followed by LF,
+ * a NUL): refused at once, not after the header timeout. Only run on what is buffered for lack of an end.
+ */
+function badLineBytes(data: Buffer): boolean {
+  if (data.indexOf(0) >= 0) return true;
+  for (let i = data.indexOf(0x0a); i >= 0; i = data.indexOf(0x0a, i + 1))
+    if (i === 0 || data[i - 1] !== 0x0d) return true;
+  for (let i = data.indexOf(0x0d); i >= 0 && i < data.length - 1; i = data.indexOf(0x0d, i + 1))
+    if (data[i + 1] !== 0x0a) return true;
+  return false;
+}
+
+/**
+ * Splits the client's byte stream into what goes to the backend: rewritten heads, bodies, normalised chunk
+ * framing. `push` returns the buffers to forward for one chunk of input (empty while a head or chunk line is
+ * still incomplete, or while an upgrade waits for its answer), or throws HttpFramingError; a split at any
+ * byte gives the same result as the whole.
  */
 export class RequestFramer {
   private state: State = { at: "head" };
   private pending: Buffer | undefined;
+  /** The current request asked for an upgrade: after its body the framer waits for the backend's answer. */
+  private upgradeAsked = false;
   /** True while a request head has started but not ended (for the header timeout). */
   inHead = false;
   onHeadStart?: () => void;
   onHeadEnd?: () => void;
+  /** Each forwarded request, in order (the response side pairs answers with them). */
+  onRequest?: (headMethod: boolean, upgrade: boolean) => void;
 
   constructor(private readonly clientIp: string | undefined) {}
 
+  /** Waiting for the answer to an upgrade request (input is held). */
+  get awaiting(): boolean {
+    return this.state.at === "await";
+  }
+
+  /** Bytes held while awaiting. */
+  get held(): number {
+    return this.pending?.length ?? 0;
+  }
+
+  /** The backend answered the upgrade request: `true` (101) makes the rest raw, `false` goes on framing. */
+  answered(switched: boolean): Buffer[] {
+    if (this.state.at !== "await") return [];
+    this.state = switched ? { at: "raw" } : { at: "head" };
+    return this.push(Buffer.alloc(0));
+  }
+
   push(input: Buffer): Buffer[] {
     const out: Buffer[] = [];
-    let data = this.pending ? Buffer.concat([this.pending, input]) : input;
+    let data = this.pending ? (input.length > 0 ? Buffer.concat([this.pending, input]) : this.pending) : input;
     this.pending = undefined;
     while (data.length > 0) {
       const s = this.state;
@@ -166,19 +108,25 @@ export class RequestFramer {
         out.push(data);
         break;
       }
+      if (s.at === "await") {
+        this.pending = Buffer.from(data);
+        break;
+      }
       if (s.at === "length" || s.at === "chunk-data") {
         const n = Math.min(s.left, data.length);
         out.push(data.subarray(0, n));
         data = data.subarray(n);
         s.left -= n;
-        if (s.left === 0) this.state = s.at === "length" ? { at: "head" } : { at: "chunk-crlf", left: 2 };
+        if (s.left === 0) {
+          if (s.at === "chunk-data") this.state = { at: "chunk-crlf", left: 2 };
+          else this.requestDone();
+        }
         continue;
       }
       if (s.at === "chunk-crlf") {
         const n = Math.min(s.left, data.length);
-        const expected = s.left === 2 ? "\r\n" : "\n";
-        if (data.subarray(0, n).toString("latin1") !== expected.slice(0, n))
-          throw new HttpFramingError(400, "bad chunk");
+        for (let i = 0; i < n; i++)
+          if (data[i] !== (s.left - i === 2 ? 0x0d : 0x0a)) throw new HttpFramingError(400, "bad chunk end");
         out.push(data.subarray(0, n));
         data = data.subarray(n);
         s.left -= n;
@@ -186,7 +134,6 @@ export class RequestFramer {
         continue;
       }
       if (s.at === "head") {
-        // Stray CRLFs between requests are allowed (RFC 9112 §2.2); pass them on.
         if (!this.inHead) {
           this.inHead = true;
           this.onHeadStart?.();
@@ -194,52 +141,71 @@ export class RequestFramer {
         const end = data.indexOf("\r\n\r\n", 0, "latin1");
         if (end < 0) {
           if (data.length > MAX_HEAD_BYTES) throw new HttpFramingError(431, "request head too large");
+          if (badLineBytes(data)) throw new HttpFramingError(400, "bare CR, LF or NUL in request head");
           this.pending = Buffer.from(data);
           break;
         }
         if (end > MAX_HEAD_BYTES) throw new HttpFramingError(431, "request head too large");
+        // Empty lines (CRLF) before a request line are allowed (RFC 9112 §2.2) and not forwarded.
         let start = 0;
         while (data[start] === 0x0d && data[start + 1] === 0x0a) start += 2;
-        const text = data.toString("latin1", start, end);
+        if (start >= end) {
+          data = data.subarray(end + 4);
+          continue;
+        }
+        const rewritten = rewriteRequestHead(data.toString("latin1", start, end), this.clientIp);
         data = data.subarray(end + 4);
-        if (start >= end) continue; // only blank lines so far
-        const rewritten = rewriteRequestHead(text, this.clientIp);
         this.inHead = false;
         this.onHeadEnd?.();
+        this.onRequest?.(rewritten.headMethod, rewritten.upgrade);
         out.push(rewritten.head);
+        this.upgradeAsked = rewritten.upgrade;
         const { body } = rewritten;
         if (body.kind === "length") this.state = { at: "length", left: body.length };
         else if (body.kind === "chunked") this.state = { at: "chunk-size" };
-        if (rewritten.raw && body.kind === "none") this.state = { at: "raw" };
+        else this.requestDone();
         continue;
       }
-      // chunk-size and trailers: line by line
+      // chunk-size and trailer lines, CRLF-terminated: a bare CR or LF fails their syntax
+      const limit = s.at === "chunk-size" ? MAX_CHUNK_LINE : MAX_HEAD_BYTES - s.bytes;
       const eol = data.indexOf("\r\n", 0, "latin1");
-      if (eol < 0) {
-        if (data.length > MAX_HEAD_BYTES) throw new HttpFramingError(431, "chunk line too long");
+      if (eol < 0 || eol > limit) {
+        if (data.length > limit) throw new HttpFramingError(400, "chunk or trailer line too long");
+        if (badLineBytes(data)) throw new HttpFramingError(400, "bare CR, LF or NUL in chunk line");
         this.pending = Buffer.from(data);
         break;
       }
       const line = data.toString("latin1", 0, eol);
-      out.push(data.subarray(0, eol + 2));
-      data = data.subarray(eol + 2);
       if (s.at === "chunk-size") {
-        const size = /^([0-9A-Fa-f]{1,12})[ \t]*(?:;.*)?$/.exec(line);
-        if (!size) throw new HttpFramingError(400, "bad chunk size");
-        const left = Number.parseInt(size[1], 16);
-        this.state = left === 0 ? { at: "trailers" } : { at: "chunk-data", left };
-      } else if (line === "") {
-        this.state = { at: "head" };
+        const left = parseChunkLine(line);
+        // Re-emitted without extensions, so no backend reads them differently.
+        out.push(Buffer.from(`${left.toString(16)}\r\n`, "latin1"));
+        this.state = left === 0 ? { at: "trailers", bytes: 0 } : { at: "chunk-data", left };
+      } else if (eol === 0) {
+        out.push(data.subarray(0, 2));
+        this.requestDone();
+      } else {
+        s.bytes += eol + 2;
+        if (keepTrailerLine(line)) out.push(data.subarray(0, eol + 2));
       }
+      data = data.subarray(eol + 2);
     }
     return out;
   }
+
+  private requestDone(): void {
+    this.state = this.upgradeAsked ? { at: "await" } : { at: "head" };
+    this.upgradeAsked = false;
+  }
 }
 
-function errorResponse(status: 400 | 431 | 502 | 504): string {
+type ErrorStatus = 400 | 431 | 501 | 502 | 504;
+
+function errorResponse(status: ErrorStatus): string {
   const text = {
     400: "Bad Request",
     431: "Request Header Fields Too Large",
+    501: "Not Implemented",
     502: "Bad Gateway",
     504: "Gateway Timeout",
   }[status];
@@ -256,6 +222,8 @@ export function pipeHttpConnection(client: TLSSocket, target: PipeTarget, client
   const { metrics, log, name } = target;
   const address = formatHostPort(target.backend);
   const framer = new RequestFramer(clientIp ?? client.remoteAddress?.replace(/^::ffff:/, ""));
+  const responses = new ResponseTracker();
+  framer.onRequest = (headMethod, upgrade) => responses.sent(headMethod, upgrade);
   let upstream: Socket | undefined;
   let connected = false;
   let queued: Buffer[] = [];
@@ -271,7 +239,7 @@ export function pipeHttpConnection(client: TLSSocket, target: PipeTarget, client
       client.destroy();
       upstream?.destroy();
     };
-    const refuse = (status: 400 | 431 | 502 | 504) => {
+    const refuse = (status: ErrorStatus) => {
       clearTimeout(headTimer);
       client.off("data", onData);
       client.end(errorResponse(status));
@@ -329,6 +297,13 @@ export function pipeHttpConnection(client: TLSSocket, target: PipeTarget, client
         connected = true;
         socket.setTimeout(target.idleTimeoutMs, destroyBoth);
         socket.on("data", (chunk: Buffer) => {
+          try {
+            responses.push(chunk);
+          } catch (err) {
+            log.debug("bad response", { expose: name, error: (err as Error).message });
+            destroyBoth();
+            return;
+          }
           if (!client.write(chunk)) socket.pause();
         });
         client.on("drain", () => socket.resume());
@@ -345,21 +320,30 @@ export function pipeHttpConnection(client: TLSSocket, target: PipeTarget, client
       });
     };
 
-    const onData = (chunk: Buffer) => {
+    const frame = (input: () => Buffer[]): void => {
       let pieces: Buffer[];
       try {
-        pieces = framer.push(chunk);
+        pieces = input();
       } catch (err) {
         const status = err instanceof HttpFramingError ? err.status : 400;
         log.debug("bad request", { expose: name, error: (err as Error).message });
-        if (upstream)
-          destroyBoth(); // responses may be in flight: no answer can be slotted in
-        else refuse(status);
+        if (upstream && !responses.idle) {
+          destroyBoth(); // responses are in flight: no answer can be slotted in
+          return;
+        }
+        upstream?.destroy();
+        refuse(status);
         return;
       }
+      if (framer.awaiting && framer.held > MAX_HELD_BYTES) client.pause();
       if (pieces.length === 0) return;
       if (!upstream) dial();
       send(pieces);
+    };
+    const onData = (chunk: Buffer) => frame(() => framer.push(chunk));
+    responses.onUpgrade = (switched) => {
+      frame(() => framer.answered(switched));
+      if (!framer.awaiting) client.resume();
     };
 
     client.setTimeout(target.idleTimeoutMs, destroyBoth);
