@@ -43,7 +43,8 @@ type State =
   | { at: "chunk-crlf"; left: number }
   | { at: "trailers"; bytes: number }
   | { at: "await" }
-  | { at: "raw" };
+  | { at: "raw" }
+  | { at: "failed" };
 
 /** Bytes held from a client while its upgrade request waits for the backend's answer, before it is paused. */
 export const MAX_HELD_BYTES = 64 * 1024;
@@ -64,14 +65,18 @@ function badLineBytes(data: Buffer): boolean {
 /**
  * Splits the client's byte stream into what goes to the backend: rewritten heads, bodies, normalised chunk
  * framing. `push` returns the buffers to forward for one chunk of input (empty while a head or chunk line is
- * still incomplete, or while an upgrade waits for its answer), or throws HttpFramingError; a split at any
- * byte gives the same result as the whole.
+ * still incomplete, or while an upgrade waits for its answer): everything before the first bad byte, which
+ * sets `failed` (the framer then takes nothing more). Input split at any byte gives the same result.
  */
 export class RequestFramer {
   private state: State = { at: "head" };
   private pending: Buffer | undefined;
   /** The current request asked for an upgrade: after its body the framer waits for the backend's answer. */
   private upgradeAsked = false;
+  /** The first framing error: nothing at or after it was forwarded. */
+  failed: HttpFramingError | undefined;
+  /** The error came inside a forwarded request (its body or trailers), not in a new head. */
+  failedMidRequest = false;
   /** True while a request head has started but not ended (for the header timeout). */
   inHead = false;
   onHeadStart?: () => void;
@@ -100,10 +105,25 @@ export class RequestFramer {
 
   push(input: Buffer): Buffer[] {
     const out: Buffer[] = [];
+    if (this.state.at === "failed") return out;
+    try {
+      this.frame(input, out);
+    } catch (err) {
+      if (!(err instanceof HttpFramingError)) throw err;
+      this.failed = err;
+      this.failedMidRequest = this.state.at !== "head";
+      this.state = { at: "failed" };
+      this.pending = undefined;
+    }
+    return out;
+  }
+
+  private frame(input: Buffer, out: Buffer[]): void {
     let data = this.pending ? (input.length > 0 ? Buffer.concat([this.pending, input]) : this.pending) : input;
     this.pending = undefined;
     while (data.length > 0) {
       const s = this.state;
+      if (s.at === "failed") return;
       if (s.at === "raw") {
         out.push(data);
         break;
@@ -190,7 +210,6 @@ export class RequestFramer {
       }
       data = data.subarray(eol + 2);
     }
-    return out;
   }
 
   private requestDone(): void {
@@ -305,6 +324,10 @@ export function pipeHttpConnection(client: TLSSocket, target: PipeTarget, client
             return;
           }
           if (!client.write(chunk)) socket.pause();
+          if (failing !== undefined && responses.idle) {
+            socket.destroy();
+            refuse(failing);
+          }
         });
         client.on("drain", () => socket.resume());
         socket.on("drain", () => client.resume());
@@ -315,35 +338,45 @@ export function pipeHttpConnection(client: TLSSocket, target: PipeTarget, client
         const pieces = queued;
         queued = [];
         send(pieces);
-        if (clientEnded) socket.end();
+        if (clientEnded && !framer.awaiting) socket.end();
         else client.resume();
       });
     };
 
-    const frame = (input: () => Buffer[]): void => {
-      let pieces: Buffer[];
-      try {
-        pieces = input();
-      } catch (err) {
-        const status = err instanceof HttpFramingError ? err.status : 400;
-        log.debug("bad request", { expose: name, error: (err as Error).message });
-        if (upstream && !responses.idle) {
-          destroyBoth(); // responses are in flight: no answer can be slotted in
-          return;
-        }
+    // A bad request: what came before it is forwarded and answered first (the backend gets a FIN instead of
+    // more requests), then the client gets the error and the connection closes.
+    let failing: ErrorStatus | undefined;
+    const fail = (err: HttpFramingError) => {
+      log.debug("bad request", { expose: name, error: err.message });
+      client.off("data", onData);
+      clearTimeout(headTimer);
+      if (!upstream || responses.idle) {
         upstream?.destroy();
-        refuse(status);
+        refuse(err.status);
         return;
       }
-      if (framer.awaiting && framer.held > MAX_HELD_BYTES) client.pause();
-      if (pieces.length === 0) return;
-      if (!upstream) dial();
-      send(pieces);
+      if (framer.failedMidRequest) {
+        destroyBoth(); // the backend holds half a request: nothing it answers can be trusted to end cleanly
+        return;
+      }
+      failing = err.status;
+      if (connected) upstream.end();
+      else clientEnded = true;
     };
-    const onData = (chunk: Buffer) => frame(() => framer.push(chunk));
+    const frame = (pieces: Buffer[]): void => {
+      if (pieces.length > 0) {
+        if (!upstream) dial();
+        send(pieces);
+      }
+      if (framer.failed) fail(framer.failed);
+      else if (framer.awaiting && framer.held > MAX_HELD_BYTES) client.pause();
+    };
+    const onData = (chunk: Buffer) => frame(framer.push(chunk));
     responses.onUpgrade = (switched) => {
-      frame(() => framer.answered(switched));
-      if (!framer.awaiting) client.resume();
+      frame(framer.answered(switched));
+      if (framer.awaiting || framer.failed) return;
+      client.resume();
+      if (clientEnded && connected) upstream?.end(); // held back while the upgrade was undecided
     };
 
     client.setTimeout(target.idleTimeoutMs, destroyBoth);
@@ -352,7 +385,7 @@ export function pipeHttpConnection(client: TLSSocket, target: PipeTarget, client
     client.once("end", () => {
       clientEnded = true;
       clearTimeout(headTimer);
-      if (connected) upstream?.end();
+      if (connected && !framer.awaiting) upstream?.end();
       else if (!upstream) client.end();
     });
     client.once("close", () => {

@@ -15,6 +15,8 @@ export interface HostileCase {
 }
 
 const H = "host: app.example\r\n";
+/** HAProxy refuses a WebSocket upgrade without its key. */
+const WS = "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n";
 const GET = `GET / HTTP/1.1\r\n${H}`;
 /** Never to reach a backend as a request of its own. */
 const smuggled = "GET /admin HTTP/1.1\r\nhost: app.example\r\nx-forwarded-for: 10.0.0.1\r\n\r\n";
@@ -81,10 +83,14 @@ export const HOSTILE_CORPUS: HostileCase[] = [
   ),
   pass(
     "Upgrade the backend declines, then a request with forged identity",
-    `GET /ws HTTP/1.1\r\n${H}connection: Upgrade\r\nupgrade: websocket\r\n\r\n${second}`,
+    `GET /ws HTTP/1.1\r\n${H}connection: Upgrade\r\nupgrade: websocket\r\n${WS}\r\n${second}`,
     2,
   ),
-  pass("Upgrade without Connection: upgrade", `GET /upgrade-ok HTTP/1.1\r\n${H}upgrade: websocket\r\n\r\n${second}`, 2),
+  pass(
+    "Upgrade without Connection: upgrade",
+    `GET /upgrade-ok HTTP/1.1\r\n${H}upgrade: websocket\r\n${WS}\r\n${second}`,
+    2,
+  ),
   pass(
     "h2c upgrade is not forwarded",
     `GET /upgrade-ok HTTP/1.1\r\n${H}connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\nhttp2-settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n${second}`,
@@ -92,12 +98,12 @@ export const HOSTILE_CORPUS: HostileCase[] = [
   ),
   pass(
     "Upgrade the backend accepts: later bytes are raw",
-    `GET /upgrade-ok HTTP/1.1\r\n${H}connection: Upgrade\r\nupgrade: websocket\r\n\r\n${second}`,
+    `GET /upgrade-ok HTTP/1.1\r\n${H}connection: Upgrade\r\nupgrade: websocket\r\n${WS}\r\n${second}`,
     1,
   ),
   pass(
     "HEAD pipelined before an accepted upgrade",
-    `HEAD / HTTP/1.1\r\n${H}\r\nGET /upgrade-ok HTTP/1.1\r\n${H}connection: upgrade\r\nupgrade: websocket\r\n\r\n${second}`,
+    `HEAD / HTTP/1.1\r\n${H}\r\nGET /upgrade-ok HTTP/1.1\r\n${H}connection: upgrade\r\nupgrade: websocket\r\n${WS}\r\n${second}`,
     2,
   ),
 
