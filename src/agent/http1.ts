@@ -22,6 +22,8 @@ const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
  * absolute-form and authority-form are checked below.
  */
 const REQUEST_LINE = new RegExp(`^(${TCHAR}+) ([\\x21\\x22\\x24-\\x7e]+) HTTP/1\\.([01])$`);
+/** All field lines of a head, each followed by CRLF: tchar name, colon, value. */
+const FIELD_LINES = new RegExp(`^(?:${TCHAR}+:[\\t\\x20-\\x7e\\x80-\\xff]*\\r\\n)*$`);
 /** Host: uri-host [ ":" port ] (RFC 3986 reg-name or IP-literal). */
 const HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?$/;
 const QUOTED = '"(?:[\\t \\x21\\x23-\\x5b\\x5d-\\x7e\\x80-\\xff]|\\\\[\\t\\x20-\\x7e\\x80-\\xff])*"';
@@ -108,6 +110,12 @@ function checkTarget(method: string, target: string): void {
  */
 export function rewriteRequestHead(text: string, clientIp: string | undefined, proto = "https"): RequestHead {
   const lines = text.split("\r\n");
+  // Every field line at once (one linear regex pass; the per-line work below then needs no checks).
+  const firstEnd = lines[0].length;
+  if (firstEnd < text.length && !FIELD_LINES.test(`${text.slice(firstEnd + 2)}\r\n`)) {
+    for (let i = 1; i < lines.length; i++) parseFieldLine(lines[i]); // throws the precise error
+    throw new HttpFramingError(400, "bad header line");
+  }
   const requestLine = REQUEST_LINE.exec(lines[0]);
   if (!requestLine) throw new HttpFramingError(400, "bad request line");
   const method = requestLine[1];
@@ -122,33 +130,39 @@ export function rewriteRequestHead(text: string, clientIp: string | undefined, p
   let upgrade: string | undefined;
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i];
-    const [name, value] = parseFieldLine(line);
+    const colon = line.indexOf(":");
+    const name = line.slice(0, colon).toLowerCase();
     switch (name) {
       case "connection":
-        for (const option of value.split(",")) {
+        for (const option of line.slice(colon + 1).split(",")) {
           const t = trimOws(option).toLowerCase();
           if (t && !TOKEN.test(t)) throw new HttpFramingError(400, "bad connection option");
           if (t) options.add(t);
         }
         continue;
-      case "host":
+      case "host": {
+        const value = trimOws(line.slice(colon + 1));
         if (host !== undefined) throw new HttpFramingError(400, "duplicate host");
         if (!HOST.test(value)) throw new HttpFramingError(400, "bad host");
         host = value;
         break;
-      case "content-length":
+      }
+      case "content-length": {
+        const value = trimOws(line.slice(colon + 1));
         if (contentLength !== undefined || !/^[0-9]{1,15}$/.test(value))
           throw new HttpFramingError(400, "bad content-length");
         contentLength = Number(value);
         continue;
+      }
       case "transfer-encoding":
         // Only a lone `chunked`: no client sends other request codings, and backends disagree on them.
-        if (chunked || value.toLowerCase() !== "chunked") throw new HttpFramingError(400, "bad transfer-encoding");
+        if (chunked || trimOws(line.slice(colon + 1)).toLowerCase() !== "chunked")
+          throw new HttpFramingError(400, "bad transfer-encoding");
         chunked = true;
         continue;
       case "upgrade":
         if (upgrade !== undefined) throw new HttpFramingError(400, "duplicate upgrade");
-        upgrade = value;
+        upgrade = trimOws(line.slice(colon + 1));
         continue;
     }
     if (isOwnedHeader(name)) continue;

@@ -24,6 +24,7 @@ type State =
   | { at: "raw" };
 
 const STATUS_LINE = /^HTTP\/1\.[01] ([1-9][0-9]{2})(?: |$)/;
+const FRAMING = /\r\n(content-length|transfer-encoding)[ \t]*:([^\r]*)/gi;
 
 export class ResponseTracker {
   private state: State = { at: "head" };
@@ -113,17 +114,16 @@ export class ResponseTracker {
     let length: number | undefined;
     let chunked = false;
     let close = false;
-    for (const line of text.split("\r\n").slice(1)) {
-      const colon = line.indexOf(":");
-      const name = line.slice(0, colon).toLowerCase();
-      if (name === "content-length") {
-        const value = line.slice(colon + 1).trim();
+    // Only the two framing fields matter: one regex pass instead of splitting every line.
+    FRAMING.lastIndex = 0;
+    for (let m = FRAMING.exec(text); m; m = FRAMING.exec(text)) {
+      const value = m[2].trim();
+      if (m[1].length === 14) {
         if (!/^[0-9]{1,15}$/.test(value) || (length !== undefined && length !== Number(value)))
           throw new ResponseFramingError("bad response content-length");
         length = Number(value);
-      } else if (name === "transfer-encoding") {
-        const codings = line.slice(colon + 1).split(",");
-        chunked = codings.at(-1)?.trim().toLowerCase() === "chunked";
+      } else {
+        chunked = value.split(",").at(-1)?.trim().toLowerCase() === "chunked";
         close = !chunked;
       }
     }

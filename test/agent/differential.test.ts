@@ -230,3 +230,21 @@ for (const c of HOSTILE_CORPUS) {
     }
   });
 }
+
+test("differential: the client's FIN while an upgrade is undecided waits for the held requests", async () => {
+  const c = HOSTILE_CORPUS.find((h) => h.name.startsWith("Upgrade the backend declines"));
+  assert.ok(c);
+  const port = agent.ports.exposes.find((e) => e.name === "go")?.listenPort ?? 0;
+  const mark = records.length;
+  const { answer, closed } = await send(port, Buffer.from(c.wire, "latin1"), false, () => true);
+  assert.ok(closed);
+  for (let i = 0; i < 100 && records.length - mark < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(
+    records.slice(mark).map((r) => [r.uri, r.header["X-Forwarded-For"]]),
+    [
+      ["/ws", [CLIENT]],
+      ["/second", [CLIENT]],
+    ],
+  );
+  assert.equal(answer.match(/^HTTP\/1\.1 200 /gm)?.length, 2, answer);
+});
