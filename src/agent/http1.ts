@@ -22,8 +22,11 @@ const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
  * absolute-form and authority-form are checked below.
  */
 const REQUEST_LINE = new RegExp(`^(${TCHAR}+) ([\\x21\\x22\\x24-\\x7e]+) HTTP/1\\.([01])$`);
-/** All field lines of a head, each followed by CRLF: tchar name, colon, value. */
-const FIELD_LINES = new RegExp(`^(?:${TCHAR}+:[\\t\\x20-\\x7e\\x80-\\xff]*\\r\\n)*$`);
+/** The field lines of a head (sticky, from after the request line): tchar name, colon, value; CRLF between. */
+const FIELD_LINES = new RegExp(
+  `(?:${TCHAR}+:[\\t\\x20-\\x7e\\x80-\\xff]*\\r\\n)*${TCHAR}+:[\\t\\x20-\\x7e\\x80-\\xff]*$`,
+  "y",
+);
 /** Host: uri-host [ ":" port ] (RFC 3986 reg-name or IP-literal). */
 const HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?$/;
 const QUOTED = '"(?:[\\t \\x21\\x23-\\x5b\\x5d-\\x7e\\x80-\\xff]|\\\\[\\t\\x20-\\x7e\\x80-\\xff])*"';
@@ -112,7 +115,8 @@ export function rewriteRequestHead(text: string, clientIp: string | undefined, p
   const lines = text.split("\r\n");
   // Every field line at once (one linear regex pass; the per-line work below then needs no checks).
   const firstEnd = lines[0].length;
-  if (firstEnd < text.length && !FIELD_LINES.test(`${text.slice(firstEnd + 2)}\r\n`)) {
+  FIELD_LINES.lastIndex = firstEnd + 2;
+  if (firstEnd < text.length && !FIELD_LINES.test(text)) {
     for (let i = 1; i < lines.length; i++) parseFieldLine(lines[i]); // throws the precise error
     throw new HttpFramingError(400, "bad header line");
   }

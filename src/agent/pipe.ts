@@ -46,6 +46,9 @@ type State =
   | { at: "raw" }
   | { at: "failed" };
 
+const CRLFCRLF = Buffer.from("\r\n\r\n");
+const CRLF = Buffer.from("\r\n");
+
 /** Bytes held from a client while its upgrade request waits for the backend's answer, before it is paused. */
 export const MAX_HELD_BYTES = 64 * 1024;
 
@@ -158,7 +161,7 @@ export class RequestFramer {
           this.inHead = true;
           this.onHeadStart?.();
         }
-        const end = data.indexOf("\r\n\r\n", 0, "latin1");
+        const end = data.indexOf(CRLFCRLF);
         if (end < 0) {
           if (data.length > MAX_HEAD_BYTES) throw new HttpFramingError(431, "request head too large");
           if (badLineBytes(data)) throw new HttpFramingError(400, "bare CR, LF or NUL in request head");
@@ -188,7 +191,7 @@ export class RequestFramer {
       }
       // chunk-size and trailer lines, CRLF-terminated: a bare CR or LF fails their syntax
       const limit = s.at === "chunk-size" ? MAX_CHUNK_LINE : MAX_HEAD_BYTES - s.bytes;
-      const eol = data.indexOf("\r\n", 0, "latin1");
+      const eol = data.indexOf(CRLF);
       if (eol < 0 || eol > limit) {
         if (data.length > limit) throw new HttpFramingError(400, "chunk or trailer line too long");
         if (badLineBytes(data)) throw new HttpFramingError(400, "bare CR, LF or NUL in chunk line");

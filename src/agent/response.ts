@@ -9,10 +9,9 @@ export const MAX_RESPONSE_HEAD = 64 * 1024;
 
 export class ResponseFramingError extends Error {}
 
-interface Outstanding {
-  headMethod: boolean;
-  upgrade: boolean;
-}
+/** An unanswered request, as bits (no object per request): its response has no body, or it asked to upgrade. */
+const HEAD_METHOD = 1;
+const UPGRADE = 2;
 
 type State =
   | { at: "head" }
@@ -24,18 +23,20 @@ type State =
   | { at: "raw" };
 
 const STATUS_LINE = /^HTTP\/1\.[01] ([1-9][0-9]{2})(?: |$)/;
+const CRLFCRLF = Buffer.from("\r\n\r\n");
+const CRLF = Buffer.from("\r\n");
 const FRAMING = /\r\n(content-length|transfer-encoding)[ \t]*:([^\r]*)/gi;
 
 export class ResponseTracker {
   private state: State = { at: "head" };
   private pending: Buffer | undefined;
-  private readonly outstanding: Outstanding[] = [];
+  private readonly outstanding: number[] = [];
   /** Called once the backend's answer to a forwarded upgrade request is known. */
   onUpgrade?: (switched: boolean) => void;
 
   /** A request head was forwarded (in order). */
   sent(headMethod: boolean, upgrade: boolean): void {
-    this.outstanding.push({ headMethod, upgrade });
+    this.outstanding.push((headMethod ? HEAD_METHOD : 0) | (upgrade ? UPGRADE : 0));
   }
 
   /** Nothing forwarded is still unanswered, and no response is half read. */
@@ -62,7 +63,7 @@ export class ResponseTracker {
           continue;
         }
         case "head": {
-          const end = data.indexOf("\r\n\r\n", 0, "latin1");
+          const end = data.indexOf(CRLFCRLF);
           if (end < 0) {
             if (data.length > MAX_RESPONSE_HEAD) throw new ResponseFramingError("response head too large");
             this.pending = Buffer.from(data);
@@ -74,7 +75,7 @@ export class ResponseTracker {
         }
         default: {
           // chunk-size and trailer lines
-          const eol = data.indexOf("\r\n", 0, "latin1");
+          const eol = data.indexOf(CRLF);
           if (eol < 0) {
             if (data.length > MAX_RESPONSE_HEAD) throw new ResponseFramingError("response chunk line too long");
             this.pending = Buffer.from(data);
@@ -98,9 +99,9 @@ export class ResponseTracker {
     const status = STATUS_LINE.exec(text);
     if (!status) throw new ResponseFramingError("bad response status line");
     const code = Number(status[1]);
-    const request = this.outstanding[0];
+    const request = this.outstanding[0] ?? 0;
     if (code === 101) {
-      if (!request?.upgrade) throw new ResponseFramingError("101 without an upgrade request");
+      if (!(request & UPGRADE)) throw new ResponseFramingError("101 without an upgrade request");
       this.outstanding.shift();
       this.state = { at: "raw" };
       this.onUpgrade?.(true);
@@ -108,9 +109,9 @@ export class ResponseTracker {
     }
     if (code < 200) return; // 100, 102, 103: the final answer follows
     this.outstanding.shift();
-    if (request?.upgrade) this.onUpgrade?.(false);
+    if (request & UPGRADE) this.onUpgrade?.(false);
     // RFC 9112 §6.3: no body after HEAD, 204 and 304; then Transfer-Encoding, Content-Length, or until close.
-    if (request?.headMethod || code === 204 || code === 304) return;
+    if (request & HEAD_METHOD || code === 204 || code === 304) return;
     let length: number | undefined;
     let chunked = false;
     let close = false;
