@@ -222,6 +222,16 @@ for (const c of HOSTILE_CORPUS) {
           c.requests,
           `${where}: ${JSON.stringify(parsed)} answer ${JSON.stringify(answer)}`,
         );
+        if (c.verdict === "reject") {
+          // The agent's own answer closes the connection, after the answers to what came before; only an
+          // error inside a forwarded chunked body cuts the connection without one.
+          const refused =
+            /(^|\n)HTTP\/1\.1 (400|431|501) [^\r]*\r\n[\s\S]*connection: close\r\n\r\n(501 Not Implemented\n)?$/.test(
+              answer,
+            );
+          const midBody = answer === "" && /transfer-encoding: chunked\r\n/i.test(c.wire);
+          assert.ok(refused || midBody, `${where}: answer ${JSON.stringify(answer)}`);
+        }
         if (c.verdict === "pass") {
           assert.equal(parsed.length, complete.length, where);
           assert.doesNotMatch(answer, /^HTTP\/1\.1 [45]\d\d /m, where);
