@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { parentObject } from "../fixtures/hooks.js";
-import { versions } from "./bins.js";
+import { requireBins, versions } from "./bins.js";
 import { echoFrom } from "./echo.js";
 import type { Host } from "./net.js";
 import { API, podRunnerFor, type RealOperator, startOperator, tailnetSpec } from "./operator.js";
@@ -37,6 +37,7 @@ describe(`the oldest supported tailscale image (${OLDEST_IMAGE}) on the real tai
   const readyChecks: { flowed: boolean; detail: string }[] = [];
 
   before(async () => {
+    requireBins(["containerbootOldest", "tailscaledOldest", "tailscaleOldest"]);
     world = await startRealWorld({ id: "oldest" });
     const base = tailnetSpec(world);
     op = await startOperator(world, {
