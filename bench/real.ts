@@ -1,7 +1,7 @@
 /**
  * The real data path (issue 14 § 5), in the real world of test/real: the operator's own egress and
- * ingress pods run by the pod runner (containerboot + tailscaled v1.102.3 + the agent) against the
- * real Headscale 0.29.2 and the real db-1 peer (TCP echo on 5432), all in test namespaces on one
+ * ingress pods run by the pod runner (containerboot + tailscaled v1.102.5 + the agent) against the
+ * real Headscale 0.29.3 and the real db-1 peer (TCP echo on 5432), all in test namespaces on one
  * bridge — nothing leaves the machine.
  * - Egress: bytes/s (4 connections echoing 64 KiB writes) and connect latency (connect + 1-byte echo,
  *   sequential) from a client inside the agent pod's own namespace through the agent's listener

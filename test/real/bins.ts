@@ -11,6 +11,8 @@ export const versions = JSON.parse(readFileSync(join(REPO, "src", "real-versions
   headscale: string;
   tailscale: string;
   coredns: string;
+  /** The oldest tailscale image docs/OPERATIONS.md claims to support (booted by oldest.test.ts). */
+  tailscaleOldest: string;
 };
 const cache = join(REPO, ".cache", "real");
 
@@ -20,6 +22,9 @@ export const bins = {
   tailscale: join(cache, `tailscale-${versions.tailscale}`, "tailscale"),
   containerboot: join(cache, `tailscale-${versions.tailscale}`, "containerboot"),
   coredns: join(cache, `coredns-${versions.coredns}`, "coredns"),
+  tailscaledOldest: join(cache, `tailscale-${versions.tailscaleOldest}`, "tailscaled"),
+  tailscaleOldest: join(cache, `tailscale-${versions.tailscaleOldest}`, "tailscale"),
+  containerbootOldest: join(cache, `tailscale-${versions.tailscaleOldest}`, "containerboot"),
   /** Node 22 from the devDependency, for the small helper processes run inside a host (echo servers). */
   node: join(REPO, "node_modules", ".bin", "node"),
 } as const;

@@ -1,8 +1,8 @@
 /**
  * TailnetEgress in the real world (issue 14 § Egress, § Restarts): the real hook server and the
  * Metacontroller loop return the agent's children, and the pod runner (pods.ts) runs the agent pod
- * the Deployment describes — containerboot + tailscaled + tailscale v1.102.3 and the operator's own
- * agent — in its own namespace on the test bridge, against the real Headscale 0.29.2. A workload
+ * the Deployment describes — containerboot + tailscaled + tailscale v1.102.5 and the operator's own
+ * agent — in its own namespace on the test bridge, against the real Headscale 0.29.3. A workload
  * process in a namespace of its own dials the target Services (pod IP : target port, no kube-proxy):
  * - db-1:5432 by MagicDNS name and by its tailnet IP, 192.168.10.5 through the real subnet router;
  * - Ready=True is never reported while the bytes do not flow (checked at every step of the loop);

@@ -1,7 +1,7 @@
 /**
- * A replicated TailnetGateway (spec.replicas 2) in the real world: two gateway pods (containerboot v1.102.3
- * userspace subnet routers + CoreDNS 1.12.4) from the pod runner register with the one reusable bootstrap
- * key against the real Headscale 0.29.2; the operator approves the route on both nodes; Headscale serves
+ * A replicated TailnetGateway (spec.replicas 2) in the real world: two gateway pods (containerboot v1.102.5
+ * userspace subnet routers + CoreDNS 1.14.7) from the pod runner register with the one reusable bootstrap
+ * key against the real Headscale 0.29.3; the operator approves the route on both nodes; Headscale serves
  * it through exactly one primary (hscontrol/state/node_store.go electPrimaryRoutes), and when the primary
  * pod's tailscale dies Headscale fails the route over to the node still online while the gateway stays Ready.
  * Same containment as test/real/gateway.test.ts: network namespaces on the test bridge only.

@@ -1,8 +1,8 @@
 /**
  * TailnetGateway in the real world (issue 14 § Gateway, § Restarts): the hook server returns the
  * gateway's children through the Metacontroller loop and the pod runner (pods.ts) runs its pod —
- * containerboot v1.102.3 as a userspace subnet router and CoreDNS 1.12.4 serving the derived zone —
- * against the real Headscale 0.29.2.
+ * containerboot v1.102.5 as a userspace subnet router and CoreDNS 1.14.7 serving the derived zone —
+ * against the real Headscale 0.29.3.
  *
  * How the test network stands in for a cluster:
  * - the gateway advertises the Service network 10.96.0.0/12 (the emulator hands out ClusterIPs

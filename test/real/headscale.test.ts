@@ -1,5 +1,5 @@
 /**
- * The fake Headscale (test/fakes/headscale) held to the real Headscale 0.29.2, side by side: the same
+ * The fake Headscale (test/fakes/headscale) held to the real Headscale 0.29.3, side by side: the same
  * requests, in the same order, to a fresh real server (PostgreSQL, database policy mode, no policy yet)
  * and a fresh fake, and the answers compared — status, and body with the volatile parts (timestamps,
  * key secrets) masked. Every real JSON answer also passes the tightened Swagger contract the fake is
@@ -99,7 +99,7 @@ async function same(c: Case): Promise<Answer> {
 const policy = (p: unknown) => ({ policy: typeof p === "string" ? p : JSON.stringify(p) });
 const accept = { action: "accept", src: ["*"], dst: ["*:*"] };
 
-describe("the fake Headscale answers as the real 0.29.2", { concurrency: false }, () => {
+describe("the fake Headscale answers as the real 0.29.3", { concurrency: false }, () => {
   it("an empty server: health, no policy stored, no nodes, no users, a bad key", async () => {
     await same({ method: "GET", path: "/health", template: null });
     const none = await same({ method: "GET", path: "/api/v1/policy", template: "/api/v1/policy" });

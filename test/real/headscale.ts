@@ -1,11 +1,11 @@
 /**
- * The real Headscale (v0.29.2, built by scripts/real-deps.sh) in a namespace of its own on the test
+ * The real Headscale (v0.29.3, built by scripts/real-deps.sh) in a namespace of its own on the test
  * bridge, serving HTTPS with a certificate from a test CA (the same CA the Tailnet's caSecretRef
  * carries), its embedded DERP and STUN on its bridge address, and no way out: no public DERP map, no
  * update checks, no logtail, no global nameservers. SQLite by default; PostgreSQL from Debian for the
  * fault rows (stopDatabase / startDatabase).
  *
- * Config keys checked against config-example.yaml and hscontrol/types/config.go of v0.29.2:
+ * Config keys checked against config-example.yaml and hscontrol/types/config.go of v0.29.3:
  * - dns.override_local_dns must be false when dns.nameservers.global is empty (config.go: "Fatal config
  *   error: dns.nameservers.global must be set when dns.override_local_dns is true");
  * - dns.extra_records and dns.extra_records_path are mutually exclusive; we use the path (a JSON list);

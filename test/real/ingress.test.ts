@@ -1,8 +1,8 @@
 /**
  * TailnetIngress in the real world (issue 14 § Ingress tcp and http): the hooks return the agent's
- * children and the pod runner runs them (containerboot + tailscaled v1.102.3 serving the tailnet port
+ * children and the pod runner runs them (containerboot + tailscaled v1.102.5 serving the tailnet port
  * to the agent, the operator's agent forwarding to the backend Service) against the real Headscale
- * 0.29.2. The backend is a process in a workload namespace behind a Service; the clients are real
+ * 0.29.3. The backend is a process in a workload namespace behind a Service; the clients are real
  * tailnet peers reaching the agent node through their own tailscaled (SOCKS5):
  * - tcp: the laptop (alice, group:eng) gets its bytes echoed by the backend, by IP and by MagicDNS name;
  * - http: TLS ends on the agent with the Secret's certificate, the client verifies it against the CA

@@ -1,10 +1,10 @@
 /**
  * Tailnet peers: a real tailscaled (userspace networking, no TUN) per host, joined to the real
- * Headscale with a pre-auth key made by its CLI. Flags checked against tailscale v1.102.3:
+ * Headscale with a pre-auth key made by its CLI. Flags checked against tailscale v1.102.5:
  * cmd/tailscaled/tailscaled.go (--tun, --statedir, --state, --socket, --no-logs-no-support, --port),
  * cmd/tailscaled/proxy.go (--socks5-server), cmd/tailscale/cli/up.go (--login-server, --auth-key,
  * --hostname, --advertise-routes, --accept-routes, --timeout).
- * Headscale 0.29.2 (cmd/headscale/cli/preauthkeys.go): `preauthkeys create --user <numeric id>` for a
+ * Headscale 0.29.3 (cmd/headscale/cli/preauthkeys.go): `preauthkeys create --user <numeric id>` for a
  * user's key, `--tags tag:a,tag:b` for a tagged key with no user (hscontrol/grpcv1.go CreatePreAuthKey);
  * a tagged node gets its key's tags — it must not pass --advertise-tags as well (0.29 refuses both).
  * tailscaled trusts the test CA through SSL_CERT_FILE (Go's crypto/x509 on Linux).

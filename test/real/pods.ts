@@ -23,7 +23,7 @@
  * (automountServiceAccountToken, else the ServiceAccount's, else true) — or through a projected volume.
  * Images: tailscale/tailscale → containerboot (tailscaled, tailscale on PATH), coredns/coredns →
  * coredns, the operator image → `tailnet-operator` (node + tsx + src/cli.ts); an image whose tag is not
- * the version built in .cache/real is an ErrImageMismatch (a failure). restartPolicy Always with a
+ * a version built in .cache/real (tailscale: the pin or `tailscaleOldest`) is an ErrImageMismatch (a failure). restartPolicy Always with a
  * restart counter and doubling backoff; readiness/liveness probes (httpGet/tcpSocket/exec) polled from
  * the test process (the node) against the pod IP.
  */
@@ -987,17 +987,21 @@ export function mapImage(image: string, strict: boolean): ImageMapping {
       );
   };
   if (/(^|\/)tailscale\/tailscale$/.test(repo)) {
-    want(versions.tailscale);
-    const dir = dirname(bins.containerboot);
+    // the oldest image the docs claim to support is built too (a TailnetProxyClass picks it)
+    const oldest = tag === versions.tailscaleOldest;
+    if (!oldest) want(versions.tailscale);
+    const b = oldest
+      ? { containerboot: bins.containerbootOldest, tailscaled: bins.tailscaledOldest, tailscale: bins.tailscaleOldest }
+      : bins;
     return {
       entrypoint: ["/usr/local/bin/containerboot"],
       cmd: [],
       paths: {
-        "/usr/local/bin/containerboot": bins.containerboot,
-        "/usr/local/bin/tailscaled": bins.tailscaled,
-        "/usr/local/bin/tailscale": bins.tailscale,
+        "/usr/local/bin/containerboot": b.containerboot,
+        "/usr/local/bin/tailscaled": b.tailscaled,
+        "/usr/local/bin/tailscale": b.tailscale,
       },
-      path: `${dir}:${SYSTEM_PATH}`,
+      path: `${dirname(b.containerboot)}:${SYSTEM_PATH}`,
     };
   }
   if (/(^|\/)coredns\/coredns$/.test(repo)) {

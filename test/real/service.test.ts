@@ -1,7 +1,7 @@
 /**
  * Annotated Services in the real world (issue 19 item 1): annotating a Service
  * (`tailnet.internal/expose=true`) makes it reachable from the laptop through the real Headscale
- * 0.29.2 and tailscaled v1.102.3 — the DecoratorController attaches a TailnetIngress, whose agent pod the
+ * 0.29.3 and tailscaled v1.102.5 — the DecoratorController attaches a TailnetIngress, whose agent pod the
  * pod runner runs — and the Service reports Ready only once the laptop's bytes flow. Removing the
  * annotation removes the exposure: the ingress's finalize deletes its node from the real Headscale and
  * the laptop can no longer reach it.

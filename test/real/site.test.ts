@@ -1,5 +1,5 @@
 /**
- * TailnetSite against the real world (issue 14 § Site): the real Headscale 0.29.2, the real subnet
+ * TailnetSite against the real world (issue 14 § Site): the real Headscale 0.29.3, the real subnet
  * router (tailscaled advertising 192.168.10.0/24 in front of 192.168.10.5) and real clients. The site
  * and the Tailnet (Apply) are driven through the Metacontroller loop; no pod runs (a site has no
  * children). What is proven here:

@@ -1,5 +1,5 @@
 /**
- * The Tailnet against the REAL Headscale 0.29.2 (PostgreSQL-backed, TLS from a test CA that the
+ * The Tailnet against the REAL Headscale 0.29.3 (PostgreSQL-backed, TLS from a test CA that the
  * Tailnet's caSecretRef carries), driven through the Metacontroller emulator and the real hook server:
  * the rendered policy is accepted (policy/check, then one PUT), Headscale really auto-approves the
  * router's route from the rendered autoApprovers, a policy edited behind the operator's back with the
@@ -139,7 +139,7 @@ after(async () => {
   console.log(`# real Tailnet suite took ${Date.now() - suiteStart} ms`);
 });
 
-describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, () => {
+describe("Tailnet against the real Headscale 0.29.3", { concurrency: false }, () => {
   it("Apply: the render passes the real policy/check, is PUT once, and Headscale auto-approves the site's route", async () => {
     // Before: the router advertises the prefix, nobody approved it (the base policy has no autoApprovers).
     const before = await node("router");
@@ -334,7 +334,7 @@ describe("Tailnet against the real Headscale 0.29.2", { concurrency: false }, ()
       const r = condition("ApiReachable");
       assert.equal(r.status, "False");
       assert.equal(r.reason, "Unhealthy", r.message);
-      // Real 0.29.2 with PostgreSQL down: /health answers 500 {"status":"fail"} (hscontrol/handlers.go
+      // Real 0.29.3 with PostgreSQL down: /health answers 500 {"status":"fail"} (hscontrol/handlers.go
       // HealthHandler pings the database) and every API call 401, since no key can be looked up.
       // The key is not at fault: Unknown/Error, never Rejected, and no advice to mint a new key.
       const key = condition("ApiKeyValid");
