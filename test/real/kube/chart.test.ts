@@ -11,7 +11,7 @@ import { after, before, describe, it } from "node:test";
 import { chartDir, helm, helmBinary, templateArgs } from "../../chart/helm.js";
 import { applyClean, ensureNamespace } from "./apply.js";
 import { type Cluster, startCluster } from "./cluster.js";
-import { metacontrollerCrds, prometheusCrds } from "./foreign-crds.js";
+import { metacontrollerCrds, monitoringCrds } from "./foreign-crds.js";
 
 let cluster: Cluster;
 const NS = "tailnet-system";
@@ -59,7 +59,7 @@ async function podsReady(want: number): Promise<string[]> {
 describe("the Helm chart on a real API server", { timeout: 300_000 }, () => {
   before(async () => {
     cluster = await startCluster();
-    applyClean(cluster, [...metacontrollerCrds, ...prometheusCrds]);
+    applyClean(cluster, [...metacontrollerCrds, ...monitoringCrds]);
     cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]);
     ensureNamespace(cluster, NS, { "pod-security.kubernetes.io/enforce": "restricted" });
   });

@@ -48,7 +48,11 @@ function crd(kind: string, plural: string, spec: Schema) {
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
-    metadata: { name: `${plural}.metacontroller.k8s.io` },
+    // *.k8s.io groups are protected: the API server wants this annotation, as upstream's CRD carries it.
+    metadata: {
+      name: `${plural}.metacontroller.k8s.io`,
+      annotations: { "api-approved.kubernetes.io": "unapproved, request not yet submitted" },
+    },
     spec: {
       group: "metacontroller.k8s.io",
       names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
@@ -108,25 +112,27 @@ export const metacontrollerCrds = [
 ];
 
 /**
- * The Prometheus Operator kinds the monitoring component and the chart's monitoring values create
- * (PodMonitor, ServiceMonitor, PrometheusRule, monitoring.coreos.com/v1). Stand-ins only: their spec
- * keeps unknown fields, so these tests check that the objects are accepted (kind, version, metadata),
- * not the Prometheus Operator's schema.
+ * The monitoring kinds the monitoring component and the chart's monitoring values create: the
+ * Prometheus Operator's PodMonitor, ServiceMonitor and PrometheusRule (monitoring.coreos.com/v1) and
+ * the Grafana Operator's GrafanaDashboard (grafana.integreatly.org/v1beta1). Stand-ins only: their
+ * spec keeps unknown fields, so these tests check that the objects are accepted (kind, version,
+ * metadata), not those operators' schemas.
  */
-export const prometheusCrds = (
+export const monitoringCrds = (
   [
-    ["PodMonitor", "podmonitors"],
-    ["ServiceMonitor", "servicemonitors"],
-    ["PrometheusRule", "prometheusrules"],
+    ["monitoring.coreos.com", "v1", "PodMonitor", "podmonitors"],
+    ["monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors"],
+    ["monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules"],
+    ["grafana.integreatly.org", "v1beta1", "GrafanaDashboard", "grafanadashboards"],
   ] as const
-).map(([kind, plural]) => ({
+).map(([group, version, kind, plural]) => ({
   apiVersion: "apiextensions.k8s.io/v1",
   kind: "CustomResourceDefinition",
-  metadata: { name: `${plural}.monitoring.coreos.com` },
+  metadata: { name: `${plural}.${group}` },
   spec: {
-    group: "monitoring.coreos.com",
+    group,
     names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
     scope: "Namespaced",
-    versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: obj({ spec: open }) } }],
+    versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: obj({ spec: open }) } }],
   },
 }));

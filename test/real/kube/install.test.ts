@@ -12,7 +12,7 @@ import { parseObjects } from "../../chart/helm.js";
 import { REPO } from "../bins.js";
 import { apply, applyClean, ensureNamespace } from "./apply.js";
 import { type Cluster, startCluster } from "./cluster.js";
-import { metacontrollerCrds, prometheusCrds } from "./foreign-crds.js";
+import { metacontrollerCrds, monitoringCrds } from "./foreign-crds.js";
 import { podFrom } from "./pods.js";
 
 let cluster: Cluster;
@@ -22,7 +22,7 @@ const overlays = readdirSync(join(REPO, "manifests", "overlays")).sort();
 describe("the install on a real API server", { timeout: 300_000 }, () => {
   before(async () => {
     cluster = await startCluster();
-    applyClean(cluster, [...metacontrollerCrds, ...prometheusCrds]);
+    applyClean(cluster, [...metacontrollerCrds, ...monitoringCrds]);
     cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]);
   });
   after(async () => {
@@ -74,8 +74,12 @@ describe("the install on a real API server", { timeout: 300_000 }, () => {
   });
 
   describe("a namespace `edit` user (docs/security.md, RBAC)", () => {
-    const can = (verb: string, resource: string, ns = "team") =>
-      cluster.tryKubectl(["auth", "can-i", verb, resource, ...(ns ? ["-n", ns] : [])], { as: "user" }).stdout.trim();
+    /** `kubectl auth can-i` as jane; `resource/sub` asks about the subresource (not an object named sub). */
+    const can = (verb: string, resource: string, ns = "team") => {
+      const [res, sub] = resource.split("/");
+      const args = ["auth", "can-i", verb, res, "-n", ns, ...(sub ? [`--subresource=${sub}`] : [])];
+      return cluster.tryKubectl(args, { as: "user" }).stdout.trim();
+    };
     before(() => {
       ensureNamespace(cluster, "team");
       cluster.grantEdit("team");
