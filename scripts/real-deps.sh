@@ -52,7 +52,7 @@ built() { # <dir> <binaries...>: all there already?
   shift
   for b in "$@"; do [ -x "$dir/$b" ] || return 1; done
 }
-wrapped() { # <dir> <go.mod lines> <packages the wrapper imports> <binary=package...>
+wrapped() { # <dir> <go.mod lines> <packages the wrapper imports> <binary=package...>; $ldflags if set
   local dir="$cache/$1" modlines="$2" imports="$3" t0=$SECONDS b
   shift 3
   echo "real-deps: building $* in a wrapper module"
@@ -64,7 +64,7 @@ wrapped() { # <dir> <go.mod lines> <packages the wrapper imports> <binary=packag
     export GOWORK=off
     go mod tidy
     for b in "$@"; do
-      go build -o "$dir/${b%%=*}.tmp" "${b#*=}"
+      go build -ldflags="${ldflags:-}" -o "$dir/${b%%=*}.tmp" "${b#*=}"
       mv "$dir/${b%%=*}.tmp" "$dir/${b%%=*}"
     done
   )
@@ -73,11 +73,19 @@ wrapped() { # <dir> <go.mod lines> <packages the wrapper imports> <binary=packag
 built "etcd-$etcd" etcd ||
   wrapped "etcd-$etcd" "require go.etcd.io/etcd/server/v3 $etcd" go.etcd.io/etcd/server/v3/etcdmain \
     etcd=go.etcd.io/etcd/server/v3
-if ! built "kubernetes-$kubernetes" kube-apiserver kube-controller-manager; then
+# The version is stamped at link time as kubernetes' own build does (hack/lib/version.sh): unstamped,
+# the server says v0.0.0-master and `helm install` refuses a chart with a kubeVersion constraint.
+if ! built "kubernetes-$kubernetes" kube-apiserver kube-controller-manager ||
+  ! "$cache/kubernetes-$kubernetes/kube-apiserver" --version | grep -qx "Kubernetes $kubernetes"; then
   # Each k8s.io/* staging module points at its published twin: k8s.io/kubernetes v1.35.4 -> v0.35.4.
   kgomod=$(go mod download -json "k8s.io/kubernetes@$kubernetes" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
   staging=$(sed -n 's|^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/.*|replace \1 => \1 v0.'"${kubernetes#v1.}"'|p' "$kgomod")
-  wrapped "kubernetes-$kubernetes" "require k8s.io/kubernetes $kubernetes
+  minor=${kubernetes#v1.}
+  ldflags=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$kubernetes -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor%%.*} -X $pkg.gitTreeState=clean"
+  done
+  ldflags=$ldflags wrapped "kubernetes-$kubernetes" "require k8s.io/kubernetes $kubernetes
 $staging" "k8s.io/kubernetes/cmd/kube-apiserver/app k8s.io/kubernetes/cmd/kube-controller-manager/app" \
     kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager
 fi

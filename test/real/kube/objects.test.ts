@@ -42,10 +42,9 @@ describe("our objects on a real API server", { timeout: 600_000 }, () => {
     applyClean(cluster, cluster.kubectl(["kustomize", "manifests/crds"]));
     cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]);
     const namespaces = namespacesOf([...all.flatMap((e) => e.inputs), ...documentedObjects().map((d) => d.object)]);
-    for (const ns of namespaces) ensureNamespace(cluster, ns);
-    // As manifests/base/namespace.yaml labels the operator's namespace (the gateway runs there).
-    ensureNamespace(cluster, "tailnet-system", { "pod-security.kubernetes.io/enforce": "restricted" });
-    ensureNamespace(cluster, "restricted", { "pod-security.kubernetes.io/enforce": "restricted" });
+    // Every namespace at PodSecurity `restricted`, as manifests/base/namespace.yaml labels the
+    // operator's own (the gateway runs there): the rendered pods must be admitted wherever they land.
+    for (const ns of namespaces) ensureNamespace(cluster, ns, { "pod-security.kubernetes.io/enforce": "restricted" });
   });
   after(async () => {
     await cluster?.stop();
@@ -97,17 +96,23 @@ describe("our objects on a real API server", { timeout: 600_000 }, () => {
           ...c,
           metadata: { ...c.metadata, ownerReferences: [owner] },
         }));
+        // Examples share names (ingress, ingress-ha and service all render monitoring/grafana-agent),
+        // and a Deployment's selector (which carries the owner's uid) is immutable: start afresh.
+        for (const d of children.filter((c) => c.kind === "Deployment")) {
+          const where = ["-n", d.metadata.namespace ?? "default"];
+          cluster.kubectl(["delete", "deployment", d.metadata.name, ...where, "--ignore-not-found", "--wait=true"]);
+        }
         const r = apply(cluster, children);
         assert.ok(r.status === 0 && r.warnings.length === 0, `${g.kind}/${g.name}:\n${r.stderr}`);
       }
     });
   }
 
-  it("every pod the operator renders is admitted by PodSecurity `restricted`", () => {
+  it("every pod the operator renders is admitted by PodSecurity `restricted` in its own namespace", () => {
     const refused: string[] = [];
     for (const { name, golden } of all) {
       for (const d of golden.flatMap((g) => g.children ?? []).filter((c) => c.kind === "Deployment")) {
-        const r = apply(cluster, [podFrom(d, "restricted")], { dryRun: true });
+        const r = apply(cluster, [podFrom(d, d.metadata.namespace ?? "default")], { dryRun: true });
         if (r.status !== 0 || r.warnings.length)
           refused.push(`examples/${name} ${d.metadata.name}: ${r.stderr.trim()}`);
       }
