@@ -13,6 +13,8 @@ headscale=$(pin headscale)
 tailscale=$(pin tailscale)
 tailscale_oldest=$(pin tailscaleOldest)
 coredns=$(pin coredns)
+etcd=$(pin etcd)
+kubernetes=$(pin kubernetes)
 
 if ! command -v go >/dev/null 2>&1; then
   echo "real-deps: Go is missing: install Go >= 1.26 (https://go.dev/doc/install or Debian golang-1.26) to build the real peers" >&2
@@ -59,4 +61,51 @@ for b in tailscaled tailscale containerboot; do
   build "tailscale.com@$tailscale_oldest" "./cmd/$b" "$b" "tailscale-$tailscale_oldest"
 done
 build "github.com/coredns/coredns@v$coredns" . coredns "coredns-$coredns"
-echo "real-deps: ready in .cache/real (headscale $headscale, tailscale $tailscale and $tailscale_oldest, coredns $coredns)"
+# The real Kubernetes control plane (test/real/kube/): etcd at the version kubernetes' go.mod
+# requires, kube-apiserver and kube-controller-manager. Their modules carry `replace => ../x` or
+# `=> ./staging/x` directives that work only inside their own source trees, so they cannot be
+# built in place like the peers above: a small wrapper module made here requires them, and
+# `go mod tidy` resolves the rest from the proxy.
+built() { # <dir> <binaries...>: all there already?
+  local dir="$cache/$1" b
+  shift
+  for b in "$@"; do [ -x "$dir/$b" ] || return 1; done
+}
+wrapped() { # <dir> <go.mod lines> <packages the wrapper imports> <binary=package...>; $ldflags if set
+  local dir="$cache/$1" modlines="$2" imports="$3" t0=$SECONDS b
+  shift 3
+  echo "real-deps: building $* in a wrapper module"
+  mkdir -p "$dir/wrapper"
+  printf 'module tailnet-operator.local/wrapper\n\ngo 1.25\n\n%s\n' "$modlines" >"$dir/wrapper/go.mod"
+  { echo "package main"; echo; for b in $imports; do echo "import _ \"$b\""; done; echo; echo "func main() {}"; } >"$dir/wrapper/main.go"
+  (
+    cd "$dir/wrapper"
+    export GOWORK=off
+    go mod tidy
+    for b in "$@"; do
+      go build -ldflags="${ldflags:-}" -o "$dir/${b%%=*}.tmp" "${b#*=}"
+      mv "$dir/${b%%=*}.tmp" "$dir/${b%%=*}"
+    done
+  )
+  echo "real-deps: ${*%%=*} built in $((SECONDS - t0)) s"
+}
+built "etcd-$etcd" etcd ||
+  wrapped "etcd-$etcd" "require go.etcd.io/etcd/server/v3 $etcd" go.etcd.io/etcd/server/v3/etcdmain \
+    etcd=go.etcd.io/etcd/server/v3
+# The version is stamped at link time as kubernetes' own build does (hack/lib/version.sh): unstamped,
+# the server says v0.0.0-master and `helm install` refuses a chart with a kubeVersion constraint.
+if ! built "kubernetes-$kubernetes" kube-apiserver kube-controller-manager ||
+  ! "$cache/kubernetes-$kubernetes/kube-apiserver" --version | grep -qx "Kubernetes $kubernetes"; then
+  # Each k8s.io/* staging module points at its published twin: k8s.io/kubernetes v1.35.4 -> v0.35.4.
+  kgomod=$(go mod download -json "k8s.io/kubernetes@$kubernetes" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
+  staging=$(sed -n 's|^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/.*|replace \1 => \1 v0.'"${kubernetes#v1.}"'|p' "$kgomod")
+  minor=${kubernetes#v1.}
+  ldflags=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$kubernetes -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor%%.*} -X $pkg.gitTreeState=clean"
+  done
+  ldflags=$ldflags wrapped "kubernetes-$kubernetes" "require k8s.io/kubernetes $kubernetes
+$staging" "k8s.io/kubernetes/cmd/kube-apiserver/app k8s.io/kubernetes/cmd/kube-controller-manager/app" \
+    kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager
+fi
+echo "real-deps: ready in .cache/real (headscale $headscale, tailscale $tailscale and $tailscale_oldest, coredns $coredns, etcd $etcd, kubernetes $kubernetes)"
