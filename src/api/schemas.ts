@@ -191,9 +191,17 @@ export const egressSpec: Schema = obj(
   ["tailnetRef", "targets"],
 );
 
+/** The pre-auth keys the object minted: the only ones whose nodes and keys it may delete or expire. */
+const preAuthKeyIds = arr(str({ pattern: "^[0-9]+$" }), {
+  maxItems: 32,
+  description:
+    "Ids of the pre-auth keys this object minted that a node may still use; finalize and rollouts delete only nodes registered with them and expire only them.",
+});
+
 export const egressStatus: Schema = obj({
   ...commonWorkloadStatus,
   tag: str(),
+  preAuthKeyIds,
   targets: arr(
     obj({
       name: str(),
@@ -241,6 +249,7 @@ export const ingressSpec: Schema = obj(
 export const ingressStatus: Schema = obj({
   ...commonWorkloadStatus,
   tag: str(),
+  preAuthKeyIds,
   dnsName: str(),
   exposes: arr(
     obj({

@@ -299,7 +299,7 @@ describe("responses", () => {
     assert.deepEqual(Object.keys(body), ["relatedResources"]);
     assert.deepEqual(
       body.relatedResources.map((r) => r.resource),
-      ["tailnets", "secrets", "pods", "services"],
+      ["tailnets", "secrets", "namespaces", "pods", "services"],
     );
     assert.deepEqual(body.relatedResources[1].names, ["tailnet-home-credentials"]);
   });

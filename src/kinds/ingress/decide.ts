@@ -14,6 +14,7 @@ import { registeredCondition, tagKnownCondition } from "../shared/agent-conditio
 import { type AuthKeyOutcome, type AuthKeyPlan, decideAuthKey, observedKeys } from "../shared/authkey.js";
 import { type IngressNames, ingressNames, nameConflicts } from "../shared/ingress-names.js";
 import type { ProxyClassSpec } from "../shared/proxy-class.js";
+import { ownKeyIds, recordedKeyIds, type TenancyReason } from "../shared/tenancy.js";
 import { effectiveTag, type TailnetSettings } from "../shared/workload.js";
 import type { ScrapeResult } from "../types.js";
 import { backendsCondition } from "./backends.js";
@@ -29,7 +30,7 @@ import { tlsCondition } from "./tls.js";
  */
 export type TailnetView =
   | { ok: true; settings: TailnetSettings; loginServer: string; ca?: string; proxyClass?: ProxyClassSpec }
-  | { ok: false; reason: "NoAPIKey" | "ProxyClassMissing"; message: string; settings: TailnetSettings }
+  | { ok: false; reason: "NoAPIKey" | "ProxyClassMissing" | TenancyReason; message: string; settings: TailnetSettings }
   | { ok: false; reason: "NoTailnet"; message: string };
 
 const settingsOf = (t: TailnetView): TailnetSettings | undefined =>
@@ -86,6 +87,14 @@ export interface IngressStatusFields extends Record<string, unknown> {
   exposes: { name: string; dnsName?: string; dnsAliases: string[]; reachable?: boolean }[];
   /** The nodes carrying the tag, by name; absent while the node list was not read. */
   nodes?: IngressNodeStatus[];
+  /** The pre-auth keys this ingress minted (tenancy.ts): the only ones finalize and rollouts act on. */
+  preAuthKeyIds?: string[];
+}
+
+/** The key ids this ingress minted: status.preAuthKeyIds and its key Secrets (tenancy.ts ownKeyIds). */
+export function ingressOwnKeys(parent: K8sObject, children: readonly K8sObject[], tag: string): Set<string> {
+  const secretIds = observedKeys(children).map((k) => k.keyId);
+  return ownKeyIds(parent, tag, secretIds, undefined);
 }
 
 export interface IngressDecision extends Decision {
@@ -114,7 +123,10 @@ export function planIngress(
   const settings = settingsOf(tailnet);
   const tag = settings ? effectiveTag(facts.parent, settings.tagPrefix) : undefined;
   const write = tailnet.ok && facts.policy?.ok === true && nodes?.ok === true;
-  const superseded = tailnet.ok && tag && nodes?.ok ? supersededNodes(nodes.value, tag, spec.replicas, now) : [];
+  const superseded =
+    tailnet.ok && tag && nodes?.ok
+      ? supersededNodes(nodes.value, tag, ingressOwnKeys(facts.parent, facts.children, tag), spec.replicas, now)
+      : [];
   return { ...(tag ? { tag } : {}), write, authKey: decideAuthKey(facts.children, now), superseded };
 }
 
@@ -334,6 +346,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
           nodes: mine.map((n) => ({ name: nodeLabel(n), addresses: [...n.ipAddresses], online: n.online })),
         }
       : {}),
+    ...recordedIngressKeys(input, tag),
   };
 
   const waiting = tagKnown.status !== "True" || registered.status !== "True" || backends.condition.status !== "True";
@@ -347,4 +360,17 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
     ...(input.authKey.expiresAt ? { authKeyExpiresAt: input.authKey.expiresAt } : {}),
     ...(resyncAfterSeconds === undefined ? {} : { resyncAfterSeconds }),
   };
+}
+
+/**
+ * status.preAuthKeyIds: with a Tailnet, what the ingress minted so far plus the key in use (no key list is read
+ * in sync, so only the cap prunes); without one, as the previous status had it (finalize needs them).
+ */
+function recordedIngressKeys(input: IngressDecideInput, tag: string | undefined): { preAuthKeyIds?: string[] } {
+  if (input.tailnet.ok && tag) {
+    const own = ingressOwnKeys(input.parent, input.children, tag);
+    return { preAuthKeyIds: recordedKeyIds(own, input.authKey.keyId, undefined, undefined) };
+  }
+  const ids = (input.parent.status as { preAuthKeyIds?: unknown } | undefined)?.preAuthKeyIds;
+  return Array.isArray(ids) ? { preAuthKeyIds: ids.filter((x): x is string => typeof x === "string") } : {};
 }

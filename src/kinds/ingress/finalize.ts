@@ -4,8 +4,10 @@
  * `finalized: true`. The status is kept as it was (finalize reports nothing new, publishes no metric).
  */
 import type { ConditionInput } from "../../conditions/condition.js";
+import { objectsOf } from "../../k8s/objects.js";
 import { withdrawResource } from "../../metrics/resource.js";
 import { assembleStatus, previousStatus, resourceId } from "../common.js";
+import { observedKeys } from "../shared/authkey.js";
 import { effectiveTag, resolveWorkload } from "../shared/workload.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../types.js";
 import { cleanupIngress } from "./act.js";
@@ -33,7 +35,7 @@ const qualified = (req: HookRequest) => `${req.parent.metadata.namespace}/${req.
  * own) rather than blocking deletion forever. A Headscale failure retries.
  */
 export async function finalizeIngress(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
-  const workload = resolveWorkload(req, deps);
+  const workload = resolveWorkload(req, deps, { cleanup: true });
   const status = keptStatus(req, deps);
   if (!workload.ok) {
     deps.log.warn(
@@ -44,7 +46,8 @@ export async function finalizeIngress(req: HookRequest, deps: HookDeps): Promise
     return { status, children: [], finalized: true };
   }
   const tag = effectiveTag(req.parent, workload.settings.tagPrefix);
-  const outcome = await cleanupIngress(deps.views.view(workload.conn), tag, deps.now());
+  const secretKeyIds = observedKeys(objectsOf(req.children, "v1", "Secret")).map((k) => k.keyId);
+  const outcome = await cleanupIngress(deps.views.view(workload.conn), req.parent, tag, secretKeyIds, deps.now());
   if (outcome.deletedNodes.length || outcome.expiredKeys.length) {
     deps.log.info(
       { ingress: qualified(req), nodes: outcome.deletedNodes, keys: outcome.expiredKeys },

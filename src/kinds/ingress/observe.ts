@@ -5,12 +5,15 @@
  * key) stays here; decide gets the Tailnet's settings only.
  */
 import { API_VERSION } from "../../api/schemas.js";
-import type { HeadscaleView } from "../../headscale/view.js";
+import type { HsNode } from "../../headscale/types.js";
+import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import { type K8sObject, objectsOf } from "../../k8s/objects.js";
+import { listNames, nodeLabel } from "../shared/agent.js";
 import { lookupProxyClass, type ProxyClassLookup, proxyClassMissingMessage } from "../shared/proxy-class.js";
-import { agentPods, resolveWorkload, type WorkloadContext } from "../shared/workload.js";
+import { explicitTag, foreignCarriers } from "../shared/tenancy.js";
+import { agentPods, effectiveTag, resolveWorkload, type WorkloadContext } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
-import type { IngressFacts, TailnetView } from "./decide.js";
+import { type IngressFacts, ingressOwnKeys, type TailnetView } from "./decide.js";
 import type { IngressSpec } from "./spec.js";
 
 /** What observe hands on: the facts for plan and decide, and the view act writes through (none without a Tailnet). */
@@ -54,10 +57,27 @@ function tailnetView(workload: WorkloadContext, proxyClass: ProxyClassLookup): T
       ...(proxyClass.kind === "found" ? { proxyClass: proxyClass.spec } : {}),
     };
   }
-  if (workload.reason === "NoAPIKey" && workload.settings) {
-    return { ok: false, reason: "NoAPIKey", message: workload.message, settings: workload.settings };
+  if (workload.reason !== "NoTailnet" && workload.settings) {
+    return { ok: false, reason: workload.reason, message: workload.message, settings: workload.settings };
   }
   return { ok: false, reason: "NoTailnet", message: workload.message };
+}
+
+/**
+ * One tag, one owner: an explicit tag carried by a node this ingress did not register (an admin's server)
+ * is refused as TagInUse, before anything is minted or written.
+ */
+function tagOwner(req: HookRequest, tailnet: TailnetView, nodes: Obs<HsNode[]> | undefined): TailnetView {
+  if (!tailnet.ok || !nodes?.ok || explicitTag(req.parent) === undefined) return tailnet;
+  const tag = effectiveTag(req.parent, tailnet.settings.tagPrefix);
+  const foreign = foreignCarriers(nodes.value, tag, ingressOwnKeys(req.parent, observedChildren(req), tag));
+  if (!foreign.length) return tailnet;
+  return {
+    ok: false,
+    reason: "TagInUse",
+    message: `${tag} is carried by ${listNames(foreign.map(nodeLabel))}, which this ingress did not register; a tag has one owner, so nothing is minted for it`,
+    settings: tailnet.settings,
+  };
 }
 
 export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: HookDeps): Promise<IngressObservation> {
@@ -70,7 +90,7 @@ export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: 
     view?.nodes(),
     deps.scraper.scrape(agentPods(req)),
   ]);
-  const tailnet = tailnetView(workload, proxyClass);
+  const tailnet = tagOwner(req, tailnetView(workload, proxyClass), nodes);
   const wantedSecrets = new Set(spec.exposes.flatMap((e) => (e.tlsSecret ? [e.tlsSecret] : [])));
   const tlsSecrets = new Map(
     inNamespace(req, "v1", "Secret")
