@@ -64,7 +64,8 @@ const tailnetRef: Schema = obj({ name: str({ minLength: 1, pattern: DNS1123_SUBD
 });
 const tag: Schema = str({
   pattern: TAG_PATTERN,
-  description: 'Tailnet tag of the agent node; default "<tagPrefix><namespace>-<name>".',
+  description:
+    'Tailnet tag of the agent node; must be granted to the namespace by the Tailnet\'s spec.tenancy.tags (else TagNotGranted) and carried by no node this object did not register (else TagInUse). Default: derived, "<tagPrefix><namespace with each - doubled>-<name>" (a hashed form past 63 characters or for names with dots), needing no grant.',
 });
 const proxyClassName: Schema = str({
   pattern: DNS1123_SUBDOMAIN_PATTERN,
@@ -77,6 +78,47 @@ const aclEntities = (description: string): Schema =>
 const commonWorkloadStatus = {
   observedGeneration: int({ format: "int64" }),
   conditions,
+};
+
+/** A Kubernetes LabelSelector (matchLabels, matchExpressions with In, NotIn, Exists, DoesNotExist). */
+const labelSelector = (description: string): Schema =>
+  obj(
+    {
+      matchLabels: { type: "object", additionalProperties: { type: "string" } },
+      matchExpressions: arr(
+        obj(
+          {
+            key: str({ minLength: 1 }),
+            operator: str({ enum: ["In", "NotIn", "Exists", "DoesNotExist"] }),
+            values: arr(str()),
+          },
+          ["key", "operator"],
+        ),
+      ),
+    },
+    [],
+    { description },
+  );
+
+/** Tailnet.spec.tenancy (src/kinds/shared/tenancy.ts): namespace selection and tag grants. */
+const tenancyProperties: Record<string, Schema> = {
+  namespaceSelector: labelSelector(
+    "Namespaces whose objects may use this Tailnet; unset: every namespace. Others get Ready=False/NamespaceNotAllowed and nothing is minted.",
+  ),
+  tags: arr(
+    obj(
+      {
+        namespaceSelector: labelSelector("Namespaces this grant applies to ({} selects every namespace)."),
+        tags: arr(str({ pattern: TAG_PATTERN }), { minItems: 1, maxItems: 64 }),
+      },
+      ["namespaceSelector", "tags"],
+    ),
+    {
+      maxItems: 64,
+      description:
+        "Explicit tags (spec.tag, the tailnet.internal/tags annotation) each namespace may use; any other explicit tag is refused with TagNotGranted. Derived tags need no grant.",
+    },
+  ),
 };
 
 export const tailnetSpec: Schema = obj(
@@ -141,6 +183,10 @@ export const tailnetSpec: Schema = obj(
     dns: obj({
       baseDomain: str({ description: "Headscale's dns.base_domain." }),
       splitDNS: obj({ domains: arr(str({ minLength: 1 }), { minItems: 1 }) }, ["domains"]),
+    }),
+    tenancy: obj(tenancyProperties, [], {
+      description:
+        "What namespaces may ask of this Tailnet (admin-owned; namespace editors control every field of their egresses and ingresses).",
     }),
   },
   ["headscale"],

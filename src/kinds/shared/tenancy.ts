@@ -65,6 +65,32 @@ export function derivedTag(tagPrefix: string, namespace: string, name: string): 
   return `tag:${prefix}${readable}--${digest}`;
 }
 
+/**
+ * The tag versions before injective derivation gave (namespace, name): `<prefix><namespace>-<name>`,
+ * lower-cased, other characters as "-", cut to 63. Only to recognise an object's own earlier tag.
+ */
+export function legacyDerivedTag(tagPrefix: string, namespace: string, name: string): string {
+  const body = `${tagPrefix.slice(4)}${namespace}-${name}`
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, "-")
+    .slice(0, TAG_BODY_MAX)
+    .replace(/-+$/, "");
+  return `tag:${body}`;
+}
+
+/**
+ * The derived tag of a workload object: the tag an earlier version derived for it, when its status
+ * (written by the operator only: editors cannot write status) still names it — so upgrading renames no
+ * existing agent, gateway or policy entry — else derivedTag.
+ */
+export function objectDerivedTag(parent: K8sObject, tagPrefix: string): string {
+  const namespace = parent.metadata.namespace ?? "";
+  const name = parent.metadata.name;
+  const recorded = rec(parent.status).tag;
+  if (typeof recorded === "string" && recorded === legacyDerivedTag(tagPrefix, namespace, name)) return recorded;
+  return derivedTag(tagPrefix, namespace, name);
+}
+
 // ---- spec.tenancy of the Tailnet ----
 
 export interface LabelSelector {

@@ -11,7 +11,7 @@ import { findObject, type K8sObject } from "../../k8s/objects.js";
 import { tailnetRefName } from "../related.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { secretValue } from "./secrets.js";
-import { admitObject, derivedTag, explicitTag, type Refusal, readTenancy, type Tenancy } from "./tenancy.js";
+import { admitObject, explicitTag, objectDerivedTag, type Refusal, readTenancy, type Tenancy } from "./tenancy.js";
 
 /** The Tailnet spec fields workload kinds read, with api.md's defaults applied. */
 export interface TailnetSettings {
@@ -85,9 +85,9 @@ export function tailnetSettings(tailnet: K8sObject): TailnetSettings {
   };
 }
 
-/** Effective tag: spec.tag, else the derived tag (tenancy.ts derivedTag: injective over namespace and name). */
+/** Effective tag: spec.tag, else the derived tag (tenancy.ts: injective over namespace and name, kept across upgrades). */
 export function effectiveTag(parent: K8sObject, tagPrefix: string): string {
-  return explicitTag(parent) ?? derivedTag(tagPrefix, parent.metadata.namespace ?? "", parent.metadata.name);
+  return explicitTag(parent) ?? objectDerivedTag(parent, tagPrefix);
 }
 
 /**

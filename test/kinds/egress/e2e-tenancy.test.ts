@@ -190,4 +190,17 @@ describe("TailnetEgress tenancy (issue 23)", () => {
     assert.deepEqual(nodeNames(w.fake), ["admin-box", "db-1", "router"]);
     assert.deepEqual(w.mc.errors, []);
   });
+
+  it("upgrade: an egress in a dashed namespace keeps the tag an earlier version derived (status.tag); a new one gets the injective tag", async (t) => {
+    const w = await world(t, { applyEgress: false });
+    w.mc.apply({ ...egress(w, "db", "team-a"), status: { tag: "tag:k8s-team-a-db" } });
+    w.mc.apply(egress(w, "web", "team-b"));
+    await w.settle();
+    const tags = keyWrites(w.fake)
+      .map(([, body]) => (body as { aclTags: string[] }).aclTags[0])
+      .sort();
+    assert.deepEqual(tags, ["tag:k8s-team--b-web", "tag:k8s-team-a-db"]);
+    assert.equal(w.mc.get(API, "TailnetEgress", "db", "team-a")?.status?.tag, "tag:k8s-team-a-db");
+    assert.deepEqual(w.mc.errors, []);
+  });
 });

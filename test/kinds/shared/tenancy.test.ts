@@ -10,6 +10,7 @@ import {
   derivedTag,
   foreignCarriers,
   nodesMintedBy,
+  objectDerivedTag,
   ownKeyIds,
   readTenancy,
   recordedKeyIds,
@@ -57,6 +58,21 @@ describe("derivedTag", () => {
 
   it("a name with dots never equals the dashed name", () => {
     assert.notEqual(derivedTag("tag:k8s-", "shop", "a.b"), derivedTag("tag:k8s-", "shop", "a-b"));
+  });
+
+  it("upgrade: an object whose status names the tag an earlier version derived keeps it; no other status.tag counts", () => {
+    const o = (status?: Record<string, unknown>) =>
+      ({
+        kind: "TailnetGateway",
+        metadata: { name: "cluster-gw", namespace: "tailnet-system" },
+        status,
+      }) as unknown as K8sObject;
+    assert.equal(objectDerivedTag(o(), "tag:k8s-"), "tag:k8s-tailnet--system-cluster-gw");
+    assert.equal(
+      objectDerivedTag(o({ tag: "tag:k8s-tailnet-system-cluster-gw" }), "tag:k8s-"),
+      "tag:k8s-tailnet-system-cluster-gw",
+    );
+    assert.equal(objectDerivedTag(o({ tag: "tag:db" }), "tag:k8s-"), "tag:k8s-tailnet--system-cluster-gw");
   });
 
   it("effectiveTag: spec.tag as written, else the derived tag", () => {
