@@ -11,7 +11,7 @@ import { type K8sObject, objectsOf, reuseObserved } from "../../k8s/objects.js";
 import { withdrawResource } from "../../metrics/resource.js";
 import { previousStatus, resourceId } from "../common.js";
 import { observedKeys } from "../shared/authkey.js";
-import { ownKeyIds } from "../shared/tenancy.js";
+import { admitObject, ownKeyIds } from "../shared/tenancy.js";
 import { effectiveTag, resolveWorkload } from "../shared/workload.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../types.js";
 import { actCleanup } from "./act.js";
@@ -27,12 +27,14 @@ async function observeCleanup(
   parent: K8sObject,
   tag: string,
   keyIds: string[],
+  granted: { ttlSeconds: number } | undefined,
   now: Date,
 ): Promise<{ plan: CleanupPlan } | { error: string }> {
   const [nodes, keys] = await Promise.all([view.nodes(), view.preAuthKeys()]);
   if (!nodes.ok) return { error: nodes.error.message };
   if (!keys.ok) return { error: keys.error.message };
-  return { plan: planCleanup(nodes.value, keys.value, ownKeyIds(parent, tag, keyIds, keys.value), now) };
+  const own = ownKeyIds(parent, tag, keyIds, keys.value, granted);
+  return { plan: planCleanup(nodes.value, keys.value, own, now) };
 }
 
 export async function finalizeEgress(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
@@ -57,8 +59,11 @@ export async function finalizeEgress(req: HookRequest, deps: HookDeps): Promise<
   const tag = effectiveTag(req.parent, ctx.settings.tagPrefix);
   const keyIds = observedKeys(secrets).map((k) => k.keyId);
   const view = deps.views.view(ctx.conn);
+  // an explicit tag adopts older keys only while the Tailnet grants it (tenancy.ts ownKeyIds)
+  const refused = admitObject(req.parent, ctx.settings.tenancy, req.related);
+  const granted = refused ? undefined : { ttlSeconds: ctx.settings.authKeyTTLSeconds };
 
-  const first = await observeCleanup(view, req.parent, tag, keyIds, deps.now());
+  const first = await observeCleanup(view, req.parent, tag, keyIds, granted, deps.now());
   if (!("plan" in first)) return waiting(first.error);
   if (cleanupDone(first.plan)) return done();
   const errors = await actCleanup(first.plan, view);
@@ -68,7 +73,7 @@ export async function finalizeEgress(req: HookRequest, deps: HookDeps): Promise<
   );
   if (errors.length) return waiting(errors[0]);
   // finalized only on what Headscale shows now, not on what was asked
-  const second = await observeCleanup(view, req.parent, tag, keyIds, deps.now());
+  const second = await observeCleanup(view, req.parent, tag, keyIds, granted, deps.now());
   if (!("plan" in second)) return waiting(second.error);
   return cleanupDone(second.plan) ? done() : waiting("cleanup not visible in Headscale yet");
 }

@@ -91,6 +91,8 @@ export async function observeEgress(req: HookRequest, spec: EgressSpec, deps: Ho
     tag,
     keySecrets.map((k) => k.keyId),
     keys.ok ? keys.value : undefined,
+    // resolveWorkload admitted the object: an explicit tag is granted to it
+    { ttlSeconds: ctx.settings.authKeyTTLSeconds },
   );
   // one tag, one owner: an explicit tag another node carries (an admin's server) is not this egress's
   const foreign = explicitTag(req.parent) && nodes.ok ? foreignCarriers(nodes.value, tag, ownKeys) : [];

@@ -109,13 +109,14 @@ export async function cleanupIngress(
   parent: K8sObject,
   tag: string,
   secretKeyIds: readonly string[],
+  granted: { ttlSeconds: number } | undefined,
   now: Date,
 ): Promise<CleanupOutcome> {
   const [nodes, keys] = await Promise.all([view.nodes(), view.freshPreAuthKeys()]);
   const out: CleanupOutcome = { done: false, deletedNodes: [], expiredKeys: [] };
   if (!nodes.ok) return { ...out, error: nodes.error.message };
   if (!keys.ok) return { ...out, error: keys.error.message };
-  const own = ownKeyIds(parent, tag, secretKeyIds, keys.value);
+  const own = ownKeyIds(parent, tag, secretKeyIds, keys.value, granted);
   for (const node of nodesMintedBy(nodes.value, own)) {
     const deleted = await view.deleteNode(node.id);
     // a node already gone (a cached list, another replica) is what we wanted

@@ -53,6 +53,8 @@ export interface IngressFacts {
   services: ReadonlySet<string>;
   /** Every TailnetIngress (name conflicts). */
   ingresses: K8sObject[];
+  /** The key ids the ingress minted, when observe read Headscale's key list (adoption, ownKeyIds). */
+  ownKeys?: ReadonlySet<string>;
   now: Date;
 }
 
@@ -117,7 +119,7 @@ const MIN_RESYNC_SECONDS = 5;
  */
 export function planIngress(
   spec: IngressSpec,
-  facts: Pick<IngressFacts, "parent" | "children" | "tailnet" | "policy" | "nodes" | "now">,
+  facts: Pick<IngressFacts, "parent" | "children" | "tailnet" | "policy" | "nodes" | "now" | "ownKeys">,
 ): IngressPlan {
   const { tailnet, nodes, now } = facts;
   const settings = settingsOf(tailnet);
@@ -125,7 +127,13 @@ export function planIngress(
   const write = tailnet.ok && facts.policy?.ok === true && nodes?.ok === true;
   const superseded =
     tailnet.ok && tag && nodes?.ok
-      ? supersededNodes(nodes.value, tag, ingressOwnKeys(facts.parent, facts.children, tag), spec.replicas, now)
+      ? supersededNodes(
+          nodes.value,
+          tag,
+          facts.ownKeys ?? ingressOwnKeys(facts.parent, facts.children, tag),
+          spec.replicas,
+          now,
+        )
       : [];
   return { ...(tag ? { tag } : {}), write, authKey: decideAuthKey(facts.children, now), superseded };
 }
@@ -368,7 +376,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
  */
 function recordedIngressKeys(input: IngressDecideInput, tag: string | undefined): { preAuthKeyIds?: string[] } {
   if (input.tailnet.ok && tag) {
-    const own = ingressOwnKeys(input.parent, input.children, tag);
+    const own = input.ownKeys ?? ingressOwnKeys(input.parent, input.children, tag);
     return { preAuthKeyIds: recordedKeyIds(own, input.authKey.keyId, undefined, undefined) };
   }
   const ids = (input.parent.status as { preAuthKeyIds?: unknown } | undefined)?.preAuthKeyIds;

@@ -8,6 +8,7 @@ import { objectsOf } from "../../k8s/objects.js";
 import { withdrawResource } from "../../metrics/resource.js";
 import { assembleStatus, previousStatus, resourceId } from "../common.js";
 import { observedKeys } from "../shared/authkey.js";
+import { admitObject } from "../shared/tenancy.js";
 import { effectiveTag, resolveWorkload } from "../shared/workload.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../types.js";
 import { cleanupIngress } from "./act.js";
@@ -47,7 +48,11 @@ export async function finalizeIngress(req: HookRequest, deps: HookDeps): Promise
   }
   const tag = effectiveTag(req.parent, workload.settings.tagPrefix);
   const secretKeyIds = observedKeys(objectsOf(req.children, "v1", "Secret")).map((k) => k.keyId);
-  const outcome = await cleanupIngress(deps.views.view(workload.conn), req.parent, tag, secretKeyIds, deps.now());
+  // an explicit tag adopts older keys only while the Tailnet grants it (tenancy.ts ownKeyIds)
+  const refused = admitObject(req.parent, workload.settings.tenancy, req.related);
+  const granted = refused ? undefined : { ttlSeconds: workload.settings.authKeyTTLSeconds };
+  const view = deps.views.view(workload.conn);
+  const outcome = await cleanupIngress(view, req.parent, tag, secretKeyIds, granted, deps.now());
   if (outcome.deletedNodes.length || outcome.expiredKeys.length) {
     deps.log.info(
       { ingress: qualified(req), nodes: outcome.deletedNodes, keys: outcome.expiredKeys },

@@ -205,24 +205,29 @@ export function admission(
 
 /**
  * The pre-auth key ids an object may call its own: those status.preAuthKeyIds recorded and those its key
- * Secrets name. An object from before that field (no status.preAuthKeyIds) with a derived tag also adopts,
- * once, the keys earlier versions minted for it: agent-shaped (reusable, ephemeral), no user, exactly its
- * derived tag, created at or after the object. An explicit tag adopts nothing: it may be an admin's.
+ * Secrets name. An object from before that field (no status.preAuthKeyIds) also adopts, once, the keys
+ * earlier versions minted for it: agent-shaped (reusable, ephemeral), no user, exactly its tag, created at
+ * or after the object. For an explicit tag — which an admin's keys may carry too — only when the caller
+ * says the tag is granted to the object (`granted`, from admission) and only keys with exactly the lifetime
+ * the operator gives agent keys (`granted.ttlSeconds`): a tenant can neither grant itself a tag nor mint a key.
  */
 export function ownKeyIds(
   parent: K8sObject,
   tag: string,
   secretKeyIds: readonly string[],
   keys: readonly HsPreAuthKey[] | undefined,
+  granted?: { ttlSeconds: number },
 ): Set<string> {
   const status = rec(parent.status);
   const ids = new Set([...strings(status.preAuthKeyIds), ...secretKeyIds]);
-  if (Array.isArray(status.preAuthKeyIds) || explicitTag(parent) !== undefined || !keys) return ids;
+  const explicit = explicitTag(parent) !== undefined;
+  if (Array.isArray(status.preAuthKeyIds) || !keys || (explicit && !granted)) return ids;
   const born = Date.parse(parent.metadata.creationTimestamp ?? "");
   for (const k of keys) {
     const created = Date.parse(k.createdAt ?? "");
     const shape = k.reusable && k.ephemeral && k.user === null && k.aclTags.length === 1 && k.aclTags[0] === tag;
-    if (shape && !(created < born)) ids.add(k.id);
+    const lifetime = (Date.parse(k.expiration ?? "") - created) / 1000;
+    if (shape && !(created < born) && (!explicit || lifetime === granted?.ttlSeconds)) ids.add(k.id);
   }
   return ids;
 }

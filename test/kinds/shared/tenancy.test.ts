@@ -218,8 +218,12 @@ describe("what is the object's own", () => {
     assert.deepEqual([...ownKeyIds(parent(), TAG, ["5"], keys)].sort(), ["4", "5"]);
   });
 
-  it("an explicit tag adopts nothing (the admin's keys may carry it)", () => {
-    assert.deepEqual([...ownKeyIds(parent(undefined, TAG), TAG, [], [agentKey("4")])], []);
+  it("an explicit tag adopts only while granted, and only keys with the operator's agent-key lifetime", () => {
+    const minted = agentKey("4", { expiration: "2026-11-30T00:00:00Z" }); // created + 24h, as the operator mints
+    const admins = agentKey("5", { expiration: "2026-12-29T00:00:00Z" }); // the admins' own 30-day key
+    const p = parent(undefined, TAG);
+    assert.deepEqual([...ownKeyIds(p, TAG, [], [minted, admins])], [], "not granted: nothing adopted");
+    assert.deepEqual([...ownKeyIds(p, TAG, [], [minted, admins], { ttlSeconds: 86400 })], ["4"]);
   });
 
   it("nodesMintedBy and foreignCarriers", () => {
