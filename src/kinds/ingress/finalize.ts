@@ -1,6 +1,6 @@
 /**
  * finalize for a TailnetIngress: the agent goes (no children) and Headscale is cleaned — the nodes
- * carrying exactly the ingress's tag are deleted and its keys expired (cleanupIngress) — then
+ * registered with keys the ingress minted are deleted and those keys expired (cleanupIngress) — then
  * `finalized: true`. The status is kept as it was (finalize reports nothing new, publishes no metric).
  */
 import type { ConditionInput } from "../../conditions/condition.js";
