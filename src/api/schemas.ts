@@ -66,7 +66,8 @@ const tailnetRef: Schema = obj({ name: str({ minLength: 1, pattern: DNS1123_SUBD
 });
 const tag: Schema = str({
   pattern: TAG_PATTERN,
-  description: 'Tailnet tag of the agent node; default "<tagPrefix><namespace>-<name>".',
+  description:
+    'Tailnet tag of the agent node; must be granted to the namespace by the Tailnet\'s spec.tenancy.tags (else TagNotGranted) and carried by no node this object did not register (else TagInUse). Default: derived, "<tagPrefix><namespace with each - doubled>-<name>" (a hashed form past 63 characters or for names with dots), needing no grant.',
 });
 const proxyClassName: Schema = str({
   pattern: DNS1123_SUBDOMAIN_PATTERN,
@@ -79,6 +80,47 @@ const aclEntities = (description: string): Schema =>
 const commonWorkloadStatus = {
   observedGeneration: int({ format: "int64" }),
   conditions,
+};
+
+/** A Kubernetes LabelSelector (matchLabels, matchExpressions with In, NotIn, Exists, DoesNotExist). */
+const labelSelector = (description: string): Schema =>
+  obj(
+    {
+      matchLabels: { type: "object", additionalProperties: { type: "string" } },
+      matchExpressions: arr(
+        obj(
+          {
+            key: str({ minLength: 1 }),
+            operator: str({ enum: ["In", "NotIn", "Exists", "DoesNotExist"] }),
+            values: arr(str()),
+          },
+          ["key", "operator"],
+        ),
+      ),
+    },
+    [],
+    { description },
+  );
+
+/** Tailnet.spec.tenancy (src/kinds/shared/tenancy.ts): namespace selection and tag grants. */
+const tenancyProperties: Record<string, Schema> = {
+  namespaceSelector: labelSelector(
+    "Namespaces whose objects may use this Tailnet; unset: every namespace. Others get Ready=False/NamespaceNotAllowed and nothing is minted.",
+  ),
+  tags: arr(
+    obj(
+      {
+        namespaceSelector: labelSelector("Namespaces this grant applies to ({} selects every namespace)."),
+        tags: arr(str({ pattern: TAG_PATTERN }), { minItems: 1, maxItems: 64 }),
+      },
+      ["namespaceSelector", "tags"],
+    ),
+    {
+      maxItems: 64,
+      description:
+        "Explicit tags (spec.tag, the tailnet.internal/tags annotation) each namespace may use; any other explicit tag is refused with TagNotGranted. Derived tags need no grant.",
+    },
+  ),
 };
 
 export const tailnetSpec: Schema = obj(
@@ -144,7 +186,10 @@ export const tailnetSpec: Schema = obj(
       baseDomain: str({ description: "Headscale's dns.base_domain." }),
       splitDNS: obj({ domains: arr(str({ minLength: 1 }), { minItems: 1 }) }, ["domains"]),
     }),
-    tenancy: obj({ dns: tenancyDnsSchema }),
+    tenancy: obj({ ...tenancyProperties, dns: tenancyDnsSchema }, [], {
+      description:
+        "What namespaces may ask of this Tailnet (admin-owned; namespace editors control every field of their egresses and ingresses).",
+    }),
   },
   ["headscale"],
 );
@@ -194,9 +239,17 @@ export const egressSpec: Schema = obj(
   ["tailnetRef", "targets"],
 );
 
+/** The pre-auth keys the object minted: the only ones whose nodes and keys it may delete or expire. */
+const preAuthKeyIds = arr(str({ pattern: "^[0-9]+$" }), {
+  maxItems: 32,
+  description:
+    "Ids of the pre-auth keys this object minted that a node may still use; finalize and rollouts delete only nodes registered with them and expire only them.",
+});
+
 export const egressStatus: Schema = obj({
   ...commonWorkloadStatus,
   tag: str(),
+  preAuthKeyIds,
   targets: arr(
     obj({
       name: str(),
@@ -244,6 +297,7 @@ export const ingressSpec: Schema = obj(
 export const ingressStatus: Schema = obj({
   ...commonWorkloadStatus,
   tag: str(),
+  preAuthKeyIds,
   dnsName: str(),
   exposes: arr(
     obj({

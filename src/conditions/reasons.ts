@@ -11,6 +11,10 @@ export const CommonReason = {
   NoAPIKey: "NoAPIKey",
   /** spec.proxyClassName names a TailnetProxyClass that does not exist (egress, ingress, gateway). */
   ProxyClassMissing: "ProxyClassMissing",
+  /** The Tailnet's spec.tenancy refuses the object (src/kinds/shared/tenancy.ts): nothing minted or written. */
+  NamespaceNotAllowed: "NamespaceNotAllowed",
+  TagNotGranted: "TagNotGranted",
+  TagInUse: "TagInUse",
   Ready: "Ready",
 } as const;
 

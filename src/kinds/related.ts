@@ -24,7 +24,10 @@ export function tailnetRefName(parent: K8sObject): string | undefined {
   return typeof ref?.name === "string" && ref.name ? ref.name : undefined;
 }
 
-/** Tailnet + its credentials Secret + the object's agent Pods: what every workload kind needs. */
+/**
+ * Tailnet + its credentials Secret + the object's agent Pods + its Namespace (whose labels the Tailnet's
+ * spec.tenancy selectors judge, tenancy.ts): what every workload kind needs.
+ */
 export function workloadRelated(parent: K8sObject, config: OperatorConfig): RelatedRule[] {
   const rules: RelatedRule[] = [];
   const tailnet = tailnetRefName(parent);
@@ -36,6 +39,9 @@ export function workloadRelated(parent: K8sObject, config: OperatorConfig): Rela
       namespace: config.operatorNamespace,
       names: [credentialsSecretName(tailnet)],
     });
+  }
+  if (tailnet && parent.metadata.namespace) {
+    rules.push({ apiVersion: "v1", resource: "namespaces", names: [parent.metadata.namespace] });
   }
   if (parent.metadata.uid && parent.metadata.namespace) {
     rules.push({
@@ -58,6 +64,8 @@ export function tailnetRelated(parent: K8sObject): RelatedRule[] {
     all("tailnetingresses"),
     all("tailnetsites"),
     all("tailnetgateways"),
+    // the labels spec.tenancy judges: a refused namespace's objects get nothing in the policy
+    { apiVersion: "v1", resource: "namespaces", labelSelector: {} },
   ];
   const secretsByNs = new Map<string, string[]>();
   for (const ref of [hs.apiKeySecretRef, hs.caSecretRef]) {

@@ -21,6 +21,7 @@ const RESOURCE_KINDS: Record<string, string> = {
   serviceaccounts: "ServiceAccount",
   configmaps: "ConfigMap",
   pods: "Pod",
+  namespaces: "Namespace",
   poddisruptionbudgets: "PodDisruptionBudget",
   tailnets: "Tailnet",
   tailnetegresses: "TailnetEgress",

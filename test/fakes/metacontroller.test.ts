@@ -69,10 +69,11 @@ describe("the Metacontroller emulator against the real server", () => {
     const sync = mc.calls.find((c) => c.hook === "sync");
     assert.ok(sync);
     const related = (sync.body as { related: Record<string, Record<string, unknown>> }).related;
-    // the egress's rules name tailnets, secrets, pods and services; none of them exists here
+    // the egress's rules name tailnets, secrets, its namespace, pods and services; none of them exists here
     assert.deepEqual(related, {
       "Tailnet.tailnet.internal/v1alpha1": {},
       "Secret.v1": {},
+      "Namespace.v1": {},
       "Pod.v1": {},
       "Service.v1": {},
     });

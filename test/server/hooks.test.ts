@@ -186,8 +186,8 @@ describe("what the body parser drops for the Tailnet", () => {
         ...base,
         unreadRelatedStatus: unread,
         sync: (req, deps) => {
-          const egresses = Object.values(req.related["TailnetEgress.tailnet.internal/v1alpha1"] ?? {});
-          seen[name] = egresses.length > 0 && egresses.every((o) => (o as { status?: unknown }).status !== undefined);
+          const sites = Object.values(req.related["TailnetSite.tailnet.internal/v1alpha1"] ?? {});
+          seen[name] = sites.length > 0 && sites.every((o) => (o as { status?: unknown }).status !== undefined);
           return base.sync(req, deps);
         },
       });
@@ -299,7 +299,7 @@ describe("responses", () => {
     assert.deepEqual(Object.keys(body), ["relatedResources"]);
     assert.deepEqual(
       body.relatedResources.map((r) => r.resource),
-      ["tailnets", "secrets", "pods", "services"],
+      ["tailnets", "secrets", "namespaces", "pods", "services"],
     );
     assert.deepEqual(body.relatedResources[1].names, ["tailnet-home-credentials"]);
   });

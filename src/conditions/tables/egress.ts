@@ -5,7 +5,7 @@
  * spec was evaluated). Ready carries its own reasons and repeats the reason of the first blocking condition.
  */
 import type { ReasonTable } from "../table.js";
-import { AGENT_REGISTERED, AGENT_TAG_KNOWN } from "./agent.js";
+import { AGENT_REGISTERED, AGENT_TAG_KNOWN, TENANCY_NOT_EVALUATED, TENANCY_READY } from "./agent.js";
 
 export const EGRESS_REASONS = {
   TagKnown: AGENT_TAG_KNOWN,
@@ -18,6 +18,8 @@ export const EGRESS_REASONS = {
     NoAPIKey: ["Unknown"],
     ProxyClassMissing: ["Unknown"],
     InvalidSpec: ["Unknown"],
+    ...TENANCY_NOT_EVALUATED,
+    TagInUse: ["Unknown"],
   },
   TargetsReachable: {
     Reachable: ["True"],
@@ -28,6 +30,8 @@ export const EGRESS_REASONS = {
     NoAPIKey: ["Unknown"],
     ProxyClassMissing: ["Unknown"],
     InvalidSpec: ["Unknown"],
+    ...TENANCY_NOT_EVALUATED,
+    TagInUse: ["Unknown"],
   },
   ServiceConflict: { NoConflict: ["False"], Conflict: ["True"], InvalidSpec: ["Unknown"] },
   Ready: {
@@ -36,6 +40,8 @@ export const EGRESS_REASONS = {
     NoAPIKey: ["False"],
     ProxyClassMissing: ["False"],
     InvalidSpec: ["False"],
+    ...TENANCY_READY,
+    TagInUse: ["False"],
     TagUnknown: ["False"],
     NotRegistered: ["False"],
     Unknown: ["False"],

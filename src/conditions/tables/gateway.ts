@@ -5,12 +5,14 @@
  * every condition but Ready, and every blocker reason Ready repeats.
  */
 import type { ReasonTable } from "../table.js";
+import { TENANCY_NOT_EVALUATED, TENANCY_READY } from "./agent.js";
 
 const NOT_EVALUATED = {
   NoTailnet: ["Unknown"],
   NoAPIKey: ["Unknown"],
   InvalidSpec: ["Unknown"],
   ProxyClassMissing: ["Unknown"],
+  ...TENANCY_NOT_EVALUATED,
 } as const;
 
 export const GATEWAY_REASONS = {
@@ -61,6 +63,7 @@ export const GATEWAY_REASONS = {
     NoAPIKey: ["False"],
     InvalidSpec: ["False"],
     ProxyClassMissing: ["False"],
+    ...TENANCY_READY,
     // the first blocker's reason, repeated
     Provisioning: ["False"],
     FreshBlocked: ["False"],

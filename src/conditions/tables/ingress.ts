@@ -5,7 +5,7 @@
  * reasons and repeats the reason of the first blocking condition.
  */
 import type { ReasonTable } from "../table.js";
-import { AGENT_REGISTERED, AGENT_TAG_KNOWN } from "./agent.js";
+import { AGENT_REGISTERED, AGENT_TAG_KNOWN, TENANCY_READY } from "./agent.js";
 
 export const INGRESS_REASONS = {
   TagKnown: AGENT_TAG_KNOWN,
@@ -33,6 +33,8 @@ export const INGRESS_REASONS = {
     NoTailnet: ["False"],
     NoAPIKey: ["False"],
     ProxyClassMissing: ["False"],
+    ...TENANCY_READY,
+    TagInUse: ["False"],
     TagUnknown: ["False"],
     InvalidDNSName: ["False"],
     DNSNameReserved: ["False"],

@@ -22,6 +22,7 @@ export const SITE_REASONS = {
     InvalidSpec: ["False"],
     NoTailnet: ["False"],
     NoAPIKey: ["False"],
+    NamespaceNotAllowed: ["False"],
     OverlapsReserved: ["False"],
     OverlapsSite: ["False"],
     NotAdvertised: ["False"],

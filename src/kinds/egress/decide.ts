@@ -11,7 +11,7 @@ import { TargetReason } from "../../conditions/reasons.js";
 import { conditionsOf, type ReasonOf, type TypedCondition } from "../../conditions/table.js";
 import { EGRESS_REASONS } from "../../conditions/tables/egress.js";
 import type { OperatorConfig } from "../../config.js";
-import type { HsNode, HsPolicy } from "../../headscale/types.js";
+import type { HsNode, HsPolicy, HsPreAuthKey } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import type { K8sObject, ObjectMaps } from "../../k8s/objects.js";
 import { findObject, reuseAllChildren } from "../../k8s/objects.js";
@@ -20,6 +20,7 @@ import { agentName } from "../shared/agent.js";
 import { registeredCondition, tagKnownCondition } from "../shared/agent-conditions.js";
 import type { AuthKeyOutcome, ObservedKey } from "../shared/authkey.js";
 import type { ProxyClassSpec } from "../shared/proxy-class.js";
+import { recordedKeyIds, type TenancyReason } from "../shared/tenancy.js";
 import type { TailnetSettings } from "../shared/workload.js";
 import type { HookRequest } from "../types.js";
 import type { EgressOutcome } from "./act.js";
@@ -53,13 +54,17 @@ export type EgressTailnet =
       proxyClass?: ProxyClassSpec;
       policy: Obs<HsPolicy | null>;
       nodes: Obs<HsNode[]>;
+      /** Headscale's key list as read (prunes status.preAuthKeyIds). */
+      keys?: Obs<HsPreAuthKey[]>;
+      /** The key ids this egress minted (tenancy.ts ownKeyIds). */
+      ownKeys: ReadonlySet<string>;
       agents: AgentObservation;
       /** The pre-auth key after act: reused, freshly created, or missing with the reason. */
       authKey: AuthKeyOutcome;
     }
   | {
       ok: false;
-      reason: "NoTailnet" | "NoAPIKey" | "ProxyClassMissing";
+      reason: "NoTailnet" | "NoAPIKey" | "ProxyClassMissing" | TenancyReason;
       message: string;
       /** spec.tag, or the effective tag once the Tailnet is known. */
       tag?: string;
@@ -97,7 +102,7 @@ export interface EgressMetricValues {
 
 export interface EgressDecision extends Decision {
   conditions: EgressCond[];
-  fields: { tag?: string; targets?: EgressTargetStatus[] };
+  fields: { tag?: string; targets?: EgressTargetStatus[]; preAuthKeyIds?: string[] };
   metrics: EgressMetricValues;
 }
 
@@ -195,7 +200,7 @@ export function egressDecideInput(
     const { reason, message, tag } = observed;
     return { ...base, keySecrets, now, tailnet: { ok: false, reason, message, ...(tag ? { tag } : {}) } };
   }
-  const { settings, ca, tag, policy, agents, proxyClass } = observed;
+  const { settings, ca, tag, policy, agents, proxyClass, keys, ownKeys } = observed;
   const nodes = outcome.nodes ?? observed.nodes;
   const tailnet = {
     ok: true as const,
@@ -205,6 +210,8 @@ export function egressDecideInput(
     tag,
     policy,
     nodes,
+    keys,
+    ownKeys,
     agents,
   };
   return { ...base, keySecrets, now, tailnet: { ...tailnet, authKey: outcome.authKey } };
@@ -254,7 +261,16 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
   return {
     children,
     conditions: [tagKnown, registered, routesGranted, targetsReachable, serviceConflict, ready],
-    fields: { tag, targets: statusTargets(verdicts, conflictSet) },
+    fields: {
+      tag,
+      targets: statusTargets(verdicts, conflictSet),
+      preAuthKeyIds: recordedKeyIds(
+        tailnet.ownKeys,
+        authKey.keyId,
+        tailnet.nodes.ok ? tailnet.nodes.value : undefined,
+        tailnet.keys?.ok ? tailnet.keys.value : undefined,
+      ),
+    },
     resyncAfterSeconds: resyncAfter(ready, key, now),
     metrics: {
       targets: verdicts.map((v) => ({ name: v.name, state: v.reason || "Ready" })),
@@ -321,9 +337,16 @@ function decideUnobserved(
       serviceConflict,
       cond("Ready", "False", reason, message),
     ],
-    fields: tag ? { tag } : {},
+    // the minted keys stay recorded while nothing is evaluated: finalize needs them
+    fields: { ...(tag ? { tag } : {}), ...recordedFields(input.parent) },
     resyncAfterSeconds: WAIT_RESYNC_SECONDS,
     // the kept key still expires, and cannot be rotated now: its expiry alert must keep working
     metrics: { authKeyExpiresAt: input.keySecrets[0]?.expiresAt },
   };
+}
+
+/** status.preAuthKeyIds as the previous status had it (kept unchanged while nothing is observed). */
+function recordedFields(parent: K8sObject): { preAuthKeyIds?: string[] } {
+  const ids = (parent.status as { preAuthKeyIds?: unknown } | undefined)?.preAuthKeyIds;
+  return Array.isArray(ids) ? { preAuthKeyIds: ids.filter((x): x is string => typeof x === "string") } : {};
 }

@@ -1,16 +1,17 @@
 /**
  * Finalize, in the same words as sync: observe (the Tailnet, Headscale's nodes and keys) → plan (what is
- * left: the egress's pre-auth keys — the ones its Secrets name, and any key tagged with exactly its tag —
- * and its nodes, those carrying exactly its tag) → act (expire, then delete) → decide `finalized: true` only
+ * left: the pre-auth keys the egress minted — recorded in status.preAuthKeyIds or named by its Secrets —
+ * and the nodes registered with them; never a node or key merely carrying its tag) → act (expire, then delete) → decide `finalized: true` only
  * once a fresh read shows none left. A Headscale failure answers `finalized: false` with a resync; the key
  * Secrets stay until then, so their ids are not lost. Without a Tailnet or credentials there is nothing
  * reachable to clean: finalized at once.
  */
 import type { HeadscaleView } from "../../headscale/view.js";
-import { objectsOf, reuseObserved } from "../../k8s/objects.js";
+import { type K8sObject, objectsOf, reuseObserved } from "../../k8s/objects.js";
 import { withdrawResource } from "../../metrics/resource.js";
 import { previousStatus, resourceId } from "../common.js";
 import { observedKeys } from "../shared/authkey.js";
+import { admitObject, ownKeyIds } from "../shared/tenancy.js";
 import { effectiveTag, resolveWorkload } from "../shared/workload.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../types.js";
 import { actCleanup } from "./act.js";
@@ -23,14 +24,17 @@ export const FINALIZE_RESYNC_SECONDS = 10;
 /** Observe and plan: what is left in Headscale for this tag, or why it could not be read. */
 async function observeCleanup(
   view: HeadscaleView,
+  parent: K8sObject,
   tag: string,
   keyIds: string[],
+  granted: { ttlSeconds: number } | undefined,
   now: Date,
 ): Promise<{ plan: CleanupPlan } | { error: string }> {
   const [nodes, keys] = await Promise.all([view.nodes(), view.preAuthKeys()]);
   if (!nodes.ok) return { error: nodes.error.message };
   if (!keys.ok) return { error: keys.error.message };
-  return { plan: planCleanup(tag, nodes.value, keys.value, keyIds, now) };
+  const own = ownKeyIds(parent, tag, keyIds, keys.value, granted);
+  return { plan: planCleanup(nodes.value, keys.value, own, now) };
 }
 
 export async function finalizeEgress(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
@@ -41,7 +45,7 @@ export async function finalizeEgress(req: HookRequest, deps: HookDeps): Promise<
     withdrawResource(deps.metrics, resourceId(req.parent));
     return { status, children: [], finalized: true };
   };
-  const ctx = resolveWorkload(req, deps);
+  const ctx = resolveWorkload(req, deps, { cleanup: true });
   if (!ctx.ok) {
     deps.log.warn({ egress: who, reason: ctx.reason }, "finalized without Headscale cleanup: %s", ctx.message);
     return done();
@@ -55,8 +59,11 @@ export async function finalizeEgress(req: HookRequest, deps: HookDeps): Promise<
   const tag = effectiveTag(req.parent, ctx.settings.tagPrefix);
   const keyIds = observedKeys(secrets).map((k) => k.keyId);
   const view = deps.views.view(ctx.conn);
+  // an explicit tag adopts older keys only while the Tailnet grants it (tenancy.ts ownKeyIds)
+  const refused = admitObject(req.parent, ctx.settings.tenancy, req.related);
+  const granted = refused ? undefined : { ttlSeconds: ctx.settings.authKeyTTLSeconds };
 
-  const first = await observeCleanup(view, tag, keyIds, deps.now());
+  const first = await observeCleanup(view, req.parent, tag, keyIds, granted, deps.now());
   if (!("plan" in first)) return waiting(first.error);
   if (cleanupDone(first.plan)) return done();
   const errors = await actCleanup(first.plan, view);
@@ -66,7 +73,7 @@ export async function finalizeEgress(req: HookRequest, deps: HookDeps): Promise<
   );
   if (errors.length) return waiting(errors[0]);
   // finalized only on what Headscale shows now, not on what was asked
-  const second = await observeCleanup(view, tag, keyIds, deps.now());
+  const second = await observeCleanup(view, req.parent, tag, keyIds, granted, deps.now());
   if (!("plan" in second)) return waiting(second.error);
   return cleanupDone(second.plan) ? done() : waiting("cleanup not visible in Headscale yet");
 }

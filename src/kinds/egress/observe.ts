@@ -9,8 +9,10 @@ import type { CommonReason } from "../../conditions/reasons.js";
 import type { HsNode, HsPolicy, HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import { objectsOf } from "../../k8s/objects.js";
+import { listNames, nodeLabel } from "../shared/agent.js";
 import { type ObservedKey, observedKeys } from "../shared/authkey.js";
 import { lookupProxyClass, type ProxyClassSpec, proxyClassMissingMessage } from "../shared/proxy-class.js";
+import { explicitTag, foreignCarriers, ownKeyIds, type TenancyReason } from "../shared/tenancy.js";
 import { agentPods, effectiveTag, resolveWorkload, type TailnetSettings } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import type { EgressSpec } from "./spec.js";
@@ -39,13 +41,15 @@ export interface EgressReads extends Observed {
   nodes: Obs<HsNode[]>;
   /** Headscale's pre-auth keys (masked), to replace a revoked or single-use key early. */
   keys: Obs<HsPreAuthKey[]>;
+  /** The pre-auth key ids this egress minted (tenancy.ts ownKeyIds): only their nodes and keys are its own. */
+  ownKeys: ReadonlySet<string>;
   agents: AgentObservation;
 }
 
 /** No Tailnet, or no credentials yet: nothing could be read. */
 export interface EgressUnobserved extends Observed {
   ok: false;
-  reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey | "ProxyClassMissing";
+  reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey | "ProxyClassMissing" | TenancyReason;
   message: string;
   /** spec.tag, or the effective tag once the Tailnet (its tagPrefix) is known. */
   tag?: string;
@@ -81,13 +85,29 @@ export async function observeEgress(req: HookRequest, spec: EgressSpec, deps: Ho
     view.preAuthKeys(),
     pods.length ? deps.scraper.scrape(pods) : Promise.resolve([]),
   ]);
+  const tag = effectiveTag(req.parent, ctx.settings.tagPrefix);
+  const ownKeys = ownKeyIds(
+    req.parent,
+    tag,
+    keySecrets.map((k) => k.keyId),
+    keys.ok ? keys.value : undefined,
+    // resolveWorkload admitted the object: an explicit tag is granted to it
+    { ttlSeconds: ctx.settings.authKeyTTLSeconds },
+  );
+  // one tag, one owner: an explicit tag another node carries (an admin's server) is not this egress's
+  const foreign = explicitTag(req.parent) && nodes.ok ? foreignCarriers(nodes.value, tag, ownKeys) : [];
+  if (foreign.length) {
+    const message = `${tag} is carried by ${listNames(foreign.map(nodeLabel))}, which this egress did not register; a tag has one owner, so nothing is minted for it`;
+    return { ok: false, reason: "TagInUse", message, tag, now, keySecrets };
+  }
   return {
     ok: true,
     now,
     keySecrets,
     settings: ctx.settings,
     ...(ctx.conn.ca ? { ca: ctx.conn.ca } : {}),
-    tag: effectiveTag(req.parent, ctx.settings.tagPrefix),
+    tag,
+    ownKeys,
     ...(proxyClass.kind === "found" ? { proxyClass: proxyClass.spec } : {}),
     view,
     policy,

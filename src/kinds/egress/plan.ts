@@ -4,7 +4,8 @@
  * only from what this sync could read: a failed observation plans none.
  */
 import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
-import { nodeLabel, nodesOwnedByTag, supersededNodes } from "../shared/agent.js";
+import { nodeLabel, supersededNodes } from "../shared/agent.js";
+import { nodesMintedBy } from "../shared/tenancy.js";
 import { type EgressKeyPlan, keyExpired, planEgressKey } from "./keys.js";
 import type { EgressObservation } from "./observe.js";
 import type { EgressSpec } from "./spec.js";
@@ -21,7 +22,7 @@ export interface EgressPlan {
 export function planEgress(spec: EgressSpec, observed: EgressObservation): EgressPlan {
   if (!observed.ok) return { deleteNodes: [] };
   const { nodes, tag, now } = observed;
-  const deleteNodes = nodes.ok ? supersededNodes(nodes.value, tag, spec.replicas, now) : [];
+  const deleteNodes = nodes.ok ? supersededNodes(nodes.value, tag, observed.ownKeys, spec.replicas, now) : [];
   const gone = new Set(deleteNodes.map((n) => n.id));
   // the key is planned on the node list as it will be once the superseded nodes are gone
   const remaining = nodes.ok && gone.size ? { ...nodes, value: nodes.value.filter((n) => !gone.has(n.id)) } : nodes;
@@ -50,24 +51,23 @@ export interface CleanupPlan {
   deleteNodes: { id: string; name: string }[];
 }
 
-const sameTags = (tags: readonly string[], tag: string) => tags.length === 1 && tags[0] === tag;
-
-/** Pure: what is left to clean up for this tag, given the keys the egress's Secrets name. */
+/**
+ * Pure: what is left to clean up: the keys this egress minted (`ownKeys`, tenancy.ts ownKeyIds) and the nodes
+ * registered with them — never whatever carries its tag, which an admin's node may.
+ */
 export function planCleanup(
-  tag: string,
   nodes: readonly HsNode[],
   keys: readonly HsPreAuthKey[],
-  secretKeyIds: readonly string[],
+  ownKeys: ReadonlySet<string>,
   now: Date,
 ): CleanupPlan {
-  const named = new Set(secretKeyIds);
   const byId = (a: { id: string }, b: { id: string }) => Number(a.id) - Number(b.id) || a.id.localeCompare(b.id);
   return {
     expireKeys: keys
-      .filter((k) => (named.has(k.id) || sameTags(k.aclTags, tag)) && !keyExpired(k, now))
+      .filter((k) => ownKeys.has(k.id) && !keyExpired(k, now))
       .sort(byId)
       .map((k) => k.id),
-    deleteNodes: nodesOwnedByTag(nodes, tag)
+    deleteNodes: nodesMintedBy(nodes, ownKeys)
       .sort(byId)
       .map((n) => ({ id: n.id, name: nodeLabel(n) })),
   };

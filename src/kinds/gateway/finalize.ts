@@ -52,7 +52,7 @@ export interface GatewayFinalizeDecision extends Decision {
 }
 
 export async function observeGatewayCleanup(req: HookRequest, deps: HookDeps): Promise<GatewayCleanupObservation> {
-  const ctx = resolveWorkload(req, deps);
+  const ctx = resolveWorkload(req, deps, { cleanup: true });
   if (!ctx.ok) return { reachable: false };
   const view = deps.views.view(ctx.conn);
   const [nodes, keys] = await Promise.all([view.freshNodes(), view.freshPreAuthKeys()]);

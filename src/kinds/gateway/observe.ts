@@ -14,6 +14,7 @@ import { findObject, type K8sObject, objectsOf, reuseAllChildren } from "../../k
 import { previousStatus } from "../common.js";
 import { metricsPeers } from "../shared/agent.js";
 import { lookupProxyClass, proxyClassMissingMessage } from "../shared/proxy-class.js";
+import type { Refusal } from "../shared/tenancy.js";
 import { agentPods, effectiveTag, resolveWorkload, tailnetIncompatible } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { previousStatusNode, previousStatusNodes, type StatusNode } from "./nodes.js";
@@ -48,7 +49,7 @@ export interface GatewayUnserved {
   children: K8sObject[];
   unserved:
     | {
-        reason: "NoTailnet" | "NoAPIKey" | "ProxyClassMissing";
+        reason: "NoTailnet" | "NoAPIKey" | "ProxyClassMissing" | Refusal["reason"];
         message: string /** Known once the Tailnet is. */;
         tag?: string;
       }

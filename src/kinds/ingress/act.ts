@@ -2,16 +2,17 @@
  * act for a TailnetIngress: the only Headscale writes it makes, all through the view's write methods
  * (each invalidates what it changed). In sync, the plan's superseded agent nodes are deleted and the
  * pre-auth key is created or rotated (shared ensureAuthKey), only when this sync's reads allowed it; in
- * finalize, the nodes that carry exactly the ingress's tag are deleted and its keys expired. Outcomes are
+ * finalize, the nodes registered with keys the ingress minted are deleted and those keys expired. Outcomes are
  * returned, never thrown, and fold back into status.
  */
 import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import { commonLabels } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
-import { nodeLabel, nodesOwnedByTag } from "../shared/agent.js";
+import { nodeLabel } from "../shared/agent.js";
 import { AGENT_KEY_FLAGS, type AuthKeyOutcome, type AuthKeyPlan, ensureAuthKey } from "../shared/authkey.js";
 import { deleteSuperseded, logSuperseded } from "../shared/superseded.js";
+import { nodesMintedBy, ownKeyIds } from "../shared/tenancy.js";
 import type { TailnetSettings } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import type { IngressPlan } from "./decide.js";
@@ -98,17 +99,25 @@ function stillValid(key: HsPreAuthKey, now: Date): boolean {
 }
 
 /**
- * Finalize: delete every node carrying exactly `tag` (a node with more tags is someone else's too)
- * and expire every still-valid key tagged exactly `tag`. The key list is read fresh; the node list
- * from the view (dropped by every node deletion). Idempotent, so a retry after a partial failure
- * finishes the job.
+ * Finalize: delete the nodes registered with keys this ingress minted and expire those keys that are
+ * still valid (tenancy.ts ownKeyIds: status.preAuthKeyIds, the key Secrets' ids) — never whatever carries
+ * the tag, which an admin's node may. The key list is read fresh; the node list from the view (dropped
+ * by every node deletion). Idempotent, so a retry after a partial failure finishes the job.
  */
-export async function cleanupIngress(view: HeadscaleView, tag: string, now: Date): Promise<CleanupOutcome> {
+export async function cleanupIngress(
+  view: HeadscaleView,
+  parent: K8sObject,
+  tag: string,
+  secretKeyIds: readonly string[],
+  granted: { ttlSeconds: number } | undefined,
+  now: Date,
+): Promise<CleanupOutcome> {
   const [nodes, keys] = await Promise.all([view.nodes(), view.freshPreAuthKeys()]);
   const out: CleanupOutcome = { done: false, deletedNodes: [], expiredKeys: [] };
   if (!nodes.ok) return { ...out, error: nodes.error.message };
   if (!keys.ok) return { ...out, error: keys.error.message };
-  for (const node of nodesOwnedByTag(nodes.value, tag)) {
+  const own = ownKeyIds(parent, tag, secretKeyIds, keys.value, granted);
+  for (const node of nodesMintedBy(nodes.value, own)) {
     const deleted = await view.deleteNode(node.id);
     // a node already gone (a cached list, another replica) is what we wanted
     const gone = deleted.ok || deleted.error.classification === "notFound" || deleted.error.status === 404;
@@ -116,7 +125,7 @@ export async function cleanupIngress(view: HeadscaleView, tag: string, now: Date
     out.deletedNodes.push(nodeLabel(node));
   }
   for (const key of keys.value) {
-    if (key.aclTags.length !== 1 || key.aclTags[0] !== tag || !stillValid(key, now)) continue;
+    if (!own.has(key.id) || !stillValid(key, now)) continue;
     const expired = await view.expirePreAuthKey(key.id);
     if (!expired.ok) return { ...out, error: expired.error.message };
     out.expiredKeys.push(key.id);

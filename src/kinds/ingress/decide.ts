@@ -16,6 +16,7 @@ import { heldNamesOf, type NameHolder } from "../shared/dns-owners.js";
 import { agentHostname } from "../shared/dns-tenancy.js";
 import { type IngressNames, nameConflicts, namesIn } from "../shared/ingress-names.js";
 import type { ProxyClassSpec } from "../shared/proxy-class.js";
+import { ownKeyIds, recordedKeyIds, type TenancyReason } from "../shared/tenancy.js";
 import { effectiveTag, type TailnetSettings } from "../shared/workload.js";
 import type { ScrapeResult } from "../types.js";
 import { backendsCondition } from "./backends.js";
@@ -31,7 +32,7 @@ import { tlsCondition } from "./tls.js";
  */
 export type TailnetView =
   | { ok: true; settings: TailnetSettings; loginServer: string; ca?: string; proxyClass?: ProxyClassSpec }
-  | { ok: false; reason: "NoAPIKey" | "ProxyClassMissing"; message: string; settings: TailnetSettings }
+  | { ok: false; reason: "NoAPIKey" | "ProxyClassMissing" | TenancyReason; message: string; settings: TailnetSettings }
   | { ok: false; reason: "NoTailnet"; message: string };
 
 const settingsOf = (t: TailnetView): TailnetSettings | undefined =>
@@ -54,6 +55,8 @@ export interface IngressFacts {
   services: ReadonlySet<string>;
   /** Every TailnetIngress (name conflicts). */
   ingresses: K8sObject[];
+  /** The key ids the ingress minted, when observe read Headscale's key list (adoption, ownKeyIds). */
+  ownKeys?: ReadonlySet<string>;
   now: Date;
 }
 
@@ -88,6 +91,14 @@ export interface IngressStatusFields extends Record<string, unknown> {
   exposes: { name: string; dnsName?: string; dnsAliases: string[]; reachable?: boolean }[];
   /** The nodes carrying the tag, by name; absent while the node list was not read. */
   nodes?: IngressNodeStatus[];
+  /** The pre-auth keys this ingress minted (tenancy.ts): the only ones finalize and rollouts act on. */
+  preAuthKeyIds?: string[];
+}
+
+/** The key ids this ingress minted: status.preAuthKeyIds and its key Secrets (tenancy.ts ownKeyIds). */
+export function ingressOwnKeys(parent: K8sObject, children: readonly K8sObject[], tag: string): Set<string> {
+  const secretIds = observedKeys(children).map((k) => k.keyId);
+  return ownKeyIds(parent, tag, secretIds, undefined);
 }
 
 export interface IngressDecision extends Decision {
@@ -110,13 +121,22 @@ const MIN_RESYNC_SECONDS = 5;
  */
 export function planIngress(
   spec: IngressSpec,
-  facts: Pick<IngressFacts, "parent" | "children" | "tailnet" | "policy" | "nodes" | "now">,
+  facts: Pick<IngressFacts, "parent" | "children" | "tailnet" | "policy" | "nodes" | "now" | "ownKeys">,
 ): IngressPlan {
   const { tailnet, nodes, now } = facts;
   const settings = settingsOf(tailnet);
   const tag = settings ? effectiveTag(facts.parent, settings.tagPrefix) : undefined;
   const write = tailnet.ok && facts.policy?.ok === true && nodes?.ok === true;
-  const superseded = tailnet.ok && tag && nodes?.ok ? supersededNodes(nodes.value, tag, spec.replicas, now) : [];
+  const superseded =
+    tailnet.ok && tag && nodes?.ok
+      ? supersededNodes(
+          nodes.value,
+          tag,
+          facts.ownKeys ?? ingressOwnKeys(facts.parent, facts.children, tag),
+          spec.replicas,
+          now,
+        )
+      : [];
   return { ...(tag ? { tag } : {}), write, authKey: decideAuthKey(facts.children, now), superseded };
 }
 
@@ -357,6 +377,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
           nodes: mine.map((n) => ({ name: nodeLabel(n), addresses: [...n.ipAddresses], online: n.online })),
         }
       : {}),
+    ...recordedIngressKeys(input, tag),
   };
 
   const waiting = tagKnown.status !== "True" || registered.status !== "True" || backends.condition.status !== "True";
@@ -370,4 +391,17 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
     ...(input.authKey.expiresAt ? { authKeyExpiresAt: input.authKey.expiresAt } : {}),
     ...(resyncAfterSeconds === undefined ? {} : { resyncAfterSeconds }),
   };
+}
+
+/**
+ * status.preAuthKeyIds: with a Tailnet, what the ingress minted so far plus the key in use (no key list is read
+ * in sync, so only the cap prunes); without one, as the previous status had it (finalize needs them).
+ */
+function recordedIngressKeys(input: IngressDecideInput, tag: string | undefined): { preAuthKeyIds?: string[] } {
+  if (input.tailnet.ok && tag) {
+    const own = input.ownKeys ?? ingressOwnKeys(input.parent, input.children, tag);
+    return { preAuthKeyIds: recordedKeyIds(own, input.authKey.keyId, undefined, undefined) };
+  }
+  const ids = (input.parent.status as { preAuthKeyIds?: unknown } | undefined)?.preAuthKeyIds;
+  return Array.isArray(ids) ? { preAuthKeyIds: ids.filter((x): x is string => typeof x === "string") } : {};
 }

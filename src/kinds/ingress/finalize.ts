@@ -1,11 +1,14 @@
 /**
  * finalize for a TailnetIngress: the agent goes (no children) and Headscale is cleaned — the nodes
- * carrying exactly the ingress's tag are deleted and its keys expired (cleanupIngress) — then
+ * registered with keys the ingress minted are deleted and those keys expired (cleanupIngress) — then
  * `finalized: true`. The status is kept as it was (finalize reports nothing new, publishes no metric).
  */
 import type { ConditionInput } from "../../conditions/condition.js";
+import { objectsOf } from "../../k8s/objects.js";
 import { withdrawResource } from "../../metrics/resource.js";
 import { assembleStatus, previousStatus, resourceId } from "../common.js";
+import { observedKeys } from "../shared/authkey.js";
+import { admitObject } from "../shared/tenancy.js";
 import { effectiveTag, resolveWorkload } from "../shared/workload.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../types.js";
 import { cleanupIngress } from "./act.js";
@@ -33,7 +36,7 @@ const qualified = (req: HookRequest) => `${req.parent.metadata.namespace}/${req.
  * own) rather than blocking deletion forever. A Headscale failure retries.
  */
 export async function finalizeIngress(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
-  const workload = resolveWorkload(req, deps);
+  const workload = resolveWorkload(req, deps, { cleanup: true });
   const status = keptStatus(req, deps);
   if (!workload.ok) {
     deps.log.warn(
@@ -44,7 +47,12 @@ export async function finalizeIngress(req: HookRequest, deps: HookDeps): Promise
     return { status, children: [], finalized: true };
   }
   const tag = effectiveTag(req.parent, workload.settings.tagPrefix);
-  const outcome = await cleanupIngress(deps.views.view(workload.conn), tag, deps.now());
+  const secretKeyIds = observedKeys(objectsOf(req.children, "v1", "Secret")).map((k) => k.keyId);
+  // an explicit tag adopts older keys only while the Tailnet grants it (tenancy.ts ownKeyIds)
+  const refused = admitObject(req.parent, workload.settings.tenancy, req.related);
+  const granted = refused ? undefined : { ttlSeconds: workload.settings.authKeyTTLSeconds };
+  const view = deps.views.view(workload.conn);
+  const outcome = await cleanupIngress(view, req.parent, tag, secretKeyIds, granted, deps.now());
   if (outcome.deletedNodes.length || outcome.expiredKeys.length) {
     deps.log.info(
       { ingress: qualified(req), nodes: outcome.deletedNodes, keys: outcome.expiredKeys },

@@ -2,8 +2,8 @@
  * The TailnetIngress kind: cluster Services exposed to the tailnet through agent nodes. Wiring only
  * (src/kinds/pipeline.ts): spec (spec.ts) → observe (Tailnet, Headscale policy + nodes, agent /status,
  * TLS Secrets, Services, other ingresses) → plan (superseded nodes, pre-auth key) → act (those writes)
- * → decide → respond, metrics published from the decision. finalize: delete the nodes carrying exactly
- * the ingress's tag and expire its keys, then `finalized: true`.
+ * → decide → respond, metrics published from the decision. finalize: delete the nodes registered with
+ * the keys the ingress minted and expire those keys (never another node with its tag), then `finalized: true`.
  */
 import { invalidSpecResult } from "../common.js";
 import { runSync, type Stages } from "../pipeline.js";

@@ -5,10 +5,20 @@
  * key) stays here; decide gets the Tailnet's settings only.
  */
 import { API_VERSION } from "../../api/schemas.js";
-import type { HeadscaleView } from "../../headscale/view.js";
+import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
+import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import { type K8sObject, objectsOf } from "../../k8s/objects.js";
+import { listNames, nodeLabel } from "../shared/agent.js";
+import { observedKeys } from "../shared/authkey.js";
 import { lookupProxyClass, type ProxyClassLookup, proxyClassMissingMessage } from "../shared/proxy-class.js";
-import { agentPods, resolveWorkload, type WorkloadContext } from "../shared/workload.js";
+import { explicitTag, foreignCarriers, ownKeyIds } from "../shared/tenancy.js";
+import {
+  agentPods,
+  effectiveTag,
+  resolveWorkload,
+  type TailnetSettings,
+  type WorkloadContext,
+} from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import type { IngressFacts, TailnetView } from "./decide.js";
 import type { IngressSpec } from "./spec.js";
@@ -54,10 +64,40 @@ function tailnetView(workload: WorkloadContext, proxyClass: ProxyClassLookup): T
       ...(proxyClass.kind === "found" ? { proxyClass: proxyClass.spec } : {}),
     };
   }
-  if (workload.reason === "NoAPIKey" && workload.settings) {
-    return { ok: false, reason: "NoAPIKey", message: workload.message, settings: workload.settings };
+  if (workload.reason !== "NoTailnet" && workload.settings) {
+    return { ok: false, reason: workload.reason, message: workload.message, settings: workload.settings };
   }
   return { ok: false, reason: "NoTailnet", message: workload.message };
+}
+
+/**
+ * One tag, one owner: an explicit tag carried by a node this ingress did not register (an admin's server)
+ * is refused as TagInUse, before anything is minted or written.
+ */
+function tagOwner(
+  req: HookRequest,
+  tailnet: TailnetView,
+  nodes: Obs<HsNode[]> | undefined,
+  ownKeys: ReadonlySet<string> | undefined,
+): TailnetView {
+  if (!tailnet.ok || !nodes?.ok || !ownKeys || explicitTag(req.parent) === undefined) return tailnet;
+  const tag = effectiveTag(req.parent, tailnet.settings.tagPrefix);
+  const foreign = foreignCarriers(nodes.value, tag, ownKeys);
+  if (!foreign.length) return tailnet;
+  return {
+    ok: false,
+    reason: "TagInUse",
+    message: `${tag} is carried by ${listNames(foreign.map(nodeLabel))}, which this ingress did not register; a tag has one owner, so nothing is minted for it`,
+    settings: tailnet.settings,
+  };
+}
+
+/** The key ids the ingress minted, with the keys of an earlier version adopted (tenancy.ts ownKeyIds). */
+function ownedKeys(req: HookRequest, settings: TailnetSettings, keys: readonly HsPreAuthKey[]): Set<string> {
+  const tag = effectiveTag(req.parent, settings.tagPrefix);
+  const secretIds = observedKeys(observedChildren(req)).map((k) => k.keyId);
+  // resolveWorkload admitted the object: an explicit tag is granted to it
+  return ownKeyIds(req.parent, tag, secretIds, keys, { ttlSeconds: settings.authKeyTTLSeconds });
 }
 
 export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: HookDeps): Promise<IngressObservation> {
@@ -65,12 +105,14 @@ export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: 
   const proxyClass = lookupProxyClass(req.parent, req.related);
   // A missing class holds the ingress as a missing Tailnet does: nothing is read from Headscale or written.
   const view = workload.ok && proxyClass.kind !== "missing" ? deps.views.view(workload.conn) : undefined;
-  const [policy, nodes, scrapes] = await Promise.all([
+  const [policy, nodes, keys, scrapes] = await Promise.all([
     view?.policy(),
     view?.nodes(),
+    view?.preAuthKeys(),
     deps.scraper.scrape(agentPods(req)),
   ]);
-  const tailnet = tailnetView(workload, proxyClass);
+  const ownKeys = workload.ok && keys?.ok ? ownedKeys(req, workload.settings, keys.value) : undefined;
+  const tailnet = tagOwner(req, tailnetView(workload, proxyClass), nodes, ownKeys);
   const wantedSecrets = new Set(spec.exposes.flatMap((e) => (e.tlsSecret ? [e.tlsSecret] : [])));
   const tlsSecrets = new Map(
     inNamespace(req, "v1", "Secret")
@@ -90,6 +132,7 @@ export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: 
       tlsSecrets,
       services,
       ingresses: objectsOf(req.related, API_VERSION, "TailnetIngress"),
+      ...(ownKeys ? { ownKeys } : {}),
       now: deps.now(),
     },
     view,

@@ -384,11 +384,6 @@ export function nodesWithTag(nodes: readonly HsNode[], tag: string): HsNode[] {
   return nodes.filter((n) => n.tags.includes(tag)).sort((a, b) => nodeLabel(a).localeCompare(nodeLabel(b)));
 }
 
-/** Nodes that are exactly this object's (carry its tag and no other): the ones finalize deletes. */
-export function nodesOwnedByTag(nodes: readonly HsNode[], tag: string): HsNode[] {
-  return nodes.filter((n) => n.tags.length === 1 && n.tags[0] === tag);
-}
-
 export const nodeLabel = (n: HsNode) => n.givenName || n.name || n.id;
 
 const MAX_LISTED = 5;
@@ -425,13 +420,18 @@ export function registrationFact(nodes: Obs<HsNode[]>, tag: string, keyNote?: st
 /** An offline node is superseded only after this long: a pod that merely reconnects keeps its node. */
 export const SUPERSEDED_GRACE_SECONDS = 60;
 
-/** A node an agent pod of this object registered: exactly the tag, with a key of the agent shape (AGENT_KEY_FLAGS). */
-function isAgentNode(n: HsNode, tag: string): boolean {
+/**
+ * A node an agent pod of this object registered: with a key this object minted (`ownKeys`, see
+ * tenancy.ts), exactly the tag, and a key of the agent shape (AGENT_KEY_FLAGS). Carrying the tag is never
+ * enough: an admin's node may carry it too.
+ */
+function isAgentNode(n: HsNode, tag: string, ownKeys: ReadonlySet<string>): boolean {
   const k = n.preAuthKey;
   return (
+    !!k &&
+    ownKeys.has(k.id) &&
     n.tags.length === 1 &&
     n.tags[0] === tag &&
-    !!k &&
     k.reusable &&
     k.ephemeral &&
     k.aclTags.length === 1 &&
@@ -448,8 +448,14 @@ function isAgentNode(n: HsNode, tag: string): boolean {
  * to. Online nodes are never removed (a rollout surges one pod over `replicas`), nor anything
  * while fewer than `replicas` are online (an offline node may be a pod on its way back).
  */
-export function supersededNodes(nodes: readonly HsNode[], tag: string, replicas: number, now: Date): HsNode[] {
-  const ours = nodes.filter((n) => isAgentNode(n, tag));
+export function supersededNodes(
+  nodes: readonly HsNode[],
+  tag: string,
+  ownKeys: ReadonlySet<string>,
+  replicas: number,
+  now: Date,
+): HsNode[] {
+  const ours = nodes.filter((n) => isAgentNode(n, tag, ownKeys));
   if (ours.filter((n) => n.online).length < replicas) return [];
   const cutoff = now.getTime() - SUPERSEDED_GRACE_SECONDS * 1000;
   return ours

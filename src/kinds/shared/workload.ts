@@ -12,6 +12,7 @@ import { tailnetRefName } from "../related.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { flatNamespacesOf } from "./dns-tenancy.js";
 import { secretValue } from "./secrets.js";
+import { admitObject, explicitTag, objectDerivedTag, type Refusal, readTenancy, type Tenancy } from "./tenancy.js";
 
 /** The Tailnet spec fields workload kinds read, with api.md's defaults applied. */
 export interface TailnetSettings {
@@ -26,13 +27,15 @@ export interface TailnetSettings {
   baseDomain?: string;
   /** spec.tenancy.dns.flatNamespaces (dns-tenancy.ts); undefined: every namespace publishes flat names. */
   dnsFlatNamespaces?: string[];
+  /** spec.tenancy: which namespaces may use the Tailnet, which explicit tags each may use. */
+  tenancy: Tenancy;
 }
 
 export type WorkloadContext =
   | { ok: true; tailnet: K8sObject; settings: TailnetSettings; conn: HeadscaleConnection }
   | {
       ok: false;
-      reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey;
+      reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey | Refusal["reason"];
       message: string;
       tailnet?: K8sObject;
       settings?: TailnetSettings;
@@ -87,41 +90,29 @@ export function tailnetSettings(tailnet: K8sObject): TailnetSettings {
     reservedNetworks: strings(spec.reservedNetworks),
     baseDomain: typeof dns.baseDomain === "string" && dns.baseDomain ? dns.baseDomain.replace(/\.$/, "") : undefined,
     ...dnsTenancyOf(spec),
+    tenancy: readTenancy(spec),
   };
 }
 
-/** Effective tag: spec.tag, else "<tagPrefix><namespace>-<name>" cut to the tag grammar's 63 characters. */
+/** Effective tag: spec.tag, else the derived tag (tenancy.ts: injective over namespace and name, kept across upgrades). */
 export function effectiveTag(parent: K8sObject, tagPrefix: string): string {
-  const explicit = (parent.spec as { tag?: unknown } | undefined)?.tag;
-  if (typeof explicit === "string" && explicit) return explicit;
-  const raw = `${tagPrefix.slice(4)}${parent.metadata.namespace ?? ""}-${parent.metadata.name}`;
-  // Runs for every workload object on every Tailnet render: skip the regexes when the
-  // text is already a tag body (the usual case: lower-case namespace and name).
-  if (raw.length <= 63 && isTagBody(raw)) return `tag:${raw}`;
-  const body = raw
-    .toLowerCase()
-    .replace(/[^a-z0-9-]/g, "-")
-    .slice(0, 63)
-    .replace(/-+$/, "");
-  return `tag:${body}`;
+  return explicitTag(parent) ?? objectDerivedTag(parent, tagPrefix);
 }
 
-/** Only [a-z0-9-] and not ending in "-": what the slow path would leave unchanged. */
-function isTagBody(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (!((c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 45)) return false;
-  }
-  return s.charCodeAt(s.length - 1) !== 45;
-}
-
-export function resolveWorkload(req: HookRequest, deps: HookDeps): WorkloadContext {
+/**
+ * The Tailnet, its tenancy verdict and the connection. A sync is refused (NamespaceNotAllowed,
+ * TagNotGranted) before any Headscale read, so nothing is minted; finalize passes `cleanup` and is never
+ * refused: what it removes is only what the object minted (tenancy.ts nodesMintedBy).
+ */
+export function resolveWorkload(req: HookRequest, deps: HookDeps, opts: { cleanup?: boolean } = {}): WorkloadContext {
   const ref = tailnetRefName(req.parent);
   const tailnet = ref ? findObject(req.related, API_VERSION, "Tailnet", ref) : undefined;
   if (!ref || !tailnet) {
     return { ok: false, reason: CommonReason.NoTailnet, message: `Tailnet "${ref ?? ""}" not found` };
   }
   const settings = tailnetSettings(tailnet);
+  const refused = opts.cleanup ? undefined : admitObject(req.parent, settings.tenancy, req.related);
+  if (refused) return { ok: false, ...refused, tailnet, settings };
   const secretName = credentialsSecretName(ref);
   const secret = findObject(req.related, "v1", "Secret", secretName, deps.config.operatorNamespace);
   const apiKey = secretValue(secret, "apiKey");

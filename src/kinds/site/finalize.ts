@@ -66,7 +66,7 @@ export type WithdrawalDecision =
   | { finalized: false; waiting: string; conditions: ConditionInput[]; fields: { advertisers: AdvertiserStatus[] } };
 
 async function observeWithdrawal(req: HookRequest, deps: HookDeps): Promise<WithdrawalObservation> {
-  const ctx = resolveWorkload(req, deps);
+  const ctx = resolveWorkload(req, deps, { cleanup: true });
   if (!ctx.ok) {
     return {
       state: "released",

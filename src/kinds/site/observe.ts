@@ -19,7 +19,7 @@ export type SiteTailnet =
   | { ok: true; tailnet: K8sObject; settings: TailnetSettings }
   | {
       ok: false;
-      reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey;
+      reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey | "NamespaceNotAllowed";
       message: string;
       settings?: TailnetSettings;
     };
@@ -37,7 +37,11 @@ export interface SiteObservation {
 export async function observeSite(req: HookRequest, deps: HookDeps): Promise<SiteObservation> {
   const workload = resolveWorkload(req, deps);
   const sites = objectsOf(req.related, API_VERSION, "TailnetSite");
-  if (!workload.ok) return { sites, tailnet: workload };
+  if (!workload.ok) {
+    // a site has no spec.tag, so the only tenancy refusal it meets is its namespace's
+    const reason = workload.reason === "TagNotGranted" ? "NamespaceNotAllowed" : workload.reason;
+    return { sites, tailnet: { ...workload, reason } };
+  }
   const view = deps.views.view(workload.conn);
   const obs = await view.nodes();
   const nodes: NodesObservation = obs.ok ? { ok: true, value: obs.value } : { ok: false, message: obs.error.message };

@@ -73,11 +73,8 @@ export const tailnetModule: KindModule = {
   specProblem: tailnetSpecProblem,
   /** PolicyRendered=False/InvalidSpec naming the field; children and the rest of the status unchanged. */
   invalid: (req, message, deps) => invalidSpecResult(req, deps, "PolicyRendered", conditionTypes(req.parent), message),
-  // The Tailnet reads the spec of every workload object and, of gateways, status.dnsServiceIP
-  // (inputs.ts inputsOf); no other workload status. test/server/hooks.test.ts holds it to that.
-  unreadRelatedStatus: [
-    "TailnetEgress.tailnet.internal/v1alpha1",
-    "TailnetIngress.tailnet.internal/v1alpha1",
-    "TailnetSite.tailnet.internal/v1alpha1",
-  ],
+  // The Tailnet reads the spec of every workload object, of gateways status.dnsServiceIP (inputs.ts
+  // inputsOf), and of egresses and ingresses status.tag (an object keeps the tag an earlier version
+  // derived for it: tenancy.ts objectDerivedTag); no site status. test/server/hooks.test.ts holds it to that.
+  unreadRelatedStatus: ["TailnetSite.tailnet.internal/v1alpha1"],
 };

@@ -9,6 +9,7 @@ import { findObject, type K8sObject, type ObjectMaps, typeKey } from "../../k8s/
 import { isIp } from "../../net/cidr.js";
 import { tailnetRefName } from "../related.js";
 import { secretValue } from "../shared/secrets.js";
+import { admitObject } from "../shared/tenancy.js";
 import { readTailnetSpec, type TailnetSpec } from "./spec.js";
 
 /** The base policy: none configured, configured but not readable, or its HuJSON text. */
@@ -97,11 +98,17 @@ const qualified = (o: K8sObject) => `${o.metadata.namespace ?? ""}/${o.metadata.
  * Related objects of one workload kind that reference the Tailnet `name`, sorted by namespace/name
  * in code-unit order (not `localeCompare`, which costs milliseconds over thousands of objects).
  */
-function workloadsOf(related: ObjectMaps, kind: string, name: string): K8sObject[] {
+/**
+ * The Tailnet's objects of one kind that its tenancy admits (tenancy.ts admitObject): a refused namespace
+ * or an ungranted tag renders nothing into the policy — no tagOwners entry, no grant.
+ */
+function workloadsOf(related: ObjectMaps, kind: string, spec: TailnetSpec): K8sObject[] {
   const group = related[typeKey(API_VERSION, kind)] ?? {};
   const keyed: [string, K8sObject][] = [];
   for (const o of Object.values(group)) {
-    if (o?.metadata?.name && tailnetRefName(o) === name) keyed.push([qualified(o), o]);
+    if (!o?.metadata?.name || tailnetRefName(o) !== spec.name) continue;
+    if (admitObject(o, spec.settings.tenancy, related)) continue;
+    keyed.push([qualified(o), o]);
   }
   keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   return keyed.map(([, o]) => o);
@@ -109,8 +116,7 @@ function workloadsOf(related: ObjectMaps, kind: string, name: string): K8sObject
 
 /** What the spec names in `related`, read once per sync. */
 export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs {
-  const name = spec.name;
-  const gateways = workloadsOf(related, "TailnetGateway", name);
+  const gateways = workloadsOf(related, "TailnetGateway", spec);
   const dnsServiceIPs = [
     ...new Set(
       gateways.flatMap((g) => {
@@ -123,9 +129,9 @@ export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs 
     ...spec,
     connection: readConnection(spec, related),
     base: readBase(spec, related),
-    egresses: workloadsOf(related, "TailnetEgress", name),
-    ingresses: workloadsOf(related, "TailnetIngress", name),
-    sites: workloadsOf(related, "TailnetSite", name),
+    egresses: workloadsOf(related, "TailnetEgress", spec),
+    ingresses: workloadsOf(related, "TailnetIngress", spec),
+    sites: workloadsOf(related, "TailnetSite", spec),
     gateways,
     dnsServiceIPs,
   };

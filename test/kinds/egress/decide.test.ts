@@ -171,6 +171,11 @@ const rows: Row[] = [
     }),
     expect: { reasons: NOT_EVALUATED("ProxyClassMissing") },
   },
+  ...(["NamespaceNotAllowed", "TagNotGranted", "TagInUse"] as const).map((reason) => ({
+    name: `refused by the Tailnet's tenancy: ${reason}`,
+    input: input({ tailnet: { ok: false as const, reason, message: `refused: ${reason}`, tag: TAG } }),
+    expect: { reasons: NOT_EVALUATED(reason) },
+  })),
   {
     name: "target NotAdvertised: no router for its subnet",
     input: input({
@@ -347,6 +352,8 @@ describe("status fields and messages", () => {
     const d = decideEgress(input());
     assert.deepEqual(d.fields, {
       tag: "tag:k8s-shop-db",
+      // the key in use is recorded: finalize and rollouts act only on what the egress minted
+      preAuthKeyIds: ["7"],
       targets: [
         { name: "postgres", host: "db-1", address: "100.64.0.7", service: "postgres", state: "Ready", reason: "" },
         {

@@ -9,11 +9,15 @@ const future = "2026-11-30T10:00:00Z";
 const past = "2026-11-29T09:00:00Z";
 
 describe("planCleanup", () => {
+  const minted = (id: string) => preAuthKey({ id, aclTags: [TAG], expiration: future });
   const nodes = [
-    hsNode({ id: "12", name: "shop-db-1", tags: [TAG] }),
-    hsNode({ id: "9", name: "shop-db", tags: [TAG] }),
+    { ...hsNode({ id: "12", name: "shop-db-1", tags: [TAG] }), preAuthKey: minted("3") },
+    { ...hsNode({ id: "9", name: "shop-db", tags: [TAG] }), preAuthKey: minted("20") },
     hsNode({ id: "10", name: "shared", tags: [TAG, "tag:other"] }),
     hsNode({ id: "11", name: "laptop" }),
+    // an admin's server carrying exactly the tag (registered through the CLI, or with the admin's own key)
+    hsNode({ id: "13", name: "db-1", tags: [TAG] }),
+    { ...hsNode({ id: "14", name: "db-2", tags: [TAG] }), preAuthKey: minted("21") },
   ];
   const keys = [
     preAuthKey({ id: "3", aclTags: [TAG], expiration: future }),
@@ -25,9 +29,9 @@ describe("planCleanup", () => {
     preAuthKey({ id: "22", aclTags: [TAG], expiration: "0001-01-01T00:00:00Z" }),
   ];
 
-  it("nodes with exactly the tag, live keys with exactly the tag or named by a Secret, sorted by id", () => {
-    assert.deepEqual(planCleanup(TAG, nodes, keys, ["20", "404"], AT), {
-      expireKeys: ["3", "20", "21"],
+  it("only the nodes registered with keys it minted, and only those keys that are live, sorted by id", () => {
+    assert.deepEqual(planCleanup(nodes, keys, new Set(["3", "4", "20", "404"]), AT), {
+      expireKeys: ["3", "20"],
       deleteNodes: [
         { id: "9", name: "shop-db" },
         { id: "12", name: "shop-db-1" },
@@ -37,7 +41,7 @@ describe("planCleanup", () => {
 
   it("nothing left once keys are expired and nodes gone", () => {
     const expired = keys.map((k) => ({ ...k, expiration: past }));
-    assert.deepEqual(planCleanup(TAG, nodes.slice(2), expired, ["20"], AT), { expireKeys: [], deleteNodes: [] });
+    assert.deepEqual(planCleanup(nodes.slice(2), expired, new Set(["20"]), AT), { expireKeys: [], deleteNodes: [] });
   });
 });
 

@@ -109,6 +109,7 @@ export function tailnetRead(over: Partial<TailnetRead> = {}): TailnetRead {
     policy: ok(policy({ [TAG]: [] })),
     nodes: ok(NODES.map(hsNode)),
     agents: scraped(),
+    ownKeys: new Set(["7"]),
     authKey: { secret: keySecret(), keyId: "7", expiresAt: KEY_EXPIRES },
     ...over,
   };

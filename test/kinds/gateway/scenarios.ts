@@ -343,6 +343,11 @@ export const rows: Row[] = [
     }),
     expect: { Registered: "ProxyClassMissing", WorkloadCurrent: "ProxyClassMissing", Ready: "ProxyClassMissing" },
   },
+  ...(["NamespaceNotAllowed", "TagNotGranted"] as const).map((reason) => ({
+    name: `refused by the Tailnet's tenancy: ${reason}`,
+    input: unserved({ reason, message: `refused: ${reason}`, tag: "tag:k8s-infra-gw" }),
+    expect: { Registered: reason, WorkloadCurrent: reason, Ready: reason },
+  })),
   {
     name: "suspended without a Tailnet",
     input: unserved({ reason: "NoTailnet", message: 'Tailnet "home" not found' }, { parent: suspendedParent }),

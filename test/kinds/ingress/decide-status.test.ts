@@ -154,6 +154,7 @@ const decisionRows: DecisionRow[] = [
           { name: "web", dnsName: "dash.ts.example.com", dnsAliases: ["grafana-eu.ts.example.com"], reachable: true },
         ],
         nodes: [{ name: "grafana", addresses: ["100.64.0.9", "fd7a:115c:a1e0::9"], online: true }],
+        preAuthKeyIds: ["4"],
       },
       exposes: [
         { name: "web", reachable: true },
@@ -173,6 +174,7 @@ const decisionRows: DecisionRow[] = [
         dnsName: "grafana.ts.example.com",
         exposes: [{ name: "web", dnsAliases: ["grafana-eu.ts.example.com"] }],
         nodes: [{ name: "grafana", addresses: ["100.64.0.9", "fd7a:115c:a1e0::9"], online: true }],
+        preAuthKeyIds: ["4"],
       },
     },
   },
@@ -187,6 +189,7 @@ const decisionRows: DecisionRow[] = [
         tag: TAG,
         exposes: [{ name: "web", dnsAliases: [], reachable: true }],
         nodes: [{ name: "grafana", addresses: ["100.64.0.9", "fd7a:115c:a1e0::9"], online: true }],
+        preAuthKeyIds: ["4"],
       },
     },
   },
@@ -365,7 +368,7 @@ const planRows: PlanRow[] = [
     name: "replicas 3 with 3 online: a node offline past the grace period is superseded",
     input: () =>
       input({
-        parent: ingress("grafana", { replicas: 3 }),
+        parent: { ...ingress("grafana", { replicas: 3 }), status: { preAuthKeyIds: ["4"] } },
         nodes: ok([
           agentNode("9", "grafana", true),
           agentNode("10", "grafana-1", false),
@@ -374,6 +377,20 @@ const planRows: PlanRow[] = [
         ]),
       }),
     expect: { write: true, authKey: "create", superseded: ["10"] },
+  },
+  {
+    name: "the same offline node registered with a key the ingress did not mint (an admin's): never superseded",
+    input: () =>
+      input({
+        parent: { ...ingress("grafana", { replicas: 3 }), status: { preAuthKeyIds: ["5"] } },
+        nodes: ok([
+          agentNode("9", "grafana", true),
+          agentNode("10", "grafana-1", false),
+          agentNode("11", "grafana-2", true),
+          agentNode("12", "grafana-3", true),
+        ]),
+      }),
+    expect: { write: true, authKey: "create", superseded: [] },
   },
   {
     name: "replicas 3 with 2 online: the offline node may be a replica on its way back, kept",

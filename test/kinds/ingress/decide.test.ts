@@ -11,6 +11,7 @@ import { invalidSpecConditions } from "../../../src/kinds/common.js";
 import { ingressConditions } from "../../../src/kinds/ingress/conditions.js";
 import { decideIngress, type IngressDecideInput } from "../../../src/kinds/ingress/decide.js";
 import { readIngressSpec } from "../../../src/kinds/ingress/spec.js";
+import type { TailnetSettings } from "../../../src/kinds/shared/workload.js";
 import { assertCoversTable } from "../../helpers/reason-coverage.js";
 import { failed, hsNode, ok, policy } from "../shared/fixtures.js";
 import { ingress, scraped, TAG, tcpIngress, tlsSecret, WEB } from "./fixtures.js";
@@ -348,6 +349,20 @@ const rows: Row[] = [
       reasons: { TagKnown: "ProxyClassMissing", Registered: "ProxyClassMissing", Ready: "ProxyClassMissing" },
     },
   },
+  ...(["NamespaceNotAllowed", "TagNotGranted", "TagInUse"] as const).map((reason) => ({
+    name: `refused by the Tailnet's tenancy: ${reason}`,
+    input: () =>
+      input({
+        ...NO_PROXY_CLASS,
+        tailnet: {
+          ok: false as const,
+          reason,
+          message: `refused: ${reason}`,
+          settings: (NO_PROXY_CLASS.tailnet as { settings: TailnetSettings }).settings,
+        },
+      }),
+    expect: { reasons: { TagKnown: reason, Registered: reason, Ready: reason } },
+  })),
   {
     name: "a host is not a DNS label",
     input: () =>
@@ -395,7 +410,14 @@ function assertReadyRepeats(got: Map<string, ConditionInput>): void {
   const ready = got.get("Ready");
   const ordered = ["Registered", "PolicyGranted", "TLSReady", "BackendsReachable"];
   const blocker = ordered.map((t) => got.get(t)).find((c) => c?.status !== "True" && c?.reason === ready?.reason);
-  const fromTailnet = ["NoTailnet", "NoAPIKey", "ProxyClassMissing"].includes(ready?.reason ?? "");
+  const fromTailnet = [
+    "NoTailnet",
+    "NoAPIKey",
+    "ProxyClassMissing",
+    "NamespaceNotAllowed",
+    "TagNotGranted",
+    "TagInUse",
+  ].includes(ready?.reason ?? "");
   if (ready?.status !== "True" && blocker && !fromTailnet) assert.equal(ready?.message, blocker.message);
 }
 

@@ -133,6 +133,7 @@ describe("TailnetIngress end to end", () => {
       dnsName: "grafana.ts.example.com",
       exposes: [{ name: "postgres", dnsName: "grafana.ts.example.com", dnsAliases: [], reachable: true }],
       nodes: [{ name: "grafana", addresses: registeredAddresses(w), online: true }],
+      preAuthKeyIds: ["1"],
     });
     const socket = connect(agent.ports.exposes[0].listenPort, "127.0.0.1");
     t.after(() => socket.destroy());

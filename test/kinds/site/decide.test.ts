@@ -235,6 +235,26 @@ describe("decideSite: one row per reason (reasons page order)", () => {
       },
     },
     {
+      name: "its namespace is not selected by the Tailnet's spec.tenancy.namespaceSelector",
+      input: input({
+        tailnet: {
+          ok: false,
+          reason: "NamespaceNotAllowed",
+          message: "namespace net is not selected by the Tailnet's spec.tenancy.namespaceSelector",
+          settings: tailnetSettings(tailnet()),
+        },
+      }),
+      expect: {
+        reasons: {
+          RouteConflict: "NoConflict",
+          UnmanagedOverlap: "NotObserved",
+          Advertised: "NotObserved",
+          Approved: "NotObserved",
+          Ready: "NamespaceNotAllowed",
+        },
+      },
+    },
+    {
       name: "an exit-node site: its exit node announces and has approved both exit routes",
       input: input({
         parent: lan({ prefixes: ["0.0.0.0/0", "::/0"], advertiserTags: ["tag:exit"] }),

@@ -71,6 +71,40 @@ describe("readInputs", () => {
     );
   });
 
+  it("tenancy: an ungranted spec.tag and an unselected namespace render nothing into the policy", () => {
+    const spec = tailnetSpec({
+      tenancy: {
+        namespaceSelector: { matchLabels: { tenant: "yes" } },
+        tags: [{ namespaceSelector: { matchLabels: { team: "db" } }, tags: ["tag:db"] }],
+      },
+    });
+    const ns = (name: string, labels: Record<string, string>) => ({
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name, labels },
+    });
+    const tagged = (name: string, namespace: string) => {
+      const o = egress(name, namespace);
+      return { ...o, spec: { ...(o.spec as object), tag: "tag:db" } };
+    };
+    const inputs = readInputs(
+      tailnet(spec),
+      toMaps([
+        ns("shop", { tenant: "yes" }),
+        ns("dbteam", { tenant: "yes", team: "db" }),
+        ns("lab", {}),
+        egress("web", "shop"),
+        tagged("takeover", "shop"),
+        tagged("db", "dbteam"),
+        egress("x", "lab"),
+      ]),
+    );
+    assert.deepEqual(
+      inputs.egresses.map((o) => `${o.metadata.namespace}/${o.metadata.name}`),
+      ["dbteam/db", "shop/web"],
+    );
+  });
+
   it("split DNS domains and gateway DNS Service IPs are sorted and unique; invalid IPs ignored", () => {
     const spec = tailnetSpec({
       dns: { splitDNS: { domains: ["svc.cluster.local", "corp.internal", "corp.internal"] } },
