@@ -13,6 +13,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { parseHuJson } from "../../src/policy/hujson.js";
 import { parentObject } from "../fixtures/hooks.js";
 import { API, listRoutes, type RealOperator, socksEcho, startOperator } from "./operator.js";
 import { waitFor } from "./peers.js";
@@ -39,7 +40,12 @@ describe("TailnetSite on the real Headscale", { timeout: 600_000 }, () => {
   });
 
   const siteReasons = (name: string) => op.reasons("TailnetSite", name, "net");
-  const livePolicy = async () => world.headscale.cli(["policy", "get"]);
+  // The operator's policy starts with its marker comment (src/policy/marker.ts): HuJSON, not JSON.
+  const livePolicy = async () => {
+    const read = parseHuJson(await world.headscale.cli(["policy", "get"]));
+    assert.ok(read.ok, read.ok ? "" : read.message);
+    return read.value;
+  };
   const routerRow = async () => {
     const row = (await listRoutes(world)).get("router");
     assert.ok(row, "the router is listed by `headscale nodes list-routes`");
@@ -95,7 +101,7 @@ describe("TailnetSite on the real Headscale", { timeout: 600_000 }, () => {
     assert.deepEqual(op.mc.status(API, "TailnetSite", "lan", "net")?.advertisers, [
       { node: "router", prefixes: [SITE_PREFIX], approved: true },
     ]);
-    const policy = JSON.parse(await livePolicy()) as {
+    const policy = (await livePolicy()) as {
       autoApprovers?: { routes?: Record<string, string[]> };
       grants?: { src: string[]; dst: string[] }[];
     };
@@ -165,7 +171,7 @@ describe("TailnetSite on the real Headscale", { timeout: 600_000 }, () => {
     );
     assert.notEqual(siteReasons("everything").Ready, "Ready");
     assert.equal(op.condition("TailnetSite", "everything", "Ready", "net")?.status, "False");
-    const lone = JSON.parse(await livePolicy()) as { grants?: { dst: string[] }[] };
+    const lone = (await livePolicy()) as { grants?: { dst: string[] }[] };
     assert.ok(!lone.grants?.some((g) => g.dst.includes("0.0.0.0/0")), "no raw default route in the live policy");
     assert.ok(
       lone.grants?.some((g) => g.dst.includes(SITE_PREFIX)),
@@ -197,7 +203,7 @@ describe("TailnetSite on the real Headscale", { timeout: 600_000 }, () => {
       "InSync",
       op.condition("Tailnet", "home", "PolicyApplied")?.message,
     );
-    const live = JSON.parse(await livePolicy()) as {
+    const live = (await livePolicy()) as {
       autoApprovers?: { exitNode?: string[]; routes?: Record<string, string[]> };
       grants?: { src: string[]; dst: string[] }[];
     };
@@ -246,7 +252,7 @@ describe("TailnetSite on the real Headscale", { timeout: 600_000 }, () => {
     assert.deepEqual(op.mc.errors, []);
     assert.equal(op.mc.get(API, "TailnetSite", "lan", "net"), undefined, "the site is finalized");
     assert.deepEqual((await routerRow()).approved_routes, [OTHER_ROUTE], "exactly the site's prefix withdrawn");
-    const policy = JSON.parse(await livePolicy()) as {
+    const policy = (await livePolicy()) as {
       autoApprovers?: { routes?: Record<string, string[]> };
       grants?: { dst: string[] }[];
     };
