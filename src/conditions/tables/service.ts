@@ -18,6 +18,9 @@ export const SERVICE_REASONS = {
     NameTaken: ["False"],
     HostnameTaken: ["False"],
     HostnameReserved: ["False"],
+    TagNotGranted: ["False"],
+    TagInUse: ["False"],
+    NamespaceNotAllowed: ["False"],
     ExternalNameMismatch: ["False"],
   },
 } as const satisfies ReasonTable;

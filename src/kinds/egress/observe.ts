@@ -12,7 +12,7 @@ import { objectsOf } from "../../k8s/objects.js";
 import { listNames, nodeLabel } from "../shared/agent.js";
 import { type ObservedKey, observedKeys } from "../shared/authkey.js";
 import { lookupProxyClass, type ProxyClassSpec, proxyClassMissingMessage } from "../shared/proxy-class.js";
-import { explicitTag, foreignCarriers, ownKeyIds, type TenancyReason } from "../shared/tenancy.js";
+import { ownKeyIds, type TenancyReason, tagTakenBy } from "../shared/tenancy.js";
 import { agentPods, effectiveTag, resolveWorkload, type TailnetSettings } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import type { EgressSpec } from "./spec.js";
@@ -95,7 +95,7 @@ export async function observeEgress(req: HookRequest, spec: EgressSpec, deps: Ho
     { ttlSeconds: ctx.settings.authKeyTTLSeconds },
   );
   // one tag, one owner: an explicit tag another node carries (an admin's server) is not this egress's
-  const foreign = explicitTag(req.parent) && nodes.ok ? foreignCarriers(nodes.value, tag, ownKeys) : [];
+  const foreign = nodes.ok ? tagTakenBy(req.parent, tag, nodes.value, ownKeys) : [];
   if (foreign.length) {
     const message = `${tag} is carried by ${listNames(foreign.map(nodeLabel))}, which this egress did not register; a tag has one owner, so nothing is minted for it`;
     return { ok: false, reason: "TagInUse", message, tag, now, keySecrets };

@@ -11,7 +11,7 @@ import { type K8sObject, objectsOf } from "../../k8s/objects.js";
 import { listNames, nodeLabel } from "../shared/agent.js";
 import { observedKeys } from "../shared/authkey.js";
 import { lookupProxyClass, type ProxyClassLookup, proxyClassMissingMessage } from "../shared/proxy-class.js";
-import { explicitTag, foreignCarriers, ownKeyIds } from "../shared/tenancy.js";
+import { explicitTag, ownKeyIds, tagTakenBy } from "../shared/tenancy.js";
 import {
   agentPods,
   effectiveTag,
@@ -82,7 +82,7 @@ function tagOwner(
 ): TailnetView {
   if (!tailnet.ok || !nodes?.ok || !ownKeys || explicitTag(req.parent) === undefined) return tailnet;
   const tag = effectiveTag(req.parent, tailnet.settings.tagPrefix);
-  const foreign = foreignCarriers(nodes.value, tag, ownKeys);
+  const foreign = tagTakenBy(req.parent, tag, nodes.value, ownKeys);
   if (!foreign.length) return tailnet;
   return {
     ok: false,

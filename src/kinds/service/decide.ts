@@ -17,6 +17,7 @@ import { LAST_APPLIED, qualifiedName, reuseObserved } from "../../k8s/objects.js
 import type { Decision } from "../pipeline.js";
 import { flatNamespacesOf } from "../shared/dns-tenancy.js";
 import { nameConflicts } from "../shared/ingress-names.js";
+import type { TenancyReason } from "../shared/tenancy.js";
 import { Annotation, Written } from "./annotations.js";
 import { attachmentKind, serviceAttachment, targetAddress } from "./attachments.js";
 import type { ServiceObservation } from "./observe.js";
@@ -215,6 +216,10 @@ function mirror(spec: ServiceSpec, desired: K8sObject, mine: K8sObject | undefin
     return cond("Exposed", "True", "Ready", `${spec.target} reachable from the cluster at ${targetAddress(spec)}`);
   }
   if (ready.status === "False" && ready.reason === "DNSNameReserved") return reserved(spec, id, ready.message);
+  // a tenancy refusal (tenancy.ts) is the Service's own: its annotations asked for the tag or the Tailnet
+  if (ready.status === "False" && isTenancyReason(ready.reason)) {
+    return cond("Exposed", "False", ready.reason, `${id}: ${ready.message ?? ""}`);
+  }
   if (ready.status === "False") return cond("Exposed", "False", "NotReady", why);
   return cond("Exposed", "Unknown", "Pending", why);
 }
@@ -246,6 +251,13 @@ export function decideServiceFinalize(role: "expose" | "target", observed: Servi
  * attachment reads the node list, so it stays (publishing nothing under that name); the Service says
  * which annotation fixes it.
  */
+const TENANCY_REASONS: readonly string[] = [
+  "TagNotGranted",
+  "TagInUse",
+  "NamespaceNotAllowed",
+] satisfies TenancyReason[];
+const isTenancyReason = (r: string | undefined): r is TenancyReason => TENANCY_REASONS.includes(r ?? "");
+
 function reserved(spec: ServiceSpec, id: string, message: string | undefined): ExposedCondition {
   return cond(
     "Exposed",

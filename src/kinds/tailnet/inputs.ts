@@ -4,12 +4,14 @@
  * references this Tailnet, and the DNS Service IPs of its gateways (for the split-DNS advice).
  */
 import { API_VERSION } from "../../api/schemas.js";
+import type { HsNode } from "../../headscale/types.js";
 import type { HeadscaleConnection } from "../../headscale/view.js";
 import { findObject, type K8sObject, type ObjectMaps, typeKey } from "../../k8s/objects.js";
 import { isIp } from "../../net/cidr.js";
 import { tailnetRefName } from "../related.js";
 import { secretValue } from "../shared/secrets.js";
-import { admitObject } from "../shared/tenancy.js";
+import { admitObject, keptTagTwins, tagTakenFromTailnet } from "../shared/tenancy.js";
+import { effectiveTag } from "../shared/workload.js";
 import { readTailnetSpec, type TailnetSpec } from "./spec.js";
 
 /** The base policy: none configured, configured but not readable, or its HuJSON text. */
@@ -95,12 +97,9 @@ function readBase(spec: TailnetSpec, related: ObjectMaps): BaseInput {
 const qualified = (o: K8sObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 
 /**
- * Related objects of one workload kind that reference the Tailnet `name`, sorted by namespace/name
- * in code-unit order (not `localeCompare`, which costs milliseconds over thousands of objects).
- */
-/**
  * The Tailnet's objects of one kind that its tenancy admits (tenancy.ts admitObject): a refused namespace
- * or an ungranted tag renders nothing into the policy — no tagOwners entry, no grant.
+ * or an ungranted tag renders nothing into the policy — no tagOwners entry, no grant. Sorted by
+ * namespace/name in code-unit order (not `localeCompare`, which costs milliseconds over thousands of objects).
  */
 function workloadsOf(related: ObjectMaps, kind: string, spec: TailnetSpec): K8sObject[] {
   const group = related[typeKey(API_VERSION, kind)] ?? {};
@@ -114,9 +113,20 @@ function workloadsOf(related: ObjectMaps, kind: string, spec: TailnetSpec): K8sO
   return keyed.map(([, o]) => o);
 }
 
-/** What the spec names in `related`, read once per sync. */
+/**
+ * What the spec names in `related`, read once per sync. An object whose fresh derived tag another object kept
+ * from before the upgrade (tenancy.ts keptTagTwins) renders nothing: the tag stays the keeper's.
+ */
 export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs {
-  const gateways = workloadsOf(related, "TailnetGateway", spec);
+  const lists = {
+    egresses: workloadsOf(related, "TailnetEgress", spec),
+    ingresses: workloadsOf(related, "TailnetIngress", spec),
+    sites: workloadsOf(related, "TailnetSite", spec),
+    gateways: workloadsOf(related, "TailnetGateway", spec),
+  };
+  const twins = keptTagTwins(Object.values(lists).flat(), spec.settings.tagPrefix);
+  const kept = (list: K8sObject[]) => (twins.size ? list.filter((o) => !twins.has(`${o.kind}/${qualified(o)}`)) : list);
+  const gateways = kept(lists.gateways);
   const dnsServiceIPs = [
     ...new Set(
       gateways.flatMap((g) => {
@@ -129,12 +139,29 @@ export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs 
     ...spec,
     connection: readConnection(spec, related),
     base: readBase(spec, related),
-    egresses: workloadsOf(related, "TailnetEgress", spec),
-    ingresses: workloadsOf(related, "TailnetIngress", spec),
-    sites: workloadsOf(related, "TailnetSite", spec),
+    egresses: kept(lists.egresses),
+    ingresses: kept(lists.ingresses),
+    sites: kept(lists.sites),
     gateways,
     dnsServiceIPs,
   };
+}
+
+/**
+ * The inputs without the objects their own sync refuses as TagInUse (tenancy.ts tagTakenFromTailnet: an
+ * explicit tag a node they did not register carries), judged on Headscale's node list: a refused object
+ * renders nothing, so a tenant's allowFrom never opens an admin's node carrying the tenant's granted tag.
+ */
+export function ownedInputs(inputs: TailnetInputs, nodes: readonly HsNode[]): TailnetInputs {
+  const { tagPrefix, authKeyTTLSeconds } = inputs.settings;
+  const owned = (list: K8sObject[]) =>
+    list.filter((o) => tagTakenFromTailnet(o, effectiveTag(o, tagPrefix), nodes, authKeyTTLSeconds).length === 0);
+  const egresses = owned(inputs.egresses);
+  const ingresses = owned(inputs.ingresses);
+  const gateways = owned(inputs.gateways);
+  const same = egresses.length === inputs.egresses.length && ingresses.length === inputs.ingresses.length;
+  if (same && gateways.length === inputs.gateways.length) return inputs;
+  return { ...inputs, egresses, ingresses, gateways };
 }
 
 /** The spec and what it names in `related` (tests, benches). */

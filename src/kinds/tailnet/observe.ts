@@ -18,7 +18,7 @@ import { prettyPolicyText } from "../../policy/render.js";
 import { secretValue } from "../shared/secrets.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { apiKeySecretName } from "./children.js";
-import { type ConnectionInput, connectionFor, inputsOf, type TailnetInputs } from "./inputs.js";
+import { type ConnectionInput, connectionFor, inputsOf, ownedInputs, type TailnetInputs } from "./inputs.js";
 import { isDatabaseDown401, NO_CALL, oneLine } from "./messages.js";
 import type { HeadscaleObservations } from "./observed.js";
 import { renderTailnetPolicy, type TailnetRender } from "./render.js";
@@ -134,7 +134,10 @@ async function observeWithKey(
 
 export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: HookDeps): Promise<TailnetObservation> {
   const now = deps.now();
-  const { inputs, hs, apiKey, view } = await observeWithKey(req, spec, deps);
+  const observed = await observeWithKey(req, spec, deps);
+  const { hs, apiKey, view } = observed;
+  // objects refused as TagInUse render nothing (without the node list, render says CannotVerify)
+  const inputs = hs?.nodes.ok ? ownedInputs(observed.inputs, hs.nodes.value) : observed.inputs;
   const nodesUnavailable = !hs ? NO_CALL : hs.nodes.ok ? "" : oneLine(hs.nodes.error.message);
   const render = renderTailnetPolicy(inputs, hs?.nodes.ok ? hs.nodes.value : null, nodesUnavailable);
   if (!view || !hs) return { inputs, apiKey, hs, render };

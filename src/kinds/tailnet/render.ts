@@ -17,6 +17,7 @@ import { type GeneratedCounts, renderPolicy } from "../../policy/render.js";
 import type { NodeRef } from "../../policy/targets.js";
 import { holderOf, reservedNames } from "../shared/dns-owners.js";
 import { nameOwners } from "../shared/ingress-names.js";
+import { explicitTag } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import type { TailnetInputs } from "./inputs.js";
 import { blockedSites } from "./sites.js";
@@ -44,9 +45,12 @@ const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is
 const records = (v: unknown): Spec[] => (Array.isArray(v) ? v.map(record) : []);
 const ns = (o: K8sObject) => o.metadata.namespace ?? "";
 
-/** Node names and tags only matter for egress targets (name → IP, tag allowlist). */
+/**
+ * The node list decides egress targets (name → IP, tag allowlist) and whether an explicit tag is the
+ * object's (tenancy.ts tagTakenBy: another's node carrying it renders nothing): unknown, nothing renders.
+ */
 export function needsNodes(inputs: TailnetInputs): boolean {
-  return inputs.egresses.length > 0;
+  return inputs.egresses.length > 0 || [...inputs.ingresses, ...inputs.gateways].some((o) => explicitTag(o));
 }
 
 /** Every workload object of the Tailnet as the policy collector's input. */
@@ -135,7 +139,7 @@ export function renderTailnetPolicy(
     return {
       ok: false,
       reason: "CannotVerify",
-      message: `not rendered: egress targets are resolved through the Headscale node list: ${nodesUnavailable}`,
+      message: `not rendered: egress targets and explicit tags' owners are judged on the Headscale node list: ${nodesUnavailable}`,
     };
   }
   const collected = collectGenerated(collectInput(inputs, nodes ?? []));

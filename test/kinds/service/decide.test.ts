@@ -94,6 +94,66 @@ const rows: Row[] = [
     },
   },
   {
+    name: "the attachment refused by tenancy (TagNotGranted) → TagNotGranted on the Service, the attachment kept",
+    input: input({
+      attachments: [
+        mine(
+          ready(
+            "False",
+            "TagNotGranted",
+            "tag:db is not granted to namespace monitoring (the Tailnet's spec.tenancy.tags); nothing is minted for it",
+          ),
+        ),
+      ],
+    }),
+    expect: {
+      status: "False",
+      reason: "TagNotGranted",
+      attachments: ["TailnetIngress/grafana"],
+      message: /^TailnetIngress monitoring\/grafana: tag:db /,
+    },
+  },
+  {
+    name: "the attachment refused by tenancy (TagInUse) → TagInUse on the Service, the attachment kept",
+    input: input({
+      attachments: [
+        mine(
+          ready(
+            "False",
+            "TagInUse",
+            "tag:db is carried by db-srv, which this ingress did not register; a tag has one owner, so nothing is minted for it",
+          ),
+        ),
+      ],
+    }),
+    expect: {
+      status: "False",
+      reason: "TagInUse",
+      attachments: ["TailnetIngress/grafana"],
+      message: /^TailnetIngress monitoring\/grafana: tag:db /,
+    },
+  },
+  {
+    name: "the attachment refused by tenancy (NamespaceNotAllowed) → NamespaceNotAllowed on the Service, the attachment kept",
+    input: input({
+      attachments: [
+        mine(
+          ready(
+            "False",
+            "NamespaceNotAllowed",
+            "namespace monitoring is not selected by the Tailnet's spec.tenancy.namespaceSelector",
+          ),
+        ),
+      ],
+    }),
+    expect: {
+      status: "False",
+      reason: "NamespaceNotAllowed",
+      attachments: ["TailnetIngress/grafana"],
+      message: /^TailnetIngress monitoring\/grafana: namespace /,
+    },
+  },
+  {
     name: "the attachment reports on an older generation → Pending",
     input: input({ attachments: [mine(ready("True", "Ready", "", 1), { generation: 2 })] }),
     expect: { status: "Unknown", reason: "Pending", attachments: ["TailnetIngress/grafana"], message: /current spec/ },

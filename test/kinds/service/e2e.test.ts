@@ -266,6 +266,46 @@ describe("annotated Services end to end", () => {
     assert.notEqual(state(w, "files").state, "HostnameReserved");
   });
 
+  it("tenancy (issue 23): an ungranted, a taken tag, an unselected namespace: the Service names the refusal, nothing minted", async (t) => {
+    const w = await serviceWorld(t, { tags: ["tag:db"] });
+    const home = (spec: Record<string, unknown>) =>
+      tailnet("home", { headscale: { url: w.hs.url, apiKeySecretRef: { namespace: "x", name: "y" } }, ...spec });
+    const keyPosts = () => w.hs.writes().filter((r) => r.method === "POST" && r.path === "/api/v1/preauthkey");
+    w.mc.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name: NS, labels: {} } });
+    w.mc.apply(exposed("pg", { [`${T}/tags`]: "tag:db" }));
+    await settle(w);
+    assert.equal(
+      (w.attachment("TailnetIngress", "pg")?.spec as { tag?: string } | undefined)?.tag,
+      "tag:db",
+      "the attachment asks for the tag",
+    );
+    const refused = (reason: string, why: RegExp) => {
+      const s = state(w, "pg");
+      assert.equal(s.state, reason, s.message);
+      assert.match(s.message ?? "", why);
+      assert.ok(
+        w.eventsOn("pg").some((e) => e.startsWith(`${reason}: `)),
+        `an Event ${reason}: ${w.eventsOn("pg")}`,
+      );
+    };
+    refused("TagNotGranted", /^TailnetIngress monitoring\/pg: tag:db is not granted to namespace monitoring/);
+
+    // granted, but an administrator's server carries tag:db
+    w.hs.addNode({ name: "db-srv", tags: ["tag:db"] });
+    w.mc.apply(home({ tenancy: { tags: [{ namespaceSelector: {}, tags: ["tag:db"] }] } }));
+    await settle(w);
+    refused(
+      "TagInUse",
+      /^TailnetIngress monitoring\/pg: tag:db is carried by db-srv, which this ingress did not register/,
+    );
+
+    w.mc.apply(home({ tenancy: { namespaceSelector: { matchLabels: { tenant: "yes" } } } }));
+    await settle(w);
+    refused("NamespaceNotAllowed", /^TailnetIngress monitoring\/pg: namespace monitoring is not selected/);
+    assert.deepEqual(keyPosts(), [], "nothing minted");
+    assert.equal(w.mc.get("apps/v1", "Deployment", "pg-agent", NS), undefined, "no agent");
+  });
+
   it("reached every reason of the Service table", () => {
     assert.deepEqual([...seen].sort(), Object.keys(SERVICE_REASONS.Exposed).sort());
   });

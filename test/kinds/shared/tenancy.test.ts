@@ -9,12 +9,14 @@ import {
   admission,
   derivedTag,
   foreignCarriers,
+  keptTagTwins,
   nodesMintedBy,
   objectDerivedTag,
   ownKeyIds,
   readTenancy,
   recordedKeyIds,
   selects,
+  tagTakenFromTailnet,
 } from "../../../src/kinds/shared/tenancy.js";
 import { effectiveTag } from "../../../src/kinds/shared/workload.js";
 import { hsNode, preAuthKey } from "./fixtures.js";
@@ -243,6 +245,19 @@ describe("what is the object's own", () => {
     );
   });
 
+  it("tagTakenFromTailnet: the Tailnet's view of TagInUse (node list + status), derived tags never taken", () => {
+    const minted = agentKey("4", { expiration: "2026-11-30T00:00:00Z" });
+    const mine = { ...hsNode({ id: "1", name: "agent", tags: [TAG] }), preAuthKey: minted };
+    const admins = hsNode({ id: "2", name: "db-srv", tags: [TAG] });
+    const taken = (p: K8sObject, nodes: ReturnType<typeof hsNode>[]) =>
+      tagTakenFromTailnet(p, TAG, nodes, 86400).map((n) => n.name);
+    assert.deepEqual(taken(parent({ preAuthKeyIds: ["4"] }, TAG), [mine]), [], "its own recorded key");
+    assert.deepEqual(taken(parent({ preAuthKeyIds: ["3"] }, TAG), [mine]), ["agent"], "a key it did not record");
+    assert.deepEqual(taken(parent(undefined, TAG), [mine]), [], "before preAuthKeyIds: its agent-shaped key adopted");
+    assert.deepEqual(taken(parent({ preAuthKeyIds: ["4"] }, TAG), [mine, admins]), ["db-srv"]);
+    assert.deepEqual(taken(parent({ preAuthKeyIds: [] }), [admins]), [], "a derived tag is the object's own");
+  });
+
   it("recordedKeyIds: adds the key in use, prunes ids neither listed nor used, keeps the newest 32", () => {
     const nodes = [{ ...hsNode({ id: "1", name: "agent", tags: [TAG] }), preAuthKey: agentKey("2") }];
     assert.deepEqual(recordedKeyIds(new Set(["1", "2", "10"]), "11", nodes, [{ id: "10" }]), ["2", "10", "11"]);
@@ -251,5 +266,26 @@ describe("what is the object's own", () => {
     const kept = recordedKeyIds(many, undefined, undefined, undefined);
     assert.equal(kept.length, 32);
     assert.equal(kept[0], "9");
+  });
+});
+
+describe("keptTagTwins: a fresh derived tag another object kept from before the upgrade", () => {
+  const obj = (kind: string, namespace: string, name: string, status?: Record<string, unknown>, tag?: string) =>
+    ({
+      kind,
+      metadata: { name, namespace },
+      spec: tag ? { tag } : {},
+      ...(status ? { status } : {}),
+    }) as unknown as K8sObject;
+  it("the keeper keeps it, across kinds; the fresh twin is named with its keeper", () => {
+    const keeper = obj("TailnetIngress", "team-a", "db", { tag: "tag:k8s-team-a-db" });
+    const twin = obj("TailnetEgress", "team", "a-db");
+    const synced = obj("TailnetEgress", "team", "a-db", { tag: "tag:k8s-team-a-db" });
+    const fresh = obj("TailnetIngress", "team-a", "web");
+    const explicit = obj("TailnetIngress", "x", "y", undefined, "tag:k8s-team-a-db");
+    const want = new Map([["TailnetEgress/team/a-db", "TailnetIngress/team-a/db"]]);
+    assert.deepEqual(keptTagTwins([twin, keeper, fresh, explicit], "tag:k8s-"), want);
+    assert.deepEqual(keptTagTwins([synced, keeper], "tag:k8s-"), want, "its own status.tag keeps no twin");
+    assert.deepEqual(keptTagTwins([twin, fresh], "tag:k8s-"), new Map(), "no keeper: no twin");
   });
 });

@@ -22,11 +22,18 @@ type After = { after: (fn: () => Promise<void> | void) => void };
 export const API = "tailnet.internal/v1alpha1";
 export const LIVE = '{"acls": [{"action": "accept", "src": ["*"], "dst": ["*:*"]}]}';
 
-/** Workload kinds answer with their status untouched (a gateway keeps its dnsServiceIP) and no children. */
+/**
+ * Workload kinds answer with their status untouched (a gateway keeps its dnsServiceIP, an object its kept
+ * tag and recorded key ids) and no children.
+ */
 function stub(base: KindModule): KindModule {
   const kept = (parent: K8sObject) => {
-    const ip = (parent.status as { dnsServiceIP?: unknown } | undefined)?.dnsServiceIP;
-    return typeof ip === "string" ? { dnsServiceIP: ip } : {};
+    const s = (parent.status ?? {}) as { dnsServiceIP?: unknown; tag?: unknown; preAuthKeyIds?: unknown };
+    return {
+      ...(typeof s.dnsServiceIP === "string" ? { dnsServiceIP: s.dnsServiceIP } : {}),
+      ...(typeof s.tag === "string" ? { tag: s.tag } : {}),
+      ...(Array.isArray(s.preAuthKeyIds) ? { preAuthKeyIds: s.preAuthKeyIds } : {}),
+    };
   };
   return {
     ...base,

@@ -1,0 +1,57 @@
+// Issue 23 at the Tailnet: an object its own sync refuses as TagInUse renders nothing into the policy, so a
+// tenant's allowFrom never opens an admin's node that carries the tenant's granted tag; and a newly derived
+// tag another object kept from before the upgrade stays that object's alone.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { K8sObject } from "../../../src/k8s/objects.js";
+import { parseHuJson } from "../../../src/policy/hujson.js";
+import { ingress } from "./fixtures.js";
+import { harness, settleStable } from "./harness.js";
+
+type Grant = { src?: string[]; dst?: string[] };
+
+/** The grants of the policy Headscale stores whose dst names `tag`, as "src → dst". */
+function grantsTo(h: { fake: { state: { policies: { text: string }[] } } }, tag: string): string[] {
+  const parsed = parseHuJson(h.fake.state.policies.at(-1)?.text ?? "{}");
+  if (!parsed.ok) throw new Error(parsed.message);
+  const grants = ((parsed.value as { grants?: Grant[] }).grants ?? []).filter((g) =>
+    (g.dst ?? []).some((d) => d === tag || d.startsWith(`${tag}:`)),
+  );
+  return grants.map((g) => `${(g.src ?? []).join(",")} → ${(g.dst ?? []).join(",")}`);
+}
+
+const namespace = (name: string): K8sObject => ({
+  apiVersion: "v1",
+  kind: "Namespace",
+  metadata: { name, labels: {} },
+});
+const tagged = (name: string, ns: string, tag: string) => ingress(name, ns, { tag });
+
+describe("Tailnet tenancy (issue 23)", () => {
+  it("a granted tag an admin's node carries (TagInUse) renders no grant; a free granted tag does", async (t) => {
+    const h = await harness(t, {
+      spec: { tenancy: { tags: [{ namespaceSelector: {}, tags: ["tag:db", "tag:web"] }] } },
+    });
+    h.fake.addNode({ name: "db-srv", tags: ["tag:db"] });
+    h.mc.apply(namespace("monitoring"));
+    h.mc.apply(tagged("pg", "monitoring", "tag:db"));
+    h.mc.apply(tagged("web", "monitoring", "tag:web"));
+    await settleStable(h);
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.deepEqual(grantsTo(h, "tag:db"), []);
+    assert.deepEqual(grantsTo(h, "tag:web"), ["group:eng → tag:web"]);
+  });
+
+  it("a new object's derived tag that an older object kept (status.tag) renders only the older one's grants", async (t) => {
+    const h = await harness(t, { spec: { allowedIngressSources: ["group:eng", "group:platform"] } });
+    // team-a/db from before injective derivation: its status keeps tag:k8s-team-a-db
+    const old = { ...ingress("db", "team-a", { allowFrom: ["group:eng"] }), status: { tag: "tag:k8s-team-a-db" } };
+    // team/a-db, created after the upgrade, derives tag:k8s-team-a-db too (a namespace without "-")
+    const twin = ingress("a-db", "team", { allowFrom: ["group:platform"] });
+    h.mc.apply(old);
+    h.mc.apply(twin);
+    await settleStable(h);
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.deepEqual(grantsTo(h, "tag:k8s-team-a-db"), ["group:eng → tag:k8s-team-a-db"]);
+  });
+});
