@@ -116,6 +116,16 @@ export function planService(read: ReadSpec, observed: ServiceObservation): Servi
     };
   }
   const mine = observed.attachments.find((o) => o.metadata.name === spec.name);
+  // No attachment while another claim holds the hostname: the older claimant keeps it.
+  const hostnameTaken = (claimed: string): ServicePlan => ({
+    attachments: [],
+    exposed: cond(
+      "Exposed",
+      "False",
+      "HostnameTaken",
+      `hostname ${spec.hostname} ${claimed} in Tailnet ${tailnetName}; set ${Annotation.hostname}`,
+    ),
+  });
   if (spec.role === "expose") {
     const baseDomain = (resolved.tailnet.spec as { dns?: { baseDomain?: string } } | undefined)?.dns?.baseDomain;
     // The candidate keeps its age once it exists; before that every existing ingress is older.
@@ -126,30 +136,12 @@ export function planService(read: ReadSpec, observed: ServiceObservation): Servi
     const flat = flatNamespacesOf(resolved.tailnet.spec);
     const taken = nameConflicts(candidate, observed.ingresses, baseDomain, flat);
     if (taken.length) {
-      return {
-        attachments: [],
-        exposed: cond(
-          "Exposed",
-          "False",
-          "HostnameTaken",
-          `hostname ${spec.hostname} (${taken[0].name}) is already claimed by TailnetIngress ${taken[0].claimedBy} in Tailnet ${tailnetName}; set ${Annotation.hostname}`,
-        ),
-      };
+      return hostnameTaken(`(${taken[0].name}) is already claimed by TailnetIngress ${taken[0].claimedBy}`);
     }
   }
   if (spec.role === "expose" && !mine) {
     const rival = olderRival(spec, tailnetName, observed);
-    if (rival) {
-      return {
-        attachments: [],
-        exposed: cond(
-          "Exposed",
-          "False",
-          "HostnameTaken",
-          `hostname ${spec.hostname} is already claimed by the older Service ${qualifiedName(rival)} in Tailnet ${tailnetName}; set ${Annotation.hostname}`,
-        ),
-      };
-    }
+    if (rival) return hostnameTaken(`is already claimed by the older Service ${qualifiedName(rival)}`);
   }
   return { attachments: [desired], exposed: mirror(spec, desired, mine), ...addressOf(spec, mine) };
 }
