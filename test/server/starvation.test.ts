@@ -22,6 +22,13 @@ const egressBody = () =>
       },
     }),
   );
+/** One legitimate egress sync (the caller the attacks must not starve). */
+const postEgressSync = (port: number) =>
+  fetch(`http://127.0.0.1:${port}/hooks/egress/sync`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: egressBody(),
+  });
 
 const sockets = new Set<Socket>();
 
@@ -74,22 +81,14 @@ describe("the hook server cannot be starved", () => {
     const stalled = open(port, "/hooks/egress/sync", 1000);
     stalled.socket.write('{"parent":');
     await sleep(100);
-    const res = await fetch(`http://127.0.0.1:${port}/hooks/egress/sync`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: egressBody(),
-    });
+    const res = await postEgressSync(port);
     assert.equal(res.status, 429);
     assert.equal(res.headers.get("retry-after"), "3");
     assert.match(((await res.json()) as { error: string }).error, /^overloaded: 1 hooks in flight \(limit 1\)$/);
     // the slot comes back when the stalled caller goes away
     stalled.socket.destroy();
     await sleep(100);
-    const after = await fetch(`http://127.0.0.1:${port}/hooks/egress/sync`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: egressBody(),
-    });
+    const after = await postEgressSync(port);
     assert.notEqual(after.status, 429);
   });
 
@@ -122,11 +121,7 @@ describe("the hook server cannot be starved", () => {
       /"error":"overloaded: hook bodies in flight are at the budget; \d+ bytes of this body arrived/,
     );
     // an egress sync fits in its own reserve while the pool is spent
-    const small = await fetch(`http://127.0.0.1:${port}/hooks/egress/sync`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: egressBody(),
-    });
+    const small = await postEgressSync(port);
     assert.equal(small.status, 200);
   });
 
@@ -149,11 +144,7 @@ describe("the hook server cannot be starved", () => {
     assert.match(bodyOf(raw), /body: not received within 300 ms \(1 bytes arrived\)/);
     assert.ok(Date.now() - started < 2000);
     await sleep(50);
-    const next = await fetch(`http://127.0.0.1:${port}/hooks/egress/sync`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: egressBody(),
-    });
+    const next = await postEgressSync(port);
     assert.equal(next.status, 200);
   });
 
