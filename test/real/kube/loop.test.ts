@@ -204,4 +204,39 @@ describe("the Metacontroller loop with its objects in a real API server", { time
     assert.equal((await read(API, "tailnets", "home")).code, 200);
     assert.ok((await list("v1", "secrets", "tailnet-system")).some((s) => s.metadata.ownerReferences?.length));
   });
+
+  it("a TailnetGateway's children stay updatable on the real server: replicas 1 → 2 reaches the Deployment", async () => {
+    ensureNamespace(cluster, "infra", { "pod-security.kubernetes.io/enforce": "restricted" });
+    const gateway = (n: number) => ({
+      apiVersion: API,
+      kind: "TailnetGateway",
+      metadata: { name: "gw", namespace: "infra" },
+      spec: { tailnetRef: { name: "home" }, hostname: "cluster-gw", routes: ["10.96.0.0/12"], replicas: n },
+    });
+    const replicas = async () => {
+      const d = (await list("apps/v1", "deployments", "infra")).find((o) => o.metadata.name === "gw-gateway");
+      return (d?.spec as { replicas?: number } | undefined)?.replicas;
+    };
+    applyClean(cluster, [gateway(1)] as never);
+    await loop.settle();
+    assert.deepEqual(loop.errors, []);
+    assert.equal(await replicas(), 1);
+    applyClean(cluster, [gateway(2)] as never);
+    const writes = loop.writes.length;
+    await loop.settle();
+    assert.deepEqual(loop.errors, []);
+    const updated = loop.writes.slice(writes).filter((w) => w.verb === "PUT" && !w.path.endsWith("/status"));
+    assert.ok(
+      updated.some((w) => w.path === "/apis/apps/v1/namespaces/infra/deployments/gw-gateway" && w.code === 200),
+      JSON.stringify(updated),
+    );
+    assert.equal(await replicas(), 2);
+    const gw = (await read(API, "tailnetgateways", "gw", "infra")).object;
+    assert.deepEqual(gw.status, answered("TailnetGateway", "infra/gw", gw.metadata.generation ?? 0));
+    assert.equal(gw.metadata.generation, 2);
+    // and then quiet: no write, as for the egress
+    const quiet = loop.writes.length;
+    assert.equal(await loop.settle(), 1);
+    assert.deepEqual(loop.writes.slice(quiet), []);
+  });
 });

@@ -56,14 +56,26 @@ export class KubeClient {
           ca: this.ca,
           cert: this.cert,
           key: this.key,
-          headers: { accept: "application/json", ...(payload ? { "content-type": "application/json" } : {}) },
+          // Content-Length always: Node sends a DELETE's body without one (no chunking for DELETE by
+          // default), and the server then reads that body as the next request on the kept-alive connection
+          headers: {
+            accept: "application/json",
+            ...(payload ? { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } : {}),
+          },
         },
         (res) => {
           const chunks: Buffer[] = [];
           res.on("data", (c: Buffer) => chunks.push(c));
           res.on("end", () => {
             const text = Buffer.concat(chunks).toString();
-            resolve({ code: res.statusCode ?? 0, json: text ? (JSON.parse(text) as Record<string, unknown>) : {} });
+            let json: Record<string, unknown> = {};
+            try {
+              if (text) json = JSON.parse(text) as Record<string, unknown>;
+            } catch {
+              // not JSON (a plain "404 page not found" for an unknown path): keep the words
+              json = { message: text.slice(0, 200) };
+            }
+            resolve({ code: res.statusCode ?? 0, json });
           });
         },
       );
