@@ -140,7 +140,7 @@ export class MetacontrollerLoop {
     else this.removeWithDependents(o);
   }
 
-  protected removeWithDependents(o: Obj): void {
+  private removeWithDependents(o: Obj): void {
     this.objects.delete(objKey(o));
     for (const child of [...this.objects.values()]) {
       if (child.metadata.ownerReferences?.some((r) => r.uid === o.metadata.uid)) this.removeWithDependents(child);

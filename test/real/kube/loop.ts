@@ -128,6 +128,15 @@ export class KubeLoop extends MetacontrollerLoop {
     return r;
   }
 
+  /** A user's writes go to the server (kubectl); the in-memory ones would be lost at the next refresh. */
+  override apply(_: Obj): Obj {
+    throw new Error("KubeLoop: apply with kubectl (test/real/kube/apply.ts), not into the loop's memory");
+  }
+
+  override delete(): void {
+    throw new Error("KubeLoop: delete with kubectl, not from the loop's memory");
+  }
+
   /** The store is the server: replace the in-memory view with a fresh list of every type. */
   async refresh(): Promise<void> {
     const next: Obj[] = [];
