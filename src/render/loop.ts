@@ -255,7 +255,7 @@ export class MetacontrollerLoop {
       // without finalizers, is gone; the garbage collector removes its children; the status write
       // finds no object (NotFound is swallowed). Children in this answer are never applied.
       const live = this.get(parent.apiVersion, parent.kind, parent.metadata.name, parent.metadata.namespace);
-      if (live) this.removeWithDependents(live);
+      if (live) await this.releaseParent(live);
       return !!live;
     }
     const desired = resp.children ?? [];
@@ -271,22 +271,62 @@ export class MetacontrollerLoop {
     const desiredKeys = new Set(desired.map(objKey));
     for (const o of owned) {
       if (!desiredKeys.has(objKey(o))) {
-        this.removeWithDependents(o);
+        await this.deleteChild(o);
         changed = true;
       }
     }
-    for (const c of desired) changed = this.applyChild(parent, c, childTypes) || changed;
+    for (const c of desired) changed = (await this.applyChild(parent, c, childTypes)) || changed;
     // status replaces .status wholesale; observedGeneration comes from the generation seen at the start
     const live = this.get(parent.apiVersion, parent.kind, parent.metadata.name, parent.metadata.namespace);
     if (!live) return changed;
     const status = { ...(resp.status ?? {}), observedGeneration: parent.metadata.generation };
     this.opts.checkStatus?.(info.kind, status);
-    if (JSON.stringify(live.status) !== JSON.stringify(status)) {
+    if (!this.sameStatus(live.status, status)) {
       if (this.opts.parentCacheLag && !this.staleViews.has(parentIn)) this.staleNext.set(objKey(live), clone(parentIn));
-      live.status = status;
+      await this.writeStatus(live, status);
       changed = true;
     }
     return changed;
+  }
+
+  /*
+   * The store's writes, overridden by a store that keeps its objects in a real API server
+   * (test/real/kube/loop.ts); in memory they act on `objects` at once.
+   */
+  protected sameStatus(live: Record<string, unknown> | undefined, status: Record<string, unknown>): boolean {
+    return JSON.stringify(live) === JSON.stringify(status);
+  }
+
+  /** Metacontroller's status write (the /status subresource). */
+  protected async writeStatus(live: Obj, status: Record<string, unknown>): Promise<void> {
+    live.status = status;
+  }
+
+  /** An owned child the answer left out (or a Recreate): deleted, its dependents with it. */
+  protected async deleteChild(o: Obj): Promise<void> {
+    this.removeWithDependents(o);
+  }
+
+  /** finalized: true → Metacontroller removes its finalizer and the parent, deleting, is gone. */
+  protected async releaseParent(live: Obj): Promise<void> {
+    this.removeWithDependents(live);
+  }
+
+  /**
+   * Create (no `existing`) or update a child with the object the apply computed; false when the
+   * server refused it or nothing changed.
+   */
+  protected async writeChild(o: Obj, existing: Obj | undefined, id: string): Promise<boolean> {
+    this.simulateServer(o, existing);
+    const refused = apiServerErrors(o);
+    if (refused.length) {
+      // The API server refuses the whole write; Metacontroller reports it and keeps syncing.
+      this.errors.push(`${existing ? "update" : "create"} ${id}: ${refused.join("; ")}`);
+      return false;
+    }
+    if (existing && jsonEqual(o, existing)) return false;
+    this.objects.set(objKey(o), o);
+    return true;
   }
 
   /**
@@ -401,19 +441,19 @@ export class MetacontrollerLoop {
       if (desiredKeys.has(objKey(o)) || o.metadata.deletionTimestamp) continue;
       // A parent kind (TailnetIngress, TailnetEgress) is deleted through its own finalize.
       if (kindInfoByKind(o.kind)) this.delete(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace);
-      else this.removeWithDependents(o);
+      else await this.deleteChild(o);
       changed = true;
     }
-    for (const c of desired) changed = this.applyChild(obj, c, attachmentTypes, false) || changed;
+    for (const c of desired) changed = (await this.applyChild(obj, c, attachmentTypes, false)) || changed;
     return changed;
   }
 
-  private applyChild(
+  private async applyChild(
     parent: Obj,
     c: Obj,
     childTypes: { type: string; method: string }[],
     controllerUidLabel = true,
-  ): boolean {
+  ): Promise<boolean> {
     const method = childTypes.find((t) => t.type === typeKey(c.apiVersion, c.kind))?.method ?? "OnDelete";
     const existing = this.objects.get(objKey(c));
     const desired = clone(c);
@@ -447,22 +487,13 @@ export class MetacontrollerLoop {
       }
       if (!merged.changed || method === "OnDelete") return false;
       if (method === "Recreate" || method === "RollingRecreate") {
-        this.removeWithDependents(existing);
+        await this.deleteChild(existing);
         return true;
       }
       o = merged.object as unknown as Obj;
       if (!jsonEqual(o.spec, existing.spec)) o.metadata.generation = (existing.metadata.generation ?? 0) + 1;
     }
-    this.simulateServer(o, existing);
-    const refused = apiServerErrors(o);
-    if (refused.length) {
-      // The API server refuses the whole write; Metacontroller reports it and keeps syncing.
-      this.errors.push(`${existing ? "update" : "create"} ${id}: ${refused.join("; ")}`);
-      return false;
-    }
-    if (existing && jsonEqual(o, existing)) return false;
-    this.objects.set(objKey(o), o);
-    return true;
+    return this.writeChild(o, existing, id);
   }
 
   /** What the API server and built-in controllers add: ClusterIPs, Deployment status, Pods. */

@@ -111,14 +111,17 @@ export interface TailscaleRuntimeInputs {
 
 /**
  * Environment every tailscale container gets. TS_KUBE_SECRET="" keeps state out of the API
- * (containerboot keeps an explicit empty value, settings.go) and TS_STATE_DIR puts it on an
- * emptyDir, so a restarted container comes back as the same node without logging in again
+ * (containerboot keeps an explicit empty value, settings.go); it is written without `value`, which
+ * the kubelet sets as "" and is what the API server stores (`value` is omitempty): a `value: ""`
+ * would differ from the stored object on every sync, so dynamic-apply would PUT the Deployment each
+ * time. TS_STATE_DIR puts the state on an emptyDir, so a restarted container comes back as the
+ * same node without logging in again
  * (TS_AUTH_ONCE: `tailscale up` runs only in NeedsLogin, containerboot main.go).
  */
 export function tailscaleRuntimeEnv(r: TailscaleRuntimeInputs): Record<string, unknown>[] {
   const env: Record<string, unknown>[] = [
     { name: "TS_AUTH_ONCE", value: "true" },
-    { name: "TS_KUBE_SECRET", value: "" },
+    { name: "TS_KUBE_SECRET" },
     { name: "TS_STATE_DIR", value: TAILSCALE_STATE_SUBDIR },
   ];
   // tailscaled uploads its logs to log.tailscale.com unless told not to (envknob NoLogsNoSupport)

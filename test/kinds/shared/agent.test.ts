@@ -143,6 +143,20 @@ describe("agentDeployment", () => {
     });
   }
 
+  it("no empty string in the spec: the API server drops omitempty strings, so dynamic-apply would update the Deployment on every sync", () => {
+    // Found by test/real/kube/loop.test.ts: `value: ""` (TS_KUBE_SECRET) is stored without `value`,
+    // and the 3-way merge put it back each time, a PUT per sync.
+    const empty = (v: unknown, path: string): string[] =>
+      v === ""
+        ? [path]
+        : v && typeof v === "object"
+          ? Object.entries(v).flatMap(([k, x]) => empty(x, `${path}.${k}`))
+          : [];
+    for (const c of cases) {
+      assert.deepEqual(empty(agentDeployment(c.parent, inputs(c.in)).spec, "spec"), [], c.name);
+    }
+  });
+
   it("carries every input into the pod (spec-fields passthrough)", () => {
     const got = JSON.stringify(agentDeployment(egress, inputs()));
     for (const needle of [

@@ -54,7 +54,7 @@ export const expectedRuntimeMounts = [
 export function expectedRuntimeEnv(o: { noLogsNoSupport?: boolean; caFile?: string }): Record<string, unknown>[] {
   return [
     { name: "TS_AUTH_ONCE", value: "true" },
-    { name: "TS_KUBE_SECRET", value: "" },
+    { name: "TS_KUBE_SECRET" },
     { name: "TS_STATE_DIR", value: "/var/lib/tailscale/state" },
     ...(o.noLogsNoSupport === false ? [] : [{ name: "TS_NO_LOGS_NO_SUPPORT", value: "true" }]),
     ...(o.caFile ? [{ name: "SSL_CERT_FILE", value: o.caFile }] : []),
