@@ -184,7 +184,6 @@ export async function startHttpBackend(): Promise<HttpBackend> {
   };
 }
 
-/** A port on 127.0.0.1 with nothing listening (bound, then released). */
 /** A port that is free now (for a listener the test starts itself). */
 export async function freePort(): Promise<number> {
   const server = createServer();

@@ -20,10 +20,10 @@ import {
   writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readZipEntry } from "../../chart/helm.js";
+import { freePort } from "../../fakes/agent/echo.js";
 import { REPO } from "../bins.js";
 
 const pins = JSON.parse(readFileSync(join(REPO, "src", "real-versions.json"), "utf8")) as {
@@ -70,17 +70,6 @@ export function kubectlBinary(): string {
     renameSync(partial, target);
   }
   return target;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function openssl(dir: string, args: string[]): void {
