@@ -15,5 +15,5 @@ export const REASON_TABLES: Readonly<Record<string, ReasonTable>> = {
   TailnetSite: SITE_REASONS,
   TailnetGateway: GATEWAY_REASONS,
   Service: SERVICE_REASONS,
-  Ingress: INGRESS_CLASS_REASONS,
+  IngressClass: INGRESS_CLASS_REASONS,
 };

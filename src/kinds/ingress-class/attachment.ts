@@ -11,8 +11,8 @@ import type { HostRoute, IngressClassSpec, TlsEntry } from "./spec.js";
 
 /** On the attachment: the Ingress it was made for (`kubectl get tni -l tailnet.internal/ingress=<name>`). */
 export const INGRESS_LABEL = `${GROUP}/ingress`;
-/** The tailnet port of every expose: an Ingress is served over https. */
-export const HTTPS_PORT = 443;
+/** The tailnet port of every expose (left out of the attachment, shared/expose-port.ts): https. */
+export { HTTPS_PORT } from "../shared/expose-port.js";
 
 export type AttachmentRefusal = { reason: "UnsupportedHost" | "UnresolvedPort" | "TLSMissing"; message: string };
 
@@ -117,7 +117,6 @@ export function ingressAttachment(
     used.add(name);
     exposes.push({
       name,
-      port: HTTPS_PORT,
       backend: { service: route.backend.service, port },
       ...(label !== spec.hostname ? { host: label } : {}),
       tls: { secretName: tls.secretName },

@@ -104,7 +104,7 @@ describe("Ingress class: which Ingresses are ours", () => {
 });
 
 describe("Ingress class: the TailnetIngress an Ingress becomes", () => {
-  it("one host → an http expose on 443 with its backend and TLS Secret; hostname from the Ingress name", () => {
+  it("one host → an http expose (port left out: 443) with its backend and TLS Secret; hostname from the Ingress name", () => {
     const d = run(
       ingress(
         simpleSpec({
@@ -136,10 +136,9 @@ describe("Ingress class: the TailnetIngress an Ingress becomes", () => {
           hostname: "grafana",
           mode: "http",
           exposes: [
-            { name: "grafana", port: 443, backend: { service: "grafana", port: 3000 }, tls: { secretName: "all-tls" } },
+            { name: "grafana", backend: { service: "grafana", port: 3000 }, tls: { secretName: "all-tls" } },
             {
               name: "wiki",
-              port: 443,
               backend: { service: "wiki", port: 8080 },
               host: "wiki",
               tls: { secretName: "all-tls" },
@@ -173,7 +172,7 @@ describe("Ingress class: the TailnetIngress an Ingress becomes", () => {
       hostname: "front",
       mode: "http",
       allowFrom: ["group:eng", "tag:ci"],
-      exposes: [{ name: "front", port: 443, backend: { service: "web", port: 80 }, tls: { secretName: "front-tls" } }],
+      exposes: [{ name: "front", backend: { service: "web", port: 80 }, tls: { secretName: "front-tls" } }],
     });
   });
   it("paths of one host to one backend are served; Exact and ImplementationSpecific paths next to Prefix / or a matching default backend too", () => {

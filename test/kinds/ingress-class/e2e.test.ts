@@ -101,7 +101,7 @@ describe("Ingress class tailnet end to end (Metacontroller emulator)", () => {
     const att = mc.get(API_VERSION, "TailnetIngress", "grafana", NS) as K8sObject;
     assert.equal(att.metadata.ownerReferences?.[0]?.uid, ours.metadata.uid, "owned: deleting the Ingress collects it");
     assert.deepEqual((att.spec as { exposes: unknown[] }).exposes, [
-      { name: "grafana", port: 443, backend: { service: "grafana", port: 3000 }, tls: { secretName: "grafana-tls" } },
+      { name: "grafana", backend: { service: "grafana", port: 3000 }, tls: { secretName: "grafana-tls" } },
     ]);
     assert.equal(ours.metadata.labels?.[`${T}/ingress-state`], "Ready");
     assert.deepEqual(ours.status, {
@@ -118,6 +118,41 @@ describe("Ingress class tailnet end to end (Metacontroller emulator)", () => {
       mc.delete("networking.k8s.io/v1", "Ingress", name, NS);
       assert.equal(ing(mc, name), undefined, `${name} deleted without waiting for a finalizer`);
     }
+  });
+
+  it("two hosts on port 443 survive Metacontroller's in-place apply: the exposes are merged by name, not collapsed by port", async (t) => {
+    // pkg/dynamic/apply/apply.go guesses a list's merge key, `port` before `name`: exposes that all
+    // carried port 443 collapsed into one (the second sync made [wiki, wiki], InvalidSpec).
+    const { mc } = await world(t);
+    mc.apply({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "wiki", namespace: NS },
+      spec: { ports: [{ port: 8080 }] },
+    });
+    const wiki = {
+      host: "wiki",
+      http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("wiki", 8080) }] },
+    };
+    mc.apply(ingress(simpleSpec({ tls: [{ secretName: "all-tls" }], rules: [...simpleSpec().rules, wiki] })));
+    await mc.settle(20);
+    await mc.settle(20);
+    assert.deepEqual(mc.errors, []);
+    const att = mc.get(API_VERSION, "TailnetIngress", "grafana", NS) as K8sObject;
+    assert.deepEqual(
+      (att.spec as { exposes: { name: string; backend: unknown }[] }).exposes.map((e) => [e.name, e.backend]),
+      [
+        ["grafana", { service: "grafana", port: 3000 }],
+        ["wiki", { service: "wiki", port: 8080 }],
+      ],
+    );
+    assert.equal(ing(mc, "grafana").metadata.labels?.[`${T}/ingress-state`], "Ready");
+    assert.deepEqual(
+      (ing(mc, "grafana").status as { loadBalancer: { ingress: { hostname: string }[] } }).loadBalancer.ingress.map(
+        (i) => i.hostname,
+      ),
+      [`grafana.${BASE}`, `wiki.${BASE}`],
+    );
   });
 
   it("changing the class away releases the Ingress: attachment deleted, label and annotation removed, our status cleared", async (t) => {
