@@ -19,7 +19,7 @@ import { jsonEqual } from "../../k8s/json-equal.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { LAST_APPLIED, qualifiedName, reuseObserved } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
-import { Annotation } from "../service/annotations.js";
+import { WorkloadAnnotation as Annotation } from "../shared/annotations.js";
 import { flatNamespacesOf, zoneOf } from "../shared/dns-tenancy.js";
 import { nameConflicts } from "../shared/ingress-names.js";
 import type { TenancyReason } from "../shared/tenancy.js";

@@ -7,7 +7,7 @@
  */
 import { DNS1035_PATTERN, DNS1123_SUBDOMAIN_PATTERN, TAG_PATTERN } from "../../api/schemas.js";
 import type { K8sObject } from "../../k8s/objects.js";
-import { Annotation } from "../service/annotations.js";
+import { WorkloadAnnotation as Annotation } from "../shared/annotations.js";
 
 /** IngressClass.spec.controller of the classes this operator implements. */
 export const INGRESS_CONTROLLER = "tailnet.internal/ingress";

@@ -506,3 +506,12 @@ describe("Ingress class: what the agent cannot honour is refused with a reason, 
     assertCoversTable(INGRESS_CLASS_REASONS, produced);
   });
 });
+
+describe("Ingress class: the annotations are the annotated Services' own", () => {
+  it("hostname, tailnet, tags and allow-from are the same keys on a Service and an Ingress", async () => {
+    const { Annotation } = await import("../../../src/kinds/service/annotations.js");
+    const { WorkloadAnnotation } = await import("../../../src/kinds/shared/annotations.js");
+    for (const [k, v] of Object.entries(WorkloadAnnotation))
+      assert.equal(Annotation[k as keyof typeof Annotation], v, k);
+  });
+});
