@@ -280,13 +280,19 @@ export const ingressSpec: Schema = obj(
       obj(
         {
           name: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
-          port,
+          // Optional so that Metacontroller merges exposes by name (its apply guesses `port` first,
+          // and http exposes share 443); no schema default, which would store it again.
+          port: int({
+            minimum: 1,
+            maximum: 65535,
+            description: "Port on the tailnet node; required in mode tcp, 443 when left out in mode http.",
+          }),
           backend: obj({ service: str({ pattern: DNS1035_PATTERN }), port }, ["service", "port"]),
           host: str({ minLength: 1, maxLength: 63 }),
           aliases: arr(str({ minLength: 1, maxLength: 63 }), { maxItems: 16 }),
           tls: obj({ secretName: str({ pattern: DNS1123_SUBDOMAIN_PATTERN }) }, ["secretName"]),
         },
-        ["name", "port", "backend"],
+        ["name", "backend"],
       ),
       { minItems: 1, maxItems: 32, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"] },
     ),

@@ -2,8 +2,8 @@
  * What a DecoratorController kind implements (Metacontroller v2 decorator hooks,
  * pkg/controller/decorator/api/v2/hooks.go): the request names the decorated object `object` and
  * its owned objects `attachments`; the answer sets labels and annotations on the object (a null
- * value deletes the key) and lists the desired attachments. `status` is never answered: a null
- * status leaves the object's status alone, and a core object's status is not ours.
+ * value deletes the key) and lists the desired attachments. `status` is answered only by a kind that
+ * owns the object's status (an Ingress of our class); null leaves the object's status alone.
  */
 import type { K8sObject, ObjectMaps } from "../k8s/objects.js";
 import type { HookDeps, RelatedRule } from "./types.js";
@@ -27,6 +27,8 @@ export interface DecoratorResult {
   annotations: Record<string, string | null>;
   attachments: K8sObject[];
   resyncAfterSeconds?: number;
+  /** The object's whole status; null or absent leaves it alone (an Ingress of our class: its loadBalancer). */
+  status?: Record<string, unknown> | null;
 }
 
 export interface DecoratorFinalizeResult extends DecoratorResult {

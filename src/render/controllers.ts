@@ -29,6 +29,8 @@ const RESOURCE_KINDS: Record<string, string> = {
   tailnetsites: "TailnetSite",
   tailnetgateways: "TailnetGateway",
   tailnetproxyclasses: "TailnetProxyClass",
+  ingresses: "Ingress",
+  ingressclasses: "IngressClass",
 };
 
 export function kindOfResource(resource: string): string {

@@ -14,6 +14,7 @@ import { type Command, InputError, packageVersion, parseCommand, UsageError, usa
 import { configFrom } from "../config.js";
 import { HeadscaleViews } from "../headscale/view.js";
 import { type K8sObject, qualifiedName } from "../k8s/objects.js";
+import { Written as IngressWritten } from "../kinds/ingress-class/written.js";
 import { Written } from "../kinds/service/annotations.js";
 import type { AgentScraper, AgentStatus } from "../kinds/types.js";
 import { canonicalJson } from "../policy/canonical.js";
@@ -209,6 +210,32 @@ export async function render(input: RenderInput): Promise<RenderResult> {
         ...(evs.length ? { events: evs.map((e) => `${e.type} ${e.reason}: ${e.message}`) } : {}),
       });
     }
+    // Ingresses of our class after them: the same, plus the status.loadBalancer the operator wrote.
+    for (const ing of loop.list("Ingress").sort((a, b) => qualifiedName(a).localeCompare(qualifiedName(b)))) {
+      const meta = ing.metadata;
+      const keys: string[] = Object.values(IngressWritten);
+      const written = Object.fromEntries(
+        [...Object.entries(meta.labels ?? {}), ...Object.entries(meta.annotations ?? {})]
+          .filter(([k]) => keys.includes(k))
+          .sort(([a], [b]) => a.localeCompare(b)),
+      );
+      if (!Object.keys(written).length) continue;
+      const id = qualifiedName(ing);
+      const last = [...loop.calls]
+        .reverse()
+        .find((c) => c.kind === "Ingress" && c.parent === id && c.hook === "sync" && c.code === 200);
+      const evs = events.events.filter((e) => e.regarding.kind === "Ingress" && qualifiedName(e.regarding) === id);
+      objects.push({
+        kind: "Ingress",
+        ...(meta.namespace ? { namespace: meta.namespace } : {}),
+        name: meta.name,
+        ready: meta.labels?.[IngressWritten.state] === "Ready",
+        status: (ing.status ?? {}) as Record<string, unknown>,
+        children: (last?.response as { attachments?: K8sObject[] } | undefined)?.attachments ?? [],
+        written,
+        ...(evs.length ? { events: evs.map((e) => `${e.type} ${e.reason}: ${e.message}`) } : {}),
+      });
+    }
     return { objects, headscaleWrites: hs.writes, errors };
   } finally {
     await app.close();
@@ -281,7 +308,9 @@ export function summarize(result: RenderResult): Document {
     const blocking = ((o.status.conditions ?? []) as Condition[]).find((c) =>
       o.kind === "Tailnet" ? c.status !== "True" && c.type !== "SplitDNS" : c.type === "Ready" && c.status !== "True",
     );
-    const status = o.status as { tag?: string; dnsName?: string };
+    const status = o.status as { tag?: string; dnsName?: string; loadBalancer?: { ingress?: { hostname?: string }[] } };
+    // An Ingress: what `kubectl get ingress` shows under ADDRESS.
+    const address = (status.loadBalancer?.ingress ?? []).map((i) => i.hostname ?? "").join(",");
     const policy = o.policy
       ? {
           hash: o.policy.hash,
@@ -300,6 +329,7 @@ export function summarize(result: RenderResult): Document {
         : {}),
       ...(status.tag ? { tag: status.tag } : {}),
       ...(status.dnsName ? { dnsName: status.dnsName } : {}),
+      ...(address ? { address } : {}),
       conditions,
       ...(policy ? { policy } : {}),
       children: o.children.map((c) => `${c.kind} ${c.metadata.name}`).sort(),

@@ -7,8 +7,8 @@ import Fastify, { type FastifyError, type FastifyInstance, LogController } from 
 import type { HookKind } from "../api/schemas.js";
 import type { OperatorConfig } from "../config.js";
 import { HeadscaleViews } from "../headscale/view.js";
+import { decoratorModules } from "../kinds/decorators.js";
 import { kindModules } from "../kinds/index.js";
-import { decoratorModules } from "../kinds/service/index.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { createOperatorMetrics } from "../metrics/registry.js";
 import { sweepStaleResources } from "../metrics/resource.js";

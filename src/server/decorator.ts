@@ -3,7 +3,8 @@
  * request `{controller, object, attachments, related, finalizing}` (customize: `{controller, parent}`),
  * answer `{labels, annotations, attachments, resyncAfterSeconds, finalized}`. A malformed request is a
  * 400 naming the field. The answer goes through its own closed schema: v2 hooks are decoded strictly,
- * so a stray key would fail the call; `status` is never sent (null leaves the object's status alone).
+ * so a stray key would fail the call; `status` is sent only by a kind that owns the object's status
+ * (an Ingress of our class), and null leaves the object's status alone.
  */
 import { isRecord, type K8sObject } from "../k8s/objects.js";
 import type { DecoratorModule, DecoratorRequest } from "../kinds/decorator.js";
@@ -20,6 +21,7 @@ const syncSchema = {
     annotations: stringMap,
     attachments: { type: "array", items: { type: "object", additionalProperties: true } },
     resyncAfterSeconds: { type: "number" },
+    status: { type: ["object", "null"], additionalProperties: true },
   },
 } as const;
 
@@ -141,5 +143,7 @@ export async function answerDecoratorHook(
     annotations: r.annotations,
     attachments: r.attachments,
     resyncAfterSeconds: r.resyncAfterSeconds,
+    // only a kind that owns the object's status answers one (null leaves it alone)
+    ...(r.status !== undefined ? { status: r.status } : {}),
   };
 }

@@ -22,9 +22,11 @@ const BASE_OBJECTS = [
   "CompositeController/tailnet-operator-site",
   "CompositeController/tailnet-operator-tailnet",
   "ConfigMap/tailnet-operator-config",
+  "DecoratorController/tailnet-operator-ingress-class",
   "DecoratorController/tailnet-operator-service-expose",
   "DecoratorController/tailnet-operator-service-target",
   "Deployment/tailnet-operator",
+  "IngressClass/tailnet",
   // on by default: operator isolation and the generated hook token
   "NetworkPolicy/tailnet-operator",
   "PodDisruptionBudget/tailnet-operator",
@@ -76,6 +78,7 @@ describe("helm chart scenarios", () => {
             "ClusterRoleBinding",
             "CompositeController",
             "DecoratorController",
+            "IngressClass",
           ].includes(o.kind);
           assert.equal(o.metadata.namespace, clusterScoped ? undefined : "tailnet-system", `${o.kind} namespace`);
         }

@@ -34,10 +34,14 @@ describe("chart DecoratorControllers", () => {
   const theirs: K8sObject[] = files.flatMap((f) => parseObjects(readFileSync(join(dir, f), "utf8")));
   const chart = renderChart({}, { namespace: "another-namespace" });
 
-  it("decoratorcontrollers/ holds the expose and target controllers", () => {
+  it("decoratorcontrollers/ holds the expose, target and ingress-class controllers", () => {
     assert.deepEqual(
       theirs.map((o) => `${o.kind}/${o.metadata.name}`),
-      ["DecoratorController/tailnet-operator-service-expose", "DecoratorController/tailnet-operator-service-target"],
+      [
+        "DecoratorController/tailnet-operator-service-expose",
+        "DecoratorController/tailnet-operator-service-target",
+        "DecoratorController/tailnet-operator-ingress-class",
+      ],
     );
   });
   for (const dc of theirs) {
@@ -47,6 +51,21 @@ describe("chart DecoratorControllers", () => {
       for (const [k, v] of Object.entries(dc.metadata.labels ?? {})) assert.equal(ours.metadata.labels?.[k], v, k);
     });
   }
+  it("the chart and the kustomize base install the same IngressClass; ingressClass.enabled: false renders neither it nor its controller", () => {
+    const base = parseObjects(readFileSync(join(repoRoot, "manifests/base/ingressclass.yaml"), "utf8"));
+    const cls = find(chart, "IngressClass", "tailnet");
+    assert.deepEqual(cls.spec, { controller: "tailnet.internal/ingress" });
+    assert.deepEqual(cls.spec, base[0].spec);
+    assert.equal(cls.metadata.annotations?.["ingressclass.kubernetes.io/is-default-class"], undefined);
+    const off = renderChart({ ingressClass: { enabled: false } });
+    assert.equal(off.filter((o) => o.kind === "IngressClass").length, 0);
+    assert.equal(off.filter((o) => o.metadata.name === "tailnet-operator-ingress-class").length, 0);
+    const def = renderChart({ ingressClass: { default: true } });
+    assert.equal(
+      find(def, "IngressClass", "tailnet").metadata.annotations?.["ingressclass.kubernetes.io/is-default-class"],
+      "true",
+    );
+  });
   it("decoratorControllers.enabled: false renders none", () => {
     const off = renderChart({ decoratorControllers: { enabled: false } });
     assert.deepEqual(

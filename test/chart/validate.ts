@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { CustomResourceDefinition } from "kubernetes-models/apiextensions.k8s.io/v1";
 import { Deployment } from "kubernetes-models/apps/v1";
-import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
+import { IngressClass, NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ClusterRole, ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
@@ -22,6 +22,7 @@ const BUILT_IN: Record<string, new (o: never) => Model> = {
   "v1/Service": Service as never,
   "v1/ServiceAccount": ServiceAccount as never,
   "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy as never,
+  "networking.k8s.io/v1/IngressClass": IngressClass as never,
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget as never,
   "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole as never,
   "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ClusterRoleBinding as never,
@@ -169,14 +170,24 @@ function checkCompositeController(o: K8sObject): void {
   }
 }
 
-/** The annotated-Service controllers: core Services selected by annotation, our kinds attached in place. */
+/**
+ * The annotated-Service controllers (core Services selected by annotation) and the Ingress-class
+ * controller (every Ingress, no finalize hook); our kinds attached in place.
+ */
 function checkDecoratorController(o: K8sObject): void {
   assert.equal(o.apiVersion, "metacontroller.k8s.io/v1alpha1");
   assert.equal(o.metadata.namespace, undefined, "DecoratorController is cluster-scoped");
   const spec = obj(o.spec, "spec");
   assert.ok(Number.isInteger(spec.resyncPeriodSeconds) && (spec.resyncPeriodSeconds as number) > 0);
+  const ingressClass = o.metadata.name.endsWith("-ingress-class");
   for (const [i, r] of arr(spec.resources, "spec.resources").entries()) {
     const res = obj(r, `spec.resources[${i}]`);
+    if (ingressClass) {
+      // selects every Ingress (the class is a spec field): so it must have no finalize hook, which
+      // would put Metacontroller's finalizer on Ingresses of every class
+      assert.deepEqual(res, { apiVersion: "networking.k8s.io/v1", resource: "ingresses" });
+      continue;
+    }
     assert.deepEqual([res.apiVersion, res.resource], ["v1", "services"]);
     // without an annotation selector every Service of the cluster would get a finalizer
     const sel = obj(res.annotationSelector, `spec.resources[${i}].annotationSelector`);
@@ -189,8 +200,9 @@ function checkDecoratorController(o: K8sObject): void {
     assert.equal(obj(att.updateStrategy, "updateStrategy").method, "InPlace");
   }
   const hooks = obj(spec.hooks, "spec.hooks");
-  assert.deepEqual(Object.keys(hooks).sort(), [...HOOKS].sort());
-  for (const name of HOOKS) {
+  const expected = ingressClass ? HOOKS.filter((h) => h !== "finalize") : HOOKS;
+  assert.deepEqual(Object.keys(hooks).sort(), [...expected].sort());
+  for (const name of expected) {
     const hook = obj(hooks[name], `spec.hooks.${name}`);
     assert.equal(hook.version, "v2");
     const webhook = obj(hook.webhook, `spec.hooks.${name}.webhook`);
@@ -198,7 +210,12 @@ function checkDecoratorController(o: K8sObject): void {
       webhook.url !== undefined
         ? str(webhook.url, "webhook.url")
         : `http://${str(obj(webhook.service, "webhook.service").name, "name")}.${str(obj(webhook.service, "webhook.service").namespace, "namespace")}:${obj(webhook.service, "webhook.service").port}${str(webhook.path, "webhook.path")}`;
-    assert.match(url, new RegExp(`^http://tailnet-operator\\.[a-z0-9-]+:8080/hooks/service-(expose|target)/${name}$`));
+    assert.match(
+      url,
+      new RegExp(
+        `^http://tailnet-operator\\.[a-z0-9-]+:8080/hooks/(service-expose|service-target|ingress-class)/${name}$`,
+      ),
+    );
     assert.match(str(webhook.timeout, "webhook.timeout"), DURATION);
   }
 }

@@ -20,14 +20,13 @@ import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
 import { isIPv4 } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { connect as tlsConnect } from "node:tls";
-import { SocksClient } from "socks";
 import { b64 } from "../../src/kinds/shared/secrets.js";
 import type { IssuedCertificate } from "../fakes/agent/pki.js";
 import { parentObject } from "../fixtures/hooks.js";
 import { bins } from "./bins.js";
 import { sleep } from "./echo.js";
 import { BASE_DOMAIN } from "./headscale.js";
+import { httpsVia } from "./https.js";
 import type { Host, RealProcess } from "./net.js";
 import { API, podRunnerFor, type RealOperator, socksEcho, startOperator, tailnetSpec } from "./operator.js";
 import type { Peer } from "./peers.js";
@@ -47,52 +46,6 @@ type Cond = { type: string; status: string; reason: string; message: string };
 const BACKEND = `const http=require("node:http"),net=require("node:net");
 http.createServer((q,s)=>{s.setHeader("content-type","text/plain");s.end(q.url==="/xff"?"xff "+q.headers["x-forwarded-for"]:"hello from web "+q.url)}).listen(${HTTP_PORT},"0.0.0.0",()=>console.log("http up"));
 net.createServer(s=>{s.on("error",()=>{});s.pipe(s)}).listen(${ECHO_PORT},"0.0.0.0",()=>console.log("echo up"));`;
-
-/** An HTTPS GET through a peer's SOCKS5, verifying the certificate against `ca` for `servername`. */
-export async function httpsVia(
-  peer: Peer,
-  host: string,
-  port: number,
-  servername: string,
-  ca: string,
-  path = "/",
-): Promise<{ status: number; body: string; cert: X509Certificate } | { error: string }> {
-  try {
-    const { socket } = await SocksClient.createConnection({
-      proxy: { host: peer.socks5.host, port: peer.socks5.port, type: 5 },
-      command: "connect",
-      destination: { host, port },
-      timeout: 8000,
-    });
-    return await new Promise((resolve) => {
-      const tls = tlsConnect({ socket, servername, ca, rejectUnauthorized: true });
-      const timer = setTimeout(() => {
-        tls.destroy();
-        resolve({ error: "no answer within 8 s" });
-      }, 8000);
-      let raw = "";
-      tls.on("secureConnect", () => {
-        tls.write(`GET ${path} HTTP/1.1\r\nHost: ${servername}\r\nConnection: close\r\n\r\n`);
-      });
-      tls.on("data", (d) => {
-        raw += d.toString("utf8");
-      });
-      tls.on("end", () => {
-        clearTimeout(timer);
-        const cert = tls.getPeerX509Certificate();
-        const m = /^HTTP\/1\.1 (\d{3})/.exec(raw);
-        if (!m || !cert) return resolve({ error: `not an HTTP answer: ${JSON.stringify(raw.slice(0, 200))}` });
-        resolve({ status: Number(m[1]), body: raw.slice(raw.indexOf("\r\n\r\n") + 4), cert });
-      });
-      tls.on("error", (e) => {
-        clearTimeout(timer);
-        resolve({ error: e.message });
-      });
-    });
-  } catch (err) {
-    return { error: (err as Error).message };
-  }
-}
 
 describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: false }, () => {
   let world: RealWorld;

@@ -45,6 +45,15 @@ describe("every list a kind returns has an unambiguous merge key under dynamic a
     assert.deepEqual(ambiguousLists({ spec: { ports } }), [".spec.ports: port=53 twice"]);
   });
 
+  it("the check finds the collapse of http exposes that all carry port 443 (why an Ingress's attachment leaves it out)", () => {
+    const exposes = [
+      { name: "grafana", port: 443, backend: { service: "grafana", port: 3000 } },
+      { name: "wiki", port: 443, backend: { service: "wiki", port: 8080 } },
+    ];
+    assert.deepEqual(ambiguousLists({ spec: { exposes } }), [".spec.exposes: port=443 twice"]);
+    assert.deepEqual(ambiguousLists({ spec: { exposes: exposes.map(({ port, ...e }) => e) } }), []);
+  });
+
   for (const dir of exampleDirs(root)) {
     it(dir.slice(root.length), async () => {
       const { output } = await renderExample(dir);
@@ -55,8 +64,8 @@ describe("every list a kind returns has an unambiguous merge key under dynamic a
       let checked = 0;
       for (const o of parsed.objects) {
         const info = kindInfoByKind(o.kind);
-        // an annotated Service's attachments come from a DecoratorController (InPlace)
-        if (!info && o.kind !== "Service") continue;
+        // an annotated Service's or an Ingress's attachments come from a DecoratorController (InPlace)
+        if (!info && o.kind !== "Service" && o.kind !== "Ingress") continue;
         const types = info ? childTypes(info.hookKind) : [];
         for (const c of o.children ?? []) {
           const method = types.find((t) => t.type === typeKey(c.apiVersion, c.kind))?.method;

@@ -3,6 +3,7 @@ import type { ReasonTable } from "../table.js";
 import { EGRESS_REASONS } from "./egress.js";
 import { GATEWAY_REASONS } from "./gateway.js";
 import { INGRESS_REASONS } from "./ingress.js";
+import { INGRESS_CLASS_REASONS } from "./ingress-class.js";
 import { SERVICE_REASONS } from "./service.js";
 import { SITE_REASONS } from "./site.js";
 import { TAILNET_REASONS } from "./tailnet.js";
@@ -14,4 +15,5 @@ export const REASON_TABLES: Readonly<Record<string, ReasonTable>> = {
   TailnetSite: SITE_REASONS,
   TailnetGateway: GATEWAY_REASONS,
   Service: SERVICE_REASONS,
+  IngressClass: INGRESS_CLASS_REASONS,
 };

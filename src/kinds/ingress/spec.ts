@@ -5,6 +5,7 @@
  */
 import { ingressListenPort } from "../../agent/ports.js";
 import type { K8sObject } from "../../k8s/objects.js";
+import { exposePort } from "../shared/expose-port.js";
 
 export type IngressMode = "tcp" | "http";
 
@@ -53,7 +54,7 @@ export function readIngressSpec(parent: K8sObject): IngressSpec {
       return {
         index,
         name: str(e.name) ?? "",
-        port: Number(e.port),
+        port: exposePort(spec.mode, e.port),
         backend: { service: str(backend.service) ?? "", port: Number(backend.port) },
         host: str(e.host),
         aliases: strings(e.aliases),
@@ -80,6 +81,7 @@ export function ingressSpecProblem(parent: K8sObject): string | undefined {
   for (const e of spec.exposes) {
     const f = `spec.exposes[${e.index}]`;
     if (spec.mode === "http" && !e.tlsSecret) return `${f}.tls.secretName: required in mode http`;
+    if (!Number.isInteger(e.port)) return `${f}.port: required in mode tcp`;
     const earlier = byPort.get(e.port) ?? [];
     if (spec.mode === "tcp" && earlier.length > 0) {
       return `${f}.port: ${e.port} is already used by spec.exposes[${earlier[0].index}] (one expose per port in mode tcp)`;

@@ -16,6 +16,7 @@ import {
 import { type GeneratedCounts, renderPolicy } from "../../policy/render.js";
 import type { NodeRef } from "../../policy/targets.js";
 import { holderOf, reservedNames } from "../shared/dns-owners.js";
+import { exposePort } from "../shared/expose-port.js";
 import { nameOwners } from "../shared/ingress-names.js";
 import { explicitTag } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
@@ -83,7 +84,7 @@ export function collectInput(inputs: TailnetInputs, nodes: readonly NodeRef[]): 
         name: o.metadata.name,
         tag: effectiveTag(o, settings.tagPrefix),
         allowFrom,
-        ports: records(record(o.spec).exposes).map((e) => Number(e.port)),
+        ports: records(record(o.spec).exposes).map((e) => exposePort(record(o.spec).mode, e.port)),
         // allowFrom ⊄ allowedIngressSources: PolicyDenied on the ingress, no grant here.
         denied: allowFrom.some((a) => !allowedSources.has(a)),
       };
