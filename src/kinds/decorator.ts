@@ -2,8 +2,9 @@
  * What a DecoratorController kind implements (Metacontroller v2 decorator hooks,
  * pkg/controller/decorator/api/v2/hooks.go): the request names the decorated object `object` and
  * its owned objects `attachments`; the answer sets labels and annotations on the object (a null
- * value deletes the key) and lists the desired attachments. `status` is never answered: a null
- * status leaves the object's status alone, and a core object's status is not ours.
+ * value deletes the key) and lists the desired attachments. `status` is answered only by a decorator
+ * that owns part of it (a LoadBalancer Service of our class: `status.loadBalancer`); absent, it
+ * leaves the object's status alone.
  */
 import type { K8sObject, ObjectMaps } from "../k8s/objects.js";
 import type { HookDeps, RelatedRule } from "./types.js";
@@ -26,6 +27,8 @@ export interface DecoratorResult {
   labels: Record<string, string | null>;
   annotations: Record<string, string | null>;
   attachments: K8sObject[];
+  /** The whole status, written through the status subresource when it differs (null: leave it). */
+  status?: Record<string, unknown>;
   resyncAfterSeconds?: number;
 }
 
@@ -40,5 +43,6 @@ export interface DecoratorModule {
   object: { apiVersion: string; kind: string };
   customize(req: DecoratorCustomizeRequest, deps: HookDeps): RelatedRule[];
   sync(req: DecoratorRequest, deps: HookDeps): Promise<DecoratorResult>;
-  finalize(req: DecoratorRequest, deps: HookDeps): Promise<DecoratorFinalizeResult>;
+  /** Absent when the DecoratorController declares no finalize hook (then Metacontroller adds no finalizer). */
+  finalize?(req: DecoratorRequest, deps: HookDeps): Promise<DecoratorFinalizeResult>;
 }

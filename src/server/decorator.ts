@@ -1,9 +1,10 @@
 /**
  * The DecoratorController hooks (Metacontroller v2, pkg/controller/decorator/api/v2/hooks.go):
  * request `{controller, object, attachments, related, finalizing}` (customize: `{controller, parent}`),
- * answer `{labels, annotations, attachments, resyncAfterSeconds, finalized}`. A malformed request is a
- * 400 naming the field. The answer goes through its own closed schema: v2 hooks are decoded strictly,
- * so a stray key would fail the call; `status` is never sent (null leaves the object's status alone).
+ * answer `{labels, annotations, status, attachments, resyncAfterSeconds, finalized}`. A malformed
+ * request is a 400 naming the field. The answer goes through its own closed schema: v2 hooks are
+ * decoded strictly, so a stray key would fail the call; `status` is sent only by a decorator that owns
+ * part of it (absent/null leaves the object's status alone).
  */
 import { isRecord, type K8sObject } from "../k8s/objects.js";
 import type { DecoratorModule, DecoratorRequest } from "../kinds/decorator.js";
@@ -19,6 +20,7 @@ const syncSchema = {
     labels: stringMap,
     annotations: stringMap,
     attachments: { type: "array", items: { type: "object", additionalProperties: true } },
+    status: { type: "object", additionalProperties: true },
     resyncAfterSeconds: { type: "number" },
   },
 } as const;
@@ -76,7 +78,7 @@ function checkObject(value: unknown, field: "object" | "parent", module: Decorat
         }
       });
     }
-    for (const f of ["type", "externalName"] as const) {
+    for (const f of ["type", "externalName", "loadBalancerClass"] as const) {
       if (spec[f] !== undefined && spec[f] !== null && typeof spec[f] !== "string") {
         throw new EnvelopeError(`${field}.spec.${f}: must be a string`);
       }
@@ -124,8 +126,11 @@ export async function answerDecoratorHook(
     );
     return { relatedResources: rules };
   }
+  if (hook === "finalize" && !module.finalize) {
+    throw new EnvelopeError(`${module.name} has no finalize hook (its DecoratorController declares none)`, 404);
+  }
   const req = parseDecoratorRequest(body, module, hook);
-  if (hook === "finalize") {
+  if (hook === "finalize" && module.finalize) {
     const r = await module.finalize(req, deps);
     return {
       labels: r.labels,
@@ -139,6 +144,7 @@ export async function answerDecoratorHook(
   return {
     labels: r.labels,
     annotations: r.annotations,
+    ...(r.status ? { status: r.status } : {}),
     attachments: r.attachments,
     resyncAfterSeconds: r.resyncAfterSeconds,
   };

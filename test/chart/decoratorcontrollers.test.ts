@@ -34,10 +34,14 @@ describe("chart DecoratorControllers", () => {
   const theirs: K8sObject[] = files.flatMap((f) => parseObjects(readFileSync(join(dir, f), "utf8")));
   const chart = renderChart({}, { namespace: "another-namespace" });
 
-  it("decoratorcontrollers/ holds the expose and target controllers", () => {
+  it("decoratorcontrollers/ holds the expose, target and loadbalancer controllers", () => {
     assert.deepEqual(
       theirs.map((o) => `${o.kind}/${o.metadata.name}`),
-      ["DecoratorController/tailnet-operator-service-expose", "DecoratorController/tailnet-operator-service-target"],
+      [
+        "DecoratorController/tailnet-operator-service-expose",
+        "DecoratorController/tailnet-operator-service-target",
+        "DecoratorController/tailnet-operator-service-loadbalancer",
+      ],
     );
   });
   for (const dc of theirs) {
