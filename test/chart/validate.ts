@@ -169,16 +169,24 @@ function checkCompositeController(o: K8sObject): void {
   }
 }
 
-/** The annotated-Service controllers: core Services selected by annotation, our kinds attached in place. */
+/**
+ * The Service controllers: core Services selected by annotation (all three hooks, a resync period), or
+ * every Service (service-loadbalancer: no finalize hook — else every Service of the cluster would get
+ * Metacontroller's finalizer — and no resync period, which would call the hook for every Service);
+ * our kinds attached in place.
+ */
 function checkDecoratorController(o: K8sObject): void {
   assert.equal(o.apiVersion, "metacontroller.k8s.io/v1alpha1");
   assert.equal(o.metadata.namespace, undefined, "DecoratorController is cluster-scoped");
   const spec = obj(o.spec, "spec");
-  assert.ok(Number.isInteger(spec.resyncPeriodSeconds) && (spec.resyncPeriodSeconds as number) > 0);
-  for (const [i, r] of arr(spec.resources, "spec.resources").entries()) {
+  const resources = arr(spec.resources, "spec.resources");
+  const selected = resources.some((r) => obj(r, "resource").annotationSelector !== undefined);
+  if (selected) assert.ok(Number.isInteger(spec.resyncPeriodSeconds) && (spec.resyncPeriodSeconds as number) > 0);
+  else assert.equal(spec.resyncPeriodSeconds, undefined, "no resync period over every Service");
+  for (const [i, r] of resources.entries()) {
     const res = obj(r, `spec.resources[${i}]`);
     assert.deepEqual([res.apiVersion, res.resource], ["v1", "services"]);
-    // without an annotation selector every Service of the cluster would get a finalizer
+    if (!selected) continue;
     const sel = obj(res.annotationSelector, `spec.resources[${i}].annotationSelector`);
     assert.ok(sel.matchAnnotations !== undefined || sel.matchExpressions !== undefined, "annotationSelector is empty");
   }
@@ -189,8 +197,9 @@ function checkDecoratorController(o: K8sObject): void {
     assert.equal(obj(att.updateStrategy, "updateStrategy").method, "InPlace");
   }
   const hooks = obj(spec.hooks, "spec.hooks");
-  assert.deepEqual(Object.keys(hooks).sort(), [...HOOKS].sort());
-  for (const name of HOOKS) {
+  const want = selected ? HOOKS : HOOKS.filter((h) => h !== "finalize");
+  assert.deepEqual(Object.keys(hooks).sort(), [...want].sort());
+  for (const name of want) {
     const hook = obj(hooks[name], `spec.hooks.${name}`);
     assert.equal(hook.version, "v2");
     const webhook = obj(hook.webhook, `spec.hooks.${name}.webhook`);
@@ -198,7 +207,8 @@ function checkDecoratorController(o: K8sObject): void {
       webhook.url !== undefined
         ? str(webhook.url, "webhook.url")
         : `http://${str(obj(webhook.service, "webhook.service").name, "name")}.${str(obj(webhook.service, "webhook.service").namespace, "namespace")}:${obj(webhook.service, "webhook.service").port}${str(webhook.path, "webhook.path")}`;
-    assert.match(url, new RegExp(`^http://tailnet-operator\\.[a-z0-9-]+:8080/hooks/service-(expose|target)/${name}$`));
+    const role = selected ? "(expose|target)" : "loadbalancer";
+    assert.match(url, new RegExp(`^http://tailnet-operator\\.[a-z0-9-]+:8080/hooks/service-${role}/${name}$`));
     assert.match(str(webhook.timeout, "webhook.timeout"), DURATION);
   }
 }

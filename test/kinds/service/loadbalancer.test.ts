@@ -155,9 +155,9 @@ describe("hooks /hooks/service-loadbalancer/*", () => {
     related: { [TN]: { home: tailnet("home") }, [ING]: {}, [SVC]: {} },
     finalizing: false,
   });
-  async function world(t: { after: (fn: () => Promise<void> | void) => void }) {
+  async function world(t: { after: (fn: () => Promise<void> | void) => void }, config: Record<string, unknown> = {}) {
     const events = memoryEventRecorder();
-    const { app } = await build(t, { server: { deps: { events } } });
+    const { app } = await build(t, { config, server: { deps: { events } } });
     const post = async (path: string, payload: unknown) => {
       const res = await app.inject({ method: "POST", url: path, payload: payload as object });
       return { code: res.statusCode, json: JSON.parse(res.body) as Record<string, unknown>, text: res.body };
@@ -223,6 +223,32 @@ describe("hooks /hooks/service-loadbalancer/*", () => {
     });
     assert.deepEqual(tg.json, { labels: {}, annotations: {}, attachments: [] });
     assert.deepEqual(w.events.events, []);
+  });
+
+  it("services.defaultLoadBalancerClass: a classless LoadBalancer is ours only when it is set; another class never", async (t) => {
+    const classless = service({ annotations: {}, type: "LoadBalancer" });
+    const other = service({ annotations: {}, type: "LoadBalancer", spec: { loadBalancerClass: "example.com/lb" } });
+    const off = await world(t);
+    assert.deepEqual((await off.post("/hooks/service-loadbalancer/sync", body(classless))).json, {
+      labels: {},
+      annotations: {},
+      attachments: [],
+    });
+    const on = await world(t, { services: { defaultLoadBalancerClass: true } });
+    const r = await on.post("/hooks/service-loadbalancer/sync", body(classless));
+    assert.deepEqual(r.json.labels, { [`${T}/expose-state`]: "Pending" });
+    assert.equal((r.json.attachments as unknown[]).length, 1);
+    const expose = { ...body(service()), controller: { metadata: { name: "tailnet-operator-service-expose" } } };
+    const annotatedClassless = await on.post("/hooks/service-expose/sync", {
+      ...expose,
+      object: service({ type: "LoadBalancer" }),
+    });
+    assert.deepEqual(annotatedClassless.json.attachments, [], "the annotation decorator yields it too");
+    assert.deepEqual((await on.post("/hooks/service-loadbalancer/sync", body(other))).json, {
+      labels: {},
+      annotations: {},
+      attachments: [],
+    });
   });
 
   it("finalize is not served (none is declared): 404", async (t) => {
