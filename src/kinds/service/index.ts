@@ -113,9 +113,10 @@ function loadBalancerStages(
 export const serviceLoadBalancerModule: DecoratorModule = {
   name: "service-loadbalancer",
   object: { apiVersion: "v1", kind: "Service" },
-  // A type or class change bumps the generation, so the cached answer follows it.
-  customize: (req) =>
-    (req.object.spec as { type?: string } | undefined)?.type === "LoadBalancer" ? customize("expose") : [],
+  // A type or class change bumps the generation, so the cached answer follows it. Classless
+  // LoadBalancers ask too, whatever services.defaultLoadBalancerClass says: the answer is cached
+  // (customize/manager.go, 20 min) and must not hide the Tailnets once the setting is turned on.
+  customize: (req) => (isTailnetLoadBalancer(req.object, true) ? customize("expose") : []),
   async sync(req, deps) {
     if (!isTailnetLoadBalancer(req.object, defaultClass(deps))) return { ...leftAlone(req.object), attachments: [] };
     const d = await runSync(loadBalancerStages(deps), asHookRequest(req), deps, (_req, _deps, decision) => decision);

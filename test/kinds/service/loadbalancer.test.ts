@@ -184,6 +184,14 @@ describe("hooks /hooks/service-loadbalancer/*", () => {
       parent: service({ annotations: {} }),
     });
     assert.deepEqual(c.json, { relatedResources: [] }, "a ClusterIP Service asks for nothing");
+    const asks = async (o: unknown) =>
+      (
+        (await w.post("/hooks/service-loadbalancer/customize", { controller: {}, parent: o })).json
+          .relatedResources as unknown[]
+      ).length > 0;
+    assert.equal(await asks(other), false, "another class asks for nothing");
+    assert.equal(await asks(lbService()), true, "ours asks for the Tailnets, ingresses and Services");
+    assert.equal(await asks(service({ annotations: {}, type: "LoadBalancer" })), true, "classless too (default class)");
   });
 
   it("a Service of our class: the exposure's labels and attachment, a status, its own resync; one Event", async (t) => {
