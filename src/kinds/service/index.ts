@@ -79,8 +79,10 @@ async function sync(role: Role, req: DecoratorRequest, deps: HookDeps): Promise<
 
 async function finalize(role: Role, req: DecoratorRequest, deps: HookDeps): Promise<DecoratorFinalizeResult> {
   const observed = await observeService(asHookRequest(req), role);
-  if (isTailnetLoadBalancer(req.object, defaultClass(deps)) && observed.attachments.length === 0) return YIELD;
-  const d = decideServiceFinalize(role, observed);
+  // the state keys are service-loadbalancer's: only wait for our own attachment to go
+  const d = isTailnetLoadBalancer(req.object, defaultClass(deps))
+    ? { ...YIELD, finalized: observed.attachments.length === 0 }
+    : decideServiceFinalize(role, observed);
   return { ...d, ...(d.finalized ? {} : { resyncAfterSeconds: FINALIZE_RESYNC_SECONDS }) };
 }
 

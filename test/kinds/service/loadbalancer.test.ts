@@ -224,6 +224,32 @@ describe("hooks /hooks/service-loadbalancer/*", () => {
     assert.deepEqual(s.json, { labels: {}, annotations: {}, attachments: [] });
     const f = await w.post("/hooks/service-expose/finalize", { ...expose, finalizing: true });
     assert.deepEqual(f.json, { labels: {}, annotations: {}, attachments: [], finalized: true });
+    // handed over while the annotation's own ingress still exists: it waits for it, writing nothing
+    const owned = {
+      apiVersion: "tailnet.internal/v1alpha1",
+      kind: "TailnetIngress",
+      metadata: {
+        name: "grafana",
+        namespace: "monitoring",
+        uid: "ing-1",
+        deletionTimestamp: "2026-11-29T00:00:00Z",
+        ownerReferences: [{ apiVersion: "v1", kind: "Service", name: "grafana", uid: UID, controller: true }],
+        annotations: { "metacontroller.k8s.io/decorator-controller": "tailnet-operator-service-expose" },
+      },
+      spec: GRAFANA_INGRESS_SPEC,
+    };
+    const waiting = await w.post("/hooks/service-expose/finalize", {
+      ...expose,
+      attachments: { [ING]: { "monitoring/grafana": owned } },
+      finalizing: true,
+    });
+    assert.deepEqual(waiting.json, {
+      labels: {},
+      annotations: {},
+      attachments: [],
+      resyncAfterSeconds: 10,
+      finalized: false,
+    });
     const targeted = lbService({ annotations: { [`${T}/target`]: "db-1" } });
     const tg = await w.post("/hooks/service-target/sync", {
       ...body(targeted),
