@@ -52,6 +52,13 @@ export interface OperatorConfig {
     rules: { apiKeyExpiryWarningSeconds: number; authKeyExpiryWarningSeconds: number };
   };
   networkPolicy: { isolateOperator: boolean; metricsPeers: NetworkPolicyPeer[] };
+  services: {
+    /**
+     * LoadBalancer Services without `spec.loadBalancerClass` are ours too (docs/services.md): the
+     * cloud's load-balancer controller also acts on them, so off by default.
+     */
+    defaultLoadBalancerClass: boolean;
+  };
 }
 
 export const DEFAULT_CONFIG: OperatorConfig = {
@@ -85,6 +92,7 @@ export const DEFAULT_CONFIG: OperatorConfig = {
     rules: { apiKeyExpiryWarningSeconds: 604800, authKeyExpiryWarningSeconds: 86400 },
   },
   networkPolicy: { isolateOperator: false, metricsPeers: [] },
+  services: { defaultLoadBalancerClass: false },
 };
 
 const peer = {
@@ -165,6 +173,11 @@ const configSchema = {
       type: "object",
       additionalProperties: false,
       properties: { isolateOperator: { type: "boolean" }, metricsPeers: { type: "array", items: peer } },
+    },
+    services: {
+      type: "object",
+      additionalProperties: false,
+      properties: { defaultLoadBalancerClass: { type: "boolean" } },
     },
   },
 } as const;

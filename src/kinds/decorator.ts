@@ -3,7 +3,8 @@
  * pkg/controller/decorator/api/v2/hooks.go): the request names the decorated object `object` and
  * its owned objects `attachments`; the answer sets labels and annotations on the object (a null
  * value deletes the key) and lists the desired attachments. `status` is answered only by a kind that
- * owns the object's status (an Ingress of our class); null leaves the object's status alone.
+ * owns (part of) the object's status: an Ingress of our class, a LoadBalancer Service of our class
+ * (`status.loadBalancer`); null or absent leaves the object's status alone.
  */
 import type { K8sObject, ObjectMaps } from "../k8s/objects.js";
 import type { HookDeps, RelatedRule } from "./types.js";
@@ -27,7 +28,7 @@ export interface DecoratorResult {
   annotations: Record<string, string | null>;
   attachments: K8sObject[];
   resyncAfterSeconds?: number;
-  /** The object's whole status; null or absent leaves it alone (an Ingress of our class: its loadBalancer). */
+  /** The object's whole status, written through the status subresource when it differs; null or absent leaves it alone. */
   status?: Record<string, unknown> | null;
 }
 
@@ -42,5 +43,6 @@ export interface DecoratorModule {
   object: { apiVersion: string; kind: string };
   customize(req: DecoratorCustomizeRequest, deps: HookDeps): RelatedRule[];
   sync(req: DecoratorRequest, deps: HookDeps): Promise<DecoratorResult>;
-  finalize(req: DecoratorRequest, deps: HookDeps): Promise<DecoratorFinalizeResult>;
+  /** Absent when the DecoratorController declares no finalize hook (then Metacontroller adds no finalizer). */
+  finalize?(req: DecoratorRequest, deps: HookDeps): Promise<DecoratorFinalizeResult>;
 }

@@ -194,9 +194,13 @@ export async function render(input: RenderInput): Promise<RenderResult> {
       );
       if (!Object.keys(written).length) continue;
       const id = qualifiedName(svc);
-      const attachments = loop.calls
-        .filter((c) => c.kind === "Service" && c.parent === id && c.hook === "sync" && c.code === 200)
-        .map((c) => (c.response as { attachments?: K8sObject[] }).attachments ?? []);
+      // each DecoratorController's last answer: the Service is synced by all three
+      const last = new Map<string, K8sObject[]>();
+      for (const c of loop.calls) {
+        if (c.kind !== "Service" || c.parent !== id || c.hook !== "sync" || c.code !== 200) continue;
+        const dc = (c.body as { controller?: { metadata?: { name?: string } } }).controller?.metadata?.name ?? "";
+        last.set(dc, (c.response as { attachments?: K8sObject[] }).attachments ?? []);
+      }
       const states = [Written.expose.state, Written.target.state].flatMap((k) => meta.labels?.[k] ?? []);
       const evs = events.events.filter((e) => e.regarding.kind === "Service" && qualifiedName(e.regarding) === id);
       objects.push({
@@ -204,8 +208,9 @@ export async function render(input: RenderInput): Promise<RenderResult> {
         ...(meta.namespace ? { namespace: meta.namespace } : {}),
         name: meta.name,
         ready: states.length > 0 && states.every((x) => x === "Ready"),
-        status: {},
-        children: attachments.at(-1) ?? [],
+        // a LoadBalancer of our class: its status.loadBalancer is ours (what `kubectl get svc` shows as EXTERNAL-IP)
+        status: svc.status?.loadBalancer ? { loadBalancer: svc.status.loadBalancer } : {},
+        children: [...last.values()].flat(),
         written,
         ...(evs.length ? { events: evs.map((e) => `${e.type} ${e.reason}: ${e.message}`) } : {}),
       });
@@ -334,6 +339,7 @@ export function summarize(result: RenderResult): Document {
       ...(policy ? { policy } : {}),
       children: o.children.map((c) => `${c.kind} ${c.metadata.name}`).sort(),
       ...(o.written ? { written: o.written } : {}),
+      ...(o.kind === "Service" && o.status.loadBalancer ? { loadBalancer: o.status.loadBalancer } : {}),
       ...(o.events?.length ? { events: o.events } : {}),
     };
   });

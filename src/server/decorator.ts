@@ -1,10 +1,11 @@
 /**
  * The DecoratorController hooks (Metacontroller v2, pkg/controller/decorator/api/v2/hooks.go):
  * request `{controller, object, attachments, related, finalizing}` (customize: `{controller, parent}`),
- * answer `{labels, annotations, attachments, resyncAfterSeconds, finalized}`. A malformed request is a
- * 400 naming the field. The answer goes through its own closed schema: v2 hooks are decoded strictly,
- * so a stray key would fail the call; `status` is sent only by a kind that owns the object's status
- * (an Ingress of our class), and null leaves the object's status alone.
+ * answer `{labels, annotations, status, attachments, resyncAfterSeconds, finalized}`. A malformed
+ * request is a 400 naming the field. The answer goes through its own closed schema: v2 hooks are
+ * decoded strictly, so a stray key would fail the call; `status` is sent only by a kind that owns
+ * (part of) the object's status (an Ingress or a LoadBalancer Service of our class), and absent/null
+ * leaves the object's status alone.
  */
 import { isRecord, type K8sObject } from "../k8s/objects.js";
 import type { DecoratorModule, DecoratorRequest } from "../kinds/decorator.js";
@@ -78,7 +79,7 @@ function checkObject(value: unknown, field: "object" | "parent", module: Decorat
         }
       });
     }
-    for (const f of ["type", "externalName"] as const) {
+    for (const f of ["type", "externalName", "loadBalancerClass"] as const) {
       if (spec[f] !== undefined && spec[f] !== null && typeof spec[f] !== "string") {
         throw new EnvelopeError(`${field}.spec.${f}: must be a string`);
       }
@@ -126,8 +127,11 @@ export async function answerDecoratorHook(
     );
     return { relatedResources: rules };
   }
+  if (hook === "finalize" && !module.finalize) {
+    throw new EnvelopeError(`${module.name} has no finalize hook (its DecoratorController declares none)`, 404);
+  }
   const req = parseDecoratorRequest(body, module, hook);
-  if (hook === "finalize") {
+  if (hook === "finalize" && module.finalize) {
     const r = await module.finalize(req, deps);
     return {
       labels: r.labels,

@@ -13,6 +13,7 @@ import { validateObject } from "./validate.js";
 
 const BASE_OBJECTS = [
   "ClusterRole/tailnet-operator",
+  "ClusterRole/tailnet-operator-metacontroller-services",
   "ClusterRole/tailnet-operator-view",
   "ClusterRole/tailnet-operator-workloads-edit",
   "ClusterRoleBinding/tailnet-operator",
@@ -24,6 +25,7 @@ const BASE_OBJECTS = [
   "ConfigMap/tailnet-operator-config",
   "DecoratorController/tailnet-operator-ingress-class",
   "DecoratorController/tailnet-operator-service-expose",
+  "DecoratorController/tailnet-operator-service-loadbalancer",
   "DecoratorController/tailnet-operator-service-target",
   "Deployment/tailnet-operator",
   "IngressClass/tailnet",
@@ -240,6 +242,18 @@ describe("operator workload", () => {
     assert.equal(view.metadata.labels?.["rbac.authorization.k8s.io/aggregate-to-view"], "true");
     assert.equal(view.metadata.labels?.["rbac.authorization.k8s.io/aggregate-to-edit"], undefined);
     for (const r of rules("tailnet-operator-view")) assert.deepEqual(r.verbs, ["get", "list", "watch"]);
+    // Metacontroller writes a LoadBalancer Service's status: update on services/status, nothing more
+    const mc = rules("tailnet-operator-metacontroller-services");
+    assert.deepEqual(
+      mc.filter((r) => r.resources.some((x) => x.endsWith("/status"))),
+      [{ apiGroups: [""], resources: ["services/status"], verbs: ["update"] }],
+    );
+    assert.equal(
+      objects.filter((o) => o.kind === "ClusterRoleBinding" && JSON.stringify(o).includes("metacontroller-services"))
+        .length,
+      0,
+      "not bound: the stock Metacontroller role covers it",
+    );
   });
 
   it("generates a random hook token by default (48 characters), a new one per render without a cluster to look up", () => {

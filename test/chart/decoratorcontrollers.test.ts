@@ -34,13 +34,14 @@ describe("chart DecoratorControllers", () => {
   const theirs: K8sObject[] = files.flatMap((f) => parseObjects(readFileSync(join(dir, f), "utf8")));
   const chart = renderChart({}, { namespace: "another-namespace" });
 
-  it("decoratorcontrollers/ holds the expose, target and ingress-class controllers", () => {
+  it("decoratorcontrollers/ holds the expose, target, ingress-class and loadbalancer controllers", () => {
     assert.deepEqual(
       theirs.map((o) => `${o.kind}/${o.metadata.name}`),
       [
         "DecoratorController/tailnet-operator-service-expose",
         "DecoratorController/tailnet-operator-service-target",
         "DecoratorController/tailnet-operator-ingress-class",
+        "DecoratorController/tailnet-operator-service-loadbalancer",
       ],
     );
   });

@@ -171,16 +171,23 @@ function checkCompositeController(o: K8sObject): void {
 }
 
 /**
- * The annotated-Service controllers (core Services selected by annotation) and the Ingress-class
- * controller (every Ingress, no finalize hook); our kinds attached in place.
+ * The annotated-Service controllers: core Services selected by annotation (all three hooks, a resync
+ * period); the LoadBalancer-class controller (every Service) and the Ingress-class controller (every
+ * Ingress): no finalize hook — else every object of the cluster would get Metacontroller's finalizer.
+ * The LoadBalancer one has no resync period either, which would call the hook for every Service.
+ * Our kinds attached in place.
  */
 function checkDecoratorController(o: K8sObject): void {
   assert.equal(o.apiVersion, "metacontroller.k8s.io/v1alpha1");
   assert.equal(o.metadata.namespace, undefined, "DecoratorController is cluster-scoped");
   const spec = obj(o.spec, "spec");
-  assert.ok(Number.isInteger(spec.resyncPeriodSeconds) && (spec.resyncPeriodSeconds as number) > 0);
   const ingressClass = o.metadata.name.endsWith("-ingress-class");
-  for (const [i, r] of arr(spec.resources, "spec.resources").entries()) {
+  const resources = arr(spec.resources, "spec.resources");
+  const selected = resources.some((r) => obj(r, "resource").annotationSelector !== undefined);
+  if (selected || ingressClass)
+    assert.ok(Number.isInteger(spec.resyncPeriodSeconds) && (spec.resyncPeriodSeconds as number) > 0);
+  else assert.equal(spec.resyncPeriodSeconds, undefined, "no resync period over every Service");
+  for (const [i, r] of resources.entries()) {
     const res = obj(r, `spec.resources[${i}]`);
     if (ingressClass) {
       // selects every Ingress (the class is a spec field): so it must have no finalize hook, which
@@ -189,7 +196,7 @@ function checkDecoratorController(o: K8sObject): void {
       continue;
     }
     assert.deepEqual([res.apiVersion, res.resource], ["v1", "services"]);
-    // without an annotation selector every Service of the cluster would get a finalizer
+    if (!selected) continue;
     const sel = obj(res.annotationSelector, `spec.resources[${i}].annotationSelector`);
     assert.ok(sel.matchAnnotations !== undefined || sel.matchExpressions !== undefined, "annotationSelector is empty");
   }
@@ -200,9 +207,9 @@ function checkDecoratorController(o: K8sObject): void {
     assert.equal(obj(att.updateStrategy, "updateStrategy").method, "InPlace");
   }
   const hooks = obj(spec.hooks, "spec.hooks");
-  const expected = ingressClass ? HOOKS.filter((h) => h !== "finalize") : HOOKS;
-  assert.deepEqual(Object.keys(hooks).sort(), [...expected].sort());
-  for (const name of expected) {
+  const want = selected ? HOOKS : HOOKS.filter((h) => h !== "finalize");
+  assert.deepEqual(Object.keys(hooks).sort(), [...want].sort());
+  for (const name of want) {
     const hook = obj(hooks[name], `spec.hooks.${name}`);
     assert.equal(hook.version, "v2");
     const webhook = obj(hook.webhook, `spec.hooks.${name}.webhook`);
@@ -210,12 +217,8 @@ function checkDecoratorController(o: K8sObject): void {
       webhook.url !== undefined
         ? str(webhook.url, "webhook.url")
         : `http://${str(obj(webhook.service, "webhook.service").name, "name")}.${str(obj(webhook.service, "webhook.service").namespace, "namespace")}:${obj(webhook.service, "webhook.service").port}${str(webhook.path, "webhook.path")}`;
-    assert.match(
-      url,
-      new RegExp(
-        `^http://tailnet-operator\\.[a-z0-9-]+:8080/hooks/(service-expose|service-target|ingress-class)/${name}$`,
-      ),
-    );
+    const role = ingressClass ? "ingress-class" : selected ? "service-(expose|target)" : "service-loadbalancer";
+    assert.match(url, new RegExp(`^http://tailnet-operator\\.[a-z0-9-]+:8080/hooks/${role}/${name}$`));
     assert.match(str(webhook.timeout, "webhook.timeout"), DURATION);
   }
 }

@@ -12,10 +12,21 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 
 describe("examples render as their golden files", () => {
   const dirs = exampleDirs(root);
-  it("there is one example per kind (and one of annotated Services, one of the Ingress class)", () => {
+  it("there is one example per kind (and one of annotated Services, one of the Ingress class, one of LoadBalancer Services)", () => {
     assert.deepEqual(
       dirs.map((d) => relative(join(root, "examples"), d)),
-      ["egress", "gateway", "gateway-ha", "ingress", "ingress-class", "ingress-ha", "service", "site", "tailnet"],
+      [
+        "egress",
+        "gateway",
+        "gateway-ha",
+        "ingress",
+        "ingress-class",
+        "ingress-ha",
+        "loadbalancer",
+        "service",
+        "site",
+        "tailnet",
+      ],
     );
   });
   for (const dir of dirs) {

@@ -4,7 +4,9 @@
  * 0.29.3 and tailscaled v1.102.5 — the DecoratorController attaches a TailnetIngress, whose agent pod the
  * pod runner runs — and the Service reports Ready only once the laptop's bytes flow. Removing the
  * annotation removes the exposure: the ingress's finalize deletes its node from the real Headscale and
- * the laptop can no longer reach it.
+ * the laptop can no longer reach it. A LoadBalancer Service of class tailnet.internal/tailnet (issue 26)
+ * is exposed the same way, and the laptop reaches the backend at the very addresses its
+ * status.loadBalancer.ingress (EXTERNAL-IP) lists, as the emulated Metacontroller writes them.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -121,6 +123,67 @@ describe("annotated Service on the real tailnet", { timeout: 900_000, concurrenc
     assert.equal(await socksEcho(world.peers.laptop, HOST, ECHO_PORT, "by-name"), "by-name", "by MagicDNS name");
     assert.equal(svc()?.metadata.annotations?.[`${T}/dns-name`], `${HOST}.${BASE_DOMAIN}`);
     assert.deepEqual(op.reasons("TailnetIngress", "web", NS).Ready, "Ready");
+  });
+
+  it("a LoadBalancer Service of class tailnet.internal/tailnet: its EXTERNAL-IP addresses are the node's, the laptop's bytes reach the backend there", async () => {
+    const LB_HOST = "lb-svc";
+    op.mc.apply({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        name: "shop",
+        namespace: NS,
+        uid: "uid-svc-shop",
+        annotations: { [`${T}/hostname`]: LB_HOST, [`${T}/allow-from`]: "group:eng" },
+      },
+      spec: {
+        type: "LoadBalancer",
+        loadBalancerClass: `${T}/tailnet`,
+        selector: { app: "web" },
+        ports: [{ name: "echo", port: ECHO_PORT }],
+      },
+    });
+    const shop = () => op.mc.get("v1", "Service", "shop", NS);
+    const ingress = () =>
+      (shop()?.status as { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } } | undefined)
+        ?.loadBalancer?.ingress ?? [];
+    const t0 = Date.now();
+    const deadline = t0 + 180_000;
+    while (!(shop()?.metadata.labels?.[`${T}/expose-state`] === "Ready" && ingress().length > 0)) {
+      if (Date.now() > deadline) {
+        throw new Error(
+          `the LoadBalancer Service was not Ready with addresses\n${JSON.stringify(shop())}\n${describeWorld()}`,
+        );
+      }
+      await pods.sync();
+      pods.check();
+      await op.mc.settle(8).catch(() => undefined);
+      await sleep(300);
+    }
+    console.log(`# LoadBalancer Service Ready with status.loadBalancer after ${Date.now() - t0} ms`);
+    const ips = ingress().flatMap((e) => (e.ip ? [e.ip] : []));
+    const peer = Object.values((await world.peers.laptop.status()).Peer ?? {}).find((p) => p.HostName === LB_HOST);
+    assert.ok(peer, "the laptop sees the LoadBalancer's node");
+    assert.deepEqual(
+      ips,
+      [...(peer.TailscaleIPs ?? [])].sort(
+        (a, b) => Number(a.includes(":")) - Number(b.includes(":")) || a.localeCompare(b),
+      ),
+      "EXTERNAL-IP lists the node's tailnet addresses, IPv4 first",
+    );
+    assert.deepEqual(ingress().at(-1), { hostname: `${LB_HOST}.${BASE_DOMAIN}` });
+    const v4 = ips.find((ip) => !ip.includes(":"));
+    assert.ok(v4);
+    // Headscale hands the new node to the laptop's netmap asynchronously: allow 15 s
+    const until = Date.now() + 15_000;
+    let got = await socksEcho(world.peers.laptop, v4, ECHO_PORT, "to-external-ip");
+    while (got !== "to-external-ip" && Date.now() < until) {
+      await sleep(500);
+      got = await socksEcho(world.peers.laptop, v4, ECHO_PORT, "to-external-ip");
+    }
+    assert.equal(got, "to-external-ip", "bytes to the EXTERNAL-IP reach the backend");
+    const name = ingress().at(-1)?.hostname ?? "";
+    assert.equal(await socksEcho(world.peers.laptop, name, ECHO_PORT, "to-lb-name"), "to-lb-name", "and by its name");
   });
 
   it("kubectl annotate svc web tailnet.internal/expose-: the node leaves the real Headscale, the laptop cannot reach it", async () => {

@@ -1,7 +1,8 @@
 /**
  * Annotated Services (the service-expose and service-target DecoratorControllers): one condition,
  * `Exposed`, written back on the Service as the label `tailnet.internal/<role>-state` (the reason),
- * the annotation `tailnet.internal/<role>-message`, and an Event whenever the reason changes.
+ * the annotation `tailnet.internal/<role>-message`, and an Event whenever the reason changes. A
+ * LoadBalancer Service of our class (service-loadbalancer) is an exposure and writes the same.
  */
 import type { ReasonTable } from "../table.js";
 
@@ -13,6 +14,7 @@ export const SERVICE_REASONS = {
     ConflictingAnnotations: ["False"],
     InvalidAnnotation: ["False"],
     UnsupportedPorts: ["False"],
+    UnsupportedField: ["False"],
     NoTailnet: ["False"],
     AmbiguousTailnet: ["False"],
     NameTaken: ["False"],

@@ -45,3 +45,23 @@ export const Written = {
  * its own name come back in `attachments` (pkg/controller/decorator/controller.go getChildren).
  */
 export const DECORATOR_ANNOTATION = "metacontroller.k8s.io/decorator-controller";
+
+/**
+ * `spec.loadBalancerClass` of a LoadBalancer Service exposed like `tailnet.internal/expose: "true"`
+ * (the service-loadbalancer DecoratorController). Kubernetes' own service controller leaves every
+ * Service with a class alone (k8s.io/kubernetes staging/src/k8s.io/cloud-provider/controllers/service/
+ * controller.go wantsLoadBalancer), and the API server makes the class immutable.
+ */
+export const LOAD_BALANCER_CLASS = k("tailnet");
+
+/**
+ * Whether a Service is a LoadBalancer of our class: `spec.type: LoadBalancer` and our
+ * `spec.loadBalancerClass`, or no class at all when the operator is configured as the default class
+ * (`services.defaultLoadBalancerClass`; the cloud's controller acts on classless Services too).
+ */
+export function isTailnetLoadBalancer(service: object, defaultClass = false): boolean {
+  const spec = ((service as { spec?: unknown }).spec ?? {}) as { type?: unknown; loadBalancerClass?: unknown };
+  if (spec.type !== "LoadBalancer") return false;
+  const cls = spec.loadBalancerClass;
+  return cls === LOAD_BALANCER_CLASS || (defaultClass && (cls === undefined || cls === null || cls === ""));
+}

@@ -20,6 +20,7 @@ import { nameConflicts } from "../shared/ingress-names.js";
 import type { TenancyReason } from "../shared/tenancy.js";
 import { Annotation, Written } from "./annotations.js";
 import { attachmentKind, serviceAttachment, targetAddress } from "./attachments.js";
+import { exposureOf, loadBalancerStatus, readLoadBalancerSpec } from "./loadbalancer.js";
 import type { ServiceObservation } from "./observe.js";
 import { type ReadSpec, readServiceSpec, type ServiceSpec } from "./spec.js";
 
@@ -34,11 +35,15 @@ export interface ServicePlan {
   address?: string;
 }
 
-/** The pipeline's Decision: `children` are the attachments; no status fields (a Service's status is not ours). */
+/**
+ * The pipeline's Decision: `children` are the attachments. `status` only for a LoadBalancer of our
+ * class (its `loadBalancer` is ours then); an annotated Service's status is not ours.
+ */
 export interface ServiceDecision extends Decision {
   labels: Record<string, string | null>;
   annotations: Record<string, string | null>;
   conditions: readonly ExposedCondition[];
+  status?: Record<string, unknown>;
 }
 
 const FAR_FUTURE = "9999-12-31T23:59:59Z";
@@ -147,7 +152,8 @@ export function planService(read: ReadSpec, observed: ServiceObservation): Servi
 }
 
 /**
- * The oldest other annotated Service claiming the same hostname in the same Tailnet, judged from
+ * The oldest other exposed Service (annotated, or a LoadBalancer of our class) claiming the same
+ * hostname in the same Tailnet, judged from
  * the Services themselves: two Services annotated in one apply are synced concurrently, before
  * either attachment exists, so judging by attachments alone would create the newer one's and
  * delete it a sync later. Only before our attachment exists; after that the older ingress wins.
@@ -156,8 +162,9 @@ function olderRival(spec: ServiceSpec, tailnetName: string, observed: ServiceObs
   const self = observed.service;
   const rivals = observed.services.filter((s) => {
     if (s.metadata.uid === self.metadata.uid || s.metadata.deletionTimestamp || !isOlder(s, self)) return false;
-    if (s.metadata.annotations?.[Annotation.expose] !== "true") return false;
-    const read = readServiceSpec(s, "expose");
+    const via = exposureOf(s, observed.defaultLoadBalancerClass ?? false);
+    if (!via) return false;
+    const read = via === "class" ? readLoadBalancerSpec(s) : readServiceSpec(s, "expose");
     if (!read.ok || read.spec.hostname !== spec.hostname) return false;
     const resolved = resolveTailnet(read.spec, observed.tailnets);
     return "tailnet" in resolved && resolved.tailnet.metadata.name === tailnetName;
@@ -224,6 +231,18 @@ export function decideService(role: "expose" | "target", plan: ServicePlan): Ser
     children: plan.attachments,
     conditions: [plan.exposed],
     fields: {},
+  };
+}
+
+/** The decision of a Service of our class: the exposure's labels, annotations and attachment, and its status. */
+export function decideLoadBalancer(plan: ServicePlan, observed: ServiceObservation): ServiceDecision {
+  const service = observed.service;
+  const mine = observed.attachments.find((o) => o.metadata.name === service.metadata.name);
+  // an attachment the plan drops (a refusal the user can fix) takes its addresses with it
+  const kept = plan.attachments.length > 0 ? mine : undefined;
+  return {
+    ...decideService("expose", plan),
+    status: loadBalancerStatus(service, plan.exposed.status === "True", kept),
   };
 }
 

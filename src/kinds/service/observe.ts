@@ -22,12 +22,18 @@ export interface ServiceObservation {
   attachments: K8sObject[];
   /** The state this role wrote last time (the label), to tell a change (an Event) from a repeat. */
   previousState?: string;
+  /** `services.defaultLoadBalancerClass`: classless LoadBalancer Services are ours too. */
+  defaultLoadBalancerClass?: boolean;
 }
 
 export const roleKind = (role: Role) => (role === "expose" ? "TailnetIngress" : "TailnetEgress");
 
 /** `req` is the decorator request in the pipeline's words: the Service as `parent`, the attachments as `children`. */
-export async function observeService(req: HookRequest, role: Role): Promise<ServiceObservation> {
+export async function observeService(
+  req: HookRequest,
+  role: Role,
+  defaultLoadBalancerClass = false,
+): Promise<ServiceObservation> {
   return {
     service: req.parent,
     tailnets: objectsOf(req.related, API_VERSION, "Tailnet"),
@@ -36,5 +42,6 @@ export async function observeService(req: HookRequest, role: Role): Promise<Serv
     services: objectsOf(req.related, "v1", "Service"),
     attachments: objectsOf(req.children, API_VERSION, roleKind(role)),
     previousState: req.parent.metadata.labels?.[Written[role].state],
+    ...(defaultLoadBalancerClass ? { defaultLoadBalancerClass } : {}),
   };
 }

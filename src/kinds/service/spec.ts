@@ -36,7 +36,7 @@ export interface ServiceSpec {
 }
 
 export type SpecRefusal = {
-  reason: "ConflictingAnnotations" | "InvalidAnnotation" | "UnsupportedPorts";
+  reason: "ConflictingAnnotations" | "InvalidAnnotation" | "UnsupportedPorts" | "UnsupportedField";
   message: string;
 };
 

@@ -6,15 +6,23 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { SERVICE_REASONS } from "../../../src/conditions/tables/service.js";
 import type { Role } from "../../../src/kinds/service/annotations.js";
-import { decideService, decideServiceFinalize, planService } from "../../../src/kinds/service/decide.js";
+import {
+  decideLoadBalancer,
+  decideService,
+  decideServiceFinalize,
+  planService,
+} from "../../../src/kinds/service/decide.js";
+import { readLoadBalancerSpec } from "../../../src/kinds/service/loadbalancer.js";
 import type { ServiceObservation } from "../../../src/kinds/service/observe.js";
 import { readServiceSpec } from "../../../src/kinds/service/spec.js";
 import { assertCoversTable } from "../../helpers/reason-coverage.js";
-import { GRAFANA_INGRESS_SPEC, input, observed, ready, service, tailnet, UID } from "./fixtures.js";
+import { GRAFANA_INGRESS_SPEC, input, lbService, observed, ready, service, tailnet, UID } from "./fixtures.js";
 
 interface Row {
   name: string;
   role?: Role;
+  /** A LoadBalancer Service of our class: read and decided as service-loadbalancer does. */
+  lb?: boolean;
   input: ServiceObservation;
   expect: {
     status: string;
@@ -332,11 +340,106 @@ const rows: Row[] = [
     }),
     expect: { status: "False", reason: "UnsupportedPorts", attachments: [], message: /at most 16/ },
   },
+  {
+    name: "loadBalancerClass tailnet.internal/tailnet, no annotation: exposed like expose: true",
+    lb: true,
+    input: input({ service: lbService() }),
+    expect: { status: "Unknown", reason: "Pending", attachments: ["TailnetIngress/grafana"], message: /being created/ },
+  },
+  {
+    name: "class + expose: true (redundant) → one exposure, the class's",
+    lb: true,
+    input: input({
+      service: lbService({ annotations: { [`${T}/expose`]: "true" } }),
+      attachments: [mine({ dnsName: "grafana.ts.example.com", ...ready("True", "Ready") })],
+    }),
+    expect: {
+      status: "True",
+      reason: "Ready",
+      attachments: ["TailnetIngress/grafana"],
+      address: "grafana.ts.example.com",
+    },
+  },
+  {
+    name: "class + expose: false → ConflictingAnnotations (the class cannot be changed; the annotation can)",
+    lb: true,
+    input: input({ service: lbService({ annotations: { [`${T}/expose`]: "false" } }) }),
+    expect: { status: "False", reason: "ConflictingAnnotations", attachments: [], message: /remove the annotation/ },
+  },
+  {
+    name: "class + target → ConflictingAnnotations, an existing attachment is dropped",
+    lb: true,
+    input: input({
+      service: lbService({ annotations: { [`${T}/target`]: "db-1" } }),
+      attachments: [mine(ready("True", "Ready"))],
+    }),
+    expect: { status: "False", reason: "ConflictingAnnotations", attachments: [], message: /target is set/ },
+  },
+  {
+    name: "class + loadBalancerSourceRanges → UnsupportedField (never exposed wider than asked)",
+    lb: true,
+    input: input({ service: lbService({ spec: { loadBalancerSourceRanges: ["10.0.0.0/8"] } }) }),
+    expect: { status: "False", reason: "UnsupportedField", attachments: [], message: /allow-from/ },
+  },
+  {
+    name: "class + loadBalancerIP → UnsupportedField; an empty one (Helm templates) is no request",
+    lb: true,
+    input: input({ service: lbService({ spec: { loadBalancerIP: "203.0.113.7" } }) }),
+    expect: { status: "False", reason: "UnsupportedField", attachments: [], message: /203\.0\.113\.7/ },
+  },
+  {
+    name: "class with an empty loadBalancerIP → exposed",
+    lb: true,
+    input: input({ service: lbService({ spec: { loadBalancerIP: "", loadBalancerSourceRanges: [] } }) }),
+    expect: { status: "Unknown", reason: "Pending", attachments: ["TailnetIngress/grafana"] },
+  },
+  {
+    name: "class with only UDP ports → UnsupportedPorts",
+    lb: true,
+    input: input({ service: lbService({ ports: [{ name: "dns", port: 53, protocol: "UDP" }] }) }),
+    expect: { status: "False", reason: "UnsupportedPorts", attachments: [], message: /no TCP port/ },
+  },
+  {
+    name: "class + a bad hostname annotation → InvalidAnnotation (the annotations still apply)",
+    lb: true,
+    input: input({ service: lbService({ annotations: { [`${T}/hostname`]: "Not_A_Label" } }) }),
+    expect: { status: "False", reason: "InvalidAnnotation", attachments: [], message: /hostname/ },
+  },
+  {
+    name: "class Service yields the hostname to an older annotated Service before its attachment exists",
+    lb: true,
+    input: input({
+      service: lbService({ uid: "uid-new" }),
+      services: [
+        service({
+          name: "old",
+          uid: "uid-old",
+          annotations: { [`${T}/expose`]: "true", [`${T}/hostname`]: "grafana" },
+        }),
+      ].map((s) => ({ ...s, metadata: { ...s.metadata, creationTimestamp: "2026-10-01T00:00:00Z" } })),
+    }),
+    expect: { status: "False", reason: "HostnameTaken", attachments: [], message: /older Service monitoring\/old/ },
+  },
+  {
+    name: "an annotated Service yields to an older LoadBalancer of our class asking for the same hostname",
+    input: input({
+      service: service({ uid: "uid-new", annotations: { [`${T}/expose`]: "true", [`${T}/hostname`]: "web" } }),
+      services: [lbService({ name: "web", uid: "uid-old" })].map((s) => ({
+        ...s,
+        metadata: { ...s.metadata, creationTimestamp: "2026-10-01T00:00:00Z" },
+      })),
+    }),
+    expect: { status: "False", reason: "HostnameTaken", attachments: [], message: /older Service monitoring\/web/ },
+  },
 ];
 
 describe("annotated Services: decide", () => {
   const produced = rows.map((row) => {
     const role = row.role ?? "expose";
+    if (row.lb) {
+      const plan = planService(readLoadBalancerSpec(row.input.service), row.input);
+      return { row, role, decision: decideLoadBalancer(plan, row.input), plan };
+    }
     const plan = planService(readServiceSpec(row.input.service, role), row.input);
     return { row, role, decision: decideService(role, plan), plan };
   });

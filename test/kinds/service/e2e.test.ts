@@ -14,7 +14,7 @@ import { decoratorControllers } from "../../../src/render/controllers.js";
 import { startEchoServer } from "../../fakes/agent/echo.js";
 import { tailnet } from "../ingress/fixtures.js";
 import { ingressAgent } from "../ingress/world.js";
-import { NS, service } from "./fixtures.js";
+import { lbService, NS, service } from "./fixtures.js";
 import { type ServiceWorld, serviceWorld } from "./world.js";
 
 const T = "tailnet.internal";
@@ -136,6 +136,9 @@ describe("annotated Services end to end", () => {
     w.mc.apply(exposed("twice", { [`${T}/hostname`]: "grafana" }));
     w.mc.apply(exposed("badname", { [`${T}/hostname`]: "Bad_Name" }));
     w.mc.apply(exposed("udp", {}, [{ name: "dns", port: 53, protocol: "UDP" }]));
+    w.mc.apply(
+      lbService({ name: "ranges", uid: "uid-svc-ranges", spec: { loadBalancerSourceRanges: ["10.0.0.0/8"] } }),
+    );
     w.mc.apply({
       apiVersion: "tailnet.internal/v1alpha1",
       kind: "TailnetIngress",
@@ -155,6 +158,8 @@ describe("annotated Services end to end", () => {
       badname:
         'InvalidAnnotation: tailnet exposure: tailnet.internal/hostname: "Bad_Name" is not a DNS-1035 label (the tailnet node name)',
       udp: "UnsupportedPorts: tailnet exposure: spec.ports: no TCP port (1 of other protocols; the tailnet agents forward TCP only)",
+      ranges:
+        "UnsupportedField: tailnet exposure: spec.loadBalancerSourceRanges cannot be enforced on the tailnet (the agent sees tailnet addresses, not the client's network); remove it and name who may connect with tailnet.internal/allow-from",
       taken:
         "NameTaken: tailnet exposure: TailnetIngress monitoring/taken already exists and was not made for this Service; rename or delete it",
     };

@@ -16,6 +16,9 @@ export interface ServiceOpts {
   type?: string;
   externalName?: string;
   uid?: string;
+  /** More spec fields (loadBalancerClass, loadBalancerSourceRanges, …). */
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
 }
 
 export function service(opts: ServiceOpts = {}): K8sObject {
@@ -34,9 +37,20 @@ export function service(opts: ServiceOpts = {}): K8sObject {
       type: opts.type ?? "ClusterIP",
       ...(opts.externalName ? { externalName: opts.externalName } : {}),
       ports: opts.ports ?? [{ name: "http", port: 3000, protocol: "TCP" }],
+      ...opts.spec,
     },
+    ...(opts.status ? { status: opts.status } : {}),
   };
 }
+
+/** A LoadBalancer Service of our class (no annotations unless given). */
+export const lbService = (opts: ServiceOpts = {}): K8sObject =>
+  service({
+    annotations: {},
+    ...opts,
+    type: "LoadBalancer",
+    spec: { loadBalancerClass: "tailnet.internal/tailnet", ...opts.spec },
+  });
 
 export function tailnet(name = "home", baseDomain = "ts.example.com"): K8sObject {
   return {

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { K8sObject } from "../../chart/helm.js";
-import { apply, applyClean, documentedObjects, ensureNamespace, examples } from "./apply.js";
+import { apply, applyClean, documentedObjects, ensureNamespace, examples, type GoldenObject } from "./apply.js";
 import { type Cluster, startCluster } from "./cluster.js";
 import { podFrom } from "./pods.js";
 
@@ -34,6 +34,30 @@ async function until(what: string, check: () => boolean, ms = 90_000): Promise<v
     await new Promise((r) => setTimeout(r, 500));
   }
   throw new Error(`${what}: not within ${ms} ms`);
+}
+
+/**
+ * A decorated Service's attachment (a TailnetIngress no input names, examples/loadbalancer): created
+ * from the Service's golden children under the Service, as Metacontroller would, so its status and
+ * children can be checked like any parent's.
+ */
+function attach(golden: GoldenObject[], g: GoldenObject): void {
+  for (const svc of golden.filter((o) => o.kind === "Service")) {
+    const child = svc.children?.find((c) => c.kind === g.kind && c.metadata.name === g.name);
+    if (!child) continue;
+    const parent = getJson<K8sObject & { metadata: { uid: string } }>([
+      "get",
+      "svc",
+      svc.name,
+      "-n",
+      svc.namespace ?? "",
+    ]);
+    const owner = { apiVersion: "v1", kind: "Service", name: svc.name, uid: parent.metadata.uid, controller: true };
+    const owned = { ...child, metadata: { ...child.metadata, ownerReferences: [owner] } };
+    const r = apply(cluster, [owned]);
+    assert.ok(r.status === 0 && r.warnings.length === 0, `${g.kind}/${g.name} under Service ${svc.name}:\n${r.stderr}`);
+    return;
+  }
 }
 
 describe("our objects on a real API server", { timeout: 600_000 }, () => {
@@ -71,6 +95,7 @@ describe("our objects on a real API server", { timeout: 600_000 }, () => {
       for (const g of golden.filter((o) => o.status && o.kind.startsWith("Tailnet"))) {
         const ns = g.namespace ? ["-n", g.namespace] : [];
         const target = [resourceOf(g.kind), g.name];
+        if (cluster.tryKubectl(["get", ...target, ...ns]).status !== 0) attach(golden, g);
         const patch = JSON.stringify({ status: g.status });
         cluster.kubectl(["patch", ...target, ...ns, "--subresource=status", "--type=merge", "-p", patch]);
         const back = getJson<{ status: unknown }>(["get", ...target, ...ns]).status;

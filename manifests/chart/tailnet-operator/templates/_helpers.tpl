@@ -73,6 +73,7 @@ that scrapeFrom, metricsPeers and the expiry thresholds reach the operator.
   "networkPolicy" (dict
     "isolateOperator" .Values.networkPolicy.enabled
     "metricsPeers" (.Values.networkPolicy.metricsPeers | default list))
+  "services" (dict "defaultLoadBalancerClass" (.Values.decoratorControllers.defaultLoadBalancerClass | default false))
 -}}
 {{ toYaml $config }}
 {{- end -}}
