@@ -319,9 +319,7 @@ describe("collectGenerated: sites and gateways", () => {
   });
   it("a gateway's admitted exitNode: autoApprovers.exitNode for its tag and a grant from allowFrom to autogroup:internet", () => {
     const gw = { namespace: "net", name: "gw", tag: "tag:k8s-net-gw", routes: ["10.96.0.0/12"] };
-    const r = collectGenerated(
-      input({ gateways: [{ ...gw, exitNode: { allowFrom: ["group:eng", "alice@"] } }] }),
-    );
+    const r = collectGenerated(input({ gateways: [{ ...gw, exitNode: { allowFrom: ["group:eng", "alice@"] } }] }));
     assert.deepEqual(r.generated.autoApproverExitNode, ["tag:k8s-net-gw"]);
     assert.deepEqual(r.generated.grants, [{ src: ["alice@", "group:eng"], dst: ["autogroup:internet"], ip: ["*"] }]);
     assert.deepEqual(plain(r).routes, { "10.96.0.0/12": ["tag:k8s-net-gw"] }, "never a 0.0.0.0/0 routes key");
