@@ -34,6 +34,8 @@ const LINK = "192.0.2.0/24";
 /** The gateway pod's address on its link to "the internet": what the test host must see. */
 const GW_LINK_IP = "192.0.2.1";
 const INTERNET_IP = "198.51.100.7";
+/** The test host's end of the link: on a network the gateway pod is attached to. */
+const FAR_END = "192.0.2.2";
 const PORT = 8080;
 
 /** No `group:eng → *:*` here (the world's default): the exit node must work through the rendered grant alone. */
@@ -208,6 +210,11 @@ describe("TailnetGateway as an exit node on the real tailnet", { timeout: 600_00
       connections().length > 0 && connections().every((c) => c === `conn ${GW_LINK_IP}`),
       connections().join("\n"),
     );
+    // The network the gateway pod is attached to stays closed to exit traffic (tailscaled's "guest wifi",
+    // shrinkDefaultRoute), although the test host listens there too and autogroup:internet covers it.
+    const seen = connections().length;
+    assert.match(await socksEcho(laptop, FAR_END, PORT, "x"), /^error: /, "an attached network is not opened");
+    assert.equal(connections().length, seen);
     await laptop.tailscale(["set", "--exit-node="]);
     assert.match(await socksEcho(laptop, INTERNET_IP, PORT, "x"), /^error: /, "cut off again without the exit node");
   });
