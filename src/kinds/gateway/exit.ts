@@ -38,7 +38,7 @@ export function exitNodeState(
 ): ExitNodeState {
   if (!spec.exitNode) return { state: "off" };
   const namespace = parent.metadata.namespace ?? "";
-  if (!namespaceOf(related, namespace)) {
+  if (tenancy.exitNodes && !namespaceOf(related, namespace)) {
     // A failed observation never withdraws: the live pod template decides what is advertised meanwhile.
     const message = `the labels of namespace ${namespace} are not observed (the Tailnet's spec.tenancy.exitNodes needs them)`;
     return { state: "unknown", message, keep: advertisesExit(deployment) };

@@ -5,11 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { isRecord, type K8sObject } from "../../../src/k8s/objects.js";
-import { advertisedRoutes, advertisesExit } from "../../../src/kinds/gateway/exit.js";
-import { gatewaySpecProblem } from "../../../src/kinds/gateway/spec.js";
+import { isRecord, type K8sObject, type ObjectMaps } from "../../../src/k8s/objects.js";
+import { advertisedRoutes, advertisesExit, exitNodeState } from "../../../src/kinds/gateway/exit.js";
+import { gatewaySpecProblem, readGatewaySpec } from "../../../src/kinds/gateway/spec.js";
+import { readTenancy } from "../../../src/kinds/shared/tenancy.js";
 import { exitHealthy, exitRows, PAIR } from "./exit-scenarios.js";
-import { gateway, hsNode, ROUTE } from "./fixtures.js";
+import { gateway, hsNode, liveDeployment, ROUTE, renderInput } from "./fixtures.js";
 import { run } from "./scenarios.js";
 
 /** TS_ROUTES of the rendered gateway Deployment among the children. */
@@ -116,6 +117,31 @@ describe("exit node: messages, writes and the pod", () => {
     );
     assert.equal(tsRoutes(decision.children), ROUTE);
     assert.equal(advertisesExit(decision.children.find((c) => c.kind === "Deployment")), false);
+  });
+
+  it("exitNodeState: the tenancy's verdict, and what a missing Namespace keeps", () => {
+    const parent = gateway({ exitNode: { allowFrom: ["group:eng"] } });
+    const spec = readGatewaySpec(parent);
+    const selector = readTenancy({ tenancy: { exitNodes: { namespaceSelector: { matchLabels: { exit: "yes" } } } } });
+    const ns = (labels: Record<string, string>): ObjectMaps => ({
+      "Namespace.v1": { infra: { apiVersion: "v1", kind: "Namespace", metadata: { name: "infra", labels } } },
+    });
+    const live = liveDeployment(renderInput(parent));
+    assert.deepEqual(exitNodeState(spec, parent, selector, ns({ exit: "yes" }), undefined), {
+      state: "allowed",
+      allowFrom: ["group:eng"],
+    });
+    assert.equal(exitNodeState(spec, parent, selector, ns({}), live).state, "refused");
+    // unset spec.tenancy.exitNodes refuses whatever the labels: no need to see them
+    assert.equal(exitNodeState(spec, parent, readTenancy({}), {}, live).state, "refused");
+    assert.deepEqual(exitNodeState(spec, parent, selector, {}, live), {
+      state: "unknown",
+      message: "the labels of namespace infra are not observed (the Tailnet's spec.tenancy.exitNodes needs them)",
+      keep: true,
+    });
+    const without = liveDeployment(renderInput(gateway()));
+    assert.equal((exitNodeState(spec, parent, selector, {}, without) as { keep: boolean }).keep, false);
+    assert.deepEqual(exitNodeState(readGatewaySpec(gateway()), gateway(), selector, {}, live), { state: "off" });
   });
 
   it("a default route in spec.routes is InvalidSpec, pointing at spec.exitNode", () => {
