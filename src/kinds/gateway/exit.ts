@@ -8,17 +8,39 @@
  * exit node rolls its pods, and the new nodes do not advertise the pair.
  */
 import { GatewayCondition as C, GatewayReason as R } from "../../conditions/reasons.js";
-import { conditionsOf } from "../../conditions/table.js";
+import { conditionsOf, type TypedCondition } from "../../conditions/table.js";
 import { GATEWAY_REASONS } from "../../conditions/tables/gateway.js";
 import type { HsNode } from "../../headscale/types.js";
 import { isRecord, type K8sObject, type ObjectMaps } from "../../k8s/objects.js";
 import { EXIT_ROUTES } from "../../net/exit.js";
 import { admitExitNode, namespaceOf, type Tenancy } from "../shared/tenancy.js";
-import { describeNode } from "./nodes.js";
-import type { FreshVerdict, GatewayApproval, GatewayConditionOf, GatewayInputs } from "./plan.js";
+import { describeNode, type NodeAnalysis } from "./nodes.js";
 import type { GatewaySpec } from "./spec.js";
 
 const { cond } = conditionsOf(GATEWAY_REASONS);
+
+/** What exitWork reads of the gateway's inputs (plan.ts GatewayInputs; narrowed so plan can import this file). */
+export interface ExitInput {
+  exitNode: ExitNodeState;
+  headscale: { nodes: { ok: true; value: HsNode[] } | { ok: false; error: string } };
+  spec: Pick<GatewaySpec, "replicas">;
+  tailnet: { name: string; policyMode: "Apply" | "DryRun"; incompatible?: boolean };
+}
+
+/** What exitWork reads of the fresh writer's verdict (plan.ts FreshVerdict). */
+export interface ExitVerdict {
+  facts?: Pick<NodeAnalysis, "current" | "currents">;
+  verified: boolean;
+}
+
+/** The exit pair to approve on one node (plan.ts GatewayApproval). */
+export interface ExitApproval {
+  nodeId: string;
+  node: string;
+  add: string[];
+}
+
+type ExitCondition = TypedCondition<typeof GATEWAY_REASONS, "ExitNode">;
 
 /** What the sync may do about spec.exitNode. */
 export type ExitNodeState =
@@ -78,12 +100,9 @@ const PAIR = EXIT_ROUTES.join(", ");
  * approval, only on verified nodes, never in DryRun or against an incompatible server. True while at
  * least one current node serves the pair (advertised and approved); the message names each node's state.
  */
-export function exitWork(
-  input: GatewayInputs,
-  v: FreshVerdict,
-): { condition: GatewayConditionOf<"ExitNode">; approvals: GatewayApproval[] } {
+export function exitWork(input: ExitInput, v: ExitVerdict): { condition: ExitCondition; approvals: ExitApproval[] } {
   const exit = input.exitNode;
-  const only = (condition: GatewayConditionOf<"ExitNode">) => ({ condition, approvals: [] });
+  const only = (condition: ExitCondition) => ({ condition, approvals: [] });
   if (exit.state === "off") return only(cond(C.ExitNode, "False", R.NotRequested, "spec.exitNode is not set"));
   if (exit.state === "refused") return only(cond(C.ExitNode, "False", R.ExitNodeNotAllowed, exit.message));
   if (exit.state === "unknown") return only(cond(C.ExitNode, "Unknown", R.NotObserved, exit.message));
@@ -100,7 +119,7 @@ export function exitWork(
       : incompatible
         ? `(Tailnet ${name} reports HeadscaleCompatible=False)`
         : undefined;
-  const approvals: GatewayApproval[] = [];
+  const approvals: ExitApproval[] = [];
   const parts: string[] = [];
   let serving = 0;
   let advertising = 0;
