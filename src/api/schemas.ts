@@ -121,6 +121,18 @@ const tenancyProperties: Record<string, Schema> = {
         "Explicit tags (spec.tag, the tailnet.internal/tags annotation) each namespace may use; any other explicit tag is refused with TagNotGranted. Derived tags need no grant.",
     },
   ),
+  exitNodes: obj(
+    {
+      namespaceSelector: labelSelector(
+        "Namespaces whose TailnetGateways may set spec.exitNode ({} selects every namespace).",
+      ),
+    },
+    ["namespaceSelector"],
+    {
+      description:
+        "Who may turn a TailnetGateway into an exit node; unset: nobody (ExitNode=False/ExitNodeNotAllowed, no exit routes advertised, approved or granted).",
+    },
+  ),
 };
 
 export const tailnetSpec: Schema = obj(
@@ -345,7 +357,23 @@ export const gatewaySpec: Schema = obj(
         "Gateway pods, each its own tailnet node advertising spec.routes; Headscale routes through one primary and fails over.",
     }),
     hostname: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
-    routes: arr(str({ pattern: CIDR_PATTERN }), { maxItems: 16 }),
+    routes: arr(str({ pattern: CIDR_PATTERN }), {
+      maxItems: 16,
+      description:
+        "Subnet routes the gateway advertises (cluster networks). A default route is InvalidSpec: use spec.exitNode.",
+    }),
+    exitNode: obj(
+      {
+        allowFrom: aclEntities(
+          "Who may use the exit node: the Tailnet renders a grant from these to autogroup:internet (empty: none; the base policy grants).",
+        ),
+      },
+      [],
+      {
+        description:
+          "Offer the gateway as an exit node (0.0.0.0/0 and ::/0, approved through autoApprovers.exitNode). Only in namespaces the Tailnet's spec.tenancy.exitNodes selects; elsewhere ExitNode=False/ExitNodeNotAllowed.",
+      },
+    ),
     dns: obj(
       {
         zone: str({ minLength: 1, maxLength: 253 }),

@@ -178,6 +178,7 @@ export const SiteReason = {
 export const GatewayCondition = {
   Registered: "Registered",
   RoutesInSync: "RoutesInSync",
+  ExitNode: "ExitNode",
   DNSReady: "DNSReady",
   StaleNodes: "StaleNodes",
   ClusterDNSForward: "ClusterDNSForward",
@@ -212,6 +213,9 @@ export const GatewayReason = {
   NoAPIKey: "NoAPIKey",
   ProxyClassMissing: "ProxyClassMissing",
   InvalidSpec: "InvalidSpec",
+  NotRequested: "NotRequested",
+  ExitNodeNotAllowed: "ExitNodeNotAllowed",
+  NotAdvertised: "NotAdvertised",
 } as const;
 
 export const ALL_REASONS = {

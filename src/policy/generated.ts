@@ -56,7 +56,14 @@ export interface CollectInput {
     /** RouteConflict: renders nothing. */
     blocked: boolean;
   }[];
-  gateways: { namespace: string; name: string; tag: string; routes: string[] }[];
+  gateways: {
+    namespace: string;
+    name: string;
+    tag: string;
+    routes: string[];
+    /** spec.exitNode, only when the Tailnet's tenancy admits it (tenancy.ts exitNodeAdmission). */
+    exitNode?: { allowFrom: string[] };
+  }[];
   /** Headscale nodes, to resolve node names and MagicDNS names to tailnet IPs. */
   nodes: NodeRef[];
   /** Headscale dns.base_domain, for MagicDNS FQDNs. */
@@ -274,9 +281,16 @@ export function collectGenerated(input: CollectInput): CollectResult {
     if (!validTag(gw.namespace, gw.name, "tag", gw.tag)) continue;
     tags.add(gw.tag);
     for (const c of validCidrs(gw.namespace, gw.name, "routes", gw.routes)) {
-      // A default route makes the gateway an exit node: only autoApprovers.exitNode approves it.
-      if (isExitRoute(c)) exitNode.add(gw.tag);
+      // A default route in routes is InvalidSpec on the gateway (spec.exitNode is the way): as a routes key
+      // it would approve no exit node, and the tenancy check would be bypassed.
+      if (isExitRoute(c)) invalid.push({ namespace: gw.namespace, name: gw.name, field: "routes", value: c.text });
       else approve(c.text, [gw.tag]);
+    }
+    if (gw.exitNode) {
+      // Headscale 0.29 approves exit routes only through autoApprovers.exitNode and refuses a default
+      // route as a grant destination: the right to use the exit node is a grant to autogroup:internet.
+      exitNode.add(gw.tag);
+      if (gw.exitNode.allowFrom.length > 0) grants.add(gw.exitNode.allowFrom, [INTERNET], ["*"]);
     }
   }
 

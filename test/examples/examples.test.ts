@@ -12,12 +12,13 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 
 describe("examples render as their golden files", () => {
   const dirs = exampleDirs(root);
-  it("there is one example per kind (and one of annotated Services, one of the Ingress class, one of LoadBalancer Services)", () => {
+  it("there is one example per kind (and one of annotated Services, one of the Ingress class, one of LoadBalancer Services, one of an exit node)", () => {
     assert.deepEqual(
       dirs.map((d) => relative(join(root, "examples"), d)),
       [
         "egress",
         "gateway",
+        "gateway-exit",
         "gateway-ha",
         "ingress",
         "ingress-class",

@@ -100,6 +100,7 @@ export const READY: Reasons = {
   TailnetGateway: {
     Registered: "FreshRuntimeReady",
     RoutesInSync: "Approved",
+    ExitNode: "NotRequested",
     DNSReady: "Serving",
     StaleNodes: "None",
     ClusterDNSForward: "Configured",

@@ -307,14 +307,44 @@ describe("collectGenerated: sites and gateways", () => {
       { namespace: "net", name: "mixed", field: "prefixes", value: "::/0" },
     ]);
   });
-  it("a gateway's default route makes it an exit node (exitNode), never a routes key", () => {
+  it("a default route in a gateway's routes approves nothing: it is left out (spec.exitNode is the way)", () => {
     const r = collectGenerated(
       input({
         gateways: [{ namespace: "net", name: "gw", tag: "tag:k8s-net-gw", routes: ["10.96.0.0/12", "0.0.0.0/0"] }],
       }),
     );
     assert.deepEqual(plain(r).routes, { "10.96.0.0/12": ["tag:k8s-net-gw"] });
+    assert.deepEqual(r.generated.autoApproverExitNode, [], "no exit node without spec.exitNode and its tenancy");
+    assert.deepEqual(r.invalid, [{ namespace: "net", name: "gw", field: "routes", value: "0.0.0.0/0" }]);
+  });
+  it("a gateway's admitted exitNode: autoApprovers.exitNode for its tag and a grant from allowFrom to autogroup:internet", () => {
+    const gw = { namespace: "net", name: "gw", tag: "tag:k8s-net-gw", routes: ["10.96.0.0/12"] };
+    const r = collectGenerated(input({ gateways: [{ ...gw, exitNode: { allowFrom: ["group:eng", "alice@"] } }] }));
     assert.deepEqual(r.generated.autoApproverExitNode, ["tag:k8s-net-gw"]);
+    assert.deepEqual(r.generated.grants, [{ src: ["alice@", "group:eng"], dst: ["autogroup:internet"], ip: ["*"] }]);
+    assert.deepEqual(plain(r).routes, { "10.96.0.0/12": ["tag:k8s-net-gw"] }, "never a 0.0.0.0/0 routes key");
+    assert.deepEqual(r.invalid, []);
+    // without allowFrom: the approver only (the base policy grants); a site's grant to the same sources merges
+    const quiet = collectGenerated(input({ gateways: [{ ...gw, exitNode: { allowFrom: [] } }] }));
+    assert.deepEqual(quiet.generated.autoApproverExitNode, ["tag:k8s-net-gw"]);
+    assert.deepEqual(quiet.generated.grants, []);
+    const both = collectGenerated(
+      input({
+        gateways: [{ ...gw, exitNode: { allowFrom: ["group:eng"] } }],
+        sites: [
+          {
+            namespace: "net",
+            name: "exit",
+            prefixes: ["0.0.0.0/0", "::/0"],
+            advertiserTags: ["tag:exit-home"],
+            allowFrom: ["group:eng"],
+            blocked: false,
+          },
+        ],
+      }),
+    );
+    assert.deepEqual(both.generated.autoApproverExitNode, ["tag:exit-home", "tag:k8s-net-gw"]);
+    assert.deepEqual(both.generated.grants, [{ src: ["group:eng"], dst: ["autogroup:internet"], ip: ["*"] }]);
   });
 });
 

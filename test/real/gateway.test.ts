@@ -167,6 +167,7 @@ describe("TailnetGateway on the real tailnet", { timeout: 900_000, concurrency: 
     assert.deepEqual(reasons(), {
       Registered: "FreshRuntimeReady",
       RoutesInSync: "Approved",
+      ExitNode: "NotRequested",
       DNSReady: "Serving",
       StaleNodes: "None",
       ClusterDNSForward: "Configured",

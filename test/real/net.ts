@@ -256,6 +256,8 @@ export class TestNet {
   private nextLink = 2;
   private subnets = 0;
   private subnetCidrs = new Set<string>();
+  /** addInternet: the one route through a link each such host may hold (namespace → the route's pattern). */
+  private viaRoutes = new Map<string, RegExp>();
   private closed = false;
 
   private constructor(
@@ -401,6 +403,44 @@ export class TestNet {
     return host;
   }
 
+  /**
+   * "The internet" one hop behind a host (an exit node's pod): a further namespace holding `address` on lo,
+   * linked to `via` by a veth pair on the /24 `link` (`via` gets .1 on sub0, the far end .2), and a route to
+   * address's /24 through that link in `via`'s namespace only. One hop, not a connected subnet: tailscaled
+   * does not forward exit traffic to networks its host is attached to (ipn/ipnlocal shrinkDefaultRoute).
+   * Every other namespace learns both /24s as unreachable, as for addSubnet.
+   */
+  async addInternet(via: Host, link: string, address: string): Promise<Host> {
+    const m = /^(\d+\.\d+\.\d+)\.0\/24$/.exec(link);
+    const a = /^(\d+\.\d+\.\d+)\.\d+$/.exec(address);
+    if (!m || !a) throw new Error(`addInternet: ${link} must be x.y.z.0/24 and ${address} an IPv4 address`);
+    const far = `${m[1]}.2`;
+    const world = `${a[1]}.0/24`;
+    const name = `${via.name}-inet`;
+    const ns = `rw${this.n}-${name}`;
+    for (const c of [link, world]) this.subnetCidrs.add(c);
+    this.viaRoutes.set(
+      via.netns,
+      new RegExp(`^${world.replaceAll(".", "\\.")} via ${far.replaceAll(".", "\\.")} dev sub0\\s*$`),
+    );
+    await this.makeNetns(ns);
+    await ip(["-n", via.netns, "link", "add", "sub0", "type", "veth", "peer", "name", "eth0", "netns", ns]);
+    await ip(["-n", via.netns, "addr", "add", `${m[1]}.1/24`, "dev", "sub0"]);
+    await ip(["-n", via.netns, "link", "set", "sub0", "up"]);
+    await ip(["-n", via.netns, "route", "add", world, "via", far, "dev", "sub0"]);
+    await ip(["-n", ns, "addr", "add", `${far}/24`, "dev", "eth0"]);
+    await ip(["-n", ns, "addr", "add", `${address}/32`, "dev", "lo"]);
+    await ip(["-n", ns, "link", "set", "eth0", "up"]);
+    const host = this.host(name, ns, address);
+    await mkdir(host.dir, { recursive: true });
+    for (const other of this.hosts) {
+      if (other === via) continue;
+      for (const c of [link, world]) await ip(["-n", other.netns, "route", "add", "unreachable", c]);
+    }
+    this.hosts.push(host);
+    return host;
+  }
+
   private argv(ns: string, cmd: string, args: string[], user?: string): string[] {
     // setpriv execs the command itself (runuser forks and keeps a parent, which would swallow signals).
     const as = user ? ["/usr/bin/setpriv", `--reuid=${user}`, `--regid=${user}`, "--init-groups", "--"] : [];
@@ -480,6 +520,7 @@ export class TestNet {
         if (m && (m[1] === this.cidr || this.subnetCidrs.has(m[1]))) continue;
         const u = /^unreachable (\S+)\s*$/.exec(line);
         if (u && this.subnetCidrs.has(u[1])) continue;
+        if (this.viaRoutes.get(h.netns)?.test(line)) continue;
         problems.push(`${h.name}: route ${line.trim()}`);
       }
       const v6 = await h.exec(IP, ["-6", "route", "show", "table", "all"]);

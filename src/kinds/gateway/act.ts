@@ -22,6 +22,8 @@ export interface GatewayOutcome {
   /** Headscale's key list read again after the mint, so check 1 sees its record of the new key. */
   keys?: Seen<HsPreAuthKey[]>;
   approve?: { ok: true } | { ok: false; error: string };
+  /** The exit pair's approvals (plan.writes.approveExit); failures named per node. */
+  approveExit?: { ok: true } | { ok: false; error: string };
   deleted: { id: string; node: string; error?: string }[];
 }
 
@@ -71,6 +73,15 @@ export async function actGateway(
     if (!done.ok) failed.push(`${a.node}: ${done.error}`);
   }
   if (plan.writes.moreApprovals?.length && failed.length) outcome.approve = { ok: false, error: failed.join("; ") };
+  // The exit pair after the routes: each approve() re-reads the node, so the routes just approved are kept.
+  const exitFailed: string[] = [];
+  for (const a of plan.writes.approveExit ?? []) {
+    const done = await approve(view, a);
+    if (!done.ok) exitFailed.push(`${a.node}: ${done.error}`);
+  }
+  if (plan.writes.approveExit?.length) {
+    outcome.approveExit = exitFailed.length ? { ok: false, error: exitFailed.join("; ") } : { ok: true };
+  }
   for (const d of plan.writes.deleteNodes) {
     const deleted = await view.deleteNode(d.id);
     if (!deleted.ok && !notFound(deleted.error)) {

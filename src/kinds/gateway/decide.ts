@@ -22,6 +22,7 @@ import {
   zoneConfigMap,
 } from "./children.js";
 import { clusterDNSForward, dnsReady, serviceIP, serviceReady, workloadCurrent } from "./conditions.js";
+import { exitWork } from "./exit.js";
 import { freshBlockedMessage } from "./fresh.js";
 import { describeNode, type StatusNode, statusNodeOf } from "./nodes.js";
 import type { GatewayObservation, GatewayUnserved } from "./observe.js";
@@ -64,7 +65,7 @@ export interface GatewayDecision extends Decision {
 }
 
 /** What the plan's writes did, as decide folds them (act's GatewayOutcome; no writes: `{ deleted: [] }`). */
-export type GatewayWriteOutcome = Pick<GatewayOutcome, "minted" | "approve" | "deleted">;
+export type GatewayWriteOutcome = Pick<GatewayOutcome, "minted" | "approve" | "approveExit" | "deleted">;
 
 /** The decide input after act: the key as act left it and, after a mint, the key list read again. */
 export function settled(o: GatewayObservation, outcome: GatewayOutcome): GatewayDecideInput {
@@ -180,6 +181,20 @@ function routesInSync(
   return work.condition;
 }
 
+/** ExitNode after act: held while a key was minted, the approval's failure, else what the rules say. */
+function exitNode(input: GatewayInputs, v: FreshVerdict, out: GatewayWriteOutcome): GatewayConditionOf<"ExitNode"> {
+  const work = exitWork(input, v);
+  const nodes = work.approvals.map((a) => a.node).join(", ");
+  if (out.minted && work.approvals.length) {
+    const message = `approving 0.0.0.0/0, ::/0 on ${nodes} waits for the next sync: bootstrap key ${out.minted} was minted in this one`;
+    return cond(C.ExitNode, "False", R.NotApproved, message);
+  }
+  if (out.approveExit && !out.approveExit.ok) {
+    return cond(C.ExitNode, "False", R.NotApproved, `approving 0.0.0.0/0, ::/0 failed on ${out.approveExit.error}`);
+  }
+  return work.condition;
+}
+
 /** StaleNodes after act: held while a key was minted, failed deletions named, else what the rules say. */
 function staleNodes(input: GatewayInputs, v: FreshVerdict, out: GatewayWriteOutcome): GatewayConditionOf<"StaleNodes"> {
   const work = staleWork(input, v);
@@ -273,6 +288,7 @@ export function decideGateway(
   const conditions: ConditionInput[] = [
     registered(input, v),
     routesInSync(input, v, plan, outcome),
+    exitNode(input, v, outcome),
     dnsReady({ suspended: spec.suspend, pods: input.related.pods, deployment: input.observed.deployment }),
     staleNodes(input, v, outcome),
     clusterDNSForward({
@@ -291,7 +307,15 @@ export function decideGateway(
     spec.suspend
       ? cond(C.Ready, "False", R.Suspended, SUSPENDED)
       : deriveReady(
-          [C.Registered, C.RoutesInSync, C.DNSReady, C.WorkloadCurrent, C.ServiceReady].map(blocker),
+          // ExitNode blocks only when spec.exitNode asks for one
+          [
+            C.Registered,
+            C.RoutesInSync,
+            ...(input.exitNode.state === "off" ? [] : [C.ExitNode]),
+            C.DNSReady,
+            C.WorkloadCurrent,
+            C.ServiceReady,
+          ].map(blocker),
           R.FreshRuntimeReady,
           byType.get(C.Registered)?.message ?? "",
         ),
@@ -309,7 +333,11 @@ export function decideGateway(
       : undefined;
   // Look again: soon after a mint held node writes back; in 30 s while nothing registered or Headscale was
   // not read; and when the key plan wants to (half-life, recovery grace).
-  const held = !!outcome.minted && (!!routeWork(input, v).approve || staleWork(input, v).deleteNodes.length > 0);
+  const held =
+    !!outcome.minted &&
+    (!!routeWork(input, v).approve ||
+      exitWork(input, v).approvals.length > 0 ||
+      staleWork(input, v).deleteNodes.length > 0);
   const waiting = (!v.facts?.current || v.unobserved) && !spec.suspend;
   const waits = [
     held ? MIN_RESYNC_SECONDS : undefined,

@@ -17,6 +17,7 @@ import { lookupProxyClass, proxyClassMissingMessage } from "../shared/proxy-clas
 import type { Refusal } from "../shared/tenancy.js";
 import { agentPods, effectiveTag, resolveWorkload, tailnetIncompatible } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
+import { exitNodeState } from "./exit.js";
 import { previousStatusNode, previousStatusNodes, type StatusNode } from "./nodes.js";
 import type { RenderInput } from "./render.js";
 import { type GatewaySpec, gatewayZone, readGatewaySpec, splitDNSDomains } from "./spec.js";
@@ -98,6 +99,7 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
     };
   const ns = parent.metadata.namespace ?? "";
   const names = spec.names;
+  const deployment = findObject(req.children, "apps/v1", "Deployment", names.deployment, ns);
   return {
     parent,
     spec,
@@ -106,6 +108,7 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
     images: deps.config.images,
     ...(proxyClass.kind === "found" ? { proxyClass: proxyClass.spec } : {}),
     noLogsNoSupport: deps.config.tailscale.noLogsNoSupport,
+    exitNode: exitNodeState(spec, parent, ctx.settings.tenancy, req.related, deployment),
     tailnet: {
       name: ctx.settings.name,
       loginServer: ctx.settings.url || ctx.conn.url,
@@ -118,7 +121,7 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
     metricsPeers: metricsPeers(deps.config),
     now: deps.now(),
     observed: {
-      deployment: findObject(req.children, "apps/v1", "Deployment", names.deployment, ns),
+      deployment,
       service: findObject(req.children, "v1", "Service", names.service, ns),
       zone: findObject(req.children, "v1", "ConfigMap", names.zone, ns),
     },

@@ -16,6 +16,7 @@ import { isRecord, type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import { type AuthKeyPlan, observedKeys } from "../shared/authkey.js";
 import { type EarlyRotation, planBootstrapKey } from "./bootstrap.js";
 import { gatewayLabels } from "./children.js";
+import { exitWork } from "./exit.js";
 import { checkBootstrapKey, checkPodTemplate, checkProvenance, type FreshProblem } from "./fresh.js";
 import { analyzeNodes, describeNode, type NodeAnalysis } from "./nodes.js";
 import type { GatewayFacts, GatewayObservation } from "./observe.js";
@@ -52,6 +53,8 @@ export interface GatewayWrites {
   approve?: GatewayApproval;
   /** replicas > 1: the approvals of the other current nodes (`approve` is the first node's). */
   moreApprovals?: GatewayApproval[];
+  /** spec.exitNode: the exit pair on each current node that advertises it unapproved (exit.ts). */
+  approveExit?: GatewayApproval[];
   deleteNodes: { id: string; node: string }[];
 }
 
@@ -275,9 +278,11 @@ export function staleWork(
 /** The node writes the fresh writer's verdict allows for these facts. */
 export function gatewayWrites(input: GatewayInputs, v: FreshVerdict = freshVerdict(input)): GatewayWrites {
   const { approve, moreApprovals } = routeWork(input, v);
+  const { approvals: approveExit } = exitWork(input, v);
   return {
     ...(approve ? { approve } : {}),
     ...(moreApprovals ? { moreApprovals } : {}),
+    ...(approveExit.length ? { approveExit } : {}),
     deleteNodes: staleWork(input, v).deleteNodes,
   };
 }

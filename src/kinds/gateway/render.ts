@@ -8,6 +8,7 @@ import { configHash } from "../shared/agent.js";
 import { applyProxyClass, type ProxyClassSpec } from "../shared/proxy-class.js";
 import { gatewayDeployment } from "./children.js";
 import { renderGatewayCorefile } from "./corefile.js";
+import { advertisedRoutes, type ExitNodeState } from "./exit.js";
 import type { GatewaySpec } from "./spec.js";
 import { stampOf } from "./template.js";
 import { ZONE_FILE_KEY } from "./zone.js";
@@ -35,6 +36,8 @@ export interface RenderInput {
   proxyClass?: ProxyClassSpec;
   /** OperatorConfig.tailscale.noLogsNoSupport. */
   noLogsNoSupport: boolean;
+  /** spec.exitNode as the Tailnet's tenancy judged it (exit.ts): whether the pod advertises the exit pair. */
+  exitNode: ExitNodeState;
 }
 
 export function renderCorefile(r: RenderInput): string {
@@ -48,7 +51,7 @@ export function renderDeployment(r: RenderInput, authKeySecret: string | undefin
     replicas: r.spec.suspend ? 0 : r.spec.replicas,
     tag: r.tag,
     hostname: r.spec.hostname,
-    routes: r.spec.routes,
+    routes: advertisedRoutes(r.spec.routes, r.exitNode),
     loginServer: r.tailnet.loginServer,
     authKeySecret,
     images: r.images,

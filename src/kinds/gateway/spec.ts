@@ -4,6 +4,8 @@
  * so every sync names the same objects; `gatewaySpecProblem` is what the CRD schema cannot catch.
  */
 import type { K8sObject } from "../../k8s/objects.js";
+import { parseCidr } from "../../net/cidr.js";
+import { isExitRoute } from "../../net/exit.js";
 import { parseDuration } from "../shared/workload.js";
 
 export interface GatewaySpec {
@@ -14,6 +16,8 @@ export interface GatewaySpec {
   routes: string[];
   /** spec.replicas: gateway pods, each its own node advertising the routes (Headscale elects one primary). */
   replicas: number;
+  /** spec.exitNode: the gateway offers itself as an exit node; allowFrom may use it (autogroup:internet). */
+  exitNode?: { allowFrom: string[] };
   /** spec.dns.zone (lower case, no trailing dot); undefined when unset. */
   zone?: string;
   clusterDNSForward: "Managed" | "External";
@@ -55,6 +59,7 @@ export function readGatewaySpec(parent: K8sObject): GatewaySpec {
     hostname: typeof spec.hostname === "string" && spec.hostname ? spec.hostname : dnsLabel(parent.metadata.name),
     routes: [...new Set(routes)],
     replicas: replicasOf(spec.replicas),
+    ...exitNodeOf(spec.exitNode),
     zone: typeof dns.zone === "string" && normalizeZone(dns.zone) ? normalizeZone(dns.zone) : undefined,
     clusterDNSForward: dns.clusterDNSForward === "External" ? "External" : "Managed",
     staleNodes: spec.staleNodes === "Keep" ? "Keep" : "Delete",
@@ -74,10 +79,31 @@ function replicasOf(v: unknown): number {
   return typeof v === "number" && Number.isInteger(v) ? Math.min(MAX_GATEWAY_REPLICAS, Math.max(1, v)) : 1;
 }
 
-/** What the CRD schema cannot catch: a spec.dns.zone that is not a DNS name (the hook answers InvalidSpec). */
+function exitNodeOf(v: unknown): { exitNode?: { allowFrom: string[] } } {
+  if (!v || typeof v !== "object" || Array.isArray(v)) return {};
+  const allowFrom = rec(v).allowFrom;
+  const list = Array.isArray(allowFrom) ? allowFrom.filter((a): a is string => typeof a === "string" && !!a) : [];
+  return { exitNode: { allowFrom: [...new Set(list)] } };
+}
+
+/**
+ * What the CRD schema cannot catch (the hook answers InvalidSpec): a spec.dns.zone that is not a DNS name,
+ * and a default route in spec.routes — an exit node is spec.exitNode, which the Tailnet's tenancy admits.
+ */
 export function gatewaySpecProblem(parent: K8sObject): string | undefined {
-  const zone = readGatewaySpec(parent).zone;
+  const spec = readGatewaySpec(parent);
+  const exit = spec.routes.filter(isDefaultRoute);
+  if (exit.length) {
+    return `spec.routes: ${exit.join(", ")} is an exit route; set spec.exitNode to offer the gateway as an exit node (the Tailnet's spec.tenancy.exitNodes must select this namespace)`;
+  }
+  const zone = spec.zone;
   return zone && !isDnsName(zone) ? `spec.dns.zone: "${zone}" is not a DNS name` : undefined;
+}
+
+/** A default route (0.0.0.0/0, ::/0, however spelled): only spec.exitNode advertises those. */
+export function isDefaultRoute(route: string): boolean {
+  const r = parseCidr(route.trim());
+  return r.ok && isExitRoute(r.cidr);
 }
 
 /** The zone the gateway serves: spec.dns.zone, else the Tailnet's base domain (which must be a DNS name). */

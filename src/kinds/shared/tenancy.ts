@@ -107,6 +107,8 @@ export interface TagGrant {
 export interface Tenancy {
   namespaceSelector?: LabelSelector;
   tags: TagGrant[];
+  /** spec.tenancy.exitNodes.namespaceSelector: whose gateways may be exit nodes; undefined = nobody's. */
+  exitNodes?: LabelSelector;
 }
 
 type Rec = Record<string, unknown>;
@@ -129,13 +131,18 @@ function selectorOf(v: unknown): LabelSelector | undefined {
   };
 }
 
+/** A selector that selects no namespace (an unknown operator never matches). */
+const NOTHING: LabelSelector = { matchExpressions: [{ key: "", operator: "" }] };
+
 export function readTenancy(tailnetSpec: unknown): Tenancy {
   const t = rec(rec(tailnetSpec).tenancy);
+  const exit = rec(t.exitNodes).namespaceSelector;
   return {
     ...(t.namespaceSelector !== undefined ? { namespaceSelector: selectorOf(t.namespaceSelector) ?? {} } : {}),
+    ...(exit !== undefined ? { exitNodes: selectorOf(exit) ?? NOTHING } : {}),
     tags: (Array.isArray(t.tags) ? t.tags : []).map((g) => ({
       // a grant without a selector grants nothing: an admin names who gets a tag
-      namespaceSelector: selectorOf(rec(g).namespaceSelector) ?? { matchExpressions: [{ key: "", operator: "" }] },
+      namespaceSelector: selectorOf(rec(g).namespaceSelector) ?? NOTHING,
       tags: strings(rec(g).tags),
     })),
   };
@@ -199,6 +206,37 @@ export function admission(
     reason: "TagNotGranted",
     message: `${explicit} is not granted to namespace ${namespace} (the Tailnet's spec.tenancy.tags); nothing is minted for it`,
   };
+}
+
+/**
+ * Whether a gateway in `namespace` may offer itself as an exit node (pure): an exit node lets tailnet clients
+ * send anything to the internet from the cluster's network, so only the Tailnet's admins decide, by
+ * spec.tenancy.exitNodes.namespaceSelector; unset, no namespace may. The gateway's sync (what the pod
+ * advertises, what it approves) and the Tailnet's render (autoApprovers.exitNode, the autogroup:internet
+ * grant) both call it. `ns` is the related Namespace: without its labels nothing is allowed.
+ */
+export function exitNodeAdmission(
+  tenancy: Tenancy,
+  namespace: string,
+  ns: K8sObject | undefined,
+): { reason: "ExitNodeNotAllowed"; message: string } | undefined {
+  const refuse = (why: string) => ({
+    reason: "ExitNodeNotAllowed" as const,
+    message: `spec.exitNode: ${why}; the gateway advertises no exit routes and the policy grants none`,
+  });
+  if (!tenancy.exitNodes)
+    return refuse("the Tailnet's spec.tenancy.exitNodes is not set (no namespace may run an exit node)");
+  if (!ns) return refuse(`the labels of namespace ${namespace} are not observed yet`);
+  if (!selects(tenancy.exitNodes, ns.metadata.labels ?? {})) {
+    return refuse(`namespace ${namespace} is not selected by the Tailnet's spec.tenancy.exitNodes.namespaceSelector`);
+  }
+  return undefined;
+}
+
+/** exitNodeAdmission for a gateway object against its Tailnet's tenancy and the related Namespace. */
+export function admitExitNode(parent: K8sObject, tenancy: Tenancy, related: ObjectMaps | undefined) {
+  const namespace = parent.metadata.namespace ?? "";
+  return exitNodeAdmission(tenancy, namespace, namespaceOf(related, namespace));
 }
 
 // ---- what is the object's own in Headscale ----

@@ -10,7 +10,7 @@ import { findObject, type K8sObject, type ObjectMaps, typeKey } from "../../k8s/
 import { isIp } from "../../net/cidr.js";
 import { tailnetRefName } from "../related.js";
 import { secretValue } from "../shared/secrets.js";
-import { admitObject, keptTagTwins, tagTakenFromTailnet } from "../shared/tenancy.js";
+import { admitExitNode, admitObject, keptTagTwins, tagTakenFromTailnet } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import { readTailnetSpec, type TailnetSpec } from "./spec.js";
 
@@ -32,6 +32,8 @@ export interface TailnetInputs extends TailnetSpec {
   ingresses: K8sObject[];
   sites: K8sObject[];
   gateways: K8sObject[];
+  /** "namespace/name" of the gateways whose spec.exitNode the tenancy admits (tenancy.ts admitExitNode). */
+  exitNodeGateways: ReadonlySet<string>;
   /** status.dnsServiceIP of this Tailnet's gateways, sorted and unique. */
   dnsServiceIPs: string[];
 }
@@ -135,6 +137,11 @@ export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs 
       }),
     ),
   ].sort();
+  const exitNodeGateways = new Set(
+    gateways
+      .filter((g) => record(g.spec).exitNode !== undefined && !admitExitNode(g, spec.settings.tenancy, related))
+      .map(qualified),
+  );
   return {
     ...spec,
     connection: readConnection(spec, related),
@@ -143,6 +150,7 @@ export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs 
     ingresses: kept(lists.ingresses),
     sites: kept(lists.sites),
     gateways,
+    exitNodeGateways,
     dnsServiceIPs,
   };
 }

@@ -101,12 +101,17 @@ export function collectInput(inputs: TailnetInputs, nodes: readonly NodeRef[]): 
         allowFrom: strings(record(o.spec).allowFrom),
         blocked: blocked.has(`${ns(o)}/${o.metadata.name}`),
       })),
-    gateways: inputs.gateways.map((o) => ({
-      namespace: ns(o),
-      name: o.metadata.name,
-      tag: effectiveTag(o, settings.tagPrefix),
-      routes: strings(record(o.spec).routes),
-    })),
+    gateways: inputs.gateways.map((o) => {
+      const exit = record(record(o.spec).exitNode);
+      const admitted = inputs.exitNodeGateways.has(`${ns(o)}/${o.metadata.name}`);
+      return {
+        namespace: ns(o),
+        name: o.metadata.name,
+        tag: effectiveTag(o, settings.tagPrefix),
+        routes: strings(record(o.spec).routes),
+        ...(admitted ? { exitNode: { allowFrom: strings(exit.allowFrom) } } : {}),
+      };
+    }),
   };
 }
 

@@ -10,6 +10,7 @@ import { GATEWAY_REASONS } from "../../../src/conditions/tables/gateway.js";
 import { isRecord } from "../../../src/k8s/objects.js";
 import type { GatewayInputs } from "../../../src/kinds/gateway/plan.js";
 import { assertCoversTable } from "../../helpers/reason-coverage.js";
+import { exitRows } from "./exit-scenarios.js";
 import { dnsServiceLive, gateway, healthy, hsKey, hsNode, liveDeployment, renderInput } from "./fixtures.js";
 import { rows, run } from "./scenarios.js";
 
@@ -29,6 +30,7 @@ describe("decideGateway", () => {
       [
         "Registered",
         "RoutesInSync",
+        "ExitNode",
         "DNSReady",
         "StaleNodes",
         "ClusterDNSForward",
@@ -83,7 +85,7 @@ describe("decideGateway", () => {
   it("covers every (condition, reason, status) of GATEWAY_REASONS, and nothing else", () => {
     assertCoversTable(
       GATEWAY_REASONS,
-      rows.map((r) => run(r.input, r.outcome).conditions),
+      [...rows, ...exitRows].map((r) => run(r.input, r.outcome).conditions),
     );
   });
 });

@@ -7,6 +7,7 @@ import { DEFAULT_CONFIG } from "../../../src/config.js";
 import type { HsNode, HsPreAuthKey } from "../../../src/headscale/types.js";
 import { isRecord, type K8sObject } from "../../../src/k8s/objects.js";
 import { gatewayLabels } from "../../../src/kinds/gateway/children.js";
+import type { ExitNodeState } from "../../../src/kinds/gateway/exit.js";
 import type { GatewayUnserved } from "../../../src/kinds/gateway/observe.js";
 import type { GatewayInputs } from "../../../src/kinds/gateway/plan.js";
 import { type RenderInput, renderDeployment } from "../../../src/kinds/gateway/render.js";
@@ -91,10 +92,17 @@ export function keySecret(parent: K8sObject, id = KEY_ID): K8sObject {
   );
 }
 
+/** spec.exitNode as an admitting Tailnet sees it (a row that refuses it sets `exitNode` itself). */
+function admittedExit(spec: ReturnType<typeof readGatewaySpec>): ExitNodeState {
+  return spec.exitNode ? { state: "allowed", allowFrom: spec.exitNode.allowFrom } : { state: "off" };
+}
+
 export function renderInput(parent: K8sObject, policyMode: "Apply" | "DryRun" = "Apply"): RenderInput {
+  const spec = readGatewaySpec(parent);
   return {
     parent,
-    spec: readGatewaySpec(parent),
+    spec,
+    exitNode: admittedExit(spec),
     tag: TAG,
     zone: ZONE,
     images: DEFAULT_CONFIG.images,

@@ -8,6 +8,7 @@ import type { K8sObject } from "../../../src/k8s/objects.js";
 import {
   admission,
   derivedTag,
+  exitNodeAdmission,
   foreignCarriers,
   keptTagTwins,
   nodesMintedBy,
@@ -185,6 +186,36 @@ describe("admission", () => {
     assert.equal(selects({ matchExpressions: [{ key: "c", operator: "Exists" }] }, l), false);
     assert.equal(selects({ matchExpressions: [{ key: "c", operator: "DoesNotExist" }] }, l), true);
     assert.equal(selects({ matchExpressions: [{ key: "a", operator: "Bogus" }] }, l), false);
+  });
+});
+
+describe("exitNodeAdmission: who may turn a gateway into an exit node", () => {
+  const selected = readTenancy({ tenancy: { exitNodes: { namespaceSelector: { matchLabels: { exit: "yes" } } } } });
+  const rows: [string, ReturnType<typeof readTenancy>, K8sObject | undefined, boolean][] = [
+    ["no spec.tenancy: nobody (an admin opts in)", readTenancy({}), ns("infra"), false],
+    ["spec.tenancy without exitNodes: nobody", readTenancy({ tenancy: { tags: [] } }), ns("infra"), false],
+    ["exitNodes without a namespaceSelector: nobody", readTenancy({ tenancy: { exitNodes: {} } }), ns("infra"), false],
+    ["a namespace the selector does not select", selected, ns("infra", { exit: "no" }), false],
+    ["the namespace's labels not observed", selected, undefined, false],
+    ["a selected namespace", selected, ns("infra", { exit: "yes" }), true],
+    [
+      "{} selects every namespace",
+      readTenancy({ tenancy: { exitNodes: { namespaceSelector: {} } } }),
+      ns("infra"),
+      true,
+    ],
+  ];
+  for (const [name, t, n, allowed] of rows) {
+    it(name, () => {
+      const refusal = exitNodeAdmission(t, "infra", n);
+      assert.equal(refusal === undefined, allowed, refusal?.message);
+      if (refusal) assert.equal(refusal.reason, "ExitNodeNotAllowed");
+    });
+  }
+  it("the workload namespaceSelector does not grant exit nodes", () => {
+    const t = readTenancy({ tenancy: { namespaceSelector: {} } });
+    assert.equal(admission(t, "infra", ns("infra"), undefined), undefined);
+    assert.equal(exitNodeAdmission(t, "infra", ns("infra"))?.reason, "ExitNodeNotAllowed");
   });
 });
 

@@ -55,3 +55,49 @@ describe("Tailnet tenancy (issue 23)", () => {
     assert.deepEqual(grantsTo(h, "tag:k8s-team-a-db"), ["group:eng → tag:k8s-team-a-db"]);
   });
 });
+
+// Issue 27 part 3: who may turn a TailnetGateway into an exit node is the Tailnet's admins' decision
+// (spec.tenancy.exitNodes), judged by the render as by the gateway's own sync (tenancy.ts exitNodeAdmission).
+describe("Tailnet tenancy: exit-node gateways", () => {
+  const gatewayObj = (name: string, ns: string, spec: Record<string, unknown>): K8sObject => ({
+    apiVersion: "tailnet.internal/v1alpha1",
+    kind: "TailnetGateway",
+    metadata: { name, namespace: ns, uid: `uid-${ns}-${name}`, creationTimestamp: "2026-11-01T00:00:00Z" },
+    spec: { tailnetRef: { name: "home" }, routes: ["10.96.0.0/12"], ...spec },
+  });
+  const live = (h: { fake: { state: { policies: { text: string }[] } } }) => {
+    const parsed = parseHuJson(h.fake.state.policies.at(-1)?.text ?? "{}");
+    if (!parsed.ok) throw new Error(parsed.message);
+    return parsed.value as { autoApprovers?: { exitNode?: string[]; routes?: Record<string, string[]> } };
+  };
+  const labelled = (name: string, labels: Record<string, string>): K8sObject => ({
+    ...namespace(name),
+    metadata: { name, labels },
+  });
+
+  it("only a namespace spec.tenancy.exitNodes selects gets autoApprovers.exitNode and the autogroup:internet grant", async (t) => {
+    const h = await harness(t, {
+      spec: { tenancy: { exitNodes: { namespaceSelector: { matchLabels: { "tailnet.internal/exit": "true" } } } } },
+    });
+    h.mc.apply(labelled("infra", { "tailnet.internal/exit": "true" }));
+    h.mc.apply(labelled("team", {}));
+    h.mc.apply(gatewayObj("gw", "infra", { exitNode: { allowFrom: ["group:eng"] } }));
+    h.mc.apply(gatewayObj("sneaky", "team", { exitNode: { allowFrom: ["autogroup:member"] } }));
+    // a default route in routes is no way around it (InvalidSpec on the gateway, left out here)
+    h.mc.apply(gatewayObj("routed", "team", { routes: ["10.97.0.0/16", "0.0.0.0/0", "::/0"] }));
+    await settleStable(h);
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.deepEqual(live(h).autoApprovers?.exitNode, ["tag:k8s-infra-gw"]);
+    assert.deepEqual(grantsTo(h, "autogroup:internet"), ["group:eng → autogroup:internet"]);
+    assert.equal(live(h).autoApprovers?.routes?.["0.0.0.0/0"], undefined);
+    assert.deepEqual(live(h).autoApprovers?.routes?.["10.97.0.0/16"], ["tag:k8s-team-routed"]);
+    assert.match(h.condition("PolicyRendered").message, /team\/routed.*routes.*0\.0\.0\.0\/0/s);
+
+    // the admins take the right back: the next render has neither the approver nor the grant
+    h.respec({ tenancy: {} });
+    await settleStable(h);
+    assert.equal(h.reason("PolicyApplied"), "InSync");
+    assert.equal(live(h).autoApprovers?.exitNode, undefined);
+    assert.deepEqual(grantsTo(h, "autogroup:internet"), []);
+  });
+});
