@@ -1,11 +1,13 @@
 /** Every kind's ReasonTable by kind name: the reasons page and the coverage tests read them from here. */
 import type { ReasonTable } from "../table.js";
+import { AUTHKEY_REASONS } from "./authkey.js";
 import { EGRESS_REASONS } from "./egress.js";
 import { GATEWAY_REASONS } from "./gateway.js";
 import { INGRESS_REASONS } from "./ingress.js";
 import { SERVICE_REASONS } from "./service.js";
 import { SITE_REASONS } from "./site.js";
 import { TAILNET_REASONS } from "./tailnet.js";
+import { USER_REASONS } from "./user.js";
 
 export const REASON_TABLES: Readonly<Record<string, ReasonTable>> = {
   Tailnet: TAILNET_REASONS,
@@ -14,4 +16,6 @@ export const REASON_TABLES: Readonly<Record<string, ReasonTable>> = {
   TailnetSite: SITE_REASONS,
   TailnetGateway: GATEWAY_REASONS,
   Service: SERVICE_REASONS,
+  TailnetUser: USER_REASONS,
+  TailnetAuthKey: AUTHKEY_REASONS,
 };
