@@ -7,20 +7,25 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { HOOK_KINDS } from "../../src/api/schemas.js";
 import { chartDir, find, helm, type K8sObject, renderChart, templateArgs } from "./helm.js";
 import { SCENARIOS } from "./scenarios.js";
 import { validateObject } from "./validate.js";
 
 const BASE_OBJECTS = [
   "ClusterRole/tailnet-operator",
+  "ClusterRole/tailnet-operator-authkeys-edit",
+  "ClusterRole/tailnet-operator-authkeys-view",
   "ClusterRole/tailnet-operator-view",
   "ClusterRole/tailnet-operator-workloads-edit",
   "ClusterRoleBinding/tailnet-operator",
+  "CompositeController/tailnet-operator-authkey",
   "CompositeController/tailnet-operator-egress",
   "CompositeController/tailnet-operator-gateway",
   "CompositeController/tailnet-operator-ingress",
   "CompositeController/tailnet-operator-site",
   "CompositeController/tailnet-operator-tailnet",
+  "CompositeController/tailnet-operator-user",
   "ConfigMap/tailnet-operator-config",
   "DecoratorController/tailnet-operator-service-expose",
   "DecoratorController/tailnet-operator-service-target",
@@ -86,12 +91,14 @@ describe("helm chart scenarios", () => {
   it("validates the CRDs it ships with --include-crds", () => {
     const crds = renderChart({}, { includeCrds: true }).filter((o) => o.kind === "CustomResourceDefinition");
     assert.deepEqual(crds.map((c) => c.metadata.name).sort(), [
+      "tailnetauthkeys.tailnet.internal",
       "tailnetegresses.tailnet.internal",
       "tailnetgateways.tailnet.internal",
       "tailnetingresses.tailnet.internal",
       "tailnetproxyclasses.tailnet.internal",
       "tailnets.tailnet.internal",
       "tailnetsites.tailnet.internal",
+      "tailnetusers.tailnet.internal",
     ]);
     for (const crd of crds) validateObject(crd);
   });
@@ -237,6 +244,23 @@ describe("operator workload", () => {
     assert.equal(view.metadata.labels?.["rbac.authorization.k8s.io/aggregate-to-view"], "true");
     assert.equal(view.metadata.labels?.["rbac.authorization.k8s.io/aggregate-to-edit"], undefined);
     for (const r of rules("tailnet-operator-view")) assert.deepEqual(r.verbs, ["get", "list", "watch"]);
+    // issue 27: namespace editors write TailnetAuthKeys; TailnetUser is aggregated to no role at all
+    const keysEdit = find(objects, "ClusterRole", "tailnet-operator-authkeys-edit");
+    assert.equal(keysEdit.metadata.labels?.["rbac.authorization.k8s.io/aggregate-to-edit"], "true");
+    assert.deepEqual(
+      rules("tailnet-operator-authkeys-edit")
+        .filter((r) => r.verbs.includes("create"))
+        .flatMap((r) => r.resources),
+      ["tailnetauthkeys"],
+    );
+    const aggregated = objects.filter(
+      (o) => o.kind === "ClusterRole" && Object.keys(o.metadata.labels ?? {}).some((l) => l.includes("aggregate-to-")),
+    );
+    for (const role of aggregated) {
+      for (const r of rules(role.metadata.name)) {
+        assert.ok(!r.resources.some((x) => x.startsWith("tailnetusers")), `${role.metadata.name} grants tailnetusers`);
+      }
+    }
   });
 
   it("generates a random hook token by default (48 characters), a new one per render without a cluster to look up", () => {
@@ -262,7 +286,7 @@ describe("operator workload", () => {
       "s3cr3t-hook-token-0123456789",
     );
     const ccs = all.filter((o) => o.kind === "CompositeController");
-    assert.equal(ccs.length, 5);
+    assert.equal(ccs.length, HOOK_KINDS.length);
     for (const cc of ccs) {
       const hooks = (cc.spec as { hooks: Record<string, { webhook: { authorization?: unknown } }> }).hooks;
       for (const hook of Object.values(hooks)) {
