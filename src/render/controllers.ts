@@ -29,6 +29,8 @@ const RESOURCE_KINDS: Record<string, string> = {
   tailnetsites: "TailnetSite",
   tailnetgateways: "TailnetGateway",
   tailnetproxyclasses: "TailnetProxyClass",
+  tailnetusers: "TailnetUser",
+  tailnetauthkeys: "TailnetAuthKey",
 };
 
 export function kindOfResource(resource: string): string {
