@@ -15,7 +15,7 @@ describe("examples render as their golden files", () => {
   it("there is one example per kind (and one of annotated Services)", () => {
     assert.deepEqual(
       dirs.map((d) => relative(join(root, "examples"), d)),
-      ["egress", "gateway", "gateway-ha", "ingress", "ingress-ha", "service", "site", "tailnet"],
+      ["authkey", "egress", "gateway", "gateway-ha", "ingress", "ingress-ha", "service", "site", "tailnet"],
     );
   });
   for (const dir of dirs) {
