@@ -87,10 +87,11 @@ export function decideAuthKey(
   }
 
   const minted = outcome.mint?.step === "minted" ? outcome.mint.key : undefined;
-  const current = plan.current && secret && !plan.mint ? secret : undefined;
+  // the Secret's key with its lifetime as Headscale lists it (plan.times), not as its annotations say
+  const held = secret && plan.current ? { ...secret, ...(plan.times ?? {}) } : undefined;
+  const current = held && !plan.mint ? held : undefined;
   // a key still valid while its replacement could not be minted (due, changed) stays delivered
-  const stillValid =
-    !current && plan.current && secret && plan.mint !== "revoked" && now < secret.expiresAt ? secret : undefined;
+  const stillValid = !current && held && plan.mint !== "revoked" && now < held.expiresAt ? held : undefined;
   const delivered: DeliveredKey | undefined = minted ?? current ?? stillValid;
   // without a key to deliver the observed Secret is kept as it is: never dropped because Headscale refused
   const children = delivered ? [authKeySecretChild(req.parent, spec.secretName, delivered, observed.server)] : kept;

@@ -31,6 +31,11 @@ export interface AuthKeyPlan {
   owned: ReadonlySet<string>;
   /** The Secret's key as Headscale lists it, when the listing proves the Secret holds it. */
   current?: HsPreAuthKey;
+  /**
+   * The proven key's expiry as Headscale lists it and its renewal time under today's spec.renewBefore: the
+   * Secret's annotations are the user's to edit, so they never decide when to mint.
+   */
+  times?: { expiresAt: Date; renewAt: Date };
   /** Why a wanted mint is not attempted (the key list could not be read). */
   blocked?: string;
 }
@@ -103,13 +108,24 @@ export function planAuthKey(parent: K8sObject, spec: AuthKeySpec, observed: Auth
   const revoked = secret && ((!proven && (listed !== undefined || fresh)) || (proven && listedExpired(proven, now)));
   // spec.tags, user or flags changed: the key in the Secret no longer is what the spec asks for
   const changed = proven && !hasSpecShape(proven, spec, observed.userId, parent);
-  const mint = revoked ? "revoked" : changed ? "changed" : mintWanted(secret, now);
-  return { retire, owned, ...(proven ? { current: proven } : {}), ...(mint ? { mint } : {}) };
+  const expires = proven ? Date.parse(proven.expiration ?? "") : Number.NaN;
+  const times = Number.isNaN(expires)
+    ? undefined
+    : { expiresAt: new Date(expires), renewAt: new Date(expires - spec.renewBeforeSeconds * 1000) };
+  const mint = revoked ? "revoked" : changed ? "changed" : mintWanted(secret, now, times?.renewAt);
+  return {
+    retire,
+    owned,
+    ...(proven ? { current: proven } : {}),
+    ...(times ? { times } : {}),
+    ...(mint ? { mint } : {}),
+  };
 }
 
-function mintWanted(secret: ObservedAuthKeySecret | undefined, now: Date) {
+/** No key yet, or past the renewal time (Headscale's, when the key is proven; else the Secret's own record). */
+function mintWanted(secret: ObservedAuthKeySecret | undefined, now: Date, renewAt?: Date) {
   if (!secret) return "missing" as const;
-  if (now.getTime() >= secret.renewAt.getTime()) return "due" as const;
+  if (now.getTime() >= (renewAt ?? secret.renewAt).getTime()) return "due" as const;
   return undefined;
 }
 

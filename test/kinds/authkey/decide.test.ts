@@ -174,6 +174,22 @@ describe("TailnetAuthKey plan", () => {
     assert.deepEqual(out.plan.retire, []);
   });
 
+  it("when to renew comes from Headscale's listed expiry and spec.renewBefore, not the Secret's editable annotations", () => {
+    const p = parent({ preAuthKeyIds: ["1"] });
+    const forged = secretOf(p, { ...delivered("1", 0), renewAt: at(10_000), expiresAt: at(10_000) });
+    const r = req(p, [forged]);
+    const due = run(r, reads(r, at(41), ok([listed("1", 0, 60)], 41)));
+    assert.equal(due.plan.mint, "due", "a renew-at annotation moved into the future stopped the renewal");
+    assert.deepEqual(due.plan.times, { expiresAt: at(60), renewAt: at(40) });
+    const early = secretOf(p, { ...delivered("1", 0), renewAt: at(-100) });
+    const r2 = req(p, [early]);
+    assert.equal(
+      run(r2, reads(r2, at(1), ok([listed("1", 0, 60)], 1))).plan.mint,
+      undefined,
+      "an annotation in the past forced a mint",
+    );
+  });
+
   it("a cached list read before the key existed is no proof that it was revoked", () => {
     const p = parent({ preAuthKeyIds: ["1"] });
     const r = req(p, [secretOf(p, delivered("1", 0))]);
