@@ -27,7 +27,7 @@ interface Observed {
 export interface AuthKeyReads extends Observed {
   ok: true;
   settings: TailnetSettings;
-  /** What the Secret delivers besides the key. */
+  /** What the Secret delivers besides the key: the login server (Tailnet spec.headscale.url) and the CA. */
   server: { url: string; ca?: string };
   /** The Headscale user id of spec.user (a user's key). */
   userId?: string;
@@ -113,7 +113,8 @@ export async function observeAuthKey(req: HookRequest, spec: AuthKeySpec, deps: 
     ok: true,
     ...base,
     settings,
-    server: { url: ctx.conn.url, ...(ctx.conn.ca ? { ca: ctx.conn.ca } : {}) },
+    // the URL machines log in to is the Tailnet's (as agents get it), not necessarily the operator's API URL
+    server: { url: settings.url || ctx.conn.url, ...(ctx.conn.ca ? { ca: ctx.conn.ca } : {}) },
     ...(userId ? { userId } : {}),
     view,
     keys,

@@ -42,7 +42,8 @@ describe("TailnetAuthKey end to end", () => {
     const secret = w.secret("runner-join");
     const key = secretText(secret, "authkey") ?? "";
     assert.match(key, /^hskey-auth-/);
-    assert.equal(secretText(secret, "login-server"), w.fake.url);
+    // the Tailnet's spec.headscale.url (what machines log in to), not the operator's API URL
+    assert.equal(secretText(secret, "login-server"), "https://headscale.example.com");
     assert.equal(secretText(secret, "ca.crt"), "-----BEGIN CERTIFICATE-----\nfake\n");
     const writes = w.fake.writes().map((r) => [r.method, r.path, r.body]);
     assert.deepEqual(writes, [

@@ -57,7 +57,8 @@ export async function keyWorld(t: TestContext, opts: KeyWorldOptions = {}): Prom
   const mc = new FakeMetacontroller({ app, parentCacheLag: opts.parentCacheLag });
   mc.apply(
     parentObject("Tailnet", "home", {
-      headscale: { url: fake.url, apiKeySecretRef: { namespace: "tailnet-system", name: "hs" } },
+      // the URL machines log in to; the operator reaches the server at the credentials Secret's url
+      headscale: { url: "https://headscale.example.com", apiKeySecretRef: { namespace: "tailnet-system", name: "hs" } },
       ...(opts.tenancy ? { tenancy: opts.tenancy } : {}),
     }),
   );
