@@ -369,11 +369,12 @@ export const userSpec: Schema = obj(
   {
     tailnetRef,
     name: str({
-      minLength: 1,
+      minLength: 2,
       maxLength: 253,
-      pattern: "^[A-Za-z0-9][A-Za-z0-9._@+-]*$",
+      // Headscale's ValidateUsername (hscontrol/util/dns.go), ASCII: a letter first, then letters, digits, "-", ".", "_", at most one "@"
+      pattern: "^[A-Za-z][A-Za-z0-9._-]*(@[A-Za-z0-9._-]*)?$",
       description:
-        "The Headscale user name. Created (a local user) when no user holds it; adopted, never renamed, when one does. A name held by two users is the Tailnet's UsersUnique concern and is not touched here.",
+        "The Headscale user name (a letter, then letters, digits, -, ., _ and at most one @, as Headscale requires). Created (a local user) when no user holds it; adopted, never renamed, when one does. A name held by two users is the Tailnet's UsersUnique concern and is not touched here. Changing it points the object at another user; the previous one is left as it is.",
     }),
     displayName: str({
       maxLength: 253,

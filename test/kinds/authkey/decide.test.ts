@@ -3,6 +3,7 @@
 // no key is in the status.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { validateSpec } from "../../../src/api/validate.js";
 import type { ConditionInput } from "../../../src/conditions/condition.js";
 import { conditionsOf } from "../../../src/conditions/table.js";
 import { AUTHKEY_REASONS } from "../../../src/conditions/tables/authkey.js";
@@ -311,6 +312,14 @@ describe("TailnetAuthKey decide", () => {
     );
     assertCoversTable(AUTHKEY_REASONS, [...produced, invalid]);
     for (const s of statuses) assert.ok(!s.includes(SECRET_PART), "a key is in a status");
+  });
+});
+
+describe("TailnetUser spec", () => {
+  it("the CRD refuses a name Headscale would refuse (hscontrol/util/dns.go ValidateUsername), naming the field", () => {
+    const problem = (name: string) => validateSpec("user", { tailnetRef: { name: "home" }, name });
+    for (const ok of ["alice", "ci-bot", "alice@example.com", "a.b_c"]) assert.equal(problem(ok), undefined, ok);
+    for (const bad of ["a", "1alice", "-x", "al ice", "a@b@c", "al+ice"]) assert.match(problem(bad) ?? "", /name/, bad);
   });
 });
 
