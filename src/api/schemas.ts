@@ -397,9 +397,103 @@ export const gatewayStatus: Schema = obj({
   dnsServiceIP: str(),
 });
 
+// ---- TailnetUser and TailnetAuthKey (issue 27) ----
+
+export const userSpec: Schema = obj(
+  {
+    tailnetRef,
+    name: str({
+      minLength: 2,
+      maxLength: 253,
+      // Headscale's ValidateUsername (hscontrol/util/dns.go), ASCII: a letter first, then letters, digits, "-", ".", "_", at most one "@"
+      pattern: "^[A-Za-z][A-Za-z0-9._-]*(@[A-Za-z0-9._-]*)?$",
+      description:
+        "The Headscale user name (a letter, then letters, digits, -, ., _ and at most one @, as Headscale requires). Created (a local user) when no user holds it; adopted, never renamed, when one does. A name held by two users is the Tailnet's UsersUnique concern and is not touched here. Changing it points the object at another user; the previous one is left as it is.",
+    }),
+    displayName: str({
+      maxLength: 253,
+      description:
+        "Display name given when the operator creates the user. Headscale's API cannot change it later (only a rename exists), so a difference is reported (ProfileMatches=False), not written.",
+    }),
+    email: str({
+      maxLength: 253,
+      description: "E-mail given when the operator creates the user; reported like displayName.",
+    }),
+    deletionPolicy: str({
+      enum: ["Retain", "Delete"],
+      default: "Retain",
+      description:
+        "Delete: deleting this object deletes the Headscale user, only if the operator created it (status.createdUserId) and it is still the same local user. Retain (default): the user stays.",
+    }),
+    authKeyNamespaces: arr(str({ pattern: DNS1123_LABEL_PATTERN }), {
+      maxItems: 64,
+      "x-kubernetes-list-type": "set",
+      description:
+        "Namespaces whose TailnetAuthKeys may mint keys for this user (a key for a user joins machines as that user). Default: none.",
+    }),
+  },
+  ["tailnetRef", "name"],
+);
+
+export const userStatus: Schema = obj({
+  observedGeneration: int({ format: "int64" }),
+  id: str({ description: "The Headscale user id." }),
+  nodeCount: int({ minimum: 0, description: "Nodes owned by the user (tagged nodes own none)." }),
+  provider: str({ description: "The user's provider, e.g. oidc; empty for a local user." }),
+  createdUserId: str({
+    description:
+      "Set only when the operator created the user, in the answer that created it: the proof deletionPolicy Delete needs.",
+  }),
+  conditions,
+});
+
+export const authKeySpec: Schema = obj(
+  {
+    tailnetRef,
+    tags: arr(str({ pattern: TAG_PATTERN }), {
+      minItems: 1,
+      maxItems: 16,
+      "x-kubernetes-list-type": "set",
+      description:
+        "Tags of the machines joining with the key; each must be granted to the namespace by the Tailnet's spec.tenancy.tags (else Admitted=False/TagNotGranted). Exactly one of tags and user.",
+    }),
+    user: obj({ name: str({ minLength: 1, pattern: DNS1123_SUBDOMAIN_PATTERN }) }, ["name"], {
+      description:
+        "A TailnetUser whose spec.authKeyNamespaces lists this namespace: the machines join as that user. Exactly one of tags and user.",
+    }),
+    reusable: bool({ default: false, description: "The key registers any number of machines." }),
+    ephemeral: bool({ default: false, description: "Machines registered with it are removed once offline." }),
+    expiry: str({
+      pattern: DURATION_PATTERN,
+      default: "168h",
+      description: "Lifetime of each key (at least 1m).",
+    }),
+    renewBefore: str({
+      pattern: DURATION_PATTERN,
+      description:
+        "A new key is published this long before the current one expires; the old one is expired once the Secret is observed holding the new one. Default: a third of expiry. Must be shorter than expiry.",
+    }),
+    secretName: str({
+      pattern: DNS1123_SUBDOMAIN_PATTERN,
+      maxLength: 253,
+      description:
+        "The Secret (in this namespace) the key is delivered into, with keys authkey, login-server and, when the Tailnet has one, ca.crt.",
+    }),
+  },
+  ["tailnetRef", "secretName"],
+);
+
+export const authKeyStatus: Schema = obj({
+  ...commonWorkloadStatus,
+  keyId: str({ description: "Id of the key in the Secret (never the key)." }),
+  expiresAt: str({ format: "date-time" }),
+  renewAt: str({ format: "date-time" }),
+  preAuthKeyIds,
+});
+
 export interface KindInfo {
   /** Path segment: /hooks/<hookKind>/<hook>. */
-  hookKind: "tailnet" | "egress" | "ingress" | "site" | "gateway";
+  hookKind: "tailnet" | "egress" | "ingress" | "site" | "gateway" | "user" | "authkey";
   kind: string;
   plural: string;
   singular: string;
@@ -489,6 +583,38 @@ export const KINDS: readonly KindInfo[] = [
     spec: gatewaySpec,
     status: gatewayStatus,
     printerColumns: [tagColumn, readyReason(), ageColumn],
+  },
+  {
+    hookKind: "user",
+    kind: "TailnetUser",
+    plural: "tailnetusers",
+    singular: "tailnetuser",
+    shortName: "tnu",
+    scope: "Cluster",
+    spec: userSpec,
+    status: userStatus,
+    printerColumns: [
+      { name: "USER", type: "string", jsonPath: ".spec.name", description: "Headscale user name" },
+      { name: "ID", type: "string", jsonPath: ".status.id", description: "Headscale user id" },
+      readyReason(),
+      ageColumn,
+    ],
+  },
+  {
+    hookKind: "authkey",
+    kind: "TailnetAuthKey",
+    plural: "tailnetauthkeys",
+    singular: "tailnetauthkey",
+    shortName: "tnak",
+    scope: "Namespaced",
+    spec: authKeySpec,
+    status: authKeyStatus,
+    printerColumns: [
+      { name: "SECRET", type: "string", jsonPath: ".spec.secretName", description: "Secret holding the key" },
+      { name: "EXPIRES", type: "date", jsonPath: ".status.expiresAt", description: "Expiry of the current key" },
+      readyReason(),
+      ageColumn,
+    ],
   },
 ];
 

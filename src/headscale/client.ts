@@ -17,6 +17,7 @@ import {
   decodePolicy,
   decodePreAuthKeyList,
   decodeServerHealth,
+  decodeUser,
   decodeUserList,
   type HsApiKey,
   type HsNode,
@@ -38,10 +39,18 @@ export type HeadscaleClientOptions = RequesterOptions;
 
 export interface CreatePreAuthKeyInput {
   aclTags: string[];
+  /** A user id (a user's key); omitted for a tagged key. Headscale 0.28+ tags a node whose key has tags. */
+  user?: string;
   reusable: boolean;
   ephemeral: boolean;
   /** Always sent: Headscale stores year 0001 (already expired) when it is omitted. */
   expiration: Date;
+}
+
+export interface CreateUserInput {
+  name: string;
+  displayName?: string;
+  email?: string;
 }
 
 export interface HeadscaleClient {
@@ -64,6 +73,13 @@ export interface HeadscaleClient {
   users: {
     /** GET /api/v1/user: every user, sorted by id. */
     list(): Promise<HsUser[]>;
+    /**
+     * POST /api/v1/user `{name, displayName, email}`: a local user (no provider). v1 has no call that changes a
+     * user's display name or e-mail afterwards, only a rename (hscontrol/grpcv1.go CreateUser, RenameUser).
+     */
+    create(input: CreateUserInput): Promise<HsUser>;
+    /** DELETE /api/v1/user/{id}: refused while the user owns nodes; deletes the user's pre-auth keys. */
+    delete(id: string): Promise<void>;
   };
   apiKeys: {
     /** GET /api/v1/apikey: API keys with masked prefixes and expirations. */
@@ -133,6 +149,19 @@ export function createHeadscaleClient(opts: HeadscaleClientOptions): HeadscaleCl
     },
     users: {
       list: () => http.call({ method: "GET", template: "/api/v1/user", decode: decodeUserList }),
+      create: (input) =>
+        http.call({
+          method: "POST",
+          template: "/api/v1/user",
+          body: {
+            name: input.name,
+            ...(input.displayName ? { displayName: input.displayName } : {}),
+            ...(input.email ? { email: input.email } : {}),
+          },
+          decode: decodeCreatedUser,
+        }),
+      delete: (id) =>
+        http.call({ method: "DELETE", template: "/api/v1/user/{id}", params: { id }, decode: decodeEmpty }),
     },
     apiKeys: {
       list: () => http.call({ method: "GET", template: "/api/v1/apikey", decode: decodeApiKeyList }),
@@ -152,6 +181,7 @@ export function createHeadscaleClient(opts: HeadscaleClientOptions): HeadscaleCl
           method: "POST",
           template: "/api/v1/preauthkey",
           body: {
+            ...(input.user ? { user: input.user } : {}),
             reusable: input.reusable,
             ephemeral: input.ephemeral,
             expiration: toRfc3339(input.expiration),
@@ -178,6 +208,14 @@ export function createHeadscaleClient(opts: HeadscaleClientOptions): HeadscaleCl
     },
     close: () => http.close(),
   };
+}
+
+/** The created user (`{"user": User}`). */
+function decodeCreatedUser(body: unknown): HsUser {
+  const user = body && typeof body === "object" ? (body as Record<string, unknown>).user : undefined;
+  const decoded = decodeUser(user);
+  if (!decoded.id) throw new DecodeProblem("created user carries no id");
+  return decoded;
 }
 
 /** The created API key (`{"apiKey": "hskey-api-…"}`); the message of a failure never carries the body. */

@@ -18,6 +18,7 @@ import {
 } from "./capabilities.js";
 import {
   type CreatePreAuthKeyInput,
+  type CreateUserInput,
   createHeadscaleClient,
   type HeadscaleClient,
   type RequestMetric,
@@ -199,6 +200,16 @@ export class HeadscaleView {
   /** Expire a pre-auth key now. */
   expirePreAuthKey(id: string): Promise<Outcome<void>> {
     return this.write("preAuthKeys", this.client.preAuthKeys.expire(id));
+  }
+
+  /** Create a local user (TailnetUser); the value is the user as Headscale stored it. */
+  createUser(input: CreateUserInput): Promise<Outcome<HsUser>> {
+    return this.write("users", this.client.users.create(input));
+  }
+
+  /** Delete a user by id (TailnetUser with deletionPolicy Delete, only a user it created). */
+  deleteUser(id: string): Promise<Outcome<void>> {
+    return this.write("users", this.client.users.delete(id));
   }
 
   /** Create an API key expiring at `expiration`; the value is the full key (shown once: keep it, never log it). */

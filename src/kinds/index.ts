@@ -1,11 +1,13 @@
 /** The kind modules by hook path segment. */
 import type { HookKind } from "../api/schemas.js";
+import { authKeyModule } from "./authkey/index.js";
 import { egressModule } from "./egress/index.js";
 import { gatewayModule } from "./gateway/index.js";
 import { ingressModule } from "./ingress/index.js";
 import { siteModule } from "./site/index.js";
 import { tailnetModule } from "./tailnet/index.js";
 import type { KindModule } from "./types.js";
+import { userModule } from "./user/index.js";
 
 export const kindModules: ReadonlyMap<HookKind, KindModule> = new Map<HookKind, KindModule>([
   ["tailnet", tailnetModule],
@@ -13,4 +15,6 @@ export const kindModules: ReadonlyMap<HookKind, KindModule> = new Map<HookKind, 
   ["ingress", ingressModule],
   ["site", siteModule],
   ["gateway", gatewayModule],
+  ["user", userModule],
+  ["authkey", authKeyModule],
 ]);

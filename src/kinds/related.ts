@@ -127,3 +127,20 @@ export function gatewayRelated(parent: K8sObject, config: OperatorConfig): Relat
     ...proxyClassRules(parent),
   ];
 }
+
+/** A TailnetUser: its Tailnet and the Tailnet's credentials Secret. */
+export function userRelated(parent: K8sObject, config: OperatorConfig): RelatedRule[] {
+  return workloadRelated(parent, config).filter((r) => r.resource !== "pods" && r.resource !== "namespaces");
+}
+
+/**
+ * A TailnetAuthKey: its Tailnet, the credentials Secret, its Namespace (tenancy grants its tags), and the
+ * TailnetUser it names (whose spec.authKeyNamespaces and status.id decide a user's key). No pods: it runs none.
+ */
+export function authKeyRelated(parent: K8sObject, config: OperatorConfig): RelatedRule[] {
+  const rules = workloadRelated(parent, config).filter((r) => r.resource !== "pods");
+  const user = (specOf(parent).user as { name?: unknown } | undefined)?.name;
+  if (typeof user === "string" && user)
+    rules.push({ apiVersion: API_VERSION, resource: "tailnetusers", names: [user] });
+  return rules;
+}

@@ -103,7 +103,7 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
     }),
     authKeyExpiry: new CompactGauge({
       name: "tailnet_auth_key_expiry_timestamp_seconds",
-      help: "Unix timestamp at which the pre-auth key of an agent or gateway expires.",
+      help: "Unix timestamp at which the pre-auth key of an agent, a gateway or a TailnetAuthKey expires.",
       labelNames: ["kind", "namespace", "name"] as const,
       registers,
     }),

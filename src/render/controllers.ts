@@ -31,6 +31,8 @@ const RESOURCE_KINDS: Record<string, string> = {
   tailnetproxyclasses: "TailnetProxyClass",
   ingresses: "Ingress",
   ingressclasses: "IngressClass",
+  tailnetusers: "TailnetUser",
+  tailnetauthkeys: "TailnetAuthKey",
 };
 
 export function kindOfResource(resource: string): string {

@@ -132,10 +132,13 @@ export class SnapshotHeadscale {
     }
     if (method === "POST" && path === "/api/v1/preauthkey") {
       const id = String(1000 + ++this.keySeq);
+      // 0.28+ shapes: the full key once, in this answer; the list shows it masked (hscontrol/types/preauth_key.go)
+      const prefix = `render${id.padStart(6, "0")}`;
+      const userId = typeof body.user === "string" && body.user ? body.user : undefined;
       const key = {
-        user: null,
+        user: userId ? (s.users.find((u) => String(u.id) === userId) ?? { id: userId, name: "" }) : null,
         id,
-        key: `render-preauthkey-${id}`,
+        key: `hskey-auth-${prefix}-***`,
         reusable: !!body.reusable,
         ephemeral: !!body.ephemeral,
         used: false,
@@ -144,8 +147,30 @@ export class SnapshotHeadscale {
         aclTags: Array.isArray(body.aclTags) ? body.aclTags : [],
       };
       s.preAuthKeys.push(key);
-      this.writes.push(`POST /api/v1/preauthkey (tags ${key.aclTags.join(",")})`);
-      return json(200, { preAuthKey: key });
+      this.writes.push(
+        userId ? `POST /api/v1/preauthkey (user ${userId})` : `POST /api/v1/preauthkey (tags ${key.aclTags.join(",")})`,
+      );
+      return json(200, { preAuthKey: { ...key, key: `hskey-auth-${prefix}-rendersecret${id}` } });
+    }
+    if (method === "POST" && path === "/api/v1/user") {
+      const name = String(body.name ?? "");
+      if (s.users.some((u) => u.name === name && !u.providerId)) {
+        return rpcError(500, 13, "creating user: creating user: UNIQUE constraint failed: users.name");
+      }
+      const id = String(Math.max(0, ...s.users.map((u) => Number(u.id) || 0)) + 1);
+      const user = {
+        id,
+        name,
+        createdAt: this.now().toISOString(),
+        displayName: String(body.displayName ?? ""),
+        email: String(body.email ?? ""),
+        providerId: "",
+        provider: "",
+        profilePicUrl: "",
+      };
+      s.users.push(user);
+      this.writes.push(`POST /api/v1/user (${name})`);
+      return json(200, { user });
     }
     if (method === "POST" && path === "/api/v1/preauthkey/expire") {
       this.writes.push(`POST /api/v1/preauthkey/expire (id ${String(body.id)})`);

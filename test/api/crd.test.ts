@@ -34,7 +34,12 @@ describe("generated CRDs", () => {
       assert.equal(conds["x-kubernetes-list-type"], "map");
       assert.deepEqual(conds["x-kubernetes-list-map-keys"], ["type"]);
       const cols = v.additionalPrinterColumns.map((c: { name: string }) => c.name);
-      assert.deepEqual(cols, info.kind === "Tailnet" ? ["COMPAT", "DNS", "POLICY", "AGE"] : ["TAG", "READY", "AGE"]);
+      const own: Record<string, string[]> = {
+        Tailnet: ["COMPAT", "DNS", "POLICY", "AGE"],
+        TailnetUser: ["USER", "ID", "READY", "AGE"],
+        TailnetAuthKey: ["SECRET", "EXPIRES", "READY", "AGE"],
+      };
+      assert.deepEqual(cols, own[info.kind] ?? ["TAG", "READY", "AGE"]);
     });
   }
 

@@ -6,9 +6,8 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { HOOK_KINDS } from "../../src/api/schemas.js";
 import { find, type K8sObject, parseObjects, renderChart, repoRoot } from "./helm.js";
-
-const HOOK_KINDS = ["tailnet", "egress", "ingress", "site", "gateway"];
 
 function readObjects(dir: string): K8sObject[] {
   return readdirSync(join(repoRoot, dir))

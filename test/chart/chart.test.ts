@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { HOOK_KINDS } from "../../src/api/schemas.js";
 import { chartDir, find, helm, type K8sObject, renderChart, templateArgs } from "./helm.js";
 import { SCENARIOS } from "./scenarios.js";
 import { validateObject } from "./validate.js";
@@ -14,14 +15,18 @@ import { validateObject } from "./validate.js";
 const BASE_OBJECTS = [
   "ClusterRole/tailnet-operator",
   "ClusterRole/tailnet-operator-metacontroller-services",
+  "ClusterRole/tailnet-operator-authkeys-edit",
+  "ClusterRole/tailnet-operator-authkeys-view",
   "ClusterRole/tailnet-operator-view",
   "ClusterRole/tailnet-operator-workloads-edit",
   "ClusterRoleBinding/tailnet-operator",
+  "CompositeController/tailnet-operator-authkey",
   "CompositeController/tailnet-operator-egress",
   "CompositeController/tailnet-operator-gateway",
   "CompositeController/tailnet-operator-ingress",
   "CompositeController/tailnet-operator-site",
   "CompositeController/tailnet-operator-tailnet",
+  "CompositeController/tailnet-operator-user",
   "ConfigMap/tailnet-operator-config",
   "DecoratorController/tailnet-operator-ingress-class",
   "DecoratorController/tailnet-operator-service-expose",
@@ -91,12 +96,14 @@ describe("helm chart scenarios", () => {
   it("validates the CRDs it ships with --include-crds", () => {
     const crds = renderChart({}, { includeCrds: true }).filter((o) => o.kind === "CustomResourceDefinition");
     assert.deepEqual(crds.map((c) => c.metadata.name).sort(), [
+      "tailnetauthkeys.tailnet.internal",
       "tailnetegresses.tailnet.internal",
       "tailnetgateways.tailnet.internal",
       "tailnetingresses.tailnet.internal",
       "tailnetproxyclasses.tailnet.internal",
       "tailnets.tailnet.internal",
       "tailnetsites.tailnet.internal",
+      "tailnetusers.tailnet.internal",
     ]);
     for (const crd of crds) validateObject(crd);
   });
@@ -254,6 +261,23 @@ describe("operator workload", () => {
       0,
       "not bound: the stock Metacontroller role covers it",
     );
+    // issue 27: namespace editors write TailnetAuthKeys; TailnetUser is aggregated to no role at all
+    const keysEdit = find(objects, "ClusterRole", "tailnet-operator-authkeys-edit");
+    assert.equal(keysEdit.metadata.labels?.["rbac.authorization.k8s.io/aggregate-to-edit"], "true");
+    assert.deepEqual(
+      rules("tailnet-operator-authkeys-edit")
+        .filter((r) => r.verbs.includes("create"))
+        .flatMap((r) => r.resources),
+      ["tailnetauthkeys"],
+    );
+    const aggregated = objects.filter(
+      (o) => o.kind === "ClusterRole" && Object.keys(o.metadata.labels ?? {}).some((l) => l.includes("aggregate-to-")),
+    );
+    for (const role of aggregated) {
+      for (const r of rules(role.metadata.name)) {
+        assert.ok(!r.resources.some((x) => x.startsWith("tailnetusers")), `${role.metadata.name} grants tailnetusers`);
+      }
+    }
   });
 
   it("generates a random hook token by default (48 characters), a new one per render without a cluster to look up", () => {
@@ -279,7 +303,7 @@ describe("operator workload", () => {
       "s3cr3t-hook-token-0123456789",
     );
     const ccs = all.filter((o) => o.kind === "CompositeController");
-    assert.equal(ccs.length, 5);
+    assert.equal(ccs.length, HOOK_KINDS.length);
     for (const cc of ccs) {
       const hooks = (cc.spec as { hooks: Record<string, { webhook: { authorization?: unknown } }> }).hooks;
       for (const hook of Object.values(hooks)) {

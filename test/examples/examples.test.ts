@@ -12,10 +12,11 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 
 describe("examples render as their golden files", () => {
   const dirs = exampleDirs(root);
-  it("there is one example per kind (and one of annotated Services, one of the Ingress class, one of LoadBalancer Services, one of an exit node)", () => {
+  it("there is one example per kind (and one of annotated Services, one of the Ingress class, one of LoadBalancer Services, one of an exit node; auth keys and users share one)", () => {
     assert.deepEqual(
       dirs.map((d) => relative(join(root, "examples"), d)),
       [
+        "authkey",
         "egress",
         "gateway",
         "gateway-exit",

@@ -58,6 +58,14 @@ const validParents: Record<string, () => ReturnType<typeof parentObject>> = {
       { tailnetRef: { name: "home" }, hostname: "gw", routes: ["10.96.0.0/12"], dns: { zone: "ts.example.com" } },
       { namespace: "net" },
     ),
+  user: () => parentObject("TailnetUser", "alice", { tailnetRef: { name: "home" }, name: "alice" }),
+  authkey: () =>
+    parentObject(
+      "TailnetAuthKey",
+      "runners",
+      { tailnetRef: { name: "home" }, tags: ["tag:ci"], secretName: "join" },
+      { namespace: "ci" },
+    ),
 };
 
 type Json = unknown;

@@ -242,7 +242,7 @@ describe("secrets never leave the Secrets", () => {
       ...apiKeyNeedles(),
       ...tlsKeyNeedles(cert.keyPem),
       { what: "planted pre-auth key", value: plantedPreAuthKey },
-      { what: "a key render minted", value: "render-preauthkey-" },
+      { what: "a key render minted", value: "rendersecret" },
     ];
     assert.deepEqual(leaks({ "render output": printed }, needles), []);
   });

@@ -71,9 +71,10 @@ describe("install manifests", () => {
       }
       for (const c of cc.spec.childResources) {
         // OnDelete: bootstrap-key Secrets, and the gateway's DNS Service (53/UDP + 53/TCP cannot
-        // go through Metacontroller's merge; the hook replaces it)
+        // go through Metacontroller's merge; the hook replaces it). A TailnetAuthKey's Secret is named by
+        // its user, so a renewal rewrites it in place.
         const onDelete =
-          (c.resource === "secrets" && k.hookKind !== "tailnet") ||
+          (c.resource === "secrets" && k.hookKind !== "tailnet" && k.hookKind !== "authkey") ||
           (c.resource === "services" && k.hookKind === "gateway");
         const want = onDelete ? "OnDelete" : "InPlace";
         assert.equal(c.updateStrategy.method, want, `${k.hookKind} ${c.resource}`);

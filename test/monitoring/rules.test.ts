@@ -78,6 +78,11 @@ const EXPECTED: Record<string, { severity: string; for?: string; expr: string }>
     severity: "warning",
     expr: 'tailnet_auth_key_expiry_timestamp_seconds{kind="TailnetIngress"} - time() < 86400',
   },
+  TailnetAuthKeyRenewalFailing: {
+    severity: "warning",
+    for: "10m",
+    expr: '(tailnet_auth_key_expiry_timestamp_seconds{kind="TailnetAuthKey"} - time()) and on (namespace, name) (tailnet_resource_condition{kind="TailnetAuthKey",type="RenewalDue",reason="RenewalFailed"} == 1)',
+  },
 };
 
 /** Writes rules and copies of the promtool test files into a fresh directory (tests use ../rules.yaml). */
@@ -114,7 +119,7 @@ describe("bundled alert rules", () => {
     const dir = promtoolWorkspace("check", renderedRuleFile());
     const run = promtool(["check", "rules", join(dir, "rules.yaml")]);
     assert.equal(run.code, 0, run.output);
-    assert.match(run.output, /SUCCESS: 16 rules found/);
+    assert.match(run.output, /SUCCESS: 17 rules found/);
   });
 
   it("pass the promtool unit tests in monitoring/tests", () => {

@@ -301,4 +301,64 @@ describe("the fake Headscale answers as the real 0.29.3", { concurrency: false }
     );
     await compare("approved");
   });
+
+  it("users (issue 27): create with display name and e-mail, a user's key, delete (keys go with it), unknown id", async () => {
+    const both = async (method: string, path: string, template: string, body?: unknown) => {
+      const real = await call(hs.url, hs.apiKey, method, path, body);
+      const faked = await call(fake.url, fake.apiKey, method, path, body);
+      if (typeof real.body === "object") {
+        assert.equal(
+          contract.check(method, template, real.status, real.body),
+          null,
+          `real ${method} ${path}: contract`,
+        );
+      }
+      return { real, faked };
+    };
+    type U = { id: string; name: string; displayName: string; email: string; provider: string; providerId: string };
+    const profile = (u: U) => ({
+      name: u.name,
+      displayName: u.displayName,
+      email: u.email,
+      provider: u.provider,
+      providerId: u.providerId,
+    });
+    const created = await both("POST", "/api/v1/user", "/api/v1/user", {
+      name: "keyuser",
+      displayName: "Key User",
+      email: "keyuser@example.com",
+    });
+    assert.equal(created.faked.status, created.real.status);
+    const ru = (created.real.body as { user: U }).user;
+    const fu = (created.faked.body as { user: U }).user;
+    assert.deepEqual(profile(fu), profile(ru), "created user");
+    // a user's key: the request names the user by id; the answer carries the user
+    const expiration = new Date(Date.now() + 3600_000).toISOString();
+    const rk = await call(hs.url, hs.apiKey, "POST", "/api/v1/preauthkey", { user: ru.id, expiration });
+    const fk = await call(fake.url, fake.apiKey, "POST", "/api/v1/preauthkey", { user: fu.id, expiration });
+    assert.equal(contract.check("POST", "/api/v1/preauthkey", rk.status, rk.body), null);
+    assert.equal(fk.status, rk.status);
+    type K = { user: U | null; aclTags: string[] };
+    const keyShape = (k: K) => ({ user: k.user ? profile(k.user) : null, aclTags: k.aclTags });
+    assert.deepEqual(
+      keyShape((fk.body as { preAuthKey: K }).preAuthKey),
+      keyShape((rk.body as { preAuthKey: K }).preAuthKey),
+    );
+    // deleting the user takes its keys along
+    const rd = await call(hs.url, hs.apiKey, "DELETE", `/api/v1/user/${ru.id}`);
+    const fd = await call(fake.url, fake.apiKey, "DELETE", `/api/v1/user/${fu.id}`);
+    assert.deepEqual({ status: fd.status, body: fd.body }, { status: rd.status, body: rd.body }, "delete user");
+    const keysOf = async (base: string, key: string, id: string) =>
+      ((await call(base, key, "GET", "/api/v1/preauthkey")).body as { preAuthKeys: K[] }).preAuthKeys.filter(
+        (k) => k.user?.id === id,
+      ).length;
+    assert.equal(await keysOf(hs.url, hs.apiKey, ru.id), 0, "the real server kept the deleted user's keys");
+    assert.equal(await keysOf(fake.url, fake.apiKey, fu.id), 0);
+    const unknown = await both("DELETE", "/api/v1/user/99999", "/api/v1/user/{id}");
+    assert.deepEqual(
+      { status: unknown.faked.status, body: unknown.faked.body },
+      { status: unknown.real.status, body: unknown.real.body },
+      "delete an unknown user",
+    );
+  });
 });

@@ -29,6 +29,8 @@ export interface PeerOptions {
   upArgs?: string[];
   /** Use an existing host (e.g. one that already has a subnet) instead of adding one. */
   host?: Host;
+  /** Join with this key (e.g. a TailnetAuthKey's Secret) instead of one minted through the CLI. */
+  authKey?: string;
 }
 
 export interface Peer {
@@ -106,7 +108,9 @@ export async function startPeer(net: TestNet, hs: RealHeadscale, name: string, o
   };
 
   let key: string;
-  if (opts.tags?.length) {
+  if (opts.authKey) {
+    key = opts.authKey;
+  } else if (opts.tags?.length) {
     key = await hs.cli(["preauthkeys", "create", "--tags", opts.tags.join(","), "--expiration", "1h"]);
   } else {
     const id = await hs.userId(opts.user ?? name);

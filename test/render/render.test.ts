@@ -91,7 +91,7 @@ describe("render is a CI gate: what kubectl apply --validate=strict refuses exit
       "a file whose only object has an unknown kind",
       { "a.yaml": EGRESS.replace("kind: TailnetEgress", "kind: TailnetEgres") },
       [
-        "a.yaml: document 0: kind TailnetEgres: unknown kind in tailnet.internal (did you mean TailnetEgress?); this operator serves Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway, TailnetProxyClass",
+        "a.yaml: document 0: kind TailnetEgres: unknown kind in tailnet.internal (did you mean TailnetEgress?); this operator serves Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway, TailnetUser, TailnetAuthKey, TailnetProxyClass",
       ],
     ],
     [
@@ -140,7 +140,7 @@ describe("render is a CI gate: what kubectl apply --validate=strict refuses exit
         "a.yaml": `${TAILNET}---\napiVersion: example.io/v1\nkind: Widget\nmetadata: { name: w }\n---\napiVersion: v1\nkind: Deployment\nmetadata: { name: d }\n`,
       },
       [
-        "a.yaml: document 1: kind Widget: unknown kind (example.io/v1); render reads Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway, TailnetProxyClass and built-in Kubernetes kinds — point -f at the files holding your tailnet objects",
+        "a.yaml: document 1: kind Widget: unknown kind (example.io/v1); render reads Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway, TailnetUser, TailnetAuthKey, TailnetProxyClass and built-in Kubernetes kinds — point -f at the files holding your tailnet objects",
         "a.yaml: document 2: apiVersion v1: Deployment is served as apps/v1",
       ],
     ],

@@ -1,5 +1,6 @@
 /** Every kind's ReasonTable by kind name: the reasons page and the coverage tests read them from here. */
 import type { ReasonTable } from "../table.js";
+import { AUTHKEY_REASONS } from "./authkey.js";
 import { EGRESS_REASONS } from "./egress.js";
 import { GATEWAY_REASONS } from "./gateway.js";
 import { INGRESS_REASONS } from "./ingress.js";
@@ -7,6 +8,7 @@ import { INGRESS_CLASS_REASONS } from "./ingress-class.js";
 import { SERVICE_REASONS } from "./service.js";
 import { SITE_REASONS } from "./site.js";
 import { TAILNET_REASONS } from "./tailnet.js";
+import { USER_REASONS } from "./user.js";
 
 export const REASON_TABLES: Readonly<Record<string, ReasonTable>> = {
   Tailnet: TAILNET_REASONS,
@@ -16,4 +18,6 @@ export const REASON_TABLES: Readonly<Record<string, ReasonTable>> = {
   TailnetGateway: GATEWAY_REASONS,
   Service: SERVICE_REASONS,
   IngressClass: INGRESS_CLASS_REASONS,
+  TailnetUser: USER_REASONS,
+  TailnetAuthKey: AUTHKEY_REASONS,
 };

@@ -126,11 +126,19 @@ const sameSet = (a: readonly string[], b: readonly string[]) =>
  * share no memory, and Metacontroller may send the next sync of the object to the other replica before the
  * first one's child Secret reached the informer cache, so the `children` it sees still lack the new key. Such a
  * key is recognisable by what every replica mints the same way: exactly this object's tags, the same flags, no
- * user, unexpired, not the observed current key, created after the current key (or the object), and recently.
+ * user (or exactly the user a TailnetAuthKey names), unexpired, not the observed current key, created after the current key (or the object), and recently.
  */
 export function pendingKey(
   listed: readonly HsPreAuthKey[],
-  want: { tags: readonly string[]; reusable: boolean; ephemeral: boolean; notBefore: Date; now: Date },
+  want: {
+    tags: readonly string[];
+    reusable: boolean;
+    ephemeral: boolean;
+    notBefore: Date;
+    now: Date;
+    /** The user id a user's key is minted for (TailnetAuthKey spec.user); absent: a tagged key, no user. */
+    user?: string;
+  },
   current?: ObservedKey,
 ): HsPreAuthKey | undefined {
   const since = Math.max(
@@ -139,7 +147,8 @@ export function pendingKey(
     want.now.getTime() - PENDING_KEY_GRACE_MS,
   );
   const candidates = listed.filter((k) => {
-    if (k.id === current?.keyId || k.user !== null || !sameSet(k.aclTags, want.tags)) return false;
+    const user = k.user === null ? undefined : k.user.id;
+    if (k.id === current?.keyId || user !== want.user || !sameSet(k.aclTags, want.tags)) return false;
     if (k.reusable !== want.reusable || k.ephemeral !== want.ephemeral) return false;
     if (k.expiration !== null && Date.parse(k.expiration) <= want.now.getTime()) return false;
     const created = Date.parse(k.createdAt ?? "");

@@ -176,6 +176,48 @@ export const ROUTES: FakeRoute[] = [
     },
   },
   {
+    method: "POST",
+    template: "/api/v1/user",
+    handle: ({ state, body, now }) => {
+      // 0.29 CreateUser (hscontrol/grpcv1.go): always a local user; names are unique among local users only
+      // (hscontrol/db/schema.sql partial index), a duplicate is SQLite's constraint error, code 13.
+      const name = stringField(body, "name") ?? "";
+      if (!name) return rpcError(500, 13, "creating user: creating user: name cannot be empty");
+      if ([...state.users.values()].some((u) => u.name === name && !u.providerId)) {
+        return rpcError(500, 13, "creating user: creating user: UNIQUE constraint failed: users.name");
+      }
+      const id = state.nextUserId();
+      const user = {
+        id,
+        name,
+        displayName: stringField(body, "displayName") ?? "",
+        email: stringField(body, "email") ?? "",
+        providerId: "",
+        provider: "",
+        profilePicUrl: stringField(body, "pictureUrl") ?? "",
+        createdAt: now(),
+      };
+      state.users.set(id, user);
+      return ok({ user: state.userJson(user) });
+    },
+  },
+  {
+    method: "DELETE",
+    template: "/api/v1/user/{id}",
+    handle: ({ state, params }) => {
+      // 0.29 DeleteUser: unknown id → ErrUserNotFound; a user owning nodes → ErrUserStillHasNodes (tagged
+      // nodes own no user); the user's pre-auth keys go with it (hscontrol/db/users.go DestroyUser).
+      const user = state.users.get(params.id);
+      if (!user) return rpcError(500, 2, "user not found");
+      if ([...state.nodes.values()].some((n) => n.userId === user.id)) {
+        return rpcError(500, 2, "user not empty: node(s) found");
+      }
+      for (const [id, key] of state.preAuthKeys) if (key.userId === user.id) state.preAuthKeys.delete(id);
+      state.users.delete(user.id);
+      return ok({});
+    },
+  },
+  {
     method: "GET",
     template: "/api/v1/apikey",
     handle: ({ state }) => ok({ apiKeys: sortedById([...state.apiKeys.values()]).map((k) => state.apiKeyJson(k)) }),

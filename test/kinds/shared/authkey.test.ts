@@ -84,6 +84,24 @@ describe("pendingKey: a key another replica minted for this object moments ago",
   for (const [name, listed, cur, expected] of rows) {
     it(name, () => assert.equal(pendingKey(listed, want, cur)?.id, expected));
   }
+
+  it("a TailnetAuthKey for a user waits on exactly that user's key (issue 27)", () => {
+    const user = (id: string) =>
+      ({
+        id,
+        name: `u${id}`,
+        createdAt: null,
+        displayName: "",
+        email: "",
+        providerId: "",
+        provider: "",
+      }) as HsPreAuthKey["user"];
+    const forUser = { ...want, tags: [], user: "1" };
+    const listed = [key("2", { aclTags: [], user: user("1") }), key("3", { aclTags: [], user: user("7") })];
+    assert.equal(pendingKey(listed, forUser)?.id, "2");
+    assert.equal(pendingKey([listed[1]], forUser), undefined, "another user's key");
+    assert.equal(pendingKey([key("4", { aclTags: [] })], forUser), undefined, "a key with no user");
+  });
 });
 
 describe("ensureAuthKey reads the key list fresh before minting", () => {

@@ -109,6 +109,18 @@ describe("the install on a real API server", { timeout: 300_000 }, () => {
       }
     });
 
+    it("has full access to TailnetAuthKeys and reads their status; cannot read or write TailnetUsers (issue 27)", () => {
+      for (const verb of ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]) {
+        assert.equal(can(verb, "tailnetauthkeys.tailnet.internal"), "yes", `${verb} tailnetauthkeys`);
+      }
+      assert.equal(can("create", "tailnetauthkeys.tailnet.internal", "default"), "no", "in another namespace");
+      assert.equal(can("get", "tailnetauthkeys.tailnet.internal/status"), "yes");
+      for (const verb of ["update", "patch"]) assert.equal(can(verb, "tailnetauthkeys.tailnet.internal/status"), "no");
+      for (const verb of ["get", "list", "create", "update", "patch", "delete"]) {
+        assert.equal(can(verb, "tailnetusers.tailnet.internal"), "no", `${verb} tailnetusers`);
+      }
+    });
+
     it("can read every kind in its namespace (the view role is part of edit)", () => {
       for (const r of ["tailnetegresses", "tailnetingresses", "tailnetsites", "tailnetgateways"]) {
         for (const verb of ["get", "list", "watch"])

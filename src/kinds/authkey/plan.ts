@@ -1,0 +1,138 @@
+/**
+ * Which Headscale writes a TailnetAuthKey sync wants (pure):
+ * - mint a key when the Secret holds none, when its key is due (renewAt = expiresAt − renewBefore), or when
+ *   Headscale no longer lists it valid (an administrator expired it);
+ * - retire (expire) the keys this object minted before the one the Secret holds — only once the observed
+ *   Secret is proven to hold that newer key: its value starts with the prefix Headscale lists for the key id
+ *   it names. So the old key is expired only after Metacontroller applied the new Secret, never in the sync
+ *   that mints (whose answer may still be lost).
+ * Ownership is proven, not inferred: status.preAuthKeyIds (written in the answer that mints a key; editors
+ * cannot write status) plus the Secret's key when the listing proves it and it has exactly this spec's shape.
+ * A key list that could not be read plans no write.
+ */
+import type { HsPreAuthKey } from "../../headscale/types.js";
+import type { K8sObject } from "../../k8s/objects.js";
+import { previousStatus } from "../common.js";
+import type { ObservedAuthKeySecret } from "./children.js";
+import type { AuthKeyObservation } from "./observe.js";
+import type { AuthKeySpec } from "./spec.js";
+
+/** A key list read this long after the key's creation surely includes it (clock skew between replicas). */
+const LISTING_MARGIN_MS = 5000;
+
+export type MintWhy = "missing" | "due" | "revoked" | "changed";
+
+export interface AuthKeyPlan {
+  /** Mint a new key (and publish it in the Secret). */
+  mint?: MintWhy;
+  /** Ids of this object's keys older than the proven current one, still valid in Headscale: expire now. */
+  retire: string[];
+  /** The keys this object owns (status.preAuthKeyIds ∪ the proven Secret key). */
+  owned: ReadonlySet<string>;
+  /** The Secret's key as Headscale lists it, when the listing proves the Secret holds it. */
+  current?: HsPreAuthKey;
+  /**
+   * The proven key's expiry as Headscale lists it and its renewal time under today's spec.renewBefore: the
+   * Secret's annotations are the user's to edit, so they never decide when to mint.
+   */
+  times?: { expiresAt: Date; renewAt: Date };
+  /** Why a wanted mint is not attempted (the key list could not be read). */
+  blocked?: string;
+}
+
+/** Headscale compares with its own clock; year 0001 (no expiration sent) counts as expired, null as never. */
+export function listedExpired(key: HsPreAuthKey, now: Date): boolean {
+  return key.expiration !== null && Date.parse(key.expiration) <= now.getTime();
+}
+
+/**
+ * The listing proves the Secret holds key `id`: 0.28+ lists `hskey-auth-<prefix>-***`, and a full key is
+ * `hskey-auth-<prefix>-<secret>` (hscontrol/types/preauth_key.go); the prefix is never shown to a tenant.
+ */
+export function provenBy(listed: HsPreAuthKey, secretKey: string): boolean {
+  const masked = /^(hskey-auth-[A-Za-z0-9_-]+-)\*\*\*$/.exec(listed.key)?.[1];
+  return masked !== undefined && secretKey.startsWith(masked) && secretKey.length > masked.length;
+}
+
+const sameTags = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && [...a].sort().every((t, i) => t === [...b].sort()[i]);
+
+/** A listed key has exactly the shape this spec mints: its tags or its user, its flags, after the object. */
+export function hasSpecShape(k: HsPreAuthKey, spec: AuthKeySpec, userId: string | undefined, parent: K8sObject) {
+  const user = k.user === null ? undefined : k.user.id;
+  const born = Date.parse(parent.metadata.creationTimestamp ?? "");
+  const created = Date.parse(k.createdAt ?? "");
+  return (
+    user === userId &&
+    sameTags(k.aclTags, spec.tags) &&
+    k.reusable === spec.reusable &&
+    k.ephemeral === spec.ephemeral &&
+    !(created < born)
+  );
+}
+
+export function recordedIds(parent: K8sObject): string[] {
+  const ids = previousStatus(parent).preAuthKeyIds;
+  return Array.isArray(ids) ? ids.filter((x): x is string => typeof x === "string" && /^[0-9]+$/.test(x)) : [];
+}
+
+const byAge = (a: HsPreAuthKey, b: HsPreAuthKey) =>
+  Date.parse(a.createdAt ?? "") - Date.parse(b.createdAt ?? "") || Number(a.id) - Number(b.id);
+
+export function planAuthKey(parent: K8sObject, spec: AuthKeySpec, observed: AuthKeyObservation): AuthKeyPlan {
+  const recorded = new Set(recordedIds(parent));
+  if (!observed.ok) return { retire: [], owned: recorded };
+  const { keys, secret, now } = observed;
+  if (!keys.ok) {
+    const wanted = mintWanted(secret, now);
+    return {
+      retire: [],
+      owned: recorded,
+      ...(wanted ? { mint: wanted, blocked: `the key list could not be read (${keys.error.message})` } : {}),
+    };
+  }
+  const listed = secret ? keys.value.find((k) => k.id === secret.id) : undefined;
+  const proven = secret && listed && provenBy(listed, secret.key) ? listed : undefined;
+  const owned = new Set(recorded);
+  if (proven && hasSpecShape(proven, spec, observed.userId, parent)) owned.add(proven.id);
+  const retire =
+    proven && owned.has(proven.id)
+      ? keys.value
+          .filter((k) => owned.has(k.id) && k.id !== proven.id && !listedExpired(k, now) && byAge(k, proven) < 0)
+          .sort(byAge)
+          .map((k) => k.id)
+      : [];
+  // a key the listing does not prove (absent, expired by an admin, another key pasted in) is replaced — but a
+  // list read before the key existed (another replica's mint, this replica's cache) proves nothing
+  const fresh = secret !== undefined && keys.at.getTime() > secret.createdAt.getTime() + LISTING_MARGIN_MS;
+  const revoked = secret && ((!proven && (listed !== undefined || fresh)) || (proven && listedExpired(proven, now)));
+  // spec.tags, user or flags changed: the key in the Secret no longer is what the spec asks for
+  const changed = proven && !hasSpecShape(proven, spec, observed.userId, parent);
+  const expires = proven ? Date.parse(proven.expiration ?? "") : Number.NaN;
+  const times = Number.isNaN(expires)
+    ? undefined
+    : { expiresAt: new Date(expires), renewAt: new Date(expires - spec.renewBeforeSeconds * 1000) };
+  const mint = revoked ? "revoked" : changed ? "changed" : mintWanted(secret, now, times?.renewAt);
+  return {
+    retire,
+    owned,
+    ...(proven ? { current: proven } : {}),
+    ...(times ? { times } : {}),
+    ...(mint ? { mint } : {}),
+  };
+}
+
+/** No key yet, or past the renewal time (Headscale's, when the key is proven; else the Secret's own record). */
+function mintWanted(secret: ObservedAuthKeySecret | undefined, now: Date, renewAt?: Date) {
+  if (!secret) return "missing" as const;
+  if (now.getTime() >= (renewAt ?? secret.renewAt).getTime()) return "due" as const;
+  return undefined;
+}
+
+/** What finalize expires: every key this object owns that Headscale still lists valid. */
+export function planRetireAll(owned: ReadonlySet<string>, keys: readonly HsPreAuthKey[], now: Date): string[] {
+  return keys
+    .filter((k) => owned.has(k.id) && !listedExpired(k, now))
+    .sort(byAge)
+    .map((k) => k.id);
+}
