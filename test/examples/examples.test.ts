@@ -12,10 +12,10 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 
 describe("examples render as their golden files", () => {
   const dirs = exampleDirs(root);
-  it("there is one example per kind (and one of annotated Services)", () => {
+  it("there is one example per kind (and one of annotated Services, one of the kube-api mode)", () => {
     assert.deepEqual(
       dirs.map((d) => relative(join(root, "examples"), d)),
-      ["egress", "gateway", "gateway-ha", "ingress", "ingress-ha", "service", "site", "tailnet"],
+      ["egress", "gateway", "gateway-ha", "ingress", "ingress-ha", "kube-api", "service", "site", "tailnet"],
     );
   });
   for (const dir of dirs) {
