@@ -36,6 +36,16 @@ export interface KubeApiListener {
   close(graceMs?: number): Promise<void>;
 }
 
+/** Why a connection was refused: the `reason` label of tailnet_agent_kube_api_refused_total. */
+export const KUBE_API_REFUSALS = [
+  "no_peer_address",
+  "whois_failed",
+  "unknown_peer",
+  "identity_refused",
+  "credentials_unreadable",
+] as const;
+type Refusal = (typeof KUBE_API_REFUSALS)[number];
+
 /** Client fields the kube-api expose owns: credentials and every impersonation or front-proxy identity. */
 export function ownsKubeHeader(name: string): boolean {
   return (
@@ -89,7 +99,9 @@ export async function startKubeApiListener(opts: KubeApiListenerOptions): Promis
   const { expose, metrics, log } = opts;
   const name = expose.name;
   const live = new Set<Socket>();
-  const refuse = (socket: Socket, answer: string) => {
+  for (const reason of KUBE_API_REFUSALS) metrics.kubeApiRefused.inc({ name, reason }, 0);
+  const refuse = (socket: Socket, answer: string, reason: Refusal) => {
+    metrics.kubeApiRefused.inc({ name, reason });
     socket.end(answer);
     socket.resume(); // read (and drop) what the client sends until it closes
     socket.setTimeout(2000, () => socket.destroy()); // a client that does not close after the answer is cut
@@ -99,7 +111,11 @@ export async function startKubeApiListener(opts: KubeApiListenerOptions): Promis
   const serve = async (socket: Socket, peer: string | undefined) => {
     if (!peer) {
       log.warn("kube-api refused", { expose: name, reason: "no peer address" });
-      refuse(socket, forbidden("tailnet-operator kube-api proxy: the connection carries no tailnet address"));
+      refuse(
+        socket,
+        forbidden("tailnet-operator kube-api proxy: the connection carries no tailnet address"),
+        "no_peer_address",
+      );
       return;
     }
     let whois: unknown;
@@ -111,18 +127,23 @@ export async function startKubeApiListener(opts: KubeApiListenerOptions): Promis
       refuse(
         socket,
         forbidden(`tailnet-operator kube-api proxy: could not identify ${peer} (tailscaled WhoIs failed)`),
+        "whois_failed",
       );
       return;
     }
     if (whois === undefined) {
       log.warn("kube-api refused", { expose: name, peer, reason: "unknown peer" });
-      refuse(socket, forbidden(`tailnet-operator kube-api proxy: ${peer} is not a known tailnet peer`));
+      refuse(socket, forbidden(`tailnet-operator kube-api proxy: ${peer} is not a known tailnet peer`), "unknown_peer");
       return;
     }
     const verdict = identityFromWhoIs(whois);
     if ("refused" in verdict) {
       log.warn("kube-api refused", { expose: name, peer, reason: verdict.refused });
-      refuse(socket, forbidden(`tailnet-operator kube-api proxy: ${peer} refused: ${verdict.refused}`));
+      refuse(
+        socket,
+        forbidden(`tailnet-operator kube-api proxy: ${peer} refused: ${verdict.refused}`),
+        "identity_refused",
+      );
       return;
     }
     const { identity } = verdict;
@@ -140,7 +161,11 @@ export async function startKubeApiListener(opts: KubeApiListenerOptions): Promis
         expose: name,
         error: (err as NodeJS.ErrnoException).code ?? (err as Error).message,
       });
-      refuse(socket, unavailable("tailnet-operator kube-api proxy: its ServiceAccount credentials are unreadable"));
+      refuse(
+        socket,
+        unavailable("tailnet-operator kube-api proxy: its ServiceAccount credentials are unreadable"),
+        "credentials_unreadable",
+      );
       return;
     }
     const { host, port } = expose.backend;
@@ -169,6 +194,7 @@ export async function startKubeApiListener(opts: KubeApiListenerOptions): Promis
         }),
         onRequest: (method, target) => pending.push({ method, target }),
         onStatus: (status) => {
+          metrics.kubeApiRequests.inc({ name, code: String(status) });
           const request = pending.shift();
           if (!request) return;
           log.info("kube-api request", {

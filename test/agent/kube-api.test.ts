@@ -12,7 +12,7 @@ import type { AgentLogger, LogFields } from "../../src/agent/log.js";
 import { type RunningAgent, startAgent } from "../../src/agent/main.js";
 import { type FakeLocalApi, fakeStatus, startFakeLocalApi } from "../fakes/agent/localapi.js";
 import { createTestPki, type TestPki } from "../fakes/agent/pki.js";
-import { connectTo, until } from "./helpers.js";
+import { connectTo, metricsText, sample, until } from "./helpers.js";
 
 const SA_TOKEN = "sa-token-0123456789abcdef";
 const CLIENT_TOKEN = "client-secret-token-do-not-forward";
@@ -357,4 +357,31 @@ test("every request is logged with the tailnet identity, the Kubernetes identity
     ],
   );
   assert.doesNotMatch(JSON.stringify(logs), new RegExp(`${CLIENT_TOKEN}|${SA_TOKEN}`));
+});
+
+test("metrics: requests by status code and refusals by reason, per expose", async (t) => {
+  const { agent, port } = await kubeAgent(t, true);
+  const zero = await metricsText(agent);
+  for (const reason of [
+    "unknown_peer",
+    "whois_failed",
+    "identity_refused",
+    "no_peer_address",
+    "credentials_unreadable",
+  ])
+    assert.equal(sample(zero, "tailnet_agent_kube_api_refused_total", { name: "kube", reason }), 0, reason);
+  await exchange(port, "PROXY TCP4 100.64.0.66 100.64.0.1 41000 443\r\nGET /api HTTP/1.1\r\nHost: k\r\n\r\n");
+  await exchange(
+    port,
+    "PROXY TCP4 100.64.0.7 100.64.0.1 41000 443\r\nGET /api HTTP/1.1\r\nHost: k\r\n\r\nGET /deny HTTP/1.1\r\nHost: k\r\n\r\n",
+    (text) => (text.match(/HTTP\/1\.1 /g) ?? []).length === 2 && answered(text),
+  );
+  await until(
+    async () =>
+      sample(await metricsText(agent), "tailnet_agent_kube_api_requests_total", { name: "kube", code: "403" }) === 1,
+    "the 403",
+  );
+  const text = await metricsText(agent);
+  assert.equal(sample(text, "tailnet_agent_kube_api_requests_total", { name: "kube", code: "200" }), 1);
+  assert.equal(sample(text, "tailnet_agent_kube_api_refused_total", { name: "kube", reason: "unknown_peer" }), 1);
 });
