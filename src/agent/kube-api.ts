@@ -168,6 +168,7 @@ export async function startKubeApiListener(opts: KubeApiListenerOptions): Promis
       );
       return;
     }
+    if (socket.destroyed) return; // the client left while it was being identified
     const { host, port } = expose.backend;
     const pending: { method: string; target: string }[] = [];
     void pipeHttpConnection(
