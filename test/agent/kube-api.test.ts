@@ -385,3 +385,51 @@ test("metrics: requests by status code and refusals by reason, per expose", asyn
   assert.equal(sample(text, "tailnet_agent_kube_api_requests_total", { name: "kube", code: "200" }), 1);
   assert.equal(sample(text, "tailnet_agent_kube_api_refused_total", { name: "kube", reason: "unknown_peer" }), 1);
 });
+
+test("each connection is its own identity: two peers through one listener never share impersonation", async (t) => {
+  const { port } = await kubeAgent(t, true);
+  const before = apiserver.heads.length;
+  const ask = (ip: string) =>
+    exchange(port, `PROXY TCP4 ${ip} 100.64.0.1 41000 443\r\nGET /api/v1/pods HTTP/1.1\r\nHost: k\r\n\r\n`, answered);
+  await Promise.all([ask("100.64.0.7"), ask("100.64.0.9"), ask("100.64.0.7"), ask("100.64.0.9")]);
+  const users = apiserver.heads
+    .slice(before)
+    .map((head) => `${valuesOf(head, "impersonate-user")}|${valuesOf(head, "x-forwarded-for")}`)
+    .sort();
+  assert.deepEqual(users, [
+    "alice@example.com|100.64.0.7",
+    "alice@example.com|100.64.0.7",
+    "tailnet:node:ci-runner.ts.example.com|100.64.0.9",
+    "tailnet:node:ci-runner.ts.example.com|100.64.0.9",
+  ]);
+});
+
+test("an API server whose certificate the cluster CA does not sign gets nothing: 502, no request sent", async (t) => {
+  const other = await createTestPki();
+  t.after(() => other.cleanup());
+  const wrongCa = join(dir, "wrong-ca.crt");
+  await writeFile(wrongCa, other.caPem);
+  const record = () => {};
+  const agent = await startAgent(
+    {
+      role: "ingress",
+      metricsPort: 0,
+      tailscale: { localApiSocket: localapi.socketPath },
+      exposes: [
+        {
+          name: "kube",
+          mode: "kube-api",
+          listenPort: 0,
+          backend: { host: "127.0.0.1", port: apiserver.port },
+          kubeApi: { caFile: wrongCa, tokenFile },
+        },
+      ],
+    },
+    { timers: false, defaultMetrics: false, log: { debug: record, info: record, warn: record, error: record } },
+  );
+  t.after(() => agent.close());
+  const before = apiserver.heads.length;
+  const answer = await exchange(agent.ports.exposes[0].listenPort, "GET /api HTTP/1.1\r\nHost: k\r\n\r\n");
+  assert.match(answer, /^HTTP\/1\.1 502 Bad Gateway\r\n/);
+  assert.equal(apiserver.heads.length, before, "no request head reached the impostor");
+});
