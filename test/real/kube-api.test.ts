@@ -15,6 +15,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
+import { SocksClient } from "socks";
 import { fetchWhoIs } from "../../src/agent/localapi.js";
 import type { AgentLogger, LogFields } from "../../src/agent/log.js";
 import { type RunningAgent, startAgent } from "../../src/agent/main.js";
@@ -330,6 +331,48 @@ describe("the Kubernetes API over the tailnet (real kube-apiserver, Headscale, t
       /pods "web" is forbidden: User "alice" cannot get resource "pods" .* namespace "prod"/,
     );
     assert.ok(requests().some((f) => f.path === "/api/v1/namespaces/dev/pods/web/exec" && f.status === 400));
+  });
+
+  it("a WebSocket watch: the real API server answers 101 to the impersonated upgrade, the stream comes back", async () => {
+    /** Raw bytes over the laptop's SOCKS5 (i.e. over WireGuard) until `done` or 10 s. */
+    const raw = async (request: string, done: (text: string) => boolean) => {
+      const { socket } = await SocksClient.createConnection({
+        proxy: { host: laptop.socks5.host, port: laptop.socks5.port, type: 5 },
+        command: "connect",
+        destination: { host: proxyIp, port: PROXY_PORT },
+        timeout: 8000,
+      });
+      return new Promise<string>((resolve) => {
+        let text = "";
+        const finish = () => {
+          clearTimeout(timer);
+          socket.destroy();
+          resolve(text);
+        };
+        const timer = setTimeout(finish, 10_000);
+        socket.on("data", (chunk: Buffer) => {
+          text += chunk.toString("latin1");
+          if (done(text)) finish();
+        });
+        socket.on("error", finish);
+        socket.on("close", finish);
+        socket.write(request);
+      });
+    };
+    const upgrade = (ns: string) =>
+      `GET /api/v1/namespaces/${ns}/pods?watch=true HTTP/1.1\r\nHost: kube\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+      // golang.org/x/net/websocket (the API server's watch handler) refuses a handshake without Origin
+      "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: http://kube\r\n" +
+      "Impersonate-User: system:admin\r\n\r\n";
+    const dev = await raw(upgrade("dev"), (text) => text.includes('"name":"web"'));
+    assert.match(dev, /^HTTP\/1\.1 101 Switching Protocols\r\n/);
+    assert.match(dev, /"type":"ADDED".*"name":"web"/);
+    const prod = await raw(upgrade("prod"), (text) => text.includes("\r\n\r\n{") && text.endsWith("}\n"));
+    assert.match(prod, /^HTTP\/1\.1 403 Forbidden\r\n/);
+    assert.match(prod, /User \\"alice\\" cannot watch resource \\"pods\\"/);
+    assert.ok(
+      requests().some((f) => f.verb === "watch" && f.path === "/api/v1/namespaces/dev/pods" && f.status === 101),
+    );
   });
 
   it("the outsider's packets never reach the proxy: the policy grants it nothing", async () => {
