@@ -7,7 +7,7 @@ import { newAjv } from "../api/ajv.js";
 import { ConfigError } from "../config.js";
 
 export type AgentRole = "egress" | "ingress";
-export type ExposeMode = "tcp" | "http";
+export type ExposeMode = "tcp" | "http" | "kube-api";
 
 export interface AgentTargetPort {
   /** Port on the tailnet target. */
@@ -34,6 +34,11 @@ export interface AgentExpose {
   backend: { host: string; port: number };
   /** http mode: the mounted kubernetes.io/tls Secret files. */
   tls?: { certFile: string; keyFile: string };
+  /**
+   * kube-api mode: the backend is the API server; requests go there with this ServiceAccount token and
+   * impersonate the tailnet peer (kube-api.ts). The files are the pod's projected token and cluster CA.
+   */
+  kubeApi?: { caFile: string; tokenFile: string };
   /** http mode: the DNS name and aliases this expose answers for (SNI). */
   names: string[];
   /**
@@ -183,7 +188,7 @@ const schema = {
         properties: {
           name: { type: "string", pattern: dns1035 },
           listenPort,
-          mode: { type: "string", enum: ["tcp", "http"] },
+          mode: { type: "string", enum: ["tcp", "http", "kube-api"] },
           backend: {
             type: "object",
             additionalProperties: false,
@@ -195,6 +200,12 @@ const schema = {
             additionalProperties: false,
             required: ["certFile", "keyFile"],
             properties: { certFile: { type: "string", minLength: 1 }, keyFile: { type: "string", minLength: 1 } },
+          },
+          kubeApi: {
+            type: "object",
+            additionalProperties: false,
+            required: ["caFile", "tokenFile"],
+            properties: { caFile: { type: "string", minLength: 1 }, tokenFile: { type: "string", minLength: 1 } },
           },
           names: { type: "array", default: [], items: { type: "string", minLength: 1, maxLength: 253 } },
           proxyProtocol: { type: "boolean" },
@@ -282,6 +293,10 @@ function checkSemantics(config: AgentConfig, source: string): void {
     if (previous !== undefined) fail(`exposes[${i}].name`, `duplicates exposes[${previous}].name "${expose.name}"`);
     seenExposes.set(expose.name, i);
     claim(expose.listenPort, `exposes[${i}].listenPort`, expose.mode === "http");
+    if ((expose.mode === "kube-api") !== (expose.kubeApi !== undefined))
+      fail(`exposes[${i}].kubeApi`, expose.kubeApi ? "is only for mode kube-api" : "is required in kube-api mode");
+    if (expose.mode === "kube-api" && !config.tailscale.localApiSocket)
+      fail("tailscale.localApiSocket", "is required by a kube-api expose (WhoIs)");
     if (expose.mode !== "http") return;
     if (!expose.tls) fail(`exposes[${i}].tls`, "is required in http mode");
     if (expose.names.length === 0) fail(`exposes[${i}].names`, "must list the DNS name in http mode");

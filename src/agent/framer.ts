@@ -1,7 +1,14 @@
 // The request direction of the http pipe (pipe.ts): the client's byte stream cut into requests, strictly
 // (http1.ts), and turned into what the backend gets — rewritten heads, bodies as they come, normalised chunk
 // framing, checked trailers — with any split of the input across reads giving the same bytes.
-import { HttpFramingError, keepTrailerLine, MAX_CHUNK_LINE, parseChunkLine, rewriteRequestHead } from "./http1.js";
+import {
+  HttpFramingError,
+  keepTrailerLine,
+  MAX_CHUNK_LINE,
+  type OwnedHeaders,
+  parseChunkLine,
+  rewriteRequestHead,
+} from "./http1.js";
 
 /** Node's own default (--max-http-header-size). */
 export const MAX_HEAD_BYTES = 16 * 1024;
@@ -56,9 +63,12 @@ export class RequestFramer {
   onHeadStart?: () => void;
   onHeadEnd?: () => void;
   /** Each forwarded request, in order (the response side pairs answers with them). */
-  onRequest?: (headMethod: boolean, upgrade: boolean) => void;
+  onRequest?: (headMethod: boolean, upgrade: boolean, method: string, target: string) => void;
 
-  constructor(private readonly clientIp: string | undefined) {}
+  constructor(
+    private readonly clientIp: string | undefined,
+    private readonly owned?: OwnedHeaders,
+  ) {}
 
   /** Waiting for the answer to an upgrade request (input is held). */
   get awaiting(): boolean {
@@ -147,11 +157,11 @@ export class RequestFramer {
           data = data.subarray(end + 4);
           continue;
         }
-        const rewritten = rewriteRequestHead(data.toString("latin1", start, end), this.clientIp);
+        const rewritten = rewriteRequestHead(data.toString("latin1", start, end), this.clientIp, "https", this.owned);
         data = data.subarray(end + 4);
         this.inHead = false;
         this.onHeadEnd?.();
-        this.onRequest?.(rewritten.headMethod, rewritten.upgrade);
+        this.onRequest?.(rewritten.headMethod, rewritten.upgrade, rewritten.method, rewritten.target);
         out.push(rewritten.head);
         this.upgradeAsked = rewritten.upgrade;
         const { body } = rewritten;
@@ -180,7 +190,7 @@ export class RequestFramer {
         this.requestDone();
       } else {
         s.bytes += eol + 2;
-        if (keepTrailerLine(line)) out.push(data.subarray(0, eol + 2));
+        if (keepTrailerLine(line, this.owned)) out.push(data.subarray(0, eol + 2));
       }
       data = data.subarray(eol + 2);
     }

@@ -64,8 +64,21 @@ const TRAILER_FORBIDDEN = new Set(["content-length", "transfer-encoding", "host"
 /** Upgrades the agent never forwards: after them the stream carries HTTP the agent could not rewrite. */
 const HTTP_UPGRADE = /^(?:h2c|h2|https?(?:\/.*)?|tls(?:\/.*)?)$/i;
 
+/**
+ * Headers a mode owns beyond the client-identity ones (the kube-api expose: Authorization and Impersonate-*):
+ * every client-sent field `drop` names is removed, in heads and trailers, and `lines` are appended to each
+ * forwarded head after the agent's own fields.
+ */
+export interface OwnedHeaders {
+  drop(name: string): boolean;
+  lines: readonly string[];
+}
+
 export interface RequestHead {
   head: Buffer;
+  /** The request line's method and target, for the kube-api audit log. */
+  method: string;
+  target: string;
   /** Body framing of this request. */
   body: { kind: "length"; length: number } | { kind: "chunked" } | { kind: "none" };
   /** A HEAD request (its response has no body). */
@@ -111,7 +124,12 @@ function checkTarget(method: string, target: string): void {
  * Connection (only close/keep-alive/te/upgrade), Content-Length or Transfer-Encoding (normalised),
  * X-Forwarded-For (`clientIp`, set, not extended), X-Forwarded-Proto and X-Forwarded-Host (from Host).
  */
-export function rewriteRequestHead(text: string, clientIp: string | undefined, proto = "https"): RequestHead {
+export function rewriteRequestHead(
+  text: string,
+  clientIp: string | undefined,
+  proto = "https",
+  owned?: OwnedHeaders,
+): RequestHead {
   const lines = text.split("\r\n");
   // Every field line at once (one linear regex pass; the per-line work below then needs no checks).
   const firstEnd = lines[0].length;
@@ -169,7 +187,7 @@ export function rewriteRequestHead(text: string, clientIp: string | undefined, p
         upgrade = trimOws(line.slice(colon + 1));
         continue;
     }
-    if (isOwnedHeader(name)) continue;
+    if (isOwnedHeader(name) || owned?.drop(name)) continue;
     kept.push(line);
   }
   if (http11 && host === undefined) throw new HttpFramingError(400, "no host");
@@ -211,9 +229,12 @@ export function rewriteRequestHead(text: string, clientIp: string | undefined, p
   if (clientIp) out.push(`x-forwarded-for: ${clientIp}`);
   out.push(`x-forwarded-proto: ${proto}`);
   if (host) out.push(`x-forwarded-host: ${host}`);
+  if (owned) out.push(...owned.lines);
   out.push("", "");
   return {
     head: Buffer.from(out.join("\r\n"), "latin1"),
+    method,
+    target: requestLine[2],
     body,
     headMethod: method === "HEAD",
     upgrade: forwardUpgrade,
@@ -228,7 +249,7 @@ export function parseChunkLine(line: string): number {
 }
 
 /** A trailer field line: forwarded (true), dropped (false: owned or forbidden in trailers), or 400. */
-export function keepTrailerLine(line: string): boolean {
+export function keepTrailerLine(line: string, owned?: OwnedHeaders): boolean {
   const [name] = parseFieldLine(line);
-  return !isOwnedHeader(name) && !TRAILER_FORBIDDEN.has(name);
+  return !isOwnedHeader(name) && !TRAILER_FORBIDDEN.has(name) && !owned?.drop(name);
 }

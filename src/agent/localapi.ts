@@ -93,6 +93,34 @@ export async function fetchNetmap(socketPath: string, timeoutMs: number): Promis
   return typeof routeAll === "boolean" ? { ...netmap, acceptRoutes: routeAll } : netmap;
 }
 
+/** A LocalAPI answer other than 200 (`status`) or a transport failure (no status). */
+export class LocalApiError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The LocalAPI path of WhoIs: who owns a tailnet address (apitype.WhoIsResponse), 404 for no one. */
+export const LOCALAPI_WHOIS_PATH = "/localapi/v0/whois";
+
+/**
+ * GET /localapi/v0/whois?addr=<ip:port> (tailscale ipn/localapi serveWhoIs): the peer's Node, UserProfile
+ * and the CapMap the policy grants it towards this node. Undefined when tailscaled knows no such peer
+ * (404 "no match for IP:port"); rejects on any other failure.
+ */
+export async function fetchWhoIs(socketPath: string, addr: string, timeoutMs: number): Promise<unknown> {
+  const path = `${LOCALAPI_WHOIS_PATH}?${new URLSearchParams({ addr })}`;
+  try {
+    return await localApiGet(socketPath, path, timeoutMs);
+  } catch (err) {
+    if (err instanceof LocalApiError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
 function localApiGet(socketPath: string, path: string, timeoutMs: number): Promise<unknown> {
   const operation = `LocalAPI GET ${path}`;
   return new Promise((resolve, reject) => {
@@ -121,7 +149,7 @@ function localApiGet(socketPath: string, path: string, timeoutMs: number): Promi
         res.on("end", () => {
           const body = Buffer.concat(chunks).toString("utf8");
           if (res.statusCode !== 200) {
-            reject(new Error(`${operation}: ${res.statusCode} ${body.trim().slice(0, 200)}`));
+            reject(new LocalApiError(`${operation}: ${res.statusCode} ${body.trim().slice(0, 200)}`, res.statusCode));
             return;
           }
           try {

@@ -23,6 +23,7 @@ import {
 } from "./dial.js";
 import { createConnectionBudget, type Forwarder, startForwarder } from "./forward.js";
 import { type HttpsListener, startHttpsListener } from "./https.js";
+import { type KubeApiListener, startKubeApiListener } from "./kube-api.js";
 import { fetchNetmap, type Netmap } from "./localapi.js";
 import { type AgentLogger, jsonLogger, type LogLevel, silentLogger } from "./log.js";
 import { createAgentMetrics } from "./metrics.js";
@@ -118,9 +119,10 @@ export async function startAgent(
   const tailnetUp = () => tailnetDown();
   const forwarders: Forwarder[] = [];
   const httpsListeners: HttpsListener[] = [];
+  const kubeListeners: KubeApiListener[] = [];
   const ports: AgentPorts = { targets: [], exposes: [] };
   const closeListeners = (graceMs: number) =>
-    Promise.all([...forwarders, ...httpsListeners].map((listener) => listener.close(graceMs)));
+    Promise.all([...forwarders, ...httpsListeners, ...kubeListeners].map((listener) => listener.close(graceMs)));
   try {
     for (const target of config.targets) {
       const bound: { port: number; listenPort: number }[] = [];
@@ -147,6 +149,18 @@ export async function startAgent(
       });
       forwarders.push(forwarder);
       exposePorts.set(expose.name, forwarder.port);
+    }
+    for (const expose of config.exposes) {
+      if (expose.mode !== "kube-api" || !expose.kubeApi) continue;
+      const listener = await startKubeApiListener({
+        ...common,
+        expose: { ...expose, kubeApi: expose.kubeApi },
+        localApiSocket: config.tailscale.localApiSocket,
+        headerTimeoutMs: limits.headerTimeoutSeconds * 1000,
+        dialTimeoutMs: limits.dialTimeoutSeconds * 1000,
+      });
+      kubeListeners.push(listener);
+      exposePorts.set(expose.name, listener.port);
     }
     for (const group of httpGroups(config.exposes)) {
       const listener = await startHttpsListener({

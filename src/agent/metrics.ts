@@ -21,6 +21,10 @@ export interface AgentMetrics {
   readonly dialErrors: Counter<"name">;
   /** Client connections closed at once because the agent was at limits.maxConnections. */
   readonly connectionsRejected: Counter<"name">;
+  /** kube-api exposes: requests the API server answered, by status code (101 for an upgrade). */
+  readonly kubeApiRequests: Counter<"name" | "code">;
+  /** kube-api exposes: connections refused before anything was forwarded, by reason (KUBE_API_REFUSALS). */
+  readonly kubeApiRefused: Counter<"name" | "reason">;
   /**
    * Counts a socket's bytes under `name` until it closes. Totals are read from the socket's own
    * bytesRead/bytesWritten at each scrape and at close, so the data path carries no per-chunk work.
@@ -116,6 +120,19 @@ export function createAgentMetrics(names: readonly string[], opts: { defaultMetr
     registers: [registry],
   });
 
+  const kubeApiRequests = new Counter({
+    name: "tailnet_agent_kube_api_requests_total",
+    help: "kube-api exposes: requests forwarded to the API server, by expose name and the API server's status code.",
+    labelNames: ["name", "code"] as const,
+    registers: [registry],
+  });
+  const kubeApiRefused = new Counter({
+    name: "tailnet_agent_kube_api_refused_total",
+    help: "kube-api exposes: connections refused before anything was forwarded, by expose name and reason.",
+    labelNames: ["name", "reason"] as const,
+    registers: [registry],
+  });
+
   // Every configured name has its series from the start, so rate() and absent() behave before traffic.
   for (const name of names) {
     active.set(name, 0);
@@ -135,6 +152,8 @@ export function createAgentMetrics(names: readonly string[], opts: { defaultMetr
     dialDuration,
     dialErrors,
     connectionsRejected,
+    kubeApiRequests,
+    kubeApiRefused,
     trackBytes(name, socket) {
       const entry: TrackedSocket = { name, socket, countedIn: 0, countedOut: 0 };
       tracked.add(entry);

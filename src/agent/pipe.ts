@@ -11,10 +11,9 @@
 // backend answers it: 101 turns the connection into a raw stream both ways; any other final answer keeps it
 // HTTP, and the held bytes are framed as requests.
 import { connect, type Socket } from "node:net";
-import type { TLSSocket } from "node:tls";
 import { formatHostPort, type HostPort } from "./dial.js";
 import { MAX_HELD_BYTES, RequestFramer } from "./framer.js";
-import type { HttpFramingError } from "./http1.js";
+import type { HttpFramingError, OwnedHeaders } from "./http1.js";
 import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";
 import { ResponseTracker } from "./response.js";
@@ -32,6 +31,13 @@ export interface PipeTarget {
   headerTimeoutMs: number;
   metrics: AgentMetrics;
   log: AgentLogger;
+  /** Dials the backend another way (kube-api: TLS to the API server); ready when `event` fires. */
+  dial?: () => { socket: Socket; event: "connect" | "secureConnect" };
+  /** Headers this connection owns beyond the client-identity ones (http1.ts OwnedHeaders). */
+  owned?: OwnedHeaders;
+  /** Each forwarded request's method and target, then each final answer's status, in the same order. */
+  onRequest?: (method: string, target: string) => void;
+  onStatus?: (code: number) => void;
 }
 
 type ErrorStatus = 400 | 431 | 501 | 502 | 504;
@@ -53,12 +59,16 @@ function errorResponse(status: ErrorStatus): string {
  * when the first request head is complete; a refused or failed dial answers 502, a dial timeout 504.
  * `clientIp` (from a PROXY header) replaces the peer address in X-Forwarded-For.
  */
-export function pipeHttpConnection(client: TLSSocket, target: PipeTarget, clientIp?: string): Promise<void> {
+export function pipeHttpConnection(client: Socket, target: PipeTarget, clientIp?: string): Promise<void> {
   const { metrics, log, name } = target;
   const address = formatHostPort(target.backend);
-  const framer = new RequestFramer(clientIp ?? client.remoteAddress?.replace(/^::ffff:/, ""));
+  const framer = new RequestFramer(clientIp ?? client.remoteAddress?.replace(/^::ffff:/, ""), target.owned);
   const responses = new ResponseTracker();
-  framer.onRequest = (headMethod, upgrade) => responses.sent(headMethod, upgrade);
+  framer.onRequest = (headMethod, upgrade, method, requestTarget) => {
+    responses.sent(headMethod, upgrade);
+    target.onRequest?.(method, requestTarget);
+  };
+  responses.onStatus = target.onStatus;
   let upstream: Socket | undefined;
   let connected = false;
   let queued: Buffer[] = [];
@@ -100,12 +110,10 @@ export function pipeHttpConnection(client: TLSSocket, target: PipeTarget, client
 
     const dial = () => {
       const started = process.hrtime.bigint();
-      const socket = connect({
-        host: target.backend.host,
-        port: target.backend.port,
-        allowHalfOpen: true,
-        noDelay: true,
-      });
+      const { socket, event } = target.dial?.() ?? {
+        socket: connect({ host: target.backend.host, port: target.backend.port, allowHalfOpen: true, noDelay: true }),
+        event: "connect",
+      };
       upstream = socket;
       open++;
       client.pause(); // until the backend is there
@@ -124,7 +132,7 @@ export function pipeHttpConnection(client: TLSSocket, target: PipeTarget, client
       };
       socket.once("error", onDialError);
       socket.once("close", closed);
-      socket.once("connect", () => {
+      socket.once(event, () => {
         clearTimeout(dialTimer);
         socket.off("error", onDialError);
         socket.on("error", destroyBoth);

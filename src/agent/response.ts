@@ -33,6 +33,8 @@ export class ResponseTracker {
   private readonly outstanding: number[] = [];
   /** Called once the backend's answer to a forwarded upgrade request is known. */
   onUpgrade?: (switched: boolean) => void;
+  /** Called with the status of each final answer (101 included), in request order. */
+  onStatus?: (code: number) => void;
 
   /** A request head was forwarded (in order). */
   sent(headMethod: boolean, upgrade: boolean): void {
@@ -104,11 +106,13 @@ export class ResponseTracker {
       if (!(request & UPGRADE)) throw new ResponseFramingError("101 without an upgrade request");
       this.outstanding.shift();
       this.state = { at: "raw" };
+      this.onStatus?.(code);
       this.onUpgrade?.(true);
       return;
     }
     if (code < 200) return; // 100, 102, 103: the final answer follows
     this.outstanding.shift();
+    this.onStatus?.(code);
     if (request & UPGRADE) this.onUpgrade?.(false);
     // RFC 9112 §6.3: no body after HEAD, 204 and 304; then Transfer-Encoding, Content-Length, or until close.
     if (request & HEAD_METHOD || code === 204 || code === 304) return;

@@ -286,7 +286,12 @@ export const ingressSpec: Schema = obj(
     }),
     proxyClassName,
     hostname: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
-    mode: str({ enum: ["tcp", "http"], default: "tcp" }),
+    mode: str({
+      enum: ["tcp", "http", "kube-api"],
+      default: "tcp",
+      description:
+        "tcp: raw TCP to each backend; http: TLS ends at the agent, HTTP/1.1 to each backend; kube-api: the cluster's API server, each request impersonating the connecting tailnet identity (one expose, no backend).",
+    }),
     allowFrom: aclEntities("Who may connect; must be within Tailnet.spec.allowedIngressSources."),
     exposes: arr(
       obj(
@@ -304,7 +309,9 @@ export const ingressSpec: Schema = obj(
           aliases: arr(str({ minLength: 1, maxLength: 63 }), { maxItems: 16 }),
           tls: obj({ secretName: str({ pattern: DNS1123_SUBDOMAIN_PATTERN }) }, ["secretName"]),
         },
-        ["name", "backend"],
+        // backend: required in mode tcp and http, refused in kube-api; port: required in tcp, 443 when
+        // left out in http (src/kinds/shared/expose-port.ts) — both checked by ingressSpecProblem
+        ["name"],
       ),
       { minItems: 1, maxItems: 32, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"] },
     ),

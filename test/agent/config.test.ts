@@ -169,7 +169,28 @@ test("an invalid config is an error naming the field", () => {
       name: "unknown expose mode",
       config: { ...ingress, exposes: [{ ...web, mode: "udp" }] },
       field: "exposes[0].mode",
-      message: "agent config: exposes[0].mode must be one of tcp, http",
+      message: "agent config: exposes[0].mode must be one of tcp, http, kube-api",
+    },
+    {
+      name: "kube-api without its credentials",
+      config: { ...ingress, tailscale: { localApiSocket: "/tmp/ts.sock" }, exposes: [{ ...web, mode: "kube-api" }] },
+      field: "exposes[0].kubeApi",
+      message: "agent config: exposes[0].kubeApi is required in kube-api mode",
+    },
+    {
+      name: "kubeApi on an http expose",
+      config: { ...ingress, exposes: [{ ...web, kubeApi: { caFile: "/ca", tokenFile: "/token" } }] },
+      field: "exposes[0].kubeApi",
+      message: "agent config: exposes[0].kubeApi is only for mode kube-api",
+    },
+    {
+      name: "kube-api without a LocalAPI to ask WhoIs",
+      config: {
+        ...ingress,
+        exposes: [{ ...web, tls: undefined, mode: "kube-api", kubeApi: { caFile: "/ca", tokenFile: "/token" } }],
+      },
+      field: "tailscale.localApiSocket",
+      message: "agent config: tailscale.localApiSocket is required by a kube-api expose (WhoIs)",
     },
     {
       name: "backend without port",

@@ -54,6 +54,10 @@ const EXTRA_OBJECTS: Record<string, string[]> = {
   "custom rule groups": ["PrometheusRule/tailnet-operator"],
   "scrapeFrom with namespace and pod selectors": ["PodMonitor/tailnet-agents"],
   "existing hook token Secret": [],
+  "kube-api impersonation": [
+    "ClusterRole/tailnet-operator-kube-api-impersonator",
+    "ClusterRoleBinding/tailnet-operator-kube-api-impersonator",
+  ],
 };
 // the existing Secret is the user's: the chart writes none
 const MISSING_OBJECTS: Record<string, string[]> = {
@@ -278,6 +282,31 @@ describe("operator workload", () => {
         assert.ok(!r.resources.some((x) => x.startsWith("tailnetusers")), `${role.metadata.name} grants tailnetusers`);
       }
     }
+  });
+
+  it("kubeApi.serviceAccounts: the listed accounts may impersonate users and groups, nothing else; none by default", () => {
+    assert.ok(!objects.some((o) => o.metadata.name === "tailnet-operator-kube-api-impersonator"), "opt-in");
+    const rendered = renderChart({
+      kubeApi: {
+        serviceAccounts: [
+          { namespace: "tailnet-system", name: "kube-agent" },
+          { namespace: "platform", name: "ops-agent" },
+        ],
+      },
+    });
+    assert.deepEqual(find(rendered, "ClusterRole", "tailnet-operator-kube-api-impersonator").rules, [
+      { apiGroups: [""], resources: ["users", "groups"], verbs: ["impersonate"] },
+    ]);
+    const binding = find(rendered, "ClusterRoleBinding", "tailnet-operator-kube-api-impersonator");
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "ClusterRole",
+      name: "tailnet-operator-kube-api-impersonator",
+    });
+    assert.deepEqual(binding.subjects, [
+      { kind: "ServiceAccount", name: "kube-agent", namespace: "tailnet-system" },
+      { kind: "ServiceAccount", name: "ops-agent", namespace: "platform" },
+    ]);
   });
 
   it("generates a random hook token by default (48 characters), a new one per render without a cluster to look up", () => {

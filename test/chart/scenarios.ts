@@ -37,4 +37,5 @@ export const SCENARIOS: Record<string, Record<string, unknown>> = {
     networkPolicy: { enabled: true, metricsPeers: [PROMETHEUS_PEER] },
   },
   "existing hook token Secret": { hookToken: { existingSecret: "metacontroller-hook", existingSecretKey: "bearer" } },
+  "kube-api impersonation": { kubeApi: { serviceAccounts: [{ namespace: "tailnet-system", name: "kube-agent" }] } },
 };

@@ -12,7 +12,7 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 
 describe("examples render as their golden files", () => {
   const dirs = exampleDirs(root);
-  it("there is one example per kind (and one of annotated Services, one of the Ingress class, one of LoadBalancer Services, one of an exit node; auth keys and users share one)", () => {
+  it("there is one example per kind (and one of annotated Services, one of the Ingress class, one of LoadBalancer Services, one of an exit node, one of the kube-api mode; auth keys and users share one)", () => {
     assert.deepEqual(
       dirs.map((d) => relative(join(root, "examples"), d)),
       [
@@ -24,6 +24,7 @@ describe("examples render as their golden files", () => {
         "ingress",
         "ingress-class",
         "ingress-ha",
+        "kube-api",
         "loadbalancer",
         "service",
         "site",

@@ -18,6 +18,8 @@ export const DOCUMENTED_AGENT_METRICS = [
   "tailnet_agent_bytes_total",
   "tailnet_agent_dial_duration_seconds",
   "tailnet_agent_connections_rejected_total",
+  "tailnet_agent_kube_api_requests_total",
+  "tailnet_agent_kube_api_refused_total",
 ];
 
 /** Labels Prometheus (Operator) attaches to every scraped series, and `le` of histogram buckets. */

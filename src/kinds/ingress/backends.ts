@@ -5,7 +5,7 @@
 import { listNames } from "../shared/agent.js";
 import type { ScrapeResult } from "../types.js";
 import { cond, type IngressCondition } from "./conditions.js";
-import type { IngressSpec } from "./spec.js";
+import { type IngressSpec, KUBE_API_BACKEND } from "./spec.js";
 
 const MAX_PARTS = 5;
 /** "a; b; c" or "a; …; e; and 3 more": a message stays short however many exposes fail. */
@@ -75,6 +75,10 @@ export function backendsCondition(
   const unreachable = spec.exposes.filter((e) => reachable.get(e.name) === false);
   if (unreachable.length > 0) {
     const parts = unreachable.map((e) => {
+      if (spec.mode === "kube-api") {
+        const why = errors.get(e.name) ? `: ${errors.get(e.name)}` : "";
+        return `expose ${e.name} (the API server ${KUBE_API_BACKEND.host}:${KUBE_API_BACKEND.port})${why}`;
+      }
       const service = `Service ${namespace}/${e.backend.service}`;
       const missing = services.has(e.backend.service) ? "" : `, and ${service} does not exist`;
       const why = errors.get(e.name) ? `: ${errors.get(e.name)}` : "";

@@ -23,7 +23,7 @@ import {
   TLS_MOUNT_ROOT,
 } from "../shared/agent.js";
 import { applyProxyClass, type ProxyClassSpec } from "../shared/proxy-class.js";
-import { exposeListenPorts, type IngressSpec } from "./spec.js";
+import { exposeListenPorts, type IngressSpec, KUBE_API_BACKEND, KUBE_API_DIR, KUBE_API_FILES } from "./spec.js";
 import { TLS_CERT_KEY, TLS_KEY_KEY } from "./tls.js";
 
 /**
@@ -36,9 +36,9 @@ export interface ServeConfig {
 }
 
 /**
- * The PROXY protocol version tailscaled sends ahead of each forwarded connection in http mode (v2: binary,
- * fixed layout). Only http mode: there the agent reads the header and puts its source (the client's tailnet
- * address) into X-Forwarded-For. In tcp mode the agent is a byte pipe to a backend that expects none, so no
+ * The PROXY protocol version tailscaled sends ahead of each forwarded connection in http and kube-api mode
+ * (v2: binary, fixed layout): the agent reads the header and puts its source (the client's tailnet address)
+ * into X-Forwarded-For, and in kube-api mode asks WhoIs who that is. In tcp mode the agent is a byte pipe to a backend that expects none, so no
  * header is asked for (the backend sees the agent's address).
  */
 export const INGRESS_PROXY_PROTOCOL = 2;
@@ -71,9 +71,13 @@ export function ingressAgentConfig(
       name: e.name,
       listenPort: ports[i],
       mode: spec.mode,
-      backend: { host: backendHost(e.backend.service, namespace), port: e.backend.port },
+      backend:
+        spec.mode === "kube-api"
+          ? { ...KUBE_API_BACKEND }
+          : { host: backendHost(e.backend.service, namespace), port: e.backend.port },
       ...(spec.mode === "http" && e.tlsSecret ? { tls: tlsFiles(e.tlsSecret) } : {}),
-      ...(spec.mode === "http" ? { proxyProtocol: true } : {}),
+      ...(spec.mode === "kube-api" ? { kubeApi: { ...KUBE_API_FILES } } : {}),
+      ...(spec.mode !== "tcp" ? { proxyProtocol: true } : {}),
       names: names[i] ? [names[i].dnsName, ...names[i].dnsAliases] : [],
     })),
   };
@@ -89,7 +93,7 @@ export function ingressServeConfig(spec: IngressSpec): ServeConfig {
   for (const [i, e] of spec.exposes.entries()) {
     tcp[String(e.port)] ??= {
       TCPForward: `127.0.0.1:${ports[i]}`,
-      ...(spec.mode === "http" ? { ProxyProtocol: INGRESS_PROXY_PROTOCOL } : {}),
+      ...(spec.mode !== "tcp" ? { ProxyProtocol: INGRESS_PROXY_PROTOCOL } : {}),
     };
   }
   return { TCP: tcp };
@@ -118,6 +122,17 @@ export interface IngressChildInputs {
   /** The agent node's host name when not spec.hostname (agentHostname in shared/dns-tenancy.ts). */
   nodeHostname?: string;
 }
+
+/** mode kube-api: the agent's ServiceAccount token (an hour, rotated by the kubelet) and the cluster CA. */
+const KUBE_API_VOLUME = {
+  name: "kube-api",
+  projected: {
+    sources: [
+      { serviceAccountToken: { path: "token", expirationSeconds: 3600 } },
+      { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
+    ],
+  },
+};
 
 /** The agent's readiness path: serving (tailscaled Running, every backend reachable), see src/agent/server.ts. */
 export const INGRESS_READINESS_PATH = "/readyz";
@@ -152,10 +167,23 @@ function ingressDeployment(
     ca: !!inputs.ca,
     noLogsNoSupport: config.tailscale.noLogsNoSupport,
   });
-  type Volume = { secret?: { secretName: string; optional?: boolean } };
-  type Container = { name: string; readinessProbe?: { httpGet?: { path: string } } };
+  type Volume = { name?: string; secret?: { secretName: string; optional?: boolean } };
+  type Container = {
+    name: string;
+    readinessProbe?: { httpGet?: { path: string } };
+    volumeMounts?: Record<string, unknown>[];
+  };
   const podSpec = (deployment.spec as { template: { spec: { volumes?: Volume[]; containers: Container[] } } }).template
     .spec;
+  if (spec.mode === "kube-api") {
+    // The API credential goes to the agent container alone (automountServiceAccountToken stays false, so
+    // tailscaled holds none); projected, so the kubelet rotates it before its hour is up.
+    podSpec.volumes = [...(podSpec.volumes ?? []), KUBE_API_VOLUME];
+    for (const c of podSpec.containers) {
+      if (c.name === "agent")
+        c.volumeMounts = [...(c.volumeMounts ?? []), { name: "kube-api", mountPath: KUBE_API_DIR, readOnly: true }];
+    }
+  }
   for (const v of podSpec.volumes ?? []) {
     if (v.secret && tlsSecrets.includes(v.secret.secretName)) v.secret = { ...v.secret, optional: true };
   }

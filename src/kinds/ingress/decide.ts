@@ -302,7 +302,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
   const granted = policyGranted(spec, tailnet, tag);
   // Without the Tailnet the names (its baseDomain) are unknown, so certificates cannot be checked.
   const tls =
-    names || spec.mode === "tcp"
+    names || spec.mode !== "http"
       ? tlsCondition(
           spec,
           namespace,

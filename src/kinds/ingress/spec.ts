@@ -7,7 +7,17 @@ import { ingressListenPort } from "../../agent/ports.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { exposePort } from "../shared/expose-port.js";
 
-export type IngressMode = "tcp" | "http";
+export type IngressMode = "tcp" | "http" | "kube-api";
+
+/**
+ * mode kube-api: the agent forwards to the cluster's API server (the `kubernetes` Service in `default`,
+ * whose certificate names kubernetes.default.svc) with the pod's own ServiceAccount token, impersonating the
+ * tailnet peer (src/agent/kube-api.ts, docs/kube-api.md).
+ */
+export const KUBE_API_BACKEND = { host: "kubernetes.default.svc", port: 443 } as const;
+/** Where the agent container (only it) mounts its projected token and the cluster CA in mode kube-api. */
+export const KUBE_API_DIR = "/var/run/tailnet/kube-api";
+export const KUBE_API_FILES = { caFile: `${KUBE_API_DIR}/ca.crt`, tokenFile: `${KUBE_API_DIR}/token` } as const;
 
 export interface ExposeSpec {
   /** Position in spec.exposes (field paths and listen ports use it). */
@@ -15,6 +25,7 @@ export interface ExposeSpec {
   name: string;
   /** Port on the tailnet node. */
   port: number;
+  /** Empty service when absent (mode kube-api, where it must be). */
   backend: { service: string; port: number };
   /** http only: DNS label of the expose's name (default: the ingress hostname). */
   host?: string;
@@ -46,7 +57,7 @@ export function readIngressSpec(parent: K8sObject): IngressSpec {
   return {
     ...(str(spec.tag) ? { tag: str(spec.tag) } : {}),
     hostname: str(spec.hostname) ?? parent.metadata.name,
-    mode: spec.mode === "http" ? "http" : "tcp",
+    mode: spec.mode === "http" || spec.mode === "kube-api" ? spec.mode : "tcp",
     allowFrom: strings(spec.allowFrom),
     exposes: list.map((raw, index) => {
       const e = rec(raw);
@@ -73,13 +84,15 @@ const exposeLabels = (spec: IngressSpec, e: ExposeSpec) =>
  * The first problem the schema cannot catch, naming the field; undefined when the spec is usable.
  * tcp: one expose per tailnet port (tailscaled forwards a port to one listener). http: every expose
  * needs a TLS Secret, and exposes sharing a port share one TLS listener, so their names must differ
- * (SNI picks the expose).
+ * (SNI picks the expose). kube-api: one expose, no backend, TLS or names of its own (kubeApiProblem).
  */
 export function ingressSpecProblem(parent: K8sObject): string | undefined {
   const spec = readIngressSpec(parent);
+  if (spec.mode === "kube-api") return kubeApiProblem(spec);
   const byPort = new Map<number, ExposeSpec[]>();
   for (const e of spec.exposes) {
     const f = `spec.exposes[${e.index}]`;
+    if (!e.backend.service) return `${f}.backend: required in mode ${spec.mode}`;
     if (spec.mode === "http" && !e.tlsSecret) return `${f}.tls.secretName: required in mode http`;
     if (!Number.isInteger(e.port)) return `${f}.port: required in mode tcp`;
     const earlier = byPort.get(e.port) ?? [];
@@ -96,6 +109,22 @@ export function ingressSpecProblem(parent: K8sObject): string | undefined {
       }
     }
     byPort.set(e.port, [...earlier, e]);
+  }
+  return undefined;
+}
+
+/** mode kube-api: the one expose is the API server, in plain HTTP (WireGuard is the transport security). */
+function kubeApiProblem(spec: IngressSpec): string | undefined {
+  for (const e of spec.exposes) {
+    const f = `spec.exposes[${e.index}]`;
+    if (e.index > 0) return `${f}: mode kube-api serves the API server on one port (one expose)`;
+    if (!Number.isInteger(e.port)) return `${f}.port: required in mode kube-api`;
+    if (e.backend.service)
+      return `${f}.backend: not allowed in mode kube-api (the backend is the cluster's API server)`;
+    if (e.tlsSecret)
+      return `${f}.tls: not allowed in mode kube-api (plain HTTP inside WireGuard; see docs/kube-api.md)`;
+    if (e.host || e.aliases.length > 0)
+      return `${f}.${e.host ? "host" : "aliases"}: not allowed in mode kube-api (the API server answers on spec.hostname)`;
   }
   return undefined;
 }

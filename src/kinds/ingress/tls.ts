@@ -94,7 +94,7 @@ export function checkTlsSecret(
 }
 
 /**
- * TLSReady for the ingress: True/TLSNotRequired in tcp mode; otherwise the first problem in expose
+ * TLSReady for the ingress: True/TLSNotRequired in tcp and kube-api mode; otherwise the first problem in expose
  * order, or True/Valid. `namesOf(i)` gives expose i's DNS name and aliases (without the Tailnet, and so
  * its baseDomain, decide does not call this: TLSReady is not evaluated).
  */
@@ -108,6 +108,16 @@ export function tlsCondition(
   if (spec.mode === "tcp") {
     return {
       condition: cond("TLSReady", "True", "TLSNotRequired", "mode tcp: TLS is end to end, not terminated"),
+    };
+  }
+  if (spec.mode === "kube-api") {
+    return {
+      condition: cond(
+        "TLSReady",
+        "True",
+        "TLSNotRequired",
+        "mode kube-api: plain HTTP inside WireGuard; the agent speaks TLS to the API server",
+      ),
     };
   }
   let nextExpiry: Date | undefined;

@@ -1,5 +1,5 @@
 // A fake tailscaled LocalAPI: an HTTP server on a unix socket in a temporary directory that answers
-// GET /localapi/v0/status with a configurable ipnstate.Status document (and /localapi/v0/prefs). Like tailscaled it refuses requests
+// GET /localapi/v0/status with a configurable ipnstate.Status document (and /localapi/v0/prefs, /localapi/v0/whois). Like tailscaled it refuses requests
 // whose Host is not "local-tailscaled.sock"; it records every request.
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:http";
@@ -50,6 +50,11 @@ export interface FakeLocalApi {
   setPrefs(prefs: { RouteAll: boolean }): void;
   /** Answer the next requests with this HTTP status (undefined = healthy again). */
   setFailure(statusCode: number | undefined): void;
+  /**
+   * GET /localapi/v0/whois?addr=<ip>[:port]: the apitype.WhoIsResponse of each tailnet IP; an address not
+   * listed gets tailscaled's 404 "no match for IP:port".
+   */
+  setWhoIs(byIp: Record<string, unknown>): void;
   close(): Promise<void>;
 }
 
@@ -60,6 +65,7 @@ export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalA
   let status = initial;
   let prefs: Record<string, unknown> = { RouteAll: false, WantRunning: true };
   let failure: number | undefined;
+  let whois: Record<string, unknown> = {};
   const requests: LocalApiRequest[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
@@ -85,6 +91,15 @@ export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalA
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(prefs));
       return;
     }
+    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/localapi/v0/whois") {
+      const addr = new URL(req.url ?? "", "http://x").searchParams.get("addr") ?? "";
+      // ip, ip:port or [ipv6]:port, as tailscaled's netip parsing takes them
+      const ip = addr.startsWith("[") ? addr.slice(1, addr.indexOf("]")) : addr.replace(/:[0-9]+$/, "");
+      const answer = whois[ip];
+      if (answer === undefined) res.writeHead(404).end("no match for IP:port\n");
+      else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
+      return;
+    }
     res.writeHead(404).end("not found\n");
   });
   server.on("connection", (socket: Socket) => {
@@ -103,6 +118,9 @@ export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalA
     },
     setFailure(code) {
       failure = code;
+    },
+    setWhoIs(byIp) {
+      whois = byIp;
     },
     async close() {
       for (const socket of sockets) socket.destroy();
