@@ -2,7 +2,14 @@
  * Reading a hook body within the hook server's limits (src/server/limits.ts): the buffer grows
  * as bytes arrive, every growth drawn from the request's lease, the whole body within a deadline.
  */
-import { BodyError, BodyTooLargeError, dropUnread, STREAM_DROP_BYTES, UnreadDropper } from "./body.js";
+import {
+  BodyError,
+  BodyTooLargeError,
+  dropUnread,
+  type RelatedStatusReads,
+  STREAM_DROP_BYTES,
+  UnreadDropper,
+} from "./body.js";
 import { type Lease, OverloadedError } from "./limits.js";
 
 /** 408: the body did not arrive in time (a slow or stalled sender). */
@@ -16,7 +23,7 @@ const FIRST_CAPACITY = 64 * 1024;
 
 export interface ReadBodyOptions {
   /** See dropUnread. */
-  drop?: { relatedStatus?: ReadonlySet<string> };
+  drop?: { relatedStatus?: RelatedStatusReads };
   /** Bytes are drawn from it before they are allocated (src/server/limits.ts); without it, no budget. */
   lease?: Lease;
   /** The whole body must arrive within this, else BodyTimeoutError (408). */

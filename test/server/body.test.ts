@@ -72,21 +72,32 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
       { numRuns: 2000 },
     );
   });
-  it("drops the status of related objects only in the groups it is told, nowhere else (property)", () => {
-    const groups = new Set(["TailnetEgress.tailnet.internal/v1alpha1", "TailnetSite.tailnet.internal/v1alpha1"]);
+  it("keeps of related objects' status only the members named for their group, nowhere else (property)", () => {
+    const groups = new Map([
+      ["TailnetEgress.tailnet.internal/v1alpha1", ["tag", "preAuthKeyIds"]],
+      ["TailnetSite.tailnet.internal/v1alpha1", []],
+    ]);
+    const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
     const reference = (body: Record<string, unknown>) => {
       const out = stripped(body) as Record<string, unknown>;
       const related = out.related;
-      if (!related || typeof related !== "object" || Array.isArray(related)) return out;
+      if (!isObject(related)) return out;
       for (const [g, group] of Object.entries(related)) {
-        if (!groups.has(g) || !group || typeof group !== "object" || Array.isArray(group)) continue;
+        const keep = groups.get(g);
+        if (!keep || !isObject(group)) continue;
         for (const o of Object.values(group)) {
-          if (o && typeof o === "object" && !Array.isArray(o)) delete (o as Record<string, unknown>).status;
+          if (!isObject(o) || !("status" in o)) continue;
+          if (!keep.length) delete o.status;
+          else if (isObject(o.status))
+            o.status = Object.fromEntries(Object.entries(o.status).filter(([k]) => keep.includes(k)));
         }
       }
       return out;
     };
-    const key = fc.oneof(fc.constantFrom("status", "managedFields", "spec", "metadata"), fc.string({ maxLength: 4 }));
+    const key = fc.oneof(
+      fc.constantFrom("status", "managedFields", "spec", "metadata", "tag", "preAuthKeyIds"),
+      fc.string({ maxLength: 4 }),
+    );
     const object = fc.dictionary(
       key,
       fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.dictionary(key, fc.jsonValue({ maxDepth: 1 }))),
@@ -94,7 +105,7 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
         maxKeys: 5,
       },
     );
-    const groupKey = fc.constantFrom(...groups, "TailnetGateway.tailnet.internal/v1alpha1", "Secret.v1");
+    const groupKey = fc.constantFrom(...groups.keys(), "TailnetGateway.tailnet.internal/v1alpha1", "Secret.v1");
     const section = fc.dictionary(groupKey, fc.dictionary(fc.string({ maxLength: 6 }), object, { maxKeys: 3 }), {
       maxKeys: 3,
     });
@@ -113,8 +124,11 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
   });
 
   it("scanned chunk by chunk while the body arrives, gives the bytes the one-shot scan gives (property)", () => {
-    const groups = new Set(["TailnetEgress.tailnet.internal/v1alpha1"]);
-    const key = fc.oneof(fc.constantFrom("managedFields", LAST_APPLIED, "status", "related", "a\\"), fc.string());
+    const groups = new Map([["TailnetEgress.tailnet.internal/v1alpha1", ["tag"]]]);
+    const key = fc.oneof(
+      fc.constantFrom("managedFields", LAST_APPLIED, "status", "related", "tag", "a\\"),
+      fc.string(),
+    );
     const value = fc.letrec((tie) => ({
       node: fc.oneof(
         { depthSize: "small" },
@@ -125,7 +139,7 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
     })).node;
     const related = fc.record({
       related: fc.dictionary(
-        fc.constantFrom(...groups, "Secret.v1"),
+        fc.constantFrom(...groups.keys(), "Secret.v1"),
         fc.dictionary(fc.string({ maxLength: 3 }), value),
       ),
       rest: value,
@@ -163,7 +177,7 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
       status: { conditions: [] },
       spec: { x: "y" },
     };
-    const groups = new Set(["TailnetEgress.tailnet.internal/v1alpha1"]);
+    const groups = new Map([["TailnetEgress.tailnet.internal/v1alpha1", []]]);
     const objects: Record<string, unknown> = {};
     for (let i = 0; Object.keys(objects).length * 200 < STREAM_DROP_BYTES * 1.5; i++) objects[`ns/o${i}`] = served;
     const text = JSON.stringify({ related: { "TailnetEgress.tailnet.internal/v1alpha1": objects } });
