@@ -102,6 +102,35 @@ export class UnreadDropper {
     this.buf = buf;
   }
 
+  /**
+   * Moves the bytes not settled yet (from `from` to `available`) down to the end of the kept part, so
+   * the buffer holds no dropped byte; returns how far they moved (the caller's byte count shrinks by it).
+   * readBody calls it before growing the buffer: a 74 MiB Tailnet body then needs a buffer of about
+   * what is kept (12 MiB at 20,000 workloads), not the whole body.
+   */
+  compact(available: number): number {
+    const delta = this.from - this.out;
+    if (this.broken || delta <= 0) return 0;
+    this.buf.copyWithin(this.out, this.from, available);
+    // every place the scan keeps is at or after `from`
+    this.from -= delta;
+    this.j -= delta;
+    if (this.strStart >= 0) {
+      this.strStart -= delta;
+      this.strPos -= delta;
+    }
+    if (this.keyStart >= 0) {
+      this.keyStart -= delta;
+      this.keyEnd -= delta;
+    }
+    if (this.valueStart >= 0) {
+      this.valueStart -= delta;
+      this.skipPos -= delta;
+    }
+    if (this.valueEnd >= 0) this.valueEnd -= delta;
+    return delta;
+  }
+
   /** Scans what the first `available` bytes allow. */
   feed(available: number): void {
     if (!this.broken) this.run(available, false);
@@ -112,7 +141,8 @@ export class UnreadDropper {
     const buf = this.buf;
     if (!this.broken) this.run(length, true);
     // Only invalid JSON can look malformed here. Once parts were moved the original bytes are
-    // gone: then a body JSON.parse refuses, as it would have refused the original.
+    // gone: then a body JSON.parse refuses, as it would have refused the original. (`from` is 0
+    // only while nothing was dropped: a dropped member always follows its object's `{`, kept.)
     if (this.broken) return this.from === 0 ? buf.subarray(0, length) : Buffer.from("{");
     if (this.from === 0) return buf.subarray(0, length);
     if (this.out !== this.from) buf.copy(buf, this.out, this.from, length);
@@ -248,7 +278,8 @@ export class UnreadDropper {
         this.expectKey = true;
       } else if (buf[after] !== 0x7d) return BROKEN;
     } else return BROKEN;
-    if (this.out !== from) buf.copy(buf, this.out, from, start);
+    // copyWithin: a V8 builtin, cheaper than Buffer#copy's binding for the many short moves
+    if (this.out !== from) buf.copyWithin(this.out, from, start);
     this.out += start - from;
     this.from = stop;
     this.j = stop;

@@ -10,6 +10,7 @@ import {
   STREAM_DROP_BYTES,
   UnreadDropper,
 } from "../../src/server/body.js";
+import { ByteBudget, RESERVE_BYTES } from "../../src/server/limits.js";
 import { readBody } from "../../src/server/read-body.js";
 
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
@@ -154,20 +155,29 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
       }),
     );
     fc.assert(
-      fc.property(text, fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 8 }), (t, steps) => {
-        const bytes = Buffer.from(t);
-        const expected = Buffer.from(dropUnread(Buffer.from(bytes), groups));
-        const buf = Buffer.alloc(bytes.length);
-        const d = new UnreadDropper(buf, groups);
-        let n = 0;
-        for (let i = 0; n < bytes.length; i++) {
-          const next = Math.min(bytes.length, n + steps[i % steps.length]);
-          bytes.copy(buf, n, n, next);
-          n = next;
-          d.feed(n);
-        }
-        assert.deepEqual(d.finish(), expected, t);
-      }),
+      fc.property(
+        text,
+        fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 8 }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 5 }),
+        (t, steps, compacts) => {
+          const bytes = Buffer.from(t);
+          const expected = Buffer.from(dropUnread(Buffer.from(bytes), groups));
+          const buf = Buffer.alloc(bytes.length);
+          const d = new UnreadDropper(buf, groups);
+          // n bytes of the body arrived; `held` of them are in buf (compact() moves out what was dropped)
+          let n = 0;
+          let held = 0;
+          for (let i = 0; n < bytes.length; i++) {
+            const next = Math.min(bytes.length, n + steps[i % steps.length]);
+            if (compacts[i % compacts.length]) held -= d.compact(held);
+            bytes.copy(buf, held, n, next);
+            held += next - n;
+            n = next;
+            d.feed(held);
+          }
+          assert.deepEqual(d.finish(held), expected, t);
+        },
+      ),
       { numRuns: 1000 },
     );
   });
@@ -194,6 +204,34 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
       metadata: { name: "db" },
       spec: { x: "y" },
     });
+  });
+
+  it("readBody holds what is kept, not the whole body: a body larger than the budget whose kept part fits is read", async () => {
+    const conditions = Array.from({ length: 6 }, (_, i) => ({
+      type: `C${i}`,
+      status: "True",
+      message: "x".repeat(200),
+    }));
+    const served = {
+      metadata: { name: "db", managedFields: [{ manager: "kubectl", fieldsV1: { "f:spec": { "f:x": {} } } }] },
+      spec: { x: "y" },
+      status: { tag: "tag:db", conditions },
+    };
+    const groups = new Map([["TailnetEgress.tailnet.internal/v1alpha1", ["tag"]]]);
+    const objects: Record<string, unknown> = {};
+    for (let i = 0; i < 4000; i++) objects[`ns/o${i}`] = served;
+    const raw = Buffer.from(JSON.stringify({ related: { "TailnetEgress.tailnet.internal/v1alpha1": objects } }));
+    const expected = dropUnread(Buffer.from(raw), groups);
+    assert.ok(raw.length > 5 * 2 ** 20 && expected.length < 2 ** 20, `${raw.length} bytes, ${expected.length} kept`);
+    // one slot: its reserve plus 2 MiB of pool, under half the body
+    const budget = new ByteBudget(RESERVE_BYTES + 2 * 2 ** 20, 1);
+    const chunks: Buffer[] = [];
+    for (let i = 0; i < raw.length; i += 65536) chunks.push(raw.subarray(i, i + 65536));
+    const got = await readBody({ "content-length": String(raw.length) }, Readable.from(chunks), raw.length, "x", {
+      drop: { relatedStatus: groups },
+      lease: budget.lease(),
+    });
+    assert.deepEqual(got, expected);
   });
 
   it("leaves malformed bodies to JSON.parse: 400 body: invalid JSON", () => {
