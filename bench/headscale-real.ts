@@ -342,7 +342,10 @@ async function topUp(
     try {
       for (;;) {
         const ok = await request(`${hs.url}/health`, { dispatcher }).then(
-          async (r) => (await r.body.text(), r.statusCode === 200),
+          async (r) => {
+            await r.body.dump();
+            return r.statusCode === 200;
+          },
           () => false,
         );
         if (ok) break;
