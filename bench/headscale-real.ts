@@ -43,8 +43,11 @@ export interface FreshInstallRow {
   egressP50ms: number;
   /** CPU the headscale process spent over the install, per object. */
   headscaleCpuMsPerObject: number;
-  /** Egress answers that recorded a minted key (status.preAuthKeyIds). */
+  /** First egress answers that recorded a minted key (status.preAuthKeyIds). */
   minted: number;
+  /** Further syncs of the objects whose first answer recorded none, and how many then have one. */
+  resyncs: number;
+  converged: number;
   /** Headscale requests the hook server made, by "METHOD path". */
   calls: Record<string, number>;
   callsPerObject: number;
@@ -264,11 +267,25 @@ async function freshInstall(hs: RealHeadscale, objects: number) {
   const hsCpu = cpuSeconds(pid) - cpu0;
   times.sort((x, y) => x - y);
   const calls = minus(callsFrom(await op.metrics()), before);
-  const minted = answered.filter((a) => {
+  const hasKey = (a: { object: K8sObject }) => {
     const ids = (a.object.status as { preAuthKeyIds?: unknown } | undefined)?.preAuthKeyIds;
     return Array.isArray(ids) && ids.length > 0;
-  }).length;
+  };
+  const minted = answered.filter(hasKey).length;
   const keys = ((await hs.json<unknown[] | null>(["preauthkeys", "list"])) ?? []).length;
+  // The objects whose first answer recorded no key sync again (as Metacontroller's resync would) until
+  // all have one, so the polling that follows is the steady state, not a tail of the install.
+  let resyncs = 0;
+  for (let pass = 0; pass < 5 && answered.some((a) => !hasKey(a)); pass++) {
+    await pool(
+      answered.flatMap((a, i) => (hasKey(a) ? [] : [i])),
+      CONCURRENCY,
+      async (i) => {
+        resyncs++;
+        answered[i] = await op.syncEgress(answered[i].object, answered[i].children);
+      },
+    );
+  }
   const row: FreshInstallRow = {
     objects,
     ms: Math.round(ms),
@@ -276,6 +293,8 @@ async function freshInstall(hs: RealHeadscale, objects: number) {
     egressP50ms: Math.round(times[Math.floor(times.length / 2)] ?? Number.NaN),
     headscaleCpuMsPerObject: +((hsCpu * 1000) / objects).toFixed(1),
     minted,
+    resyncs,
+    converged: answered.filter(hasKey).length,
     calls,
     callsPerObject: +(total(calls) / objects).toFixed(2),
     keys,
@@ -477,7 +496,7 @@ const fmtCalls = (c: Record<string, number>, per: number) =>
 export function headscaleRealRows(r: HeadscaleRealBench): [string, string][] {
   const rows: [string, string][] = r.fresh.map((f) => [
     `real Headscale (${r.database}): fresh install of ${f.objects} egresses`,
-    `${(f.ms / 1000).toFixed(1)} s (${(f.ms / f.objects).toFixed(1)} ms/object; Tailnet ${f.tailnetMs} ms, egress sync p50 ${f.egressP50ms} ms; Headscale CPU ${f.headscaleCpuMsPerObject} ms/object), ${f.minted}/${f.objects} keys minted (${f.keys} in Headscale), ${f.callsPerObject} Headscale calls/object (${fmtCalls(f.calls, f.objects)})${f.minted === f.objects ? "" : " NOT MET: not every key minted"}`,
+    `${(f.ms / 1000).toFixed(1)} s (${(f.ms / f.objects).toFixed(1)} ms/object; Tailnet ${f.tailnetMs} ms, egress sync p50 ${f.egressP50ms} ms; Headscale CPU ${f.headscaleCpuMsPerObject} ms/object), ${f.minted}/${f.objects} keys recorded by the first answer (${f.keys} keys in Headscale; ${f.converged} after ${f.resyncs} resyncs), ${f.callsPerObject} Headscale calls/object (${fmtCalls(f.calls, f.objects)})${f.minted === f.objects ? "" : " NOT MET: not every object answered once with its key"}`,
   ]);
   if (r.fresh.length > 1) {
     const g = r.perObjectGrowth;
