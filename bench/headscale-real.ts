@@ -48,6 +48,8 @@ export interface FreshInstallRow {
   /** Further syncs of the objects whose first answer recorded none, and how many then have one. */
   resyncs: number;
   converged: number;
+  /** Conditions that were not True on first answers without a key (distinct, at most 4). */
+  misses: string[];
   /** Headscale requests the hook server made, by "METHOD path". */
   calls: Record<string, number>;
   callsPerObject: number;
@@ -272,6 +274,18 @@ async function freshInstall(hs: RealHeadscale, objects: number) {
     return Array.isArray(ids) && ids.length > 0;
   };
   const minted = answered.filter(hasKey).length;
+  // why a first answer recorded no key: its conditions that are not True (distinct, a few)
+  type Cond = { type?: string; status?: string; reason?: string; message?: string };
+  const misses = [
+    ...new Set(
+      answered
+        .filter((a) => !hasKey(a))
+        .flatMap((a) =>
+          ((a.object.status as { conditions?: Cond[] })?.conditions ?? []).filter((c) => c.status !== "True"),
+        )
+        .map((c) => `${c.type}=${c.status}/${c.reason}: ${c.message}`),
+    ),
+  ].slice(0, 4);
   const keys = ((await hs.json<unknown[] | null>(["preauthkeys", "list"])) ?? []).length;
   // The objects whose first answer recorded no key sync again (as Metacontroller's resync would) until
   // all have one, so the polling that follows is the steady state, not a tail of the install.
@@ -294,6 +308,7 @@ async function freshInstall(hs: RealHeadscale, objects: number) {
     headscaleCpuMsPerObject: +((hsCpu * 1000) / objects).toFixed(1),
     minted,
     resyncs,
+    misses,
     converged: answered.filter(hasKey).length,
     calls,
     callsPerObject: +(total(calls) / objects).toFixed(2),
