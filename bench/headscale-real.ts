@@ -16,7 +16,6 @@
  * BENCH_HS_POLL_SECONDS (60), BENCH_HS_POLL_RATE (20), BENCH_HS_DATABASE (sqlite | postgres).
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { DatabaseSync } from "node:sqlite";
 import { pathToFileURL } from "node:url";
 import { Agent, request } from "undici";
 import type { K8sObject } from "../src/k8s/objects.js";
@@ -356,6 +355,8 @@ async function topUp(
   await hs.stop();
   for (const q of sql) {
     if (sqlite) {
+      // loaded here: node:sqlite prints an ExperimentalWarning on import
+      const { DatabaseSync } = await import("node:sqlite");
       const db = new DatabaseSync(`${hs.host.dir}/db.sqlite`);
       try {
         db.exec(q);
