@@ -6,6 +6,7 @@ import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { requireBins } from "../test/real/bins.js";
 import { agentRows, benchAgent } from "./agent.js";
+import { benchHeadscaleReal, headscaleRealOptions, headscaleRealRows } from "./headscale-real.js";
 import { benchHooks, hookRows } from "./hooks.js";
 import { benchHostile, hostileRows } from "./hostile.js";
 import { benchPolicy } from "./policy.js";
@@ -79,6 +80,14 @@ if (missing) {
   const real = await benchReal({ seconds, rounds: Number(process.env.BENCH_ROUNDS ?? 3) });
   results.real = real;
   rows.push(...realRows(real));
+  // What the real Headscale pays for the operator: fresh install, steady-state polling (bench/headscale-real.ts).
+  const hsReal = [];
+  for (const opts of headscaleRealOptions(process.env)) {
+    const r = await benchHeadscaleReal(opts);
+    hsReal.push(r);
+    rows.push(...headscaleRealRows(r));
+  }
+  results.headscaleReal = hsReal;
 }
 
 const width = Math.max(...rows.map((r) => r[0].length));

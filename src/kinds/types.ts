@@ -87,9 +87,10 @@ export interface KindModule {
   /** The answer for a parent whose spec is invalid: observed children unchanged, InvalidSpec condition. */
   invalid(req: HookRequest, message: string, deps: HookDeps): SyncResult;
   /**
-   * Related groups (type keys) whose objects' `status` this kind never reads: the hook body parser
-   * drops them before JSON.parse (src/server/body.ts). A Tailnet sync carries every workload object
-   * of the cluster; their statuses are most of what is left after managedFields.
+   * Of related groups (type keys), the only `status` members this kind reads (an empty list: none):
+   * the hook body parser drops the others before JSON.parse (src/server/body.ts). A Tailnet sync
+   * carries every workload object of the cluster; their conditions are most of what is left after
+   * managedFields. Groups not named keep their statuses whole.
    */
-  unreadRelatedStatus?: readonly string[];
+  relatedStatusReads?: Readonly<Record<string, readonly string[]>>;
 }

@@ -6,7 +6,8 @@
  * cluster (tens of MiB at 20,000 workloads), so both are cut out of the raw bytes before
  * `JSON.parse`: never parsed, never held as objects. (Metacontroller's own
  * `metacontroller.k8s.io/last-applied-configuration` is kept: src/k8s/objects.ts reuseObserved
- * reads it.) The rest is what `JSON.parse` gives, with fastify's default protection against
+ * reads it.) So are the status members of related objects a kind never reads (RelatedStatusReads:
+ * the Tailnet keeps 2 of a workload's status members, not its conditions). The rest is what `JSON.parse` gives, with fastify's default protection against
  * `__proto__` and `constructor.prototype` keys.
  */
 
@@ -19,6 +20,13 @@ const MANAGED_FIELDS = Buffer.from("managedFields");
 const KUBECTL_LAST_APPLIED = Buffer.from("kubectl.kubernetes.io/last-applied-configuration");
 const STATUS = Buffer.from("status");
 const RELATED = "related";
+
+/**
+ * Of the objects in a related group (type key), the `status` members a kind reads: every other member
+ * of their status is dropped before JSON.parse; an empty list drops the whole status. Groups not named
+ * keep their statuses whole.
+ */
+export type RelatedStatusReads = ReadonlyMap<string, readonly string[]>;
 
 const keyIs = (buf: Buffer, start: number, end: number, key: Buffer) =>
   end - start === key.length && buf.compare(key, 0, key.length, start, end) === 0;
@@ -57,6 +65,11 @@ export class UnreadDropper {
   // (kept for depths 2 and 3 only: `related` and the group's type key)
   private readonly stack: number[] = [];
   private readonly ctx: string[] = [];
+  /** The related groups' status members kept, as bytes (see RelatedStatusReads). */
+  private readonly reads: Map<string, Buffer[]> | undefined;
+  /** Inside a related object's status that keeps some members: its keys' depth (-1: not inside), the members kept. */
+  private keepDepth = -1;
+  private keep: Buffer[] = [];
   private expectKey = false;
   private broken = false;
   /** A string in progress: its opening quote (-1: none), where its scan stands, whether it is a key. */
@@ -67,6 +80,8 @@ export class UnreadDropper {
   private keyStart = -1;
   private keyEnd = 0;
   private dropping = false;
+  /** The settled key is a related object's status keeping these members (its value, if an object, is filtered). */
+  private keepsStatus: Buffer[] | undefined;
   /** The dropped member's value: its first byte (-1: not found yet), the skip's place, depth and string state, its end (-1: not reached). */
   private valueStart = -1;
   private skipPos = 0;
@@ -76,12 +91,44 @@ export class UnreadDropper {
 
   constructor(
     private buf: Buffer,
-    private readonly relatedStatus?: ReadonlySet<string>,
-  ) {}
+    relatedStatus?: RelatedStatusReads,
+  ) {
+    if (relatedStatus?.size)
+      this.reads = new Map([...relatedStatus].map(([g, fields]) => [g, fields.map((f) => Buffer.from(f))]));
+  }
 
   /** Continues on a larger buffer holding the same bytes at the same offsets (readBody grows its buffer). */
   moveTo(buf: Buffer): void {
     this.buf = buf;
+  }
+
+  /**
+   * Moves the bytes not settled yet (from `from` to `available`) down to the end of the kept part, so
+   * the buffer holds no dropped byte; returns how far they moved (the caller's byte count shrinks by it).
+   * readBody calls it before growing the buffer: a 74 MiB Tailnet body then needs a buffer of about
+   * what is kept (12 MiB at 20,000 workloads), not the whole body.
+   */
+  compact(available: number): number {
+    const delta = this.from - this.out;
+    if (this.broken || delta <= 0) return 0;
+    this.buf.copyWithin(this.out, this.from, available);
+    // every place the scan keeps is at or after `from`
+    this.from -= delta;
+    this.j -= delta;
+    if (this.strStart >= 0) {
+      this.strStart -= delta;
+      this.strPos -= delta;
+    }
+    if (this.keyStart >= 0) {
+      this.keyStart -= delta;
+      this.keyEnd -= delta;
+    }
+    if (this.valueStart >= 0) {
+      this.valueStart -= delta;
+      this.skipPos -= delta;
+    }
+    if (this.valueEnd >= 0) this.valueEnd -= delta;
+    return delta;
   }
 
   /** Scans what the first `available` bytes allow. */
@@ -94,7 +141,8 @@ export class UnreadDropper {
     const buf = this.buf;
     if (!this.broken) this.run(length, true);
     // Only invalid JSON can look malformed here. Once parts were moved the original bytes are
-    // gone: then a body JSON.parse refuses, as it would have refused the original.
+    // gone: then a body JSON.parse refuses, as it would have refused the original. (`from` is 0
+    // only while nothing was dropped: a dropped member always follows its object's `{`, kept.)
     if (this.broken) return this.from === 0 ? buf.subarray(0, length) : Buffer.from("{");
     if (this.from === 0) return buf.subarray(0, length);
     if (this.out !== this.from) buf.copy(buf, this.out, this.from, length);
@@ -130,16 +178,26 @@ export class UnreadDropper {
           this.expectKey = false;
           const depth = stack.length;
           const ctx = this.ctx;
-          const rel = this.relatedStatus;
-          this.dropping =
-            keyIs(buf, start + 1, e, MANAGED_FIELDS) ||
-            keyIs(buf, start + 1, e, KUBECTL_LAST_APPLIED) ||
-            (depth === 4 &&
-              rel !== undefined &&
-              ctx[2] === RELATED &&
-              rel.has(ctx[3]) &&
-              keyIs(buf, start + 1, e, STATUS));
-          if (!this.dropping && (depth === 1 || depth === 2)) ctx[depth + 1] = buf.toString("latin1", start + 1, e);
+          this.dropping = keyIs(buf, start + 1, e, MANAGED_FIELDS) || keyIs(buf, start + 1, e, KUBECTL_LAST_APPLIED);
+          this.keepsStatus = undefined;
+          if (this.dropping) {
+            // dropped wherever it is
+          } else if (depth === this.keepDepth) {
+            // a member of a related object's status that keeps only some
+            const keep = this.keep;
+            let kept = false;
+            for (let k = 0; k < keep.length && !kept; k++) kept = keyIs(buf, start + 1, e, keep[k]);
+            this.dropping = !kept;
+          } else if (
+            depth === 4 &&
+            this.reads !== undefined &&
+            ctx[2] === RELATED &&
+            keyIs(buf, start + 1, e, STATUS)
+          ) {
+            const keep = this.reads.get(ctx[3]);
+            if (keep?.length === 0) this.dropping = true;
+            else if (keep) this.keepsStatus = keep;
+          } else if (depth === 1 || depth === 2) ctx[depth + 1] = buf.toString("latin1", start + 1, e);
           this.keyStart = start;
           this.keyEnd = e + 1;
           continue;
@@ -159,6 +217,7 @@ export class UnreadDropper {
         } else if (b === 0x7d || b === 0x5d) {
           stack.pop();
           this.expectKey = false;
+          if (stack.length < this.keepDepth) this.keepDepth = -1;
         } else if (b === 0x2c) this.expectKey = stack[stack.length - 1] === 1;
       }
       this.j = j;
@@ -183,6 +242,11 @@ export class UnreadDropper {
       if (!this.dropping) {
         this.keyStart = -1;
         this.j = value;
+        // a kept status that is an object: its members are judged one by one, one level down
+        if (this.keepsStatus && buf[value] === 0x7b) {
+          this.keepDepth = this.stack.length + 1;
+          this.keep = this.keepsStatus;
+        }
         return DONE;
       }
       this.valueStart = value;
@@ -214,7 +278,8 @@ export class UnreadDropper {
         this.expectKey = true;
       } else if (buf[after] !== 0x7d) return BROKEN;
     } else return BROKEN;
-    if (this.out !== from) buf.copy(buf, this.out, from, start);
+    // copyWithin: a V8 builtin, cheaper than Buffer#copy's binding for the many short moves
+    if (this.out !== from) buf.copyWithin(this.out, from, start);
     this.out += start - from;
     this.from = stop;
     this.j = stop;
@@ -278,11 +343,12 @@ export class UnreadDropper {
 /**
  * The body without what no hook reads, in one pass over the bytes: every `managedFields` and
  * `kubectl.kubernetes.io/last-applied-configuration` member wherever it appears as an object key,
- * and, for the related groups named in `relatedStatus`, the `status` of each object. The body
+ * and, for the related groups named in `relatedStatus`, each object's `status` but the members the
+ * kind reads (RelatedStatusReads). The body
  * unchanged when anything looks malformed (then JSON.parse reports it). Works in place: `buf` is
  * overwritten (kept parts move left) and the result is a view of it.
  */
-export function dropUnread(buf: Buffer, relatedStatus?: ReadonlySet<string>): Buffer {
+export function dropUnread(buf: Buffer, relatedStatus?: RelatedStatusReads): Buffer {
   // Nothing to drop (the usual egress, ingress, site or gateway resync): a native search instead of the scan.
   if (!relatedStatus?.size && buf.indexOf(MANAGED_FIELDS) === -1 && buf.indexOf(KUBECTL_LAST_APPLIED) === -1) {
     return buf;
@@ -319,7 +385,7 @@ function poisoned(value: unknown, proto: boolean, ctor: boolean): string | undef
 }
 
 /** The body's text without the bookkeeping members (see the file comment); the raw bytes are reused. */
-export function hookBodyText(raw: Buffer, relatedStatus?: ReadonlySet<string>): string {
+export function hookBodyText(raw: Buffer, relatedStatus?: RelatedStatusReads): string {
   return dropUnread(raw, relatedStatus).toString("utf8");
 }
 

@@ -10,7 +10,7 @@ import { qualifiedName } from "../k8s/objects.js";
 import { decoratorModules } from "../kinds/decorators.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { bearerAuth } from "./auth.js";
-import { parseHookText } from "./body.js";
+import { parseHookText, type RelatedStatusReads } from "./body.js";
 import { answerDecoratorHook, DECORATOR_RESPONSE_SCHEMAS } from "./decorator.js";
 import { EnvelopeError, parseCustomizeRequest, parseSyncRequest } from "./envelope.js";
 import { parentOf, withCallCount } from "./hook-log.js";
@@ -130,9 +130,11 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
   app.addHook("onResponse", async (req) => releases.get(req.raw)?.());
   // Our own JSON parser in this context (src/server/body.ts): the limit of the kind in the path,
   // managedFields and kubectl's last-applied annotation never parsed.
-  const unreadStatus = new Map<HookKind, ReadonlySet<string>>();
-  for (const [k, m] of opts.kinds)
-    if (m.unreadRelatedStatus?.length) unreadStatus.set(k, new Set(m.unreadRelatedStatus));
+  const unreadStatus = new Map<HookKind, RelatedStatusReads>();
+  for (const [k, m] of opts.kinds) {
+    const reads = Object.entries(m.relatedStatusReads ?? {});
+    if (reads.length) unreadStatus.set(k, new Map(reads));
+  }
   // Only this parser in the hooks context: fastify's text/plain one would buffer a body outside
   // the budget; any other type is 415 before a byte is read.
   app.removeAllContentTypeParsers();

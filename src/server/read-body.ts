@@ -2,7 +2,14 @@
  * Reading a hook body within the hook server's limits (src/server/limits.ts): the buffer grows
  * as bytes arrive, every growth drawn from the request's lease, the whole body within a deadline.
  */
-import { BodyError, BodyTooLargeError, dropUnread, STREAM_DROP_BYTES, UnreadDropper } from "./body.js";
+import {
+  BodyError,
+  BodyTooLargeError,
+  dropUnread,
+  type RelatedStatusReads,
+  STREAM_DROP_BYTES,
+  UnreadDropper,
+} from "./body.js";
 import { type Lease, OverloadedError } from "./limits.js";
 
 /** 408: the body did not arrive in time (a slow or stalled sender). */
@@ -16,7 +23,7 @@ const FIRST_CAPACITY = 64 * 1024;
 
 export interface ReadBodyOptions {
   /** See dropUnread. */
-  drop?: { relatedStatus?: ReadonlySet<string> };
+  drop?: { relatedStatus?: RelatedStatusReads };
   /** Bytes are drawn from it before they are allocated (src/server/limits.ts); without it, no budget. */
   lease?: Lease;
   /** The whole body must arrive within this, else BodyTimeoutError (408). */
@@ -52,11 +59,12 @@ export function readBody(
       drop && known !== undefined && known >= STREAM_DROP_BYTES
         ? new UnreadDropper(buf, drop.relatedStatus)
         : undefined;
-    let received = 0;
+    let received = 0; // bytes held in buf (dropped ones are compacted away)
+    let arrived = 0; // bytes of the body so far
     const timer = opts.timeoutMs
       ? setTimeout(
           () =>
-            finish(new BodyTimeoutError(`body: not received within ${opts.timeoutMs} ms (${received} bytes arrived)`)),
+            finish(new BodyTimeoutError(`body: not received within ${opts.timeoutMs} ms (${arrived} bytes arrived)`)),
           opts.timeoutMs,
         )
       : undefined;
@@ -77,7 +85,7 @@ export function readBody(
       const capacity = Math.min(ceiling, Math.max(need, FIRST_CAPACITY, buf.length * 2));
       if (lease && !lease.take(capacity)) {
         return new OverloadedError(
-          `overloaded: hook bodies in flight are at the budget; ${received} bytes of this body arrived, ${capacity} more cannot be held now`,
+          `overloaded: hook bodies in flight are at the budget; ${arrived} bytes of this body arrived, ${capacity} more cannot be held now`,
         );
       }
       const next = Buffer.allocUnsafe(capacity);
@@ -89,19 +97,21 @@ export function readBody(
     };
     const onData = (chunk: Buffer | string) => {
       const b = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-      const need = received + b.length;
-      if (need > limit) return finish(new BodyTooLargeError(limit, what));
-      if (known !== undefined && need > known) return finish(new BodyError("body: longer than its Content-Length"));
-      if (need > buf.length) {
-        const err = grow(need);
+      arrived += b.length;
+      if (arrived > limit) return finish(new BodyTooLargeError(limit, what));
+      if (known !== undefined && arrived > known) return finish(new BodyError("body: longer than its Content-Length"));
+      // what was dropped makes room before the buffer grows
+      if (dropper && received + b.length > buf.length) received -= dropper.compact(received);
+      if (received + b.length > buf.length) {
+        const err = grow(received + b.length);
         if (err) return finish(err);
       }
       b.copy(buf, received);
-      received = need;
+      received += b.length;
       dropper?.feed(received);
     };
     const onEnd = () => {
-      if (known !== undefined && received !== known)
+      if (known !== undefined && arrived !== known)
         return finish(new BodyError("body: shorter than its Content-Length"));
       const body = buf.subarray(0, received);
       finish(undefined, dropper ? dropper.finish(received) : drop ? dropUnread(body, drop.relatedStatus) : body);

@@ -10,6 +10,7 @@ import {
   STREAM_DROP_BYTES,
   UnreadDropper,
 } from "../../src/server/body.js";
+import { ByteBudget, RESERVE_BYTES } from "../../src/server/limits.js";
 import { readBody } from "../../src/server/read-body.js";
 
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
@@ -72,21 +73,32 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
       { numRuns: 2000 },
     );
   });
-  it("drops the status of related objects only in the groups it is told, nowhere else (property)", () => {
-    const groups = new Set(["TailnetEgress.tailnet.internal/v1alpha1", "TailnetSite.tailnet.internal/v1alpha1"]);
+  it("keeps of related objects' status only the members named for their group, nowhere else (property)", () => {
+    const groups = new Map([
+      ["TailnetEgress.tailnet.internal/v1alpha1", ["tag", "preAuthKeyIds"]],
+      ["TailnetSite.tailnet.internal/v1alpha1", []],
+    ]);
+    const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
     const reference = (body: Record<string, unknown>) => {
       const out = stripped(body) as Record<string, unknown>;
       const related = out.related;
-      if (!related || typeof related !== "object" || Array.isArray(related)) return out;
+      if (!isObject(related)) return out;
       for (const [g, group] of Object.entries(related)) {
-        if (!groups.has(g) || !group || typeof group !== "object" || Array.isArray(group)) continue;
+        const keep = groups.get(g);
+        if (!keep || !isObject(group)) continue;
         for (const o of Object.values(group)) {
-          if (o && typeof o === "object" && !Array.isArray(o)) delete (o as Record<string, unknown>).status;
+          if (!isObject(o) || !("status" in o)) continue;
+          if (!keep.length) delete o.status;
+          else if (isObject(o.status))
+            o.status = Object.fromEntries(Object.entries(o.status).filter(([k]) => keep.includes(k)));
         }
       }
       return out;
     };
-    const key = fc.oneof(fc.constantFrom("status", "managedFields", "spec", "metadata"), fc.string({ maxLength: 4 }));
+    const key = fc.oneof(
+      fc.constantFrom("status", "managedFields", "spec", "metadata", "tag", "preAuthKeyIds"),
+      fc.string({ maxLength: 4 }),
+    );
     const object = fc.dictionary(
       key,
       fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.dictionary(key, fc.jsonValue({ maxDepth: 1 }))),
@@ -94,7 +106,7 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
         maxKeys: 5,
       },
     );
-    const groupKey = fc.constantFrom(...groups, "TailnetGateway.tailnet.internal/v1alpha1", "Secret.v1");
+    const groupKey = fc.constantFrom(...groups.keys(), "TailnetGateway.tailnet.internal/v1alpha1", "Secret.v1");
     const section = fc.dictionary(groupKey, fc.dictionary(fc.string({ maxLength: 6 }), object, { maxKeys: 3 }), {
       maxKeys: 3,
     });
@@ -113,8 +125,11 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
   });
 
   it("scanned chunk by chunk while the body arrives, gives the bytes the one-shot scan gives (property)", () => {
-    const groups = new Set(["TailnetEgress.tailnet.internal/v1alpha1"]);
-    const key = fc.oneof(fc.constantFrom("managedFields", LAST_APPLIED, "status", "related", "a\\"), fc.string());
+    const groups = new Map([["TailnetEgress.tailnet.internal/v1alpha1", ["tag"]]]);
+    const key = fc.oneof(
+      fc.constantFrom("managedFields", LAST_APPLIED, "status", "related", "tag", "a\\"),
+      fc.string(),
+    );
     const value = fc.letrec((tie) => ({
       node: fc.oneof(
         { depthSize: "small" },
@@ -125,7 +140,7 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
     })).node;
     const related = fc.record({
       related: fc.dictionary(
-        fc.constantFrom(...groups, "Secret.v1"),
+        fc.constantFrom(...groups.keys(), "Secret.v1"),
         fc.dictionary(fc.string({ maxLength: 3 }), value),
       ),
       rest: value,
@@ -140,20 +155,29 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
       }),
     );
     fc.assert(
-      fc.property(text, fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 8 }), (t, steps) => {
-        const bytes = Buffer.from(t);
-        const expected = Buffer.from(dropUnread(Buffer.from(bytes), groups));
-        const buf = Buffer.alloc(bytes.length);
-        const d = new UnreadDropper(buf, groups);
-        let n = 0;
-        for (let i = 0; n < bytes.length; i++) {
-          const next = Math.min(bytes.length, n + steps[i % steps.length]);
-          bytes.copy(buf, n, n, next);
-          n = next;
-          d.feed(n);
-        }
-        assert.deepEqual(d.finish(), expected, t);
-      }),
+      fc.property(
+        text,
+        fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 8 }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 5 }),
+        (t, steps, compacts) => {
+          const bytes = Buffer.from(t);
+          const expected = Buffer.from(dropUnread(Buffer.from(bytes), groups));
+          const buf = Buffer.alloc(bytes.length);
+          const d = new UnreadDropper(buf, groups);
+          // n bytes of the body arrived; `held` of them are in buf (compact() moves out what was dropped)
+          let n = 0;
+          let held = 0;
+          for (let i = 0; n < bytes.length; i++) {
+            const next = Math.min(bytes.length, n + steps[i % steps.length]);
+            if (compacts[i % compacts.length]) held -= d.compact(held);
+            bytes.copy(buf, held, n, next);
+            held += next - n;
+            n = next;
+            d.feed(held);
+          }
+          assert.deepEqual(d.finish(held), expected, t);
+        },
+      ),
       { numRuns: 1000 },
     );
   });
@@ -163,7 +187,7 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
       status: { conditions: [] },
       spec: { x: "y" },
     };
-    const groups = new Set(["TailnetEgress.tailnet.internal/v1alpha1"]);
+    const groups = new Map([["TailnetEgress.tailnet.internal/v1alpha1", []]]);
     const objects: Record<string, unknown> = {};
     for (let i = 0; Object.keys(objects).length * 200 < STREAM_DROP_BYTES * 1.5; i++) objects[`ns/o${i}`] = served;
     const text = JSON.stringify({ related: { "TailnetEgress.tailnet.internal/v1alpha1": objects } });
@@ -180,6 +204,34 @@ describe("hook body: managedFields and kubectl's last-applied annotation are nev
       metadata: { name: "db" },
       spec: { x: "y" },
     });
+  });
+
+  it("readBody holds what is kept, not the whole body: a body larger than the budget whose kept part fits is read", async () => {
+    const conditions = Array.from({ length: 6 }, (_, i) => ({
+      type: `C${i}`,
+      status: "True",
+      message: "x".repeat(200),
+    }));
+    const served = {
+      metadata: { name: "db", managedFields: [{ manager: "kubectl", fieldsV1: { "f:spec": { "f:x": {} } } }] },
+      spec: { x: "y" },
+      status: { tag: "tag:db", conditions },
+    };
+    const groups = new Map([["TailnetEgress.tailnet.internal/v1alpha1", ["tag"]]]);
+    const objects: Record<string, unknown> = {};
+    for (let i = 0; i < 4000; i++) objects[`ns/o${i}`] = served;
+    const raw = Buffer.from(JSON.stringify({ related: { "TailnetEgress.tailnet.internal/v1alpha1": objects } }));
+    const expected = dropUnread(Buffer.from(raw), groups);
+    assert.ok(raw.length > 5 * 2 ** 20 && expected.length < 2 ** 20, `${raw.length} bytes, ${expected.length} kept`);
+    // one slot: its reserve plus 2 MiB of pool, under half the body
+    const budget = new ByteBudget(RESERVE_BYTES + 2 * 2 ** 20, 1);
+    const chunks: Buffer[] = [];
+    for (let i = 0; i < raw.length; i += 65536) chunks.push(raw.subarray(i, i + 65536));
+    const got = await readBody({ "content-length": String(raw.length) }, Readable.from(chunks), raw.length, "x", {
+      drop: { relatedStatus: groups },
+      lease: budget.lease(),
+    });
+    assert.deepEqual(got, expected);
   });
 
   it("leaves malformed bodies to JSON.parse: 400 body: invalid JSON", () => {

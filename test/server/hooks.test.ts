@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { K8sObject } from "../../src/k8s/objects.js";
 import { customizeRequest, parentObject, syncRequest } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";
 
@@ -169,32 +170,61 @@ describe("hook routing and envelope", () => {
 });
 
 describe("what the body parser drops for the Tailnet", () => {
-  it("the Tailnet answers byte for byte the same without the related statuses it declares unread", async (t) => {
+  const EGRESS = "TailnetEgress.tailnet.internal/v1alpha1";
+  const READ: Record<string, string[]> = {
+    [EGRESS]: ["tag", "preAuthKeyIds"],
+    "TailnetIngress.tailnet.internal/v1alpha1": ["tag", "preAuthKeyIds"],
+    "TailnetGateway.tailnet.internal/v1alpha1": ["tag", "preAuthKeyIds", "dnsServiceIP"],
+    "TailnetSite.tailnet.internal/v1alpha1": [],
+  };
+  type Served = { spec: Record<string, unknown>; status?: Record<string, unknown> };
+  it("parses of workload statuses only what it reads, and answers byte for byte as with them whole", async (t) => {
     const { tailnetScaleBody } = await import("../../bench/tailnet-scale.js");
     const { startFakeHeadscale } = await import("../fakes/headscale/index.js");
     const { kindModules } = await import("../../src/kinds/index.js");
     const hs = await startFakeHeadscale();
     t.after(() => hs.close());
     for (let i = 0; i < 300; i++) hs.addNode({ name: `node-${i}`, tags: [`tag:k8s-ns-${i % 50}-obj-${i}`] });
+    // An explicit, granted tag another node carries: the egress's own only through status.preAuthKeyIds
+    // (tenancy.ts tagTakenFromTailnet), else TagInUse and nothing rendered for it.
+    const minted = await fetch(`${hs.url}/api/v1/preauthkey`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${hs.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        aclTags: ["tag:db"],
+        reusable: true,
+        ephemeral: true,
+        expiration: new Date(Date.now() + 3_600_000).toISOString(),
+      }),
+    });
+    const keyId = ((await minted.json()) as { preAuthKey: { id: string } }).preAuthKey.id;
+    hs.addNode({ name: "db-agent", tags: ["tag:db"], preAuthKeyId: keyId });
     const base = kindModules.get("tailnet");
-    assert.ok(base?.unreadRelatedStatus?.length);
+    assert.ok(base);
     const now = () => new Date("2026-11-30T12:00:00Z");
-    const seen: Record<string, boolean> = {};
-    const spy = (name: string, unread: readonly string[] | undefined) => {
+    const seen: Record<string, Record<string, string[]>> = {};
+    const spy = (name: string, reads: Record<string, string[]> | undefined) => {
       const kinds = new Map(kindModules);
       kinds.set("tailnet", {
         ...base,
-        unreadRelatedStatus: unread,
+        relatedStatusReads: reads,
         sync: (req, deps) => {
-          const sites = Object.values(req.related["TailnetSite.tailnet.internal/v1alpha1"] ?? {});
-          seen[name] = sites.length > 0 && sites.every((o) => (o as { status?: unknown }).status !== undefined);
+          const keys: Record<string, Set<string>> = {};
+          for (const group of Object.keys(READ)) {
+            keys[group] = new Set();
+            for (const o of Object.values(req.related[group] ?? {})) {
+              for (const k of Object.keys((o as { status?: object }).status ?? {})) keys[group].add(`status.${k}`);
+            }
+          }
+          seen[name] = Object.fromEntries(Object.entries(keys).map(([g, k]) => [g, [...k].sort()]));
           return base.sync(req, deps);
         },
       });
       return build(t, { server: { kinds, deps: { now } } });
     };
-    const dropping = await spy("dropping", base.unreadRelatedStatus);
+    const dropping = await spy("dropping", base.relatedStatusReads as Record<string, string[]>);
     const keeping = await spy("keeping", undefined);
+    const blind = await spy("blind", { ...READ, [EGRESS]: ["tag"] });
     const post = async (app: typeof dropping.app, payload: string) => {
       const res = await app.inject({
         method: "POST",
@@ -205,12 +235,37 @@ describe("what the body parser drops for the Tailnet", () => {
       assert.equal(res.statusCode, 200, res.body.slice(0, 300));
       return res.body;
     };
-    const first = await post(dropping.app, tailnetScaleBody(300, hs));
-    const body = tailnetScaleBody(300, hs, (JSON.parse(first) as { status: Record<string, unknown> }).status);
+    const withDb = (text: string) => {
+      const body = JSON.parse(text) as {
+        parent: Served;
+        related: Record<string, Record<string, Served | K8sObject>>;
+      };
+      body.parent.spec.tenancy = { tags: [{ namespaceSelector: {}, tags: ["tag:db"] }] };
+      body.related["Namespace.v1"] = { "ns-0": { apiVersion: "v1", kind: "Namespace", metadata: { name: "ns-0" } } };
+      const db = body.related[EGRESS]["ns-0/obj-0"] as Served;
+      db.spec.tag = "tag:db";
+      db.status = { ...db.status, tag: "tag:db", preAuthKeyIds: [keyId] };
+      return JSON.stringify(body);
+    };
+    const first = await post(dropping.app, withDb(tailnetScaleBody(300, hs)));
+    const body = withDb(tailnetScaleBody(300, hs, (JSON.parse(first) as { status: Record<string, unknown> }).status));
     const a = await post(dropping.app, body);
     const b = await post(keeping.app, body);
-    assert.deepEqual(seen, { dropping: false, keeping: true }, "the statuses were dropped on one side only");
+    const c = await post(blind.app, body);
+    assert.deepEqual(
+      seen.dropping,
+      {
+        [EGRESS]: ["status.preAuthKeyIds", "status.tag"],
+        "TailnetIngress.tailnet.internal/v1alpha1": ["status.tag"],
+        "TailnetGateway.tailnet.internal/v1alpha1": ["status.dnsServiceIP"],
+        "TailnetSite.tailnet.internal/v1alpha1": [],
+      },
+      "conditions, node and observedGeneration are never parsed; sites keep no status",
+    );
+    assert.ok(seen.keeping[EGRESS].includes("status.conditions"), "the body did carry them");
     assert.equal(a, b);
+    assert.ok(b.includes("tag:db"), "the db egress renders with its own key recorded");
+    assert.notEqual(c, b, "without status.preAuthKeyIds the db egress would be TagInUse: the case tests the field");
   });
 });
 

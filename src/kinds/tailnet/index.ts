@@ -73,8 +73,15 @@ export const tailnetModule: KindModule = {
   specProblem: tailnetSpecProblem,
   /** PolicyRendered=False/InvalidSpec naming the field; children and the rest of the status unchanged. */
   invalid: (req, message, deps) => invalidSpecResult(req, deps, "PolicyRendered", conditionTypes(req.parent), message),
-  // The Tailnet reads the spec of every workload object, of gateways status.dnsServiceIP (inputs.ts
-  // inputsOf), and of egresses and ingresses status.tag (an object keeps the tag an earlier version
-  // derived for it: tenancy.ts objectDerivedTag); no site status. test/server/hooks.test.ts holds it to that.
-  unreadRelatedStatus: ["TailnetSite.tailnet.internal/v1alpha1"],
+  // The Tailnet reads the spec of every workload object and of their status only: status.tag (an object
+  // keeps the tag an earlier version derived for it: tenancy.ts objectDerivedTag), status.preAuthKeyIds
+  // (the keys it minted: tenancy.ts tagTakenFromTailnet), gateways' status.dnsServiceIP (inputs.ts
+  // inputsOf); no site status (sites record no tag). Conditions, most of a status, are never parsed.
+  // test/server/hooks.test.ts holds it to that.
+  relatedStatusReads: {
+    "TailnetEgress.tailnet.internal/v1alpha1": ["tag", "preAuthKeyIds"],
+    "TailnetIngress.tailnet.internal/v1alpha1": ["tag", "preAuthKeyIds"],
+    "TailnetGateway.tailnet.internal/v1alpha1": ["tag", "preAuthKeyIds", "dnsServiceIP"],
+    "TailnetSite.tailnet.internal/v1alpha1": [],
+  },
 };
