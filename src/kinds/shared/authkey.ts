@@ -5,6 +5,7 @@
  * a rotated key gets a new Secret name (`<parent>-authkey-<key id>`) and the old one is dropped.
  */
 import type { Outcome } from "../../headscale/capabilities.js";
+import { keysWithTag } from "../../headscale/lists.js";
 import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView } from "../../headscale/view.js";
 import { OWNER_UID_LABEL } from "../../k8s/labels.js";
@@ -138,7 +139,9 @@ export function pendingKey(
     current?.createdAt.getTime() ?? 0,
     want.now.getTime() - PENDING_KEY_GRACE_MS,
   );
-  const candidates = listed.filter((k) => {
+  // a candidate carries exactly want.tags, so the bucket of one of them holds it: O(own keys) per mint, not O(all)
+  const pool = want.tags.length ? keysWithTag(listed, want.tags[0]) : listed;
+  const candidates = pool.filter((k) => {
     if (k.id === current?.keyId || k.user !== null || !sameSet(k.aclTags, want.tags)) return false;
     if (k.reusable !== want.reusable || k.ephemeral !== want.ephemeral) return false;
     if (k.expiration !== null && Date.parse(k.expiration) <= want.now.getTime()) return false;
