@@ -43,7 +43,8 @@ interface PartValues {
   policy: HsPolicy | null;
   apiKeys: HsApiKey[];
   preAuthKeys: HsPreAuthKey[];
-  policyCheck: void;
+  /** The `{}` probe's verdict: only whether it was accepted. */
+  policyCheck: undefined;
 }
 
 export type ViewPart = keyof PartValues;
@@ -148,7 +149,10 @@ export class HeadscaleView {
       policy: part(() => livePolicy(client)),
       apiKeys: part(() => client.apiKeys.list()),
       preAuthKeys: part(() => client.preAuthKeys.list()),
-      policyCheck: part(() => client.policy.check(PROBE_POLICY)),
+      policyCheck: part(async () => {
+        await client.policy.check(PROBE_POLICY);
+        return undefined;
+      }),
     };
   }
 
@@ -181,11 +185,7 @@ export class HeadscaleView {
 
   /** Detected from the cached node list and policy plus a `{}` policy/check probe (one per TTL). Always ok. */
   async capabilities(): Promise<Obs<Capabilities>> {
-    const [nodes, policy, policyCheck] = await Promise.all([
-      this.nodes(),
-      this.policy(),
-      this.get("policyCheck"),
-    ]);
+    const [nodes, policy, policyCheck] = await Promise.all([this.nodes(), this.policy(), this.get("policyCheck")]);
     return { ok: true, value: detectCapabilities({ nodes, policy, policyCheck }), at: this.now() };
   }
 
