@@ -4,8 +4,9 @@
  * and `now` alone — the server keeps no state. Secrets holding keys are `OnDelete` children, so
  * a rotated key gets a new Secret name (`<parent>-authkey-<key id>`) and the old one is dropped.
  */
-import type { Outcome } from "../../headscale/capabilities.js";
+
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Outcome } from "../../headscale/capabilities.js";
 import { keysWithTag } from "../../headscale/lists.js";
 import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView } from "../../headscale/view.js";
