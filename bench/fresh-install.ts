@@ -18,7 +18,7 @@ import type { K8sObject } from "../src/k8s/objects.js";
 import { AUTHKEY_LABEL } from "../src/kinds/shared/authkey.js";
 import { startFakeHeadscale } from "../test/fakes/headscale/index.js";
 import { parentObject, syncRequest } from "../test/fixtures/hooks.js";
-import { callsBetween, startHookProcess } from "./hook-process.js";
+import { callsBetween, loadAverage, startHookProcess } from "./hook-process.js";
 import { buildServer, OPERATOR_POD_HEAP } from "./soak.js";
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
@@ -60,6 +60,13 @@ export interface FreshInstallResult {
   callsByRoute: Record<string, number>;
   peakRssMiB: number;
   eventLoopP99ms: number;
+  /** The hook server's CPU time over the first pass, s, and per object, ms. */
+  serverCpuSeconds: number;
+  serverCpuMsPerObject: number;
+  /** This process's CPU time over the first pass (the fake Headscale lives here when used), s. */
+  driverCpuSeconds: number;
+  /** 1-minute load average at the start and the end of the first pass. */
+  load: [number, number];
   converged: boolean;
 }
 
@@ -180,9 +187,15 @@ export async function freshInstall(o: FreshInstallOptions): Promise<FreshInstall
       );
     };
     const m0 = await server.metrics();
+    const load0 = loadAverage();
+    const cpu0 = server.cpuSeconds();
+    const driver0 = process.cpuUsage();
     const t0 = performance.now();
     await pass(false);
     const seconds = (performance.now() - t0) / 1000;
+    const serverCpuSeconds = +(server.cpuSeconds() - cpu0).toFixed(1);
+    const driver = process.cpuUsage(driver0);
+    const load1 = loadAverage();
     const m1 = await server.metrics();
     await pass(true);
     const m2 = await server.metrics();
@@ -215,6 +228,10 @@ export async function freshInstall(o: FreshInstallOptions): Promise<FreshInstall
       callsByRoute,
       peakRssMiB: server.peakRssMiB(),
       eventLoopP99ms: m1.lagP99ms,
+      serverCpuSeconds,
+      serverCpuMsPerObject: +((serverCpuSeconds * 1000) / o.objects).toFixed(2),
+      driverCpuSeconds: +((driver.user + driver.system) / 1e6).toFixed(1),
+      load: [load0, load1],
       converged: errors === 0 && answeredWithKey === o.objects && mints === o.objects && mintsSecondPass === 0,
     };
   } finally {
@@ -243,7 +260,7 @@ export function freshInstallRows(r: FreshInstallResult, against = "fake Headscal
   return [
     [
       `fresh install, ${r.objects} workload objects (${against}, ${r.workers} workers)`,
-      `${r.seconds} s (${r.objectsPerSecond} objects/s), ${r.answeredWithKey}/${r.objects} answered with their key at the first sync, ${r.mints} mints (+${r.mintsSecondPass} on the second pass), ${r.headscaleCalls} Headscale calls = ${r.callsPerObject}/object (${r.keyListReads} key-list reads), peak RSS ${r.peakRssMiB} MiB, event-loop p99 ${r.eventLoopP99ms} ms, ${r.errors} errors`,
+      `${r.seconds} s (${r.objectsPerSecond} objects/s), ${r.answeredWithKey}/${r.objects} answered with their key at the first sync, ${r.mints} mints (+${r.mintsSecondPass} on the second pass), ${r.headscaleCalls} Headscale calls = ${r.callsPerObject}/object (${r.keyListReads} key-list reads), server CPU ${r.serverCpuSeconds} s = ${r.serverCpuMsPerObject} ms/object, peak RSS ${r.peakRssMiB} MiB, event-loop p99 ${r.eventLoopP99ms} ms, ${r.errors} errors, load ${r.load[0]} → ${r.load[1]}`,
     ],
     [
       `fresh install goal (converged, ≤ ${FRESH_GOAL.callsPerObject} Headscale calls/object, ${FRESH_GOAL.objects} in ≤ ${FRESH_GOAL.seconds} s)`,

@@ -30,6 +30,8 @@ export interface HookProcess {
   metrics(): Promise<ServerMetrics>;
   /** Peak RSS (VmHWM) so far, MiB. */
   peakRssMiB(): number;
+  /** CPU time the server used so far (user + system), s: what its work costs however loaded the machine is. */
+  cpuSeconds(): number;
   stop(): Promise<void>;
 }
 
@@ -89,6 +91,9 @@ export async function startHookProcess(opts: {
       const m = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmHWM:\s+(\d+) kB$/m);
       return m ? +(Number(m[1]) / 1024).toFixed(1) : Number.NaN;
     },
+    cpuSeconds() {
+      return processCpuSeconds(pid);
+    },
     async stop() {
       child.kill("SIGTERM");
       await new Promise((r) => (child.exitCode !== null ? r(undefined) : child.once("exit", r)));
@@ -103,4 +108,17 @@ export function callsBetween(before: Record<string, number>, after: Record<strin
   let n = 0;
   for (const [k, v] of Object.entries(after)) if (!match || match.test(k)) n += v - (before[k] ?? 0);
   return n;
+}
+
+/** utime + stime of a process from /proc/<pid>/stat, s (clock ticks of 1/100 s, as on every Linux we run on). */
+export function processCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // the command name may hold spaces: the fields counted after its closing parenthesis
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** The 1-minute load average, for a figure measured on a shared machine. */
+export function loadAverage(): number {
+  return +readFileSync("/proc/loadavg", "utf8").split(" ")[0];
 }

@@ -31,6 +31,7 @@ import { Pool } from "undici";
 import type { K8sObject } from "../src/k8s/objects.js";
 import { startFakeHeadscale } from "../test/fakes/headscale/index.js";
 import { parentObject, syncRequest } from "../test/fixtures/hooks.js";
+import { loadAverage, processCpuSeconds } from "./hook-process.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const b64 = (s: string) => Buffer.from(s).toString("base64");
@@ -64,6 +65,10 @@ export interface SteadyState {
   medianRoundSeconds: number;
   syncsPerSecond: number;
   peakRssMiB: number;
+  /** The server's CPU time per sync over these rounds, ms (independent of how loaded the machine is). */
+  serverCpuMsPerSync: number;
+  /** 1-minute load average at the start and the end of these rounds. */
+  load: [number, number];
 }
 
 /**
@@ -304,6 +309,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const roundEnds: number[] = [];
   let steadyPeakReset = false;
   let peakAtRoundOne = Number.NaN;
+  let cpuAtRoundOne = 0;
+  let loadAtRoundOne = 0;
   const faults = ["status", "timeout", "reset", "unauthorized", "slow"] as const;
   let faultIdx = 0;
   const faultTimer = setInterval(async () => {
@@ -336,6 +343,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
           roundEnds.push(Date.now() - started);
           if (roundEnds.length === 1) {
             peakAtRoundOne = vmHwmMiB(server.pid as number);
+            cpuAtRoundOne = processCpuSeconds(server.pid as number);
+            loadAtRoundOne = loadAverage();
             steadyPeakReset = resetPeakRss(server.pid as number);
           }
         }
@@ -356,6 +365,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const end = await serverMetrics();
   // VmHWM: since the start, or since round one when it could be reset then (the steady state's own peak)
   const hwm = vmHwmMiB(server.pid as number);
+  const cpuSteady = processCpuSeconds(server.pid as number) - cpuAtRoundOne;
+  const loadEnd = loadAverage();
   const peak = steadyPeakReset ? Math.max(hwm, peakAtRoundOne) : hwm;
   if (o.heapSnapshotDir) {
     server.kill("SIGUSR2");
@@ -388,14 +399,23 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     ),
     rssGrowthPct: warmRss ? +(((end.rss - warmRss) / warmRss) * 100).toFixed(2) : 0,
     eventLoopP99ms: +(end.lagP99 * 1000).toFixed(1),
-    ...steadyOf(roundEnds, parents.length, steadyPeakReset ? hwm : Number.NaN),
+    ...steadyOf(roundEnds, parents.length, {
+      peakRssMiB: steadyPeakReset ? hwm : Number.NaN,
+      // the CPU after the last full round is a partial round's: counted per sync over every sync since round one
+      serverCpuMsPerSync: +((cpuSteady * 1000) / Math.max(1, syncs - parents.length)).toFixed(2),
+      load: [loadAtRoundOne, loadEnd],
+    }),
     ...(roundEnds.length ? { firstRoundSeconds: +(roundEnds[0] / 1000).toFixed(1) } : {}),
     headscaleRequests: hs.requests.length,
     heap: nodeArgs.find((a) => a.startsWith("--max-old-space-size")) ?? "V8 default heap",
   };
 }
 
-function steadyOf(roundEnds: number[], perRound: number, peakRssMiB: number): { steady?: SteadyState } {
+function steadyOf(
+  roundEnds: number[],
+  perRound: number,
+  measured: Pick<SteadyState, "peakRssMiB" | "serverCpuMsPerSync" | "load">,
+): { steady?: SteadyState } {
   if (roundEnds.length < 2) return {};
   const roundSeconds = roundEnds.slice(1).map((end, i) => +((end - roundEnds[i]) / 1000).toFixed(1));
   const sorted = [...roundSeconds].sort((a, b) => a - b);
@@ -406,7 +426,7 @@ function steadyOf(roundEnds: number[], perRound: number, peakRssMiB: number): { 
       roundSeconds,
       medianRoundSeconds: sorted[Math.floor(sorted.length / 2)],
       syncsPerSecond: Math.round((roundSeconds.length * perRound) / span),
-      peakRssMiB,
+      ...measured,
     },
   };
 }
@@ -468,7 +488,7 @@ export function soakScaleRows(r: { rows: SoakResult[]; ok: boolean }): [string, 
     rows.push([
       `steady state, ${row.parents - 1} parents (rounds after the install, ${row.heap})`,
       st
-        ? `round ${st.medianRoundSeconds} s median of ${st.rounds} [${st.roundSeconds.join(", ")}] = ${st.syncsPerSecond} syncs/s; install round ${row.firstRoundSeconds} s; peak RSS ${st.peakRssMiB} MiB in the steady rounds; event-loop p99 ${row.eventLoopP99ms} ms`
+        ? `round ${st.medianRoundSeconds} s median of ${st.rounds} [${st.roundSeconds.join(", ")}] = ${st.syncsPerSecond} syncs/s; install round ${row.firstRoundSeconds} s; peak RSS ${st.peakRssMiB} MiB in the steady rounds; event-loop p99 ${row.eventLoopP99ms} ms; server CPU ${st.serverCpuMsPerSync} ms/sync; load ${st.load[0]} → ${st.load[1]}`
         : `no round after the install completed within ${row.seconds} s (${row.rounds} rounds)`,
     ]);
   }
