@@ -82,12 +82,14 @@ export class ReusingListDecoder<T> {
     const memo = this.memo;
     if (!memo || text.length - memo.text.length > MAX_REUSED_APPEND_CHARS) return undefined;
     const items = reuseList(memo, text, this.decodeItem);
-    if (items) this.memo = { text, close: text.length - (memo.text.length - memo.close), items };
-    return items;
+    if (!items) return undefined;
+    this.memo = { text, close: text.length - (memo.text.length - memo.close), items };
+    // the caller's own array: a cache may append to it (the view adds its mints), the memo must stay the text's
+    return [...items];
   }
 
-  /** Keeps an answer decoded whole, for the next one. */
+  /** Keeps an answer decoded whole, for the next one (a copy: the caller's array may be appended to). */
   remember(text: string, body: unknown, items: readonly T[]): void {
-    this.memo = rememberList(text, this.field, body, items);
+    this.memo = rememberList(text, this.field, body, [...items]);
   }
 }

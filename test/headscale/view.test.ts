@@ -348,6 +348,22 @@ describe("HeadscaleView writes", () => {
     assert.equal(reads.length, 2);
   });
 
+  test("a key the view added to its cached list is listed once when the list is read again", async (t) => {
+    const { fake, view } = await setup(t);
+    await mint(view, "tag:a");
+    await view.preAuthKeys(); // read whole, remembered by the client for the next read
+    const b = await mint(view, "tag:b"); // added to that cached list
+    assert.ok(b.ok);
+    view.invalidate("preAuthKeys");
+    const again = await view.preAuthKeys(); // Headscale's answer: the last one with b appended
+    assert.ok(again.ok);
+    assert.deepEqual(
+      again.value.map((k) => k.aclTags[0]),
+      ["tag:a", "tag:b"],
+    );
+    assert.equal(keyReads(fake), 2);
+  });
+
   test("a mint whose answer was lost drops the cached key list (it may have landed)", async (t) => {
     const { fake, view } = await setup(t);
     await view.preAuthKeys();
