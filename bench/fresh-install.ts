@@ -105,7 +105,8 @@ function workload(i: number, ns: string, created: string): { hook: string; paren
         parent: parentObject(
           "TailnetGateway",
           `obj${i}`,
-          { ...ref, hostname: `gw${i}`, routes: [], dns: { zone: "ts.example.com" } },
+          // a day, like the agents' keys: the default hour would rotate at half-life on a slow machine's second pass
+          { ...ref, hostname: `gw${i}`, routes: [], dns: { zone: "ts.example.com" }, bootstrapKeyTTL: "24h" },
           opts,
         ),
       };
