@@ -46,6 +46,11 @@ function addKey(index: KeyIndex, key: HsPreAuthKey): void {
   for (const tag of new Set(key.aclTags)) push(index.byTag, tag, key);
 }
 
+/** Whether the list was indexed already (a caller with one lookup may scan instead of building the index). */
+export function hasKeyIndex(keys: readonly HsPreAuthKey[]): boolean {
+  return keyIndexes.has(keys);
+}
+
 /** The index of a key list (built on first use, then reused for the same array). */
 export function keyIndex(keys: readonly HsPreAuthKey[]): KeyIndex {
   let index = keyIndexes.get(keys);

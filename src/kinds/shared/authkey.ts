@@ -7,7 +7,7 @@
 
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Outcome } from "../../headscale/capabilities.js";
-import { keysWithTag } from "../../headscale/lists.js";
+import { hasKeyIndex, keysWithTag } from "../../headscale/lists.js";
 import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView } from "../../headscale/view.js";
 import { OWNER_UID_LABEL } from "../../k8s/labels.js";
@@ -141,9 +141,13 @@ export function pendingKey(
     current?.createdAt.getTime() ?? 0,
     want.now.getTime() - PENDING_KEY_GRACE_MS,
   );
-  // a candidate carries exactly want.tags, so the bucket of one of them holds it: O(own keys) per mint, not O(all)
-  const pool = want.tags.length ? keysWithTag(listed, want.tags[0]) : listed;
+  // A fresh list serves only the handful of mints that share its read: a scan with a cheap first test (tag
+  // count, one tag) per mint costs less than indexing the list (a Set and Map entries per key) per read. A list
+  // already indexed (the view's cached one) is looked up by tag.
+  const tag = want.tags[0];
+  const pool = tag !== undefined && hasKeyIndex(listed) ? keysWithTag(listed, tag) : listed;
   const candidates = pool.filter((k) => {
+    if (k.aclTags.length !== want.tags.length || (tag !== undefined && !k.aclTags.includes(tag))) return false;
     if (k.id === current?.keyId || k.user !== null || !sameSet(k.aclTags, want.tags)) return false;
     if (k.reusable !== want.reusable || k.ephemeral !== want.ephemeral) return false;
     if (k.expiration !== null && Date.parse(k.expiration) <= want.now.getTime()) return false;
