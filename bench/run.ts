@@ -6,6 +6,7 @@ import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { requireBins } from "../test/real/bins.js";
 import { agentRows, benchAgent } from "./agent.js";
+import { freshInstallOnFake, freshInstallRows } from "./fresh-install.js";
 import { benchHeadscaleReal, headscaleRealOptions, headscaleRealRows } from "./headscale-real.js";
 import { benchHooks, hookRows } from "./hooks.js";
 import { benchHostile, hostileRows } from "./hostile.js";
@@ -26,6 +27,37 @@ const results: Record<string, unknown> = {
   date: new Date().toISOString(),
 };
 const rows: [string, string][] = [];
+const print = () => {
+  const width = Math.max(...rows.map((r) => r[0].length));
+  console.log(`\n${"figure".padEnd(width)}  value`);
+  for (const [k, v] of rows) console.log(`${k.padEnd(width)}  ${v}`);
+  writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
+  console.log("\nwritten to bench/results.json");
+};
+
+// Fresh install (issue 25): every object's first key minted, Headscale calls per object, against the fake.
+async function freshInstallSection(): Promise<void> {
+  const fresh = await freshInstallOnFake(Number(process.env.BENCH_FRESH_OBJECTS ?? 20_000));
+  results.freshInstall = fresh;
+  rows.push(...freshInstallRows(fresh));
+}
+// The hook server's RSS and throughput against the number of parents (issue 17 §2, issue 25; `npm run soak --
+// --sizes` alone): the compiled server in its own process, BENCH_SOAK_SECONDS (default 60), several rounds per size.
+async function soakSection(): Promise<void> {
+  const soakSizes = process.env.BENCH_SOAK_SIZES?.split(",").map(Number) ?? SCALE_PARENTS;
+  const soak = await soakScale(soakSizes, Number(process.env.BENCH_SOAK_SECONDS ?? 60));
+  results.soakScale = soak;
+  rows.push(...soakScaleRows(soak));
+}
+// `npm run bench -- --only=scale`: only the rows at scale (fresh install; steady state at 1k, 5k, 20k parents)
+const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);
+if (only !== undefined) {
+  if (only !== "scale") throw new Error(`--only=${only}: the one section that runs alone is "scale"`);
+  await freshInstallSection();
+  await soakSection();
+  print();
+  process.exit(0);
+}
 
 const hooks = await benchHooks(seconds);
 results.hooks = hooks;
@@ -53,12 +85,8 @@ const scale = await benchTailnetScale();
 results.tailnetScale = scale;
 rows.push(...scaleRows(scale));
 
-// The hook server's RSS against the number of parents (issue 17 §2; `npm run soak -- --sizes` alone):
-// the compiled server in its own process, BENCH_SOAK_SECONDS (default 60) and two rounds per size.
-const soakSizes = process.env.BENCH_SOAK_SIZES?.split(",").map(Number) ?? SCALE_PARENTS;
-const soak = await soakScale(soakSizes, Number(process.env.BENCH_SOAK_SECONDS ?? 60));
-results.soakScale = soak;
-rows.push(...soakScaleRows(soak));
+await freshInstallSection();
+await soakSection();
 
 // The agent's data plane against HAProxy, socat and a bare Node HTTPS server (bench/agent.ts).
 const agent = await benchAgent({ seconds, rounds: Number(process.env.BENCH_ROUNDS ?? 3) });
@@ -90,8 +118,4 @@ if (missing) {
   results.headscaleReal = hsReal;
 }
 
-const width = Math.max(...rows.map((r) => r[0].length));
-console.log(`\n${"figure".padEnd(width)}  value`);
-for (const [k, v] of rows) console.log(`${k.padEnd(width)}  ${v}`);
-writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
-console.log("\nwritten to bench/results.json");
+print();

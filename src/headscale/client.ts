@@ -6,6 +6,7 @@
  */
 
 import { createRequester, type RequesterOptions } from "./http.js";
+import { ReusingListDecoder } from "./list-memo.js";
 import {
   DecodeProblem,
   decodeApiHealth,
@@ -15,6 +16,7 @@ import {
   decodeNodeList,
   decodeNodeResponse,
   decodePolicy,
+  decodePreAuthKey,
   decodePreAuthKeyList,
   decodeServerHealth,
   decodeUser,
@@ -115,6 +117,7 @@ export interface HeadscaleClient {
 export function createHeadscaleClient(opts: HeadscaleClientOptions): HeadscaleClient {
   const http = createRequester(opts);
   const nodeId = (id: string) => ({ nodeId: id });
+  const keyList = new ReusingListDecoder("preAuthKeys", decodePreAuthKey);
 
   return {
     health: () => http.call({ method: "GET", template: "/health", auth: false, decode: decodeServerHealth }),
@@ -189,7 +192,14 @@ export function createHeadscaleClient(opts: HeadscaleClientOptions): HeadscaleCl
           },
           decode: decodeCreatedPreAuthKey,
         }),
-      list: () => http.call({ method: "GET", template: "/api/v1/preauthkey", decode: decodePreAuthKeyList }),
+      // every key, sorted by id: a read after mints is the last one with keys appended (list-memo.ts)
+      list: () =>
+        http.call<HsPreAuthKey[]>({
+          method: "GET",
+          template: "/api/v1/preauthkey",
+          decode: decodePreAuthKeyList,
+          reuse: keyList,
+        }),
       expire: (id) =>
         http.call({ method: "POST", template: "/api/v1/preauthkey/expire", body: { id }, decode: decodeEmpty }),
     },

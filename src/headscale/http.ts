@@ -43,6 +43,8 @@ export interface CallSpec<T> {
   /** Classification for an HTTP 400 regardless of its message (policy/check: every 400 is a rejection). */
   badRequestAs?: HeadscaleErrorClassification;
   decode: (body: unknown) => T;
+  /** A list decoded by reusing the previous answer where it only grew (list-memo.ts); sees every decoded answer. */
+  reuse?: { tryReuse(text: string): T | undefined; remember(text: string, body: unknown, value: T): void };
 }
 
 export interface Requester {
@@ -249,6 +251,12 @@ function headerValue(value: string | string[] | undefined): string {
 }
 
 async function decodeBody<T>(text: string, spec: CallSpec<T>, operation: string): Promise<T> {
+  try {
+    const reused = spec.reuse?.tryReuse(text);
+    if (reused !== undefined) return reused;
+  } catch {
+    // a new item that does not decode: the whole answer is decoded below and judged as usual
+  }
   let json: unknown;
   try {
     // a list of thousands of keys or nodes: a run of items per turn of the event loop (json-chunks.ts)
@@ -262,7 +270,9 @@ async function decodeBody<T>(text: string, spec: CallSpec<T>, operation: string)
     });
   }
   try {
-    return spec.decode(json);
+    const value = spec.decode(json);
+    spec.reuse?.remember(text, json, value);
+    return value;
   } catch (error) {
     const detail = error instanceof DecodeProblem ? `unexpected response: ${error.message}` : "unexpected response";
     throw new HeadscaleError({ kind: "decode", operation, detail, classification: "other" });

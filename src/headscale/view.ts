@@ -24,6 +24,7 @@ import {
   type RequestMetric,
 } from "./client.js";
 import type { HeadscaleError } from "./errors.js";
+import { appendKey } from "./lists.js";
 import type { HsApiKey, HsNode, HsPolicy, HsPreAuthKey, HsUser } from "./types.js";
 
 /** An observation: a value or the error that prevented it, stamped with when it was made. */
@@ -35,7 +36,19 @@ export interface HeadscaleConnection {
   ca?: string;
 }
 
-export type ViewPart = "apiHealth" | "nodes" | "users" | "policy" | "apiKeys" | "preAuthKeys" | "policyCheck";
+/** What each cached part holds. */
+interface PartValues {
+  apiHealth: { databaseConnectivity: boolean };
+  nodes: HsNode[];
+  users: HsUser[];
+  policy: HsPolicy | null;
+  apiKeys: HsApiKey[];
+  preAuthKeys: HsPreAuthKey[];
+  /** The `{}` probe's verdict: only whether it was accepted. */
+  policyCheck: undefined;
+}
+
+export type ViewPart = keyof PartValues;
 
 export interface HeadscaleViewsOptions {
   /** Per-request timeout of every client. */
@@ -118,7 +131,7 @@ export function connectionKey(conn: HeadscaleConnection): string {
 }
 
 export class HeadscaleView {
-  private readonly parts: Record<ViewPart, CachedPart<unknown>>;
+  private readonly parts: { [P in ViewPart]: CachedPart<PartValues[P]> };
   /** Last time any part was read, in clock milliseconds. */
   lastUsedMs = 0;
   /** What syncs remember between each other on this connection (see SoftState); dies with the view. */
@@ -137,7 +150,10 @@ export class HeadscaleView {
       policy: part(() => livePolicy(client)),
       apiKeys: part(() => client.apiKeys.list()),
       preAuthKeys: part(() => client.preAuthKeys.list()),
-      policyCheck: part(() => client.policy.check(PROBE_POLICY)),
+      policyCheck: part(async () => {
+        await client.policy.check(PROBE_POLICY);
+        return undefined;
+      }),
     };
   }
 
@@ -170,11 +186,7 @@ export class HeadscaleView {
 
   /** Detected from the cached node list and policy plus a `{}` policy/check probe (one per TTL). Always ok. */
   async capabilities(): Promise<Obs<Capabilities>> {
-    const [nodes, policy, policyCheck] = await Promise.all([
-      this.nodes(),
-      this.policy(),
-      this.get<void>("policyCheck"),
-    ]);
+    const [nodes, policy, policyCheck] = await Promise.all([this.nodes(), this.policy(), this.get("policyCheck")]);
     return { ok: true, value: detectCapabilities({ nodes, policy, policyCheck }), at: this.now() };
   }
 
@@ -192,9 +204,19 @@ export class HeadscaleView {
     return this.write("nodes", this.client.nodes.approveRoutes(id, routes));
   }
 
-  /** Create a tagged pre-auth key; the value carries the secret (shown once). */
-  createPreAuthKey(input: CreatePreAuthKeyInput): Promise<Outcome<HsPreAuthKey>> {
-    return this.write("preAuthKeys", this.client.preAuthKeys.create(input));
+  /**
+   * Create a tagged pre-auth key; the value carries the secret (shown once). A created key is added to the cached
+   * key list (and to a read of it in flight, which may have started before the key existed) in the form Headscale
+   * lists it, secret masked, instead of dropping the list: dropping it made every sync after a mint re-read every
+   * key, so a fresh install of n objects read n lists of up to n keys (issue 25). An answer lost or refused drops
+   * the list as any write does. Reads that must see other replicas' mints use `freshPreAuthKeys`, never this cache.
+   */
+  async createPreAuthKey(input: CreatePreAuthKeyInput): Promise<Outcome<HsPreAuthKey>> {
+    const outcome = await outcomeOf(this.client.preAuthKeys.create(input));
+    if (!outcome.ok) return this.settleWrite("preAuthKeys", outcome);
+    const listed = { ...outcome.value, key: maskedKey(outcome.value.key) };
+    this.parts.preAuthKeys.amend((keys) => appendKey(keys, listed));
+    return outcome;
   }
 
   /** Expire a pre-auth key now. */
@@ -256,7 +278,10 @@ export class HeadscaleView {
   }
 
   private async write<T>(part: ViewPart, call: Promise<T>): Promise<Outcome<T>> {
-    const outcome = await outcomeOf(call);
+    return this.settleWrite(part, await outcomeOf(call));
+  }
+
+  private settleWrite<T>(part: ViewPart, outcome: Outcome<T>): Outcome<T> {
     // A 404 is no refusal of a delete or expire: the object is gone, so the cached list is stale too.
     const status = outcome.ok ? undefined : outcome.error.status;
     const refused = status !== undefined && status < 500 && status !== 404;
@@ -270,9 +295,9 @@ export class HeadscaleView {
     else for (const p of Object.values(this.parts)) p.invalidate();
   }
 
-  private get<T>(name: ViewPart): Promise<Obs<T>> {
+  private get<P extends ViewPart>(name: P): Promise<Obs<PartValues[P]>> {
     this.lastUsedMs = this.now().getTime();
-    return (this.parts[name] as CachedPart<T>).get();
+    return (this.parts[name] as CachedPart<PartValues[P]>).get();
   }
 }
 
@@ -285,10 +310,18 @@ async function livePolicy(client: HeadscaleClient): Promise<HsPolicy | null> {
   }
 }
 
+/** How Headscale lists a key: `hskey-auth-<12-character prefix>-***` (0.28+); never the secret. */
+export function maskedKey(key: string): string {
+  const m = /^(hskey-auth-[A-Za-z0-9_-]{12})-/.exec(key);
+  return m ? `${m[1]}-***` : "***";
+}
+
 /** One lazily loaded, TTL-cached, single-flight value. */
 class CachedPart<T> {
   private entry: { obs: Obs<T>; expiresAt: number } | undefined;
   private inflight: Promise<Obs<T>> | undefined;
+  /** Amendments made while `inflight` was loading, applied to its value when it settles (see amend). */
+  private inflightAmends: ((value: T) => void)[] = [];
   /** Bumped by invalidate() so a load that started before a write is not cached after it. */
   private generation = 0;
 
@@ -302,8 +335,11 @@ class CachedPart<T> {
     if (this.entry && this.now().getTime() < this.entry.expiresAt) return Promise.resolve(this.entry.obs);
     if (this.inflight) return this.inflight;
     const generation = this.generation;
+    const amends: ((value: T) => void)[] = [];
+    this.inflightAmends = amends;
     const inflight = this.settle().then((obs) => {
       if (generation === this.generation) {
+        if (obs.ok) for (const fn of amends) fn(obs.value);
         const ttl = obs.ok ? this.ttlMs : Math.min(this.ttlMs, MAX_FAILURE_TTL_MS);
         this.entry = { obs, expiresAt: obs.at.getTime() + ttl };
       }
@@ -312,6 +348,16 @@ class CachedPart<T> {
     });
     this.inflight = inflight;
     return inflight;
+  }
+
+  /**
+   * A write whose effect is known exactly (a key we created): applied in place to the cached value and to the
+   * value of a read in flight, which may have started before the write landed. `fn` must be idempotent (the read
+   * may already hold the write's effect). A failed observation stays failed.
+   */
+  amend(fn: (value: T) => void): void {
+    if (this.entry?.obs.ok) fn(this.entry.obs.value);
+    if (this.inflight) this.inflightAmends.push(fn);
   }
 
   invalidate(): void {

@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { MockAgent } from "undici";
-import { connectionKey, HeadscaleViews, type HeadscaleViewsOptions } from "../../src/headscale/view.js";
+import type { HeadscaleClient } from "../../src/headscale/client.js";
+import { keysWithTag } from "../../src/headscale/lists.js";
+import type { HsPreAuthKey } from "../../src/headscale/types.js";
+import { connectionKey, HeadscaleView, HeadscaleViews, type HeadscaleViewsOptions } from "../../src/headscale/view.js";
 import { type FakeHeadscale, type FakeHeadscaleOptions, useFakeHeadscale } from "../fakes/headscale/index.js";
 
 type After = { after: (fn: () => Promise<void> | void) => void };
@@ -262,5 +265,112 @@ describe("HeadscaleView writes", () => {
       await view.nodes();
       assert.equal(nodeCalls(fake) - calls, row.refetch ? 1 : 0, row.name);
     }
+  });
+  // issue 25: a mint used to drop the cached key list, so every sync after a mint re-read every key (a fresh
+  // install of n objects: n lists of up to n keys). The created key is now added to what the view knows.
+  const keyReads = (fake: FakeHeadscale) => fake.count("GET", /^\/api\/v1\/preauthkey$/);
+  const mint = (view: HeadscaleView, tag: string) =>
+    view.createPreAuthKey({
+      aclTags: [tag],
+      reusable: true,
+      ephemeral: true,
+      expiration: new Date(Date.now() + 3600_000),
+    });
+
+  test("a minted key joins the cached key list, masked, without a re-read", async (t) => {
+    const { fake, view } = await setup(t);
+    const before = await view.preAuthKeys();
+    assert.equal(before.ok && before.value.length, 0);
+    const created = await mint(view, "tag:a");
+    assert.ok(created.ok);
+    const after = await view.preAuthKeys();
+    assert.equal(keyReads(fake), 1, "the list was not read again after the mint");
+    assert.ok(after.ok);
+    assert.deepEqual(
+      after.value.map((k) => [k.id, k.aclTags]),
+      [[created.value.id, ["tag:a"]]],
+    );
+    assert.equal(after.value[0].key.endsWith("-***"), true, "the cached copy never holds the secret");
+    assert.ok(!JSON.stringify(after.value).includes(created.value.key), "no secret in the cache");
+    assert.equal(keysWithTag(after.value, "tag:a")[0]?.id, created.value.id, "and the list's index has it");
+  });
+
+  test("a key minted while the list is being read is in that read's result", async () => {
+    // Headscale answers each read with what it held when the read started (a snapshot), when the test lets it
+    const held: HsPreAuthKey[] = [];
+    const reads: { resolve: (v: HsPreAuthKey[]) => void; snapshot: HsPreAuthKey[] }[] = [];
+    const listed = (id: string): HsPreAuthKey => ({
+      user: null,
+      id,
+      key: `hskey-auth-${id.padStart(12, "0")}-***`,
+      reusable: true,
+      ephemeral: true,
+      used: false,
+      expiration: "2026-07-01T11:00:00Z",
+      createdAt: "2026-07-01T10:00:00Z",
+      aclTags: [`tag:k${id}`],
+    });
+    const client = {
+      preAuthKeys: {
+        list: () =>
+          new Promise<HsPreAuthKey[]>((resolve) => reads.push({ resolve, snapshot: held.map((k) => ({ ...k })) })),
+        create: async () => {
+          const k = listed(String(held.length + 1));
+          held.push(k);
+          return { ...k, key: `hskey-auth-${k.id.padStart(12, "0")}-thesecretpart` };
+        },
+      },
+    } as unknown as HeadscaleClient;
+    const time = clock();
+    const view = new HeadscaleView(client, 10_000, time.now);
+    const reading = view.preAuthKeys();
+    const created = await mint(view, "tag:k1");
+    assert.ok(created.ok);
+    reads[0]?.resolve(reads[0].snapshot);
+    const read = await reading;
+    assert.ok(read.ok);
+    assert.deepEqual(
+      read.value.map((k) => k.id),
+      ["1"],
+      "the read that started before the mint has the key added",
+    );
+    assert.equal(reads.length, 1);
+    // a read that already lists the key (it landed before the read) does not get it twice
+    view.invalidate("preAuthKeys");
+    const again = view.preAuthKeys();
+    const second = await mint(view, "tag:k2");
+    assert.ok(second.ok);
+    reads[1]?.resolve(held.map((k) => ({ ...k })));
+    const both = await again;
+    assert.deepEqual(both.ok && both.value.map((k) => k.id), ["1", "2"]);
+    const cached = await view.preAuthKeys();
+    assert.equal(cached, both, "and that read is what the cache holds");
+    assert.equal(reads.length, 2);
+  });
+
+  test("a key the view added to its cached list is listed once when the list is read again", async (t) => {
+    const { fake, view } = await setup(t);
+    await mint(view, "tag:a");
+    await view.preAuthKeys(); // read whole, remembered by the client for the next read
+    const b = await mint(view, "tag:b"); // added to that cached list
+    assert.ok(b.ok);
+    view.invalidate("preAuthKeys");
+    const again = await view.preAuthKeys(); // Headscale's answer: the last one with b appended
+    assert.ok(again.ok);
+    assert.deepEqual(
+      again.value.map((k) => k.aclTags[0]),
+      ["tag:a", "tag:b"],
+    );
+    assert.equal(keyReads(fake), 2);
+  });
+
+  test("a mint whose answer was lost drops the cached key list (it may have landed)", async (t) => {
+    const { fake, view } = await setup(t);
+    await view.preAuthKeys();
+    await fake.fault({ kind: "status", status: 503, method: "POST", times: 1 });
+    const out = await mint(view, "tag:a");
+    assert.equal(out.ok, false);
+    await view.preAuthKeys();
+    assert.equal(keyReads(fake), 2);
   });
 });

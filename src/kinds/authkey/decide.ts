@@ -4,9 +4,11 @@
  * key id and dates, never the key. Ready blocks on admission, then on having a valid key; a failing renewal
  * while the key is still valid is told by RenewalDue (and alerted on), not by Ready.
  */
+
 import { type ConditionInput, toK8sTime } from "../../conditions/condition.js";
 import { conditionsOf } from "../../conditions/table.js";
 import { AUTHKEY_REASONS } from "../../conditions/tables/authkey.js";
+import type { HsPreAuthKey } from "../../headscale/types.js";
 import { findObject, reuseObserved } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
 import { recordedKeyIds } from "../shared/tenancy.js";
@@ -205,7 +207,7 @@ function statusFields(
   key: DeliveredKey | undefined,
   recordId: string | undefined,
   plan: AuthKeyPlan,
-  listed: readonly { id: string }[] | undefined,
+  listed: readonly HsPreAuthKey[] | undefined,
 ): Record<string, unknown> {
   return {
     ...(key ? { keyId: key.id, expiresAt: toK8sTime(key.expiresAt), renewAt: toK8sTime(key.renewAt) } : {}),

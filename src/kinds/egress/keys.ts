@@ -7,6 +7,7 @@
  * - usedUp: the single-use key was used and no node carries the tag any more (the pod restarted and
  *   its ephemeral node was removed), so the next pod could not join until the half-life.
  */
+import { keyById } from "../../headscale/lists.js";
 import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import { nodesWithTag } from "../shared/agent.js";
@@ -44,7 +45,7 @@ export function planEgressKey(input: {
     plan: { action: "create", why, current },
     refresh,
   });
-  const listed = input.keys.value.find((k) => k.id === current.keyId);
+  const listed = keyById(input.keys.value, current.keyId);
   if (!listed) {
     // a list read before the key existed (another replica's cache) proves nothing
     const fresh = input.keys.at.getTime() > current.createdAt.getTime() + LISTING_MARGIN_MS;

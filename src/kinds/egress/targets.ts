@@ -5,7 +5,9 @@
  * NoGrant (a route or node the policy does not grant is absent from it); the agent's probe tells
  * Unreachable. Without a scrape nothing is claimed: ProbeFailed.
  */
+
 import { TargetReason } from "../../conditions/reasons.js";
+import { nodeIndex } from "../../headscale/lists.js";
 import type { HsNode } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import type { K8sObject } from "../../k8s/objects.js";
@@ -116,8 +118,12 @@ function place(host: string, nodes: Obs<HsNode[]>, baseDomain: string | undefine
   if (!nodes.ok) return { kind: "unobserved", error: nodes.error.message, address: canonicalIp(host) ?? "" };
   const resolved = resolveTargetHost(host, buildNodeIndex(nodes.value, baseDomain));
   if (!resolved) return { kind: "unknownName" };
-  const node = resolved.node ? nodes.value.find((n) => n === resolved.node) : undefined;
-  if (node) return { kind: "node", node, address: nodeAddress(node) ?? resolved.address };
+  // the index's node is one of this list's (by identity): a lookup, not a scan of every node per target
+  const node = resolved.node ? nodeIndex(nodes.value).position.has(resolved.node as HsNode) : false;
+  if (node) {
+    const n = resolved.node as HsNode;
+    return { kind: "node", node: n, address: nodeAddress(n) ?? resolved.address };
+  }
   return { kind: "subnet", prefix: resolved.prefix, address: resolved.kind === "cidr" ? "" : resolved.address };
 }
 

@@ -14,6 +14,7 @@
  * of those only IdentityChanged mints early. A key whose shape no longer fits the replica count (single-use
  * after a scale-up, reusable after a scale-down from several) is replaced at once ("replicas"), used or not.
  */
+import { keyById, nodesOfKeys } from "../../headscale/lists.js";
 import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { type AuthKeyPlan, decideAuthKey } from "../shared/authkey.js";
@@ -63,7 +64,7 @@ export function planBootstrapKey(input: KeyPlanInput): KeyPlan {
   const current = base.current;
   const halfLife = (current.createdAt.getTime() + current.expiresAt.getTime()) / 2;
   const toHalfLife = Math.max(1, Math.ceil((halfLife - input.now.getTime()) / 1000));
-  const record = input.keys.ok ? input.keys.value.find((k) => k.id === current.keyId) : undefined;
+  const record = input.keys.ok ? keyById(input.keys.value, current.keyId) : undefined;
   // Same handling as a half-life rotation: if Headscale refuses the new key, the current one stays.
   const early = (why: EarlyRotation): KeyPlan => ({
     plan: { action: "create", why: "halfLife", current },
@@ -79,7 +80,7 @@ export function planBootstrapKey(input: KeyPlanInput): KeyPlan {
   if (input.suspended) return early("suspended");
   if (input.rolloutPending) return early("rollout");
   const since = unreadySince(input.pods, input.now);
-  const keyOnline = !input.nodes.ok || input.nodes.value.some((n) => n.preAuthKey?.id === current.keyId && n.online);
+  const keyOnline = !input.nodes.ok || nodesOfKeys(input.nodes.value, [current.keyId]).some((n) => n.online);
   if (since !== undefined && !keyOnline) {
     if (since >= RECOVERY_GRACE_SECONDS) return early("recovery");
     return { plan: base, recheckSeconds: Math.min(toHalfLife, Math.ceil(RECOVERY_GRACE_SECONDS - since)) };

@@ -11,7 +11,9 @@
  * A failed check blocks every write of the fresh writer: Registered=False/FreshBlocked, the derived
  * zone keeps its last state, and the message names the failed check(s).
  */
+
 import { toK8sTime } from "../../conditions/condition.js";
+import { keyById } from "../../headscale/lists.js";
 import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { liveTemplateDrift } from "./template.js";
@@ -52,7 +54,7 @@ export function checkBootstrapKey(
     return fail(`bootstrap key ${id} expired at ${toK8sTime(key.expiresAt)}${why}`);
   }
   if (!records) return undefined;
-  const record = records.find((r) => r.id === id);
+  const record = keyById(records, id);
   if (!record) return fail(`bootstrap key ${id} is not in Headscale's pre-auth key list (deleted there?)`);
   const drift: string[] = [];
   if (record.aclTags.length !== 1 || record.aclTags[0] !== tag) {

@@ -11,6 +11,7 @@
  * ours beyond them is stale once it is offline (an online one still has its pod, e.g. mid-rollout). The
  * identity check runs per current node against its status.nodes[] entry.
  */
+import { nodesOfKeys, nodesTagged } from "../../headscale/lists.js";
 import type { HsNode } from "../../headscale/types.js";
 
 export interface StatusNode {
@@ -88,7 +89,8 @@ export function analyzeNodes(input: {
   const ourKeyIds = [
     ...new Set([input.secretKeyId, ...previous.map((p) => p.preAuthKeyId)].filter((x): x is string => !!x)),
   ].sort((a, b) => Number(a) - Number(b) || a.localeCompare(b));
-  const sorted = [...input.nodes].sort(byAge);
+  // every node looked at below carries the tag or registered with one of our keys: those buckets, not every node
+  const sorted = [...new Set([...nodesTagged(input.nodes, tag), ...nodesOfKeys(input.nodes, ourKeyIds)])].sort(byAge);
   const ours = sorted.filter((n) => isOurs(n, tag, ourKeyIds));
   const current = ours.at(-1);
   const currents = current ? ours.slice(-replicas) : [];

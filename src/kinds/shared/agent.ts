@@ -9,10 +9,12 @@
  * Registered) are judged here too, so egress and ingress cannot drift apart; each kind maps them to its
  * own typed reasons.
  */
+
 import { createHash } from "node:crypto";
 import type { AgentConfigInput } from "../../agent/config.js";
 import { AGENT_CONFIG_PATH, AGENT_METRICS_PORT, TAILSCALE_SOCKS_ADDR, TAILSCALED_SOCKET } from "../../agent/ports.js";
 import type { NetworkPolicyPeer, OperatorConfig } from "../../config.js";
+import { nodesTagged } from "../../headscale/lists.js";
 import type { HsNode, HsPolicy } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
 import { commonLabels, OWNER_UID_LABEL } from "../../k8s/labels.js";
@@ -384,7 +386,7 @@ export function tagFact(policy: Obs<HsPolicy | null>, tag: string): TagFact {
 
 /** Headscale nodes carrying the tag (among others), sorted by MagicDNS name. */
 export function nodesWithTag(nodes: readonly HsNode[], tag: string): HsNode[] {
-  return nodes.filter((n) => n.tags.includes(tag)).sort((a, b) => nodeLabel(a).localeCompare(nodeLabel(b)));
+  return [...nodesTagged(nodes, tag)].sort((a, b) => nodeLabel(a).localeCompare(nodeLabel(b)));
 }
 
 export const nodeLabel = (n: HsNode) => n.givenName || n.name || n.id;

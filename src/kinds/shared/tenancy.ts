@@ -10,6 +10,7 @@
  * Derived tags are injective over (namespace, name) so no two objects share one (derivedTag).
  */
 import { createHash } from "node:crypto";
+import { keyById, keyInUse, keysWithTag, nodesOfKeys, nodesTagged } from "../../headscale/lists.js";
 import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
 import type { K8sObject, ObjectMaps } from "../../k8s/objects.js";
 import { findObject } from "../../k8s/objects.js";
@@ -261,7 +262,8 @@ export function ownKeyIds(
   const explicit = explicitTag(parent) !== undefined;
   if (Array.isArray(status.preAuthKeyIds) || !keys || (explicit && !granted)) return ids;
   const born = Date.parse(parent.metadata.creationTimestamp ?? "");
-  for (const k of keys) {
+  // only keys carrying the tag can have the agent shape (exactly [tag]): the tag's bucket, not every key
+  for (const k of keysWithTag(keys, tag)) {
     const created = Date.parse(k.createdAt ?? "");
     const shape = k.reusable && k.ephemeral && k.user === null && k.aclTags.length === 1 && k.aclTags[0] === tag;
     const lifetime = (Date.parse(k.expiration ?? "") - created) / 1000;
@@ -272,12 +274,12 @@ export function ownKeyIds(
 
 /** Nodes registered with a key this object minted: the only nodes it may ever delete. */
 export function nodesMintedBy(nodes: readonly HsNode[], keyIds: ReadonlySet<string>): HsNode[] {
-  return nodes.filter((n) => !!n.preAuthKey && keyIds.has(n.preAuthKey.id));
+  return nodesOfKeys(nodes, keyIds);
 }
 
 /** Nodes carrying the tag that this object did not register: someone else owns the tag. */
 export function foreignCarriers(nodes: readonly HsNode[], tag: string, keyIds: ReadonlySet<string>): HsNode[] {
-  return nodes.filter((n) => n.tags.includes(tag) && !(n.preAuthKey && keyIds.has(n.preAuthKey.id)));
+  return nodesTagged(nodes, tag).filter((n) => !(n.preAuthKey && keyIds.has(n.preAuthKey.id)));
 }
 
 /**
@@ -351,14 +353,14 @@ export function recordedKeyIds(
   known: ReadonlySet<string>,
   current: string | undefined,
   nodes: readonly HsNode[] | undefined,
-  keys: readonly { id: string }[] | undefined,
+  keys: readonly HsPreAuthKey[] | undefined,
 ): string[] {
   const ids = new Set(known);
   if (current) ids.add(current);
   let kept = [...ids];
   if (nodes && keys) {
-    const live = new Set([...keys.map((k) => k.id), ...nodes.flatMap((n) => (n.preAuthKey ? [n.preAuthKey.id] : []))]);
-    kept = kept.filter((id) => live.has(id) || id === current);
+    // by the lists' indexes: O(own ids), not O(every key and node) per sync
+    kept = kept.filter((id) => id === current || keyById(keys, id) !== undefined || keyInUse(nodes, id));
   }
   return kept.sort(byNumericId).slice(-MAX_RECORDED_KEYS);
 }

@@ -220,6 +220,27 @@ describe("the fresh key list is shared by concurrent mints on one connection", (
     fake.assertNoViolations();
   });
 
+  it("mints arriving one after another (workers coming back) share one read", async () => {
+    let calls = 0;
+    const c = viewOf({
+      preAuthKeys: {
+        list: async () => {
+          calls++;
+          return [key("5")];
+        },
+      },
+    } as unknown as HeadscaleClient);
+    const reads = [];
+    for (let i = 0; i < 4; i++) {
+      reads.push(freshKeyList(c));
+      // the next worker's mint arrives after this one started waiting (a turn later, never a timer later)
+      await Promise.resolve();
+    }
+    await Promise.all(reads);
+    // before the gather window: the first caller read at once, the other three needed a second read
+    assert.equal(calls, 1);
+  });
+
   it("a caller never joins a read that started before it: a key minted meanwhile by the other replica is seen", async () => {
     let listed: HsPreAuthKey[] = [];
     const pendingReads: { resolve: (v: HsPreAuthKey[]) => void; snapshot: HsPreAuthKey[] }[] = [];
@@ -249,6 +270,8 @@ describe("the fresh key list is shared by concurrent mints on one connection", (
     });
     // "a" starts read 1; the other replica then mints "b"'s key; "b" arrives while read 1 is in flight
     const a = ensureAuthKey({ action: "create", why: "missing" }, c, parentOf("a"), opts("a"));
+    // read 1 starts after the gather window (KEY_LIST_GATHER_MS)
+    while (pendingReads.length < 1) await new Promise((r) => setTimeout(r, 1));
     listed = [key("2", { aclTags: ["tag:k8s-shop-b"] })];
     const b = ensureAuthKey({ action: "create", why: "missing" }, c, parentOf("b"), opts("b"));
     const b2 = ensureAuthKey({ action: "create", why: "missing" }, c, parentOf("b2"), opts("b2"));
@@ -286,6 +309,7 @@ describe("the fresh key list is shared by concurrent mints on one connection", (
     } as unknown as HeadscaleClient);
     const ids = (o: Awaited<ReturnType<typeof freshKeyList>>) => (o.ok ? o.value.map((k) => k.id) : o.error.message);
     const first = freshKeyList(c);
+    while (calls < 1) await new Promise((r) => setTimeout(r, 1)); // it started (after the gather window)
     const joiners = [freshKeyList(c), freshKeyList(c)];
     d.resolve([]);
     assert.equal(ids(await first), "Headscale GET /api/v1/preauthkey: 500 boom");

@@ -291,7 +291,7 @@ describe("what is the object's own", () => {
 
   it("recordedKeyIds: adds the key in use, prunes ids neither listed nor used, keeps the newest 32", () => {
     const nodes = [{ ...hsNode({ id: "1", name: "agent", tags: [TAG] }), preAuthKey: agentKey("2") }];
-    assert.deepEqual(recordedKeyIds(new Set(["1", "2", "10"]), "11", nodes, [{ id: "10" }]), ["2", "10", "11"]);
+    assert.deepEqual(recordedKeyIds(new Set(["1", "2", "10"]), "11", nodes, [agentKey("10")]), ["2", "10", "11"]);
     assert.deepEqual(recordedKeyIds(new Set(["1", "2"]), "3", undefined, undefined), ["1", "2", "3"]);
     const many = new Set(Array.from({ length: 40 }, (_, i) => String(i + 1)));
     const kept = recordedKeyIds(many, undefined, undefined, undefined);

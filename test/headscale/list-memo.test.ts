@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { createHeadscaleClient } from "../../src/headscale/client.js";
+import { ReusingListDecoder, rememberList, reuseList } from "../../src/headscale/list-memo.js";
+import { decodePreAuthKey } from "../../src/headscale/types.js";
+import { useFakeHeadscale } from "../fakes/headscale/index.js";
+
+const item = (id: number) => ({
+  user: null,
+  id: String(id),
+  key: `hskey-auth-${String(id).padStart(12, "0")}-***`,
+  reusable: true,
+  ephemeral: true,
+  used: false,
+  expiration: "2026-12-01T00:00:00Z",
+  createdAt: "2026-11-01T00:00:00Z",
+  aclTags: [`tag:k${id}`],
+});
+const answer = (ids: number[]) => JSON.stringify({ preAuthKeys: ids.map(item) });
+const decodeAll = (text: string) => (JSON.parse(text) as { preAuthKeys: unknown[] }).preAuthKeys.map(decodePreAuthKey);
+
+function memoOf(ids: number[]) {
+  const text = answer(ids);
+  const body = JSON.parse(text);
+  return rememberList(text, "preAuthKeys", body, decodeAll(text));
+}
+
+describe("list answers decoded by reusing the previous one", () => {
+  test("items appended: the old items are reused as they are, the new ones decoded; equal to a whole decode", () => {
+    for (const before of [[], [1], [1, 2, 3]]) {
+      const memo = memoOf(before);
+      assert.ok(memo);
+      const text = answer([...before, 4, 5]);
+      const items = reuseList(memo, text, decodePreAuthKey);
+      assert.deepEqual(items, decodeAll(text), `from ${before.length} items`);
+      for (const [i, old] of memo.items.entries()) assert.equal(items?.[i], old, "the same object");
+    }
+  });
+
+  test("anything but an append is decoded whole", () => {
+    const memo = memoOf([1, 2, 3]);
+    const changed = JSON.stringify({ preAuthKeys: [item(1), { ...item(2), used: true }, item(3), item(4)] });
+    assert.equal(reuseList(memo, changed, decodePreAuthKey), undefined, "an item changed in place");
+    assert.equal(reuseList(memo, answer([1, 2]), decodePreAuthKey), undefined, "an item gone");
+    const base = answer([1, 2, 3]);
+    const sneaky = `${base.slice(0, -2)},${JSON.stringify(item(4))}],"other":[${JSON.stringify(item(5))}]}`;
+    assert.equal(reuseList(memo, sneaky, decodePreAuthKey), undefined, "a second list after the first");
+    assert.equal(reuseList(memo, `${base.slice(0, -2)},]}`, decodePreAuthKey), undefined, "a trailing comma");
+    const two = JSON.stringify({ preAuthKeys: [item(1)], more: [] });
+    assert.equal(rememberList(two, "preAuthKeys", JSON.parse(two), []), undefined, "two keys: never remembered");
+  });
+
+  test("the client's key list after mints decodes only the new keys (the old ones are the same objects)", async (t) => {
+    const fake = await useFakeHeadscale(t);
+    const client = createHeadscaleClient({ url: fake.url, apiKey: fake.apiKey, timeoutMs: 5000 });
+    t.after(() => client.close());
+    const mint = (tag: string) =>
+      client.preAuthKeys.create({
+        aclTags: [tag],
+        reusable: true,
+        ephemeral: true,
+        expiration: new Date(Date.now() + 3600_000),
+      });
+    await mint("tag:a");
+    const first = await client.preAuthKeys.list();
+    await mint("tag:b");
+    await mint("tag:c");
+    const second = await client.preAuthKeys.list();
+    assert.deepEqual(
+      second.map((k) => k.aclTags[0]),
+      ["tag:a", "tag:b", "tag:c"],
+    );
+    assert.equal(second[0], first[0], "the first key was not decoded again");
+    await client.preAuthKeys.expire(second[1].id);
+    const third = await client.preAuthKeys.list();
+    assert.notEqual(third[1].expiration, second[1].expiration, "a key changed in place is read as it is now");
+    const decoder = new ReusingListDecoder("preAuthKeys", decodePreAuthKey);
+    assert.equal(decoder.tryReuse(answer([1])), undefined, "nothing remembered yet");
+  });
+});
