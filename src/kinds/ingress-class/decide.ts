@@ -22,7 +22,7 @@ import type { Decision } from "../pipeline.js";
 import { WorkloadAnnotation as Annotation } from "../shared/annotations.js";
 import { flatNamespacesOf, zoneOf } from "../shared/dns-tenancy.js";
 import { nameConflicts } from "../shared/ingress-names.js";
-import type { TenancyReason } from "../shared/tenancy.js";
+import { isTenancyReason } from "../shared/tenancy.js";
 import { HTTPS_PORT, ingressAttachment } from "./attachment.js";
 import type { IngressClassObservation } from "./observe.js";
 import { ingressClassOf, ourClasses, readIngress } from "./spec.js";
@@ -201,13 +201,6 @@ export function planIngressClass(observed: IngressClassObservation): IngressClas
   }
   return { role: "ours", attachments: [desired], exposed: mirror(id, desired, mine), status: keptStatus };
 }
-
-const TENANCY_REASONS: readonly string[] = [
-  "TagNotGranted",
-  "TagInUse",
-  "NamespaceNotAllowed",
-] satisfies TenancyReason[];
-const isTenancyReason = (r: string | undefined): r is TenancyReason => TENANCY_REASONS.includes(r ?? "");
 
 /** The attachment's own Ready, repeated on the Ingress: Pending until it reports on what we asked for. */
 function mirror(id: string, desired: K8sObject, mine: K8sObject | undefined): ExposedCondition {

@@ -17,7 +17,7 @@ import { LAST_APPLIED, qualifiedName, reuseObserved } from "../../k8s/objects.js
 import type { Decision } from "../pipeline.js";
 import { flatNamespacesOf } from "../shared/dns-tenancy.js";
 import { nameConflicts } from "../shared/ingress-names.js";
-import type { TenancyReason } from "../shared/tenancy.js";
+import { isTenancyReason } from "../shared/tenancy.js";
 import { Annotation, Written } from "./annotations.js";
 import { attachmentKind, serviceAttachment, targetAddress } from "./attachments.js";
 import { exposureOf, loadBalancerStatus, readLoadBalancerSpec } from "./loadbalancer.js";
@@ -262,12 +262,6 @@ export function decideServiceFinalize(role: "expose" | "target", observed: Servi
  * attachment reads the node list, so it stays (publishing nothing under that name); the Service says
  * which annotation fixes it.
  */
-const TENANCY_REASONS: readonly string[] = [
-  "TagNotGranted",
-  "TagInUse",
-  "NamespaceNotAllowed",
-] satisfies TenancyReason[];
-const isTenancyReason = (r: string | undefined): r is TenancyReason => TENANCY_REASONS.includes(r ?? "");
 
 function reserved(spec: ServiceSpec, id: string, message: string | undefined): ExposedCondition {
   return cond(

@@ -171,6 +171,13 @@ export function namespaceOf(related: ObjectMaps | undefined, namespace: string):
 
 /** Why a tenant's object is refused: each its own reason (docs/reference/reasons.md). */
 export type TenancyReason = "NamespaceNotAllowed" | "TagNotGranted" | "TagInUse";
+const TENANCY_REASONS: readonly string[] = [
+  "TagNotGranted",
+  "TagInUse",
+  "NamespaceNotAllowed",
+] satisfies TenancyReason[];
+/** Whether an attachment's Ready reason is a tenancy refusal (the decorators repeat it on their object). */
+export const isTenancyReason = (r: string | undefined): r is TenancyReason => TENANCY_REASONS.includes(r ?? "");
 export type Refusal = { reason: Exclude<TenancyReason, "TagInUse">; message: string };
 
 /**
