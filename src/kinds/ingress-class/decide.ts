@@ -19,7 +19,7 @@ import { jsonEqual } from "../../k8s/json-equal.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { LAST_APPLIED, qualifiedName, reuseObserved } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
-import { WorkloadAnnotation as Annotation } from "../shared/annotations.js";
+import { WorkloadAnnotation as Annotation, resolveTailnet } from "../shared/annotations.js";
 import { flatNamespacesOf, zoneOf } from "../shared/dns-tenancy.js";
 import { nameConflicts } from "../shared/ingress-names.js";
 import { isTenancyReason } from "../shared/tenancy.js";
@@ -79,38 +79,12 @@ export function loadBalancerOf(attachment: K8sObject | undefined): NonNullable<I
   };
 }
 
-function resolveTailnet(
-  tailnet: string | undefined,
+function tailnetFor(
+  named: string | undefined,
   tailnets: readonly K8sObject[],
 ): { tailnet: K8sObject } | { refusal: ExposedCondition } {
-  if (tailnet) {
-    const t = tailnets.find((x) => x.metadata.name === tailnet);
-    if (t) return { tailnet: t };
-    return {
-      refusal: cond("Exposed", "False", "NoTailnet", `Tailnet "${tailnet}" (${Annotation.tailnet}) does not exist`),
-    };
-  }
-  if (tailnets.length === 1) return { tailnet: tailnets[0] };
-  if (tailnets.length === 0) {
-    return {
-      refusal: cond(
-        "Exposed",
-        "False",
-        "NoTailnet",
-        `no Tailnet exists in the cluster; create one or name one with ${Annotation.tailnet}`,
-      ),
-    };
-  }
-  const names = tailnets.map((t) => t.metadata.name).sort();
-  const shown = names.length > 5 ? `${names.slice(0, 5).join(", ")}, …` : names.join(", ");
-  return {
-    refusal: cond(
-      "Exposed",
-      "False",
-      "AmbiguousTailnet",
-      `${names.length} Tailnets exist (${shown}); name one with ${Annotation.tailnet}`,
-    ),
-  };
+  const r = resolveTailnet(named, tailnets);
+  return "tailnet" in r ? r : { refusal: cond("Exposed", "False", r.reason, r.message) };
 }
 
 export function planIngressClass(observed: IngressClassObservation): IngressClassPlan {
@@ -141,7 +115,7 @@ export function planIngressClass(observed: IngressClassObservation): IngressClas
   const kept = observed.attachments.filter((o) => !o.metadata.deletionTimestamp).map(reuseObserved);
   const mine = observed.attachments.find((o) => o.metadata.name === spec.name);
   const keptStatus = loadBalancerOf(mine);
-  const resolved = resolveTailnet(spec.tailnet, observed.tailnets);
+  const resolved = tailnetFor(spec.tailnet, observed.tailnets);
   if ("refusal" in resolved) return { role: "ours", attachments: kept, exposed: resolved.refusal, status: keptStatus };
   const tailnet = resolved.tailnet;
   const id = `${spec.namespace}/${spec.name}`;

@@ -15,6 +15,7 @@ import { jsonEqual } from "../../k8s/json-equal.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { LAST_APPLIED, qualifiedName, reuseObserved } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
+import { resolveTailnet } from "../shared/annotations.js";
 import { flatNamespacesOf } from "../shared/dns-tenancy.js";
 import { nameConflicts } from "../shared/ingress-names.js";
 import { isTenancyReason } from "../shared/tenancy.js";
@@ -48,43 +49,12 @@ export interface ServiceDecision extends Decision {
 
 const FAR_FUTURE = "9999-12-31T23:59:59Z";
 
-function resolveTailnet(
-  spec: ServiceSpec,
+function tailnetFor(
+  named: string | undefined,
   tailnets: readonly K8sObject[],
 ): { tailnet: K8sObject } | { refusal: ExposedCondition } {
-  if (spec.tailnet) {
-    const t = tailnets.find((x) => x.metadata.name === spec.tailnet);
-    if (t) return { tailnet: t };
-    return {
-      refusal: cond(
-        "Exposed",
-        "False",
-        "NoTailnet",
-        `Tailnet "${spec.tailnet}" (${Annotation.tailnet}) does not exist`,
-      ),
-    };
-  }
-  if (tailnets.length === 1) return { tailnet: tailnets[0] };
-  if (tailnets.length === 0) {
-    return {
-      refusal: cond(
-        "Exposed",
-        "False",
-        "NoTailnet",
-        `no Tailnet exists in the cluster; create one or name one with ${Annotation.tailnet}`,
-      ),
-    };
-  }
-  const names = tailnets.map((t) => t.metadata.name);
-  const shown = names.length > 5 ? `${names.slice(0, 5).join(", ")}, …` : names.join(", ");
-  return {
-    refusal: cond(
-      "Exposed",
-      "False",
-      "AmbiguousTailnet",
-      `${names.length} Tailnets exist (${shown}); name one with ${Annotation.tailnet}`,
-    ),
-  };
+  const r = resolveTailnet(named, tailnets);
+  return "tailnet" in r ? r : { refusal: cond("Exposed", "False", r.reason, r.message) };
 }
 
 const ownedBy = (o: K8sObject, service: K8sObject) =>
@@ -102,7 +72,7 @@ export function planService(read: ReadSpec, observed: ServiceObservation): Servi
   }
   const spec = read.spec;
   const kept = observed.attachments.filter((o) => !o.metadata.deletionTimestamp).map(reuseObserved);
-  const resolved = resolveTailnet(spec, observed.tailnets);
+  const resolved = tailnetFor(spec.tailnet, observed.tailnets);
   if ("refusal" in resolved) return { attachments: kept, exposed: resolved.refusal };
   const tailnetName = resolved.tailnet.metadata.name;
   const desired = serviceAttachment(spec, tailnetName);
@@ -166,7 +136,7 @@ function olderRival(spec: ServiceSpec, tailnetName: string, observed: ServiceObs
     if (!via) return false;
     const read = via === "class" ? readLoadBalancerSpec(s) : readServiceSpec(s, "expose");
     if (!read.ok || read.spec.hostname !== spec.hostname) return false;
-    const resolved = resolveTailnet(read.spec, observed.tailnets);
+    const resolved = tailnetFor(read.spec.tailnet, observed.tailnets);
     return "tailnet" in resolved && resolved.tailnet.metadata.name === tailnetName;
   });
   return sortByAge(rivals)[0];
