@@ -69,30 +69,22 @@ export function kubeHeaders(identity: KubeIdentity, token: string): OwnedHeaders
 }
 
 /** A refusal kubectl prints as it prints the API server's own (a metav1.Status body). */
-function forbidden(message: string): string {
-  const body = JSON.stringify({
-    kind: "Status",
-    apiVersion: "v1",
-    metadata: {},
-    status: "Failure",
-    message,
-    reason: "Forbidden",
-    code: 403,
-  });
-  return `HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
-}
+const forbidden = (message: string): string => statusResponse(403, "Forbidden", "Forbidden", message);
 
-function unavailable(message: string): string {
+const unavailable = (message: string): string =>
+  statusResponse(503, "Service Unavailable", "ServiceUnavailable", message);
+
+function statusResponse(code: number, text: string, reason: string, message: string): string {
   const body = JSON.stringify({
     kind: "Status",
     apiVersion: "v1",
     metadata: {},
     status: "Failure",
     message,
-    reason: "ServiceUnavailable",
-    code: 503,
+    reason,
+    code,
   });
-  return `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+  return `HTTP/1.1 ${code} ${text}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
 }
 
 export async function startKubeApiListener(opts: KubeApiListenerOptions): Promise<KubeApiListener> {
