@@ -9,6 +9,7 @@ import type { K8sObject } from "../../k8s/objects.js";
 import { isIp } from "../../net/cidr.js";
 import {
   type CollectInput,
+  type CollectResult,
   collectGenerated,
   type GeneratedPolicy,
   type InvalidInput,
@@ -21,6 +22,7 @@ import { nameOwners } from "../shared/ingress-names.js";
 import { explicitTag } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import type { TailnetInputs } from "./inputs.js";
+import { renderMemoised } from "./render-memo.js";
 import { blockedSites } from "./sites.js";
 
 export interface PolicyCandidate {
@@ -131,6 +133,8 @@ export function renderTailnetPolicy(
   inputs: TailnetInputs,
   nodes: readonly NodeRef[] | null,
   nodesUnavailable = "the Headscale node list is not available",
+  /** The Tailnet's uid: reuse what did not change since its last render (render-memo.ts); none, render fresh. */
+  memoKey?: string,
 ): TailnetRender {
   const { base } = inputs;
   if (base.kind === "missing") return { ok: false, reason: "BaseMissing", message: base.message };
@@ -148,20 +152,24 @@ export function renderTailnetPolicy(
       message: `not rendered: egress targets and explicit tags' owners are judged on the Headscale node list: ${nodesUnavailable}`,
     };
   }
-  const collected = collectGenerated(collectInput(inputs, nodes ?? []));
-  const r = renderPolicy(baseText, collected.generated);
-  if (!r.ok)
-    return { ok: false, reason: r.reason, message: r.reason === "BaseInvalid" ? `${where}${r.message}` : r.message };
-  return {
-    ok: true,
-    candidate: {
-      policy: r.policy,
-      canonical: r.canonical,
-      hash: r.hash,
-      generated: r.generated,
-      invalid: collected.invalid,
-    },
+  const input = collectInput(inputs, nodes ?? []);
+  const render = (collected: CollectResult): TailnetRender => {
+    const r = renderPolicy(baseText, collected.generated);
+    if (!r.ok)
+      return { ok: false, reason: r.reason, message: r.reason === "BaseInvalid" ? `${where}${r.message}` : r.message };
+    return {
+      ok: true,
+      candidate: {
+        policy: r.policy,
+        canonical: r.canonical,
+        hash: r.hash,
+        generated: r.generated,
+        invalid: collected.invalid,
+      },
+    };
   };
+  if (memoKey === undefined) return render(collectGenerated(input));
+  return renderMemoised(memoKey, input, JSON.stringify([where, baseText ?? null]), render);
 }
 
 /** One entry of Headscale's `dns.extra_records_path` file. */

@@ -1,0 +1,137 @@
+/**
+ * The Tailnet's render, memoised per Tailnet (issue 25): at 20,000 workloads, collecting every object's
+ * grants and hashing the whole policy cost about half of a resync's CPU, although a resync usually changes
+ * nothing. Each object's contribution (generated.ts `Contribution`) is kept under the exact fields the
+ * collector reads from it — its CollectInput entry as JSON, so a change to anything it reads is a new key —
+ * and an egress's also under the node list and allowlist it was resolved against. A resync where nothing
+ * changed returns the previous render as it was (no merge, no canonical text, no hash); one where a single
+ * object changed recomputes that object's contribution and merges again. The memo never changes output:
+ * the merge and the render are the same functions a fresh render calls (test/kinds/tailnet/render-memo.test.ts
+ * holds memoised = fresh byte for byte over random sequences of add/change/remove).
+ *
+ * Bounds: per Tailnet, one entry per object of its last render (objects not seen in it are dropped) and that
+ * render; at most MEMO_TAILNETS Tailnets, least recently rendered dropped first, and a Tailnet's memo goes
+ * with its finalize. Soft state of this process only: another replica, or a restart, renders fresh.
+ */
+import { createHash } from "node:crypto";
+import {
+  type CollectInput,
+  type CollectResult,
+  type Contribution,
+  combineContributions,
+  type EgressContext,
+  egressContext,
+  egressContribution,
+  gatewayContribution,
+  ingressContribution,
+  siteContribution,
+} from "../../policy/generated.js";
+import type { NodeRef } from "../../policy/targets.js";
+
+/** Tailnets whose render is kept (one process rarely serves more; each costs about its objects' contributions). */
+export const MEMO_TAILNETS = 16;
+
+interface Entry {
+  key: string;
+  contribution: Contribution;
+}
+
+interface TailnetMemo {
+  /** What every egress contribution was resolved against: node list, base domain, allowlist. */
+  egressKey: string;
+  /** "kind/namespace/name" → the object's contribution, for the objects of the last render only. */
+  objects: Map<string, Entry>;
+  last?: { base: string; owners: string; contributions: Contribution[]; result: unknown };
+}
+
+const memos = new Map<string, TailnetMemo>();
+
+/** Fingerprint of what resolving a target reads from a node list, once per list (the view's cached array). */
+const nodePrints = new WeakMap<readonly NodeRef[], string>();
+function nodesPrint(nodes: readonly NodeRef[]): string {
+  let print = nodePrints.get(nodes);
+  if (print === undefined) {
+    const h = createHash("sha256");
+    for (const n of nodes) h.update(JSON.stringify([n.givenName, n.name, n.ipAddresses, n.tags]));
+    print = h.digest("hex");
+    nodePrints.set(nodes, print);
+  }
+  return print;
+}
+
+const sameRefs = (a: readonly unknown[], b: readonly unknown[]) =>
+  a.length === b.length && a.every((x, i) => x === b[i]);
+
+/**
+ * `render(collectGenerated(input))` for the Tailnet `tailnet` (its uid), reusing what did not change since
+ * its last render. `render` must be a function of the collected result and of what `base` names alone (the
+ * base policy's text and where it comes from).
+ */
+export function renderMemoised<R>(
+  tailnet: string,
+  input: CollectInput,
+  base: string,
+  render: (collected: CollectResult) => R,
+): R {
+  let memo = memos.get(tailnet);
+  if (memo) memos.delete(tailnet); // re-inserted last: the map's order is least recently rendered first
+  memo ??= { egressKey: "", objects: new Map() };
+  memos.set(tailnet, memo);
+  if (memos.size > MEMO_TAILNETS) memos.delete(memos.keys().next().value as string);
+
+  const egressKey =
+    input.egresses.length === 0
+      ? ""
+      : JSON.stringify([nodesPrint(input.nodes), input.baseDomain ?? "", input.allowedEgressTargets]);
+  const previous = memo.objects;
+  let ctx: EgressContext | undefined;
+  const context = () => {
+    ctx ??= egressContext(input);
+    return ctx;
+  };
+  const egressValid = egressKey === memo.egressKey;
+  const next = new Map<string, Entry>();
+  const contributions: Contribution[] = [];
+  const take = <T extends { namespace: string; name: string }>(
+    kind: string,
+    item: T,
+    make: (item: T) => Contribution,
+    valid = true,
+  ) => {
+    const id = `${kind}/${item.namespace}/${item.name}`;
+    const key = JSON.stringify(item);
+    const old = valid ? previous.get(id) : undefined;
+    const entry = old && old.key === key ? old : { key, contribution: make(item) };
+    next.set(id, entry);
+    contributions.push(entry.contribution);
+  };
+  for (const o of input.ingresses) take("ingress", o, ingressContribution);
+  for (const o of input.egresses) {
+    take("egress", o, (eg) => egressContribution(eg, context()), egressValid);
+  }
+  for (const o of input.sites) take("site", o, siteContribution);
+  for (const o of input.gateways) take("gateway", o, gatewayContribution);
+  memo.objects = next;
+  memo.egressKey = egressKey;
+
+  const owners = JSON.stringify(input.tagOwners);
+  const last = memo.last;
+  if (last && last.base === base && last.owners === owners && sameRefs(last.contributions, contributions)) {
+    return last.result as R;
+  }
+  const result = render(combineContributions(input.tagOwners, contributions));
+  memo.last = { base, owners, contributions, result };
+  return result;
+}
+
+/** Drops a Tailnet's memo (its finalize). */
+export function forgetRender(tailnet: string): void {
+  memos.delete(tailnet);
+}
+
+/** What the memo holds (tests): Tailnets, and objects (of one Tailnet, or of all). */
+export function memoSize(tailnet?: string): { tailnets: number; objects: number } {
+  let objects = 0;
+  for (const [uid, m] of memos) if (tailnet === undefined || uid === tailnet) objects += m.objects.size;
+  return { tailnets: memos.size, objects };
+}
