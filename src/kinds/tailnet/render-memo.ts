@@ -14,6 +14,7 @@
  * with its finalize. Soft state of this process only: another replica, or a restart, renders fresh.
  */
 import { createHash } from "node:crypto";
+import type { HsNode } from "../../headscale/types.js";
 import {
   type CollectInput,
   type CollectResult,
@@ -42,6 +43,8 @@ interface TailnetMemo {
   /** "kind/namespace/name" → the object's contribution, for the objects of the last render only. */
   objects: Map<string, Entry>;
   last?: { base: string; owners: string; contributions: Contribution[]; result: unknown };
+  /** The last DNS records file, under what it was computed from (`dnsMemoised`). */
+  dns?: { key: string; value: unknown };
 }
 
 const memos = new Map<string, TailnetMemo>();
@@ -59,6 +62,15 @@ function nodesPrint(nodes: readonly NodeRef[]): string {
   return print;
 }
 
+function memoOf(tailnet: string): TailnetMemo {
+  let memo = memos.get(tailnet);
+  if (memo) memos.delete(tailnet); // re-inserted last: the map's order is least recently rendered first
+  memo ??= { egressKey: "", objects: new Map() };
+  memos.set(tailnet, memo);
+  if (memos.size > MEMO_TAILNETS) memos.delete(memos.keys().next().value as string);
+  return memo;
+}
+
 const sameRefs = (a: readonly unknown[], b: readonly unknown[]) =>
   a.length === b.length && a.every((x, i) => x === b[i]);
 
@@ -73,11 +85,7 @@ export function renderMemoised<R>(
   base: string,
   render: (collected: CollectResult) => R,
 ): R {
-  let memo = memos.get(tailnet);
-  if (memo) memos.delete(tailnet); // re-inserted last: the map's order is least recently rendered first
-  memo ??= { egressKey: "", objects: new Map() };
-  memos.set(tailnet, memo);
-  if (memos.size > MEMO_TAILNETS) memos.delete(memos.keys().next().value as string);
+  const memo = memoOf(tailnet);
 
   const egressKey =
     input.egresses.length === 0
@@ -122,6 +130,31 @@ export function renderMemoised<R>(
   const result = render(combineContributions(input.tagOwners, contributions));
   memo.last = { base, owners, contributions, result };
   return result;
+}
+
+/** Fingerprint of what the DNS records read from a node list, once per list. */
+const dnsPrints = new WeakMap<readonly HsNode[], string>();
+export function dnsNodesPrint(nodes: readonly HsNode[]): string {
+  let print = dnsPrints.get(nodes);
+  if (print === undefined) {
+    const h = createHash("sha256");
+    for (const n of nodes) h.update(JSON.stringify([n.id, n.givenName, n.name, n.online, n.tags, n.ipAddresses]));
+    print = h.digest("hex");
+    dnsPrints.set(nodes, print);
+  }
+  return print;
+}
+
+/**
+ * `compute()` for the Tailnet `tailnet`, or its last value when `key` — everything `compute` reads — is the
+ * same as then. The DNS records file reads every ingress and the node list (render.ts dnsRecords).
+ */
+export function dnsMemoised<T>(tailnet: string, key: string, compute: () => T): T {
+  const memo = memoOf(tailnet);
+  if (memo.dns?.key === key) return memo.dns.value as T;
+  const value = compute();
+  memo.dns = { key, value };
+  return value;
 }
 
 /** Drops a Tailnet's memo (its finalize). */

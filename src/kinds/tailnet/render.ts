@@ -22,7 +22,7 @@ import { nameOwners } from "../shared/ingress-names.js";
 import { explicitTag } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import type { TailnetInputs } from "./inputs.js";
-import { renderMemoised } from "./render-memo.js";
+import { dnsMemoised, dnsNodesPrint, renderMemoised } from "./render-memo.js";
 import { blockedSites } from "./sites.js";
 
 export interface PolicyCandidate {
@@ -222,7 +222,32 @@ const ipv4Of = (node: HsNode) => node.ipAddresses.find((ip) => ip.includes(".") 
  * registered yet are left out. Several records of one name all answer: tailscale appends them
  * (v1.102.3 ipn/ipnlocal/node_backend.go dnsConfigForNetmap). Sorted by name, then value.
  */
-export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): DnsRecord[] {
+export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[], memoKey?: string): DnsRecord[] {
+  const key = memoKey === undefined ? undefined : dnsKey(inputs, nodes);
+  if (memoKey === undefined || key === undefined) return freshDnsRecords(inputs, nodes);
+  return dnsMemoised(memoKey, key, () => freshDnsRecords(inputs, nodes));
+}
+
+/**
+ * What the records are computed from: the settings they read, the node list's fingerprint and each ingress's
+ * uid and resourceVersion (which changes with any change to the object). Undefined (no memo) when an ingress
+ * has neither, as objects built in tests may.
+ */
+function dnsKey(inputs: TailnetInputs, nodes: readonly HsNode[]): string | undefined {
+  const { baseDomain, tagPrefix, dnsFlatNamespaces } = inputs.settings;
+  const parts: string[] = [
+    JSON.stringify([baseDomain ?? null, tagPrefix, dnsFlatNamespaces ?? null]),
+    dnsNodesPrint(nodes),
+  ];
+  for (const o of inputs.ingresses) {
+    const { uid, resourceVersion } = o.metadata;
+    if (!uid || !resourceVersion) return undefined;
+    parts.push(`${uid}/${resourceVersion}`);
+  }
+  return parts.join("\n");
+}
+
+function freshDnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): DnsRecord[] {
   const { settings } = inputs;
   const byId = new Map(inputs.ingresses.map((o) => [`${ns(o)}/${o.metadata.name}`, o]));
   const carriers = nodeByTag(nodes);

@@ -4,7 +4,7 @@ import fc from "fast-check";
 import type { HsNode } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { readInputs } from "../../../src/kinds/tailnet/inputs.js";
-import { collectInput, renderTailnetPolicy } from "../../../src/kinds/tailnet/render.js";
+import { collectInput, dnsRecords, renderTailnetPolicy } from "../../../src/kinds/tailnet/render.js";
 import { forgetRender, MEMO_TAILNETS, memoSize, renderMemoised } from "../../../src/kinds/tailnet/render-memo.js";
 import { collectGenerated } from "../../../src/policy/generated.js";
 import { parentObject, toMaps } from "../../fixtures/hooks.js";
@@ -179,6 +179,67 @@ describe("Tailnet render memo (issue 25)", () => {
     } finally {
       forgetRender(uid);
     }
+  });
+
+  it("the memoised DNS records equal the fresh ones over random ingress and node changes", () => {
+    const ingressSpec = fc.record({
+      hostname: fc.constantFrom("web", "api", "node-1"),
+      alias: fc.constantFrom("a", "b", ""),
+    });
+    const dnsStep = fc.oneof(
+      fc.record({
+        op: fc.constant("put" as const),
+        slot: fc.nat(3),
+        ns: fc.constantFrom(...namespaces),
+        spec: ingressSpec,
+      }),
+      fc.record({ op: fc.constant("remove" as const), slot: fc.nat(3) }),
+      fc.record({ op: fc.constant("nodes" as const), online: fc.boolean(), ip: fc.nat(3) }),
+    );
+    fc.assert(
+      fc.property(fc.array(dnsStep, { minLength: 1, maxLength: 20 }), fc.uuid(), (steps, uid) => {
+        const objects = new Map<string, K8sObject>();
+        let nodes = nodeList(true, 0);
+        let rv = 0;
+        try {
+          for (const s of steps) {
+            if (s.op === "put") {
+              const name = `ingress-${s.slot}`;
+              const o = parentObject(
+                "TailnetIngress",
+                name,
+                {
+                  tailnetRef,
+                  mode: "http",
+                  hostname: s.spec.hostname,
+                  allowFrom: ["group:eng"],
+                  exposes: [
+                    {
+                      name: "w",
+                      port: 443,
+                      backend: { service: "web", port: 80 },
+                      ...(s.spec.alias ? { aliases: [s.spec.alias] } : {}),
+                    },
+                  ],
+                },
+                { namespace: s.ns, uid: `uid-${s.ns}-${name}` },
+              );
+              // the API server gives every write a new resourceVersion
+              objects.set(`${s.ns}/${name}`, { ...o, metadata: { ...o.metadata, resourceVersion: String(++rv) } });
+            } else if (s.op === "remove") {
+              objects.delete([...objects.keys()][s.slot % Math.max(1, objects.size)] ?? "");
+            } else {
+              nodes = nodeList(s.online, s.ip).map((n) => ({ ...n, tags: [...n.tags, "tag:k8s-shop-ingress-0"] }));
+            }
+            const inputs = readInputs(tailnet(), toMaps([apiKeySecret(), baseConfigMap(), ...objects.values()]));
+            assert.equal(JSON.stringify(dnsRecords(inputs, nodes, uid)), JSON.stringify(dnsRecords(inputs, nodes)));
+          }
+        } finally {
+          forgetRender(uid);
+        }
+      }),
+      { numRuns: 150 },
+    );
   });
 
   it(`keeps at most ${MEMO_TAILNETS} Tailnets, dropping the least recently rendered`, () => {
