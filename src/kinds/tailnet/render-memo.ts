@@ -32,6 +32,21 @@ import type { NodeRef } from "../../policy/targets.js";
 /** Tailnets whose render is kept (one process rarely serves more; each costs about its objects' contributions). */
 export const MEMO_TAILNETS = 16;
 
+/** One object's collector entry, built on demand; `key` (when known) stands for everything the entry holds. */
+export interface Lazy<T> {
+  /** "namespace/name". */
+  id: string;
+  key: string | undefined;
+  item: () => T;
+}
+
+type Kinds = "egresses" | "ingresses" | "sites" | "gateways";
+
+/** CollectInput with each object's entry lazy, and `context`: what every entry reads from the settings. */
+export type LazyCollectInput = Omit<CollectInput, Kinds> & {
+  context: string;
+} & { [K in Kinds]: Lazy<CollectInput[K][number]>[] };
+
 interface Entry {
   key: string;
   contribution: Contribution;
@@ -40,6 +55,8 @@ interface Entry {
 interface TailnetMemo {
   /** What every egress contribution was resolved against: node list, base domain, allowlist. */
   egressKey: string;
+  /** LazyCollectInput.context of the last render. */
+  context: string;
   /** "kind/namespace/name" → the object's contribution, for the objects of the last render only. */
   objects: Map<string, Entry>;
   last?: { base: string; owners: string; contributions: Contribution[]; result: unknown };
@@ -65,7 +82,7 @@ function nodesPrint(nodes: readonly NodeRef[]): string {
 function memoOf(tailnet: string): TailnetMemo {
   let memo = memos.get(tailnet);
   if (memo) memos.delete(tailnet); // re-inserted last: the map's order is least recently rendered first
-  memo ??= { egressKey: "", objects: new Map() };
+  memo ??= { egressKey: "", context: "", objects: new Map() };
   memos.set(tailnet, memo);
   if (memos.size > MEMO_TAILNETS) memos.delete(memos.keys().next().value as string);
   return memo;
@@ -81,7 +98,7 @@ const sameRefs = (a: readonly unknown[], b: readonly unknown[]) =>
  */
 export function renderMemoised<R>(
   tailnet: string,
-  input: CollectInput,
+  input: LazyCollectInput,
   base: string,
   render: (collected: CollectResult) => R,
 ): R {
@@ -91,36 +108,37 @@ export function renderMemoised<R>(
     input.egresses.length === 0
       ? ""
       : JSON.stringify([nodesPrint(input.nodes), input.baseDomain ?? "", input.allowedEgressTargets]);
-  const previous = memo.objects;
+  // a new context invalidates every entry, a new egress key every egress's
+  const previous = input.context === memo.context ? memo.objects : new Map<string, Entry>();
   let ctx: EgressContext | undefined;
-  const context = () => {
-    ctx ??= egressContext(input);
+  const context = (): EgressContext => {
+    ctx ??= egressContext({
+      nodes: input.nodes,
+      baseDomain: input.baseDomain,
+      allowedEgressTargets: input.allowedEgressTargets,
+    });
     return ctx;
   };
   const egressValid = egressKey === memo.egressKey;
   const next = new Map<string, Entry>();
   const contributions: Contribution[] = [];
-  const take = <T extends { namespace: string; name: string }>(
-    kind: string,
-    item: T,
-    make: (item: T) => Contribution,
-    valid = true,
-  ) => {
-    const id = `${kind}/${item.namespace}/${item.name}`;
-    const key = JSON.stringify(item);
+  const take = <T>(kind: string, lazy: Lazy<T>, make: (item: T) => Contribution, valid = true) => {
+    const id = `${kind}/${lazy.id}`;
+    // without a cheap key, the entry itself (every field the collector reads) is the key
+    const item = lazy.key === undefined ? lazy.item() : undefined;
+    const key = lazy.key ?? `=${JSON.stringify(item)}`;
     const old = valid ? previous.get(id) : undefined;
-    const entry = old && old.key === key ? old : { key, contribution: make(item) };
+    const entry = old && old.key === key ? old : { key, contribution: make(item ?? lazy.item()) };
     next.set(id, entry);
     contributions.push(entry.contribution);
   };
   for (const o of input.ingresses) take("ingress", o, ingressContribution);
-  for (const o of input.egresses) {
-    take("egress", o, (eg) => egressContribution(eg, context()), egressValid);
-  }
+  for (const o of input.egresses) take("egress", o, (eg) => egressContribution(eg, context()), egressValid);
   for (const o of input.sites) take("site", o, siteContribution);
   for (const o of input.gateways) take("gateway", o, gatewayContribution);
   memo.objects = next;
   memo.egressKey = egressKey;
+  memo.context = input.context;
 
   const owners = JSON.stringify(input.tagOwners);
   const last = memo.last;

@@ -4,7 +4,7 @@ import fc from "fast-check";
 import type { HsNode } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { readInputs } from "../../../src/kinds/tailnet/inputs.js";
-import { collectInput, dnsRecords, renderTailnetPolicy } from "../../../src/kinds/tailnet/render.js";
+import { collectInput, dnsRecords, lazyCollectInput, renderTailnetPolicy } from "../../../src/kinds/tailnet/render.js";
 import { forgetRender, MEMO_TAILNETS, memoSize, renderMemoised } from "../../../src/kinds/tailnet/render-memo.js";
 import { collectGenerated } from "../../../src/policy/generated.js";
 import { parentObject, toMaps } from "../../fixtures/hooks.js";
@@ -72,6 +72,15 @@ const step = fc.oneof(
     weight: 1,
     arbitrary: fc.record({ op: fc.constant("owners" as const), owners: fc.array(source, { maxLength: 2 }) }),
   },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant("settings" as const),
+      tagPrefix: fc.constantFrom("tag:k8s-", "tag:kube-"),
+      sources: fc.array(source, { maxLength: 2 }),
+      egressTargets: fc.constantFrom(["100.64.0.0/10"], ["10.0.0.0/8", "tag:x"]),
+    }),
+  },
 );
 
 function nodeList(online: boolean, ip: number): HsNode[] {
@@ -93,17 +102,23 @@ const baseWith = (extra: string) =>
 describe("Tailnet render memo (issue 25)", () => {
   it("the memoised render equals the fresh render byte for byte over random add/change/remove sequences", () => {
     fc.assert(
-      fc.property(fc.array(step, { minLength: 1, maxLength: 25 }), fc.uuid(), (steps, uid) => {
+      // with versions: objects as the API server sends them (a stable uid, a new resourceVersion on every write),
+      // keyed by those; without: keyed by their collector entries
+      fc.property(fc.array(step, { minLength: 1, maxLength: 25 }), fc.uuid(), fc.boolean(), (steps, uid, versioned) => {
         const objects = new Map<string, K8sObject>();
         let nodes = nodeList(true, 0);
         let base = BASE;
         let owners: string[] = ["group:platform"];
+        let settings: Record<string, unknown> = {};
         let version = 0;
         try {
           for (const s of steps) {
             if (s.op === "put") {
               const name = `${s.kind.slice(7).toLowerCase()}-${s.slot}`;
-              objects.set(`${s.kind}/${s.ns}/${name}`, parentObject(s.kind, name, s.spec, { namespace: s.ns }));
+              const id = `${s.kind}/${s.ns}/${name}`;
+              const o = parentObject(s.kind, name, s.spec, { namespace: s.ns, uid: `uid-${id}` });
+              if (versioned) o.metadata.resourceVersion = String(1000 + version);
+              objects.set(id, o);
             } else if (s.op === "remove") {
               const key = [...objects.keys()][s.slot % Math.max(1, objects.size)];
               if (key) objects.delete(key);
@@ -111,11 +126,17 @@ describe("Tailnet render memo (issue 25)", () => {
               nodes = nodeList(s.online, s.ip); // a fresh read: a new array
             } else if (s.op === "base") {
               base = baseWith(s.extra);
-            } else {
+            } else if (s.op === "owners") {
               owners = s.owners;
+            } else {
+              settings = {
+                tagPrefix: s.tagPrefix,
+                allowedIngressSources: s.sources,
+                allowedEgressTargets: s.egressTargets,
+              };
             }
             version++;
-            const spec = tailnetSpec();
+            const spec = tailnetSpec(settings);
             const policy = { ...(spec.policy as Record<string, unknown>), tagOwners: owners };
             const related = [
               apiKeySecret(),
@@ -159,7 +180,7 @@ describe("Tailnet render memo (issue 25)", () => {
     const nodes = nodeList(true, 0);
     let renders = 0;
     const render = (inputs: ReturnType<typeof inputsOf>) =>
-      renderMemoised(uid, collectInput(inputs, nodes), "base", (c) => {
+      renderMemoised(uid, lazyCollectInput(inputs, nodes), "base", (c) => {
         renders++;
         return c;
       });
