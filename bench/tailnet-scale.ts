@@ -357,16 +357,20 @@ export async function benchTailnetScale(sizes = SCALE_SIZES, runs = RUNS): Promi
   };
 }
 
+/** Issue 25: a Tailnet resync at 20,000 workloads answers within 1 s (p50), growing at most ×2.2 from 10k. */
+export const SCALE_GOALS = { p50msAt20k: 1000, growth: 2.2 };
+const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
+
 export function scaleRows(r: ScaleBench): [string, string][] {
   const out: [string, string][] = r.rows.map((row) => [
     `Tailnet sync over HTTP, ${row.workloads} workloads (${row.bodyMiB} MiB, ${row.bytesPerWorkload} B each)`,
     row.status === 200
-      ? `p50 ${row.p50ms} ms, p99 ${row.p99ms} ms (server: mean ${row.serverMeanMs} ms, CPU ${row.serverCpuMs} ms/sync, ${row.headscaleCalls} Headscale calls), peak RSS ${row.peakRssMiB} MiB`
+      ? `p50 ${row.p50ms} ms, p99 ${row.p99ms} ms (server: mean ${row.serverMeanMs} ms, CPU ${row.serverCpuMs} ms/sync, ${row.headscaleCalls} Headscale calls), peak RSS ${row.peakRssMiB} MiB${row.workloads === 20_000 ? `; goal p50 ≤ ${SCALE_GOALS.p50msAt20k} ms: ${verdict(row.p50ms <= SCALE_GOALS.p50msAt20k)}` : ""}`
       : `HTTP ${row.status} (peak RSS ${row.peakRssMiB} MiB)`,
   ]);
   out.push([
     "Tailnet sync growth 10k → 20k workloads",
-    `latency ×${r.growth.latency}, peak RSS ×${r.growth.rss} (${r.runs} runs each, ${r.compiled ? "compiled" : "tsx"})`,
+    `latency ×${r.growth.latency}, peak RSS ×${r.growth.rss} (${r.runs} runs each, ${r.compiled ? "compiled" : "tsx"}); goal latency ≤ ×${SCALE_GOALS.growth}: ${verdict(r.growth.latency <= SCALE_GOALS.growth)}`,
   ]);
   return out;
 }
