@@ -88,12 +88,31 @@ function memoOf(tailnet: string): TailnetMemo {
   return memo;
 }
 
+const NONE: never[] = [];
+Object.freeze(NONE);
+
+/**
+ * A contribution as the memo keeps it: its empty lists shared, and without its egress target outcomes (the
+ * Tailnet's render reads only the generated policy and the left-out values; the egress kind judges its own
+ * targets). Most contributions hold one tag and one grant, so this is about half of what an entry costs.
+ */
+function kept(c: Contribution): Contribution {
+  return {
+    tags: c.tags.length ? c.tags : NONE,
+    grants: c.grants.length ? c.grants : NONE,
+    routes: c.routes.length ? c.routes : NONE,
+    exitNode: c.exitNode.length ? c.exitNode : NONE,
+    invalid: c.invalid.length ? c.invalid : NONE,
+    egressTargets: NONE,
+  };
+}
+
 const sameRefs = (a: readonly unknown[], b: readonly unknown[]) =>
   a.length === b.length && a.every((x, i) => x === b[i]);
 
 /**
  * `render(collectGenerated(input))` for the Tailnet `tailnet` (its uid), reusing what did not change since
- * its last render. `render` must be a function of the collected result and of what `base` names alone (the
+ * its last render; `render` is given no egress target outcomes (`egressTargets`, `unresolved` are empty). `render` must be a function of the collected result and of what `base` names alone (the
  * base policy's text and where it comes from).
  */
 export function renderMemoised<R>(
@@ -128,7 +147,7 @@ export function renderMemoised<R>(
     const item = lazy.key === undefined ? lazy.item() : undefined;
     const key = lazy.key ?? `=${JSON.stringify(item)}`;
     const old = valid ? previous.get(id) : undefined;
-    const entry = old && old.key === key ? old : { key, contribution: make(item ?? lazy.item()) };
+    const entry = old && old.key === key ? old : { key, contribution: kept(make(item ?? lazy.item())) };
     next.set(id, entry);
     contributions.push(entry.contribution);
   };
