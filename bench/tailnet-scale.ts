@@ -164,10 +164,13 @@ export function tailnetScaleBody(
 ): string {
   const world = syntheticWorld(workloads);
   const spec = tailnetSpec();
-  const tailnet = parentObject("Tailnet", "home", {
-    ...spec,
-    headscale: { ...(spec.headscale as Record<string, unknown>), url: hs.url },
-  });
+  // One Tailnet across the bodies of a run, as the API server keeps its uid (the render memo is keyed by it).
+  const tailnet = parentObject(
+    "Tailnet",
+    "home",
+    { ...spec, headscale: { ...(spec.headscale as Record<string, unknown>), url: hs.url } },
+    { uid: "7a3e9c41-5b2d-4f60-9e81-0c4d2b6a1f37" },
+  );
   const related = world.related.map((o, i) => {
     if (o.kind === "Secret") return { ...o, data: { apiKey: b64(hs.apiKey) } };
     return o.kind.startsWith("Tailnet") ? asServed(o, i) : o;
