@@ -5,7 +5,15 @@
 // throughout, so it is the same for any input order (and so is its hash).
 import { type Cidr, parseCidr } from "../net/cidr.js";
 import { INTERNET, isExitNodePrefixes, isExitRoute } from "../net/exit.js";
-import { buildNodeIndex, compileAllowlist, isTargetAllowed, type NodeRef, resolveTargetHost } from "./targets.js";
+import {
+  buildNodeIndex,
+  compileAllowlist,
+  type EgressAllowlist,
+  isTargetAllowed,
+  type NodeIndex,
+  type NodeRef,
+  resolveTargetHost,
+} from "./targets.js";
 
 /** One grant in Headscale 0.29 syntax, e.g. {src:["tag:a"], dst:["100.64.0.7"], ip:["tcp:5432"]}. */
 export interface Grant {
@@ -182,125 +190,181 @@ function byObject<T extends { namespace: string; name: string }>(extra: (x: T) =
     byCodeUnits(a.namespace, b.namespace) || byCodeUnits(a.name, b.name) || byCodeUnits(extra(a), extra(b));
 }
 
-export function collectGenerated(input: CollectInput): CollectResult {
-  const owners = sortedUnique(input.tagOwners);
+/**
+ * What one object contributes to the generated policy, before merging: its tags, grants (ip specs as the
+ * object lists them), approved routes, exit-node tags, left-out values and egress target outcomes. The
+ * Tailnet's render memoises these per object (src/kinds/tailnet/render-memo.ts), so a contribution is never
+ * modified after it is made: combining copies what it keeps.
+ */
+export interface Contribution {
+  tags: string[];
+  grants: Grant[];
+  routes: [prefix: string, approvers: string[]][];
+  exitNode: string[];
+  invalid: InvalidInput[];
+  egressTargets: EgressTargetOutcome[];
+}
+
+/** What an egress contribution reads besides the object: the node list (resolution) and the allowlist. */
+export interface EgressContext {
+  index: NodeIndex;
+  allow: EgressAllowlist;
+}
+
+export function egressContext(
+  input: Pick<CollectInput, "nodes" | "baseDomain" | "allowedEgressTargets">,
+): EgressContext {
+  return { index: buildNodeIndex(input.nodes, input.baseDomain), allow: compileAllowlist(input.allowedEgressTargets) };
+}
+
+function emptyContribution(): Contribution {
+  return { tags: [], grants: [], routes: [], exitNode: [], invalid: [], egressTargets: [] };
+}
+
+/** Validators that record what they refuse in `c.invalid`. */
+function validators(c: Contribution, namespace: string, name: string) {
+  return {
+    tag: (field: InvalidInput["field"], tag: string): boolean => {
+      if (isValidTag(tag)) return true;
+      c.invalid.push({ namespace, name, field, value: tag });
+      return false;
+    },
+    port: (port: number): boolean => {
+      if (isPort(port)) return true;
+      c.invalid.push({ namespace, name, field: "ports", value: String(port) });
+      return false;
+    },
+    cidrs: (field: InvalidInput["field"], list: string[]): Cidr[] => {
+      const out: Cidr[] = [];
+      for (const p of list) {
+        const r = parseCidr(p.trim());
+        if (r.ok) out.push(r.cidr);
+        else c.invalid.push({ namespace, name, field, value: p });
+      }
+      return out;
+    },
+  };
+}
+
+export function ingressContribution(ing: CollectInput["ingresses"][number]): Contribution {
+  const c = emptyContribution();
+  const valid = validators(c, ing.namespace, ing.name);
+  if (!valid.tag("tag", ing.tag)) return c;
+  c.tags.push(ing.tag);
+  if (ing.denied || ing.allowFrom.length === 0) return c;
+  const ports = ing.ports.filter((p) => valid.port(p));
+  if (ports.length > 0) c.grants.push({ src: ing.allowFrom, dst: [ing.tag], ip: ports.map((p) => `tcp:${p}`) });
+  return c;
+}
+
+export function egressContribution(eg: CollectInput["egresses"][number], ctx: EgressContext): Contribution {
+  const c = emptyContribution();
+  const valid = validators(c, eg.namespace, eg.name);
+  const tagOk = valid.tag("tag", eg.tag);
+  if (tagOk) c.tags.push(eg.tag);
+  for (const t of eg.targets) {
+    const resolved = resolveTargetHost(t.host, ctx.index);
+    const outcome: EgressTargetOutcome = {
+      namespace: eg.namespace,
+      name: eg.name,
+      target: t.name,
+      host: t.host,
+      address: resolved?.address ?? null,
+      granted: false,
+    };
+    c.egressTargets.push(outcome);
+    const specs = t.ports
+      .filter((p) => valid.port(p.port))
+      .map((p) => `${(p.protocol ?? "tcp").toLowerCase()}:${p.port}`);
+    if (!resolved || !tagOk || specs.length === 0 || !isTargetAllowed(resolved, ctx.allow)) continue;
+    c.grants.push({ src: [eg.tag], dst: [resolved.address], ip: specs });
+    outcome.granted = true;
+  }
+  return c;
+}
+
+export function siteContribution(site: CollectInput["sites"][number]): Contribution {
+  const c = emptyContribution();
+  if (site.blocked) return c;
+  const valid = validators(c, site.namespace, site.name);
+  const advertisers = site.advertiserTags.filter((t) => valid.tag("advertiserTags", t));
+  const cidrs = valid.cidrs("prefixes", site.prefixes);
+  c.tags.push(...advertisers);
+  if (isExitNodePrefixes(cidrs)) {
+    // An exit-node site: approved through autoApprovers.exitNode, used through autogroup:internet.
+    c.exitNode.push(...advertisers);
+    if (site.allowFrom.length > 0) c.grants.push({ src: site.allowFrom, dst: [INTERNET], ip: ["*"] });
+    return c;
+  }
+  // A default route beside other prefixes (or one family alone) is InvalidSpec on the site: as a grant
+  // destination Headscale would refuse the whole policy, as a routes key it approves no exit node.
+  const prefixes: string[] = [];
+  for (const r of cidrs) {
+    if (isExitRoute(r))
+      c.invalid.push({ namespace: site.namespace, name: site.name, field: "prefixes", value: r.text });
+    else prefixes.push(r.text);
+  }
+  if (advertisers.length > 0) for (const p of prefixes) c.routes.push([p, advertisers]);
+  if (site.allowFrom.length > 0 && prefixes.length > 0)
+    c.grants.push({ src: site.allowFrom, dst: prefixes, ip: ["*"] });
+  return c;
+}
+
+export function gatewayContribution(gw: CollectInput["gateways"][number]): Contribution {
+  const c = emptyContribution();
+  const valid = validators(c, gw.namespace, gw.name);
+  if (!valid.tag("tag", gw.tag)) return c;
+  c.tags.push(gw.tag);
+  for (const r of valid.cidrs("routes", gw.routes)) {
+    // A default route in routes is InvalidSpec on the gateway (spec.exitNode is the way): as a routes key
+    // it would approve no exit node, and the tenancy check would be bypassed.
+    if (isExitRoute(r)) c.invalid.push({ namespace: gw.namespace, name: gw.name, field: "routes", value: r.text });
+    else c.routes.push([r.text, [gw.tag]]);
+  }
+  if (gw.exitNode) {
+    // Headscale 0.29 approves exit routes only through autoApprovers.exitNode and refuses a default
+    // route as a grant destination: the right to use the exit node is a grant to autogroup:internet.
+    c.exitNode.push(gw.tag);
+    if (gw.exitNode.allowFrom.length > 0) c.grants.push({ src: gw.exitNode.allowFrom, dst: [INTERNET], ip: ["*"] });
+  }
+  return c;
+}
+
+/**
+ * The contributions merged (in the order given: ingresses, egresses, sites, gateways, as collectGenerated
+ * walks them) into the generated policy. Every output list is sorted, so the result does not depend on
+ * that order; the contributions are only read.
+ */
+export function combineContributions(
+  tagOwners: readonly string[],
+  contributions: Iterable<Contribution>,
+): CollectResult {
+  const owners = sortedUnique(tagOwners);
   const tags = new Set<string>();
   const routes = new Map<string, Set<string>>();
   const grants = new GrantSet();
+  const exitNode = new Set<string>();
   const invalid: InvalidInput[] = [];
   const egressTargets: EgressTargetOutcome[] = [];
-
-  const validTag = (namespace: string, name: string, field: InvalidInput["field"], tag: string): boolean => {
-    if (isValidTag(tag)) return true;
-    invalid.push({ namespace, name, field, value: tag });
-    return false;
-  };
-  const validPort = (namespace: string, name: string, port: number): boolean => {
-    if (isPort(port)) return true;
-    invalid.push({ namespace, name, field: "ports", value: String(port) });
-    return false;
-  };
-  const validCidrs = (namespace: string, name: string, field: InvalidInput["field"], list: string[]): Cidr[] => {
-    const out: Cidr[] = [];
-    for (const p of list) {
-      const r = parseCidr(p.trim());
-      if (r.ok) out.push(r.cidr);
-      else invalid.push({ namespace, name, field, value: p });
+  for (const c of contributions) {
+    for (const t of c.tags) tags.add(t);
+    for (const g of c.grants) grants.add(g.src, g.dst, g.ip);
+    for (const [prefix, approvers] of c.routes) {
+      const set = routes.get(prefix) ?? new Set<string>();
+      routes.set(prefix, set);
+      for (const t of approvers) set.add(t);
     }
-    return out;
-  };
-  const exitNode = new Set<string>();
-  const approve = (prefix: string, approvers: string[]): void => {
-    const set = routes.get(prefix) ?? new Set<string>();
-    routes.set(prefix, set);
-    for (const t of approvers) set.add(t);
-  };
-
-  for (const ing of input.ingresses) {
-    if (!validTag(ing.namespace, ing.name, "tag", ing.tag)) continue;
-    tags.add(ing.tag);
-    if (ing.denied || ing.allowFrom.length === 0) continue;
-    const ports = ing.ports.filter((p) => validPort(ing.namespace, ing.name, p));
-    if (ports.length > 0)
-      grants.add(
-        ing.allowFrom,
-        [ing.tag],
-        ports.map((p) => `tcp:${p}`),
-      );
+    for (const t of c.exitNode) exitNode.add(t);
+    if (c.invalid.length > 0) invalid.push(...c.invalid);
+    if (c.egressTargets.length > 0) egressTargets.push(...c.egressTargets);
   }
-
-  const index = buildNodeIndex(input.nodes, input.baseDomain);
-  const allow = compileAllowlist(input.allowedEgressTargets);
-  for (const eg of input.egresses) {
-    const tagOk = validTag(eg.namespace, eg.name, "tag", eg.tag);
-    if (tagOk) tags.add(eg.tag);
-    for (const t of eg.targets) {
-      const resolved = resolveTargetHost(t.host, index);
-      const outcome: EgressTargetOutcome = {
-        namespace: eg.namespace,
-        name: eg.name,
-        target: t.name,
-        host: t.host,
-        address: resolved?.address ?? null,
-        granted: false,
-      };
-      egressTargets.push(outcome);
-      const specs = t.ports
-        .filter((p) => validPort(eg.namespace, eg.name, p.port))
-        .map((p) => `${(p.protocol ?? "tcp").toLowerCase()}:${p.port}`);
-      if (!resolved || !tagOk || specs.length === 0 || !isTargetAllowed(resolved, allow)) continue;
-      grants.add([eg.tag], [resolved.address], specs);
-      outcome.granted = true;
-    }
-  }
-
-  for (const site of input.sites) {
-    if (site.blocked) continue;
-    const advertisers = site.advertiserTags.filter((t) => validTag(site.namespace, site.name, "advertiserTags", t));
-    const cidrs = validCidrs(site.namespace, site.name, "prefixes", site.prefixes);
-    for (const t of advertisers) tags.add(t);
-    if (isExitNodePrefixes(cidrs)) {
-      // An exit-node site: approved through autoApprovers.exitNode, used through autogroup:internet.
-      for (const t of advertisers) exitNode.add(t);
-      if (site.allowFrom.length > 0) grants.add(site.allowFrom, [INTERNET], ["*"]);
-      continue;
-    }
-    // A default route beside other prefixes (or one family alone) is InvalidSpec on the site: as a grant
-    // destination Headscale would refuse the whole policy, as a routes key it approves no exit node.
-    const prefixes: string[] = [];
-    for (const c of cidrs) {
-      if (isExitRoute(c))
-        invalid.push({ namespace: site.namespace, name: site.name, field: "prefixes", value: c.text });
-      else prefixes.push(c.text);
-    }
-    if (advertisers.length > 0) for (const p of prefixes) approve(p, advertisers);
-    if (site.allowFrom.length > 0 && prefixes.length > 0) grants.add(site.allowFrom, prefixes, ["*"]);
-  }
-
-  for (const gw of input.gateways) {
-    if (!validTag(gw.namespace, gw.name, "tag", gw.tag)) continue;
-    tags.add(gw.tag);
-    for (const c of validCidrs(gw.namespace, gw.name, "routes", gw.routes)) {
-      // A default route in routes is InvalidSpec on the gateway (spec.exitNode is the way): as a routes key
-      // it would approve no exit node, and the tenancy check would be bypassed.
-      if (isExitRoute(c)) invalid.push({ namespace: gw.namespace, name: gw.name, field: "routes", value: c.text });
-      else approve(c.text, [gw.tag]);
-    }
-    if (gw.exitNode) {
-      // Headscale 0.29 approves exit routes only through autoApprovers.exitNode and refuses a default
-      // route as a grant destination: the right to use the exit node is a grant to autogroup:internet.
-      exitNode.add(gw.tag);
-      if (gw.exitNode.allowFrom.length > 0) grants.add(gw.exitNode.allowFrom, [INTERNET], ["*"]);
-    }
-  }
-
-  const tagOwners = new Map<string, string[]>();
-  for (const t of [...tags].sort()) tagOwners.set(t, owners.slice());
+  const tagOwnersOut = new Map<string, string[]>();
+  for (const t of [...tags].sort()) tagOwnersOut.set(t, owners.slice());
   egressTargets.sort(byObject((x) => x.target));
   invalid.sort(byObject((x) => `${x.field}\u0000${x.value}`));
   return {
     generated: {
-      tagOwners,
+      tagOwners: tagOwnersOut,
       grants: grants.sorted(),
       autoApproverRoutes: sortedMap(routes),
       autoApproverExitNode: [...exitNode].sort(),
@@ -311,4 +375,14 @@ export function collectGenerated(input: CollectInput): CollectResult {
     egressTargets,
     invalid,
   };
+}
+
+export function collectGenerated(input: CollectInput): CollectResult {
+  const ctx = egressContext(input);
+  return combineContributions(input.tagOwners, [
+    ...input.ingresses.map(ingressContribution),
+    ...input.egresses.map((eg) => egressContribution(eg, ctx)),
+    ...input.sites.map(siteContribution),
+    ...input.gateways.map(gatewayContribution),
+  ]);
 }

@@ -332,15 +332,17 @@ export function keptLegacyTag(parent: K8sObject, tagPrefix: string): string | un
  */
 export function keptTagTwins(objects: readonly K8sObject[], tagPrefix: string): Map<string, string> {
   const id = (o: K8sObject) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+  // each object's kept tag once: the Tailnet calls this over every workload object on every sync
+  const kept = objects.map((o) => keptLegacyTag(o, tagPrefix));
   const keepers = new Map<string, string>();
-  for (const o of objects) {
-    const kept = keptLegacyTag(o, tagPrefix);
-    if (kept && !keepers.has(kept)) keepers.set(kept, id(o));
-  }
+  objects.forEach((o, i) => {
+    const k = kept[i];
+    if (k && !keepers.has(k)) keepers.set(k, id(o));
+  });
   const twins = new Map<string, string>();
   if (!keepers.size) return twins;
-  for (const o of objects) {
-    if (explicitTag(o) !== undefined || keptLegacyTag(o, tagPrefix)) continue;
+  for (const [i, o] of objects.entries()) {
+    if (explicitTag(o) !== undefined || kept[i]) continue;
     const keeper = keepers.get(objectDerivedTag(o, tagPrefix));
     if (keeper) twins.set(id(o), keeper);
   }

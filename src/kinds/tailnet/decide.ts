@@ -96,7 +96,13 @@ function childrenOf(
   const hs = observed.hs;
   const nodes = hs?.nodes.ok ? hs.nodes.value : inputs.ingresses.length === 0 ? [] : null;
   if (nodes) {
-    out.push(dnsRecordsConfigMap({ tailnet: inputs.name, namespace, records: dnsRecords(inputs, nodes) }));
+    out.push(
+      dnsRecordsConfigMap({
+        tailnet: inputs.name,
+        namespace,
+        records: dnsRecords(inputs, nodes, input.parent.metadata.uid),
+      }),
+    );
   } else {
     // Keep what was published; before anything was, an empty file lets Headscale start with it mounted.
     const old = find(dnsRecordsConfigMapName(inputs.name), "ConfigMap");

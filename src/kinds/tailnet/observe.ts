@@ -139,7 +139,12 @@ export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: 
   // objects refused as TagInUse render nothing (without the node list, render says CannotVerify)
   const inputs = hs?.nodes.ok ? ownedInputs(observed.inputs, hs.nodes.value) : observed.inputs;
   const nodesUnavailable = !hs ? NO_CALL : hs.nodes.ok ? "" : oneLine(hs.nodes.error.message);
-  const render = renderTailnetPolicy(inputs, hs?.nodes.ok ? hs.nodes.value : null, nodesUnavailable);
+  const render = renderTailnetPolicy(
+    inputs,
+    hs?.nodes.ok ? hs.nodes.value : null,
+    nodesUnavailable,
+    req.parent.metadata.uid,
+  );
   if (!view || !hs) return { inputs, apiKey, hs, render };
   const check =
     checkPointless(hs) ??

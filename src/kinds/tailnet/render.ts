@@ -9,6 +9,7 @@ import type { K8sObject } from "../../k8s/objects.js";
 import { isIp } from "../../net/cidr.js";
 import {
   type CollectInput,
+  type CollectResult,
   collectGenerated,
   type GeneratedPolicy,
   type InvalidInput,
@@ -21,6 +22,7 @@ import { nameOwners } from "../shared/ingress-names.js";
 import { explicitTag } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import type { TailnetInputs } from "./inputs.js";
+import { dnsMemoised, dnsNodesPrint, type Lazy, type LazyCollectInput, renderMemoised } from "./render-memo.js";
 import { blockedSites } from "./sites.js";
 
 export interface PolicyCandidate {
@@ -54,64 +56,114 @@ export function needsNodes(inputs: TailnetInputs): boolean {
   return inputs.egresses.length > 0 || [...inputs.ingresses, ...inputs.gateways].some((o) => explicitTag(o));
 }
 
-/** Every workload object of the Tailnet as the policy collector's input. */
-export function collectInput(inputs: TailnetInputs, nodes: readonly NodeRef[]): CollectInput {
+type Item<K extends "egresses" | "ingresses" | "sites" | "gateways"> = CollectInput[K][number];
+
+function egressItem(o: K8sObject, tagPrefix: string): Item<"egresses"> {
+  return {
+    namespace: ns(o),
+    name: o.metadata.name,
+    tag: effectiveTag(o, tagPrefix),
+    targets: records(record(o.spec).targets).map((t) => ({
+      name: String(t.name ?? ""),
+      host: String(t.host ?? ""),
+      ports: records(t.ports).map((p) => ({
+        port: Number(p.port),
+        protocol: typeof p.protocol === "string" ? p.protocol : undefined,
+      })),
+    })),
+  };
+}
+
+function ingressItem(o: K8sObject, tagPrefix: string, allowedSources: ReadonlySet<string>): Item<"ingresses"> {
+  const allowFrom = strings(record(o.spec).allowFrom);
+  return {
+    namespace: ns(o),
+    name: o.metadata.name,
+    tag: effectiveTag(o, tagPrefix),
+    allowFrom,
+    ports: records(record(o.spec).exposes).map((e) => exposePort(record(o.spec).mode, e.port)),
+    // allowFrom ⊄ allowedIngressSources: PolicyDenied on the ingress, no grant here.
+    denied: allowFrom.some((a) => !allowedSources.has(a)),
+  };
+}
+
+function siteItem(o: K8sObject, blocked: boolean): Item<"sites"> {
+  return {
+    namespace: ns(o),
+    name: o.metadata.name,
+    prefixes: strings(record(o.spec).prefixes),
+    advertiserTags: strings(record(o.spec).advertiserTags),
+    allowFrom: strings(record(o.spec).allowFrom),
+    blocked,
+  };
+}
+
+function gatewayItem(o: K8sObject, tagPrefix: string, admitted: boolean): Item<"gateways"> {
+  const exit = record(record(o.spec).exitNode);
+  return {
+    namespace: ns(o),
+    name: o.metadata.name,
+    tag: effectiveTag(o, tagPrefix),
+    routes: strings(record(o.spec).routes),
+    ...(admitted ? { exitNode: { allowFrom: strings(exit.allowFrom) } } : {}),
+  };
+}
+
+/**
+ * Every workload object of the Tailnet as the policy collector's input, each entry built only when asked
+ * for, with a cheap key when the object has a uid and a resourceVersion (which changes with any change to
+ * it): its entry is then a function of that, of `context` (the settings every entry reads) and of the
+ * flags other objects decide (a site blocked, a gateway's exit node admitted), which the key names.
+ */
+export function lazyCollectInput(inputs: TailnetInputs, nodes: readonly NodeRef[]): LazyCollectInput {
   const { settings } = inputs;
+  const { tagPrefix } = settings;
   const allowedSources = new Set(settings.allowedIngressSources);
   const blocked = blockedSites(inputs.sites, settings.reservedNetworks);
+  const lazy = <T>(o: K8sObject, item: () => T, flag = ""): Lazy<T> => {
+    const { uid, resourceVersion } = o.metadata;
+    return {
+      id: `${ns(o)}/${o.metadata.name}`,
+      key: uid && resourceVersion ? `${uid}\u0000${resourceVersion}\u0000${flag}` : undefined,
+      item,
+    };
+  };
   return {
     tagOwners: inputs.tagOwners,
     allowedEgressTargets: settings.allowedEgressTargets,
     baseDomain: settings.baseDomain,
     nodes: nodes as NodeRef[],
-    egresses: inputs.egresses.map((o) => ({
-      namespace: ns(o),
-      name: o.metadata.name,
-      tag: effectiveTag(o, settings.tagPrefix),
-      targets: records(record(o.spec).targets).map((t) => ({
-        name: String(t.name ?? ""),
-        host: String(t.host ?? ""),
-        ports: records(t.ports).map((p) => ({
-          port: Number(p.port),
-          protocol: typeof p.protocol === "string" ? p.protocol : undefined,
-        })),
-      })),
-    })),
-    ingresses: inputs.ingresses.map((o) => {
-      const allowFrom = strings(record(o.spec).allowFrom);
-      return {
-        namespace: ns(o),
-        name: o.metadata.name,
-        tag: effectiveTag(o, settings.tagPrefix),
-        allowFrom,
-        ports: records(record(o.spec).exposes).map((e) => exposePort(record(o.spec).mode, e.port)),
-        // allowFrom ⊄ allowedIngressSources: PolicyDenied on the ingress, no grant here.
-        denied: allowFrom.some((a) => !allowedSources.has(a)),
-      };
-    }),
+    context: JSON.stringify([tagPrefix, settings.allowedIngressSources]),
+    egresses: inputs.egresses.map((o) => lazy(o, () => egressItem(o, tagPrefix))),
+    ingresses: inputs.ingresses.map((o) => lazy(o, () => ingressItem(o, tagPrefix, allowedSources))),
     // A site being deleted renders nothing: its finalize withdraws its route approvals only once the
     // live policy no longer auto-approves them (Headscale would re-approve them on the next reload).
     sites: inputs.sites
       .filter((o) => !o.metadata.deletionTimestamp)
-      .map((o) => ({
-        namespace: ns(o),
-        name: o.metadata.name,
-        prefixes: strings(record(o.spec).prefixes),
-        advertiserTags: strings(record(o.spec).advertiserTags),
-        allowFrom: strings(record(o.spec).allowFrom),
-        blocked: blocked.has(`${ns(o)}/${o.metadata.name}`),
-      })),
+      .map((o) => {
+        const b = blocked.has(`${ns(o)}/${o.metadata.name}`);
+        return lazy(o, () => siteItem(o, b), b ? "blocked" : "");
+      }),
     gateways: inputs.gateways.map((o) => {
-      const exit = record(record(o.spec).exitNode);
       const admitted = inputs.exitNodeGateways.has(`${ns(o)}/${o.metadata.name}`);
-      return {
-        namespace: ns(o),
-        name: o.metadata.name,
-        tag: effectiveTag(o, settings.tagPrefix),
-        routes: strings(record(o.spec).routes),
-        ...(admitted ? { exitNode: { allowFrom: strings(exit.allowFrom) } } : {}),
-      };
+      return lazy(o, () => gatewayItem(o, tagPrefix, admitted), admitted ? "exit" : "");
     }),
+  };
+}
+
+/** Every workload object of the Tailnet as the policy collector's input. */
+export function collectInput(inputs: TailnetInputs, nodes: readonly NodeRef[]): CollectInput {
+  const l = lazyCollectInput(inputs, nodes);
+  const all = <T>(list: Lazy<T>[]) => list.map((x) => x.item());
+  return {
+    tagOwners: l.tagOwners,
+    allowedEgressTargets: l.allowedEgressTargets,
+    baseDomain: l.baseDomain,
+    nodes: l.nodes,
+    egresses: all(l.egresses),
+    ingresses: all(l.ingresses),
+    sites: all(l.sites),
+    gateways: all(l.gateways),
   };
 }
 
@@ -131,6 +183,8 @@ export function renderTailnetPolicy(
   inputs: TailnetInputs,
   nodes: readonly NodeRef[] | null,
   nodesUnavailable = "the Headscale node list is not available",
+  /** The Tailnet's uid: reuse what did not change since its last render (render-memo.ts); none, render fresh. */
+  memoKey?: string,
 ): TailnetRender {
   const { base } = inputs;
   if (base.kind === "missing") return { ok: false, reason: "BaseMissing", message: base.message };
@@ -148,20 +202,28 @@ export function renderTailnetPolicy(
       message: `not rendered: egress targets and explicit tags' owners are judged on the Headscale node list: ${nodesUnavailable}`,
     };
   }
-  const collected = collectGenerated(collectInput(inputs, nodes ?? []));
-  const r = renderPolicy(baseText, collected.generated);
-  if (!r.ok)
-    return { ok: false, reason: r.reason, message: r.reason === "BaseInvalid" ? `${where}${r.message}` : r.message };
-  return {
-    ok: true,
-    candidate: {
-      policy: r.policy,
-      canonical: r.canonical,
-      hash: r.hash,
-      generated: r.generated,
-      invalid: collected.invalid,
-    },
+  const render = (collected: CollectResult): TailnetRender => {
+    const r = renderPolicy(baseText, collected.generated);
+    if (!r.ok)
+      return { ok: false, reason: r.reason, message: r.reason === "BaseInvalid" ? `${where}${r.message}` : r.message };
+    return {
+      ok: true,
+      candidate: {
+        policy: r.policy,
+        canonical: r.canonical,
+        hash: r.hash,
+        generated: r.generated,
+        invalid: collected.invalid,
+      },
+    };
   };
+  if (memoKey === undefined) return render(collectGenerated(collectInput(inputs, nodes ?? [])));
+  return renderMemoised(
+    memoKey,
+    lazyCollectInput(inputs, nodes ?? []),
+    JSON.stringify([where, baseText ?? null]),
+    render,
+  );
 }
 
 /** One entry of Headscale's `dns.extra_records_path` file. */
@@ -214,7 +276,32 @@ const ipv4Of = (node: HsNode) => node.ipAddresses.find((ip) => ip.includes(".") 
  * registered yet are left out. Several records of one name all answer: tailscale appends them
  * (v1.102.3 ipn/ipnlocal/node_backend.go dnsConfigForNetmap). Sorted by name, then value.
  */
-export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): DnsRecord[] {
+export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[], memoKey?: string): DnsRecord[] {
+  const key = memoKey === undefined ? undefined : dnsKey(inputs, nodes);
+  if (memoKey === undefined || key === undefined) return freshDnsRecords(inputs, nodes);
+  return dnsMemoised(memoKey, key, () => freshDnsRecords(inputs, nodes));
+}
+
+/**
+ * What the records are computed from: the settings they read, the node list's fingerprint and each ingress's
+ * uid and resourceVersion (which changes with any change to the object). Undefined (no memo) when an ingress
+ * has neither, as objects built in tests may.
+ */
+function dnsKey(inputs: TailnetInputs, nodes: readonly HsNode[]): string | undefined {
+  const { baseDomain, tagPrefix, dnsFlatNamespaces } = inputs.settings;
+  const parts: string[] = [
+    JSON.stringify([baseDomain ?? null, tagPrefix, dnsFlatNamespaces ?? null]),
+    dnsNodesPrint(nodes),
+  ];
+  for (const o of inputs.ingresses) {
+    const { uid, resourceVersion } = o.metadata;
+    if (!uid || !resourceVersion) return undefined;
+    parts.push(`${uid}/${resourceVersion}`);
+  }
+  return parts.join("\n");
+}
+
+function freshDnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): DnsRecord[] {
   const { settings } = inputs;
   const byId = new Map(inputs.ingresses.map((o) => [`${ns(o)}/${o.metadata.name}`, o]));
   const carriers = nodeByTag(nodes);
