@@ -18,6 +18,9 @@
  * steady round of 60 s.
  * The compiled server runs with the heap V8 gives itself in the operator's container (OPERATOR_POD_HEAP;
  * SOAK_POD_HEAP overrides it, "" = V8's default outside a cgroup, sized from the host's RAM).
+ * The event-loop delay is also split by phase (bench/loop-probe.ts, preloaded into the server): the steady rounds
+ * with and without the Tailnet's own sync in flight, so each goal is judged on what it is about; the RSS of the
+ * steady rounds is read before the end scrape and again after it (the /metrics exposition's own peak).
  * SOAK_NODE_ARGS adds flags to the server (e.g. `--heapsnapshot-signal=SIGUSR2`); SOAK_HEAPSNAPSHOT=dir
  * writes a heap snapshot of the server at the end of each size into dir; SOAK_CLI=path/dist/cli.js runs
  * that build instead of compiling src/ (to compare a before and an after under the same load).
@@ -69,6 +72,20 @@ export interface SteadyState {
   serverCpuMsPerSync: number;
   /** 1-minute load average at the start and the end of these rounds. */
   load: [number, number];
+  /** Peak RSS over these rounds before the end scrape, MiB (peakRssMiB includes it). */
+  peakRssBeforeScrapeMiB: number;
+  /** RSS right before the end scrape, MiB. */
+  rssMiB: number;
+}
+
+/** Event-loop delay of one phase (bench/loop-probe.ts), ms. */
+export interface LoopFigures {
+  p50: number;
+  p99: number;
+  max: number;
+  count: number;
+  /** p99 of the server's CPU time within a tick (all its threads): the part of the delay that is its own work. */
+  cpuP99: number;
 }
 
 /**
@@ -101,6 +118,11 @@ export interface SoakResult {
   eventLoopP99ms: number;
   /** Undefined until a second round completed. */
   steady?: SteadyState;
+  /**
+   * Event-loop delay by phase (bench/loop-probe.ts): install (round one), steady (later rounds, no Tailnet sync
+   * in flight), tailnet (a Tailnet sync in flight after round one), steady+tailnet (both). Empty without IPC.
+   */
+  loop: Record<string, LoopFigures>;
   /** Wall time of the first round (the install), s. */
   firstRoundSeconds?: number;
   headscaleRequests: number;
@@ -147,10 +169,12 @@ function resetPeakRss(pid: number): boolean {
   }
 }
 
-function vmHwmMiB(pid: number): number {
-  const m = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmHWM:\s+(\d+) kB$/m);
+function vmStatusMiB(pid: number, field: "VmHWM" | "VmRSS"): number {
+  const m = readFileSync(`/proc/${pid}/status`, "utf8").match(new RegExp(`^${field}:\\s+(\\d+) kB$`, "m"));
   return m ? +(Number(m[1]) / 1024).toFixed(1) : Number.NaN;
 }
+const vmHwmMiB = (pid: number) => vmStatusMiB(pid, "VmHWM");
+const vmRssMiB = (pid: number) => vmStatusMiB(pid, "VmRSS");
 
 export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const { seconds } = o;
@@ -161,9 +185,14 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   writeFileSync(join(cfgDir, "config.yaml"), "logLevel: warn\nheadscale: { timeoutSeconds: 2, cacheTTLSeconds: 10 }\n");
   const port = 19000 + Math.floor(Math.random() * 1000);
   const nodeArgs = [...(o.nodeArgs ?? []), ...(process.env.SOAK_NODE_ARGS?.split(" ").filter(Boolean) ?? [])];
+  const probe = [
+    "--disable-warning=ExperimentalWarning", // type stripping of the probe
+    "--import",
+    new URL("./loop-probe.ts", import.meta.url).href,
+  ];
   if (o.heapSnapshotDir) nodeArgs.push("--heapsnapshot-signal=SIGUSR2", `--diagnostic-dir=${o.heapSnapshotDir}`);
   const cli = o.compiledCli ? [o.compiledCli, "serve"] : ["--import", "tsx", "src/cli.ts", "serve"];
-  const server = spawn(process.execPath, [...nodeArgs, ...cli, "--config", join(cfgDir, "config.yaml")], {
+  const server = spawn(process.execPath, [...nodeArgs, ...probe, ...cli, "--config", join(cfgDir, "config.yaml")], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -171,8 +200,20 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       ALLOW_UNAUTHENTICATED_HOOKS: "true",
       ...(o.compiledCli ? { NODE_ENV: "production" } : {}),
     },
-    stdio: ["ignore", "ignore", "inherit"],
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
+  const phase = (name: string) => server.connected && server.send({ phase: name });
+  const loopReport = () =>
+    new Promise<Record<string, LoopFigures>>((resolve) => {
+      if (!server.connected) return resolve({});
+      const timeout = setTimeout(() => resolve({}), 10_000);
+      server.once("message", (m: { report?: Record<string, LoopFigures> }) => {
+        clearTimeout(timeout);
+        resolve(m.report ?? {});
+      });
+      server.send({ report: true });
+    });
+  phase("install");
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 5, bodyTimeout: 120_000, headersTimeout: 120_000 });
   for (let i = 0; i < 300; i++) {
     const up = await pool.request({ path: "/healthz", method: "GET" }).then(
@@ -331,6 +372,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     Array.from({ length: 5 }, async () => {
       while (!done()) {
         const p = parents[next++ % parents.length] as (typeof parents)[number] & { record?: (r: unknown) => void };
+        const tailnetSync = roundEnds.length > 0 && p.path === "/hooks/tailnet/sync";
+        if (tailnetSync) phase("tailnet");
         const res = await pool.request({
           path: p.path,
           method: "POST",
@@ -338,6 +381,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
           headers: { "content-type": "application/json" },
         });
         const text = await res.body.text();
+        if (tailnetSync) phase("steady");
         syncs++;
         if (syncs % parents.length === 0) {
           roundEnds.push(Date.now() - started);
@@ -345,7 +389,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
             peakAtRoundOne = vmHwmMiB(server.pid as number);
             cpuAtRoundOne = processCpuSeconds(server.pid as number);
             loadAtRoundOne = loadAverage();
-            steadyPeakReset = resetPeakRss(server.pid as number);
+            phase("steady");
+            // the warm scrape below runs first: the steady peak is the rounds' own and the end scrape's
+            if (!o.warmAfterRound) steadyPeakReset = resetPeakRss(server.pid as number);
           }
         }
         if (res.statusCode === 200) p.record?.(JSON.parse(text));
@@ -356,12 +402,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         if (!warmRss && warmDue()) {
           warmRss = 1; // claimed before the await, so one worker scrapes; the scrape also resets the lag histogram
           warmRss = (await serverMetrics()).rss;
+          if (o.warmAfterRound) steadyPeakReset = resetPeakRss(server.pid as number);
         }
       }
     }),
   );
   clearInterval(faultTimer);
   const elapsedS = (Date.now() - started) / 1000;
+  const loop = await loopReport();
+  const hwmBeforeScrape = vmHwmMiB(server.pid as number);
+  const rssBeforeScrape = vmRssMiB(server.pid as number);
   const end = await serverMetrics();
   // VmHWM: since the start, or since round one when it could be reset then (the steady state's own peak)
   const hwm = vmHwmMiB(server.pid as number);
@@ -399,8 +449,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     ),
     rssGrowthPct: warmRss ? +(((end.rss - warmRss) / warmRss) * 100).toFixed(2) : 0,
     eventLoopP99ms: +(end.lagP99 * 1000).toFixed(1),
+    loop,
     ...steadyOf(roundEnds, parents.length, {
       peakRssMiB: steadyPeakReset ? hwm : Number.NaN,
+      peakRssBeforeScrapeMiB: steadyPeakReset ? hwmBeforeScrape : Number.NaN,
+      rssMiB: rssBeforeScrape,
       // the CPU after the last full round is a partial round's: counted per sync over every sync since round one
       serverCpuMsPerSync: +((cpuSteady * 1000) / Math.max(1, syncs - parents.length)).toFixed(2),
       load: [loadAtRoundOne, loadEnd],
@@ -414,7 +467,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
 function steadyOf(
   roundEnds: number[],
   perRound: number,
-  measured: Pick<SteadyState, "peakRssMiB" | "serverCpuMsPerSync" | "load">,
+  measured: Pick<SteadyState, "peakRssMiB" | "peakRssBeforeScrapeMiB" | "rssMiB" | "serverCpuMsPerSync" | "load">,
 ): { steady?: SteadyState } {
   if (roundEnds.length < 2) return {};
   const roundSeconds = roundEnds.slice(1).map((end, i) => +((end - roundEnds[i]) / 1000).toFixed(1));
@@ -471,9 +524,15 @@ export async function soakScale(sizes = SCALE_PARENTS, seconds = 90): Promise<{ 
   return { rows, ok };
 }
 
+/**
+ * The goals are the steady state's: the event-loop p99 over the rounds after the install with the Tailnet's
+ * syncs in the window (the probe's; prom-client's end-scrape figure without the probe), and the peak RSS over
+ * those rounds including the end scrape (Prometheus scrapes a deployed server too).
+ */
 function goalMet(r: SoakResult) {
-  const rss = r.peakRssMiB <= SCALE_GOAL.rssMiB;
-  const loop = r.eventLoopP99ms <= SCALE_GOAL.eventLoopP99ms;
+  const peak = r.steady && !Number.isNaN(r.steady.peakRssMiB) ? r.steady.peakRssMiB : r.peakRssMiB;
+  const rss = peak <= SCALE_GOAL.rssMiB;
+  const loop = (r.loop["steady+tailnet"]?.p99 ?? r.eventLoopP99ms) <= SCALE_GOAL.eventLoopP99ms;
   const round = !!r.steady && r.steady.medianRoundSeconds <= SCALE_GOAL.roundSeconds;
   return { rss, loop, round, all: rss && loop && round };
 }
@@ -488,9 +547,20 @@ export function soakScaleRows(r: { rows: SoakResult[]; ok: boolean }): [string, 
     rows.push([
       `steady state, ${row.parents - 1} parents (rounds after the install, ${row.heap})`,
       st
-        ? `round ${st.medianRoundSeconds} s median of ${st.rounds} [${st.roundSeconds.join(", ")}] = ${st.syncsPerSecond} syncs/s; install round ${row.firstRoundSeconds} s; peak RSS ${st.peakRssMiB} MiB in the steady rounds; event-loop p99 ${row.eventLoopP99ms} ms; server CPU ${st.serverCpuMsPerSync} ms/sync; load ${st.load[0]} → ${st.load[1]}`
+        ? `round ${st.medianRoundSeconds} s median of ${st.rounds} [${st.roundSeconds.join(", ")}] = ${st.syncsPerSecond} syncs/s; install round ${row.firstRoundSeconds} s; RSS ${st.rssMiB} MiB before the end scrape, peak ${st.peakRssBeforeScrapeMiB} MiB before it and ${st.peakRssMiB} MiB with it; event-loop p99 ${row.eventLoopP99ms} ms (prom-client, end scrape); server CPU ${st.serverCpuMsPerSync} ms/sync; load ${st.load[0]} → ${st.load[1]}`
         : `no round after the install completed within ${row.seconds} s (${row.rounds} rounds)`,
     ]);
+    const fig = (name: string) => {
+      const f = row.loop[name];
+      return f
+        ? `p99 ${f.p99} ms (p50 ${f.p50}, max ${f.max}, ${f.count} ticks; CPU within a tick p99 ${f.cpuP99} ms)`
+        : "not measured";
+    };
+    if (Object.keys(row.loop).length)
+      rows.push([
+        `event-loop delay by phase, ${row.parents - 1} parents (10 ms ticks, bench/loop-probe.ts)`,
+        `steady rounds with the Tailnet's syncs ${fig("steady+tailnet")}; without them ${fig("steady")}; Tailnet sync in flight ${fig("tailnet")}; install ${fig("install")}`,
+      ]);
   }
   const goal = r.rows.find((row) => row.parents - 1 === SCALE_GOAL.parents);
   if (goal) {
@@ -498,7 +568,7 @@ export function soakScaleRows(r: { rows: SoakResult[]; ok: boolean }): [string, 
     const word = (b: boolean) => (b ? "PASS" : "NOT MET");
     rows.push([
       `hook server goal at ${SCALE_GOAL.parents} parents (resync round ≤ ${SCALE_GOAL.roundSeconds} s, event-loop p99 ≤ ${SCALE_GOAL.eventLoopP99ms} ms, ≤ ${SCALE_GOAL.rssMiB} MiB peak RSS)`,
-      `${word(met.all)}: round ${word(met.round)}, event loop ${word(met.loop)}, RSS ${word(met.rss)} (peak ${goal.peakRssMiB} MiB over the whole run, install included)`,
+      `${word(met.all)}: round ${word(met.round)}, event loop ${word(met.loop)} (steady rounds, Tailnet syncs included), RSS ${word(met.rss)} (steady rounds' peak with the end scrape; ${goal.peakRssMiB} MiB over the whole run, install included)`,
     ]);
   }
   return rows;

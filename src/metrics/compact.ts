@@ -56,6 +56,26 @@ export class CompactGauge<L extends string> {
     return this.series.size;
   }
 
+  /**
+   * The series as they are now (the keys are the held strings, not copies: a few MiB at 200,000 series),
+   * so an exposition written over several turns of the event loop shows one moment of this family.
+   */
+  snapshot(): { keys: string[]; values: Float64Array } {
+    const keys: string[] = new Array(this.series.size);
+    const values = new Float64Array(this.series.size);
+    let i = 0;
+    for (const [key, value] of this.series) {
+      keys[i] = key;
+      values[i++] = value;
+    }
+    return { keys, values };
+  }
+
+  /** The label values of a key from snapshot(), in labelNames order. */
+  static labelValues(key: string): string[] {
+    return key.split(SEP);
+  }
+
   async get(): Promise<{
     name: string;
     help: string;

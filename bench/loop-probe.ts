@@ -1,0 +1,62 @@
+/**
+ * Preloaded into the bench's hook server (`node --import bench/loop-probe.ts`, Node's type stripping: no
+ * tsx in the measured process) by bench/soak.ts: the event-loop delay split by what the bench was doing,
+ * which prom-client's one histogram per scrape cannot give. A 10 ms repeating timer records the time
+ * between its callbacks (what perf_hooks.monitorEventLoopDelay records, so an idle loop reads about 10 ms)
+ * into the histogram of the current phase; the bench names the phase over the IPC channel
+ * ({ phase: "steady" }, { phase: "tailnet" } while a Tailnet sync is in flight, …) and asks for
+ * { report: true }, answered with { report: { [phase]: { p50, p99, max, count } in ms } } plus "steady+tailnet".
+ * Each tick also records the process's CPU time over it (cpuP99): on a loaded machine a tick is long either
+ * because the server worked through it or because it waited for a core; the CPU time tells which.
+ */
+import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
+
+const RESOLUTION_MS = 10;
+const byPhase = new Map<string, { wall: RecordableHistogram; cpu: RecordableHistogram }>();
+let phase = "start";
+let prev = process.hrtime.bigint();
+let prevCpu = process.cpuUsage();
+const timer = setInterval(() => {
+  const now = process.hrtime.bigint();
+  const cpu = process.cpuUsage(prevCpu);
+  prevCpu = process.cpuUsage();
+  let h = byPhase.get(phase);
+  if (!h) {
+    h = { wall: createHistogram(), cpu: createHistogram() };
+    byPhase.set(phase, h);
+  }
+  h.wall.record(now - prev);
+  h.cpu.record(Math.max(1, (cpu.user + cpu.system) * 1000));
+  prev = now;
+}, RESOLUTION_MS);
+timer.unref();
+
+const ms = (ns: number) => +(ns / 1e6).toFixed(1);
+const figures = (h: { wall: RecordableHistogram; cpu: RecordableHistogram }) => ({
+  p50: ms(h.wall.percentile(50)),
+  p99: ms(h.wall.percentile(99)),
+  max: ms(h.wall.max),
+  count: h.wall.count,
+  cpuP99: ms(h.cpu.percentile(99)),
+});
+
+if (process.send) {
+  process.channel?.unref();
+  process.on("message", (m: { phase?: string; report?: boolean }) => {
+    if (typeof m?.phase === "string") phase = m.phase;
+    if (m?.report) {
+      const report: Record<string, ReturnType<typeof figures>> = {};
+      for (const [name, h] of byPhase) report[name] = figures(h);
+      const both = { wall: createHistogram(), cpu: createHistogram() };
+      for (const name of ["steady", "tailnet"]) {
+        const h = byPhase.get(name);
+        if (h) {
+          both.wall.add(h.wall);
+          both.cpu.add(h.cpu);
+        }
+      }
+      if (both.wall.count) report["steady+tailnet"] = figures(both);
+      process.send?.({ report });
+    }
+  });
+}
