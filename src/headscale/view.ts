@@ -25,7 +25,7 @@ import {
   type RequestMetric,
 } from "./client.js";
 import type { HeadscaleError } from "./errors.js";
-import { appendKey } from "./lists.js";
+import { appendKey, keyById } from "./lists.js";
 import type { HsApiKey, HsNode, HsPolicy, HsPreAuthKey, HsUser } from "./types.js";
 
 /** An observation: a value or the error that prevented it, stamped with when it was made. */
@@ -166,7 +166,7 @@ export class HeadscaleView {
     const part = <T>(load: () => Promise<T>, ttl = ttlMs) => new CachedPart<T>(load, ttl, now, onFailure);
     this.parts = {
       apiHealth: part(() => client.apiHealth(), slowTtlMs),
-      nodes: part(() => client.nodes.list()),
+      nodes: part(async () => this.checkKeysUsed(await client.nodes.list())),
       users: part(() => client.users.list(), slowTtlMs),
       policy: part(() => livePolicy(client)),
       apiKeys: part(() => client.apiKeys.list(), slowTtlMs),
@@ -312,6 +312,25 @@ export class HeadscaleView {
   }
 
   /**
+   * A node lists its key used while our cached key list still shows it unused: the list is older than the node,
+   * so it is dropped and the next key read is fresh. Keeps what the slow key-list cadence could hide (a key
+   * used: egress usedUp, the gateway's bootstrap) as current as the node list. Once used, a key stays used, so
+   * this drops the list once per registration, not once per node read.
+   */
+  private checkKeysUsed(nodes: HsNode[]): HsNode[] {
+    const keys = this.parts.preAuthKeys.cachedValue();
+    if (!keys) return nodes;
+    for (const n of nodes) {
+      const listed = n.preAuthKey?.used ? keyById(keys, n.preAuthKey.id) : undefined;
+      if (listed && !listed.used) {
+        this.parts.preAuthKeys.dropSuccess();
+        break;
+      }
+    }
+    return nodes;
+  }
+
+  /**
    * A call that failed as if the server were down or our key refused (no answer, 5xx, 401) drops the health
    * parts held from before, so the next sync reading them (the Tailnet: ApiReachable, ApiKeyValid) asks again
    * instead of reusing a minute-old success. A part's own failure is kept (briefly, MAX_FAILURE_TTL_MS).
@@ -393,6 +412,11 @@ class CachedPart<T> {
   amend(fn: (value: T) => void): void {
     if (this.entry?.obs.ok) fn(this.entry.obs.value);
     if (this.inflight) this.inflightAmends.push(fn);
+  }
+
+  /** The cached successful value, if any (not loading it). */
+  cachedValue(): T | undefined {
+    return this.entry?.obs.ok ? this.entry.obs.value : undefined;
   }
 
   /** Drops a cached success (not a cached failure, which already expires within seconds). */

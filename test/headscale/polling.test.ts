@@ -116,4 +116,19 @@ describe("steady-state polling of Headscale (issue 25)", () => {
     assert.equal(calls.preAuthKeys, 0, "the key list is not re-read for a node-list failure");
     await w.fake.clearFaults();
   });
+
+  it("a node registered with a key the cached list shows unused makes the next key read fresh", async (t) => {
+    const w = await world(t);
+    w.advance(120_000);
+    await w.run(11);
+    const ids = (w.live("TailnetEgress", "e0", "shop").status as { preAuthKeyIds?: string[] }).preAuthKeyIds ?? [];
+    assert.equal(ids.length, 1, "e0 holds one key");
+    w.fake.registerWithKey(ids[0] as string, { name: "shop-e0" });
+    const before = reads(w.fake);
+    // the node list is re-read within its 10 s TTL; the key list then, not at the end of its minute
+    await w.run(15);
+    const calls = minus(reads(w.fake), before);
+    assert.equal(calls.preAuthKeys, 1, "the key list was read again once, after the node list showed the key used");
+    assert.deepEqual(w.mc.errors, []);
+  });
 });
