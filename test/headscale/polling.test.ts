@@ -72,6 +72,25 @@ async function world(t: Parameters<typeof useFakeHeadscale>[0]) {
 }
 
 describe("steady-state polling of Headscale (issue 25)", () => {
+  it("the slow cadence is never shorter than cacheTTLSeconds and is cacheTTLSeconds when not set", async (t) => {
+    const fake = await useFakeHeadscale(t);
+    let clock = Date.now();
+    const now = () => new Date(clock);
+    const conn = { url: fake.url, apiKey: fake.apiKey };
+    const usersRead = async (opts: { cacheTTLSeconds: number; slowPartTTLSeconds?: number }) => {
+      const views = new HeadscaleViews({ timeoutMs: 5000, retries: 0, now, ...opts });
+      t.after(() => views.close());
+      const before = fake.count("GET", /^\/api\/v1\/user$/);
+      await views.view(conn).users();
+      clock += 5000;
+      await views.view(conn).users();
+      return fake.count("GET", /^\/api\/v1\/user$/) - before;
+    };
+    assert.equal(await usersRead({ cacheTTLSeconds: 0 }), 2, "no cache: every read asks (tests, render)");
+    assert.equal(await usersRead({ cacheTTLSeconds: 10, slowPartTTLSeconds: 1 }), 1, "floored at cacheTTLSeconds");
+    assert.equal(await usersRead({ cacheTTLSeconds: 1, slowPartTTLSeconds: 60 }), 1, "slow part kept 60 s");
+  });
+
   it("a minute of resyncs reads the node list and policy once per cacheTTL, the rest once per slowPartTTL", async (t) => {
     const w = await world(t);
     // past every cached part's TTL, so the minute starts cold like any minute of a long run
