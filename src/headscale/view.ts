@@ -163,15 +163,16 @@ export class HeadscaleView {
     slowTtlMs = ttlMs,
   ) {
     const onFailure = (error: HeadscaleError) => this.noticeFailure(error);
-    const part = <T>(load: () => Promise<T>, ttl = ttlMs) => new CachedPart<T>(load, ttl, now, onFailure);
+    const part = <T>(name: ViewPart, load: () => Promise<T>) =>
+      new CachedPart<T>(load, SLOW_PARTS.includes(name) ? slowTtlMs : ttlMs, now, onFailure);
     this.parts = {
-      apiHealth: part(() => client.apiHealth(), slowTtlMs),
-      nodes: part(async () => this.checkKeysUsed(await client.nodes.list())),
-      users: part(() => client.users.list(), slowTtlMs),
-      policy: part(() => livePolicy(client)),
-      apiKeys: part(() => client.apiKeys.list(), slowTtlMs),
-      preAuthKeys: part(() => client.preAuthKeys.list(), slowTtlMs),
-      policyCheck: part(async () => {
+      apiHealth: part("apiHealth", () => client.apiHealth()),
+      nodes: part("nodes", async () => this.checkKeysUsed(await client.nodes.list())),
+      users: part("users", () => client.users.list()),
+      policy: part("policy", () => livePolicy(client)),
+      apiKeys: part("apiKeys", () => client.apiKeys.list()),
+      preAuthKeys: part("preAuthKeys", () => client.preAuthKeys.list()),
+      policyCheck: part("policyCheck", async () => {
         await client.policy.check(PROBE_POLICY);
         return undefined;
       }),
