@@ -75,7 +75,8 @@ export interface HeadscaleViewsOptions {
  * (noticeFailure) so the next Tailnet sync re-reads them. The pre-auth key list changes under us through
  * other replicas' mints, nodes using keys and expiries: this view appends its own mints, its expiries drop the
  * list, and every mint decision reads the list fresh (src/kinds/shared/authkey.ts freshKeyList), never from
- * here; what a stale cached list can delay is noticing a key an administrator expired or a single-use key used.
+ * here; what a stale cached list can delay is noticing a key an administrator expired (a key used is seen with
+ * the node list: checkKeysUsed).
  */
 export const SLOW_PARTS: readonly ViewPart[] = ["apiHealth", "users", "apiKeys", "preAuthKeys"];
 /** Slow parts dropped when another part's read fails as if the server were down (not the key list). */
