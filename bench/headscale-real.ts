@@ -1,6 +1,6 @@
 /**
  * What the real Headscale (v0.29.3, scripts/real-deps.sh) pays for the operator (issue 25 B). The hook
- * server runs in this process as it is (default view cache: cacheTTLSeconds 10), driven over its HTTP
+ * server runs in this process as it is (default view cache: cacheTTLSeconds 10, slowPartTTLSeconds 60), driven over its HTTP
  * routes as Metacontroller would; Headscale serves HTTPS in a network namespace of its own (test/real).
  * - Fresh install: N TailnetEgress objects appear at once. The Tailnet syncs once (its policy names the
  *   N tags, checked and PUT), then every egress syncs once, 4 at a time, and must mint its key
@@ -29,7 +29,7 @@ import { TestNet } from "../test/real/net.js";
 const OPS = "tailnet-system";
 const CONCURRENCY = 4;
 const START_TIMEOUT_MS = 600_000;
-/** The operator's defaults (src/config.ts): the view's cache is what keeps Headscale's load down. */
+/** The operator's defaults (src/config.ts; slowPartTTLSeconds by default): the view's cache keeps Headscale's load down. */
 const HEADSCALE_CONFIG = { timeoutSeconds: 5, cacheTTLSeconds: 10 };
 
 export interface FreshInstallRow {

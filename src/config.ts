@@ -28,7 +28,15 @@ export interface OperatorConfig {
      */
     noLogsNoSupport: boolean;
   };
-  headscale: { timeoutSeconds: number; cacheTTLSeconds: number };
+  headscale: {
+    timeoutSeconds: number;
+    cacheTTLSeconds: number;
+    /**
+     * How long the parts that change rarely or only through the view (users, API keys, /health, the pre-auth key
+     * list) are reused; never shorter than cacheTTLSeconds (src/headscale/view.ts SLOW_PARTS).
+     */
+    slowPartTTLSeconds: number;
+  };
   hooks: {
     bodyLimitBytes: number;
     /** The Tailnet's hooks carry every workload object of the cluster: their own, larger limit. */
@@ -72,7 +80,7 @@ export const DEFAULT_CONFIG: OperatorConfig = {
     coredns: `coredns/coredns:${realVersions.coredns}`,
   },
   tailscale: { noLogsNoSupport: true },
-  headscale: { timeoutSeconds: 5, cacheTTLSeconds: 10 },
+  headscale: { timeoutSeconds: 5, cacheTTLSeconds: 10, slowPartTTLSeconds: 60 },
   // 64 targets with their children and related objects are ~600 KiB: 8 MiB for every kind but
   // the Tailnet. A Tailnet sync carries every workload object of the cluster as the API server
   // holds it (managedFields, kubectl's last-applied annotation, status: 3-4 KiB each): 128 MiB
@@ -136,7 +144,11 @@ const configSchema = {
     headscale: {
       type: "object",
       additionalProperties: false,
-      properties: { timeoutSeconds: posInt, cacheTTLSeconds: { type: "integer", minimum: 0 } },
+      properties: {
+        timeoutSeconds: posInt,
+        cacheTTLSeconds: { type: "integer", minimum: 0 },
+        slowPartTTLSeconds: { type: "integer", minimum: 0 },
+      },
     },
     hooks: {
       type: "object",

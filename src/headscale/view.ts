@@ -1,8 +1,9 @@
 /**
  * The Headscale snapshot cache (architecture.md "Observe"): one `HeadscaleView` per connection, shared by every
- * sync in the process. Each part (nodes, policy, …) is fetched lazily, kept for `cacheTTLSeconds`, and
- * single-flight, so a wave of a thousand syncs costs one request per part. Failures are observations, never
- * thrown, and are kept only briefly so a recovered server is seen quickly.
+ * sync in the process. Each part (nodes, policy, …) is fetched lazily, kept for `cacheTTLSeconds` (the slow
+ * parts for `slowPartTTLSeconds`, see SLOW_PARTS), and single-flight, so a wave of a thousand syncs costs one
+ * request per part. Failures are observations, never thrown, and are kept only briefly so a recovered server is
+ * seen quickly.
  */
 
 import { createHash } from "node:crypto";
@@ -24,7 +25,7 @@ import {
   type RequestMetric,
 } from "./client.js";
 import type { HeadscaleError } from "./errors.js";
-import { appendKey } from "./lists.js";
+import { appendKey, keyById } from "./lists.js";
 import type { HsApiKey, HsNode, HsPolicy, HsPreAuthKey, HsUser } from "./types.js";
 
 /** An observation: a value or the error that prevented it, stamped with when it was made. */
@@ -55,6 +56,8 @@ export interface HeadscaleViewsOptions {
   timeoutMs: number;
   /** How long a successful observation is reused. */
   cacheTTLSeconds: number;
+  /** How long a successful observation of a slow part (SLOW_PARTS) is reused; default and floor: cacheTTLSeconds. */
+  slowPartTTLSeconds?: number;
   /** Injectable clock for cache expiry and `Obs.at`. */
   now?: () => Date;
   onRequest?: (metric: RequestMetric) => void;
@@ -63,6 +66,21 @@ export interface HeadscaleViewsOptions {
   /** GET retries per client (see HeadscaleClientOptions.retries). */
   retries?: number;
 }
+
+/**
+ * Parts re-read on the slow cadence (issue 25: every authenticated call costs Headscale a bcrypt check of the
+ * API key, juanfont/headscale hscontrol/db/api_key.go validateAPIKey, and the key list is its largest answer).
+ * Users and API keys change rarely, and through this view when it is us (a write drops the part). /health only
+ * says whether the server answers: any failed read of another part says so sooner, and drops these parts
+ * (noticeFailure) so the next Tailnet sync re-reads them. The pre-auth key list changes under us through
+ * other replicas' mints, nodes using keys and expiries: this view appends its own mints, its expiries drop the
+ * list, and every mint decision reads the list fresh (src/kinds/shared/authkey.ts freshKeyList), never from
+ * here; what a stale cached list can delay is noticing a key an administrator expired (a key used is seen with
+ * the node list: checkKeysUsed).
+ */
+export const SLOW_PARTS: readonly ViewPart[] = ["apiHealth", "users", "apiKeys", "preAuthKeys"];
+/** Slow parts dropped when another part's read fails as if the server were down (not the key list). */
+const HEALTH_PARTS: readonly ViewPart[] = ["apiHealth", "users", "apiKeys"];
 
 /** Failures are cached at most this long, so recovery is noticed within seconds even with a long TTL. */
 const MAX_FAILURE_TTL_MS = 2000;
@@ -96,7 +114,9 @@ export class HeadscaleViews {
       onRequest: this.opts.onRequest,
       dispatcher: this.opts.dispatcherFactory?.({ url: conn.url, ca: conn.ca }),
     });
-    const view = new HeadscaleView(client, this.opts.cacheTTLSeconds * 1000, this.now);
+    const ttlMs = this.opts.cacheTTLSeconds * 1000;
+    const slowTtlMs = Math.max(ttlMs, (this.opts.slowPartTTLSeconds ?? this.opts.cacheTTLSeconds) * 1000);
+    const view = new HeadscaleView(client, ttlMs, this.now, slowTtlMs);
     this.views.set(key, { view, lastUsed: nowMs });
     return view;
   }
@@ -141,16 +161,19 @@ export class HeadscaleView {
     readonly client: HeadscaleClient,
     ttlMs: number,
     private readonly now: () => Date,
+    slowTtlMs = ttlMs,
   ) {
-    const part = <T>(load: () => Promise<T>) => new CachedPart<T>(load, ttlMs, now);
+    const onFailure = (error: HeadscaleError) => this.noticeFailure(error);
+    const part = <T>(name: ViewPart, load: () => Promise<T>) =>
+      new CachedPart<T>(load, SLOW_PARTS.includes(name) ? slowTtlMs : ttlMs, now, onFailure);
     this.parts = {
-      apiHealth: part(() => client.apiHealth()),
-      nodes: part(() => client.nodes.list()),
-      users: part(() => client.users.list()),
-      policy: part(() => livePolicy(client)),
-      apiKeys: part(() => client.apiKeys.list()),
-      preAuthKeys: part(() => client.preAuthKeys.list()),
-      policyCheck: part(async () => {
+      apiHealth: part("apiHealth", () => client.apiHealth()),
+      nodes: part("nodes", async () => this.checkKeysUsed(await client.nodes.list())),
+      users: part("users", () => client.users.list()),
+      policy: part("policy", () => livePolicy(client)),
+      apiKeys: part("apiKeys", () => client.apiKeys.list()),
+      preAuthKeys: part("preAuthKeys", () => client.preAuthKeys.list()),
+      policyCheck: part("policyCheck", async () => {
         await client.policy.check(PROBE_POLICY);
         return undefined;
       }),
@@ -286,7 +309,38 @@ export class HeadscaleView {
     const status = outcome.ok ? undefined : outcome.error.status;
     const refused = status !== undefined && status < 500 && status !== 404;
     if (!refused) this.invalidate(part);
+    if (!outcome.ok) this.noticeFailure(outcome.error);
     return outcome;
+  }
+
+  /**
+   * A node lists its key used while our cached key list still shows it unused: the list is older than the node,
+   * so it is dropped and the next key read is fresh. Keeps what the slow key-list cadence could hide (a key
+   * used: egress usedUp, the gateway's bootstrap) as current as the node list. Once used, a key stays used, so
+   * this drops the list once per registration, not once per node read.
+   */
+  private checkKeysUsed(nodes: HsNode[]): HsNode[] {
+    const keys = this.parts.preAuthKeys.cachedValue();
+    if (!keys) return nodes;
+    for (const n of nodes) {
+      const listed = n.preAuthKey?.used ? keyById(keys, n.preAuthKey.id) : undefined;
+      if (listed && !listed.used) {
+        this.parts.preAuthKeys.dropSuccess();
+        break;
+      }
+    }
+    return nodes;
+  }
+
+  /**
+   * A call that failed as if the server were down or our key refused (no answer, 5xx, 401) drops the health
+   * parts held from before, so the next sync reading them (the Tailnet: ApiReachable, ApiKeyValid) asks again
+   * instead of reusing a minute-old success. A part's own failure is kept (briefly, MAX_FAILURE_TTL_MS).
+   */
+  private noticeFailure(error: HeadscaleError): void {
+    const status = error.status;
+    if (status !== undefined && status < 500 && status !== 401) return;
+    for (const p of HEALTH_PARTS) this.parts[p].dropSuccess();
   }
 
   /** Drops cached parts (all when no part is named), e.g. after our own writes; in-flight reads are not reused. */
@@ -329,6 +383,7 @@ class CachedPart<T> {
     private readonly load: () => Promise<T>,
     private readonly ttlMs: number,
     private readonly now: () => Date,
+    private readonly onFailure: (error: HeadscaleError) => void = () => {},
   ) {}
 
   get(): Promise<Obs<T>> {
@@ -344,6 +399,7 @@ class CachedPart<T> {
         this.entry = { obs, expiresAt: obs.at.getTime() + ttl };
       }
       if (this.inflight === inflight) this.inflight = undefined;
+      if (!obs.ok) this.onFailure(obs.error);
       return obs;
     });
     this.inflight = inflight;
@@ -358,6 +414,16 @@ class CachedPart<T> {
   amend(fn: (value: T) => void): void {
     if (this.entry?.obs.ok) fn(this.entry.obs.value);
     if (this.inflight) this.inflightAmends.push(fn);
+  }
+
+  /** The cached successful value, if any (not loading it). */
+  cachedValue(): T | undefined {
+    return this.entry?.obs.ok ? this.entry.obs.value : undefined;
+  }
+
+  /** Drops a cached success (not a cached failure, which already expires within seconds). */
+  dropSuccess(): void {
+    if (this.entry?.obs.ok) this.invalidate();
   }
 
   invalidate(): void {

@@ -72,6 +72,7 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
     new HeadscaleViews({
       timeoutMs: config.headscale.timeoutSeconds * 1000,
       cacheTTLSeconds: config.headscale.cacheTTLSeconds,
+      slowPartTTLSeconds: config.headscale.slowPartTTLSeconds,
       onRequest: (m) => {
         countHeadscaleCall();
         metrics.headscaleRequests.inc({ method: m.method, path: m.path, code: String(m.code) });

@@ -30,7 +30,7 @@ describe("operator config rendered by the chart", () => {
     const config = configFrom(configOf(renderChart({}, { namespace: "tailnet-ops" })));
     assert.equal(config.operatorNamespace, "tailnet-ops");
     assert.equal(config.images.agent, "ghcr.io/tailnet-operator/tailnet-operator:0.1.0");
-    assert.deepEqual(config.headscale, { timeoutSeconds: 5, cacheTTLSeconds: 10 });
+    assert.deepEqual(config.headscale, { timeoutSeconds: 5, cacheTTLSeconds: 10, slowPartTTLSeconds: 60 });
     assert.deepEqual(config.monitoring.rules, {
       apiKeyExpiryWarningSeconds: 604800,
       authKeyExpiryWarningSeconds: 86400,
@@ -62,7 +62,7 @@ describe("operator config rendered by the chart", () => {
         renderChart({
           image: { tag: "0.2.0" },
           images: { tailscale: "mirror.example/tailscale:v1.92.0" },
-          headscale: { timeoutSeconds: 8, cacheTTLSeconds: 0 },
+          headscale: { timeoutSeconds: 8, cacheTTLSeconds: 0, slowPartTTLSeconds: 120 },
           logLevel: "debug",
           monitoring: { rules: { apiKeyExpiryWarningSeconds: 1209600, authKeyExpiryWarningSeconds: 43200 } },
         }),
@@ -70,7 +70,7 @@ describe("operator config rendered by the chart", () => {
     );
     assert.equal(config.images.agent, "ghcr.io/tailnet-operator/tailnet-operator:0.2.0");
     assert.equal(config.images.tailscale, "mirror.example/tailscale:v1.92.0");
-    assert.deepEqual(config.headscale, { timeoutSeconds: 8, cacheTTLSeconds: 0 });
+    assert.deepEqual(config.headscale, { timeoutSeconds: 8, cacheTTLSeconds: 0, slowPartTTLSeconds: 120 });
     assert.equal(config.logLevel, "debug");
     assert.deepEqual(config.monitoring.rules, {
       apiKeyExpiryWarningSeconds: 1209600,

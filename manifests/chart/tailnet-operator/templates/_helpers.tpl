@@ -64,7 +64,8 @@ that scrapeFrom, metricsPeers and the expiry thresholds reach the operator.
   "tailscale" (dict "noLogsNoSupport" .Values.tailscale.noLogsNoSupport)
   "headscale" (dict
     "timeoutSeconds" .Values.headscale.timeoutSeconds
-    "cacheTTLSeconds" .Values.headscale.cacheTTLSeconds)
+    "cacheTTLSeconds" .Values.headscale.cacheTTLSeconds
+    "slowPartTTLSeconds" .Values.headscale.slowPartTTLSeconds)
   "monitoring" (dict
     "podMonitor" (dict "scrapeFrom" (.Values.monitoring.podMonitor.scrapeFrom | default list))
     "rules" (dict
