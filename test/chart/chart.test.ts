@@ -14,6 +14,7 @@ import { validateObject } from "./validate.js";
 
 const BASE_OBJECTS = [
   "ClusterRole/tailnet-operator",
+  "ClusterRole/tailnet-operator-metacontroller-ingresses",
   "ClusterRole/tailnet-operator-metacontroller-services",
   "ClusterRole/tailnet-operator-authkeys-edit",
   "ClusterRole/tailnet-operator-authkeys-view",
@@ -258,6 +259,17 @@ describe("operator workload", () => {
     assert.deepEqual(
       mc.filter((r) => r.resources.some((x) => x.endsWith("/status"))),
       [{ apiGroups: [""], resources: ["services/status"], verbs: ["update"] }],
+    );
+    // … and an Ingress's of class tailnet: update on ingresses/status, nothing more
+    assert.deepEqual(
+      rules("tailnet-operator-metacontroller-ingresses").filter((r) => r.resources.some((x) => x.endsWith("/status"))),
+      [{ apiGroups: ["networking.k8s.io"], resources: ["ingresses/status"], verbs: ["update"] }],
+    );
+    assert.equal(
+      objects.filter((o) => o.kind === "ClusterRoleBinding" && JSON.stringify(o).includes("metacontroller-ingresses"))
+        .length,
+      0,
+      "not bound: the stock Metacontroller role covers it",
     );
     assert.equal(
       objects.filter((o) => o.kind === "ClusterRoleBinding" && JSON.stringify(o).includes("metacontroller-services"))
