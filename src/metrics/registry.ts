@@ -28,6 +28,11 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),
+    hookLastSuccess: new Gauge({
+      name: "tailnet_hook_last_success_timestamp_seconds",
+      help: "Unix time of the last hook this replica answered with a 2xx; 0 until the first. TailnetHooksSilent reads it.",
+      registers,
+    }),
     headscaleRequests: new Counter({
       name: "tailnet_headscale_requests_total",
       help: "Headscale API requests by method, bounded path template and status code (0 = no HTTP response).",
@@ -147,6 +152,7 @@ export type OperatorMetrics = ReturnType<typeof createOperatorMetrics>;
 export const OPERATOR_METRIC_NAMES = [
   "tailnet_hook_requests_total",
   "tailnet_hook_duration_seconds",
+  "tailnet_hook_last_success_timestamp_seconds",
   "tailnet_headscale_requests_total",
   "tailnet_headscale_request_duration_seconds",
   "tailnet_resource_ready",

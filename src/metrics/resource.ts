@@ -97,8 +97,19 @@ export function onStaleResource(withdraw: (metrics: OperatorMetrics, id: Resourc
  * series here and hold an alert firing. Series not refreshed within `maxAgeMs` (a few resync periods)
  * are withdrawn before every scrape, with the object's key expiry and its kind's own series and
  * memories (onStaleResource), so objects deleted while another replica answered hold nothing here.
+ *
+ * Only while hooks flow (`hooksFlowingForMs`, HookActivity): an object's series is stale when this
+ * replica kept answering other hooks for longer than `maxAgeMs` without this one. When no hook arrives
+ * at all (Metacontroller stopped, the webhook unreachable, a token mismatch) nothing is stale: the last
+ * state stays exported, so a NotReady alert keeps firing and TailnetHooksSilent says why.
  */
-export function sweepStaleResources(metrics: OperatorMetrics, nowMs: number, maxAgeMs: number): number {
+export function sweepStaleResources(
+  metrics: OperatorMetrics,
+  nowMs: number,
+  maxAgeMs: number,
+  hooksFlowingForMs = Number.POSITIVE_INFINITY,
+): number {
+  if (hooksFlowingForMs < maxAgeMs) return 0;
   let swept = 0;
   for (const { id, at } of [...publishedFor(metrics).values()]) {
     if (nowMs - at > maxAgeMs) {

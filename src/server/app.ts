@@ -12,6 +12,7 @@ import { decoratorModules } from "../kinds/decorators.js";
 import { kindModules } from "../kinds/index.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { exposition } from "../metrics/expose.js";
+import { HookActivity } from "../metrics/hook-activity.js";
 import { createOperatorMetrics } from "../metrics/registry.js";
 import { sweepStaleResources } from "../metrics/resource.js";
 import { kubeEventRecorder } from "./events.js";
@@ -62,6 +63,10 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
   });
 
   const metrics = options.deps?.metrics ?? createOperatorMetrics();
+  // An object's series is stale after 3 resync periods without its sync, while other hooks flow; a
+  // pause of 2 periods with no hook at all is silence, and silence withdraws nothing (resource.ts).
+  const staleAfterMs = 3 * config.hooks.resyncSeconds * 1000;
+  const hookActivity = new HookActivity(2 * config.hooks.resyncSeconds * 1000);
   // Counters exist at 0 from the start: a series that first appears at 1 makes increase() undercount.
   for (const kind of [...(options.kinds ?? kindModules).keys(), ...decoratorModules.keys()]) {
     for (const hook of KNOWN_HOOKS)
@@ -141,6 +146,11 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
         : "unknown";
     const hook = KNOWN_HOOKS.has(params.hook ?? "") ? (params.hook as string) : "unknown";
     metrics.hookRequests.inc({ kind, hook, code: String(reply.statusCode) });
+    if (reply.statusCode >= 200 && reply.statusCode < 300) {
+      const nowMs = deps.now().getTime();
+      hookActivity.answered(nowMs);
+      metrics.hookLastSuccess.set(nowMs / 1000);
+    }
     metrics.hookDuration.observe({ kind, hook }, reply.elapsedTime / 1000);
   });
 
@@ -149,7 +159,8 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
     closing ? reply.code(503).send({ status: "closing" }) : { status: "ready" },
   );
   app.get("/metrics", async (_req, reply) => {
-    sweepStaleResources(metrics, deps.now().getTime(), 3 * config.hooks.resyncSeconds * 1000);
+    const nowMs = deps.now().getTime();
+    sweepStaleResources(metrics, nowMs, staleAfterMs, hookActivity.flowingForMs(nowMs));
     reply.header("Content-Type", metrics.registry.contentType);
     // written a chunk at a time: one string of every series was the server's memory peak (expose.ts)
     return reply.send(Readable.from(exposition(metrics.registry)));

@@ -1,7 +1,7 @@
 /**
  * The metric families the alerts and the dashboard may use, with their label names: the
  * operator's (src/metrics/registry.ts), the agent's (src/agent/metrics.ts), both read from their
- * registries, and Prometheus' own `up`.
+ * registries, the default `process_start_time_seconds`, and Prometheus' own `up`.
  */
 import { Histogram, type Registry } from "prom-client";
 import { createAgentMetrics } from "../../src/agent/metrics.js";
@@ -21,6 +21,9 @@ export const DOCUMENTED_AGENT_METRICS = [
   "tailnet_agent_kube_api_requests_total",
   "tailnet_agent_kube_api_refused_total",
 ];
+
+/** Families the monitoring may read that are not the operator's own: Prometheus' and prom-client's. */
+export const FOREIGN_METRICS: ReadonlySet<string> = new Set(["up", "process_start_time_seconds"]);
 
 /** Labels Prometheus (Operator) attaches to every scraped series, and `le` of histogram buckets. */
 export const TARGET_LABELS = ["job", "instance", "namespace", "pod", "container", "endpoint", "service", "le"];
@@ -43,5 +46,7 @@ export function knownMetrics(): Map<string, Family> {
     families.set(name, family(agent, name));
   }
   families.set("up", { labels: new Set(), histogram: false });
+  // prom-client's default process metrics, which the operator's registry collects (registry.ts)
+  families.set("process_start_time_seconds", { labels: new Set(), histogram: false });
   return families;
 }

@@ -22,6 +22,11 @@ after(() => rmSync(work, { recursive: true, force: true }));
 /** What the operations page and the issue fix for each alert. */
 const EXPECTED: Record<string, { severity: string; for?: string; expr: string }> = {
   TailnetOperatorDown: { severity: "critical", for: "5m", expr: 'absent(up{job="tailnet-operator"} == 1)' },
+  TailnetHooksSilent: {
+    severity: "critical",
+    for: "2m",
+    expr: 'time() - (\n    max by (job) (tailnet_hook_last_success_timestamp_seconds{job="tailnet-operator"} > 0)\n  or\n    max by (job) (process_start_time_seconds{job="tailnet-operator"})\n) > 600',
+  },
   TailnetReconcileErrors: {
     severity: "warning",
     for: "10m",
@@ -119,7 +124,7 @@ describe("bundled alert rules", () => {
     const dir = promtoolWorkspace("check", renderedRuleFile());
     const run = promtool(["check", "rules", join(dir, "rules.yaml")]);
     assert.equal(run.code, 0, run.output);
-    assert.match(run.output, /SUCCESS: 17 rules found/);
+    assert.match(run.output, /SUCCESS: 18 rules found/);
   });
 
   it("pass the promtool unit tests in monitoring/tests", () => {
