@@ -16,6 +16,7 @@
  * differs from the generated one.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { posix } from "node:path";
 import type { ReasonTable } from "./table.js";
 import { REASON_TABLES } from "./tables/index.js";
 
@@ -195,7 +196,7 @@ export function generateReasonsPage(
       problems.push(`${kind}: no docs/reference/reasons/${proseFileOf(kind)} for its table`);
       continue;
     }
-    const section = renderKindSection(kind, table, readFileSync(file, "utf8"));
+    const section = renderKindSection(kind, table, rebaseLinks(readFileSync(file, "utf8")));
     sections.push(section.text);
     problems.push(...section.problems);
   }
@@ -206,6 +207,18 @@ export function generateReasonsPage(
     if (!known.has(f)) problems.push(`docs/reference/reasons/${f}: no reason table of that kind in REASON_TABLES`);
   }
   return { page: `${INTRO}${sections.join("\n\n")}\n`, problems };
+}
+
+/**
+ * The prose pages live in docs/reference/reasons/ and their links are written for that folder (so they
+ * work where they are read on their own); the assembled page sits one folder up, so each relative link
+ * to a file is re-resolved for it (`../../security.md` → `../security.md`).
+ */
+export function rebaseLinks(prose: string): string {
+  return prose.replace(/\]\(([\w./-]+\.md)(#[\w-]+)?\)/g, (_all, path: string, anchor = "") => {
+    const target = posix.normalize(posix.join("docs/reference/reasons", path));
+    return `](${posix.relative("docs/reference", target)}${anchor})`;
+  });
 }
 
 /** The page as `npm run docs` writes it (problems aside). */
