@@ -38,7 +38,12 @@ export interface Problem {
   message: string;
 }
 
+/** `-f -`: the manifests come from standard input (kubectl's convention); problems name it `<stdin>`. */
+export const STDIN = "-";
+const STDIN_NAME = "<stdin>";
+
 function files(path: string, problems: Problem[]): string[] {
+  if (path === STDIN) return [STDIN];
   let st: ReturnType<typeof statSync>;
   try {
     st = statSync(path);
@@ -56,17 +61,22 @@ function files(path: string, problems: Problem[]): string[] {
     });
 }
 
-export function readManifests(paths: readonly string[]): { docs: InputDoc[]; problems: Problem[] } {
+export function readManifests(
+  paths: readonly string[],
+  readStdin: () => string = () => readFileSync(0, "utf8"),
+): { docs: InputDoc[]; problems: Problem[] } {
   const docs: InputDoc[] = [];
   const problems: Problem[] = [];
   // A file reached twice (a directory and a file inside it) is read once, not reported as a duplicate.
   const seen = new Set<string>();
-  for (const file of paths.flatMap((p) => files(p, problems))) {
-    if (seen.has(resolve(file))) continue;
-    seen.add(resolve(file));
+  for (const path of paths.flatMap((p) => files(p, problems))) {
+    const key = path === STDIN ? STDIN : resolve(path);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const file = path === STDIN ? STDIN_NAME : path;
     let text: string;
     try {
-      text = readFileSync(file, "utf8");
+      text = path === STDIN ? readStdin() : readFileSync(path, "utf8");
     } catch (e) {
       problems.push({ file, message: `cannot read (${(e as Error).message})` });
       continue;

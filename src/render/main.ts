@@ -277,7 +277,7 @@ objects defined twice are all reported at once, each as <file>: document <n>: <f
 
 options:
   -f, --filename <file|dir>   manifests to read (*.yaml, *.yml, *.json; repeatable; directories recursively,
-                              skipping snapshot*, agents* and expected* files;
+                              skipping snapshot*, agents* and expected* files; - reads standard input;
                               a v1 List, as kubectl get -o yaml writes, is read item by item)
   --headscale <file>          Headscale snapshot (\`tailnet-operator headscale snapshot\`); default: an empty server
   --agents <file>             agent /status per "<namespace>/<name>" (JSON); default: agents not scraped
@@ -313,9 +313,17 @@ export function summarize(result: RenderResult): Document {
     const blocking = ((o.status.conditions ?? []) as Condition[]).find((c) =>
       o.kind === "Tailnet" ? c.status !== "True" && c.type !== "SplitDNS" : c.type === "Ready" && c.status !== "True",
     );
-    const status = o.status as { tag?: string; dnsName?: string; loadBalancer?: { ingress?: { hostname?: string }[] } };
-    // An Ingress: what `kubectl get ingress` shows under ADDRESS.
-    const address = (status.loadBalancer?.ingress ?? []).map((i) => i.hostname ?? "").join(",");
+    const status = o.status as {
+      tag?: string;
+      dnsName?: string;
+      loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] };
+    };
+    // What `kubectl get ingress` shows under ADDRESS and `kubectl get svc` under EXTERNAL-IP: each entry's
+    // ip or hostname (a LoadBalancer Service lists its addresses, then its name).
+    const address = (status.loadBalancer?.ingress ?? [])
+      .map((i) => i.ip ?? i.hostname)
+      .filter((a): a is string => a !== undefined)
+      .join(",");
     const policy = o.policy
       ? {
           hash: o.policy.hash,
@@ -358,6 +366,7 @@ export function summarize(result: RenderResult): Document {
 export async function runRender(
   args: string[],
   out: (s: string) => void = (s) => process.stdout.write(s),
+  readStdin: () => string = () => readFileSync(0, "utf8"),
 ): Promise<number> {
   try {
     const parsed = parseCommand(RENDER, args);
@@ -379,7 +388,7 @@ export async function runRender(
     if (v.summary && v.output) throw new UsageError("render: --summary and --output exclude each other", "render");
     const now = nowText ? new Date(nowText) : new Date();
     if (Number.isNaN(now.getTime())) throw new UsageError(`render: --now: not an RFC 3339 time: ${nowText}`, "render");
-    const { docs, problems } = readManifests(files);
+    const { docs, problems } = readManifests(files, readStdin);
     problems.push(...validateDocs(docs));
     if (problems.length) {
       const n = new Set(problems.map((p) => p.file)).size;

@@ -24,7 +24,7 @@ function dir(files: Record<string, string>): string {
   return d;
 }
 
-async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+async function run(args: string[], stdin = ""): Promise<{ code: number; out: string; err: string }> {
   let out = "";
   let err = "";
   const write = process.stderr.write.bind(process.stderr);
@@ -33,9 +33,13 @@ async function run(args: string[]): Promise<{ code: number; out: string; err: st
     return true;
   }) as typeof process.stderr.write;
   try {
-    const code = await runRender(args, (s) => {
-      out += s;
-    });
+    const code = await runRender(
+      args,
+      (s) => {
+        out += s;
+      },
+      () => stdin,
+    );
     return { code, out, err };
   } finally {
     process.stderr.write = write;
@@ -238,6 +242,43 @@ describe("render --summary", () => {
       r.out,
     );
     assert.ok(lines.includes("headscaleWrites: []") || lines.includes("headscaleWrites:"));
+  });
+  it("-f - reads the manifests from standard input, like kubectl; problems name <stdin>", async () => {
+    const fromFile = await run([
+      "-f",
+      dir({ "t.yaml": `${TAILNET}---\n${EGRESS}` }),
+      "--summary",
+      "--now",
+      "2026-11-29T10:00:00Z",
+    ]);
+    const fromStdin = await run(["-f", "-", "--summary", "--now", "2026-11-29T10:00:00Z"], `${TAILNET}---\n${EGRESS}`);
+    assert.equal(fromStdin.code, fromFile.code);
+    assert.equal(fromStdin.out, fromFile.out);
+    const bad = await run(["-f", "-"], "just: a map\n");
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /^<stdin>: document 0: not a Kubernetes object/);
+  });
+  it("a LoadBalancer Service's address is its ips then its name, as kubectl get svc shows EXTERNAL-IP", async () => {
+    const r = await run([
+      "-f",
+      "examples/loadbalancer",
+      "--headscale",
+      "examples/loadbalancer/snapshot.json",
+      "--agents",
+      "examples/loadbalancer/agents.json",
+      "--now",
+      "2026-11-29T10:00:00Z",
+      "--summary",
+    ]);
+    const addresses = r.out.split("\n").filter((l) => /^ {4}address: /.test(l));
+    assert.ok(addresses.length > 0, r.out);
+    for (const line of addresses) assert.doesNotMatch(line, /(^ {4}address: ,|,,)/, line);
+    assert.ok(
+      addresses.some((l) =>
+        /^ {4}address: "?100\.64\.\d+\.\d+,fd7a:115c:a1e0::\w+,[\w-]+\.ts\.example\.com"?$/.test(l),
+      ),
+      addresses.join("\n"),
+    );
   });
   it("--summary and --output exclude each other; -o summary is --summary", async () => {
     const d = dir({ "t.yaml": TAILNET });
