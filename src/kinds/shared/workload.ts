@@ -19,7 +19,12 @@ export interface TailnetSettings {
   name: string;
   url: string;
   tagPrefix: string;
+  /** Lifetime of agent keys: spec.authKeyTTL, never past maxAuthKeyLifetimeSeconds. */
   authKeyTTLSeconds: number;
+  /** spec.maxAuthKeyLifetime: no key the operator mints for this Tailnet lives longer (issue 31). */
+  maxAuthKeyLifetimeSeconds: number;
+  /** spec.maxAuthKeyLifetime as written, for messages. */
+  maxAuthKeyLifetime: string;
   policyMode: "Apply" | "DryRun";
   allowedIngressSources: string[];
   allowedEgressTargets: string[];
@@ -74,16 +79,23 @@ function dnsTenancyOf(spec: unknown): { dnsFlatNamespaces?: string[] } {
   return flat ? { dnsFlatNamespaces: flat } : {};
 }
 
+/** Tailnet spec.maxAuthKeyLifetime's default (the CRD's): 30 days. */
+export const DEFAULT_MAX_KEY_LIFETIME = "720h";
+
 export function tailnetSettings(tailnet: K8sObject): TailnetSettings {
   const spec = (tailnet.spec ?? {}) as Record<string, unknown>;
   const hs = (spec.headscale ?? {}) as Record<string, unknown>;
   const policy = (spec.policy ?? {}) as Record<string, unknown>;
   const dns = (spec.dns ?? {}) as Record<string, unknown>;
+  const maxText = typeof spec.maxAuthKeyLifetime === "string" ? spec.maxAuthKeyLifetime : DEFAULT_MAX_KEY_LIFETIME;
+  const maxSeconds = parseDuration(maxText) ?? (parseDuration(DEFAULT_MAX_KEY_LIFETIME) as number);
   return {
     name: tailnet.metadata.name,
     url: typeof hs.url === "string" ? hs.url : "",
     tagPrefix: typeof spec.tagPrefix === "string" ? spec.tagPrefix : "tag:k8s-",
-    authKeyTTLSeconds: parseDuration(spec.authKeyTTL as string | undefined) ?? 24 * 3600,
+    authKeyTTLSeconds: Math.min(parseDuration(spec.authKeyTTL as string | undefined) ?? 24 * 3600, maxSeconds),
+    maxAuthKeyLifetimeSeconds: maxSeconds,
+    maxAuthKeyLifetime: maxText,
     policyMode: policy.mode === "Apply" ? "Apply" : "DryRun",
     allowedIngressSources: strings(spec.allowedIngressSources),
     allowedEgressTargets: strings(spec.allowedEgressTargets),
