@@ -226,6 +226,10 @@ export const tailnetStatus: Schema = obj({
     generated: obj({ tags: int(), grants: int(), routes: int() }),
   }),
   userConflicts: int({ minimum: 0 }),
+  keptLegacyTags: arr(str(), {
+    description:
+      "Tags objects kept from before tags were derived injectively; a new object deriving one of them is refused (TagInUse).",
+  }),
   apiKeyRotation: obj({
     keyPrefix: str(),
     expiresAt: str({ format: "date-time" }),

@@ -349,6 +349,43 @@ export function keptTagTwins(objects: readonly K8sObject[], tagPrefix: string): 
   return twins;
 }
 
+/** The kinds that mint keys under their derived tag (an auth key's tags are explicit; a site mints none). */
+const DERIVED_TAG_KINDS = ["TailnetEgress", "TailnetIngress", "TailnetGateway"];
+
+/**
+ * The kept legacy tags of the Tailnet's objects, for its status (keptLegacyTags): sorted, unique. The Tailnet is
+ * the one sync that sees every object's status; every workload sync is sent the Tailnet, so publishing them there
+ * lets a twin's own sync refuse it (keptTagRefusal) instead of only the render leaving it out.
+ */
+export function keptLegacyTags(objects: readonly K8sObject[], tagPrefix: string): string[] {
+  const tags = new Set<string>();
+  for (const o of objects) {
+    const k = keptLegacyTag(o, tagPrefix);
+    if (k) tags.add(k);
+  }
+  return [...tags].sort();
+}
+
+/**
+ * A new object whose derived tag is another object's kept legacy tag (the Tailnet's status.keptLegacyTags) is
+ * refused before anything is minted: its agent would otherwise join holding the keeper's grants (issue 31, the
+ * upgrade window issue 23 left open). The keeper itself (its own kept tag) and explicit tags are not judged here.
+ */
+export function keptTagRefusal(
+  parent: K8sObject,
+  tailnet: K8sObject,
+  tagPrefix: string,
+): { reason: "TagInUse"; message: string } | undefined {
+  if (!DERIVED_TAG_KINDS.includes(parent.kind) || explicitTag(parent) !== undefined) return undefined;
+  if (keptLegacyTag(parent, tagPrefix) !== undefined) return undefined;
+  const tag = objectDerivedTag(parent, tagPrefix);
+  if (!strings(rec(tailnet.status).keptLegacyTags).includes(tag)) return undefined;
+  return {
+    reason: "TagInUse",
+    message: `${tag}, the tag derived for this object, is kept by an object created before tags were derived injectively (the Tailnet's status.keptLegacyTags); a tag has one owner, so nothing is minted for it — rename this object, or recreate the older one so it derives its own tag`,
+  };
+}
+
 /** Most ids status remembers: an object rotating every 12 h keeps about two weeks of keys. */
 export const MAX_RECORDED_KEYS = 32;
 

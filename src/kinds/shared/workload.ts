@@ -12,7 +12,15 @@ import { tailnetRefName } from "../related.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { flatNamespacesOf } from "./dns-tenancy.js";
 import { secretValue } from "./secrets.js";
-import { admitObject, explicitTag, objectDerivedTag, type Refusal, readTenancy, type Tenancy } from "./tenancy.js";
+import {
+  admitObject,
+  explicitTag,
+  keptTagRefusal,
+  objectDerivedTag,
+  type Refusal,
+  readTenancy,
+  type Tenancy,
+} from "./tenancy.js";
 
 /** The Tailnet spec fields workload kinds read, with api.md's defaults applied. */
 export interface TailnetSettings {
@@ -139,6 +147,22 @@ export function resolveWorkload(req: HookRequest, deps: HookDeps, opts: { cleanu
     };
   }
   return { ok: true, tailnet, settings, conn: { url, apiKey, ca: secretValue(secret, "ca.crt") } };
+}
+
+/** resolveWorkload, or TagInUse for a derived tag another object kept (tenancy.ts keptTagRefusal). */
+export type AgentWorkloadContext =
+  | WorkloadContext
+  | { ok: false; reason: "TagInUse"; message: string; tailnet: K8sObject; settings: TailnetSettings };
+
+/**
+ * resolveWorkload for the kinds that mint under their derived tag (egress, ingress, gateway): also refused, before
+ * any Headscale read, when that tag is one another object kept from before injective derivation (issue 31).
+ */
+export function resolveAgentWorkload(req: HookRequest, deps: HookDeps): AgentWorkloadContext {
+  const ctx = resolveWorkload(req, deps);
+  if (!ctx.ok) return ctx;
+  const kept = keptTagRefusal(req.parent, ctx.tailnet, ctx.settings.tagPrefix);
+  return kept ? { ok: false, ...kept, tailnet: ctx.tailnet, settings: ctx.settings } : ctx;
 }
 
 /** Pods of this object (related, by owner-uid label), for /status scrapes. */

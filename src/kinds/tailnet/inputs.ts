@@ -10,7 +10,13 @@ import { findObject, type K8sObject, type ObjectMaps, typeKey } from "../../k8s/
 import { isIp } from "../../net/cidr.js";
 import { tailnetRefName } from "../related.js";
 import { secretValue } from "../shared/secrets.js";
-import { admitExitNode, admitObject, keptTagTwins, tagTakenFromTailnet } from "../shared/tenancy.js";
+import {
+  admitExitNode,
+  admitObject,
+  keptLegacyTags,
+  keptTagTwins,
+  tagTakenFromTailnet,
+} from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import { readTailnetSpec, type TailnetSpec } from "./spec.js";
 
@@ -36,6 +42,8 @@ export interface TailnetInputs extends TailnetSpec {
   exitNodeGateways: ReadonlySet<string>;
   /** status.dnsServiceIP of this Tailnet's gateways, sorted and unique. */
   dnsServiceIPs: string[];
+  /** The legacy tags its objects kept (tenancy.ts keptLegacyTags), published so twins' own syncs refuse them. */
+  keptLegacyTags: string[];
 }
 
 const record = (v: unknown): Record<string, unknown> =>
@@ -126,7 +134,8 @@ export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs 
     sites: workloadsOf(related, "TailnetSite", spec),
     gateways: workloadsOf(related, "TailnetGateway", spec),
   };
-  const twins = keptTagTwins(Object.values(lists).flat(), spec.settings.tagPrefix);
+  const all = Object.values(lists).flat();
+  const twins = keptTagTwins(all, spec.settings.tagPrefix);
   const kept = (list: K8sObject[]) => (twins.size ? list.filter((o) => !twins.has(`${o.kind}/${qualified(o)}`)) : list);
   const gateways = kept(lists.gateways);
   const dnsServiceIPs = [
@@ -152,6 +161,7 @@ export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs 
     gateways,
     exitNodeGateways,
     dnsServiceIPs,
+    keptLegacyTags: keptLegacyTags(all, spec.settings.tagPrefix),
   };
 }
 
