@@ -10,13 +10,7 @@ import { findObject, type K8sObject, type ObjectMaps, typeKey } from "../../k8s/
 import { isIp } from "../../net/cidr.js";
 import { tailnetRefName } from "../related.js";
 import { secretValue } from "../shared/secrets.js";
-import {
-  admitExitNode,
-  admitObject,
-  keptLegacyTags,
-  keptTagTwins,
-  tagTakenFromTailnet,
-} from "../shared/tenancy.js";
+import { admitExitNode, admitObject, keptLegacyTags, keptTagTwins, tagTakenFromTailnet } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import { readTailnetSpec, type TailnetSpec } from "./spec.js";
 
