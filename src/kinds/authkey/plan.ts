@@ -13,7 +13,7 @@
 import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { previousStatus } from "../common.js";
-import { PENDING_KEY_GRACE_MS } from "../shared/authkey.js";
+import { PENDING_KEY_GRACE_MS, provenBy } from "../shared/authkey.js";
 import type { ObservedAuthKeySecret } from "./children.js";
 import type { AuthKeyObservation } from "./observe.js";
 import type { AuthKeySpec } from "./spec.js";
@@ -46,14 +46,7 @@ export function listedExpired(key: HsPreAuthKey, now: Date): boolean {
   return key.expiration !== null && Date.parse(key.expiration) <= now.getTime();
 }
 
-/**
- * The listing proves the Secret holds key `id`: 0.28+ lists `hskey-auth-<prefix>-***`, and a full key is
- * `hskey-auth-<prefix>-<secret>` (hscontrol/types/preauth_key.go); the prefix is never shown to a tenant.
- */
-export function provenBy(listed: HsPreAuthKey, secretKey: string): boolean {
-  const masked = /^(hskey-auth-[A-Za-z0-9_-]+-)\*\*\*$/.exec(listed.key)?.[1];
-  return masked !== undefined && secretKey.startsWith(masked) && secretKey.length > masked.length;
-}
+export { provenBy };
 
 const sameTags = (a: readonly string[], b: readonly string[]) =>
   a.length === b.length && [...a].sort().every((t, i) => t === [...b].sort()[i]);
