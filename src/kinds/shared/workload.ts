@@ -8,6 +8,7 @@ import { CommonReason } from "../../conditions/reasons.js";
 import type { HeadscaleConnection } from "../../headscale/view.js";
 import { credentialsSecretName } from "../../k8s/labels.js";
 import { findObject, type K8sObject } from "../../k8s/objects.js";
+import { namespaceTerminating } from "../common.js";
 import { tailnetRefName } from "../related.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { flatNamespacesOf } from "./dns-tenancy.js";
@@ -131,7 +132,9 @@ export function resolveWorkload(req: HookRequest, deps: HookDeps, opts: { cleanu
     return { ok: false, reason: CommonReason.NoTailnet, message: `Tailnet "${ref ?? ""}" not found` };
   }
   const settings = tailnetSettings(tailnet);
-  const refused = opts.cleanup ? undefined : admitObject(req.parent, settings.tenancy, req.related);
+  const refused = opts.cleanup
+    ? undefined
+    : (terminating(req) ?? admitObject(req.parent, settings.tenancy, req.related));
   if (refused) return { ok: false, ...refused, tailnet, settings };
   const secretName = credentialsSecretName(ref);
   const secret = findObject(req.related, "v1", "Secret", secretName, deps.config.operatorNamespace);
@@ -163,6 +166,19 @@ export function resolveAgentWorkload(req: HookRequest, deps: HookDeps): AgentWor
   if (!ctx.ok) return ctx;
   const kept = keptTagRefusal(req.parent, ctx.tailnet, ctx.settings.tagPrefix);
   return kept ? { ok: false, ...kept, tailnet: ctx.tailnet, settings: ctx.settings } : ctx;
+}
+
+/**
+ * A namespace being deleted takes nothing new: the API server refuses every create there, so a key minted for a
+ * child Secret would never be delivered (issue 31). Refused like a namespace the Tailnet does not select, which
+ * also expires the keys the object minted (shared/withdraw.ts, the TailnetAuthKey's refusal).
+ */
+function terminating(req: HookRequest): Refusal | undefined {
+  if (!namespaceTerminating(req)) return undefined;
+  return {
+    reason: "NamespaceNotAllowed",
+    message: `namespace ${req.parent.metadata.namespace} is being deleted; nothing is minted or created in it`,
+  };
 }
 
 /** Pods of this object (related, by owner-uid label), for /status scrapes. */

@@ -118,6 +118,31 @@ describe("TailnetAuthKey bounds (issue 31)", () => {
     assert.equal(w.fake.writes().length, 3);
   });
 
+  it("in a namespace being deleted nothing is minted or created, and the key it minted is expired", async (t) => {
+    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
+    applyKey(w);
+    await w.mc.settle();
+    assert.ok(valid(w, "1"));
+    const ns = w.mc.get("v1", "Namespace", "ci");
+    assert.ok(ns);
+    ns.metadata.deletionTimestamp = w.clock.now.toISOString();
+    ns.status = { phase: "Terminating" };
+    // the Secret is gone already (the namespace controller deletes it), the object waits on its finalizer
+    w.mc.delete("v1", "Secret", "runner-join", "ci");
+    for (let minute = 0; minute < 3; minute++) {
+      await w.mc.settle();
+      w.tick(61);
+    }
+    assert.equal(mints(w), 1, "a key was minted in a namespace being deleted");
+    assert.ok(!valid(w, "1"), "the key it minted is still valid");
+    assert.equal(w.secret("runner-join"), undefined, "a Secret was created in a namespace being deleted");
+    assert.equal(
+      condition(w, "Ready")?.message,
+      "namespace ci is being deleted; nothing is minted or created in it; the keys it minted are expired",
+    );
+    assert.equal(w.reasons("TailnetAuthKey", "runners", "ci").Ready, "NamespaceNotAllowed");
+  });
+
   it("a secretName naming a Secret the object does not own is refused (SecretNotOwned): nothing minted, the Secret untouched", async (t) => {
     const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
     const theirs = {
