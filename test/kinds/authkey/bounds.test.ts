@@ -118,6 +118,22 @@ describe("TailnetAuthKey bounds (issue 31)", () => {
     assert.equal(w.fake.writes().length, 3);
   });
 
+  it("two TailnetAuthKeys naming one Secret: the second is SecretNotOwned and mints nothing; the first keeps its key", async (t) => {
+    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
+    applyKey(w);
+    await w.mc.settle();
+    applyKey(w, SPEC, "copycat");
+    for (let minute = 0; minute < 3; minute++) {
+      await w.mc.settle();
+      w.tick(61);
+    }
+    assert.equal(w.reasons("TailnetAuthKey", "copycat", "ci").Ready, "SecretNotOwned");
+    assert.equal(w.reasons("TailnetAuthKey", "runners", "ci").Ready, "Ready");
+    assert.equal(mints(w), 1, "the second object minted keys for a Secret it cannot write");
+    assert.equal(w.secret("runner-join")?.metadata.annotations?.["tailnet.internal/key-id"], "1");
+    assert.ok(valid(w, "1"));
+  });
+
   it("in a namespace being deleted nothing is minted or created, and the key it minted is expired", async (t) => {
     const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
     applyKey(w);
