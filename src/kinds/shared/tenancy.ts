@@ -331,6 +331,17 @@ export function keptLegacyTag(parent: K8sObject, tagPrefix: string): string | un
  * with the keeper, across every kind of the Tailnet (they share one tag space).
  */
 export function keptTagTwins(objects: readonly K8sObject[], tagPrefix: string): Map<string, string> {
+  return keptTagIndex(objects, tagPrefix).twins;
+}
+
+/**
+ * keptTagTwins and the kept tags themselves (sorted), from one pass over the objects: the Tailnet needs both on
+ * every sync (the twins to leave out of the render, the tags for status.keptLegacyTags, keptTagRefusal).
+ */
+export function keptTagIndex(
+  objects: readonly K8sObject[],
+  tagPrefix: string,
+): { twins: Map<string, string>; tags: string[] } {
   const id = (o: K8sObject) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
   // each object's kept tag once: the Tailnet calls this over every workload object on every sync
   const kept = objects.map((o) => keptLegacyTag(o, tagPrefix));
@@ -340,31 +351,18 @@ export function keptTagTwins(objects: readonly K8sObject[], tagPrefix: string): 
     if (k && !keepers.has(k)) keepers.set(k, id(o));
   });
   const twins = new Map<string, string>();
-  if (!keepers.size) return twins;
+  const tags = [...keepers.keys()].sort();
+  if (!keepers.size) return { twins, tags };
   for (const [i, o] of objects.entries()) {
     if (explicitTag(o) !== undefined || kept[i]) continue;
     const keeper = keepers.get(objectDerivedTag(o, tagPrefix));
     if (keeper) twins.set(id(o), keeper);
   }
-  return twins;
+  return { twins, tags };
 }
 
 /** The kinds that mint keys under their derived tag (an auth key's tags are explicit; a site mints none). */
 const DERIVED_TAG_KINDS = ["TailnetEgress", "TailnetIngress", "TailnetGateway"];
-
-/**
- * The kept legacy tags of the Tailnet's objects, for its status (keptLegacyTags): sorted, unique. The Tailnet is
- * the one sync that sees every object's status; every workload sync is sent the Tailnet, so publishing them there
- * lets a twin's own sync refuse it (keptTagRefusal) instead of only the render leaving it out.
- */
-export function keptLegacyTags(objects: readonly K8sObject[], tagPrefix: string): string[] {
-  const tags = new Set<string>();
-  for (const o of objects) {
-    const k = keptLegacyTag(o, tagPrefix);
-    if (k) tags.add(k);
-  }
-  return [...tags].sort();
-}
 
 /**
  * A new object whose derived tag is another object's kept legacy tag (the Tailnet's status.keptLegacyTags) is

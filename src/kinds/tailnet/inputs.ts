@@ -10,7 +10,7 @@ import { findObject, type K8sObject, type ObjectMaps, typeKey } from "../../k8s/
 import { isIp } from "../../net/cidr.js";
 import { tailnetRefName } from "../related.js";
 import { secretValue } from "../shared/secrets.js";
-import { admitExitNode, admitObject, keptLegacyTags, keptTagTwins, tagTakenFromTailnet } from "../shared/tenancy.js";
+import { admitExitNode, admitObject, keptTagIndex, tagTakenFromTailnet } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import { readTailnetSpec, type TailnetSpec } from "./spec.js";
 
@@ -36,7 +36,7 @@ export interface TailnetInputs extends TailnetSpec {
   exitNodeGateways: ReadonlySet<string>;
   /** status.dnsServiceIP of this Tailnet's gateways, sorted and unique. */
   dnsServiceIPs: string[];
-  /** The legacy tags its objects kept (tenancy.ts keptLegacyTags), published so twins' own syncs refuse them. */
+  /** The legacy tags its objects kept (tenancy.ts keptTagIndex), published so twins' own syncs refuse them. */
   keptLegacyTags: string[];
 }
 
@@ -128,8 +128,8 @@ export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs 
     sites: workloadsOf(related, "TailnetSite", spec),
     gateways: workloadsOf(related, "TailnetGateway", spec),
   };
-  const all = Object.values(lists).flat();
-  const twins = keptTagTwins(all, spec.settings.tagPrefix);
+  // one pass: the twins render nothing, the kept tags go to status.keptLegacyTags (tenancy.ts keptTagRefusal)
+  const { twins, tags: keptLegacyTags } = keptTagIndex(Object.values(lists).flat(), spec.settings.tagPrefix);
   const kept = (list: K8sObject[]) => (twins.size ? list.filter((o) => !twins.has(`${o.kind}/${qualified(o)}`)) : list);
   const gateways = kept(lists.gateways);
   const dnsServiceIPs = [
@@ -155,7 +155,7 @@ export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs 
     gateways,
     exitNodeGateways,
     dnsServiceIPs,
-    keptLegacyTags: keptLegacyTags(all, spec.settings.tagPrefix),
+    keptLegacyTags,
   };
 }
 
