@@ -1,7 +1,7 @@
 /** Helpers shared by every kind: parent identity, status assembly, the InvalidSpec answer. */
 import { type Condition, type ConditionInput, cond, mergeConditions } from "../conditions/condition.js";
 import { CommonReason } from "../conditions/reasons.js";
-import { findObject, isRecord, type K8sObject, reuseAllChildren } from "../k8s/objects.js";
+import { findObject, isRecord, type K8sObject, type ObjectMaps, reuseAllChildren } from "../k8s/objects.js";
 import { publishConditions, type ResourceId } from "../metrics/resource.js";
 import type { HookDeps, HookRequest, SyncResult } from "./types.js";
 
@@ -122,13 +122,16 @@ export function namespaceTerminating(req: HookRequest): boolean {
  * parent's release leaves behind, and in a terminating namespace a forbidden create (issue 31).
  */
 export function observedOnly(children: readonly K8sObject[], req: HookRequest): K8sObject[] {
+  return observedIn(children, req.children, req.parent.metadata.namespace);
+}
+
+/** observedOnly over any observed map (a DecoratorController's attachments); `namespace` defaults a child's. */
+export function observedIn(
+  children: readonly K8sObject[],
+  observed: ObjectMaps | undefined,
+  namespace: string | undefined,
+): K8sObject[] {
   return children.filter((c) =>
-    findObject(
-      req.children,
-      c.apiVersion,
-      c.kind,
-      c.metadata.name,
-      c.metadata.namespace ?? req.parent.metadata.namespace,
-    ),
+    findObject(observed, c.apiVersion, c.kind, c.metadata.name, c.metadata.namespace ?? namespace),
   );
 }

@@ -8,9 +8,12 @@ import { API_VERSION, type HookKind } from "../../src/api/schemas.js";
 import { cond } from "../../src/conditions/condition.js";
 import type { K8sObject } from "../../src/k8s/objects.js";
 import { assembleStatus } from "../../src/kinds/common.js";
+import type { DecoratorModule } from "../../src/kinds/decorator.js";
+import { decoratorModules } from "../../src/kinds/decorators.js";
 import { kindModules } from "../../src/kinds/index.js";
 import { b64 } from "../../src/kinds/shared/secrets.js";
-import type { KindModule } from "../../src/kinds/types.js";
+import type { HookDeps, KindModule } from "../../src/kinds/types.js";
+import { answerDecoratorHook } from "../../src/server/decorator.js";
 import { childTypes, parentObject, syncRequest, v2Key } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";
 
@@ -175,6 +178,40 @@ describe("no child is created by a finalize, nor in a terminating namespace (iss
     const res = await app.inject({ method: "POST", url: "/hooks/gateway/finalize", payload: body });
     assert.equal(res.statusCode, 200, res.body);
     assert.deepEqual(names((res.json() as { children: K8sObject[] }).children), ["Secret shop/gw-authkey-7"]);
+  });
+
+  it("a DecoratorController kind's finalize: a new attachment is dropped, the observed one kept", async () => {
+    const base = decoratorModules.get("service-expose");
+    assert.ok(base);
+    const attachment = (name: string): K8sObject => ({
+      apiVersion: API_VERSION,
+      kind: "TailnetIngress",
+      metadata: { name, namespace: "shop" },
+    });
+    const stub: DecoratorModule = {
+      ...base,
+      finalize: async () => ({
+        labels: {},
+        annotations: {},
+        attachments: [attachment("web"), attachment("brand-new")],
+        finalized: false,
+      }),
+    };
+    const service: K8sObject = {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "web", namespace: "shop", uid: "svc-1", deletionTimestamp: DELETING },
+      spec: { ports: [{ port: 80 }] },
+    };
+    const body = {
+      controller: {},
+      object: service,
+      attachments: { [`TailnetIngress.${API_VERSION}`]: { "shop/web": attachment("web") } },
+      related: {},
+      finalizing: true,
+    };
+    const r = await answerDecoratorHook("finalize", stub, body, {} as HookDeps);
+    assert.deepEqual(names(r.attachments as K8sObject[]), ["TailnetIngress shop/web"]);
   });
 
   it("a sync in a terminating namespace answers only observed children; elsewhere a new child passes", async (t) => {
