@@ -13,7 +13,7 @@ const NOT_EVALUATED = {
   InvalidSpec: ["Unknown"],
   ProxyClassMissing: ["Unknown"],
   ...TENANCY_NOT_EVALUATED,
-  // its derived tag is one another object kept from before injective derivation (tenancy.ts keptTagRefusal)
+  // its derived tag is one another object kept from before injective derivation (kept-tags.ts keptTagRefusal)
   TagInUse: ["Unknown"],
 } as const;
 

@@ -12,16 +12,9 @@ import { namespaceTerminating } from "../common.js";
 import { tailnetRefName } from "../related.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { flatNamespacesOf } from "./dns-tenancy.js";
+import { keptTagRefusal } from "./kept-tags.js";
 import { secretValue } from "./secrets.js";
-import {
-  admitObject,
-  explicitTag,
-  keptTagRefusal,
-  objectDerivedTag,
-  type Refusal,
-  readTenancy,
-  type Tenancy,
-} from "./tenancy.js";
+import { admitObject, explicitTag, objectDerivedTag, type Refusal, readTenancy, type Tenancy } from "./tenancy.js";
 
 /** The Tailnet spec fields workload kinds read, with api.md's defaults applied. */
 export interface TailnetSettings {
@@ -152,7 +145,7 @@ export function resolveWorkload(req: HookRequest, deps: HookDeps, opts: { cleanu
   return { ok: true, tailnet, settings, conn: { url, apiKey, ca: secretValue(secret, "ca.crt") } };
 }
 
-/** resolveWorkload, or TagInUse for a derived tag another object kept (tenancy.ts keptTagRefusal). */
+/** resolveWorkload, or TagInUse for a derived tag another object kept (kept-tags.ts keptTagRefusal). */
 export type AgentWorkloadContext =
   | WorkloadContext
   | { ok: false; reason: "TagInUse"; message: string; tailnet: K8sObject; settings: TailnetSettings };
