@@ -16,6 +16,7 @@ import { isRecord, type K8sObject, objectsOf } from "../../k8s/objects.js";
 import { previousStatus } from "../common.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { AUTHKEY_DATA_KEY, observedKeys, provenBy } from "./authkey.js";
+import { keptTagRefusal } from "./kept-tags.js";
 import { secretValue } from "./secrets.js";
 import { resolveWorkload } from "./workload.js";
 
@@ -54,13 +55,18 @@ export function planWithdrawal(
     .sort((a, b) => Number(a) - Number(b));
 }
 
-/** Expires the keys of an object refused for `reason` (when it is a withdrawal); returns the ids expired. */
+/**
+ * Expires the keys of an object refused for `reason` (when it is a withdrawal); returns the ids expired. A
+ * TagInUse counts only when it is the kept-tag refusal (kept-tags.ts): keys minted under a tag another object kept
+ * carry that object's identity. The node-based TagInUse (an explicit tag someone else's node carries) expires
+ * nothing: it is judged from a node list and may be transient.
+ */
 export async function withdrawRefusedKeys(
   req: HookRequest,
   deps: HookDeps,
   reason: string | undefined,
 ): Promise<string[]> {
-  if (!reason || !WITHDRAWN_REASONS.includes(reason)) return [];
+  if (!reason || !(WITHDRAWN_REASONS.includes(reason) || reason === "TagInUse")) return [];
   const secrets = observedKeys(objectsOf(req.children, "v1", "Secret")).map((k) => ({
     keyId: k.keyId,
     key: secretValue(k.secret, AUTHKEY_DATA_KEY),
@@ -70,6 +76,7 @@ export async function withdrawRefusedKeys(
   // the connection without admission: what it removes is only what the object minted
   const ctx = resolveWorkload(req, deps, { cleanup: true });
   if (!ctx.ok) return [];
+  if (reason === "TagInUse" && !keptTagRefusal(req.parent, ctx.tailnet, ctx.settings.tagPrefix)) return [];
   const view = deps.views.view(ctx.conn);
   const keys = await view.preAuthKeys();
   if (!keys.ok) return [];

@@ -90,6 +90,23 @@ describe("Tailnet tenancy: kept legacy tags (issue 31)", () => {
     // the keeper itself is never refused by its own kept tag
     assert.notEqual(h.mc.condition("TailnetIngress", "db", "Ready", "team-a")?.reason, "TagInUse");
   });
+
+  it("a twin that minted before the kept tags were published has its key expired once they are", async (t) => {
+    const h = await harness(t, { realKinds: ["ingress"], timeoutMs: 1000 });
+    h.mc.apply(namespace("team-a"));
+    h.mc.apply(namespace("team"));
+    h.mc.apply(ingress("a-db", "team"));
+    await h.mc.settle();
+    const [twinKey] = [...h.fake.state.preAuthKeys.values()];
+    assert.deepEqual(twinKey?.aclTags, ["tag:k8s-team-a-db"]);
+    assert.ok(twinKey.expiration.getTime() > h.now().getTime());
+    // the keeper from before the upgrade shows up (its status keeps tag:k8s-team-a-db)
+    h.mc.apply({ ...ingress("db", "team-a"), status: { tag: "tag:k8s-team-a-db" } });
+    await settleStable(h);
+    assert.equal(h.mc.condition("TailnetIngress", "a-db", "Ready", "team")?.reason, "TagInUse");
+    const after = h.fake.state.preAuthKeys.get(twinKey.id);
+    assert.ok(after && after.expiration.getTime() <= h.now().getTime(), "the twin's key under the kept tag is valid");
+  });
 });
 
 // Issue 27 part 3: who may turn a TailnetGateway into an exit node is the Tailnet's admins' decision
