@@ -167,7 +167,17 @@ export const tailnetSpec: Schema = obj(
       ["url", "apiKeySecretRef"],
     ),
     tagPrefix: str({ default: "tag:k8s-", pattern: "^tag:[a-z][a-z0-9-]{0,40}$" }),
-    authKeyTTL: str({ default: "24h", pattern: DURATION_PATTERN, description: "Lifetime of agent pre-auth keys." }),
+    authKeyTTL: str({
+      default: "24h",
+      pattern: DURATION_PATTERN,
+      description: "Lifetime of agent pre-auth keys (at most maxAuthKeyLifetime).",
+    }),
+    maxAuthKeyLifetime: str({
+      default: "720h",
+      pattern: DURATION_PATTERN,
+      description:
+        "Longest lifetime of any pre-auth key the operator mints for this Tailnet: a TailnetAuthKey asking for a longer spec.expiry is refused (ExpiryTooLong, nothing minted); agent keys live min(authKeyTTL, this).",
+    }),
     policy: obj(
       {
         mode: str({ enum: ["Apply", "DryRun"], default: "DryRun" }),
@@ -216,6 +226,10 @@ export const tailnetStatus: Schema = obj({
     generated: obj({ tags: int(), grants: int(), routes: int() }),
   }),
   userConflicts: int({ minimum: 0 }),
+  keptLegacyTags: arr(str(), {
+    description:
+      "Tags objects kept from before tags were derived injectively; a new object deriving one of them is refused (TagInUse).",
+  }),
   apiKeyRotation: obj({
     keyPrefix: str(),
     expiresAt: str({ format: "date-time" }),

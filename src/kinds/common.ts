@@ -1,7 +1,7 @@
 /** Helpers shared by every kind: parent identity, status assembly, the InvalidSpec answer. */
 import { type Condition, type ConditionInput, cond, mergeConditions } from "../conditions/condition.js";
 import { CommonReason } from "../conditions/reasons.js";
-import { isRecord, type K8sObject, reuseAllChildren } from "../k8s/objects.js";
+import { findObject, isRecord, type K8sObject, type ObjectMaps, reuseAllChildren } from "../k8s/objects.js";
 import { publishConditions, type ResourceId } from "../metrics/resource.js";
 import type { HookDeps, HookRequest, SyncResult } from "./types.js";
 
@@ -101,4 +101,37 @@ export function invalidSpecConditions(
       ? cond(type, old.status, old.reason, old.message)
       : cond(type, "Unknown", CommonReason.InvalidSpec, "not evaluated: the spec is invalid");
   });
+}
+
+/**
+ * Whether the parent's namespace is being deleted (the related Namespace every workload asks for): the API
+ * server then refuses every create there ("forbidden: unable to create new content in namespace … because it is
+ * being terminated", which Metacontroller logs at error level on every sync).
+ */
+export function namespaceTerminating(req: HookRequest): boolean {
+  const ns = req.parent.metadata.namespace;
+  if (!ns) return false;
+  const o = findObject(req.related, "v1", "Namespace", ns);
+  const phase = isRecord(o?.status) ? o.status.phase : undefined;
+  return !!o && (!!o.metadata.deletionTimestamp || phase === "Terminating");
+}
+
+/**
+ * The answer's children without any the request did not observe: what a finalize (and a sync in a terminating
+ * namespace) may return. A finalize only keeps or drops what exists — a child it created would be an orphan the
+ * parent's release leaves behind, and in a terminating namespace a forbidden create (issue 31).
+ */
+export function observedOnly(children: readonly K8sObject[], req: HookRequest): K8sObject[] {
+  return observedIn(children, req.children, req.parent.metadata.namespace);
+}
+
+/** observedOnly over any observed map (a DecoratorController's attachments); `namespace` defaults a child's. */
+export function observedIn(
+  children: readonly K8sObject[],
+  observed: ObjectMaps | undefined,
+  namespace: string | undefined,
+): K8sObject[] {
+  return children.filter((c) =>
+    findObject(observed, c.apiVersion, c.kind, c.metadata.name, c.metadata.namespace ?? namespace),
+  );
 }

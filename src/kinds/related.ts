@@ -135,12 +135,18 @@ export function userRelated(parent: K8sObject, config: OperatorConfig): RelatedR
 
 /**
  * A TailnetAuthKey: its Tailnet, the credentials Secret, its Namespace (tenancy grants its tags), and the
- * TailnetUser it names (whose spec.authKeyNamespaces and status.id decide a user's key). No pods: it runs none.
+ * TailnetUser it names (whose spec.authKeyNamespaces and status.id decide a user's key), and the Secret it
+ * writes (to see one it does not own). No pods: it runs none.
  */
 export function authKeyRelated(parent: K8sObject, config: OperatorConfig): RelatedRule[] {
   const rules = workloadRelated(parent, config).filter((r) => r.resource !== "pods");
   const user = (specOf(parent).user as { name?: unknown } | undefined)?.name;
   if (typeof user === "string" && user)
     rules.push({ apiVersion: API_VERSION, resource: "tailnetusers", names: [user] });
+  // the Secret it would write, whoever owns it: one it does not own is SecretNotOwned (observe.ts foreignSecret)
+  const secretName = specOf(parent).secretName;
+  if (typeof secretName === "string" && secretName && parent.metadata.namespace) {
+    rules.push({ apiVersion: "v1", resource: "secrets", namespace: parent.metadata.namespace, names: [secretName] });
+  }
   return rules;
 }

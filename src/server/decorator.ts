@@ -8,6 +8,7 @@
  * leaves the object's status alone.
  */
 import { isRecord, type K8sObject } from "../k8s/objects.js";
+import { observedIn } from "../kinds/common.js";
 import type { DecoratorModule, DecoratorRequest } from "../kinds/decorator.js";
 import type { HookDeps, RelatedRule } from "../kinds/types.js";
 import { checkBody, checkMaps, EnvelopeError } from "./envelope.js";
@@ -136,7 +137,8 @@ export async function answerDecoratorHook(
     return {
       labels: r.labels,
       annotations: r.annotations,
-      attachments: r.attachments,
+      // a finalize creates nothing (common.ts observedOnly): only attachments that exist are kept
+      attachments: observedIn(r.attachments, req.attachments, req.object.metadata.namespace),
       resyncAfterSeconds: r.resyncAfterSeconds,
       finalized: r.finalized,
     };

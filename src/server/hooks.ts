@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { type HookKind, type KindInfo, kindInfo } from "../api/schemas.js";
 import { validateSpec } from "../api/validate.js";
 import { qualifiedName } from "../k8s/objects.js";
+import { namespaceTerminating, observedOnly } from "../kinds/common.js";
 import { decoratorModules } from "../kinds/decorators.js";
 import type { HookDeps, KindModule } from "../kinds/types.js";
 import { bearerAuth } from "./auth.js";
@@ -227,7 +228,9 @@ async function answerHook(
   const sreq = parseSyncRequest(body, info, hook);
   if (hook === "finalize") {
     const r = await module.finalize(sreq, deps);
-    return { status: r.status, children: r.children, resyncAfterSeconds: r.resyncAfterSeconds, finalized: r.finalized };
+    // a finalize creates nothing, whatever a kind answers (common.ts observedOnly)
+    const children = observedOnly(r.children, sreq);
+    return { status: r.status, children, resyncAfterSeconds: r.resyncAfterSeconds, finalized: r.finalized };
   }
   // One path to InvalidSpec: the CRD schema first, then what only the kind can judge (its spec.ts).
   const invalid = validateSpec(info.hookKind, sreq.parent.spec) ?? module.specProblem?.(sreq.parent);
@@ -236,5 +239,7 @@ async function answerHook(
   await setImmediate();
   const r = invalid ? module.invalid(sreq, invalid, deps) : await module.sync(sreq, deps);
   await setImmediate();
-  return { status: r.status, children: r.children, resyncAfterSeconds: r.resyncAfterSeconds };
+  // nothing can be created in a namespace being deleted: only observed children are kept (common.ts)
+  const children = namespaceTerminating(sreq) ? observedOnly(r.children, sreq) : r.children;
+  return { status: r.status, children, resyncAfterSeconds: r.resyncAfterSeconds };
 }

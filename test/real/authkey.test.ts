@@ -146,4 +146,27 @@ describe("TailnetAuthKey on the real Headscale", { timeout: 240_000, concurrency
     assert.ok(!logs.includes(firstKey) && !logs.includes(newKey), "a key is in the operator's log");
     assert.deepEqual(op.mc.errors, []);
   });
+
+  it("issue 31: an expiry past maxAuthKeyLifetime mints nothing; a withdrawn grant expires the key, which then joins no one", async () => {
+    const spec = { tailnetRef: { name: "home" }, tags: [TAGS.db], reusable: true, secretName: "bounded-join" };
+    const born = { namespace: "ci", creationTimestamp: new Date(Date.now() - 1000).toISOString() };
+    const before = (await keys()).length;
+    op.mc.apply(parentObject("TailnetAuthKey", "forever", { ...spec, expiry: "876000h", secretName: "forever" }, born));
+    op.mc.apply(parentObject("TailnetAuthKey", "bounded", { ...spec, expiry: "1h" }, born));
+    await op.mc.settle();
+    assert.equal(op.reasons("TailnetAuthKey", "forever", "ci").Ready, "ExpiryTooLong");
+    assert.equal(op.reasons("TailnetAuthKey", "bounded", "ci").Ready, "Ready", op.failures());
+    assert.equal((await keys()).length, before + 1, "the key past the bound was minted");
+    const id = op.mc.get("v1", "Secret", "bounded-join", "ci")?.metadata.annotations?.["tailnet.internal/key-id"] ?? "";
+    const boundedKey = secretText(op.mc.get("v1", "Secret", "bounded-join", "ci"), "authkey");
+    assert.ok(await valid(id));
+    // the administrators take the grant back: the next sync expires the key it minted
+    op.mc.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name: "ci", labels: { team: "elsewhere" } } });
+    await op.mc.settle();
+    assert.equal(op.reasons("TailnetAuthKey", "bounded", "ci").Ready, "TagNotGranted");
+    assert.ok(!(await valid(id)), "the key minted under the withdrawn grant is still valid in Headscale");
+    await assert.rejects(startPeer(net, headscale, "runner-3", { authKey: boundedKey }), /exited|expired|invalid/i);
+    assert.ok(!(await nodes()).some((n) => n.name === "runner-3"), "a machine joined with the withdrawn key");
+    assert.deepEqual(op.mc.errors, []);
+  });
 });

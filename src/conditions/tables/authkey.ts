@@ -3,6 +3,7 @@
  * decideAuthKey produces, and the "not evaluated" pairs of invalidSpecResult. Ready repeats the reason of the
  * first blocking condition (Admitted, then Issued, then Expired); a renewal that fails while the key in the
  * Secret is still valid keeps Ready True and is told by RenewalDue (and the TailnetAuthKeyRenewalFailing alert).
+ * Every Admitted=False reason also expires the keys the object minted (a withdrawn grant bounds them, issue 31).
  */
 import type { ReasonTable } from "../table.js";
 
@@ -20,6 +21,8 @@ export const AUTHKEY_REASONS = {
     TagNotGranted: ["False"],
     UserNotAllowed: ["False"],
     UserNotFound: ["False"],
+    ExpiryTooLong: ["False"],
+    SecretNotOwned: ["False"],
     NoTailnet: ["Unknown"],
     InvalidSpec: ["Unknown"],
   },
@@ -41,6 +44,8 @@ export const AUTHKEY_REASONS = {
     TagNotGranted: ["False"],
     UserNotAllowed: ["False"],
     UserNotFound: ["False"],
+    ExpiryTooLong: ["False"],
+    SecretNotOwned: ["False"],
     NotObserved: ["False"],
     NotIssued: ["False"],
     Expired: ["False"],

@@ -13,6 +13,8 @@ const NOT_EVALUATED = {
   InvalidSpec: ["Unknown"],
   ProxyClassMissing: ["Unknown"],
   ...TENANCY_NOT_EVALUATED,
+  // its derived tag is one another object kept from before injective derivation (kept-tags.ts keptTagRefusal)
+  TagInUse: ["Unknown"],
 } as const;
 
 export const GATEWAY_REASONS = {
@@ -73,6 +75,7 @@ export const GATEWAY_REASONS = {
     InvalidSpec: ["False"],
     ProxyClassMissing: ["False"],
     ...TENANCY_READY,
+    TagInUse: ["False"],
     // the first blocker's reason, repeated
     Provisioning: ["False"],
     FreshBlocked: ["False"],

@@ -6,6 +6,7 @@
  * Logs name key ids and reasons, never a key.
  */
 import type { Outcome } from "../../headscale/capabilities.js";
+import type { HeadscaleView } from "../../headscale/view.js";
 import { freshKeyList, pendingKey } from "../shared/authkey.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import type { DeliveredKey } from "./children.js";
@@ -33,22 +34,38 @@ export async function actAuthKey(
   observed: AuthKeyObservation,
   deps: Pick<HookDeps, "log">,
 ): Promise<AuthKeyOutcome> {
-  if (!observed.ok) return { retired: [] };
-  const { view, now } = observed;
-  const retired: AuthKeyOutcome["retired"] = [];
-  for (const id of plan.retire) {
-    const outcome: Outcome<void> = await view.expirePreAuthKey(id);
-    retired.push(outcome.ok ? { id } : { id, error: outcome.error.message });
+  if (!observed.ok) {
+    // a refused object: the keys it minted are expired (plan.ts), nothing is minted
+    if (!observed.withdraw || !plan.retire.length) return { retired: [] };
+    const retired = await expire(observed.withdraw.view, plan.retire);
+    deps.log.info({ authkey: who(req), keys: plan.retire, reason: observed.reason }, "refused: its keys expired");
+    return { retired };
   }
+  const { view, now } = observed;
+  const retired = await expire(view, plan.retire);
   if (retired.length) deps.log.info({ authkey: who(req), keys: plan.retire }, "older pre-auth keys expired");
   if (!plan.mint) return { retired };
   if (plan.blocked) return { retired, mint: { step: "failed", error: plan.blocked } };
+  // at most one undelivered key: a key that could not be expired first means no second one now
+  const stuck = retired.find((r) => r.error);
+  if (stuck) {
+    return { retired, mint: { step: "failed", error: `key ${stuck.id} could not be expired first (${stuck.error})` } };
+  }
   const mint = await mintKey(req, spec, observed, now);
   if (mint.step === "failed")
     deps.log.warn({ authkey: who(req), why: plan.mint, error: mint.error }, "pre-auth key not minted");
   if (mint.step === "minted")
     deps.log.info({ authkey: who(req), why: plan.mint, keyId: mint.key.id }, "pre-auth key minted");
   return { retired, mint };
+}
+
+async function expire(view: HeadscaleView, ids: readonly string[]): Promise<AuthKeyOutcome["retired"]> {
+  const retired: AuthKeyOutcome["retired"] = [];
+  for (const id of ids) {
+    const outcome: Outcome<void> = await view.expirePreAuthKey(id);
+    retired.push(outcome.ok ? { id } : { id, error: outcome.error.message });
+  }
+  return retired;
 }
 
 async function mintKey(

@@ -15,7 +15,7 @@ import { recordedKeyIds } from "../shared/tenancy.js";
 import type { HookRequest } from "../types.js";
 import type { AuthKeyOutcome } from "./act.js";
 import { authKeySecretChild, type DeliveredKey } from "./children.js";
-import type { AuthKeyObservation } from "./observe.js";
+import type { AuthKeyObservation, AuthKeyUnobserved } from "./observe.js";
 import type { AuthKeyPlan } from "./plan.js";
 import type { AuthKeySpec } from "./spec.js";
 
@@ -44,13 +44,16 @@ export function decideAuthKey(
 
   if (!observed.ok) {
     const notEvaluated = observed.admitted ? (observed.reason as "NoAPIKey") : notEvaluatedReason(observed.reason);
+    const refused = observed.reason !== "NoTailnet" && !observed.admitted;
+    const message = refused ? `${observed.message}${withdrawn(observed, plan, outcome)}` : observed.message;
     const admitted: Cond =
       observed.reason === "NoTailnet"
-        ? cond("Admitted", "Unknown", "NoTailnet", observed.message)
+        ? cond("Admitted", "Unknown", "NoTailnet", message)
         : observed.admitted
           ? cond("Admitted", "True", "Granted", `${subject}: granted to namespace ${req.parent.metadata.namespace}`)
-          : cond("Admitted", "False", observed.reason as "TagNotGranted", observed.message);
-    const why = `not evaluated: ${observed.message}`;
+          : cond("Admitted", "False", observed.reason as "TagNotGranted", message);
+    const why = `not evaluated: ${message}`;
+    const failed = outcome.retired.some((r) => r.error) || (refused && observed.withdraw?.keys.ok === false);
     return {
       children: kept,
       conditions: [
@@ -58,9 +61,10 @@ export function decideAuthKey(
         cond("Issued", "Unknown", notEvaluated, why),
         cond("RenewalDue", "Unknown", notEvaluated, why),
         cond("Expired", "Unknown", notEvaluated, why),
-        cond("Ready", "False", observed.reason, observed.message),
+        cond("Ready", "False", observed.reason, message),
       ],
       fields: statusFields(undefined, undefined, plan, undefined),
+      ...(failed ? { resyncAfterSeconds: 10 } : {}),
     };
   }
 
@@ -139,6 +143,22 @@ export function decideAuthKey(
     resyncAfterSeconds: resyncAfter(now, delivered, renewal.status === "True" || !delivered),
     ...(delivered ? { expiresAt: delivered.expiresAt } : {}),
   };
+}
+
+/**
+ * What a refusal did to the keys the object minted, in words that stay the same from one sync to the next (a
+ * status that changes every sync loops): expired, or which could not be and why (retried).
+ */
+function withdrawn(observed: AuthKeyUnobserved, plan: AuthKeyPlan, outcome: AuthKeyOutcome): string {
+  if (!plan.owned.size) return "";
+  const failed = outcome.retired.filter((r) => r.error);
+  if (failed.length) {
+    return `; key(s) ${failed.map((r) => r.id).join(", ")} it minted could not be expired yet (${failed[0].error}); retried`;
+  }
+  const keys = observed.withdraw?.keys;
+  if (!keys) return "; the keys it minted are not expired: Headscale's credentials are not observed";
+  if (!keys.ok) return `; the keys it minted could not be listed to expire them (${keys.error.message}); retried`;
+  return "; the keys it minted are expired";
 }
 
 function renewalCondition(

@@ -14,7 +14,7 @@ import { resolveWorkload } from "../shared/workload.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../types.js";
 import { observedAuthKeySecret } from "./children.js";
 import { withdrawAuthKeyMetrics } from "./metrics.js";
-import { hasSpecShape, planRetireAll, provenBy, recordedIds } from "./plan.js";
+import { ownedForCleanup, planRetireAll } from "./plan.js";
 import { readAuthKeySpec } from "./spec.js";
 
 export const FINALIZE_RESYNC_SECONDS = 10;
@@ -43,15 +43,9 @@ export async function finalizeAuthKey(req: HookRequest, deps: HookDeps): Promise
   const left = async (): Promise<{ ids: string[] } | { error: string }> => {
     const keys = await view.freshPreAuthKeys();
     if (!keys.ok) return { error: keys.error.message };
-    const owned = new Set(recordedIds(req.parent));
+    // the Secret's key counts as minted here when the listing proves it and its shape is this spec's
     const secret = observedAuthKeySecret(req.children, req.parent, spec.secretName);
-    const listed = secret ? keys.value.find((k) => k.id === secret.id) : undefined;
-    // the Secret's key counts as minted here when the listing proves it and its shape is this spec's (a user's
-    // key: whichever user it names, since the TailnetUser may be gone by now)
-    const shapeUser = spec.user ? listed?.user?.id : undefined;
-    if (secret && listed && provenBy(listed, secret.key) && hasSpecShape(listed, spec, shapeUser, req.parent)) {
-      owned.add(listed.id);
-    }
+    const owned = ownedForCleanup(req.parent, spec, secret, keys.value);
     return { ids: planRetireAll(owned, keys.value, deps.now()) };
   };
   return cleanup(view, left, who, deps, done, waiting);

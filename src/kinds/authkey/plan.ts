@@ -13,6 +13,7 @@
 import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { previousStatus } from "../common.js";
+import { PENDING_KEY_GRACE_MS, provenBy } from "../shared/authkey.js";
 import type { ObservedAuthKeySecret } from "./children.js";
 import type { AuthKeyObservation } from "./observe.js";
 import type { AuthKeySpec } from "./spec.js";
@@ -45,14 +46,7 @@ export function listedExpired(key: HsPreAuthKey, now: Date): boolean {
   return key.expiration !== null && Date.parse(key.expiration) <= now.getTime();
 }
 
-/**
- * The listing proves the Secret holds key `id`: 0.28+ lists `hskey-auth-<prefix>-***`, and a full key is
- * `hskey-auth-<prefix>-<secret>` (hscontrol/types/preauth_key.go); the prefix is never shown to a tenant.
- */
-export function provenBy(listed: HsPreAuthKey, secretKey: string): boolean {
-  const masked = /^(hskey-auth-[A-Za-z0-9_-]+-)\*\*\*$/.exec(listed.key)?.[1];
-  return masked !== undefined && secretKey.startsWith(masked) && secretKey.length > masked.length;
-}
+export { provenBy };
 
 const sameTags = (a: readonly string[], b: readonly string[]) =>
   a.length === b.length && [...a].sort().every((t, i) => t === [...b].sort()[i]);
@@ -79,9 +73,36 @@ export function recordedIds(parent: K8sObject): string[] {
 const byAge = (a: HsPreAuthKey, b: HsPreAuthKey) =>
   Date.parse(a.createdAt ?? "") - Date.parse(b.createdAt ?? "") || Number(a.id) - Number(b.id);
 
+/**
+ * The keys an object owns when it will mint no more (finalize, a refusal): status.preAuthKeyIds plus the key its
+ * Secret is proven to hold with this spec's shape — a user's key whichever user it names, since the TailnetUser
+ * may be gone or no longer list the namespace.
+ */
+export function ownedForCleanup(
+  parent: K8sObject,
+  spec: AuthKeySpec,
+  secret: ObservedAuthKeySecret | undefined,
+  keys: readonly HsPreAuthKey[],
+): Set<string> {
+  const owned = new Set(recordedIds(parent));
+  const listed = secret ? keys.find((k) => k.id === secret.id) : undefined;
+  const shapeUser = spec.user ? listed?.user?.id : undefined;
+  if (secret && listed && provenBy(listed, secret.key) && hasSpecShape(listed, spec, shapeUser, parent)) {
+    owned.add(listed.id);
+  }
+  return owned;
+}
+
 export function planAuthKey(parent: K8sObject, spec: AuthKeySpec, observed: AuthKeyObservation): AuthKeyPlan {
   const recorded = new Set(recordedIds(parent));
-  if (!observed.ok) return { retire: [], owned: recorded };
+  if (!observed.ok) {
+    // refused (a withdrawn grant, a user that no longer lists the namespace, a lifetime past the Tailnet's bound):
+    // the keys it minted are expired on this sync, nothing else (issue 31)
+    const keys = observed.withdraw?.keys;
+    if (!keys?.ok) return { retire: [], owned: recorded };
+    const owned = ownedForCleanup(parent, spec, observed.secret, keys.value);
+    return { retire: planRetireAll(owned, keys.value, observed.now), owned };
+  }
   const { keys, secret, now } = observed;
   if (!keys.ok) {
     const wanted = mintWanted(secret, now);
@@ -113,13 +134,40 @@ export function planAuthKey(parent: K8sObject, spec: AuthKeySpec, observed: Auth
     ? undefined
     : { expiresAt: new Date(expires), renewAt: new Date(expires - spec.renewBeforeSeconds * 1000) };
   const mint = revoked ? "revoked" : changed ? "changed" : mintWanted(secret, now, times?.renewAt);
+  const lost = mint && (!secret || proven) ? undelivered(keys.value, owned, proven, now) : [];
   return {
-    retire,
+    retire: [...retire, ...lost],
     owned,
     ...(proven ? { current: proven } : {}),
     ...(times ? { times } : {}),
     ...(mint ? { mint } : {}),
   };
+}
+
+/**
+ * At most one undelivered key per object (issue 31): before a mint, the object's keys newer than the one its
+ * Secret is proven to hold (or any, without a Secret) and older than the pending grace are keys whose answer was
+ * lost (or whose Secret could not be written); nobody holds them, so they are expired rather than left valid
+ * beside the next one. A younger one is another replica's mint on its way (act: pendingKey waits for it).
+ */
+function undelivered(
+  listed: readonly HsPreAuthKey[],
+  owned: ReadonlySet<string>,
+  proven: HsPreAuthKey | undefined,
+  now: Date,
+): string[] {
+  const before = now.getTime() - PENDING_KEY_GRACE_MS;
+  return listed
+    .filter(
+      (k) =>
+        owned.has(k.id) &&
+        k.id !== proven?.id &&
+        !listedExpired(k, now) &&
+        (!proven || byAge(k, proven) > 0) &&
+        Date.parse(k.createdAt ?? "") < before,
+    )
+    .sort(byAge)
+    .map((k) => k.id);
 }
 
 /** No key yet, or past the renewal time (Headscale's, when the key is proven; else the Secret's own record). */

@@ -14,6 +14,8 @@ export interface AuthKeySpec {
   ephemeral: boolean;
   /** Lifetime of each key, seconds. */
   expirySeconds: number;
+  /** spec.expiry as written, for messages. */
+  expiry: string;
   /** A new key is published this long before the current one expires, seconds. */
   renewBeforeSeconds: number;
   secretName: string;
@@ -28,7 +30,8 @@ export function readAuthKeySpec(parent: K8sObject): AuthKeySpec {
   const spec = (parent.spec ?? {}) as Rec;
   const tags = Array.isArray(spec.tags) ? spec.tags.filter((t): t is string => typeof t === "string") : [];
   const user = (spec.user as Rec | undefined)?.name;
-  const expirySeconds = parseDuration(typeof spec.expiry === "string" ? spec.expiry : DEFAULT_EXPIRY) ?? 0;
+  const expiry = typeof spec.expiry === "string" ? spec.expiry : DEFAULT_EXPIRY;
+  const expirySeconds = parseDuration(expiry) ?? 0;
   const renewBefore = typeof spec.renewBefore === "string" ? parseDuration(spec.renewBefore) : undefined;
   return {
     tags: [...new Set(tags)].sort(),
@@ -36,6 +39,7 @@ export function readAuthKeySpec(parent: K8sObject): AuthKeySpec {
     reusable: spec.reusable === true,
     ephemeral: spec.ephemeral === true,
     expirySeconds,
+    expiry,
     renewBeforeSeconds: renewBefore ?? Math.floor(expirySeconds / 3),
     secretName: typeof spec.secretName === "string" ? spec.secretName : "",
   };

@@ -8,6 +8,7 @@ import { EGRESS_REASONS } from "../../conditions/tables/egress.js";
 import { invalidSpecResult } from "../common.js";
 import { runSync, type Stages } from "../pipeline.js";
 import { egressRelated } from "../related.js";
+import { withdrawRefusedKeys } from "../shared/withdraw.js";
 import type { KindModule } from "../types.js";
 import { actEgress, type EgressOutcome } from "./act.js";
 import { decideEgress, type EgressDecision, egressDecideInput } from "./decide.js";
@@ -23,7 +24,11 @@ export const egressStages: Stages<EgressSpec, EgressObservation, EgressPlan, Egr
   spec: readEgressSpec,
   observe: (req, spec, deps) => observeEgress(req, spec, deps),
   plan: (_req, spec, observed) => planEgress(spec, observed),
-  act: (req, plan, observed, deps) => actEgress(req, plan, observed, deps),
+  act: async (req, plan, observed, deps) => {
+    // a withdrawn grant: the keys it minted are expired (shared/withdraw.ts)
+    if (!observed.ok) await withdrawRefusedKeys(req, deps, observed.reason);
+    return actEgress(req, plan, observed, deps);
+  },
   decide: (req, spec, observed, _plan, outcome, deps) =>
     decideEgress(egressDecideInput(req, spec, observed, outcome, deps.config)),
   publish: (req, decision, _observed, deps) => publishEgressMetrics(deps.metrics, req.parent, decision.metrics),

@@ -13,7 +13,7 @@ import { listNames, nodeLabel } from "../shared/agent.js";
 import { type ObservedKey, observedKeys } from "../shared/authkey.js";
 import { lookupProxyClass, type ProxyClassSpec, proxyClassMissingMessage } from "../shared/proxy-class.js";
 import { ownKeyIds, type TenancyReason, tagTakenBy } from "../shared/tenancy.js";
-import { agentPods, effectiveTag, resolveWorkload, type TailnetSettings } from "../shared/workload.js";
+import { agentPods, effectiveTag, resolveAgentWorkload, type TailnetSettings } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import type { EgressSpec } from "./spec.js";
 import { type AgentObservation, agentObservation, scrapeablePods } from "./targets.js";
@@ -60,7 +60,7 @@ export type EgressObservation = EgressReads | EgressUnobserved;
 export async function observeEgress(req: HookRequest, spec: EgressSpec, deps: HookDeps): Promise<EgressObservation> {
   const now = deps.now();
   const keySecrets = observedKeys(objectsOf(req.children, "v1", "Secret"));
-  const ctx = resolveWorkload(req, deps);
+  const ctx = resolveAgentWorkload(req, deps);
   if (!ctx.ok) {
     const tag = ctx.settings ? effectiveTag(req.parent, ctx.settings.tagPrefix) : spec.tag;
     return { ok: false, reason: ctx.reason, message: ctx.message, ...(tag ? { tag } : {}), now, keySecrets };

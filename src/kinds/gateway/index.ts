@@ -6,6 +6,7 @@
 import type { K8sObject } from "../../k8s/objects.js";
 import { respond, runSync, type Stages } from "../pipeline.js";
 import { gatewayRelated } from "../related.js";
+import { withdrawRefusedKeys } from "../shared/withdraw.js";
 import type { FinalizeResult, HookDeps, HookRequest, KindModule } from "../types.js";
 import { actGateway, type GatewayOutcome } from "./act.js";
 import { decideGateway, type GatewayDecision, settled } from "./decide.js";
@@ -30,10 +31,13 @@ const stages: Stages<GatewaySpec, GatewayObservation, GatewayPlan, GatewayOutcom
   spec: readGatewaySpec,
   observe: observeGateway,
   plan: (_req, _spec, observed) => planGateway(observed),
-  act: async (req, plan, observed, deps) =>
-    "unserved" in observed
-      ? { deleted: [] }
-      : actGateway(deps.views.view(observed.conn), req.parent, observed.secrets, plan, deps.log),
+  act: async (req, plan, observed, deps) => {
+    if (!("unserved" in observed))
+      return actGateway(deps.views.view(observed.conn), req.parent, observed.secrets, plan, deps.log);
+    // a withdrawn grant: the keys it minted are expired (shared/withdraw.ts)
+    await withdrawRefusedKeys(req, deps, observed.unserved.reason);
+    return { deleted: [] };
+  },
   decide: (_req, _spec, observed, plan, outcome) => decideGateway(settled(observed, outcome), plan, outcome),
   publish: (req, decision, _observed, deps) => {
     const expiry = decision.keyExpiresAt;

@@ -15,7 +15,7 @@ import { previousStatus } from "../common.js";
 import { metricsPeers } from "../shared/agent.js";
 import { lookupProxyClass, proxyClassMissingMessage } from "../shared/proxy-class.js";
 import type { Refusal } from "../shared/tenancy.js";
-import { agentPods, effectiveTag, resolveWorkload, tailnetIncompatible } from "../shared/workload.js";
+import { agentPods, effectiveTag, resolveAgentWorkload, tailnetIncompatible } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { exitNodeState } from "./exit.js";
 import { previousStatusNode, previousStatusNodes, type StatusNode } from "./nodes.js";
@@ -50,7 +50,7 @@ export interface GatewayUnserved {
   children: K8sObject[];
   unserved:
     | {
-        reason: "NoTailnet" | "NoAPIKey" | "ProxyClassMissing" | Refusal["reason"];
+        reason: "NoTailnet" | "NoAPIKey" | "ProxyClassMissing" | Refusal["reason"] | "TagInUse";
         message: string /** Known once the Tailnet is. */;
         tag?: string;
       }
@@ -67,7 +67,7 @@ export type GatewayObservation = GatewaySeen | GatewayUnserved;
 
 export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: HookDeps): Promise<GatewayObservation> {
   const parent = req.parent;
-  const ctx = resolveWorkload(req, deps);
+  const ctx = resolveAgentWorkload(req, deps);
   if (!ctx.ok) {
     const tag = ctx.settings ? { tag: effectiveTag(parent, ctx.settings.tagPrefix) } : {};
     return {

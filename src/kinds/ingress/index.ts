@@ -8,6 +8,7 @@
 import { invalidSpecResult } from "../common.js";
 import { runSync, type Stages } from "../pipeline.js";
 import { ingressRelated } from "../related.js";
+import { withdrawRefusedKeys } from "../shared/withdraw.js";
 import type { HookDeps, HookRequest, KindModule, SyncResult } from "../types.js";
 import { actIngress, type IngressOutcome } from "./act.js";
 import { ingressConditions } from "./conditions.js";
@@ -21,7 +22,12 @@ const stages: Stages<IngressSpec, IngressObservation, IngressPlan, IngressOutcom
   spec: readIngressSpec,
   observe: (req, spec, deps) => observeIngress(req, spec, deps),
   plan: (_req, spec, observed) => planIngress(spec, observed.facts),
-  act: (req, plan, observed, deps) => actIngress(req, plan, observed, deps),
+  act: async (req, plan, observed, deps) => {
+    // a withdrawn grant: the keys it minted are expired (shared/withdraw.ts)
+    const tailnet = observed.facts.tailnet;
+    if (!tailnet.ok) await withdrawRefusedKeys(req, deps, tailnet.reason);
+    return actIngress(req, plan, observed, deps);
+  },
   decide: (_req, spec, observed, _plan, outcome) =>
     decideIngress({ ...observed.facts, spec, nodes: outcome.nodes, authKey: outcome.authKey }),
   publish: (req, d, _observed, deps) => publishIngressMetrics(deps.metrics, req.parent, d.exposes, d.authKeyExpiresAt),

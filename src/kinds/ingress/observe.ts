@@ -13,11 +13,11 @@ import { observedKeys } from "../shared/authkey.js";
 import { lookupProxyClass, type ProxyClassLookup, proxyClassMissingMessage } from "../shared/proxy-class.js";
 import { explicitTag, ownKeyIds, tagTakenBy } from "../shared/tenancy.js";
 import {
+  type AgentWorkloadContext,
   agentPods,
   effectiveTag,
-  resolveWorkload,
+  resolveAgentWorkload,
   type TailnetSettings,
-  type WorkloadContext,
 } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import type { IngressFacts, TailnetView } from "./decide.js";
@@ -46,7 +46,7 @@ function inNamespace(req: HookRequest, apiVersion: string, kind: string): K8sObj
 }
 
 /** The Tailnet as decide may see it (no connection, no API key). resolveWorkload finds NoAPIKey's settings always. */
-function tailnetView(workload: WorkloadContext, proxyClass: ProxyClassLookup): TailnetView {
+function tailnetView(workload: AgentWorkloadContext, proxyClass: ProxyClassLookup): TailnetView {
   if (workload.ok && proxyClass.kind === "missing") {
     return {
       ok: false,
@@ -101,7 +101,7 @@ function ownedKeys(req: HookRequest, settings: TailnetSettings, keys: readonly H
 }
 
 export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: HookDeps): Promise<IngressObservation> {
-  const workload = resolveWorkload(req, deps);
+  const workload = resolveAgentWorkload(req, deps);
   const proxyClass = lookupProxyClass(req.parent, req.related);
   // A missing class holds the ingress as a missing Tailnet does: nothing is read from Headscale or written.
   const view = workload.ok && proxyClass.kind !== "missing" ? deps.views.view(workload.conn) : undefined;

@@ -75,6 +75,16 @@ export function authKeyPlanFor(keys: readonly ObservedKey[], now: Date): AuthKey
   return { action: "reuse", current };
 }
 
+/**
+ * The listing proves a Secret holds key `id`: 0.28+ lists `hskey-auth-<prefix>-***`, and a full key is
+ * `hskey-auth-<prefix>-<secret>` (juanfont/headscale hscontrol/types/preauth_key.go); the prefix is never shown to
+ * a tenant, so a Secret whose annotation names someone else's key id proves nothing.
+ */
+export function provenBy(listed: HsPreAuthKey, secretKey: string): boolean {
+  const masked = /^(hskey-auth-[A-Za-z0-9_-]+-)\*\*\*$/.exec(listed.key)?.[1];
+  return masked !== undefined && secretKey.startsWith(masked) && secretKey.length > masked.length;
+}
+
 export function authKeySecretName(parentName: string, keyId: string): string {
   const suffix = `-authkey-${keyId}`;
   return `${parentName.slice(0, 253 - suffix.length)}${suffix}`;

@@ -293,7 +293,7 @@ export function foreignCarriers(nodes: readonly HsNode[], tag: string, keyIds: R
  * One tag, one owner (pure): the nodes that make the object's explicit tag someone else's — carriers it did
  * not register. The workload's sync (nothing minted: TagInUse) and the Tailnet's render (nothing rendered)
  * both call it, so a refused object gets neither keys nor grants. A derived tag is the object's own by
- * construction: its only twin is a legacy tag another object kept (keptTagTwins).
+ * construction: its only twin is a legacy tag another object kept (kept-tags.ts keptTagTwins).
  */
 export function tagTakenBy(parent: K8sObject, tag: string, nodes: readonly HsNode[], ownKeys: ReadonlySet<string>) {
   return explicitTag(parent) === undefined ? [] : foreignCarriers(nodes, tag, ownKeys);
@@ -314,39 +314,6 @@ export function tagTakenFromTailnet(
   if (explicitTag(parent) === undefined) return [];
   const keys = new Map(nodes.flatMap((n) => (n.preAuthKey ? [[n.preAuthKey.id, n.preAuthKey] as const] : [])));
   return tagTakenBy(parent, tag, nodes, ownKeyIds(parent, tag, [], [...keys.values()], { ttlSeconds }));
-}
-
-/** A derived tag kept from before injective derivation (objectDerivedTag), when it differs from today's. */
-export function keptLegacyTag(parent: K8sObject, tagPrefix: string): string | undefined {
-  if (explicitTag(parent) !== undefined) return undefined;
-  const namespace = parent.metadata.namespace ?? "";
-  const kept = objectDerivedTag(parent, tagPrefix);
-  return kept !== derivedTag(tagPrefix, namespace, parent.metadata.name) ? kept : undefined;
-}
-
-/**
- * Derived tags that are another object's kept legacy tag (pure): derivation is injective for objects today,
- * but a new `team/a-db` derives `tag:k8s-team-a-db`, which `team-a/db` kept from before the upgrade. The
- * tag stays the keeper's; returns "namespace/name" of each object whose fresh derived tag is such a twin,
- * with the keeper, across every kind of the Tailnet (they share one tag space).
- */
-export function keptTagTwins(objects: readonly K8sObject[], tagPrefix: string): Map<string, string> {
-  const id = (o: K8sObject) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
-  // each object's kept tag once: the Tailnet calls this over every workload object on every sync
-  const kept = objects.map((o) => keptLegacyTag(o, tagPrefix));
-  const keepers = new Map<string, string>();
-  objects.forEach((o, i) => {
-    const k = kept[i];
-    if (k && !keepers.has(k)) keepers.set(k, id(o));
-  });
-  const twins = new Map<string, string>();
-  if (!keepers.size) return twins;
-  for (const [i, o] of objects.entries()) {
-    if (explicitTag(o) !== undefined || kept[i]) continue;
-    const keeper = keepers.get(objectDerivedTag(o, tagPrefix));
-    if (keeper) twins.set(id(o), keeper);
-  }
-  return twins;
 }
 
 /** Most ids status remembers: an object rotating every 12 h keeps about two weeks of keys. */

@@ -8,9 +8,11 @@ import { CommonReason } from "../../conditions/reasons.js";
 import type { HeadscaleConnection } from "../../headscale/view.js";
 import { credentialsSecretName } from "../../k8s/labels.js";
 import { findObject, type K8sObject } from "../../k8s/objects.js";
+import { namespaceTerminating } from "../common.js";
 import { tailnetRefName } from "../related.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { flatNamespacesOf } from "./dns-tenancy.js";
+import { keptTagRefusal } from "./kept-tags.js";
 import { secretValue } from "./secrets.js";
 import { admitObject, explicitTag, objectDerivedTag, type Refusal, readTenancy, type Tenancy } from "./tenancy.js";
 
@@ -19,7 +21,12 @@ export interface TailnetSettings {
   name: string;
   url: string;
   tagPrefix: string;
+  /** Lifetime of agent keys: spec.authKeyTTL, never past maxAuthKeyLifetimeSeconds. */
   authKeyTTLSeconds: number;
+  /** spec.maxAuthKeyLifetime: no key the operator mints for this Tailnet lives longer (issue 31). */
+  maxAuthKeyLifetimeSeconds: number;
+  /** spec.maxAuthKeyLifetime as written, for messages. */
+  maxAuthKeyLifetime: string;
   policyMode: "Apply" | "DryRun";
   allowedIngressSources: string[];
   allowedEgressTargets: string[];
@@ -74,16 +81,23 @@ function dnsTenancyOf(spec: unknown): { dnsFlatNamespaces?: string[] } {
   return flat ? { dnsFlatNamespaces: flat } : {};
 }
 
+/** Tailnet spec.maxAuthKeyLifetime's default (the CRD's): 30 days. */
+export const DEFAULT_MAX_KEY_LIFETIME = "720h";
+
 export function tailnetSettings(tailnet: K8sObject): TailnetSettings {
   const spec = (tailnet.spec ?? {}) as Record<string, unknown>;
   const hs = (spec.headscale ?? {}) as Record<string, unknown>;
   const policy = (spec.policy ?? {}) as Record<string, unknown>;
   const dns = (spec.dns ?? {}) as Record<string, unknown>;
+  const maxText = typeof spec.maxAuthKeyLifetime === "string" ? spec.maxAuthKeyLifetime : DEFAULT_MAX_KEY_LIFETIME;
+  const maxSeconds = parseDuration(maxText) ?? (parseDuration(DEFAULT_MAX_KEY_LIFETIME) as number);
   return {
     name: tailnet.metadata.name,
     url: typeof hs.url === "string" ? hs.url : "",
     tagPrefix: typeof spec.tagPrefix === "string" ? spec.tagPrefix : "tag:k8s-",
-    authKeyTTLSeconds: parseDuration(spec.authKeyTTL as string | undefined) ?? 24 * 3600,
+    authKeyTTLSeconds: Math.min(parseDuration(spec.authKeyTTL as string | undefined) ?? 24 * 3600, maxSeconds),
+    maxAuthKeyLifetimeSeconds: maxSeconds,
+    maxAuthKeyLifetime: maxText,
     policyMode: policy.mode === "Apply" ? "Apply" : "DryRun",
     allowedIngressSources: strings(spec.allowedIngressSources),
     allowedEgressTargets: strings(spec.allowedEgressTargets),
@@ -111,7 +125,9 @@ export function resolveWorkload(req: HookRequest, deps: HookDeps, opts: { cleanu
     return { ok: false, reason: CommonReason.NoTailnet, message: `Tailnet "${ref ?? ""}" not found` };
   }
   const settings = tailnetSettings(tailnet);
-  const refused = opts.cleanup ? undefined : admitObject(req.parent, settings.tenancy, req.related);
+  const refused = opts.cleanup
+    ? undefined
+    : (terminating(req) ?? admitObject(req.parent, settings.tenancy, req.related));
   if (refused) return { ok: false, ...refused, tailnet, settings };
   const secretName = credentialsSecretName(ref);
   const secret = findObject(req.related, "v1", "Secret", secretName, deps.config.operatorNamespace);
@@ -127,6 +143,35 @@ export function resolveWorkload(req: HookRequest, deps: HookDeps, opts: { cleanu
     };
   }
   return { ok: true, tailnet, settings, conn: { url, apiKey, ca: secretValue(secret, "ca.crt") } };
+}
+
+/** resolveWorkload, or TagInUse for a derived tag another object kept (kept-tags.ts keptTagRefusal). */
+export type AgentWorkloadContext =
+  | WorkloadContext
+  | { ok: false; reason: "TagInUse"; message: string; tailnet: K8sObject; settings: TailnetSettings };
+
+/**
+ * resolveWorkload for the kinds that mint under their derived tag (egress, ingress, gateway): also refused, before
+ * any Headscale read, when that tag is one another object kept from before injective derivation (issue 31).
+ */
+export function resolveAgentWorkload(req: HookRequest, deps: HookDeps): AgentWorkloadContext {
+  const ctx = resolveWorkload(req, deps);
+  if (!ctx.ok) return ctx;
+  const kept = keptTagRefusal(req.parent, ctx.tailnet, ctx.settings.tagPrefix);
+  return kept ? { ok: false, ...kept, tailnet: ctx.tailnet, settings: ctx.settings } : ctx;
+}
+
+/**
+ * A namespace being deleted takes nothing new: the API server refuses every create there, so a key minted for a
+ * child Secret would never be delivered (issue 31). Refused like a namespace the Tailnet does not select, which
+ * also expires the keys the object minted (shared/withdraw.ts, the TailnetAuthKey's refusal).
+ */
+function terminating(req: HookRequest): Refusal | undefined {
+  if (!namespaceTerminating(req)) return undefined;
+  return {
+    reason: "NamespaceNotAllowed",
+    message: `namespace ${req.parent.metadata.namespace} is being deleted; nothing is minted or created in it`,
+  };
 }
 
 /** Pods of this object (related, by owner-uid label), for /status scrapes. */

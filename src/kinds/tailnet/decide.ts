@@ -170,6 +170,8 @@ function statusOf(
   return {
     ...(Object.keys(policy).length ? { policy } : {}),
     ...(userConflicts !== undefined ? { userConflicts } : {}),
+    // what every workload sync reads to refuse a twin of a kept tag (kept-tags.ts keptTagRefusal)
+    ...(observed.inputs.keptLegacyTags.length ? { keptLegacyTags: observed.inputs.keptLegacyTags } : {}),
   };
 }
 

@@ -9,8 +9,9 @@ import type { HeadscaleConnection } from "../../headscale/view.js";
 import { findObject, type K8sObject, type ObjectMaps, typeKey } from "../../k8s/objects.js";
 import { isIp } from "../../net/cidr.js";
 import { tailnetRefName } from "../related.js";
+import { keptTagIndex } from "../shared/kept-tags.js";
 import { secretValue } from "../shared/secrets.js";
-import { admitExitNode, admitObject, keptTagTwins, tagTakenFromTailnet } from "../shared/tenancy.js";
+import { admitExitNode, admitObject, tagTakenFromTailnet } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import { readTailnetSpec, type TailnetSpec } from "./spec.js";
 
@@ -36,6 +37,8 @@ export interface TailnetInputs extends TailnetSpec {
   exitNodeGateways: ReadonlySet<string>;
   /** status.dnsServiceIP of this Tailnet's gateways, sorted and unique. */
   dnsServiceIPs: string[];
+  /** The legacy tags its objects kept (kept-tags.ts keptTagIndex), published so twins' own syncs refuse them. */
+  keptLegacyTags: string[];
 }
 
 const record = (v: unknown): Record<string, unknown> =>
@@ -117,7 +120,7 @@ function workloadsOf(related: ObjectMaps, kind: string, spec: TailnetSpec): K8sO
 
 /**
  * What the spec names in `related`, read once per sync. An object whose fresh derived tag another object kept
- * from before the upgrade (tenancy.ts keptTagTwins) renders nothing: the tag stays the keeper's.
+ * from before the upgrade (kept-tags.ts keptTagTwins) renders nothing: the tag stays the keeper's.
  */
 export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs {
   const lists = {
@@ -126,7 +129,8 @@ export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs 
     sites: workloadsOf(related, "TailnetSite", spec),
     gateways: workloadsOf(related, "TailnetGateway", spec),
   };
-  const twins = keptTagTwins(Object.values(lists).flat(), spec.settings.tagPrefix);
+  // one pass: the twins render nothing, the kept tags go to status.keptLegacyTags (kept-tags.ts keptTagRefusal)
+  const { twins, tags: keptLegacyTags } = keptTagIndex(Object.values(lists).flat(), spec.settings.tagPrefix);
   const kept = (list: K8sObject[]) => (twins.size ? list.filter((o) => !twins.has(`${o.kind}/${qualified(o)}`)) : list);
   const gateways = kept(lists.gateways);
   const dnsServiceIPs = [
@@ -152,6 +156,7 @@ export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs 
     gateways,
     exitNodeGateways,
     dnsServiceIPs,
+    keptLegacyTags,
   };
 }
 

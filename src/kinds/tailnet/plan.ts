@@ -40,6 +40,8 @@ export interface PolicyStatus {
 export type TailnetStatusFields = {
   policy?: PolicyStatus;
   userConflicts?: number;
+  /** Kept legacy tags of its objects (inputs.ts), only when there are any. */
+  keptLegacyTags?: string[];
   /** Only while spec.headscale.apiKeyRotation is enabled. */
   apiKeyRotation?: RotationStatus;
 };

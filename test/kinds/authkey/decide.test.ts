@@ -9,14 +9,12 @@ import { conditionsOf } from "../../../src/conditions/table.js";
 import { AUTHKEY_REASONS } from "../../../src/conditions/tables/authkey.js";
 import { USER_REASONS } from "../../../src/conditions/tables/user.js";
 import { HeadscaleError } from "../../../src/headscale/errors.js";
-import type { HsPreAuthKey, HsUser } from "../../../src/headscale/types.js";
+import type { HsUser } from "../../../src/headscale/types.js";
 import type { HeadscaleView, Obs } from "../../../src/headscale/view.js";
-import type { K8sObject } from "../../../src/k8s/objects.js";
 import type { AuthKeyOutcome } from "../../../src/kinds/authkey/act.js";
-import { authKeySecretChild, type DeliveredKey } from "../../../src/kinds/authkey/children.js";
-import { decideAuthKey } from "../../../src/kinds/authkey/decide.js";
+import type { decideAuthKey } from "../../../src/kinds/authkey/decide.js";
 import { type AuthKeyObservation, userForKey } from "../../../src/kinds/authkey/observe.js";
-import { planAuthKey, provenBy } from "../../../src/kinds/authkey/plan.js";
+import { provenBy } from "../../../src/kinds/authkey/plan.js";
 import { authKeySpecProblem, readAuthKeySpec } from "../../../src/kinds/authkey/spec.js";
 import { invalidSpecConditions } from "../../../src/kinds/common.js";
 import type { HookRequest } from "../../../src/kinds/types.js";
@@ -27,109 +25,22 @@ import { planUser } from "../../../src/kinds/user/plan.js";
 import { readUserSpec } from "../../../src/kinds/user/spec.js";
 import { parentObject } from "../../fixtures/hooks.js";
 import { assertCoversTable } from "../../helpers/reason-coverage.js";
-
-const T0 = new Date("2026-11-29T10:00:00Z");
-const at = (min: number) => new Date(T0.getTime() + min * 60_000);
-const SPEC = {
-  tailnetRef: { name: "home" },
-  tags: ["tag:ci-runner"],
-  expiry: "1h",
-  renewBefore: "20m",
-  secretName: "join",
-};
-
-const parent = (status?: Record<string, unknown>) =>
-  parentObject("TailnetAuthKey", "runners", SPEC, {
-    namespace: "ci",
-    creationTimestamp: T0.toISOString(),
-    ...(status ? { status } : {}),
-  });
-const req = (p: K8sObject, children: K8sObject[] = []): HookRequest => ({
-  controller: {},
-  parent: p,
-  children: { "Secret.v1": Object.fromEntries(children.map((c) => [`ci/${c.metadata.name}`, c])) },
-  related: {},
-  finalizing: false,
-});
-
-const SECRET_PART = "s3cr3tS3cr3tS3cr3tS3cr3tS3cr3tS3cr3tS3cr3tS3cr3tS3cr3tS3cr3tS3cr3t";
-const fullKey = (id: string) => `hskey-auth-prefix${id.padStart(7, "0")}-${SECRET_PART}`;
-const listed = (
-  id: string,
-  createdMin: number,
-  expiresMin: number,
-  extra: Partial<HsPreAuthKey> = {},
-): HsPreAuthKey => ({
-  user: null,
-  id,
-  key: `hskey-auth-prefix${id.padStart(7, "0")}-***`,
-  reusable: false,
-  ephemeral: false,
-  used: false,
-  expiration: at(expiresMin).toISOString(),
-  createdAt: at(createdMin).toISOString(),
-  aclTags: ["tag:ci-runner"],
-  ...extra,
-});
-const delivered = (id: string, createdMin: number): DeliveredKey => ({
-  id,
-  key: fullKey(id),
-  createdAt: at(createdMin),
-  expiresAt: at(createdMin + 60),
-  renewAt: at(createdMin + 40),
-});
-const secretOf = (p: K8sObject, key: DeliveredKey) =>
-  authKeySecretChild(p, "join", key, { url: "https://hs.example.com" });
-
-const ok = <T>(value: T, when = 0): Obs<T> => ({ ok: true, value, at: at(when) });
-const failed = <T>(): Obs<T> => ({
-  ok: false,
-  error: new HeadscaleError({
-    kind: "transport",
-    operation: "GET /api/v1/preauthkey",
-    detail: "connect ECONNREFUSED",
-    classification: "refused",
-  }),
-  at: T0,
-});
-
-function reads(r: HookRequest, now: Date, keys: Obs<HsPreAuthKey[]>): AuthKeyObservation {
-  const s = r.children["Secret.v1"]?.["ci/join"];
-  const secretKey = s ? Buffer.from(String((s.data as Record<string, string>).authkey), "base64").toString() : "";
-  const a = s?.metadata.annotations ?? {};
-  return {
-    ok: true,
-    now,
-    ...(s
-      ? {
-          secret: {
-            secret: s,
-            id: a["tailnet.internal/key-id"],
-            key: secretKey,
-            createdAt: new Date(a["tailnet.internal/created-at"]),
-            expiresAt: new Date(a["tailnet.internal/expires-at"]),
-            renewAt: new Date(a["tailnet.internal/renew-at"]),
-          },
-        }
-      : {}),
-    settings: {} as never,
-    server: { url: "https://hs.example.com" },
-    view: {} as HeadscaleView,
-    keys,
-  };
-}
-
-/** plan + decide for one synthetic sync. */
-function run(
-  r: HookRequest,
-  observed: AuthKeyObservation,
-  outcome?: (plan: ReturnType<typeof planAuthKey>) => AuthKeyOutcome,
-) {
-  const spec = readAuthKeySpec(r.parent);
-  const plan = planAuthKey(r.parent, spec, observed);
-  const out = outcome ? outcome(plan) : { retired: [] };
-  return { plan, decision: decideAuthKey(r, spec, observed, plan, out) };
-}
+import {
+  at,
+  delivered,
+  failed,
+  fullKey,
+  listed,
+  ok,
+  parent,
+  reads,
+  req,
+  run,
+  SECRET_PART,
+  SPEC,
+  secretOf,
+  T0,
+} from "./fixtures.js";
 
 describe("TailnetAuthKey plan", () => {
   it("proves the Secret's key by the listed prefix, never by its annotations", () => {
@@ -263,6 +174,8 @@ describe("TailnetAuthKey decide", () => {
       ["TagNotGranted", false],
       ["UserNotAllowed", false],
       ["UserNotFound", false],
+      ["ExpiryTooLong", false],
+      ["SecretNotOwned", false],
     ] as const) {
       take(run(empty, unobserved(reason, admitted)).decision);
     }

@@ -38,6 +38,8 @@ export interface KeyWorldOptions {
   tenancy?: Record<string, unknown>;
   namespaceLabels?: Record<string, string>;
   parentCacheLag?: boolean;
+  /** More Tailnet spec fields (e.g. maxAuthKeyLifetime). */
+  tailnetSpec?: Record<string, unknown>;
 }
 
 export async function keyWorld(t: TestContext, opts: KeyWorldOptions = {}): Promise<KeyWorld> {
@@ -60,6 +62,7 @@ export async function keyWorld(t: TestContext, opts: KeyWorldOptions = {}): Prom
       // the URL machines log in to; the operator reaches the server at the credentials Secret's url
       headscale: { url: "https://headscale.example.com", apiKeySecretRef: { namespace: "tailnet-system", name: "hs" } },
       ...(opts.tenancy ? { tenancy: opts.tenancy } : {}),
+      ...(opts.tailnetSpec ?? {}),
     }),
   );
   mc.apply({

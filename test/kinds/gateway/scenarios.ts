@@ -343,7 +343,7 @@ export const rows: Row[] = [
     }),
     expect: { Registered: "ProxyClassMissing", WorkloadCurrent: "ProxyClassMissing", Ready: "ProxyClassMissing" },
   },
-  ...(["NamespaceNotAllowed", "TagNotGranted"] as const).map((reason) => ({
+  ...(["NamespaceNotAllowed", "TagNotGranted", "TagInUse"] as const).map((reason) => ({
     name: `refused by the Tailnet's tenancy: ${reason}`,
     input: unserved({ reason, message: `refused: ${reason}`, tag: "tag:k8s-infra-gw" }),
     expect: { Registered: reason, WorkloadCurrent: reason, Ready: reason },

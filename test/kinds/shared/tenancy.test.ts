@@ -5,12 +5,12 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import { TAG_PATTERN } from "../../../src/api/schemas.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
+import { keptTagTwins } from "../../../src/kinds/shared/kept-tags.js";
 import {
   admission,
   derivedTag,
   exitNodeAdmission,
   foreignCarriers,
-  keptTagTwins,
   nodesMintedBy,
   objectDerivedTag,
   ownKeyIds,

@@ -56,6 +56,59 @@ describe("Tailnet tenancy (issue 23)", () => {
   });
 });
 
+// Issue 31 item 8: the upgrade window closes. The Tailnet publishes every kept legacy tag (status.keptLegacyTags),
+// the one object every workload sync is sent, so the twin's own sync refuses it too: no key, no agent.
+describe("Tailnet tenancy: kept legacy tags (issue 31)", () => {
+  it("a new object whose derived tag another object kept is refused by its own sync (TagInUse): nothing minted", async (t) => {
+    const h = await harness(t, { realKinds: ["ingress"], timeoutMs: 1000 });
+    h.mc.apply(namespace("team-a"));
+    h.mc.apply(namespace("team"));
+    // team-a/db from before injective derivation keeps tag:k8s-team-a-db; team/a-db derives the same tag
+    h.mc.apply({ ...ingress("db", "team-a"), status: { tag: "tag:k8s-team-a-db" } });
+    await h.mc.settle();
+    h.mc.apply(ingress("a-db", "team"));
+    await settleStable(h);
+    assert.deepEqual(h.status().keptLegacyTags, ["tag:k8s-team-a-db"]);
+    const twin = h.mc.condition("TailnetIngress", "a-db", "Ready", "team");
+    assert.equal(twin?.reason, "TagInUse");
+    assert.equal(
+      twin?.message,
+      "tag:k8s-team-a-db, the tag derived for this object, is kept by an object created before tags were derived injectively (the Tailnet's status.keptLegacyTags); a tag has one owner, so nothing is minted for it — rename this object, or recreate the older one so it derives its own tag",
+    );
+    const minted = h.fake
+      .writes()
+      .filter((r) => r.path === "/api/v1/preauthkey")
+      .map((r) => (r.body as { aclTags: string[] }).aclTags);
+    assert.deepEqual(minted, [["tag:k8s-team-a-db"]], "the twin minted a key under the keeper's tag");
+    const twinObj = h.mc.get("tailnet.internal/v1alpha1", "TailnetIngress", "a-db", "team");
+    assert.ok(twinObj);
+    assert.deepEqual(
+      h.mc.childrenOf(twinObj).map((c) => c.kind),
+      [],
+      "the twin runs an agent",
+    );
+    // the keeper itself is never refused by its own kept tag
+    assert.notEqual(h.mc.condition("TailnetIngress", "db", "Ready", "team-a")?.reason, "TagInUse");
+  });
+
+  it("a twin that minted before the kept tags were published has its key expired once they are", async (t) => {
+    const h = await harness(t, { realKinds: ["ingress"], timeoutMs: 1000 });
+    h.mc.apply(namespace("team-a"));
+    h.mc.apply(namespace("team"));
+    h.mc.apply(ingress("a-db", "team"));
+    await h.mc.settle();
+    const [twinKey] = [...h.fake.state.preAuthKeys.values()];
+    assert.deepEqual(twinKey?.aclTags, ["tag:k8s-team-a-db"]);
+    assert.ok(twinKey.expiration.getTime() > h.now().getTime());
+    // the keeper from before the upgrade shows up (its status keeps tag:k8s-team-a-db)
+    h.mc.apply({ ...ingress("db", "team-a"), status: { tag: "tag:k8s-team-a-db" } });
+    await settleStable(h);
+    assert.equal(h.mc.condition("TailnetIngress", "a-db", "Ready", "team")?.reason, "TagInUse");
+    const after = h.fake.state.preAuthKeys.get(twinKey.id);
+    assert.ok(after && after.expiration.getTime() <= h.now().getTime(), "the twin's key under the kept tag is valid");
+  });
+});
+
 // Issue 27 part 3: who may turn a TailnetGateway into an exit node is the Tailnet's admins' decision
 // (spec.tenancy.exitNodes), judged by the render as by the gateway's own sync (tenancy.ts exitNodeAdmission).
 describe("Tailnet tenancy: exit-node gateways", () => {

@@ -42,9 +42,10 @@ function stub(base: KindModule): KindModule {
   };
 }
 
-export function tailnetOnlyKinds(): Map<HookKind, KindModule> {
+export function tailnetOnlyKinds(real: readonly HookKind[] = []): Map<HookKind, KindModule> {
   const kinds = new Map(kindModules);
   for (const k of ["egress", "ingress", "site", "gateway"] as const) {
+    if (real.includes(k)) continue;
     const m = kinds.get(k);
     if (m) kinds.set(k, stub(m));
   }
@@ -62,6 +63,8 @@ export interface HarnessOptions {
   timeoutMs?: number;
   /** The emulator serves the Tailnet from an informer cache one status write behind (src/render/loop.ts). */
   parentCacheLag?: boolean;
+  /** Workload kinds that run for real (their syncs write to the fake Headscale too); the rest are stubbed. */
+  realKinds?: HookKind[];
 }
 
 export async function harness(t: After, opts: HarnessOptions = {}) {
@@ -79,7 +82,7 @@ export async function harness(t: After, opts: HarnessOptions = {}) {
   const events = memoryEventRecorder();
   const metrics = createOperatorMetrics({ defaultMetrics: false });
   const { app, logs } = await build(t, {
-    server: { deps: { views, now, events, metrics }, kinds: tailnetOnlyKinds() },
+    server: { deps: { views, now, events, metrics }, kinds: tailnetOnlyKinds(opts.realKinds) },
   });
   const mc = new FakeMetacontroller({ app, parentCacheLag: opts.parentCacheLag });
   for (const o of opts.objects?.(fake) ?? [apiKeySecret(fake.apiKey), baseConfigMap()]) mc.apply(o);
