@@ -216,6 +216,8 @@ export const GatewayReason = {
   NotRequested: "NotRequested",
   ExitNodeNotAllowed: "ExitNodeNotAllowed",
   NotAdvertised: "NotAdvertised",
+  OverlapsReserved: "OverlapsReserved",
+  PolicyDenied: "PolicyDenied",
 } as const;
 
 export const ALL_REASONS = {

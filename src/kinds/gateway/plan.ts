@@ -155,6 +155,9 @@ export function routeWork(
   const approved = (message: string) => ({ condition: cond(C.RoutesInSync, "True", R.Approved, message) });
   const notApproved = (message: string) => ({ condition: cond(C.RoutesInSync, "False", R.NotApproved, message) });
   if (routes.length === 0) return approved("spec.routes is empty: no routes to approve");
+  if (input.routeConflict) {
+    return { condition: cond(C.RoutesInSync, "False", R.OverlapsReserved, input.routeConflict) };
+  }
   if (!input.headscale.nodes.ok) {
     const message = `cannot verify route approval: ${input.headscale.nodes.error}`;
     return { condition: cond(C.RoutesInSync, "Unknown", R.NotObserved, message) };

@@ -98,6 +98,7 @@ Object.freeze(NONE);
  */
 function kept(c: Contribution): Contribution {
   return {
+    owner: c.owner,
     tags: c.tags.length ? c.tags : NONE,
     grants: c.grants.length ? c.grants : NONE,
     routes: c.routes.length ? c.routes : NONE,

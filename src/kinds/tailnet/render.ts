@@ -5,6 +5,7 @@
  * in the number of objects (see bench in test/kinds/tailnet/decide.bench.ts).
  */
 import type { HsNode } from "../../headscale/types.js";
+import { sortByAge } from "../../k8s/age.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { isIp } from "../../net/cidr.js";
 import {
@@ -19,6 +20,7 @@ import type { NodeRef } from "../../policy/targets.js";
 import { holderOf, reservedNames } from "../shared/dns-owners.js";
 import { exposePort } from "../shared/expose-port.js";
 import { nameOwners } from "../shared/ingress-names.js";
+import { reservedOverlap } from "../shared/routes.js";
 import { explicitTag } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import type { TailnetInputs } from "./inputs.js";
@@ -98,13 +100,22 @@ function siteItem(o: K8sObject, blocked: boolean): Item<"sites"> {
   };
 }
 
-function gatewayItem(o: K8sObject, tagPrefix: string, admitted: boolean): Item<"gateways"> {
+function gatewayItem(
+  o: K8sObject,
+  tagPrefix: string,
+  admitted: boolean,
+  reserved: readonly string[],
+): Item<"gateways"> {
   const exit = record(record(o.spec).exitNode);
+  const routes = strings(record(o.spec).routes);
+  // a route into reservedNetworks: the gateway approves none of its routes (RoutesInSync=False/OverlapsReserved),
+  // and none is auto-approved here (shared/routes.ts, the gateway's own rule)
+  const who = { kind: "TailnetGateway", id: `${ns(o)}/${o.metadata.name}`, tailnet: "" };
   return {
     namespace: ns(o),
     name: o.metadata.name,
     tag: effectiveTag(o, tagPrefix),
-    routes: strings(record(o.spec).routes),
+    routes: reservedOverlap(routes, reserved, who) ? [] : routes,
     ...(admitted ? { exitNode: { allowFrom: strings(exit.allowFrom) } } : {}),
   };
 }
@@ -133,20 +144,20 @@ export function lazyCollectInput(inputs: TailnetInputs, nodes: readonly NodeRef[
     allowedEgressTargets: settings.allowedEgressTargets,
     baseDomain: settings.baseDomain,
     nodes: nodes as NodeRef[],
-    context: JSON.stringify([tagPrefix, settings.allowedIngressSources]),
+    context: JSON.stringify([tagPrefix, settings.allowedIngressSources, settings.reservedNetworks]),
     egresses: inputs.egresses.map((o) => lazy(o, () => egressItem(o, tagPrefix))),
     ingresses: inputs.ingresses.map((o) => lazy(o, () => ingressItem(o, tagPrefix, allowedSources))),
     // A site being deleted renders nothing: its finalize withdraws its route approvals only once the
     // live policy no longer auto-approves them (Headscale would re-approve them on the next reload).
-    sites: inputs.sites
-      .filter((o) => !o.metadata.deletionTimestamp)
-      .map((o) => {
-        const b = blocked.has(`${ns(o)}/${o.metadata.name}`);
-        return lazy(o, () => siteItem(o, b), b ? "blocked" : "");
-      }),
+    // oldest first, the order of the site writer (site/plan.ts): the older site keeps a route that would
+    // complete a default route in pieces for a router's tag (generated.ts exitRoutesAcross)
+    sites: sortByAge(inputs.sites.filter((o) => !o.metadata.deletionTimestamp)).map((o) => {
+      const b = blocked.has(`${ns(o)}/${o.metadata.name}`);
+      return lazy(o, () => siteItem(o, b), b ? "blocked" : "");
+    }),
     gateways: inputs.gateways.map((o) => {
       const admitted = inputs.exitNodeGateways.has(`${ns(o)}/${o.metadata.name}`);
-      return lazy(o, () => gatewayItem(o, tagPrefix, admitted), admitted ? "exit" : "");
+      return lazy(o, () => gatewayItem(o, tagPrefix, admitted, settings.reservedNetworks), admitted ? "exit" : "");
     }),
   };
 }
