@@ -214,6 +214,22 @@ export const tailnetStatus: Schema = obj({
     appliedHash: str(),
     appliedAt: str({ format: "date-time" }),
     generated: obj({ tags: int(), grants: int(), routes: int() }),
+    leftOut: arr(
+      obj(
+        {
+          kind: str({ enum: ["TailnetEgress", "TailnetIngress", "TailnetSite", "TailnetGateway"] }),
+          namespace: str(),
+          name: str(),
+          reason: str({ enum: ["InvalidContribution", "RejectedByHeadscale"] }),
+          message: str(),
+        },
+        ["kind", "namespace", "name", "reason", "message"],
+      ),
+      {
+        description:
+          "Objects whose contribution (or part of it) the render left out of the policy, because Headscale would refuse the whole policy over it; each object reports it as LeftOutOfPolicy.",
+      },
+    ),
   }),
   userConflicts: int({ minimum: 0 }),
   apiKeyRotation: obj({

@@ -97,7 +97,7 @@ export interface EgressTargetOutcome extends UnresolvedTarget {
 export interface InvalidInput {
   namespace: string;
   name: string;
-  field: "tag" | "advertiserTags" | "prefixes" | "routes" | "ports";
+  field: "tag" | "advertiserTags" | "prefixes" | "routes" | "ports" | "targets";
   value: string;
 }
 
@@ -307,6 +307,12 @@ export function egressContribution(eg: CollectInput["egresses"][number], ctx: Eg
       .filter((p) => valid.port(p.port))
       .map((p) => `${(p.protocol ?? "tcp").toLowerCase()}:${p.port}`);
     if (!resolved || !tagOk || specs.length === 0 || !isTargetAllowed(resolved, ctx.allow)) continue;
+    // A default route as a grant destination makes Headscale refuse the whole policy (types.go
+    // ErrGrantDefaultRouteCIDR), even where allowedEgressTargets holds a /0: the target is left out.
+    if (isExitRoute(resolved.prefix)) {
+      c.invalid.push({ namespace: eg.namespace, name: eg.name, field: "targets", value: t.host });
+      continue;
+    }
     c.grants.push({ src: [eg.tag], dst: [resolved.address], ip: specs });
     outcome.granted = true;
   }
@@ -477,12 +483,17 @@ export function combineContributions(
   };
 }
 
-export function collectGenerated(input: CollectInput): CollectResult {
+/** Every object's contribution, in the order the render merges them: ingresses, egresses, sites, gateways. */
+export function collectContributions(input: CollectInput): Contribution[] {
   const ctx = egressContext(input);
-  return combineContributions(input.tagOwners, [
+  return [
     ...input.ingresses.map(ingressContribution),
     ...input.egresses.map((eg) => egressContribution(eg, ctx)),
     ...input.sites.map(siteContribution),
     ...input.gateways.map(gatewayContribution),
-  ]);
+  ];
+}
+
+export function collectGenerated(input: CollectInput): CollectResult {
+  return combineContributions(input.tagOwners, collectContributions(input));
 }

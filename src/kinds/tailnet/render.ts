@@ -10,13 +10,16 @@ import type { K8sObject } from "../../k8s/objects.js";
 import { isIp } from "../../net/cidr.js";
 import {
   type CollectInput,
-  type CollectResult,
-  collectGenerated,
+  type Contribution,
+  collectContributions,
+  combineContributions,
   type GeneratedPolicy,
   type InvalidInput,
 } from "../../policy/generated.js";
+import { parseHuJson } from "../../policy/hujson.js";
 import { type GeneratedCounts, renderPolicy } from "../../policy/render.js";
 import type { NodeRef } from "../../policy/targets.js";
+import { screenContributions } from "../../policy/validate.js";
 import { holderOf, reservedNames } from "../shared/dns-owners.js";
 import { exposePort } from "../shared/expose-port.js";
 import { nameOwners } from "../shared/ingress-names.js";
@@ -24,6 +27,7 @@ import { reservedOverlap } from "../shared/routes.js";
 import { explicitTag } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import type { TailnetInputs } from "./inputs.js";
+import { type LeftOut, leftOutOf } from "./left-out.js";
 import { dnsMemoised, dnsNodesPrint, type Lazy, type LazyCollectInput, renderMemoised } from "./render-memo.js";
 import { blockedSites } from "./sites.js";
 
@@ -36,6 +40,17 @@ export interface PolicyCandidate {
   generated: GeneratedCounts;
   /** Workload values left out because Headscale would reject the whole policy over them. */
   invalid: InvalidInput[];
+  /** Per object, what was left out of the policy and why (status.policy.leftOut), sorted. */
+  leftOut: LeftOut[];
+  /** What the policy was merged from, so that a subset can be rendered (isolate.ts). Read only. */
+  parts: RenderParts;
+}
+
+/** The base text, the Tailnet's tag owners and the contributions merged (those screened out as tags only). */
+export interface RenderParts {
+  baseText: string | undefined;
+  tagOwners: readonly string[];
+  contributions: readonly Contribution[];
 }
 
 export type RenderFailureReason = "BaseMissing" | "BaseInvalid" | "PolicyEmpty" | "CannotVerify";
@@ -213,7 +228,11 @@ export function renderTailnetPolicy(
       message: `not rendered: egress targets and explicit tags' owners are judged on the Headscale node list: ${nodesUnavailable}`,
     };
   }
-  const render = (collected: CollectResult): TailnetRender => {
+  const render = (contributions: readonly Contribution[]): TailnetRender => {
+    // what Headscale would refuse the whole policy over is left out before the merge (policy/validate.ts)
+    const parsedBase = baseText === undefined ? undefined : parseHuJson(baseText);
+    const screened = screenContributions(parsedBase?.ok ? parsedBase.value : undefined, contributions);
+    const collected = combineContributions(inputs.tagOwners, screened.merged);
     const r = renderPolicy(baseText, collected.generated);
     if (!r.ok)
       return { ok: false, reason: r.reason, message: r.reason === "BaseInvalid" ? `${where}${r.message}` : r.message };
@@ -225,10 +244,12 @@ export function renderTailnetPolicy(
         hash: r.hash,
         generated: r.generated,
         invalid: collected.invalid,
+        leftOut: leftOutOf(contributions, collected.invalid, screened.refused),
+        parts: { baseText, tagOwners: inputs.tagOwners, contributions: screened.merged },
       },
     };
   };
-  if (memoKey === undefined) return render(collectGenerated(collectInput(inputs, nodes ?? [])));
+  if (memoKey === undefined) return render(collectContributions(collectInput(inputs, nodes ?? [])));
   return renderMemoised(
     memoKey,
     lazyCollectInput(inputs, nodes ?? []),
