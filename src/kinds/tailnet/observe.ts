@@ -19,6 +19,7 @@ import { secretValue } from "../shared/secrets.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { apiKeySecretName } from "./children.js";
 import { type ConnectionInput, connectionFor, inputsOf, ownedInputs, type TailnetInputs } from "./inputs.js";
+import { isolateRefused } from "./isolate.js";
 import { isDatabaseDown401, NO_CALL, oneLine } from "./messages.js";
 import type { HeadscaleObservations } from "./observed.js";
 import { renderTailnetPolicy, type TailnetRender } from "./render.js";
@@ -151,8 +152,15 @@ export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: 
     (render.ok
       ? await checkPolicy(view, render.candidate.hash, () => prettyPolicyText(render.candidate.policy), now)
       : await checkPolicy(view, EMPTY_PROBE_KEY, () => PROBE_POLICY, now));
-  const pendingFailure = render.ok ? backingOff(view, inputs.name, render.candidate.hash) : undefined;
-  return { inputs, apiKey, hs, render, check, ...(pendingFailure ? { pendingFailure } : {}) };
+  // Headscale refuses the render: leave out the objects it refuses it over, if that can be pinned (isolate.ts)
+  const isolated =
+    render.ok && !check.ok && check.error.classification === "policyInvalid"
+      ? await isolateRefused(view, render.candidate, check, now)
+      : undefined;
+  const final: TailnetRender = isolated ? { ok: true, candidate: isolated.candidate } : render;
+  const verdict = isolated ? isolated.check : check;
+  const pendingFailure = final.ok ? backingOff(view, inputs.name, final.candidate.hash) : undefined;
+  return { inputs, apiKey, hs, render: final, check: verdict, ...(pendingFailure ? { pendingFailure } : {}) };
 }
 
 /** A failed write of this policy whose backoff is remembered (decide repeats its condition until retryAt). */

@@ -249,7 +249,11 @@ export function renderTailnetPolicy(
       },
     };
   };
-  if (memoKey === undefined) return render(collectContributions(collectInput(inputs, nodes ?? [])));
+  if (memoKey === undefined) {
+    // as the memo keeps them (render-memo.ts kept): the render reads no egress target outcomes
+    const contributions = collectContributions(collectInput(inputs, nodes ?? []));
+    return render(contributions.map((c) => (c.egressTargets.length ? { ...c, egressTargets: [] } : c)));
+  }
   return renderMemoised(
     memoKey,
     lazyCollectInput(inputs, nodes ?? []),
