@@ -13,6 +13,7 @@ import { EGRESS_TARGET_LABEL } from "../../k8s/labels.js";
 import { findObject, type K8sObject, objectsOf, reuseAllChildren } from "../../k8s/objects.js";
 import { previousStatus } from "../common.js";
 import { metricsPeers } from "../shared/agent.js";
+import { leftOutIn } from "../shared/policy-left-out.js";
 import { lookupProxyClass, proxyClassMissingMessage } from "../shared/proxy-class.js";
 import { reservedOverlap } from "../shared/routes.js";
 import type { Refusal } from "../shared/tenancy.js";
@@ -35,6 +36,8 @@ export interface HeadscaleFacts {
 export interface GatewayFacts extends RenderInput {
   /** OverlapsReserved: a route overlaps the Tailnet's reservedNetworks; no route is approved (shared/routes.ts). */
   routeConflict?: string;
+  /** LeftOutOfPolicy: the Tailnet left this gateway's routes or exit grant out of the policy. */
+  leftOut?: string;
   metricsPeers: NetworkPolicyPeer[];
   now: Date;
   observed: { deployment?: K8sObject; service?: K8sObject; zone?: K8sObject };
@@ -116,6 +119,7 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
       allowedIngressSources: ctx.settings.allowedIngressSources,
     }),
     ...reservedRoutes(spec.routes, ctx.settings, `${ns}/${parent.metadata.name}`),
+    ...leftOutFact(ctx.tailnet, parent),
     tailnet: {
       name: ctx.settings.name,
       loginServer: ctx.settings.url || ctx.conn.url,
@@ -201,4 +205,10 @@ function reservedRoutes(
   const who = { kind: "TailnetGateway", id, tailnet: settings.name };
   const overlap = reservedOverlap(routes, settings.reservedNetworks, who);
   return overlap ? { routeConflict: `${overlap}; no route of this gateway is approved` } : {};
+}
+
+/** `leftOut` when the Tailnet's status lists this gateway (shared/policy-left-out.ts). */
+function leftOutFact(tailnet: K8sObject, parent: K8sObject): { leftOut?: string } {
+  const leftOut = leftOutIn(tailnet, parent, "TailnetGateway");
+  return leftOut ? { leftOut } : {};
 }

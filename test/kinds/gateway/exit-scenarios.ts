@@ -6,6 +6,7 @@
 import type { HsNode } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import type { GatewayInputs } from "../../../src/kinds/gateway/plan.js";
+import { leftOutText } from "../shared/left-out-fixture.js";
 import { gateway, haHealthy, haNode, healthy, hsKey, hsNode, liveDeployment, ROUTE, renderInput } from "./fixtures.js";
 import type { Row } from "./scenarios.js";
 
@@ -53,6 +54,11 @@ export const exitRows: Row[] = [
       },
     }),
     expect: { ExitNode: "PolicyDenied", RoutesInSync: "Approved", Ready: "PolicyDenied" },
+  },
+  {
+    name: "the Tailnet left the gateway out of the policy: RoutesInSync says so, its own approval goes on (issue 31 item 4)",
+    input: exitHealthy(unapproved, { leftOut: leftOutText() }),
+    expect: { RoutesInSync: "LeftOutOfPolicy", ExitNode: "Approved", Ready: "LeftOutOfPolicy" },
   },
   {
     name: "a route overlapping the Tailnet's reservedNetworks: no route approved (issue 31 item 5)",
