@@ -193,6 +193,52 @@ describe("TailnetSite: a default route in pieces is an exit route (issue 31 item
   });
 });
 
+describe("TailnetSite left out of the policy (issue 31 item 4)", () => {
+  it("a site whose grant names an undefined group is left out; it says LeftOutOfPolicy and the other site's policy is written", async (t) => {
+    const w = await world(t, { spec: { reservedNetworks: [] } });
+    w.fake.addNode({ name: "router-1", tags: [ROUTER], availableRoutes: [LAN, "192.168.30.0/24"] });
+    applySite(w.mc, "lan", [LAN], [ROUTER]);
+    w.mc.apply(
+      parentObject(
+        "TailnetSite",
+        "typo",
+        {
+          tailnetRef: { name: "home" },
+          prefixes: ["192.168.30.0/24"],
+          advertiserTags: [ROUTER],
+          allowFrom: ["group:engg"],
+        },
+        { namespace: "net", creationTimestamp: "2026-11-02T00:00:00Z" },
+      ),
+    );
+    await w.mc.settle();
+    assert.equal(w.tailnetCond("PolicyApplied")?.reason, "InSync", w.tailnetCond("PolicyApplied")?.message);
+    const approved = w.siteCond("typo", "Approved");
+    assert.deepEqual(
+      [approved?.status, approved?.reason, approved?.message],
+      [
+        "False",
+        "LeftOutOfPolicy",
+        `Tailnet home left this object's contribution out of the policy (InvalidContribution), so that everyone else's is written: grant source "group:engg": group not defined in policy`,
+      ],
+    );
+    assert.equal(w.siteCond("typo", "Ready")?.reason, "LeftOutOfPolicy");
+    assert.equal(w.siteCond("lan", "Ready")?.reason, "Ready");
+    const approvers = w.live().autoApprovers as { routes: Record<string, string[]> };
+    assert.deepEqual(approvers.routes, { [LAN]: [ROUTER] });
+    assert.deepEqual(w.mc.errors, []);
+
+    // fixed in Git: rendered again, the condition clears
+    applySite(w.mc, "typo", ["192.168.30.0/24"], [ROUTER], "2026-11-02T00:00:00Z");
+    await w.mc.settle();
+    assert.equal(w.siteCond("typo", "Approved")?.reason, "Approved");
+    assert.equal(
+      (w.live().autoApprovers as { routes: Record<string, string[]> }).routes["192.168.30.0/24"]?.[0],
+      ROUTER,
+    );
+  });
+});
+
 const LAB = "192.168.20.0/24";
 const OWN = "10.50.0.0/16";
 const approveCalls = (fake: { requests: { method: string; path: string; body?: unknown }[] }) =>
