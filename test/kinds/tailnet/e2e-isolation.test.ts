@@ -112,6 +112,52 @@ describe("Tailnet: one bad contribution never blocks the rest (issue 31 item 4)"
     assert.ok(first <= 8, `${first} policy/check calls (6 when written)`);
   });
 
+  it("two objects each failing a different base test are both found and left out", async (t) => {
+    const base = `{
+  "groups": { "group:eng": ["alice@"], "group:platform": ["bob@"] },
+  "acls": [ { "action": "accept", "src": ["group:eng"], "dst": ["*:*"] } ],
+  "tests": [
+    { "src": "100.64.0.50", "deny": ["192.168.77.10:22"] },
+    { "src": "100.64.0.51", "deny": ["192.168.78.10:22"] },
+  ],
+}`;
+    const h = await harness(t, { objects: (fake) => [apiKeySecret(fake.apiKey), baseConfigMap(base)] });
+    h.mc.apply(withSpec(site("a", "net", ["192.168.77.0/24"]), { allowFrom: ["100.64.0.50"] }));
+    h.mc.apply(withSpec(site("b", "net", ["192.168.78.0/24"]), { allowFrom: ["100.64.0.51"] }));
+    h.mc.apply(site("c", "net", ["192.168.79.0/24"]));
+    await settleStable(h);
+    assert.equal(h.reason("PolicyApplied"), "InSync", h.condition("PolicyApplied").message);
+    assert.deepEqual(
+      (leftOut(h) as { name: string; reason: string }[]).map((l) => `${l.name} ${l.reason}`),
+      ["a RejectedByHeadscale", "b RejectedByHeadscale"],
+    );
+    assert.deepEqual(grants(h), ["group:eng → 192.168.79.0/24 *"]);
+  });
+
+  it("the search is bounded: past 40 checks nothing is left out and nothing is written (PolicyRejected as before)", async (t) => {
+    const tests = Array.from(
+      { length: 12 },
+      (_, i) => `{ "src": "100.64.1.${i}", "deny": ["192.168.${100 + i}.10:22"] }`,
+    );
+    const base = `{
+  "groups": { "group:eng": ["alice@"], "group:platform": ["bob@"] },
+  "acls": [ { "action": "accept", "src": ["group:eng"], "dst": ["*:*"] } ],
+  "tests": [ ${tests.join(", ")} ],
+}`;
+    const h = await harness(t, { objects: (fake) => [apiKeySecret(fake.apiKey), baseConfigMap(base)] });
+    // 12 such objects are found within the bound (38 checks); 16 are not
+    for (let i = 0; i < 16; i++) {
+      h.mc.apply(withSpec(site(`s${i}`, "net", [`192.168.${100 + i}.0/24`]), { allowFrom: [`100.64.1.${i}`] }));
+    }
+    const before = checks(h);
+    await settleStable(h);
+    assert.equal(h.reason("PolicyApplied"), "PolicyRejected");
+    assert.equal(leftOut(h), undefined);
+    assert.equal(h.fake.count("PUT", /^\/api\/v1\/policy$/), 0);
+    // one sync's search stops at the bound (the repeat syncs of settleStable reuse memoised verdicts)
+    assert.ok(checks(h) - before <= 3 * 42, `${checks(h) - before} policy/check calls`);
+  });
+
   it("a base Headscale refuses on its own is not blamed on any object: PolicyRejected as before, nothing written", async (t) => {
     const base = `{
   "groups": { "group:eng": ["alice@"] },
