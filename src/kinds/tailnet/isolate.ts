@@ -23,9 +23,9 @@ import type { HeadscaleView } from "../../headscale/view.js";
 import { type Contribution, combineContributions } from "../../policy/generated.js";
 import { prettyPolicyText, renderPolicy } from "../../policy/render.js";
 import { tagsOnly } from "../../policy/validate.js";
+import { CHECK_MEMO_MS, checkPolicy } from "./check.js";
 import { type LeftOut, leftOutOf } from "./left-out.js";
 import { oneLine } from "./messages.js";
-import { CHECK_MEMO_MS, checkPolicy } from "./observe.js";
 import type { PolicyCandidate } from "./render.js";
 
 /** policy/check calls one sync may spend searching (16 objects' worth per culprit at 2,000 objects: ~11 each). */
