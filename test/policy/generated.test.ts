@@ -404,6 +404,11 @@ describe("collectGenerated: a default route in pieces is an exit route (issue 31
     assert.deepEqual(plain(r).routes, { "128.0.0.0/1": ["tag:k8s-net-gw"] });
     assert.deepEqual(r.invalid, [{ namespace: "net", name: "gw", field: "routes", value: "0.0.0.0/1" }]);
   });
+  it("a half written with host bits is refused as a value, so it completes no cover", () => {
+    const r = collectGenerated(input({ gateways: [{ ...gw, routes: ["0.0.0.0/1", "128.0.0.1/1"] }] }));
+    assert.deepEqual(plain(r).routes, { "0.0.0.0/1": ["tag:k8s-net-gw"] });
+    assert.deepEqual(r.invalid, [{ namespace: "net", name: "gw", field: "routes", value: "128.0.0.1/1" }]);
+  });
   it("halves for different tags are no exit route: each node routes half", () => {
     const r = collectGenerated(
       input({
