@@ -192,7 +192,7 @@ export const tailnetSpec: Schema = obj(
     allowedIngressSources: aclEntities("Allowlist for TailnetIngress.spec.allowFrom."),
     allowedEgressTargets: aclEntities("CIDRs or node tags the operator may grant to egress agents."),
     reservedNetworks: arr(str({ pattern: CIDR_PATTERN }), {
-      description: "TailnetSite prefixes may not overlap these.",
+      description: "TailnetSite prefixes and TailnetGateway routes may not overlap these.",
     }),
     dns: obj({
       baseDomain: str({ description: "Headscale's dns.base_domain." }),
