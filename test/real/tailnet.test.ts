@@ -241,7 +241,11 @@ describe("Tailnet against the real Headscale 0.29.3", { concurrency: false }, ()
     assert.equal(mc.condition("Tailnet", "home", "PolicyApplied")?.status, "True");
     const text = await livePolicy();
     assert.match(text, /tag:k8s-monitoring-extra/, "the other object's grant is live");
-    assert.doesNotMatch(text, /192\.168\.1[12]\.0\/24/, "nothing of the two left-out sites: no grant, no auto-approval");
+    assert.doesNotMatch(
+      text,
+      /192\.168\.1[12]\.0\/24/,
+      "nothing of the two left-out sites: no grant, no auto-approval",
+    );
     assert.doesNotMatch(text, /group:nope/);
     assert.ok((await policyPuts()) - putsBefore >= 1, "written");
 
