@@ -202,7 +202,7 @@ export const tailnetSpec: Schema = obj(
     allowedIngressSources: aclEntities("Allowlist for TailnetIngress.spec.allowFrom."),
     allowedEgressTargets: aclEntities("CIDRs or node tags the operator may grant to egress agents."),
     reservedNetworks: arr(str({ pattern: CIDR_PATTERN }), {
-      description: "TailnetSite prefixes may not overlap these.",
+      description: "TailnetSite prefixes and TailnetGateway routes may not overlap these.",
     }),
     dns: obj({
       baseDomain: str({ description: "Headscale's dns.base_domain." }),
@@ -224,6 +224,22 @@ export const tailnetStatus: Schema = obj({
     appliedHash: str(),
     appliedAt: str({ format: "date-time" }),
     generated: obj({ tags: int(), grants: int(), routes: int() }),
+    leftOut: arr(
+      obj(
+        {
+          kind: str({ enum: ["TailnetEgress", "TailnetIngress", "TailnetSite", "TailnetGateway"] }),
+          namespace: str(),
+          name: str(),
+          reason: str({ enum: ["InvalidContribution", "RejectedByHeadscale"] }),
+          message: str(),
+        },
+        ["kind", "namespace", "name", "reason", "message"],
+      ),
+      {
+        description:
+          "Objects whose contribution (or part of it) the render left out of the policy, because Headscale would refuse the whole policy over it; each object reports it as LeftOutOfPolicy.",
+      },
+    ),
   }),
   userConflicts: int({ minimum: 0 }),
   keptLegacyTags: arr(str(), {

@@ -98,6 +98,7 @@ export const EgressReason = {
   ProxyClassMissing: "ProxyClassMissing",
   InvalidSpec: "InvalidSpec",
   Ready: "Ready",
+  LeftOutOfPolicy: "LeftOutOfPolicy",
 } as const;
 
 /** Per-target reasons in TailnetEgress.status.targets[].reason. */
@@ -146,6 +147,7 @@ export const IngressReason = {
   ProxyClassMissing: "ProxyClassMissing",
   InvalidSpec: "InvalidSpec",
   Ready: "Ready",
+  LeftOutOfPolicy: "LeftOutOfPolicy",
 } as const;
 
 export const SiteCondition = {
@@ -173,6 +175,7 @@ export const SiteReason = {
   NoAPIKey: "NoAPIKey",
   InvalidSpec: "InvalidSpec",
   Ready: "Ready",
+  LeftOutOfPolicy: "LeftOutOfPolicy",
 } as const;
 
 export const GatewayCondition = {
@@ -216,6 +219,9 @@ export const GatewayReason = {
   NotRequested: "NotRequested",
   ExitNodeNotAllowed: "ExitNodeNotAllowed",
   NotAdvertised: "NotAdvertised",
+  OverlapsReserved: "OverlapsReserved",
+  PolicyDenied: "PolicyDenied",
+  LeftOutOfPolicy: "LeftOutOfPolicy",
 } as const;
 
 export const ALL_REASONS = {

@@ -474,6 +474,11 @@ export class SoftState {
    * read-modify-writes of a node's whole approved set, run one at a time within the process.
    */
   readonly routeWrites: { tail?: Promise<unknown> } = {};
+  /**
+   * Per rejected render (canonical hash): the contributions policy/check found Headscale refuses it over
+   * (src/kinds/tailnet/isolate.ts), so a resync of the same inputs re-checks the result instead of bisecting.
+   */
+  readonly isolations = new Map<string, { culprits: { key: string; message: string }[]; expiresAt: number }>();
 }
 
 /** A fresh pre-auth key list read in flight, and the one queued to start after it. */

@@ -4,7 +4,7 @@
 // Kind-agnostic: callers map their objects to CollectInput. The output is sorted
 // throughout, so it is the same for any input order (and so is its hash).
 import { type Cidr, parseCidr } from "../net/cidr.js";
-import { INTERNET, isExitNodePrefixes, isExitRoute } from "../net/exit.js";
+import { coveredDefaultRoutes, INTERNET, isExitNodePrefixes, isExitRoute } from "../net/exit.js";
 import {
   buildNodeIndex,
   compileAllowlist,
@@ -97,7 +97,7 @@ export interface EgressTargetOutcome extends UnresolvedTarget {
 export interface InvalidInput {
   namespace: string;
   name: string;
-  field: "tag" | "advertiserTags" | "prefixes" | "routes" | "ports";
+  field: "tag" | "advertiserTags" | "prefixes" | "routes" | "ports" | "targets";
   value: string;
 }
 
@@ -197,12 +197,20 @@ function byObject<T extends { namespace: string; name: string }>(extra: (x: T) =
  * modified after it is made: combining copies what it keeps.
  */
 export interface Contribution {
+  /** Whose contribution this is (the objects' "kind/namespace/name" ids order the left-out lists). */
+  owner: ContributionOwner;
   tags: string[];
   grants: Grant[];
   routes: [prefix: string, approvers: string[]][];
   exitNode: string[];
   invalid: InvalidInput[];
   egressTargets: EgressTargetOutcome[];
+}
+
+export interface ContributionOwner {
+  kind: "ingress" | "egress" | "site" | "gateway";
+  namespace: string;
+  name: string;
 }
 
 /** What an egress contribution reads besides the object: the node list (resolution) and the allowlist. */
@@ -217,8 +225,30 @@ export function egressContext(
   return { index: buildNodeIndex(input.nodes, input.baseDomain), allow: compileAllowlist(input.allowedEgressTargets) };
 }
 
-function emptyContribution(): Contribution {
-  return { tags: [], grants: [], routes: [], exitNode: [], invalid: [], egressTargets: [] };
+function emptyContribution(kind: ContributionOwner["kind"], o: { namespace: string; name: string }): Contribution {
+  return {
+    owner: { kind, namespace: o.namespace, name: o.name },
+    tags: [],
+    grants: [],
+    routes: [],
+    exitNode: [],
+    invalid: [],
+    egressTargets: [],
+  };
+}
+
+/**
+ * The routes of `cidrs` that are no exit route in pieces: those of a family the set covers whole
+ * (coveredDefaultRoutes: 0.0.0.0/1 + 128.0.0.0/1, …) are recorded as invalid under `field`.
+ */
+function withoutCoveredFamilies(c: Contribution, cidrs: Cidr[], field: "prefixes" | "routes"): Cidr[] {
+  const covered = coveredDefaultRoutes(cidrs.filter((x) => !isExitRoute(x)));
+  if (covered.length === 0) return cidrs;
+  const families = new Set(covered.map((r) => (r.includes(":") ? 6 : 4)));
+  const { namespace, name } = c.owner;
+  for (const x of cidrs)
+    if (families.has(x.family) && !isExitRoute(x)) c.invalid.push({ namespace, name, field, value: x.text });
+  return cidrs.filter((x) => !families.has(x.family) || isExitRoute(x));
 }
 
 /** Validators that record what they refuse in `c.invalid`. */
@@ -247,7 +277,7 @@ function validators(c: Contribution, namespace: string, name: string) {
 }
 
 export function ingressContribution(ing: CollectInput["ingresses"][number]): Contribution {
-  const c = emptyContribution();
+  const c = emptyContribution("ingress", ing);
   const valid = validators(c, ing.namespace, ing.name);
   if (!valid.tag("tag", ing.tag)) return c;
   c.tags.push(ing.tag);
@@ -258,7 +288,7 @@ export function ingressContribution(ing: CollectInput["ingresses"][number]): Con
 }
 
 export function egressContribution(eg: CollectInput["egresses"][number], ctx: EgressContext): Contribution {
-  const c = emptyContribution();
+  const c = emptyContribution("egress", eg);
   const valid = validators(c, eg.namespace, eg.name);
   const tagOk = valid.tag("tag", eg.tag);
   if (tagOk) c.tags.push(eg.tag);
@@ -277,6 +307,12 @@ export function egressContribution(eg: CollectInput["egresses"][number], ctx: Eg
       .filter((p) => valid.port(p.port))
       .map((p) => `${(p.protocol ?? "tcp").toLowerCase()}:${p.port}`);
     if (!resolved || !tagOk || specs.length === 0 || !isTargetAllowed(resolved, ctx.allow)) continue;
+    // A default route as a grant destination makes Headscale refuse the whole policy (types.go
+    // ErrGrantDefaultRouteCIDR), even where allowedEgressTargets holds a /0: the target is left out.
+    if (isExitRoute(resolved.prefix)) {
+      c.invalid.push({ namespace: eg.namespace, name: eg.name, field: "targets", value: t.host });
+      continue;
+    }
     c.grants.push({ src: [eg.tag], dst: [resolved.address], ip: specs });
     outcome.granted = true;
   }
@@ -284,11 +320,12 @@ export function egressContribution(eg: CollectInput["egresses"][number], ctx: Eg
 }
 
 export function siteContribution(site: CollectInput["sites"][number]): Contribution {
-  const c = emptyContribution();
+  const c = emptyContribution("site", site);
   if (site.blocked) return c;
   const valid = validators(c, site.namespace, site.name);
   const advertisers = site.advertiserTags.filter((t) => valid.tag("advertiserTags", t));
-  const cidrs = valid.cidrs("prefixes", site.prefixes);
+  const parsed = valid.cidrs("prefixes", site.prefixes);
+  const cidrs = isExitNodePrefixes(parsed) ? parsed : withoutCoveredFamilies(c, parsed, "prefixes");
   c.tags.push(...advertisers);
   if (isExitNodePrefixes(cidrs)) {
     // An exit-node site: approved through autoApprovers.exitNode, used through autogroup:internet.
@@ -311,11 +348,11 @@ export function siteContribution(site: CollectInput["sites"][number]): Contribut
 }
 
 export function gatewayContribution(gw: CollectInput["gateways"][number]): Contribution {
-  const c = emptyContribution();
+  const c = emptyContribution("gateway", gw);
   const valid = validators(c, gw.namespace, gw.name);
   if (!valid.tag("tag", gw.tag)) return c;
   c.tags.push(gw.tag);
-  for (const r of valid.cidrs("routes", gw.routes)) {
+  for (const r of withoutCoveredFamilies(c, valid.cidrs("routes", gw.routes), "routes")) {
     // A default route in routes is InvalidSpec on the gateway (spec.exitNode is the way): as a routes key
     // it would approve no exit node, and the tenancy check would be bypassed.
     if (isExitRoute(r)) c.invalid.push({ namespace: gw.namespace, name: gw.name, field: "routes", value: r.text });
@@ -328,6 +365,70 @@ export function gatewayContribution(gw: CollectInput["gateways"][number]): Contr
     if (gw.exitNode.allowFrom.length > 0) c.grants.push({ src: gw.exitNode.allowFrom, dst: [INTERNET], ip: ["*"] });
   }
   return c;
+}
+
+/**
+ * Routes that, approved for one tag together with those of other objects, would make that tag's nodes route
+ * a whole address family (coveredDefaultRoutes): the one object's own routes are judged when it is made, but
+ * two sites (or a site naming a gateway's tag) can each bring a half. Walking the contributions in order, the
+ * route that completes the cover is not approved for that tag and is reported on its object. Only tags whose
+ * union covers a family are walked, so the usual render pays one union per tag.
+ */
+function exitRoutesAcross(contributions: readonly Contribution[]): {
+  dropped: Map<Contribution, Set<string>>;
+  invalid: InvalidInput[];
+} {
+  const byTag = new Map<string, Cidr[]>();
+  const parsedOf = new Map<string, Cidr | null>();
+  const parse = (prefix: string): Cidr | null => {
+    let c = parsedOf.get(prefix);
+    if (c === undefined) {
+      const r = parseCidr(prefix);
+      c = r.ok ? r.cidr : null;
+      parsedOf.set(prefix, c);
+    }
+    return c;
+  };
+  for (const c of contributions) {
+    for (const [prefix, approvers] of c.routes) {
+      const cidr = parse(prefix);
+      if (!cidr) continue;
+      for (const t of approvers) {
+        const list = byTag.get(t);
+        if (list) list.push(cidr);
+        else byTag.set(t, [cidr]);
+      }
+    }
+  }
+  const flagged = new Set([...byTag].filter(([, cidrs]) => coveredDefaultRoutes(cidrs).length > 0).map(([t]) => t));
+  const dropped = new Map<Contribution, Set<string>>();
+  const invalid: InvalidInput[] = [];
+  if (flagged.size === 0) return { dropped, invalid };
+  const kept = new Map<string, Cidr[]>();
+  for (const c of contributions) {
+    for (const [prefix, approvers] of c.routes) {
+      const cidr = parse(prefix);
+      if (!cidr) continue;
+      let left = false;
+      for (const t of approvers) {
+        if (!flagged.has(t)) continue;
+        const so = kept.get(t) ?? [];
+        if (coveredDefaultRoutes([...so, cidr]).length > 0) {
+          const set = dropped.get(c) ?? new Set<string>();
+          dropped.set(c, set);
+          set.add(`${prefix}\u0000${t}`);
+          left = true;
+        } else {
+          kept.set(t, [...so, cidr]);
+        }
+      }
+      if (left) {
+        const field = c.owner.kind === "site" ? "prefixes" : "routes";
+        invalid.push({ namespace: c.owner.namespace, name: c.owner.name, field, value: prefix });
+      }
+    }
+  }
+  return { dropped, invalid };
 }
 
 /**
@@ -346,18 +447,23 @@ export function combineContributions(
   const exitNode = new Set<string>();
   const invalid: InvalidInput[] = [];
   const egressTargets: EgressTargetOutcome[] = [];
-  for (const c of contributions) {
+  const list = [...contributions];
+  const split = exitRoutesAcross(list);
+  for (const c of list) {
     for (const t of c.tags) tags.add(t);
     for (const g of c.grants) grants.add(g.src, g.dst, g.ip);
+    const dropped = split.dropped.get(c);
     for (const [prefix, approvers] of c.routes) {
       const set = routes.get(prefix) ?? new Set<string>();
       routes.set(prefix, set);
-      for (const t of approvers) set.add(t);
+      for (const t of approvers) if (!dropped?.has(`${prefix}\u0000${t}`)) set.add(t);
+      if (set.size === 0) routes.delete(prefix);
     }
     for (const t of c.exitNode) exitNode.add(t);
     if (c.invalid.length > 0) invalid.push(...c.invalid);
     if (c.egressTargets.length > 0) egressTargets.push(...c.egressTargets);
   }
+  invalid.push(...split.invalid);
   const tagOwnersOut = new Map<string, string[]>();
   for (const t of [...tags].sort()) tagOwnersOut.set(t, owners.slice());
   egressTargets.sort(byObject((x) => x.target));
@@ -377,12 +483,17 @@ export function combineContributions(
   };
 }
 
-export function collectGenerated(input: CollectInput): CollectResult {
+/** Every object's contribution, in the order the render merges them: ingresses, egresses, sites, gateways. */
+export function collectContributions(input: CollectInput): Contribution[] {
   const ctx = egressContext(input);
-  return combineContributions(input.tagOwners, [
+  return [
     ...input.ingresses.map(ingressContribution),
     ...input.egresses.map((eg) => egressContribution(eg, ctx)),
     ...input.sites.map(siteContribution),
     ...input.gateways.map(gatewayContribution),
-  ]);
+  ];
+}
+
+export function collectGenerated(input: CollectInput): CollectResult {
+  return combineContributions(input.tagOwners, collectContributions(input));
 }

@@ -348,6 +348,81 @@ describe("collectGenerated: sites and gateways", () => {
   });
 });
 
+describe("collectGenerated: a default route in pieces is an exit route (issue 31 item 5)", () => {
+  const HALVES = ["0.0.0.0/1", "128.0.0.0/1", "::/1", "8000::/1"];
+  const gw = { namespace: "net", name: "gw", tag: "tag:k8s-net-gw", routes: ["10.96.0.0/12"] };
+  const site = {
+    namespace: "net",
+    name: "home",
+    prefixes: ["192.168.10.0/24"],
+    advertiserTags: ["tag:router-home"],
+    allowFrom: ["group:eng"],
+    blocked: false,
+  };
+  it("a gateway whose routes cover the address space approves no route of the covered families", () => {
+    const r = collectGenerated(input({ gateways: [{ ...gw, routes: ["10.96.0.0/12", ...HALVES] }] }));
+    assert.deepEqual(plain(r).routes, {});
+    assert.deepEqual(r.generated.autoApproverExitNode, []);
+    assert.deepEqual(
+      r.invalid.map((x) => x.value),
+      ["0.0.0.0/1", "10.96.0.0/12", "128.0.0.0/1", "8000::/1", "::/1"],
+    );
+    assert.ok(r.invalid.every((x) => x.field === "routes" && x.name === "gw"));
+  });
+  it("IPv6 halves alone, and /0 split into many: the covered family is left out", () => {
+    const v6 = collectGenerated(input({ gateways: [{ ...gw, routes: ["10.96.0.0/12", "::/1", "8000::/1"] }] }));
+    assert.deepEqual(plain(v6).routes, { "10.96.0.0/12": ["tag:k8s-net-gw"] });
+    const eighths = [0, 32, 64, 96, 128, 160, 192, 224].map((a) => `${a}.0.0.0/3`);
+    const many = collectGenerated(input({ sites: [{ ...site, prefixes: ["2001:db8::/48", ...eighths] }] }));
+    assert.deepEqual(plain(many).routes, { "2001:db8::/48": ["tag:router-home"] });
+    assert.deepEqual(many.generated.grants, [{ src: ["group:eng"], dst: ["2001:db8::/48"], ip: ["*"] }]);
+    assert.equal(many.invalid.length, 8);
+  });
+  it("halves across two objects approved for one tag: the second object's half is left out", () => {
+    const r = collectGenerated(
+      input({
+        sites: [
+          { ...site, name: "a", prefixes: ["0.0.0.0/1"] },
+          { ...site, name: "b", prefixes: ["128.0.0.0/1", "192.168.10.0/24"] },
+        ],
+      }),
+    );
+    assert.deepEqual(plain(r).routes, {
+      "0.0.0.0/1": ["tag:router-home"],
+      "192.168.10.0/24": ["tag:router-home"],
+    });
+    assert.deepEqual(r.invalid, [{ namespace: "net", name: "b", field: "prefixes", value: "128.0.0.0/1" }]);
+  });
+  it("a site naming a gateway's tag cannot complete the gateway's half into a default route", () => {
+    const r = collectGenerated(
+      input({
+        sites: [{ ...site, name: "other", prefixes: ["128.0.0.0/1"], advertiserTags: ["tag:k8s-net-gw"] }],
+        gateways: [{ ...gw, routes: ["0.0.0.0/1"] }],
+      }),
+    );
+    // sites come before gateways: the gateway's half completes the cover and is left out
+    assert.deepEqual(plain(r).routes, { "128.0.0.0/1": ["tag:k8s-net-gw"] });
+    assert.deepEqual(r.invalid, [{ namespace: "net", name: "gw", field: "routes", value: "0.0.0.0/1" }]);
+  });
+  it("a half written with host bits is refused as a value, so it completes no cover", () => {
+    const r = collectGenerated(input({ gateways: [{ ...gw, routes: ["0.0.0.0/1", "128.0.0.1/1"] }] }));
+    assert.deepEqual(plain(r).routes, { "0.0.0.0/1": ["tag:k8s-net-gw"] });
+    assert.deepEqual(r.invalid, [{ namespace: "net", name: "gw", field: "routes", value: "128.0.0.1/1" }]);
+  });
+  it("halves for different tags are no exit route: each node routes half", () => {
+    const r = collectGenerated(
+      input({
+        sites: [
+          { ...site, name: "a", prefixes: ["0.0.0.0/1"], advertiserTags: ["tag:router-a"] },
+          { ...site, name: "b", prefixes: ["128.0.0.0/1"], advertiserTags: ["tag:router-b"] },
+        ],
+      }),
+    );
+    assert.deepEqual(plain(r).routes, { "0.0.0.0/1": ["tag:router-a"], "128.0.0.0/1": ["tag:router-b"] });
+    assert.deepEqual(r.invalid, []);
+  });
+});
+
 describe("collectGenerated: determinism", () => {
   const full = input({
     egresses: [

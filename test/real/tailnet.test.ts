@@ -209,6 +209,56 @@ describe("Tailnet against the real Headscale 0.29.3", { concurrency: false }, ()
     );
   });
 
+  it("one object the real Headscale refuses the policy over is left out; everyone else's change is written (issue 31 item 4)", async () => {
+    // mallory may reach nothing behind 192.168.11.0/24: a base test the "leak" site's grant breaks, which only
+    // the real policy/check can tell; "typo" names a group the base does not define (left out before the merge)
+    const withTest = BASE_POLICY.replace(
+      `"acls": [`,
+      `"tests": [ { "src": "mallory@", "deny": ["192.168.11.5:22"] } ],\n  "acls": [`,
+    );
+    const allowing = (o: ReturnType<typeof site>, allowFrom: string[]) => ({
+      ...o,
+      spec: { ...(o.spec as Record<string, unknown>), allowFrom },
+    });
+    const putsBefore = await policyPuts();
+    mc.apply(baseConfigMap(withTest));
+    mc.apply(allowing(site("leak", "net", ["192.168.11.0/24"]), ["mallory@"]));
+    mc.apply(allowing(site("typo", "net", ["192.168.12.0/24"]), ["group:nope"]));
+    mc.apply(ingress("extra", "monitoring"));
+    await settle();
+    const status = mc.status(API, "Tailnet", "home") as {
+      policy: { leftOut?: { name: string; reason: string; message: string }[] };
+    };
+    assert.deepEqual(
+      (status.policy.leftOut ?? []).map((l) => `${l.name} ${l.reason}`),
+      ["leak RejectedByHeadscale", "typo InvalidContribution"],
+      JSON.stringify(status.policy.leftOut),
+    );
+    assert.match(
+      status.policy.leftOut?.[0]?.message ?? "",
+      /^Headscale rejects the policy with it \(POST \/api\/v1\/policy\/check\): .*mallory@/,
+    );
+    assert.equal(mc.condition("Tailnet", "home", "PolicyApplied")?.status, "True");
+    const text = await livePolicy();
+    assert.match(text, /tag:k8s-monitoring-extra/, "the other object's grant is live");
+    assert.doesNotMatch(
+      text,
+      /192\.168\.1[12]\.0\/24/,
+      "nothing of the two left-out sites: no grant, no auto-approval",
+    );
+    assert.doesNotMatch(text, /group:nope/);
+    assert.ok((await policyPuts()) - putsBefore >= 1, "written");
+
+    // back to the world the next tests expect
+    mc.delete(API, "TailnetSite", "leak", "net");
+    mc.delete(API, "TailnetSite", "typo", "net");
+    mc.delete(API, "TailnetIngress", "extra", "monitoring");
+    mc.apply(baseConfigMap(BASE_POLICY));
+    await settle();
+    assert.equal((mc.status(API, "Tailnet", "home") as { policy: { leftOut?: unknown } }).policy.leftOut, undefined);
+    assert.deepEqual(reasons(), HEALTHY);
+  });
+
   it("the Tailnet's records.json, swapped in like a ConfigMap volume, is served by the real MagicDNS", async () => {
     const tag = "tag:k8s-monitoring-grafana";
     mc.apply(ingress());

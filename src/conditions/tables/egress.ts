@@ -13,6 +13,7 @@ export const EGRESS_REASONS = {
   RoutesGranted: {
     RoutesGranted: ["True"],
     RoutesMissing: ["False"],
+    LeftOutOfPolicy: ["False"],
     ProbeFailed: ["Unknown"],
     NoTailnet: ["Unknown"],
     NoAPIKey: ["Unknown"],
@@ -46,6 +47,7 @@ export const EGRESS_REASONS = {
     NotRegistered: ["False"],
     Unknown: ["False"],
     RoutesMissing: ["False"],
+    LeftOutOfPolicy: ["False"],
     ProbeFailed: ["False"],
     Unreachable: ["False"],
     OutsideTailnet: ["False"],

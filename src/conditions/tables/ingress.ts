@@ -9,7 +9,13 @@ import { AGENT_REGISTERED, AGENT_TAG_KNOWN, TENANCY_READY } from "./agent.js";
 
 export const INGRESS_REASONS = {
   TagKnown: AGENT_TAG_KNOWN,
-  PolicyGranted: { Granted: ["True"], PolicyDenied: ["False"], NoTailnet: ["Unknown"], InvalidSpec: ["Unknown"] },
+  PolicyGranted: {
+    Granted: ["True"],
+    PolicyDenied: ["False"],
+    LeftOutOfPolicy: ["False"],
+    NoTailnet: ["Unknown"],
+    InvalidSpec: ["Unknown"],
+  },
   Registered: AGENT_REGISTERED,
   BackendsReachable: {
     Reachable: ["True"],
@@ -42,6 +48,7 @@ export const INGRESS_REASONS = {
     NotRegistered: ["False"],
     NodesOffline: ["False"],
     PolicyDenied: ["False"],
+    LeftOutOfPolicy: ["False"],
     TLSSecretMissing: ["False"],
     TLSSecretInvalid: ["False"],
     TLSNameMismatch: ["False"],

@@ -16,7 +16,13 @@ export const SITE_REASONS = {
     NotObserved: ["Unknown"],
     InvalidSpec: ["Unknown"],
   },
-  Approved: { Approved: ["True"], NotApproved: ["False"], NotObserved: ["Unknown"], InvalidSpec: ["Unknown"] },
+  Approved: {
+    Approved: ["True"],
+    NotApproved: ["False"],
+    LeftOutOfPolicy: ["False"],
+    NotObserved: ["Unknown"],
+    InvalidSpec: ["Unknown"],
+  },
   Ready: {
     Ready: ["True"],
     InvalidSpec: ["False"],
@@ -27,6 +33,7 @@ export const SITE_REASONS = {
     OverlapsSite: ["False"],
     NotAdvertised: ["False"],
     NotApproved: ["False"],
+    LeftOutOfPolicy: ["False"],
     NotObserved: ["False"],
     Withdrawing: ["False"],
   },

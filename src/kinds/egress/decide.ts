@@ -19,6 +19,7 @@ import type { Decision } from "../pipeline.js";
 import { agentName } from "../shared/agent.js";
 import { registeredCondition, tagKnownCondition } from "../shared/agent-conditions.js";
 import type { AuthKeyOutcome, ObservedKey } from "../shared/authkey.js";
+import { leftOutOfPolicy } from "../shared/policy-left-out.js";
 import type { ProxyClassSpec } from "../shared/proxy-class.js";
 import { recordedKeyIds, type TenancyReason } from "../shared/tenancy.js";
 import type { TailnetSettings } from "../shared/workload.js";
@@ -234,7 +235,11 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
   const keyNote = authKey.secret ? undefined : `no pre-auth key yet: ${authKey.error ?? "not created"}`;
   const tagKnown = tagKnownCondition(tailnet.policy, tag);
   const registered = registeredCondition(tailnet.nodes, tag, keyNote);
-  const routesGranted = routesGrantedCondition(tailnet.agents, verdicts);
+  // the Tailnet left (part of) this egress's grants out of the policy: that is why routes are missing
+  const leftOut = leftOutOfPolicy(input.related, parent, "TailnetEgress");
+  const routesGranted = leftOut
+    ? cond("RoutesGranted", "False", "LeftOutOfPolicy", leftOut)
+    : routesGrantedCondition(tailnet.agents, verdicts);
   const targetsReachable = targetsReachableCondition(tailnet.agents, verdicts);
   const ready = egressReady({ tagKnown, registered, routesGranted, targetsReachable, serviceConflict });
 

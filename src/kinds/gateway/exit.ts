@@ -13,6 +13,7 @@ import { GATEWAY_REASONS } from "../../conditions/tables/gateway.js";
 import type { HsNode } from "../../headscale/types.js";
 import { isRecord, type K8sObject, type ObjectMaps } from "../../k8s/objects.js";
 import { EXIT_ROUTES } from "../../net/exit.js";
+import { exitAllowFromDenied, sourcesOutside } from "../shared/routes.js";
 import { admitExitNode, namespaceOf, type Tenancy } from "../shared/tenancy.js";
 import { describeNode, type NodeAnalysis } from "./nodes.js";
 import type { GatewaySpec } from "./spec.js";
@@ -46,17 +47,23 @@ type ExitCondition = TypedCondition<typeof GATEWAY_REASONS, "ExitNode">;
 export type ExitNodeState =
   | { state: "off" }
   | { state: "allowed"; allowFrom: string[] }
-  | { state: "refused"; message: string }
+  /** Not admitted by the tenancy (ExitNodeNotAllowed), or allowFrom outside allowedIngressSources (PolicyDenied). */
+  | { state: "refused"; reason: "ExitNodeNotAllowed" | "PolicyDenied"; message: string }
   /** The Namespace (its labels) was not observed: the pod keeps advertising what it advertised (`keep`). */
   | { state: "unknown"; message: string; keep: boolean };
 
-/** spec.exitNode judged by the Tailnet's tenancy; `deployment` is the observed one (for "unknown"). */
+/**
+ * spec.exitNode judged by the Tailnet's tenancy and, when `sources` is given, its allowFrom by the Tailnet's
+ * allowedIngressSources (shared/routes.ts sourcesOutside, as the Tailnet's render judges it); `deployment` is
+ * the observed one (for "unknown").
+ */
 export function exitNodeState(
   spec: GatewaySpec,
   parent: K8sObject,
   tenancy: Tenancy,
   related: ObjectMaps | undefined,
   deployment: K8sObject | undefined,
+  sources?: { tailnet: string; allowedIngressSources: readonly string[] },
 ): ExitNodeState {
   if (!spec.exitNode) return { state: "off" };
   const namespace = parent.metadata.namespace ?? "";
@@ -66,9 +73,16 @@ export function exitNodeState(
     return { state: "unknown", message, keep: advertisesExit(deployment) };
   }
   const refused = admitExitNode(parent, tenancy, related);
-  return refused
-    ? { state: "refused", message: refused.message }
-    : { state: "allowed", allowFrom: spec.exitNode.allowFrom };
+  if (refused) return { state: "refused", reason: "ExitNodeNotAllowed", message: refused.message };
+  const outside = sources ? sourcesOutside(spec.exitNode.allowFrom, sources.allowedIngressSources) : [];
+  if (sources && outside.length) {
+    return {
+      state: "refused",
+      reason: "PolicyDenied",
+      message: exitAllowFromDenied(outside, sources.tailnet),
+    };
+  }
+  return { state: "allowed", allowFrom: spec.exitNode.allowFrom };
 }
 
 /** Whether a gateway Deployment's tailscale container advertises the exit pair (TS_ROUTES). */
@@ -104,7 +118,7 @@ export function exitWork(input: ExitInput, v: ExitVerdict): { condition: ExitCon
   const exit = input.exitNode;
   const only = (condition: ExitCondition) => ({ condition, approvals: [] });
   if (exit.state === "off") return only(cond(C.ExitNode, "False", R.NotRequested, "spec.exitNode is not set"));
-  if (exit.state === "refused") return only(cond(C.ExitNode, "False", R.ExitNodeNotAllowed, exit.message));
+  if (exit.state === "refused") return only(cond(C.ExitNode, "False", exit.reason, exit.message));
   if (exit.state === "unknown") return only(cond(C.ExitNode, "Unknown", R.NotObserved, exit.message));
   if (!input.headscale.nodes.ok) {
     return only(cond(C.ExitNode, "Unknown", R.NotObserved, `cannot list nodes: ${input.headscale.nodes.error}`));

@@ -13,7 +13,9 @@ import { EGRESS_TARGET_LABEL } from "../../k8s/labels.js";
 import { findObject, type K8sObject, objectsOf, reuseAllChildren } from "../../k8s/objects.js";
 import { previousStatus } from "../common.js";
 import { metricsPeers } from "../shared/agent.js";
+import { leftOutIn } from "../shared/policy-left-out.js";
 import { lookupProxyClass, proxyClassMissingMessage } from "../shared/proxy-class.js";
+import { reservedOverlap } from "../shared/routes.js";
 import type { Refusal } from "../shared/tenancy.js";
 import { agentPods, effectiveTag, resolveAgentWorkload, tailnetIncompatible } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
@@ -32,6 +34,10 @@ export interface HeadscaleFacts {
 
 /** Everything a served gateway's sync observed, but the bootstrap key (that one is act's: it may be minted). */
 export interface GatewayFacts extends RenderInput {
+  /** OverlapsReserved: a route overlaps the Tailnet's reservedNetworks; no route is approved (shared/routes.ts). */
+  routeConflict?: string;
+  /** LeftOutOfPolicy: the Tailnet left this gateway's routes or exit grant out of the policy. */
+  leftOut?: string;
   metricsPeers: NetworkPolicyPeer[];
   now: Date;
   observed: { deployment?: K8sObject; service?: K8sObject; zone?: K8sObject };
@@ -108,7 +114,12 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
     images: deps.config.images,
     ...(proxyClass.kind === "found" ? { proxyClass: proxyClass.spec } : {}),
     noLogsNoSupport: deps.config.tailscale.noLogsNoSupport,
-    exitNode: exitNodeState(spec, parent, ctx.settings.tenancy, req.related, deployment),
+    exitNode: exitNodeState(spec, parent, ctx.settings.tenancy, req.related, deployment, {
+      tailnet: ctx.settings.name,
+      allowedIngressSources: ctx.settings.allowedIngressSources,
+    }),
+    ...reservedRoutes(spec.routes, ctx.settings, `${ns}/${parent.metadata.name}`),
+    ...leftOutFact(ctx.tailnet, parent),
     tailnet: {
       name: ctx.settings.name,
       loginServer: ctx.settings.url || ctx.conn.url,
@@ -183,4 +194,21 @@ export function podFacts(pods: readonly K8sObject[]): PodFact[] {
       ready,
     };
   });
+}
+
+/** `routeConflict` when a route overlaps the Tailnet's reservedNetworks (the rule the Tailnet's render applies). */
+function reservedRoutes(
+  routes: readonly string[],
+  settings: { name: string; reservedNetworks: readonly string[] },
+  id: string,
+): { routeConflict?: string } {
+  const who = { kind: "TailnetGateway", id, tailnet: settings.name };
+  const overlap = reservedOverlap(routes, settings.reservedNetworks, who);
+  return overlap ? { routeConflict: `${overlap}; no route of this gateway is approved` } : {};
+}
+
+/** `leftOut` when the Tailnet's status lists this gateway (shared/policy-left-out.ts). */
+function leftOutFact(tailnet: K8sObject, parent: K8sObject): { leftOut?: string } {
+  const leftOut = leftOutIn(tailnet, parent, "TailnetGateway");
+  return leftOut ? { leftOut } : {};
 }

@@ -146,8 +146,21 @@ export function freshVerdict(input: GatewayInputs): FreshVerdict {
 
 const list = (nodes: readonly HsNode[]) => nodes.map(describeNode).join(", ");
 
-/** RoutesInSync and the approval it wants: only the missing advertised routes, only on a verified node. */
+/**
+ * RoutesInSync and the approval it wants. The gateway approves its own routes whatever the policy says, so a
+ * Tailnet that left its contribution out of the policy (LeftOutOfPolicy) changes the condition, not the writes.
+ */
 export function routeWork(
+  input: GatewayInputs,
+  v: FreshVerdict,
+): { condition: GatewayConditionOf<"RoutesInSync">; approve?: GatewayApproval; moreApprovals?: GatewayApproval[] } {
+  const work = ownRouteWork(input, v);
+  if (!input.leftOut || input.routeConflict) return work;
+  return { ...work, condition: cond(C.RoutesInSync, "False", R.LeftOutOfPolicy, input.leftOut) };
+}
+
+/** RoutesInSync and the approval it wants: only the missing advertised routes, only on a verified node. */
+function ownRouteWork(
   input: GatewayInputs,
   v: FreshVerdict,
 ): { condition: GatewayConditionOf<"RoutesInSync">; approve?: GatewayApproval; moreApprovals?: GatewayApproval[] } {
@@ -155,6 +168,9 @@ export function routeWork(
   const approved = (message: string) => ({ condition: cond(C.RoutesInSync, "True", R.Approved, message) });
   const notApproved = (message: string) => ({ condition: cond(C.RoutesInSync, "False", R.NotApproved, message) });
   if (routes.length === 0) return approved("spec.routes is empty: no routes to approve");
+  if (input.routeConflict) {
+    return { condition: cond(C.RoutesInSync, "False", R.OverlapsReserved, input.routeConflict) };
+  }
   if (!input.headscale.nodes.ok) {
     const message = `cannot verify route approval: ${input.headscale.nodes.error}`;
     return { condition: cond(C.RoutesInSync, "Unknown", R.NotObserved, message) };

@@ -6,6 +6,7 @@
 import type { K8sObject } from "../../k8s/objects.js";
 import { parseCidr } from "../../net/cidr.js";
 import { isExitRoute } from "../../net/exit.js";
+import { exitRouteProblem } from "../shared/routes.js";
 import { parseDuration } from "../shared/workload.js";
 
 export interface GatewaySpec {
@@ -88,13 +89,18 @@ function exitNodeOf(v: unknown): { exitNode?: { allowFrom: string[] } } {
 
 /**
  * What the CRD schema cannot catch (the hook answers InvalidSpec): a spec.dns.zone that is not a DNS name,
- * and a default route in spec.routes — an exit node is spec.exitNode, which the Tailnet's tenancy admits.
+ * and a default route in spec.routes, literal or in pieces (routes whose union covers 0.0.0.0/0 or ::/0,
+ * shared/routes.ts) — an exit node is spec.exitNode, which the Tailnet's tenancy admits.
  */
 export function gatewaySpecProblem(parent: K8sObject): string | undefined {
   const spec = readGatewaySpec(parent);
-  const exit = spec.routes.filter(isDefaultRoute);
-  if (exit.length) {
-    return `spec.routes: ${exit.join(", ")} is an exit route; set spec.exitNode to offer the gateway as an exit node (the Tailnet's spec.tenancy.exitNodes must select this namespace)`;
+  const exit = exitRouteProblem(spec.routes);
+  if (exit) {
+    const literal = exit.routes.every(isDefaultRoute);
+    const what = literal
+      ? `${exit.routes.join(", ")} is`
+      : `${exit.routes.join(", ")} together cover ${exit.covers.join(", ")}:`;
+    return `spec.routes: ${what} an exit route; set spec.exitNode to offer the gateway as an exit node (the Tailnet's spec.tenancy.exitNodes must select this namespace)`;
   }
   const zone = spec.zone;
   return zone && !isDnsName(zone) ? `spec.dns.zone: "${zone}" is not a DNS name` : undefined;

@@ -57,6 +57,8 @@ export interface IngressFacts {
   ingresses: K8sObject[];
   /** The key ids the ingress minted, when observe read Headscale's key list (adoption, ownKeyIds). */
   ownKeys?: ReadonlySet<string>;
+  /** LeftOutOfPolicy's message: the Tailnet left this ingress's grant out of the policy. */
+  leftOut?: string;
   now: Date;
 }
 
@@ -299,7 +301,9 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
     : input.nodes && tag
       ? registeredCondition(input.nodes, tag, keyNote)
       : cond("Registered", "Unknown", "Unknown", "not evaluated: the node list was not read");
-  const granted = policyGranted(spec, tailnet, tag);
+  const granted = input.leftOut
+    ? cond("PolicyGranted", "False", "LeftOutOfPolicy", input.leftOut)
+    : policyGranted(spec, tailnet, tag);
   // Without the Tailnet the names (its baseDomain) are unknown, so certificates cannot be checked.
   const tls =
     names || spec.mode !== "http"

@@ -10,6 +10,7 @@ import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import { type K8sObject, objectsOf } from "../../k8s/objects.js";
 import { listNames, nodeLabel } from "../shared/agent.js";
 import { observedKeys } from "../shared/authkey.js";
+import { leftOutOfPolicy } from "../shared/policy-left-out.js";
 import { lookupProxyClass, type ProxyClassLookup, proxyClassMissingMessage } from "../shared/proxy-class.js";
 import { explicitTag, ownKeyIds, tagTakenBy } from "../shared/tenancy.js";
 import {
@@ -132,9 +133,16 @@ export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: 
       tlsSecrets,
       services,
       ingresses: objectsOf(req.related, API_VERSION, "TailnetIngress"),
+      ...leftOutFact(req),
       ...(ownKeys ? { ownKeys } : {}),
       now: deps.now(),
     },
     view,
   };
+}
+
+/** `leftOut` when the Tailnet left this ingress's grant out of the policy (shared/policy-left-out.ts). */
+function leftOutFact(req: HookRequest): { leftOut?: string } {
+  const leftOut = leftOutOfPolicy(req.related, req.parent, "TailnetIngress");
+  return leftOut ? { leftOut } : {};
 }

@@ -7,7 +7,9 @@ import { blockerFrom, type ConditionInput, deriveReady } from "../../conditions/
 import { conditionsOf } from "../../conditions/table.js";
 import { SITE_REASONS } from "../../conditions/tables/site.js";
 import type { HsNode } from "../../headscale/types.js";
+import type { K8sObject } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
+import { leftOutIn } from "../shared/policy-left-out.js";
 import type { ApprovalOutcome } from "./act.js";
 import { type AdvertiserStatus, previousAdvertisers } from "./advertisers.js";
 import { siteConflict } from "./conflict.js";
@@ -165,6 +167,12 @@ function approved(
   return cond("Approved", "False", "NotApproved", parts.join("; "));
 }
 
+/** Approved=False/LeftOutOfPolicy when the Tailnet's status lists this site (shared/policy-left-out.ts). */
+function leftOutApproved(input: SiteDecideInput, tailnet: K8sObject): ConditionInput | undefined {
+  const message = leftOutIn(tailnet, input.parent, "TailnetSite");
+  return message ? cond("Approved", "False", "LeftOutOfPolicy", message) : undefined;
+}
+
 export function decideSite(input: SiteDecideInput): SiteDecision {
   const { spec } = input;
   const conflict = routeConflict(input, spec);
@@ -200,7 +208,8 @@ export function decideSite(input: SiteDecideInput): SiteDecision {
     conflict,
     unmanagedOverlap(unmanagedRoutes(current, spec.prefixes, spec.advertiserTags), spec),
     advertised(facts, spec),
-    approved(input, facts, spec, blocked, writers),
+    // the Tailnet left the site's grant and auto-approvals out of the policy: say so where approval is judged
+    leftOutApproved(input, t.tailnet) ?? approved(input, facts, spec, blocked, writers),
   ];
   const ready = deriveReady(
     [blockerFrom(conflict, "False"), blockerFrom(conditions[2]), blockerFrom(conditions[3])],

@@ -6,6 +6,7 @@
  */
 import type { HsNode } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
+import { completesDefaultRoute } from "../shared/routes.js";
 import { tailnetIncompatible } from "../shared/workload.js";
 import { previouslyApproved } from "./advertisers.js";
 import { siteConflict } from "./conflict.js";
@@ -84,7 +85,12 @@ function approvalsFor(me: string, nodes: readonly HsNode[], writers: NodeWriters
     const claims = [w.claim, ...writers.live.filter((c) => c.id !== me)].filter((c) => carriesAny(node, c.tags));
     for (const claim of claims) {
       const fact = advertiserFacts([node], claim.prefixes, claim.tags)[0];
-      const fresh = (fact?.pending ?? []).filter((x) => !seen.has(canonicalRoute(x.route) ?? x.route));
+      // never the route that completes a default route in pieces on this node (shared/routes.ts): halves of
+      // two sites on one router would route everything without autoApprovers.exitNode
+      const fresh = (fact?.pending ?? []).filter(
+        (x) =>
+          !seen.has(canonicalRoute(x.route) ?? x.route) && !completesDefaultRoute(node.approvedRoutes, add, x.route),
+      );
       if (fresh.length === 0) continue;
       for (const x of fresh) {
         seen.add(canonicalRoute(x.route) ?? x.route);

@@ -8,6 +8,7 @@ import { cidrList } from "../../api/validate.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { parseCidr } from "../../net/cidr.js";
 import { isExitNodePrefixes, isExitRoute } from "../../net/exit.js";
+import { exitRouteProblem } from "../shared/routes.js";
 import { type SitePrefix, sitePrefixes } from "./routes.js";
 
 export interface SiteSpec {
@@ -48,8 +49,19 @@ function exitRoutes(values: unknown): string | undefined {
   return `spec.prefixes[${i}]: ${String(values[i])} is a default route: an exit-node site lists exactly 0.0.0.0/0 and ::/0 (Headscale approves and serves them only as a pair); other prefixes belong in another TailnetSite`;
 }
 
+/**
+ * Prefixes that together cover 0.0.0.0/0 or ::/0 without a literal default route (shared/routes.ts): Headscale
+ * would approve them as subnet routes, and the router would route everything without autoApprovers.exitNode.
+ */
+function exitRoutesInPieces(values: unknown): string | undefined {
+  if (!Array.isArray(values)) return undefined;
+  const exit = exitRouteProblem(values.map(String));
+  if (!exit || exit.routes.some((r) => r.trim().endsWith("/0"))) return undefined;
+  return `spec.prefixes: ${exit.routes.join(", ")} together cover ${exit.covers.join(", ")}: a default route in pieces; an exit-node site lists exactly 0.0.0.0/0 and ::/0 (Headscale approves them only through autoApprovers.exitNode)`;
+}
+
 /** The first problem of a schema-valid site spec, naming the field; undefined when there is none. */
 export function siteSpecProblem(site: K8sObject): string | undefined {
   const prefixes = (site.spec as { prefixes?: unknown } | undefined)?.prefixes;
-  return exitRoutes(prefixes) ?? cidrList(prefixes, "prefixes");
+  return exitRoutes(prefixes) ?? exitRoutesInPieces(prefixes) ?? cidrList(prefixes, "prefixes");
 }

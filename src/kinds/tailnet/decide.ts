@@ -30,6 +30,7 @@ import {
   tailnetConditions,
   usersUnique,
 } from "./conditions.js";
+import { describeLeftOut } from "./left-out.js";
 import type { TailnetObservation } from "./observe.js";
 import {
   type PolicyStatus,
@@ -160,6 +161,9 @@ function statusOf(
   if (appliedHash) policy.appliedHash = appliedHash;
   if (prev.appliedAt) policy.appliedAt = prev.appliedAt;
   if (generated) policy.generated = { tags: generated.tags, grants: generated.grants, routes: generated.routes };
+  // without a render (Headscale unreadable, say) the previous list stands: a failed observation changes nothing
+  const leftOut = candidate ? candidate.leftOut : prev.leftOut;
+  if (leftOut?.length) policy.leftOut = leftOut;
   const hs = observed.hs;
   const prevConflicts = previousStatus(input.parent).userConflicts;
   const userConflicts = hs?.users.ok
@@ -204,7 +208,14 @@ function afterWrite(fields: TailnetStatusFields, write: PolicyWrite, now: Date):
   if (p.appliedHash) policy.appliedHash = p.appliedHash;
   if (p.appliedAt) policy.appliedAt = p.appliedAt;
   if (p.generated) policy.generated = p.generated;
+  if (p.leftOut) policy.leftOut = p.leftOut;
   return { ...fields, policy };
+}
+
+/** PolicyApplied says what the written (or live) policy leaves out, so an administrator sees it at the Tailnet. */
+function withLeftOut(applied: ConditionInput, candidate: PolicyCandidate | undefined): ConditionInput {
+  if (!candidate?.leftOut.length || applied.status !== "True") return applied;
+  return { ...applied, message: `${applied.message}; left out of the policy: ${describeLeftOut(candidate.leftOut)}` };
 }
 
 export function decideTailnet(input: TailnetDecideInput): TailnetDecision {
@@ -218,7 +229,7 @@ export function decideTailnet(input: TailnetDecideInput): TailnetDecision {
   const { inputs, hs, render, check } = observed;
   const candidate = render.ok ? render.candidate : undefined;
   const live = liveHash(hs);
-  const applied = appliedAfter(plan, outcome);
+  const applied = withLeftOut(appliedAfter(plan, outcome), candidate);
   const conditions = [
     apiReachable(hs, inputs.connection.ok ? inputs.connection.caMissing : undefined),
     apiKeyValid(inputs, hs),

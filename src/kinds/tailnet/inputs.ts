@@ -10,6 +10,7 @@ import { findObject, type K8sObject, type ObjectMaps, typeKey } from "../../k8s/
 import { isIp } from "../../net/cidr.js";
 import { tailnetRefName } from "../related.js";
 import { keptTagIndex } from "../shared/kept-tags.js";
+import { sourcesOutside } from "../shared/routes.js";
 import { secretValue } from "../shared/secrets.js";
 import { admitExitNode, admitObject, tagTakenFromTailnet } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
@@ -141,9 +142,17 @@ export function inputsOf(spec: TailnetSpec, related: ObjectMaps): TailnetInputs 
       }),
     ),
   ].sort();
+  // the rules the gateway's own sync applies (gateway/exit.ts exitNodeState): the tenancy admits it, and
+  // its allowFrom lies within allowedIngressSources (shared/routes.ts)
   const exitNodeGateways = new Set(
     gateways
-      .filter((g) => record(g.spec).exitNode !== undefined && !admitExitNode(g, spec.settings.tenancy, related))
+      .filter((g) => {
+        const exit = record(g.spec).exitNode;
+        if (exit === undefined || admitExitNode(g, spec.settings.tenancy, related)) return false;
+        const allowFrom = record(exit).allowFrom;
+        const list = Array.isArray(allowFrom) ? allowFrom.filter((a): a is string => typeof a === "string" && !!a) : [];
+        return sourcesOutside(list, spec.settings.allowedIngressSources).length === 0;
+      })
       .map(qualified),
   );
   return {

@@ -17,8 +17,10 @@ import { findObject } from "../../k8s/objects.js";
 import { prettyPolicyText } from "../../policy/render.js";
 import { secretValue } from "../shared/secrets.js";
 import type { HookDeps, HookRequest } from "../types.js";
+import { CHECK_MEMO_MS, checkPolicy } from "./check.js";
 import { apiKeySecretName } from "./children.js";
 import { type ConnectionInput, connectionFor, inputsOf, ownedInputs, type TailnetInputs } from "./inputs.js";
+import { isolateRefused } from "./isolate.js";
 import { isDatabaseDown401, NO_CALL, oneLine } from "./messages.js";
 import type { HeadscaleObservations } from "./observed.js";
 import { renderTailnetPolicy, type TailnetRender } from "./render.js";
@@ -151,8 +153,15 @@ export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: 
     (render.ok
       ? await checkPolicy(view, render.candidate.hash, () => prettyPolicyText(render.candidate.policy), now)
       : await checkPolicy(view, EMPTY_PROBE_KEY, () => PROBE_POLICY, now));
-  const pendingFailure = render.ok ? backingOff(view, inputs.name, render.candidate.hash) : undefined;
-  return { inputs, apiKey, hs, render, check, ...(pendingFailure ? { pendingFailure } : {}) };
+  // Headscale refuses the render: leave out the objects it refuses it over, if that can be pinned (isolate.ts)
+  const isolated =
+    render.ok && !check.ok && check.error.classification === "policyInvalid"
+      ? await isolateRefused(view, render.candidate, check, now)
+      : undefined;
+  const final: TailnetRender = isolated ? { ok: true, candidate: isolated.candidate } : render;
+  const verdict = isolated ? isolated.check : check;
+  const pendingFailure = final.ok ? backingOff(view, inputs.name, final.candidate.hash) : undefined;
+  return { inputs, apiKey, hs, render: final, check: verdict, ...(pendingFailure ? { pendingFailure } : {}) };
 }
 
 /** A failed write of this policy whose backoff is remembered (decide repeats its condition until retryAt). */
@@ -162,39 +171,4 @@ export function backingOff(view: HeadscaleView, tailnet: string, hash: string): 
   return { error: b.error, ...(b.readback ? { readback: b.readback } : {}), retryAt: new Date(b.retryAt) };
 }
 
-/** How long a policy/check verdict for one text is reused. */
-export const CHECK_MEMO_MS = 5 * 60 * 1000;
-/** Bound on remembered verdicts per connection (renders of one Tailnet rarely alternate between more). */
-const CHECK_MEMO_SIZE = 64;
-
-/** A verdict worth remembering: accepted, rejected by the policy engine, or the endpoint is missing. */
-function isVerdict(outcome: Outcome<void>): boolean {
-  if (outcome.ok) return true;
-  const e = outcome.error;
-  return (
-    e.kind === "http" &&
-    (e.status === 400 || e.status === 404 || e.status === 405 || e.classification === "policyInvalid")
-  );
-}
-
-/**
- * `POST /api/v1/policy/check` of `text` (whose canonical hash is `hash`), memoised in the view's soft state.
- * The text is built only on a memo miss.
- */
-export async function checkPolicy(
-  view: HeadscaleView,
-  hash: string,
-  text: () => string,
-  now: Date,
-): Promise<Outcome<void>> {
-  const memo = view.soft.checkVerdicts;
-  const hit = memo.get(hash);
-  if (hit && now.getTime() < hit.expiresAt) return hit.outcome;
-  const outcome = await view.checkPolicy(text());
-  memo.delete(hash);
-  if (isVerdict(outcome)) {
-    memo.set(hash, { outcome, expiresAt: now.getTime() + CHECK_MEMO_MS });
-    if (memo.size > CHECK_MEMO_SIZE) memo.delete(memo.keys().next().value as string);
-  }
-  return outcome;
-}
+export { CHECK_MEMO_MS, checkPolicy };

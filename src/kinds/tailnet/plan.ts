@@ -23,6 +23,7 @@ import {
   policyRendered,
   tailnetConditions,
 } from "./conditions.js";
+import type { LeftOut } from "./left-out.js";
 import type { HeadscaleObservations, TailnetObservation } from "./observe.js";
 import type { PolicyCandidate } from "./render.js";
 import { planRotation, type RotationPlan, type RotationStatus } from "./rotation.js";
@@ -35,6 +36,8 @@ export interface PolicyStatus {
   appliedHash?: string;
   appliedAt?: string;
   generated?: GeneratedCounts;
+  /** What the render left out of the policy, per object (left-out.ts); each object's sync reads its entry. */
+  leftOut?: LeftOut[];
 }
 
 export type TailnetStatusFields = {
@@ -86,6 +89,7 @@ export function previousPolicy(parent: K8sObject): PolicyStatus {
     appliedHash: str(p?.appliedHash),
     appliedAt: str(p?.appliedAt),
     generated: isCounts(p?.generated) ? p.generated : undefined,
+    leftOut: Array.isArray(p?.leftOut) ? (p.leftOut as LeftOut[]) : undefined,
   };
 }
 

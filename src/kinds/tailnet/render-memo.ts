@@ -17,9 +17,7 @@ import { createHash } from "node:crypto";
 import type { HsNode } from "../../headscale/types.js";
 import {
   type CollectInput,
-  type CollectResult,
   type Contribution,
-  combineContributions,
   type EgressContext,
   egressContext,
   egressContribution,
@@ -98,6 +96,7 @@ Object.freeze(NONE);
  */
 function kept(c: Contribution): Contribution {
   return {
+    owner: c.owner,
     tags: c.tags.length ? c.tags : NONE,
     grants: c.grants.length ? c.grants : NONE,
     routes: c.routes.length ? c.routes : NONE,
@@ -111,15 +110,16 @@ const sameRefs = (a: readonly unknown[], b: readonly unknown[]) =>
   a.length === b.length && a.every((x, i) => x === b[i]);
 
 /**
- * `render(collectGenerated(input))` for the Tailnet `tailnet` (its uid), reusing what did not change since
- * its last render; `render` is given no egress target outcomes (`egressTargets`, `unresolved` are empty). `render` must be a function of the collected result and of what `base` names alone (the
+ * `render(collectContributions(input))` for the Tailnet `tailnet` (its uid), reusing what did not change since
+ * its last render; the contributions carry no egress target outcomes (`egressTargets` is empty). `render`
+ * must be a function of the contributions (read only: they are kept) and of what `base` names alone (the
  * base policy's text and where it comes from).
  */
 export function renderMemoised<R>(
   tailnet: string,
   input: LazyCollectInput,
   base: string,
-  render: (collected: CollectResult) => R,
+  render: (contributions: readonly Contribution[]) => R,
 ): R {
   const memo = memoOf(tailnet);
 
@@ -164,7 +164,7 @@ export function renderMemoised<R>(
   if (last && last.base === base && last.owners === owners && sameRefs(last.contributions, contributions)) {
     return last.result as R;
   }
-  const result = render(combineContributions(input.tagOwners, contributions));
+  const result = render(contributions);
   memo.last = { base, owners, contributions, result };
   return result;
 }

@@ -5,23 +5,29 @@
  * in the number of objects (see bench in test/kinds/tailnet/decide.bench.ts).
  */
 import type { HsNode } from "../../headscale/types.js";
+import { sortByAge } from "../../k8s/age.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { isIp } from "../../net/cidr.js";
 import {
   type CollectInput,
-  type CollectResult,
-  collectGenerated,
+  type Contribution,
+  collectContributions,
+  combineContributions,
   type GeneratedPolicy,
   type InvalidInput,
 } from "../../policy/generated.js";
+import { parseHuJson } from "../../policy/hujson.js";
 import { type GeneratedCounts, renderPolicy } from "../../policy/render.js";
 import type { NodeRef } from "../../policy/targets.js";
+import { screenContributions } from "../../policy/validate.js";
 import { holderOf, reservedNames } from "../shared/dns-owners.js";
 import { exposePort } from "../shared/expose-port.js";
 import { nameOwners } from "../shared/ingress-names.js";
+import { reservedOverlap } from "../shared/routes.js";
 import { explicitTag } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import type { TailnetInputs } from "./inputs.js";
+import { type LeftOut, leftOutOf } from "./left-out.js";
 import { dnsMemoised, dnsNodesPrint, type Lazy, type LazyCollectInput, renderMemoised } from "./render-memo.js";
 import { blockedSites } from "./sites.js";
 
@@ -34,6 +40,17 @@ export interface PolicyCandidate {
   generated: GeneratedCounts;
   /** Workload values left out because Headscale would reject the whole policy over them. */
   invalid: InvalidInput[];
+  /** Per object, what was left out of the policy and why (status.policy.leftOut), sorted. */
+  leftOut: LeftOut[];
+  /** What the policy was merged from, so that a subset can be rendered (isolate.ts). Read only. */
+  parts: RenderParts;
+}
+
+/** The base text, the Tailnet's tag owners and the contributions merged (those screened out as tags only). */
+export interface RenderParts {
+  baseText: string | undefined;
+  tagOwners: readonly string[];
+  contributions: readonly Contribution[];
 }
 
 export type RenderFailureReason = "BaseMissing" | "BaseInvalid" | "PolicyEmpty" | "CannotVerify";
@@ -98,13 +115,22 @@ function siteItem(o: K8sObject, blocked: boolean): Item<"sites"> {
   };
 }
 
-function gatewayItem(o: K8sObject, tagPrefix: string, admitted: boolean): Item<"gateways"> {
+function gatewayItem(
+  o: K8sObject,
+  tagPrefix: string,
+  admitted: boolean,
+  reserved: readonly string[],
+): Item<"gateways"> {
   const exit = record(record(o.spec).exitNode);
+  const routes = strings(record(o.spec).routes);
+  // a route into reservedNetworks: the gateway approves none of its routes (RoutesInSync=False/OverlapsReserved),
+  // and none is auto-approved here (shared/routes.ts, the gateway's own rule)
+  const who = { kind: "TailnetGateway", id: `${ns(o)}/${o.metadata.name}`, tailnet: "" };
   return {
     namespace: ns(o),
     name: o.metadata.name,
     tag: effectiveTag(o, tagPrefix),
-    routes: strings(record(o.spec).routes),
+    routes: reservedOverlap(routes, reserved, who) ? [] : routes,
     ...(admitted ? { exitNode: { allowFrom: strings(exit.allowFrom) } } : {}),
   };
 }
@@ -133,20 +159,20 @@ export function lazyCollectInput(inputs: TailnetInputs, nodes: readonly NodeRef[
     allowedEgressTargets: settings.allowedEgressTargets,
     baseDomain: settings.baseDomain,
     nodes: nodes as NodeRef[],
-    context: JSON.stringify([tagPrefix, settings.allowedIngressSources]),
+    context: JSON.stringify([tagPrefix, settings.allowedIngressSources, settings.reservedNetworks]),
     egresses: inputs.egresses.map((o) => lazy(o, () => egressItem(o, tagPrefix))),
     ingresses: inputs.ingresses.map((o) => lazy(o, () => ingressItem(o, tagPrefix, allowedSources))),
     // A site being deleted renders nothing: its finalize withdraws its route approvals only once the
     // live policy no longer auto-approves them (Headscale would re-approve them on the next reload).
-    sites: inputs.sites
-      .filter((o) => !o.metadata.deletionTimestamp)
-      .map((o) => {
-        const b = blocked.has(`${ns(o)}/${o.metadata.name}`);
-        return lazy(o, () => siteItem(o, b), b ? "blocked" : "");
-      }),
+    // oldest first, the order of the site writer (site/plan.ts): the older site keeps a route that would
+    // complete a default route in pieces for a router's tag (generated.ts exitRoutesAcross)
+    sites: sortByAge(inputs.sites.filter((o) => !o.metadata.deletionTimestamp)).map((o) => {
+      const b = blocked.has(`${ns(o)}/${o.metadata.name}`);
+      return lazy(o, () => siteItem(o, b), b ? "blocked" : "");
+    }),
     gateways: inputs.gateways.map((o) => {
       const admitted = inputs.exitNodeGateways.has(`${ns(o)}/${o.metadata.name}`);
-      return lazy(o, () => gatewayItem(o, tagPrefix, admitted), admitted ? "exit" : "");
+      return lazy(o, () => gatewayItem(o, tagPrefix, admitted, settings.reservedNetworks), admitted ? "exit" : "");
     }),
   };
 }
@@ -202,7 +228,11 @@ export function renderTailnetPolicy(
       message: `not rendered: egress targets and explicit tags' owners are judged on the Headscale node list: ${nodesUnavailable}`,
     };
   }
-  const render = (collected: CollectResult): TailnetRender => {
+  const render = (contributions: readonly Contribution[]): TailnetRender => {
+    // what Headscale would refuse the whole policy over is left out before the merge (policy/validate.ts)
+    const parsedBase = baseText === undefined ? undefined : parseHuJson(baseText);
+    const screened = screenContributions(parsedBase?.ok ? parsedBase.value : undefined, contributions);
+    const collected = combineContributions(inputs.tagOwners, screened.merged);
     const r = renderPolicy(baseText, collected.generated);
     if (!r.ok)
       return { ok: false, reason: r.reason, message: r.reason === "BaseInvalid" ? `${where}${r.message}` : r.message };
@@ -214,10 +244,16 @@ export function renderTailnetPolicy(
         hash: r.hash,
         generated: r.generated,
         invalid: collected.invalid,
+        leftOut: leftOutOf(contributions, collected.invalid, screened.refused),
+        parts: { baseText, tagOwners: inputs.tagOwners, contributions: screened.merged },
       },
     };
   };
-  if (memoKey === undefined) return render(collectGenerated(collectInput(inputs, nodes ?? [])));
+  if (memoKey === undefined) {
+    // as the memo keeps them (render-memo.ts kept): the render reads no egress target outcomes
+    const contributions = collectContributions(collectInput(inputs, nodes ?? []));
+    return render(contributions.map((c) => (c.egressTargets.length ? { ...c, egressTargets: [] } : c)));
+  }
   return renderMemoised(
     memoKey,
     lazyCollectInput(inputs, nodes ?? []),

@@ -9,6 +9,7 @@ import { toMaps } from "../../fixtures/hooks.js";
 import { quietDeps } from "../../helpers/deps.js";
 import { assertCoversTable } from "../../helpers/reason-coverage.js";
 import { AT, ok, policy } from "../shared/fixtures.js";
+import { leftOutText, tailnetLeavingOut } from "../shared/left-out-fixture.js";
 import {
   config,
   egressParent,
@@ -112,6 +113,14 @@ const rows: Row[] = [
     expect: {
       reasons: { ...HEALTHY, Registered: "Unknown", RoutesGranted: "ProbeFailed", Ready: "Unknown" },
       targets: { postgres: "ProbeFailed", printer: "" },
+    },
+  },
+  {
+    name: "the Tailnet left the egress out of the policy (issue 31 item 4)",
+    input: input({ related: [tailnetLeavingOut("TailnetEgress", "shop", "db")] }),
+    expect: {
+      reasons: { ...HEALTHY, RoutesGranted: "LeftOutOfPolicy", Ready: "LeftOutOfPolicy" },
+      targets: { postgres: "", printer: "" },
     },
   },
   {
@@ -551,6 +560,22 @@ describe("children and observations", () => {
     assert.deepStrictEqual(decideEgress(input()), decideEgress(input()));
     assert.equal(config.images.agent, "registry.example/tailnet-operator:1.0.0");
     assert.equal(egressParent().metadata.uid, UID);
+  });
+});
+
+describe("left out of the policy (issue 31 item 4)", () => {
+  it("RoutesGranted and Ready quote the Tailnet's status.policy.leftOut entry; another object's entry is not ours", () => {
+    const d = decideEgress(input({ related: [tailnetLeavingOut("TailnetEgress", "shop", "db")] }));
+    const routes = d.conditions.find((c) => c.type === "RoutesGranted");
+    assert.deepEqual([routes?.status, routes?.reason, routes?.message], ["False", "LeftOutOfPolicy", leftOutText()]);
+    for (const other of [
+      tailnetLeavingOut("TailnetEgress", "shop", "web"),
+      tailnetLeavingOut("TailnetIngress", "shop", "db"),
+      tailnetLeavingOut("TailnetEgress", "other", "db"),
+    ]) {
+      const ok = decideEgress(input({ related: [other] }));
+      assert.equal(ok.conditions.find((c) => c.type === "RoutesGranted")?.reason, "RoutesGranted");
+    }
   });
 });
 

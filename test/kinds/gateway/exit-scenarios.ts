@@ -6,6 +6,7 @@
 import type { HsNode } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import type { GatewayInputs } from "../../../src/kinds/gateway/plan.js";
+import { leftOutText } from "../shared/left-out-fixture.js";
 import { gateway, haHealthy, haNode, healthy, hsKey, hsNode, liveDeployment, ROUTE, renderInput } from "./fixtures.js";
 import type { Row } from "./scenarios.js";
 
@@ -43,6 +44,31 @@ function haExit(): GatewayInputs {
 
 export const exitRows: Row[] = [
   {
+    name: "exit node: spec.exitNode.allowFrom outside allowedIngressSources (issue 31 item 5)",
+    input: exitHealthy(unapproved, {
+      exitNode: {
+        state: "refused",
+        reason: "PolicyDenied",
+        message:
+          "spec.exitNode.allowFrom: group:eng not in Tailnet home's spec.allowedIngressSources; the gateway is no exit node (nothing advertised, approved or granted)",
+      },
+    }),
+    expect: { ExitNode: "PolicyDenied", RoutesInSync: "Approved", Ready: "PolicyDenied" },
+  },
+  {
+    name: "the Tailnet left the gateway out of the policy: RoutesInSync says so, its own approval goes on (issue 31 item 4)",
+    input: exitHealthy(unapproved, { leftOut: leftOutText() }),
+    expect: { RoutesInSync: "LeftOutOfPolicy", ExitNode: "Approved", Ready: "LeftOutOfPolicy" },
+  },
+  {
+    name: "a route overlapping the Tailnet's reservedNetworks: no route approved (issue 31 item 5)",
+    input: exitHealthy(unapproved, {
+      routeConflict:
+        "route 10.96.0.0/12 of TailnetGateway infra/gw overlaps reserved network 10.96.0.0/12 of Tailnet home; no route of this gateway is approved",
+    }),
+    expect: { RoutesInSync: "OverlapsReserved", Ready: "OverlapsReserved" },
+  },
+  {
     name: "exit node: the node advertises and has 0.0.0.0/0, ::/0 approved",
     input: exitHealthy(),
     expect: { ExitNode: "Approved", RoutesInSync: "Approved", Ready: "FreshRuntimeReady" },
@@ -77,7 +103,13 @@ export const exitRows: Row[] = [
     name: "exit node refused by the Tailnet's spec.tenancy.exitNodes",
     input: exitHealthy(
       {},
-      { exitNode: { state: "refused", message: "spec.exitNode: the Tailnet's spec.tenancy.exitNodes is not set" } },
+      {
+        exitNode: {
+          state: "refused",
+          reason: "ExitNodeNotAllowed",
+          message: "spec.exitNode: the Tailnet's spec.tenancy.exitNodes is not set",
+        },
+      },
     ),
     expect: { ExitNode: "ExitNodeNotAllowed", RoutesInSync: "Approved", Ready: "ExitNodeNotAllowed" },
   },

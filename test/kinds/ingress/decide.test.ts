@@ -14,6 +14,7 @@ import { readIngressSpec } from "../../../src/kinds/ingress/spec.js";
 import type { TailnetSettings } from "../../../src/kinds/shared/workload.js";
 import { assertCoversTable } from "../../helpers/reason-coverage.js";
 import { failed, hsNode, ok, policy } from "../shared/fixtures.js";
+import { leftOutText } from "../shared/left-out-fixture.js";
 import { ingress, scraped, TAG, tcpIngress, tlsSecret, WEB } from "./fixtures.js";
 import {
   type Certificates,
@@ -106,6 +107,14 @@ const rows: Row[] = [
     name: "no policy is stored in Headscale yet",
     input: () => input({ policy: ok(null) }),
     expect: { reasons: { TagKnown: "PolicyPending", Ready: "TagUnknown" } },
+  },
+  {
+    name: "the Tailnet left the ingress's grant out of the policy (issue 31 item 4)",
+    input: () => input({ leftOut: leftOutText() }),
+    expect: {
+      reasons: { PolicyGranted: "LeftOutOfPolicy", Ready: "LeftOutOfPolicy" },
+      messages: { PolicyGranted: leftOutText(), Ready: leftOutText() },
+    },
   },
   {
     name: "allowFrom names a source outside the Tailnet's allowedIngressSources",

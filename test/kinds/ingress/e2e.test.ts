@@ -208,6 +208,31 @@ describe("TailnetIngress end to end", () => {
     });
   }
 
+  it("LeftOutOfPolicy quotes the Tailnet's status.policy.leftOut entry for this ingress (issue 31 item 4)", async (t) => {
+    const entry = {
+      kind: "TailnetIngress",
+      namespace: "monitoring",
+      name: "grafana",
+      reason: "RejectedByHeadscale",
+      message: "Headscale rejects the policy with it (POST /api/v1/policy/check): test(s) failed: x",
+    };
+    const w = await world(t, { tailnetStatus: { policy: { leftOut: [entry] } } });
+    w.mc.apply(tcpIngress("grafana"));
+    await settle(w);
+    w.register();
+    await settle(w);
+    const granted = w.condition("PolicyGranted");
+    assert.deepEqual(
+      [granted.status, granted.reason, granted.message],
+      [
+        "False",
+        "LeftOutOfPolicy",
+        "Tailnet home left this object's contribution out of the policy (RejectedByHeadscale), so that everyone else's is written: Headscale rejects the policy with it (POST /api/v1/policy/check): test(s) failed: x",
+      ],
+    );
+    assert.equal(w.condition("Ready").reason, "LeftOutOfPolicy");
+  });
+
   it("PolicyDenied names the allowFrom entries outside the allowlist", async (t) => {
     const w = await world(t);
     w.mc.apply(tcpIngress("grafana", { allowFrom: ["group:eng", "group:ops"] }));

@@ -49,14 +49,33 @@ export interface World {
 
 export async function world(
   t: Ctx,
-  opts: { tailnet?: boolean; credentials?: boolean; tags?: string[]; tailnetSpec?: Record<string, unknown> } = {},
+  opts: {
+    tailnet?: boolean;
+    credentials?: boolean;
+    tags?: string[];
+    tailnetSpec?: Record<string, unknown>;
+    /** Status fields the stand-in Tailnet answers with (e.g. policy.leftOut). */
+    tailnetStatus?: Record<string, unknown>;
+  } = {},
 ): Promise<World> {
   const hs = await useFakeHeadscale(t, { policy: policyText(opts.tags ?? [TAG]) });
   const views = new HeadscaleViews({ timeoutMs: 400, cacheTTLSeconds: 0, retries: 0 });
   t.after(() => views.close());
   const metrics = createOperatorMetrics({ defaultMetrics: false });
   const kinds = new Map<HookKind, KindModule>(kindModules);
-  kinds.set("tailnet", silentTailnet);
+  const extra = opts.tailnetStatus;
+  kinds.set(
+    "tailnet",
+    extra
+      ? {
+          ...silentTailnet,
+          sync: async (req, deps) => {
+            const r = await silentTailnet.sync(req, deps);
+            return { ...r, status: { ...r.status, ...extra } };
+          },
+        }
+      : silentTailnet,
+  );
   const clock = { now: new Date() };
   const { app } = await build(t, {
     server: { kinds, deps: { views, metrics, now: () => clock.now, events: memoryEventRecorder() } },

@@ -21,6 +21,7 @@ import {
   waitingMessage,
 } from "../../../src/kinds/site/withdraw.js";
 import { assertCoversTable } from "../../helpers/reason-coverage.js";
+import { LEFT_OUT_MESSAGE, leftOutText } from "../shared/left-out-fixture.js";
 import { node, site, tailnet } from "./fixtures.js";
 
 const P4 = "192.168.10.0/24";
@@ -94,6 +95,40 @@ describe("decideSite: one row per reason (reasons page order)", () => {
     input: SiteDecideInput;
     expect: { reasons: Record<string, string>; messages?: Record<string, string> };
   }[] = [
+    {
+      name: "the Tailnet left the site out of the policy (issue 31 item 4)",
+      input: input({
+        tailnet: onTailnet(
+          tailnet(
+            "home",
+            {},
+            {
+              policy: {
+                leftOut: [
+                  {
+                    kind: "TailnetSite",
+                    namespace: "net",
+                    name: "lan",
+                    reason: "InvalidContribution",
+                    message: LEFT_OUT_MESSAGE,
+                  },
+                ],
+              },
+            },
+          ),
+        ),
+      }),
+      expect: {
+        reasons: {
+          RouteConflict: "NoConflict",
+          UnmanagedOverlap: "None",
+          Advertised: "Advertised",
+          Approved: "LeftOutOfPolicy",
+          Ready: "LeftOutOfPolicy",
+        },
+        messages: { Approved: leftOutText(), Ready: leftOutText() },
+      },
+    },
     {
       name: "a prefix inside a reserved network",
       input: input({ parent: lan({ prefixes: ["10.96.10.0/24"] }) }),

@@ -150,6 +150,95 @@ describe("TailnetSite + Tailnet end to end: exit-node sites", () => {
   });
 });
 
+describe("TailnetSite: a default route in pieces is an exit route (issue 31 item 5)", () => {
+  it("prefixes that together cover the address space are InvalidSpec; nothing of them is approved or rendered", async (t) => {
+    const w = await world(t, { spec: { reservedNetworks: [] } });
+    const halves = ["0.0.0.0/1", "128.0.0.0/1", "::/1", "8000::/1"];
+    const router = w.fake.addNode({ name: "router-1", tags: [ROUTER], availableRoutes: [LAN, ...halves] });
+    applySite(w.mc, "lan", [LAN], [ROUTER], "2026-10-01T00:00:00Z"); // older: the halves overlap it
+    applySite(w.mc, "halves", halves, [ROUTER]);
+    applySite(w.mc, "v6", ["::/1", "8000::/1"], ["tag:router-v6"]);
+    await w.mc.settle();
+    assert.equal(w.siteCond("halves", "Ready")?.reason, "InvalidSpec");
+    assert.equal(
+      w.siteCond("halves", "Ready")?.message,
+      "spec.prefixes: 0.0.0.0/1, 128.0.0.0/1, ::/1, 8000::/1 together cover 0.0.0.0/0, ::/0: a default route in pieces; an exit-node site lists exactly 0.0.0.0/0 and ::/0 (Headscale approves them only through autoApprovers.exitNode)",
+    );
+    assert.equal(
+      w.siteCond("v6", "Ready")?.message,
+      "spec.prefixes: ::/1, 8000::/1 together cover ::/0: a default route in pieces; an exit-node site lists exactly 0.0.0.0/0 and ::/0 (Headscale approves them only through autoApprovers.exitNode)",
+    );
+    assert.equal(w.tailnetCond("PolicyApplied")?.reason, "InSync", w.tailnetCond("PolicyApplied")?.message);
+    const approvers = w.live().autoApprovers as { routes: Record<string, string[]> };
+    assert.deepEqual(approvers.routes, { [LAN]: [ROUTER] });
+    assert.deepEqual(w.fake.state.nodes.get(router.id)?.approvedRoutes, [LAN]);
+    assert.deepEqual(w.mc.errors, []);
+  });
+
+  it("halves in two sites on one router: the second half is neither auto-approved nor approved by the writer", async (t) => {
+    const w = await world(t, { spec: { reservedNetworks: [] } });
+    const router = w.fake.addNode({ name: "router-1", tags: [ROUTER], availableRoutes: ["0.0.0.0/1", "128.0.0.0/1"] });
+    // the older site keeps its half, whatever the names (the writer's order, architecture.md)
+    applySite(w.mc, "low", ["0.0.0.0/1"], [ROUTER]);
+    applySite(w.mc, "high", ["128.0.0.0/1"], [ROUTER], "2026-11-02T00:00:00Z");
+    await w.mc.settle();
+    const approvers = w.live().autoApprovers as { routes: Record<string, string[]> };
+    assert.deepEqual(approvers.routes, { "0.0.0.0/1": [ROUTER] });
+    assert.deepEqual(w.fake.state.nodes.get(router.id)?.approvedRoutes, ["0.0.0.0/1"]);
+    assert.match(
+      w.tailnetCond("PolicyRendered")?.message ?? "",
+      /left out \(Headscale would reject them\): .*128\.0\.0\.0\/1/,
+    );
+    assert.deepEqual(w.mc.errors, []);
+  });
+});
+
+describe("TailnetSite left out of the policy (issue 31 item 4)", () => {
+  it("a site whose grant names an undefined group is left out; it says LeftOutOfPolicy and the other site's policy is written", async (t) => {
+    const w = await world(t, { spec: { reservedNetworks: [] } });
+    w.fake.addNode({ name: "router-1", tags: [ROUTER], availableRoutes: [LAN, "192.168.30.0/24"] });
+    applySite(w.mc, "lan", [LAN], [ROUTER]);
+    w.mc.apply(
+      parentObject(
+        "TailnetSite",
+        "typo",
+        {
+          tailnetRef: { name: "home" },
+          prefixes: ["192.168.30.0/24"],
+          advertiserTags: [ROUTER],
+          allowFrom: ["group:engg"],
+        },
+        { namespace: "net", creationTimestamp: "2026-11-02T00:00:00Z" },
+      ),
+    );
+    await w.mc.settle();
+    assert.equal(w.tailnetCond("PolicyApplied")?.reason, "InSync", w.tailnetCond("PolicyApplied")?.message);
+    const approved = w.siteCond("typo", "Approved");
+    assert.deepEqual(
+      [approved?.status, approved?.reason, approved?.message],
+      [
+        "False",
+        "LeftOutOfPolicy",
+        `Tailnet home left this object's contribution out of the policy (InvalidContribution), so that everyone else's is written: grant source "group:engg": group not defined in policy`,
+      ],
+    );
+    assert.equal(w.siteCond("typo", "Ready")?.reason, "LeftOutOfPolicy");
+    assert.equal(w.siteCond("lan", "Ready")?.reason, "Ready");
+    const approvers = w.live().autoApprovers as { routes: Record<string, string[]> };
+    assert.deepEqual(approvers.routes, { [LAN]: [ROUTER] });
+    assert.deepEqual(w.mc.errors, []);
+
+    // fixed in Git: rendered again, the condition clears
+    applySite(w.mc, "typo", ["192.168.30.0/24"], [ROUTER], "2026-11-02T00:00:00Z");
+    await w.mc.settle();
+    assert.equal(w.siteCond("typo", "Approved")?.reason, "Approved");
+    assert.equal(
+      (w.live().autoApprovers as { routes: Record<string, string[]> }).routes["192.168.30.0/24"]?.[0],
+      ROUTER,
+    );
+  });
+});
+
 const LAB = "192.168.20.0/24";
 const OWN = "10.50.0.0/16";
 const approveCalls = (fake: { requests: { method: string; path: string; body?: unknown }[] }) =>

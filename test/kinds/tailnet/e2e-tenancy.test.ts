@@ -137,13 +137,21 @@ describe("Tailnet tenancy: exit-node gateways", () => {
     h.mc.apply(gatewayObj("gw", "infra", { exitNode: { allowFrom: ["group:eng"] } }));
     h.mc.apply(gatewayObj("sneaky", "team", { exitNode: { allowFrom: ["autogroup:member"] } }));
     // a default route in routes is no way around it (InvalidSpec on the gateway, left out here)
-    h.mc.apply(gatewayObj("routed", "team", { routes: ["10.97.0.0/16", "0.0.0.0/0", "::/0"] }));
+    h.mc.apply(gatewayObj("routed", "team", { routes: ["192.168.97.0/24", "0.0.0.0/0", "::/0"] }));
+    // nor halves of it, and a selected namespace's allowFrom is held to allowedIngressSources (issue 31 item 5)
+    h.mc.apply(gatewayObj("halves", "team", { routes: ["192.168.98.0/24", "::/1", "8000::/1"] }));
+    h.mc.apply(gatewayObj("wide", "infra", { routes: [], exitNode: { allowFrom: ["group:eng", "autogroup:member"] } }));
     await settleStable(h);
     assert.equal(h.reason("PolicyApplied"), "InSync");
     assert.deepEqual(live(h).autoApprovers?.exitNode, ["tag:k8s-infra-gw"]);
     assert.deepEqual(grantsTo(h, "autogroup:internet"), ["group:eng → autogroup:internet"]);
     assert.equal(live(h).autoApprovers?.routes?.["0.0.0.0/0"], undefined);
-    assert.deepEqual(live(h).autoApprovers?.routes?.["10.97.0.0/16"], ["tag:k8s-team-routed"]);
+    assert.deepEqual(live(h).autoApprovers?.routes?.["192.168.97.0/24"], ["tag:k8s-team-routed"]);
+    assert.deepEqual(live(h).autoApprovers?.routes?.["192.168.98.0/24"], ["tag:k8s-team-halves"]);
+    assert.equal(live(h).autoApprovers?.routes?.["::/1"], undefined);
+    assert.equal(live(h).autoApprovers?.routes?.["8000::/1"], undefined);
+    // the Service network is reserved in this Tailnet (fixtures.ts): no gateway route into it is auto-approved
+    assert.equal(live(h).autoApprovers?.routes?.["10.96.0.0/12"], undefined);
     assert.match(h.condition("PolicyRendered").message, /team\/routed.*routes.*0\.0\.0\.0\/0/s);
 
     // the admins take the right back: the next render has neither the approver nor the grant

@@ -6,7 +6,7 @@ import type { K8sObject } from "../../../src/k8s/objects.js";
 import { readInputs } from "../../../src/kinds/tailnet/inputs.js";
 import { collectInput, dnsRecords, lazyCollectInput, renderTailnetPolicy } from "../../../src/kinds/tailnet/render.js";
 import { forgetRender, MEMO_TAILNETS, memoSize, renderMemoised } from "../../../src/kinds/tailnet/render-memo.js";
-import { collectGenerated } from "../../../src/policy/generated.js";
+import { collectGenerated, combineContributions } from "../../../src/policy/generated.js";
 import { parentObject, toMaps } from "../../fixtures/hooks.js";
 import { apiKeySecret, BASE, baseConfigMap, hsNode, tailnet, tailnetSpec } from "./fixtures.js";
 
@@ -182,7 +182,7 @@ describe("Tailnet render memo (issue 25)", () => {
     const render = (inputs: ReturnType<typeof inputsOf>) =>
       renderMemoised(uid, lazyCollectInput(inputs, nodes), "base", (c) => {
         renders++;
-        return c;
+        return combineContributions(inputs.tagOwners, c);
       });
     try {
       const first = render(inputsOf(443));
