@@ -12,8 +12,7 @@
  */
 import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
-import { previousStatus } from "../common.js";
-import { PENDING_KEY_GRACE_MS, provenBy } from "../shared/authkey.js";
+import { PENDING_KEY_GRACE_MS, provenBy, recordedKeyIds } from "../shared/authkey.js";
 import type { ObservedAuthKeySecret } from "./children.js";
 import type { AuthKeyObservation } from "./observe.js";
 import type { AuthKeySpec } from "./spec.js";
@@ -65,11 +64,6 @@ export function hasSpecShape(k: HsPreAuthKey, spec: AuthKeySpec, userId: string 
   );
 }
 
-export function recordedIds(parent: K8sObject): string[] {
-  const ids = previousStatus(parent).preAuthKeyIds;
-  return Array.isArray(ids) ? ids.filter((x): x is string => typeof x === "string" && /^[0-9]+$/.test(x)) : [];
-}
-
 const byAge = (a: HsPreAuthKey, b: HsPreAuthKey) =>
   Date.parse(a.createdAt ?? "") - Date.parse(b.createdAt ?? "") || Number(a.id) - Number(b.id);
 
@@ -84,7 +78,7 @@ export function ownedForCleanup(
   secret: ObservedAuthKeySecret | undefined,
   keys: readonly HsPreAuthKey[],
 ): Set<string> {
-  const owned = new Set(recordedIds(parent));
+  const owned = new Set(recordedKeyIds(parent));
   const listed = secret ? keys.find((k) => k.id === secret.id) : undefined;
   const shapeUser = spec.user ? listed?.user?.id : undefined;
   if (secret && listed && provenBy(listed, secret.key) && hasSpecShape(listed, spec, shapeUser, parent)) {
@@ -94,7 +88,7 @@ export function ownedForCleanup(
 }
 
 export function planAuthKey(parent: K8sObject, spec: AuthKeySpec, observed: AuthKeyObservation): AuthKeyPlan {
-  const recorded = new Set(recordedIds(parent));
+  const recorded = new Set(recordedKeyIds(parent));
   if (!observed.ok) {
     // refused (a withdrawn grant, a user that no longer lists the namespace, a lifetime past the Tailnet's bound):
     // the keys it minted are expired on this sync, nothing else (issue 31)

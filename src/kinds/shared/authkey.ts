@@ -12,6 +12,7 @@ import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView } from "../../headscale/view.js";
 import { OWNER_UID_LABEL } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
+import { previousStatus } from "../common.js";
 import { b64 } from "./secrets.js";
 
 export const AUTHKEY_LABEL = "tailnet.internal/authkey";
@@ -302,4 +303,10 @@ export async function ensureAuthKey(
     opts.labels,
   );
   return { secret, keyId: created.value.id, expiresAt };
+}
+
+/** The key ids an object's status records as minted by it (`status.preAuthKeyIds`, written by the operator only). */
+export function recordedKeyIds(parent: K8sObject): string[] {
+  const ids = previousStatus(parent).preAuthKeyIds;
+  return Array.isArray(ids) ? ids.filter((x): x is string => typeof x === "string" && /^[0-9]+$/.test(x)) : [];
 }
