@@ -463,6 +463,7 @@ test("a connection that bypassed serve (netstack's 127.0.0.1 forward) with a for
   }
   await until(
     async () => sample(await metricsText(agent), "tailnet_agent_serve_bypass_refused_total", { name: "kube" }) === 3,
+    "three refusals counted",
   );
   assert.equal(apiserver.heads.length, heads, "nothing reached the API server");
   assert.equal(localapi.requests.length, whois, "WhoIs was never asked: the forged address was never read");
