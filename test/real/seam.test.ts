@@ -69,7 +69,9 @@ async function knock(peer: Peer, host: string, port: number, payload: Buffer): P
     const finish = () => {
       clearTimeout(timer);
       socket.destroy();
-      resolve(got.length > 0 ? `answered: ${JSON.stringify(got.toString("latin1").slice(0, 120))}` : "closed: no bytes");
+      resolve(
+        got.length > 0 ? `answered: ${JSON.stringify(got.toString("latin1").slice(0, 120))}` : "closed: no bytes",
+      );
     };
     const timer = setTimeout(finish, 3000);
     socket.on("data", (d: Buffer) => {
