@@ -279,4 +279,25 @@ describe("the tailnet side of agent pods (issue 31 item 1)", { timeout: 900_000,
     const addr = pods.serviceAddr(NS, "postgres", DB_PORT);
     assert.equal(await echoFrom(client, addr.host, addr.port, "from-cluster"), "from-cluster");
   });
+
+  it("every TCP listener in the agent pods is on 127.0.0.2 or the pod IP, none where netstack forwards", async () => {
+    for (const deployment of ["seam-agent", "db-agent"]) {
+      const [pod] = pods.podsOf(NS, deployment);
+      assert.ok(pod, deployment);
+      const r = await pod.host.exec("/usr/bin/ss", ["-Hltn"]);
+      assert.equal(r.code, 0, r.stderr);
+      const local = r.stdout
+        .split("\n")
+        .map((line) => line.trim().split(/\s+/)[3])
+        .filter((addr): addr is string => !!addr);
+      assert.ok(local.length > 0, `${deployment}: no listener at all?\n${r.stdout}`);
+      const exposed = local.filter((addr) => !addr.startsWith("127.0.0.2:") && !addr.startsWith(`${pod.ip}:`));
+      // 127.0.0.1 listeners are the agent's refusers: each must be a port the agent also serves on 127.0.0.2/pod IP
+      const own = new Set(local.filter((a) => !a.startsWith("127.0.0.1:")).map((a) => a.slice(a.lastIndexOf(":"))));
+      const stray = exposed.filter(
+        (addr) => !(addr.startsWith("127.0.0.1:") && own.has(addr.slice(addr.lastIndexOf(":")))),
+      );
+      assert.deepEqual(stray, [], `${deployment}: listeners where netstack forwards\n${r.stdout}`);
+    }
+  });
 });
