@@ -217,6 +217,8 @@ describe("the tailnet side of agent pods (issue 31 item 1)", { timeout: 900_000,
     }
   };
   const ips = { ingress: "", egress: "", laptop: "", mallory: "" };
+  /** Every probe below needs the addresses the first test found: without them a refusal would prove nothing. */
+  const ready = () => assert.ok(ips.ingress && ips.egress && ips.laptop && ips.mallory, JSON.stringify(ips));
 
   it("both agents become Ready and mallory's netmap holds both nodes (the broad rule)", async () => {
     await drive(
@@ -225,16 +227,17 @@ describe("the tailnet side of agent pods (issue 31 item 1)", { timeout: 900_000,
         cond("TailnetIngress", "seam", "Ready")?.status === "True" &&
         cond("TailnetEgress", "db", "Ready")?.status === "True" &&
         !!(await nodeIp("seam")) &&
-        !!(await nodeIp("db")),
+        !!(await nodeIp("seam-db")),
     );
     ips.ingress = (await nodeIp("seam")) ?? "";
-    ips.egress = (await nodeIp("db")) ?? "";
+    ips.egress = (await nodeIp("seam-db")) ?? "";
     ips.laptop = (await world.peers.laptop.ips()).find((a) => isIPv4(a)) ?? "";
     ips.mallory = (await world.peers.outsider.ips()).find((a) => isIPv4(a)) ?? "";
     assert.ok(ips.ingress && ips.egress && ips.laptop && ips.mallory, JSON.stringify(ips));
   });
 
   it("what the ingress serves still answers: mallory on 443 (granted by the broad rule) is itself in X-Forwarded-For", async () => {
+    ready();
     let got: Awaited<ReturnType<typeof httpsVia>> = { error: "not tried" };
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
@@ -250,6 +253,7 @@ describe("the tailnet side of agent pods (issue 31 item 1)", { timeout: 900_000,
   });
 
   it("mallory cannot reach the ingress's local listener past serve: a forged PROXY header naming alice gets nothing", async () => {
+    ready();
     // 20000: the first ingress listen port (src/agent/ports.ts INGRESS_LISTEN_PORT_BASE)
     const got = await forgedHttps(world.peers.outsider, ips.ingress, 20000, ips.laptop, world.headscale.caPem);
     assert.doesNotMatch(got, /xff/, `mallory posed as alice: ${got}`);
@@ -257,6 +261,7 @@ describe("the tailnet side of agent pods (issue 31 item 1)", { timeout: 900_000,
   });
 
   it("mallory reaches nothing else in the ingress pod: SOCKS5 1055, the agent's 9080, containerboot's 9002", async () => {
+    ready();
     const socksHello = Buffer.from([5, 1, 0]);
     const http = Buffer.from("GET /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     const got = {
@@ -268,6 +273,7 @@ describe("the tailnet side of agent pods (issue 31 item 1)", { timeout: 900_000,
   });
 
   it("mallory reaches nothing in the egress pod: its data listener (db-1 by proxy), SOCKS5, 9080, 9002; the cluster still does", async () => {
+    ready();
     const got = {
       listener: await knock(world.peers.outsider, ips.egress, 10000, Buffer.from("via-egress")),
       socks: await knock(world.peers.outsider, ips.egress, 1055, Buffer.from([5, 1, 0])),
@@ -281,10 +287,11 @@ describe("the tailnet side of agent pods (issue 31 item 1)", { timeout: 900_000,
   });
 
   it("every TCP listener in the agent pods is on 127.0.0.2 or the pod IP, none where netstack forwards", async () => {
+    ready();
     for (const deployment of ["seam-agent", "db-agent"]) {
       const [pod] = pods.podsOf(NS, deployment);
       assert.ok(pod, deployment);
-      const r = await pod.host.exec("/usr/bin/ss", ["-Hltn"]);
+      const r = await pod.host.exec("/usr/bin/ss", ["-Hltnp"]);
       assert.equal(r.code, 0, r.stderr);
       const local = r.stdout
         .split("\n")
