@@ -293,17 +293,22 @@ describe("the tailnet side of agent pods (issue 31 item 1)", { timeout: 900_000,
       assert.ok(pod, deployment);
       const r = await pod.host.exec("/usr/bin/ss", ["-Hltnp"]);
       assert.equal(r.code, 0, r.stderr);
-      const local = r.stdout
+      const rows = r.stdout
         .split("\n")
-        .map((line) => line.trim().split(/\s+/)[3])
-        .filter((addr): addr is string => !!addr);
-      assert.ok(local.length > 0, `${deployment}: no listener at all?\n${r.stdout}`);
-      const exposed = local.filter((addr) => !addr.startsWith("127.0.0.2:") && !addr.startsWith(`${pod.ip}:`));
-      // 127.0.0.1 listeners are the agent's refusers: each must be a port the agent also serves on 127.0.0.2/pod IP
-      const own = new Set(local.filter((a) => !a.startsWith("127.0.0.1:")).map((a) => a.slice(a.lastIndexOf(":"))));
-      const stray = exposed.filter(
-        (addr) => !(addr.startsWith("127.0.0.1:") && own.has(addr.slice(addr.lastIndexOf(":")))),
-      );
+        .map((line) => line.trim().split(/\s+/))
+        .filter((f) => f.length >= 4)
+        .map((f) => ({ addr: f[3], proc: /\(\("([^"]+)"/.exec(f.slice(5).join(" "))?.[1] ?? "?" }));
+      assert.ok(rows.length > 0, `${deployment}: no listener at all?\n${r.stdout}`);
+      const port = (addr: string) => addr.slice(addr.lastIndexOf(":"));
+      // 127.0.0.1 listeners must be the agent's refusers: a port it also serves on 127.0.0.2 or the pod IP
+      const own = new Set(rows.filter((x) => !x.addr.startsWith("127.0.0.1:")).map((x) => port(x.addr)));
+      const stray = rows
+        .filter((x) => !x.addr.startsWith("127.0.0.2:") && !x.addr.startsWith(`${pod.ip}:`))
+        .filter((x) => !(x.proc === "node" && x.addr.startsWith("127.0.0.1:") && own.has(port(x.addr))))
+        // tailscaled's own peer API: in netstack mode a kernel listener on all addresses (tailscale.com
+        // ipn/ipnlocal/peerapi.go listen: `if IsNetstack() { ipStr = "" }`); tailscaled's, and it serves peers
+        .filter((x) => !(x.proc === "tailscaled" && /^(0\.0\.0\.0|\[::\]|\*):\d+$/.test(x.addr)))
+        .map((x) => `${x.addr} ${x.proc}`);
       assert.deepEqual(stray, [], `${deployment}: listeners where netstack forwards\n${r.stdout}`);
     }
   });
