@@ -19,6 +19,7 @@ import { isIPv4, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { connect as tlsConnect } from "node:tls";
 import { SocksClient } from "socks";
+import { request } from "undici";
 import { b64 } from "../../src/kinds/shared/secrets.js";
 import { proxyHeader } from "../fakes/tailscaled-serve.js";
 import { parentObject } from "../fixtures/hooks.js";
@@ -258,6 +259,11 @@ describe("the tailnet side of agent pods (issue 31 item 1)", { timeout: 900_000,
     const got = await forgedHttps(world.peers.outsider, ips.ingress, 20000, ips.laptop, world.headscale.caPem);
     assert.doesNotMatch(got, /xff/, `mallory posed as alice: ${got}`);
     assert.match(got, /^(error|closed): /);
+    // and the agent counted it (its /metrics on the pod IP, as the operator scrapes it)
+    const [pod] = pods.podsOf(NS, "seam-agent");
+    const res = await request(`http://${pod.ip}:9080/metrics`);
+    const text = await res.body.text();
+    assert.match(text, /^tailnet_agent_serve_bypass_refused_total\{name="web"\} [1-9]/m);
   });
 
   it("mallory reaches nothing else in the ingress pod: SOCKS5 1055, the agent's 9080, containerboot's 9002", async () => {
