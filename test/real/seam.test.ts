@@ -28,7 +28,7 @@ import { echoFrom, sleep } from "./echo.js";
 import { BASE_DOMAIN } from "./headscale.js";
 import { httpsVia } from "./https.js";
 import type { Host, RealProcess } from "./net.js";
-import { API, OPS, podRunnerFor, type RealOperator, startOperator, tailnetSpec } from "./operator.js";
+import { API, OPS, podRunnerFor, type RealOperator, socksKnock, startOperator, tailnetSpec } from "./operator.js";
 import type { Peer } from "./peers.js";
 import type { PodRunner } from "./pods.js";
 import { BASE_POLICY, DB_PORT, type RealWorld, startRealWorld, TAGS } from "./world.js";
@@ -59,29 +59,6 @@ async function socksSocket(peer: Peer, host: string, port: number): Promise<Sock
   } catch (err) {
     return `error: ${(err as Error).message}`;
   }
-}
-
-/** Writes `payload` and collects what comes back for up to 3 s: "answered: <bytes>", "closed: no bytes", "error: …". */
-async function knock(peer: Peer, host: string, port: number, payload: Buffer): Promise<string> {
-  const socket = await socksSocket(peer, host, port);
-  if (typeof socket === "string") return socket;
-  return await new Promise<string>((resolve) => {
-    let got = Buffer.alloc(0);
-    const finish = () => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(
-        got.length > 0 ? `answered: ${JSON.stringify(got.toString("latin1").slice(0, 120))}` : "closed: no bytes",
-      );
-    };
-    const timer = setTimeout(finish, 3000);
-    socket.on("data", (d: Buffer) => {
-      got = Buffer.concat([got, d]);
-    });
-    socket.on("close", finish);
-    socket.on("error", () => finish());
-    socket.write(payload);
-  });
 }
 
 /** A PROXY v2 header naming `forged` as the client, then TLS and GET /: what the backend answered, or why not. */
@@ -271,9 +248,14 @@ describe("the tailnet side of agent pods (issue 31 item 1)", { timeout: 900_000,
     const socksHello = Buffer.from([5, 1, 0]);
     const http = Buffer.from("GET /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     const got = {
-      socks: await knock(world.peers.outsider, ips.ingress, 1055, socksHello),
-      agent: await knock(world.peers.outsider, ips.ingress, 9080, http),
-      containerboot: await knock(world.peers.outsider, ips.ingress, 9002, Buffer.from("GET /metrics HTTP/1.1\r\n\r\n")),
+      socks: await socksKnock(world.peers.outsider, ips.ingress, 1055, socksHello),
+      agent: await socksKnock(world.peers.outsider, ips.ingress, 9080, http),
+      containerboot: await socksKnock(
+        world.peers.outsider,
+        ips.ingress,
+        9002,
+        Buffer.from("GET /metrics HTTP/1.1\r\n\r\n"),
+      ),
     };
     for (const [what, answer] of Object.entries(got)) assert.doesNotMatch(answer, /^answered/, `${what}: ${answer}`);
   });
@@ -281,10 +263,15 @@ describe("the tailnet side of agent pods (issue 31 item 1)", { timeout: 900_000,
   it("mallory reaches nothing in the egress pod: its data listener (db-1 by proxy), SOCKS5, 9080, 9002; the cluster still does", async () => {
     ready();
     const got = {
-      listener: await knock(world.peers.outsider, ips.egress, 10000, Buffer.from("via-egress")),
-      socks: await knock(world.peers.outsider, ips.egress, 1055, Buffer.from([5, 1, 0])),
-      agent: await knock(world.peers.outsider, ips.egress, 9080, Buffer.from("GET /status HTTP/1.1\r\n\r\n")),
-      containerboot: await knock(world.peers.outsider, ips.egress, 9002, Buffer.from("GET /metrics HTTP/1.1\r\n\r\n")),
+      listener: await socksKnock(world.peers.outsider, ips.egress, 10000, Buffer.from("via-egress")),
+      socks: await socksKnock(world.peers.outsider, ips.egress, 1055, Buffer.from([5, 1, 0])),
+      agent: await socksKnock(world.peers.outsider, ips.egress, 9080, Buffer.from("GET /status HTTP/1.1\r\n\r\n")),
+      containerboot: await socksKnock(
+        world.peers.outsider,
+        ips.egress,
+        9002,
+        Buffer.from("GET /metrics HTTP/1.1\r\n\r\n"),
+      ),
     };
     for (const [what, answer] of Object.entries(got)) assert.doesNotMatch(answer, /^answered/, `${what}: ${answer}`);
     // the Service path the egress exists for: a workload in the namespace reaches db-1 through the pod IP
