@@ -23,11 +23,15 @@ export interface GatewayCorefileInput {
 /**
  * Where CoreDNS listens: the pod IP from the environment (Corefile `{$ENV}` substitution), never 0.0.0.0 —
  * the gateway's tailscaled forwards tailnet connections it does not serve to 127.0.0.1 (children.ts). The
- * HTTP endpoints take host:port; Go's net.SplitHostPort accepts "[10.0.0.7]:9153" as well as "[fd00::7]:9153",
- * so one bracketed form serves both families.
+ * HTTP endpoints take host:port; Go's net.Listen accepts "[10.0.0.7]:9153" as well as "[fd00::7]:9153", so
+ * one bracketed form serves both families for `ready` and `prometheus`. `health` also parses
+ * "http://<addr>" as a URL (coredns plugin/health/health.go), which refuses a bracketed IPv4 literal (seen on
+ * the real CoreDNS: `invalid IP-literal`), so it names the pod by its host name instead: HOSTNAME, which the
+ * kubelet's /etc/hosts maps to the pod IP of either family.
  */
 export const COREDNS_BIND = "{$POD_IP}";
 const at = (port: number) => `[${COREDNS_BIND}]:${port}`;
+const HEALTH_HOST = "{$HOSTNAME}";
 
 export function renderGatewayCorefile(input: GatewayCorefileInput): string {
   const p = COREDNS_PORTS;
@@ -40,7 +44,7 @@ export function renderGatewayCorefile(input: GatewayCorefileInput): string {
     `    bind ${COREDNS_BIND}`,
     "    errors",
     `    ready ${at(p.ready)}`,
-    `    health ${at(p.health)}`,
+    `    health ${HEALTH_HOST}:${p.health}`,
     `    prometheus ${at(p.metrics)}`,
     `    file ${ZONE_DIR}/${input.zoneFile} ${input.zone} {`,
     "        reload 10s",

@@ -147,7 +147,7 @@ ${ZONE}:1053 {
     bind {$POD_IP}
     errors
     ready [{$POD_IP}]:8181
-    health [{$POD_IP}]:8081
+    health {$HOSTNAME}:8081
     prometheus [{$POD_IP}]:9153
     file /var/lib/coredns/zone/zone.db ${ZONE} {
         reload 10s
