@@ -236,6 +236,10 @@ for (const { label, proxyClass } of IMAGES)
       ips.laptop = (await world.peers.laptop.ips()).find((a) => isIPv4(a)) ?? "";
       ips.mallory = (await world.peers.outsider.ips()).find((a) => isIPv4(a)) ?? "";
       assert.ok(ips.ingress && ips.egress && ips.laptop && ips.mallory, JSON.stringify(ips));
+      for (const d of ["seam-agent", "db-agent"]) {
+        const image = pods.podsOf(NS, d)[0]?.spec.containers.find((c) => c.name === "tailscale")?.image;
+        assert.equal(image, proxyClass ?? `tailscale/tailscale:${versions.tailscale}`, d);
+      }
     });
 
     it("what the ingress serves still answers: mallory on 443 (granted by the broad rule) is itself in X-Forwarded-For", async () => {
