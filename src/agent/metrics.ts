@@ -137,7 +137,7 @@ export function createAgentMetrics(names: readonly string[], opts: { defaultMetr
 
   const serveBypassRefused = new Counter({
     name: "tailnet_agent_serve_bypass_refused_total",
-    help: "Tailnet connections to a listen port that did not come through tailscaled's serve (its netstack forward to 127.0.0.1), reset unread, by target or expose name.",
+    help: "Tailnet connections to a listen port that did not come through tailscaled's serve (its netstack forward to the loopback address), reset unread, by target or expose name.",
     labelNames: ["name"] as const,
     registers: [registry],
   });
