@@ -307,18 +307,19 @@ for (const { label, proxyClass } of IMAGES)
       assert.equal(await echoFrom(client, addr.host, addr.port, "from-cluster"), "from-cluster");
     });
 
-    it("every TCP listener in the agent pods is on 127.0.0.2 or the pod IP, none where netstack forwards", async () => {
+    it("every TCP and UDP listener in the agent pods is on 127.0.0.2 or the pod IP, none where netstack forwards", async () => {
       ready();
       for (const deployment of ["seam-agent", "db-agent"]) {
         const [pod] = pods.podsOf(NS, deployment);
         assert.ok(pod, deployment);
-        const r = await pod.host.exec("/usr/bin/ss", ["-Hltnp"]);
+        // netstack forwards UDP the same way (acceptUDP → forwardUDP to 127.0.0.1:<port>)
+        const r = await pod.host.exec("/usr/bin/ss", ["-Hltunp"]);
         assert.equal(r.code, 0, r.stderr);
         const rows = r.stdout
           .split("\n")
           .map((line) => line.trim().split(/\s+/))
           .filter((f) => f.length >= 4)
-          .map((f) => ({ addr: f[3], proc: /\(\("([^"]+)"/.exec(f.slice(5).join(" "))?.[1] ?? "?" }));
+          .map((f) => ({ addr: f[4], proc: /\(\("([^"]+)"/.exec(f.slice(6).join(" "))?.[1] ?? "?" }));
         assert.ok(rows.length > 0, `${deployment}: no listener at all?\n${r.stdout}`);
         const port = (addr: string) => addr.slice(addr.lastIndexOf(":"));
         // 127.0.0.1 listeners must be the agent's refusers: a port it also serves on 127.0.0.2 or the pod IP
@@ -326,8 +327,9 @@ for (const { label, proxyClass } of IMAGES)
         const stray = rows
           .filter((x) => !x.addr.startsWith("127.0.0.2:") && !x.addr.startsWith(`${pod.ip}:`))
           .filter((x) => !(x.proc === "node" && x.addr.startsWith("127.0.0.1:") && own.has(port(x.addr))))
-          // tailscaled's own peer API: in netstack mode a kernel listener on all addresses (tailscale.com
-          // ipn/ipnlocal/peerapi.go listen: `if IsNetstack() { ipStr = "" }`); tailscaled's, and it serves peers
+          // tailscaled's own sockets: its peer API (in netstack mode a kernel listener on all addresses,
+          // tailscale.com ipn/ipnlocal/peerapi.go listen: `if IsNetstack() { ipStr = "" }`) and magicsock's
+          // WireGuard/disco UDP socket; tailscaled's, and they serve peers
           .filter((x) => !(x.proc === "tailscaled" && /^(0\.0\.0\.0|\[::\]|\*):\d+$/.test(x.addr)))
           .map((x) => `${x.addr} ${x.proc}`);
         assert.deepEqual(stray, [], `${deployment}: listeners where netstack forwards\n${r.stdout}`);
