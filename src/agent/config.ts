@@ -70,21 +70,11 @@ export interface AgentConfig {
   role: AgentRole;
   /** Port of /metrics, /status, /healthz (AGENT_METRICS_PORT; 0 = ephemeral in tests). */
   metricsPort: number;
-  /**
-   * Address of the metrics server; default `pod-ip` (POD_IP_HOST: the POD_IP environment variable), where
-   * probes and the operator's scrape arrive and tailscaled's netstack never forwards (ports.ts POD_LOCAL_HOST).
-   */
+  /** Address of the metrics server; default `pod-ip` (the POD_IP variable): never where netstack forwards (ports.ts). */
   metricsHost: string;
-  /**
-   * Address of the data listeners; default `pod-ip` for egress (Services), 127.0.0.2 for ingress (only
-   * tailscaled's serve, never its netstack forward, can connect there).
-   */
+  /** Address of the data listeners; default `pod-ip` for egress (Services), 127.0.0.2 for ingress (serve's only). */
   listenHost: string;
-  /**
-   * Each data listen port is also bound on this address only to close what arrives, unread, and count it
-   * (tailnet_agent_serve_bypass_refused_total): 127.0.0.1 is where netstack forwards a tailnet connection
-   * that did not come through serve. Absent: no such listener.
-   */
+  /** Each listen port is also bound here only to reset and count what arrives (refuse.ts); absent: not. */
   refuseHost?: string;
   tailscale: {
     /** tailscaled's SOCKS5 proxy, "host:port"; absent = dial targets directly (tests). */

@@ -200,7 +200,10 @@ describe("gateway children", () => {
     assert.equal(renderCorefile(renderInput(gateway())), COREFILE);
     const r = renderInput(gateway());
     r.tailnet.splitDomains = ["corp.internal", "svc.cluster.local"];
-    assert.match(renderCorefile(r), /\ncorp\.internal:1053 svc\.cluster\.local:1053 \{\n {4}bind \{\$POD_IP\}\n {4}errors\n/);
+    assert.match(
+      renderCorefile(r),
+      /\ncorp\.internal:1053 svc\.cluster\.local:1053 \{\n {4}bind \{\$POD_IP\}\n {4}errors\n/,
+    );
   });
 
   it("DNS Service: spec.service.type, port 53 udp/tcp onto the CoreDNS ports", () => {
