@@ -63,6 +63,7 @@ export async function runAgentStress(opts: StressOptions): Promise<StressReport>
       {
         role: "ingress",
         metricsPort: 0,
+        listenHost: "127.0.0.1", // the bench's clients stand in for tailscaled's serve
         limits: {
           maxConnections: opts.maxConnections,
           headerTimeoutSeconds: opts.headerTimeoutSeconds,

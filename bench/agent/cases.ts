@@ -263,6 +263,7 @@ export async function benchAgent(
         {
           role: "ingress",
           metricsPort: 0,
+          listenHost: "127.0.0.1", // the bench's clients stand in for tailscaled's serve
           exposes: [{ name: "web", listenPort: 0, mode: "http", backend: web, tls, names: [WEB_NAME] }],
         },
         agentBundle,

@@ -115,7 +115,8 @@ export async function spawnAgent(
   ];
   const proc = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
-    env: { ...process.env, LOG_LEVEL: "info" },
+    // loopback stands for the pod IP (the agent's metrics default, src/agent/ports.ts POD_IP_HOST)
+    env: { ...process.env, LOG_LEVEL: "info", POD_IP: "127.0.0.1" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const child = own(proc, "agent", nodeArgs.length > 0 ? 10_000 : 0);

@@ -2,9 +2,11 @@
 // It is validated once at start (ajv, defaults filled in); an invalid file is a one-line error naming the
 // field, and the process exits non-zero instead of running half-configured.
 import { readFile } from "node:fs/promises";
+import { isIP } from "node:net";
 import type { ErrorObject } from "ajv";
 import { newAjv } from "../api/ajv.js";
 import { ConfigError } from "../config.js";
+import { POD_IP_ENV, POD_IP_HOST, POD_LOCAL_HOST } from "./ports.js";
 
 export type AgentRole = "egress" | "ingress";
 export type ExposeMode = "tcp" | "http" | "kube-api";
@@ -68,10 +70,12 @@ export interface AgentConfig {
   role: AgentRole;
   /** Port of /metrics, /status, /healthz (AGENT_METRICS_PORT; 0 = ephemeral in tests). */
   metricsPort: number;
-  /** Address of the metrics server; default 0.0.0.0 (scraped through the pod IP). */
+  /** Address of the metrics server; default `pod-ip` (the POD_IP variable): never where netstack forwards (ports.ts). */
   metricsHost: string;
-  /** Address of the data listeners; default 0.0.0.0 for egress (Services), 127.0.0.1 for ingress (tailscaled serve). */
+  /** Address of the data listeners; default `pod-ip` for egress (Services), 127.0.0.2 for ingress (serve's only). */
   listenHost: string;
+  /** Each listen port is also bound here only to reset and count what arrives (refuse.ts); absent: not. */
+  refuseHost?: string;
   tailscale: {
     /** tailscaled's SOCKS5 proxy, "host:port"; absent = dial targets directly (tests). */
     socksAddr?: string;
@@ -89,6 +93,7 @@ export interface AgentConfigInput {
   metricsPort: number;
   metricsHost?: string;
   listenHost?: string;
+  refuseHost?: string;
   tailscale?: AgentConfig["tailscale"];
   limits?: Partial<AgentLimits>;
   targets?: AgentTarget[];
@@ -129,8 +134,9 @@ const schema = {
   properties: {
     role: { type: "string", enum: ["egress", "ingress"] },
     metricsPort: listenPort,
-    metricsHost: { type: "string", minLength: 1, default: "0.0.0.0" },
+    metricsHost: { type: "string", minLength: 1, default: POD_IP_HOST },
     listenHost: { type: "string", minLength: 1 },
+    refuseHost: { type: "string", minLength: 1 },
     tailscale: {
       type: "object",
       additionalProperties: false,
@@ -280,6 +286,8 @@ function checkSemantics(config: AgentConfig, source: string): void {
     if (owner && !(owner.http && http)) fail(field, `${listen} is already used by ${owner.field}`);
     if (!owner) portOwners.set(listen, { field, http });
   };
+  if (config.refuseHost !== undefined && config.refuseHost === config.listenHost)
+    fail("refuseHost", `must differ from listenHost ${config.listenHost}`);
   if (listenPortsClash(config.metricsPort, config)) fail("metricsPort", `${config.metricsPort} is also a listen port`);
   config.targets.forEach((target, t) => {
     target.ports.forEach((p, i) => {
@@ -316,6 +324,25 @@ function checkSemantics(config: AgentConfig, source: string): void {
   });
 }
 
+/**
+ * Replaces `pod-ip` in metricsHost/listenHost with the POD_IP environment variable (downward API
+ * status.podIP). A config that asks for it without one cannot run: binding 0.0.0.0 instead would hand every
+ * port to tailscaled's netstack forward (ports.ts POD_LOCAL_HOST).
+ */
+export function resolvePodIp(config: AgentConfig, env: NodeJS.ProcessEnv = process.env): AgentConfig {
+  const podIp = env[POD_IP_ENV]?.trim() ?? "";
+  const resolve = (field: "metricsHost" | "listenHost"): string => {
+    if (config[field] !== POD_IP_HOST) return config[field];
+    if (isIP(podIp) === 0)
+      throw new AgentConfigError(
+        field,
+        `is ${POD_IP_HOST} but ${POD_IP_ENV} is ${podIp ? `not an IP address (${JSON.stringify(podIp)})` : "not set"} (downward API status.podIP)`,
+      );
+    return podIp;
+  };
+  return { ...config, metricsHost: resolve("metricsHost"), listenHost: resolve("listenHost") };
+}
+
 function listenPortsClash(metricsPort: number, config: AgentConfig): boolean {
   if (metricsPort === 0) return false;
   return (
@@ -337,7 +364,7 @@ export function validateAgentConfig(input: unknown, source = "agent config"): Ag
     const [first] = validateSchema.errors ?? [];
     throw first ? schemaError(first, source) : new AgentConfigError("", "is invalid", source);
   }
-  if (copy.listenHost === undefined) copy.listenHost = copy.role === "ingress" ? "127.0.0.1" : "0.0.0.0";
+  if (copy.listenHost === undefined) copy.listenHost = copy.role === "ingress" ? POD_LOCAL_HOST : POD_IP_HOST;
   const config = copy as unknown as AgentConfig;
   checkSemantics(config, source);
   return config;

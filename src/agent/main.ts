@@ -10,6 +10,7 @@ import {
   type AgentConfigInput,
   type AgentExpose,
   loadAgentConfig,
+  resolvePodIp,
   validateAgentConfig,
 } from "./config.js";
 import {
@@ -29,6 +30,7 @@ import { type AgentLogger, jsonLogger, type LogLevel, silentLogger } from "./log
 import { createAgentMetrics } from "./metrics.js";
 import { AGENT_CONFIG_PATH } from "./ports.js";
 import { type ProbeSpec, probeAll } from "./probe.js";
+import { type Refuser, startRefuser } from "./refuse.js";
 import { type MetricsServer, startMetricsServer } from "./server.js";
 import { type AgentStatus, buildStatus, type ProbeResult } from "./status.js";
 
@@ -42,6 +44,8 @@ export interface StartAgentOptions {
   defaultMetrics?: boolean;
   /** Run the probe/LocalAPI and certificate-reload timers (default true); tests may drive refresh() instead. */
   timers?: boolean;
+  /** Where `pod-ip` in the config is read from (POD_IP); default process.env. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface AgentPorts {
@@ -96,11 +100,19 @@ function httpGroups(exposes: readonly AgentExpose[]): AgentExpose[][] {
   return [...groups.values()];
 }
 
+/** Every bound listen port and the name its bypass refusals count under (the first expose of a shared port). */
+function boundPorts(ports: AgentPorts): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const t of ports.targets) for (const p of t.ports) if (!out.has(p.listenPort)) out.set(p.listenPort, t.name);
+  for (const e of ports.exposes) if (!out.has(e.listenPort)) out.set(e.listenPort, e.name);
+  return out;
+}
+
 export async function startAgent(
   input: AgentConfigInput | AgentConfig,
   opts: StartAgentOptions = {},
 ): Promise<RunningAgent> {
-  const config = validateAgentConfig(input);
+  const config = resolvePodIp(validateAgentConfig(input), opts.env);
   const log = opts.log ?? silentLogger;
   const { limits } = config;
   const names = [...config.targets.map((t) => t.name), ...config.exposes.map((e) => e.name)];
@@ -120,9 +132,13 @@ export async function startAgent(
   const forwarders: Forwarder[] = [];
   const httpsListeners: HttpsListener[] = [];
   const kubeListeners: KubeApiListener[] = [];
+  const refusers: Refuser[] = [];
   const ports: AgentPorts = { targets: [], exposes: [] };
   const closeListeners = (graceMs: number) =>
-    Promise.all([...forwarders, ...httpsListeners, ...kubeListeners].map((listener) => listener.close(graceMs)));
+    Promise.all([
+      ...[...forwarders, ...httpsListeners, ...kubeListeners].map((listener) => listener.close(graceMs)),
+      ...refusers.map((refuser) => refuser.close()),
+    ]);
   try {
     for (const target of config.targets) {
       const bound: { port: number; listenPort: number }[] = [];
@@ -174,6 +190,8 @@ export async function startAgent(
       for (const name of listener.exposes) exposePorts.set(name, listener.port);
     }
     ports.exposes = config.exposes.map((e) => ({ name: e.name, listenPort: exposePorts.get(e.name) ?? e.listenPort }));
+    if (config.refuseHost)
+      refusers.push(await startRefuser({ host: config.refuseHost, ports: boundPorts(ports), metrics, log }));
   } catch (err) {
     await closeListeners(0);
     throw err;
@@ -325,7 +343,8 @@ export async function runAgent(argv: string[]): Promise<void> {
   const log = jsonLogger(["debug", "info", "warn", "error"].includes(level) ? level : "info");
   const config = await loadAgentConfig(configPath);
   const agent = await startAgent(config, { log });
-  log.info("agent started", { role: config.role, metricsPort: agent.metricsPort });
+  const { metricsHost, listenHost, refuseHost } = agent.config;
+  log.info("agent started", { role: config.role, metricsHost, metricsPort: agent.metricsPort, listenHost, refuseHost });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       process.off("SIGTERM", onTerm);

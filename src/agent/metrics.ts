@@ -25,6 +25,8 @@ export interface AgentMetrics {
   readonly kubeApiRequests: Counter<"name" | "code">;
   /** kube-api exposes: connections refused before anything was forwarded, by reason (KUBE_API_REFUSALS). */
   readonly kubeApiRefused: Counter<"name" | "reason">;
+  /** Tailnet connections that arrived past tailscaled's serve (netstack's 127.0.0.1 forward), reset unread (refuse.ts). */
+  readonly serveBypassRefused: Counter<"name">;
   /**
    * Counts a socket's bytes under `name` until it closes. Totals are read from the socket's own
    * bytesRead/bytesWritten at each scrape and at close, so the data path carries no per-chunk work.
@@ -133,6 +135,13 @@ export function createAgentMetrics(names: readonly string[], opts: { defaultMetr
     registers: [registry],
   });
 
+  const serveBypassRefused = new Counter({
+    name: "tailnet_agent_serve_bypass_refused_total",
+    help: "Tailnet connections to a listen port that did not come through tailscaled's serve (its netstack forward to the loopback address), reset unread, by target or expose name.",
+    labelNames: ["name"] as const,
+    registers: [registry],
+  });
+
   // Every configured name has its series from the start, so rate() and absent() behave before traffic.
   for (const name of names) {
     active.set(name, 0);
@@ -142,6 +151,7 @@ export function createAgentMetrics(names: readonly string[], opts: { defaultMetr
     dialDuration.zero({ name });
     dialErrors.inc({ name }, 0);
     connectionsRejected.inc({ name }, 0);
+    serveBypassRefused.inc({ name }, 0);
   }
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
 
@@ -154,6 +164,7 @@ export function createAgentMetrics(names: readonly string[], opts: { defaultMetr
     connectionsRejected,
     kubeApiRequests,
     kubeApiRefused,
+    serveBypassRefused,
     trackBytes(name, socket) {
       const entry: TrackedSocket = { name, socket, countedIn: 0, countedOut: 0 };
       tracked.add(entry);

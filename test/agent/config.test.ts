@@ -6,7 +6,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { AgentConfigError, loadAgentConfig, parseAgentConfig, validateAgentConfig } from "../../src/agent/config.js";
+import {
+  AgentConfigError,
+  loadAgentConfig,
+  parseAgentConfig,
+  resolvePodIp,
+  validateAgentConfig,
+} from "../../src/agent/config.js";
 import { parseAgentArgs } from "../../src/agent/main.js";
 import { httpGet } from "./helpers.js";
 
@@ -20,13 +26,13 @@ const web = {
   names: ["dash.ts.example.com", "grafana-eu.ts.example.com"],
 };
 
-test("defaults are filled in and the listen address follows the role", () => {
+test("defaults are filled in and the listen address follows the role, never where tailscaled's netstack forwards", () => {
   const egress = validateAgentConfig({ role: "egress", metricsPort: 9080, targets: [target] });
   assert.deepEqual(egress, {
     role: "egress",
     metricsPort: 9080,
-    metricsHost: "0.0.0.0",
-    listenHost: "0.0.0.0",
+    metricsHost: "pod-ip",
+    listenHost: "pod-ip",
     tailscale: {},
     limits: {
       maxConnections: 4096,
@@ -40,8 +46,46 @@ test("defaults are filled in and the listen address follows the role", () => {
     exposes: [],
   });
   const ingress = validateAgentConfig({ role: "ingress", metricsPort: 9080, exposes: [web] });
-  assert.equal(ingress.listenHost, "127.0.0.1");
+  assert.equal(ingress.listenHost, "127.0.0.2");
+  assert.equal(ingress.metricsHost, "pod-ip");
+  assert.equal(ingress.refuseHost, undefined);
   assert.deepEqual(ingress.exposes, [web]);
+});
+
+test("pod-ip is the POD_IP environment variable; without a usable one the agent does not start (issue 31)", () => {
+  const egress = validateAgentConfig({ role: "egress", metricsPort: 9080, targets: [target] });
+  const resolved = resolvePodIp(egress, { POD_IP: "10.244.1.7" });
+  assert.deepEqual([resolved.metricsHost, resolved.listenHost], ["10.244.1.7", "10.244.1.7"]);
+  assert.equal(resolvePodIp(egress, { POD_IP: " fd00::7 " }).listenHost, "fd00::7");
+  const explicit = validateAgentConfig({ ...egress, metricsHost: "127.0.0.1", listenHost: "127.0.0.1" });
+  assert.deepEqual(resolvePodIp(explicit, {}), explicit, "explicit addresses need no POD_IP");
+  const ingress = validateAgentConfig({ role: "ingress", metricsPort: 9080, exposes: [web] });
+  assert.equal(resolvePodIp(ingress, { POD_IP: "10.244.1.8" }).listenHost, "127.0.0.2");
+  const rows: [NodeJS.ProcessEnv, string][] = [
+    [{}, "agent config: metricsHost is pod-ip but POD_IP is not set (downward API status.podIP)"],
+    [{ POD_IP: "" }, "agent config: metricsHost is pod-ip but POD_IP is not set (downward API status.podIP)"],
+    [
+      { POD_IP: "$(POD_IP)" },
+      'agent config: metricsHost is pod-ip but POD_IP is not an IP address ("$(POD_IP)") (downward API status.podIP)',
+    ],
+  ];
+  for (const [env, message] of rows) {
+    assert.throws(
+      () => resolvePodIp(egress, env),
+      (err: unknown) => err instanceof AgentConfigError && err.message === message && err.field === "metricsHost",
+      JSON.stringify(env),
+    );
+  }
+  assert.throws(
+    () => resolvePodIp({ ...egress, metricsHost: "127.0.0.1" }, {}),
+    (err: unknown) => err instanceof AgentConfigError && err.field === "listenHost",
+  );
+  assert.throws(
+    () => validateAgentConfig({ ...ingress, listenHost: "127.0.0.1", refuseHost: "127.0.0.1" }),
+    (err: unknown) =>
+      err instanceof AgentConfigError &&
+      err.message === "agent config: refuseHost must differ from listenHost 127.0.0.1",
+  );
 });
 
 test("validation does not modify its input", () => {
@@ -248,12 +292,27 @@ test("agent arguments: --config <file>, --config=<file>, default path, unknown a
 // file exits 1 with one line naming the field; a valid one serves until SIGTERM and then exits cleanly.
 const cli = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
 
-function runChild(configPath: string) {
+function runChild(configPath: string, env: NodeJS.ProcessEnv = {}) {
+  const merged: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "info", ...env };
+  for (const [k, v] of Object.entries(merged)) if (v === undefined) delete merged[k];
   return spawn(process.execPath, ["--import", "tsx", cli, "agent", "--config", configPath], {
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, LOG_LEVEL: "info" },
+    env: merged,
   });
 }
+
+test("agent without POD_IP for a pod-ip address exits 1 naming the field, binding nothing", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "agent-config-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, "config.json");
+  await writeFile(path, JSON.stringify({ role: "egress", metricsPort: 0, targets: [target] }));
+  const child = runChild(path, { POD_IP: undefined });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  assert.equal(code, 1);
+  assert.equal(stderr.trim(), "agent config: metricsHost is pod-ip but POD_IP is not set (downward API status.podIP)");
+});
 
 test("agent with an invalid file exits 1 with one line naming the field", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "agent-config-"));

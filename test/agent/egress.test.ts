@@ -304,6 +304,7 @@ test("agent metrics carry target names only: no peer, IP or host in any label", 
     "tailnet_agent_connections_rejected_total",
     "tailnet_agent_dial_duration_seconds",
     "tailnet_agent_dial_errors_total",
+    "tailnet_agent_serve_bypass_refused_total",
   ]);
   assert.doesNotMatch(text, /127\.0\.0\.1|localhost/);
 });

@@ -57,9 +57,9 @@ export async function metricsText(agent: RunningAgent): Promise<string> {
   return (await httpGet(agent.metricsPort, "/metrics")).body;
 }
 
-export function connectTo(port: number): Promise<Socket> {
+export function connectTo(port: number, host = "127.0.0.1"): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: "127.0.0.1", port, allowHalfOpen: true });
+    const socket = connect({ host, port, allowHalfOpen: true });
     socket.once("connect", () => {
       socket.off("error", reject);
       // Resets are expected outcomes in these tests; what the socket received is asserted instead.
@@ -71,8 +71,8 @@ export function connectTo(port: number): Promise<Socket> {
 }
 
 /** Connects and reads until the connection is over; a reset (even during connect) is an outcome, not a failure. */
-export function attempt(port: number): Promise<Collected> {
-  const socket = connect({ host: "127.0.0.1", port, allowHalfOpen: true });
+export function attempt(port: number, host = "127.0.0.1"): Promise<Collected> {
+  const socket = connect({ host, port, allowHalfOpen: true });
   return collect(socket);
 }
 

@@ -12,8 +12,11 @@ import type { AgentLogger, LogFields } from "../../src/agent/log.js";
 import { type RunningAgent, startAgent } from "../../src/agent/main.js";
 import { type FakeLocalApi, fakeStatus, startFakeLocalApi } from "../fakes/agent/localapi.js";
 import { createTestPki, type TestPki } from "../fakes/agent/pki.js";
-import { connectTo, metricsText, sample, until } from "./helpers.js";
+import { attempt, connectTo, metricsText, sample, until } from "./helpers.js";
 
+/** Where tailscaled's serve dials (agent/ports.ts POD_LOCAL_HOST) and where its netstack forwards a peer's own connection. */
+const SERVE_HOST = "127.0.0.2";
+const NETSTACK_HOST = "127.0.0.1";
 const SA_TOKEN = "sa-token-0123456789abcdef";
 const CLIENT_TOKEN = "client-secret-token-do-not-forward";
 
@@ -129,9 +132,12 @@ async function kubeAgent(t: { after(fn: () => unknown): void }, proxyProtocol = 
   const logs: { msg: string; fields: LogFields }[] = [];
   const record = (msg: string, fields?: LogFields) => logs.push({ msg, fields: fields ?? {} });
   const log: AgentLogger = { debug: record, info: record, warn: record, error: record };
+  // the pod's layout (ingress children.ts): the listener where only serve dials, 127.0.0.1 reset and counted
   const config: AgentConfigInput = {
     role: "ingress",
     metricsPort: 0,
+    metricsHost: "127.0.0.1",
+    refuseHost: NETSTACK_HOST,
     tailscale: { localApiSocket: localapi.socketPath },
     exposes: [
       {
@@ -151,7 +157,7 @@ async function kubeAgent(t: { after(fn: () => unknown): void }, proxyProtocol = 
 
 /** Writes raw bytes, reads until the agent closes or `done` says the answer is complete. */
 async function exchange(port: number, bytes: string, done?: (text: string) => boolean): Promise<string> {
-  const socket = await connectTo(port);
+  const socket = await connectTo(port, SERVE_HOST);
   let text = "";
   return new Promise((resolve) => {
     socket.on("data", (chunk: Buffer) => {
@@ -294,7 +300,7 @@ test("an unknown peer or a failing WhoIs is refused with 403 and a Status body; 
 test("an upgrade (exec, port-forward) is forwarded with the impersonation headers and the 101 stream is piped both ways", async (t) => {
   const { port, logs } = await kubeAgent(t);
   const before = apiserver.heads.length;
-  const socket = await connectTo(port);
+  const socket = await connectTo(port, SERVE_HOST);
   let text = "";
   socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
   socket.write(
@@ -414,6 +420,7 @@ test("an API server whose certificate the cluster CA does not sign gets nothing:
     {
       role: "ingress",
       metricsPort: 0,
+      metricsHost: "127.0.0.1",
       tailscale: { localApiSocket: localapi.socketPath },
       exposes: [
         {
@@ -432,4 +439,49 @@ test("an API server whose certificate the cluster CA does not sign gets nothing:
   const answer = await exchange(agent.ports.exposes[0].listenPort, "GET /api HTTP/1.1\r\nHost: k\r\n\r\n");
   assert.match(answer, /^HTTP\/1\.1 502 Bad Gateway\r\n/);
   assert.equal(apiserver.heads.length, before, "no request head reached the impostor");
+});
+
+test("a connection that bypassed serve (netstack's 127.0.0.1 forward) with a forged PROXY header naming alice is reset unread and counted (issue 31)", async (t) => {
+  const { agent, port, logs } = await kubeAgent(t, true);
+  const heads = apiserver.heads.length;
+  const whois = localapi.requests.length;
+  const forged =
+    "PROXY TCP4 100.64.0.7 100.64.0.1 41000 443\r\nGET /api/v1/namespaces/dev/secrets HTTP/1.1\r\nHost: k\r\n\r\n";
+  for (let i = 0; i < 3; i++) {
+    const socket = await connectTo(port, NETSTACK_HOST).catch((err: NodeJS.ErrnoException) => err);
+    if (socket instanceof Error) {
+      assert.equal(socket.code, "ECONNRESET");
+      continue;
+    }
+    socket.write(forged);
+    const got = await new Promise<{ bytes: number }>((resolve) => {
+      let bytes = 0;
+      socket.on("data", (chunk: Buffer) => (bytes += chunk.length));
+      socket.once("close", () => resolve({ bytes }));
+    });
+    assert.equal(got.bytes, 0, "not a byte answered");
+  }
+  await until(
+    async () => sample(await metricsText(agent), "tailnet_agent_serve_bypass_refused_total", { name: "kube" }) === 3,
+    "three refusals counted",
+  );
+  assert.equal(apiserver.heads.length, heads, "nothing reached the API server");
+  assert.equal(localapi.requests.length, whois, "WhoIs was never asked: the forged address was never read");
+  const warnings = logs.filter((l) => l.msg === "refused a tailnet connection that bypassed tailscaled serve");
+  assert.deepEqual(
+    warnings,
+    [
+      {
+        msg: "refused a tailnet connection that bypassed tailscaled serve",
+        fields: { name: "kube", port, host: NETSTACK_HOST },
+      },
+    ],
+    "one warning per port and minute, however many probes",
+  );
+  // the same bytes through serve's address are alice's, as before
+  const served = await exchange(port, forged, answered);
+  assert.match(served, /^HTTP\/1\.1 200 OK/);
+  // an attempt is an outcome, never a hang: the reset comes at once
+  const quick = await attempt(port, NETSTACK_HOST);
+  assert.equal(quick.bytes, 0);
 });

@@ -5,6 +5,11 @@ import {
   AGENT_METRICS_PORT,
   egressListenPorts,
   ingressListenPort,
+  NETSTACK_FORWARD_HOST,
+  POD_IP_ENV,
+  POD_IP_HOST,
+  POD_LOCAL_HOST,
+  TAILSCALE_LOCAL_ADDR_PORT,
   TAILSCALE_SOCKS_ADDR,
   TAILSCALED_SOCKET,
 } from "../../src/agent/ports.js";
@@ -27,5 +32,10 @@ test("the fixed agent ports and paths", () => {
   assert.equal(AGENT_METRICS_PORT, 9080);
   assert.equal(AGENT_CONFIG_PATH, "/etc/tailnet-agent/config.json");
   assert.equal(TAILSCALED_SOCKET, "/var/run/tailscale/tailscaled.sock");
-  assert.equal(TAILSCALE_SOCKS_ADDR, "127.0.0.1:1055");
+  // off 127.0.0.1, where tailscaled's netstack forwards tailnet connections serve does not handle (issue 31)
+  assert.equal(POD_LOCAL_HOST, "127.0.0.2");
+  assert.equal(NETSTACK_FORWARD_HOST, "127.0.0.1");
+  assert.equal(TAILSCALE_SOCKS_ADDR, "127.0.0.2:1055");
+  assert.equal(TAILSCALE_LOCAL_ADDR_PORT, "127.0.0.2:9002");
+  assert.deepEqual([POD_IP_HOST, POD_IP_ENV], ["pod-ip", "POD_IP"]);
 });

@@ -203,7 +203,8 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
   );
   t.after(() => localApi.close());
   const egressParent = parentObject("TailnetEgress", "db", spec.egress, { namespace: "shop" });
-  const rendered = egressAgentConfig(readEgressSpec(egressParent));
+  // 127.0.0.1 stands for the pod IP here, which is where netstack's forward would land: no refuse listener
+  const { refuseHost: _refuse, ...rendered } = egressAgentConfig(readEgressSpec(egressParent));
   const egressAgent = await startAgent(
     {
       ...rendered,

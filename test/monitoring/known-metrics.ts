@@ -20,6 +20,7 @@ export const DOCUMENTED_AGENT_METRICS = [
   "tailnet_agent_connections_rejected_total",
   "tailnet_agent_kube_api_requests_total",
   "tailnet_agent_kube_api_refused_total",
+  "tailnet_agent_serve_bypass_refused_total",
 ];
 
 /** Families the monitoring may read that are not the operator's own: Prometheus' and prom-client's. */

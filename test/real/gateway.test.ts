@@ -35,6 +35,7 @@ import {
   podRunnerFor,
   type RealOperator,
   socksDns,
+  socksKnock,
   startOperator,
   tailnetSpec,
   withUnreachable,
@@ -237,6 +238,35 @@ describe("TailnetGateway on the real tailnet", { timeout: 900_000, concurrency: 
       socksDns(world.peers.outsider, vip, DB_NAME, 3000),
     );
     assert.match(String(refused), /^error: /);
+  });
+
+  it("the laptop (group:eng: *:* in the base policy) reaches nothing of the pod on the gateway node's own address (issue 31)", async () => {
+    // tailscaled's netstack forwards what serve does not handle to 127.0.0.1:<port> in the pod; every
+    // listener binds the pod IP, so CoreDNS, its ready/health/metrics and tailscale's metrics stay off the node
+    const [node] = await gatewayNodes();
+    const ip = node?.ip_addresses?.find((a) => !a.includes(":"));
+    assert.ok(ip, JSON.stringify(node));
+    const http = Buffer.from("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    // a DNS query over TCP (2-byte length, then the message): id 1, RD, one question for db-1.<zone> A
+    const q = Buffer.concat([
+      Buffer.from([0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0]),
+      ...DB_NAME.split(".").map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)])),
+      Buffer.from([0, 0, 1, 0, 1]),
+    ]);
+    const dns = Buffer.concat([Buffer.from([q.length >> 8, q.length & 255]), q]);
+    const got: Record<string, string> = {};
+    for (const [what, port, payload] of [
+      ["coredns", 1053, dns],
+      ["coredns-ready", 8181, http],
+      ["coredns-health", 8081, http],
+      ["coredns-metrics", 9153, http],
+      ["tailscale-metrics", 8080, http],
+    ] as const) {
+      got[what] = await socksKnock(world.peers.laptop, ip, port, payload);
+    }
+    for (const [what, answer] of Object.entries(got)) assert.doesNotMatch(answer, /^answered/, `${what}: ${answer}`);
+    // the same CoreDNS still answers on the pod IP, where the DNS Service sends it (the test above)
+    assert.equal(gatewayPod().ready, true);
   });
 
   it("killing the gateway's tailscale container: it comes back without crash-looping and without a second node", async () => {

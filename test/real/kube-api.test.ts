@@ -148,6 +148,7 @@ describe("the Kubernetes API over the tailnet (real kube-apiserver, Headscale, t
       {
         role: "ingress",
         metricsPort: 0,
+        metricsHost: "127.0.0.1",
         listenHost: net.rootIp,
         tailscale: { localApiSocket: join(proxy.host.dir, "tailscaled.sock") },
         exposes: [

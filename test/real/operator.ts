@@ -212,6 +212,41 @@ function skipName(msg: Buffer, off: number): number {
   throw new Error("truncated DNS name");
 }
 
+/**
+ * Connects to host:port through a peer's SOCKS5, writes `payload` and collects what comes back for up to
+ * 3 s: "answered: <first bytes>", "closed: no bytes" or "error: …" (e.g. the remote netstack's reset).
+ */
+export async function socksKnock(peer: Peer, host: string, port: number, payload: Buffer): Promise<string> {
+  let socket: Socket;
+  try {
+    ({ socket } = await SocksClient.createConnection({
+      proxy: { host: peer.socks5.host, port: peer.socks5.port, type: 5 },
+      command: "connect",
+      destination: { host, port },
+      timeout: 8000,
+    }));
+  } catch (err) {
+    return `error: ${(err as Error).message}`;
+  }
+  return await new Promise<string>((resolve) => {
+    let got = Buffer.alloc(0);
+    const finish = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(
+        got.length > 0 ? `answered: ${JSON.stringify(got.toString("latin1").slice(0, 120))}` : "closed: no bytes",
+      );
+    };
+    const timer = setTimeout(finish, 3000);
+    socket.on("data", (d: Buffer) => {
+      got = Buffer.concat([got, d]);
+    });
+    socket.on("close", finish);
+    socket.on("error", () => finish());
+    socket.write(payload);
+  });
+}
+
 export interface DnsAnswer {
   rcode: number;
   /** A records of the answer section, in order. */

@@ -4,7 +4,13 @@
  * the target, whose ports map the target's ports to the agent's listen ports.
  */
 import type { AgentConfigInput } from "../../agent/config.js";
-import { AGENT_METRICS_PORT, TAILSCALE_SOCKS_ADDR, TAILSCALED_SOCKET } from "../../agent/ports.js";
+import {
+  AGENT_METRICS_PORT,
+  NETSTACK_FORWARD_HOST,
+  POD_IP_HOST,
+  TAILSCALE_SOCKS_ADDR,
+  TAILSCALED_SOCKET,
+} from "../../agent/ports.js";
 import type { OperatorConfig } from "../../config.js";
 import { commonLabels, EGRESS_TARGET_LABEL } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
@@ -40,6 +46,10 @@ export function egressAgentConfig({
   return {
     role: "egress",
     metricsPort: AGENT_METRICS_PORT,
+    // the pod IP: Services and probes arrive there, tailscaled's netstack forward never does (agent/ports.ts)
+    metricsHost: POD_IP_HOST,
+    listenHost: POD_IP_HOST,
+    refuseHost: NETSTACK_FORWARD_HOST,
     tailscale: { socksAddr: TAILSCALE_SOCKS_ADDR, localApiSocket: TAILSCALED_SOCKET },
     targets: targets.map((t, i) => ({
       name: t.name,
@@ -117,6 +127,7 @@ export function egressChildren(parent: K8sObject, inputs: EgressChildrenInputs):
           noLogsNoSupport: inputs.config.tailscale.noLogsNoSupport,
           // always: a target may be an address behind a peer's subnet route (docs/OPERATIONS.md)
           acceptRoutes: true,
+          socks: true,
         }),
         inputs.proxyClass,
       )

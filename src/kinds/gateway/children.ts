@@ -7,12 +7,17 @@
  * - `tailscale` (official image, containerboot) in userspace mode with its state on an emptyDir
  *   (a container restart re-joins as the same node; a new pod needs a new bootstrap key, see
  *   bootstrap.ts), advertising spec.routes (TS_ROUTES); the bootstrap key's aclTags tag the node;
- *   metrics and /healthz on 0.0.0.0:8080 (ts-metrics).
+ *   metrics and /healthz on <pod IP>:8080 (ts-metrics).
  *   Userspace netstack forwards TCP/UDP to every route the pod can reach, which covers all the
  *   cluster networks a gateway advertises, so no route needs kernel mode (docs/gateway.md).
  * - `coredns` on the unprivileged port 1053 (the DNS Service maps 53 → 1053, so no capability is
  *   needed): the derived zone for cluster workloads and the split-DNS domains for tailnet clients,
  *   who reach the Service IP through the gateway's routes.
+ * Nothing listens on 0.0.0.0 or 127.0.0.1: in userspace mode tailscaled's netstack hands every tailnet
+ * connection to the node's own address that serve does not handle to 127.0.0.1:<port> (tailscale.com
+ * wgengine/netstack/netstack.go acceptTCP, acceptUDP), which would make tailscale's metrics, CoreDNS and its
+ * metrics tailnet services on the node's address. Every listener binds the pod IP (downward API), where
+ * probes, the DNS Service and scrapers arrive and the netstack forward never does.
  */
 import type { NetworkPolicyPeer, OperatorConfig } from "../../config.js";
 import { commonLabels, OWNER_UID_LABEL } from "../../k8s/labels.js";
@@ -64,6 +69,12 @@ export interface GatewayDeploymentInputs {
 /** Where the gateway's tailscale container mounts the CA ConfigMap. */
 const CA_DIR = "/etc/tailnet-ca";
 
+/** The pod's addresses (downward API): every listener of the pod binds them (see the file comment). */
+const POD_IP_ENV: readonly Record<string, unknown>[] = [
+  { name: "POD_IP", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } },
+  { name: "POD_IPS", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIPs" } } },
+];
+
 const restricted = {
   allowPrivilegeEscalation: false,
   readOnlyRootFilesystem: true,
@@ -85,7 +96,10 @@ function tailscaleContainer(inputs: GatewayDeploymentInputs): Record<string, unk
     }),
     { name: "TS_ENABLE_METRICS", value: "true" },
     { name: "TS_ENABLE_HEALTH_CHECK", value: "true" },
-    { name: "TS_LOCAL_ADDR_PORT", value: `0.0.0.0:${TS_METRICS_PORT}` },
+    ...POD_IP_ENV,
+    // the pod IP, not 0.0.0.0 (see the file comment); containerboot brackets an IPv6 POD_IP itself when
+    // POD_IPS lists it (cmd/containerboot/settings.go, the "$(POD_IP):PORT" case)
+    { name: "TS_LOCAL_ADDR_PORT", value: `$(POD_IP):${TS_METRICS_PORT}` },
   ];
   if (inputs.authKeySecret) {
     env.push({
@@ -118,6 +132,8 @@ function corednsContainer(inputs: GatewayDeploymentInputs): Record<string, unkno
     image: inputs.images.coredns,
     imagePullPolicy: "IfNotPresent",
     args: ["-conf", `${COREFILE_DIR}/${COREFILE_KEY}`],
+    // the Corefile binds {$POD_IP} (corefile.ts)
+    env: [POD_IP_ENV[0]],
     ports: [
       // one entry per containerPort: Metacontroller's apply keys container ports by number, so a
       // second 1053 (TCP) would collapse with the first on every update (the Service targets 1053)

@@ -20,18 +20,32 @@ export interface GatewayCorefileInput {
   splitDomains: readonly string[];
 }
 
+/**
+ * Where CoreDNS listens: the pod IP from the environment (Corefile `{$ENV}` substitution), never 0.0.0.0 —
+ * the gateway's tailscaled forwards tailnet connections it does not serve to 127.0.0.1 (children.ts). The
+ * HTTP endpoints take host:port; Go's net.Listen accepts "[10.0.0.7]:9153" as well as "[fd00::7]:9153", so
+ * one bracketed form serves both families for `ready` and `prometheus`. `health` also parses
+ * "http://<addr>" as a URL (coredns plugin/health/health.go), which refuses a bracketed IPv4 literal (seen on
+ * the real CoreDNS: `invalid IP-literal`), so it names the pod by its host name instead: HOSTNAME, which the
+ * kubelet's /etc/hosts maps to the pod IP of either family.
+ */
+export const COREDNS_BIND = "{$POD_IP}";
+const at = (port: number) => `[${COREDNS_BIND}]:${port}`;
+const HEALTH_HOST = "{$HOSTNAME}";
+
 export function renderGatewayCorefile(input: GatewayCorefileInput): string {
   const p = COREDNS_PORTS;
   const split = input.splitDomains.map((d) => `${normalizeZone(d)}:${p.dns}`).join(" ");
   return [
     `# CoreDNS of TailnetGateway ${input.owner}, rendered by tailnet-operator. Do not edit.`,
-    `# Everything is served on ${p.dns}; the DNS Service maps port 53 to it.`,
+    `# Everything is served on ${p.dns} of the pod IP only; the DNS Service maps port 53 to it.`,
     "# The derived zone, for cluster workloads (the cluster DNS forwards the zone here).",
     `${input.zone}:${p.dns} {`,
+    `    bind ${COREDNS_BIND}`,
     "    errors",
-    `    ready :${p.ready}`,
-    `    health :${p.health}`,
-    `    prometheus :${p.metrics}`,
+    `    ready ${at(p.ready)}`,
+    `    health ${HEALTH_HOST}:${p.health}`,
+    `    prometheus ${at(p.metrics)}`,
     `    file ${ZONE_DIR}/${input.zoneFile} ${input.zone} {`,
     "        reload 10s",
     "    }",
@@ -39,8 +53,9 @@ export function renderGatewayCorefile(input: GatewayCorefileInput): string {
     "# Cluster names for tailnet clients (split DNS to the DNS Service IP, reached through the",
     "# gateway's routes), answered by the cluster DNS.",
     `${split} {`,
+    `    bind ${COREDNS_BIND}`,
     "    errors",
-    `    prometheus :${p.metrics}`,
+    `    prometheus ${at(p.metrics)}`,
     "    cache 30",
     "    forward . /etc/resolv.conf",
     "}",

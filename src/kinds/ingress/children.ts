@@ -3,11 +3,17 @@
  * ServiceAccount, the agent ConfigMap (config.json + tailscaled's serve.json), the Deployment
  * (`spec.replicas` pods, each its own tailnet node), the NetworkPolicy (9080 only from the operator
  * namespace and the configured scrapers), a PodDisruptionBudget (maxUnavailable 1) when replicas > 1,
- * and the pre-auth key Secret. tailscaled serves each tailnet port to the agent's loopback listener
- * (ipn.ServeConfig `TCPForward`); the agent forwards TCP or terminates TLS and proxies HTTP/1.1.
+ * and the pre-auth key Secret. tailscaled serves each tailnet port to the agent's listener on 127.0.0.2
+ * (ipn.ServeConfig `TCPForward`; agent/ports.ts POD_LOCAL_HOST); the agent forwards TCP or terminates TLS and proxies HTTP/1.1.
  */
 import type { AgentConfigInput } from "../../agent/config.js";
-import { AGENT_METRICS_PORT, TAILSCALED_SOCKET } from "../../agent/ports.js";
+import {
+  AGENT_METRICS_PORT,
+  NETSTACK_FORWARD_HOST,
+  POD_IP_HOST,
+  POD_LOCAL_HOST,
+  TAILSCALED_SOCKET,
+} from "../../agent/ports.js";
 import type { OperatorConfig } from "../../config.js";
 import { commonLabels } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
@@ -66,6 +72,12 @@ export function ingressAgentConfig(
   return {
     role: "ingress",
     metricsPort: AGENT_METRICS_PORT,
+    // Only tailscaled's serve reaches the listeners (POD_LOCAL_HOST): its netstack forwards every other tailnet
+    // connection to 127.0.0.1, where the agent resets and counts it (agent/ports.ts, agent/refuse.ts). So the
+    // PROXY header at the start of a connection was written by serve, never by a peer.
+    metricsHost: POD_IP_HOST,
+    listenHost: POD_LOCAL_HOST,
+    refuseHost: NETSTACK_FORWARD_HOST,
     tailscale: { localApiSocket: TAILSCALED_SOCKET },
     exposes: spec.exposes.map((e, i) => ({
       name: e.name,
@@ -84,15 +96,15 @@ export function ingressAgentConfig(
 }
 
 /**
- * serve.json: each tailnet port to 127.0.0.1:<listen port> (exposes sharing a port share a listener); in
- * http mode with `ProxyProtocol` so the agent learns the client's tailnet address.
+ * serve.json: each tailnet port to 127.0.0.2:<listen port> (POD_LOCAL_HOST; exposes sharing a port share a
+ * listener); in http and kube-api mode with `ProxyProtocol` so the agent learns the client's tailnet address.
  */
 export function ingressServeConfig(spec: IngressSpec): ServeConfig {
   const ports = exposeListenPorts(spec);
   const tcp: ServeConfig["TCP"] = {};
   for (const [i, e] of spec.exposes.entries()) {
     tcp[String(e.port)] ??= {
-      TCPForward: `127.0.0.1:${ports[i]}`,
+      TCPForward: `${POD_LOCAL_HOST}:${ports[i]}`,
       ...(spec.mode !== "tcp" ? { ProxyProtocol: INGRESS_PROXY_PROTOCOL } : {}),
     };
   }

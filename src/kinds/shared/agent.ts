@@ -12,7 +12,14 @@
 
 import { createHash } from "node:crypto";
 import type { AgentConfigInput } from "../../agent/config.js";
-import { AGENT_CONFIG_PATH, AGENT_METRICS_PORT, TAILSCALE_SOCKS_ADDR, TAILSCALED_SOCKET } from "../../agent/ports.js";
+import {
+  AGENT_CONFIG_PATH,
+  AGENT_METRICS_PORT,
+  POD_IP_ENV,
+  TAILSCALE_LOCAL_ADDR_PORT,
+  TAILSCALE_SOCKS_ADDR,
+  TAILSCALED_SOCKET,
+} from "../../agent/ports.js";
 import type { NetworkPolicyPeer, OperatorConfig } from "../../config.js";
 import { nodesTagged } from "../../headscale/lists.js";
 import type { HsNode, HsPolicy } from "../../headscale/types.js";
@@ -177,7 +184,7 @@ export interface AgentDeploymentInputs {
   /** Tailnet host name of the agent node (a DNS label, see dnsLabel). */
   hostname: string;
   images: OperatorConfig["images"];
-  /** Data-plane container ports of the agent (egress listeners); ingress listens on loopback only. */
+  /** Data-plane container ports of the agent (egress listeners, on the pod IP); ingress listens on 127.0.0.2 only. */
   listenPorts: number[];
   /** Hash of everything the pods read at start, so a change rolls them (see configHash). */
   configHash: string;
@@ -194,6 +201,11 @@ export interface AgentDeploymentInputs {
    * then leaves through the pod network.
    */
   acceptRoutes?: boolean;
+  /**
+   * Egress: tailscaled runs its SOCKS5 proxy (TAILSCALE_SOCKS_ADDR, on the pod-local loopback address) for the
+   * agent's dials. Ingress agents dial nothing on the tailnet, so their tailscaled runs none.
+   */
+  socks?: boolean;
 }
 
 /** Pod-level security of every pod the operator runs (agents and gateways): non-root, seccomp. */
@@ -222,7 +234,7 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
   const env: Record<string, unknown>[] = [
     { name: "TS_USERSPACE", value: "true" },
     { name: "TS_SOCKET", value: TAILSCALED_SOCKET },
-    { name: "TS_SOCKS5_SERVER", value: TAILSCALE_SOCKS_ADDR },
+    ...(inputs.socks ? [{ name: "TS_SOCKS5_SERVER", value: TAILSCALE_SOCKS_ADDR }] : []),
     { name: "TS_HOSTNAME", value: inputs.hostname },
     // containerboot passes TS_EXTRA_ARGS to `tailscale up`: the only way to name a login server.
     // No --advertise-tags: Headscale >= 0.28 refuses any client-requested tag on a pre-auth-key
@@ -236,7 +248,8 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
       caFile: inputs.ca ? `${CONFIG_DIR}/${CA_KEY}` : undefined,
     }),
     { name: "TS_ENABLE_METRICS", value: "true" },
-    { name: "TS_LOCAL_ADDR_PORT", value: "127.0.0.1:9002" },
+    // off 127.0.0.1, where tailscaled's netstack forwards tailnet connections (agent/ports.ts POD_LOCAL_HOST)
+    { name: "TS_LOCAL_ADDR_PORT", value: TAILSCALE_LOCAL_ADDR_PORT },
   ];
   if (inputs.authKeySecret) {
     env.push({
@@ -285,7 +298,11 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
               // Cap the heap below the 256Mi limit whatever V8 reads from the cgroup: at the default
               // 4,096-connection limit the stress bench peaks near 200 MiB RSS with this cap, and over
               // 256 MiB without it.
-              env: [{ name: "NODE_OPTIONS", value: "--max-old-space-size=128" }],
+              env: [
+                { name: "NODE_OPTIONS", value: "--max-old-space-size=128" },
+                // the agent binds 9080 (and egress listeners) to the pod IP, never 0.0.0.0 (agent/ports.ts)
+                { name: POD_IP_ENV, valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } },
+              ],
               ports: [
                 { name: "metrics", containerPort: AGENT_METRICS_PORT, protocol: "TCP" },
                 ...inputs.listenPorts.map((p) => ({ name: `l${p}`, containerPort: p, protocol: "TCP" })),

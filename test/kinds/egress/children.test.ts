@@ -142,7 +142,7 @@ describe("egress children", () => {
       );
     }
     assert.deepEqual(agentConfig.tailscale, {
-      socksAddr: "127.0.0.1:1055",
+      socksAddr: "127.0.0.2:1055",
       localApiSocket: "/var/run/tailscale/tailscaled.sock",
     });
   });

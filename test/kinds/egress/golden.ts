@@ -50,7 +50,10 @@ export function expectedAgentConfig(targets: readonly GoldenTarget[]) {
   return {
     role: "egress",
     metricsPort: 9080,
-    tailscale: { socksAddr: "127.0.0.1:1055", localApiSocket: "/var/run/tailscale/tailscaled.sock" },
+    metricsHost: "pod-ip",
+    listenHost: "pod-ip",
+    refuseHost: "127.0.0.1",
+    tailscale: { socksAddr: "127.0.0.2:1055", localApiSocket: "/var/run/tailscale/tailscaled.sock" },
     targets: targets.map((t, i) => ({
       name: t.name,
       host: t.host,
@@ -108,6 +111,7 @@ export function expectedEgressChildren(o: EgressGoldenOptions): K8sObject[] {
         configHash: configHash(configMap.data),
         ca: !!o.ca,
         acceptRoutes: true,
+        socks: true,
       })
     : o.observedDeployment && withoutStatus(o.observedDeployment);
   return [

@@ -107,7 +107,10 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
       ...(opts.extraTargets?.(echo.port) ?? []),
     ],
   };
-  const rendered = egressAgentConfig(readEgressSpec(parentObject("TailnetEgress", "db", spec, { namespace: "shop" })));
+  // 127.0.0.1 stands for the pod IP here, which is where netstack's forward would land: no refuse listener
+  const { refuseHost: _refuse, ...rendered } = egressAgentConfig(
+    readEgressSpec(parentObject("TailnetEgress", "db", spec, { namespace: "shop" })),
+  );
   const agent = await startAgent(
     {
       ...rendered,

@@ -59,7 +59,10 @@ function expectedDeployment(o: Opts): K8sObject {
     ...expectedRuntimeEnv({ noLogsNoSupport: o.noLogsNoSupport, caFile: o.ca ? "/etc/tailnet-ca/ca.crt" : undefined }),
     { name: "TS_ENABLE_METRICS", value: "true" },
     { name: "TS_ENABLE_HEALTH_CHECK", value: "true" },
-    { name: "TS_LOCAL_ADDR_PORT", value: "0.0.0.0:8080" },
+    // every listener on the pod IP: tailscaled's netstack forwards what serve does not handle to 127.0.0.1 (issue 31)
+    { name: "POD_IP", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } },
+    { name: "POD_IPS", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIPs" } } },
+    { name: "TS_LOCAL_ADDR_PORT", value: "$(POD_IP):8080" },
   ];
   if (o.secret) env.push({ name: "TS_AUTHKEY", valueFrom: { secretKeyRef: { name: o.secret, key: "authkey" } } });
   const template = stampTemplate({
@@ -100,6 +103,7 @@ function expectedDeployment(o: Opts): K8sObject {
           image: images.coredns,
           imagePullPolicy: "IfNotPresent",
           args: ["-conf", "/etc/coredns/Corefile"],
+          env: [{ name: "POD_IP", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } }],
           ports: [
             { name: "dns", containerPort: 1053, protocol: "UDP" },
             { name: "dns-metrics", containerPort: 9153, protocol: "TCP" },
@@ -137,13 +141,14 @@ function expectedDeployment(o: Opts): K8sObject {
 }
 
 const COREFILE = `# CoreDNS of TailnetGateway infra/gw, rendered by tailnet-operator. Do not edit.
-# Everything is served on 1053; the DNS Service maps port 53 to it.
+# Everything is served on 1053 of the pod IP only; the DNS Service maps port 53 to it.
 # The derived zone, for cluster workloads (the cluster DNS forwards the zone here).
 ${ZONE}:1053 {
+    bind {$POD_IP}
     errors
-    ready :8181
-    health :8081
-    prometheus :9153
+    ready [{$POD_IP}]:8181
+    health {$HOSTNAME}:8081
+    prometheus [{$POD_IP}]:9153
     file /var/lib/coredns/zone/zone.db ${ZONE} {
         reload 10s
     }
@@ -151,8 +156,9 @@ ${ZONE}:1053 {
 # Cluster names for tailnet clients (split DNS to the DNS Service IP, reached through the
 # gateway's routes), answered by the cluster DNS.
 svc.cluster.local:1053 {
+    bind {$POD_IP}
     errors
-    prometheus :9153
+    prometheus [{$POD_IP}]:9153
     cache 30
     forward . /etc/resolv.conf
 }
@@ -194,7 +200,10 @@ describe("gateway children", () => {
     assert.equal(renderCorefile(renderInput(gateway())), COREFILE);
     const r = renderInput(gateway());
     r.tailnet.splitDomains = ["corp.internal", "svc.cluster.local"];
-    assert.match(renderCorefile(r), /\ncorp\.internal:1053 svc\.cluster\.local:1053 \{\n {4}errors\n/);
+    assert.match(
+      renderCorefile(r),
+      /\ncorp\.internal:1053 svc\.cluster\.local:1053 \{\n {4}bind \{\$POD_IP\}\n {4}errors\n/,
+    );
   });
 
   it("DNS Service: spec.service.type, port 53 udp/tcp onto the CoreDNS ports", () => {

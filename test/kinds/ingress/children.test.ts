@@ -59,6 +59,9 @@ function expectedChildren(o: GoldenOptions): K8sObject[] {
   const config = {
     role: "ingress",
     metricsPort: 9080,
+    metricsHost: "pod-ip",
+    listenHost: "127.0.0.2",
+    refuseHost: "127.0.0.1",
     tailscale: { localApiSocket: "/var/run/tailscale/tailscaled.sock" },
     exposes: o.exposes,
   };
@@ -138,8 +141,8 @@ describe("ingress children", () => {
       tlsSecrets: ["api-tls", "grafana-tls"],
       // http mode: tailscaled sends a PROXY v2 header first, so the agent learns the client address
       serve: {
-        "443": { TCPForward: "127.0.0.1:20000", ProxyProtocol: 2 },
-        "8443": { TCPForward: "127.0.0.1:20002", ProxyProtocol: 2 },
+        "443": { TCPForward: "127.0.0.2:20000", ProxyProtocol: 2 },
+        "8443": { TCPForward: "127.0.0.2:20002", ProxyProtocol: 2 },
       },
       exposes: [
         {
@@ -194,7 +197,7 @@ describe("ingress children", () => {
       hostname: "pg",
       tlsSecrets: [],
       scrapeFrom: [{ namespaceSelector: { matchLabels: { team: "obs" } } }],
-      serve: { "5432": { TCPForward: "127.0.0.1:20000" }, "5433": { TCPForward: "127.0.0.1:20001" } },
+      serve: { "5432": { TCPForward: "127.0.0.2:20000" }, "5433": { TCPForward: "127.0.0.2:20001" } },
       exposes: [
         {
           name: "postgres",
@@ -220,7 +223,10 @@ describe("ingress children", () => {
     const spec = readIngressSpec(parent);
     const config = ingressAgentConfig(parent, spec, ingressNames(parent, BASE).exposes);
     const parsed = validateAgentConfig(JSON.parse(JSON.stringify(config)));
-    assert.equal(parsed.listenHost, "127.0.0.1", "ingress listeners stay on loopback (tailscaled serves them)");
+    // serve's targets sit where tailscaled's netstack never forwards a peer's own connection (issue 31)
+    assert.equal(parsed.listenHost, "127.0.0.2");
+    assert.equal(parsed.refuseHost, "127.0.0.1");
+    assert.equal(parsed.metricsHost, "pod-ip");
     const deployment = build(parent, key).find((c) => c.kind === "Deployment");
     const mounts = JSON.stringify(deployment);
     for (const e of parsed.exposes) assert.ok(mounts.includes(e.tls?.certFile.replace(/\/tls\.crt$/, "") ?? "?"));
@@ -254,8 +260,8 @@ describe("ingress children", () => {
       tlsSecrets: ["api-tls", "grafana-tls"],
       // http mode: tailscaled sends a PROXY v2 header first, so the agent learns the client address
       serve: {
-        "443": { TCPForward: "127.0.0.1:20000", ProxyProtocol: 2 },
-        "8443": { TCPForward: "127.0.0.1:20002", ProxyProtocol: 2 },
+        "443": { TCPForward: "127.0.0.2:20000", ProxyProtocol: 2 },
+        "8443": { TCPForward: "127.0.0.2:20002", ProxyProtocol: 2 },
       },
       exposes: JSON.parse((build(parent, key)[1].data as Record<string, string>)["config.json"]).exposes,
       ca,
@@ -292,8 +298,8 @@ describe("ingress spec", () => {
     );
     assert.deepEqual(ingressServeConfig(readIngressSpec(ingress("g", { exposes: [METRICS, WEB, API] }))), {
       TCP: {
-        "443": { TCPForward: "127.0.0.1:20001", ProxyProtocol: 2 },
-        "8443": { TCPForward: "127.0.0.1:20000", ProxyProtocol: 2 },
+        "443": { TCPForward: "127.0.0.2:20001", ProxyProtocol: 2 },
+        "8443": { TCPForward: "127.0.0.2:20000", ProxyProtocol: 2 },
       },
     });
     assert.deepEqual(ingressTlsSecrets(readIngressSpec(tcpIngress())), []);

@@ -59,7 +59,7 @@ describe("TailnetIngress over real TLS", () => {
     assert.deepEqual(config, ingressAgentConfig(parent, readIngressSpec(parent), ingressNames(parent, BASE).exposes));
     validateAgentConfig(config);
     const serve = JSON.parse(data["serve.json"]) as { TCP: Record<string, ServeHandler> };
-    assert.deepEqual(serve, { TCP: { "443": { TCPForward: "127.0.0.1:20000", ProxyProtocol: 2 } } });
+    assert.deepEqual(serve, { TCP: { "443": { TCPForward: "127.0.0.2:20000", ProxyProtocol: 2 } } });
 
     // Through tailscaled's serve forward as the operator configured it: a PROXY v2 header first, whose
     // source (the tailnet client) the backend sees in X-Forwarded-For.

@@ -135,7 +135,8 @@ describe("TailnetIngress end to end", () => {
       nodes: [{ name: "grafana", addresses: registeredAddresses(w), online: true }],
       preAuthKeyIds: ["1"],
     });
-    const socket = connect(agent.ports.exposes[0].listenPort, "127.0.0.1");
+    // where tailscaled's serve dials (the operator's serve config), not 127.0.0.1 (issue 31)
+    const socket = connect(agent.ports.exposes[0].listenPort, "127.0.0.2");
     t.after(() => socket.destroy());
     const echoed = await new Promise<string>((resolve, reject) => {
       socket.once("data", (b) => resolve(b.toString()));

@@ -56,7 +56,9 @@ describe("TailnetIngress mode kube-api", () => {
       },
     ]);
     validateAgentConfig(config); // the agent accepts it
-    assert.deepEqual(ingressServeConfig(spec), { TCP: { "80": { TCPForward: "127.0.0.1:20000", ProxyProtocol: 2 } } });
+    // only serve reaches 127.0.0.2; a peer's own connection lands on 127.0.0.1 and is reset (issue 31)
+    assert.deepEqual([config.listenHost, config.refuseHost], ["127.0.0.2", "127.0.0.1"]);
+    assert.deepEqual(ingressServeConfig(spec), { TCP: { "80": { TCPForward: "127.0.0.2:20000", ProxyProtocol: 2 } } });
   });
 
   it("only the agent container gets a token: a projected, expiring ServiceAccount token and kube-root-ca.crt", () => {

@@ -179,12 +179,12 @@ export async function httpsGet(
   via?: ViaTailscaled,
 ): Promise<{ status: number; body: string }> {
   const raw = via
-    ? await serveForward({ ...via.serve, TCPForward: `127.0.0.1:${port}` }, via.client, via.nodeIp)
+    ? await serveForward({ ...via.serve, TCPForward: `127.0.0.2:${port}` }, via.client, via.nodeIp)
     : undefined;
   return new Promise((resolve, reject) => {
     const req = request(
       {
-        host: "127.0.0.1",
+        host: "127.0.0.2",
         port,
         servername,
         ca,

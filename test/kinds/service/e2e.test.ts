@@ -80,7 +80,8 @@ describe("annotated Services end to end", () => {
       message: "reachable on the tailnet as grafana.ts.example.com",
     });
     assert.equal(w.svc("grafana")?.metadata.annotations?.[`${T}/dns-name`], "grafana.ts.example.com");
-    const socket = connect(agent.ports.exposes[0].listenPort, "127.0.0.1");
+    // where tailscaled's serve dials (the operator's serve config), not 127.0.0.1 (issue 31)
+    const socket = connect(agent.ports.exposes[0].listenPort, "127.0.0.2");
     t.after(() => socket.destroy());
     const echoed = await new Promise<string>((resolve, reject) => {
       socket.once("data", (b) => resolve(b.toString()));

@@ -77,7 +77,8 @@ describe("LoadBalancer Services of class tailnet.internal/tailnet end to end", (
       ...v6.map((ip) => ({ ip })),
       { hostname: "grafana.ts.example.com" },
     ]);
-    const socket = connect(agent.ports.exposes[0].listenPort, "127.0.0.1");
+    // where tailscaled's serve dials (the operator's serve config), not 127.0.0.1 (issue 31)
+    const socket = connect(agent.ports.exposes[0].listenPort, "127.0.0.2");
     t.after(() => socket.destroy());
     const echoed = await new Promise<string>((resolve, reject) => {
       socket.once("data", (b) => resolve(b.toString()));

@@ -70,6 +70,7 @@ function inputs(over: Partial<AgentDeploymentInputs> = {}): AgentDeploymentInput
     listenPorts: [10000, 10001],
     configHash: "0123456789abcdef",
     noLogsNoSupport: true,
+    socks: true,
     ...over,
   };
 }
@@ -88,6 +89,7 @@ function golden(over: Partial<AgentGoldenOptions> = {}): AgentGoldenOptions {
     images: { agent: "registry.example/tailnet-operator:9.9.9", tailscale: "tailscale/tailscale:v1.2.3" },
     listenPorts: [10000, 10001],
     configHash: "0123456789abcdef",
+    socks: true,
     ...over,
   };
 }
@@ -122,8 +124,15 @@ describe("agentDeployment", () => {
     {
       name: "ingress agent with serve config and TLS Secrets",
       parent: ingress,
-      in: { listenPorts: [], serveConfig: true, tlsSecrets: ["web-tls", "api.example.com-tls"], hostname: "web" },
+      in: {
+        listenPorts: [],
+        serveConfig: true,
+        tlsSecrets: ["web-tls", "api.example.com-tls"],
+        hostname: "web",
+        socks: false,
+      },
       want: {
+        socks: false,
         kind: "TailnetIngress",
         name: "web",
         namespace: "front",

@@ -26,6 +26,8 @@ export interface AgentGoldenOptions {
   noLogsNoSupport?: boolean;
   /** Egress agents: --accept-routes. */
   acceptRoutes?: boolean;
+  /** Egress agents: tailscaled's SOCKS5 proxy, on 127.0.0.2 (none in ingress pods). */
+  socks?: boolean;
 }
 
 /** The tailscale container's state and service-account volumes (agents and gateways alike). */
@@ -88,7 +90,8 @@ export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
   const env: Record<string, unknown>[] = [
     { name: "TS_USERSPACE", value: "true" },
     { name: "TS_SOCKET", value: "/var/run/tailscale/tailscaled.sock" },
-    { name: "TS_SOCKS5_SERVER", value: "127.0.0.1:1055" },
+    // egress only, and on 127.0.0.2: tailscaled's netstack forwards tailnet connections to 127.0.0.1 (issue 31)
+    ...(o.socks ? [{ name: "TS_SOCKS5_SERVER", value: "127.0.0.2:1055" }] : []),
     { name: "TS_HOSTNAME", value: o.hostname },
     { name: "TS_EXTRA_ARGS", value: `--login-server=${o.loginServer}${o.acceptRoutes ? " --accept-routes" : ""}` },
     ...expectedRuntimeEnv({
@@ -96,7 +99,7 @@ export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
       caFile: o.ca ? "/etc/tailnet-agent/ca.crt" : undefined,
     }),
     { name: "TS_ENABLE_METRICS", value: "true" },
-    { name: "TS_LOCAL_ADDR_PORT", value: "127.0.0.1:9002" },
+    { name: "TS_LOCAL_ADDR_PORT", value: "127.0.0.2:9002" },
   ];
   if (o.authKeySecret) {
     env.push({ name: "TS_AUTHKEY", valueFrom: { secretKeyRef: { name: o.authKeySecret, key: "authkey" } } });
@@ -141,7 +144,10 @@ export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
               name: "agent",
               image: o.images.agent,
               args: ["agent", "--config", "/etc/tailnet-agent/config.json"],
-              env: [{ name: "NODE_OPTIONS", value: "--max-old-space-size=128" }],
+              env: [
+                { name: "NODE_OPTIONS", value: "--max-old-space-size=128" },
+                { name: "POD_IP", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } },
+              ],
               ports: [
                 { name: "metrics", containerPort: 9080, protocol: "TCP" },
                 ...o.listenPorts.map((p) => ({ name: `l${p}`, containerPort: p, protocol: "TCP" })),
