@@ -15,10 +15,11 @@ import {
   type InvalidInput,
 } from "../../policy/generated.js";
 import { type GeneratedCounts, renderPolicy } from "../../policy/render.js";
-import type { NodeRef } from "../../policy/targets.js";
+import { buildNodeIndex, type NodeRef, resolveTargetHost } from "../../policy/targets.js";
 import { holderOf, reservedNames } from "../shared/dns-owners.js";
 import { exposePort } from "../shared/expose-port.js";
 import { nameOwners } from "../shared/ingress-names.js";
+import { managedNodes, type OwnedNodeRef, targetRefusal } from "../shared/node-owners.js";
 import { explicitTag } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import type { TailnetInputs } from "./inputs.js";
@@ -56,22 +57,55 @@ export function needsNodes(inputs: TailnetInputs): boolean {
   return inputs.egresses.length > 0 || [...inputs.ingresses, ...inputs.gateways].some((o) => explicitTag(o));
 }
 
+const NONE_REFUSED: ReadonlySet<string> = new Set();
+
 type Item<K extends "egresses" | "ingresses" | "sites" | "gateways"> = CollectInput[K][number];
 
-function egressItem(o: K8sObject, tagPrefix: string): Item<"egresses"> {
+/** `refused`: targets node-owners.ts targetRefusal refuses (another object's agent node): no grant. */
+function egressItem(o: K8sObject, tagPrefix: string, refused: ReadonlySet<string>): Item<"egresses"> {
   return {
     namespace: ns(o),
     name: o.metadata.name,
     tag: effectiveTag(o, tagPrefix),
-    targets: records(record(o.spec).targets).map((t) => ({
-      name: String(t.name ?? ""),
-      host: String(t.host ?? ""),
-      ports: records(t.ports).map((p) => ({
-        port: Number(p.port),
-        protocol: typeof p.protocol === "string" ? p.protocol : undefined,
+    targets: egressTargetsOf(o)
+      .filter((t) => !refused.has(String(t.name ?? "")))
+      .map((t) => ({
+        name: String(t.name ?? ""),
+        host: String(t.host ?? ""),
+        ports: records(t.ports).map((p) => ({
+          port: Number(p.port),
+          protocol: typeof p.protocol === "string" ? p.protocol : undefined,
+        })),
       })),
-    })),
   };
+}
+
+const egressTargetsOf = (o: K8sObject) => records(record(o.spec).targets);
+
+/**
+ * Per egress ("namespace/name"), the names of its targets that resolve to a node the operator registered for
+ * another object which does not admit the egress's tag (node-owners.ts, the rule the egress's status uses).
+ */
+export function refusedEgressTargets(inputs: TailnetInputs, nodes: readonly OwnedNodeRef[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  if (!inputs.egresses.length) return out;
+  const { tagPrefix, authKeyTTLSeconds, baseDomain } = inputs.settings;
+  const owners = [...inputs.ingresses, ...inputs.egresses, ...inputs.gateways];
+  const managed = managedNodes(owners, nodes, { tagPrefix, ttlSeconds: authKeyTTLSeconds });
+  if (!managed.size) return out;
+  const index = buildNodeIndex(nodes, baseDomain);
+  for (const o of inputs.egresses) {
+    const tag = effectiveTag(o, tagPrefix);
+    for (const t of egressTargetsOf(o)) {
+      const resolved = resolveTargetHost(String(t.host ?? ""), index);
+      if (!targetRefusal(o, tag, resolved, managed)) continue;
+      const id = `${ns(o)}/${o.metadata.name}`;
+      const set = out.get(id) ?? new Set<string>();
+      set.add(String(t.name ?? ""));
+      out.set(id, set);
+    }
+  }
+  return out;
 }
 
 function ingressItem(o: K8sObject, tagPrefix: string, allowedSources: ReadonlySet<string>): Item<"ingresses"> {
@@ -120,6 +154,7 @@ export function lazyCollectInput(inputs: TailnetInputs, nodes: readonly NodeRef[
   const { tagPrefix } = settings;
   const allowedSources = new Set(settings.allowedIngressSources);
   const blocked = blockedSites(inputs.sites, settings.reservedNetworks);
+  const refused = refusedEgressTargets(inputs, nodes);
   const lazy = <T>(o: K8sObject, item: () => T, flag = ""): Lazy<T> => {
     const { uid, resourceVersion } = o.metadata;
     return {
@@ -134,7 +169,10 @@ export function lazyCollectInput(inputs: TailnetInputs, nodes: readonly NodeRef[
     baseDomain: settings.baseDomain,
     nodes: nodes as NodeRef[],
     context: JSON.stringify([tagPrefix, settings.allowedIngressSources]),
-    egresses: inputs.egresses.map((o) => lazy(o, () => egressItem(o, tagPrefix))),
+    egresses: inputs.egresses.map((o) => {
+      const r = refused.get(`${ns(o)}/${o.metadata.name}`) ?? NONE_REFUSED;
+      return lazy(o, () => egressItem(o, tagPrefix, r), [...r].sort().join("\u0000"));
+    }),
     ingresses: inputs.ingresses.map((o) => lazy(o, () => ingressItem(o, tagPrefix, allowedSources))),
     // A site being deleted renders nothing: its finalize withdraws its route approvals only once the
     // live policy no longer auto-approves them (Headscale would re-approve them on the next reload).
