@@ -105,6 +105,8 @@ export const TargetReason = {
   NotAdvertised: "NotAdvertised",
   NotApproved: "NotApproved",
   NoGrant: "NoGrant",
+  /** The target is another object's agent node that does not admit this egress (node-owners.ts). */
+  TargetNotAllowed: "TargetNotAllowed",
   ProbeFailed: "ProbeFailed",
   Unreachable: "Unreachable",
   OutsideTailnet: "OutsideTailnet",

@@ -94,6 +94,8 @@ export function egressRelated(parent: K8sObject, config: OperatorConfig): Relate
   if (names.length && parent.metadata.namespace) {
     rules.push({ apiVersion: "v1", resource: "services", namespace: parent.metadata.namespace, names });
   }
+  // whose agent node a target is (node-owners.ts): their status.preAuthKeyIds prove which nodes they registered
+  rules.push(all("tailnetingresses"), all("tailnetegresses"), all("tailnetgateways"));
   rules.push(...proxyClassRules(parent));
   return rules;
 }

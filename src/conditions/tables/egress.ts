@@ -12,6 +12,7 @@ export const EGRESS_REASONS = {
   Registered: AGENT_REGISTERED,
   RoutesGranted: {
     RoutesGranted: ["True"],
+    TargetNotAllowed: ["False"],
     RoutesMissing: ["False"],
     ProbeFailed: ["Unknown"],
     NoTailnet: ["Unknown"],
@@ -45,6 +46,7 @@ export const EGRESS_REASONS = {
     TagUnknown: ["False"],
     NotRegistered: ["False"],
     Unknown: ["False"],
+    TargetNotAllowed: ["False"],
     RoutesMissing: ["False"],
     ProbeFailed: ["False"],
     Unreachable: ["False"],

@@ -14,9 +14,11 @@
  * name, which an admin's machine or a tenant's node can carry too.
  */
 import type { HsPreAuthKey } from "../../headscale/types.js";
-import type { K8sObject } from "../../k8s/objects.js";
 import { cidrContains, parseCidrOrIp } from "../../net/cidr.js";
-import type { NodeRef, ResolvedTarget } from "../../policy/targets.js";
+import { API_VERSION } from "../../api/schemas.js";
+import { type K8sObject as Obj, type ObjectMaps, objectsOf } from "../../k8s/objects.js";
+import { buildNodeIndex, type NodeRef, type ResolvedTarget, resolveTargetHost } from "../../policy/targets.js";
+import { tailnetRefName } from "../related.js";
 import { ownKeyIds } from "./tenancy.js";
 import { effectiveTag } from "./workload.js";
 
@@ -24,12 +26,12 @@ import { effectiveTag } from "./workload.js";
 export type OwnedNodeRef = NodeRef & { id?: string; preAuthKey?: Pick<HsPreAuthKey, "id"> | null };
 
 /** Node → the object whose key registered it, for the operator's agent nodes only. */
-export type ManagedNodes = ReadonlyMap<OwnedNodeRef, K8sObject>;
+export type ManagedNodes = ReadonlyMap<OwnedNodeRef, Obj>;
 
 const rec = (v: unknown): Record<string, unknown> =>
   v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
-const idOf = (o: K8sObject) => `${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+const idOf = (o: Obj) => `${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 
 /**
  * Every node the operator registered for one of `objects` (the Tailnet's ingresses, egresses and gateways),
@@ -37,11 +39,11 @@ const idOf = (o: K8sObject) => `${o.kind} ${o.metadata.namespace ?? ""}/${o.meta
  * before status.preAuthKeyIds (ownKeyIds adopts its agent-shaped keys, as tagTakenFromTailnet does).
  */
 export function managedNodes(
-  objects: readonly K8sObject[],
+  objects: readonly Obj[],
   nodes: readonly OwnedNodeRef[],
   settings: { tagPrefix: string; ttlSeconds: number },
 ): ManagedNodes {
-  const out = new Map<OwnedNodeRef, K8sObject>();
+  const out = new Map<OwnedNodeRef, Obj>();
   if (!objects.length || !nodes.length) return out;
   let keys: HsPreAuthKey[] | undefined;
   const keysOfNodes = () => {
@@ -52,7 +54,7 @@ export function managedNodes(
     ] as HsPreAuthKey[];
     return keys;
   };
-  const ownerOfKey = new Map<string, K8sObject>();
+  const ownerOfKey = new Map<string, Obj>();
   for (const o of objects) {
     const legacy = !Array.isArray(rec(o.status).preAuthKeyIds);
     const ids = ownKeyIds(o, effectiveTag(o, settings.tagPrefix), [], legacy ? keysOfNodes() : undefined, {
@@ -73,7 +75,7 @@ export function managedNodes(
  * names the tag or "*". An egress's or a gateway's agent serves nobody on the tailnet (its own ports are
  * for probes and the data plane inside the cluster), so no other egress may target it.
  */
-export function admitsTag(owner: K8sObject, tag: string): boolean {
+export function admitsTag(owner: Obj, tag: string): boolean {
   if (owner.kind !== "TailnetIngress") return false;
   const allowFrom = strings(rec(owner.spec).allowFrom);
   return allowFrom.includes(tag) || allowFrom.includes("*");
@@ -81,7 +83,7 @@ export function admitsTag(owner: K8sObject, tag: string): boolean {
 
 const nodeText = (n: OwnedNodeRef) => `Headscale node ${n.id ?? "?"} (${n.givenName || n.name})`;
 
-function why(n: OwnedNodeRef, owner: K8sObject, tag: string): string {
+function why(n: OwnedNodeRef, owner: Obj, tag: string): string {
   const whose = `${nodeText(n)} is an agent of ${idOf(owner)}`;
   return owner.kind === "TailnetIngress"
     ? `${whose}, whose spec.allowFrom does not name ${tag}`
@@ -94,7 +96,7 @@ function why(n: OwnedNodeRef, owner: K8sObject, tag: string): string {
  * tag. A CIDR covering such a node is refused whole: a grant cannot carve a node out of a prefix.
  */
 export function targetRefusal(
-  self: K8sObject,
+  self: Obj,
   tag: string,
   resolved: ResolvedTarget | null,
   managed: ManagedNodes,
@@ -104,7 +106,7 @@ export function targetRefusal(
     const owner = managed.get(n);
     return owner !== undefined && idOf(owner) !== idOf(self) && !admitsTag(owner, tag);
   };
-  if (resolved.node && refused(resolved.node)) return why(resolved.node, managed.get(resolved.node) as K8sObject, tag);
+  if (resolved.node && refused(resolved.node)) return why(resolved.node, managed.get(resolved.node) as Obj, tag);
   if (resolved.kind === "node") return undefined;
   for (const [n, owner] of managed) {
     if (!refused(n)) continue;
@@ -115,4 +117,37 @@ export function targetRefusal(
     if (inside) return `${resolved.address} holds ${why(n, owner, tag)}`;
   }
   return undefined;
+}
+
+/**
+ * The targets of the egress `self` (agents tagged `tag`) that node-owners refuses, name → why: the Tailnet's
+ * render leaves them out of the policy, the egress reports them (TargetNotAllowed). `owners` are the
+ * Tailnet's ingresses, egresses and gateways.
+ */
+export function refusedTargets(
+  self: Obj,
+  tag: string,
+  targets: readonly { name: string; host: string }[],
+  nodes: readonly OwnedNodeRef[],
+  owners: readonly Obj[],
+  settings: { tagPrefix: string; ttlSeconds: number; baseDomain?: string },
+  managed: ManagedNodes = managedNodes(owners, nodes, settings),
+): Map<string, string> {
+  const out = new Map<string, string>();
+  if (!managed.size) return out;
+  const index = buildNodeIndex(nodes, settings.baseDomain);
+  for (const t of targets) {
+    const why = targetRefusal(self, tag, resolveTargetHost(t.host, index), managed);
+    if (why) out.set(t.name, why);
+  }
+  return out;
+}
+
+const OWNER_KINDS = ["TailnetIngress", "TailnetEgress", "TailnetGateway"];
+
+/** The ingresses, egresses and gateways among `related` that reference the Tailnet `tailnet` (the egress's view). */
+export function ownersIn(related: ObjectMaps | undefined, tailnet: string | undefined): Obj[] {
+  return OWNER_KINDS.flatMap((kind) => objectsOf(related, API_VERSION, kind)).filter(
+    (o) => tailnet !== undefined && tailnetRefName(o) === tailnet,
+  );
 }

@@ -15,11 +15,11 @@ import {
   type InvalidInput,
 } from "../../policy/generated.js";
 import { type GeneratedCounts, renderPolicy } from "../../policy/render.js";
-import { buildNodeIndex, type NodeRef, resolveTargetHost } from "../../policy/targets.js";
+import type { NodeRef } from "../../policy/targets.js";
 import { holderOf, reservedNames } from "../shared/dns-owners.js";
 import { exposePort } from "../shared/expose-port.js";
 import { nameOwners } from "../shared/ingress-names.js";
-import { managedNodes, type OwnedNodeRef, targetRefusal } from "../shared/node-owners.js";
+import { managedNodes, type OwnedNodeRef, refusedTargets } from "../shared/node-owners.js";
 import { explicitTag } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
 import type { TailnetInputs } from "./inputs.js";
@@ -90,20 +90,14 @@ export function refusedEgressTargets(inputs: TailnetInputs, nodes: readonly Owne
   const out = new Map<string, Set<string>>();
   if (!inputs.egresses.length) return out;
   const { tagPrefix, authKeyTTLSeconds, baseDomain } = inputs.settings;
+  const settings = { tagPrefix, ttlSeconds: authKeyTTLSeconds, baseDomain };
   const owners = [...inputs.ingresses, ...inputs.egresses, ...inputs.gateways];
-  const managed = managedNodes(owners, nodes, { tagPrefix, ttlSeconds: authKeyTTLSeconds });
+  const managed = managedNodes(owners, nodes, settings);
   if (!managed.size) return out;
-  const index = buildNodeIndex(nodes, baseDomain);
   for (const o of inputs.egresses) {
-    const tag = effectiveTag(o, tagPrefix);
-    for (const t of egressTargetsOf(o)) {
-      const resolved = resolveTargetHost(String(t.host ?? ""), index);
-      if (!targetRefusal(o, tag, resolved, managed)) continue;
-      const id = `${ns(o)}/${o.metadata.name}`;
-      const set = out.get(id) ?? new Set<string>();
-      set.add(String(t.name ?? ""));
-      out.set(id, set);
-    }
+    const targets = egressTargetsOf(o).map((t) => ({ name: String(t.name ?? ""), host: String(t.host ?? "") }));
+    const refused = refusedTargets(o, effectiveTag(o, tagPrefix), targets, nodes, owners, settings, managed);
+    if (refused.size) out.set(`${ns(o)}/${o.metadata.name}`, new Set(refused.keys()));
   }
   return out;
 }
