@@ -13,10 +13,11 @@
  * status.preAuthKeyIds, written by the operator only) — never because it carries the object's tag or
  * name, which an admin's machine or a tenant's node can carry too.
  */
-import type { HsPreAuthKey } from "../../headscale/types.js";
-import { cidrContains, parseCidrOrIp } from "../../net/cidr.js";
+
 import { API_VERSION } from "../../api/schemas.js";
+import type { HsPreAuthKey } from "../../headscale/types.js";
 import { type K8sObject as Obj, type ObjectMaps, objectsOf } from "../../k8s/objects.js";
+import { cidrContains, parseCidrOrIp } from "../../net/cidr.js";
 import { buildNodeIndex, type NodeRef, type ResolvedTarget, resolveTargetHost } from "../../policy/targets.js";
 import { tailnetRefName } from "../related.js";
 import { ownKeyIds } from "./tenancy.js";
