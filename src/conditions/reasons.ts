@@ -191,6 +191,7 @@ export const GatewayCondition = {
 
 export const GatewayReason = {
   Suspended: "Suspended",
+  ZoneNamesRefused: "ZoneNamesRefused",
   NotObserved: "NotObserved",
   Provisioning: "Provisioning",
   FreshBlocked: "FreshBlocked",

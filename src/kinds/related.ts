@@ -121,6 +121,8 @@ export function gatewayRelated(parent: K8sObject, config: OperatorConfig): Relat
     ...workloadRelated(parent, config),
     { apiVersion: "v1", resource: "configmaps", namespace: "kube-system", names: ["coredns"] },
     all("tailnetegresses"),
+    // every Namespace: the Tailnet's tenancy judges which egresses may claim a zone name (shared/zone-owners.ts)
+    { apiVersion: "v1", resource: "namespaces", labelSelector: {} },
     {
       apiVersion: "v1",
       resource: "services",
