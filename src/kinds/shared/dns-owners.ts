@@ -12,9 +12,10 @@
  *
  * A node's names are its given name (its MagicDNS label; Headscale 0.29 suffixes a newcomer's with
  * `-1`, `-2`, … on collision, hscontrol/state/node_store.go resolveGivenName) and the hostname it
- * reported. An ingress's agent nodes register under the ingress's hostname (TS_HOSTNAME), so that one
- * label of theirs is left to the ingresses, which arbitrate it by age (ingress-names.ts); their other
- * names (a renamed replica's `grafana-1`) are reserved like any node's.
+ * reported. An ingress's agent nodes register as `<hostname>-<namespace>` (dns-tenancy.ts agentHostname);
+ * an earlier version registered them under the ingress's hostname, so that one label of theirs is left
+ * to the ingresses (arbitrated by age, ingress-names.ts) until they roll to the new name; their other
+ * names (`grafana-monitoring`, a renamed replica's `grafana-1`) are reserved like any node's.
  */
 import type { HsNode } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { K8sObject } from "../../../src/k8s/objects.js";
+import { agentHostname } from "../../../src/kinds/shared/dns-tenancy.js";
 import { readInputs } from "../../../src/kinds/tailnet/inputs.js";
 import { dnsRecords } from "../../../src/kinds/tailnet/render.js";
 import { toMaps } from "../../fixtures/hooks.js";
@@ -77,6 +78,26 @@ describe("DNS records: a name of another machine is never published", () => {
   });
 });
 
+describe("DNS records: an agent never holds the bare name it publishes (issue 31 item 7)", () => {
+  it("an admin machine joining after a tenant ingress gets the bare name: the record goes, the agent never held it", () => {
+    // the tenant's ingress "vault" registered first, as its agent registers (agentHostname)
+    const registered = agentHostname("vault", "tenant", undefined);
+    assert.equal(registered, "vault-tenant");
+    const tenantAgent = hsNode({ id: "60", givenName: registered, tags: ["tag:k8s-tenant-attack"] });
+    // before the machine: the record is published, the bare name is no node's
+    assert.deepEqual(names([tcp("vault")], [laptop, tenantAgent]), ["vault.ts.example.com"]);
+    // the admin machine joins later: Headscale gives it the free bare name (no -1), and the record goes
+    const machine = hsNode({ id: "61", givenName: "vault", user: hsUser("1", "alice") });
+    assert.deepEqual(names([tcp("vault")], [laptop, tenantAgent, machine]), []);
+  });
+
+  it("in every namespace, listed as flat or not", () => {
+    assert.equal(agentHostname("grafana", "monitoring", ["monitoring"]), "grafana-monitoring");
+    assert.equal(agentHostname("web", "team-a", ["monitoring"]), "web-team-a");
+    assert.equal(agentHostname("web", "team-a", []), "web-team-a");
+  });
+});
+
 describe("DNS records: spec.tenancy.dns.flatNamespaces gives the other namespaces a subtree of their own", () => {
   const spec = { ...tailnetSpec(), tenancy: { dns: { flatNamespaces: ["monitoring"] } } };
   const web = (namespace: string, created: string) =>
@@ -109,10 +130,10 @@ describe("DNS records: spec.tenancy.dns.flatNamespaces gives the other namespace
   });
 });
 
-/** One agent node per namespace's ingress "web", named as its agent registers (agentHostname: web-<ns> under a subtree). */
+/** One agent node per namespace's ingress "web", named as its agent registers (agentHostname: web-<ns>). */
 function agents(...namespaces: string[]) {
   return namespaces.map((ns, i) => {
-    const name = ns === "monitoring" ? "web" : `web-${ns}`;
+    const name = `web-${ns}`;
     return hsNode({ id: String(50 + i), givenName: name, tags: [`tag:k8s-${ns}-web`] });
   });
 }
