@@ -267,34 +267,22 @@ export interface DnsRecord {
 
 const byNumericId = (a: string, b: string) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 
-/** tag → the node that carries it: an online one first, then the newest (highest id). */
-function nodeByTag(nodes: readonly HsNode[]): Map<string, HsNode> {
-  const out = new Map<string, HsNode>();
-  for (const node of nodes) {
-    for (const tag of node.tags) {
-      const best = out.get(tag);
-      if (
-        !best ||
-        (node.online && !best.online) ||
-        (node.online === best.online && byNumericId(node.id, best.id) > 0)
-      ) {
-        out.set(tag, node);
-      }
-    }
-  }
-  return out;
-}
+/** The better of two nodes to answer for an ingress: an online one first, then the newest (highest id). */
+const better = (a: HsNode, b: HsNode) =>
+  (a.online && !b.online) || (a.online === b.online && byNumericId(a.id, b.id) > 0) ? a : b;
 
-/** tag → the online nodes that carry it (an HA ingress runs several agent nodes under one tag). */
-function onlineByTag(nodes: readonly HsNode[]): Map<string, HsNode[]> {
+/**
+ * Ingress ("namespace/name") → its agent nodes: those registered with a key it minted (node-owners.ts), never
+ * whatever carries its tag — an administrator's node under the derived tag answers for no ingress's names.
+ */
+function agentNodesOf(inputs: TailnetInputs, nodes: readonly HsNode[]): Map<string, HsNode[]> {
+  const { tagPrefix, authKeyTTLSeconds } = inputs.settings;
   const out = new Map<string, HsNode[]>();
-  for (const node of nodes) {
-    if (!node.online) continue;
-    for (const tag of node.tags) {
-      const list = out.get(tag);
-      if (list) list.push(node);
-      else out.set(tag, [node]);
-    }
+  for (const [node, owner] of managedNodes(inputs.ingresses, nodes, { tagPrefix, ttlSeconds: authKeyTTLSeconds })) {
+    const id = `${ns(owner)}/${owner.metadata.name}`;
+    const list = out.get(id);
+    if (list) list.push(node as HsNode);
+    else out.set(id, [node as HsNode]);
   }
   return out;
 }
@@ -303,8 +291,8 @@ const ipv4Of = (node: HsNode) => node.ipAddresses.find((ip) => ip.includes(".") 
 
 /**
  * A records for every published ingress name and alias (only the oldest claimant of a name
- * publishes it, see `nameOwners`, and never a name a Headscale node holds, see dns-owners.ts) with the IPv4 of every online node carrying the ingress's
- * effective tag (replicas), or else of the one node that carries it; names whose node is not
+ * publishes it, see `nameOwners`, and never a name a Headscale node holds, see dns-owners.ts) with the IPv4 of every online agent node of
+ * the ingress (replicas; registered with a key it minted, node-owners.ts), or else of its best one; names whose node is not
  * registered yet are left out. Several records of one name all answer: tailscale appends them
  * (v1.102.3 ipn/ipnlocal/node_backend.go dnsConfigForNetmap). Sorted by name, then value.
  */
@@ -336,8 +324,7 @@ function dnsKey(inputs: TailnetInputs, nodes: readonly HsNode[]): string | undef
 function freshDnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): DnsRecord[] {
   const { settings } = inputs;
   const byId = new Map(inputs.ingresses.map((o) => [`${ns(o)}/${o.metadata.name}`, o]));
-  const carriers = nodeByTag(nodes);
-  const online = onlineByTag(nodes);
+  const agents = agentNodesOf(inputs, nodes);
   // An ingress owns several names: resolve its addresses once.
   const addressesOf = new Map<string, string[]>();
   // A name a Headscale node holds is never published (dns-owners.ts): it would shadow that node.
@@ -357,11 +344,9 @@ function freshDnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): DnsRe
     const owner = owners.get(name) as string;
     let values = addressesOf.get(owner);
     if (values === undefined) {
-      const ingress = byId.get(owner);
-      const tag = ingress ? effectiveTag(ingress, settings.tagPrefix) : undefined;
-      const up = tag ? online.get(tag) : undefined;
-      const best = tag ? carriers.get(tag) : undefined;
-      const chosen = up && up.length > 1 ? up : best ? [best] : [];
+      const own = byId.has(owner) ? (agents.get(owner) ?? []) : [];
+      const up = own.filter((n) => n.online);
+      const chosen = up.length > 1 ? up : own.length ? [own.reduce(better)] : [];
       values = [...new Set(chosen.flatMap((n) => ipv4Of(n) ?? []))].sort();
       addressesOf.set(owner, values);
     }
