@@ -3,12 +3,13 @@
  * CoreDNS forwards it for every namespace (docs/gateway.md), so a record in it is an answer every workload
  * trusts. A name (`<node>.<baseDomain>`, the MagicDNS name an egress target uses) is published only:
  * - for an egress the Tailnet's tenancy admits (tenancy.ts admitObject): a refused namespace claims nothing;
- * - by its oldest claimant (creationTimestamp, then namespace/name); every newer claim is refused with the
- *   claimant named, also from the same namespace;
  * - with the address of the Service the operator made for that egress's target: labelled as an egress
  *   target AND controlled by that egress (its controller ownerReference names the egress's uid, as
- *   egress/children.ts writes it). A Service of the same name that an editor made by hand — no controller,
- *   or another one — is no proof, whatever its labels say.
+ *   Metacontroller sets it on the egress's children). A Service of the same name that an editor made by
+ *   hand — no controller, or another one — is no proof, whatever its labels say, and an egress without
+ *   that proof claims nothing;
+ * - by its oldest claimant (creationTimestamp, then namespace/name) among those with the proof; every newer
+ *   claim is refused with the claimant named, also from the same namespace.
  */
 import { API_VERSION } from "../../api/schemas.js";
 import { isOlder } from "../../k8s/age.js";
@@ -103,6 +104,19 @@ export function zoneClaims(input: ZoneClaimsInput): { records: ZoneRecord[]; ref
     for (const t of targetsOf(egress)) {
       const fqdn = magicDNSName(t.host, input.baseDomain);
       if (!fqdn || !inZone(fqdn, zone)) continue;
+      const named = input.services.filter(
+        (s) => s.metadata.namespace === egress.metadata.namespace && s.metadata.name === t.name,
+      );
+      const own = named.find((s) => isOwnTargetService(s, egress));
+      // no proof, no claim: an egress whose Service the operator has not made (a hand-made one holds the
+      // name: ServiceConflict on the egress) does not keep the name from the next claimant
+      if (!own) {
+        if (named.length) {
+          const why = `Service ${id.split("/")[0]}/${t.name} is not the one the operator made for this egress (no controller ownerReference to it)`;
+          refused.push({ fqdn, egress: id, target: t.name, why });
+        }
+        continue;
+      }
       const holder = claimed.get(fqdn);
       if (holder) {
         if (holder.egress !== id)
@@ -115,15 +129,7 @@ export function zoneClaims(input: ZoneClaimsInput): { records: ZoneRecord[]; ref
         continue;
       }
       claimed.set(fqdn, { egress: id, target: t.name });
-      const named = input.services.filter(
-        (s) => s.metadata.namespace === egress.metadata.namespace && s.metadata.name === t.name,
-      );
-      const own = named.find((s) => isOwnTargetService(s, egress));
-      const ip = rec(own?.spec).clusterIP;
-      if (!own && named.length) {
-        const why = `Service ${id.split("/")[0]}/${t.name} is not the one the operator made for this egress (no controller ownerReference to it)`;
-        refused.push({ fqdn, egress: id, target: t.name, why });
-      }
+      const ip = rec(own.spec).clusterIP;
       // A records only: a headless ("None") or IPv6 Service gives no record.
       if (typeof ip !== "string" || !isIp(ip) || ip.includes(":")) continue;
       records.push({ fqdn, ipv4: ip, egress: id, target: t.name });

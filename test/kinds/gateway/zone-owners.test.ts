@@ -55,13 +55,15 @@ const adminService = service("platform", "10.96.0.10", { uid: "uid-platform-db" 
 const base = { tailnet: "home", zone: ZONE, baseDomain: ZONE };
 
 describe("derived zone: a name is published only from the operator's own Service of its admitted claimant", () => {
-  it("a hand-made Service (labelled, no controller) of the oldest egress naming db-1 publishes nothing", () => {
+  it("a hand-made Service (labelled, no controller) of the oldest egress naming db-1 publishes nothing: the admins' egress keeps db-1", () => {
     const records = derivedZoneRecords({
       ...base,
       egresses: [tenantEgress, adminEgress],
       services: [service("tenant", "10.96.6.6"), adminService],
     });
-    assert.deepEqual(records, []);
+    assert.deepEqual(records, [
+      { fqdn: "db-1.ts.example.com", ipv4: "10.96.0.10", egress: "platform/db", target: "pg" },
+    ]);
   });
 
   it("nor one whose controller is another object, or that names the egress's uid without being its controller", () => {
@@ -114,13 +116,15 @@ describe("derived zone: a name is published only from the operator's own Service
     ]);
   });
 
-  it("the oldest claimant with a hand-made Service keeps the name (no record), and says why", () => {
+  it("the oldest claimant with a hand-made Service holds no name: the next claimant's own Service answers, and why is said", () => {
     const { records, refused } = zoneClaims({
       ...base,
-      egresses: [tenantEgress],
-      services: [service("tenant", "10.96.6.6")],
+      egresses: [tenantEgress, adminEgress],
+      services: [service("tenant", "10.96.6.6"), adminService],
     });
-    assert.deepEqual(records, []);
+    assert.deepEqual(records, [
+      { fqdn: "db-1.ts.example.com", ipv4: "10.96.0.10", egress: "platform/db", target: "pg" },
+    ]);
     assert.deepEqual(refused, [
       {
         fqdn: "db-1.ts.example.com",
