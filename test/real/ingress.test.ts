@@ -20,6 +20,7 @@ import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
 import { isIPv4 } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { agentHostname } from "../../src/kinds/shared/dns-tenancy.js";
 import { b64 } from "../../src/kinds/shared/secrets.js";
 import type { IssuedCertificate } from "../fakes/agent/pki.js";
 import { parentObject } from "../fixtures/hooks.js";
@@ -113,7 +114,8 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
   /** The agent node's tailnet IPv4, as the laptop's netmap shows it. */
   const nodeIp = async (hostName: string) => {
     const peers = Object.values((await world.peers.laptop.status()).Peer ?? {});
-    return peers.find((p) => p.HostName === hostName)?.TailscaleIPs?.find((ip) => !ip.includes(":"));
+    // the agent reports <hostname>-<namespace> (agentHostname), never the bare name
+    return peers.find((p) => p.HostName === agentHostname(hostName, NS))?.TailscaleIPs?.find((ip) => !ip.includes(":"));
   };
   const tcpFlows = async (peer: Peer, msg: string) => {
     const ip = await nodeIp("web-tcp");

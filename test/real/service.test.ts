@@ -10,6 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { agentHostname } from "../../src/kinds/shared/dns-tenancy.js";
 import { bins } from "./bins.js";
 import { sleep } from "./echo.js";
 import { BASE_DOMAIN } from "./headscale.js";
@@ -73,7 +74,7 @@ describe("annotated Service on the real tailnet", { timeout: 900_000, concurrenc
 
   const nodeIp = async () => {
     const peers = Object.values((await world.peers.laptop.status()).Peer ?? {});
-    return peers.find((p) => p.HostName === HOST)?.TailscaleIPs?.find((ip) => !ip.includes(":"));
+    return peers.find((p) => p.HostName === agentHostname(HOST, NS))?.TailscaleIPs?.find((ip) => !ip.includes(":"));
   };
   const flows = async (msg: string) => {
     const ip = await nodeIp();
@@ -162,7 +163,9 @@ describe("annotated Service on the real tailnet", { timeout: 900_000, concurrenc
     }
     console.log(`# LoadBalancer Service Ready with status.loadBalancer after ${Date.now() - t0} ms`);
     const ips = ingress().flatMap((e) => (e.ip ? [e.ip] : []));
-    const peer = Object.values((await world.peers.laptop.status()).Peer ?? {}).find((p) => p.HostName === LB_HOST);
+    const peer = Object.values((await world.peers.laptop.status()).Peer ?? {}).find(
+      (p) => p.HostName === agentHostname(LB_HOST, NS),
+    );
     assert.ok(peer, "the laptop sees the LoadBalancer's node");
     assert.deepEqual(
       ips,
