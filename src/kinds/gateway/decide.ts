@@ -258,6 +258,15 @@ function zoneOf(input: GatewayInputs) {
   });
 }
 
+/** DNSReady, naming the names the zone leaves out (only while the zone is written: see gatewayChildren). */
+const dnsReadyOf = (input: GatewayInputs, v: FreshVerdict) =>
+  dnsReady({
+    suspended: input.spec.suspend,
+    pods: input.related.pods,
+    deployment: input.observed.deployment,
+    refused: v.freshOk ? zoneOf(input).refused : [],
+  });
+
 function gatewayChildren(input: GatewayInputs, deployment: K8sObject, v: FreshVerdict): K8sObject[] {
   const { parent, spec } = input;
   const names = spec.names;
@@ -296,12 +305,7 @@ export function decideGateway(
     registered(input, v),
     routesInSync(input, v, plan, outcome),
     exitNode(input, v, outcome),
-    dnsReady({
-      suspended: spec.suspend,
-      pods: input.related.pods,
-      deployment: input.observed.deployment,
-      refused: v.freshOk ? zoneOf(input).refused : [],
-    }),
+    dnsReadyOf(input, v),
     staleNodes(input, v, outcome),
     clusterDNSForward({
       mode: spec.clusterDNSForward,
