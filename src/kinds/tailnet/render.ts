@@ -329,7 +329,14 @@ function freshDnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): DnsRe
   const addressesOf = new Map<string, string[]>();
   // A name a Headscale node holds is never published (dns-owners.ts): it would shadow that node.
   const flat = settings.dnsFlatNamespaces;
-  const reserved = reservedNames(nodes, inputs.ingresses, settings.tagPrefix, settings.baseDomain, flat);
+  const reserved = reservedNames(
+    nodes,
+    inputs.ingresses,
+    settings.tagPrefix,
+    settings.baseDomain,
+    flat,
+    settings.authKeyTTLSeconds,
+  );
   const owners = nameOwners(
     inputs.ingresses,
     settings.baseDomain,

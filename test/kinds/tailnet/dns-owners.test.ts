@@ -106,6 +106,15 @@ describe("DNS records: an agent never holds the bare name it publishes (issue 31
     assert.deepEqual(records([laptop, carrier, agent]), ["vault.ts.example.com 100.64.0.20"]);
   });
 
+  it("a node named like the ingress and carrying its tag, not registered by it, holds the name against it", () => {
+    // e.g. an administrator's machine `vault` tagged with the tenant's derived tag: no agent of the ingress
+    const lookalike = hsNode({ id: "63", givenName: "vault", tags: ["tag:k8s-tenant-attack"] });
+    assert.deepEqual(names([tcp("vault")], [laptop, agent, lookalike]), []);
+    // its own agent under the bare name (an earlier version's) is still no conflict
+    const ownOld = agentNode({ id: "64", givenName: "vault", tags: ["tag:k8s-tenant-attack"] });
+    assert.deepEqual(names([tcp("vault")], [laptop, ownOld]), ["vault.ts.example.com"]);
+  });
+
   it("in every namespace, listed as flat or not", () => {
     assert.equal(agentHostname("grafana", "monitoring", ["monitoring"]), "grafana-monitoring");
     assert.equal(agentHostname("web", "team-a", ["monitoring"]), "web-team-a");
