@@ -198,7 +198,7 @@ const rows: Row[] = [
     input: () =>
       input({
         parent: tcpIngress("pg"),
-        nodes: ok([hsNode({ id: "9", name: "pg", tags: ["tag:k8s-monitoring-pg"] })]),
+        nodes: ok([agentNode({ id: "9", name: "pg", tags: ["tag:k8s-monitoring-pg"] })]),
         policy: ok(policy({ "tag:k8s-monitoring-pg": [] })),
         scrapes: [scraped([{ name: "postgres", reachable: true }])],
         services: new Set(["postgres"]),

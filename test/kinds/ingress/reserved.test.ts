@@ -112,7 +112,8 @@ describe("decideIngress: spec.tenancy.dns.flatNamespaces", () => {
     const d = run(tcpIngress("pg", { hostname: "db-1", tag: TAG }), ["monitoring"], [own, laptop("db-1")]);
     assert.equal(d.fields.dnsName, undefined);
     assert.equal(d.conditions.find((c) => c.type === "Ready")?.reason, "DNSNameReserved");
-    assert.equal(tsHostname(d), "db-1");
+    // a flat namespace's agent is never the bare name either (issue 31 item 7: agentHostname)
+    assert.equal(tsHostname(d), "db-1-monitoring");
   });
 });
 
