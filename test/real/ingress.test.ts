@@ -222,21 +222,24 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
   it("tcp: the laptop's bytes are echoed by the backend (by IP and by the record's name); the outsider is refused", async () => {
     assert.equal(await tcpFlows(world.peers.laptop, "tcp-hello"), "tcp-hello");
     // The agent's node is web-tcp-monitoring (agentHostname); the name users type is the Tailnet's record,
-    // served by Headscale from its records file (dns.extra_records_path) and resolved by the laptop's
-    // tailscaled for the SOCKS5 dial (tailscale ipn/ipnlocal/resolve.go resolveMagicDNS: ExtraDNSByName).
+    // served by Headscale from its records file (dns.extra_records_path) and answered by the laptop's
+    // MagicDNS resolver (100.100.100.100). tailscaled's own SOCKS5 dialer does not use typed ("A") extra
+    // records (tailscale ipn/ipnlocal/node_backend.go updateNodeByNameLocked skips them), so the test asks
+    // the resolver, then dials the answer, as an application on a MagicDNS client does.
     const records = op.mc.list("ConfigMap").find((c) => c.metadata.name === "tailnet-home-dns-records");
     const text = String(records?.data?.["records.json"] ?? "");
     assert.match(text, new RegExp(`"web-tcp\\.${BASE_DOMAIN.replaceAll(".", "\\.")}"`));
     await world.headscale.writeExtraRecords(text);
-    const byName = await waitFor(
-      `the laptop dials web-tcp.${BASE_DOMAIN} by its record`,
-      async () => {
-        const r = await socksEcho(world.peers.laptop, `web-tcp.${BASE_DOMAIN}`, ECHO_PORT, "by-name");
-        return r === "by-name" ? r : undefined;
-      },
+    const agentIp = await nodeIp("web-tcp");
+    assert.ok(agentIp, "the agent's node in the laptop's netmap");
+    const query = () => world.peers.laptop.tailscale(["dns", "query", `web-tcp.${BASE_DOMAIN}`, "A"]);
+    await waitFor(
+      `the laptop resolves web-tcp.${BASE_DOMAIN} to ${agentIp}`,
+      async () => (await query()).includes(agentIp),
       30_000,
+      query,
     );
-    assert.equal(byName, "by-name");
+    assert.equal(await socksEcho(world.peers.laptop, agentIp, ECHO_PORT, "by-name"), "by-name");
     // the outsider is up and sees the node, but its packets are dropped by the agent node's filter
     assert.equal((await world.peers.outsider.status()).BackendState, "Running");
     assert.match(await tcpFlows(world.peers.outsider, "let-me-in"), /^error: /);
