@@ -11,7 +11,7 @@ import { readInputs } from "../../../src/kinds/tailnet/inputs.js";
 import { dnsRecords } from "../../../src/kinds/tailnet/render.js";
 import { toMaps } from "../../fixtures/hooks.js";
 import { validateChildren } from "../../helpers/validate.js";
-import { agentNode, apiKeySecret, b64, caSecret, hsNode, ingress, tailnet, tailnetSpec } from "./fixtures.js";
+import { agentNode, apiKeySecret, b64, caSecret, ingress, tailnet, tailnetSpec } from "./fixtures.js";
 import { decided } from "./world.js";
 
 interface GoldenOptions {
