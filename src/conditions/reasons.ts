@@ -106,6 +106,8 @@ export const TargetReason = {
   NotAdvertised: "NotAdvertised",
   NotApproved: "NotApproved",
   NoGrant: "NoGrant",
+  /** The target is another object's agent node that does not admit this egress (node-owners.ts). */
+  TargetNotAllowed: "TargetNotAllowed",
   ProbeFailed: "ProbeFailed",
   Unreachable: "Unreachable",
   OutsideTailnet: "OutsideTailnet",
@@ -192,6 +194,7 @@ export const GatewayCondition = {
 
 export const GatewayReason = {
   Suspended: "Suspended",
+  ZoneNamesRefused: "ZoneNamesRefused",
   NotObserved: "NotObserved",
   Provisioning: "Provisioning",
   FreshBlocked: "FreshBlocked",

@@ -94,6 +94,8 @@ export function egressRelated(parent: K8sObject, config: OperatorConfig): Relate
   if (names.length && parent.metadata.namespace) {
     rules.push({ apiVersion: "v1", resource: "services", namespace: parent.metadata.namespace, names });
   }
+  // whose agent node a target is (node-owners.ts): their status.preAuthKeyIds prove which nodes they registered
+  rules.push(all("tailnetingresses"), all("tailnetegresses"), all("tailnetgateways"));
   rules.push(...proxyClassRules(parent));
   return rules;
 }
@@ -119,6 +121,8 @@ export function gatewayRelated(parent: K8sObject, config: OperatorConfig): Relat
     ...workloadRelated(parent, config),
     { apiVersion: "v1", resource: "configmaps", namespace: "kube-system", names: ["coredns"] },
     all("tailnetegresses"),
+    // every Namespace: the Tailnet's tenancy judges which egresses may claim a zone name (shared/zone-owners.ts)
+    { apiVersion: "v1", resource: "namespaces", labelSelector: {} },
     {
       apiVersion: "v1",
       resource: "services",

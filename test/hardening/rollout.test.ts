@@ -34,7 +34,8 @@ describe("pods coming and going", () => {
     const deployment = w.mc.get("apps/v1", "Deployment", "grafana-agent", "monitoring") as K8sObject;
     const grafana = () => [...w.fake.state.nodes.values()].filter((n) => n.tags.includes("tag:k8s-monitoring-grafana"));
     const [first] = grafana();
-    assert.equal(first.givenName, "grafana");
+    // the agent registers as <hostname>-<namespace>, never the bare name it publishes (dns-tenancy.ts agentHostname)
+    assert.equal(first.givenName, "grafana-monitoring");
 
     // 1. The container restarts in its pod (a crash, an OOM kill): same node, nothing else changes.
     const booted = bootTailscale(deployment, objects());
@@ -46,7 +47,7 @@ describe("pods coming and going", () => {
     // 2. A rollout replaces the pod: the new pod registers, Headscale renames it grafana-1 while the
     //    old ephemeral node lingers offline (real Headscale keeps it for 30 minutes).
     const { node: second } = registerPod(w.fake, deployment, objects());
-    assert.equal(second.givenName, "grafana-1");
+    assert.equal(second.givenName, "grafana-monitoring-1");
     first.online = false;
     first.lastSeen = w.clock.now;
     await w.settle();
@@ -64,7 +65,7 @@ describe("pods coming and going", () => {
       [`/api/v1/node/${first.id}`],
     );
     const registered = w.condition("TailnetIngress", "grafana", "Registered", "monitoring");
-    assert.equal(registered?.message, "1 node carries tag:k8s-monitoring-grafana: grafana-1");
+    assert.equal(registered?.message, "1 node carries tag:k8s-monitoring-grafana: grafana-monitoring-1");
     const records = w.mc.get("v1", "ConfigMap", "tailnet-home-dns-records", OPS)?.data as Record<string, string>;
     assert.deepEqual(JSON.parse(records["records.json"]), [
       { name: `dash.${ZONE}`, type: "A", value: second.ipv4 },

@@ -52,6 +52,7 @@ const GW_TAG = "tag:k8s-infra-gw";
 const GW_ROUTE = "10.96.0.0/12";
 /** ClusterIP of the egress target Service the derived zone points db-1 at. */
 const DB_SERVICE_IP = "10.96.0.200";
+const TENANT_SERVICE_IP = "10.96.0.201";
 const DB_NAME = `db-1.${BASE_DOMAIN}`;
 
 type HsNode = { id: string | number; given_name?: string; tags?: string[]; online?: boolean; ip_addresses?: string[] };
@@ -88,14 +89,36 @@ describe("TailnetGateway on the real tailnet", { timeout: 900_000, concurrency: 
         "TailnetEgress",
         "db",
         { tailnetRef: { name: "home" }, targets: [{ name: "postgres", host: DB_NAME, ports: [{ port: 5432 }] }] },
-        { namespace: "shop" },
+        { namespace: "shop", uid: "uid-shop-db" },
+      ),
+    );
+    // the egress's own Service: Metacontroller makes it with the egress as its controller (shared/zone-owners.ts)
+    op.mc.apply({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        name: "postgres",
+        namespace: "shop",
+        labels: { [EGRESS_TARGET_LABEL]: "true" },
+        ownerReferences: [{ apiVersion: API, kind: "TailnetEgress", name: "db", uid: "uid-shop-db", controller: true }],
+      },
+      spec: { clusterIP: DB_SERVICE_IP, selector: { app: "db-agent" }, ports: [{ port: 5432 }] },
+    });
+    // Issue 31 item 3, the attack: a tenant's older egress naming db-1 too, and a Service of its own making
+    // (labelled as an egress target, no controller) that would send every namespace's db-1 to its pod.
+    op.mc.apply(
+      parentObject(
+        "TailnetEgress",
+        "steal",
+        { tailnetRef: { name: "home" }, targets: [{ name: "pg", host: DB_NAME, ports: [{ port: 5432 }] }] },
+        { namespace: "tenant", uid: "uid-tenant-steal", creationTimestamp: "2026-10-01T00:00:00Z" },
       ),
     );
     op.mc.apply({
       apiVersion: "v1",
       kind: "Service",
-      metadata: { name: "postgres", namespace: "shop", labels: { [EGRESS_TARGET_LABEL]: "true" } },
-      spec: { clusterIP: DB_SERVICE_IP, selector: { app: "db-agent" }, ports: [{ port: 5432 }] },
+      metadata: { name: "pg", namespace: "tenant", labels: { [EGRESS_TARGET_LABEL]: "true" } },
+      spec: { clusterIP: TENANT_SERVICE_IP, selector: { app: "tenant" }, ports: [{ port: 5432 }] },
     });
     op.mc.apply(
       parentObject(
@@ -169,7 +192,8 @@ describe("TailnetGateway on the real tailnet", { timeout: 900_000, concurrency: 
       Registered: "FreshRuntimeReady",
       RoutesInSync: "Approved",
       ExitNode: "NotRequested",
-      DNSReady: "Serving",
+      // serving, with the tenant's hand-made Service left out of the zone (see the DNS test)
+      DNSReady: "ZoneNamesRefused",
       StaleNodes: "None",
       ClusterDNSForward: "Configured",
       WorkloadCurrent: "PodCurrent",
@@ -218,6 +242,12 @@ describe("TailnetGateway on the real tailnet", { timeout: 900_000, concurrency: 
         async () => `${JSON.stringify(await socksDns(laptop, vip, DB_NAME))}\n${await describeWorld()}`,
       );
       assert.deepEqual(zone, { rcode: 0, a: [DB_SERVICE_IP] }, "the derived zone's record: the egress Service");
+      // the older tenant egress's hand-made Service is not in the real CoreDNS's answer, and the gateway says why
+      assert.ok(!zone.a.includes(TENANT_SERVICE_IP));
+      assert.equal(
+        op.condition("TailnetGateway", GW, "DNSReady", NS)?.message.split("; not in the zone: ")[1],
+        `${DB_NAME} (tenant/steal target pg): Service tenant/pg is not the one the operator made for this egress (no controller ownerReference to it)`,
+      );
 
       // A cluster name: CoreDNS forwards svc.cluster.local to the cluster DNS (the pods' resolver).
       const clusterName = `${GW}-dns.${NS}.svc.cluster.local`;

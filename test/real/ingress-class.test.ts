@@ -12,6 +12,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { agentHostname } from "../../src/kinds/shared/dns-tenancy.js";
 import { b64 } from "../../src/kinds/shared/secrets.js";
 import { bins } from "./bins.js";
 import { sleep } from "./echo.js";
@@ -94,7 +95,7 @@ describe("Ingress class tailnet on the real tailnet", { timeout: 600_000, concur
 
   const nodeIp = async () => {
     const peers = Object.values((await world.peers.laptop.status()).Peer ?? {});
-    return peers.find((p) => p.HostName === "portal")?.TailscaleIPs?.find((ip) => !ip.includes(":"));
+    return peers.find((p) => p.HostName === agentHostname("portal", NS))?.TailscaleIPs?.find((ip) => !ip.includes(":"));
   };
   const get = async (name: string, path: string) => {
     const ip = await nodeIp();

@@ -4,7 +4,7 @@
  * to the agent, the operator's agent forwarding to the backend Service) against the real Headscale
  * 0.29.3. The backend is a process in a workload namespace behind a Service; the clients are real
  * tailnet peers reaching the agent node through their own tailscaled (SOCKS5):
- * - tcp: the laptop (alice, group:eng) gets its bytes echoed by the backend, by IP and by MagicDNS name;
+ * - tcp: the laptop (alice, group:eng) gets its bytes echoed by the backend, by IP and by its record's name;
  * - http: TLS ends on the agent with the Secret's certificate, the client verifies it against the CA
  *   and the name it asked for (SNI), and the backend's answer comes back;
  * - the outsider (mallory, no group) is refused by the agent node's real packet filter — the grant the
@@ -14,12 +14,13 @@
  * - replicas 2: two agent pods, each its own node and Ready through the agent's /readyz, and the laptop's
  *   bytes reach the backend through either node;
  * - an ingress named like the real db-1 is DNSNameReserved and publishes no record; the real Headscale
- *   registers its agent as db-1-1 (the status says so) and the laptop's db-1 still answers db-1.
+ *   registers its agent as db-1-monitoring (the status says so) and the laptop's db-1 still answers db-1.
  */
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
 import { isIPv4 } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { agentHostname } from "../../src/kinds/shared/dns-tenancy.js";
 import { b64 } from "../../src/kinds/shared/secrets.js";
 import type { IssuedCertificate } from "../fakes/agent/pki.js";
 import { parentObject } from "../fixtures/hooks.js";
@@ -29,7 +30,7 @@ import { BASE_DOMAIN } from "./headscale.js";
 import { httpsVia } from "./https.js";
 import type { Host, RealProcess } from "./net.js";
 import { API, podRunnerFor, type RealOperator, socksEcho, startOperator, tailnetSpec } from "./operator.js";
-import type { Peer } from "./peers.js";
+import { type Peer, waitFor } from "./peers.js";
 import type { PodRunner } from "./pods.js";
 import { type RealWorld, startRealWorld } from "./world.js";
 
@@ -113,7 +114,8 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
   /** The agent node's tailnet IPv4, as the laptop's netmap shows it. */
   const nodeIp = async (hostName: string) => {
     const peers = Object.values((await world.peers.laptop.status()).Peer ?? {});
-    return peers.find((p) => p.HostName === hostName)?.TailscaleIPs?.find((ip) => !ip.includes(":"));
+    // the agent reports <hostname>-<namespace> (agentHostname), never the bare name
+    return peers.find((p) => p.HostName === agentHostname(hostName, NS))?.TailscaleIPs?.find((ip) => !ip.includes(":"));
   };
   const tcpFlows = async (peer: Peer, msg: string) => {
     const ip = await nodeIp("web-tcp");
@@ -217,9 +219,27 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
     assert.equal(reasons("dash").TLSReady, "Valid");
   });
 
-  it("tcp: the laptop's bytes are echoed by the backend (by IP and by MagicDNS name); the outsider is refused", async () => {
+  it("tcp: the laptop's bytes are echoed by the backend (by IP and by the record's name); the outsider is refused", async () => {
     assert.equal(await tcpFlows(world.peers.laptop, "tcp-hello"), "tcp-hello");
-    assert.equal(await socksEcho(world.peers.laptop, "web-tcp", ECHO_PORT, "by-name"), "by-name");
+    // The agent's node is web-tcp-monitoring (agentHostname); the name users type is the Tailnet's record,
+    // served by Headscale from its records file (dns.extra_records_path) and answered by the laptop's
+    // MagicDNS resolver (100.100.100.100). tailscaled's own SOCKS5 dialer does not use typed ("A") extra
+    // records (tailscale ipn/ipnlocal/node_backend.go updateNodeByNameLocked skips them), so the test asks
+    // the resolver, then dials the answer, as an application on a MagicDNS client does.
+    const records = op.mc.list("ConfigMap").find((c) => c.metadata.name === "tailnet-home-dns-records");
+    const text = String(records?.data?.["records.json"] ?? "");
+    assert.match(text, new RegExp(`"web-tcp\\.${BASE_DOMAIN.replaceAll(".", "\\.")}"`));
+    await world.headscale.writeExtraRecords(text);
+    const agentIp = await nodeIp("web-tcp");
+    assert.ok(agentIp, "the agent's node in the laptop's netmap");
+    const query = () => world.peers.laptop.tailscale(["dns", "query", `web-tcp.${BASE_DOMAIN}`, "A"]);
+    await waitFor(
+      `the laptop resolves web-tcp.${BASE_DOMAIN} to ${agentIp}`,
+      async () => (await query()).includes(agentIp),
+      30_000,
+      query,
+    );
+    assert.equal(await socksEcho(world.peers.laptop, agentIp, ECHO_PORT, "by-name"), "by-name");
     // the outsider is up and sees the node, but its packets are dropped by the agent node's filter
     assert.equal((await world.peers.outsider.status()).BackendState, "Running");
     assert.match(await tcpFlows(world.peers.outsider, "let-me-in"), /^error: /);
@@ -293,8 +313,8 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
       )?.nodes ?? [];
     assert.deepEqual(
       nodes.map((n) => `${n.name}:${n.online}`),
-      ["web-ha:true", "web-ha-1:true"],
-      "two nodes, Headscale suffixing the second",
+      ["web-ha-monitoring:true", "web-ha-monitoring-1:true"],
+      "two nodes under the agent's name (agentHostname), Headscale suffixing the second",
     );
     const ips = nodes.map((n) => n.addresses.find((a) => isIPv4(a)) ?? "");
     for (const [i, ip] of ips.entries()) {
@@ -306,7 +326,7 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
     }
   });
 
-  it("named like the real db-1: DNSNameReserved, no record; Headscale names its agent db-1-1 and the laptop's db-1 stays db-1", async () => {
+  it("named like the real db-1: DNSNameReserved, no record; its agent is db-1-monitoring and the laptop's db-1 stays db-1", async () => {
     op.mc.apply(
       parentObject(
         "TailnetIngress",
@@ -333,8 +353,8 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
     assert.equal(status?.dnsName, undefined, "nothing published under db-1");
     assert.deepEqual(
       status?.nodes?.map((n) => n.name),
-      ["db-1-1"],
-      "the real Headscale renamed the newcomer; the status says so",
+      ["db-1-monitoring"],
+      "the agent never asks for the bare name (agentHostname); the status says what it got",
     );
     const records = op.mc.list("ConfigMap").find((c) => c.metadata.name === "tailnet-home-dns-records");
     assert.ok(records, "the Tailnet's records ConfigMap");

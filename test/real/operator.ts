@@ -15,6 +15,7 @@ import { promisify } from "node:util";
 import { SocksClient } from "socks";
 import type { HookKind } from "../../src/api/schemas.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
+import { reuseAllChildren } from "../../src/k8s/objects.js";
 import { kindModules } from "../../src/kinds/index.js";
 import { b64 } from "../../src/kinds/shared/secrets.js";
 import type { HookRequest, KindModule } from "../../src/kinds/types.js";
@@ -39,16 +40,17 @@ export interface RealOperatorOptions {
   /** Shallow overrides of the Tailnet's spec. */
   tailnet?: Record<string, unknown>;
   /**
-   * Kinds whose objects are data only here: their hooks keep the status and return no children
+   * Kinds whose objects are data only here: their hooks keep the status and the children as observed
    * (e.g. a TailnetEgress a gateway's derived zone reads, without running its agent pod).
    */
   stubKinds?: HookKind[];
 }
 
 function stubKind(hookKind: HookKind): KindModule {
+  // children kept as observed: a test's Service controlled by a stub egress stands for the egress's own
   const keep = (req: HookRequest) => ({
     status: { ...((req.parent.status as Record<string, unknown>) ?? {}) },
-    children: [],
+    children: reuseAllChildren(req.children),
   });
   return {
     hookKind,

@@ -31,6 +31,7 @@ import { BASE_POLICY, type RealWorld, SITE_PREFIX, startRealWorld, TAGS } from "
 const API = "tailnet.internal/v1alpha1";
 const cleanups: (() => Promise<void> | void)[] = [];
 let w: RealWorld;
+const keyIdOf = (hostname: string) => keyIdOfIn(w.headscale, hostname);
 let mc: FakeMetacontroller;
 let events: ReturnType<typeof memoryEventRecorder>;
 let metricsText: () => Promise<string>;
@@ -138,6 +139,15 @@ after(async () => {
   await w?.close();
   console.log(`# real Tailnet suite took ${Date.now() - suiteStart} ms`);
 });
+
+/** The id of the pre-auth key the node that reported `hostname` registered with (`headscale nodes list`). */
+async function keyIdOfIn(hs: { json: <T>(args: string[]) => Promise<T> }, hostname: string): Promise<string> {
+  type Row = { name?: string; pre_auth_key?: { id?: string | number } };
+  const rows = (await hs.json<Row[] | null>(["nodes", "list"])) ?? [];
+  const id = rows.find((r) => r.name === hostname)?.pre_auth_key?.id;
+  if (id === undefined) throw new Error(`no node ${hostname} with a pre-auth key: ${JSON.stringify(rows)}`);
+  return String(id);
+}
 
 describe("Tailnet against the real Headscale 0.29.3", { concurrency: false }, () => {
   it("Apply: the render passes the real policy/check, is PUT once, and Headscale auto-approves the site's route", async () => {
@@ -269,6 +279,9 @@ describe("Tailnet against the real Headscale 0.29.3", { concurrency: false }, ()
     const node = await startPeer(w.net, w.headscale, "ingress-grafana", { tags: [tag] });
     cleanups.push(() => node.close());
     const [ip4] = await node.ips();
+    // Only a node registered with a key the operator minted for the ingress answers for its names
+    // (node-owners.ts): the stubbed ingress's status records this node's key, as its sync would.
+    mc.apply({ ...ingress(), status: { preAuthKeyIds: [await keyIdOf("ingress-grafana")] } });
     await settle();
     const records = () => {
       const cm = mc.get("v1", "ConfigMap", "tailnet-home-dns-records", NS);
@@ -309,6 +322,11 @@ describe("Tailnet against the real Headscale 0.29.3", { concurrency: false }, ()
     const agent = await startPeer(w.net, w.headscale, "attack", { tags: [tag] });
     cleanups.push(() => agent.close());
     const [agentIp] = await agent.ips();
+    // the tenant's agent is proven its own (its key recorded), so only the name rule keeps db-1 out
+    mc.apply({
+      ...ingress("attack", "tenant", { hostname: "db-1" }),
+      status: { preAuthKeyIds: [await keyIdOf("attack")] },
+    });
     const [dbIp] = (await w.peers.db1.ips()).filter((a) => a.includes("."));
     await settle();
     const text = mc.get("v1", "ConfigMap", "tailnet-home-dns-records", NS)?.data?.["records.json"];

@@ -354,7 +354,16 @@ describe("responses", () => {
     assert.deepEqual(Object.keys(body), ["relatedResources"]);
     assert.deepEqual(
       body.relatedResources.map((r) => r.resource),
-      ["tailnets", "secrets", "namespaces", "pods", "services"],
+      [
+        "tailnets",
+        "secrets",
+        "namespaces",
+        "pods",
+        "services",
+        "tailnetingresses",
+        "tailnetegresses",
+        "tailnetgateways",
+      ],
     );
     assert.deepEqual(body.relatedResources[1].names, ["tailnet-home-credentials"]);
   });

@@ -12,6 +12,7 @@ export const EGRESS_REASONS = {
   Registered: AGENT_REGISTERED,
   RoutesGranted: {
     RoutesGranted: ["True"],
+    TargetNotAllowed: ["False"],
     RoutesMissing: ["False"],
     LeftOutOfPolicy: ["False"],
     ProbeFailed: ["Unknown"],
@@ -46,6 +47,7 @@ export const EGRESS_REASONS = {
     TagUnknown: ["False"],
     NotRegistered: ["False"],
     Unknown: ["False"],
+    TargetNotAllowed: ["False"],
     RoutesMissing: ["False"],
     LeftOutOfPolicy: ["False"],
     ProbeFailed: ["False"],

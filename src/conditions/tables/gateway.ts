@@ -44,7 +44,7 @@ export const GATEWAY_REASONS = {
     NotObserved: ["Unknown"],
     ...NOT_EVALUATED,
   },
-  DNSReady: { Serving: ["True"], NotServing: ["False"], ...NOT_EVALUATED },
+  DNSReady: { Serving: ["True"], ZoneNamesRefused: ["True"], NotServing: ["False"], ...NOT_EVALUATED },
   StaleNodes: {
     None: ["False", "Unknown"],
     NotObserved: ["Unknown"],

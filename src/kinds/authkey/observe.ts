@@ -9,7 +9,7 @@ import { API_VERSION } from "../../api/schemas.js";
 import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../headscale/view.js";
 import { findObject, isRecord, type K8sObject } from "../../k8s/objects.js";
-import { recordedKeyIds } from "../shared/authkey.js";
+import { statusKeyIds } from "../shared/authkey.js";
 import { admission, namespaceOf } from "../shared/tenancy.js";
 import { resolveWorkload, type TailnetSettings } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
@@ -135,7 +135,7 @@ function admissionOf(
 
 /** A refused object's key list, read only when it may own a key (recorded, or a Secret it holds). */
 async function withdrawal(req: HookRequest, deps: HookDeps, holds: boolean): Promise<AuthKeyUnobserved["withdraw"]> {
-  if (!holds && !recordedKeyIds(req.parent).length) return undefined;
+  if (!holds && !statusKeyIds(req.parent).length) return undefined;
   // the connection without admission: what it removes is only what the object minted (plan.ts ownership)
   const ctx = resolveWorkload(req, deps, { cleanup: true });
   if (!ctx.ok) return undefined;

@@ -12,7 +12,7 @@
  */
 import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
-import { PENDING_KEY_GRACE_MS, provenBy, recordedKeyIds } from "../shared/authkey.js";
+import { PENDING_KEY_GRACE_MS, provenBy, statusKeyIds } from "../shared/authkey.js";
 import type { ObservedAuthKeySecret } from "./children.js";
 import type { AuthKeyObservation } from "./observe.js";
 import type { AuthKeySpec } from "./spec.js";
@@ -78,7 +78,7 @@ export function ownedForCleanup(
   secret: ObservedAuthKeySecret | undefined,
   keys: readonly HsPreAuthKey[],
 ): Set<string> {
-  const owned = new Set(recordedKeyIds(parent));
+  const owned = new Set(statusKeyIds(parent));
   const listed = secret ? keys.find((k) => k.id === secret.id) : undefined;
   const shapeUser = spec.user ? listed?.user?.id : undefined;
   if (secret && listed && provenBy(listed, secret.key) && hasSpecShape(listed, spec, shapeUser, parent)) {
@@ -88,7 +88,7 @@ export function ownedForCleanup(
 }
 
 export function planAuthKey(parent: K8sObject, spec: AuthKeySpec, observed: AuthKeyObservation): AuthKeyPlan {
-  const recorded = new Set(recordedKeyIds(parent));
+  const recorded = new Set(statusKeyIds(parent));
   if (!observed.ok) {
     // refused (a withdrawn grant, a user that no longer lists the namespace, a lifetime past the Tailnet's bound):
     // the keys it minted are expired on this sync, nothing else (issue 31)

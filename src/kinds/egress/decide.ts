@@ -16,9 +16,11 @@ import type { Obs } from "../../headscale/view.js";
 import type { K8sObject, ObjectMaps } from "../../k8s/objects.js";
 import { findObject, reuseAllChildren } from "../../k8s/objects.js";
 import type { Decision } from "../pipeline.js";
+import { tailnetRefName } from "../related.js";
 import { agentName } from "../shared/agent.js";
 import { registeredCondition, tagKnownCondition } from "../shared/agent-conditions.js";
 import type { AuthKeyOutcome, ObservedKey } from "../shared/authkey.js";
+import { ownersIn, refusedTargets } from "../shared/node-owners.js";
 import { leftOutOfPolicy } from "../shared/policy-left-out.js";
 import type { ProxyClassSpec } from "../shared/proxy-class.js";
 import { recordedKeyIds, type TenancyReason } from "../shared/tenancy.js";
@@ -117,6 +119,10 @@ export function routesGrantedCondition(
   verdicts: readonly TargetVerdict[],
 ): EgressCond<"RoutesGranted"> {
   const type = "RoutesGranted";
+  const refused = verdicts.filter((v) => v.route.reason === TargetReason.TargetNotAllowed);
+  if (refused.length) {
+    return cond(type, "False", "TargetNotAllowed", listed(refused.map((v) => `${v.name}: ${v.route.message}`)));
+  }
   if (!agents.ok) return cond(type, "Unknown", "ProbeFailed", agents.message);
   const missing = verdicts.filter((v) => ROUTE_MISSING.has(v.route.reason));
   if (missing.length) {
@@ -137,10 +143,12 @@ export function routesGrantedCondition(
 
 export function targetsReachableCondition(
   agents: AgentObservation,
-  verdicts: readonly TargetVerdict[],
+  all: readonly TargetVerdict[],
 ): EgressCond<"TargetsReachable"> {
   const type = "TargetsReachable";
   if (!agents.ok) return cond(type, "Unknown", "ProbeFailed", agents.message);
+  // a refused target is RoutesGranted's to report: the agent is never granted it
+  const verdicts = all.filter((v) => v.reason !== TargetReason.TargetNotAllowed);
   const down = verdicts.flatMap((v) => (v.dial.state === "unreachable" ? [`${v.name}: ${v.dial.error}`] : []));
   if (down.length) return cond(type, "False", "Unreachable", listed(down));
   const outside = verdicts.flatMap((v) => (v.dial.state === "outside" ? [`${v.name}: ${v.dial.message}`] : []));
@@ -230,6 +238,16 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
     nodes: tailnet.nodes,
     baseDomain: settings.baseDomain,
     agents: tailnet.agents,
+    refused: tailnet.nodes.ok
+      ? refusedTargets(
+          parent,
+          tag,
+          spec.targets,
+          tailnet.nodes.value,
+          ownersIn(input.related, tailnetRefName(parent)),
+          { tagPrefix: settings.tagPrefix, ttlSeconds: settings.authKeyTTLSeconds, baseDomain: settings.baseDomain },
+        )
+      : undefined,
   });
 
   const keyNote = authKey.secret ? undefined : `no pre-auth key yet: ${authKey.error ?? "not created"}`;

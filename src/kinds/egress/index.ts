@@ -41,4 +41,10 @@ export const egressModule: KindModule = {
   sync: (req, deps) => runSync(egressStages, req, deps),
   finalize: finalizeEgress,
   invalid: (req, message, deps) => invalidSpecResult(req, deps, "Ready", CONDITION_TYPES, message),
+  // of the workload objects it is sent (node-owners.ts), an egress reads status.tag and status.preAuthKeyIds only
+  relatedStatusReads: {
+    "TailnetEgress.tailnet.internal/v1alpha1": ["tag", "preAuthKeyIds"],
+    "TailnetIngress.tailnet.internal/v1alpha1": ["tag", "preAuthKeyIds"],
+    "TailnetGateway.tailnet.internal/v1alpha1": ["tag", "preAuthKeyIds"],
+  },
 };

@@ -27,6 +27,7 @@ export type RouteReason =
   | typeof TargetReason.NotAdvertised
   | typeof TargetReason.NotApproved
   | typeof TargetReason.NoGrant
+  | typeof TargetReason.TargetNotAllowed
   | typeof TargetReason.ProbeFailed;
 
 export type DialVerdict =
@@ -53,6 +54,7 @@ export const ROUTE_MISSING: ReadonlySet<string> = new Set([
   TargetReason.NotAdvertised,
   TargetReason.NotApproved,
   TargetReason.NoGrant,
+  TargetReason.TargetNotAllowed,
 ]);
 
 /** Pods worth scraping: running and not being deleted (a terminating pod's answer is stale). */
@@ -228,6 +230,7 @@ function dialVerdict(target: EgressTarget, pod: string, status: AgentStatus): Di
 }
 
 const ROUTE_RANK: Record<RouteReason, number> = {
+  [TargetReason.TargetNotAllowed]: -1,
   [TargetReason.NotAdvertised]: 0,
   [TargetReason.NotApproved]: 1,
   [TargetReason.NoGrant]: 2,
@@ -242,6 +245,11 @@ export interface TargetInputs {
   /** The Tailnet's dns.baseDomain, to resolve MagicDNS names. */
   baseDomain?: string;
   agents: AgentObservation;
+  /**
+   * Targets the Tailnet renders no grant for, name → why: another object's agent node that does not admit
+   * this egress (node-owners.ts refusedTargets). Known without the agents: no scrape can change it.
+   */
+  refused?: ReadonlyMap<string, string>;
 }
 
 /** One verdict per target, in spec order; with several agent pods the worst answer wins. */
@@ -250,6 +258,20 @@ export function evaluateTargets(inputs: TargetInputs): TargetVerdict[] {
     const where = place(target.host, inputs.nodes, inputs.baseDomain);
     const placedAddress =
       where.kind === "node" || where.kind === "subnet" || where.kind === "unobserved" ? where.address : "";
+    const refusal = inputs.refused?.get(target.name);
+    if (refusal !== undefined) {
+      const reason = TargetReason.TargetNotAllowed;
+      const message = `no grant: ${refusal}`;
+      return {
+        name: target.name,
+        host: target.host,
+        address: placedAddress,
+        route: { reason, message },
+        dial: { state: "unknown", message },
+        reason,
+        message,
+      };
+    }
     if (!inputs.agents.ok || inputs.agents.agents.length === 0) {
       const message = inputs.agents.ok ? "no agent pod was scraped" : inputs.agents.message;
       return {

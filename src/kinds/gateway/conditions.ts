@@ -7,6 +7,7 @@ import { GatewayCondition as C, GatewayReason as R } from "../../conditions/reas
 import { conditionsOf } from "../../conditions/table.js";
 import { GATEWAY_REASONS } from "../../conditions/tables/gateway.js";
 import { isRecord, type K8sObject } from "../../k8s/objects.js";
+import type { ZoneRefusal } from "../shared/zone-owners.js";
 import { COREFILE_KEY, checkClusterForward, forwardBlock } from "./corefile.js";
 import type { PodFact } from "./observe.js";
 import type { GatewayConditionOf } from "./plan.js";
@@ -23,7 +24,18 @@ export function dnsReady(input: {
   suspended: boolean;
   pods: readonly PodFact[];
   deployment?: K8sObject;
+  /** Names the derived zone leaves out (shared/zone-owners.ts): said on a serving gateway. */
+  refused?: readonly ZoneRefusal[];
 }): GatewayConditionOf<"DNSReady"> {
+  const c = serving(input);
+  const refused = input.refused ?? [];
+  if (c.status !== "True" || !refused.length) return c;
+  const shown = refused.slice(0, 10).map((r) => `${r.fqdn} (${r.egress} target ${r.target}): ${r.why}`);
+  const more = refused.length > 10 ? `; and ${refused.length - 10} more` : "";
+  return cond(C.DNSReady, "True", R.ZoneNamesRefused, `${c.message}; not in the zone: ${shown.join("; ")}${more}`);
+}
+
+function serving(input: { suspended: boolean; pods: readonly PodFact[]; deployment?: K8sObject }) {
   if (input.suspended) return cond(C.DNSReady, "False", R.NotServing, "suspended: no gateway pod runs");
   const known = input.pods.filter((p) => !p.deleting && "coredns" in p.ready);
   if (known.length > 0) {

@@ -36,7 +36,7 @@ import {
   staleWork,
 } from "./plan.js";
 import { renderCorefile, renderDeployment, renderedStamp } from "./render.js";
-import { derivedZoneRecords, renderZoneFile } from "./zone.js";
+import { derivedZone, renderZoneFile } from "./zone.js";
 
 const { cond, types: TYPES } = conditionsOf(GATEWAY_REASONS);
 
@@ -245,6 +245,28 @@ function replacedService(input: GatewayInputs, desired: K8sObject): K8sObject[] 
   return stale ? [] : [desired];
 }
 
+/** The derived zone's records and refused names (shared/zone-owners.ts). */
+function zoneOf(input: GatewayInputs) {
+  const { admission } = input.related;
+  return derivedZone({
+    tailnet: input.tailnet.name,
+    zone: input.zone,
+    baseDomain: input.tailnet.baseDomain,
+    egresses: input.related.egresses,
+    services: input.related.services,
+    ...(admission ? { tenancy: admission.tenancy, related: admission.related } : {}),
+  });
+}
+
+/** DNSReady, naming the names the zone leaves out (only while the zone is written: see gatewayChildren). */
+const dnsReadyOf = (input: GatewayInputs, v: FreshVerdict) =>
+  dnsReady({
+    suspended: input.spec.suspend,
+    pods: input.related.pods,
+    deployment: input.observed.deployment,
+    refused: v.freshOk ? zoneOf(input).refused : [],
+  });
+
 function gatewayChildren(input: GatewayInputs, deployment: K8sObject, v: FreshVerdict): K8sObject[] {
   const { parent, spec } = input;
   const names = spec.names;
@@ -257,13 +279,7 @@ function gatewayChildren(input: GatewayInputs, deployment: K8sObject, v: FreshVe
     ...(spec.replicas > 1 ? [gatewayDisruptionBudget(parent, names)] : []),
   ];
   if (v.freshOk) {
-    const records = derivedZoneRecords({
-      tailnet: input.tailnet.name,
-      zone: input.zone,
-      baseDomain: input.tailnet.baseDomain,
-      egresses: input.related.egresses,
-      services: input.related.services,
-    });
+    const { records } = zoneOf(input);
     const owner = `${parent.metadata.namespace}/${parent.metadata.name}`;
     const nameServer = `${names.service}.${parent.metadata.namespace}.svc.cluster.local`;
     children.push(zoneConfigMap(parent, names, renderZoneFile({ zone: input.zone, nameServer, owner, records })));
@@ -289,7 +305,7 @@ export function decideGateway(
     registered(input, v),
     routesInSync(input, v, plan, outcome),
     exitNode(input, v, outcome),
-    dnsReady({ suspended: spec.suspend, pods: input.related.pods, deployment: input.observed.deployment }),
+    dnsReadyOf(input, v),
     staleNodes(input, v, outcome),
     clusterDNSForward({
       mode: spec.clusterDNSForward,

@@ -10,13 +10,13 @@ import type { NetworkPolicyPeer } from "../../config.js";
 import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleConnection, HeadscaleView } from "../../headscale/view.js";
 import { EGRESS_TARGET_LABEL } from "../../k8s/labels.js";
-import { findObject, type K8sObject, objectsOf, reuseAllChildren } from "../../k8s/objects.js";
+import { findObject, type K8sObject, type ObjectMaps, objectsOf, reuseAllChildren } from "../../k8s/objects.js";
 import { previousStatus } from "../common.js";
 import { metricsPeers } from "../shared/agent.js";
 import { leftOutIn } from "../shared/policy-left-out.js";
 import { lookupProxyClass, proxyClassMissingMessage } from "../shared/proxy-class.js";
 import { reservedOverlap } from "../shared/routes.js";
-import type { Refusal } from "../shared/tenancy.js";
+import type { Refusal, Tenancy } from "../shared/tenancy.js";
 import { agentPods, effectiveTag, resolveAgentWorkload, tailnetIncompatible } from "../shared/workload.js";
 import type { HookDeps, HookRequest } from "../types.js";
 import { exitNodeState } from "./exit.js";
@@ -41,7 +41,14 @@ export interface GatewayFacts extends RenderInput {
   metricsPeers: NetworkPolicyPeer[];
   now: Date;
   observed: { deployment?: K8sObject; service?: K8sObject; zone?: K8sObject };
-  related: { coredns?: K8sObject; egresses: K8sObject[]; services: K8sObject[]; pods: PodFact[] };
+  related: {
+    coredns?: K8sObject;
+    egresses: K8sObject[];
+    services: K8sObject[];
+    pods: PodFact[];
+    /** The Tailnet's tenancy and the Namespaces it judges: an egress it refuses claims no zone name. */
+    admission?: { tenancy: Tenancy; related: ObjectMaps };
+  };
   headscale: HeadscaleFacts;
   previousNode?: StatusNode;
   /** status.nodes[] of the previous sync (replicas > 1). */
@@ -143,6 +150,7 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
         (s) => s.metadata.labels?.[EGRESS_TARGET_LABEL] === "true",
       ),
       pods: podFacts(agentPods(req)),
+      admission: { tenancy: ctx.settings.tenancy, related: req.related },
     },
     headscale: await observeHeadscale(deps.views.view(ctx.conn)),
     previousNode: previousStatusNode(previousStatus(parent)),

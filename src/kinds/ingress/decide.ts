@@ -267,10 +267,10 @@ function onlineNote(replicas: number, mine: readonly HsNode[] | undefined): stri
   return online < replicas ? ` (${online} of ${replicas} nodes online)` : ` (${online} nodes online)`;
 }
 
-const nodeHostnameOf = (hostname: string, namespace: string, flat: readonly string[] | undefined) => {
-  const h = agentHostname(hostname, namespace, flat);
-  return h ? { nodeHostname: h } : {};
-};
+// the agent's node is never named like the user-facing hostname (dns-tenancy.ts agentHostname)
+const nodeHostnameOf = (hostname: string, namespace: string, flat: readonly string[] | undefined) => ({
+  nodeHostname: agentHostname(hostname, namespace, flat),
+});
 
 export function decideIngress(input: IngressDecideInput): IngressDecision {
   const { parent, spec, tailnet, now } = input;

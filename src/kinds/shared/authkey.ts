@@ -306,7 +306,7 @@ export async function ensureAuthKey(
 }
 
 /** The key ids an object's status records as minted by it (`status.preAuthKeyIds`, written by the operator only). */
-export function recordedKeyIds(parent: K8sObject): string[] {
+export function statusKeyIds(parent: K8sObject): string[] {
   const ids = previousStatus(parent).preAuthKeyIds;
   return Array.isArray(ids) ? ids.filter((x): x is string => typeof x === "string" && /^[0-9]+$/.test(x)) : [];
 }

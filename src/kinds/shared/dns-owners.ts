@@ -12,15 +12,16 @@
  *
  * A node's names are its given name (its MagicDNS label; Headscale 0.29 suffixes a newcomer's with
  * `-1`, `-2`, … on collision, hscontrol/state/node_store.go resolveGivenName) and the hostname it
- * reported. An ingress's agent nodes register under the ingress's hostname (TS_HOSTNAME), so that one
- * label of theirs is left to the ingresses, which arbitrate it by age (ingress-names.ts); their other
- * names (a renamed replica's `grafana-1`) are reserved like any node's.
+ * reported. An ingress's agent nodes register as `<hostname>-<namespace>` (dns-tenancy.ts agentHostname);
+ * an earlier version registered them under the ingress's hostname, so that one label of theirs is left
+ * to the ingresses (arbitrated by age, ingress-names.ts) until they roll to the new name; their other
+ * names (`grafana-monitoring`, a renamed replica's `grafana-1`) are reserved like any node's.
  */
 import type { HsNode } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { zoneOf } from "./dns-tenancy.js";
 import { namesIn } from "./ingress-names.js";
-import { effectiveTag } from "./workload.js";
+import { managedNodes } from "./node-owners.js";
 
 const normalize = (name: string) => {
   const n = name.trim().toLowerCase();
@@ -54,7 +55,8 @@ const hostnameOf = (o: K8sObject) => (o.spec as { hostname?: unknown } | undefin
 
 /**
  * Every node name (key) of the Tailnet's nodes → "Headscale node <id>". `ingresses` are the Tailnet's
- * TailnetIngresses: their agent nodes' hostname label is theirs (see the file comment).
+ * TailnetIngresses: the hostname label of an agent node one of them registered (with a key it minted,
+ * node-owners.ts — not a node merely carrying its tag) is theirs (see the file comment).
  */
 export function reservedNames(
   nodes: readonly HsNode[],
@@ -62,22 +64,26 @@ export function reservedNames(
   tagPrefix: string,
   baseDomain: string | undefined,
   flat?: readonly string[],
+  ttlSeconds = 24 * 3600,
 ): ReservedNames {
   const key = nameKeyer(baseDomain);
-  const ownLabel = new Map<string, string>();
+  const ownLabel = new Map<K8sObject, string>();
   for (const o of ingresses) {
     const h = hostnameOf(o);
     const label = typeof h === "string" ? h : o.metadata.name;
     // keyed as published: an ingress under its namespace's subtree does not own the flat label
     const zone = zoneOf(o.metadata.namespace ?? "", baseDomain, flat);
-    ownLabel.set(effectiveTag(o, tagPrefix), key(zone ? `${label}.${zone}` : label));
+    ownLabel.set(o, key(zone ? `${label}.${zone}` : label));
   }
+  const agents = managedNodes(ingresses, nodes, { tagPrefix, ttlSeconds });
   const out = new Map<string, string>();
   for (const node of nodes) {
+    const owner = agents.get(node);
+    const own = owner ? ownLabel.get(owner) : undefined;
     for (const raw of [node.givenName, node.name]) {
       if (!raw) continue;
       const k = key(raw);
-      if (out.has(k) || node.tags.some((t) => ownLabel.get(t) === k)) continue;
+      if (out.has(k) || own === k) continue;
       out.set(k, `Headscale node ${node.id}`);
     }
   }
@@ -122,9 +128,15 @@ export function heldNamesOf(
   ingress: K8sObject,
   ingresses: readonly K8sObject[],
   nodes: readonly HsNode[],
-  settings: { tagPrefix: string; baseDomain?: string; dnsFlatNamespaces?: readonly string[] },
+  settings: {
+    tagPrefix: string;
+    baseDomain?: string;
+    dnsFlatNamespaces?: readonly string[];
+    authKeyTTLSeconds?: number;
+  },
 ): NameHolder[] {
   const { tagPrefix, baseDomain, dnsFlatNamespaces: flat } = settings;
   const same = ingresses.filter((o) => tailnetRef(o) === tailnetRef(ingress));
-  return reservedConflicts(ingress, reservedNames(nodes, same, tagPrefix, baseDomain, flat), baseDomain, flat);
+  const reserved = reservedNames(nodes, same, tagPrefix, baseDomain, flat, settings.authKeyTTLSeconds);
+  return reservedConflicts(ingress, reserved, baseDomain, flat);
 }

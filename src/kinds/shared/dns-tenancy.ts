@@ -29,14 +29,22 @@ export function zoneOf(
 
 /**
  * The host name an ingress's agent node registers with (Headscale makes its MagicDNS label of it):
- * spec.hostname, or `<hostname>-<namespace>` for a namespace under its own subtree, so that its agent
- * does not take the flat label `<hostname>` as a node name (a node's name wins over any record,
- * dns-owners.ts). Cut to a DNS label by the agent (dnsLabel).
+ * `<hostname>-<namespace>`, in every namespace — never the bare `<hostname>` users type. The user-facing
+ * name is a record in the Tailnet's records file (ingress-names.ts), and a record gives way to any node
+ * that holds its name (dns-owners.ts): so an administrator's machine `vault` joining after a tenant's
+ * ingress `vault` gets the bare name (Headscale hands the agent none of it) and the record is dropped
+ * (issue 31 item 7). Were the agent registered as `vault`, Headscale would give the machine `vault-1`
+ * (juanfont/headscale hscontrol/state/node_store.go resolveGivenName) and `vault.<baseDomain>` would stay
+ * the tenant's agent — a node name no record rule can take back. An agent registered under the bare name
+ * by an earlier version is renamed when its pod restarts with the new TS_HOSTNAME: Headscale 0.29
+ * re-derives an auto-derived given name from a changed hostname (hscontrol/state/state.go). Cut to a DNS
+ * label by the agent (dnsLabel). `flatNamespaces` no longer changes the agent's name, only where the
+ * records go (zoneOf).
  */
 export function agentHostname(
   hostname: string,
   namespace: string,
-  flatNamespaces: readonly string[] | undefined,
-): string | undefined {
-  return !flatNamespaces || flatNamespaces.includes(namespace) ? undefined : `${hostname}-${namespace}`;
+  _flatNamespaces?: readonly string[] | undefined,
+): string {
+  return `${hostname}-${namespace}`;
 }

@@ -15,7 +15,7 @@ import type { HsPreAuthKey } from "../../headscale/types.js";
 import { isRecord, type K8sObject, objectsOf } from "../../k8s/objects.js";
 import { previousStatus } from "../common.js";
 import type { HookDeps, HookRequest } from "../types.js";
-import { AUTHKEY_DATA_KEY, observedKeys, provenBy } from "./authkey.js";
+import { AUTHKEY_DATA_KEY, observedKeys, provenBy, statusKeyIds } from "./authkey.js";
 import { keptTagRefusal } from "./kept-tags.js";
 import { secretValue } from "./secrets.js";
 import { resolveWorkload } from "./workload.js";
@@ -23,14 +23,12 @@ import { resolveWorkload } from "./workload.js";
 /** The refusals that mean "the administrators withdrew what this object had": its keys go. */
 export const WITHDRAWN_REASONS: readonly string[] = ["TagNotGranted", "NamespaceNotAllowed"];
 
-const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
-
 /** Key ids the object's status recorded: status.preAuthKeyIds, and a gateway's status.node(s)[].preAuthKeyId. */
 export function recordedAgentKeyIds(parent: K8sObject): string[] {
   const status = previousStatus(parent);
   const nodes = [status.node, ...(Array.isArray(status.nodes) ? status.nodes : [])];
   const fromNodes = nodes.flatMap((n) => (isRecord(n) && typeof n.preAuthKeyId === "string" ? [n.preAuthKeyId] : []));
-  return [...strings(status.preAuthKeyIds), ...fromNodes].filter((id) => /^[0-9]+$/.test(id));
+  return [...statusKeyIds(parent), ...fromNodes.filter((id) => /^[0-9]+$/.test(id))];
 }
 
 /** Pure: the keys to expire — recorded or proven by a key Secret, and still valid in Headscale's list. */

@@ -23,6 +23,7 @@ import { screenContributions } from "../../policy/validate.js";
 import { holderOf, reservedNames } from "../shared/dns-owners.js";
 import { exposePort } from "../shared/expose-port.js";
 import { nameOwners } from "../shared/ingress-names.js";
+import { managedNodes, type OwnedNodeRef, refusedTargets } from "../shared/node-owners.js";
 import { reservedOverlap } from "../shared/routes.js";
 import { explicitTag } from "../shared/tenancy.js";
 import { effectiveTag } from "../shared/workload.js";
@@ -73,22 +74,49 @@ export function needsNodes(inputs: TailnetInputs): boolean {
   return inputs.egresses.length > 0 || [...inputs.ingresses, ...inputs.gateways].some((o) => explicitTag(o));
 }
 
+const NONE_REFUSED: ReadonlySet<string> = new Set();
+
 type Item<K extends "egresses" | "ingresses" | "sites" | "gateways"> = CollectInput[K][number];
 
-function egressItem(o: K8sObject, tagPrefix: string): Item<"egresses"> {
+/** `refused`: targets node-owners.ts targetRefusal refuses (another object's agent node): no grant. */
+function egressItem(o: K8sObject, tagPrefix: string, refused: ReadonlySet<string>): Item<"egresses"> {
   return {
     namespace: ns(o),
     name: o.metadata.name,
     tag: effectiveTag(o, tagPrefix),
-    targets: records(record(o.spec).targets).map((t) => ({
-      name: String(t.name ?? ""),
-      host: String(t.host ?? ""),
-      ports: records(t.ports).map((p) => ({
-        port: Number(p.port),
-        protocol: typeof p.protocol === "string" ? p.protocol : undefined,
+    targets: egressTargetsOf(o)
+      .filter((t) => !refused.has(String(t.name ?? "")))
+      .map((t) => ({
+        name: String(t.name ?? ""),
+        host: String(t.host ?? ""),
+        ports: records(t.ports).map((p) => ({
+          port: Number(p.port),
+          protocol: typeof p.protocol === "string" ? p.protocol : undefined,
+        })),
       })),
-    })),
   };
+}
+
+const egressTargetsOf = (o: K8sObject) => records(record(o.spec).targets);
+
+/**
+ * Per egress ("namespace/name"), the names of its targets that resolve to a node the operator registered for
+ * another object which does not admit the egress's tag (node-owners.ts, the rule the egress's status uses).
+ */
+export function refusedEgressTargets(inputs: TailnetInputs, nodes: readonly OwnedNodeRef[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  if (!inputs.egresses.length) return out;
+  const { tagPrefix, authKeyTTLSeconds, baseDomain } = inputs.settings;
+  const settings = { tagPrefix, ttlSeconds: authKeyTTLSeconds, baseDomain };
+  const owners = [...inputs.ingresses, ...inputs.egresses, ...inputs.gateways];
+  const managed = managedNodes(owners, nodes, settings);
+  if (!managed.size) return out;
+  for (const o of inputs.egresses) {
+    const targets = egressTargetsOf(o).map((t) => ({ name: String(t.name ?? ""), host: String(t.host ?? "") }));
+    const refused = refusedTargets(o, effectiveTag(o, tagPrefix), targets, nodes, owners, settings, managed);
+    if (refused.size) out.set(`${ns(o)}/${o.metadata.name}`, new Set(refused.keys()));
+  }
+  return out;
 }
 
 function ingressItem(o: K8sObject, tagPrefix: string, allowedSources: ReadonlySet<string>): Item<"ingresses"> {
@@ -146,6 +174,7 @@ export function lazyCollectInput(inputs: TailnetInputs, nodes: readonly NodeRef[
   const { tagPrefix } = settings;
   const allowedSources = new Set(settings.allowedIngressSources);
   const blocked = blockedSites(inputs.sites, settings.reservedNetworks);
+  const refused = refusedEgressTargets(inputs, nodes);
   const lazy = <T>(o: K8sObject, item: () => T, flag = ""): Lazy<T> => {
     const { uid, resourceVersion } = o.metadata;
     return {
@@ -160,7 +189,10 @@ export function lazyCollectInput(inputs: TailnetInputs, nodes: readonly NodeRef[
     baseDomain: settings.baseDomain,
     nodes: nodes as NodeRef[],
     context: JSON.stringify([tagPrefix, settings.allowedIngressSources, settings.reservedNetworks]),
-    egresses: inputs.egresses.map((o) => lazy(o, () => egressItem(o, tagPrefix))),
+    egresses: inputs.egresses.map((o) => {
+      const r = refused.get(`${ns(o)}/${o.metadata.name}`) ?? NONE_REFUSED;
+      return lazy(o, () => egressItem(o, tagPrefix, r), [...r].sort().join("\u0000"));
+    }),
     ingresses: inputs.ingresses.map((o) => lazy(o, () => ingressItem(o, tagPrefix, allowedSources))),
     // A site being deleted renders nothing: its finalize withdraws its route approvals only once the
     // live policy no longer auto-approves them (Headscale would re-approve them on the next reload).
@@ -271,34 +303,22 @@ export interface DnsRecord {
 
 const byNumericId = (a: string, b: string) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 
-/** tag → the node that carries it: an online one first, then the newest (highest id). */
-function nodeByTag(nodes: readonly HsNode[]): Map<string, HsNode> {
-  const out = new Map<string, HsNode>();
-  for (const node of nodes) {
-    for (const tag of node.tags) {
-      const best = out.get(tag);
-      if (
-        !best ||
-        (node.online && !best.online) ||
-        (node.online === best.online && byNumericId(node.id, best.id) > 0)
-      ) {
-        out.set(tag, node);
-      }
-    }
-  }
-  return out;
-}
+/** The better of two nodes to answer for an ingress: an online one first, then the newest (highest id). */
+const better = (a: HsNode, b: HsNode) =>
+  (a.online && !b.online) || (a.online === b.online && byNumericId(a.id, b.id) > 0) ? a : b;
 
-/** tag → the online nodes that carry it (an HA ingress runs several agent nodes under one tag). */
-function onlineByTag(nodes: readonly HsNode[]): Map<string, HsNode[]> {
+/**
+ * Ingress ("namespace/name") → its agent nodes: those registered with a key it minted (node-owners.ts), never
+ * whatever carries its tag — an administrator's node under the derived tag answers for no ingress's names.
+ */
+function agentNodesOf(inputs: TailnetInputs, nodes: readonly HsNode[]): Map<string, HsNode[]> {
+  const { tagPrefix, authKeyTTLSeconds } = inputs.settings;
   const out = new Map<string, HsNode[]>();
-  for (const node of nodes) {
-    if (!node.online) continue;
-    for (const tag of node.tags) {
-      const list = out.get(tag);
-      if (list) list.push(node);
-      else out.set(tag, [node]);
-    }
+  for (const [node, owner] of managedNodes(inputs.ingresses, nodes, { tagPrefix, ttlSeconds: authKeyTTLSeconds })) {
+    const id = `${ns(owner)}/${owner.metadata.name}`;
+    const list = out.get(id);
+    if (list) list.push(node as HsNode);
+    else out.set(id, [node as HsNode]);
   }
   return out;
 }
@@ -307,8 +327,8 @@ const ipv4Of = (node: HsNode) => node.ipAddresses.find((ip) => ip.includes(".") 
 
 /**
  * A records for every published ingress name and alias (only the oldest claimant of a name
- * publishes it, see `nameOwners`, and never a name a Headscale node holds, see dns-owners.ts) with the IPv4 of every online node carrying the ingress's
- * effective tag (replicas), or else of the one node that carries it; names whose node is not
+ * publishes it, see `nameOwners`, and never a name a Headscale node holds, see dns-owners.ts) with the IPv4 of every online agent node of
+ * the ingress (replicas; registered with a key it minted, node-owners.ts), or else of its best one; names whose node is not
  * registered yet are left out. Several records of one name all answer: tailscale appends them
  * (v1.102.3 ipn/ipnlocal/node_backend.go dnsConfigForNetmap). Sorted by name, then value.
  */
@@ -340,13 +360,19 @@ function dnsKey(inputs: TailnetInputs, nodes: readonly HsNode[]): string | undef
 function freshDnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): DnsRecord[] {
   const { settings } = inputs;
   const byId = new Map(inputs.ingresses.map((o) => [`${ns(o)}/${o.metadata.name}`, o]));
-  const carriers = nodeByTag(nodes);
-  const online = onlineByTag(nodes);
+  const agents = agentNodesOf(inputs, nodes);
   // An ingress owns several names: resolve its addresses once.
   const addressesOf = new Map<string, string[]>();
   // A name a Headscale node holds is never published (dns-owners.ts): it would shadow that node.
   const flat = settings.dnsFlatNamespaces;
-  const reserved = reservedNames(nodes, inputs.ingresses, settings.tagPrefix, settings.baseDomain, flat);
+  const reserved = reservedNames(
+    nodes,
+    inputs.ingresses,
+    settings.tagPrefix,
+    settings.baseDomain,
+    flat,
+    settings.authKeyTTLSeconds,
+  );
   const owners = nameOwners(
     inputs.ingresses,
     settings.baseDomain,
@@ -361,11 +387,9 @@ function freshDnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[]): DnsRe
     const owner = owners.get(name) as string;
     let values = addressesOf.get(owner);
     if (values === undefined) {
-      const ingress = byId.get(owner);
-      const tag = ingress ? effectiveTag(ingress, settings.tagPrefix) : undefined;
-      const up = tag ? online.get(tag) : undefined;
-      const best = tag ? carriers.get(tag) : undefined;
-      const chosen = up && up.length > 1 ? up : best ? [best] : [];
+      const own = byId.has(owner) ? (agents.get(owner) ?? []) : [];
+      const up = own.filter((n) => n.online);
+      const chosen = up.length > 1 ? up : own.length ? [own.reduce(better)] : [];
       values = [...new Set(chosen.flatMap((n) => ipv4Of(n) ?? []))].sort();
       addressesOf.set(owner, values);
     }

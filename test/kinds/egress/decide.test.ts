@@ -2,13 +2,14 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ConditionInput } from "../../../src/conditions/condition.js";
 import { EGRESS_REASONS } from "../../../src/conditions/tables/egress.js";
+import type { HsPreAuthKey } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { decideEgress, type EgressDecideInput, type EgressDecision } from "../../../src/kinds/egress/decide.js";
 import { egressModule } from "../../../src/kinds/egress/index.js";
-import { toMaps } from "../../fixtures/hooks.js";
+import { parentObject, toMaps } from "../../fixtures/hooks.js";
 import { quietDeps } from "../../helpers/deps.js";
 import { assertCoversTable } from "../../helpers/reason-coverage.js";
-import { AT, ok, policy } from "../shared/fixtures.js";
+import { AT, hsNode, ok, policy } from "../shared/fixtures.js";
 import { leftOutText, tailnetLeavingOut } from "../shared/left-out-fixture.js";
 import {
   config,
@@ -45,6 +46,18 @@ function foreignService(name: string, extra: Partial<K8sObject["metadata"]> = {}
 }
 
 /** NODES without the agent's own node (nothing carries the tag). */
+const agentKey = (id: string): HsPreAuthKey => ({
+  user: null,
+  id,
+  key: `hskey-auth-${id}-***`,
+  reusable: true,
+  ephemeral: true,
+  used: true,
+  expiration: null,
+  createdAt: null,
+  aclTags: [],
+});
+
 const unregistered = () => nodes(NODES.filter((n) => !n.tags?.includes(TAG)));
 
 interface Row {
@@ -258,6 +271,32 @@ const rows: Row[] = [
     expect: {
       reasons: { ...HEALTHY, TargetsReachable: "Unreachable", Ready: "Unreachable" },
       targets: { postgres: "", printer: "Unreachable" },
+    },
+  },
+
+  {
+    // db-1 is the agent of an ingress whose allowFrom does not name the egress's tag (node-owners.ts)
+    name: "target TargetNotAllowed",
+    input: input({
+      related: [
+        parentObject(
+          "TailnetIngress",
+          "db",
+          { tailnetRef: { name: "home" }, hostname: "db-1", allowFrom: ["group:eng"], exposes: [] },
+          { namespace: "data", status: { preAuthKeyIds: ["70"] } },
+        ),
+      ],
+      tailnet: tailnetRead({
+        nodes: ok(
+          NODES.map(hsNode).map((n) =>
+            n.id === "7" ? { ...n, preAuthKey: { ...agentKey("70"), aclTags: ["tag:k8s-data-db"] } } : n,
+          ),
+        ),
+      }),
+    }),
+    expect: {
+      reasons: { ...HEALTHY, RoutesGranted: "TargetNotAllowed", Ready: "TargetNotAllowed" },
+      targets: { postgres: "TargetNotAllowed", printer: "" },
     },
   },
 ];

@@ -31,6 +31,7 @@ describe("egress metrics", () => {
         l("OutsideTailnet", 0),
         l("ProbeFailed", 0),
         l("Ready", 0),
+        l("TargetNotAllowed", 0),
         l("Unreachable", 0),
       ].sort(),
     );
@@ -54,7 +55,7 @@ describe("egress metrics", () => {
     });
     publishEgressMetrics(m, p, { targets: [{ name: "printer", state: "ProbeFailed" }] });
     const lines = await series(m, "tailnet_egress_target_state");
-    assert.equal(lines.length, 7);
+    assert.equal(lines.length, 8);
     assert.ok(lines.every((x) => x.includes('target="printer"')));
     assert.ok(
       lines.includes('tailnet_egress_target_state{namespace="shop",name="db",target="printer",state="ProbeFailed"} 1'),

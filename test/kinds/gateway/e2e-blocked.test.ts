@@ -40,7 +40,7 @@ async function withRecord(t: Ctx) {
   w.mc.apply({
     apiVersion: API,
     kind: "TailnetEgress",
-    metadata: { name: "db", namespace: "shop" },
+    metadata: { name: "db", namespace: "shop", uid: "uid-shop-db" },
     spec: {
       tailnetRef: { name: "home" },
       targets: [{ name: "postgres", host: `db-1.${ZONE}`, ports: [{ port: 5432 }] }],
@@ -49,7 +49,12 @@ async function withRecord(t: Ctx) {
   w.mc.apply({
     apiVersion: "v1",
     kind: "Service",
-    metadata: { name: "postgres", namespace: "shop", labels: { "tailnet.internal/egress-target": "true" } },
+    metadata: {
+      name: "postgres",
+      namespace: "shop",
+      labels: { "tailnet.internal/egress-target": "true" },
+      ownerReferences: [{ apiVersion: API, kind: "TailnetEgress", name: "db", uid: "uid-shop-db", controller: true }],
+    },
     spec: { clusterIP: "10.96.50.1" },
   } as never);
   await w.mc.settle();
@@ -63,7 +68,12 @@ async function zoneUntouched(w: Awaited<ReturnType<typeof withRecord>>) {
   w.mc.apply({
     apiVersion: "v1",
     kind: "Service",
-    metadata: { name: "postgres", namespace: "shop", labels: { "tailnet.internal/egress-target": "true" } },
+    metadata: {
+      name: "postgres",
+      namespace: "shop",
+      labels: { "tailnet.internal/egress-target": "true" },
+      ownerReferences: [{ apiVersion: API, kind: "TailnetEgress", name: "db", uid: "uid-shop-db", controller: true }],
+    },
     spec: { clusterIP: "10.96.50.99" },
   } as never);
   await w.mc.settle();

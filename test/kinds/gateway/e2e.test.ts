@@ -141,7 +141,7 @@ describe("TailnetGateway end to end", () => {
     w.mc.apply({
       apiVersion: API,
       kind: "TailnetEgress",
-      metadata: { name: "db", namespace: "shop" },
+      metadata: { name: "db", namespace: "shop", uid: "uid-shop-db" },
       spec: {
         tailnetRef: { name: "home" },
         targets: [
@@ -157,7 +157,15 @@ describe("TailnetGateway end to end", () => {
       w.mc.apply({
         apiVersion: "v1",
         kind: "Service",
-        metadata: { name, namespace: "shop", labels: { "tailnet.internal/egress-target": "true" } },
+        metadata: {
+          name,
+          namespace: "shop",
+          labels: { "tailnet.internal/egress-target": "true" },
+          // the egress's own Service (shared/zone-owners.ts): controlled by it
+          ownerReferences: [
+            { apiVersion: API, kind: "TailnetEgress", name: "db", uid: "uid-shop-db", controller: true },
+          ],
+        },
         spec: { clusterIP: ip, ports: [{ port: 5432 }] },
       } as never);
     }

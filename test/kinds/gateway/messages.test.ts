@@ -328,7 +328,15 @@ describe("decideGateway messages", () => {
     const svc = {
       apiVersion: "v1",
       kind: "Service",
-      metadata: { name: "postgres", namespace: "shop", labels: { "tailnet.internal/egress-target": "true" } },
+      metadata: {
+        name: "postgres",
+        namespace: "shop",
+        labels: { "tailnet.internal/egress-target": "true" },
+        // the operator's own Service of the egress (shared/zone-owners.ts): its controller is the egress
+        ownerReferences: [
+          { apiVersion: "tailnet.internal/v1alpha1", kind: "TailnetEgress", name: "db", uid: "e1", controller: true },
+        ],
+      },
       spec: { clusterIP: "10.96.7.7" },
     };
     const { decision } = run(healthy({ related: { ...healthy().related, egresses: [egress], services: [svc] } }));

@@ -266,6 +266,32 @@ export const rows: Row[] = [
     expect: { DNSReady: "NotServing", Ready: "NotServing" },
   },
   {
+    // a hand-made Service of the egress's target (no controller): no record (shared/zone-owners.ts)
+    name: "the zone leaves out a name whose Service the operator did not make",
+    input: healthy({
+      related: {
+        ...healthy().related,
+        egresses: [
+          {
+            apiVersion: "tailnet.internal/v1alpha1",
+            kind: "TailnetEgress",
+            metadata: { name: "db", namespace: "shop", uid: "e1", creationTimestamp: "2026-11-01T00:00:00Z" },
+            spec: { tailnetRef: { name: "home" }, targets: [{ name: "pg", host: "db-1.ts.example.com" }] },
+          },
+        ],
+        services: [
+          {
+            apiVersion: "v1",
+            kind: "Service",
+            metadata: { name: "pg", namespace: "shop", labels: { "tailnet.internal/egress-target": "true" } },
+            spec: { clusterIP: "10.96.6.6" },
+          },
+        ],
+      },
+    }),
+    expect: { DNSReady: "ZoneNamesRefused", Ready: "FreshRuntimeReady" },
+  },
+  {
     name: "cluster Corefile has no block for the zone",
     input: healthy({
       related: { ...healthy().related, coredns: corednsConfigMap(".:53 {\n    forward . /etc/resolv.conf\n}\n") },

@@ -7,7 +7,7 @@
  */
 import type { HookKind } from "../../../src/api/schemas.js";
 import { HeadscaleViews } from "../../../src/headscale/view.js";
-import type { K8sObject } from "../../../src/k8s/objects.js";
+import { type K8sObject, reuseAllChildren } from "../../../src/k8s/objects.js";
 import { kindModules } from "../../../src/kinds/index.js";
 import { b64 } from "../../../src/kinds/shared/secrets.js";
 import type { KindModule } from "../../../src/kinds/types.js";
@@ -38,7 +38,11 @@ export const TYPES = [
 const stub = (hookKind: HookKind): KindModule => ({
   hookKind,
   customize: () => [],
-  sync: async (req) => ({ status: { ...((req.parent.status as Record<string, unknown>) ?? {}) }, children: [] }),
+  // children kept as observed: a test's Service controlled by a stub egress stands for the egress's own
+  sync: async (req) => ({
+    status: { ...((req.parent.status as Record<string, unknown>) ?? {}) },
+    children: reuseAllChildren(req.children),
+  }),
   finalize: async () => ({ status: {}, children: [], finalized: true }),
   invalid: (req) => ({ status: { ...((req.parent.status as Record<string, unknown>) ?? {}) }, children: [] }),
 });

@@ -111,7 +111,7 @@ describe("derived zone records", () => {
         service("byip", "10.96.1.3"),
         service("foreign", "10.96.1.4", { label: false }),
         service("headless", "None"),
-        service("redis", "10.96.2.1", { ns: "web" }),
+        service("redis", "10.96.2.1", { ns: "web", owner: "uid-cache" }),
         service("x", "10.96.3.1"),
         service("redis", "10.96.9.9"), // same name, wrong namespace
       ],
@@ -133,8 +133,8 @@ describe("derived zone records", () => {
         egress("stolen", [{ name: "pg", host: "db-9.ts.example.com" }], { ns: "c" }),
       ],
       services: [
-        service("pg", "10.96.0.20", { ns: "b" }),
-        service("pg", "10.96.0.10", { ns: "a" }),
+        service("pg", "10.96.0.20", { ns: "b", owner: "uid-new" }),
+        service("pg", "10.96.0.10", { ns: "a", owner: "uid-old" }),
         service("pg", "10.96.0.30", { ns: "c", owner: "someone-else" }),
       ],
     });

@@ -90,7 +90,8 @@ function explicitTag(): IngressDecideInput {
   return input({
     parent: ingress("grafana", { tag: "tag:dash" }),
     policy: ok(policy({ "tag:dash": [] })),
-    nodes: ok([hsNode({ id: "9", name: "grafana", tags: ["tag:dash"] })]),
+    // its agent under the name the operator gives it (agentHostname): the explicit tag's node is no one's label
+    nodes: ok([hsNode({ id: "9", name: "grafana-monitoring", tags: ["tag:dash"] })]),
   });
 }
 

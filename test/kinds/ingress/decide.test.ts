@@ -17,6 +17,7 @@ import { failed, hsNode, ok, policy } from "../shared/fixtures.js";
 import { leftOutText } from "../shared/left-out-fixture.js";
 import { ingress, scraped, TAG, tcpIngress, tlsSecret, WEB } from "./fixtures.js";
 import {
+  agentNode,
   type Certificates,
   certificates,
   conditionsOf,
@@ -63,7 +64,7 @@ const older = () =>
 /** Three agent nodes of the ingress (Headscale suffixes the shared host name), the first `online` of them online. */
 const replicaNodes = (online: number) =>
   ["grafana", "grafana-1", "grafana-2"].map((name, i) =>
-    hsNode({ id: String(9 + i), name, tags: [TAG], online: i < online }),
+    agentNode({ id: String(9 + i), name, tags: [TAG], online: i < online }),
   );
 
 /** One scrape per agent pod: whether it reaches the backend of expose web. */
@@ -206,7 +207,7 @@ const rows: Row[] = [
     input: () =>
       input({
         parent: tcpIngress("pg"),
-        nodes: ok([hsNode({ id: "9", name: "pg", tags: ["tag:k8s-monitoring-pg"] })]),
+        nodes: ok([agentNode({ id: "9", name: "pg", tags: ["tag:k8s-monitoring-pg"] })]),
         policy: ok(policy({ "tag:k8s-monitoring-pg": [] })),
         scrapes: [scraped([{ name: "postgres", reachable: true }])],
         services: new Set(["postgres"]),
@@ -257,7 +258,7 @@ const rows: Row[] = [
   },
   {
     name: "the only node carrying the tag is offline",
-    input: () => input({ nodes: ok([hsNode({ id: "9", name: "grafana", tags: [TAG], online: false })]) }),
+    input: () => input({ nodes: ok([agentNode({ id: "9", name: "grafana", tags: [TAG], online: false })]) }),
     expect: {
       reasons: { Ready: "NodesOffline" },
       messages: {
@@ -388,7 +389,7 @@ const rows: Row[] = [
     name: "a host is the name of another machine (a user's node named dash)",
     input: () =>
       input({
-        nodes: ok([hsNode({ id: "9", name: "grafana", tags: [TAG] }), hsNode({ id: "3", name: "Dash" })]),
+        nodes: ok([agentNode({ id: "9", name: "grafana", tags: [TAG] }), hsNode({ id: "3", name: "Dash" })]),
       }),
     expect: {
       reasons: { Ready: "DNSNameReserved" },
@@ -462,7 +463,7 @@ function stair(fixed: number): IngressDecideInput {
       parent,
       ingresses: fixed < 5 ? [older(), parent] : [parent],
       policy: ok(policy(fixed < 3 ? {} : { [TAG]: [] })),
-      nodes: ok(fixed < 6 ? [] : [hsNode({ id: "9", name: "grafana", tags: [TAG] })]),
+      nodes: ok(fixed < 6 ? [] : [agentNode({ id: "9", name: "grafana", tags: [TAG] })]),
       tlsSecrets: fixed < 8 ? new Map() : new Map([["grafana-tls", tlsSecret("grafana-tls", certs.good)]]),
       scrapes: [scraped([{ name: "web", reachable: fixed >= 9, error: "ECONNREFUSED" }])],
       authKey: {},

@@ -50,7 +50,8 @@ describe("HA TailnetIngress (spec.replicas) with the real Tailnet", () => {
     const nodes = ingressNodes(w);
     assert.deepEqual(
       nodes.map((n) => n.givenName),
-      ["grafana", "grafana-1", "grafana-2"],
+      // agents register as <hostname>-<namespace> (agentHostname), Headscale suffixing the replicas
+      ["grafana-monitoring", "grafana-monitoring-1", "grafana-monitoring-2"],
     );
     const all = nodes.map((n) => n.ipv4).sort();
     assert.deepEqual(records(w), Object.fromEntries(NAMES.map((n) => [n, all])));
@@ -69,7 +70,7 @@ describe("HA TailnetIngress (spec.replicas) with the real Tailnet", () => {
     const listed = (parent?.status as { nodes?: { name: string; online: boolean }[] } | undefined)?.nodes ?? [];
     assert.deepEqual(
       listed.map((n) => `${n.name}:${n.online}`),
-      ["grafana:true", "grafana-1:false", "grafana-2:true"],
+      ["grafana-monitoring:true", "grafana-monitoring-1:false", "grafana-monitoring-2:true"],
     );
 
     // TailnetNodeOffline (tailnet_node_online == 0 for 5 min) fires for that node only
@@ -78,7 +79,11 @@ describe("HA TailnetIngress (spec.replicas) with the real Tailnet", () => {
       new RegExp(`^tailnet_node_online\\{(?=[^}]*tailnet="home")(?=[^}]*node="${node}")[^}]*\\} (\\d)$`, "m").exec(
         text,
       )?.[1];
-    assert.deepEqual(["grafana", "grafana-1", "grafana-2"].map(online), ["1", "0", "1"]);
+    assert.deepEqual(["grafana-monitoring", "grafana-monitoring-1", "grafana-monitoring-2"].map(online), [
+      "1",
+      "0",
+      "1",
+    ]);
 
     // past the grace period, still only 2 of 3 online: the offline node may be a replica coming back, kept
     w.clock.now = new Date(w.clock.now.getTime() + (SUPERSEDED_GRACE_SECONDS + 1) * 1000);

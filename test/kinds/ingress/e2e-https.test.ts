@@ -147,7 +147,7 @@ describe("TailnetIngress over real TLS", () => {
     w.register();
     const shared = w.hs.addNode({ name: "shared", tags: [TAG, "tag:other"] });
     const foreign = w.hs.addNode({ name: "other", tags: ["tag:other"] });
-    const mine = [...w.hs.state.nodes.values()].find((n) => n.name === "grafana");
+    const mine = [...w.hs.state.nodes.values()].find((n) => n.name === `grafana-${NS}`);
     const ourKeys = [...w.hs.state.preAuthKeys.values()].filter((k) => k.aclTags.join() === TAG);
     assert.ok(mine && ourKeys.length === 1);
     await settle(w);

@@ -117,7 +117,8 @@ describe("TailnetIngress end to end", () => {
 
     w.register();
     await settle(w);
-    assert.equal(w.condition("Registered").message, `1 node carries ${TAG}: grafana`);
+    // the agent registers as <hostname>-<namespace> (agentHostname), never the bare name it publishes
+    assert.equal(w.condition("Registered").message, `1 node carries ${TAG}: grafana-monitoring`);
     assert.equal(w.condition("Ready").reason, "ProbeFailed");
     assert.match(w.condition("Ready").message, /^the agent could not be scraped \(grafana-agent-0: GET \/status: /);
 
@@ -132,7 +133,7 @@ describe("TailnetIngress end to end", () => {
       tag: TAG,
       dnsName: "grafana.ts.example.com",
       exposes: [{ name: "postgres", dnsName: "grafana.ts.example.com", dnsAliases: [], reachable: true }],
-      nodes: [{ name: "grafana", addresses: registeredAddresses(w), online: true }],
+      nodes: [{ name: "grafana-monitoring", addresses: registeredAddresses(w), online: true }],
       preAuthKeyIds: ["1"],
     });
     // where tailscaled's serve dials (the operator's serve config), not 127.0.0.1 (issue 31)
@@ -265,7 +266,7 @@ describe("TailnetIngress end to end", () => {
     assert.equal(w.condition("Ready", "old").reason, "NotRegistered", "the older one keeps its names");
   });
 
-  it("DNSNameReserved: a name a Headscale node holds is refused; the agent node keeps the name Headscale gave it", async (t) => {
+  it("DNSNameReserved: a name a Headscale node holds is refused; the agent node never asks for it", async (t) => {
     const w = await world(t);
     w.hs.addUser({ name: "alice" });
     w.hs.addNode({ name: "db-1", user: "alice" });
@@ -282,10 +283,10 @@ describe("TailnetIngress end to end", () => {
     const status = w.ingress()?.status as { dnsName?: string; nodes?: { name: string }[]; exposes?: unknown[] };
     assert.equal(status.dnsName, undefined, "db-1 is alice's");
     assert.deepEqual(status.exposes, [{ name: "web", dnsName: "dash.ts.example.com", dnsAliases: [] }]);
-    // Headscale 0.29 suffixes a newcomer's taken hostname: the status names the node as it is.
+    // the agent registers as <hostname>-<namespace>: alice's db-1 keeps its name; the status names the node as it is
     assert.deepEqual(
       status.nodes?.map((n) => n.name),
-      ["db-1-1"],
+      ["db-1-monitoring"],
     );
     assert.equal(w.condition("Ready").reason, "DNSNameReserved");
   });
@@ -369,14 +370,14 @@ describe("TailnetIngress end to end", () => {
     const nodes = [...w.hs.state.nodes.values()].filter((n) => n.tags.includes(TAG));
     assert.deepEqual(
       nodes.map((n) => n.givenName),
-      ["grafana", "grafana-1"],
+      ["grafana-monitoring", "grafana-monitoring-1"],
       "each pod its own node (Headscale suffixes the name)",
     );
     assert.equal(w.condition("Ready").message, "serving postgres on grafana.ts.example.com (2 nodes online)");
     const listed = (w.ingress()?.status as { nodes?: { name: string; online: boolean }[] } | undefined)?.nodes;
     assert.deepEqual(
       listed?.map((n) => `${n.name}:${n.online}`),
-      ["grafana:true", "grafana-1:true"],
+      ["grafana-monitoring:true", "grafana-monitoring-1:true"],
     );
 
     nodes[0].online = false;
@@ -389,7 +390,7 @@ describe("TailnetIngress end to end", () => {
     assert.equal(w.condition("Ready").reason, "NodesOffline");
     assert.equal(
       w.condition("Ready").message,
-      `all 2 nodes carrying ${TAG} are offline in Headscale (grafana, grafana-1); check the agent pods and their connection to the control server`,
+      `all 2 nodes carrying ${TAG} are offline in Headscale (grafana-monitoring, grafana-monitoring-1); check the agent pods and their connection to the control server`,
     );
     assert.deepEqual(
       w.hs.writes().map((r) => `${r.method} ${r.path}`),

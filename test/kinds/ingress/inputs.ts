@@ -4,6 +4,7 @@
  */
 import type { ConditionInput } from "../../../src/conditions/condition.js";
 import { DEFAULT_CONFIG } from "../../../src/config.js";
+import type { HsNode } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { decideIngress, type IngressDecideInput, type TailnetView } from "../../../src/kinds/ingress/decide.js";
 import { readIngressSpec } from "../../../src/kinds/ingress/spec.js";
@@ -96,6 +97,29 @@ export const NO_PROXY_CLASS: Over = {
   authKey: {},
 };
 
+/**
+ * A node of the ingress's agent: registered with an agent-shaped key of its tag (reusable, ephemeral, no user,
+ * minted after the ingress), which an ingress without status.preAuthKeyIds adopts (tenancy.ts ownKeyIds), so
+ * node-owners.ts counts it as the ingress's own (the agent's own hostname label is then no conflict).
+ */
+export function agentNode(n: Parameters<typeof hsNode>[0]): HsNode {
+  const tags = n.tags ?? [];
+  return {
+    ...hsNode(n),
+    preAuthKey: {
+      user: null,
+      id: `k${n.id}`,
+      key: `hskey-auth-k${n.id}-***`,
+      reusable: true,
+      ephemeral: true,
+      used: true,
+      expiration: null,
+      createdAt: "2026-11-29T00:00:00Z",
+      aclTags: tags,
+    },
+  };
+}
+
 /** A healthy http ingress: every condition good; each test breaks one thing. The spec is read from `parent`. */
 export function healthyInput(good: IssuedCertificate, over: Over = {}): IngressDecideInput {
   const parent = over.parent ?? ingress();
@@ -106,7 +130,7 @@ export function healthyInput(good: IssuedCertificate, over: Over = {}): IngressD
     children: [],
     tailnet: resolved(),
     policy: ok(policy({ [TAG]: ["group:ops"] })),
-    nodes: ok([hsNode({ id: "9", name: "grafana", tags: [TAG] })]),
+    nodes: ok([agentNode({ id: "9", name: "grafana", tags: [TAG] })]),
     scrapes: [scraped([{ name: "web", reachable: true }])],
     tlsSecrets: new Map([["grafana-tls", tlsSecret("grafana-tls", good)]]),
     services: new Set(["grafana"]),

@@ -13,7 +13,7 @@ import { readIngressSpec } from "../../../src/kinds/ingress/spec.js";
 import { holderOf, nameKey } from "../../../src/kinds/shared/dns-owners.js";
 import { hsNode, ok } from "../shared/fixtures.js";
 import { ingress, TAG, tcpIngress, WEB } from "./fixtures.js";
-import { type Certificates, certificates, healthyInput, resolved } from "./inputs.js";
+import { agentNode, type Certificates, certificates, healthyInput, resolved } from "./inputs.js";
 
 let certs: Certificates;
 before(async () => {
@@ -21,7 +21,7 @@ before(async () => {
 });
 after(() => certs.pki.cleanup());
 
-const own = hsNode({ id: "9", name: "grafana", tags: [TAG] });
+const own = agentNode({ id: "9", name: "grafana", tags: [TAG] });
 const laptop = (name: string) => hsNode({ id: "3", name });
 
 function decide(parent: K8sObject, nodes: HsNode[]) {
@@ -75,7 +75,7 @@ describe("decideIngress: names of other machines", () => {
 
   it("its own agent node, renamed by Headscale on a collision, is listed under the name it got", () => {
     // Headscale 0.29 gives a newcomer whose hostname is taken `<name>-1` (resolveGivenName).
-    const renamed = { ...hsNode({ id: "9", name: "grafana", tags: [TAG] }), givenName: "grafana-1" };
+    const renamed = { ...agentNode({ id: "9", name: "grafana", tags: [TAG] }), givenName: "grafana-1" };
     const other = hsNode({ id: "3", name: "grafana" });
     const { ready, fields } = decide(ingress("grafana"), [renamed, other]);
     assert.equal(ready?.reason, "DNSNameReserved");
@@ -112,7 +112,8 @@ describe("decideIngress: spec.tenancy.dns.flatNamespaces", () => {
     const d = run(tcpIngress("pg", { hostname: "db-1", tag: TAG }), ["monitoring"], [own, laptop("db-1")]);
     assert.equal(d.fields.dnsName, undefined);
     assert.equal(d.conditions.find((c) => c.type === "Ready")?.reason, "DNSNameReserved");
-    assert.equal(tsHostname(d), "db-1");
+    // a flat namespace's agent is never the bare name either (issue 31 item 7: agentHostname)
+    assert.equal(tsHostname(d), "db-1-monitoring");
   });
 });
 

@@ -11,7 +11,7 @@ import { readInputs } from "../../../src/kinds/tailnet/inputs.js";
 import { dnsRecords } from "../../../src/kinds/tailnet/render.js";
 import { toMaps } from "../../fixtures/hooks.js";
 import { validateChildren } from "../../helpers/validate.js";
-import { apiKeySecret, b64, caSecret, hsNode, ingress, tailnet, tailnetSpec } from "./fixtures.js";
+import { agentNode, apiKeySecret, b64, caSecret, ingress, tailnet, tailnetSpec } from "./fixtures.js";
 import { decided } from "./world.js";
 
 interface GoldenOptions {
@@ -123,20 +123,20 @@ describe("Tailnet children", () => {
     const unregistered = ingress("kibana", "logs");
     const inputs = readInputs(tailnet(), toMaps([http, newer, unregistered]));
     const nodes = [
-      hsNode({
+      agentNode({
         id: "9",
         givenName: "grafana",
         tags: ["tag:k8s-monitoring-grafana"],
         online: false,
         ipAddresses: ["100.64.0.9"],
       }),
-      hsNode({
+      agentNode({
         id: "12",
         givenName: "grafana-1",
         tags: ["tag:k8s-monitoring-grafana"],
         ipAddresses: ["fd7a::c", "100.64.0.12"],
       }),
-      hsNode({ id: "13", givenName: "dash", tags: ["tag:k8s-other-dash"], ipAddresses: ["100.64.0.13"] }),
+      agentNode({ id: "13", givenName: "dash", tags: ["tag:k8s-other-dash"], ipAddresses: ["100.64.0.13"] }),
     ];
     const records = dnsRecords(inputs, nodes);
     assert.deepStrictEqual(records, [

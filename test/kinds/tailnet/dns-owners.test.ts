@@ -7,14 +7,16 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { HsNode } from "../../../src/headscale/types.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
+import { agentHostname } from "../../../src/kinds/shared/dns-tenancy.js";
 import { readInputs } from "../../../src/kinds/tailnet/inputs.js";
 import { dnsRecords } from "../../../src/kinds/tailnet/render.js";
 import { toMaps } from "../../fixtures/hooks.js";
-import { hsNode, hsUser, ingress, tailnet, tailnetSpec } from "./fixtures.js";
+import { agentNode, hsNode, hsUser, ingress, tailnet, tailnetSpec } from "./fixtures.js";
 
 const laptop = hsNode({ id: "3", givenName: "db-1", user: hsUser("1", "alice") });
-const agent = hsNode({ id: "20", givenName: "attack", tags: ["tag:k8s-tenant-attack"] });
+const agent = agentNode({ id: "20", givenName: "attack", tags: ["tag:k8s-tenant-attack"] });
 const tcp = (hostname: string) => ingress("attack", "tenant", { hostname });
 const http = (host: string, aliases: string[] = []) =>
   ingress("attack", "tenant", {
@@ -59,7 +61,7 @@ describe("DNS records: a name of another machine is never published", () => {
     assert.deepEqual(names([tcp("shop-db-egress")], [egressAgent, agent]), []);
     const grafana = ingress("grafana", "monitoring");
     const replicas = ["grafana", "grafana-1"].map((g, i) =>
-      hsNode({ id: String(30 + i), givenName: g, tags: ["tag:k8s-monitoring-grafana"] }),
+      agentNode({ id: String(30 + i), givenName: g, tags: ["tag:k8s-monitoring-grafana"] }),
     );
     // grafana keeps its own name (its own node is named after it); the tenant cannot take grafana-1.
     assert.deepEqual(names([grafana, tcp("grafana-1")], [...replicas, agent]), ["grafana.ts.example.com"]);
@@ -72,8 +74,51 @@ describe("DNS records: a name of another machine is never published", () => {
   });
 
   it("its own agent node carries its hostname: that is no conflict", () => {
-    const own = hsNode({ id: "21", givenName: "db-2", tags: ["tag:k8s-tenant-attack"] });
+    const own = agentNode({ id: "21", givenName: "db-2", tags: ["tag:k8s-tenant-attack"] });
     assert.deepEqual(names([tcp("db-2")], [laptop, own]), ["db-2.ts.example.com"]);
+  });
+});
+
+describe("DNS records: an agent never holds the bare name it publishes (issue 31 item 7)", () => {
+  it("an admin machine joining after a tenant ingress gets the bare name: the record goes, the agent never held it", () => {
+    // the tenant's ingress "vault" registered first, as its agent registers (agentHostname)
+    const registered = agentHostname("vault", "tenant", undefined);
+    assert.equal(registered, "vault-tenant");
+    const tenantAgent = agentNode({ id: "60", givenName: registered, tags: ["tag:k8s-tenant-attack"] });
+    // before the machine: the record is published, the bare name is no node's
+    assert.deepEqual(names([tcp("vault")], [laptop, tenantAgent]), ["vault.ts.example.com"]);
+    // the admin machine joins later: Headscale gives it the free bare name (no -1), and the record goes
+    const machine = hsNode({ id: "61", givenName: "vault", user: hsUser("1", "alice") });
+    assert.deepEqual(names([tcp("vault")], [laptop, tenantAgent, machine]), []);
+  });
+
+  it("a record's address is only an agent the ingress registered: a node merely carrying its tag answers for none of its names", () => {
+    // an administrator's (or anyone's) node under the ingress's derived tag, registered with a key the ingress did not mint
+    const carrier = hsNode({
+      id: "62",
+      givenName: "other",
+      tags: ["tag:k8s-tenant-attack"],
+      ipAddresses: ["100.64.0.62"],
+    });
+    const records = (nodes: HsNode[]) =>
+      dnsRecords(readInputs(tailnet(tailnetSpec()), toMaps([tcp("vault")])), nodes).map((r) => `${r.name} ${r.value}`);
+    assert.deepEqual(records([laptop, carrier]), []);
+    assert.deepEqual(records([laptop, carrier, agent]), ["vault.ts.example.com 100.64.0.20"]);
+  });
+
+  it("a node named like the ingress and carrying its tag, not registered by it, holds the name against it", () => {
+    // e.g. an administrator's machine `vault` tagged with the tenant's derived tag: no agent of the ingress
+    const lookalike = hsNode({ id: "63", givenName: "vault", tags: ["tag:k8s-tenant-attack"] });
+    assert.deepEqual(names([tcp("vault")], [laptop, agent, lookalike]), []);
+    // its own agent under the bare name (an earlier version's) is still no conflict
+    const ownOld = agentNode({ id: "64", givenName: "vault", tags: ["tag:k8s-tenant-attack"] });
+    assert.deepEqual(names([tcp("vault")], [laptop, ownOld]), ["vault.ts.example.com"]);
+  });
+
+  it("in every namespace, listed as flat or not", () => {
+    assert.equal(agentHostname("grafana", "monitoring", ["monitoring"]), "grafana-monitoring");
+    assert.equal(agentHostname("web", "team-a", ["monitoring"]), "web-team-a");
+    assert.equal(agentHostname("web", "team-a", []), "web-team-a");
   });
 });
 
@@ -109,11 +154,11 @@ describe("DNS records: spec.tenancy.dns.flatNamespaces gives the other namespace
   });
 });
 
-/** One agent node per namespace's ingress "web", named as its agent registers (agentHostname: web-<ns> under a subtree). */
+/** One agent node per namespace's ingress "web", named as its agent registers (agentHostname: web-<ns>). */
 function agents(...namespaces: string[]) {
   return namespaces.map((ns, i) => {
-    const name = ns === "monitoring" ? "web" : `web-${ns}`;
-    return hsNode({ id: String(50 + i), givenName: name, tags: [`tag:k8s-${ns}-web`] });
+    const name = `web-${ns}`;
+    return agentNode({ id: String(50 + i), givenName: name, tags: [`tag:k8s-${ns}-web`] });
   });
 }
 

@@ -15,7 +15,7 @@ function storedPolicy(h: { fake: { state: { policies: { text: string }[] } } }):
   return parsed.value as Record<string, unknown>;
 }
 
-import { API, harness, LIVE, settleStable } from "./harness.js";
+import { API, addAgentNode, harness, LIVE, settleStable } from "./harness.js";
 
 const putCount = (h: { fake: { count(m: string, p: RegExp): number } }) => h.fake.count("PUT", /^\/api\/v1\/policy$/);
 const liveHash = (text = LIVE) => {
@@ -380,7 +380,7 @@ describe("Tailnet e2e: metrics", () => {
   it("nodes, API key expiry, generated counts; no secret in any label", async (t) => {
     const h = await harness(t);
     h.mc.apply(ingress());
-    h.fake.addNode({ name: "grafana", tags: ["tag:k8s-monitoring-grafana"], online: true });
+    addAgentNode(h.fake, { name: "grafana", tags: ["tag:k8s-monitoring-grafana"], online: true });
     h.fake.addNode({ name: "laptop", givenName: "laptop", online: false, lastSeen: new Date("2026-11-28T08:00:00Z") });
     await settleStable(h);
     const text = await h.metricsText();

@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { describe, it } from "node:test";
 import { hashOfLivePolicy } from "../../../src/policy/canonical.js";
 import { apiKeySecret, baseConfigMap, egress, gateway, ingress } from "./fixtures.js";
-import { harness, settleStable } from "./harness.js";
+import { addAgentNode, harness, settleStable } from "./harness.js";
 
 const dryRun = {
   policy: { mode: "DryRun", baseConfigMapRef: { namespace: "tailnet-system", name: "tailnet-policy-base" } },
@@ -20,7 +20,7 @@ describe("Tailnet e2e: a healthy Headscale", () => {
   it("writes the render once, then stays InSync with a byte-identical status", async (t) => {
     const h = await harness(t);
     h.mc.apply(ingress());
-    h.fake.addNode({ name: "grafana", tags: ["tag:k8s-monitoring-grafana"], ipv4: "100.64.0.9" });
+    addAgentNode(h.fake, { name: "grafana", tags: ["tag:k8s-monitoring-grafana"], ipv4: "100.64.0.9" });
     await settleStable(h);
     assert.deepEqual(h.syncReasons("PolicyApplied").slice(0, 2), ["Applied", "InSync"]);
     for (const [type, reason] of Object.entries({
@@ -69,8 +69,8 @@ describe("Tailnet e2e: a healthy Headscale", () => {
     h.fake.addNode({ name: "db-1", user: "alice", ipv4: "100.64.0.3" });
     h.mc.apply(ingress("attack", "tenant", { hostname: "db-1" }));
     h.mc.apply(ingress("web", "tenant"));
-    h.fake.addNode({ name: "db-1", tags: ["tag:k8s-tenant-attack"], ipv4: "100.64.0.20" });
-    h.fake.addNode({ name: "web", tags: ["tag:k8s-tenant-web"], ipv4: "100.64.0.21" });
+    addAgentNode(h.fake, { name: "db-1", tags: ["tag:k8s-tenant-attack"], ipv4: "100.64.0.20" });
+    addAgentNode(h.fake, { name: "web", tags: ["tag:k8s-tenant-web"], ipv4: "100.64.0.21" });
     await settleStable(h);
     const records = () =>
       JSON.parse(h.child("ConfigMap", "tailnet-home-dns-records")?.data?.["records.json"] ?? "null");
@@ -223,7 +223,7 @@ describe("Tailnet e2e: faults", () => {
   it("Headscale 0.28 (no policy/check): Incompatible, never driven", async (t) => {
     const h = await harness(t, { fake: { version: "0.28" } });
     h.mc.apply(ingress());
-    h.fake.addNode({ name: "grafana", tags: ["tag:k8s-monitoring-grafana"] });
+    addAgentNode(h.fake, { name: "grafana", tags: ["tag:k8s-monitoring-grafana"] });
     await settleStable(h);
     assert.equal(h.reason("HeadscaleCompatible"), "Incompatible");
     assert.equal(

@@ -134,6 +134,28 @@ export function hsNode(o: Partial<HsNode> & { id: string; givenName: string }): 
   };
 }
 
+/**
+ * An agent node as the operator's agents register: with an agent-shaped pre-auth key (reusable, ephemeral, no
+ * user, exactly the node's tags) minted after the fixtures' objects, so an object without status.preAuthKeyIds
+ * adopts it (tenancy.ts ownKeyIds) — node-owners.ts counts only such nodes as an object's agents.
+ */
+export function agentNode(o: Partial<HsNode> & { id: string; givenName: string }): HsNode {
+  return hsNode({
+    preAuthKey: {
+      user: null,
+      id: `k${o.id}`,
+      key: `hskey-auth-k${o.id}-***`,
+      reusable: true,
+      ephemeral: true,
+      used: true,
+      expiration: null,
+      createdAt: "2026-11-29T00:00:00Z",
+      aclTags: o.tags ?? [],
+    },
+    ...o,
+  });
+}
+
 export const hsUser = (id: string, name: string, provider = ""): HsUser => ({
   id,
   name,

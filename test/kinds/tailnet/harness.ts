@@ -160,3 +160,27 @@ export async function settleStable(h: Harness): Promise<number> {
   if (h.mc.errors.length) throw new Error(`hook errors: ${h.mc.errors.join(" | ")}`);
   return rounds;
 }
+
+/**
+ * A node registered the way an object's agent registers: with an agent-shaped key of its tag (reusable,
+ * ephemeral, no user, minted after the fixtures' objects), which an object without status.preAuthKeyIds
+ * adopts (tenancy.ts ownKeyIds) — only such nodes answer for an ingress's names (node-owners.ts).
+ */
+export function addAgentNode(fake: FakeHeadscale, input: Parameters<FakeHeadscale["addNode"]>[0] & { tags: string[] }) {
+  const node = fake.addNode(input);
+  const id = String(900 + fake.state.preAuthKeys.size);
+  fake.state.preAuthKeys.set(id, {
+    id,
+    prefix: `agent${id}`,
+    key: `hskey-auth-agent${id}-${"0".repeat(64)}`,
+    userId: null,
+    reusable: true,
+    ephemeral: true,
+    used: true,
+    expiration: new Date("2027-01-01T00:00:00Z"),
+    createdAt: new Date("2026-11-29T00:00:00Z"),
+    aclTags: input.tags,
+  });
+  node.preAuthKeyId = id;
+  return node;
+}
