@@ -1,7 +1,7 @@
 /** HTTPS through a tailnet peer's tailscaled SOCKS5, for the real-world ingress scenarios. */
 import type { X509Certificate } from "node:crypto";
 import { connect as tlsConnect } from "node:tls";
-import { SocksClient } from "socks";
+import { socksConnect } from "./operator.js";
 import type { Peer } from "./peers.js";
 
 /** An HTTPS GET through a peer's SOCKS5, verifying the certificate against `ca` for `servername`. */
@@ -14,12 +14,7 @@ export async function httpsVia(
   path = "/",
 ): Promise<{ status: number; body: string; cert: X509Certificate } | { error: string }> {
   try {
-    const { socket } = await SocksClient.createConnection({
-      proxy: { host: peer.socks5.host, port: peer.socks5.port, type: 5 },
-      command: "connect",
-      destination: { host, port },
-      timeout: 8000,
-    });
+    const socket = await socksConnect(peer, host, port);
     return await new Promise((resolve) => {
       const tls = tlsConnect({ socket, servername, ca, rejectUnauthorized: true });
       const timer = setTimeout(() => {

@@ -154,6 +154,17 @@ export async function listRoutes(world: RealWorld): Promise<Map<string, RouteRow
   return new Map(rows.map((r) => [r.given_name ?? r.name ?? String(r.id), r]));
 }
 
+/** A TCP connection to host:port through a peer's tailscaled SOCKS5 server (on the peer's bridge address). */
+export async function socksConnect(peer: Peer, host: string, port: number): Promise<Socket> {
+  const { socket } = await SocksClient.createConnection({
+    proxy: { host: peer.socks5.host, port: peer.socks5.port, type: 5 },
+    command: "connect",
+    destination: { host, port },
+    timeout: 8000,
+  });
+  return socket;
+}
+
 /**
  * A TCP round trip through a peer's tailscaled SOCKS5 server (on the peer's bridge address): sends
  * `msg`, returns what came back, or "error: …" (tailscaled answers every failed dial with a SOCKS5
@@ -161,12 +172,7 @@ export async function listRoutes(world: RealWorld): Promise<Map<string, RouteRow
  */
 export async function socksEcho(peer: Peer, host: string, port: number, msg = "ping"): Promise<string> {
   try {
-    const { socket } = await SocksClient.createConnection({
-      proxy: { host: peer.socks5.host, port: peer.socks5.port, type: 5 },
-      command: "connect",
-      destination: { host, port },
-      timeout: 8000,
-    });
+    const socket = await socksConnect(peer, host, port);
     return await new Promise<string>((resolve) => {
       let got = "";
       const timer = setTimeout(() => {

@@ -18,7 +18,6 @@ import assert from "node:assert/strict";
 import { isIPv4, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { connect as tlsConnect } from "node:tls";
-import { SocksClient } from "socks";
 import { request } from "undici";
 import { b64 } from "../../src/kinds/shared/secrets.js";
 import { proxyHeader } from "../fakes/tailscaled-serve.js";
@@ -28,7 +27,16 @@ import { echoFrom, sleep } from "./echo.js";
 import { BASE_DOMAIN } from "./headscale.js";
 import { httpsVia } from "./https.js";
 import type { Host, RealProcess } from "./net.js";
-import { API, OPS, podRunnerFor, type RealOperator, socksKnock, startOperator, tailnetSpec } from "./operator.js";
+import {
+  API,
+  OPS,
+  podRunnerFor,
+  type RealOperator,
+  socksConnect,
+  socksKnock,
+  startOperator,
+  tailnetSpec,
+} from "./operator.js";
 import type { Peer } from "./peers.js";
 import type { PodRunner } from "./pods.js";
 import { BASE_POLICY, DB_PORT, type RealWorld, startRealWorld, TAGS } from "./world.js";
@@ -49,12 +57,7 @@ const BACKEND = `require("node:http").createServer((q,s)=>{s.end("xff "+q.header
 /** A TCP connection to host:port through a peer's SOCKS5, or why it failed. */
 async function socksSocket(peer: Peer, host: string, port: number): Promise<Socket | string> {
   try {
-    const { socket } = await SocksClient.createConnection({
-      proxy: { host: peer.socks5.host, port: peer.socks5.port, type: 5 },
-      command: "connect",
-      destination: { host, port },
-      timeout: 8000,
-    });
+    const socket = await socksConnect(peer, host, port);
     return socket;
   } catch (err) {
     return `error: ${(err as Error).message}`;
