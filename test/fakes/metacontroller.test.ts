@@ -69,14 +69,20 @@ describe("the Metacontroller emulator against the real server", () => {
     const sync = mc.calls.find((c) => c.hook === "sync");
     assert.ok(sync);
     const related = (sync.body as { related: Record<string, Record<string, unknown>> }).related;
-    // the egress's rules name tailnets, secrets, its namespace, pods and services; none of them exists here
-    assert.deepEqual(related, {
-      "Tailnet.tailnet.internal/v1alpha1": {},
-      "Secret.v1": {},
-      "Namespace.v1": {},
-      "Pod.v1": {},
-      "Service.v1": {},
-    });
+    // the egress's rules name tailnets, secrets, its namespace, pods and services (none of them exists here),
+    // and every egress, ingress and gateway (whose agent nodes it may not reach unasked): only itself exists
+    assert.deepEqual(Object.keys(related).sort(), [
+      "Namespace.v1",
+      "Pod.v1",
+      "Secret.v1",
+      "Service.v1",
+      "Tailnet.tailnet.internal/v1alpha1",
+      "TailnetEgress.tailnet.internal/v1alpha1",
+      "TailnetGateway.tailnet.internal/v1alpha1",
+      "TailnetIngress.tailnet.internal/v1alpha1",
+    ]);
+    for (const [type, group] of Object.entries(related))
+      assert.deepEqual(Object.keys(group), type.startsWith("TailnetEgress.") ? ["shop/db"] : [], type);
   });
 
   it("refuses a customize answer the strict v2 decoder would refuse", async (t) => {
