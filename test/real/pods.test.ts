@@ -92,6 +92,8 @@ describe("pod runner", () => {
               { name: "FROM_SECRET", valueFrom: { secretKeyRef: { name: "s", key: "k" } } },
               { name: "POD_NS", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
               { name: "EXPANDED", value: "ns=$(POD_NS)" },
+              // the agent listens on the pod IP (issue 31), as the operator's pods give it
+              { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
             ],
             ports: [{ name: "metrics", containerPort: 9080 }],
             readinessProbe: { httpGet: { path: "/healthz", port: "metrics" }, periodSeconds: 1 },

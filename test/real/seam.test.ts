@@ -42,6 +42,8 @@ import type { PodRunner } from "./pods.js";
 import { BASE_POLICY, DB_PORT, type RealWorld, startRealWorld, TAGS } from "./world.js";
 
 const NS = "seam";
+/** The ingress agent's node: agents register as <hostname>-<namespace> (docs/dns-names.md). */
+const INGRESS_NODE = "seam-seam";
 const HTTP_PORT = 3000;
 const DASH = `seam.${BASE_DOMAIN}`;
 /** The world's base policy plus the threat: mallory's devices may reach every port of every node. */
@@ -231,10 +233,10 @@ for (const { label, proxyClass } of IMAGES)
         async () =>
           cond("TailnetIngress", "seam", "Ready")?.status === "True" &&
           cond("TailnetEgress", "db", "Ready")?.status === "True" &&
-          !!(await nodeIp("seam")) &&
+          !!(await nodeIp(INGRESS_NODE)) &&
           !!(await nodeIp("seam-db")),
       );
-      ips.ingress = (await nodeIp("seam")) ?? "";
+      ips.ingress = (await nodeIp(INGRESS_NODE)) ?? "";
       ips.egress = (await nodeIp("seam-db")) ?? "";
       ips.laptop = (await world.peers.laptop.ips()).find((a) => isIPv4(a)) ?? "";
       ips.mallory = (await world.peers.outsider.ips()).find((a) => isIPv4(a)) ?? "";
