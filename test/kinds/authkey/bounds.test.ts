@@ -3,24 +3,7 @@
 // written nor minted for, and a key whose Secret never landed is expired before the next one is minted.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { parentObject } from "../../fixtures/hooks.js";
-import { type KeyWorld, keyWorld, secretText } from "./world.js";
-
-const GRANT = { tags: [{ namespaceSelector: { matchLabels: { team: "ci" } }, tags: ["tag:ci-runner"] }] };
-const SPEC = {
-  tailnetRef: { name: "home" },
-  tags: ["tag:ci-runner"],
-  reusable: true,
-  expiry: "1h",
-  renewBefore: "20m",
-  secretName: "runner-join",
-};
-
-function applyKey(w: KeyWorld, spec: Record<string, unknown> = SPEC, name = "runners") {
-  return w.mc.apply(
-    parentObject("TailnetAuthKey", name, spec, { namespace: "ci", creationTimestamp: w.clock.now.toISOString() }),
-  );
-}
+import { applyKey, GRANT, type KeyWorld, keyWorld, SPEC, secretText } from "./world.js";
 
 const valid = (w: KeyWorld, id: string) =>
   (w.fake.state.preAuthKeys.get(id)?.expiration.getTime() ?? 0) > w.clock.now.getTime();

@@ -3,24 +3,7 @@
 // holding the new one), ownership at deletion, and no key anywhere but the Secret.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { parentObject } from "../../fixtures/hooks.js";
-import { API, type KeyWorld, keyWorld, secretText } from "./world.js";
-
-const GRANT = { tags: [{ namespaceSelector: { matchLabels: { team: "ci" } }, tags: ["tag:ci-runner"] }] };
-const SPEC = {
-  tailnetRef: { name: "home" },
-  tags: ["tag:ci-runner"],
-  reusable: true,
-  expiry: "1h",
-  renewBefore: "20m",
-  secretName: "runner-join",
-};
-
-function applyKey(w: KeyWorld, spec: Record<string, unknown> = SPEC, name = "runners") {
-  return w.mc.apply(
-    parentObject("TailnetAuthKey", name, spec, { namespace: "ci", creationTimestamp: w.clock.now.toISOString() }),
-  );
-}
+import { API, applyKey, GRANT, type KeyWorld, keyWorld, secretText } from "./world.js";
 
 const keyOf = (w: KeyWorld, id: string) => w.fake.state.preAuthKeys.get(id);
 const valid = (w: KeyWorld, id: string) => (keyOf(w, id)?.expiration.getTime() ?? 0) > w.clock.now.getTime();

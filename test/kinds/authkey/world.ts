@@ -100,3 +100,20 @@ export const secretText = (s: K8sObject | undefined, key: string) => {
   const v = (s?.data as Record<string, string> | undefined)?.[key];
   return v === undefined ? undefined : Buffer.from(v, "base64").toString("utf8");
 };
+
+/** A tag grant for namespace `ci` and the TailnetAuthKey spec the end-to-end tests start from. */
+export const GRANT = { tags: [{ namespaceSelector: { matchLabels: { team: "ci" } }, tags: ["tag:ci-runner"] }] };
+export const SPEC = {
+  tailnetRef: { name: "home" },
+  tags: ["tag:ci-runner"],
+  reusable: true,
+  expiry: "1h",
+  renewBefore: "20m",
+  secretName: "runner-join",
+};
+
+export function applyKey(w: KeyWorld, spec: Record<string, unknown> = SPEC, name = "runners") {
+  return w.mc.apply(
+    parentObject("TailnetAuthKey", name, spec, { namespace: "ci", creationTimestamp: w.clock.now.toISOString() }),
+  );
+}
