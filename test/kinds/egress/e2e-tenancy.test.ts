@@ -8,7 +8,7 @@ import type { K8sObject } from "../../../src/k8s/objects.js";
 import { KEY_ID_ANNOTATION } from "../../../src/kinds/shared/authkey.js";
 import type { FakeHeadscale } from "../../fakes/headscale/index.js";
 import { parentObject } from "../../fixtures/hooks.js";
-import { API, policyText, READY, reasons, TAG, toReady, type World, world } from "./world.js";
+import { API, adminKey, policyText, READY, reasons, TAG, toReady, type World, world } from "./world.js";
 
 const ADMIN_TAG = "tag:db";
 
@@ -16,19 +16,7 @@ const ADMIN_TAG = "tag:db";
 function adminServers(fake: FakeHeadscale): { keyId: string } {
   fake.setPolicy(policyText([TAG, "tag:router", ADMIN_TAG, "tag:shop-db"]));
   fake.addNode({ name: "db-srv", tags: [ADMIN_TAG] });
-  const id = fake.state.nextKeyId();
-  fake.state.preAuthKeys.set(id, {
-    id,
-    prefix: `admin${id}`,
-    key: `hskey-auth-admin${id}-${"a".repeat(64)}`,
-    userId: null,
-    reusable: true,
-    ephemeral: true,
-    used: false,
-    expiration: new Date("2026-12-29T10:00:00Z"),
-    createdAt: new Date("2026-11-29T09:00:00Z"),
-    aclTags: [ADMIN_TAG],
-  });
+  const id = adminKey(fake, ADMIN_TAG);
   fake.registerWithKey(id, { name: "db-2" });
   return { keyId: id };
 }

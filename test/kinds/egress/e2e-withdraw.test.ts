@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { parentObject } from "../../fixtures/hooks.js";
-import { policyText, reasons, type World, world } from "./world.js";
+import { adminKey as mintAdminKey, policyText, reasons, type World, world } from "./world.js";
 
 const GRANTED = "tag:shop-db";
 
@@ -24,22 +24,7 @@ const valid = (w: World, id: string) =>
   (w.fake.state.preAuthKeys.get(id)?.expiration.getTime() ?? 0) > w.clock.now.getTime();
 
 /** An administrator's key with the granted tag, minted before the egress. */
-function adminKey(w: World): string {
-  const id = w.fake.state.nextKeyId();
-  w.fake.state.preAuthKeys.set(id, {
-    id,
-    prefix: `admin${id}`,
-    key: `hskey-auth-admin${id}-${"a".repeat(64)}`,
-    userId: null,
-    reusable: true,
-    ephemeral: true,
-    used: false,
-    expiration: new Date("2026-12-29T10:00:00Z"),
-    createdAt: new Date("2026-11-29T09:00:00Z"),
-    aclTags: [GRANTED],
-  });
-  return id;
-}
+const adminKeyOf = (w: World) => mintAdminKey(w.fake, GRANTED);
 
 describe("TailnetEgress: a withdrawn grant expires the keys it minted (issue 31)", () => {
   for (const [what, withdraw, reason] of [
@@ -53,7 +38,7 @@ describe("TailnetEgress: a withdrawn grant expires the keys it minted (issue 31)
     it(`withdrawing ${what}: ${reason}, its key expired on the next sync, the admin's key and the children kept`, async (t) => {
       const w = await world(t, { applyEgress: false });
       w.fake.setPolicy(policyText([GRANTED, "tag:router"]));
-      const admin = adminKey(w);
+      const admin = adminKeyOf(w);
       w.mc.apply(
         tailnet(w, {
           namespaceSelector: { matchLabels: { "tailnet.internal/tenant": "true" } },

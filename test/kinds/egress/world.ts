@@ -267,3 +267,21 @@ export const READY = {
   ServiceConflict: "NoConflict",
   Ready: "Ready",
 };
+
+/** An administrator's reusable key with `tag`, minted an hour before T0 through the CLI: not the egress's. */
+export function adminKey(fake: FakeHeadscale, tag: string): string {
+  const id = fake.state.nextKeyId();
+  fake.state.preAuthKeys.set(id, {
+    id,
+    prefix: `admin${id}`,
+    key: `hskey-auth-admin${id}-${"a".repeat(64)}`,
+    userId: null,
+    reusable: true,
+    ephemeral: true,
+    used: false,
+    expiration: new Date("2026-12-29T10:00:00Z"),
+    createdAt: new Date("2026-11-29T09:00:00Z"),
+    aclTags: [tag],
+  });
+  return id;
+}
