@@ -17,11 +17,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Pool } from "undici";
+import { kindOfResource } from "../src/emulator/metacontroller/controllers.js";
 import type { K8sObject } from "../src/k8s/objects.js";
-import { kindOfResource } from "../src/render/controllers.js";
 import { startFakeHeadscale } from "../test/fakes/headscale/index.js";
 import { compositeController, parentObject, toMaps } from "../test/fixtures/hooks.js";
-import { tailnetSpec } from "../test/kinds/tailnet/fixtures.js";
+import { tailnetSpec } from "../test/kinds/composite/tailnet/fixtures.js";
 import { bundleForNode } from "./measure.js";
 import { syntheticWorld } from "./tailnet.js";
 

@@ -5,10 +5,10 @@
 // `benchTailnetDecide()` is exported for bench/run.ts.
 import { pathToFileURL } from "node:url";
 import type { K8sObject } from "../src/k8s/objects.js";
-import { decideTailnet } from "../src/kinds/tailnet/decide.js";
-import { readInputs } from "../src/kinds/tailnet/inputs.js";
-import { planTailnet } from "../src/kinds/tailnet/plan.js";
-import { renderTailnetPolicy } from "../src/kinds/tailnet/render.js";
+import { decideTailnet } from "../src/kinds/composite/tailnet/decide.js";
+import { readInputs } from "../src/kinds/composite/tailnet/inputs.js";
+import { planTailnet } from "../src/kinds/composite/tailnet/plan.js";
+import { renderTailnetPolicy } from "../src/kinds/composite/tailnet/render.js";
 import { parentObject, toMaps } from "../test/fixtures/hooks.js";
 import {
   apiKeySecret,
@@ -20,7 +20,7 @@ import {
   ok,
   tailnet,
   tailnetSpec,
-} from "../test/kinds/tailnet/fixtures.js";
+} from "../test/kinds/composite/tailnet/fixtures.js";
 import { medianMs } from "./measure.js";
 
 const SIZES = [1_000, 5_000, 10_000];

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import type { AgentConfigInput } from "../../src/agent/config.js";
+import type { AgentConfigInput } from "../../src/contract/agent-config.js";
 import { bundleForNode } from "../measure.js";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -115,7 +115,7 @@ export async function spawnAgent(
   ];
   const proc = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
-    // loopback stands for the pod IP (the agent's metrics default, src/agent/ports.ts POD_IP_HOST)
+    // loopback stands for the pod IP (the agent's metrics default, src/contract/ports.ts POD_IP_HOST)
     env: { ...process.env, LOG_LEVEL: "info", POD_IP: "127.0.0.1" },
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -5,8 +5,8 @@
 // an idle timeout, and piped bodies.
 import { createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 import { createServer, type Server, type TLSSocket } from "node:tls";
+import type { AgentExpose } from "../contract/agent-config.js";
 import { type CertificateEntry, loadCertificate, normalizeName, selectByServerName } from "./certs.js";
-import type { AgentExpose } from "./config.js";
 import { type ConnectionBudget, closeServer, tryAcquire } from "./forward.js";
 import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";

@@ -13,7 +13,7 @@
 import { readFile } from "node:fs/promises";
 import { createServer, isIP, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
-import type { AgentExpose } from "./config.js";
+import type { AgentExpose } from "../contract/agent-config.js";
 import { type ConnectionBudget, closeServer, tryAcquire } from "./forward.js";
 import type { OwnedHeaders } from "./http1.js";
 import { identityFromWhoIs, type KubeIdentity, kubeVerb } from "./kube-identity.js";

@@ -12,7 +12,8 @@ import {
   loadAgentConfig,
   resolvePodIp,
   validateAgentConfig,
-} from "./config.js";
+} from "../contract/agent-config.js";
+import { AGENT_CONFIG_PATH } from "../contract/ports.js";
 import {
   type Dialer,
   dialerFrom,
@@ -28,7 +29,6 @@ import { type KubeApiListener, startKubeApiListener } from "./kube-api.js";
 import { fetchNetmap, type Netmap } from "./localapi.js";
 import { type AgentLogger, jsonLogger, type LogLevel, silentLogger } from "./log.js";
 import { createAgentMetrics } from "./metrics.js";
-import { AGENT_CONFIG_PATH } from "./ports.js";
 import { type ProbeSpec, probeAll } from "./probe.js";
 import { type Refuser, startRefuser } from "./refuse.js";
 import { type MetricsServer, startMetricsServer } from "./server.js";

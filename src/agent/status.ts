@@ -1,8 +1,8 @@
 // The /status document (spec api.md, "Agent /status"): built from what the agent last observed, by pure
 // functions so its shape and the address rule are tested without sockets.
 import { isIP } from "node:net";
+import type { AgentExpose, AgentTarget } from "../contract/agent-config.js";
 import { canonicalIp, cidrContains, parseCidrOrIp } from "../net/cidr.js";
-import type { AgentExpose, AgentTarget } from "./config.js";
 import type { AgentPeer, AgentSelf, Netmap } from "./localapi.js";
 
 export interface TargetStatus {

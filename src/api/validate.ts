@@ -67,7 +67,7 @@ export function cidrList(values: unknown, field: string): string | undefined {
 function semanticErrors(kind: HookKind, spec: Spec): string | undefined {
   switch (kind) {
     case "egress":
-      return undefined; // the kind's own specProblem (src/kinds/egress/spec.ts)
+      return undefined; // the kind's own specProblem (src/kinds/composite/egress/spec.ts)
     case "ingress":
       return duplicateName(list(spec.exposes), "exposes");
     case "gateway":

@@ -470,13 +470,13 @@ export class SoftState {
   /** The fresh key-list reads shared by concurrent mints (src/kinds/shared/authkey.ts freshKeyList). */
   readonly keyListFlight: KeyListFlight = {};
   /**
-   * The tail of this connection's approve_routes queue (src/kinds/site/act.ts): approvals and withdrawals are
+   * The tail of this connection's approve_routes queue (src/kinds/composite/site/act.ts): approvals and withdrawals are
    * read-modify-writes of a node's whole approved set, run one at a time within the process.
    */
   readonly routeWrites: { tail?: Promise<unknown> } = {};
   /**
    * Per rejected render (canonical hash): the contributions policy/check found Headscale refuses it over
-   * (src/kinds/tailnet/isolate.ts), so a resync of the same inputs re-checks the result instead of bisecting.
+   * (src/kinds/composite/tailnet/isolate.ts), so a resync of the same inputs re-checks the result instead of bisecting.
    */
   readonly isolations = new Map<string, { culprits: { key: string; message: string }[]; expiresAt: number }>();
 }

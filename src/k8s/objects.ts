@@ -108,3 +108,8 @@ export function reuseAllChildren(children: ObjectMaps | undefined): K8sObject[] 
 export function isRecord(v: unknown): v is Record<string, unknown> {
   return !!v && typeof v === "object" && !Array.isArray(v);
 }
+
+/** `v` when it is a plain object, else an empty one: for reading optional nested fields of untyped JSON. */
+export function recordOf(v: unknown): Record<string, unknown> {
+  return isRecord(v) ? v : {};
+}

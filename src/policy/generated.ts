@@ -193,7 +193,7 @@ function byObject<T extends { namespace: string; name: string }>(extra: (x: T) =
 /**
  * What one object contributes to the generated policy, before merging: its tags, grants (ip specs as the
  * object lists them), approved routes, exit-node tags, left-out values and egress target outcomes. The
- * Tailnet's render memoises these per object (src/kinds/tailnet/render-memo.ts), so a contribution is never
+ * Tailnet's render memoises these per object (src/kinds/composite/tailnet/render-memo.ts), so a contribution is never
  * modified after it is made: combining copies what it keeps.
  */
 export interface Contribution {

@@ -6,7 +6,7 @@
  * wrong side; a raw default route as a destination (ErrGrantDefaultRouteCIDR). Headscale refuses the whole
  * policy over any of these, so a contribution that has one is left out (its tags stay owned: another object's
  * grant may name them) and everyone else's is merged. What only Headscale can tell (its `tests`, users) is
- * found afterwards with POST /api/v1/policy/check (src/kinds/tailnet/isolate.ts).
+ * found afterwards with POST /api/v1/policy/check (src/kinds/composite/tailnet/isolate.ts).
  */
 import { parseCidr } from "../net/cidr.js";
 import type { Contribution } from "./generated.js";

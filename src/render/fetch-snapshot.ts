@@ -5,10 +5,10 @@
  */
 import { readFileSync } from "node:fs";
 import { type Command, InputError, packageVersion, parseCommand, UsageError, usageHint } from "../args.js";
+import type { HeadscaleSnapshot } from "../emulator/headscale/in-memory.js";
 import { isEmptyDatabasePolicy, PROBE_POLICY } from "../headscale/capabilities.js";
 import { createHeadscaleClient } from "../headscale/client.js";
 import { HeadscaleError } from "../headscale/errors.js";
-import type { HeadscaleSnapshot } from "./snapshot.js";
 
 const strip = <T extends object>(o: T): Record<string, unknown> => {
   const { shape: _shape, ...rest } = o as T & { shape?: unknown };

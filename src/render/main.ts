@@ -12,19 +12,24 @@ import { Document, isPair, isScalar, stringify, visit } from "yaml";
 import { API_VERSION, KINDS } from "../api/schemas.js";
 import { type Command, InputError, packageVersion, parseCommand, UsageError, usageHint } from "../args.js";
 import { configFrom } from "../config.js";
+import {
+  EMPTY_SNAPSHOT,
+  type HeadscaleSnapshot,
+  SnapshotHeadscale,
+  snapshotFrom,
+} from "../emulator/headscale/in-memory.js";
+import { MetacontrollerLoop, type Obj } from "../emulator/metacontroller/loop.js";
 import { HeadscaleViews } from "../headscale/view.js";
 import { type K8sObject, qualifiedName } from "../k8s/objects.js";
-import { Written as IngressWritten } from "../kinds/ingress-class/written.js";
-import { Written } from "../kinds/service/annotations.js";
-import type { AgentScraper, AgentStatus } from "../kinds/types.js";
+import { Written as IngressWritten } from "../kinds/decorators/ingress-class/written.js";
+import { Written } from "../kinds/decorators/service/annotations.js";
+import type { AgentScraper, AgentStatus } from "../pipeline/types.js";
 import { canonicalJson } from "../policy/canonical.js";
 import { parseHuJson } from "../policy/hujson.js";
 import { buildServer } from "../server/app.js";
 import { memoryEventRecorder } from "../server/events.js";
 import { unifiedDiff } from "./diff.js";
 import { RenderInputError, readManifests } from "./input.js";
-import { MetacontrollerLoop, type Obj } from "./loop.js";
-import { EMPTY_SNAPSHOT, type HeadscaleSnapshot, SnapshotHeadscale, snapshotFrom } from "./snapshot.js";
 import { formatProblem, validateDocs } from "./validate.js";
 
 export interface RenderedObject {

@@ -8,13 +8,13 @@ import Fastify, { type FastifyError, type FastifyInstance, LogController } from 
 import type { HookKind } from "../api/schemas.js";
 import type { OperatorConfig } from "../config.js";
 import { HeadscaleViews } from "../headscale/view.js";
-import { decoratorModules } from "../kinds/decorators.js";
-import { kindModules } from "../kinds/index.js";
-import type { HookDeps, KindModule } from "../kinds/types.js";
+import { kindModules } from "../kinds/composite/index.js";
+import { decoratorModules } from "../kinds/decorators/index.js";
 import { exposition } from "../metrics/expose.js";
 import { HookActivity } from "../metrics/hook-activity.js";
 import { createOperatorMetrics } from "../metrics/registry.js";
 import { sweepStaleResources } from "../metrics/resource.js";
+import type { HookDeps, KindModule } from "../pipeline/types.js";
 import { kubeEventRecorder } from "./events.js";
 import { countHeadscaleCall, logHookAnswer, rememberReason } from "./hook-log.js";
 import { HOOKS, hooksPlugin } from "./hooks.js";

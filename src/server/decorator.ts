@@ -8,9 +8,9 @@
  * leaves the object's status alone.
  */
 import { isRecord, type K8sObject } from "../k8s/objects.js";
-import { observedIn } from "../kinds/common.js";
-import type { DecoratorModule, DecoratorRequest } from "../kinds/decorator.js";
-import type { HookDeps, RelatedRule } from "../kinds/types.js";
+import type { DecoratorModule, DecoratorRequest } from "../kinds/decorators/module.js";
+import { observedIn } from "../pipeline/status.js";
+import type { HookDeps, RelatedRule } from "../pipeline/types.js";
 import { checkBody, checkMaps, EnvelopeError } from "./envelope.js";
 
 const stringMap = { type: "object", additionalProperties: { type: ["string", "null"] } } as const;

@@ -5,7 +5,7 @@
  */
 import { API_VERSION, type KindInfo } from "../api/schemas.js";
 import { isRecord, type K8sObject, type ObjectMaps } from "../k8s/objects.js";
-import type { CustomizeRequest, HookRequest } from "../kinds/types.js";
+import type { CustomizeRequest, HookRequest } from "../pipeline/types.js";
 
 export class EnvelopeError extends Error {
   constructor(

@@ -3,7 +3,7 @@
  * write; a failed Event is logged, never fatal. Outside a cluster the event is only logged.
  */
 import type { FastifyBaseLogger } from "fastify";
-import type { EventRecorder, OperatorEvent } from "../kinds/types.js";
+import type { EventRecorder, OperatorEvent } from "../pipeline/types.js";
 
 export function kubeEventRecorder(log: FastifyBaseLogger): EventRecorder {
   let client: Promise<{ create: (ns: string, body: object) => Promise<unknown> } | null> | undefined;

@@ -5,8 +5,8 @@ import { createHash } from "node:crypto";
 import { request } from "node:http";
 import { connect, type Socket } from "node:net";
 import type { TestContext } from "node:test";
-import type { AgentConfigInput } from "../../src/agent/config.js";
 import { type RunningAgent, startAgent } from "../../src/agent/main.js";
+import type { AgentConfigInput } from "../../src/contract/agent-config.js";
 
 /** Starts an agent without timers or default metrics (tests drive refresh()), closed after the test. */
 export async function agentFor(t: TestContext, config: AgentConfigInput): Promise<RunningAgent> {

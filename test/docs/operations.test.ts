@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { type RenderResult, runRender } from "../../src/render/main.js";
-import { apiKeySecret, baseConfigMap } from "../kinds/tailnet/fixtures.js";
-import { harness } from "../kinds/tailnet/harness.js";
+import { apiKeySecret, baseConfigMap } from "../kinds/composite/tailnet/fixtures.js";
+import { harness } from "../kinds/composite/tailnet/harness.js";
 
 const root = new URL("../../", import.meta.url).pathname;
 const doc = (name: string) => readFileSync(join(root, "docs", name), "utf8");

@@ -4,8 +4,8 @@
  */
 import type { HookKind } from "../../src/api/schemas.js";
 import { cond } from "../../src/conditions/condition.js";
-import { assembleStatus, invalidSpecResult } from "../../src/kinds/common.js";
-import type { CustomizeRequest, HookDeps, KindModule, RelatedRule } from "../../src/kinds/types.js";
+import { assembleStatus, invalidSpecResult } from "../../src/pipeline/status.js";
+import type { CustomizeRequest, HookDeps, KindModule, RelatedRule } from "../../src/pipeline/types.js";
 
 export function skeletonModule(
   hookKind: HookKind,

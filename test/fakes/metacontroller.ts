@@ -1,15 +1,15 @@
 /**
- * The Metacontroller v2 emulator for end-to-end tests: the product's own loop (src/render/loop.ts,
+ * The Metacontroller v2 emulator for end-to-end tests: the product's own loop (src/emulator/metacontroller/loop.ts,
  * also used by `render`) plus the contract checks a real cluster would enforce — children valid
  * against the official schemas (kubernetes-models) and a status the CRD would not prune (a pruned
  * field means Metacontroller re-syncs forever).
  */
 import { newAjv } from "../../src/api/ajv.js";
 import { KINDS } from "../../src/api/schemas.js";
-import { type LoopOptions, MetacontrollerLoop } from "../../src/render/loop.js";
+import { type LoopOptions, MetacontrollerLoop } from "../../src/emulator/metacontroller/loop.js";
 import { validateChild } from "../helpers/validate.js";
 
-export type { HookCall } from "../../src/render/loop.js";
+export type { HookCall } from "../../src/emulator/metacontroller/loop.js";
 
 const ajv = newAjv({ strict: false, removeAdditional: "all" });
 const statusPruners = new Map(KINDS.map((k) => [k.kind, ajv.compile(k.status)]));

@@ -7,10 +7,10 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { EMPTY_SNAPSHOT } from "../../src/emulator/headscale/in-memory.js";
 import type { K8sObject } from "../../src/k8s/objects.js";
 import { b64, secretValue } from "../../src/kinds/shared/secrets.js";
 import { render } from "../../src/render/main.js";
-import { EMPTY_SNAPSHOT } from "../../src/render/snapshot.js";
 import { createTestPki, type IssuedCertificate, type TestPki } from "../fakes/agent/pki.js";
 import {
   API,

@@ -12,10 +12,10 @@
 import { type RunningAgent, startAgent } from "../../src/agent/main.js";
 import { API_VERSION } from "../../src/api/schemas.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
-import { egressAgentConfig } from "../../src/kinds/egress/children.js";
-import { readEgressSpec } from "../../src/kinds/egress/spec.js";
-import { ingressAgentConfig } from "../../src/kinds/ingress/children.js";
-import { readIngressSpec } from "../../src/kinds/ingress/spec.js";
+import { egressAgentConfig } from "../../src/kinds/composite/egress/children.js";
+import { readEgressSpec } from "../../src/kinds/composite/egress/spec.js";
+import { ingressAgentConfig } from "../../src/kinds/composite/ingress/children.js";
+import { readIngressSpec } from "../../src/kinds/composite/ingress/spec.js";
 import { ingressNames } from "../../src/kinds/shared/ingress-names.js";
 import { b64 } from "../../src/kinds/shared/secrets.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";

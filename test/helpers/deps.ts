@@ -2,8 +2,8 @@
 import Fastify from "fastify";
 import { DEFAULT_CONFIG } from "../../src/config.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
-import type { HookDeps } from "../../src/kinds/types.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";
+import type { HookDeps } from "../../src/pipeline/types.js";
 import { memoryEventRecorder } from "../../src/server/events.js";
 
 /** Real hook dependencies that reach nothing: a silent logger, fresh metrics, views that are never used. */

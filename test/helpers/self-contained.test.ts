@@ -64,14 +64,14 @@ describe("the repository needs nothing beside it", () => {
       ["README.md", `- \`${up}/spec/\` holds the contract`],
       ["src/headscale/client.ts", ` * shapes follow ${up}/headscale/headscale.swagger.json`],
       ["test/policy/corpus.test.ts", `new URL("../${up}/headscale/policies/", import.meta.url)`],
-      ["test/kinds/tailnet/x.test.ts", `// Real policies (${SHARED}/headscale/policies)`],
+      ["test/kinds/composite/tailnet/x.test.ts", `// Real policies (${SHARED}/headscale/policies)`],
       ["docs/x.md", `see /work/${SHARED}/tailscale/NOTES.md`],
       ["scripts/x.sh", `cat "$root/../${SHARED}/seeds/a"`],
     ];
     for (const [file, text] of bad) assert.equal(outsideRefs(ROOT, file, text).length, 1, `${file}: ${text}`);
     const good: Array<[string, string]> = [
-      ["src/kinds/egress/act.ts", `import { ensureAuthKey } from "${up}/authkey.js";`],
-      ["src/kinds/gateway/children.ts", ` * ${up}/authkey.ts (authKeySecret)`],
+      ["src/kinds/composite/egress/act.ts", `import { ensureAuthKey } from "${up}/authkey.js";`],
+      ["src/kinds/composite/gateway/children.ts", ` * ${up}/authkey.ts (authKeySecret)`],
       ["docs/x.md", `src/kinds/${SHARED}/workload.ts`],
       ["docs/x.md", `a ${SHARED} folder; juanfont/headscale hscontrol/policy/v2/testdata`],
     ];

@@ -1,18 +1,18 @@
 // Issue 31 item 9: a finalize never creates a child, and nothing is created in a namespace being deleted (the API
 // server refuses it: "forbidden: unable to create new content in namespace … because it is being terminated").
 // One table over every CompositeController kind, through the hook server: whatever the kind answers, the children
-// are among those observed (src/kinds/common.ts observedOnly, applied by src/server/hooks.ts).
+// are among those observed (src/pipeline/status.ts observedOnly, applied by src/server/hooks.ts).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { API_VERSION, type HookKind } from "../../src/api/schemas.js";
 import { cond } from "../../src/conditions/condition.js";
 import type { K8sObject } from "../../src/k8s/objects.js";
-import { assembleStatus } from "../../src/kinds/common.js";
-import type { DecoratorModule } from "../../src/kinds/decorator.js";
-import { decoratorModules } from "../../src/kinds/decorators.js";
-import { kindModules } from "../../src/kinds/index.js";
+import { kindModules } from "../../src/kinds/composite/index.js";
+import { decoratorModules } from "../../src/kinds/decorators/index.js";
+import type { DecoratorModule } from "../../src/kinds/decorators/module.js";
 import { b64 } from "../../src/kinds/shared/secrets.js";
-import type { HookDeps, KindModule } from "../../src/kinds/types.js";
+import { assembleStatus } from "../../src/pipeline/status.js";
+import type { HookDeps, KindModule } from "../../src/pipeline/types.js";
 import { answerDecoratorHook } from "../../src/server/decorator.js";
 import { childTypes, parentObject, syncRequest, v2Key } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";

@@ -2,7 +2,7 @@
  * The one shape of the kinds (issue 18), checked on the source text: no src file imports a sibling kind
  * (src/kinds/a/** → src/kinds/b/**; shared code lives in src/kinds/shared/ or a lower layer, which imports
  * no kind), src has no import cycle (relative imports, `import type` included), and every kind's index.ts
- * is wiring through runSync (src/kinds/pipeline.ts). Each failure names the files to fix.
+ * is wiring through runSync (src/pipeline/run.ts). Each failure names the files to fix.
  */
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -159,7 +159,7 @@ describe("the shape of src", () => {
     assert.deepEqual(found, [], "these files import each other (directly or around a loop)");
   });
 
-  it("every src/kinds/<kind>/index.ts is wiring through runSync (src/kinds/pipeline.ts)", () => {
+  it("every src/kinds/<kind>/index.ts is wiring through runSync (src/pipeline/run.ts)", () => {
     const kinds = readdirSync(KINDS).filter(
       (d) => d !== "shared" && statSync(join(KINDS, d)).isDirectory() && existsSync(join(KINDS, d, "index.ts")),
     );

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Condition } from "../../src/conditions/condition.js";
-import { publishEgressMetrics } from "../../src/kinds/egress/metrics.js";
-import { publishIngressMetrics } from "../../src/kinds/ingress/metrics.js";
+import { publishEgressMetrics } from "../../src/kinds/composite/egress/metrics.js";
+import { publishIngressMetrics } from "../../src/kinds/composite/ingress/metrics.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";
 import {
   MAX_REASON_SERIES,

@@ -35,7 +35,7 @@ import { connect } from "node:net";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { request } from "undici";
-import type { MetacontrollerLoop, Obj } from "../../src/render/loop.js";
+import type { MetacontrollerLoop, Obj } from "../../src/emulator/metacontroller/loop.js";
 import { bins, REPO, versions } from "./bins.js";
 import { type DnsStub, startDnsStub } from "./dns.js";
 import type { Host, TestNet } from "./net.js";

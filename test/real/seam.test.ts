@@ -265,7 +265,7 @@ for (const { label, proxyClass } of IMAGES)
 
     it("mallory cannot reach the ingress's local listener past serve: a forged PROXY header naming alice gets nothing", async () => {
       ready();
-      // 20000: the first ingress listen port (src/agent/ports.ts INGRESS_LISTEN_PORT_BASE)
+      // 20000: the first ingress listen port (src/contract/ports.ts INGRESS_LISTEN_PORT_BASE)
       const got = await forgedHttps(world.peers.outsider, ips.ingress, 20000, ips.laptop, world.headscale.caPem);
       assert.doesNotMatch(got, /xff/, `mallory posed as alice: ${got}`);
       assert.match(got, /^(error|closed): /);

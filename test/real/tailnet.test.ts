@@ -6,7 +6,7 @@
  * CLI is rewritten once (PolicyDriftOverwritten) and then left alone; a tenant ingress named like the
  * real db-1 never reaches the records file, so the laptop's db-1 stays db-1; then the faults: PostgreSQL
  * stopped, Headscale restarted, the API key expired with the CLI. Last, the containment check over
- * everything this world ran. The workload kinds are stubbed (test/kinds/tailnet/harness.ts): only the
+ * everything this world ran. The workload kinds are stubbed (test/kinds/composite/tailnet/harness.ts): only the
  * Tailnet writes to Headscale, so an approved route can only be Headscale's own auto-approval.
  */
 import assert from "node:assert/strict";
@@ -21,8 +21,16 @@ import { hashOfLivePolicy } from "../../src/policy/canonical.js";
 import { memoryEventRecorder } from "../../src/server/events.js";
 import { FakeMetacontroller } from "../fakes/metacontroller.js";
 import { build } from "../helpers/server.js";
-import { apiKeySecret, baseConfigMap, caSecret, ingress, NS, site, tailnet } from "../kinds/tailnet/fixtures.js";
-import { tailnetOnlyKinds } from "../kinds/tailnet/harness.js";
+import {
+  apiKeySecret,
+  baseConfigMap,
+  caSecret,
+  ingress,
+  NS,
+  site,
+  tailnet,
+} from "../kinds/composite/tailnet/fixtures.js";
+import { tailnetOnlyKinds } from "../kinds/composite/tailnet/harness.js";
 import { echoFrom } from "./echo.js";
 import { BASE_DOMAIN } from "./headscale.js";
 import { startPeer, waitFor } from "./peers.js";

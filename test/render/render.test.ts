@@ -3,10 +3,10 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { snapshotFrom } from "../../src/emulator/headscale/in-memory.js";
 import { unifiedDiff } from "../../src/render/diff.js";
 import { fetchSnapshot, runHeadscale } from "../../src/render/fetch-snapshot.js";
 import { runRender } from "../../src/render/main.js";
-import { snapshotFrom } from "../../src/render/snapshot.js";
 import { useFakeHeadscale } from "../fakes/headscale/index.js";
 
 const TAILNET = `apiVersion: tailnet.internal/v1alpha1

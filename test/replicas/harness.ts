@@ -1,7 +1,7 @@
 /**
  * Two (or more) operator replicas as the install runs them: separate `tailnet-operator serve` OS processes,
  * each with its own Headscale views, caches, policy-check verdicts and write backoff, against one fake
- * Headscale. The Metacontroller emulator (src/render/loop.ts) drives them through a round robin: every hook
+ * Headscale. The Metacontroller emulator (src/emulator/metacontroller/loop.ts) drives them through a round robin: every hook
  * call goes to the next replica, as a Service spreads Metacontroller's calls; `pin` sends the next calls to
  * one replica, `post` sends a recorded request to a chosen one.
  */

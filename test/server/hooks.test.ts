@@ -181,7 +181,7 @@ describe("what the body parser drops for the Tailnet", () => {
   it("parses of workload statuses only what it reads, and answers byte for byte as with them whole", async (t) => {
     const { tailnetScaleBody } = await import("../../bench/tailnet-scale.js");
     const { startFakeHeadscale } = await import("../fakes/headscale/index.js");
-    const { kindModules } = await import("../../src/kinds/index.js");
+    const { kindModules } = await import("../../src/kinds/composite/index.js");
     const hs = await startFakeHeadscale();
     t.after(() => hs.close());
     for (let i = 0; i < 300; i++) hs.addNode({ name: `node-${i}`, tags: [`tag:k8s-ns-${i % 50}-obj-${i}`] });
@@ -398,7 +398,7 @@ describe("responses", () => {
   });
 
   it("keys Metacontroller's strict v2 decoder refuses are dropped, never sent and never a 500", async (t) => {
-    const { kindModules } = await import("../../src/kinds/index.js");
+    const { kindModules } = await import("../../src/kinds/composite/index.js");
     const base = kindModules.get("site");
     assert.ok(base);
     const kinds = new Map(kindModules);
@@ -517,7 +517,7 @@ describe("auth, limits, probes", () => {
     const gate = new Promise<void>((r) => {
       release = r;
     });
-    const { kindModules } = await import("../../src/kinds/index.js");
+    const { kindModules } = await import("../../src/kinds/composite/index.js");
     const slow = new Map(kindModules);
     const base = kindModules.get("egress");
     assert.ok(base);
@@ -546,7 +546,7 @@ describe("auth, limits, probes", () => {
   });
 
   it("an internal failure is a one-line 500 without stack", async (t) => {
-    const { kindModules } = await import("../../src/kinds/index.js");
+    const { kindModules } = await import("../../src/kinds/composite/index.js");
     const broken = new Map(kindModules);
     const base = kindModules.get("egress");
     assert.ok(base);

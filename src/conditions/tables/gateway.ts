@@ -1,6 +1,6 @@
 /**
  * TailnetGateway: per condition (status order), its reasons (page order) and their statuses — exactly what
- * src/kinds/gateway produces, including the "not evaluated" Unknown of NoTailnet / NoAPIKey / InvalidSpec /
+ * src/kinds/composite/gateway produces, including the "not evaluated" Unknown of NoTailnet / NoAPIKey / InvalidSpec /
  * ProxyClassMissing on
  * every condition but Ready, and every blocker reason Ready repeats.
  */

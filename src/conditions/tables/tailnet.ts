@@ -1,7 +1,7 @@
 /**
  * Tailnet: per condition (status order), its reasons (page order) and their statuses — exactly what the
  * Tailnet produces. `InvalidSpec` is False on PolicyRendered (the field named) and Unknown on every other
- * condition ("not evaluated", kinds/common.ts invalidSpecResult) until it was evaluated once.
+ * condition ("not evaluated", src/pipeline/status.ts invalidSpecResult) until it was evaluated once.
  */
 import type { ReasonTable } from "../table.js";
 

@@ -11,7 +11,8 @@
  */
 
 import { createHash } from "node:crypto";
-import type { AgentConfigInput } from "../../agent/config.js";
+import type { NetworkPolicyPeer, OperatorConfig } from "../../config.js";
+import type { AgentConfigInput } from "../../contract/agent-config.js";
 import {
   AGENT_CONFIG_PATH,
   AGENT_METRICS_PORT,
@@ -19,8 +20,7 @@ import {
   TAILSCALE_LOCAL_ADDR_PORT,
   TAILSCALE_SOCKS_ADDR,
   TAILSCALED_SOCKET,
-} from "../../agent/ports.js";
-import type { NetworkPolicyPeer, OperatorConfig } from "../../config.js";
+} from "../../contract/ports.js";
 import { nodesTagged } from "../../headscale/lists.js";
 import type { HsNode, HsPolicy } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";

@@ -12,7 +12,7 @@ import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView } from "../../headscale/view.js";
 import { OWNER_UID_LABEL } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
-import { previousStatus } from "../common.js";
+import { previousStatus } from "../../pipeline/status.js";
 import { b64 } from "./secrets.js";
 
 export const AUTHKEY_LABEL = "tailnet.internal/authkey";

@@ -6,10 +6,9 @@
  * so the twin's own sync refuses it before anything is minted (keptTagRefusal).
  */
 import type { K8sObject } from "../../k8s/objects.js";
+import { recordOf } from "../../k8s/objects.js";
 import { derivedTag, explicitTag, objectDerivedTag } from "./tenancy.js";
 
-type Rec = Record<string, unknown>;
-const rec = (v: unknown): Rec => (v && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {});
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 
 /** A derived tag kept from before injective derivation (objectDerivedTag), when it differs from today's. */
@@ -73,7 +72,7 @@ export function keptTagRefusal(
   if (!DERIVED_TAG_KINDS.includes(parent.kind) || explicitTag(parent) !== undefined) return undefined;
   if (keptLegacyTag(parent, tagPrefix) !== undefined) return undefined;
   const tag = objectDerivedTag(parent, tagPrefix);
-  if (!strings(rec(tailnet.status).keptLegacyTags).includes(tag)) return undefined;
+  if (!strings(recordOf(tailnet.status).keptLegacyTags).includes(tag)) return undefined;
   return {
     reason: "TagInUse",
     message: `${tag}, the tag derived for this object, is kept by an object created before tags were derived injectively (the Tailnet's status.keptLegacyTags); a tag has one owner, so nothing is minted for it — rename this object, or recreate the older one so it derives its own tag`,

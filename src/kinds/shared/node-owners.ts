@@ -16,10 +16,10 @@
 
 import { API_VERSION } from "../../api/schemas.js";
 import type { HsPreAuthKey } from "../../headscale/types.js";
-import { type K8sObject as Obj, type ObjectMaps, objectsOf } from "../../k8s/objects.js";
+import { type K8sObject as Obj, type ObjectMaps, objectsOf, recordOf } from "../../k8s/objects.js";
 import { cidrContains, parseCidrOrIp } from "../../net/cidr.js";
 import { buildNodeIndex, type NodeRef, type ResolvedTarget, resolveTargetHost } from "../../policy/targets.js";
-import { tailnetRefName } from "../related.js";
+import { tailnetRefName } from "../composite/related.js";
 import { ownKeyIds } from "./tenancy.js";
 import { effectiveTag } from "./workload.js";
 
@@ -29,8 +29,6 @@ export type OwnedNodeRef = NodeRef & { id?: string; preAuthKey?: Pick<HsPreAuthK
 /** Node → the object whose key registered it, for the operator's agent nodes only. */
 export type ManagedNodes = ReadonlyMap<OwnedNodeRef, Obj>;
 
-const rec = (v: unknown): Record<string, unknown> =>
-  v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 const idOf = (o: Obj) => `${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 
@@ -57,7 +55,7 @@ export function managedNodes(
   };
   const ownerOfKey = new Map<string, Obj>();
   for (const o of objects) {
-    const legacy = !Array.isArray(rec(o.status).preAuthKeyIds);
+    const legacy = !Array.isArray(recordOf(o.status).preAuthKeyIds);
     const ids = ownKeyIds(o, effectiveTag(o, settings.tagPrefix), [], legacy ? keysOfNodes() : undefined, {
       ttlSeconds: settings.ttlSeconds,
     });
@@ -78,7 +76,7 @@ export function managedNodes(
  */
 export function admitsTag(owner: Obj, tag: string): boolean {
   if (owner.kind !== "TailnetIngress") return false;
-  const allowFrom = strings(rec(owner.spec).allowFrom);
+  const allowFrom = strings(recordOf(owner.spec).allowFrom);
   return allowFrom.includes(tag) || allowFrom.includes("*");
 }
 

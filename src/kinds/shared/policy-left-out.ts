@@ -1,13 +1,13 @@
 /**
  * Whether the object's Tailnet left its contribution (or part of it) out of the policy (issue 31 item 4): the
  * Tailnet's render and its policy/check search record each such object in status.policy.leftOut
- * (src/kinds/tailnet/left-out.ts), and Metacontroller sends every workload its Tailnet, so each kind reports
+ * (src/kinds/composite/tailnet/left-out.ts), and Metacontroller sends every workload its Tailnet, so each kind reports
  * it as its own `LeftOutOfPolicy` condition reason. Only the Tailnet writes that status (cluster-scoped, not
  * aggregated to `edit`), so a tenant cannot plant an entry.
  */
 import { API_VERSION } from "../../api/schemas.js";
 import { findObject, isRecord, type K8sObject, type ObjectMaps } from "../../k8s/objects.js";
-import { tailnetRefName } from "../related.js";
+import { tailnetRefName } from "../composite/related.js";
 
 /** LeftOutOfPolicy's message for `parent` (of `kind`), or undefined when its Tailnet lists no entry for it. */
 export function leftOutOfPolicy(related: ObjectMaps, parent: K8sObject, kind: string): string | undefined {

@@ -6,7 +6,7 @@
  */
 import { API_VERSION } from "../../api/schemas.js";
 import { isRecord, type K8sObject, type ObjectMaps, objectsOf } from "../../k8s/objects.js";
-import type { RelatedRule } from "../types.js";
+import type { RelatedRule } from "../../pipeline/types.js";
 
 export const PROXY_CLASS_KIND = "TailnetProxyClass";
 

@@ -34,7 +34,7 @@ export function exitRouteProblem(routes: readonly string[]): { routes: string[];
 
 /**
  * The first route overlapping a reserved network, as the message of OverlapsReserved (the words of the
- * sites' own, src/kinds/site/conflict.ts); undefined when there is none.
+ * sites' own, src/kinds/composite/site/conflict.ts); undefined when there is none.
  */
 export function reservedOverlap(
   routes: readonly string[],

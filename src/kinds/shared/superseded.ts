@@ -7,7 +7,7 @@
  */
 import type { HsNode } from "../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../headscale/view.js";
-import type { HookDeps } from "../types.js";
+import type { HookDeps } from "../../pipeline/types.js";
 import { nodeLabel } from "./agent.js";
 
 export interface SupersededOutcome {

@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import { keyById, keyInUse, keysWithTag, nodesOfKeys, nodesTagged } from "../../headscale/lists.js";
 import type { HsNode, HsPreAuthKey } from "../../headscale/types.js";
 import type { K8sObject, ObjectMaps } from "../../k8s/objects.js";
-import { findObject } from "../../k8s/objects.js";
+import { findObject, recordOf } from "../../k8s/objects.js";
 
 /** Headscale's tag grammar (hscontrol/policy/v2 tag names; the CRDs' `tag` pattern). */
 export const TAG_BODY_MAX = 63;
@@ -87,7 +87,7 @@ export function legacyDerivedTag(tagPrefix: string, namespace: string, name: str
 export function objectDerivedTag(parent: K8sObject, tagPrefix: string): string {
   const namespace = parent.metadata.namespace ?? "";
   const name = parent.metadata.name;
-  const recorded = rec(parent.status).tag;
+  const recorded = recordOf(parent.status).tag;
   if (typeof recorded === "string" && recorded === legacyDerivedTag(tagPrefix, namespace, name)) return recorded;
   return derivedTag(tagPrefix, namespace, name);
 }
@@ -113,20 +113,19 @@ export interface Tenancy {
 }
 
 type Rec = Record<string, unknown>;
-const rec = (v: unknown): Rec => (v && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {});
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 
 function selectorOf(v: unknown): LabelSelector | undefined {
   if (!v || typeof v !== "object" || Array.isArray(v)) return undefined;
   const r = v as Rec;
-  const labels = rec(r.matchLabels);
+  const labels = recordOf(r.matchLabels);
   return {
     matchLabels: Object.fromEntries(Object.entries(labels).filter(([, x]) => typeof x === "string")) as Record<
       string,
       string
     >,
     matchExpressions: (Array.isArray(r.matchExpressions) ? r.matchExpressions : []).map((e) => {
-      const x = rec(e);
+      const x = recordOf(e);
       return { key: String(x.key ?? ""), operator: String(x.operator ?? ""), values: strings(x.values) };
     }),
   };
@@ -136,15 +135,15 @@ function selectorOf(v: unknown): LabelSelector | undefined {
 const NOTHING: LabelSelector = { matchExpressions: [{ key: "", operator: "" }] };
 
 export function readTenancy(tailnetSpec: unknown): Tenancy {
-  const t = rec(rec(tailnetSpec).tenancy);
-  const exit = rec(t.exitNodes).namespaceSelector;
+  const t = recordOf(recordOf(tailnetSpec).tenancy);
+  const exit = recordOf(t.exitNodes).namespaceSelector;
   return {
     ...(t.namespaceSelector !== undefined ? { namespaceSelector: selectorOf(t.namespaceSelector) ?? {} } : {}),
     ...(exit !== undefined ? { exitNodes: selectorOf(exit) ?? NOTHING } : {}),
     tags: (Array.isArray(t.tags) ? t.tags : []).map((g) => ({
       // a grant without a selector grants nothing: an admin names who gets a tag
-      namespaceSelector: selectorOf(rec(g).namespaceSelector) ?? NOTHING,
-      tags: strings(rec(g).tags),
+      namespaceSelector: selectorOf(recordOf(g).namespaceSelector) ?? NOTHING,
+      tags: strings(recordOf(g).tags),
     })),
   };
 }
@@ -264,7 +263,7 @@ export function ownKeyIds(
   keys: readonly HsPreAuthKey[] | undefined,
   granted?: { ttlSeconds: number },
 ): Set<string> {
-  const status = rec(parent.status);
+  const status = recordOf(parent.status);
   const ids = new Set([...strings(status.preAuthKeyIds), ...secretKeyIds]);
   const explicit = explicitTag(parent) !== undefined;
   if (Array.isArray(status.preAuthKeyIds) || !keys || (explicit && !granted)) return ids;
@@ -343,7 +342,7 @@ export function recordedKeyIds(
 
 /** The namespace/name and explicit tag of a workload object, for admission. */
 export function explicitTag(parent: K8sObject): string | undefined {
-  const t = rec(parent.spec).tag;
+  const t = recordOf(parent.spec).tag;
   return typeof t === "string" && t ? t : undefined;
 }
 

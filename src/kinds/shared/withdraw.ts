@@ -13,8 +13,8 @@
  */
 import type { HsPreAuthKey } from "../../headscale/types.js";
 import { isRecord, type K8sObject, objectsOf } from "../../k8s/objects.js";
-import { previousStatus } from "../common.js";
-import type { HookDeps, HookRequest } from "../types.js";
+import { previousStatus } from "../../pipeline/status.js";
+import type { HookDeps, HookRequest } from "../../pipeline/types.js";
 import { AUTHKEY_DATA_KEY, observedKeys, provenBy, statusKeyIds } from "./authkey.js";
 import { keptTagRefusal } from "./kept-tags.js";
 import { secretValue } from "./secrets.js";

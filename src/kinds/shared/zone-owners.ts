@@ -15,11 +15,9 @@ import { API_VERSION } from "../../api/schemas.js";
 import { isOlder } from "../../k8s/age.js";
 import { EGRESS_TARGET_LABEL } from "../../k8s/labels.js";
 import type { K8sObject, ObjectMaps } from "../../k8s/objects.js";
+import { recordOf } from "../../k8s/objects.js";
 import { isIp } from "../../net/cidr.js";
 import { admitObject, type Tenancy } from "./tenancy.js";
-
-type Rec = Record<string, unknown>;
-const rec = (v: unknown): Rec => (v && typeof v === "object" && !Array.isArray(v) ? (v as Rec) : {});
 
 const normalize = (name: string) => name.trim().toLowerCase().replace(/\.+$/, "");
 const LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -83,9 +81,9 @@ export function isOwnTargetService(s: K8sObject, egress: K8sObject): boolean {
 }
 
 function targetsOf(egress: K8sObject): { name: string; host: string }[] {
-  const list = Array.isArray(rec(egress.spec).targets) ? (rec(egress.spec).targets as unknown[]) : [];
+  const list = Array.isArray(recordOf(egress.spec).targets) ? (recordOf(egress.spec).targets as unknown[]) : [];
   return list
-    .map(rec)
+    .map(recordOf)
     .flatMap((t) => (typeof t.name === "string" && typeof t.host === "string" ? [{ name: t.name, host: t.host }] : []));
 }
 
@@ -96,7 +94,7 @@ export function zoneClaims(input: ZoneClaimsInput): { records: ZoneRecord[]; ref
   const records: ZoneRecord[] = [];
   const refused: ZoneRefusal[] = [];
   const egresses = input.egresses
-    .filter((e) => !e.metadata.deletionTimestamp && rec(rec(e.spec).tailnetRef).name === input.tailnet)
+    .filter((e) => !e.metadata.deletionTimestamp && recordOf(recordOf(e.spec).tailnetRef).name === input.tailnet)
     .filter((e) => !input.tenancy || !admitObject(e, input.tenancy, input.related))
     .sort(byAge);
   for (const egress of egresses) {
@@ -129,7 +127,7 @@ export function zoneClaims(input: ZoneClaimsInput): { records: ZoneRecord[]; ref
         continue;
       }
       claimed.set(fqdn, { egress: id, target: t.name });
-      const ip = rec(own.spec).clusterIP;
+      const ip = recordOf(own.spec).clusterIP;
       // A records only: a headless ("None") or IPv6 Service gives no record.
       if (typeof ip !== "string" || !isIp(ip) || ip.includes(":")) continue;
       records.push({ fqdn, ipv4: ip, egress: id, target: t.name });

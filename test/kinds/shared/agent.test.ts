@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { validateAgentConfig } from "../../../src/agent/config.js";
 import { configFrom } from "../../../src/config.js";
+import { validateAgentConfig } from "../../../src/contract/agent-config.js";
 import type { HsPreAuthKey } from "../../../src/headscale/types.js";
 import {
   type AgentDeploymentInputs,

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { K8sObject } from "../../../src/k8s/objects.js";
-import { ingressSpecProblem, readIngressSpec } from "../../../src/kinds/ingress/spec.js";
+import { ingressSpecProblem, readIngressSpec } from "../../../src/kinds/composite/ingress/spec.js";
 import { exposePort } from "../../../src/kinds/shared/expose-port.js";
 
 const ti = (mode: string, expose: Record<string, unknown>): K8sObject => ({
@@ -37,7 +37,7 @@ describe("expose port", () => {
 
 describe("the Tailnet's policy input", () => {
   it("grants port 443 for an http expose without port", async () => {
-    const { collectInput } = await import("../../../src/kinds/tailnet/render.js");
+    const { collectInput } = await import("../../../src/kinds/composite/tailnet/render.js");
     const inputs = {
       settings: {
         allowedIngressSources: ["group:eng"],

@@ -1,5 +1,5 @@
 /**
- * The Metacontroller loop (src/render/loop.ts) with its objects in a real kube-apiserver instead of
+ * The Metacontroller loop (src/emulator/metacontroller/loop.ts) with its objects in a real kube-apiserver instead of
  * memory: every sync first lists the parents, children and related types from the server (so a
  * parent is seen as the server stored it: defaults filled in, unknown fields pruned), children are
  * created (POST, with the controller ownerReference) or updated (PUT of the 3-way merge, carrying the
@@ -14,9 +14,9 @@ import { readFileSync } from "node:fs";
 import { request } from "node:https";
 import { join } from "node:path";
 import { kindInfoByKind } from "../../../src/api/schemas.js";
-import { jsonEqual } from "../../../src/render/apply.js";
-import { compositeController, kindOfResource } from "../../../src/render/controllers.js";
-import { MetacontrollerLoop, type Obj } from "../../../src/render/loop.js";
+import { jsonEqual } from "../../../src/emulator/metacontroller/apply.js";
+import { compositeController, kindOfResource } from "../../../src/emulator/metacontroller/controllers.js";
+import { MetacontrollerLoop, type Obj } from "../../../src/emulator/metacontroller/loop.js";
 import type { Cluster } from "./cluster.js";
 
 type Type = { apiVersion: string; resource: string; kind: string };

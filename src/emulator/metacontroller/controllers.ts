@@ -1,0 +1,88 @@
+/**
+ * The CompositeControllers shipped in compositecontrollers/ and the DecoratorControllers in
+ * decoratorcontrollers/, read by the loop and by tests.
+ */
+import { readFileSync } from "node:fs";
+import { parse } from "yaml";
+import { typeKey } from "../../k8s/objects.js";
+
+export interface CompositeController {
+  metadata: { name: string };
+  spec: {
+    childResources: { apiVersion: string; resource: string; updateStrategy?: { method?: string } }[];
+  } & Record<string, unknown>;
+}
+
+const RESOURCE_KINDS: Record<string, string> = {
+  deployments: "Deployment",
+  services: "Service",
+  networkpolicies: "NetworkPolicy",
+  secrets: "Secret",
+  serviceaccounts: "ServiceAccount",
+  configmaps: "ConfigMap",
+  pods: "Pod",
+  namespaces: "Namespace",
+  poddisruptionbudgets: "PodDisruptionBudget",
+  tailnets: "Tailnet",
+  tailnetegresses: "TailnetEgress",
+  tailnetingresses: "TailnetIngress",
+  tailnetsites: "TailnetSite",
+  tailnetgateways: "TailnetGateway",
+  tailnetproxyclasses: "TailnetProxyClass",
+  ingresses: "Ingress",
+  ingressclasses: "IngressClass",
+  tailnetusers: "TailnetUser",
+  tailnetauthkeys: "TailnetAuthKey",
+};
+
+export function kindOfResource(resource: string): string {
+  const k = RESOURCE_KINDS[resource];
+  if (!k) throw new Error(`unknown resource ${resource}`);
+  return k;
+}
+
+const cache = new Map<string, CompositeController>();
+export function compositeController(hookKind: string): CompositeController {
+  let cc = cache.get(hookKind);
+  if (!cc) {
+    const url = new URL(`../../compositecontrollers/${hookKind}.yaml`, import.meta.url);
+    cc = parse(readFileSync(url, "utf8")) as CompositeController;
+    cache.set(hookKind, cc);
+  }
+  return cc;
+}
+
+/** Child type keys with their update strategy (default OnDelete, as Metacontroller). */
+export function childTypes(hookKind: string): { type: string; method: string }[] {
+  return compositeController(hookKind).spec.childResources.map((c) => ({
+    type: typeKey(c.apiVersion, kindOfResource(c.resource)),
+    method: c.updateStrategy?.method ?? "OnDelete",
+  }));
+}
+
+export interface DecoratorController {
+  metadata: { name: string };
+  spec: {
+    resources: {
+      apiVersion: string;
+      resource: string;
+      annotationSelector?: {
+        matchAnnotations?: Record<string, string>;
+        matchExpressions?: { key: string; operator: string; values?: string[] }[];
+      };
+    }[];
+    attachments: { apiVersion: string; resource: string; updateStrategy?: { method?: string } }[];
+    hooks: Record<string, { webhook: { path: string } }>;
+  } & Record<string, unknown>;
+}
+
+let decorators: DecoratorController[] | undefined;
+/** Every DecoratorController of decoratorcontrollers/kustomization.yaml, in its order. */
+export function decoratorControllers(): DecoratorController[] {
+  if (!decorators) {
+    const dir = new URL("../../../decoratorcontrollers/", import.meta.url);
+    const k = parse(readFileSync(new URL("kustomization.yaml", dir), "utf8")) as { resources: string[] };
+    decorators = k.resources.map((f) => parse(readFileSync(new URL(f, dir), "utf8")) as DecoratorController);
+  }
+  return decorators;
+}

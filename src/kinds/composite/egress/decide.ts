@@ -1,0 +1,375 @@
+/**
+ * The egress decision (pure): (spec, observed children, related, the tailnet as read after act, now) →
+ * desired children, conditions, status fields, resync and the metric values. No I/O, no clock.
+ *
+ * Ready order (docs/reference/reasons/egress.md): NoTailnet, NoAPIKey, TagUnknown, then the first
+ * blocking condition of Registered, RoutesGranted, TargetsReachable, and last ServiceConflict —
+ * a foreign Service only hides one target's in-cluster name, while the earlier blockers break
+ * every target, so they are the better first answer.
+ */
+import { TargetReason } from "../../../conditions/reasons.js";
+import { conditionsOf, type ReasonOf, type TypedCondition } from "../../../conditions/table.js";
+import { EGRESS_REASONS } from "../../../conditions/tables/egress.js";
+import type { OperatorConfig } from "../../../config.js";
+import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../headscale/types.js";
+import type { Obs } from "../../../headscale/view.js";
+import type { K8sObject, ObjectMaps } from "../../../k8s/objects.js";
+import { findObject, reuseAllChildren } from "../../../k8s/objects.js";
+import type { Decision } from "../../../pipeline/run.js";
+import type { HookRequest } from "../../../pipeline/types.js";
+import { agentName } from "../../shared/agent.js";
+import { registeredCondition, tagKnownCondition } from "../../shared/agent-conditions.js";
+import type { AuthKeyOutcome, ObservedKey } from "../../shared/authkey.js";
+import { ownersIn, refusedTargets } from "../../shared/node-owners.js";
+import { leftOutOfPolicy } from "../../shared/policy-left-out.js";
+import type { ProxyClassSpec } from "../../shared/proxy-class.js";
+import { recordedKeyIds, type TenancyReason } from "../../shared/tenancy.js";
+import type { TailnetSettings } from "../../shared/workload.js";
+import { tailnetRefName } from "../related.js";
+import type { EgressOutcome } from "./act.js";
+import { egressChildren } from "./children.js";
+import { conflictingTargets, serviceConflictCondition } from "./conflicts.js";
+import type { EgressObservation } from "./observe.js";
+import type { EgressSpec } from "./spec.js";
+import { type AgentObservation, evaluateTargets, ROUTE_MISSING, type TargetVerdict } from "./targets.js";
+
+const { cond, allows } = conditionsOf(EGRESS_REASONS);
+type EgressType = keyof typeof EGRESS_REASONS & string;
+/** A condition of the egress table: of type T (default: any type, each with its own reasons). */
+export type EgressCond<T extends EgressType = EgressType> = {
+  [K in T]: TypedCondition<typeof EGRESS_REASONS, K>;
+}[T];
+type ReadyReason = ReasonOf<typeof EGRESS_REASONS, "Ready">;
+
+/** While something external is awaited (registration, a pod, a route, a dial). */
+export const WAIT_RESYNC_SECONDS = 30;
+const MAX_LISTED_TARGETS = 10;
+
+/** The tailnet side as decide sees it: read (the node list after act), or why nothing could be. */
+export type EgressTailnet =
+  | {
+      ok: true;
+      settings: TailnetSettings;
+      /** The Headscale CA from the Tailnet's credentials Secret, delivered to the agent pods. */
+      ca?: string;
+      tag: string;
+      /** The named TailnetProxyClass's settings. */
+      proxyClass?: ProxyClassSpec;
+      policy: Obs<HsPolicy | null>;
+      nodes: Obs<HsNode[]>;
+      /** Headscale's key list as read (prunes status.preAuthKeyIds). */
+      keys?: Obs<HsPreAuthKey[]>;
+      /** The key ids this egress minted (tenancy.ts ownKeyIds). */
+      ownKeys: ReadonlySet<string>;
+      agents: AgentObservation;
+      /** The pre-auth key after act: reused, freshly created, or missing with the reason. */
+      authKey: AuthKeyOutcome;
+    }
+  | {
+      ok: false;
+      reason: "NoTailnet" | "NoAPIKey" | "ProxyClassMissing" | TenancyReason;
+      message: string;
+      /** spec.tag, or the effective tag once the Tailnet is known. */
+      tag?: string;
+    };
+
+export interface EgressDecideInput {
+  parent: K8sObject;
+  children: ObjectMaps;
+  related: ObjectMaps;
+  config: OperatorConfig;
+  spec: EgressSpec;
+  /** The key Secrets among the children, parsed once (observedKeys, newest first). */
+  keySecrets: readonly ObservedKey[];
+  tailnet: EgressTailnet;
+  now: Date;
+}
+
+export interface EgressTargetStatus {
+  name: string;
+  host: string;
+  address: string;
+  service: string;
+  state: "Ready" | "NotReady";
+  reason: string;
+}
+
+/** What the egress metrics are set from (the same observations as status). */
+export interface EgressMetricValues {
+  /** state per target: "Ready" or its reason; undefined = not evaluated (series withdrawn). */
+  targets?: { name: string; state: string }[];
+  /** Targets with NotAdvertised/NotApproved/NoGrant; undefined when routes are not known. */
+  routesMissing?: number;
+  authKeyExpiresAt?: Date;
+}
+
+export interface EgressDecision extends Decision {
+  conditions: EgressCond[];
+  fields: { tag?: string; targets?: EgressTargetStatus[]; preAuthKeyIds?: string[] };
+  metrics: EgressMetricValues;
+}
+
+function listed(items: readonly string[]): string {
+  if (items.length <= MAX_LISTED_TARGETS) return items.join("; ");
+  return `${items.slice(0, MAX_LISTED_TARGETS).join("; ")}; and ${items.length - MAX_LISTED_TARGETS} more`;
+}
+
+export function routesGrantedCondition(
+  agents: AgentObservation,
+  verdicts: readonly TargetVerdict[],
+): EgressCond<"RoutesGranted"> {
+  const type = "RoutesGranted";
+  const refused = verdicts.filter((v) => v.route.reason === TargetReason.TargetNotAllowed);
+  if (refused.length) {
+    return cond(type, "False", "TargetNotAllowed", listed(refused.map((v) => `${v.name}: ${v.route.message}`)));
+  }
+  if (!agents.ok) return cond(type, "Unknown", "ProbeFailed", agents.message);
+  const missing = verdicts.filter((v) => ROUTE_MISSING.has(v.route.reason));
+  if (missing.length) {
+    return cond(
+      type,
+      "False",
+      "RoutesMissing",
+      listed(missing.map((v) => `${v.name} ${v.route.reason}: ${v.route.message}`)),
+    );
+  }
+  const unknown = verdicts.filter((v) => v.route.reason === TargetReason.ProbeFailed);
+  if (unknown.length) {
+    return cond(type, "Unknown", "ProbeFailed", listed(unknown.map((v) => `${v.name}: ${v.route.message}`)));
+  }
+  const n = verdicts.length;
+  return cond(type, "True", "RoutesGranted", `${n} ${n === 1 ? "target is" : "targets are"} in the agent's netmap`);
+}
+
+export function targetsReachableCondition(
+  agents: AgentObservation,
+  all: readonly TargetVerdict[],
+): EgressCond<"TargetsReachable"> {
+  const type = "TargetsReachable";
+  if (!agents.ok) return cond(type, "Unknown", "ProbeFailed", agents.message);
+  // a refused target is RoutesGranted's to report: the agent is never granted it
+  const verdicts = all.filter((v) => v.reason !== TargetReason.TargetNotAllowed);
+  const down = verdicts.flatMap((v) => (v.dial.state === "unreachable" ? [`${v.name}: ${v.dial.error}`] : []));
+  if (down.length) return cond(type, "False", "Unreachable", listed(down));
+  const outside = verdicts.flatMap((v) => (v.dial.state === "outside" ? [`${v.name}: ${v.dial.message}`] : []));
+  if (outside.length) return cond(type, "False", "OutsideTailnet", listed(outside));
+  const unknown = verdicts.flatMap((v) => (v.dial.state === "unknown" ? [`${v.name}: ${v.dial.message}`] : []));
+  if (unknown.length) return cond(type, "Unknown", "ProbeFailed", listed(unknown));
+  const n = verdicts.length;
+  return cond(type, "True", "Reachable", `${n} ${n === 1 ? "target answers" : "targets answer"} the agent's probe`);
+}
+
+const isReadyReason = (reason: string): reason is ReadyReason => allows("Ready", "False", reason);
+
+/**
+ * The Ready staircase over already decided conditions (exported for the staircase test): TagUnknown while
+ * TagKnown is not True, then the first of Registered, RoutesGranted, TargetsReachable that is not True, then
+ * ServiceConflict=True, each repeated with its reason and message.
+ */
+export function egressReady(conditions: {
+  tagKnown: EgressCond<"TagKnown">;
+  registered: EgressCond<"Registered">;
+  routesGranted: EgressCond<"RoutesGranted">;
+  targetsReachable: EgressCond<"TargetsReachable">;
+  serviceConflict: EgressCond<"ServiceConflict">;
+}): EgressCond<"Ready"> {
+  const { tagKnown, registered, routesGranted, targetsReachable, serviceConflict } = conditions;
+  if (tagKnown.status !== "True") return cond("Ready", "False", "TagUnknown", tagKnown.message);
+  const blocker = [registered, routesGranted, targetsReachable].find((c) => c.status !== "True");
+  const first = blocker ?? (serviceConflict.status !== "False" ? serviceConflict : undefined);
+  if (!first) return cond("Ready", "True", "Ready", "every target is reachable through the agent");
+  if (!isReadyReason(first.reason)) throw new Error(`Ready cannot repeat ${first.type}=${first.reason}`);
+  return cond("Ready", "False", first.reason, first.message);
+}
+
+/** The times of the key in use: its parsed Secret, or a key minted in this sync (created now). */
+function keyInUse(
+  authKey: AuthKeyOutcome,
+  keySecrets: readonly ObservedKey[],
+  now: Date,
+): { createdAt: Date; expiresAt: Date } | undefined {
+  const name = authKey.secret?.metadata.name;
+  if (name === undefined) return undefined;
+  const observed = keySecrets.find((k) => k.secret.metadata.name === name);
+  if (observed) return observed;
+  return authKey.expiresAt ? { createdAt: now, expiresAt: authKey.expiresAt } : undefined;
+}
+
+/** The decide input of one sync: the spec, the observation and act's outcome, without the view. */
+export function egressDecideInput(
+  req: HookRequest,
+  spec: EgressSpec,
+  observed: EgressObservation,
+  outcome: EgressOutcome,
+  config: OperatorConfig,
+): EgressDecideInput {
+  const base = { parent: req.parent, children: req.children, related: req.related, config, spec };
+  const { now, keySecrets } = observed;
+  if (!observed.ok) {
+    const { reason, message, tag } = observed;
+    return { ...base, keySecrets, now, tailnet: { ok: false, reason, message, ...(tag ? { tag } : {}) } };
+  }
+  const { settings, ca, tag, policy, agents, proxyClass, keys, ownKeys } = observed;
+  const nodes = outcome.nodes ?? observed.nodes;
+  const tailnet = {
+    ok: true as const,
+    settings,
+    ...(ca ? { ca } : {}),
+    ...(proxyClass ? { proxyClass } : {}),
+    tag,
+    policy,
+    nodes,
+    keys,
+    ownKeys,
+    agents,
+  };
+  return { ...base, keySecrets, now, tailnet: { ...tailnet, authKey: outcome.authKey } };
+}
+
+export function decideEgress(input: EgressDecideInput): EgressDecision {
+  const { parent, spec, tailnet, now } = input;
+  const conflicting = conflictingTargets(parent, spec.targets, input.related, input.children);
+  const serviceConflict = serviceConflictCondition(parent, conflicting);
+  if (!tailnet.ok) return decideUnobserved(input, tailnet, serviceConflict);
+  const { tag, settings, authKey } = tailnet;
+  const verdicts = evaluateTargets({
+    targets: spec.targets,
+    tag,
+    nodes: tailnet.nodes,
+    baseDomain: settings.baseDomain,
+    agents: tailnet.agents,
+    refused: tailnet.nodes.ok
+      ? refusedTargets(
+          parent,
+          tag,
+          spec.targets,
+          tailnet.nodes.value,
+          ownersIn(input.related, tailnetRefName(parent)),
+          { tagPrefix: settings.tagPrefix, ttlSeconds: settings.authKeyTTLSeconds, baseDomain: settings.baseDomain },
+        )
+      : undefined,
+  });
+
+  const keyNote = authKey.secret ? undefined : `no pre-auth key yet: ${authKey.error ?? "not created"}`;
+  const tagKnown = tagKnownCondition(tailnet.policy, tag);
+  const registered = registeredCondition(tailnet.nodes, tag, keyNote);
+  // the Tailnet left (part of) this egress's grants out of the policy: that is why routes are missing
+  const leftOut = leftOutOfPolicy(input.related, parent, "TailnetEgress");
+  const routesGranted = leftOut
+    ? cond("RoutesGranted", "False", "LeftOutOfPolicy", leftOut)
+    : routesGrantedCondition(tailnet.agents, verdicts);
+  const targetsReachable = targetsReachableCondition(tailnet.agents, verdicts);
+  const ready = egressReady({ tagKnown, registered, routesGranted, targetsReachable, serviceConflict });
+
+  const conflictSet = new Set(conflicting);
+  const children = egressChildren(parent, {
+    config: input.config,
+    spec,
+    tag,
+    loginServer: settings.url,
+    authKeySecret: authKey.secret,
+    conflicting: conflictSet,
+    ca: tailnet.ca,
+    proxyClass: tailnet.proxyClass,
+    observedDeployment: findObject(
+      input.children,
+      "apps/v1",
+      "Deployment",
+      agentName(parent),
+      parent.metadata.namespace,
+    ),
+  });
+
+  const key = keyInUse(authKey, input.keySecrets, now);
+  return {
+    children,
+    conditions: [tagKnown, registered, routesGranted, targetsReachable, serviceConflict, ready],
+    fields: {
+      tag,
+      targets: statusTargets(verdicts, conflictSet),
+      preAuthKeyIds: recordedKeyIds(
+        tailnet.ownKeys,
+        authKey.keyId,
+        tailnet.nodes.ok ? tailnet.nodes.value : undefined,
+        tailnet.keys?.ok ? tailnet.keys.value : undefined,
+      ),
+    },
+    resyncAfterSeconds: resyncAfter(ready, key, now),
+    metrics: {
+      targets: verdicts.map((v) => ({ name: v.name, state: v.reason || "Ready" })),
+      routesMissing: routesMissing(tailnet.agents, verdicts),
+      // an expired key kept after a failed rotation has no expiresAt in the outcome: its Secret's,
+      // so the expiry alert keeps firing exactly when it matters
+      authKeyExpiresAt: authKey.expiresAt ?? key?.expiresAt,
+    },
+  };
+}
+
+/** status.targets: each target's verdict; a target whose Service name is held by another gets no service. */
+function statusTargets(verdicts: readonly TargetVerdict[], conflicting: ReadonlySet<string>): EgressTargetStatus[] {
+  return verdicts.map((v) => ({
+    name: v.name,
+    host: v.host,
+    address: v.address,
+    service: conflicting.has(v.name) ? "" : v.name,
+    state: v.reason === "" ? "Ready" : "NotReady",
+    reason: v.reason,
+  }));
+}
+
+/** 30 s while not Ready; otherwise (and at most) until the key's half-life, its rotation. */
+function resyncAfter(
+  ready: EgressCond<"Ready">,
+  key: { createdAt: Date; expiresAt: Date } | undefined,
+  now: Date,
+): number | undefined {
+  const waits: number[] = [];
+  if (ready.status !== "True") waits.push(WAIT_RESYNC_SECONDS);
+  if (key) {
+    const half = key.createdAt.getTime() + (key.expiresAt.getTime() - key.createdAt.getTime()) / 2;
+    const rotation = Math.ceil((half - now.getTime()) / 1000);
+    waits.push(rotation > 0 ? rotation : WAIT_RESYNC_SECONDS);
+  }
+  return waits.length ? Math.max(1, Math.min(...waits)) : undefined;
+}
+
+/** Targets with NotAdvertised/NotApproved/NoGrant; undefined while a route is not known (nothing claimed). */
+function routesMissing(agents: AgentObservation, verdicts: readonly TargetVerdict[]): number | undefined {
+  const known = agents.ok && verdicts.every((v) => v.route.reason !== TargetReason.ProbeFailed);
+  return known ? verdicts.filter((v) => ROUTE_MISSING.has(v.route.reason)).length : undefined;
+}
+
+/**
+ * No Tailnet, or no Headscale credentials yet: nothing could be observed, so every child is kept as
+ * observed, the other conditions are Unknown with the same reason, and Ready names it.
+ */
+function decideUnobserved(
+  input: EgressDecideInput,
+  tailnet: Extract<EgressTailnet, { ok: false }>,
+  serviceConflict: EgressCond<"ServiceConflict">,
+): EgressDecision {
+  const { reason, message, tag } = tailnet;
+  const pending = `not evaluated: ${message}`;
+  return {
+    children: reuseAllChildren(input.children),
+    conditions: [
+      cond("TagKnown", "Unknown", reason, pending),
+      cond("Registered", "Unknown", reason, pending),
+      cond("RoutesGranted", "Unknown", reason, pending),
+      cond("TargetsReachable", "Unknown", reason, pending),
+      serviceConflict,
+      cond("Ready", "False", reason, message),
+    ],
+    // the minted keys stay recorded while nothing is evaluated: finalize needs them
+    fields: { ...(tag ? { tag } : {}), ...recordedFields(input.parent) },
+    resyncAfterSeconds: WAIT_RESYNC_SECONDS,
+    // the kept key still expires, and cannot be rotated now: its expiry alert must keep working
+    metrics: { authKeyExpiresAt: input.keySecrets[0]?.expiresAt },
+  };
+}
+
+/** status.preAuthKeyIds as the previous status had it (kept unchanged while nothing is observed). */
+function recordedFields(parent: K8sObject): { preAuthKeyIds?: string[] } {
+  const ids = (parent.status as { preAuthKeyIds?: unknown } | undefined)?.preAuthKeyIds;
+  return Array.isArray(ids) ? { preAuthKeyIds: ids.filter((x): x is string => typeof x === "string") } : {};
+}

@@ -1,0 +1,118 @@
+/**
+ * What an egress sync reads (impure, never throws): its Tailnet and credentials (resolveWorkload), the key
+ * Secrets among its children (parsed once), and, with a Tailnet, the live policy, the node list and the
+ * pre-auth keys through the shared Headscale view (cached, single-flight), and /status of every running agent
+ * pod, scraped in parallel with the scraper's short timeout. Every failure is an observation; without a
+ * Tailnet or its credentials the observation says why and nothing else is read.
+ */
+import type { CommonReason } from "../../../conditions/reasons.js";
+import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../headscale/types.js";
+import type { HeadscaleView, Obs } from "../../../headscale/view.js";
+import { objectsOf } from "../../../k8s/objects.js";
+import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
+import { listNames, nodeLabel } from "../../shared/agent.js";
+import { type ObservedKey, observedKeys } from "../../shared/authkey.js";
+import { lookupProxyClass, type ProxyClassSpec, proxyClassMissingMessage } from "../../shared/proxy-class.js";
+import { ownKeyIds, type TenancyReason, tagTakenBy } from "../../shared/tenancy.js";
+import { agentPods, effectiveTag, resolveAgentWorkload, type TailnetSettings } from "../../shared/workload.js";
+import type { EgressSpec } from "./spec.js";
+import { type AgentObservation, agentObservation, scrapeablePods } from "./targets.js";
+
+interface Observed {
+  /** The clock of this sync (plans, keys and decide use the same instant). */
+  now: Date;
+  /** The key Secrets among the children, newest first (observedKeys). */
+  keySecrets: ObservedKey[];
+}
+
+/** The Tailnet and its credentials resolved: Headscale and the agents were read. */
+export interface EgressReads extends Observed {
+  ok: true;
+  settings: TailnetSettings;
+  /** The Headscale CA from the Tailnet's credentials Secret, delivered to the agent pods. */
+  ca?: string;
+  /** The effective tag (spec.tag, else from the Tailnet's tagPrefix). */
+  tag: string;
+  /** The named TailnetProxyClass's settings (spec.proxyClassName), folded into the agent pods. */
+  proxyClass?: ProxyClassSpec;
+  /** Where act writes (never read by decide). */
+  view: HeadscaleView;
+  policy: Obs<HsPolicy | null>;
+  nodes: Obs<HsNode[]>;
+  /** Headscale's pre-auth keys (masked), to replace a revoked or single-use key early. */
+  keys: Obs<HsPreAuthKey[]>;
+  /** The pre-auth key ids this egress minted (tenancy.ts ownKeyIds): only their nodes and keys are its own. */
+  ownKeys: ReadonlySet<string>;
+  agents: AgentObservation;
+}
+
+/** No Tailnet, or no credentials yet: nothing could be read. */
+export interface EgressUnobserved extends Observed {
+  ok: false;
+  reason: typeof CommonReason.NoTailnet | typeof CommonReason.NoAPIKey | "ProxyClassMissing" | TenancyReason;
+  message: string;
+  /** spec.tag, or the effective tag once the Tailnet (its tagPrefix) is known. */
+  tag?: string;
+}
+
+export type EgressObservation = EgressReads | EgressUnobserved;
+
+export async function observeEgress(req: HookRequest, spec: EgressSpec, deps: HookDeps): Promise<EgressObservation> {
+  const now = deps.now();
+  const keySecrets = observedKeys(objectsOf(req.children, "v1", "Secret"));
+  const ctx = resolveAgentWorkload(req, deps);
+  if (!ctx.ok) {
+    const tag = ctx.settings ? effectiveTag(req.parent, ctx.settings.tagPrefix) : spec.tag;
+    return { ok: false, reason: ctx.reason, message: ctx.message, ...(tag ? { tag } : {}), now, keySecrets };
+  }
+  const proxyClass = lookupProxyClass(req.parent, req.related);
+  if (proxyClass.kind === "missing") {
+    const tag = effectiveTag(req.parent, ctx.settings.tagPrefix);
+    return {
+      ok: false,
+      reason: "ProxyClassMissing",
+      message: proxyClassMissingMessage(proxyClass.name),
+      tag,
+      now,
+      keySecrets,
+    };
+  }
+  const view = deps.views.view(ctx.conn);
+  const pods = scrapeablePods(agentPods(req));
+  const [policy, nodes, keys, scrapes] = await Promise.all([
+    view.policy(),
+    view.nodes(),
+    view.preAuthKeys(),
+    pods.length ? deps.scraper.scrape(pods) : Promise.resolve([]),
+  ]);
+  const tag = effectiveTag(req.parent, ctx.settings.tagPrefix);
+  const ownKeys = ownKeyIds(
+    req.parent,
+    tag,
+    keySecrets.map((k) => k.keyId),
+    keys.ok ? keys.value : undefined,
+    // resolveWorkload admitted the object: an explicit tag is granted to it
+    { ttlSeconds: ctx.settings.authKeyTTLSeconds },
+  );
+  // one tag, one owner: an explicit tag another node carries (an admin's server) is not this egress's
+  const foreign = nodes.ok ? tagTakenBy(req.parent, tag, nodes.value, ownKeys) : [];
+  if (foreign.length) {
+    const message = `${tag} is carried by ${listNames(foreign.map(nodeLabel))}, which this egress did not register; a tag has one owner, so nothing is minted for it`;
+    return { ok: false, reason: "TagInUse", message, tag, now, keySecrets };
+  }
+  return {
+    ok: true,
+    now,
+    keySecrets,
+    settings: ctx.settings,
+    ...(ctx.conn.ca ? { ca: ctx.conn.ca } : {}),
+    tag,
+    ownKeys,
+    ...(proxyClass.kind === "found" ? { proxyClass: proxyClass.spec } : {}),
+    view,
+    policy,
+    nodes,
+    keys,
+    agents: agentObservation(pods, scrapes),
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * The gateway's Headscale writes, each one the plan's and each through the view's write methods (which settle
+ * into an Outcome and drop the cached part they changed): the bootstrap key (ensureAuthKey), the approval of
+ * the gateway's own routes (read-modify-write: approve_routes replaces the whole approved set) and the deletion
+ * of its stale nodes; on finalize every node of ours and our live bootstrap keys. Outcomes are returned, never
+ * thrown, and decide folds them into status.
+ */
+import type { FastifyBaseLogger } from "fastify";
+import type { HeadscaleError } from "../../../headscale/errors.js";
+import type { HsPreAuthKey } from "../../../headscale/types.js";
+import type { HeadscaleView } from "../../../headscale/view.js";
+import type { K8sObject } from "../../../k8s/objects.js";
+import { ensureAuthKey, observedKeys } from "../../shared/authkey.js";
+import { type Seen, seen } from "./observe.js";
+import type { BootstrapKey, GatewayApproval, GatewayPlan } from "./plan.js";
+
+export interface GatewayOutcome {
+  /** The bootstrap key as the key work left it; absent when nothing is served. */
+  key?: BootstrapKey;
+  /** Set when a new key was minted in this sync: its id. The node writes then wait for the next sync. */
+  minted?: string;
+  /** Headscale's key list read again after the mint, so check 1 sees its record of the new key. */
+  keys?: Seen<HsPreAuthKey[]>;
+  approve?: { ok: true } | { ok: false; error: string };
+  /** The exit pair's approvals (plan.writes.approveExit); failures named per node. */
+  approveExit?: { ok: true } | { ok: false; error: string };
+  deleted: { id: string; node: string; error?: string }[];
+}
+
+export const notFound = (e: HeadscaleError) => e.classification === "notFound" || e.status === 404;
+
+async function approve(view: HeadscaleView, a: GatewayApproval): Promise<NonNullable<GatewayOutcome["approve"]>> {
+  // Read the node again right before the write: someone may have approved other routes since the
+  // cached list, and approve_routes with a stale set would revoke them.
+  const nodes = await view.freshNodes();
+  if (!nodes.ok) return { ok: false, error: nodes.error.message };
+  const node = nodes.value.find((n) => n.id === a.nodeId);
+  if (!node) return { ok: false, error: `node ${a.nodeId} is gone` };
+  const adding = a.add.filter((r) => !node.approvedRoutes.includes(r));
+  if (adding.length === 0) return { ok: true };
+  const written = await view.approveRoutes(a.nodeId, [...node.approvedRoutes, ...adding]);
+  return written.ok ? { ok: true } : { ok: false, error: written.error.message };
+}
+
+export async function actGateway(
+  view: HeadscaleView,
+  parent: K8sObject,
+  secrets: readonly K8sObject[],
+  plan: GatewayPlan,
+  log: FastifyBaseLogger,
+): Promise<GatewayOutcome> {
+  const work = plan.key;
+  if (!work) return { deleted: [] };
+  const who = `${parent.metadata.namespace ?? ""}/${parent.metadata.name}`;
+  const ensured = await ensureAuthKey(work.auth, view, parent, work.mint);
+  // An expired key that could not be replaced is still returned (never drop a child): name it.
+  const [observed] = observedKeys(secrets);
+  const kept = ensured.secret && !ensured.keyId ? observed : undefined;
+  const key: BootstrapKey = kept ? { ...ensured, keyId: kept.keyId, expiresAt: kept.expiresAt } : ensured;
+  if (key.keyId && key.keyId !== work.observedKeyId) {
+    const why = work.early ?? (work.auth.action === "create" ? work.auth.why : "");
+    log.info({ gateway: who, keyId: key.keyId, why }, "gateway bootstrap key created");
+    // createPreAuthKey dropped the cached key list: this reads Headscale's record of the new key
+    return { key, minted: key.keyId, keys: seen(await view.preAuthKeys()), deleted: [] };
+  }
+  const outcome: GatewayOutcome = { key, deleted: [] };
+  if (plan.writes.approve) outcome.approve = await approve(view, plan.writes.approve);
+  // replicas > 1: each other current node gets its own approve_routes; the failures are named per node
+  const first = plan.writes.approve;
+  const failed = first && outcome.approve && !outcome.approve.ok ? [`${first.node}: ${outcome.approve.error}`] : [];
+  for (const a of plan.writes.moreApprovals ?? []) {
+    const done = await approve(view, a);
+    if (!done.ok) failed.push(`${a.node}: ${done.error}`);
+  }
+  if (plan.writes.moreApprovals?.length && failed.length) outcome.approve = { ok: false, error: failed.join("; ") };
+  // The exit pair after the routes: each approve() re-reads the node, so the routes just approved are kept.
+  const exitFailed: string[] = [];
+  for (const a of plan.writes.approveExit ?? []) {
+    const done = await approve(view, a);
+    if (!done.ok) exitFailed.push(`${a.node}: ${done.error}`);
+  }
+  if (plan.writes.approveExit?.length) {
+    outcome.approveExit = exitFailed.length ? { ok: false, error: exitFailed.join("; ") } : { ok: true };
+  }
+  for (const d of plan.writes.deleteNodes) {
+    const deleted = await view.deleteNode(d.id);
+    if (!deleted.ok && !notFound(deleted.error)) {
+      outcome.deleted.push({ ...d, error: deleted.error.message });
+      continue;
+    }
+    outcome.deleted.push(d);
+    log.info({ gateway: who, node: d.node }, "deleted stale gateway node");
+  }
+  return outcome;
+}

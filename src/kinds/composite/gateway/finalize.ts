@@ -1,0 +1,147 @@
+/**
+ * The gateway's finalize in the same stages as its sync: observe (the Tailnet, then Headscale's node and key
+ * lists read fresh) → plan (pure: every node of ours, never one that is not, and our live bootstrap keys) →
+ * act (delete them, expire them, through the view) → decide (pure: release the object, or keep every child
+ * and retry in 30 s). Without a Tailnet or its credentials Headscale cannot be reached: holding the object
+ * forever would not clean anything up, so it is released.
+ */
+import type { FastifyBaseLogger } from "fastify";
+import type { ConditionInput } from "../../../conditions/condition.js";
+import type { HsNode, HsPreAuthKey } from "../../../headscale/types.js";
+import type { HeadscaleConnection, HeadscaleView } from "../../../headscale/view.js";
+import { isRecord, type K8sObject, objectsOf, reuseAllChildren } from "../../../k8s/objects.js";
+import type { Decision } from "../../../pipeline/run.js";
+import { previousStatus } from "../../../pipeline/status.js";
+import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
+import { observedKeys } from "../../shared/authkey.js";
+import { effectiveTag, resolveWorkload } from "../../shared/workload.js";
+import { notFound } from "./act.js";
+import { describeNode, isOurs, previousStatusNode, previousStatusNodes } from "./nodes.js";
+import { type Seen, seen } from "./observe.js";
+
+export const CLEANUP_RETRY_SECONDS = 30;
+
+export type GatewayCleanupObservation =
+  | { reachable: false }
+  | {
+      reachable: true;
+      conn: HeadscaleConnection;
+      tag: string;
+      nodes: Seen<HsNode[]>;
+      keys: Seen<HsPreAuthKey[]>;
+      /** Key ids of the bootstrap Secrets among the children. */
+      secretKeyIds: string[];
+      /** status.node.preAuthKeyId. */
+      recordedKeyId?: string;
+      /** The keys of status.nodes[] (replicas > 1). */
+      recordedKeyIds?: string[];
+      now: Date;
+    };
+
+export type GatewayCleanupPlan =
+  | { release: true }
+  | { release: false; deleteNodes: { id: string; node: string }[]; expireKeys: string[] }
+  | { release: false; cannot: string };
+
+export type GatewayCleanupOutcome = { ok: true; deleted: string[]; expired: string[] } | { ok: false; error: string };
+
+export interface GatewayFinalizeDecision extends Decision {
+  finalized: boolean;
+  /** Why the cleanup must be retried. */
+  error?: string;
+}
+
+export async function observeGatewayCleanup(req: HookRequest, deps: HookDeps): Promise<GatewayCleanupObservation> {
+  const ctx = resolveWorkload(req, deps, { cleanup: true });
+  if (!ctx.ok) return { reachable: false };
+  const view = deps.views.view(ctx.conn);
+  const [nodes, keys] = await Promise.all([view.freshNodes(), view.freshPreAuthKeys()]);
+  const recorded = previousStatusNode(previousStatus(req.parent))?.preAuthKeyId;
+  const recordedAll = previousStatusNodes(previousStatus(req.parent))
+    .map((n) => n.preAuthKeyId)
+    .filter(Boolean);
+  return {
+    reachable: true,
+    conn: ctx.conn,
+    tag: effectiveTag(req.parent, ctx.settings.tagPrefix),
+    nodes: seen(nodes),
+    keys: seen(keys),
+    secretKeyIds: observedKeys(objectsOf(req.children, "v1", "Secret")).map((k) => k.keyId),
+    ...(recorded ? { recordedKeyId: recorded } : {}),
+    ...(recordedAll.length ? { recordedKeyIds: recordedAll } : {}),
+    now: deps.now(),
+  };
+}
+
+export function planGatewayCleanup(o: GatewayCleanupObservation): GatewayCleanupPlan {
+  if (!o.reachable) return { release: true };
+  if (!o.nodes.ok) return { release: false, cannot: o.nodes.error };
+  if (!o.keys.ok) return { release: false, cannot: o.keys.error };
+  const ourKeyIds = [
+    ...new Set([...o.secretKeyIds, ...(o.recordedKeyId ? [o.recordedKeyId] : []), ...(o.recordedKeyIds ?? [])]),
+  ];
+  const records = o.keys.value;
+  const live = (id: string) => {
+    const expiration = records.find((k) => k.id === id)?.expiration;
+    return !!expiration && Date.parse(expiration) > o.now.getTime();
+  };
+  return {
+    release: false,
+    deleteNodes: o.nodes.value
+      .filter((n) => isOurs(n, o.tag, ourKeyIds))
+      .map((n) => ({ id: n.id, node: describeNode(n) })),
+    expireKeys: o.secretKeyIds.filter(live),
+  };
+}
+
+/** Deletes, then expires, in order; the first failure stops the rest (retried by the next finalize). */
+export async function actGatewayCleanup(
+  view: HeadscaleView | undefined,
+  plan: GatewayCleanupPlan,
+): Promise<GatewayCleanupOutcome> {
+  if (plan.release) return { ok: true, deleted: [], expired: [] };
+  if ("cannot" in plan) return { ok: false, error: plan.cannot };
+  if (!view) return { ok: false, error: "no Headscale connection" };
+  const deleted: string[] = [];
+  for (const n of plan.deleteNodes) {
+    const out = await view.deleteNode(n.id);
+    if (!out.ok && !notFound(out.error)) return { ok: false, error: out.error.message };
+    deleted.push(n.node);
+  }
+  const expired: string[] = [];
+  for (const id of plan.expireKeys) {
+    const out = await view.expirePreAuthKey(id);
+    if (!out.ok) return { ok: false, error: out.error.message };
+    expired.push(id);
+  }
+  return { ok: true, deleted, expired };
+}
+
+/** The status stays as it was (conditions and fields), out of the resource metrics; children go once clean. */
+export function decideGatewayCleanup(
+  parent: K8sObject,
+  children: HookRequest["children"],
+  outcome: GatewayCleanupOutcome,
+): GatewayFinalizeDecision {
+  const { conditions, observedGeneration: _g, ...fields } = previousStatus(parent);
+  const kept: ConditionInput[] = (Array.isArray(conditions) ? conditions : [])
+    .filter((c): c is ConditionInput => isRecord(c) && typeof c.type === "string")
+    .map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message ?? "" }));
+  const base = { conditions: kept, fields, withdrawn: true };
+  if (outcome.ok) return { ...base, children: [], finalized: true };
+  return {
+    ...base,
+    children: reuseAllChildren(children),
+    finalized: false,
+    resyncAfterSeconds: CLEANUP_RETRY_SECONDS,
+    error: outcome.error,
+  };
+}
+
+export function logCleanup(parent: K8sObject, d: GatewayFinalizeDecision, log: FastifyBaseLogger): void {
+  if (d.error === undefined) return;
+  log.warn(
+    { gateway: `${parent.metadata.namespace}/${parent.metadata.name}`, error: d.error },
+    "gateway cleanup failed; retrying",
+  );
+}

@@ -1,0 +1,345 @@
+/**
+ * The gateway's plan (pure): which Headscale writes the sync wants — the bootstrap key work (bootstrap.ts),
+ * the approval of the gateway's own routes and the deletion of its stale nodes — judged by the fresh writer's
+ * verdict (fresh.ts: bootstrap key, node provenance, pod template). Route approval and stale-node deletion
+ * are one function each that says both the condition and the write it wants, so the plan (before act) and
+ * decide (after act) read the same rules.
+ *
+ * The node writes are planned against the bootstrap key as observed. When act mints a new key they wait
+ * for the next sync, which plans them against the new one (act.ts holds them; decide says so).
+ */
+import { GatewayCondition as C, GatewayReason as R } from "../../../conditions/reasons.js";
+import { conditionsOf, type TypedCondition } from "../../../conditions/table.js";
+import { GATEWAY_REASONS } from "../../../conditions/tables/gateway.js";
+import type { HsNode } from "../../../headscale/types.js";
+import { isRecord, type K8sObject, reuseObserved } from "../../../k8s/objects.js";
+import { type AuthKeyPlan, observedKeys } from "../../shared/authkey.js";
+import { type EarlyRotation, planBootstrapKey } from "./bootstrap.js";
+import { gatewayLabels } from "./children.js";
+import { exitWork } from "./exit.js";
+import { checkBootstrapKey, checkPodTemplate, checkProvenance, type FreshProblem } from "./fresh.js";
+import { analyzeNodes, describeNode, type NodeAnalysis } from "./nodes.js";
+import type { GatewayFacts, GatewayObservation } from "./observe.js";
+import { renderDeployment, renderedStamp } from "./render.js";
+import { stampOf } from "./template.js";
+
+const { cond } = conditionsOf(GATEWAY_REASONS);
+export type GatewayConditionOf<T extends keyof typeof GATEWAY_REASONS & string> = TypedCondition<
+  typeof GATEWAY_REASONS,
+  T
+>;
+
+/** The bootstrap key as act left it (reused, minted, or kept after a failed mint). */
+export interface BootstrapKey {
+  secret?: K8sObject;
+  keyId?: string;
+  expiresAt?: Date;
+  /** Why no fresh key could be made (Headscale's error; never contains the key). */
+  error?: string;
+}
+
+/** A served gateway's facts with its bootstrap key: what the fresh writer's checks judge. */
+export interface GatewayInputs extends GatewayFacts {
+  key: BootstrapKey;
+}
+
+export interface GatewayApproval {
+  nodeId: string;
+  node: string;
+  add: string[];
+}
+
+export interface GatewayWrites {
+  approve?: GatewayApproval;
+  /** replicas > 1: the approvals of the other current nodes (`approve` is the first node's). */
+  moreApprovals?: GatewayApproval[];
+  /** spec.exitNode: the exit pair on each current node that advertises it unapproved (exit.ts). */
+  approveExit?: GatewayApproval[];
+  deleteNodes: { id: string; node: string }[];
+}
+
+export interface GatewayKeyWork {
+  auth: AuthKeyPlan;
+  early?: EarlyRotation;
+  /** The key of the observed Secret: the node writes were planned with it. */
+  observedKeyId?: string;
+  /** What a minted key looks like: single-use (reusable with replicas > 1), not ephemeral, tagged exactly with the gateway tag. */
+  mint: {
+    tags: string[];
+    reusable: boolean;
+    ephemeral: false;
+    ttlSeconds: number;
+    now: Date;
+    labels: Record<string, string>;
+  };
+}
+
+export interface GatewayPlan {
+  /** Absent when nothing is served (no Tailnet, no credentials, no zone): nothing is written. */
+  key?: GatewayKeyWork;
+  writes: GatewayWrites;
+  /** Seconds until the key plan should be looked at again (half-life, recovery grace). */
+  recheckSeconds?: number;
+}
+
+export const NO_WRITES: GatewayWrites = { deleteNodes: [] };
+
+/** The fresh writer's checks, in order; an observation that failed is a check that could not pass. */
+export interface FreshVerdict {
+  facts?: NodeAnalysis;
+  problems: FreshProblem[];
+  /** Some check failed on what it saw (not only because Headscale could not be read). */
+  definite: boolean;
+  /** Some check could not run: Headscale's key or node list was not read. */
+  unobserved: boolean;
+  /** Every check passed and the node's identity is unchanged: the derived zone may be written. */
+  freshOk: boolean;
+  /** freshOk and a current node exists: Headscale writes for it are allowed. */
+  verified: boolean;
+}
+
+export function freshVerdict(input: GatewayInputs): FreshVerdict {
+  const hs = input.headscale;
+  const facts = hs.nodes.ok
+    ? analyzeNodes({
+        nodes: hs.nodes.value,
+        tag: input.tag,
+        secretKeyId: input.key.keyId,
+        previous: input.previousNode,
+        ...(input.previousNodes ? { previousNodes: input.previousNodes } : {}),
+        acceptedNodeKey: input.spec.acceptedNodeKey,
+        replicas: input.spec.replicas,
+      })
+    : undefined;
+  const problems: FreshProblem[] = [];
+  let definite = false;
+  let unobserved = false;
+  const add = (p: FreshProblem | undefined) => {
+    if (p) problems.push(p);
+    definite ||= !!p;
+  };
+  // What the Secret itself says (missing, expired) is known even when Headscale cannot be read.
+  const keyProblem = checkBootstrapKey(
+    input.key,
+    hs.keys.ok ? hs.keys.value : undefined,
+    input.tag,
+    input.now,
+    input.spec.replicas > 1,
+  );
+  if (keyProblem || hs.keys.ok) add(keyProblem);
+  else {
+    unobserved = true;
+    problems.push({ check: "bootstrap key", message: `cannot read Headscale's pre-auth keys: ${hs.keys.error}` });
+  }
+  if (facts) add(checkProvenance(facts.provenanceProblems));
+  else {
+    unobserved = true;
+    problems.push({
+      check: "node provenance",
+      message: `cannot list Headscale's nodes: ${hs.nodes.ok ? "" : hs.nodes.error}`,
+    });
+  }
+  add(checkPodTemplate(input.observed.deployment));
+  const freshOk = problems.length === 0 && !facts?.identityChange;
+  return { facts, problems, definite, unobserved, freshOk, verified: freshOk && !!facts?.current };
+}
+
+const list = (nodes: readonly HsNode[]) => nodes.map(describeNode).join(", ");
+
+/**
+ * RoutesInSync and the approval it wants. The gateway approves its own routes whatever the policy says, so a
+ * Tailnet that left its contribution out of the policy (LeftOutOfPolicy) changes the condition, not the writes.
+ */
+export function routeWork(
+  input: GatewayInputs,
+  v: FreshVerdict,
+): { condition: GatewayConditionOf<"RoutesInSync">; approve?: GatewayApproval; moreApprovals?: GatewayApproval[] } {
+  const work = ownRouteWork(input, v);
+  if (!input.leftOut || input.routeConflict) return work;
+  return { ...work, condition: cond(C.RoutesInSync, "False", R.LeftOutOfPolicy, input.leftOut) };
+}
+
+/** RoutesInSync and the approval it wants: only the missing advertised routes, only on a verified node. */
+function ownRouteWork(
+  input: GatewayInputs,
+  v: FreshVerdict,
+): { condition: GatewayConditionOf<"RoutesInSync">; approve?: GatewayApproval; moreApprovals?: GatewayApproval[] } {
+  const routes = input.spec.routes;
+  const approved = (message: string) => ({ condition: cond(C.RoutesInSync, "True", R.Approved, message) });
+  const notApproved = (message: string) => ({ condition: cond(C.RoutesInSync, "False", R.NotApproved, message) });
+  if (routes.length === 0) return approved("spec.routes is empty: no routes to approve");
+  if (input.routeConflict) {
+    return { condition: cond(C.RoutesInSync, "False", R.OverlapsReserved, input.routeConflict) };
+  }
+  if (!input.headscale.nodes.ok) {
+    const message = `cannot verify route approval: ${input.headscale.nodes.error}`;
+    return { condition: cond(C.RoutesInSync, "Unknown", R.NotObserved, message) };
+  }
+  const node = v.facts?.current;
+  if (!node) return notApproved("no registered gateway node yet");
+  if (input.spec.replicas > 1) return replicatedRouteWork(input, v, v.facts?.currents ?? [node]);
+  const who = describeNode(node);
+  const notAdvertised = routes.filter((r) => !node.availableRoutes.includes(r));
+  const missing = routes.filter((r) => !node.approvedRoutes.includes(r) && node.availableRoutes.includes(r));
+  if (missing.length === 0 && notAdvertised.length === 0) return approved(`${who} has ${routes.join(", ")} approved`);
+  if (missing.length === 0) return notApproved(`${who} does not advertise ${notAdvertised.join(", ")} (yet)`);
+  const unadvertised = notAdvertised.length ? `; ${who} does not advertise ${notAdvertised.join(", ")} (yet)` : "";
+  const want = `${missing.join(", ")}${unadvertised}`;
+  if (!v.verified) {
+    return notApproved(
+      `not approving ${missing.join(", ")} on ${who} while Registered is not FreshRuntimeReady${unadvertised}`,
+    );
+  }
+  const { name, policyMode, incompatible } = input.tailnet;
+  if (policyMode === "DryRun") {
+    return notApproved(
+      `Tailnet ${name} is in DryRun: the operator approves no routes; not approved on ${who}: ${want}`,
+    );
+  }
+  if (incompatible) {
+    return notApproved(
+      `Tailnet ${name} reports HeadscaleCompatible=False: the operator does not write to this server; not approved on ${who}: ${want}`,
+    );
+  }
+  const done = `approved ${missing.join(", ")} on ${who}${unadvertised}`;
+  const approve = { nodeId: node.id, node: who, add: missing };
+  return { ...(notAdvertised.length ? notApproved(done) : approved(done)), approve };
+}
+
+/**
+ * replicas > 1: the routes approved on every current node (each node's missing ones, one approve_routes per
+ * node), so Headscale can fail over to any of them (it elects one primary per prefix among the online nodes
+ * that have it approved). In sync while at least one node has every route advertised and approved; the
+ * message names each node's state.
+ */
+function replicatedRouteWork(
+  input: GatewayInputs,
+  v: FreshVerdict,
+  nodes: readonly HsNode[],
+): { condition: GatewayConditionOf<"RoutesInSync">; approve?: GatewayApproval; moreApprovals?: GatewayApproval[] } {
+  const routes = input.spec.routes;
+  const { name, policyMode, incompatible } = input.tailnet;
+  const held = !v.verified
+    ? "while Registered is not FreshRuntimeReady"
+    : policyMode === "DryRun"
+      ? `: Tailnet ${name} is in DryRun`
+      : incompatible
+        ? `: Tailnet ${name} reports HeadscaleCompatible=False`
+        : undefined;
+  const approvals: GatewayApproval[] = [];
+  const parts: string[] = [];
+  let inSync = 0;
+  for (const node of nodes) {
+    const who = describeNode(node);
+    const notAdvertised = routes.filter((r) => !node.availableRoutes.includes(r));
+    const missing = routes.filter((r) => !node.approvedRoutes.includes(r) && node.availableRoutes.includes(r));
+    const unadvertised = notAdvertised.length ? ` (does not advertise ${notAdvertised.join(", ")} yet)` : "";
+    if (missing.length === 0) {
+      if (!notAdvertised.length) inSync++;
+      parts.push(notAdvertised.length ? `${who}${unadvertised}` : `${who} approved`);
+    } else if (held) {
+      parts.push(`not approving ${missing.join(", ")} on ${who} ${held}${unadvertised}`.replace(" :", ":"));
+    } else {
+      approvals.push({ nodeId: node.id, node: who, add: missing });
+      if (!notAdvertised.length) inSync++;
+      parts.push(`approved ${missing.join(", ")} on ${who}${unadvertised}`);
+    }
+  }
+  const message = `${inSync} of ${nodes.length} nodes have ${routes.join(", ")} approved: ${parts.join("; ")}`;
+  const condition = inSync
+    ? cond(C.RoutesInSync, "True", R.Approved, message)
+    : cond(C.RoutesInSync, "False", R.NotApproved, message);
+  const [approve, ...more] = approvals;
+  return { condition, ...(approve ? { approve } : {}), ...(more.length ? { moreApprovals: more } : {}) };
+}
+
+/** StaleNodes and the deletions it wants: every node of ours but the current one, only when it is verified. */
+export function staleWork(
+  input: GatewayInputs,
+  v: FreshVerdict,
+): { condition: GatewayConditionOf<"StaleNodes">; deleteNodes: GatewayWrites["deleteNodes"] } {
+  const only = (condition: GatewayConditionOf<"StaleNodes">) => ({ condition, deleteNodes: [] });
+  if (!input.headscale.nodes.ok) {
+    return only(cond(C.StaleNodes, "Unknown", R.NotObserved, `cannot list nodes: ${input.headscale.nodes.error}`));
+  }
+  const facts = v.facts;
+  if (!facts?.current) return only(cond(C.StaleNodes, "False", R.None, "no node of this gateway is registered"));
+  if (!v.verified) {
+    return only(
+      cond(C.StaleNodes, "Unknown", R.None, "not evaluated while the current node is not verified (see Registered)"),
+    );
+  }
+  if (facts.stale.length === 0) {
+    if (input.spec.replicas > 1) {
+      return only(cond(C.StaleNodes, "False", R.None, `only the current nodes: ${list(facts.currents)}`));
+    }
+    return only(cond(C.StaleNodes, "False", R.None, `only the current node: ${describeNode(facts.current)}`));
+  }
+  if (input.spec.staleNodes === "Keep") {
+    return only(
+      cond(
+        C.StaleNodes,
+        "True",
+        R.ExternallyManaged,
+        `staleNodes is Keep; stale nodes left in place: ${list(facts.stale)}`,
+      ),
+    );
+  }
+  return {
+    condition: cond(C.StaleNodes, "False", R.Deleted, `deleted stale ${list(facts.stale)}`),
+    deleteNodes: facts.stale.map((n) => ({ id: n.id, node: describeNode(n) })),
+  };
+}
+
+/** The node writes the fresh writer's verdict allows for these facts. */
+export function gatewayWrites(input: GatewayInputs, v: FreshVerdict = freshVerdict(input)): GatewayWrites {
+  const { approve, moreApprovals } = routeWork(input, v);
+  const { approvals: approveExit } = exitWork(input, v);
+  return {
+    ...(approve ? { approve } : {}),
+    ...(moreApprovals ? { moreApprovals } : {}),
+    ...(approveExit.length ? { approveExit } : {}),
+    deleteNodes: staleWork(input, v).deleteNodes,
+  };
+}
+
+export function planGateway(o: GatewayObservation): GatewayPlan {
+  if ("unserved" in o) return { writes: NO_WRITES };
+  const [current] = observedKeys(o.secrets);
+  const asObserved: GatewayInputs = {
+    ...o,
+    key: current ? { secret: reuseObserved(current.secret), keyId: current.keyId, expiresAt: current.expiresAt } : {},
+  };
+  const verdict = freshVerdict(asObserved);
+  const deployment = o.observed.deployment;
+  const liveStamp = deployment ? stampOf(isRecord(deployment.spec) ? deployment.spec.template : undefined) : undefined;
+  const keyPlan = planBootstrapKey({
+    children: o.secrets,
+    now: o.now,
+    keys: o.headscale.keys,
+    nodes: o.headscale.nodes,
+    suspended: o.spec.suspend,
+    identityChanged: !!verdict.facts?.identityChange,
+    rolloutPending: !!deployment && liveStamp !== renderedStamp(renderDeployment(o, current?.secret.metadata.name)),
+    pods: o.related.pods,
+    reusable: o.spec.replicas > 1,
+    wasReplicated: isRecord(o.parent.status) && Array.isArray(o.parent.status.nodes),
+  });
+  return {
+    key: {
+      auth: keyPlan.plan,
+      ...(keyPlan.early ? { early: keyPlan.early } : {}),
+      ...(current ? { observedKeyId: current.keyId } : {}),
+      mint: {
+        tags: [o.tag],
+        reusable: o.spec.replicas > 1,
+        ephemeral: false,
+        ttlSeconds: o.spec.bootstrapKeyTTLSeconds,
+        now: o.now,
+        labels: gatewayLabels(o.parent),
+      },
+    },
+    writes: gatewayWrites(asObserved, verdict),
+    ...(keyPlan.recheckSeconds !== undefined ? { recheckSeconds: keyPlan.recheckSeconds } : {}),
+  };
+}

@@ -1,0 +1,411 @@
+/**
+ * decide for a TailnetIngress (pure): spec + observation + the outcomes of act in, children +
+ * conditions + status fields out. Ready repeats the first blocker: NoTailnet / NoAPIKey, TagUnknown,
+ * InvalidDNSName, DNSNameReserved, DNSNameConflict, then Registered, PolicyGranted, TLSReady, BackendsReachable
+ * (reasons page order). Also `planIngress`, the pure part that says which Headscale writes are wanted.
+ */
+import type { OperatorConfig } from "../../../config.js";
+import type { HsNode, HsPolicy } from "../../../headscale/types.js";
+import type { Obs } from "../../../headscale/view.js";
+import { type K8sObject, reuseObserved } from "../../../k8s/objects.js";
+import type { Decision } from "../../../pipeline/run.js";
+import type { ScrapeResult } from "../../../pipeline/types.js";
+import { agentName, listNames, nodeLabel, nodesWithTag, supersededNodes } from "../../shared/agent.js";
+import { registeredCondition, tagKnownCondition } from "../../shared/agent-conditions.js";
+import { type AuthKeyOutcome, type AuthKeyPlan, decideAuthKey, observedKeys } from "../../shared/authkey.js";
+import { heldNamesOf, type NameHolder } from "../../shared/dns-owners.js";
+import { agentHostname } from "../../shared/dns-tenancy.js";
+import { type IngressNames, nameConflicts, namesIn } from "../../shared/ingress-names.js";
+import type { ProxyClassSpec } from "../../shared/proxy-class.js";
+import { ownKeyIds, recordedKeyIds, type TenancyReason } from "../../shared/tenancy.js";
+import { effectiveTag, type TailnetSettings } from "../../shared/workload.js";
+import { backendsCondition } from "./backends.js";
+import { ingressChildren } from "./children.js";
+import { cond, type IngressCondition, isReadyBlocker, type ReadyReason } from "./conditions.js";
+import type { IngressSpec } from "./spec.js";
+import { tlsCondition } from "./tls.js";
+
+/**
+ * The Tailnet as decide sees it: resolved (with the login server), or why not. Without credentials
+ * (NoAPIKey) the Tailnet itself was found, so its settings (tag prefix, baseDomain, allowed sources)
+ * are known; without the Tailnet (NoTailnet) nothing is.
+ */
+export type TailnetView =
+  | { ok: true; settings: TailnetSettings; loginServer: string; ca?: string; proxyClass?: ProxyClassSpec }
+  | { ok: false; reason: "NoAPIKey" | "ProxyClassMissing" | TenancyReason; message: string; settings: TailnetSettings }
+  | { ok: false; reason: "NoTailnet"; message: string };
+
+const settingsOf = (t: TailnetView): TailnetSettings | undefined =>
+  t.ok || t.reason !== "NoTailnet" ? t.settings : undefined;
+
+/** What observe saw (I/O done; failures are values). */
+export interface IngressFacts {
+  parent: K8sObject;
+  config: OperatorConfig;
+  /** Observed children, reused as they are when they may not be rebuilt. */
+  children: K8sObject[];
+  tailnet: TailnetView;
+  /** Headscale reads; undefined when Headscale was not queried (no Tailnet or no credentials). */
+  policy?: Obs<HsPolicy | null>;
+  nodes?: Obs<HsNode[]>;
+  scrapes: ScrapeResult[];
+  /** The related Secrets of the ingress's namespace by name (its TLS Secrets). */
+  tlsSecrets: ReadonlyMap<string, K8sObject>;
+  /** Names of the related backend Services that exist. */
+  services: ReadonlySet<string>;
+  /** Every TailnetIngress (name conflicts). */
+  ingresses: K8sObject[];
+  /** The key ids the ingress minted, when observe read Headscale's key list (adoption, ownKeyIds). */
+  ownKeys?: ReadonlySet<string>;
+  /** LeftOutOfPolicy's message: the Tailnet left this ingress's grant out of the policy. */
+  leftOut?: string;
+  now: Date;
+}
+
+/** decide's input: the spec, the facts, with the node list as left by act, and the pre-auth key after act. */
+export interface IngressDecideInput extends IngressFacts {
+  spec: IngressSpec;
+  /** The pre-auth key after act (see planIngress). */
+  authKey: AuthKeyOutcome;
+}
+
+/** The Headscale writes a sync wants (pure, see planIngress); act carries them out. */
+export interface IngressPlan {
+  /** The effective tag, once the Tailnet's settings are known. */
+  tag?: string;
+  /** Headscale may be written for the key: the Tailnet resolved and this sync's reads succeeded. */
+  write: boolean;
+  authKey: AuthKeyPlan;
+  /** Agent nodes a newer pod replaced (from a node list read in this sync), to delete. */
+  superseded: HsNode[];
+}
+
+/** One Headscale node of the ingress (an agent pod's): its name, tailnet addresses and whether it is online. */
+export interface IngressNodeStatus {
+  name: string;
+  addresses: string[];
+  online: boolean;
+}
+
+export interface IngressStatusFields extends Record<string, unknown> {
+  tag?: string;
+  dnsName?: string;
+  exposes: { name: string; dnsName?: string; dnsAliases: string[]; reachable?: boolean }[];
+  /** The nodes carrying the tag, by name; absent while the node list was not read. */
+  nodes?: IngressNodeStatus[];
+  /** The pre-auth keys this ingress minted (tenancy.ts): the only ones finalize and rollouts act on. */
+  preAuthKeyIds?: string[];
+}
+
+/** The key ids this ingress minted: status.preAuthKeyIds and its key Secrets (tenancy.ts ownKeyIds). */
+export function ingressOwnKeys(parent: K8sObject, children: readonly K8sObject[], tag: string): Set<string> {
+  const secretIds = observedKeys(children).map((k) => k.keyId);
+  return ownKeyIds(parent, tag, secretIds, undefined);
+}
+
+export interface IngressDecision extends Decision {
+  conditions: IngressCondition[];
+  fields: IngressStatusFields;
+  /** Per expose (spec order): reachability as observed, for tailnet_ingress_expose_reachable. */
+  exposes: { name: string; reachable: boolean | undefined }[];
+  /** Expiry of the pre-auth key in use (tailnet_auth_key_expiry_timestamp_seconds). */
+  authKeyExpiresAt?: Date;
+}
+
+/** While something outside the operator is awaited (registration, policy, agent, Headscale). */
+export const WAIT_RESYNC_SECONDS = 30;
+const MIN_RESYNC_SECONDS = 5;
+
+/**
+ * The writes wanted (pure). The pre-auth key is written only when the Tailnet resolved and the reads of
+ * this sync succeeded (a failed observation never writes); superseded nodes are deleted only from a node
+ * list read in this sync, for a resolved Tailnet (the tag is known).
+ */
+export function planIngress(
+  spec: IngressSpec,
+  facts: Pick<IngressFacts, "parent" | "children" | "tailnet" | "policy" | "nodes" | "now" | "ownKeys">,
+): IngressPlan {
+  const { tailnet, nodes, now } = facts;
+  const settings = settingsOf(tailnet);
+  const tag = settings ? effectiveTag(facts.parent, settings.tagPrefix) : undefined;
+  const write = tailnet.ok && facts.policy?.ok === true && nodes?.ok === true;
+  const superseded =
+    tailnet.ok && tag && nodes?.ok
+      ? supersededNodes(
+          nodes.value,
+          tag,
+          facts.ownKeys ?? ingressOwnKeys(facts.parent, facts.children, tag),
+          spec.replicas,
+          now,
+        )
+      : [];
+  return { ...(tag ? { tag } : {}), write, authKey: decideAuthKey(facts.children, now), superseded };
+}
+
+type Tailnetless = Exclude<TailnetView, { ok: true }>;
+
+/** Not evaluated without the Tailnet or its credentials, with the Ready reason that explains it. */
+function notEvaluated<T extends "TagKnown" | "Registered">(type: T, tailnet: Tailnetless): IngressCondition<T>;
+function notEvaluated(type: "TagKnown" | "Registered", tailnet: Tailnetless): IngressCondition {
+  const message = `not evaluated: ${tailnet.message}`;
+  return cond(type, "Unknown", tailnet.reason, message);
+}
+
+function policyGranted(
+  spec: IngressSpec,
+  tailnet: TailnetView,
+  tag: string | undefined,
+): IngressCondition<"PolicyGranted"> {
+  const settings = settingsOf(tailnet);
+  if (!settings || !tag) {
+    return cond("PolicyGranted", "Unknown", "NoTailnet", `not evaluated: ${tailnet.ok ? "" : tailnet.message}`);
+  }
+  const denied = spec.allowFrom.filter((a) => !settings.allowedIngressSources.includes(a));
+  if (denied.length > 0) {
+    return cond(
+      "PolicyGranted",
+      "False",
+      "PolicyDenied",
+      `allowFrom ${denied.join(", ")} ${denied.length === 1 ? "is" : "are"} not in Tailnet ${settings.name}'s allowedIngressSources, so no grant to ${tag} is rendered`,
+    );
+  }
+  if (spec.allowFrom.length === 0) {
+    return cond(
+      "PolicyGranted",
+      "True",
+      "Granted",
+      `allowFrom is empty: no grant to ${tag} is rendered; only the base policy gives access`,
+    );
+  }
+  const ports = [...new Set(spec.exposes.map((e) => e.port))].sort((a, b) => a - b).map((p) => `tcp:${p}`);
+  const dryRun = settings.policyMode === "DryRun" ? " (the Tailnet is in DryRun: rendered, not applied)" : "";
+  return cond(
+    "PolicyGranted",
+    "True",
+    "Granted",
+    `${spec.allowFrom.join(", ")} may connect to ${tag} on ${ports.join(", ")}${dryRun}`,
+  );
+}
+
+/** Something that keeps Ready False, with the reason Ready then carries. */
+interface Blocker {
+  ok: boolean;
+  reason: ReadyReason;
+  message: string;
+}
+
+/** A condition that must be True to let Ready through; its reason is repeated on Ready. */
+function blockerFrom(c: IngressCondition): Blocker {
+  if (c.status === "True" || !isReadyBlocker(c.reason))
+    return { ok: c.status === "True", reason: "Ready", message: "" };
+  return { ok: false, reason: c.reason, message: c.message };
+}
+
+function namesBlockers(
+  names: IngressNames | undefined,
+  held: NameHolder[],
+  conflicts: { name: string; claimedBy: string }[],
+): Blocker[] {
+  const invalid = names?.invalidAt ?? [];
+  return [
+    {
+      ok: invalid.length === 0,
+      reason: "InvalidDNSName",
+      message: `not a DNS label: ${listNames(invalid.map((i) => `${i.field} "${i.label}"`))} (a host or alias is one lower-case label; the Tailnet's baseDomain is appended); nothing is published`,
+    },
+    {
+      ok: held.length === 0,
+      reason: "DNSNameReserved",
+      message: `the name of another machine: ${listNames(held.map((h) => `${h.name} (${h.heldBy})`))}; a record under it would take that machine's connections, so these names are not published for this ingress`,
+    },
+    {
+      ok: conflicts.length === 0,
+      reason: "DNSNameConflict",
+      message: `already claimed by an older TailnetIngress: ${listNames(conflicts.map((c) => `${c.name} (${c.claimedBy})`))}; these names are not published for this ingress`,
+    },
+  ];
+}
+
+/** Seconds until the next moment the answer would change by itself, or undefined. */
+function resyncAfter(waiting: boolean, due: (Date | undefined)[], now: Date): number | undefined {
+  const candidates = waiting ? [WAIT_RESYNC_SECONDS] : [];
+  for (const d of due) {
+    if (!d) continue;
+    const s = Math.ceil((d.getTime() - now.getTime()) / 1000);
+    candidates.push(s > 0 ? Math.max(s, MIN_RESYNC_SECONDS) : WAIT_RESYNC_SECONDS);
+  }
+  return candidates.length ? Math.min(...candidates) : undefined;
+}
+
+/** When the key in use reaches half its lifetime (rotation time). */
+function rotationDue(authKey: AuthKeyOutcome): Date | undefined {
+  const [key] = observedKeys(authKey.secret ? [authKey.secret] : []);
+  if (!key) return undefined;
+  return new Date(key.createdAt.getTime() + (key.expiresAt.getTime() - key.createdAt.getTime()) / 2);
+}
+
+/**
+ * Ready needs a node that serves: with nodes carrying the tag and none of them online (Headscale's view),
+ * Ready is NodesOffline; TailnetNodeOffline alerts on each offline node. Nothing while not registered.
+ */
+function onlineBlocker(registered: IngressCondition<"Registered">, mine: readonly HsNode[], tag: string): Blocker {
+  if (registered.status !== "True" || mine.length === 0 || mine.some((n) => n.online)) {
+    return { ok: true, reason: "Ready", message: "" };
+  }
+  const noun = mine.length === 1 ? "the node" : `all ${mine.length} nodes`;
+  return {
+    ok: false,
+    reason: "NodesOffline",
+    message: `${noun} carrying ${tag} ${mine.length === 1 ? "is" : "are"} offline in Headscale (${listNames(mine.map(nodeLabel))}); check the agent pods and their connection to the control server`,
+  };
+}
+
+/** With replicas > 1, how many nodes serve: "2 of 3 nodes online" (or "3 nodes online"); nothing with one replica. */
+function onlineNote(replicas: number, mine: readonly HsNode[] | undefined): string {
+  if (replicas <= 1 || !mine) return "";
+  const online = mine.filter((n) => n.online).length;
+  return online < replicas ? ` (${online} of ${replicas} nodes online)` : ` (${online} nodes online)`;
+}
+
+// the agent's node is never named like the user-facing hostname (dns-tenancy.ts agentHostname)
+const nodeHostnameOf = (hostname: string, namespace: string, flat: readonly string[] | undefined) => ({
+  nodeHostname: agentHostname(hostname, namespace, flat),
+});
+
+export function decideIngress(input: IngressDecideInput): IngressDecision {
+  const { parent, spec, tailnet, now } = input;
+  const namespace = parent.metadata.namespace ?? "";
+  const settings = settingsOf(tailnet);
+  const tag = settings ? effectiveTag(parent, settings.tagPrefix) : spec.tag;
+  const flat = settings?.dnsFlatNamespaces;
+  const names = settings ? namesIn(parent, settings.baseDomain, flat) : undefined;
+  // Names a Headscale node holds (dns-owners.ts), from this sync's node list; none known without it.
+  const held = settings && input.nodes?.ok ? heldNamesOf(parent, input.ingresses, input.nodes.value, settings) : [];
+  const heldNames = new Set(held.map((h) => h.name));
+  const conflicts = settings
+    ? nameConflicts(parent, input.ingresses, settings.baseDomain, flat).filter((c) => !heldNames.has(c.name))
+    : [];
+
+  const tagKnown = !tailnet.ok
+    ? notEvaluated("TagKnown", tailnet)
+    : input.policy && tag
+      ? tagKnownCondition(input.policy, tag)
+      : cond("TagKnown", "Unknown", "Unknown", "not evaluated: the live policy was not read");
+  const keyNote = input.authKey.error
+    ? `no pre-auth key could be created (${input.authKey.error})`
+    : input.authKey.secret
+      ? undefined
+      : "no pre-auth key yet";
+  const registered = !tailnet.ok
+    ? notEvaluated("Registered", tailnet)
+    : input.nodes && tag
+      ? registeredCondition(input.nodes, tag, keyNote)
+      : cond("Registered", "Unknown", "Unknown", "not evaluated: the node list was not read");
+  const granted = input.leftOut
+    ? cond("PolicyGranted", "False", "LeftOutOfPolicy", input.leftOut)
+    : policyGranted(spec, tailnet, tag);
+  // Without the Tailnet the names (its baseDomain) are unknown, so certificates cannot be checked.
+  const tls =
+    names || spec.mode !== "http"
+      ? tlsCondition(
+          spec,
+          namespace,
+          input.tlsSecrets,
+          (i) => (names ? [names.exposes[i].dnsName, ...names.exposes[i].dnsAliases] : []),
+          now,
+        )
+      : {
+          condition: cond("TLSReady", "Unknown", "NoTailnet", `not evaluated: ${tailnet.ok ? "" : tailnet.message}`),
+          nextExpiry: undefined,
+        };
+  const backends = backendsCondition(spec, namespace, agentName(parent), input.scrapes, input.services);
+  const mine = tailnet.ok && tag && input.nodes?.ok ? nodesWithTag(input.nodes.value, tag) : undefined;
+
+  const blockers: Blocker[] = [
+    tailnet.ok
+      ? { ok: true, reason: "Ready", message: "" }
+      : { ok: false, reason: tailnet.reason, message: tailnet.message },
+    { ok: tagKnown.status === "True", reason: "TagUnknown", message: tagKnown.message },
+    ...namesBlockers(names, held, conflicts),
+    blockerFrom(registered),
+    mine && tag ? onlineBlocker(registered, mine, tag) : { ok: true, reason: "Ready", message: "" },
+    blockerFrom(granted),
+    blockerFrom(tls.condition),
+    blockerFrom(backends.condition),
+  ];
+  const first = blockers.find((b) => !b.ok);
+  const ready = first
+    ? cond("Ready", "False", first.reason, first.message)
+    : cond(
+        "Ready",
+        "True",
+        "Ready",
+        `serving ${listNames(spec.exposes.map((e) => e.name))} on ${names?.dnsName ?? spec.hostname}${onlineNote(spec.replicas, mine)}`,
+      );
+
+  const children =
+    tailnet.ok && tag && names
+      ? ingressChildren(parent, input.config, spec, {
+          tag,
+          loginServer: tailnet.loginServer,
+          names: names.exposes,
+          authKeySecret: input.authKey.secret,
+          ca: tailnet.ca,
+          ...(tailnet.proxyClass ? { proxyClass: tailnet.proxyClass } : {}),
+          ...nodeHostnameOf(spec.hostname, namespace, flat),
+          observedDeployment: input.children.find(
+            (c) => c.kind === "Deployment" && c.metadata.name === agentName(parent) && !c.metadata.deletionTimestamp,
+          ),
+        })
+      : input.children.filter((c) => !c.metadata.deletionTimestamp).map(reuseObserved);
+
+  const lost = new Set([...heldNames, ...conflicts.map((c) => c.name)]);
+  const published = (n: string) => !!names && names.invalid.length === 0 && !lost.has(n);
+  const fields: IngressStatusFields = {
+    ...(tag ? { tag } : {}),
+    ...(names && published(names.dnsName) ? { dnsName: names.dnsName } : {}),
+    exposes: spec.exposes
+      .map((e, i) => {
+        const n = names?.exposes[i];
+        const reachable = backends.reachable.get(e.name);
+        return {
+          name: e.name,
+          ...(n && published(n.dnsName) ? { dnsName: n.dnsName } : {}),
+          dnsAliases: (n?.dnsAliases ?? []).filter(published),
+          ...(reachable === undefined ? {} : { reachable }),
+        };
+      })
+      .sort((a, b) => a.name.localeCompare(b.name)),
+    ...(mine
+      ? {
+          nodes: mine.map((n) => ({ name: nodeLabel(n), addresses: [...n.ipAddresses], online: n.online })),
+        }
+      : {}),
+    ...recordedIngressKeys(input, tag),
+  };
+
+  const waiting = tagKnown.status !== "True" || registered.status !== "True" || backends.condition.status !== "True";
+  // Without a Tailnet there is nothing to poll: Metacontroller syncs again when it appears.
+  const resyncAfterSeconds = resyncAfter(waiting && tailnet.ok, [rotationDue(input.authKey), tls.nextExpiry], now);
+  return {
+    children,
+    conditions: [tagKnown, granted, registered, backends.condition, tls.condition, ready],
+    fields,
+    exposes: spec.exposes.map((e) => ({ name: e.name, reachable: backends.reachable.get(e.name) })),
+    ...(input.authKey.expiresAt ? { authKeyExpiresAt: input.authKey.expiresAt } : {}),
+    ...(resyncAfterSeconds === undefined ? {} : { resyncAfterSeconds }),
+  };
+}
+
+/**
+ * status.preAuthKeyIds: with a Tailnet, what the ingress minted so far plus the key in use (no key list is read
+ * in sync, so only the cap prunes); without one, as the previous status had it (finalize needs them).
+ */
+function recordedIngressKeys(input: IngressDecideInput, tag: string | undefined): { preAuthKeyIds?: string[] } {
+  if (input.tailnet.ok && tag) {
+    const own = input.ownKeys ?? ingressOwnKeys(input.parent, input.children, tag);
+    return { preAuthKeyIds: recordedKeyIds(own, input.authKey.keyId, undefined, undefined) };
+  }
+  const ids = (input.parent.status as { preAuthKeyIds?: unknown } | undefined)?.preAuthKeyIds;
+  return Array.isArray(ids) ? { preAuthKeyIds: ids.filter((x): x is string => typeof x === "string") } : {};
+}

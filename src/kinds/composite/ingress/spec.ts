@@ -1,0 +1,145 @@
+/**
+ * The TailnetIngress spec as the kind reads it (CRD defaults applied): the only place the ingress kind
+ * reads `parent.spec`. Also the checks the CRD schema cannot express (`ingressSpecProblem`, the kind
+ * module's `specProblem`: InvalidSpec naming the field) and the local listen port of every expose.
+ */
+import { ingressListenPort } from "../../../contract/ports.js";
+import type { K8sObject } from "../../../k8s/objects.js";
+import { recordOf } from "../../../k8s/objects.js";
+import { exposePort } from "../../shared/expose-port.js";
+
+export type IngressMode = "tcp" | "http" | "kube-api";
+
+/**
+ * mode kube-api: the agent forwards to the cluster's API server (the `kubernetes` Service in `default`,
+ * whose certificate names kubernetes.default.svc) with the pod's own ServiceAccount token, impersonating the
+ * tailnet peer (src/agent/kube-api.ts, docs/kube-api.md).
+ */
+export const KUBE_API_BACKEND = { host: "kubernetes.default.svc", port: 443 } as const;
+/** Where the agent container (only it) mounts its projected token and the cluster CA in mode kube-api. */
+export const KUBE_API_DIR = "/var/run/tailnet/kube-api";
+export const KUBE_API_FILES = { caFile: `${KUBE_API_DIR}/ca.crt`, tokenFile: `${KUBE_API_DIR}/token` } as const;
+
+export interface ExposeSpec {
+  /** Position in spec.exposes (field paths and listen ports use it). */
+  index: number;
+  name: string;
+  /** Port on the tailnet node. */
+  port: number;
+  /** Empty service when absent (mode kube-api, where it must be). */
+  backend: { service: string; port: number };
+  /** http only: DNS label of the expose's name (default: the ingress hostname). */
+  host?: string;
+  aliases: string[];
+  /** http only: the kubernetes.io/tls Secret in the ingress's namespace. */
+  tlsSecret?: string;
+}
+
+export interface IngressSpec {
+  /** spec.tag, when set (else the effective tag is derived from the Tailnet's tagPrefix). */
+  tag?: string;
+  hostname: string;
+  mode: IngressMode;
+  allowFrom: string[];
+  exposes: ExposeSpec[];
+  /** spec.replicas (default 1): agent pods, each its own tailnet node answering for the same names. */
+  replicas: number;
+}
+
+const str = (v: unknown): string | undefined => (typeof v === "string" && v ? v : undefined);
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+
+export function readIngressSpec(parent: K8sObject): IngressSpec {
+  const spec = recordOf(parent.spec);
+  const list = Array.isArray(spec.exposes) ? spec.exposes : [];
+  const replicas = Number(spec.replicas);
+  return {
+    ...(str(spec.tag) ? { tag: str(spec.tag) } : {}),
+    hostname: str(spec.hostname) ?? parent.metadata.name,
+    mode: spec.mode === "http" || spec.mode === "kube-api" ? spec.mode : "tcp",
+    allowFrom: strings(spec.allowFrom),
+    exposes: list.map((raw, index) => {
+      const e = recordOf(raw);
+      const backend = recordOf(e.backend);
+      return {
+        index,
+        name: str(e.name) ?? "",
+        port: exposePort(spec.mode, e.port),
+        backend: { service: str(backend.service) ?? "", port: Number(backend.port) },
+        host: str(e.host),
+        aliases: strings(e.aliases),
+        tlsSecret: str(recordOf(e.tls).secretName),
+      };
+    }),
+    replicas: Number.isInteger(replicas) && replicas >= 0 ? replicas : 1,
+  };
+}
+
+/** The DNS labels an http expose answers for (its host, else the hostname, then its aliases), lower-cased. */
+const exposeLabels = (spec: IngressSpec, e: ExposeSpec) =>
+  [e.host ?? spec.hostname, ...e.aliases].map((l) => l.toLowerCase());
+
+/**
+ * The first problem the schema cannot catch, naming the field; undefined when the spec is usable.
+ * tcp: one expose per tailnet port (tailscaled forwards a port to one listener). http: every expose
+ * needs a TLS Secret, and exposes sharing a port share one TLS listener, so their names must differ
+ * (SNI picks the expose). kube-api: one expose, no backend, TLS or names of its own (kubeApiProblem).
+ */
+export function ingressSpecProblem(parent: K8sObject): string | undefined {
+  const spec = readIngressSpec(parent);
+  if (spec.mode === "kube-api") return kubeApiProblem(spec);
+  const byPort = new Map<number, ExposeSpec[]>();
+  for (const e of spec.exposes) {
+    const f = `spec.exposes[${e.index}]`;
+    if (!e.backend.service) return `${f}.backend: required in mode ${spec.mode}`;
+    if (spec.mode === "http" && !e.tlsSecret) return `${f}.tls.secretName: required in mode http`;
+    if (!Number.isInteger(e.port)) return `${f}.port: required in mode tcp`;
+    const earlier = byPort.get(e.port) ?? [];
+    if (spec.mode === "tcp" && earlier.length > 0) {
+      return `${f}.port: ${e.port} is already used by spec.exposes[${earlier[0].index}] (one expose per port in mode tcp)`;
+    }
+    if (spec.mode === "http") {
+      const mine = exposeLabels(spec, e);
+      for (const other of earlier) {
+        const shared = mine.find((l) => exposeLabels(spec, other).includes(l));
+        if (shared !== undefined) {
+          return `${f}: name "${shared}" is already served on port ${e.port} by spec.exposes[${other.index}]`;
+        }
+      }
+    }
+    byPort.set(e.port, [...earlier, e]);
+  }
+  return undefined;
+}
+
+/** mode kube-api: the one expose is the API server, in plain HTTP (WireGuard is the transport security). */
+function kubeApiProblem(spec: IngressSpec): string | undefined {
+  for (const e of spec.exposes) {
+    const f = `spec.exposes[${e.index}]`;
+    if (e.index > 0) return `${f}: mode kube-api serves the API server on one port (one expose)`;
+    if (!Number.isInteger(e.port)) return `${f}.port: required in mode kube-api`;
+    if (e.backend.service)
+      return `${f}.backend: not allowed in mode kube-api (the backend is the cluster's API server)`;
+    if (e.tlsSecret)
+      return `${f}.tls: not allowed in mode kube-api (plain HTTP inside WireGuard; see docs/kube-api.md)`;
+    if (e.host || e.aliases.length > 0)
+      return `${f}.${e.host ? "host" : "aliases"}: not allowed in mode kube-api (the API server answers on spec.hostname)`;
+  }
+  return undefined;
+}
+
+/**
+ * Local listen port of every expose, in spec order: ingressListenPort(i), except that http exposes
+ * sharing a tailnet port share the TLS listener of the first of them (SNI picks the expose).
+ */
+export function exposeListenPorts(spec: IngressSpec): number[] {
+  const first = new Map<number, number>();
+  return spec.exposes.map((e) => {
+    if (spec.mode === "http") {
+      const shared = first.get(e.port);
+      if (shared !== undefined) return shared;
+      first.set(e.port, ingressListenPort(e.index));
+    }
+    return ingressListenPort(e.index);
+  });
+}

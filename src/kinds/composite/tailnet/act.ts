@@ -1,0 +1,247 @@
+/**
+ * The Tailnet's only Headscale write: `PUT /api/v1/policy` of the planned render, through the view.
+ *
+ * Before the PUT the live policy is read again (view.freshPolicy) and the plan made again with it
+ * (docs/architecture.md "Policy writes from several replicas"): another replica may have written this very
+ * render already (then it is InSync, no PUT), or a newer one (then this sync's inputs are older: no PUT of a
+ * stale render over it). Two replicas share no memory and Headscale v1 has no compare-and-swap, so the
+ * write is guarded by what Headscale holds right now.
+ *
+ * A failed write of one policy is retried with backoff (30 s doubling to 10 min) rather than on every
+ * resync: the backoff is soft state of the connection's view (view.soft.writeBackoff), so a restart simply
+ * retries at once. A failed PUT is followed by one fresh read: 0.29 may already serve the refused text from
+ * memory, or may have stored it before failing (hscontrol/grpcv1.go SetPolicy), so decide reports what the
+ * read-back shows. File mode is answered before anything changes: no read. The Event for an overwritten
+ * drift is best effort; drift is judged from the stored policy's own marker (plan.ts policyDrift).
+ */
+
+import { toK8sTime } from "../../../conditions/condition.js";
+import type { Outcome } from "../../../headscale/capabilities.js";
+import { HeadscaleError } from "../../../headscale/errors.js";
+import type { HsPolicy } from "../../../headscale/types.js";
+import type { HeadscaleView, Obs } from "../../../headscale/view.js";
+import type { K8sObject } from "../../../k8s/objects.js";
+import type { EventRecorder, HookDeps, HookRequest } from "../../../pipeline/types.js";
+import { markedPolicyText } from "../../../policy/marker.js";
+import { prettyPolicyText } from "../../../policy/render.js";
+import { apiKeySecretName } from "./children.js";
+import { type TailnetObservation, tailnetView } from "./observe.js";
+import { type PolicyWrite, planTailnet, type TailnetPlan } from "./plan.js";
+import { expirePrefix, findOwnApiKey, listedPrefix, type RotationOutcome, type RotationPlan } from "./rotation.js";
+import { liveHash, policyRefused, writeStage } from "./write.js";
+
+/**
+ * A failed write, and the policy read back right after it (`readback`, from GET /api/v1/policy; null = the
+ * database stores none; absent when not read, e.g. in file mode).
+ */
+export type WriteOutcome = { ok: true } | { ok: false; error: HeadscaleError; readback?: Outcome<HsPolicy | null> };
+
+export interface TailnetOutcome {
+  /** The API key renewal step taken (plan.rotation), if any. */
+  rotation?: RotationOutcome;
+  /** Only when a write was planned: the live policy read again just before the PUT, and the plan made with it. */
+  replan?: { policy: Obs<HsPolicy | null>; plan: TailnetPlan };
+  /** The re-planned write was not sent: the live policy moved from `from` to `to` since the observation. */
+  superseded?: { from: string | null; to: string | null };
+  /** The PUT that was sent; after a failure, the seconds until its backoff elapses. */
+  written?: { write: PolicyWrite; result: WriteOutcome; retryAfterSeconds?: number };
+}
+
+const BACKOFF_FIRST_MS = 30_000;
+const BACKOFF_MAX_MS = 10 * 60_000;
+
+/** How soon a sync whose planned write was superseded (the live policy moved meanwhile) plans again. */
+export const SUPERSEDED_RESYNC_SECONDS = 5;
+
+export async function actTailnet(
+  req: HookRequest,
+  plan: TailnetPlan,
+  observed: TailnetObservation,
+  deps: HookDeps,
+): Promise<TailnetOutcome> {
+  const view = tailnetView(observed.inputs, deps);
+  if (!view || !observed.hs) return {};
+  const outcome = await actPolicy(req, plan, observed, view, deps);
+  const rotation = plan.rotation ? await actRotation(req, plan.rotation, observed, view, deps) : undefined;
+  return rotation ? { ...outcome, rotation } : outcome;
+}
+
+async function actPolicy(
+  req: HookRequest,
+  plan: TailnetPlan,
+  observed: TailnetObservation,
+  view: HeadscaleView,
+  deps: HookDeps,
+): Promise<TailnetOutcome> {
+  if (!observed.hs || !plan.write) return {};
+  const now = deps.now();
+  const name = observed.inputs.name;
+  const base = liveHash(observed.hs) ?? null;
+  const policy = await view.freshPolicy();
+  const fresh = { ...observed, hs: { ...observed.hs, policy } };
+  const replanned = planTailnet({
+    parent: req.parent,
+    observed: fresh,
+    operatorNamespace: deps.config.operatorNamespace,
+    now,
+  });
+  const outcome: TailnetOutcome = { replan: { policy, plan: replanned } };
+  const write = replanned.write;
+  if (!write) return outcome;
+  const moved = policy.ok ? (liveHash(fresh.hs) ?? null) : base;
+  if (moved !== base) return { ...outcome, superseded: { from: base, to: moved } };
+
+  const result = await putPolicy(view, write);
+  if (result.ok) {
+    view.soft.writeBackoff.delete(name);
+    deps.log.info({ tailnet: name, hash: write.hash, drift: !!write.drift }, "Headscale policy written");
+    await recordDrift(deps.events, req.parent, write);
+    return { ...outcome, written: { write, result } };
+  }
+  const e = result.error;
+  deps.metrics.policyApplyErrors.inc({ tailnet: name, reason: policyRefused(e) ? "rejected" : "transport" });
+  deps.log.warn({ tailnet: name, hash: write.hash, error: e.message }, "Headscale policy write failed");
+  const retryAfterSeconds = recordFailure(view, name, write.hash, result, now);
+  return { ...outcome, written: { write, result, retryAfterSeconds } };
+}
+
+/**
+ * One renewal step (rotation.ts). Create: POST /api/v1/apikey with the key in use, then an authenticated
+ * GET /api/v1/apikey with the new key that must list it; a new key that does not work is expired again with
+ * the old one and never published. Expire: POST /api/v1/apikey/expire of the replaced key, with the new one.
+ * Logs, Events and metrics carry prefixes only, never a key.
+ */
+async function actRotation(
+  req: HookRequest,
+  plan: RotationPlan,
+  observed: TailnetObservation,
+  view: HeadscaleView,
+  deps: HookDeps,
+): Promise<RotationOutcome | undefined> {
+  const tailnet = observed.inputs.name;
+  const conn = observed.inputs.connection;
+  if (!conn.ok) return undefined;
+  const step = (s: "create" | "verify" | "expire", ok: boolean) =>
+    deps.metrics.apiKeyRotationSteps.inc({ tailnet, step: s, result: ok ? "ok" : "failed" });
+  const event = (reason: string, type: "Normal" | "Warning", message: string) =>
+    deps.events.record({ regarding: req.parent, reason, type, message }).catch(() => undefined);
+  const secret = `Secret ${deps.config.operatorNamespace}/${apiKeySecretName(tailnet)}`;
+
+  if (plan.kind === "expire") {
+    const expired = await view.expireApiKey(expirePrefix(plan.prefix));
+    // Gone already (deleted by hand): nothing is left to expire.
+    const alreadyGone = !expired.ok && expired.error.classification === "notFound";
+    step("expire", expired.ok || alreadyGone);
+    if (!expired.ok && !alreadyGone) {
+      deps.log.warn({ tailnet, prefix: plan.prefix, error: expired.error.message }, "expiring the old API key failed");
+      await event(
+        "ApiKeyRotationFailed",
+        "Warning",
+        `expiring the previous API key ${plan.prefix} failed: ${expired.error.message}; both keys work, retried on the next sync`,
+      );
+      return { step: "expireFailed", prefix: plan.prefix, error: expired.error };
+    }
+    deps.log.info({ tailnet, prefix: plan.prefix }, "expired the old API key");
+    await event(
+      "ApiKeyExpired",
+      "Normal",
+      `expired the previous API key ${plan.prefix}: the renewed key in ${secret} worked`,
+    );
+    return { step: "expired", prefix: plan.prefix, alreadyGone };
+  }
+
+  const created = await view.createApiKey(plan.expiration);
+  step("create", created.ok);
+  if (!created.ok) {
+    deps.log.warn({ tailnet, error: created.error.message }, "creating a new API key failed");
+    await event(
+      "ApiKeyRotationFailed",
+      "Warning",
+      `creating a new API key failed: ${created.error.message}; ${plan.replaces} stays in use`,
+    );
+    return { step: "createFailed", error: created.error };
+  }
+  const apiKey = created.value;
+  const prefix = listedPrefix(apiKey);
+  const listed = await deps.views.view({ ...conn.conn, apiKey }).apiKeys();
+  const works = listed.ok && !!findOwnApiKey(listed.value, apiKey);
+  step("verify", works);
+  if (!works) {
+    const error = listed.ok
+      ? new HeadscaleError({
+          kind: "decode",
+          operation: "GET /api/v1/apikey",
+          detail: "the new key is not listed",
+          classification: "other",
+        })
+      : listed.error;
+    const cleanup = await view.expireApiKey(expirePrefix(prefix));
+    deps.log.warn({ tailnet, prefix, error: error.message, cleanedUp: cleanup.ok }, "the new API key did not work");
+    await event(
+      "ApiKeyRotationFailed",
+      "Warning",
+      `the new API key ${prefix} did not work (${error.message}); not published${cleanup.ok ? ", expired again" : `; expire it with "headscale apikeys expire --prefix ${prefix}"`}; ${plan.replaces} stays in use`,
+    );
+    return { step: "verifyFailed", prefix, error, cleanedUp: cleanup.ok };
+  }
+  const expiresAt = toK8sTime(plan.expiration);
+  const rotatedAt = toK8sTime(deps.now());
+  deps.log.info({ tailnet, prefix, replaces: plan.replaces, expiresAt }, "created and verified a new API key");
+  await event(
+    "ApiKeyRenewed",
+    "Normal",
+    `created the API key ${prefix} (expires ${expiresAt}) and published it in ${secret}; ${plan.replaces} is expired once a later sync has worked with it`,
+  );
+  return { step: "created", apiKey, prefix, expiresAt, rotatedAt, replaces: plan.replaces };
+}
+
+/** PUT /api/v1/policy; after a failure (but file mode), the policy read back fresh. */
+async function putPolicy(view: HeadscaleView, write: PolicyWrite): Promise<WriteOutcome> {
+  // marked as ours, so that the stored text itself tells later syncs whether it changed (policy/marker.ts)
+  const put = await view.putPolicy(markedPolicyText(write.hash, prettyPolicyText(write.policy)));
+  if (put.ok) return { ok: true };
+  if (writeStage(put.error) === "fileMode") return { ok: false, error: put.error };
+  return { ok: false, error: put.error, readback: await view.freshPolicy() };
+}
+
+/**
+ * Remembers a failed write in the view's soft state; the next attempt of the same policy waits
+ * 30 s · 2^(failures-1), at most 10 min. Another hash of the same Tailnet no longer matters: only the current
+ * render is retried.
+ */
+export function recordFailure(
+  view: HeadscaleView,
+  tailnet: string,
+  hash: string,
+  failed: Extract<WriteOutcome, { ok: false }>,
+  now: Date,
+): number {
+  const previous = view.soft.writeBackoff.get(tailnet);
+  const failures = (previous?.hash === hash ? previous.failures : 0) + 1;
+  const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** (failures - 1));
+  view.soft.writeBackoff.set(tailnet, {
+    tailnet,
+    hash,
+    failures,
+    retryAt: now.getTime() + delay,
+    error: failed.error,
+    ...(failed.readback ? { readback: failed.readback } : {}),
+  });
+  return Math.ceil(delay / 1000);
+}
+
+/** Event PolicyDriftOverwritten; never fails the sync. */
+export async function recordDrift(events: EventRecorder, parent: K8sObject, write: PolicyWrite): Promise<void> {
+  if (!write.drift) return;
+  const live = write.drift.live === "none" ? "no policy" : write.drift.live;
+  try {
+    await events.record({
+      regarding: parent,
+      reason: "PolicyDriftOverwritten",
+      type: "Warning",
+      message: `the live Headscale policy (${live}) was changed outside the operator (last applied ${write.drift.lastApplied}); rewrote it with the rendered policy ${write.hash}`,
+    });
+  } catch {
+    // best effort: Events are informational
+  }
+}

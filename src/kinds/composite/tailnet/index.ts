@@ -1,0 +1,89 @@
+/**
+ * The Tailnet kind: the operator's connection to one Headscale server and the owner of its policy.
+ * sync runs the one shape (src/pipeline/run.ts): spec → observe (related, Headscale, render, policy/check)
+ * → plan (the guarded write) → act (re-read, re-plan, PUT) → decide (fold the outcome) → respond;
+ * finalize only drops our children (the live policy is never touched).
+ */
+import type { ConditionInput } from "../../../conditions/condition.js";
+import type { K8sObject } from "../../../k8s/objects.js";
+import { withdrawResource } from "../../../metrics/resource.js";
+import { runSync, type Stages } from "../../../pipeline/run.js";
+import { assembleStatus, invalidSpecResult, previousStatus, resourceId } from "../../../pipeline/status.js";
+import type { FinalizeResult, HookDeps, HookRequest, KindModule } from "../../../pipeline/types.js";
+import { tailnetRelated } from "../related.js";
+import { actTailnet, type TailnetOutcome } from "./act.js";
+import { tailnetConditions } from "./conditions.js";
+import { decideTailnet, type TailnetDecision } from "./decide.js";
+import { publishTailnetMetrics, withdrawTailnetMetrics } from "./metrics.js";
+import { observeTailnet, type TailnetObservation } from "./observe.js";
+import { planTailnet, type TailnetPlan } from "./plan.js";
+import { forgetRender } from "./render-memo.js";
+import { ROTATION } from "./rotation.js";
+import { readTailnetSpec, type TailnetSpec, tailnetSpecProblem } from "./spec.js";
+
+/** ApiKeyRotation is a condition of a Tailnet only while its spec enables the rotation. */
+const conditionTypes = (parent: K8sObject) =>
+  readTailnetSpec(parent).apiKeyRotation
+    ? tailnetConditions.types
+    : tailnetConditions.types.filter((t) => t !== ROTATION);
+
+const stages: Stages<TailnetSpec, TailnetObservation, TailnetPlan, TailnetOutcome, TailnetDecision> = {
+  spec: readTailnetSpec,
+  observe: observeTailnet,
+  plan: (req, _spec, observed, deps) =>
+    planTailnet({ parent: req.parent, observed, operatorNamespace: deps.config.operatorNamespace, now: deps.now() }),
+  act: actTailnet,
+  decide: (req, _spec, observed, plan, outcome, deps) =>
+    decideTailnet({
+      parent: req.parent,
+      children: req.children,
+      observed,
+      plan,
+      outcome,
+      operatorNamespace: deps.config.operatorNamespace,
+      now: deps.now(),
+    }),
+  publish: (_req, decision, observed, deps) =>
+    publishTailnetMetrics(deps.metrics, {
+      tailnet: observed.inputs.name,
+      mode: observed.inputs.settings.policyMode,
+      status: decision.fields,
+      nodes: observed.hs?.nodes,
+      apiKeys: observed.hs?.apiKeys,
+      apiKey: observed.inputs.connection.ok ? observed.inputs.connection.conn.apiKey : undefined,
+    }),
+};
+
+/** Deleting a Tailnet never rewrites or empties the live policy: it only drops our children. */
+async function finalize(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
+  withdrawTailnetMetrics(deps.metrics, req.parent.metadata.name);
+  if (req.parent.metadata.uid) forgetRender(req.parent.metadata.uid);
+  withdrawResource(deps.metrics, resourceId(req.parent));
+  const { conditions, observedGeneration: _g, ...fields } = previousStatus(req.parent);
+  const kept = (Array.isArray(conditions) ? (conditions as ConditionInput[]) : []).filter(
+    (c) => typeof c?.type === "string" && typeof c.status === "string",
+  );
+  // Not `respond`: a deleted Tailnet's conditions are not published as metrics again.
+  return { status: assembleStatus(req, deps, kept, fields, { publish: false }), children: [], finalized: true };
+}
+
+export const tailnetModule: KindModule = {
+  hookKind: "tailnet",
+  customize: (req) => tailnetRelated(req.parent),
+  sync: (req, deps) => runSync(stages, req, deps),
+  finalize,
+  specProblem: tailnetSpecProblem,
+  /** PolicyRendered=False/InvalidSpec naming the field; children and the rest of the status unchanged. */
+  invalid: (req, message, deps) => invalidSpecResult(req, deps, "PolicyRendered", conditionTypes(req.parent), message),
+  // The Tailnet reads the spec of every workload object and of their status only: status.tag (an object
+  // keeps the tag an earlier version derived for it: tenancy.ts objectDerivedTag), status.preAuthKeyIds
+  // (the keys it minted: tenancy.ts tagTakenFromTailnet), gateways' status.dnsServiceIP (inputs.ts
+  // inputsOf); no site status (sites record no tag). Conditions, most of a status, are never parsed.
+  // test/server/hooks.test.ts holds it to that.
+  relatedStatusReads: {
+    "TailnetEgress.tailnet.internal/v1alpha1": ["tag", "preAuthKeyIds"],
+    "TailnetIngress.tailnet.internal/v1alpha1": ["tag", "preAuthKeyIds"],
+    "TailnetGateway.tailnet.internal/v1alpha1": ["tag", "preAuthKeyIds", "dnsServiceIP"],
+    "TailnetSite.tailnet.internal/v1alpha1": [],
+  },
+};

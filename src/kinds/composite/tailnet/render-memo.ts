@@ -1,0 +1,207 @@
+/**
+ * The Tailnet's render, memoised per Tailnet (issue 25): at 20,000 workloads, collecting every object's
+ * grants and hashing the whole policy cost about half of a resync's CPU, although a resync usually changes
+ * nothing. Each object's contribution (generated.ts `Contribution`) is kept under the exact fields the
+ * collector reads from it — its CollectInput entry as JSON, so a change to anything it reads is a new key —
+ * and an egress's also under the node list and allowlist it was resolved against. A resync where nothing
+ * changed returns the previous render as it was (no merge, no canonical text, no hash); one where a single
+ * object changed recomputes that object's contribution and merges again. The memo never changes output:
+ * the merge and the render are the same functions a fresh render calls (test/kinds/composite/tailnet/render-memo.test.ts
+ * holds memoised = fresh byte for byte over random sequences of add/change/remove).
+ *
+ * Bounds: per Tailnet, one entry per object of its last render (objects not seen in it are dropped) and that
+ * render; at most MEMO_TAILNETS Tailnets, least recently rendered dropped first, and a Tailnet's memo goes
+ * with its finalize. Soft state of this process only: another replica, or a restart, renders fresh.
+ */
+import { createHash } from "node:crypto";
+import type { HsNode } from "../../../headscale/types.js";
+import {
+  type CollectInput,
+  type Contribution,
+  type EgressContext,
+  egressContext,
+  egressContribution,
+  gatewayContribution,
+  ingressContribution,
+  siteContribution,
+} from "../../../policy/generated.js";
+import type { NodeRef } from "../../../policy/targets.js";
+
+/** Tailnets whose render is kept (one process rarely serves more; each costs about its objects' contributions). */
+export const MEMO_TAILNETS = 16;
+
+/** One object's collector entry, built on demand; `key` (when known) stands for everything the entry holds. */
+export interface Lazy<T> {
+  /** "namespace/name". */
+  id: string;
+  key: string | undefined;
+  item: () => T;
+}
+
+type Kinds = "egresses" | "ingresses" | "sites" | "gateways";
+
+/** CollectInput with each object's entry lazy, and `context`: what every entry reads from the settings. */
+export type LazyCollectInput = Omit<CollectInput, Kinds> & {
+  context: string;
+} & { [K in Kinds]: Lazy<CollectInput[K][number]>[] };
+
+interface Entry {
+  key: string;
+  contribution: Contribution;
+}
+
+interface TailnetMemo {
+  /** What every egress contribution was resolved against: node list, base domain, allowlist. */
+  egressKey: string;
+  /** LazyCollectInput.context of the last render. */
+  context: string;
+  /** "kind/namespace/name" → the object's contribution, for the objects of the last render only. */
+  objects: Map<string, Entry>;
+  last?: { base: string; owners: string; contributions: Contribution[]; result: unknown };
+  /** The last DNS records file, under what it was computed from (`dnsMemoised`). */
+  dns?: { key: string; value: unknown };
+}
+
+const memos = new Map<string, TailnetMemo>();
+
+/** Fingerprint of what resolving a target reads from a node list, once per list (the view's cached array). */
+const nodePrints = new WeakMap<readonly NodeRef[], string>();
+function nodesPrint(nodes: readonly NodeRef[]): string {
+  let print = nodePrints.get(nodes);
+  if (print === undefined) {
+    const h = createHash("sha256");
+    for (const n of nodes) h.update(JSON.stringify([n.givenName, n.name, n.ipAddresses, n.tags]));
+    print = h.digest("hex");
+    nodePrints.set(nodes, print);
+  }
+  return print;
+}
+
+function memoOf(tailnet: string): TailnetMemo {
+  let memo = memos.get(tailnet);
+  if (memo) memos.delete(tailnet); // re-inserted last: the map's order is least recently rendered first
+  memo ??= { egressKey: "", context: "", objects: new Map() };
+  memos.set(tailnet, memo);
+  if (memos.size > MEMO_TAILNETS) memos.delete(memos.keys().next().value as string);
+  return memo;
+}
+
+const NONE: never[] = [];
+Object.freeze(NONE);
+
+/**
+ * A contribution as the memo keeps it: its empty lists shared, and without its egress target outcomes (the
+ * Tailnet's render reads only the generated policy and the left-out values; the egress kind judges its own
+ * targets). Most contributions hold one tag and one grant, so this is about half of what an entry costs.
+ */
+function kept(c: Contribution): Contribution {
+  return {
+    owner: c.owner,
+    tags: c.tags.length ? c.tags : NONE,
+    grants: c.grants.length ? c.grants : NONE,
+    routes: c.routes.length ? c.routes : NONE,
+    exitNode: c.exitNode.length ? c.exitNode : NONE,
+    invalid: c.invalid.length ? c.invalid : NONE,
+    egressTargets: NONE,
+  };
+}
+
+const sameRefs = (a: readonly unknown[], b: readonly unknown[]) =>
+  a.length === b.length && a.every((x, i) => x === b[i]);
+
+/**
+ * `render(collectContributions(input))` for the Tailnet `tailnet` (its uid), reusing what did not change since
+ * its last render; the contributions carry no egress target outcomes (`egressTargets` is empty). `render`
+ * must be a function of the contributions (read only: they are kept) and of what `base` names alone (the
+ * base policy's text and where it comes from).
+ */
+export function renderMemoised<R>(
+  tailnet: string,
+  input: LazyCollectInput,
+  base: string,
+  render: (contributions: readonly Contribution[]) => R,
+): R {
+  const memo = memoOf(tailnet);
+
+  const egressKey =
+    input.egresses.length === 0
+      ? ""
+      : JSON.stringify([nodesPrint(input.nodes), input.baseDomain ?? "", input.allowedEgressTargets]);
+  // a new context invalidates every entry, a new egress key every egress's
+  const previous = input.context === memo.context ? memo.objects : new Map<string, Entry>();
+  let ctx: EgressContext | undefined;
+  const context = (): EgressContext => {
+    ctx ??= egressContext({
+      nodes: input.nodes,
+      baseDomain: input.baseDomain,
+      allowedEgressTargets: input.allowedEgressTargets,
+    });
+    return ctx;
+  };
+  const egressValid = egressKey === memo.egressKey;
+  const next = new Map<string, Entry>();
+  const contributions: Contribution[] = [];
+  const take = <T>(kind: string, lazy: Lazy<T>, make: (item: T) => Contribution, valid = true) => {
+    const id = `${kind}/${lazy.id}`;
+    // without a cheap key, the entry itself (every field the collector reads) is the key
+    const item = lazy.key === undefined ? lazy.item() : undefined;
+    const key = lazy.key ?? `=${JSON.stringify(item)}`;
+    const old = valid ? previous.get(id) : undefined;
+    const entry = old && old.key === key ? old : { key, contribution: kept(make(item ?? lazy.item())) };
+    next.set(id, entry);
+    contributions.push(entry.contribution);
+  };
+  for (const o of input.ingresses) take("ingress", o, ingressContribution);
+  for (const o of input.egresses) take("egress", o, (eg) => egressContribution(eg, context()), egressValid);
+  for (const o of input.sites) take("site", o, siteContribution);
+  for (const o of input.gateways) take("gateway", o, gatewayContribution);
+  memo.objects = next;
+  memo.egressKey = egressKey;
+  memo.context = input.context;
+
+  const owners = JSON.stringify(input.tagOwners);
+  const last = memo.last;
+  if (last && last.base === base && last.owners === owners && sameRefs(last.contributions, contributions)) {
+    return last.result as R;
+  }
+  const result = render(contributions);
+  memo.last = { base, owners, contributions, result };
+  return result;
+}
+
+/** Fingerprint of what the DNS records read from a node list, once per list. */
+const dnsPrints = new WeakMap<readonly HsNode[], string>();
+export function dnsNodesPrint(nodes: readonly HsNode[]): string {
+  let print = dnsPrints.get(nodes);
+  if (print === undefined) {
+    const h = createHash("sha256");
+    for (const n of nodes) h.update(JSON.stringify([n.id, n.givenName, n.name, n.online, n.tags, n.ipAddresses]));
+    print = h.digest("hex");
+    dnsPrints.set(nodes, print);
+  }
+  return print;
+}
+
+/**
+ * `compute()` for the Tailnet `tailnet`, or its last value when `key` — everything `compute` reads — is the
+ * same as then. The DNS records file reads every ingress and the node list (render.ts dnsRecords).
+ */
+export function dnsMemoised<T>(tailnet: string, key: string, compute: () => T): T {
+  const memo = memoOf(tailnet);
+  if (memo.dns?.key === key) return memo.dns.value as T;
+  const value = compute();
+  memo.dns = { key, value };
+  return value;
+}
+
+/** Drops a Tailnet's memo (its finalize). */
+export function forgetRender(tailnet: string): void {
+  memos.delete(tailnet);
+}
+
+/** What the memo holds (tests): Tailnets, and objects (of one Tailnet, or of all). */
+export function memoSize(tailnet?: string): { tailnets: number; objects: number } {
+  let objects = 0;
+  for (const [uid, m] of memos) if (tailnet === undefined || uid === tailnet) objects += m.objects.size;
+  return { tailnets: memos.size, objects };
+}

@@ -1,0 +1,140 @@
+/**
+ * The TailnetIngress an Ingress of our class becomes (pure): mode http, one expose per host on port
+ * 443 with that host's backend and TLS Secret. A host is a name in the Tailnet's zone — a bare label
+ * (`grafana`) or `<label>.<zone>` — and becomes the expose's `host`; every name rule of a TailnetIngress
+ * (docs/dns-names.md: a node's name wins, the older claimant keeps a name, the namespace's subtree) then
+ * applies unchanged. Named Service ports are resolved here against the observed Service.
+ */
+import { API_VERSION, DNS1035_PATTERN, GROUP } from "../../../api/schemas.js";
+import type { K8sObject } from "../../../k8s/objects.js";
+import type { HostRoute, IngressClassSpec, TlsEntry } from "./spec.js";
+
+/** On the attachment: the Ingress it was made for (`kubectl get tni -l tailnet.internal/ingress=<name>`). */
+export const INGRESS_LABEL = `${GROUP}/ingress`;
+/** The tailnet port of every expose (left out of the attachment, shared/expose-port.ts): https. */
+export { HTTPS_PORT } from "../../shared/expose-port.js";
+
+export type AttachmentRefusal = { reason: "UnsupportedHost" | "UnresolvedPort" | "TLSMissing"; message: string };
+
+const DNS1035 = new RegExp(DNS1035_PATTERN);
+const LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** A rule's host as a label of the zone, or undefined when it is not a name the tailnet can publish. */
+export function hostLabel(host: string, zone: string | undefined): string | undefined {
+  const h = host.replace(/\.$/, "");
+  if (LABEL.test(h)) return h;
+  if (zone && h.endsWith(`.${zone}`)) {
+    const label = h.slice(0, -zone.length - 1);
+    if (LABEL.test(label)) return label;
+  }
+  return undefined;
+}
+
+const fqdn = (label: string, zone: string | undefined) => (zone ? `${label}.${zone}` : label);
+
+/** The spec.tls entry naming the host (as written, or as its FQDN), else the one naming no host. */
+function tlsFor(tls: readonly TlsEntry[], names: readonly string[]): TlsEntry | undefined {
+  return (
+    tls.find((t) => t.hosts.some((h) => names.includes(h.replace(/\.$/, "")))) ?? tls.find((t) => t.hosts.length === 0)
+  );
+}
+
+function resolvePort(route: HostRoute, services: readonly K8sObject[]): number | AttachmentRefusal {
+  const { service, port } = route.backend;
+  if (typeof port === "number") return port;
+  const svc = services.find((s) => s.metadata.name === service);
+  if (!svc) {
+    return {
+      reason: "UnresolvedPort",
+      message: `${route.field}: port "${port}" of Service ${service} cannot be resolved: the Service does not exist`,
+    };
+  }
+  const ports = (svc.spec as { ports?: { name?: string; port?: number }[] } | undefined)?.ports ?? [];
+  const found = ports.find((p) => p.name === port);
+  if (!found || !Number.isInteger(found.port)) {
+    const names = ports.map((p) => p.name).filter(Boolean);
+    return {
+      reason: "UnresolvedPort",
+      message: `${route.field}: Service ${service} has no port named "${port}"${names.length ? ` (it has ${names.join(", ")})` : ""}`,
+    };
+  }
+  return found.port as number;
+}
+
+export function ingressAttachment(
+  spec: IngressClassSpec,
+  tailnet: string,
+  zone: string | undefined,
+  services: readonly K8sObject[],
+): { attachment: K8sObject } | { refusal: AttachmentRefusal } {
+  const used = new Set<string>();
+  const byLabel = new Map<string, { service: string; port: number; secret: string; who: string }>();
+  const exposes: Record<string, unknown>[] = [];
+  for (const [i, route] of spec.routes.entries()) {
+    const label = route.host === undefined ? spec.hostname : hostLabel(route.host, zone);
+    if (label === undefined) {
+      const where = zone ? `a label of ${zone} (<label>.${zone}) or a bare label` : "a bare DNS label";
+      return {
+        refusal: {
+          reason: "UnsupportedHost",
+          message: `host ${route.host}: not a name the tailnet can publish; use ${where}`,
+        },
+      };
+    }
+    const port = resolvePort(route, services);
+    if (typeof port !== "number") return { refusal: port };
+    const names = [label, fqdn(label, zone), ...(route.host ? [route.host.replace(/\.$/, "")] : [])];
+    const tls = tlsFor(spec.tls, names);
+    if (!tls?.secretName) {
+      return {
+        refusal: {
+          reason: "TLSMissing",
+          message: `${route.host ? `host ${route.host}` : `the default name ${fqdn(label, zone)}`}: no spec.tls entry with a secretName names it; the tailnet agent serves https only (a kubernetes.io/tls Secret for ${fqdn(label, zone)})`,
+        },
+      };
+    }
+    // Two rules naming one tailnet name (`grafana` and `grafana.<zone>`, or a host equal to the
+    // hostname next to rules without host) are one expose when they agree, else the name is ambiguous.
+    const same = byLabel.get(label);
+    if (same) {
+      if (same.service === route.backend.service && same.port === port && same.secret === tls.secretName) continue;
+      return {
+        refusal: {
+          reason: "UnsupportedHost",
+          message: `${route.host ? `host ${route.host}` : "the rules without host"} and ${same.who} are both ${fqdn(label, zone)} with different backends or TLS Secrets`,
+        },
+      };
+    }
+    byLabel.set(label, {
+      service: route.backend.service,
+      port,
+      secret: tls.secretName,
+      who: route.host ? `host ${route.host}` : "the rules without host",
+    });
+    // The expose name is the metric label: the host label when it is one, else its position.
+    let name = DNS1035.test(label) && !used.has(label) ? label : `host-${i}`;
+    while (used.has(name)) name = `${name}-${i}`;
+    used.add(name);
+    exposes.push({
+      name,
+      backend: { service: route.backend.service, port },
+      ...(label !== spec.hostname ? { host: label } : {}),
+      tls: { secretName: tls.secretName },
+    });
+  }
+  return {
+    attachment: {
+      apiVersion: API_VERSION,
+      kind: "TailnetIngress",
+      metadata: { name: spec.name, namespace: spec.namespace, labels: { [INGRESS_LABEL]: spec.name } },
+      spec: {
+        tailnetRef: { name: tailnet },
+        ...(spec.tag ? { tag: spec.tag } : {}),
+        hostname: spec.hostname,
+        mode: "http",
+        ...(spec.allowFrom.length ? { allowFrom: spec.allowFrom } : {}),
+        exposes,
+      },
+    },
+  };
+}

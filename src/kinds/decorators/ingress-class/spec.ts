@@ -1,0 +1,245 @@
+/**
+ * A networking.k8s.io/v1 Ingress read once and checked (pure): is it ours (its class names an
+ * IngressClass whose controller is ours), and what the agent can serve of it. The agent serves each
+ * host with one backend over https on port 443 (an http TailnetIngress expose); what it cannot honour
+ * exactly — paths that send one host to different backends, a resource backend, a wildcard host — is
+ * refused here with the field named, never served differently from what the Ingress says.
+ */
+import { DNS1035_PATTERN, DNS1123_SUBDOMAIN_PATTERN, TAG_PATTERN } from "../../../api/schemas.js";
+import type { K8sObject } from "../../../k8s/objects.js";
+import { recordOf } from "../../../k8s/objects.js";
+import { WorkloadAnnotation as Annotation } from "../../shared/annotations.js";
+
+/** IngressClass.spec.controller of the classes this operator implements. */
+export const INGRESS_CONTROLLER = "tailnet.internal/ingress";
+/** The deprecated class annotation (still honoured by ingress-nginx and the Tailscale operator). */
+export const CLASS_ANNOTATION = "kubernetes.io/ingress.class";
+/** TailnetIngress.spec.exposes allows at most this many (one expose per host). */
+export const MAX_HOSTS = 32;
+
+/** A Service port by number, or by the name of a port of that Service (resolved in plan). */
+export interface BackendRef {
+  service: string;
+  port: number | string;
+}
+
+export interface HostRoute {
+  /** The rule's host, lower-cased; undefined for rules without host and the default backend. */
+  host?: string;
+  backend: BackendRef;
+  /** Where the backend came from, for messages: `spec.rules[0].http.paths[1]`, `spec.defaultBackend`. */
+  field: string;
+}
+
+export interface TlsEntry {
+  hosts: string[];
+  secretName?: string;
+  index: number;
+}
+
+export interface IngressClassSpec {
+  namespace: string;
+  name: string;
+  tailnet?: string;
+  hostname: string;
+  tag?: string;
+  allowFrom: string[];
+  routes: HostRoute[];
+  tls: TlsEntry[];
+}
+
+export type SpecRefusal = {
+  reason: "InvalidAnnotation" | "UnsupportedHost" | "UnsupportedBackend" | "UnsupportedPaths" | "NoBackend";
+  message: string;
+};
+
+export type ReadIngress = { ok: true; spec: IngressClassSpec } | { ok: false; refusal: SpecRefusal };
+
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+const DNS1035 = new RegExp(DNS1035_PATTERN);
+const SUBDOMAIN = new RegExp(DNS1123_SUBDOMAIN_PATTERN);
+const TAG = new RegExp(TAG_PATTERN);
+const cut = (s: string) => s.slice(0, 100);
+
+/** The class an Ingress asks for: spec.ingressClassName, else the deprecated annotation. */
+export function ingressClassOf(ingress: K8sObject): string | undefined {
+  return str(recordOf(ingress.spec).ingressClassName) ?? str(ingress.metadata.annotations?.[CLASS_ANNOTATION]);
+}
+
+/** The names of the IngressClasses this operator implements (spec.controller is ours), sorted. */
+export function ourClasses(ingressClasses: readonly K8sObject[]): string[] {
+  return ingressClasses
+    .filter((c) => recordOf(c.spec).controller === INGRESS_CONTROLLER && !c.metadata.deletionTimestamp)
+    .map((c) => c.metadata.name)
+    .sort();
+}
+
+const refuse = (reason: SpecRefusal["reason"], message: string): ReadIngress => ({
+  ok: false,
+  refusal: { reason, message },
+});
+
+/** A backend as the agent can forward to it: a Service port; a resource backend is refused. */
+function backendOf(raw: unknown, field: string): BackendRef | SpecRefusal {
+  const b = recordOf(raw);
+  if (b.resource !== undefined) {
+    const r = recordOf(b.resource);
+    return {
+      reason: "UnsupportedBackend",
+      message: `${field}.resource: ${cut(`${str(r.kind) ?? "?"} ${str(r.name) ?? "?"}`)} is not a Service; the tailnet agent forwards to Services only`,
+    };
+  }
+  const s = recordOf(b.service);
+  const service = str(s.name);
+  const port = recordOf(s.port);
+  if (!service) return { reason: "UnsupportedBackend", message: `${field}.service.name: required` };
+  if (Number.isInteger(port.number)) return { service, port: port.number as number };
+  if (str(port.name)) return { service, port: port.name as string };
+  return { reason: "UnsupportedBackend", message: `${field}.service.port: a number or a name is required` };
+}
+
+const isRefusal = (v: BackendRef | SpecRefusal): v is SpecRefusal => "reason" in v;
+const sameBackend = (a: BackendRef, b: BackendRef) => a.service === b.service && a.port === b.port;
+const showBackend = (b: BackendRef) => `${b.service}:${b.port}`;
+
+interface PathEntry {
+  path: string;
+  pathType: string;
+  backend: BackendRef;
+  field: string;
+}
+
+/**
+ * Prefix `/` (and ImplementationSpecific `/`, read as Prefix, as ingress-nginx reads it without its
+ * regex annotation) matches every request path: such a host needs no default backend.
+ */
+const coversAll = (p: PathEntry) =>
+  (p.pathType === "Prefix" || p.pathType === "ImplementationSpecific") && p.path === "/";
+
+/**
+ * One host's backend, or why the agent cannot serve it exactly: the agent sends every request of a
+ * connection to one backend, so the paths of a host (and the default backend, which takes what no
+ * path matches) must all lead to the same one.
+ */
+function hostBackend(
+  host: string | undefined,
+  paths: PathEntry[],
+  fallback: { backend: BackendRef; field: string } | undefined,
+): { backend: BackendRef; field: string } | SpecRefusal {
+  const who = host ? `host ${host}` : "the rules without host";
+  if (paths.length === 0) {
+    if (fallback) return fallback;
+    return { reason: "NoBackend", message: `${who} has no http paths and the Ingress has no spec.defaultBackend` };
+  }
+  const all = paths.some(coversAll);
+  const candidates = [
+    ...paths.map((p) => ({ backend: p.backend, field: p.field })),
+    ...(!all && fallback ? [fallback] : []),
+  ];
+  const other = candidates.find((c) => !sameBackend(c.backend, candidates[0].backend));
+  if (other) {
+    return {
+      reason: "UnsupportedPaths",
+      message: `${who} routes to ${showBackend(candidates[0].backend)} (${candidates[0].field}) and ${showBackend(other.backend)} (${other.field}); the tailnet agent sends every request of ${host ?? "a host"} to one backend — split the Ingress by host or use one Service`,
+    };
+  }
+  if (!all && !fallback) {
+    const shown = paths.map((p) => `${p.path} (${p.pathType})`).join(", ");
+    return {
+      reason: "UnsupportedPaths",
+      message: `${who} routes only ${cut(shown)}; the tailnet agent would forward every path of it to ${showBackend(paths[0].backend)} — add path / (Prefix) for that backend, or set spec.defaultBackend to it`,
+    };
+  }
+  return candidates[0];
+}
+
+export function readIngress(ingress: K8sObject): ReadIngress {
+  const a = ingress.metadata.annotations ?? {};
+  const name = ingress.metadata.name;
+  const namespace = ingress.metadata.namespace ?? "default";
+  const tailnet = a[Annotation.tailnet]?.trim() || undefined;
+  if (tailnet !== undefined && (!SUBDOMAIN.test(tailnet) || tailnet.length > 253)) {
+    return refuse("InvalidAnnotation", `${Annotation.tailnet}: "${cut(tailnet)}" is not a Tailnet name`);
+  }
+  const tags = (a[Annotation.tags] ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (tags.length > 1) return refuse("InvalidAnnotation", `${Annotation.tags}: one tag only, got ${tags.length}`);
+  if (tags.length === 1 && !TAG.test(tags[0])) {
+    return refuse("InvalidAnnotation", `${Annotation.tags}: "${cut(tags[0])}" is not a tag (tag:[a-z][a-z0-9-]*)`);
+  }
+  const hostname = a[Annotation.hostname]?.trim() || name;
+  if (!DNS1035.test(hostname)) {
+    const from = a[Annotation.hostname] ? Annotation.hostname : `the Ingress name (set ${Annotation.hostname})`;
+    return refuse("InvalidAnnotation", `${from}: "${cut(hostname)}" is not a DNS-1035 label (the tailnet node name)`);
+  }
+  const allowFrom = (a[Annotation.allowFrom] ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+  const spec = recordOf(ingress.spec);
+  let fallback: { backend: BackendRef; field: string } | undefined;
+  if (spec.defaultBackend !== undefined) {
+    const b = backendOf(spec.defaultBackend, "spec.defaultBackend");
+    if (isRefusal(b)) return { ok: false, refusal: b };
+    fallback = { backend: b, field: "spec.defaultBackend" };
+  }
+  // Rules with the same host merge (Kubernetes allows it); their order is the rules' order.
+  const byHost = new Map<string | undefined, PathEntry[]>();
+  for (const [i, rawRule] of arr(spec.rules).entries()) {
+    const rule = recordOf(rawRule);
+    const host = str(rule.host)?.toLowerCase();
+    if (host?.startsWith("*")) {
+      return refuse(
+        "UnsupportedHost",
+        `spec.rules[${i}].host: "${cut(host)}" is a wildcard; a tailnet name is one DNS label, published one by one`,
+      );
+    }
+    const entries = byHost.get(host) ?? [];
+    byHost.set(host, entries);
+    for (const [j, rawPath] of arr(recordOf(rule.http).paths).entries()) {
+      const p = recordOf(rawPath);
+      const field = `spec.rules[${i}].http.paths[${j}]`;
+      const backend = backendOf(p.backend, `${field}.backend`);
+      if (isRefusal(backend)) return { ok: false, refusal: backend };
+      const pathType = str(p.pathType) ?? "ImplementationSpecific";
+      entries.push({ path: str(p.path) ?? "/", pathType, backend, field });
+    }
+  }
+  if (fallback && !byHost.has(undefined)) byHost.set(undefined, []);
+  if (byHost.size === 0) {
+    return refuse("NoBackend", "the Ingress has no rules and no spec.defaultBackend: nothing to expose");
+  }
+  if (byHost.size > MAX_HOSTS) {
+    return refuse("UnsupportedHost", `${byHost.size} hosts; one Ingress of this class serves at most ${MAX_HOSTS}`);
+  }
+  const routes: HostRoute[] = [];
+  for (const [host, paths] of byHost) {
+    const b = hostBackend(host, paths, fallback);
+    if ("reason" in b) return { ok: false, refusal: b };
+    routes.push({ ...(host ? { host } : {}), backend: b.backend, field: b.field });
+  }
+  const tls = arr(spec.tls).map((raw, index) => {
+    const t = recordOf(raw);
+    const hosts = arr(t.hosts)
+      .filter((h): h is string => typeof h === "string")
+      .map((h) => h.toLowerCase());
+    return { hosts, index, ...(str(t.secretName) ? { secretName: str(t.secretName) } : {}) };
+  });
+  return {
+    ok: true,
+    spec: {
+      namespace,
+      name,
+      ...(tailnet ? { tailnet } : {}),
+      hostname,
+      ...(tags.length ? { tag: tags[0] } : {}),
+      allowFrom,
+      routes,
+      tls,
+    },
+  };
+}

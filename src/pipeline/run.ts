@@ -1,0 +1,86 @@
+/**
+ * The one shape of every kind's sync (docs/architecture.md "One shape"):
+ *
+ *   spec → observe → plan → act → decide → respond
+ *
+ * - `spec`     (spec.ts)    the parent's spec read once, typed; `specProblem` already ran in the hook.
+ * - `observe`  (observe.ts) I/O only: the Headscale view (cached), agent scrapes; failures are values.
+ * - `plan`     (plan.ts or decide.ts) pure: which writes are wanted (keys, approvals, deletions, policy).
+ * - `act`      (act.ts)     the guarded writes of the plan through the view's write methods; their outcomes.
+ * - `decide`   (decide.ts)  pure: spec + observation + plan + outcomes → children, conditions, status fields.
+ * - `respond`  (here)       status assembly, metrics, the answer.
+ *
+ * A kind whose plan needs nothing (no Tailnet, no credentials) still runs every stage: observe returns what
+ * it could not see, plan wants nothing, act does nothing, decide says why.
+ */
+import type { ConditionInput } from "../conditions/condition.js";
+import type { K8sObject } from "../k8s/objects.js";
+import { withdrawResource } from "../metrics/resource.js";
+import { assembleStatus, resourceId } from "./status.js";
+import type { HookDeps, HookRequest, SyncResult } from "./types.js";
+
+/** What decide returns in every kind. */
+export interface Decision {
+  children: K8sObject[];
+  conditions: readonly ConditionInput[];
+  /** Status fields besides conditions and observedGeneration, in their fixed order. */
+  fields: Record<string, unknown>;
+  resyncAfterSeconds?: number;
+  /**
+   * The resource is out of the resource metrics (e.g. a suspended gateway): respond withdraws it and publishes no
+   * condition metric, so no resource alert fires for it.
+   */
+  withdrawn?: boolean;
+}
+
+/** The stages of one kind; `index.ts` builds one and hands it to `runSync`. */
+export interface Stages<Spec, Observation, Plan, Outcome, D extends Decision = Decision> {
+  spec(parent: K8sObject): Spec;
+  observe(req: HookRequest, spec: Spec, deps: HookDeps): Promise<Observation>;
+  plan(req: HookRequest, spec: Spec, observed: Observation, deps: HookDeps): Plan;
+  act(req: HookRequest, plan: Plan, observed: Observation, deps: HookDeps): Promise<Outcome>;
+  decide(req: HookRequest, spec: Spec, observed: Observation, plan: Plan, outcome: Outcome, deps: HookDeps): D;
+  /** Kind metrics published from the decision (resource condition metrics are published by respond). */
+  publish?(req: HookRequest, decision: D, observed: Observation, deps: HookDeps): void;
+}
+
+/**
+ * Runs the stages and answers with `answer` — `respond` (status and children) for every CompositeController
+ * kind; a DecoratorController kind (annotated Services) answers labels and annotations instead, and never a
+ * status, so it hands its own.
+ */
+export function runSync<S, O, P, A, D extends Decision>(
+  stages: Stages<S, O, P, A, D>,
+  req: HookRequest,
+  deps: HookDeps,
+): Promise<SyncResult>;
+export function runSync<S, O, P, A, D extends Decision, R>(
+  stages: Stages<S, O, P, A, D>,
+  req: HookRequest,
+  deps: HookDeps,
+  answer: (req: HookRequest, deps: HookDeps, decision: D) => R,
+): Promise<R>;
+export async function runSync<S, O, P, A, D extends Decision, R>(
+  stages: Stages<S, O, P, A, D>,
+  req: HookRequest,
+  deps: HookDeps,
+  answer?: (req: HookRequest, deps: HookDeps, decision: D) => R,
+): Promise<R | SyncResult> {
+  const spec = stages.spec(req.parent);
+  const observed = await stages.observe(req, spec, deps);
+  const plan = stages.plan(req, spec, observed, deps);
+  const outcome = await stages.act(req, plan, observed, deps);
+  const decision = stages.decide(req, spec, observed, plan, outcome, deps);
+  stages.publish?.(req, decision, observed, deps);
+  return answer ? answer(req, deps, decision) : respond(req, deps, decision);
+}
+
+/** The answer of a sync or finalize: the status assembled from the decision (conditions merged, metrics). */
+export function respond(req: HookRequest, deps: HookDeps, d: Decision): SyncResult {
+  if (d.withdrawn) withdrawResource(deps.metrics, resourceId(req.parent));
+  return {
+    status: assembleStatus(req, deps, d.conditions, d.fields, { publish: !d.withdrawn }),
+    children: d.children,
+    ...(d.resyncAfterSeconds !== undefined ? { resyncAfterSeconds: d.resyncAfterSeconds } : {}),
+  };
+}

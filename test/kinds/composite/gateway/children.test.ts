@@ -1,0 +1,363 @@
+/**
+ * Golden children of TailnetGateway, built from an options object (Tailscale's expectedSTS style),
+ * compared whole and validated with kubernetes-models; every user field copied into a child is
+ * found there.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { DEFAULT_CONFIG } from "../../../../src/config.js";
+import type { K8sObject } from "../../../../src/k8s/objects.js";
+import { dnsService, gatewayNetworkPolicy, zoneConfigMap } from "../../../../src/kinds/composite/gateway/children.js";
+import { renderCorefile, renderDeployment } from "../../../../src/kinds/composite/gateway/render.js";
+import { gatewayNames } from "../../../../src/kinds/composite/gateway/spec.js";
+import {
+  stampTemplate,
+  TEMPLATE_HASH_ANNOTATION,
+  templateHash,
+} from "../../../../src/kinds/composite/gateway/template.js";
+import { configHash } from "../../../../src/kinds/shared/agent.js";
+import { bootTailscale } from "../../../fakes/containerboot.js";
+import { validateChildren } from "../../../helpers/validate.js";
+import { expectedRuntimeEnv, expectedRuntimeMounts, expectedRuntimeVolumes } from "../../shared/golden.js";
+import { gateway, healthy, renderInput, UID, ZONE } from "./fixtures.js";
+import { run } from "./scenarios.js";
+
+interface Opts {
+  name?: string;
+  replicas?: number;
+  hostname?: string;
+  routes?: string[];
+  secret?: string;
+  tag?: string;
+  loginServer?: string;
+  images?: typeof DEFAULT_CONFIG.images;
+  corefile: string;
+  /** The Headscale CA delivered through the gw-gateway-ca ConfigMap. */
+  ca?: string;
+  noLogsNoSupport?: boolean;
+}
+
+const labels = (name = "gw") => ({
+  "app.kubernetes.io/name": "tailnet-gateway",
+  "app.kubernetes.io/instance": name,
+  "app.kubernetes.io/component": "gateway",
+  "app.kubernetes.io/managed-by": "tailnet-operator",
+  "tailnet.internal/owner-uid": UID,
+});
+const selector = { "app.kubernetes.io/name": "tailnet-gateway", "tailnet.internal/owner-uid": UID };
+const restricted = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  capabilities: { drop: ["ALL"] },
+};
+
+function expectedDeployment(o: Opts): K8sObject {
+  const images = o.images ?? DEFAULT_CONFIG.images;
+  const env: Record<string, unknown>[] = [
+    { name: "TS_USERSPACE", value: "true" },
+    { name: "TS_SOCKET", value: "/tmp/tailscaled.sock" },
+    { name: "TS_HOSTNAME", value: o.hostname ?? "cluster-gw" },
+    { name: "TS_ROUTES", value: (o.routes ?? ["10.96.0.0/12"]).join(",") },
+    { name: "TS_EXTRA_ARGS", value: `--login-server=${o.loginServer ?? "https://hs.example.com"}` },
+    ...expectedRuntimeEnv({ noLogsNoSupport: o.noLogsNoSupport, caFile: o.ca ? "/etc/tailnet-ca/ca.crt" : undefined }),
+    { name: "TS_ENABLE_METRICS", value: "true" },
+    { name: "TS_ENABLE_HEALTH_CHECK", value: "true" },
+    // every listener on the pod IP: tailscaled's netstack forwards what serve does not handle to 127.0.0.1 (issue 31)
+    { name: "POD_IP", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } },
+    { name: "POD_IPS", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIPs" } } },
+    { name: "TS_LOCAL_ADDR_PORT", value: "$(POD_IP):8080" },
+  ];
+  if (o.secret) env.push({ name: "TS_AUTHKEY", valueFrom: { secretKeyRef: { name: o.secret, key: "authkey" } } });
+  const template = stampTemplate({
+    metadata: {
+      labels: labels(o.name),
+      annotations: {
+        "tailnet.internal/config-hash": o.ca ? configHash(o.corefile, o.ca) : configHash(o.corefile),
+      },
+    },
+    spec: {
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 65532,
+        runAsGroup: 65532,
+        fsGroup: 65532,
+        seccompProfile: { type: "RuntimeDefault" },
+      },
+      containers: [
+        {
+          name: "tailscale",
+          image: images.tailscale,
+          imagePullPolicy: "IfNotPresent",
+          env,
+          ports: [{ name: "ts-metrics", containerPort: 8080, protocol: "TCP" }],
+          readinessProbe: { httpGet: { path: "/healthz", port: "ts-metrics" }, periodSeconds: 5 },
+          securityContext: restricted,
+          resources: { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "256Mi" } },
+          volumeMounts: [
+            { name: "tmp", mountPath: "/tmp" },
+            ...expectedRuntimeMounts,
+            ...(o.ca ? [{ name: "ca", mountPath: "/etc/tailnet-ca", readOnly: true }] : []),
+          ],
+        },
+        {
+          name: "coredns",
+          image: images.coredns,
+          imagePullPolicy: "IfNotPresent",
+          args: ["-conf", "/etc/coredns/Corefile"],
+          env: [{ name: "POD_IP", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } }],
+          ports: [
+            { name: "dns", containerPort: 1053, protocol: "UDP" },
+            { name: "dns-metrics", containerPort: 9153, protocol: "TCP" },
+          ],
+          readinessProbe: { httpGet: { path: "/ready", port: 8181 }, periodSeconds: 5 },
+          livenessProbe: { httpGet: { path: "/health", port: 8081 }, periodSeconds: 10, failureThreshold: 5 },
+          securityContext: restricted,
+          resources: { requests: { cpu: "20m", memory: "32Mi" }, limits: { memory: "128Mi" } },
+          volumeMounts: [
+            { name: "corefile", mountPath: "/etc/coredns", readOnly: true },
+            { name: "zone", mountPath: "/var/lib/coredns/zone", readOnly: true },
+          ],
+        },
+      ],
+      volumes: [
+        { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
+        ...expectedRuntimeVolumes,
+        ...(o.ca ? [{ name: "ca", configMap: { name: `${o.name ?? "gw"}-gateway-ca` } }] : []),
+        { name: "corefile", configMap: { name: `${o.name ?? "gw"}-gateway-corefile` } },
+        { name: "zone", configMap: { name: `${o.name ?? "gw"}-gateway-zone`, optional: true } },
+      ],
+    },
+  });
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: `${o.name ?? "gw"}-gateway`, namespace: "infra", labels: labels(o.name) },
+    spec: {
+      replicas: o.replicas ?? 1,
+      selector: { matchLabels: selector },
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template,
+    },
+  };
+}
+
+const COREFILE = `# CoreDNS of TailnetGateway infra/gw, rendered by tailnet-operator. Do not edit.
+# Everything is served on 1053 of the pod IP only; the DNS Service maps port 53 to it.
+# The derived zone, for cluster workloads (the cluster DNS forwards the zone here).
+${ZONE}:1053 {
+    bind {$POD_IP}
+    errors
+    ready [{$POD_IP}]:8181
+    health {$HOSTNAME}:8081
+    prometheus [{$POD_IP}]:9153
+    file /var/lib/coredns/zone/zone.db ${ZONE} {
+        reload 10s
+    }
+}
+# Cluster names for tailnet clients (split DNS to the DNS Service IP, reached through the
+# gateway's routes), answered by the cluster DNS.
+svc.cluster.local:1053 {
+    bind {$POD_IP}
+    errors
+    prometheus [{$POD_IP}]:9153
+    cache 30
+    forward . /etc/resolv.conf
+}
+`;
+
+describe("gateway children", () => {
+  it("Deployment: tailscale + CoreDNS, stamped with its own template hash", () => {
+    const got = renderDeployment(renderInput(gateway()), "gw-authkey-7");
+    assert.deepStrictEqual(got, expectedDeployment({ secret: "gw-authkey-7", corefile: COREFILE }));
+    const tpl = (got.spec as { template: { metadata: { annotations: Record<string, string> } } }).template;
+    assert.equal(tpl.metadata.annotations[TEMPLATE_HASH_ANNOTATION], templateHash(tpl));
+    validateChildren([got]);
+  });
+
+  it("Deployment copies every user field: hostname, routes, tag, suspend, images", () => {
+    const p = gateway({
+      hostname: "edge-gw",
+      routes: ["10.96.0.0/12", "10.244.0.0/16"],
+      tag: "tag:edge",
+      suspend: true,
+    });
+    const r = { ...renderInput(p), tag: "tag:edge", images: { agent: "a:1", tailscale: "ts:2", coredns: "cd:3" } };
+    const got = renderDeployment(r, undefined);
+    assert.deepStrictEqual(
+      got,
+      expectedDeployment({
+        hostname: "edge-gw",
+        routes: ["10.96.0.0/12", "10.244.0.0/16"],
+        tag: "tag:edge",
+        replicas: 0,
+        images: { agent: "a:1", tailscale: "ts:2", coredns: "cd:3" },
+        corefile: renderCorefile(r),
+      }),
+    );
+    validateChildren([got]);
+  });
+
+  it("Corefile: the derived zone and the split domains on 1053, ready/health/prometheus", () => {
+    assert.equal(renderCorefile(renderInput(gateway())), COREFILE);
+    const r = renderInput(gateway());
+    r.tailnet.splitDomains = ["corp.internal", "svc.cluster.local"];
+    assert.match(
+      renderCorefile(r),
+      /\ncorp\.internal:1053 svc\.cluster\.local:1053 \{\n {4}bind \{\$POD_IP\}\n {4}errors\n/,
+    );
+  });
+
+  it("DNS Service: spec.service.type, port 53 udp/tcp onto the CoreDNS ports", () => {
+    const names = gatewayNames(gateway());
+    for (const type of ["ClusterIP", "LoadBalancer"] as const) {
+      const got = dnsService(gateway(), names, type);
+      assert.deepStrictEqual(got, {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "gw-dns", namespace: "infra", labels: labels() },
+        spec: {
+          type,
+          selector,
+          ports: [
+            { name: "dns", port: 53, targetPort: 1053, protocol: "UDP" },
+            { name: "dns-tcp", port: 53, targetPort: 1053, protocol: "TCP" },
+          ],
+        },
+      });
+      validateChildren([got]);
+    }
+  });
+
+  it("NetworkPolicy: DNS from the whole cluster, 8080/9153 only from the metrics peers", () => {
+    const peers = [
+      { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "tailnet-system" } } },
+      {
+        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } },
+        podSelector: { matchLabels: { app: "prometheus" } },
+      },
+    ];
+    const got = gatewayNetworkPolicy(gateway(), gatewayNames(gateway()), peers);
+    assert.deepStrictEqual(got, {
+      apiVersion: "networking.k8s.io/v1",
+      kind: "NetworkPolicy",
+      metadata: { name: "gw-gateway", namespace: "infra", labels: labels() },
+      spec: {
+        podSelector: { matchLabels: selector },
+        policyTypes: ["Ingress"],
+        ingress: [
+          { from: [{ namespaceSelector: {} }], ports: [{ protocol: "UDP", port: 1053 }] },
+          { from: [{ namespaceSelector: {} }], ports: [{ protocol: "TCP", port: 1053 }] },
+          {
+            from: peers,
+            ports: [
+              { protocol: "TCP", port: 8080 },
+              { protocol: "TCP", port: 9153 },
+            ],
+          },
+        ],
+      },
+    });
+    validateChildren([got]);
+  });
+
+  it("zone ConfigMap", () => {
+    const got = zoneConfigMap(gateway(), gatewayNames(gateway()), "; zone\n");
+    assert.deepStrictEqual(got, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "gw-gateway-zone", namespace: "infra", labels: labels() },
+      data: { "zone.db": "; zone\n" },
+    });
+  });
+
+  it("every child of a healthy sync validates, the bootstrap Secret is the key's, single-use by name", () => {
+    const { children } = run(healthy()).decision;
+    validateChildren(children);
+    assert.deepEqual(
+      children.map((c) => `${c.kind}/${c.metadata.name}`),
+      [
+        "Deployment/gw-gateway",
+        "Service/gw-dns",
+        "NetworkPolicy/gw-gateway",
+        "ConfigMap/gw-gateway-corefile",
+        "ConfigMap/gw-gateway-zone",
+        "Secret/gw-authkey-7",
+      ],
+    );
+    const secret = children.find((c) => c.kind === "Secret");
+    assert.equal(secret?.metadata.labels?.["tailnet.internal/authkey"], "true");
+    assert.equal(secret?.metadata.labels?.["app.kubernetes.io/name"], "tailnet-gateway");
+  });
+
+  it("a private Headscale CA: the gw-gateway-ca ConfigMap, mounted, SSL_CERT_FILE; the config hash covers it", () => {
+    const ca = "-----BEGIN CERTIFICATE-----\nPRIVATE CA\n-----END CERTIFICATE-----\n";
+    const r = renderInput(gateway());
+    r.tailnet.ca = ca;
+    const got = renderDeployment(r, "gw-authkey-7");
+    assert.deepStrictEqual(got, expectedDeployment({ secret: "gw-authkey-7", corefile: COREFILE, ca }));
+    const input = healthy();
+    input.tailnet.ca = ca;
+    const { children } = run(input).decision;
+    const cm = children.find((c) => c.metadata.name === "gw-gateway-ca");
+    assert.deepStrictEqual(cm, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "gw-gateway-ca", namespace: "infra", labels: labels() },
+      data: { "ca.crt": ca },
+    });
+    validateChildren(children);
+    const key = children.find((c) => c.kind === "Secret") as K8sObject;
+    const boot = bootTailscale(got, [key, cm as K8sObject], { serverCa: ca });
+    assert.ok(boot.ok, boot.ok ? "" : boot.error);
+    const without = bootTailscale(renderDeployment(renderInput(gateway()), "gw-authkey-7"), [key], { serverCa: ca });
+    assert.equal(without.ok, false);
+  });
+
+  it("noLogsNoSupport switched off: no TS_NO_LOGS_NO_SUPPORT", () => {
+    const got = renderDeployment({ ...renderInput(gateway()), noLogsNoSupport: false }, "gw-authkey-7");
+    assert.deepStrictEqual(
+      got,
+      expectedDeployment({ secret: "gw-authkey-7", corefile: COREFILE, noLogsNoSupport: false }),
+    );
+  });
+
+  it("boots under containerboot on the pinned and older images, requests no tag, sends no logs, keeps its state", () => {
+    const { children } = run(healthy()).decision;
+    const deployment = children.find((c) => c.kind === "Deployment") as K8sObject;
+    for (const imageVersion of ["1.102.3", "1.90.6"]) {
+      const result = bootTailscale(deployment, children, { imageVersion });
+      assert.ok(result.ok, `${imageVersion}: ${result.ok ? "" : result.error}`);
+      assert.deepEqual(result.boot.requestTags, []);
+      assert.equal(result.boot.noLogsNoSupport, true);
+      assert.equal(result.boot.persistentState, true, "a container restart must not log in again");
+      assert.deepEqual(result.boot.routes, ["10.96.0.0/12"]);
+    }
+  });
+
+  it("no bootstrap key yet: no Deployment (never a tailscale container without its key); a running one is kept", () => {
+    const none = run(healthy({ key: { error: "Headscale is down" }, observed: {} })).decision;
+    assert.equal(
+      none.children.some((c) => c.kind === "Deployment"),
+      false,
+    );
+    validateChildren(none.children);
+    const input = healthy({ key: { error: "Headscale is down" } });
+    const live = input.observed.deployment as K8sObject;
+    const kept = run(input).decision.children.find((c) => c.kind === "Deployment");
+    assert.deepStrictEqual(kept?.spec, live.spec, "the observed Deployment is returned as it is");
+  });
+
+  it("names stay valid for long and dotted parent names", () => {
+    const long = gateway();
+    long.metadata.name = `a.${"x".repeat(240)}`;
+    const names = gatewayNames(long);
+    assert.ok(names.service.length <= 63 && /^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(names.service), names.service);
+    assert.ok(names.corefile.length <= 253);
+    const digits = gateway();
+    digits.metadata.name = "1gw";
+    assert.equal(gatewayNames(digits).service, "gw-1gw-dns");
+  });
+});

@@ -1,0 +1,408 @@
+/**
+ * TailnetGateway end to end, lifecycle: bootstrap and registration, the derived zone, the cluster
+ * DNS forward, key rotation with stale nodes (Delete and Keep), a node key change, suspend, and
+ * finalize — through the Metacontroller emulator, the real hook server and the fake Headscale.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { secretValue } from "../../../../src/kinds/shared/secrets.js";
+import { bootTailscale, restartTailscale } from "../../../fakes/containerboot.js";
+import { execTool } from "../../../helpers/tools.js";
+import {
+  API,
+  applyGateway,
+  child,
+  cond,
+  gw,
+  keySecrets,
+  lastSync,
+  ROUTE,
+  readyGateway,
+  reasons,
+  registerGateway,
+  replicas,
+  resyncOf,
+  serviceIP,
+  statusJson,
+  statusOf,
+  syncAgain,
+  T0,
+  TAG,
+  world,
+  writesTo,
+  ZONE,
+  zoneText,
+} from "./world.js";
+
+const minutes = (n: number) => new Date(T0.getTime() + n * 60_000);
+
+function checkZone(text: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "gwzone-"));
+  try {
+    writeFileSync(join(dir, "zone.db"), text);
+    return execTool("named-checkzone", [ZONE, join(dir, "zone.db")], { encoding: "utf8" });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe("TailnetGateway end to end", () => {
+  it("bootstraps: a single-use tagged key, Provisioning until the node registers", async (t) => {
+    const w = await world(t);
+    applyGateway(w.mc);
+    const rounds = await w.mc.settle();
+    assert.ok(rounds <= 3, `settled in ${rounds} rounds`);
+    assert.deepEqual(w.mc.errors, []);
+    const creates = writesTo(w.fake, "POST", /^\/api\/v1\/preauthkey$/);
+    assert.equal(creates.length, 1);
+    assert.deepEqual(creates[0].body, {
+      reusable: false,
+      ephemeral: false,
+      expiration: "2026-11-29T11:00:00Z",
+      aclTags: [TAG],
+    });
+    const [secret] = keySecrets(w.mc);
+    assert.equal(secret.metadata.name, "gw-authkey-1");
+    const deployment = child(w.mc, "Deployment", "gw-gateway") as unknown as {
+      spec: { template: { spec: { containers: { env: { name: string; valueFrom?: unknown }[] }[] } } };
+    };
+    const env = deployment.spec.template.spec.containers[0].env;
+    assert.deepEqual(env.find((e) => e.name === "TS_AUTHKEY")?.valueFrom, {
+      secretKeyRef: { name: "gw-authkey-1", key: "authkey" },
+    });
+    assert.deepEqual(cond(w.mc, "Registered"), {
+      ...cond(w.mc, "Registered"),
+      status: "False",
+      reason: "Provisioning",
+      message: "waiting for cluster-gw to register with bootstrap key 1",
+    });
+    assert.equal(cond(w.mc, "Ready")?.reason, "Provisioning");
+    assert.equal(resyncOf(w.mc), 30);
+    // the zone exists from the start (empty), the Secret never shows up in status or logs
+    assert.match(checkZone(zoneText(w.mc)), /OK/);
+    const key = secretValue(secret, "authkey") ?? "";
+    assert.ok(key.startsWith("hskey-auth-"));
+    assert.ok(!statusJson(w.mc).includes(key));
+    assert.ok(!w.logs.join("").includes(key));
+  });
+
+  it("registered: FreshRuntimeReady, the route approved (read-modify-write), status.node, repeat sync identical", async (t) => {
+    const w = await readyGateway(t);
+    assert.deepEqual(w.mc.errors, []);
+    assert.deepEqual(reasons(w.mc), {
+      Registered: "FreshRuntimeReady",
+      RoutesInSync: "Approved",
+      DNSReady: "Serving",
+      StaleNodes: "None",
+      ClusterDNSForward: "Configured",
+      WorkloadCurrent: "PodCurrent",
+      ServiceReady: "ClusterIPAssigned",
+      Ready: "FreshRuntimeReady",
+    });
+    const status = gw(w.mc)?.status as Record<string, unknown>;
+    assert.deepEqual(status.node, { id: w.node.id, name: "cluster-gw", nodeKey: w.node.nodeKey, preAuthKeyId: "1" });
+    assert.equal(status.tag, TAG);
+    assert.equal(status.dnsServiceIP, w.ip);
+    assert.deepEqual(
+      writesTo(w.fake, "POST", /approve_routes$/).map((r) => r.body),
+      [{ routes: [ROUTE] }],
+    );
+    assert.deepEqual(w.fake.state.nodes.get(w.node.id)?.approvedRoutes, [ROUTE]);
+    const before = statusJson(w.mc);
+    const writes = w.fake.writes().length;
+    await syncAgain(w.mc);
+    assert.equal(statusJson(w.mc), before);
+    assert.equal(w.fake.writes().length, writes);
+    assert.equal(lastSync(w.mc)?.code, 200);
+    // resource metrics are published for a gateway that is not suspended
+    const ready = await w.metrics.resourceReady.get();
+    assert.deepEqual(
+      ready.values.filter((v) => v.labels.name === "gw").map((v) => [v.labels.reason, v.value]),
+      [["FreshRuntimeReady", 1]],
+    );
+  });
+
+  it("DryRun: the operator approves nothing", async (t) => {
+    const w = await readyGateway(t, {}, { mode: "DryRun" });
+    assert.equal(cond(w.mc, "RoutesInSync")?.reason, "NotApproved");
+    assert.equal(
+      cond(w.mc, "RoutesInSync")?.message,
+      `Tailnet home is in DryRun: the operator approves no routes; not approved on node ${w.node.id} "cluster-gw": ${ROUTE}`,
+    );
+    assert.equal(cond(w.mc, "Ready")?.reason, "NotApproved");
+    assert.deepEqual(writesTo(w.fake, "POST", /approve_routes$/), []);
+  });
+
+  it("derived zone: MagicDNS egress targets → their egress Service ClusterIP; named-checkzone accepts it", async (t) => {
+    const w = await readyGateway(t);
+    w.mc.apply({
+      apiVersion: API,
+      kind: "TailnetEgress",
+      metadata: { name: "db", namespace: "shop", uid: "uid-shop-db" },
+      spec: {
+        tailnetRef: { name: "home" },
+        targets: [
+          { name: "postgres", host: `db-1.${ZONE}`, ports: [{ port: 5432, protocol: "TCP" }] },
+          { name: "mysql", host: "db-2", ports: [{ port: 3306, protocol: "TCP" }] },
+        ],
+      },
+    } as never);
+    for (const [name, ip] of [
+      ["postgres", "10.96.50.1"],
+      ["mysql", "10.96.50.2"],
+    ]) {
+      w.mc.apply({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: {
+          name,
+          namespace: "shop",
+          labels: { "tailnet.internal/egress-target": "true" },
+          // the egress's own Service (shared/zone-owners.ts): controlled by it
+          ownerReferences: [
+            { apiVersion: API, kind: "TailnetEgress", name: "db", uid: "uid-shop-db", controller: true },
+          ],
+        },
+        spec: { clusterIP: ip, ports: [{ port: 5432 }] },
+      } as never);
+    }
+    await w.mc.settle();
+    const text = zoneText(w.mc);
+    assert.match(text, /\ndb-1 {2}IN {2}A {2}10\.96\.50\.1 {2}; shop\/db target postgres\n$/);
+    assert.doesNotMatch(text, /10\.96\.50\.2/);
+    assert.match(checkZone(text), /OK/);
+    const before = statusJson(w.mc);
+    await syncAgain(w.mc);
+    assert.equal(statusJson(w.mc), before);
+    assert.deepEqual(w.mc.errors, []);
+  });
+
+  it("ClusterDNSForward: NotConfigured gives the block; External is ExternallyManaged", async (t) => {
+    const w = await world(t);
+    applyGateway(w.mc);
+    await w.mc.settle();
+    const ip = serviceIP(w.mc);
+    assert.equal(
+      cond(w.mc, "ClusterDNSForward")?.message,
+      `ConfigMap kube-system/coredns not found; the cluster DNS needs this server block:\n${ZONE}:53 {\n    errors\n    cache 30\n    forward . ${ip}\n}`,
+    );
+    applyGateway(w.mc, { dns: { zone: ZONE, clusterDNSForward: "External" } });
+    await w.mc.settle();
+    assert.equal(cond(w.mc, "ClusterDNSForward")?.status, "True");
+    assert.equal(cond(w.mc, "ClusterDNSForward")?.reason, "ExternallyManaged");
+  });
+
+  it("key rotation at half-life rolls the pod; staleNodes Delete removes the superseded node only", async (t) => {
+    const w = await readyGateway(t);
+    // a node that carries the tag but is not ours (another key): never deleted
+    const rogueKey = w.fake.state.nextKeyId();
+    w.fake.state.preAuthKeys.set(rogueKey, {
+      id: rogueKey,
+      prefix: "rogue",
+      key: "hskey-auth-rogue-x",
+      userId: null,
+      reusable: false,
+      ephemeral: false,
+      used: true,
+      expiration: minutes(600),
+      createdAt: minutes(-600),
+      aclTags: [TAG],
+    });
+    const old = w.fake.addNode({ name: "old-gw", tags: [TAG], preAuthKeyId: rogueKey });
+    old.createdAt = minutes(-600);
+    w.clock.now = minutes(31);
+    await w.mc.settle();
+    assert.equal(keySecrets(w.mc)[0].metadata.name, "gw-authkey-3");
+    assert.equal(cond(w.mc, "WorkloadCurrent")?.reason, "PodCurrent");
+    const fresh = registerGateway(w);
+    await w.mc.settle();
+    assert.deepEqual(
+      writesTo(w.fake, "DELETE", /^\/api\/v1\/node\//).map((r) => r.path),
+      [`/api/v1/node/${w.node.id}`],
+    );
+    assert.ok(w.fake.state.nodes.has(old.id));
+    assert.ok(!w.fake.state.nodes.has(w.node.id));
+    const deleted = w.mc.calls.find(
+      (c) => c.parent === "infra/gw" && JSON.stringify(c.response).includes('"reason":"Deleted"'),
+    );
+    assert.ok(deleted, "a sync reported StaleNodes=False/Deleted");
+    assert.equal(cond(w.mc, "StaleNodes")?.reason, "None");
+    assert.equal(statusOf(w.mc).node?.id, fresh.id);
+    assert.equal(cond(w.mc, "Ready")?.reason, "FreshRuntimeReady");
+    assert.deepEqual(w.mc.errors, []);
+  });
+
+  it("a restart of the tailscale container re-joins as the same node (state on an emptyDir); a lost pod cannot reuse the key", async (t) => {
+    const w = await readyGateway(t);
+    const objects = () => [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
+    const booted = bootTailscale(child(w.mc, "Deployment", "gw-gateway") as never, objects());
+    assert.ok(booted.ok, booted.ok ? "" : booted.error);
+    const before = statusJson(w.mc);
+    const keysBefore = keySecrets(w.mc).map((s) => s.metadata.name);
+    // a crash, an OOM kill: containerboot starts again in the same pod and finds tailscaled's state
+    const restarted = restartTailscale(w.fake, booted.boot, w.node);
+    assert.equal(restarted.sameNode, true);
+    assert.equal(restarted.node.id, w.node.id);
+    await w.mc.settle();
+    assert.equal(cond(w.mc, "Ready")?.reason, "FreshRuntimeReady");
+    assert.equal(statusJson(w.mc), before, "same node, same status");
+    assert.deepEqual(
+      keySecrets(w.mc).map((s) => s.metadata.name),
+      keysBefore,
+      "no new key needed",
+    );
+    assert.equal(w.fake.state.nodes.size, 1);
+    // a rescheduled pod starts with an empty emptyDir: the single-use key is spent (the recovery
+    // rotation mints a new one once the pod has been unready for RECOVERY_GRACE_SECONDS)
+    assert.throws(() => w.fake.registerWithKey(booted.boot.authKey, { name: booted.boot.hostname }), /already used/);
+  });
+
+  it("a private Headscale CA reaches the gateway pod: gw-gateway-ca, mounted, SSL_CERT_FILE; the pod logs in", async (t) => {
+    const ca = "-----BEGIN CERTIFICATE-----\nHEADSCALE PRIVATE CA\n-----END CERTIFICATE-----\n";
+    const w = await world(t, { ca });
+    applyGateway(w.mc);
+    await w.mc.settle();
+    assert.deepEqual(child(w.mc, "ConfigMap", "gw-gateway-ca")?.data, { "ca.crt": ca });
+    const deployment = child(w.mc, "Deployment", "gw-gateway") as never;
+    const objects = [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
+    const booted = bootTailscale(deployment, objects, { serverCa: ca });
+    assert.ok(booted.ok, booted.ok ? "" : booted.error);
+    assert.match(booted.boot.caPem, /HEADSCALE PRIVATE CA/);
+    registerGateway(w);
+    await w.mc.settle();
+    assert.equal(cond(w.mc, "Registered")?.reason, "FreshRuntimeReady");
+    assert.deepEqual(w.mc.errors, []);
+  });
+
+  it("staleNodes Keep: the superseded node is reported, never deleted", async (t) => {
+    const w = await readyGateway(t, { staleNodes: "Keep" });
+    w.clock.now = minutes(31);
+    await w.mc.settle();
+    registerGateway(w);
+    await w.mc.settle();
+    const kept = w.mc.calls.find(
+      (c) => c.parent === "infra/gw" && JSON.stringify(c.response).includes('"reason":"ExternallyManaged"'),
+    );
+    assert.ok(kept);
+    const stale = (
+      kept.response as { status: { conditions: { type: string; status: string; message: string }[] } }
+    ).status.conditions.find((c) => c.type === "StaleNodes");
+    assert.deepEqual(
+      { status: stale?.status, message: stale?.message },
+      { status: "True", message: `staleNodes is Keep; stale nodes left in place: node ${w.node.id} "cluster-gw"` },
+    );
+    assert.deepEqual(writesTo(w.fake, "DELETE", /^\/api\/v1\/node\//), []);
+    assert.ok(w.fake.state.nodes.has(w.node.id));
+  });
+
+  it("node key change: IdentityChanged, a fresh bootstrap key; re-registration with it clears the change", async (t) => {
+    const w = await readyGateway(t);
+    const creates = writesTo(w.fake, "POST", /^\/api\/v1\/preauthkey$/).length;
+    const node = w.fake.state.nodes.get(w.node.id);
+    assert.ok(node);
+    const oldKey = node.nodeKey;
+    node.nodeKey = `nodekey:${"c".repeat(64)}`;
+    await w.mc.settle();
+    assert.equal(cond(w.mc, "Registered")?.reason, "IdentityChanged");
+    assert.equal(
+      cond(w.mc, "Ready")?.message,
+      `node ${w.node.id} "cluster-gw" changed its node key from ${oldKey} to ${node.nodeKey}; the gateway re-registers with a fresh bootstrap key from the operator; to keep this node with its new key instead, set the annotation tailnet.internal/accept-node-key: ${node.nodeKey}`,
+    );
+    assert.equal(writesTo(w.fake, "POST", /^\/api\/v1\/preauthkey$/).length, creates + 1);
+    assert.equal(statusOf(w.mc).node?.nodeKey, oldKey);
+    assert.deepEqual(writesTo(w.fake, "DELETE", /^\/api\/v1\/node\//), []);
+    const again = statusJson(w.mc);
+    await syncAgain(w.mc);
+    assert.equal(statusJson(w.mc), again, "no second rotation while the fresh key is unused");
+    const fresh = registerGateway(w);
+    await w.mc.settle();
+    assert.equal(cond(w.mc, "Registered")?.reason, "FreshRuntimeReady");
+    assert.equal(statusOf(w.mc).node?.id, fresh.id);
+    assert.ok(!w.fake.state.nodes.has(w.node.id), "the old identity was removed as a stale node");
+  });
+
+  it("node key change accepted with the annotation", async (t) => {
+    const w = await readyGateway(t);
+    const node = w.fake.state.nodes.get(w.node.id);
+    assert.ok(node);
+    node.nodeKey = `nodekey:${"d".repeat(64)}`;
+    await w.mc.settle();
+    assert.equal(cond(w.mc, "Registered")?.reason, "IdentityChanged");
+    applyGateway(w.mc, {}, { annotations: { "tailnet.internal/accept-node-key": node.nodeKey } });
+    await w.mc.settle();
+    assert.equal(cond(w.mc, "Registered")?.reason, "FreshRuntimeReady");
+    assert.equal(statusOf(w.mc).node?.nodeKey, node.nodeKey);
+  });
+
+  it("suspend: replicas 0, Ready=False/Suspended, withdrawn from the resource metrics", async (t) => {
+    const w = await readyGateway(t);
+    const series = async () =>
+      [...(await w.metrics.resourceReady.get()).values, ...(await w.metrics.resourceCondition.get()).values].filter(
+        (v) => v.labels.kind === "TailnetGateway",
+      );
+    assert.ok((await series()).length > 0);
+    applyGateway(w.mc, { suspend: true });
+    await w.mc.settle();
+    assert.equal(replicas(w.mc), 0);
+    assert.deepEqual(
+      {
+        status: cond(w.mc, "Ready")?.status,
+        reason: cond(w.mc, "Ready")?.reason,
+        message: cond(w.mc, "Ready")?.message,
+      },
+      { status: "False", reason: "Suspended", message: "spec.suspend is true: the gateway is scaled to zero" },
+    );
+    assert.deepEqual(await series(), []);
+    // the used key is replaced while suspended, so the pod that starts on resume can log in
+    assert.equal(keySecrets(w.mc)[0].metadata.name, "gw-authkey-2");
+    const before = statusJson(w.mc);
+    await syncAgain(w.mc);
+    assert.equal(statusJson(w.mc), before);
+    applyGateway(w.mc, { suspend: false });
+    await w.mc.settle();
+    assert.equal(replicas(w.mc), 1);
+    assert.ok((await series()).length > 0);
+    assert.deepEqual(w.mc.errors, []);
+  });
+
+  it("finalize: deletes our nodes and expires the bootstrap key, never touches a node that is not ours", async (t) => {
+    const w = await readyGateway(t);
+    const foreign = w.fake.addNode({ name: "laptop", tags: [TAG] });
+    w.mc.delete(API, "TailnetGateway", "gw", "infra");
+    await w.mc.settle();
+    assert.equal(gw(w.mc), undefined);
+    assert.deepEqual(
+      writesTo(w.fake, "DELETE", /^\/api\/v1\/node\//).map((r) => r.path),
+      [`/api/v1/node/${w.node.id}`],
+    );
+    assert.deepEqual(
+      writesTo(w.fake, "POST", /^\/api\/v1\/preauthkey\/expire$/).map((r) => r.body),
+      [{ id: "1" }],
+    );
+    assert.ok(w.fake.state.nodes.has(foreign.id));
+    assert.equal((w.fake.state.preAuthKeys.get("1")?.expiration.getTime() ?? 0) <= T0.getTime(), true);
+    const expiry = await w.metrics.authKeyExpiry.get();
+    assert.deepEqual(
+      expiry.values.filter((v) => v.labels.kind === "TailnetGateway"),
+      [],
+    );
+    assert.deepEqual(w.mc.errors, []);
+  });
+
+  it("the bootstrap key's expiry is exported for the gateway", async (t) => {
+    const w = await world(t);
+    applyGateway(w.mc);
+    await w.mc.settle();
+    const expiry = await w.metrics.authKeyExpiry.get();
+    assert.deepEqual(
+      expiry.values
+        .filter((v) => v.labels.kind === "TailnetGateway")
+        .map((v) => [v.labels.namespace, v.labels.name, v.value]),
+      [["infra", "gw", Date.parse("2026-11-29T11:00:00Z") / 1000]],
+    );
+    assert.equal(gw(w.mc)?.metadata.name, "gw");
+  });
+});

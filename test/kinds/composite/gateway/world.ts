@@ -1,0 +1,200 @@
+/**
+ * The end-to-end world of the TailnetGateway tests: the Metacontroller emulator drives the real hook
+ * server, which talks to the fake Headscale; one clock drives both. The Tailnet and TailnetEgress
+ * kinds are stubs that keep the status the test sets and return no children, so these tests see only
+ * the gateway's own Headscale traffic and the Services the test creates for egress targets (a real
+ * Tailnet would PUT the policy, and Headscale's auto-approval would race the gateway's approvals).
+ */
+import type { HookKind } from "../../../../src/api/schemas.js";
+import { HeadscaleViews } from "../../../../src/headscale/view.js";
+import { type K8sObject, reuseAllChildren } from "../../../../src/k8s/objects.js";
+import { kindModules } from "../../../../src/kinds/composite/index.js";
+import { b64 } from "../../../../src/kinds/shared/secrets.js";
+import { createOperatorMetrics } from "../../../../src/metrics/registry.js";
+import type { KindModule } from "../../../../src/pipeline/types.js";
+import { memoryEventRecorder } from "../../../../src/server/events.js";
+import { bootTailscale, registerPod } from "../../../fakes/containerboot.js";
+import { type FakeHeadscale, useFakeHeadscale } from "../../../fakes/headscale/index.js";
+import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
+import { parentObject } from "../../../fixtures/hooks.js";
+import { build } from "../../../helpers/server.js";
+
+export const API = "tailnet.internal/v1alpha1";
+export const TAG = "tag:k8s-infra-gw";
+export const ROUTE = "10.96.0.0/12";
+export const ZONE = "ts.example.com";
+export const T0 = new Date("2026-11-29T10:00:00Z");
+export const TYPES = [
+  "Registered",
+  "RoutesInSync",
+  "DNSReady",
+  "StaleNodes",
+  "ClusterDNSForward",
+  "WorkloadCurrent",
+  "ServiceReady",
+  "Ready",
+] as const;
+
+const stub = (hookKind: HookKind): KindModule => ({
+  hookKind,
+  customize: () => [],
+  // children kept as observed: a test's Service controlled by a stub egress stands for the egress's own
+  sync: async (req) => ({
+    status: { ...((req.parent.status as Record<string, unknown>) ?? {}) },
+    children: reuseAllChildren(req.children),
+  }),
+  finalize: async () => ({ status: {}, children: [], finalized: true }),
+  invalid: (req) => ({ status: { ...((req.parent.status as Record<string, unknown>) ?? {}) }, children: [] }),
+});
+
+export type Ctx = { after: (fn: () => Promise<void> | void) => void };
+
+export interface WorldOpts {
+  mode?: "Apply" | "DryRun";
+  credentials?: boolean;
+  tailnet?: boolean;
+  baseDomain?: string | null;
+  /** A private Headscale CA in the credentials Secret (the Tailnet's caSecretRef, republished). */
+  ca?: string;
+}
+
+export async function world(t: Ctx, opts: WorldOpts = {}) {
+  const clock = { now: T0 };
+  const fake = await useFakeHeadscale(t, { now: () => clock.now });
+  const views = new HeadscaleViews({ timeoutMs: 300, cacheTTLSeconds: 0, retries: 0, now: () => clock.now });
+  t.after(() => views.close());
+  const metrics = createOperatorMetrics({ defaultMetrics: false });
+  const kinds = new Map<HookKind, KindModule>(kindModules);
+  kinds.set("tailnet", stub("tailnet"));
+  kinds.set("egress", stub("egress"));
+  const { app, logs } = await build(t, {
+    server: { kinds, deps: { views, metrics, now: () => clock.now, events: memoryEventRecorder() } },
+  });
+  const mc = new FakeMetacontroller({ app });
+  if (opts.tailnet !== false) {
+    mc.apply(
+      parentObject("Tailnet", "home", {
+        headscale: { url: fake.url, apiKeySecretRef: { namespace: "tailnet-system", name: "hs" } },
+        policy: { mode: opts.mode ?? "Apply" },
+        ...(opts.baseDomain === null ? {} : { dns: { baseDomain: opts.baseDomain ?? ZONE } }),
+      }),
+    );
+  }
+  if (opts.credentials !== false) {
+    mc.apply({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "tailnet-home-credentials", namespace: "tailnet-system" },
+      data: { url: b64(fake.url), apiKey: b64(fake.apiKey), ...(opts.ca ? { "ca.crt": b64(opts.ca) } : {}) },
+    });
+  }
+  return { fake, mc, metrics, logs, clock };
+}
+
+export type World = Awaited<ReturnType<typeof world>>;
+
+export function applyGateway(
+  mc: FakeMetacontroller,
+  spec: Record<string, unknown> = {},
+  opts: { annotations?: Record<string, string> } = {},
+) {
+  const existing = mc.get(API, "TailnetGateway", "gw", "infra");
+  const p = parentObject(
+    "TailnetGateway",
+    "gw",
+    { tailnetRef: { name: "home" }, hostname: "cluster-gw", routes: [ROUTE], dns: { zone: ZONE }, ...spec },
+    { namespace: "infra" },
+  );
+  if (opts.annotations) p.metadata.annotations = opts.annotations;
+  if (existing) p.metadata.uid = existing.metadata.uid;
+  return mc.apply(p as never);
+}
+
+export const gw = (mc: FakeMetacontroller) => mc.get(API, "TailnetGateway", "gw", "infra");
+export const cond = (mc: FakeMetacontroller, type: string) => mc.condition("TailnetGateway", "gw", type, "infra");
+export const reasons = (mc: FakeMetacontroller) => Object.fromEntries(TYPES.map((t) => [t, cond(mc, t)?.reason]));
+export const statusJson = (mc: FakeMetacontroller) => JSON.stringify(gw(mc)?.status);
+
+export function child(mc: FakeMetacontroller, kind: string, name: string): K8sObject | undefined {
+  return mc.list(kind).find((o) => o.metadata.name === name && o.metadata.namespace === "infra");
+}
+
+export function keySecrets(mc: FakeMetacontroller): K8sObject[] {
+  return mc.list("Secret").filter((s) => s.metadata.labels?.["tailnet.internal/authkey"] === "true");
+}
+
+/** The gateway pod logging in with the key of the current bootstrap Secret (as containerboot would). */
+export function registerGateway(w: World, opts: { routes?: string[]; name?: string } = {}) {
+  const deployment = child(w.mc, "Deployment", "gw-gateway");
+  if (!deployment) throw new Error("no gateway Deployment yet");
+  if (!opts.routes) {
+    return registerPod(w.fake, deployment, [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")], { name: opts.name })
+      .node;
+  }
+  // a pod advertising other routes than the spec's (a hand-edited TS_ROUTES)
+  const boot = bootTailscale(deployment, [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")]);
+  if (!boot.ok) throw new Error(boot.error);
+  return w.fake.registerWithKey(boot.boot.authKey, {
+    name: opts.name ?? boot.boot.hostname,
+    availableRoutes: opts.routes,
+    requestTags: boot.boot.requestTags,
+  });
+}
+
+export function zoneText(mc: FakeMetacontroller): string {
+  const data = child(mc, "ConfigMap", "gw-gateway-zone")?.data as Record<string, string> | undefined;
+  return data?.["zone.db"] ?? "";
+}
+
+export function serviceIP(mc: FakeMetacontroller): string {
+  return (child(mc, "Service", "gw-dns")?.spec as { clusterIP?: string } | undefined)?.clusterIP ?? "";
+}
+
+export function replicas(mc: FakeMetacontroller): number | undefined {
+  return (child(mc, "Deployment", "gw-gateway")?.spec as { replicas?: number } | undefined)?.replicas;
+}
+
+export interface GatewayStatus {
+  tag?: string;
+  dnsServiceIP?: string;
+  node?: { id: string; name: string; nodeKey: string; preAuthKeyId: string };
+}
+
+export function statusOf(mc: FakeMetacontroller): GatewayStatus {
+  return (gw(mc)?.status ?? {}) as GatewayStatus;
+}
+
+export function resyncOf(mc: FakeMetacontroller): number | undefined {
+  return (lastSync(mc)?.response as { resyncAfterSeconds?: number } | undefined)?.resyncAfterSeconds;
+}
+
+/** The last sync answer for the gateway (what Metacontroller received). */
+export function lastSync(mc: FakeMetacontroller) {
+  return [...mc.calls].reverse().find((c) => c.hook === "sync" && c.parent === "infra/gw");
+}
+
+export async function syncAgain(mc: FakeMetacontroller) {
+  const live = gw(mc);
+  if (!live) throw new Error("no gateway");
+  await mc.syncParent(live);
+}
+
+/** A registered, verified gateway whose route the operator approved and whose forward is configured. */
+export async function readyGateway(t: Ctx, spec: Record<string, unknown> = {}, opts: WorldOpts = {}) {
+  const w = await world(t, opts);
+  applyGateway(w.mc, spec);
+  await w.mc.settle();
+  const node = registerGateway(w);
+  const ip = serviceIP(w.mc);
+  w.mc.apply({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "coredns", namespace: "kube-system" },
+    data: { Corefile: `.:53 {\n    forward . /etc/resolv.conf\n}\n${ZONE}:53 {\n    forward . ${ip}\n}\n` },
+  });
+  await w.mc.settle();
+  return { ...w, node, ip };
+}
+
+export const writesTo = (fake: FakeHeadscale, method: string, path: RegExp) =>
+  fake.requests.filter((r) => r.method === method && path.test(r.path));
