@@ -70,8 +70,8 @@ describe("the repository needs nothing beside it", () => {
     ];
     for (const [file, text] of bad) assert.equal(outsideRefs(ROOT, file, text).length, 1, `${file}: ${text}`);
     const good: Array<[string, string]> = [
-      ["src/kinds/composite/egress/act.ts", `import { ensureAuthKey } from "${up}/authkey.js";`],
-      ["src/kinds/composite/gateway/children.ts", ` * ${up}/authkey.ts (authKeySecret)`],
+      ["src/kinds/composite/egress/act.ts", `import { ensureAuthKey } from "../${up}/authkey.js";`],
+      ["src/kinds/composite/gateway/children.ts", ` * ../${up}/authkey.ts (authKeySecret)`],
       ["docs/x.md", `src/kinds/${SHARED}/workload.ts`],
       ["docs/x.md", `a ${SHARED} folder; juanfont/headscale hscontrol/policy/v2/testdata`],
     ];

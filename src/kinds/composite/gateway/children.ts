@@ -1,7 +1,7 @@
 /**
  * Child builders of TailnetGateway, one per object (Tailscale's tsr*Specs style): each takes
  * (parent, inputs) and returns a plain object. The bootstrap-key Secret comes from
- * ../shared/authkey.ts (authKeySecret) with gatewayLabels().
+ * src/kinds/shared/authkey.ts (authKeySecret) with gatewayLabels().
  *
  * The pod runs two containers:
  * - `tailscale` (official image, containerboot) in userspace mode with its state on an emptyDir
