@@ -23,7 +23,7 @@ import type { HeadscaleView, Obs } from "../../../headscale/view.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import type { EventRecorder, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { markedPolicyText } from "../../../policy/marker.js";
-import { prettyPolicyText } from "../../../policy/render.js";
+import { prettyPolicyText } from "../../../policy/merge.js";
 import { apiKeySecretName } from "./children.js";
 import { type TailnetObservation, tailnetView } from "./observe.js";
 import { type PolicyWrite, planTailnet, type TailnetPlan } from "./plan.js";

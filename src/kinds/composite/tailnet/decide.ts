@@ -19,6 +19,7 @@ import {
   livePolicyConfigMapName,
   policyConfigMap,
 } from "./children.js";
+import { dnsRecords, type PolicyCandidate } from "./compose.js";
 import {
   apiKeyValid,
   apiReachable,
@@ -40,7 +41,6 @@ import {
   type TailnetPlanInput,
   type TailnetStatusFields,
 } from "./plan.js";
-import { dnsRecords, type PolicyCandidate } from "./render.js";
 import { type RotationStatus, renewedKeyChild, replacedGone, rotationCondition, rotationStatus } from "./rotation.js";
 import { liveHash, writeFailureCondition } from "./write.js";
 

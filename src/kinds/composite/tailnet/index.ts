@@ -12,12 +12,12 @@ import { assembleStatus, invalidSpecResult, previousStatus, resourceId } from ".
 import type { FinalizeResult, HookDeps, HookRequest, KindModule } from "../../../pipeline/types.js";
 import { tailnetRelated } from "../related.js";
 import { actTailnet, type TailnetOutcome } from "./act.js";
+import { forgetRender } from "./compose-memo.js";
 import { tailnetConditions } from "./conditions.js";
 import { decideTailnet, type TailnetDecision } from "./decide.js";
 import { publishTailnetMetrics, withdrawTailnetMetrics } from "./metrics.js";
 import { observeTailnet, type TailnetObservation } from "./observe.js";
 import { planTailnet, type TailnetPlan } from "./plan.js";
-import { forgetRender } from "./render-memo.js";
 import { ROTATION } from "./rotation.js";
 import { readTailnetSpec, type TailnetSpec, tailnetSpecProblem } from "./spec.js";
 

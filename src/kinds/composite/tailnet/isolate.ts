@@ -20,13 +20,14 @@
  */
 import type { Outcome } from "../../../headscale/capabilities.js";
 import type { HeadscaleView } from "../../../headscale/view.js";
-import { type Contribution, combineContributions } from "../../../policy/generated.js";
-import { prettyPolicyText, renderPolicy } from "../../../policy/render.js";
+import type { Contribution } from "../../../policy/contribution.js";
+import { combineContributions } from "../../../policy/generated.js";
+import { mergePolicy, prettyPolicyText } from "../../../policy/merge.js";
 import { tagsOnly } from "../../../policy/validate.js";
 import { CHECK_MEMO_MS, checkPolicy } from "./check.js";
+import type { PolicyCandidate } from "./compose.js";
 import { type LeftOut, leftOutOf } from "./left-out.js";
 import { oneLine } from "./messages.js";
-import type { PolicyCandidate } from "./render.js";
 
 /** policy/check calls one sync may spend searching (16 objects' worth per culprit at 2,000 objects: ~11 each). */
 export const MAX_ISOLATION_CHECKS = 40;
@@ -39,7 +40,7 @@ function renderWithout(candidate: PolicyCandidate, out: ReadonlySet<Contribution
   const { baseText, tagOwners, contributions } = candidate.parts;
   const merged = contributions.map((c) => (out.has(c) ? tagsOnly(c) : c));
   const collected = combineContributions(tagOwners, merged);
-  const r = renderPolicy(baseText, collected.generated);
+  const r = mergePolicy(baseText, collected.generated);
   return r.ok ? { r, merged } : undefined;
 }
 

@@ -15,15 +15,15 @@ import type { HeadscaleView } from "../../../headscale/view.js";
 import { credentialsSecretName } from "../../../k8s/labels.js";
 import { findObject } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
-import { prettyPolicyText } from "../../../policy/render.js";
+import { prettyPolicyText } from "../../../policy/merge.js";
 import { secretValue } from "../../shared/secrets.js";
 import { CHECK_MEMO_MS, checkPolicy } from "./check.js";
 import { apiKeySecretName } from "./children.js";
+import { composeTailnetPolicy, type TailnetRender } from "./compose.js";
 import { type ConnectionInput, connectionFor, inputsOf, ownedInputs, type TailnetInputs } from "./inputs.js";
 import { isolateRefused } from "./isolate.js";
 import { isDatabaseDown401, NO_CALL, oneLine } from "./messages.js";
 import type { HeadscaleObservations } from "./observed.js";
-import { renderTailnetPolicy, type TailnetRender } from "./render.js";
 import { type ApiKeyUse, type RenewedKey, readRenewedKey } from "./rotation.js";
 import type { TailnetSpec } from "./spec.js";
 
@@ -141,7 +141,7 @@ export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: 
   // objects refused as TagInUse render nothing (without the node list, render says CannotVerify)
   const inputs = hs?.nodes.ok ? ownedInputs(observed.inputs, hs.nodes.value) : observed.inputs;
   const nodesUnavailable = !hs ? NO_CALL : hs.nodes.ok ? "" : oneLine(hs.nodes.error.message);
-  const render = renderTailnetPolicy(
+  const render = composeTailnetPolicy(
     inputs,
     hs?.nodes.ok ? hs.nodes.value : null,
     nodesUnavailable,

@@ -11,9 +11,10 @@ import { policyConfigMapName } from "../../../k8s/labels.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { previousStatus } from "../../../pipeline/status.js";
 import { operatorWrittenHash } from "../../../policy/marker.js";
-import type { GeneratedCounts } from "../../../policy/render.js";
+import type { GeneratedCounts } from "../../../policy/merge.js";
 import { lostOverLiveText } from "./adoption.js";
 import { LIVE_POLICY_KEY, livePolicyConfigMapName } from "./children.js";
+import type { PolicyCandidate } from "./compose.js";
 import {
   duplicateUsers,
   headscaleCompatible,
@@ -25,7 +26,6 @@ import {
 } from "./conditions.js";
 import type { LeftOut } from "./left-out.js";
 import type { HeadscaleObservations, TailnetObservation } from "./observe.js";
-import type { PolicyCandidate } from "./render.js";
 import { planRotation, type RotationPlan, type RotationStatus } from "./rotation.js";
 import { describeLive, describeStored, liveHash, writeFailureCondition } from "./write.js";
 

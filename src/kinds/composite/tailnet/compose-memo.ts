@@ -6,7 +6,7 @@
  * and an egress's also under the node list and allowlist it was resolved against. A resync where nothing
  * changed returns the previous render as it was (no merge, no canonical text, no hash); one where a single
  * object changed recomputes that object's contribution and merges again. The memo never changes output:
- * the merge and the render are the same functions a fresh render calls (test/kinds/composite/tailnet/render-memo.test.ts
+ * the merge and the render are the same functions a fresh render calls (test/kinds/composite/tailnet/compose-memo.test.ts
  * holds memoised = fresh byte for byte over random sequences of add/change/remove).
  *
  * Bounds: per Tailnet, one entry per object of its last render (objects not seen in it are dropped) and that
@@ -16,7 +16,6 @@
 import { createHash } from "node:crypto";
 import type { HsNode } from "../../../headscale/types.js";
 import {
-  type CollectInput,
   type Contribution,
   type EgressContext,
   egressContext,
@@ -24,7 +23,8 @@ import {
   gatewayContribution,
   ingressContribution,
   siteContribution,
-} from "../../../policy/generated.js";
+} from "../../../policy/contribution.js";
+import type { CollectInput } from "../../../policy/generated.js";
 import type { NodeRef } from "../../../policy/targets.js";
 
 /** Tailnets whose render is kept (one process rarely serves more; each costs about its objects' contributions). */

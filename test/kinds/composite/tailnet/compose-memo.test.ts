@@ -3,19 +3,19 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import type { HsNode } from "../../../../src/headscale/types.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import { readInputs } from "../../../../src/kinds/composite/tailnet/inputs.js";
 import {
   collectInput,
+  composeTailnetPolicy,
   dnsRecords,
   lazyCollectInput,
-  renderTailnetPolicy,
-} from "../../../../src/kinds/composite/tailnet/render.js";
+} from "../../../../src/kinds/composite/tailnet/compose.js";
 import {
   forgetRender,
   MEMO_TAILNETS,
   memoSize,
   renderMemoised,
-} from "../../../../src/kinds/composite/tailnet/render-memo.js";
+} from "../../../../src/kinds/composite/tailnet/compose-memo.js";
+import { readInputs } from "../../../../src/kinds/composite/tailnet/inputs.js";
 import { collectGenerated, combineContributions } from "../../../../src/policy/generated.js";
 import { parentObject, toMaps } from "../../../fixtures/hooks.js";
 import { apiKeySecret, BASE, baseConfigMap, hsNode, tailnet, tailnetSpec } from "./fixtures.js";
@@ -154,8 +154,8 @@ describe("Tailnet render memo (issue 25)", () => {
               ...objects.values(),
             ];
             const inputs = readInputs(tailnet({ ...spec, policy }), toMaps(related));
-            const fresh = JSON.stringify(renderTailnetPolicy(inputs, nodes));
-            const memoised = JSON.stringify(renderTailnetPolicy(inputs, nodes, undefined, uid));
+            const fresh = JSON.stringify(composeTailnetPolicy(inputs, nodes));
+            const memoised = JSON.stringify(composeTailnetPolicy(inputs, nodes, undefined, uid));
             assert.equal(memoised, fresh, `step ${version}: ${JSON.stringify(s)}`);
             // the memo keeps exactly the objects of the last render
             const rendered =
@@ -277,7 +277,7 @@ describe("Tailnet render memo (issue 25)", () => {
     const inputs = readInputs(tailnet(), toMaps([apiKeySecret(), baseConfigMap()]));
     const before = memoSize().tailnets;
     const uids = Array.from({ length: MEMO_TAILNETS + 3 }, (_, i) => `bound-${i}`);
-    for (const uid of uids) renderTailnetPolicy(inputs, [], undefined, uid);
+    for (const uid of uids) composeTailnetPolicy(inputs, [], undefined, uid);
     assert.ok(memoSize().tailnets <= MEMO_TAILNETS);
     assert.ok(memoSize().tailnets >= Math.min(MEMO_TAILNETS, before));
     for (const uid of uids) forgetRender(uid);
