@@ -27,7 +27,7 @@ import { managedNodes, type OwnedNodeRef, refusedTargets } from "../../shared/no
 import { reservedOverlap } from "../../shared/routes.js";
 import { explicitTag } from "../../shared/tenancy.js";
 import { effectiveTag } from "../../shared/workload.js";
-import { dnsMemoised, dnsNodesPrint, type Lazy, type LazyCollectInput, renderMemoised } from "./compose-memo.js";
+import { dnsNodesPrint, type Lazy, type LazyCollectInput, type MemoSlot } from "./compose-memo.js";
 import type { TailnetInputs } from "./inputs.js";
 import { type LeftOut, leftOutOf } from "./left-out.js";
 import { blockedSites } from "./sites.js";
@@ -241,8 +241,8 @@ export function composeTailnetPolicy(
   inputs: TailnetInputs,
   nodes: readonly NodeRef[] | null,
   nodesUnavailable = "the Headscale node list is not available",
-  /** The Tailnet's uid: reuse what did not change since its last render (compose-memo.ts); none, render fresh. */
-  memoKey?: string,
+  /** The memo and the Tailnet's uid: reuse what did not change since its last render (compose-memo.ts); none, render fresh. */
+  memo?: MemoSlot,
 ): TailnetRender {
   const { base } = inputs;
   if (base.kind === "missing") return { ok: false, reason: "BaseMissing", message: base.message };
@@ -281,13 +281,13 @@ export function composeTailnetPolicy(
       },
     };
   };
-  if (memoKey === undefined) {
+  if (memo === undefined) {
     // as the memo keeps them (compose-memo.ts kept): the render reads no egress target outcomes
     const contributions = collectContributions(collectInput(inputs, nodes ?? []));
     return render(contributions.map((c) => (c.egressTargets.length ? { ...c, egressTargets: [] } : c)));
   }
-  return renderMemoised(
-    memoKey,
+  return memo.memo.policy(
+    memo.tailnet,
     lazyCollectInput(inputs, nodes ?? []),
     JSON.stringify([where, baseText ?? null]),
     render,
@@ -332,10 +332,10 @@ const ipv4Of = (node: HsNode) => node.ipAddresses.find((ip) => ip.includes(".") 
  * registered yet are left out. Several records of one name all answer: tailscale appends them
  * (v1.102.3 ipn/ipnlocal/node_backend.go dnsConfigForNetmap). Sorted by name, then value.
  */
-export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[], memoKey?: string): DnsRecord[] {
-  const key = memoKey === undefined ? undefined : dnsKey(inputs, nodes);
-  if (memoKey === undefined || key === undefined) return freshDnsRecords(inputs, nodes);
-  return dnsMemoised(memoKey, key, () => freshDnsRecords(inputs, nodes));
+export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[], memo?: MemoSlot): DnsRecord[] {
+  const key = memo === undefined ? undefined : dnsKey(inputs, nodes);
+  if (memo === undefined || key === undefined) return freshDnsRecords(inputs, nodes);
+  return memo.memo.dns(memo.tailnet, key, () => freshDnsRecords(inputs, nodes));
 }
 
 /**

@@ -20,6 +20,7 @@ import {
   policyConfigMap,
 } from "./children.js";
 import { dnsRecords, type PolicyCandidate } from "./compose.js";
+import type { MemoSlot } from "./compose-memo.js";
 import {
   apiKeyValid,
   apiReachable,
@@ -57,6 +58,8 @@ const { cond } = tailnetConditions;
 
 export interface TailnetDecideInput extends TailnetPlanInput {
   children: ObjectMaps;
+  /** Reuses the DNS records computed from the same inputs (compose-memo.ts); absent: computed fresh. */
+  memo?: MemoSlot;
   plan: TailnetPlan;
   outcome: TailnetOutcome;
 }
@@ -101,7 +104,7 @@ function childrenOf(
       dnsRecordsConfigMap({
         tailnet: inputs.name,
         namespace,
-        records: dnsRecords(inputs, nodes, input.parent.metadata.uid),
+        records: dnsRecords(inputs, nodes, input.memo),
       }),
     );
   } else {

@@ -20,6 +20,7 @@ import { secretValue } from "../../shared/secrets.js";
 import { CHECK_MEMO_MS, checkPolicy } from "./check.js";
 import { apiKeySecretName } from "./children.js";
 import { composeTailnetPolicy, type TailnetRender } from "./compose.js";
+import type { MemoSlot } from "./compose-memo.js";
 import { type ConnectionInput, connectionFor, inputsOf, ownedInputs, type TailnetInputs } from "./inputs.js";
 import { isolateRefused } from "./isolate.js";
 import { isDatabaseDown401, NO_CALL, oneLine } from "./messages.js";
@@ -59,6 +60,12 @@ export async function observeHeadscale(view: HeadscaleView): Promise<HeadscaleOb
     view.apiKeys(),
   ]);
   return { health, nodes, users, policy, apiKeys };
+}
+
+/** The server's compose memo under the Tailnet's uid (none without a uid: then the render is computed fresh). */
+export function memoSlot(req: HookRequest, deps: HookDeps): MemoSlot | undefined {
+  const uid = req.parent.metadata.uid;
+  return uid ? { memo: deps.composeMemo, tailnet: uid } : undefined;
 }
 
 /** The shared view of the Tailnet's connection; null without an API key (then no Headscale call is made). */
@@ -145,7 +152,7 @@ export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: 
     inputs,
     hs?.nodes.ok ? hs.nodes.value : null,
     nodesUnavailable,
-    req.parent.metadata.uid,
+    memoSlot(req, deps),
   );
   if (!view || !hs) return { inputs, apiKey, hs, render };
   const check =
