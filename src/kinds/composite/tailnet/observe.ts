@@ -4,7 +4,7 @@
  * policy, API keys), the render of the policy (pure, but the check needs it), the non-mutating
  * `POST /api/v1/policy/check` of that render, and a failed write of it still backing off.
  *
- * The check is memoised per connection and policy hash in the view's soft state (`view.soft.checkVerdicts`):
+ * The check is memoised per connection and policy hash in the connection's soft state (soft-state.ts `checkVerdicts`):
  * a verdict (accepted, rejected, or the endpoint missing) for the same text is reused for CHECK_MEMO_MS, so a
  * steady Tailnet does not POST a check on every resync. Transport and server failures are never memoised.
  */
@@ -26,11 +26,12 @@ import { isolateRefused } from "./isolate.js";
 import { isDatabaseDown401, NO_CALL, oneLine } from "./messages.js";
 import type { HeadscaleObservations } from "./observed.js";
 import { type ApiKeyUse, type RenewedKey, readRenewedKey } from "./rotation.js";
+import { softStateOf } from "./soft-state.js";
 import type { TailnetSpec } from "./spec.js";
 
 export type { HeadscaleObservations } from "./observed.js";
 
-/** A failed write of the same policy that is still backing off (view.soft.writeBackoff): repeated until retryAt. */
+/** A failed write of the same policy that is still backing off (soft-state.ts writeBackoff): repeated until retryAt. */
 export interface PendingFailure {
   error: HeadscaleError;
   /** The policy read back right after the failed PUT. */
@@ -173,7 +174,7 @@ export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: 
 
 /** A failed write of this policy whose backoff is remembered (decide repeats its condition until retryAt). */
 export function backingOff(view: HeadscaleView, tailnet: string, hash: string): PendingFailure | undefined {
-  const b = view.soft.writeBackoff.get(tailnet);
+  const b = softStateOf(view).writeBackoff.get(tailnet);
   if (!b || b.hash !== hash) return undefined;
   return { error: b.error, ...(b.readback ? { readback: b.readback } : {}), retryAt: new Date(b.retryAt) };
 }
