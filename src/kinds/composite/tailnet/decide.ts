@@ -12,6 +12,7 @@ import type { Decision } from "../../../pipeline/run.js";
 import { previousStatus } from "../../../pipeline/status.js";
 import type { TailnetOutcome } from "./act.js";
 import { SUPERSEDED_RESYNC_SECONDS } from "./act.js";
+import { type AppliedContext, plannedApplied } from "./applied.js";
 import {
   credentialsSecret,
   dnsRecordsConfigMap,
@@ -183,7 +184,7 @@ function statusOf(
 }
 
 /** PolicyApplied after the outcome: a superseded write, the PUT's answer, or the plan's own word. */
-function appliedAfter(plan: TailnetPlan, outcome: TailnetOutcome): ConditionInput {
+function appliedAfter(plan: TailnetPlan, outcome: TailnetOutcome, ctx: AppliedContext): ConditionInput {
   const { superseded, written } = outcome;
   if (superseded) {
     const name = (h: string | null) => (h === null ? "no policy" : h);
@@ -194,7 +195,7 @@ function appliedAfter(plan: TailnetPlan, outcome: TailnetOutcome): ConditionInpu
       `not written: the live policy changed from ${name(superseded.from)} to ${name(superseded.to)} while this sync was planning (another operator replica or an administrator wrote it); the next sync plans again from it`,
     );
   }
-  if (!written) return plan.applied;
+  if (!written) return plannedApplied(plan.policy, ctx);
   const { write, result } = written;
   if (!result.ok) return writeFailureCondition(result.error, result.readback, write.hash);
   const drift = write.drift
@@ -232,7 +233,8 @@ export function decideTailnet(input: TailnetDecideInput): TailnetDecision {
   const { inputs, hs, render, check } = observed;
   const candidate = render.ok ? render.candidate : undefined;
   const live = liveHash(hs);
-  const applied = withLeftOut(appliedAfter(plan, outcome), candidate);
+  const ctx = { operatorNamespace: input.operatorNamespace, tailnet: inputs.name };
+  const applied = withLeftOut(appliedAfter(plan, outcome, ctx), candidate);
   const conditions = [
     apiReachable(hs, inputs.connection.ok ? inputs.connection.caMissing : undefined),
     apiKeyValid(inputs, hs),
