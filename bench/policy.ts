@@ -1,11 +1,11 @@
-// Policy rendering speed: collectGenerated + renderPolicy (merge, canonical form,
+// Policy rendering speed: collectGenerated + mergePolicy (merge, canonical form,
 // hash) from N workload objects over a realistic base policy. Target: 5,000 objects
 // in ≤ 100 ms. Run alone with `npx tsx bench/policy.ts`; bench/run.ts calls
 // benchPolicy().
 
 import { pathToFileURL } from "node:url";
 import { type CollectInput, collectGenerated } from "../src/policy/generated.js";
-import { renderPolicy } from "../src/policy/render.js";
+import { mergePolicy } from "../src/policy/merge.js";
 import { medianMs } from "./measure.js";
 
 const SIZES = [1_000, 5_000, 10_000];
@@ -105,7 +105,7 @@ export async function benchPolicy(): Promise<{ objects: number; ms: number }[]> 
     const input = syntheticInput(objects);
     const once = (): void => {
       const { generated } = collectGenerated(input);
-      const r = renderPolicy(base, generated);
+      const r = mergePolicy(base, generated);
       if (!r.ok) throw new Error(`bench render failed: ${r.reason}: ${r.message}`);
     };
     results.push({ objects, ms: medianMs(once, RUNS) });

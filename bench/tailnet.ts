@@ -5,10 +5,10 @@
 // `benchTailnetDecide()` is exported for bench/run.ts.
 import { pathToFileURL } from "node:url";
 import type { K8sObject } from "../src/k8s/objects.js";
+import { composeTailnetPolicy } from "../src/kinds/composite/tailnet/compose.js";
 import { decideTailnet } from "../src/kinds/composite/tailnet/decide.js";
 import { readInputs } from "../src/kinds/composite/tailnet/inputs.js";
 import { planTailnet } from "../src/kinds/composite/tailnet/plan.js";
-import { renderTailnetPolicy } from "../src/kinds/composite/tailnet/render.js";
 import { parentObject, toMaps } from "../test/fixtures/hooks.js";
 import {
   apiKeySecret,
@@ -103,7 +103,7 @@ export async function benchTailnetDecide(): Promise<{ objects: number; ms: numbe
     const hs = healthyHs({ nodes: ok(world.nodes) });
     const once = (): void => {
       const inputs = readInputs(parent, related);
-      const render = renderTailnetPolicy(inputs, hs.nodes.ok ? hs.nodes.value : null);
+      const render = composeTailnetPolicy(inputs, hs.nodes.ok ? hs.nodes.value : null);
       if (!render.ok) throw new Error(`bench render failed: ${render.reason}: ${render.message}`);
       const input = {
         parent,

@@ -8,8 +8,8 @@
 
 import { createHash } from "node:crypto";
 import type { Dispatcher } from "undici";
+import { CachedPart } from "./cached-part.js";
 import {
-  asHeadscaleError,
   type Capabilities,
   detectCapabilities,
   isEmptyDatabasePolicy,
@@ -82,8 +82,6 @@ export const SLOW_PARTS: readonly ViewPart[] = ["apiHealth", "users", "apiKeys",
 /** Slow parts dropped when another part's read fails as if the server were down (not the key list). */
 const HEALTH_PARTS: readonly ViewPart[] = ["apiHealth", "users", "apiKeys"];
 
-/** Failures are cached at most this long, so recovery is noticed within seconds even with a long TTL. */
-const MAX_FAILURE_TTL_MS = 2000;
 /** A view not used for this long (and at least 10 TTLs) is closed on the next `view()` call. */
 const MIN_IDLE_EVICTION_MS = 10 * 60 * 1000;
 
@@ -335,7 +333,7 @@ export class HeadscaleView {
   /**
    * A call that failed as if the server were down or our key refused (no answer, 5xx, 401) drops the health
    * parts held from before, so the next sync reading them (the Tailnet: ApiReachable, ApiKeyValid) asks again
-   * instead of reusing a minute-old success. A part's own failure is kept (briefly, MAX_FAILURE_TTL_MS).
+   * instead of reusing a minute-old success. A part's own failure is kept (briefly, cached-part.ts MAX_FAILURE_TTL_MS).
    */
   private noticeFailure(error: HeadscaleError): void {
     const status = error.status;
@@ -370,103 +368,12 @@ export function maskedKey(key: string): string {
   return m ? `${m[1]}-***` : "***";
 }
 
-/** One lazily loaded, TTL-cached, single-flight value. */
-class CachedPart<T> {
-  private entry: { obs: Obs<T>; expiresAt: number } | undefined;
-  private inflight: Promise<Obs<T>> | undefined;
-  /** Amendments made while `inflight` was loading, applied to its value when it settles (see amend). */
-  private inflightAmends: ((value: T) => void)[] = [];
-  /** Bumped by invalidate() so a load that started before a write is not cached after it. */
-  private generation = 0;
-
-  constructor(
-    private readonly load: () => Promise<T>,
-    private readonly ttlMs: number,
-    private readonly now: () => Date,
-    private readonly onFailure: (error: HeadscaleError) => void = () => {},
-  ) {}
-
-  get(): Promise<Obs<T>> {
-    if (this.entry && this.now().getTime() < this.entry.expiresAt) return Promise.resolve(this.entry.obs);
-    if (this.inflight) return this.inflight;
-    const generation = this.generation;
-    const amends: ((value: T) => void)[] = [];
-    this.inflightAmends = amends;
-    const inflight = this.settle().then((obs) => {
-      if (generation === this.generation) {
-        if (obs.ok) for (const fn of amends) fn(obs.value);
-        const ttl = obs.ok ? this.ttlMs : Math.min(this.ttlMs, MAX_FAILURE_TTL_MS);
-        this.entry = { obs, expiresAt: obs.at.getTime() + ttl };
-      }
-      if (this.inflight === inflight) this.inflight = undefined;
-      if (!obs.ok) this.onFailure(obs.error);
-      return obs;
-    });
-    this.inflight = inflight;
-    return inflight;
-  }
-
-  /**
-   * A write whose effect is known exactly (a key we created): applied in place to the cached value and to the
-   * value of a read in flight, which may have started before the write landed. `fn` must be idempotent (the read
-   * may already hold the write's effect). A failed observation stays failed.
-   */
-  amend(fn: (value: T) => void): void {
-    if (this.entry?.obs.ok) fn(this.entry.obs.value);
-    if (this.inflight) this.inflightAmends.push(fn);
-  }
-
-  /** The cached successful value, if any (not loading it). */
-  cachedValue(): T | undefined {
-    return this.entry?.obs.ok ? this.entry.obs.value : undefined;
-  }
-
-  /** Drops a cached success (not a cached failure, which already expires within seconds). */
-  dropSuccess(): void {
-    if (this.entry?.obs.ok) this.invalidate();
-  }
-
-  invalidate(): void {
-    this.generation++;
-    this.entry = undefined;
-    this.inflight = undefined;
-  }
-
-  private async settle(): Promise<Obs<T>> {
-    try {
-      const value = await this.load();
-      return { ok: true, value, at: this.now() };
-    } catch (error) {
-      return { ok: false, error: asHeadscaleError(error), at: this.now() };
-    }
-  }
-}
-
-// Soft state: memory a sync may lose at any time (a restart, an evicted view) at the cost of one more
-// request, never of a wrong answer. Kept on the view so it lives and dies with the connection it is about.
-
-/** A policy/check verdict for one policy text (by its canonical hash), reused until `expiresAt`. */
-export interface CheckVerdict {
-  outcome: Outcome<void>;
-  expiresAt: number;
-}
-
-/** A failed policy write of one Tailnet and rendered hash, retried no sooner than `retryAt`. */
-export interface WriteBackoff {
-  tailnet: string;
-  hash: string;
-  failures: number;
-  retryAt: number;
-  error: HeadscaleError;
-  /** The policy read back right after the failed PUT (absent when not read, e.g. file mode). */
-  readback?: Outcome<HsPolicy | null>;
-}
+// Soft state: memory a sync may lose at any time (a restart, an evicted view) at the cost of one more request,
+// never of a wrong answer. Kept on the view so it lives and dies with the connection it is about; only what is
+// about Headscale's requests lives here (a kind's own memory of a connection lives with the kind, e.g.
+// src/kinds/composite/tailnet/soft-state.ts).
 
 export class SoftState {
-  /** policy/check verdicts per canonical policy hash (accepted, rejected, endpoint missing; never a 5xx). */
-  readonly checkVerdicts = new Map<string, CheckVerdict>();
-  /** The backing-off failed policy write per Tailnet name (at most one hash each: only the current render). */
-  readonly writeBackoff = new Map<string, WriteBackoff>();
   /** The fresh key-list reads shared by concurrent mints (src/kinds/shared/authkey.ts freshKeyList). */
   readonly keyListFlight: KeyListFlight = {};
   /**
@@ -474,11 +381,6 @@ export class SoftState {
    * read-modify-writes of a node's whole approved set, run one at a time within the process.
    */
   readonly routeWrites: { tail?: Promise<unknown> } = {};
-  /**
-   * Per rejected render (canonical hash): the contributions policy/check found Headscale refuses it over
-   * (src/kinds/composite/tailnet/isolate.ts), so a resync of the same inputs re-checks the result instead of bisecting.
-   */
-  readonly isolations = new Map<string, { culprits: { key: string; message: string }[]; expiresAt: number }>();
 }
 
 /** A fresh pre-auth key list read in flight, and the one queued to start after it. */

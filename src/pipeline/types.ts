@@ -5,6 +5,7 @@ import type { HookKind } from "../api/schemas.js";
 import type { OperatorConfig } from "../config.js";
 import type { HeadscaleViews } from "../headscale/view.js";
 import type { K8sObject, ObjectMaps } from "../k8s/objects.js";
+import type { ComposeMemo } from "../kinds/composite/tailnet/compose-memo.js";
 import type { OperatorMetrics } from "../metrics/registry.js";
 
 /** A Metacontroller sync/finalize request (v2 keys; v1 tolerated by reading metadata). */
@@ -72,6 +73,8 @@ export interface HookDeps {
   metrics: OperatorMetrics;
   events: EventRecorder;
   scraper: AgentScraper;
+  /** The Tailnet's compose memo, one per server (src/kinds/composite/tailnet/compose-memo.ts). */
+  composeMemo: ComposeMemo;
 }
 
 export interface KindModule {

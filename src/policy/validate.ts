@@ -9,7 +9,7 @@
  * found afterwards with POST /api/v1/policy/check (src/kinds/composite/tailnet/isolate.ts).
  */
 import { parseCidr } from "../net/cidr.js";
-import type { Contribution } from "./generated.js";
+import type { Contribution } from "./contribution.js";
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" && !Array.isArray(v);

@@ -9,6 +9,7 @@ import type { HookKind } from "../api/schemas.js";
 import type { OperatorConfig } from "../config.js";
 import { HeadscaleViews } from "../headscale/view.js";
 import { kindModules } from "../kinds/composite/index.js";
+import { ComposeMemo } from "../kinds/composite/tailnet/compose-memo.js";
 import { decoratorModules } from "../kinds/decorators/index.js";
 import { exposition } from "../metrics/expose.js";
 import { HookActivity } from "../metrics/hook-activity.js";
@@ -92,6 +93,7 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
     metrics,
     events: options.deps?.events ?? kubeEventRecorder(app.log),
     scraper: options.deps?.scraper ?? httpAgentScraper(config.agents.scrapeTimeoutMs),
+    composeMemo: options.deps?.composeMemo ?? new ComposeMemo(),
   };
   let closing = false;
 

@@ -2,6 +2,7 @@
 import Fastify from "fastify";
 import { DEFAULT_CONFIG } from "../../src/config.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
+import { ComposeMemo } from "../../src/kinds/composite/tailnet/compose-memo.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";
 import type { HookDeps } from "../../src/pipeline/types.js";
 import { memoryEventRecorder } from "../../src/server/events.js";
@@ -16,5 +17,6 @@ export function quietDeps(now: Date): HookDeps {
     metrics: createOperatorMetrics({ defaultMetrics: false }),
     events: memoryEventRecorder(),
     scraper: { scrape: async () => [] },
+    composeMemo: new ComposeMemo(),
   };
 }

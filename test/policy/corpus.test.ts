@@ -8,7 +8,7 @@ import { describe, it } from "node:test";
 import { canonicalJson, hashOfLivePolicy } from "../../src/policy/canonical.js";
 import type { GeneratedPolicy } from "../../src/policy/generated.js";
 import { parseHuJson } from "../../src/policy/hujson.js";
-import { prettyPolicyText, renderPolicy } from "../../src/policy/render.js";
+import { mergePolicy, prettyPolicyText } from "../../src/policy/merge.js";
 import { POLICY_CATEGORIES, type PolicyRecord, policyCorpus } from "../helpers/upstream.js";
 
 /** Generated parts that collide with the corpus on purpose: tags, prefixes and grants it already uses. */
@@ -76,7 +76,7 @@ function checkRecord(rec: PolicyRecord): void {
 
   // 2. merge keeps every base entry
   const gen = generated();
-  const r = renderPolicy(text, gen);
+  const r = mergePolicy(text, gen);
   if (!r.ok) {
     assert.fail(`${rec.id}: ${r.reason}: ${r.message}`);
   }
@@ -121,8 +121,8 @@ function checkRecord(rec: PolicyRecord): void {
   for (const t of gen.autoApproverExitNode) assert.ok(exitNode.includes(t), `exit node approved for ${t}`);
 
   // 3. canonical form and hash: stable across runs and across key reordering of the base
-  const again = renderPolicy(text, generated());
-  const reordered = renderPolicy(JSON.stringify(reverseKeys(base), null, 2), generated());
+  const again = mergePolicy(text, generated());
+  const reordered = mergePolicy(JSON.stringify(reverseKeys(base), null, 2), generated());
   assert.ok(again.ok && reordered.ok);
   assert.equal(again.canonical, r.canonical);
   assert.equal(again.hash, r.hash);

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { canonicalJson, hashOfLivePolicy, policyHash } from "../../src/policy/canonical.js";
 import { parseHuJson } from "../../src/policy/hujson.js";
 import { markedPolicyText, operatorWrittenHash } from "../../src/policy/marker.js";
-import { prettyPolicyText } from "../../src/policy/render.js";
+import { prettyPolicyText } from "../../src/policy/merge.js";
 
 const policy = { acls: [{ action: "accept", src: ["group:eng"], dst: ["tag:db:5432"] }], groups: { "group:eng": [] } };
 const hash = policyHash(canonicalJson(policy));

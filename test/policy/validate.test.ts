@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import type { Contribution } from "../../src/policy/generated.js";
+import type { Contribution } from "../../src/policy/contribution.js";
 import { baseNames, contributionProblem, screenContributions } from "../../src/policy/validate.js";
 import { parsePolicy } from "../fakes/headscale/policy.js";
 

@@ -37,7 +37,7 @@ describe("expose port", () => {
 
 describe("the Tailnet's policy input", () => {
   it("grants port 443 for an http expose without port", async () => {
-    const { collectInput } = await import("../../../src/kinds/composite/tailnet/render.js");
+    const { collectInput } = await import("../../../src/kinds/composite/tailnet/compose.js");
     const inputs = {
       settings: {
         allowedIngressSources: ["group:eng"],

@@ -8,7 +8,7 @@
  * write is guarded by what Headscale holds right now.
  *
  * A failed write of one policy is retried with backoff (30 s doubling to 10 min) rather than on every
- * resync: the backoff is soft state of the connection's view (view.soft.writeBackoff), so a restart simply
+ * resync: the backoff is soft state of the connection (soft-state.ts writeBackoff), so a restart simply
  * retries at once. A failed PUT is followed by one fresh read: 0.29 may already serve the refused text from
  * memory, or may have stored it before failing (hscontrol/grpcv1.go SetPolicy), so decide reports what the
  * read-back shows. File mode is answered before anything changes: no read. The Event for an overwritten
@@ -23,11 +23,12 @@ import type { HeadscaleView, Obs } from "../../../headscale/view.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import type { EventRecorder, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { markedPolicyText } from "../../../policy/marker.js";
-import { prettyPolicyText } from "../../../policy/render.js";
+import { prettyPolicyText } from "../../../policy/merge.js";
 import { apiKeySecretName } from "./children.js";
 import { type TailnetObservation, tailnetView } from "./observe.js";
 import { type PolicyWrite, planTailnet, type TailnetPlan } from "./plan.js";
 import { expirePrefix, findOwnApiKey, listedPrefix, type RotationOutcome, type RotationPlan } from "./rotation.js";
+import { softStateOf } from "./soft-state.js";
 import { liveHash, policyRefused, writeStage } from "./write.js";
 
 /**
@@ -93,7 +94,7 @@ async function actPolicy(
 
   const result = await putPolicy(view, write);
   if (result.ok) {
-    view.soft.writeBackoff.delete(name);
+    softStateOf(view).writeBackoff.delete(name);
     deps.log.info({ tailnet: name, hash: write.hash, drift: !!write.drift }, "Headscale policy written");
     await recordDrift(deps.events, req.parent, write);
     return { ...outcome, written: { write, result } };
@@ -205,7 +206,7 @@ async function putPolicy(view: HeadscaleView, write: PolicyWrite): Promise<Write
 }
 
 /**
- * Remembers a failed write in the view's soft state; the next attempt of the same policy waits
+ * Remembers a failed write in the connection's soft state; the next attempt of the same policy waits
  * 30 s · 2^(failures-1), at most 10 min. Another hash of the same Tailnet no longer matters: only the current
  * render is retried.
  */
@@ -216,10 +217,10 @@ export function recordFailure(
   failed: Extract<WriteOutcome, { ok: false }>,
   now: Date,
 ): number {
-  const previous = view.soft.writeBackoff.get(tailnet);
+  const previous = softStateOf(view).writeBackoff.get(tailnet);
   const failures = (previous?.hash === hash ? previous.failures : 0) + 1;
   const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** (failures - 1));
-  view.soft.writeBackoff.set(tailnet, {
+  softStateOf(view).writeBackoff.set(tailnet, {
     tailnet,
     hash,
     failures,

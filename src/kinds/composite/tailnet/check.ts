@@ -1,10 +1,11 @@
 /**
- * `POST /api/v1/policy/check`, memoised per connection and policy hash in the view's soft state
- * (`view.soft.checkVerdicts`): the observation's check of the render and the search for what Headscale refuses
+ * `POST /api/v1/policy/check`, memoised per connection and policy hash in its soft state
+ * (soft-state.ts `checkVerdicts`): the observation's check of the render and the search for what Headscale refuses
  * (isolate.ts) share it.
  */
 import type { Outcome } from "../../../headscale/capabilities.js";
 import type { HeadscaleView } from "../../../headscale/view.js";
+import { softStateOf } from "./soft-state.js";
 
 /** How long a policy/check verdict for one text is reused. */
 export const CHECK_MEMO_MS = 5 * 60 * 1000;
@@ -22,8 +23,8 @@ function isVerdict(outcome: Outcome<void>): boolean {
 }
 
 /**
- * `POST /api/v1/policy/check` of `text` (whose canonical hash is `hash`), memoised in the view's soft state.
- * The text is built only on a memo miss.
+ * `POST /api/v1/policy/check` of `text` (whose canonical hash is `hash`), memoised in the connection's soft
+ * state (soft-state.ts). The text is built only on a memo miss.
  */
 export async function checkPolicy(
   view: HeadscaleView,
@@ -31,7 +32,7 @@ export async function checkPolicy(
   text: () => string,
   now: Date,
 ): Promise<Outcome<void>> {
-  const memo = view.soft.checkVerdicts;
+  const memo = softStateOf(view).checkVerdicts;
   const hit = memo.get(hash);
   if (hit && now.getTime() < hit.expiresAt) return hit.outcome;
   const outcome = await view.checkPolicy(text());

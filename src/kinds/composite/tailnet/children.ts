@@ -12,9 +12,9 @@ import {
   truncateLabel,
 } from "../../../k8s/labels.js";
 import type { K8sObject } from "../../../k8s/objects.js";
-import type { GeneratedCounts } from "../../../policy/render.js";
+import type { GeneratedCounts } from "../../../policy/merge.js";
 import { b64 } from "../../shared/secrets.js";
-import type { DnsRecord } from "./render.js";
+import type { DnsRecord } from "./compose.js";
 
 export const POLICY_HASH_ANNOTATION = "tailnet.internal/policy-hash";
 export const GENERATED_ANNOTATION_PREFIX = "tailnet.internal/generated-";

@@ -11,10 +11,10 @@ import { type Capabilities, detectCapabilities, type Outcome } from "../../../he
 import type { HeadscaleError } from "../../../headscale/errors.js";
 import type { HsUser } from "../../../headscale/types.js";
 import type { Obs } from "../../../headscale/view.js";
+import type { TailnetRender } from "./compose.js";
 import type { TailnetInputs } from "./inputs.js";
 import { isDatabaseDown401, NO_CALL, oneLine, SUPPORTED } from "./messages.js";
 import type { HeadscaleObservations } from "./observed.js";
-import type { TailnetRender } from "./render.js";
 
 /** The Tailnet's typed conditions: `cond` compiles only for a (type, status, reason) TAILNET_REASONS allows. */
 export const tailnetConditions = conditionsOf(TAILNET_REASONS);

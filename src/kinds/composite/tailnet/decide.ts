@@ -12,6 +12,7 @@ import type { Decision } from "../../../pipeline/run.js";
 import { previousStatus } from "../../../pipeline/status.js";
 import type { TailnetOutcome } from "./act.js";
 import { SUPERSEDED_RESYNC_SECONDS } from "./act.js";
+import { type AppliedContext, plannedApplied } from "./applied.js";
 import {
   credentialsSecret,
   dnsRecordsConfigMap,
@@ -19,6 +20,8 @@ import {
   livePolicyConfigMapName,
   policyConfigMap,
 } from "./children.js";
+import { dnsRecords, type PolicyCandidate } from "./compose.js";
+import type { MemoSlot } from "./compose-memo.js";
 import {
   apiKeyValid,
   apiReachable,
@@ -40,7 +43,6 @@ import {
   type TailnetPlanInput,
   type TailnetStatusFields,
 } from "./plan.js";
-import { dnsRecords, type PolicyCandidate } from "./render.js";
 import { type RotationStatus, renewedKeyChild, replacedGone, rotationCondition, rotationStatus } from "./rotation.js";
 import { liveHash, writeFailureCondition } from "./write.js";
 
@@ -57,6 +59,8 @@ const { cond } = tailnetConditions;
 
 export interface TailnetDecideInput extends TailnetPlanInput {
   children: ObjectMaps;
+  /** Reuses the DNS records computed from the same inputs (compose-memo.ts); absent: computed fresh. */
+  memo?: MemoSlot;
   plan: TailnetPlan;
   outcome: TailnetOutcome;
 }
@@ -101,7 +105,7 @@ function childrenOf(
       dnsRecordsConfigMap({
         tailnet: inputs.name,
         namespace,
-        records: dnsRecords(inputs, nodes, input.parent.metadata.uid),
+        records: dnsRecords(inputs, nodes, input.memo),
       }),
     );
   } else {
@@ -180,7 +184,7 @@ function statusOf(
 }
 
 /** PolicyApplied after the outcome: a superseded write, the PUT's answer, or the plan's own word. */
-function appliedAfter(plan: TailnetPlan, outcome: TailnetOutcome): ConditionInput {
+function appliedAfter(plan: TailnetPlan, outcome: TailnetOutcome, ctx: AppliedContext): ConditionInput {
   const { superseded, written } = outcome;
   if (superseded) {
     const name = (h: string | null) => (h === null ? "no policy" : h);
@@ -191,7 +195,7 @@ function appliedAfter(plan: TailnetPlan, outcome: TailnetOutcome): ConditionInpu
       `not written: the live policy changed from ${name(superseded.from)} to ${name(superseded.to)} while this sync was planning (another operator replica or an administrator wrote it); the next sync plans again from it`,
     );
   }
-  if (!written) return plan.applied;
+  if (!written) return plannedApplied(plan.policy, ctx);
   const { write, result } = written;
   if (!result.ok) return writeFailureCondition(result.error, result.readback, write.hash);
   const drift = write.drift
@@ -229,7 +233,8 @@ export function decideTailnet(input: TailnetDecideInput): TailnetDecision {
   const { inputs, hs, render, check } = observed;
   const candidate = render.ok ? render.candidate : undefined;
   const live = liveHash(hs);
-  const applied = withLeftOut(appliedAfter(plan, outcome), candidate);
+  const ctx = { operatorNamespace: input.operatorNamespace, tailnet: inputs.name };
+  const applied = withLeftOut(appliedAfter(plan, outcome, ctx), candidate);
   const conditions = [
     apiReachable(hs, inputs.connection.ok ? inputs.connection.caMissing : undefined),
     apiKeyValid(inputs, hs),

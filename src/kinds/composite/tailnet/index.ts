@@ -15,9 +15,8 @@ import { actTailnet, type TailnetOutcome } from "./act.js";
 import { tailnetConditions } from "./conditions.js";
 import { decideTailnet, type TailnetDecision } from "./decide.js";
 import { publishTailnetMetrics, withdrawTailnetMetrics } from "./metrics.js";
-import { observeTailnet, type TailnetObservation } from "./observe.js";
+import { memoSlot, observeTailnet, type TailnetObservation } from "./observe.js";
 import { planTailnet, type TailnetPlan } from "./plan.js";
-import { forgetRender } from "./render-memo.js";
 import { ROTATION } from "./rotation.js";
 import { readTailnetSpec, type TailnetSpec, tailnetSpecProblem } from "./spec.js";
 
@@ -42,6 +41,7 @@ const stages: Stages<TailnetSpec, TailnetObservation, TailnetPlan, TailnetOutcom
       outcome,
       operatorNamespace: deps.config.operatorNamespace,
       now: deps.now(),
+      memo: memoSlot(req, deps),
     }),
   publish: (_req, decision, observed, deps) =>
     publishTailnetMetrics(deps.metrics, {
@@ -57,7 +57,7 @@ const stages: Stages<TailnetSpec, TailnetObservation, TailnetPlan, TailnetOutcom
 /** Deleting a Tailnet never rewrites or empties the live policy: it only drops our children. */
 async function finalize(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
   withdrawTailnetMetrics(deps.metrics, req.parent.metadata.name);
-  if (req.parent.metadata.uid) forgetRender(req.parent.metadata.uid);
+  if (req.parent.metadata.uid) deps.composeMemo.forget(req.parent.metadata.uid);
   withdrawResource(deps.metrics, resourceId(req.parent));
   const { conditions, observedGeneration: _g, ...fields } = previousStatus(req.parent);
   const kept = (Array.isArray(conditions) ? (conditions as ConditionInput[]) : []).filter(

@@ -13,20 +13,23 @@
  *   owned, so another object's grant naming them is unaffected.
  *
  * Bounded: at most MAX_ISOLATION_CHECKS policy/check calls per sync (each verdict is memoised like every check,
- * so a resync costs memo hits), and the culprits of a render are remembered for CHECK_MEMO_MS in the view's
- * soft state, so a steady Tailnet re-checks one policy instead of bisecting again. Past the bound, or when a
- * check fails for another reason than a refusal (transport, 5xx), nothing is left out: PolicyRejected as before.
+ * so a resync costs memo hits), and the culprits of a render are remembered for CHECK_MEMO_MS in the
+ * connection's soft state (soft-state.ts), so a steady Tailnet re-checks one policy instead of bisecting again.
+ * Past the bound, or when a check fails for another reason than a refusal (transport, 5xx), nothing is left
+ * out: PolicyRejected as before.
  * The result depends only on the inputs and Headscale's verdicts, never on the memo, so status is deterministic.
  */
 import type { Outcome } from "../../../headscale/capabilities.js";
 import type { HeadscaleView } from "../../../headscale/view.js";
-import { type Contribution, combineContributions } from "../../../policy/generated.js";
-import { prettyPolicyText, renderPolicy } from "../../../policy/render.js";
+import type { Contribution } from "../../../policy/contribution.js";
+import { combineContributions } from "../../../policy/generated.js";
+import { mergePolicy, prettyPolicyText } from "../../../policy/merge.js";
 import { tagsOnly } from "../../../policy/validate.js";
 import { CHECK_MEMO_MS, checkPolicy } from "./check.js";
+import type { PolicyCandidate } from "./compose.js";
 import { type LeftOut, leftOutOf } from "./left-out.js";
 import { oneLine } from "./messages.js";
-import type { PolicyCandidate } from "./render.js";
+import { softStateOf } from "./soft-state.js";
 
 /** policy/check calls one sync may spend searching (16 objects' worth per culprit at 2,000 objects: ~11 each). */
 export const MAX_ISOLATION_CHECKS = 40;
@@ -39,7 +42,7 @@ function renderWithout(candidate: PolicyCandidate, out: ReadonlySet<Contribution
   const { baseText, tagOwners, contributions } = candidate.parts;
   const merged = contributions.map((c) => (out.has(c) ? tagsOnly(c) : c));
   const collected = combineContributions(tagOwners, merged);
-  const r = renderPolicy(baseText, collected.generated);
+  const r = mergePolicy(baseText, collected.generated);
   return r.ok ? { r, merged } : undefined;
 }
 
@@ -97,7 +100,7 @@ export async function isolateRefused(
   };
 
   // a render seen before: its culprits, re-checked (a memo hit while the verdicts last)
-  const known = view.soft.isolations.get(candidate.hash);
+  const known = softStateOf(view).isolations.get(candidate.hash);
   if (known && now.getTime() < known.expiresAt) {
     const byKey = new Map(suspects.map((c) => [keyOf(c), c]));
     const culprits = known.culprits.flatMap((k) => {
@@ -153,7 +156,7 @@ export async function isolateRefused(
 }
 
 function remember(view: HeadscaleView, hash: string, culprits: { c: Contribution; message: string }[], now: Date) {
-  const memo = view.soft.isolations;
+  const memo = softStateOf(view).isolations;
   memo.delete(hash);
   memo.set(hash, {
     culprits: culprits.map((x) => ({ key: keyOf(x.c), message: x.message })),

@@ -9,7 +9,8 @@
  * the object's contribution and accepted it without (isolate.ts).
  */
 import { parseCidr } from "../../../net/cidr.js";
-import type { Contribution, ContributionOwner, InvalidInput } from "../../../policy/generated.js";
+import type { Contribution, ContributionOwner } from "../../../policy/contribution.js";
+import type { InvalidInput } from "../../../policy/generated.js";
 
 export type LeftOutReason = "InvalidContribution" | "RejectedByHeadscale";
 

@@ -4,7 +4,7 @@
  * policy, API keys), the render of the policy (pure, but the check needs it), the non-mutating
  * `POST /api/v1/policy/check` of that render, and a failed write of it still backing off.
  *
- * The check is memoised per connection and policy hash in the view's soft state (`view.soft.checkVerdicts`):
+ * The check is memoised per connection and policy hash in the connection's soft state (soft-state.ts `checkVerdicts`):
  * a verdict (accepted, rejected, or the endpoint missing) for the same text is reused for CHECK_MEMO_MS, so a
  * steady Tailnet does not POST a check on every resync. Transport and server failures are never memoised.
  */
@@ -15,21 +15,23 @@ import type { HeadscaleView } from "../../../headscale/view.js";
 import { credentialsSecretName } from "../../../k8s/labels.js";
 import { findObject } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
-import { prettyPolicyText } from "../../../policy/render.js";
+import { prettyPolicyText } from "../../../policy/merge.js";
 import { secretValue } from "../../shared/secrets.js";
 import { CHECK_MEMO_MS, checkPolicy } from "./check.js";
 import { apiKeySecretName } from "./children.js";
+import { composeTailnetPolicy, type TailnetRender } from "./compose.js";
+import type { MemoSlot } from "./compose-memo.js";
 import { type ConnectionInput, connectionFor, inputsOf, ownedInputs, type TailnetInputs } from "./inputs.js";
 import { isolateRefused } from "./isolate.js";
 import { isDatabaseDown401, NO_CALL, oneLine } from "./messages.js";
 import type { HeadscaleObservations } from "./observed.js";
-import { renderTailnetPolicy, type TailnetRender } from "./render.js";
 import { type ApiKeyUse, type RenewedKey, readRenewedKey } from "./rotation.js";
+import { softStateOf } from "./soft-state.js";
 import type { TailnetSpec } from "./spec.js";
 
 export type { HeadscaleObservations } from "./observed.js";
 
-/** A failed write of the same policy that is still backing off (view.soft.writeBackoff): repeated until retryAt. */
+/** A failed write of the same policy that is still backing off (soft-state.ts writeBackoff): repeated until retryAt. */
 export interface PendingFailure {
   error: HeadscaleError;
   /** The policy read back right after the failed PUT. */
@@ -59,6 +61,12 @@ export async function observeHeadscale(view: HeadscaleView): Promise<HeadscaleOb
     view.apiKeys(),
   ]);
   return { health, nodes, users, policy, apiKeys };
+}
+
+/** The server's compose memo under the Tailnet's uid (none without a uid: then the render is computed fresh). */
+export function memoSlot(req: HookRequest, deps: HookDeps): MemoSlot | undefined {
+  const uid = req.parent.metadata.uid;
+  return uid ? { memo: deps.composeMemo, tailnet: uid } : undefined;
 }
 
 /** The shared view of the Tailnet's connection; null without an API key (then no Headscale call is made). */
@@ -141,11 +149,11 @@ export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: 
   // objects refused as TagInUse render nothing (without the node list, render says CannotVerify)
   const inputs = hs?.nodes.ok ? ownedInputs(observed.inputs, hs.nodes.value) : observed.inputs;
   const nodesUnavailable = !hs ? NO_CALL : hs.nodes.ok ? "" : oneLine(hs.nodes.error.message);
-  const render = renderTailnetPolicy(
+  const render = composeTailnetPolicy(
     inputs,
     hs?.nodes.ok ? hs.nodes.value : null,
     nodesUnavailable,
-    req.parent.metadata.uid,
+    memoSlot(req, deps),
   );
   if (!view || !hs) return { inputs, apiKey, hs, render };
   const check =
@@ -166,7 +174,7 @@ export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: 
 
 /** A failed write of this policy whose backoff is remembered (decide repeats its condition until retryAt). */
 export function backingOff(view: HeadscaleView, tailnet: string, hash: string): PendingFailure | undefined {
-  const b = view.soft.writeBackoff.get(tailnet);
+  const b = softStateOf(view).writeBackoff.get(tailnet);
   if (!b || b.hash !== hash) return undefined;
   return { error: b.error, ...(b.readback ? { readback: b.readback } : {}), retryAt: new Date(b.retryAt) };
 }

@@ -1,35 +1,26 @@
 /**
- * The Tailnet's plan (pure): at most one policy write, with the guards that allow it, and the PolicyApplied
- * condition that says why there is none. Write rules (api.md): only in Apply mode, only in database mode,
- * only with unique user names, never an empty or refused render, only after policy/check accepted it, never
- * over a live policy the operator did not write when that drops anything (adoption.ts), never while a failed
- * write of the same render backs off, and only when the rendered hash differs from the live one.
+ * The Tailnet's plan (pure): at most one policy write, with the guards that allow it, and what the checks
+ * found when there is none (PolicyFinding; decide says it in PolicyApplied, applied.ts). Write rules (api.md):
+ * only in Apply mode, only in database mode, only with unique user names, never an empty or refused render,
+ * only after policy/check accepted it, never over a live policy the operator did not write when that drops
+ * anything (adoption.ts), never while a failed write of the same render backs off, and only when the rendered
+ * hash differs from the live one.
  */
 import type { ConditionInput } from "../../../conditions/condition.js";
-import { TailnetCondition as C, TailnetReason as R } from "../../../conditions/reasons.js";
-import { policyConfigMapName } from "../../../k8s/labels.js";
+import { TailnetReason as R } from "../../../conditions/reasons.js";
+import type { HeadscaleError } from "../../../headscale/errors.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { previousStatus } from "../../../pipeline/status.js";
 import { operatorWrittenHash } from "../../../policy/marker.js";
-import type { GeneratedCounts } from "../../../policy/render.js";
+import type { GeneratedCounts } from "../../../policy/merge.js";
 import { lostOverLiveText } from "./adoption.js";
-import { LIVE_POLICY_KEY, livePolicyConfigMapName } from "./children.js";
-import {
-  duplicateUsers,
-  headscaleCompatible,
-  NO_CALL,
-  oneLine,
-  policyMode,
-  policyRendered,
-  tailnetConditions,
-} from "./conditions.js";
+import type { PolicyCandidate } from "./compose.js";
+import { duplicateUsers, headscaleCompatible, policyMode, policyRendered } from "./conditions.js";
+import type { TailnetInputs } from "./inputs.js";
 import type { LeftOut } from "./left-out.js";
-import type { HeadscaleObservations, TailnetObservation } from "./observe.js";
-import type { PolicyCandidate } from "./render.js";
+import type { HeadscaleObservations, PendingFailure, TailnetObservation } from "./observe.js";
 import { planRotation, type RotationPlan, type RotationStatus } from "./rotation.js";
-import { describeLive, describeStored, liveHash, writeFailureCondition } from "./write.js";
-
-const { cond } = tailnetConditions;
+import { liveHash } from "./write.js";
 
 export interface PolicyStatus {
   renderedHash?: string;
@@ -64,13 +55,41 @@ export interface TailnetPlanInput {
   now: Date;
 }
 
+/**
+ * What the plan found about the policy write, in the order of its checks: why nothing is written, or WriteDue
+ * (then `write` is set). Decide says each in PolicyApplied (applied.ts); the data is what its message names.
+ */
+export type PolicyFinding =
+  | { found: "NoConnection"; message: string }
+  | { found: "NoCall" }
+  | { found: "DryRunNotRendered"; rendered: string }
+  | { found: "DryRunLiveUnread" }
+  | { found: "DryRunInSync"; live: string }
+  | { found: "DryRunDiffers"; hash: string; live: string | null; adoption?: string[] }
+  | { found: "LiveUnread"; error: HeadscaleError }
+  | { found: "InSync"; hash: string }
+  /** A failed read of health or users, or (no error) Headscale reports no database connectivity. */
+  | { found: "HeadscaleFailing"; error?: HeadscaleError }
+  | { found: "RenderUnverified"; message: string }
+  | { found: "NothingToApply"; live: string | null }
+  | { found: "RenderRefused"; rendered: string; live: string | null }
+  | { found: "FileMode" }
+  | { found: "CheckRejected"; detail: string; live: string | null }
+  | { found: "Incompatible"; message: string }
+  /** The policy/check probe failed (no error: not probed). */
+  | { found: "CheckFailed"; error?: HeadscaleError }
+  | { found: "DuplicateUsers"; names: string[]; live: string | null }
+  | { found: "AdoptionRefused"; live: string | null; adoption: string[] }
+  | { found: "BackingOff"; failure: PendingFailure; hash: string }
+  | { found: "WriteDue" };
+
 export interface TailnetPlan {
-  /** PolicyApplied as planned: why nothing is written, or "write in progress" while `write` is set. */
-  applied: ConditionInput;
+  /** What the policy checks found: why nothing is written, or WriteDue while `write` is set. */
+  policy: PolicyFinding;
   write?: PolicyWrite;
   /** What writing the render would drop from a live policy the operator did not write (see adoption.ts). */
   adoption?: string[];
-  /** `applied` repeats a failed write that backs off until then. */
+  /** `policy` is a failed write that backs off until then. */
   retryAt?: Date;
   /** The API key renewal step due this sync (spec.headscale.apiKeyRotation; rotation.ts). */
   rotation?: RotationPlan;
@@ -132,21 +151,11 @@ export function policyDrift(
   return ours ? undefined : { live: live ?? "none", lastApplied };
 }
 
-/** The exact commands that keep the live policy: export it into a base ConfigMap and reference it. */
-function keepLiveCommand(input: TailnetPlanInput): string {
-  const ns = input.operatorNamespace;
-  const name = input.observed.inputs.name;
-  const base = `tailnet-${name}-base`;
-  const patch = JSON.stringify({ spec: { policy: { baseConfigMapRef: { namespace: ns, name: base } } } });
-  const key = LIVE_POLICY_KEY.replace(".", "\\.");
-  return `kubectl -n ${ns} get configmap ${livePolicyConfigMapName(name)} -o jsonpath='{.data.${key}}' > ${LIVE_POLICY_KEY} && kubectl -n ${ns} create configmap ${base} --from-file=${LIVE_POLICY_KEY} && kubectl patch tailnets.tailnet.internal ${name} --type merge -p '${patch}'`;
-}
-
 /** The first observation a write depends on that failed (the live policy is checked separately). */
-function writeBlocker(hs: HeadscaleObservations): string | undefined {
-  if (!hs.health.ok) return oneLine(hs.health.error.message);
-  if (!hs.health.value.databaseConnectivity) return "Headscale reports no database connectivity";
-  if (!hs.users.ok) return oneLine(hs.users.error.message);
+function writeBlocker(hs: HeadscaleObservations): PolicyFinding | undefined {
+  if (!hs.health.ok) return { found: "HeadscaleFailing", error: hs.health.error };
+  if (!hs.health.value.databaseConnectivity) return { found: "HeadscaleFailing" };
+  if (!hs.users.ok) return { found: "HeadscaleFailing", error: hs.users.error };
   return undefined;
 }
 
@@ -166,139 +175,68 @@ export function planTailnet(input: TailnetPlanInput): TailnetPlan {
   return rotation ? { ...policy, rotation } : policy;
 }
 
-/** PolicyApplied before any write, and the write when one is due (the order is the order of the checks). */
-function planPolicy(input: TailnetPlanInput): TailnetPlan {
+/** DryRun: what the render and the live policy say, never a write. */
+function dryRunFinding(
+  candidate: PolicyCandidate | undefined,
+  live: string | null | undefined,
+  rendered: string,
+  adoption: string[] | undefined,
+): PolicyFinding {
+  if (!candidate) return { found: "DryRunNotRendered", rendered };
+  if (live === undefined) return { found: "DryRunLiveUnread" };
+  if (live === candidate.hash) return { found: "DryRunInSync", live };
+  return { found: "DryRunDiffers", hash: candidate.hash, live, ...(adoption ? { adoption } : {}) };
+}
+
+/** Without a render: why (the order is the order of plan's checks). */
+function notRendered(rendered: ConditionInput, base: TailnetInputs["base"], live: string | null): PolicyFinding {
+  if (rendered.reason === R.CannotVerify) return { found: "RenderUnverified", message: rendered.message };
+  // A fresh Tailnet: no base and nothing generated yet is not a refusal, just nothing to do.
+  if (rendered.reason === R.PolicyEmpty && base.kind === "none") return { found: "NothingToApply", live };
+  return { found: "RenderRefused", rendered: rendered.reason, live };
+}
+
+/** What keeps the policy from being written, or WriteDue (the order is the order of the checks). */
+function findPolicy(input: TailnetPlanInput, adoption: string[] | undefined): PolicyFinding {
   const { inputs, hs, render, check, pendingFailure } = input.observed;
   const candidate = render.ok ? render.candidate : undefined;
   const live = liveHash(hs);
   const rendered = policyRendered(render, check, inputs.base.kind === "none");
-  const compatible = headscaleCompatible(hs, check);
-  const mode = policyMode(hs);
-  const adoption = adoptionLoss(input, candidate, live);
-  const plan = (applied: ConditionInput): TailnetPlan => ({ applied, ...(adoption ? { adoption } : {}) });
-  const type = C.PolicyApplied;
-
-  if (!inputs.connection.ok) return plan(cond(type, "False", R.NoAPIKey, inputs.connection.message));
-  if (!hs) return plan(cond(type, "False", R.NoAPIKey, NO_CALL));
-
-  if (inputs.settings.policyMode === "DryRun") {
-    if (!candidate) {
-      return plan(
-        cond(
-          type,
-          "Unknown",
-          R.DryRun,
-          `DryRun: nothing written; no policy rendered (PolicyRendered=${rendered.reason})`,
-        ),
-      );
-    }
-    if (live === undefined)
-      return plan(cond(type, "Unknown", R.DryRun, "DryRun: nothing written; the live policy could not be read"));
-    if (live === candidate.hash) {
-      return plan(cond(type, "True", R.DryRun, `DryRun: the live policy already equals the rendered one (${live})`));
-    }
-    const refusal = adoption
-      ? `; in Apply mode the write would be refused (AdoptionRefused): it would drop ${adoption.join(", ")}`
-      : "";
-    return plan(
-      cond(
-        type,
-        "False",
-        R.DryRun,
-        `DryRun: nothing written; the rendered policy ${candidate.hash} differs: ${describeLive(live)}${refusal}`,
-      ),
-    );
-  }
-
-  if (!hs.policy.ok) {
-    return plan(cond(type, "Unknown", R.ApplyFailed, `not written: ${oneLine(hs.policy.error.message)}`));
-  }
-  if (candidate && live === candidate.hash) {
-    return plan(cond(type, "True", R.InSync, `Headscale holds the rendered policy ${candidate.hash}`));
-  }
+  if (!inputs.connection.ok) return { found: "NoConnection", message: inputs.connection.message };
+  if (!hs) return { found: "NoCall" };
+  if (inputs.settings.policyMode === "DryRun") return dryRunFinding(candidate, live, rendered.reason, adoption);
+  if (!hs.policy.ok) return { found: "LiveUnread", error: hs.policy.error };
+  const stored = live ?? null;
+  if (candidate && live === candidate.hash) return { found: "InSync", hash: candidate.hash };
   const blocker = writeBlocker(hs);
-  if (blocker) return plan(cond(type, "Unknown", R.ApplyFailed, `not written: ${blocker}`));
-  if (!candidate) {
-    if (rendered.reason === R.CannotVerify) {
-      return plan(cond(type, "Unknown", R.ApplyFailed, `not written: ${rendered.message}`));
-    }
-    // A fresh Tailnet: no base and nothing generated yet is not a refusal, just nothing to do.
-    if (rendered.reason === R.PolicyEmpty && inputs.base.kind === "none") {
-      return plan(
-        cond(
-          type,
-          "False",
-          R.NothingToApply,
-          `nothing to apply yet: there is no base policy (spec.policy.baseConfigMapRef) and no workload object of this Tailnet generates a rule; Headscale's policy is left as it is (${describeStored(live ?? null)})`,
-        ),
-      );
-    }
-    return plan(
-      cond(
-        type,
-        "False",
-        R.PolicyRejected,
-        `not written: the render was refused (PolicyRendered=${rendered.reason}); nothing was sent to Headscale (${describeStored(live ?? null)})`,
-      ),
-    );
-  }
-  if (mode.reason === R.File) {
-    return plan(
-      cond(
-        type,
-        "False",
-        R.PolicyModeFile,
-        `write skipped: Headscale reads the policy from a file (policy.mode file); put policy.json of ConfigMap ${input.operatorNamespace}/${policyConfigMapName(inputs.name)} into that file and reload Headscale, or set policy.mode: database`,
-      ),
-    );
-  }
+  if (blocker) return blocker;
+  if (!candidate) return notRendered(rendered, inputs.base, stored);
+  if (policyMode(hs).reason === R.File) return { found: "FileMode" };
   if (check && !check.ok && check.error.classification === "policyInvalid") {
-    return plan(
-      cond(
-        type,
-        "False",
-        R.PolicyRejected,
-        `Headscale rejects the rendered policy (POST /api/v1/policy/check): ${oneLine(check.error.detail)}; nothing was written (${describeStored(live ?? null)})`,
-      ),
-    );
+    return { found: "CheckRejected", detail: check.error.detail, live: stored };
   }
-  if (compatible.status === "False") {
-    return plan(cond(type, "False", R.ApplyFailed, `not written: Headscale is not compatible: ${compatible.message}`));
-  }
-  if (!check?.ok) {
-    const why = check ? oneLine(check.error.message) : "not probed";
-    return plan(cond(type, "Unknown", R.ApplyFailed, `not written: the policy/check probe failed: ${why}`));
-  }
+  const compatible = headscaleCompatible(hs, check);
+  if (compatible.status === "False") return { found: "Incompatible", message: compatible.message };
+  if (!check?.ok) return { found: "CheckFailed", ...(check ? { error: check.error } : {}) };
   const dups = hs.users.ok ? duplicateUsers(hs.users.value) : [];
-  if (dups.length > 0) {
-    return plan(
-      cond(
-        type,
-        "False",
-        R.PolicyRejected,
-        `write refused: Headscale user names held by more than one user (${dups.map((d) => d.name).join(", ")}) make Headscale reject every policy; nothing was written (${describeStored(live ?? null)})`,
-      ),
-    );
-  }
-  if (adoption) {
-    return plan(
-      cond(
-        type,
-        "False",
-        R.AdoptionRefused,
-        `write refused: Headscale holds a policy the operator did not write (${live}), and with no base policy (spec.policy.baseConfigMapRef) the render would replace it, dropping ${adoption.join(", ")}; to keep it, export it into a base and keep that file in Git: ${keepLiveCommand(input)}; to replace it, set spec.policy.replaceLivePolicy: true`,
-      ),
-    );
-  }
+  if (dups.length > 0) return { found: "DuplicateUsers", names: dups.map((d) => d.name), live: stored };
+  if (adoption) return { found: "AdoptionRefused", live: stored, adoption };
   if (pendingFailure && input.now < pendingFailure.retryAt) {
-    return {
-      ...plan(writeFailureCondition(pendingFailure.error, pendingFailure.readback, candidate.hash)),
-      retryAt: pendingFailure.retryAt,
-    };
+    return { found: "BackingOff", failure: pendingFailure, hash: candidate.hash };
   }
+  return { found: "WriteDue" };
+}
+
+/** What the policy check found, the write when one is due, and what a write would drop (adoption.ts). */
+function planPolicy(input: TailnetPlanInput): TailnetPlan {
+  const { render, hs } = input.observed;
+  const candidate = render.ok ? render.candidate : undefined;
+  const live = liveHash(hs);
+  const adoption = adoptionLoss(input, candidate, live);
+  const policy = findPolicy(input, adoption);
+  const plan: TailnetPlan = { policy, ...(adoption ? { adoption } : {}) };
+  if (policy.found === "BackingOff") return { ...plan, retryAt: policy.failure.retryAt };
+  if (policy.found !== "WriteDue" || !candidate) return plan;
   const drift = policyDrift(input, live);
-  return {
-    applied: cond(type, "Unknown", R.ApplyFailed, "write in progress"),
-    write: { hash: candidate.hash, policy: candidate.policy, ...(drift ? { drift } : {}) },
-  };
+  return { policy, write: { hash: candidate.hash, policy: candidate.policy, ...(drift ? { drift } : {}) } };
 }

@@ -5,7 +5,7 @@
  */
 import type { K8sObject } from "../../../k8s/objects.js";
 import { parseCidr, parseCidrOrIp } from "../../../net/cidr.js";
-import { isValidTag } from "../../../policy/generated.js";
+import { isValidTag } from "../../../policy/contribution.js";
 import { type TailnetSettings, tailnetSettings } from "../../shared/workload.js";
 
 export interface ObjectRef {

@@ -1,10 +1,11 @@
-// The impure helpers around the write: the policy/check memo and the write backoff (the view's soft state), the metrics.
+// The impure helpers around the write: the policy/check memo and the write backoff (the connection's soft state), the metrics.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { HeadscaleViews } from "../../../../src/headscale/view.js";
 import { recordFailure } from "../../../../src/kinds/composite/tailnet/act.js";
 import { findOwnApiKey, publishTailnetMetrics } from "../../../../src/kinds/composite/tailnet/metrics.js";
 import { backingOff, CHECK_MEMO_MS, checkPolicy } from "../../../../src/kinds/composite/tailnet/observe.js";
+import { softStateOf } from "../../../../src/kinds/composite/tailnet/soft-state.js";
 import { createOperatorMetrics } from "../../../../src/metrics/registry.js";
 import { useFakeHeadscale } from "../../../fakes/headscale/index.js";
 import { NOW, OWN_KEY, ok, serverError } from "./fixtures.js";
@@ -19,7 +20,7 @@ async function fakeView(t: { after: (fn: () => Promise<void> | void) => void }) 
   return { fake, view, checks };
 }
 
-describe("checkPolicy memo (view.soft.checkVerdicts)", () => {
+describe("checkPolicy memo (soft-state.ts checkVerdicts)", () => {
   it("reuses a verdict for the same hash until it expires; builds the text only on a miss", async (t) => {
     const { view, checks } = await fakeView(t);
     let built = 0;
@@ -39,7 +40,7 @@ describe("checkPolicy memo (view.soft.checkVerdicts)", () => {
     assert.equal(r.ok, false);
     assert.equal((await checkPolicy(view, "sha256:b", rejected, NOW)).ok, false, "a rejection is a verdict too");
     assert.equal(checks(), 2);
-    assert.equal(view.soft.checkVerdicts.size, 2);
+    assert.equal(softStateOf(view).checkVerdicts.size, 2);
     await checkPolicy(view, "sha256:a", accepted, new Date(NOW.getTime() + CHECK_MEMO_MS));
     assert.equal(checks(), 3, "expired");
   });
@@ -58,11 +59,11 @@ describe("checkPolicy memo (view.soft.checkVerdicts)", () => {
     const views = new HeadscaleViews({ timeoutMs: 3000, cacheTTLSeconds: 10, retries: 0 });
     t.after(() => views.close());
     const other = views.view({ url: fake.url, apiKey: fake.apiKey });
-    assert.equal(other.soft.checkVerdicts.size, 0);
+    assert.equal(softStateOf(other).checkVerdicts.size, 0);
   });
 });
 
-describe("write backoff (view.soft.writeBackoff)", () => {
+describe("write backoff (soft-state.ts writeBackoff)", () => {
   it("doubles from 30 s to at most 10 min per policy hash; a new hash resets it", () => {
     const views = new HeadscaleViews({ timeoutMs: 1000, cacheTTLSeconds: 1 });
     const view = views.view({ url: "http://127.0.0.1:1", apiKey: "never-used" });
@@ -76,7 +77,7 @@ describe("write backoff (view.soft.writeBackoff)", () => {
     assert.equal(recordFailure(view, "home", "sha256:b", failed, NOW), 30);
     assert.equal(backingOff(view, "home", "sha256:a"), undefined, "only the current render is retried");
     assert.equal(recordFailure(view, "work", "sha256:b", failed, NOW), 30, "per Tailnet");
-    view.soft.writeBackoff.delete("home");
+    softStateOf(view).writeBackoff.delete("home");
     assert.equal(backingOff(view, "home", "sha256:b"), undefined);
     assert.ok(backingOff(view, "work", "sha256:b"));
   });

@@ -7,8 +7,8 @@ import {
   policyConfigMap,
   recordsJson,
 } from "../../../../src/kinds/composite/tailnet/children.js";
+import { dnsRecords } from "../../../../src/kinds/composite/tailnet/compose.js";
 import { readInputs } from "../../../../src/kinds/composite/tailnet/inputs.js";
-import { dnsRecords } from "../../../../src/kinds/composite/tailnet/render.js";
 import { toMaps } from "../../../fixtures/hooks.js";
 import { validateChildren } from "../../../helpers/validate.js";
 import { agentNode, apiKeySecret, b64, caSecret, ingress, tailnet, tailnetSpec } from "./fixtures.js";

@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { HsNode, HsPreAuthKey } from "../../../../src/headscale/types.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
+import { composeTailnetPolicy } from "../../../../src/kinds/composite/tailnet/compose.js";
 import { readInputs } from "../../../../src/kinds/composite/tailnet/inputs.js";
-import { renderTailnetPolicy } from "../../../../src/kinds/composite/tailnet/render.js";
 import { toMaps } from "../../../fixtures/hooks.js";
 import { baseConfigMap, egress, gateway, hsNode, ingress, tailnet, tailnetSpec } from "./fixtures.js";
 
@@ -41,7 +41,7 @@ const tenant = (host: string) => withTarget(egress("steal", "tenant"), host);
 
 type Grant = { src: string[]; dst: string[]; ip: string[] };
 function grantsFrom(objects: K8sObject[], nodes: HsNode[], src: string): Grant[] {
-  const render = renderTailnetPolicy(readInputs(tailnet(tailnetSpec()), toMaps([baseConfigMap(), ...objects])), nodes);
+  const render = composeTailnetPolicy(readInputs(tailnet(tailnetSpec()), toMaps([baseConfigMap(), ...objects])), nodes);
   assert.ok(render.ok, JSON.stringify(render));
   const grants = (render.candidate.policy as { grants?: Grant[] }).grants ?? [];
   return grants.filter((g) => g.src.includes(src));

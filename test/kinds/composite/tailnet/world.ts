@@ -3,6 +3,7 @@ import type { HsPolicy } from "../../../../src/headscale/types.js";
 import type { Obs } from "../../../../src/headscale/view.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import type { TailnetOutcome, WriteOutcome } from "../../../../src/kinds/composite/tailnet/act.js";
+import { composeTailnetPolicy } from "../../../../src/kinds/composite/tailnet/compose.js";
 import {
   decideTailnet,
   type TailnetDecideInput,
@@ -15,7 +16,6 @@ import type {
   TailnetObservation,
 } from "../../../../src/kinds/composite/tailnet/observe.js";
 import { planTailnet, type TailnetPlanInput } from "../../../../src/kinds/composite/tailnet/plan.js";
-import { renderTailnetPolicy } from "../../../../src/kinds/composite/tailnet/render.js";
 import type { ApiKeyUse, RotationOutcome } from "../../../../src/kinds/composite/tailnet/rotation.js";
 import { readTailnetSpec } from "../../../../src/kinds/composite/tailnet/spec.js";
 import { liveHash } from "../../../../src/kinds/composite/tailnet/write.js";
@@ -55,7 +55,7 @@ export function observation(g: Given = {}): TailnetObservation {
     ? { ...specInputs, connection: connectionFor(readTailnetSpec(parent), related, renewedKey) }
     : specInputs;
   let hs = inputs.connection.ok ? (g.hs ?? healthyHs()) : null;
-  const render = renderTailnetPolicy(
+  const render = composeTailnetPolicy(
     inputs,
     hs?.nodes.ok ? hs.nodes.value : null,
     hs && !hs.nodes.ok ? hs.nodes.error.message : "no API key",

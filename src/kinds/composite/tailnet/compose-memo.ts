@@ -1,22 +1,22 @@
 /**
  * The Tailnet's render, memoised per Tailnet (issue 25): at 20,000 workloads, collecting every object's
  * grants and hashing the whole policy cost about half of a resync's CPU, although a resync usually changes
- * nothing. Each object's contribution (generated.ts `Contribution`) is kept under the exact fields the
+ * nothing. Each object's contribution (policy/contribution.ts `Contribution`) is kept under the exact fields the
  * collector reads from it — its CollectInput entry as JSON, so a change to anything it reads is a new key —
  * and an egress's also under the node list and allowlist it was resolved against. A resync where nothing
  * changed returns the previous render as it was (no merge, no canonical text, no hash); one where a single
  * object changed recomputes that object's contribution and merges again. The memo never changes output:
- * the merge and the render are the same functions a fresh render calls (test/kinds/composite/tailnet/render-memo.test.ts
+ * the merge and the render are the same functions a fresh render calls (test/kinds/composite/tailnet/compose-memo.test.ts
  * holds memoised = fresh byte for byte over random sequences of add/change/remove).
  *
  * Bounds: per Tailnet, one entry per object of its last render (objects not seen in it are dropped) and that
  * render; at most MEMO_TAILNETS Tailnets, least recently rendered dropped first, and a Tailnet's memo goes
- * with its finalize. Soft state of this process only: another replica, or a restart, renders fresh.
+ * with its finalize. Soft state of one server (HookDeps.composeMemo, so two servers in one process, as tests and
+ * the render CLI run them, never share one): another replica, or a restart, renders fresh.
  */
 import { createHash } from "node:crypto";
 import type { HsNode } from "../../../headscale/types.js";
 import {
-  type CollectInput,
   type Contribution,
   type EgressContext,
   egressContext,
@@ -24,7 +24,8 @@ import {
   gatewayContribution,
   ingressContribution,
   siteContribution,
-} from "../../../policy/generated.js";
+} from "../../../policy/contribution.js";
+import type { CollectInput } from "../../../policy/generated.js";
 import type { NodeRef } from "../../../policy/targets.js";
 
 /** Tailnets whose render is kept (one process rarely serves more; each costs about its objects' contributions). */
@@ -62,8 +63,6 @@ interface TailnetMemo {
   dns?: { key: string; value: unknown };
 }
 
-const memos = new Map<string, TailnetMemo>();
-
 /** Fingerprint of what resolving a target reads from a node list, once per list (the view's cached array). */
 const nodePrints = new WeakMap<readonly NodeRef[], string>();
 function nodesPrint(nodes: readonly NodeRef[]): string {
@@ -75,15 +74,6 @@ function nodesPrint(nodes: readonly NodeRef[]): string {
     nodePrints.set(nodes, print);
   }
   return print;
-}
-
-function memoOf(tailnet: string): TailnetMemo {
-  let memo = memos.get(tailnet);
-  if (memo) memos.delete(tailnet); // re-inserted last: the map's order is least recently rendered first
-  memo ??= { egressKey: "", context: "", objects: new Map() };
-  memos.set(tailnet, memo);
-  if (memos.size > MEMO_TAILNETS) memos.delete(memos.keys().next().value as string);
-  return memo;
 }
 
 const NONE: never[] = [];
@@ -109,25 +99,100 @@ function kept(c: Contribution): Contribution {
 const sameRefs = (a: readonly unknown[], b: readonly unknown[]) =>
   a.length === b.length && a.every((x, i) => x === b[i]);
 
-/**
- * `render(collectContributions(input))` for the Tailnet `tailnet` (its uid), reusing what did not change since
- * its last render; the contributions carry no egress target outcomes (`egressTargets` is empty). `render`
- * must be a function of the contributions (read only: they are kept) and of what `base` names alone (the
- * base policy's text and where it comes from).
- */
-export function renderMemoised<R>(
-  tailnet: string,
-  input: LazyCollectInput,
-  base: string,
-  render: (contributions: readonly Contribution[]) => R,
-): R {
-  const memo = memoOf(tailnet);
+/** Fingerprint of what the DNS records read from a node list, once per list. */
+const dnsPrints = new WeakMap<readonly HsNode[], string>();
+export function dnsNodesPrint(nodes: readonly HsNode[]): string {
+  let print = dnsPrints.get(nodes);
+  if (print === undefined) {
+    const h = createHash("sha256");
+    for (const n of nodes) h.update(JSON.stringify([n.id, n.givenName, n.name, n.online, n.tags, n.ipAddresses]));
+    print = h.digest("hex");
+    dnsPrints.set(nodes, print);
+  }
+  return print;
+}
 
+/** The memo and the Tailnet (its uid) a compose may reuse; without one, everything is computed fresh. */
+export interface MemoSlot {
+  memo: ComposeMemo;
+  tailnet: string;
+}
+
+/**
+ * The compose memo of one server (HookDeps.composeMemo, made where the deps are made): per Tailnet uid, each
+ * object's contribution, the last policy and the last DNS records file.
+ */
+export class ComposeMemo {
+  private readonly memos = new Map<string, TailnetMemo>();
+
+  /**
+   * `render(collectContributions(input))` for the Tailnet `tailnet` (its uid), reusing what did not change since
+   * its last render; the contributions carry no egress target outcomes (`egressTargets` is empty). `render`
+   * must be a function of the contributions (read only: they are kept) and of what `base` names alone (the
+   * base policy's text and where it comes from).
+   */
+  policy<R>(
+    tailnet: string,
+    input: LazyCollectInput,
+    base: string,
+    render: (contributions: readonly Contribution[]) => R,
+  ): R {
+    const memo = this.memoOf(tailnet);
+    const contributions = takeContributions(memo, input);
+    const owners = JSON.stringify(input.tagOwners);
+    const last = memo.last;
+    if (last && last.base === base && last.owners === owners && sameRefs(last.contributions, contributions)) {
+      return last.result as R;
+    }
+    const result = render(contributions);
+    memo.last = { base, owners, contributions, result };
+    return result;
+  }
+
+  /**
+   * `compute()` for the Tailnet `tailnet`, or its last value when `key` — everything `compute` reads — is the
+   * same as then. The DNS records file reads every ingress and the node list (compose.ts dnsRecords).
+   */
+  dns<T>(tailnet: string, key: string, compute: () => T): T {
+    const memo = this.memoOf(tailnet);
+    if (memo.dns?.key === key) return memo.dns.value as T;
+    const value = compute();
+    memo.dns = { key, value };
+    return value;
+  }
+
+  /** Drops a Tailnet's memo (its finalize). */
+  forget(tailnet: string): void {
+    this.memos.delete(tailnet);
+  }
+
+  /** What the memo holds (tests): Tailnets, and objects (of one Tailnet, or of all). */
+  size(tailnet?: string): { tailnets: number; objects: number } {
+    let objects = 0;
+    for (const [uid, m] of this.memos) if (tailnet === undefined || uid === tailnet) objects += m.objects.size;
+    return { tailnets: this.memos.size, objects };
+  }
+
+  private memoOf(tailnet: string): TailnetMemo {
+    const memos = this.memos;
+    let memo = memos.get(tailnet);
+    if (memo) memos.delete(tailnet); // re-inserted last: the map's order is least recently rendered first
+    memo ??= { egressKey: "", context: "", objects: new Map() };
+    memos.set(tailnet, memo);
+    if (memos.size > MEMO_TAILNETS) memos.delete(memos.keys().next().value as string);
+    return memo;
+  }
+}
+
+/**
+ * Every object's contribution in collector order, the kept entry where its key is unchanged (a new context
+ * invalidates every entry, a new egress key every egress's); the memo keeps exactly the objects of this input.
+ */
+function takeContributions(memo: TailnetMemo, input: LazyCollectInput): Contribution[] {
   const egressKey =
     input.egresses.length === 0
       ? ""
       : JSON.stringify([nodesPrint(input.nodes), input.baseDomain ?? "", input.allowedEgressTargets]);
-  // a new context invalidates every entry, a new egress key every egress's
   const previous = input.context === memo.context ? memo.objects : new Map<string, Entry>();
   let ctx: EgressContext | undefined;
   const context = (): EgressContext => {
@@ -158,50 +223,5 @@ export function renderMemoised<R>(
   memo.objects = next;
   memo.egressKey = egressKey;
   memo.context = input.context;
-
-  const owners = JSON.stringify(input.tagOwners);
-  const last = memo.last;
-  if (last && last.base === base && last.owners === owners && sameRefs(last.contributions, contributions)) {
-    return last.result as R;
-  }
-  const result = render(contributions);
-  memo.last = { base, owners, contributions, result };
-  return result;
-}
-
-/** Fingerprint of what the DNS records read from a node list, once per list. */
-const dnsPrints = new WeakMap<readonly HsNode[], string>();
-export function dnsNodesPrint(nodes: readonly HsNode[]): string {
-  let print = dnsPrints.get(nodes);
-  if (print === undefined) {
-    const h = createHash("sha256");
-    for (const n of nodes) h.update(JSON.stringify([n.id, n.givenName, n.name, n.online, n.tags, n.ipAddresses]));
-    print = h.digest("hex");
-    dnsPrints.set(nodes, print);
-  }
-  return print;
-}
-
-/**
- * `compute()` for the Tailnet `tailnet`, or its last value when `key` — everything `compute` reads — is the
- * same as then. The DNS records file reads every ingress and the node list (render.ts dnsRecords).
- */
-export function dnsMemoised<T>(tailnet: string, key: string, compute: () => T): T {
-  const memo = memoOf(tailnet);
-  if (memo.dns?.key === key) return memo.dns.value as T;
-  const value = compute();
-  memo.dns = { key, value };
-  return value;
-}
-
-/** Drops a Tailnet's memo (its finalize). */
-export function forgetRender(tailnet: string): void {
-  memos.delete(tailnet);
-}
-
-/** What the memo holds (tests): Tailnets, and objects (of one Tailnet, or of all). */
-export function memoSize(tailnet?: string): { tailnets: number; objects: number } {
-  let objects = 0;
-  for (const [uid, m] of memos) if (tailnet === undefined || uid === tailnet) objects += m.objects.size;
-  return { tailnets: memos.size, objects };
+  return contributions;
 }

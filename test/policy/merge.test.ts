@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { canonicalJson, hashOfLivePolicy, policyHash } from "../../src/policy/canonical.js";
 import type { GeneratedPolicy } from "../../src/policy/generated.js";
-import { prettyPolicyText, renderPolicy } from "../../src/policy/render.js";
+import { mergePolicy, prettyPolicyText } from "../../src/policy/merge.js";
 
 function gen(over: Partial<GeneratedPolicy> = {}): GeneratedPolicy {
   return {
@@ -47,9 +47,9 @@ const BASE = `// the home tailnet
   "randomizeClientPort": true,
 }`;
 
-describe("renderPolicy: merge", () => {
+describe("mergePolicy: merge", () => {
   it("keeps every base entry and adds the generated parts", () => {
-    const r = renderPolicy(BASE, gen());
+    const r = mergePolicy(BASE, gen());
     assert.ok(r.ok, r.ok ? "" : r.message);
     assert.deepEqual(r.policy, {
       groups: { "group:platform": ["bob@"] },
@@ -83,7 +83,7 @@ describe("renderPolicy: merge", () => {
 
   it("appends generated grants after the base grants", () => {
     const extra = { src: ["group:eng"], dst: ["192.168.10.0/24"], ip: ["*"] };
-    const r = renderPolicy(BASE, gen({ grants: [extra, ...gen().grants] }));
+    const r = mergePolicy(BASE, gen({ grants: [extra, ...gen().grants] }));
     assert.ok(r.ok);
     const grants = r.policy.grants as unknown[];
     assert.equal(grants.length, 3);
@@ -93,7 +93,7 @@ describe("renderPolicy: merge", () => {
 
   it("renders the generated parts alone without a base", () => {
     for (const base of [undefined, "", "  // nothing yet\n"]) {
-      const r = renderPolicy(base, gen());
+      const r = mergePolicy(base, gen());
       assert.ok(r.ok);
       assert.deepEqual(r.policy, {
         tagOwners: { "tag:k8s-shop-db": ["group:platform"], "tag:router-home": ["alice@", "group:platform"] },
@@ -104,14 +104,14 @@ describe("renderPolicy: merge", () => {
   });
 
   it("matches managed sections case-insensitively, like Headscale", () => {
-    const r = renderPolicy('{"TagOwners": {"tag:ci": []}, "ACLs": [{"action": "accept"}]}', gen());
+    const r = mergePolicy('{"TagOwners": {"tag:ci": []}, "ACLs": [{"action": "accept"}]}', gen());
     assert.ok(r.ok);
     assert.deepEqual(Object.keys(r.policy), ["TagOwners", "ACLs", "grants", "autoApprovers"]);
     assert.deepEqual(Object.keys(r.policy.TagOwners as object), ["tag:ci", "tag:k8s-shop-db", "tag:router-home"]);
   });
 
   it("treats null managed sections and null tag owners as empty", () => {
-    const r = renderPolicy(
+    const r = mergePolicy(
       '{"acls": [{}], "tagOwners": {"tag:k8s-shop-db": null}, "grants": null, "autoApprovers": null}',
       gen(),
     );
@@ -121,22 +121,22 @@ describe("renderPolicy: merge", () => {
   });
 
   it("merges autoApprovers.exitNode: the base list first, then the generated tags not in it", () => {
-    const r = renderPolicy(BASE, gen({ autoApproverExitNode: ["tag:exit", "tag:k8s-exit"] }));
+    const r = mergePolicy(BASE, gen({ autoApproverExitNode: ["tag:exit", "tag:k8s-exit"] }));
     assert.ok(r.ok);
     assert.deepEqual((r.policy.autoApprovers as Record<string, unknown>).exitNode, ["tag:exit", "tag:k8s-exit"]);
-    const alone = renderPolicy(undefined, gen({ autoApproverExitNode: ["tag:k8s-exit"] }));
+    const alone = mergePolicy(undefined, gen({ autoApproverExitNode: ["tag:k8s-exit"] }));
     assert.ok(alone.ok);
     assert.deepEqual(alone.policy.autoApprovers, {
       routes: { "192.168.10.0/24": ["tag:router-home"] },
       exitNode: ["tag:k8s-exit"],
     });
-    const cased = renderPolicy(
+    const cased = mergePolicy(
       '{"acls": [{}], "autoApprovers": {"ExitNode": ["tag:a"]}}',
       gen({ autoApproverExitNode: ["tag:b"] }),
     );
     assert.ok(cased.ok);
     assert.deepEqual((cased.policy.autoApprovers as Record<string, unknown>).ExitNode, ["tag:a", "tag:b"]);
-    const bad = renderPolicy(
+    const bad = mergePolicy(
       '{"acls": [{}], "autoApprovers": {"exitNode": "tag:a"}}',
       gen({ autoApproverExitNode: ["tag:b"] }),
     );
@@ -148,7 +148,7 @@ describe("renderPolicy: merge", () => {
   });
 
   it("leaves the base untouched when nothing is generated", () => {
-    const r = renderPolicy(BASE, emptyGen());
+    const r = mergePolicy(BASE, emptyGen());
     const live = hashOfLivePolicy(BASE);
     assert.ok(r.ok && live.ok);
     assert.equal(r.hash, live.hash);
@@ -156,7 +156,7 @@ describe("renderPolicy: merge", () => {
   });
 });
 
-describe("renderPolicy: refusals", () => {
+describe("mergePolicy: refusals", () => {
   const rows: { name: string; base: string | undefined; gen?: GeneratedPolicy; reason: string; message: string }[] = [
     {
       name: "HuJSON syntax error",
@@ -217,7 +217,7 @@ describe("renderPolicy: refusals", () => {
   ];
   for (const row of rows) {
     it(row.name, () => {
-      assert.deepEqual(renderPolicy(row.base, row.gen ?? gen()), {
+      assert.deepEqual(mergePolicy(row.base, row.gen ?? gen()), {
         ok: false,
         reason: row.reason,
         message: row.message,
@@ -226,14 +226,14 @@ describe("renderPolicy: refusals", () => {
   }
 
   it("accepts acls alone or grants alone", () => {
-    assert.equal(renderPolicy('{"acls": [{"action": "accept"}]}', emptyGen()).ok, true);
-    assert.equal(renderPolicy(undefined, { ...emptyGen(), grants: gen().grants }).ok, true);
+    assert.equal(mergePolicy('{"acls": [{"action": "accept"}]}', emptyGen()).ok, true);
+    assert.equal(mergePolicy(undefined, { ...emptyGen(), grants: gen().grants }).ok, true);
   });
 });
 
-describe("renderPolicy: determinism", () => {
+describe("mergePolicy: determinism", () => {
   it("hashes the same for a base that differs only in comments, whitespace, trailing commas and key order", () => {
-    const a = renderPolicy(BASE, gen());
+    const a = mergePolicy(BASE, gen());
     // BASE as plain JSON: no comments, no trailing commas, every object's keys reversed
     const plainBase = `{"randomizeClientPort":true,"tests":[{"accept":["tag:ci:22"],"src":"bob@"}],
       "nodeAttrs":[{"attr":["magicdns-aaaa"],"target":["*"]}],"hosts":{"nas":"192.168.10.2"},
@@ -243,7 +243,7 @@ describe("renderPolicy: determinism", () => {
       "acls":[{"dst":["*:*"],"src":["group:platform"],"action":"accept"}],
       "tagOwners":{"tag:ci":["group:platform"],"tag:router-home":["bob@","group:platform"]},
       "groups":{"group:platform":["bob@"]}}`;
-    const b = renderPolicy(plainBase, gen());
+    const b = mergePolicy(plainBase, gen());
     assert.ok(a.ok && b.ok);
     assert.equal(b.canonical, a.canonical);
     assert.equal(b.hash, a.hash);
@@ -255,20 +255,20 @@ describe("renderPolicy: determinism", () => {
       ...g,
       tagOwners: new Map([...g.tagOwners].reverse()),
     };
-    const a = renderPolicy(BASE, g);
-    const b = renderPolicy(BASE, flipped);
+    const a = mergePolicy(BASE, g);
+    const b = mergePolicy(BASE, flipped);
     assert.ok(a.ok && b.ok);
     assert.equal(a.hash, b.hash);
   });
 
   it("the rendered text, read back as the live policy, hashes to the rendered hash", () => {
-    const r = renderPolicy(BASE, gen());
+    const r = mergePolicy(BASE, gen());
     assert.ok(r.ok);
     const live = hashOfLivePolicy(prettyPolicyText(r.policy));
     assert.ok(live.ok);
     assert.equal(live.hash, r.hash);
     // and a second render is byte-identical
-    const again = renderPolicy(BASE, gen());
+    const again = mergePolicy(BASE, gen());
     assert.ok(again.ok);
     assert.equal(again.canonical, r.canonical);
   });
@@ -276,7 +276,7 @@ describe("renderPolicy: determinism", () => {
   it("does not modify the generated input", () => {
     const g = gen();
     const before = JSON.stringify([[...g.tagOwners], g.grants, [...g.autoApproverRoutes]]);
-    renderPolicy(BASE, g);
+    mergePolicy(BASE, g);
     assert.equal(JSON.stringify([[...g.tagOwners], g.grants, [...g.autoApproverRoutes]]), before);
   });
 });

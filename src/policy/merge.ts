@@ -1,4 +1,4 @@
-// Renders the tailnet policy: the user's base policy (HuJSON) plus the generated
+// Merges the tailnet policy: the user's base policy (HuJSON) plus the generated
 // parts, merged so that every base entry is kept unchanged:
 // - tagOwners and autoApprovers.routes: base keys keep their value; a generated key
 //   that also exists in the base extends it (base owners first, then the new ones
@@ -23,7 +23,7 @@ export interface GeneratedCounts {
   routes: number;
 }
 
-export type RenderResult =
+export type MergeResult =
   | {
       ok: true;
       /** The merged policy. Shares arrays and objects with the parsed base and with `gen`: read-only. */
@@ -167,7 +167,7 @@ function nonEmptyList(obj: Json, field: string): boolean {
  * whose managed sections have the wrong shape (BaseInvalid), and a result with
  * neither acls nor grants (PolicyEmpty).
  */
-export function renderPolicy(baseText: string | undefined, gen: GeneratedPolicy): RenderResult {
+export function mergePolicy(baseText: string | undefined, gen: GeneratedPolicy): MergeResult {
   let base: Json = {};
   if (baseText !== undefined) {
     const parsed = parseHuJson(baseText);
@@ -206,7 +206,7 @@ export function renderPolicy(baseText: string | undefined, gen: GeneratedPolicy)
 /**
  * The rendered policy as indented text for humans (ConfigMap, `render` CLI, the PUT
  * body if preferred): same content and key order as the canonical form, so
- * hashOfLivePolicy of it equals the rendered hash. Not computed by renderPolicy: it
+ * hashOfLivePolicy of it equals the rendered hash. Not computed by mergePolicy: it
  * costs as much again as the canonical form.
  */
 export function prettyPolicyText(policy: Record<string, unknown>): string {

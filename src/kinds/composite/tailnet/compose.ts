@@ -8,16 +8,16 @@ import type { HsNode } from "../../../headscale/types.js";
 import { sortByAge } from "../../../k8s/age.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { isIp } from "../../../net/cidr.js";
+import type { Contribution } from "../../../policy/contribution.js";
 import {
   type CollectInput,
-  type Contribution,
   collectContributions,
   combineContributions,
   type GeneratedPolicy,
   type InvalidInput,
 } from "../../../policy/generated.js";
 import { parseHuJson } from "../../../policy/hujson.js";
-import { type GeneratedCounts, renderPolicy } from "../../../policy/render.js";
+import { type GeneratedCounts, mergePolicy } from "../../../policy/merge.js";
 import type { NodeRef } from "../../../policy/targets.js";
 import { screenContributions } from "../../../policy/validate.js";
 import { holderOf, reservedNames } from "../../shared/dns-owners.js";
@@ -27,9 +27,9 @@ import { managedNodes, type OwnedNodeRef, refusedTargets } from "../../shared/no
 import { reservedOverlap } from "../../shared/routes.js";
 import { explicitTag } from "../../shared/tenancy.js";
 import { effectiveTag } from "../../shared/workload.js";
+import { dnsNodesPrint, type Lazy, type LazyCollectInput, type MemoSlot } from "./compose-memo.js";
 import type { TailnetInputs } from "./inputs.js";
 import { type LeftOut, leftOutOf } from "./left-out.js";
-import { dnsMemoised, dnsNodesPrint, type Lazy, type LazyCollectInput, renderMemoised } from "./render-memo.js";
 import { blockedSites } from "./sites.js";
 
 export interface PolicyCandidate {
@@ -237,12 +237,12 @@ const NOTHING_GENERATED: GeneratedPolicy = {
  * is not available (no API key, or it failed): a render that needs it is CannotVerify, never a
  * policy with the node-named targets silently left out.
  */
-export function renderTailnetPolicy(
+export function composeTailnetPolicy(
   inputs: TailnetInputs,
   nodes: readonly NodeRef[] | null,
   nodesUnavailable = "the Headscale node list is not available",
-  /** The Tailnet's uid: reuse what did not change since its last render (render-memo.ts); none, render fresh. */
-  memoKey?: string,
+  /** The memo and the Tailnet's uid: reuse what did not change since its last render (compose-memo.ts); none, render fresh. */
+  memo?: MemoSlot,
 ): TailnetRender {
   const { base } = inputs;
   if (base.kind === "missing") return { ok: false, reason: "BaseMissing", message: base.message };
@@ -250,7 +250,7 @@ export function renderTailnetPolicy(
   const where = base.kind === "text" ? `ConfigMap ${base.source}: ` : "";
   if (nodes === null && needsNodes(inputs)) {
     // A broken base is reported even without nodes; anything else needs the node list.
-    const probe = renderPolicy(baseText, NOTHING_GENERATED);
+    const probe = mergePolicy(baseText, NOTHING_GENERATED);
     if (!probe.ok && probe.reason === "BaseInvalid") {
       return { ok: false, reason: "BaseInvalid", message: `${where}${probe.message}` };
     }
@@ -265,7 +265,7 @@ export function renderTailnetPolicy(
     const parsedBase = baseText === undefined ? undefined : parseHuJson(baseText);
     const screened = screenContributions(parsedBase?.ok ? parsedBase.value : undefined, contributions);
     const collected = combineContributions(inputs.tagOwners, screened.merged);
-    const r = renderPolicy(baseText, collected.generated);
+    const r = mergePolicy(baseText, collected.generated);
     if (!r.ok)
       return { ok: false, reason: r.reason, message: r.reason === "BaseInvalid" ? `${where}${r.message}` : r.message };
     return {
@@ -281,13 +281,13 @@ export function renderTailnetPolicy(
       },
     };
   };
-  if (memoKey === undefined) {
-    // as the memo keeps them (render-memo.ts kept): the render reads no egress target outcomes
+  if (memo === undefined) {
+    // as the memo keeps them (compose-memo.ts kept): the render reads no egress target outcomes
     const contributions = collectContributions(collectInput(inputs, nodes ?? []));
     return render(contributions.map((c) => (c.egressTargets.length ? { ...c, egressTargets: [] } : c)));
   }
-  return renderMemoised(
-    memoKey,
+  return memo.memo.policy(
+    memo.tailnet,
     lazyCollectInput(inputs, nodes ?? []),
     JSON.stringify([where, baseText ?? null]),
     render,
@@ -332,10 +332,10 @@ const ipv4Of = (node: HsNode) => node.ipAddresses.find((ip) => ip.includes(".") 
  * registered yet are left out. Several records of one name all answer: tailscale appends them
  * (v1.102.3 ipn/ipnlocal/node_backend.go dnsConfigForNetmap). Sorted by name, then value.
  */
-export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[], memoKey?: string): DnsRecord[] {
-  const key = memoKey === undefined ? undefined : dnsKey(inputs, nodes);
-  if (memoKey === undefined || key === undefined) return freshDnsRecords(inputs, nodes);
-  return dnsMemoised(memoKey, key, () => freshDnsRecords(inputs, nodes));
+export function dnsRecords(inputs: TailnetInputs, nodes: readonly HsNode[], memo?: MemoSlot): DnsRecord[] {
+  const key = memo === undefined ? undefined : dnsKey(inputs, nodes);
+  if (memo === undefined || key === undefined) return freshDnsRecords(inputs, nodes);
+  return memo.memo.dns(memo.tailnet, key, () => freshDnsRecords(inputs, nodes));
 }
 
 /**

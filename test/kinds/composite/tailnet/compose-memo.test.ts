@@ -3,24 +3,21 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import type { HsNode } from "../../../../src/headscale/types.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import { readInputs } from "../../../../src/kinds/composite/tailnet/inputs.js";
 import {
   collectInput,
+  composeTailnetPolicy,
   dnsRecords,
   lazyCollectInput,
-  renderTailnetPolicy,
-} from "../../../../src/kinds/composite/tailnet/render.js";
-import {
-  forgetRender,
-  MEMO_TAILNETS,
-  memoSize,
-  renderMemoised,
-} from "../../../../src/kinds/composite/tailnet/render-memo.js";
+} from "../../../../src/kinds/composite/tailnet/compose.js";
+import { ComposeMemo, MEMO_TAILNETS } from "../../../../src/kinds/composite/tailnet/compose-memo.js";
+import { readInputs } from "../../../../src/kinds/composite/tailnet/inputs.js";
 import { collectGenerated, combineContributions } from "../../../../src/policy/generated.js";
 import { parentObject, toMaps } from "../../../fixtures/hooks.js";
 import { apiKeySecret, BASE, baseConfigMap, hsNode, tailnet, tailnetSpec } from "./fixtures.js";
 
 const tailnetRef = { name: "home" };
+/** One memo for the file, as one server holds one. */
+const memo = new ComposeMemo();
 const namespaces = ["shop", "ops"];
 const ports = fc.array(fc.constantFrom(22, 443, 5432, 0, 70000), { minLength: 1, maxLength: 2 });
 const host = fc.constantFrom("node-1", "node-2", "100.64.0.9", "10.0.0.1", "nope", "node-1.ts.example.com");
@@ -154,16 +151,16 @@ describe("Tailnet render memo (issue 25)", () => {
               ...objects.values(),
             ];
             const inputs = readInputs(tailnet({ ...spec, policy }), toMaps(related));
-            const fresh = JSON.stringify(renderTailnetPolicy(inputs, nodes));
-            const memoised = JSON.stringify(renderTailnetPolicy(inputs, nodes, undefined, uid));
+            const fresh = JSON.stringify(composeTailnetPolicy(inputs, nodes));
+            const memoised = JSON.stringify(composeTailnetPolicy(inputs, nodes, undefined, { memo, tailnet: uid }));
             assert.equal(memoised, fresh, `step ${version}: ${JSON.stringify(s)}`);
             // the memo keeps exactly the objects of the last render
             const rendered =
               inputs.egresses.length + inputs.ingresses.length + inputs.sites.length + inputs.gateways.length;
-            assert.equal(memoSize(uid).objects, rendered);
+            assert.equal(memo.size(uid).objects, rendered);
           }
         } finally {
-          forgetRender(uid);
+          memo.forget(uid);
         }
       }),
       { numRuns: 150 },
@@ -190,7 +187,7 @@ describe("Tailnet render memo (issue 25)", () => {
     const nodes = nodeList(true, 0);
     let renders = 0;
     const render = (inputs: ReturnType<typeof inputsOf>) =>
-      renderMemoised(uid, lazyCollectInput(inputs, nodes), "base", (c) => {
+      memo.policy(uid, lazyCollectInput(inputs, nodes), "base", (c) => {
         renders++;
         return combineContributions(inputs.tagOwners, c);
       });
@@ -204,11 +201,11 @@ describe("Tailnet render memo (issue 25)", () => {
       assert.notEqual(changed, first);
       // the two unchanged ingresses' contributions are shared with the previous render's
       assert.deepEqual(changed, collectGenerated(collectInput(inputsOf(8443), nodes)));
-      assert.equal(memoSize(uid).objects, 3);
+      assert.equal(memo.size(uid).objects, 3);
       render(readInputs(tailnet(), toMaps([apiKeySecret(), baseConfigMap(), ...make(443).slice(0, 1)])));
-      assert.equal(memoSize(uid).objects, 1, "objects not in the last render are dropped");
+      assert.equal(memo.size(uid).objects, 1, "objects not in the last render are dropped");
     } finally {
-      forgetRender(uid);
+      memo.forget(uid);
     }
   });
 
@@ -263,10 +260,13 @@ describe("Tailnet render memo (issue 25)", () => {
               nodes = nodeList(s.online, s.ip).map((n) => ({ ...n, tags: [...n.tags, "tag:k8s-shop-ingress-0"] }));
             }
             const inputs = readInputs(tailnet(), toMaps([apiKeySecret(), baseConfigMap(), ...objects.values()]));
-            assert.equal(JSON.stringify(dnsRecords(inputs, nodes, uid)), JSON.stringify(dnsRecords(inputs, nodes)));
+            assert.equal(
+              JSON.stringify(dnsRecords(inputs, nodes, { memo, tailnet: uid })),
+              JSON.stringify(dnsRecords(inputs, nodes)),
+            );
           }
         } finally {
-          forgetRender(uid);
+          memo.forget(uid);
         }
       }),
       { numRuns: 150 },
@@ -275,11 +275,11 @@ describe("Tailnet render memo (issue 25)", () => {
 
   it(`keeps at most ${MEMO_TAILNETS} Tailnets, dropping the least recently rendered`, () => {
     const inputs = readInputs(tailnet(), toMaps([apiKeySecret(), baseConfigMap()]));
-    const before = memoSize().tailnets;
+    const before = memo.size().tailnets;
     const uids = Array.from({ length: MEMO_TAILNETS + 3 }, (_, i) => `bound-${i}`);
-    for (const uid of uids) renderTailnetPolicy(inputs, [], undefined, uid);
-    assert.ok(memoSize().tailnets <= MEMO_TAILNETS);
-    assert.ok(memoSize().tailnets >= Math.min(MEMO_TAILNETS, before));
-    for (const uid of uids) forgetRender(uid);
+    for (const uid of uids) composeTailnetPolicy(inputs, [], undefined, { memo, tailnet: uid });
+    assert.ok(memo.size().tailnets <= MEMO_TAILNETS);
+    assert.ok(memo.size().tailnets >= Math.min(MEMO_TAILNETS, before));
+    for (const uid of uids) memo.forget(uid);
   });
 });
