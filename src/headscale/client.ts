@@ -28,8 +28,6 @@ import {
   type HsUser,
 } from "./types.js";
 
-export type { RequestMetric } from "./http.js";
-
 /**
  * url: base URL, http or https (a path prefix of a reverse proxy is kept; anything else fails every
  * call); ca: PEM bundle to trust for https; timeoutMs: per-attempt budget for connect + headers +
