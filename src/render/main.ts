@@ -242,43 +242,10 @@ export async function runRender(
       return 0;
     }
     const v = parsed.values;
-    const files = (v.filename as string[] | undefined) ?? [];
-    const output = (v.output as string | undefined) ?? (v.summary ? "summary" : "yaml");
-    const nowText = v.now as string | undefined;
-    if (!files.length) throw new UsageError("render: give at least one -f <file|dir>", "render");
-    if (!["yaml", "json", "summary"].includes(output))
-      throw new UsageError(`render: --output must be yaml, json or summary, got ${output}`, "render");
-    if (v.summary && v.output) throw new UsageError("render: --summary and --output exclude each other", "render");
-    const now = nowText ? new Date(nowText) : new Date();
-    if (Number.isNaN(now.getTime())) throw new UsageError(`render: --now: not an RFC 3339 time: ${nowText}`, "render");
-    const { docs, problems } = readManifests(files, readStdin);
-    problems.push(...validateDocs(docs));
-    if (problems.length) {
-      const n = new Set(problems.map((p) => p.file)).size;
-      throw new RenderInputError(
-        `${problems.map(formatProblem).join("\n")}\nrender: ${problems.length} problem${problems.length > 1 ? "s" : ""} in ${n} file${n > 1 ? "s" : ""}; nothing rendered`,
-      );
-    }
-    const snapPath = v.headscale as string | undefined;
-    let snapshot: HeadscaleSnapshot | undefined;
-    if (snapPath) {
-      try {
-        snapshot = snapshotFrom(readJson(snapPath, "Headscale snapshot"));
-      } catch (e) {
-        throw e instanceof RenderInputError ? e : new RenderInputError(`${snapPath}: ${(e as Error).message}`);
-      }
-    }
-    const agentsPath = v.agents as string | undefined;
-    const agents = agentsPath ? (readJson(agentsPath, "agent statuses") as Record<string, AgentStatus>) : undefined;
-    if (!docs.some((d) => d.object.apiVersion === API_VERSION)) {
-      throw new RenderInputError(`render: no ${API_VERSION} objects in ${files.join(", ")}`);
-    }
-    const result = await render({ objects: docs.map((d) => d.object), snapshot, agents, now });
-    if (v["policy-only"]) {
-      const payload = result.objects.filter((o) => o.policy).map((o) => ({ tailnet: o.name, ...o.policy }));
-      out(output === "json" ? `${JSON.stringify(payload, null, 2)}\n` : stringify(payload, { lineWidth: 0 }));
-    } else if (output === "summary") out(summarize(result).toString({ lineWidth: 0 }));
-    else out(output === "json" ? `${JSON.stringify(result, null, 2)}\n` : stringify(result, { lineWidth: 0 }));
+    const options = renderOptions(v);
+    const input = readInput(options.files, v, readStdin);
+    const result = await render({ ...input, now: options.now });
+    out(formatResult(result, options.output, !!v["policy-only"]));
     return result.errors.length === 0 && result.objects.every((o) => o.ready) ? 0 : 1;
   } catch (e) {
     if (e instanceof UsageError) {
@@ -291,4 +258,57 @@ export async function runRender(
     }
     throw e;
   }
+}
+
+type Values = Record<string, unknown>;
+
+/** The files, the output format and the clock, checked; a usage error names the option. */
+function renderOptions(v: Values): { files: string[]; output: string; now: Date } {
+  const files = (v.filename as string[] | undefined) ?? [];
+  const output = (v.output as string | undefined) ?? (v.summary ? "summary" : "yaml");
+  const nowText = v.now as string | undefined;
+  if (!files.length) throw new UsageError("render: give at least one -f <file|dir>", "render");
+  if (!["yaml", "json", "summary"].includes(output))
+    throw new UsageError(`render: --output must be yaml, json or summary, got ${output}`, "render");
+  if (v.summary && v.output) throw new UsageError("render: --summary and --output exclude each other", "render");
+  const now = nowText ? new Date(nowText) : new Date();
+  if (Number.isNaN(now.getTime())) throw new UsageError(`render: --now: not an RFC 3339 time: ${nowText}`, "render");
+  return { files, output, now };
+}
+
+/** The manifests (every problem of every file at once), the Headscale snapshot and the agent statuses. */
+function readInput(files: string[], v: Values, readStdin: () => string): Omit<RenderInput, "now"> {
+  const { docs, problems } = readManifests(files, readStdin);
+  problems.push(...validateDocs(docs));
+  if (problems.length) {
+    const n = new Set(problems.map((p) => p.file)).size;
+    throw new RenderInputError(
+      `${problems.map(formatProblem).join("\n")}\nrender: ${problems.length} problem${problems.length > 1 ? "s" : ""} in ${n} file${n > 1 ? "s" : ""}; nothing rendered`,
+    );
+  }
+  const snapPath = v.headscale as string | undefined;
+  let snapshot: HeadscaleSnapshot | undefined;
+  if (snapPath) {
+    try {
+      snapshot = snapshotFrom(readJson(snapPath, "Headscale snapshot"));
+    } catch (e) {
+      throw e instanceof RenderInputError ? e : new RenderInputError(`${snapPath}: ${(e as Error).message}`);
+    }
+  }
+  const agentsPath = v.agents as string | undefined;
+  const agents = agentsPath ? (readJson(agentsPath, "agent statuses") as Record<string, AgentStatus>) : undefined;
+  if (!docs.some((d) => d.object.apiVersion === API_VERSION)) {
+    throw new RenderInputError(`render: no ${API_VERSION} objects in ${files.join(", ")}`);
+  }
+  return { objects: docs.map((d) => d.object), snapshot, agents };
+}
+
+/** The result as asked: only the policies, the summary, or everything as YAML or JSON. */
+function formatResult(result: RenderResult, output: string, policyOnly: boolean): string {
+  if (policyOnly) {
+    const payload = result.objects.filter((o) => o.policy).map((o) => ({ tailnet: o.name, ...o.policy }));
+    return output === "json" ? `${JSON.stringify(payload, null, 2)}\n` : stringify(payload, { lineWidth: 0 });
+  }
+  if (output === "summary") return summarize(result).toString({ lineWidth: 0 });
+  return output === "json" ? `${JSON.stringify(result, null, 2)}\n` : stringify(result, { lineWidth: 0 });
 }
