@@ -5,7 +5,7 @@
  * gen/openapiv2/headscale/v1/headscale.swagger.json` at v0.29.x).
  */
 
-import { createRequester, type RequesterOptions } from "./http.js";
+import { createRequester, type Requester, type RequesterOptions } from "./http.js";
 import { ReusingListDecoder } from "./list-memo.js";
 import {
   DecodeProblem,
@@ -27,8 +27,6 @@ import {
   type HsPreAuthKey,
   type HsUser,
 } from "./types.js";
-
-export type { RequestMetric } from "./http.js";
 
 /**
  * url: base URL, http or https (a path prefix of a reverse proxy is kept; anything else fails every
@@ -116,107 +114,125 @@ export interface HeadscaleClient {
 
 export function createHeadscaleClient(opts: HeadscaleClientOptions): HeadscaleClient {
   const http = createRequester(opts);
-  const nodeId = (id: string) => ({ nodeId: id });
-  const keyList = new ReusingListDecoder("preAuthKeys", decodePreAuthKey);
-
   return {
     health: () => http.call({ method: "GET", template: "/health", auth: false, decode: decodeServerHealth }),
     apiHealth: () => http.call({ method: "GET", template: "/api/v1/health", decode: decodeApiHealth }),
-    nodes: {
-      list: () => http.call({ method: "GET", template: "/api/v1/node", decode: decodeNodeList }),
-      delete: (id) =>
-        http.call({ method: "DELETE", template: "/api/v1/node/{nodeId}", params: nodeId(id), decode: decodeEmpty }),
-      expire: (id) =>
-        http.call({
-          method: "POST",
-          template: "/api/v1/node/{nodeId}/expire",
-          params: nodeId(id),
-          decode: decodeNodeResponse,
-        }),
-      setTags: (id, tags) =>
-        http.call({
-          method: "POST",
-          template: "/api/v1/node/{nodeId}/tags",
-          params: nodeId(id),
-          body: { tags },
-          decode: decodeNodeResponse,
-        }),
-      approveRoutes: (id, routes) =>
-        http.call({
-          method: "POST",
-          template: "/api/v1/node/{nodeId}/approve_routes",
-          params: nodeId(id),
-          body: { routes },
-          decode: decodeNodeResponse,
-        }),
-    },
-    users: {
-      list: () => http.call({ method: "GET", template: "/api/v1/user", decode: decodeUserList }),
-      create: (input) =>
-        http.call({
-          method: "POST",
-          template: "/api/v1/user",
-          body: {
-            name: input.name,
-            ...(input.displayName ? { displayName: input.displayName } : {}),
-            ...(input.email ? { email: input.email } : {}),
-          },
-          decode: decodeCreatedUser,
-        }),
-      delete: (id) =>
-        http.call({ method: "DELETE", template: "/api/v1/user/{id}", params: { id }, decode: decodeEmpty }),
-    },
-    apiKeys: {
-      list: () => http.call({ method: "GET", template: "/api/v1/apikey", decode: decodeApiKeyList }),
-      create: (expiration) =>
-        http.call({
-          method: "POST",
-          template: "/api/v1/apikey",
-          body: { expiration: toRfc3339(expiration) },
-          decode: decodeCreatedApiKey,
-        }),
-      expire: (prefix) =>
-        http.call({ method: "POST", template: "/api/v1/apikey/expire", body: { prefix }, decode: decodeEmpty }),
-    },
-    preAuthKeys: {
-      create: async (input) =>
-        http.call({
-          method: "POST",
-          template: "/api/v1/preauthkey",
-          body: {
-            ...(input.user ? { user: input.user } : {}),
-            reusable: input.reusable,
-            ephemeral: input.ephemeral,
-            expiration: toRfc3339(input.expiration),
-            aclTags: input.aclTags,
-          },
-          decode: decodeCreatedPreAuthKey,
-        }),
-      // every key, sorted by id: a read after mints is the last one with keys appended (list-memo.ts)
-      list: () =>
-        http.call<HsPreAuthKey[]>({
-          method: "GET",
-          template: "/api/v1/preauthkey",
-          decode: decodePreAuthKeyList,
-          reuse: keyList,
-        }),
-      expire: (id) =>
-        http.call({ method: "POST", template: "/api/v1/preauthkey/expire", body: { id }, decode: decodeEmpty }),
-    },
-    policy: {
-      get: () => http.call({ method: "GET", template: "/api/v1/policy", decode: decodePolicy }),
-      put: (text) =>
-        http.call({ method: "PUT", template: "/api/v1/policy", body: { policy: text }, decode: decodePolicy }),
-      check: (text) =>
-        http.call({
-          method: "POST",
-          template: "/api/v1/policy/check",
-          body: { policy: text },
-          badRequestAs: "policyInvalid",
-          decode: decodeEmpty,
-        }),
-    },
+    nodes: nodeCalls(http),
+    users: userCalls(http),
+    apiKeys: apiKeyCalls(http),
+    preAuthKeys: preAuthKeyCalls(http),
+    policy: policyCalls(http),
     close: () => http.close(),
+  };
+}
+
+function nodeCalls(http: Requester): HeadscaleClient["nodes"] {
+  const nodeId = (id: string) => ({ nodeId: id });
+  return {
+    list: () => http.call({ method: "GET", template: "/api/v1/node", decode: decodeNodeList }),
+    delete: (id) =>
+      http.call({ method: "DELETE", template: "/api/v1/node/{nodeId}", params: nodeId(id), decode: decodeEmpty }),
+    expire: (id) =>
+      http.call({
+        method: "POST",
+        template: "/api/v1/node/{nodeId}/expire",
+        params: nodeId(id),
+        decode: decodeNodeResponse,
+      }),
+    setTags: (id, tags) =>
+      http.call({
+        method: "POST",
+        template: "/api/v1/node/{nodeId}/tags",
+        params: nodeId(id),
+        body: { tags },
+        decode: decodeNodeResponse,
+      }),
+    approveRoutes: (id, routes) =>
+      http.call({
+        method: "POST",
+        template: "/api/v1/node/{nodeId}/approve_routes",
+        params: nodeId(id),
+        body: { routes },
+        decode: decodeNodeResponse,
+      }),
+  };
+}
+
+function userCalls(http: Requester): HeadscaleClient["users"] {
+  return {
+    list: () => http.call({ method: "GET", template: "/api/v1/user", decode: decodeUserList }),
+    create: (input) =>
+      http.call({
+        method: "POST",
+        template: "/api/v1/user",
+        body: {
+          name: input.name,
+          ...(input.displayName ? { displayName: input.displayName } : {}),
+          ...(input.email ? { email: input.email } : {}),
+        },
+        decode: decodeCreatedUser,
+      }),
+    delete: (id) => http.call({ method: "DELETE", template: "/api/v1/user/{id}", params: { id }, decode: decodeEmpty }),
+  };
+}
+
+function apiKeyCalls(http: Requester): HeadscaleClient["apiKeys"] {
+  return {
+    list: () => http.call({ method: "GET", template: "/api/v1/apikey", decode: decodeApiKeyList }),
+    create: (expiration) =>
+      http.call({
+        method: "POST",
+        template: "/api/v1/apikey",
+        body: { expiration: toRfc3339(expiration) },
+        decode: decodeCreatedApiKey,
+      }),
+    expire: (prefix) =>
+      http.call({ method: "POST", template: "/api/v1/apikey/expire", body: { prefix }, decode: decodeEmpty }),
+  };
+}
+
+function preAuthKeyCalls(http: Requester): HeadscaleClient["preAuthKeys"] {
+  const keyList = new ReusingListDecoder("preAuthKeys", decodePreAuthKey);
+  return {
+    create: async (input) =>
+      http.call({
+        method: "POST",
+        template: "/api/v1/preauthkey",
+        body: {
+          ...(input.user ? { user: input.user } : {}),
+          reusable: input.reusable,
+          ephemeral: input.ephemeral,
+          expiration: toRfc3339(input.expiration),
+          aclTags: input.aclTags,
+        },
+        decode: decodeCreatedPreAuthKey,
+      }),
+    // every key, sorted by id: a read after mints is the last one with keys appended (list-memo.ts)
+    list: () =>
+      http.call<HsPreAuthKey[]>({
+        method: "GET",
+        template: "/api/v1/preauthkey",
+        decode: decodePreAuthKeyList,
+        reuse: keyList,
+      }),
+    expire: (id) =>
+      http.call({ method: "POST", template: "/api/v1/preauthkey/expire", body: { id }, decode: decodeEmpty }),
+  };
+}
+
+function policyCalls(http: Requester): HeadscaleClient["policy"] {
+  return {
+    get: () => http.call({ method: "GET", template: "/api/v1/policy", decode: decodePolicy }),
+    put: (text) =>
+      http.call({ method: "PUT", template: "/api/v1/policy", body: { policy: text }, decode: decodePolicy }),
+    check: (text) =>
+      http.call({
+        method: "POST",
+        template: "/api/v1/policy/check",
+        body: { policy: text },
+        badRequestAs: "policyInvalid",
+        decode: decodeEmpty,
+      }),
   };
 }
 

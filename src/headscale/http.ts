@@ -59,138 +59,182 @@ const HEALTH_MEMO_MS = 1000;
 
 type HealthVerdict = "pass" | "fail" | "unknown";
 
+/** Where and how a client's requests go: the parsed base URL, the dispatcher and the secrets to redact. */
+interface Connection {
+  opts: RequesterOptions;
+  /** undefined when the URL is unusable: every call fails with a typed error. */
+  base: URL | undefined;
+  origin: string;
+  basePath: string;
+  dispatcher: Dispatcher;
+  secrets: string[];
+}
+
+/** The requester's mutable state: closed once close() ran. */
+interface RequesterState {
+  closed: boolean;
+}
+
 export function createRequester(opts: RequesterOptions): Requester {
-  // An unusable URL fails every call with a typed error instead of throwing here, so callers that build
-  // clients from user input (a Tailnet spec) keep the "never throws" shape. The URL is never echoed.
-  const base = parseBaseUrl(opts.url);
-  const origin = base?.origin ?? "http://invalid.invalid";
-  // Headscale may sit behind a proxy under a sub-path; templates stay relative to it.
-  const basePath = base?.pathname.replace(/\/+$/, "") ?? "";
+  const conn = connectionOf(opts);
   const ownsDispatcher = opts.dispatcher === undefined;
-  const dispatcher: Dispatcher =
-    opts.dispatcher ?? new Agent({ connect: opts.ca ? { ca: opts.ca } : undefined, connections: 16 });
   const retries = opts.retries ?? 2;
-  const secrets = [opts.apiKey];
-  let closed = false;
-  let health: { verdict: Promise<HealthVerdict>; at: number } | undefined;
-
-  /** `GET /health` (no key): Headscale pings its database there; single-flight, memoised briefly. */
-  function serverHealth(): Promise<HealthVerdict> {
-    const nowMs = performance.now();
-    if (health && nowMs - health.at < HEALTH_MEMO_MS) return health.verdict;
-    const verdict = probeHealth();
-    health = { verdict, at: nowMs };
-    return verdict;
-  }
-
-  async function probeHealth(): Promise<HealthVerdict> {
-    const started = performance.now();
-    let code = 0;
-    try {
-      const res = await dispatcher.request({
-        origin,
-        path: `${basePath}/health`,
-        method: "GET",
-        headers: { accept: "application/health+json" },
-        signal: AbortSignal.timeout(opts.timeoutMs),
-        headersTimeout: opts.timeoutMs,
-        bodyTimeout: opts.timeoutMs,
-      });
-      code = res.statusCode;
-      const body = tryJson(await res.body.text());
-      const status = body && typeof body === "object" ? (body as { status?: unknown }).status : undefined;
-      if (code === 200 && status === "pass") return "pass";
-      if (code >= 500 && status === "fail") return "fail";
-      return "unknown";
-    } catch {
-      return "unknown";
-    } finally {
-      reportMetric(opts.onRequest, {
-        method: "GET",
-        path: "/health",
-        code,
-        seconds: (performance.now() - started) / 1000,
-      });
-    }
-  }
-
-  async function attempt<T>(spec: CallSpec<T>): Promise<T> {
-    const operation = `${spec.method} ${spec.template}`;
-    if (closed) {
-      throw new HeadscaleError({ kind: "transport", operation, detail: "client closed", classification: "other" });
-    }
-    if (!base) {
-      const detail = "invalid url: expected an http or https URL";
-      throw new HeadscaleError({ kind: "transport", operation, detail, classification: "other" });
-    }
-    const path = basePath + fillTemplate(spec.template, spec.params);
-    const started = performance.now();
-    let code = 0;
-    const signal = AbortSignal.timeout(opts.timeoutMs);
-    try {
-      const headers: Record<string, string> = { accept: "application/json" };
-      if (spec.auth !== false) headers.authorization = `Bearer ${opts.apiKey}`;
-      let body: string | undefined;
-      if (spec.body !== undefined) {
-        headers["content-type"] = "application/json";
-        body = JSON.stringify(spec.body);
-      }
-      let text: string;
-      let contentType: string;
-      try {
-        const res = await dispatcher.request({
-          origin,
-          path,
-          method: spec.method,
-          headers,
-          body,
-          signal,
-          headersTimeout: opts.timeoutMs,
-          bodyTimeout: opts.timeoutMs,
-        });
-        code = res.statusCode;
-        contentType = headerValue(res.headers["content-type"]);
-        text = await res.body.text();
-      } catch (error) {
-        throw transportError(error, operation, signal.aborted, opts.timeoutMs);
-      }
-      if (code >= 200 && code < 300) return await decodeBody(text, spec, operation);
-      // Headscale 0.29 looks the key up in its database before routing and answers any failure there with
-      // the same plain 401 as a revoked key (hscontrol/app.go httpAuthenticationMiddleware). A 401 is a
-      // verdict on the key only while the unauthenticated /health passes (hscontrol/handlers.go).
-      if (code === 401 && spec.auth !== false && (await serverHealth()) === "fail") {
-        throw databaseDownError(operation);
-      }
-      throw httpError(code, contentType, text, spec, operation, secrets);
-    } finally {
-      reportMetric(opts.onRequest, {
-        method: spec.method,
-        path: spec.template,
-        code,
-        seconds: (performance.now() - started) / 1000,
-      });
-    }
-  }
+  const state: RequesterState = { closed: false };
+  const serverHealth = memoisedHealth(conn);
 
   async function call<T>(spec: CallSpec<T>): Promise<T> {
     const attempts = spec.method === "GET" ? 1 + Math.max(0, retries) : 1;
     for (let n = 0; ; n++) {
       try {
-        return await attempt(spec);
+        return await attempt(conn, state, serverHealth, spec);
       } catch (error) {
-        if (n + 1 >= attempts || closed || !base || !isRetryable(error)) throw error;
+        if (n + 1 >= attempts || state.closed || !conn.base || !isRetryable(error)) throw error;
         await sleep(BACKOFF_BASE_MS * 2 ** n);
       }
     }
   }
 
   async function close(): Promise<void> {
-    if (closed) return;
-    closed = true;
-    if (ownsDispatcher) await dispatcher.close();
+    if (state.closed) return;
+    state.closed = true;
+    if (ownsDispatcher) await conn.dispatcher.close();
   }
 
   return { call, close };
+}
+
+function connectionOf(opts: RequesterOptions): Connection {
+  // An unusable URL fails every call with a typed error instead of throwing here, so callers that build
+  // clients from user input (a Tailnet spec) keep the "never throws" shape. The URL is never echoed.
+  const base = parseBaseUrl(opts.url);
+  return {
+    opts,
+    base,
+    origin: base?.origin ?? "http://invalid.invalid",
+    // Headscale may sit behind a proxy under a sub-path; templates stay relative to it.
+    basePath: base?.pathname.replace(/\/+$/, "") ?? "",
+    dispatcher: opts.dispatcher ?? new Agent({ connect: opts.ca ? { ca: opts.ca } : undefined, connections: 16 }),
+    secrets: [opts.apiKey],
+  };
+}
+
+/** `GET /health` (no key): Headscale pings its database there; single-flight, memoised briefly. */
+function memoisedHealth(conn: Connection): () => Promise<HealthVerdict> {
+  let health: { verdict: Promise<HealthVerdict>; at: number } | undefined;
+  return () => {
+    const nowMs = performance.now();
+    if (health && nowMs - health.at < HEALTH_MEMO_MS) return health.verdict;
+    const verdict = probeHealth(conn);
+    health = { verdict, at: nowMs };
+    return verdict;
+  };
+}
+
+async function probeHealth({ opts, dispatcher, origin, basePath }: Connection): Promise<HealthVerdict> {
+  const started = performance.now();
+  let code = 0;
+  try {
+    const res = await dispatcher.request({
+      origin,
+      path: `${basePath}/health`,
+      method: "GET",
+      headers: { accept: "application/health+json" },
+      signal: AbortSignal.timeout(opts.timeoutMs),
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+    });
+    code = res.statusCode;
+    const body = tryJson(await res.body.text());
+    const status = body && typeof body === "object" ? (body as { status?: unknown }).status : undefined;
+    if (code === 200 && status === "pass") return "pass";
+    if (code >= 500 && status === "fail") return "fail";
+    return "unknown";
+  } catch {
+    return "unknown";
+  } finally {
+    reportMetric(opts.onRequest, {
+      method: "GET",
+      path: "/health",
+      code,
+      seconds: (performance.now() - started) / 1000,
+    });
+  }
+}
+
+/** What came back for one attempt; `code` stays 0 until an HTTP response arrives. */
+interface Reply {
+  code: number;
+  contentType: string;
+  text: string;
+}
+
+/** One HTTP attempt: sent, its answer decoded or mapped to a HeadscaleError, its metric reported. */
+async function attempt<T>(
+  conn: Connection,
+  state: RequesterState,
+  serverHealth: () => Promise<HealthVerdict>,
+  spec: CallSpec<T>,
+): Promise<T> {
+  const operation = `${spec.method} ${spec.template}`;
+  if (state.closed) {
+    throw new HeadscaleError({ kind: "transport", operation, detail: "client closed", classification: "other" });
+  }
+  if (!conn.base) {
+    const detail = "invalid url: expected an http or https URL";
+    throw new HeadscaleError({ kind: "transport", operation, detail, classification: "other" });
+  }
+  const path = conn.basePath + fillTemplate(spec.template, spec.params);
+  const started = performance.now();
+  const reply: Reply = { code: 0, contentType: "", text: "" };
+  try {
+    await send(conn, spec, path, operation, reply);
+    const { code, contentType, text } = reply;
+    if (code >= 200 && code < 300) return await decodeBody(text, spec, operation);
+    // Headscale 0.29 looks the key up in its database before routing and answers any failure there with
+    // the same plain 401 as a revoked key (hscontrol/app.go httpAuthenticationMiddleware). A 401 is a
+    // verdict on the key only while the unauthenticated /health passes (hscontrol/handlers.go).
+    if (code === 401 && spec.auth !== false && (await serverHealth()) === "fail") {
+      throw databaseDownError(operation);
+    }
+    throw httpError(code, contentType, text, spec, operation, conn.secrets);
+  } finally {
+    reportMetric(conn.opts.onRequest, {
+      method: spec.method,
+      path: spec.template,
+      code: reply.code,
+      seconds: (performance.now() - started) / 1000,
+    });
+  }
+}
+
+/** Sends the request and reads the whole answer into `reply`; a failure on the way is a transport error. */
+async function send<T>(conn: Connection, spec: CallSpec<T>, path: string, operation: string, reply: Reply) {
+  const { opts } = conn;
+  const signal = AbortSignal.timeout(opts.timeoutMs);
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (spec.auth !== false) headers.authorization = `Bearer ${opts.apiKey}`;
+  let body: string | undefined;
+  if (spec.body !== undefined) {
+    headers["content-type"] = "application/json";
+    body = JSON.stringify(spec.body);
+  }
+  try {
+    const res = await conn.dispatcher.request({
+      origin: conn.origin,
+      path,
+      method: spec.method,
+      headers,
+      body,
+      signal,
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+    });
+    reply.code = res.statusCode;
+    reply.contentType = headerValue(res.headers["content-type"]);
+    reply.text = await res.body.text();
+  } catch (error) {
+    throw transportError(error, operation, signal.aborted, opts.timeoutMs);
+  }
 }
 
 /** A 401 while /health reports the database down: nothing is known about the key. */

@@ -22,9 +22,9 @@ import {
   type CreateUserInput,
   createHeadscaleClient,
   type HeadscaleClient,
-  type RequestMetric,
 } from "./client.js";
 import type { HeadscaleError } from "./errors.js";
+import type { RequestMetric } from "./http.js";
 import { appendKey, keyById } from "./lists.js";
 import type { HsApiKey, HsNode, HsPolicy, HsPreAuthKey, HsUser } from "./types.js";
 

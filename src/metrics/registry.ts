@@ -12,9 +12,22 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
   const registers = [registry];
-
-  const metrics = {
+  // registered in this order, which is the order of the exposition
+  return {
     registry,
+    ...hookMetrics(registers),
+    ...headscaleMetrics(registers),
+    ...resourceMetrics(registers),
+    ...policyMetrics(registers),
+    ...nodeMetrics(registers),
+    ...keyMetrics(registers),
+    ...workloadMetrics(registers),
+  };
+}
+
+/** The hook server's own: requests, latency, the last success (TailnetHooksSilent). */
+function hookMetrics(registers: Registry[]) {
+  return {
     hookRequests: new Counter({
       name: "tailnet_hook_requests_total",
       help: "Hook requests answered, by kind, hook and HTTP status code.",
@@ -33,6 +46,12 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
       help: "Unix time of the last hook this replica answered with a 2xx; 0 until the first. TailnetHooksSilent reads it.",
       registers,
     }),
+  };
+}
+
+/** Headscale API calls by method and bounded path template. */
+function headscaleMetrics(registers: Registry[]) {
+  return {
     headscaleRequests: new Counter({
       name: "tailnet_headscale_requests_total",
       help: "Headscale API requests by method, bounded path template and status code (0 = no HTTP response).",
@@ -46,6 +65,12 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),
+  };
+}
+
+/** A series per object: its Ready condition and the reasons of its conditions. */
+function resourceMetrics(registers: Registry[]) {
+  return {
     resourceReady: new CompactGauge({
       name: "tailnet_resource_ready",
       help: "1 when the current-generation Ready condition is True, else 0; reason is the active Ready reason. Tailnet has none; suspended gateways are withdrawn.",
@@ -58,6 +83,12 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
       labelNames: ["kind", "namespace", "name", "type", "reason"] as const,
       registers,
     }),
+  };
+}
+
+/** Per Tailnet: the policy's state and the user conflicts that block its writes. */
+function policyMetrics(registers: Registry[]) {
+  return {
     policyPending: new Gauge({
       name: "tailnet_policy_pending",
       help: "1 only in Apply mode while the rendered policy hash differs from the applied one.",
@@ -82,6 +113,12 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
       labelNames: ["tailnet"] as const,
       registers,
     }),
+  };
+}
+
+/** A series per Headscale node, from the last successful node list. */
+function nodeMetrics(registers: Registry[]) {
+  return {
     nodeOnline: new CompactGauge({
       name: "tailnet_node_online",
       help: "1 when the last successful Headscale node list showed the node online.",
@@ -94,6 +131,12 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
       labelNames: ["tailnet", "node"] as const,
       registers,
     }),
+  };
+}
+
+/** API key and pre-auth key lifetimes, and the API key's renewal. */
+function keyMetrics(registers: Registry[]) {
+  return {
     apiKeyExpiry: new Gauge({
       name: "tailnet_api_key_expiry_timestamp_seconds",
       help: "Unix timestamp at which the operator's Headscale API key expires.",
@@ -112,6 +155,12 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
       labelNames: ["kind", "namespace", "name"] as const,
       registers,
     }),
+  };
+}
+
+/** Egress and ingress: replayed route approvals, target states, expose reachability. */
+function workloadMetrics(registers: Registry[]) {
+  return {
     routeApprovalsReplayed: new Counter({
       name: "tailnet_route_approvals_replayed_total",
       help: "Routes re-approved after their approval was lost (counts routes, not batches).",
@@ -143,7 +192,6 @@ export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
       registers,
     }),
   };
-  return metrics;
 }
 
 export type OperatorMetrics = ReturnType<typeof createOperatorMetrics>;

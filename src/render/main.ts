@@ -9,7 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Document, isPair, isScalar, stringify, visit } from "yaml";
-import { API_VERSION, KINDS } from "../api/schemas.js";
+import { API_VERSION } from "../api/schemas.js";
 import { type Command, InputError, packageVersion, parseCommand, UsageError, usageHint } from "../args.js";
 import { configFrom } from "../config.js";
 import {
@@ -20,30 +20,13 @@ import {
 } from "../emulator/headscale/in-memory.js";
 import { MetacontrollerLoop, type Obj } from "../emulator/metacontroller/loop.js";
 import { HeadscaleViews } from "../headscale/view.js";
-import { type K8sObject, qualifiedName } from "../k8s/objects.js";
-import { Written as IngressWritten } from "../kinds/decorators/ingress-class/written.js";
-import { Written } from "../kinds/decorators/service/annotations.js";
+import type { K8sObject } from "../k8s/objects.js";
 import type { AgentScraper, AgentStatus } from "../pipeline/types.js";
-import { canonicalJson } from "../policy/canonical.js";
-import { parseHuJson } from "../policy/hujson.js";
 import { buildServer } from "../server/app.js";
 import { memoryEventRecorder } from "../server/events.js";
-import { unifiedDiff } from "./diff.js";
 import { RenderInputError, readManifests } from "./input.js";
+import { type RenderedObject, renderedObjects } from "./objects.js";
 import { formatProblem, validateDocs } from "./validate.js";
-
-export interface RenderedObject {
-  kind: string;
-  namespace?: string;
-  name: string;
-  ready: boolean;
-  status: Record<string, unknown>;
-  children: K8sObject[];
-  events?: string[];
-  policy?: { hash: string; rendered: string; diff: string };
-  /** A decorated Service: the labels and annotations the operator wrote back on it. */
-  written?: Record<string, string>;
-}
 
 export interface RenderResult {
   objects: RenderedObject[];
@@ -59,31 +42,6 @@ export interface RenderInput {
 }
 
 const PLACEHOLDER_KEY = "render-placeholder-api-key";
-
-/** Secret values never reach the output: the keys are listed (as stringData) with "<redacted>". */
-function redact(o: K8sObject): K8sObject {
-  if (o.kind !== "Secret") return o;
-  const keys = [
-    ...Object.keys((o.data as Record<string, string>) ?? {}),
-    ...Object.keys((o.stringData as Record<string, string>) ?? {}),
-  ];
-  const { data: _data, ...rest } = o;
-  return { ...rest, stringData: Object.fromEntries([...new Set(keys)].sort().map((k) => [k, "<redacted>"])) };
-}
-
-function conditionOf(status: Record<string, unknown>, type: string) {
-  const list = (status.conditions ?? []) as { type: string; status: string; reason: string }[];
-  return list.find((c) => c.type === type);
-}
-
-function isReady(kind: string, status: Record<string, unknown>): boolean {
-  if (kind === "Tailnet") {
-    const rendered = conditionOf(status, "PolicyRendered");
-    const applied = conditionOf(status, "PolicyApplied");
-    return rendered?.status === "True" && ["InSync", "Applied", "DryRun"].includes(applied?.reason ?? "");
-  }
-  return conditionOf(status, "Ready")?.status === "True";
-}
 
 function scraperFrom(agents: Record<string, AgentStatus> | undefined): AgentScraper {
   return {
@@ -145,107 +103,7 @@ export async function render(input: RenderInput): Promise<RenderResult> {
       errors.push((e as Error).message);
     }
     errors.push(...new Set(loop.errors));
-    const order = (k: string) => KINDS.findIndex((i) => i.kind === k);
-    const parents = loop.parents().sort((a, b) => order(a.kind) - order(b.kind));
-    const liveText = snapshot.policy?.policy;
-    const objects = parents.map((p): RenderedObject => {
-      const id = p.metadata.namespace ? `${p.metadata.namespace}/${p.metadata.name}` : p.metadata.name;
-      const last = [...loop.calls]
-        .reverse()
-        .find((c) => c.kind === p.kind && c.parent === id && c.hook === "sync" && c.code === 200);
-      const children = ((last?.response as { children?: K8sObject[] } | undefined)?.children ?? []).map(redact);
-      const status = (p.status ?? {}) as Record<string, unknown>;
-      const out: RenderedObject = {
-        kind: p.kind,
-        ...(p.metadata.namespace ? { namespace: p.metadata.namespace } : {}),
-        name: p.metadata.name,
-        ready: isReady(p.kind, status),
-        status,
-        children,
-      };
-      const evs = events.events.filter(
-        (e) => e.regarding.kind === p.kind && e.regarding.metadata.name === p.metadata.name,
-      );
-      if (evs.length) out.events = evs.map((e) => `${e.type} ${e.reason}: ${e.message}`);
-      if (p.kind === "Tailnet") {
-        const cm = children.find(
-          (c) => c.kind === "ConfigMap" && c.metadata.name === `tailnet-${p.metadata.name}-policy`,
-        );
-        const text = (cm?.data as Record<string, string> | undefined)?.["policy.json"];
-        if (text) {
-          const pretty = (t: string | undefined) => {
-            if (t === undefined) return "";
-            const parsed = parseHuJson(t);
-            return parsed.ok ? `${canonicalJson(parsed.value, 2)}\n` : t;
-          };
-          const rendered = pretty(text);
-          out.policy = {
-            hash: String((status.policy as { renderedHash?: string } | undefined)?.renderedHash ?? ""),
-            rendered,
-            diff: unifiedDiff(pretty(liveText), rendered, ["live", "rendered"]),
-          };
-        }
-      }
-      return out;
-    });
-    // Annotated Services after the parents: what the operator wrote back on each, its attachments, its Events.
-    const writtenKeys = Object.values(Written).flatMap((w) => Object.values(w) as string[]);
-    for (const svc of loop.list("Service").sort((a, b) => qualifiedName(a).localeCompare(qualifiedName(b)))) {
-      const meta = svc.metadata;
-      const written = Object.fromEntries(
-        [...Object.entries(meta.labels ?? {}), ...Object.entries(meta.annotations ?? {})]
-          .filter(([k]) => writtenKeys.includes(k))
-          .sort(([a], [b]) => a.localeCompare(b)),
-      );
-      if (!Object.keys(written).length) continue;
-      const id = qualifiedName(svc);
-      // each DecoratorController's last answer: the Service is synced by all three
-      const last = new Map<string, K8sObject[]>();
-      for (const c of loop.calls) {
-        if (c.kind !== "Service" || c.parent !== id || c.hook !== "sync" || c.code !== 200) continue;
-        const dc = (c.body as { controller?: { metadata?: { name?: string } } }).controller?.metadata?.name ?? "";
-        last.set(dc, (c.response as { attachments?: K8sObject[] }).attachments ?? []);
-      }
-      const states = [Written.expose.state, Written.target.state].flatMap((k) => meta.labels?.[k] ?? []);
-      const evs = events.events.filter((e) => e.regarding.kind === "Service" && qualifiedName(e.regarding) === id);
-      objects.push({
-        kind: "Service",
-        ...(meta.namespace ? { namespace: meta.namespace } : {}),
-        name: meta.name,
-        ready: states.length > 0 && states.every((x) => x === "Ready"),
-        // a LoadBalancer of our class: its status.loadBalancer is ours (what `kubectl get svc` shows as EXTERNAL-IP)
-        status: svc.status?.loadBalancer ? { loadBalancer: svc.status.loadBalancer } : {},
-        children: [...last.values()].flat(),
-        written,
-        ...(evs.length ? { events: evs.map((e) => `${e.type} ${e.reason}: ${e.message}`) } : {}),
-      });
-    }
-    // Ingresses of our class after them: the same, plus the status.loadBalancer the operator wrote.
-    for (const ing of loop.list("Ingress").sort((a, b) => qualifiedName(a).localeCompare(qualifiedName(b)))) {
-      const meta = ing.metadata;
-      const keys: string[] = Object.values(IngressWritten);
-      const written = Object.fromEntries(
-        [...Object.entries(meta.labels ?? {}), ...Object.entries(meta.annotations ?? {})]
-          .filter(([k]) => keys.includes(k))
-          .sort(([a], [b]) => a.localeCompare(b)),
-      );
-      if (!Object.keys(written).length) continue;
-      const id = qualifiedName(ing);
-      const last = [...loop.calls]
-        .reverse()
-        .find((c) => c.kind === "Ingress" && c.parent === id && c.hook === "sync" && c.code === 200);
-      const evs = events.events.filter((e) => e.regarding.kind === "Ingress" && qualifiedName(e.regarding) === id);
-      objects.push({
-        kind: "Ingress",
-        ...(meta.namespace ? { namespace: meta.namespace } : {}),
-        name: meta.name,
-        ready: meta.labels?.[IngressWritten.state] === "Ready",
-        status: (ing.status ?? {}) as Record<string, unknown>,
-        children: (last?.response as { attachments?: K8sObject[] } | undefined)?.attachments ?? [],
-        written,
-        ...(evs.length ? { events: evs.map((e) => `${e.type} ${e.reason}: ${e.message}`) } : {}),
-      });
-    }
+    const objects = renderedObjects({ loop, events: events.events, liveText: snapshot.policy?.policy });
     return { objects, headscaleWrites: hs.writes, errors };
   } finally {
     await app.close();
@@ -384,43 +242,10 @@ export async function runRender(
       return 0;
     }
     const v = parsed.values;
-    const files = (v.filename as string[] | undefined) ?? [];
-    const output = (v.output as string | undefined) ?? (v.summary ? "summary" : "yaml");
-    const nowText = v.now as string | undefined;
-    if (!files.length) throw new UsageError("render: give at least one -f <file|dir>", "render");
-    if (!["yaml", "json", "summary"].includes(output))
-      throw new UsageError(`render: --output must be yaml, json or summary, got ${output}`, "render");
-    if (v.summary && v.output) throw new UsageError("render: --summary and --output exclude each other", "render");
-    const now = nowText ? new Date(nowText) : new Date();
-    if (Number.isNaN(now.getTime())) throw new UsageError(`render: --now: not an RFC 3339 time: ${nowText}`, "render");
-    const { docs, problems } = readManifests(files, readStdin);
-    problems.push(...validateDocs(docs));
-    if (problems.length) {
-      const n = new Set(problems.map((p) => p.file)).size;
-      throw new RenderInputError(
-        `${problems.map(formatProblem).join("\n")}\nrender: ${problems.length} problem${problems.length > 1 ? "s" : ""} in ${n} file${n > 1 ? "s" : ""}; nothing rendered`,
-      );
-    }
-    const snapPath = v.headscale as string | undefined;
-    let snapshot: HeadscaleSnapshot | undefined;
-    if (snapPath) {
-      try {
-        snapshot = snapshotFrom(readJson(snapPath, "Headscale snapshot"));
-      } catch (e) {
-        throw e instanceof RenderInputError ? e : new RenderInputError(`${snapPath}: ${(e as Error).message}`);
-      }
-    }
-    const agentsPath = v.agents as string | undefined;
-    const agents = agentsPath ? (readJson(agentsPath, "agent statuses") as Record<string, AgentStatus>) : undefined;
-    if (!docs.some((d) => d.object.apiVersion === API_VERSION)) {
-      throw new RenderInputError(`render: no ${API_VERSION} objects in ${files.join(", ")}`);
-    }
-    const result = await render({ objects: docs.map((d) => d.object), snapshot, agents, now });
-    if (v["policy-only"]) {
-      const payload = result.objects.filter((o) => o.policy).map((o) => ({ tailnet: o.name, ...o.policy }));
-      out(output === "json" ? `${JSON.stringify(payload, null, 2)}\n` : stringify(payload, { lineWidth: 0 }));
-    } else if (output === "summary") out(summarize(result).toString({ lineWidth: 0 }));
-    else out(output === "json" ? `${JSON.stringify(result, null, 2)}\n` : stringify(result, { lineWidth: 0 }));
+    const options = renderOptions(v);
+    const input = readInput(options.files, v, readStdin);
+    const result = await render({ ...input, now: options.now });
+    out(formatResult(result, options.output, !!v["policy-only"]));
     return result.errors.length === 0 && result.objects.every((o) => o.ready) ? 0 : 1;
   } catch (e) {
     if (e instanceof UsageError) {
@@ -433,4 +258,57 @@ export async function runRender(
     }
     throw e;
   }
+}
+
+type Values = Record<string, unknown>;
+
+/** The files, the output format and the clock, checked; a usage error names the option. */
+function renderOptions(v: Values): { files: string[]; output: string; now: Date } {
+  const files = (v.filename as string[] | undefined) ?? [];
+  const output = (v.output as string | undefined) ?? (v.summary ? "summary" : "yaml");
+  const nowText = v.now as string | undefined;
+  if (!files.length) throw new UsageError("render: give at least one -f <file|dir>", "render");
+  if (!["yaml", "json", "summary"].includes(output))
+    throw new UsageError(`render: --output must be yaml, json or summary, got ${output}`, "render");
+  if (v.summary && v.output) throw new UsageError("render: --summary and --output exclude each other", "render");
+  const now = nowText ? new Date(nowText) : new Date();
+  if (Number.isNaN(now.getTime())) throw new UsageError(`render: --now: not an RFC 3339 time: ${nowText}`, "render");
+  return { files, output, now };
+}
+
+/** The manifests (every problem of every file at once), the Headscale snapshot and the agent statuses. */
+function readInput(files: string[], v: Values, readStdin: () => string): Omit<RenderInput, "now"> {
+  const { docs, problems } = readManifests(files, readStdin);
+  problems.push(...validateDocs(docs));
+  if (problems.length) {
+    const n = new Set(problems.map((p) => p.file)).size;
+    throw new RenderInputError(
+      `${problems.map(formatProblem).join("\n")}\nrender: ${problems.length} problem${problems.length > 1 ? "s" : ""} in ${n} file${n > 1 ? "s" : ""}; nothing rendered`,
+    );
+  }
+  const snapPath = v.headscale as string | undefined;
+  let snapshot: HeadscaleSnapshot | undefined;
+  if (snapPath) {
+    try {
+      snapshot = snapshotFrom(readJson(snapPath, "Headscale snapshot"));
+    } catch (e) {
+      throw e instanceof RenderInputError ? e : new RenderInputError(`${snapPath}: ${(e as Error).message}`);
+    }
+  }
+  const agentsPath = v.agents as string | undefined;
+  const agents = agentsPath ? (readJson(agentsPath, "agent statuses") as Record<string, AgentStatus>) : undefined;
+  if (!docs.some((d) => d.object.apiVersion === API_VERSION)) {
+    throw new RenderInputError(`render: no ${API_VERSION} objects in ${files.join(", ")}`);
+  }
+  return { objects: docs.map((d) => d.object), snapshot, agents };
+}
+
+/** The result as asked: only the policies, the summary, or everything as YAML or JSON. */
+function formatResult(result: RenderResult, output: string, policyOnly: boolean): string {
+  if (policyOnly) {
+    const payload = result.objects.filter((o) => o.policy).map((o) => ({ tailnet: o.name, ...o.policy }));
+    return output === "json" ? `${JSON.stringify(payload, null, 2)}\n` : stringify(payload, { lineWidth: 0 });
+  }
+  if (output === "summary") return summarize(result).toString({ lineWidth: 0 });
+  return output === "json" ? `${JSON.stringify(result, null, 2)}\n` : stringify(result, { lineWidth: 0 });
 }

@@ -18,8 +18,6 @@ import { API_VERSION, DNS1123_LABEL_PATTERN, DNS1123_SUBDOMAIN_PATTERN, GROUP, t
 import { fieldPath } from "../api/validate.js";
 import type { InputDoc, Problem } from "./input.js";
 
-export type { Problem } from "./input.js";
-
 const where = (index: number, item?: number) => `document ${index}${item === undefined ? "" : ` items[${item}]`}`;
 
 export const formatProblem = (p: Problem): string =>

@@ -101,16 +101,24 @@ export interface HooksOptions {
 
 export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
   if (opts.hookToken) app.addHook("onRequest", bearerAuth(opts.hookToken));
-  const limits = opts.limits;
+  const leases = registerSlots(app, opts.limits, opts.retryAfterSeconds);
+  registerHookBodyParser(app, opts.kinds, opts.limits, leases);
+  registerHookRoute(app, opts);
+}
+
+/**
+ * The slot is taken before a byte of the body is read (after the token check), and held with
+ * the request's lease of body bytes until the response is done or the connection is gone.
+ * Answers the leases by raw request, for the body parser.
+ */
+function registerSlots(app: FastifyInstance, limits: HookLimits, retryAfterSeconds: number): WeakMap<object, Lease> {
   const budget = new ByteBudget(limits.bodyBudgetBytes, limits.maxInFlight);
   const leases = new WeakMap<object, Lease>();
   const releases = new WeakMap<object, () => void>();
   let inFlight = 0;
-  // The slot is taken before a byte of the body is read (after the token check), and held with
-  // the request's lease of body bytes until the response is done or the connection is gone.
   app.addHook("onRequest", async (req, reply) => {
     if (inFlight >= limits.maxInFlight) {
-      reply.header("Retry-After", String(opts.retryAfterSeconds));
+      reply.header("Retry-After", String(retryAfterSeconds));
       reply.header("Connection", "close");
       return reply.code(429).send({ error: `overloaded: ${inFlight} hooks in flight (limit ${limits.maxInFlight})` });
     }
@@ -129,10 +137,21 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
   });
   // 'close' covers a dropped connection; onResponse covers injected requests too.
   app.addHook("onResponse", async (req) => releases.get(req.raw)?.());
-  // Our own JSON parser in this context (src/server/body.ts): the limit of the kind in the path,
-  // managedFields and kubectl's last-applied annotation never parsed.
+  return leases;
+}
+
+/**
+ * Our own JSON parser in this context (src/server/body.ts): the limit of the kind in the path,
+ * managedFields and kubectl's last-applied annotation never parsed.
+ */
+function registerHookBodyParser(
+  app: FastifyInstance,
+  kinds: ReadonlyMap<HookKind, KindModule>,
+  limits: HookLimits,
+  leases: WeakMap<object, Lease>,
+): void {
   const unreadStatus = new Map<HookKind, RelatedStatusReads>();
-  for (const [k, m] of opts.kinds) {
+  for (const [k, m] of kinds) {
     const reads = Object.entries(m.relatedStatusReads ?? {});
     if (reads.length) unreadStatus.set(k, new Map(reads));
   }
@@ -154,17 +173,14 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
     ).toString("utf8");
     return parseHookText(text);
   });
+}
 
+type HookRequest = FastifyRequest<{ Params: { kind: string; hook: string } }>;
+
+function registerHookRoute(app: FastifyInstance, opts: HooksOptions): void {
   app.post<{ Params: { kind: string; hook: string } }>(
     "/hooks/:kind/:hook",
-    {
-      schema: {
-        response: {
-          "4xx": errorSchema,
-          "5xx": errorSchema,
-        },
-      },
-    },
+    { schema: { response: { "4xx": errorSchema, "5xx": errorSchema } } },
     async (req, reply) => {
       const { kind, hook } = req.params;
       const info = kindInfo(kind);
@@ -183,14 +199,7 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
             : answerHook(hook as HookName, info as KindInfo, module as KindModule, req.body, opts.deps),
         );
         const answer = await run.result;
-        if (hook !== "customize" && ["debug", "trace"].includes(req.log.level)) {
-          const ms = Math.round((performance.now() - started) * 10) / 10;
-          const children = Array.isArray(answer.children) ? answer.children.length : 0;
-          req.log.debug(
-            { hook, ...parentOf(req), ms, headscaleCalls: run.count(), children },
-            `${hook} answered in ${ms} ms with ${run.count()} Headscale calls`,
-          );
-        }
+        logAnswered(req, answer, started, run.count());
         // The hook's own closed schema (RESPONSE_SCHEMAS): keys Metacontroller's strict decoder
         // refuses are dropped here, never sent.
         const schema =
@@ -202,16 +211,33 @@ export async function hooksPlugin(app: FastifyInstance, opts: HooksOptions) {
       } catch (e) {
         if (e instanceof EnvelopeError) return reply.code(e.statusCode).send({ error: e.message });
         // Internal failure: non-200 so Metacontroller changes nothing and retries; one line, no stack.
-        type Named = { metadata?: { name?: string; namespace?: string } };
-        const body = req.body as { parent?: Named; object?: Named } | undefined;
-        const parent = decorator ? (body?.object ?? body?.parent) : body?.parent;
-        const who = parent?.metadata?.name ? qualifiedName({ metadata: parent.metadata as { name: string } }) : "?";
         const what = decorator ? decorator.name : (info as KindInfo).kind;
+        const who = failedParentName(req.body, decorator !== undefined);
         req.log.error({ err: e, kind: what, hook, parent: who }, "hook failed");
         return reply.code(500).send({ error: `${hook} ${what} ${who} failed: ${(e as Error).message}`.split("\n")[0] });
       }
     },
   );
+}
+
+/** At debug level, one line per sync or finalize: how long, how many Headscale calls, how many children. */
+function logAnswered(req: HookRequest, answer: Record<string, unknown>, started: number, headscaleCalls: number): void {
+  const { hook } = req.params;
+  if (hook === "customize" || !["debug", "trace"].includes(req.log.level)) return;
+  const ms = Math.round((performance.now() - started) * 10) / 10;
+  const children = Array.isArray(answer.children) ? answer.children.length : 0;
+  req.log.debug(
+    { hook, ...parentOf(req), ms, headscaleCalls, children },
+    `${hook} answered in ${ms} ms with ${headscaleCalls} Headscale calls`,
+  );
+}
+
+/** namespace/name of the object a failed hook was about ("?" if the body names none). */
+function failedParentName(body: unknown, decorator: boolean): string {
+  type Named = { metadata?: { name?: string; namespace?: string } };
+  const named = body as { parent?: Named; object?: Named } | undefined;
+  const parent = decorator ? (named?.object ?? named?.parent) : named?.parent;
+  return parent?.metadata?.name ? qualifiedName({ metadata: parent.metadata as { name: string } }) : "?";
 }
 
 async function answerHook(

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { createHeadscaleClient, type RequestMetric } from "../../src/headscale/client.js";
+import { createHeadscaleClient } from "../../src/headscale/client.js";
+import type { RequestMetric } from "../../src/headscale/http.js";
 import type { FakeHeadscaleOptions } from "../fakes/headscale/index.js";
 import { clientOnFake, rejection } from "./helpers.js";
 

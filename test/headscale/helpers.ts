@@ -1,7 +1,8 @@
 /** A client wired to a fresh fake Headscale, and the typed rejection of a call, shared by the client tests. */
 import assert from "node:assert/strict";
-import { createHeadscaleClient, type HeadscaleClient, type RequestMetric } from "../../src/headscale/client.js";
+import { createHeadscaleClient, type HeadscaleClient } from "../../src/headscale/client.js";
 import { HeadscaleError } from "../../src/headscale/errors.js";
+import type { RequestMetric } from "../../src/headscale/http.js";
 import { type FakeHeadscale, type FakeHeadscaleOptions, useFakeHeadscale } from "../fakes/headscale/index.js";
 
 export type After = { after: (fn: () => Promise<void> | void) => void };

@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { inspect } from "node:util";
 import { MockAgent } from "undici";
-import { createHeadscaleClient, type RequestMetric } from "../../src/headscale/client.js";
+import { createHeadscaleClient } from "../../src/headscale/client.js";
+import type { RequestMetric } from "../../src/headscale/http.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
 import { useFakeHeadscale } from "../fakes/headscale/index.js";
 

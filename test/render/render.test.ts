@@ -88,91 +88,92 @@ spec:
       ports: [{ port: 5432 }]
 `;
 
+// Each row: the files, then the exact stderr lines (file paths relative to the temp dir).
+const gateCases: [string, Record<string, string>, string[]][] = [
+  [
+    "a file whose only object has an unknown kind",
+    { "a.yaml": EGRESS.replace("kind: TailnetEgress", "kind: TailnetEgres") },
+    [
+      "a.yaml: document 0: kind TailnetEgres: unknown kind in tailnet.internal (did you mean TailnetEgress?); this operator serves Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway, TailnetUser, TailnetAuthKey, TailnetProxyClass",
+    ],
+  ],
+  [
+    "an unknown apiVersion of a known kind",
+    { "a.yaml": `${TAILNET}---\n${EGRESS.replace("v1alpha1", "v1beta1")}` },
+    [
+      "a.yaml: document 1: apiVersion tailnet.internal/v1beta1: unknown version of TailnetEgress; this operator serves tailnet.internal/v1alpha1",
+    ],
+  ],
+  [
+    "the same object in two files",
+    { "a.yaml": `${TAILNET}---\n${EGRESS}`, "b.yaml": EGRESS },
+    [
+      "b.yaml: document 0: TailnetEgress shop/db: also defined in <dir>/a.yaml document 1 (kubectl would apply one over the other)",
+    ],
+  ],
+  [
+    "unknown fields, at every depth, including metadata",
+    {
+      "a.yaml": `${TAILNET}---\n${EGRESS.replace("  tailnetRef:", "  replica: 2\n  tailnetRef:").replace("{ port: 5432 }", "{ port: 5432, protocl: TCP }").replace("namespace: shop }", "namespace: shop, lables: { a: b } }")}`,
+    },
+    [
+      "a.yaml: document 1: TailnetEgress shop/db: metadata.lables: unknown field",
+      "a.yaml: document 1: TailnetEgress shop/db: spec.replica: unknown field",
+      "a.yaml: document 1: TailnetEgress shop/db: spec.targets[0].ports[0].protocl: unknown field",
+    ],
+  ],
+  [
+    "values the CRD schema refuses",
+    {
+      "a.yaml": `${TAILNET}---\n${EGRESS.replace("port: 5432", "port: postgres").replace("name: postgres", "name: Postgres")}`,
+    },
+    [
+      'a.yaml: document 1: TailnetEgress shop/db: spec.targets[0].name: must match pattern "^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"',
+      "a.yaml: document 1: TailnetEgress shop/db: spec.targets[0].ports[0].port: must be integer",
+    ],
+  ],
+  [
+    "a required field missing and a top-level typo",
+    { "a.yaml": `${TAILNET.replace("spec:", "specs:")}` },
+    ["a.yaml: document 0: Tailnet home: spec: required", "a.yaml: document 0: Tailnet home: specs: unknown field"],
+  ],
+  [
+    "a kind render cannot check, and a built-in kind under the wrong apiVersion",
+    {
+      "a.yaml": `${TAILNET}---\napiVersion: example.io/v1\nkind: Widget\nmetadata: { name: w }\n---\napiVersion: v1\nkind: Deployment\nmetadata: { name: d }\n`,
+    },
+    [
+      "a.yaml: document 1: kind Widget: unknown kind (example.io/v1); render reads Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway, TailnetUser, TailnetAuthKey, TailnetProxyClass and built-in Kubernetes kinds — point -f at the files holding your tailnet objects",
+      "a.yaml: document 2: apiVersion v1: Deployment is served as apps/v1",
+    ],
+  ],
+  [
+    "a namespaced object without its namespace",
+    {
+      "a.yaml": `${TAILNET}---\n${EGRESS.replace("metadata: { name: db, namespace: shop }", "metadata: { name: db }")}`,
+    },
+    [
+      "a.yaml: document 1: TailnetEgress db: metadata.namespace: required (kubectl would use the current context's namespace; render needs it written)",
+    ],
+  ],
+  [
+    "a v1 List (kubectl get -o yaml) is read item by item",
+    {
+      "a.yaml": `apiVersion: v1\nkind: List\nitems:\n  - ${TAILNET.trimEnd().replaceAll("\n", "\n    ")}\n  - ${EGRESS.replace("  tailnetRef:", "  replica: 2\n  tailnetRef:").trimEnd().replaceAll("\n", "\n    ")}\n`,
+    },
+    ["a.yaml: document 0 items[1]: TailnetEgress shop/db: spec.replica: unknown field"],
+  ],
+  [
+    "an unknown field on a Secret render reads",
+    {
+      "a.yaml": `${TAILNET}---\napiVersion: v1\nkind: Secret\nmetadata: { name: headscale-api-key, namespace: tailnet-system }\nstringdata: { apiKey: x }\n`,
+    },
+    ["a.yaml: document 1: Secret tailnet-system/headscale-api-key: stringdata: unknown field"],
+  ],
+];
+
 describe("render is a CI gate: what kubectl apply --validate=strict refuses exits 2", () => {
-  // Each row: the files, then the exact stderr lines (file paths relative to the temp dir).
-  const cases: [string, Record<string, string>, string[]][] = [
-    [
-      "a file whose only object has an unknown kind",
-      { "a.yaml": EGRESS.replace("kind: TailnetEgress", "kind: TailnetEgres") },
-      [
-        "a.yaml: document 0: kind TailnetEgres: unknown kind in tailnet.internal (did you mean TailnetEgress?); this operator serves Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway, TailnetUser, TailnetAuthKey, TailnetProxyClass",
-      ],
-    ],
-    [
-      "an unknown apiVersion of a known kind",
-      { "a.yaml": `${TAILNET}---\n${EGRESS.replace("v1alpha1", "v1beta1")}` },
-      [
-        "a.yaml: document 1: apiVersion tailnet.internal/v1beta1: unknown version of TailnetEgress; this operator serves tailnet.internal/v1alpha1",
-      ],
-    ],
-    [
-      "the same object in two files",
-      { "a.yaml": `${TAILNET}---\n${EGRESS}`, "b.yaml": EGRESS },
-      [
-        "b.yaml: document 0: TailnetEgress shop/db: also defined in <dir>/a.yaml document 1 (kubectl would apply one over the other)",
-      ],
-    ],
-    [
-      "unknown fields, at every depth, including metadata",
-      {
-        "a.yaml": `${TAILNET}---\n${EGRESS.replace("  tailnetRef:", "  replica: 2\n  tailnetRef:").replace("{ port: 5432 }", "{ port: 5432, protocl: TCP }").replace("namespace: shop }", "namespace: shop, lables: { a: b } }")}`,
-      },
-      [
-        "a.yaml: document 1: TailnetEgress shop/db: metadata.lables: unknown field",
-        "a.yaml: document 1: TailnetEgress shop/db: spec.replica: unknown field",
-        "a.yaml: document 1: TailnetEgress shop/db: spec.targets[0].ports[0].protocl: unknown field",
-      ],
-    ],
-    [
-      "values the CRD schema refuses",
-      {
-        "a.yaml": `${TAILNET}---\n${EGRESS.replace("port: 5432", "port: postgres").replace("name: postgres", "name: Postgres")}`,
-      },
-      [
-        'a.yaml: document 1: TailnetEgress shop/db: spec.targets[0].name: must match pattern "^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"',
-        "a.yaml: document 1: TailnetEgress shop/db: spec.targets[0].ports[0].port: must be integer",
-      ],
-    ],
-    [
-      "a required field missing and a top-level typo",
-      { "a.yaml": `${TAILNET.replace("spec:", "specs:")}` },
-      ["a.yaml: document 0: Tailnet home: spec: required", "a.yaml: document 0: Tailnet home: specs: unknown field"],
-    ],
-    [
-      "a kind render cannot check, and a built-in kind under the wrong apiVersion",
-      {
-        "a.yaml": `${TAILNET}---\napiVersion: example.io/v1\nkind: Widget\nmetadata: { name: w }\n---\napiVersion: v1\nkind: Deployment\nmetadata: { name: d }\n`,
-      },
-      [
-        "a.yaml: document 1: kind Widget: unknown kind (example.io/v1); render reads Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway, TailnetUser, TailnetAuthKey, TailnetProxyClass and built-in Kubernetes kinds — point -f at the files holding your tailnet objects",
-        "a.yaml: document 2: apiVersion v1: Deployment is served as apps/v1",
-      ],
-    ],
-    [
-      "a namespaced object without its namespace",
-      {
-        "a.yaml": `${TAILNET}---\n${EGRESS.replace("metadata: { name: db, namespace: shop }", "metadata: { name: db }")}`,
-      },
-      [
-        "a.yaml: document 1: TailnetEgress db: metadata.namespace: required (kubectl would use the current context's namespace; render needs it written)",
-      ],
-    ],
-    [
-      "a v1 List (kubectl get -o yaml) is read item by item",
-      {
-        "a.yaml": `apiVersion: v1\nkind: List\nitems:\n  - ${TAILNET.trimEnd().replaceAll("\n", "\n    ")}\n  - ${EGRESS.replace("  tailnetRef:", "  replica: 2\n  tailnetRef:").trimEnd().replaceAll("\n", "\n    ")}\n`,
-      },
-      ["a.yaml: document 0 items[1]: TailnetEgress shop/db: spec.replica: unknown field"],
-    ],
-    [
-      "an unknown field on a Secret render reads",
-      {
-        "a.yaml": `${TAILNET}---\napiVersion: v1\nkind: Secret\nmetadata: { name: headscale-api-key, namespace: tailnet-system }\nstringdata: { apiKey: x }\n`,
-      },
-      ["a.yaml: document 1: Secret tailnet-system/headscale-api-key: stringdata: unknown field"],
-    ],
-  ];
-  for (const [name, files, lines] of cases) {
+  for (const [name, files, lines] of gateCases) {
     it(name, async () => {
       const d = dir(files);
       const r = await run(["-f", d]);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it, type TestContext } from "node:test";
 import type { K8sObject } from "../../src/k8s/objects.js";
 import { customizeRequest, parentObject, syncRequest } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";
@@ -12,74 +12,76 @@ const egress = (spec: Record<string, unknown> = {}) =>
     { namespace: "shop" },
   );
 
+/** Envelopes the hook refuses, each with its code and the start of its one-line error. */
+const badEnvelopes: {
+  name: string;
+  path?: string;
+  body: string | object;
+  contentType?: string;
+  code: number;
+  error: RegExp;
+}[] = [
+  { name: "malformed JSON", body: '{"parent": ', code: 400, error: /^body: invalid JSON$/ },
+  { name: "empty body", body: "", code: 400, error: /^body: empty/ },
+  { name: "not an object", body: "[1,2]", code: 400, error: /^body: must be a JSON object$/ },
+  { name: "missing parent", body: { children: {}, related: {} }, code: 400, error: /^parent: required$/ },
+  { name: "parent not an object", body: { parent: "x" }, code: 400, error: /^parent: must be an object$/ },
+  {
+    name: "wrong kind for the path",
+    path: "/hooks/ingress/sync",
+    body: syncRequest({ parent: egress() }),
+    code: 400,
+    error: /^parent\.kind: this path serves TailnetIngress, got "TailnetEgress"/,
+  },
+  {
+    name: "wrong apiVersion",
+    body: { ...syncRequest({ parent: egress() }), parent: { ...egress(), apiVersion: "v1" } },
+    code: 400,
+    error: /^parent\.apiVersion: must be tailnet\.internal\/v1alpha1/,
+  },
+  {
+    name: "namespaced parent without namespace",
+    body: { parent: { ...egress(), metadata: { name: "db" } } },
+    code: 400,
+    error: /^parent\.metadata\.namespace: required/,
+  },
+  {
+    name: "children of the wrong type",
+    body: { ...syncRequest({ parent: egress() }), children: [] },
+    code: 400,
+    error: /^children: must be an object keyed by Kind\.group\/version$/,
+  },
+  {
+    name: "bad type key",
+    body: { ...syncRequest({ parent: egress() }), related: { "not a key": {} } },
+    code: 400,
+    error: /^related: key "not a key" is not Kind\.group\/version$/,
+  },
+  {
+    name: "child without name",
+    body: { ...syncRequest({ parent: egress() }), children: { "Service.v1": { "shop/x": { metadata: {} } } } },
+    code: 400,
+    error: /^children\["Service\.v1"\]\["shop\/x"\]\.metadata\.name: required string$/,
+  },
+  {
+    name: "finalizing not boolean",
+    body: { ...syncRequest({ parent: egress() }), finalizing: "yes" },
+    code: 400,
+    error: /^finalizing: must be a boolean$/,
+  },
+  { name: "unknown kind", path: "/hooks/widget/sync", body: {}, code: 404, error: /^unknown kind "widget"/ },
+  { name: "unknown hook", path: "/hooks/egress/mutate", body: {}, code: 404, error: /^unknown hook "mutate"/ },
+  {
+    name: "not JSON content type",
+    body: "parent=x",
+    contentType: "application/x-www-form-urlencoded",
+    code: 415,
+    error: /^body: Content-Type must be application\/json$/,
+  },
+];
+
 describe("hook routing and envelope", () => {
-  const bad: {
-    name: string;
-    path?: string;
-    body: string | object;
-    contentType?: string;
-    code: number;
-    error: RegExp;
-  }[] = [
-    { name: "malformed JSON", body: '{"parent": ', code: 400, error: /^body: invalid JSON$/ },
-    { name: "empty body", body: "", code: 400, error: /^body: empty/ },
-    { name: "not an object", body: "[1,2]", code: 400, error: /^body: must be a JSON object$/ },
-    { name: "missing parent", body: { children: {}, related: {} }, code: 400, error: /^parent: required$/ },
-    { name: "parent not an object", body: { parent: "x" }, code: 400, error: /^parent: must be an object$/ },
-    {
-      name: "wrong kind for the path",
-      path: "/hooks/ingress/sync",
-      body: syncRequest({ parent: egress() }),
-      code: 400,
-      error: /^parent\.kind: this path serves TailnetIngress, got "TailnetEgress"/,
-    },
-    {
-      name: "wrong apiVersion",
-      body: { ...syncRequest({ parent: egress() }), parent: { ...egress(), apiVersion: "v1" } },
-      code: 400,
-      error: /^parent\.apiVersion: must be tailnet\.internal\/v1alpha1/,
-    },
-    {
-      name: "namespaced parent without namespace",
-      body: { parent: { ...egress(), metadata: { name: "db" } } },
-      code: 400,
-      error: /^parent\.metadata\.namespace: required/,
-    },
-    {
-      name: "children of the wrong type",
-      body: { ...syncRequest({ parent: egress() }), children: [] },
-      code: 400,
-      error: /^children: must be an object keyed by Kind\.group\/version$/,
-    },
-    {
-      name: "bad type key",
-      body: { ...syncRequest({ parent: egress() }), related: { "not a key": {} } },
-      code: 400,
-      error: /^related: key "not a key" is not Kind\.group\/version$/,
-    },
-    {
-      name: "child without name",
-      body: { ...syncRequest({ parent: egress() }), children: { "Service.v1": { "shop/x": { metadata: {} } } } },
-      code: 400,
-      error: /^children\["Service\.v1"\]\["shop\/x"\]\.metadata\.name: required string$/,
-    },
-    {
-      name: "finalizing not boolean",
-      body: { ...syncRequest({ parent: egress() }), finalizing: "yes" },
-      code: 400,
-      error: /^finalizing: must be a boolean$/,
-    },
-    { name: "unknown kind", path: "/hooks/widget/sync", body: {}, code: 404, error: /^unknown kind "widget"/ },
-    { name: "unknown hook", path: "/hooks/egress/mutate", body: {}, code: 404, error: /^unknown hook "mutate"/ },
-    {
-      name: "not JSON content type",
-      body: "parent=x",
-      contentType: "application/x-www-form-urlencoded",
-      code: 415,
-      error: /^body: Content-Type must be application\/json$/,
-    },
-  ];
-  for (const c of bad) {
+  for (const c of badEnvelopes) {
     it(`${c.name} → ${c.code}`, async (t) => {
       const { app } = await build(t);
       const res = await app.inject({
@@ -341,6 +343,51 @@ describe("invalid specs become InvalidSpec, not 4xx", () => {
   });
 });
 
+/** A kind answering keys outside each hook's closed schema: dropped before the answer is sent. */
+async function strictKeysDropped(t: TestContext) {
+  const { kindModules } = await import("../../src/kinds/composite/index.js");
+  const base = kindModules.get("site");
+  assert.ok(base);
+  const kinds = new Map(kindModules);
+  const child = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" }, data: { a: "b" }, extra: 1 };
+  kinds.set("site", {
+    ...base,
+    customize: () =>
+      [
+        { apiVersion: "v1", resource: "pods", labelSelector: { matchLabels: { a: "b" }, bogus: 1 }, note: "x" },
+      ] as never,
+    sync: async () => ({ status: { phase: "x" }, children: [child], resyncAfterSeconds: 5, debug: true }) as never,
+    finalize: async () => ({ status: {}, children: [], finalized: true, events: [] }) as never,
+  });
+  const { app } = await build(t, { server: { kinds } });
+  const parent = parentObject(
+    "TailnetSite",
+    "lan",
+    { tailnetRef: { name: "home" }, prefixes: ["10.0.0.0/8"], advertiserTags: ["tag:r"] },
+    { namespace: "n" },
+  );
+  const call = async (hook: string, payload: unknown) => {
+    const res = await app.inject({ method: "POST", url: `/hooks/site/${hook}`, payload: payload as object });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.match(String(res.headers["content-type"]), /^application\/json/);
+    return res.json() as unknown;
+  };
+  assert.deepEqual(await call("customize", customizeRequest(parent)), {
+    relatedResources: [{ apiVersion: "v1", resource: "pods", labelSelector: { matchLabels: { a: "b" } } }],
+  });
+  // children stay open: Metacontroller decodes them as Unstructured, so nothing inside is dropped
+  assert.deepEqual(await call("sync", syncRequest({ parent })), {
+    status: { phase: "x" },
+    children: [child],
+    resyncAfterSeconds: 5,
+  });
+  assert.deepEqual(await call("finalize", syncRequest({ parent, finalizing: true })), {
+    status: {},
+    children: [],
+    finalized: true,
+  });
+}
+
 describe("responses", () => {
   it("customize answers only relatedResources", async (t) => {
     const { app } = await build(t);
@@ -397,49 +444,7 @@ describe("responses", () => {
     assert.equal(JSON.stringify((again.json() as { status: unknown }).status), JSON.stringify(body.status));
   });
 
-  it("keys Metacontroller's strict v2 decoder refuses are dropped, never sent and never a 500", async (t) => {
-    const { kindModules } = await import("../../src/kinds/composite/index.js");
-    const base = kindModules.get("site");
-    assert.ok(base);
-    const kinds = new Map(kindModules);
-    const child = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" }, data: { a: "b" }, extra: 1 };
-    kinds.set("site", {
-      ...base,
-      customize: () =>
-        [
-          { apiVersion: "v1", resource: "pods", labelSelector: { matchLabels: { a: "b" }, bogus: 1 }, note: "x" },
-        ] as never,
-      sync: async () => ({ status: { phase: "x" }, children: [child], resyncAfterSeconds: 5, debug: true }) as never,
-      finalize: async () => ({ status: {}, children: [], finalized: true, events: [] }) as never,
-    });
-    const { app } = await build(t, { server: { kinds } });
-    const parent = parentObject(
-      "TailnetSite",
-      "lan",
-      { tailnetRef: { name: "home" }, prefixes: ["10.0.0.0/8"], advertiserTags: ["tag:r"] },
-      { namespace: "n" },
-    );
-    const call = async (hook: string, payload: unknown) => {
-      const res = await app.inject({ method: "POST", url: `/hooks/site/${hook}`, payload: payload as object });
-      assert.equal(res.statusCode, 200, res.body);
-      assert.match(String(res.headers["content-type"]), /^application\/json/);
-      return res.json() as unknown;
-    };
-    assert.deepEqual(await call("customize", customizeRequest(parent)), {
-      relatedResources: [{ apiVersion: "v1", resource: "pods", labelSelector: { matchLabels: { a: "b" } } }],
-    });
-    // children stay open: Metacontroller decodes them as Unstructured, so nothing inside is dropped
-    assert.deepEqual(await call("sync", syncRequest({ parent })), {
-      status: { phase: "x" },
-      children: [child],
-      resyncAfterSeconds: 5,
-    });
-    assert.deepEqual(await call("finalize", syncRequest({ parent, finalizing: true })), {
-      status: {},
-      children: [],
-      finalized: true,
-    });
-  });
+  it("keys Metacontroller's strict v2 decoder refuses are dropped, never sent and never a 500", strictKeysDropped);
 
   it("finalize answers finalized", async (t) => {
     const { app } = await build(t);
@@ -460,6 +465,40 @@ describe("responses", () => {
     assert.equal((res.json() as { finalized: boolean }).finalized, true);
   });
 });
+
+/** The one slot taken: the next hook is refused with 429 and Retry-After; the first still answers 200. */
+async function overMaxInFlight(t: TestContext) {
+  let release: () => void = () => {};
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  const { kindModules } = await import("../../src/kinds/composite/index.js");
+  const slow = new Map(kindModules);
+  const base = kindModules.get("egress");
+  assert.ok(base);
+  slow.set("egress", {
+    ...base,
+    sync: async (req, deps) => {
+      await gate;
+      return base.sync(req, deps);
+    },
+  });
+  const { app } = await build(t, {
+    config: { hooks: { maxInFlight: 1, retryAfterSeconds: 3 } },
+    server: { kinds: slow },
+  });
+  const first = app.inject({ method: "POST", url: "/hooks/egress/sync", payload: syncRequest({ parent: egress() }) });
+  await new Promise((r) => setTimeout(r, 20));
+  const second = await app.inject({
+    method: "POST",
+    url: "/hooks/egress/sync",
+    payload: syncRequest({ parent: egress() }),
+  });
+  assert.equal(second.statusCode, 429);
+  assert.equal(second.headers["retry-after"], "3");
+  release();
+  assert.equal((await first).statusCode, 200);
+}
 
 describe("auth, limits, probes", () => {
   const token = "s3cret-hook-token-0123456789";
@@ -512,38 +551,7 @@ describe("auth, limits, probes", () => {
     }
   });
 
-  it("over maxInFlight → 429 with Retry-After", async (t) => {
-    let release: () => void = () => {};
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    const { kindModules } = await import("../../src/kinds/composite/index.js");
-    const slow = new Map(kindModules);
-    const base = kindModules.get("egress");
-    assert.ok(base);
-    slow.set("egress", {
-      ...base,
-      sync: async (req, deps) => {
-        await gate;
-        return base.sync(req, deps);
-      },
-    });
-    const { app } = await build(t, {
-      config: { hooks: { maxInFlight: 1, retryAfterSeconds: 3 } },
-      server: { kinds: slow },
-    });
-    const first = app.inject({ method: "POST", url: "/hooks/egress/sync", payload: syncRequest({ parent: egress() }) });
-    await new Promise((r) => setTimeout(r, 20));
-    const second = await app.inject({
-      method: "POST",
-      url: "/hooks/egress/sync",
-      payload: syncRequest({ parent: egress() }),
-    });
-    assert.equal(second.statusCode, 429);
-    assert.equal(second.headers["retry-after"], "3");
-    release();
-    assert.equal((await first).statusCode, 200);
-  });
+  it("over maxInFlight → 429 with Retry-After", overMaxInFlight);
 
   it("an internal failure is a one-line 500 without stack", async (t) => {
     const { kindModules } = await import("../../src/kinds/composite/index.js");

@@ -104,14 +104,32 @@ export class SnapshotHeadscale {
     } catch {
       return rpcError(400, 3, "invalid JSON body");
     }
+    return (
+      this.reads(method, path) ??
+      this.policy(method, path, body) ??
+      this.preAuthKeys(method, path, body) ??
+      this.users(method, path, body) ??
+      this.nodes(method, path, body) ??
+      rpcError(404, 5, "Not Found")
+    );
+  }
+
+  /** Health and the lists: the snapshot as it is now. */
+  private reads(method: string, path: string): Reply | undefined {
+    if (method !== "GET") return undefined;
     const s = this.state;
-    const nodeMatch = path.match(/^\/api\/v1\/node\/([^/]+)(\/[a-z_]+)?$/);
-    if (method === "GET" && path === "/health") return json(200, { status: "pass" });
-    if (method === "GET" && path === "/api/v1/health") return json(200, { databaseConnectivity: true });
-    if (method === "GET" && path === "/api/v1/node") return json(200, { nodes: s.nodes });
-    if (method === "GET" && path === "/api/v1/user") return json(200, { users: s.users });
-    if (method === "GET" && path === "/api/v1/apikey") return json(200, { apiKeys: s.apiKeys });
-    if (method === "GET" && path === "/api/v1/preauthkey") return json(200, { preAuthKeys: s.preAuthKeys });
+    if (path === "/health") return json(200, { status: "pass" });
+    if (path === "/api/v1/health") return json(200, { databaseConnectivity: true });
+    if (path === "/api/v1/node") return json(200, { nodes: s.nodes });
+    if (path === "/api/v1/user") return json(200, { users: s.users });
+    if (path === "/api/v1/apikey") return json(200, { apiKeys: s.apiKeys });
+    if (path === "/api/v1/preauthkey") return json(200, { preAuthKeys: s.preAuthKeys });
+    return undefined;
+  }
+
+  /** GET, check (0.29 only) and PUT (database mode only) of the policy. */
+  private policy(method: string, path: string, body: Record<string, unknown>): Reply | undefined {
+    const s = this.state;
     if (method === "GET" && path === "/api/v1/policy") {
       if (s.policyMode === "file") return json(200, { policy: s.policy?.policy ?? "{}", updatedAt: null });
       if (!s.policy) return rpcError(500, 2, "loading ACL from database: acl policy not found");
@@ -130,7 +148,14 @@ export class SnapshotHeadscale {
       this.writes.push("PUT /api/v1/policy");
       return json(200, s.policy);
     }
-    if (method === "POST" && path === "/api/v1/preauthkey") {
+    return undefined;
+  }
+
+  /** Create and expire pre-auth keys. */
+  private preAuthKeys(method: string, path: string, body: Record<string, unknown>): Reply | undefined {
+    if (method !== "POST") return undefined;
+    const s = this.state;
+    if (path === "/api/v1/preauthkey") {
       const id = String(1000 + ++this.keySeq);
       // 0.28+ shapes: the full key once, in this answer; the list shows it masked (hscontrol/types/preauth_key.go)
       const prefix = `render${id.padStart(6, "0")}`;
@@ -152,56 +177,66 @@ export class SnapshotHeadscale {
       );
       return json(200, { preAuthKey: { ...key, key: `hskey-auth-${prefix}-rendersecret${id}` } });
     }
-    if (method === "POST" && path === "/api/v1/user") {
-      const name = String(body.name ?? "");
-      if (s.users.some((u) => u.name === name && !u.providerId)) {
-        return rpcError(500, 13, "creating user: creating user: UNIQUE constraint failed: users.name");
-      }
-      const id = String(Math.max(0, ...s.users.map((u) => Number(u.id) || 0)) + 1);
-      const user = {
-        id,
-        name,
-        createdAt: this.now().toISOString(),
-        displayName: String(body.displayName ?? ""),
-        email: String(body.email ?? ""),
-        providerId: "",
-        provider: "",
-        profilePicUrl: "",
-      };
-      s.users.push(user);
-      this.writes.push(`POST /api/v1/user (${name})`);
-      return json(200, { user });
-    }
-    if (method === "POST" && path === "/api/v1/preauthkey/expire") {
+    if (path === "/api/v1/preauthkey/expire") {
       this.writes.push(`POST /api/v1/preauthkey/expire (id ${String(body.id)})`);
       return json(200, {});
     }
-    if (nodeMatch) {
-      const node = s.nodes.find((n) => String(n.id) === nodeMatch[1]);
-      if (!node) return rpcError(404, 5, "node not found");
-      const action = nodeMatch[2] ?? "";
-      if (method === "DELETE" && action === "") {
-        s.nodes = s.nodes.filter((n) => n !== node);
-        this.writes.push(`DELETE /api/v1/node/${nodeMatch[1]}`);
-        return json(200, {});
-      }
-      if (method === "POST" && action === "/approve_routes") {
-        node.approvedRoutes = Array.isArray(body.routes) ? body.routes : [];
-        this.writes.push(
-          `POST /api/v1/node/${nodeMatch[1]}/approve_routes (${(node.approvedRoutes as string[]).join(",")})`,
-        );
-        return json(200, { node });
-      }
-      if (method === "POST" && action === "/expire") {
-        this.writes.push(`POST /api/v1/node/${nodeMatch[1]}/expire`);
-        return json(200, { node });
-      }
-      if (method === "POST" && action === "/tags") {
-        node.tags = Array.isArray(body.tags) ? body.tags : [];
-        this.writes.push(`POST /api/v1/node/${nodeMatch[1]}/tags`);
-        return json(200, { node });
-      }
+    return undefined;
+  }
+
+  /** Create a user (names are unique among local users, as Headscale's database index). */
+  private users(method: string, path: string, body: Record<string, unknown>): Reply | undefined {
+    if (method !== "POST" || path !== "/api/v1/user") return undefined;
+    const s = this.state;
+    const name = String(body.name ?? "");
+    if (s.users.some((u) => u.name === name && !u.providerId)) {
+      return rpcError(500, 13, "creating user: creating user: UNIQUE constraint failed: users.name");
     }
-    return rpcError(404, 5, "Not Found");
+    const id = String(Math.max(0, ...s.users.map((u) => Number(u.id) || 0)) + 1);
+    const user = {
+      id,
+      name,
+      createdAt: this.now().toISOString(),
+      displayName: String(body.displayName ?? ""),
+      email: String(body.email ?? ""),
+      providerId: "",
+      provider: "",
+      profilePicUrl: "",
+    };
+    s.users.push(user);
+    this.writes.push(`POST /api/v1/user (${name})`);
+    return json(200, { user });
+  }
+
+  /** /api/v1/node/<id>[/action]: delete, approve routes, expire, set tags. */
+  private nodes(method: string, path: string, body: Record<string, unknown>): Reply | undefined {
+    const nodeMatch = path.match(/^\/api\/v1\/node\/([^/]+)(\/[a-z_]+)?$/);
+    if (!nodeMatch) return undefined;
+    const s = this.state;
+    const node = s.nodes.find((n) => String(n.id) === nodeMatch[1]);
+    if (!node) return rpcError(404, 5, "node not found");
+    const action = nodeMatch[2] ?? "";
+    if (method === "DELETE" && action === "") {
+      s.nodes = s.nodes.filter((n) => n !== node);
+      this.writes.push(`DELETE /api/v1/node/${nodeMatch[1]}`);
+      return json(200, {});
+    }
+    if (method === "POST" && action === "/approve_routes") {
+      node.approvedRoutes = Array.isArray(body.routes) ? body.routes : [];
+      this.writes.push(
+        `POST /api/v1/node/${nodeMatch[1]}/approve_routes (${(node.approvedRoutes as string[]).join(",")})`,
+      );
+      return json(200, { node });
+    }
+    if (method === "POST" && action === "/expire") {
+      this.writes.push(`POST /api/v1/node/${nodeMatch[1]}/expire`);
+      return json(200, { node });
+    }
+    if (method === "POST" && action === "/tags") {
+      node.tags = Array.isArray(body.tags) ? body.tags : [];
+      this.writes.push(`POST /api/v1/node/${nodeMatch[1]}/tags`);
+      return json(200, { node });
+    }
+    return undefined;
   }
 }

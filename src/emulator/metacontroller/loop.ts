@@ -9,57 +9,22 @@
  * runs finalize on deletion (a finalized: true answer removes the parent; its children are not
  * applied, the garbage collector removes the owned ones). It reads
  * compositecontrollers/*.yaml, so the loop and the real manifests cannot disagree.
+ * This file is the store and the round robin; one parent's sync is composite-sync.ts, one
+ * decorated object's is decorator-sync.ts, what both use is informer.ts.
  */
 import type { FastifyInstance } from "fastify";
 import { kindInfoByKind } from "../../api/schemas.js";
-import type { K8sObject, ObjectMaps } from "../../k8s/objects.js";
+import type { K8sObject } from "../../k8s/objects.js";
 import { typeKey } from "../../k8s/objects.js";
 import type { RelatedRule } from "../../pipeline/types.js";
-import { selectsByAnnotations } from "./annotation-selector.js";
 import { apiServerErrors } from "./apiserver.js";
 import { applyCreate, applyUpdate, jsonEqual } from "./apply.js";
-import {
-  childTypes as ccChildTypes,
-  compositeController,
-  type DecoratorController,
-  decoratorControllers,
-  kindOfResource,
-} from "./controllers.js";
+import { syncComposite } from "./composite-sync.js";
+import { type DecoratorController, decoratorControllers, kindOfResource } from "./controllers.js";
+import { syncDecorator } from "./decorator-sync.js";
+import { type ChildType, clone, type HookAnswer, objKey, type SyncPort, v2Key } from "./informer.js";
 
 export type Obj = K8sObject & { spec?: unknown; status?: Record<string, unknown>; data?: Record<string, string> };
-/** v2 key: namespace/name for namespaced objects, name for cluster-scoped. */
-export const v2Key = (o: K8sObject) =>
-  o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name;
-const objKey = (o: { apiVersion: string; kind: string; metadata: { namespace?: string; name: string } }) =>
-  `${o.apiVersion}|${o.kind}|${o.metadata.namespace ?? ""}|${o.metadata.name}`;
-const clone = <T>(v: T): T => structuredClone(v);
-
-const DECORATOR_ANNOTATION = "metacontroller.k8s.io/decorator-controller";
-const RULE_KEYS = ["apiVersion", "resource", "labelSelector", "namespaceSelector", "namespace", "names"];
-const SELECTOR_KEYS = ["matchLabels", "matchExpressions"];
-
-/**
- * The customize answer as Metacontroller's strict v2 decoder reads it: only relatedResources at the
- * top, only RelatedResourceRule fields in a rule, only LabelSelector fields in its selectors.
- */
-function strictCustomizeResponse(json: unknown): RelatedRule[] {
-  const body = (json ?? {}) as Record<string, unknown>;
-  for (const k of Object.keys(body)) {
-    if (k !== "relatedResources") throw new Error(`strict v2 decode of the customize answer fails on key ${k}`);
-  }
-  const rules = (body.relatedResources ?? []) as RelatedRule[];
-  for (const rule of rules) {
-    for (const k of Object.keys(rule)) {
-      if (!RULE_KEYS.includes(k)) throw new Error(`strict v2 decode of a related rule fails on key ${k}`);
-    }
-    for (const sel of [rule.labelSelector, rule.namespaceSelector]) {
-      for (const k of Object.keys(sel ?? {})) {
-        if (!SELECTOR_KEYS.includes(k)) throw new Error(`strict v2 decode of a label selector fails on key ${k}`);
-      }
-    }
-  }
-  return rules;
-}
 
 export interface HookCall {
   hook: string;
@@ -103,9 +68,30 @@ export class MetacontrollerLoop {
   private uid = 0;
   private ip = 10;
   deploymentsAvailable: boolean;
+  /** What the composite and decorator syncs use of this loop; the writes go through the methods a subclass overrides. */
+  private readonly port: SyncPort;
 
   constructor(protected readonly opts: LoopOptions) {
     this.deploymentsAvailable = opts.deploymentsAvailable ?? true;
+    this.port = {
+      opts,
+      customizeCache: this.customizeCache,
+      decoratorFinalizers: this.decoratorFinalizers,
+      objects: () => [...this.objects.values()],
+      get: (apiVersion, kind, name, namespace) => this.get(apiVersion, kind, name, namespace),
+      call: (hookKind, hook, parent, body) => this.call(hookKind, hook, parent, body),
+      applyChild: (parent, c, types, label) => this.applyChild(parent, c, types, label),
+      delete: (apiVersion, kind, name, namespace) => this.delete(apiVersion, kind, name, namespace),
+      removeWithDependents: (o) => this.removeWithDependents(o),
+      deleteChild: (o) => this.deleteChild(o),
+      releaseParent: (live) => this.releaseParent(live),
+      sameStatus: (live, status) => this.sameStatus(live, status),
+      writeStatus: (live, status) => this.writeStatus(live, status),
+      statusWritten: (parentIn, live) => {
+        if (this.opts.parentCacheLag && !this.staleViews.has(parentIn))
+          this.staleNext.set(objKey(live), clone(parentIn));
+      },
+    };
   }
 
   /** Create or update an object as kubectl apply would (generation bumps on spec change). */
@@ -153,12 +139,7 @@ export class MetacontrollerLoop {
       .sort((a, b) => objKey(a).localeCompare(objKey(b)));
   }
 
-  private async call(
-    hookKind: string,
-    hook: string,
-    parent: Obj,
-    body: unknown,
-  ): Promise<{ code: number; json: unknown }> {
+  private async call(hookKind: string, hook: string, parent: Obj, body: unknown): Promise<HookAnswer> {
     const res = await this.opts.app.inject({
       method: "POST",
       url: `/hooks/${hookKind}/${hook}`,
@@ -177,116 +158,9 @@ export class MetacontrollerLoop {
     return { code: res.statusCode, json };
   }
 
-  private matches(o: Obj, rule: RelatedRule): boolean {
-    if (o.apiVersion !== rule.apiVersion || o.kind !== kindOfResource(rule.resource)) return false;
-    if (rule.names?.length) {
-      if (rule.labelSelector) throw new Error(`invalid related rule (names + selector): ${JSON.stringify(rule)}`);
-      if (rule.namespace && o.metadata.namespace !== rule.namespace) return false;
-      return rule.names.includes(o.metadata.name);
-    }
-    if (rule.namespace && o.metadata.namespace !== rule.namespace) return false;
-    const want = rule.labelSelector?.matchLabels ?? {};
-    return Object.entries(want).every(([k, v]) => o.metadata.labels?.[k] === v);
-  }
-
-  private maps(objects: Obj[], init: string[] = []): ObjectMaps {
-    const out: ObjectMaps = {};
-    for (const t of init) out[t] = {};
-    for (const o of objects) {
-      const k = typeKey(o.apiVersion, o.kind);
-      out[k] ??= {};
-      out[k][v2Key(o)] = clone(o);
-    }
-    return out;
-  }
-
-  /** One sync (or finalize) of one parent, as Metacontroller's syncParentObject does it. */
+  /** One sync (or finalize) of one parent, as Metacontroller's syncParentObject does it (composite-sync.ts). */
   async syncParent(parentIn: Obj): Promise<boolean> {
-    const info = kindInfoByKind(parentIn.kind);
-    if (!info) throw new Error(`not a parent: ${parentIn.kind}`);
-    const parent = clone(parentIn);
-    const cc = compositeController(info.hookKind);
-    const childTypes = ccChildTypes(info.hookKind);
-    const cacheKey = `${parent.metadata.uid}/${parent.metadata.generation}`;
-    let rules = this.customizeCache.get(cacheKey);
-    if (!rules) {
-      const r = await this.call(info.hookKind, "customize", parent, { controller: cc, parent });
-      if (r.code !== 200) return false;
-      rules = strictCustomizeResponse(r.json);
-      this.customizeCache.set(cacheKey, rules);
-    }
-    const related = [...this.objects.values()].filter((o) => rules.some((rule) => this.matches(o, rule)));
-    const owned = [...this.objects.values()].filter((o) =>
-      o.metadata.ownerReferences?.some((ref) => ref.uid === parent.metadata.uid && ref.controller),
-    );
-    const finalizing = !!parent.metadata.deletionTimestamp;
-    const hook = finalizing ? "finalize" : "sync";
-    const body = {
-      controller: { metadata: { name: cc.metadata.name }, spec: cc.spec, status: {} },
-      parent,
-      children: this.maps(
-        owned,
-        childTypes.map((c) => c.type),
-      ),
-      // One group per related rule, even an empty one, keyed like children (Metacontroller's
-      // customize manager initialises a group per rule before it fills them).
-      related: this.maps(
-        related,
-        rules.map((rule) => typeKey(rule.apiVersion, kindOfResource(rule.resource))),
-      ),
-      finalizing,
-    };
-    const r = await this.call(info.hookKind, hook, parent, body);
-    if (r.code !== 200) return false;
-    const resp = r.json as {
-      status?: Record<string, unknown>;
-      children?: Obj[];
-      finalized?: boolean;
-      resyncAfterSeconds?: number;
-    };
-    for (const k of Object.keys(resp)) {
-      if (!["status", "children", "resyncAfterSeconds", "finalized"].includes(k))
-        throw new Error(`strict v2 decode fails on key ${k}`);
-    }
-    if (finalizing && resp.finalized) {
-      // finalized: true → Metacontroller removes its finalizer and then skips child management for
-      // this answer (pkg/controller/composite/controller.go syncParentObject: ManageChildren runs only
-      // while ShouldFinalize, i.e. our finalizer is still on the parent). The parent, deleting and
-      // without finalizers, is gone; the garbage collector removes its children; the status write
-      // finds no object (NotFound is swallowed). Children in this answer are never applied.
-      const live = this.get(parent.apiVersion, parent.kind, parent.metadata.name, parent.metadata.namespace);
-      if (live) await this.releaseParent(live);
-      return !!live;
-    }
-    const desired = resp.children ?? [];
-    for (const c of desired) {
-      if (!childTypes.some((t) => t.type === typeKey(c.apiVersion, c.kind))) {
-        throw new Error(`${info.kind} returned an undeclared child type ${typeKey(c.apiVersion, c.kind)}`);
-      }
-      c.metadata.namespace ??= parent.metadata.namespace;
-      this.opts.checkChild?.(c);
-    }
-    let changed = false;
-    // deletes first, then creates/updates (manage_children.go)
-    const desiredKeys = new Set(desired.map(objKey));
-    for (const o of owned) {
-      if (!desiredKeys.has(objKey(o))) {
-        await this.deleteChild(o);
-        changed = true;
-      }
-    }
-    for (const c of desired) changed = (await this.applyChild(parent, c, childTypes)) || changed;
-    // status replaces .status wholesale; observedGeneration comes from the generation seen at the start
-    const live = this.get(parent.apiVersion, parent.kind, parent.metadata.name, parent.metadata.namespace);
-    if (!live) return changed;
-    const status = { ...(resp.status ?? {}), observedGeneration: parent.metadata.generation };
-    this.opts.checkStatus?.(info.kind, status);
-    if (!this.sameStatus(live.status, status)) {
-      if (this.opts.parentCacheLag && !this.staleViews.has(parentIn)) this.staleNext.set(objKey(live), clone(parentIn));
-      await this.writeStatus(live, status);
-      changed = true;
-    }
-    return changed;
+    return syncComposite(this.port, parentIn);
   }
 
   /*
@@ -329,131 +203,12 @@ export class MetacontrollerLoop {
     return true;
   }
 
-  /**
-   * One sync (or finalize) of one object a DecoratorController decorates, as
-   * pkg/controller/decorator/controller.go syncParentObject does it: a matching object gets the
-   * finalizer first; an object that stops matching (or is deleted) while it has the finalizer is
-   * finalized; attachments are the owned objects annotated with this controller's name; labels and
-   * annotations of the answer are set on the object (null deletes the key), a null status leaves it.
-   */
+  /** One sync (or finalize) of one object a DecoratorController decorates (decorator-sync.ts). */
   async syncDecorated(dc: DecoratorController, objIn: Obj): Promise<boolean> {
-    const obj = clone(objIn);
-    const rule = dc.spec.resources.find(
-      (r) => r.apiVersion === obj.apiVersion && kindOfResource(r.resource) === obj.kind,
-    );
-    if (!rule) return false;
-    const fin = `${dc.metadata.name}|${obj.metadata.uid}`;
-    const matches = selectsByAnnotations(rule.annotationSelector, obj.metadata.annotations ?? {});
-    if (!matches && !this.decoratorFinalizers.has(fin)) return false;
-    let changed = false;
-    if (dc.spec.hooks.finalize && !obj.metadata.deletionTimestamp && !this.decoratorFinalizers.has(fin)) {
-      this.decoratorFinalizers.add(fin);
-      changed = true;
-    }
-    const hookKind = (h: string) => dc.spec.hooks[h].webhook.path.split("/")[2];
-    const cacheKey = `${dc.metadata.name}/${obj.metadata.uid}/${obj.metadata.generation}`;
-    let rules = this.customizeCache.get(cacheKey);
-    if (!rules) {
-      const controller = { metadata: { name: dc.metadata.name }, spec: dc.spec, status: {} };
-      const r = await this.call(hookKind("customize"), "customize", obj, { controller, parent: obj });
-      if (r.code !== 200) return changed;
-      rules = strictCustomizeResponse(r.json);
-      this.customizeCache.set(cacheKey, rules);
-    }
-    const related = [...this.objects.values()].filter((o) => rules.some((rl) => this.matches(o, rl)));
-    const attachmentTypes = dc.spec.attachments.map((a) => ({
-      type: typeKey(a.apiVersion, kindOfResource(a.resource)),
-      method: a.updateStrategy?.method ?? "OnDelete",
-    }));
-    const owned = [...this.objects.values()].filter(
-      (o) =>
-        o.metadata.ownerReferences?.some((ref) => ref.uid === obj.metadata.uid && ref.controller) &&
-        o.metadata.annotations?.[DECORATOR_ANNOTATION] === dc.metadata.name &&
-        attachmentTypes.some((t) => t.type === typeKey(o.apiVersion, o.kind)),
-    );
-    const finalizing = !!dc.spec.hooks.finalize && (!!obj.metadata.deletionTimestamp || !matches);
-    const hook = finalizing ? "finalize" : "sync";
-    const body = {
-      controller: { metadata: { name: dc.metadata.name }, spec: dc.spec, status: {} },
-      object: obj,
-      attachments: this.maps(
-        owned,
-        attachmentTypes.map((t) => t.type),
-      ),
-      related: this.maps(
-        related,
-        rules.map((rl) => typeKey(rl.apiVersion, kindOfResource(rl.resource))),
-      ),
-      finalizing,
-    };
-    const r = await this.call(hookKind(hook), hook, obj, body);
-    if (r.code !== 200) return changed;
-    const resp = r.json as {
-      labels?: Record<string, string | null>;
-      annotations?: Record<string, string | null>;
-      status?: Record<string, unknown> | null;
-      attachments?: Obj[];
-      finalized?: boolean;
-    };
-    for (const k of Object.keys(resp)) {
-      if (!["labels", "annotations", "status", "attachments", "resyncAfterSeconds", "finalized"].includes(k))
-        throw new Error(`strict v2 decode of the decorator answer fails on key ${k}`);
-    }
-    const live = this.get(obj.apiVersion, obj.kind, obj.metadata.name, obj.metadata.namespace);
-    if (!live) return changed;
-    for (const field of ["labels", "annotations"] as const) {
-      const next = { ...(live.metadata[field] ?? {}) };
-      for (const [k, v] of Object.entries(resp[field] ?? {})) {
-        if (v === null) delete next[k];
-        else next[k] = v;
-      }
-      if (JSON.stringify(next) !== JSON.stringify(live.metadata[field] ?? {})) {
-        live.metadata[field] = next;
-        changed = true;
-      }
-    }
-    if (resp.status != null && JSON.stringify(resp.status) !== JSON.stringify(live.status)) {
-      live.status = resp.status;
-      changed = true;
-    }
-    if (finalizing && resp.finalized && this.decoratorFinalizers.has(fin)) {
-      this.decoratorFinalizers.delete(fin);
-      changed = true;
-    }
-    // Attachments are managed while the object lives, or while it is deleting and still has the finalizer.
-    if (obj.metadata.deletionTimestamp && !this.decoratorFinalizers.has(fin)) {
-      if (![...this.decoratorFinalizers].some((f) => f.endsWith(`|${obj.metadata.uid}`)))
-        this.removeWithDependents(live);
-      return true;
-    }
-    // a copy: the answer stays as the hook gave it (render shows it)
-    const desired = clone(resp.attachments ?? []);
-    for (const c of desired) {
-      if (!attachmentTypes.some((t) => t.type === typeKey(c.apiVersion, c.kind))) {
-        throw new Error(`${dc.metadata.name} returned an undeclared attachment type ${typeKey(c.apiVersion, c.kind)}`);
-      }
-      c.metadata.namespace ??= obj.metadata.namespace;
-      c.metadata.annotations = { ...(c.metadata.annotations ?? {}), [DECORATOR_ANNOTATION]: dc.metadata.name };
-      this.opts.checkChild?.(c);
-    }
-    const desiredKeys = new Set(desired.map(objKey));
-    for (const o of owned) {
-      if (desiredKeys.has(objKey(o)) || o.metadata.deletionTimestamp) continue;
-      // A parent kind (TailnetIngress, TailnetEgress) is deleted through its own finalize.
-      if (kindInfoByKind(o.kind)) this.delete(o.apiVersion, o.kind, o.metadata.name, o.metadata.namespace);
-      else await this.deleteChild(o);
-      changed = true;
-    }
-    for (const c of desired) changed = (await this.applyChild(obj, c, attachmentTypes, false)) || changed;
-    return changed;
+    return syncDecorator(this.port, dc, objIn);
   }
 
-  private async applyChild(
-    parent: Obj,
-    c: Obj,
-    childTypes: { type: string; method: string }[],
-    controllerUidLabel = true,
-  ): Promise<boolean> {
+  private async applyChild(parent: Obj, c: Obj, childTypes: ChildType[], controllerUidLabel = true): Promise<boolean> {
     const method = childTypes.find((t) => t.type === typeKey(c.apiVersion, c.kind))?.method ?? "OnDelete";
     const existing = this.objects.get(objKey(c));
     const desired = clone(c);

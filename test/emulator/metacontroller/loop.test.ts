@@ -1,9 +1,84 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it, type TestContext } from "node:test";
 import { MetacontrollerLoop, type Obj } from "../../../src/emulator/metacontroller/loop.js";
 import { FakeMetacontroller } from "../../fakes/metacontroller.js";
 import { parentObject } from "../../fixtures/hooks.js";
 import { build } from "../../helpers/server.js";
+
+/** A finalize answering finalized: true with a child: the parent is gone and the child never applied. */
+async function finalizedRemovesParent(t: TestContext) {
+  const { kindModules } = await import("../../../src/kinds/composite/index.js");
+  const base = kindModules.get("egress");
+  assert.ok(base);
+  const kinds = new Map(kindModules);
+  const extra: Obj = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "late" }, data: { a: "b" } };
+  const kept: Obj = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "kept" }, data: { a: "b" } };
+  kinds.set("egress", {
+    ...base,
+    sync: async (req, deps) => {
+      const r = await base.sync(req, deps);
+      return { ...r, children: [...r.children, kept] };
+    },
+    finalize: async (req, deps) => {
+      const r = await base.finalize(req, deps);
+      return { ...r, finalized: true, children: [...r.children, extra] };
+    },
+  });
+  const { app } = await build(t, { server: { kinds } });
+  const applied: string[] = [];
+  const loop = new MetacontrollerLoop({ app, checkChild: (c) => applied.push(`${c.kind}/${c.metadata.name}`) });
+  const parent = loop.apply(
+    parentObject(
+      "TailnetEgress",
+      "db",
+      { tailnetRef: { name: "home" }, targets: [{ name: "pg", host: "db-1", ports: [{ port: 5432 }] }] },
+      { namespace: "shop" },
+    ),
+  );
+  await loop.settle();
+  assert.ok(loop.get("v1", "ConfigMap", "kept", "shop"), "the egress has a child before the delete");
+  applied.length = 0;
+  loop.delete("tailnet.internal/v1alpha1", "TailnetEgress", "db", "shop");
+  await loop.settle();
+  assert.ok(loop.calls.some((c) => c.hook === "finalize"));
+  assert.deepEqual(applied, [], "no child of a finalized: true answer is applied");
+  assert.equal(loop.get("v1", "ConfigMap", "late", "shop"), undefined);
+  assert.equal(loop.get("v1", "ConfigMap", "kept", "shop"), undefined);
+  assert.equal(loop.get("tailnet.internal/v1alpha1", "TailnetEgress", "db", "shop"), undefined);
+  assert.deepEqual(loop.childrenOf(parent), [], "the garbage collector removed the children");
+}
+
+/** The sync's related map has a group for every rule of the customize answer, even an empty one. */
+async function oneGroupPerRelatedRule(t: TestContext) {
+  const { app } = await build(t);
+  const mc = new FakeMetacontroller({ app });
+  mc.apply(
+    parentObject(
+      "TailnetEgress",
+      "db",
+      { tailnetRef: { name: "home" }, targets: [{ name: "pg", host: "db-1", ports: [{ port: 5432 }] }] },
+      { namespace: "shop" },
+    ),
+  );
+  await mc.settle();
+  const sync = mc.calls.find((c) => c.hook === "sync");
+  assert.ok(sync);
+  const related = (sync.body as { related: Record<string, Record<string, unknown>> }).related;
+  // the egress's rules name tailnets, secrets, its namespace, pods and services (none of them exists here),
+  // and every egress, ingress and gateway (whose agent nodes it may not reach unasked): only itself exists
+  assert.deepEqual(Object.keys(related).sort(), [
+    "Namespace.v1",
+    "Pod.v1",
+    "Secret.v1",
+    "Service.v1",
+    "Tailnet.tailnet.internal/v1alpha1",
+    "TailnetEgress.tailnet.internal/v1alpha1",
+    "TailnetGateway.tailnet.internal/v1alpha1",
+    "TailnetIngress.tailnet.internal/v1alpha1",
+  ]);
+  for (const [type, group] of Object.entries(related))
+    assert.deepEqual(Object.keys(group), type.startsWith("TailnetEgress.") ? ["shop/db"] : [], type);
+}
 
 describe("the Metacontroller emulator against the real server", () => {
   it("syncs every kind to a fixpoint with a stable status, then finalizes", async (t) => {
@@ -54,36 +129,7 @@ describe("the Metacontroller emulator against the real server", () => {
     await assert.rejects(mc.settle(), /fields the CRD prunes/);
   });
 
-  it("sends one group per related rule of the customize answer, empty when nothing matches", async (t) => {
-    const { app } = await build(t);
-    const mc = new FakeMetacontroller({ app });
-    mc.apply(
-      parentObject(
-        "TailnetEgress",
-        "db",
-        { tailnetRef: { name: "home" }, targets: [{ name: "pg", host: "db-1", ports: [{ port: 5432 }] }] },
-        { namespace: "shop" },
-      ),
-    );
-    await mc.settle();
-    const sync = mc.calls.find((c) => c.hook === "sync");
-    assert.ok(sync);
-    const related = (sync.body as { related: Record<string, Record<string, unknown>> }).related;
-    // the egress's rules name tailnets, secrets, its namespace, pods and services (none of them exists here),
-    // and every egress, ingress and gateway (whose agent nodes it may not reach unasked): only itself exists
-    assert.deepEqual(Object.keys(related).sort(), [
-      "Namespace.v1",
-      "Pod.v1",
-      "Secret.v1",
-      "Service.v1",
-      "Tailnet.tailnet.internal/v1alpha1",
-      "TailnetEgress.tailnet.internal/v1alpha1",
-      "TailnetGateway.tailnet.internal/v1alpha1",
-      "TailnetIngress.tailnet.internal/v1alpha1",
-    ]);
-    for (const [type, group] of Object.entries(related))
-      assert.deepEqual(Object.keys(group), type.startsWith("TailnetEgress.") ? ["shop/db"] : [], type);
-  });
+  it("sends one group per related rule of the customize answer, empty when nothing matches", oneGroupPerRelatedRule);
 
   it("refuses a customize answer the strict v2 decoder would refuse", async (t) => {
     const { default: Fastify } = await import("fastify");
@@ -112,47 +158,7 @@ describe("the Metacontroller emulator against the real server", () => {
     }
   });
 
-  it("finalized: true removes the parent without applying the children of that answer", async (t) => {
-    const { kindModules } = await import("../../../src/kinds/composite/index.js");
-    const base = kindModules.get("egress");
-    assert.ok(base);
-    const kinds = new Map(kindModules);
-    const extra: Obj = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "late" }, data: { a: "b" } };
-    const kept: Obj = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "kept" }, data: { a: "b" } };
-    kinds.set("egress", {
-      ...base,
-      sync: async (req, deps) => {
-        const r = await base.sync(req, deps);
-        return { ...r, children: [...r.children, kept] };
-      },
-      finalize: async (req, deps) => {
-        const r = await base.finalize(req, deps);
-        return { ...r, finalized: true, children: [...r.children, extra] };
-      },
-    });
-    const { app } = await build(t, { server: { kinds } });
-    const applied: string[] = [];
-    const loop = new MetacontrollerLoop({ app, checkChild: (c) => applied.push(`${c.kind}/${c.metadata.name}`) });
-    const parent = loop.apply(
-      parentObject(
-        "TailnetEgress",
-        "db",
-        { tailnetRef: { name: "home" }, targets: [{ name: "pg", host: "db-1", ports: [{ port: 5432 }] }] },
-        { namespace: "shop" },
-      ),
-    );
-    await loop.settle();
-    assert.ok(loop.get("v1", "ConfigMap", "kept", "shop"), "the egress has a child before the delete");
-    applied.length = 0;
-    loop.delete("tailnet.internal/v1alpha1", "TailnetEgress", "db", "shop");
-    await loop.settle();
-    assert.ok(loop.calls.some((c) => c.hook === "finalize"));
-    assert.deepEqual(applied, [], "no child of a finalized: true answer is applied");
-    assert.equal(loop.get("v1", "ConfigMap", "late", "shop"), undefined);
-    assert.equal(loop.get("v1", "ConfigMap", "kept", "shop"), undefined);
-    assert.equal(loop.get("tailnet.internal/v1alpha1", "TailnetEgress", "db", "shop"), undefined);
-    assert.deepEqual(loop.childrenOf(parent), [], "the garbage collector removed the children");
-  });
+  it("finalized: true removes the parent without applying the children of that answer", finalizedRemovesParent);
 });
 
 describe("the loop as the real Metacontroller (issue 24)", () => {
