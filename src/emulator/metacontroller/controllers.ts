@@ -45,7 +45,7 @@ const cache = new Map<string, CompositeController>();
 export function compositeController(hookKind: string): CompositeController {
   let cc = cache.get(hookKind);
   if (!cc) {
-    const url = new URL(`../../compositecontrollers/${hookKind}.yaml`, import.meta.url);
+    const url = new URL(`../../../compositecontrollers/${hookKind}.yaml`, import.meta.url);
     cc = parse(readFileSync(url, "utf8")) as CompositeController;
     cache.set(hookKind, cc);
   }
