@@ -47,7 +47,6 @@ export function planService(read: ReadSpec, observed: ServiceObservation): Servi
   const spec = read.spec;
   const hostnameTaken = (claimed: string, tailnet: string) =>
     `hostname ${spec.hostname} ${claimed} in Tailnet ${tailnet}; set ${Annotation.hostname}`;
-  const what = () => `${attachmentKind(spec)} ${spec.namespace}/${spec.name}`;
   const plan = planAttachment<ExposedCondition>({
     owner: observed.service,
     ownerKind: "Service",
@@ -77,8 +76,8 @@ export function planService(read: ReadSpec, observed: ServiceObservation): Servi
         spec.role === "expose"
           ? `reachable on the tailnet as ${(mine.status as { dnsName?: string }).dnsName ?? spec.hostname}`
           : `${spec.target} reachable from the cluster at ${targetAddress(spec)}`,
-      reserved: ({ ready }) =>
-        `hostname ${spec.hostname} is the name of another machine (${what()}: ${ready.message ?? ""}); nothing is published under it: set ${Annotation.hostname}`,
+      reserved: ({ what, ready }) =>
+        `hostname ${spec.hostname} is the name of another machine (${what}: ${ready.message ?? ""}); nothing is published under it: set ${Annotation.hostname}`,
     },
   });
   return {
