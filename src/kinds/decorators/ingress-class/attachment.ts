@@ -7,7 +7,7 @@
  */
 import { API_VERSION, GROUP } from "../../../api/schemas.js";
 import type { K8sObject } from "../../../k8s/objects.js";
-import { isDns1035Label } from "../exposure.js";
+import { isDns1035Label } from "../annotations.js";
 import type { HostRoute, IngressClassSpec, TlsEntry } from "./spec.js";
 
 /** On the attachment: the Ingress it was made for (`kubectl get tni -l tailnet.internal/ingress=<name>`). */

@@ -8,7 +8,7 @@
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
 import { WorkloadAnnotation as Annotation } from "../../shared/annotations.js";
-import { type Exposure, exposureAnnotations, isDns1035Label, isTag, isTailnetName } from "../exposure.js";
+import { type Exposure, exposureAnnotations, isDns1035Label, isTag, isTailnetName } from "../annotations.js";
 
 /** IngressClass.spec.controller of the classes this operator implements. */
 export const INGRESS_CONTROLLER = "tailnet.internal/ingress";

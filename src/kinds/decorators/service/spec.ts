@@ -4,7 +4,7 @@
  * UnsupportedPorts), before anything is observed. Pure.
  */
 import type { K8sObject } from "../../../k8s/objects.js";
-import { type Exposure, exposureAnnotations, isDns1035Label, isTag, isTailnetName } from "../exposure.js";
+import { type Exposure, exposureAnnotations, isDns1035Label, isTag, isTailnetName } from "../annotations.js";
 import { Annotation, type Role } from "./annotations.js";
 
 /** TailnetIngress.spec.exposes and TailnetEgress.spec.targets[].ports allow at most this many. */
