@@ -5,8 +5,9 @@
  * (docs/dns-names.md: a node's name wins, the older claimant keeps a name, the namespace's subtree) then
  * applies unchanged. Named Service ports are resolved here against the observed Service.
  */
-import { API_VERSION, DNS1035_PATTERN, GROUP } from "../../../api/schemas.js";
+import { API_VERSION, GROUP } from "../../../api/schemas.js";
 import type { K8sObject } from "../../../k8s/objects.js";
+import { isDns1035Label } from "../annotations.js";
 import type { HostRoute, IngressClassSpec, TlsEntry } from "./spec.js";
 
 /** On the attachment: the Ingress it was made for (`kubectl get tni -l tailnet.internal/ingress=<name>`). */
@@ -16,7 +17,6 @@ export { HTTPS_PORT } from "../../shared/expose-port.js";
 
 export type AttachmentRefusal = { reason: "UnsupportedHost" | "UnresolvedPort" | "TLSMissing"; message: string };
 
-const DNS1035 = new RegExp(DNS1035_PATTERN);
 const LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** A rule's host as a label of the zone, or undefined when it is not a name the tailnet can publish. */
@@ -112,7 +112,7 @@ export function ingressAttachment(
       who: route.host ? `host ${route.host}` : "the rules without host",
     });
     // The expose name is the metric label: the host label when it is one, else its position.
-    let name = DNS1035.test(label) && !used.has(label) ? label : `host-${i}`;
+    let name = isDns1035Label(label) && !used.has(label) ? label : `host-${i}`;
     while (used.has(name)) name = `${name}-${i}`;
     used.add(name);
     exposes.push({

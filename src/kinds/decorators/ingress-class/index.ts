@@ -8,42 +8,33 @@
  * Ingress garbage-collects it and its own finalize cleans Headscale (docs/ingress-class.md).
  */
 import { API_VERSION } from "../../../api/schemas.js";
-import { runSync, type Stages } from "../../../pipeline/run.js";
-import type { HookDeps, HookRequest, RelatedRule } from "../../../pipeline/types.js";
+import type { Stages } from "../../../pipeline/run.js";
+import type { HookDeps, RelatedRule } from "../../../pipeline/types.js";
+import { type ExposedOutcome, recordExposed } from "../exposed.js";
+import { relatedAll, runDecorator } from "../hook.js";
 import type { DecoratorFinalizeResult, DecoratorModule, DecoratorRequest, DecoratorResult } from "../module.js";
-import { actIngressClass, type IngressClassOutcome } from "./act.js";
 import { decideIngressClass, type IngressClassDecision, type IngressClassPlan, planIngressClass } from "./decide.js";
 import { type IngressClassObservation, observeIngressClass } from "./observe.js";
 
-const all = (apiVersion: string, resource: string): RelatedRule => ({ apiVersion, resource, labelSelector: {} });
-
-/** Everything, never what the Ingress names: the answer is cached per uid+generation (customize/manager.go). */
 const customize = (): RelatedRule[] => [
-  all("networking.k8s.io/v1", "ingressclasses"),
-  all(API_VERSION, "tailnets"),
-  all(API_VERSION, "tailnetingresses"),
-  all("v1", "services"),
+  relatedAll("networking.k8s.io/v1", "ingressclasses"),
+  relatedAll(API_VERSION, "tailnets"),
+  relatedAll(API_VERSION, "tailnetingresses"),
+  relatedAll("v1", "services"),
 ];
 
-const asHookRequest = (req: DecoratorRequest): HookRequest => ({
-  controller: req.controller,
-  parent: req.object,
-  children: req.attachments,
-  related: req.related,
-  finalizing: req.finalizing,
-});
-
-const stages: Stages<undefined, IngressClassObservation, IngressClassPlan, IngressClassOutcome, IngressClassDecision> =
-  {
-    spec: () => undefined,
-    observe: (req) => observeIngressClass(req),
-    plan: (_req, _spec, observed) => planIngressClass(observed),
-    act: (_req, plan, observed, deps) => actIngressClass(plan, observed, deps),
-    decide: (_req, _spec, _observed, plan) => decideIngressClass(plan),
-  };
+const stages: Stages<undefined, IngressClassObservation, IngressClassPlan, ExposedOutcome, IngressClassDecision> = {
+  spec: () => undefined,
+  observe: (req) => observeIngressClass(req),
+  plan: (_req, _spec, observed) => planIngressClass(observed),
+  // an Ingress of another class gets no Event (its plan has no condition)
+  act: (_req, plan, observed, deps) =>
+    recordExposed(observed.ingress, observed.previousState, plan.exposed, "tailnet ingress", deps),
+  decide: (_req, _spec, _observed, plan) => decideIngressClass(plan),
+};
 
 async function sync(req: DecoratorRequest, deps: HookDeps): Promise<DecoratorResult> {
-  const d = await runSync(stages, asHookRequest(req), deps, (_req, _deps, decision) => decision);
+  const d = await runDecorator(stages, req, deps);
   return { labels: d.labels, annotations: d.annotations, attachments: d.children, status: d.status };
 }
 

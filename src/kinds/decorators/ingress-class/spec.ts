@@ -5,10 +5,10 @@
  * exactly — paths that send one host to different backends, a resource backend, a wildcard host — is
  * refused here with the field named, never served differently from what the Ingress says.
  */
-import { DNS1035_PATTERN, DNS1123_SUBDOMAIN_PATTERN, TAG_PATTERN } from "../../../api/schemas.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
 import { WorkloadAnnotation as Annotation } from "../../shared/annotations.js";
+import { type Exposure, exposureAnnotations, isDns1035Label, isTag, isTailnetName } from "../annotations.js";
 
 /** IngressClass.spec.controller of the classes this operator implements. */
 export const INGRESS_CONTROLLER = "tailnet.internal/ingress";
@@ -37,13 +37,7 @@ export interface TlsEntry {
   index: number;
 }
 
-export interface IngressClassSpec {
-  namespace: string;
-  name: string;
-  tailnet?: string;
-  hostname: string;
-  tag?: string;
-  allowFrom: string[];
+export interface IngressClassSpec extends Exposure {
   routes: HostRoute[];
   tls: TlsEntry[];
 }
@@ -57,9 +51,6 @@ export type ReadIngress = { ok: true; spec: IngressClassSpec } | { ok: false; re
 
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
-const DNS1035 = new RegExp(DNS1035_PATTERN);
-const SUBDOMAIN = new RegExp(DNS1123_SUBDOMAIN_PATTERN);
-const TAG = new RegExp(TAG_PATTERN);
 const cut = (s: string) => s.slice(0, 100);
 
 /** The class an Ingress asks for: spec.ingressClassName, else the deprecated annotation. */
@@ -158,27 +149,18 @@ export function readIngress(ingress: K8sObject): ReadIngress {
   const a = ingress.metadata.annotations ?? {};
   const name = ingress.metadata.name;
   const namespace = ingress.metadata.namespace ?? "default";
-  const tailnet = a[Annotation.tailnet]?.trim() || undefined;
-  if (tailnet !== undefined && (!SUBDOMAIN.test(tailnet) || tailnet.length > 253)) {
+  const { tailnet, tags, allowFrom, hostname } = exposureAnnotations(ingress);
+  if (tailnet !== undefined && !isTailnetName(tailnet)) {
     return refuse("InvalidAnnotation", `${Annotation.tailnet}: "${cut(tailnet)}" is not a Tailnet name`);
   }
-  const tags = (a[Annotation.tags] ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
   if (tags.length > 1) return refuse("InvalidAnnotation", `${Annotation.tags}: one tag only, got ${tags.length}`);
-  if (tags.length === 1 && !TAG.test(tags[0])) {
+  if (tags.length === 1 && !isTag(tags[0])) {
     return refuse("InvalidAnnotation", `${Annotation.tags}: "${cut(tags[0])}" is not a tag (tag:[a-z][a-z0-9-]*)`);
   }
-  const hostname = a[Annotation.hostname]?.trim() || name;
-  if (!DNS1035.test(hostname)) {
+  if (!isDns1035Label(hostname)) {
     const from = a[Annotation.hostname] ? Annotation.hostname : `the Ingress name (set ${Annotation.hostname})`;
     return refuse("InvalidAnnotation", `${from}: "${cut(hostname)}" is not a DNS-1035 label (the tailnet node name)`);
   }
-  const allowFrom = (a[Annotation.allowFrom] ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
 
   const spec = recordOf(ingress.spec);
   let fallback: { backend: BackendRef; field: string } | undefined;

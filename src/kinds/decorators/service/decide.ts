@@ -1,24 +1,17 @@
 /**
  * Pure decisions of an annotated Service. plan: which attachment it should have (or why none) and the
- * `Exposed` condition; decide: the labels, annotations and attachments of the answer.
- *
- * A refusal the user can fix on the Service (conflicting or invalid annotations, ports) drops the
- * attachment: the annotations say "do not expose this". A refusal that comes from the rest of the
- * cluster (the Tailnet missing or ambiguous) keeps an existing attachment as it is — a failed or
- * changed observation never drops a child — and only stops a new one from being made.
+ * `Exposed` condition, through the decorators' one planner (../attachment.ts), whose refusals keep or
+ * drop an existing attachment; decide: the labels, annotations and attachments of the answer.
  */
 
 import { conditionsOf, type TypedCondition } from "../../../conditions/table.js";
 import { SERVICE_REASONS } from "../../../conditions/tables/service.js";
 import { isOlder, sortByAge } from "../../../k8s/age.js";
-import { jsonEqual } from "../../../k8s/json-equal.js";
 import type { K8sObject } from "../../../k8s/objects.js";
-import { LAST_APPLIED, qualifiedName, reuseObserved } from "../../../k8s/objects.js";
+import { qualifiedName } from "../../../k8s/objects.js";
 import type { Decision } from "../../../pipeline/run.js";
 import { resolveTailnet } from "../../shared/annotations.js";
-import { flatNamespacesOf } from "../../shared/dns-tenancy.js";
-import { nameConflicts } from "../../shared/ingress-names.js";
-import { isTenancyReason } from "../../shared/tenancy.js";
+import { planAttachment } from "../attachment.js";
 import { Annotation, Written } from "./annotations.js";
 import { attachmentKind, serviceAttachment, targetAddress } from "./attachments.js";
 import { exposureOf, loadBalancerStatus, readLoadBalancerSpec } from "./loadbalancer.js";
@@ -47,78 +40,51 @@ export interface ServiceDecision extends Decision {
   status?: Record<string, unknown>;
 }
 
-const FAR_FUTURE = "9999-12-31T23:59:59Z";
-
-function tailnetFor(
-  named: string | undefined,
-  tailnets: readonly K8sObject[],
-): { tailnet: K8sObject } | { refusal: ExposedCondition } {
-  const r = resolveTailnet(named, tailnets);
-  return "tailnet" in r ? r : { refusal: cond("Exposed", "False", r.reason, r.message) };
-}
-
-const ownedBy = (o: K8sObject, service: K8sObject) =>
-  !!service.metadata.uid && !!o.metadata.ownerReferences?.some((r) => r.uid === service.metadata.uid);
-
-const readyOf = (o: K8sObject) =>
-  (
-    (o.status as { conditions?: { type: string; status: string; reason?: string; message?: string }[] } | undefined)
-      ?.conditions ?? []
-  ).find((c) => c?.type === "Ready");
-
 export function planService(read: ReadSpec, observed: ServiceObservation): ServicePlan {
   if (!read.ok) {
     return { attachments: [], exposed: cond("Exposed", "False", read.refusal.reason, read.refusal.message) };
   }
   const spec = read.spec;
-  const kept = observed.attachments.filter((o) => !o.metadata.deletionTimestamp).map(reuseObserved);
-  const resolved = tailnetFor(spec.tailnet, observed.tailnets);
-  if ("refusal" in resolved) return { attachments: kept, exposed: resolved.refusal };
-  const tailnetName = resolved.tailnet.metadata.name;
-  const desired = serviceAttachment(spec, tailnetName);
-  const kind = attachmentKind(spec);
-  const id = `${spec.namespace}/${spec.name}`;
-  const same = (spec.role === "expose" ? observed.ingresses : observed.egresses).find((o) => qualifiedName(o) === id);
-  if (same && !ownedBy(same, observed.service)) {
-    return {
-      attachments: [],
-      exposed: cond(
-        "Exposed",
-        "False",
-        "NameTaken",
-        `${kind} ${id} already exists and was not made for this Service; rename or delete it`,
-      ),
-    };
-  }
-  const mine = observed.attachments.find((o) => o.metadata.name === spec.name);
-  // No attachment while another claim holds the hostname: the older claimant keeps it.
-  const hostnameTaken = (claimed: string): ServicePlan => ({
-    attachments: [],
-    exposed: cond(
-      "Exposed",
-      "False",
-      "HostnameTaken",
-      `hostname ${spec.hostname} ${claimed} in Tailnet ${tailnetName}; set ${Annotation.hostname}`,
-    ),
+  const hostnameTaken = (claimed: string, tailnet: string) =>
+    `hostname ${spec.hostname} ${claimed} in Tailnet ${tailnet}; set ${Annotation.hostname}`;
+  const plan = planAttachment<ExposedCondition>({
+    owner: observed.service,
+    ownerKind: "Service",
+    kind: attachmentKind(spec),
+    namespace: spec.namespace,
+    name: spec.name,
+    tailnet: spec.tailnet,
+    tailnets: observed.tailnets,
+    attachments: observed.attachments,
+    existing: spec.role === "expose" ? observed.ingresses : observed.egresses,
+    build: ({ tailnet }) => ({ attachment: serviceAttachment(spec, tailnet.metadata.name) }),
+    ...(spec.role === "expose"
+      ? {
+          names: {
+            taken: (c, tailnet) =>
+              hostnameTaken(`(${c.name}) is already claimed by TailnetIngress ${c.claimedBy}`, tailnet),
+            rival: (tailnet) => {
+              const rival = olderRival(spec, tailnet, observed);
+              return rival && hostnameTaken(`is already claimed by the older Service ${qualifiedName(rival)}`, tailnet);
+            },
+          },
+        }
+      : {}),
+    check: () => externalNameMismatch(spec),
+    words: {
+      ready: (mine) =>
+        spec.role === "expose"
+          ? `reachable on the tailnet as ${(mine.status as { dnsName?: string }).dnsName ?? spec.hostname}`
+          : `${spec.target} reachable from the cluster at ${targetAddress(spec)}`,
+      reserved: ({ what, ready }) =>
+        `hostname ${spec.hostname} is the name of another machine (${what}: ${ready.message ?? ""}); nothing is published under it: set ${Annotation.hostname}`,
+    },
   });
-  if (spec.role === "expose") {
-    const baseDomain = (resolved.tailnet.spec as { dns?: { baseDomain?: string } } | undefined)?.dns?.baseDomain;
-    // The candidate keeps its age once it exists; before that every existing ingress is older.
-    const candidate = {
-      ...desired,
-      metadata: { ...desired.metadata, creationTimestamp: mine?.metadata.creationTimestamp ?? FAR_FUTURE },
-    };
-    const flat = flatNamespacesOf(resolved.tailnet.spec);
-    const taken = nameConflicts(candidate, observed.ingresses, baseDomain, flat);
-    if (taken.length) {
-      return hostnameTaken(`(${taken[0].name}) is already claimed by TailnetIngress ${taken[0].claimedBy}`);
-    }
-  }
-  if (spec.role === "expose" && !mine) {
-    const rival = olderRival(spec, tailnetName, observed);
-    if (rival) return hostnameTaken(`is already claimed by the older Service ${qualifiedName(rival)}`);
-  }
-  return { attachments: [desired], exposed: mirror(spec, desired, mine), ...addressOf(spec, mine) };
+  return {
+    attachments: plan.attachments,
+    exposed: plan.exposed,
+    ...(plan.outcome === "desired" ? addressOf(spec, plan.mine) : {}),
+  };
 }
 
 /**
@@ -136,7 +102,7 @@ function olderRival(spec: ServiceSpec, tailnetName: string, observed: ServiceObs
     if (!via) return false;
     const read = via === "class" ? readLoadBalancerSpec(s) : readServiceSpec(s, "expose");
     if (!read.ok || read.spec.hostname !== spec.hostname) return false;
-    const resolved = tailnetFor(read.spec.tailnet, observed.tailnets);
+    const resolved = resolveTailnet(read.spec.tailnet, observed.tailnets);
     return "tailnet" in resolved && resolved.tailnet.metadata.name === tailnetName;
   });
   return sortByAge(rivals)[0];
@@ -148,49 +114,17 @@ function addressOf(spec: ServiceSpec, mine: K8sObject | undefined): { address?: 
   return dnsName ? { address: dnsName } : {};
 }
 
-/** The attachment's own Ready, repeated on the Service: Pending until it reports on what we asked for. */
-function mirror(spec: ServiceSpec, desired: K8sObject, mine: K8sObject | undefined): ExposedCondition {
-  const kind = attachmentKind(spec);
-  const id = `${kind} ${spec.namespace}/${spec.name}`;
-  if (spec.role === "target" && spec.type === "ExternalName") {
-    const want = targetAddress(spec);
-    if ((spec.externalName ?? "").replace(/\.$/, "") !== want) {
-      return cond(
-        "Exposed",
-        "False",
-        "ExternalNameMismatch",
-        `spec.externalName is "${(spec.externalName ?? "").slice(0, 100)}"; set it to ${want} so that this Service leads to ${spec.target}`,
-      );
-    }
-  }
-  if (!mine) return cond("Exposed", "Unknown", "Pending", `${id} is being created`);
-  // What we asked for last time (Metacontroller's last-applied annotation; absent with server-side
-  // apply, where the generation check below still catches an update once it is applied). Compared
-  // as values: Metacontroller writes it with Go's sorted keys, never in the order we build it.
-  if (mine.metadata.annotations?.[LAST_APPLIED] && !jsonEqual(reuseObserved(mine).spec, desired.spec)) {
-    return cond("Exposed", "Unknown", "Pending", `${id} is being updated`);
-  }
-  const gen = mine.metadata.generation;
-  const seen = (mine.status as { observedGeneration?: number } | undefined)?.observedGeneration;
-  const ready = readyOf(mine);
-  if (!ready || (gen !== undefined && seen !== gen)) {
-    return cond("Exposed", "Unknown", "Pending", `waiting for ${id} to report on its current spec`);
-  }
-  const why = `${id}: ${ready.reason ?? ""}${ready.message ? `: ${ready.message}` : ""}`;
-  if (ready.status === "True") {
-    if (spec.role === "expose") {
-      const dnsName = (mine.status as { dnsName?: string }).dnsName;
-      return cond("Exposed", "True", "Ready", `reachable on the tailnet as ${dnsName ?? spec.hostname}`);
-    }
-    return cond("Exposed", "True", "Ready", `${spec.target} reachable from the cluster at ${targetAddress(spec)}`);
-  }
-  if (ready.status === "False" && ready.reason === "DNSNameReserved") return reserved(spec, id, ready.message);
-  // a tenancy refusal (tenancy.ts) is the Service's own: its annotations asked for the tag or the Tailnet
-  if (ready.status === "False" && isTenancyReason(ready.reason)) {
-    return cond("Exposed", "False", ready.reason, `${id}: ${ready.message ?? ""}`);
-  }
-  if (ready.status === "False") return cond("Exposed", "False", "NotReady", why);
-  return cond("Exposed", "Unknown", "Pending", why);
+/** target: an ExternalName Service must lead to the egress Service, or it reaches something else. */
+function externalNameMismatch(spec: ServiceSpec): ExposedCondition | undefined {
+  if (spec.role !== "target" || spec.type !== "ExternalName") return undefined;
+  const want = targetAddress(spec);
+  if ((spec.externalName ?? "").replace(/\.$/, "") === want) return undefined;
+  return cond(
+    "Exposed",
+    "False",
+    "ExternalNameMismatch",
+    `spec.externalName is "${(spec.externalName ?? "").slice(0, 100)}"; set it to ${want} so that this Service leads to ${spec.target}`,
+  );
 }
 
 export function decideService(role: "expose" | "target", plan: ServicePlan): ServiceDecision {
@@ -225,19 +159,4 @@ export function decideServiceFinalize(role: "expose" | "target", observed: Servi
     attachments: [],
     finalized: observed.attachments.length === 0,
   };
-}
-
-/**
- * The attachment refuses its name because a Headscale node holds it (shared/dns-owners.ts). Only the
- * attachment reads the node list, so it stays (publishing nothing under that name); the Service says
- * which annotation fixes it.
- */
-
-function reserved(spec: ServiceSpec, id: string, message: string | undefined): ExposedCondition {
-  return cond(
-    "Exposed",
-    "False",
-    "HostnameReserved",
-    `hostname ${spec.hostname} is the name of another machine (${id}: ${message ?? ""}); nothing is published under it: set ${Annotation.hostname}`,
-  );
 }

@@ -12,14 +12,16 @@
  * annotations only, and a class is a spec field — and exposes a LoadBalancer of our class like the
  * annotation does, answering its `status.loadBalancer` too. It declares no finalize hook, so
  * Metacontroller adds no finalizer, and for any other Service it answers nothing: no label,
- * annotation, status or attachment (docs/services.md "LoadBalancer Services").
+ * annotation, status or attachment (docs/services.md "LoadBalancer Services"). Which of them answers
+ * for a Service is owner.ts serviceOwner's call.
  */
 import { API_VERSION } from "../../../api/schemas.js";
-import { runSync, type Stages } from "../../../pipeline/run.js";
-import type { HookDeps, HookRequest, RelatedRule } from "../../../pipeline/types.js";
+import type { Stages } from "../../../pipeline/run.js";
+import type { HookDeps, RelatedRule } from "../../../pipeline/types.js";
+import { type ExposedOutcome, recordExposed } from "../exposed.js";
+import { asHookRequest, relatedAll, runDecorator } from "../hook.js";
 import type { DecoratorFinalizeResult, DecoratorModule, DecoratorRequest, DecoratorResult } from "../module.js";
-import { actService, type ServiceOutcome } from "./act.js";
-import { isTailnetLoadBalancer, type Role } from "./annotations.js";
+import type { Role } from "./annotations.js";
 import {
   decideLoadBalancer,
   decideService,
@@ -30,59 +32,60 @@ import {
 } from "./decide.js";
 import { leftAlone, readLoadBalancerSpec } from "./loadbalancer.js";
 import { observeService, type ServiceObservation } from "./observe.js";
+import { type ServiceOwner, serviceOwner } from "./owner.js";
 import { type ReadSpec, readServiceSpec } from "./spec.js";
 
 /** While the attachment is being deleted (its own finalize may wait on Headscale), look again. */
 export const FINALIZE_RESYNC_SECONDS = 10;
 
-const all = (apiVersion: string, resource: string): RelatedRule => ({ apiVersion, resource, labelSelector: {} });
-
 function customize(role: Role): RelatedRule[] {
-  // Everything, never what the annotations name: Metacontroller caches this answer per
-  // uid+generation, and an annotation change bumps neither (customize/manager.go).
   // expose also reads every Service: one annotated in the same apply may claim our hostname
   // before either attachment exists (decide.ts olderRival).
-  if (role === "target") return [all(API_VERSION, "tailnets"), all(API_VERSION, "tailnetegresses")];
-  return [all(API_VERSION, "tailnets"), all(API_VERSION, "tailnetingresses"), all("v1", "services")];
+  if (role === "target") return [relatedAll(API_VERSION, "tailnets"), relatedAll(API_VERSION, "tailnetegresses")];
+  return [
+    relatedAll(API_VERSION, "tailnets"),
+    relatedAll(API_VERSION, "tailnetingresses"),
+    relatedAll("v1", "services"),
+  ];
 }
 
-/** The decorator request in the pipeline's words: the Service is the parent, its attachments the children. */
-const asHookRequest = (req: DecoratorRequest): HookRequest => ({
-  controller: req.controller,
-  parent: req.object,
-  children: req.attachments,
-  related: req.related,
-  finalizing: req.finalizing,
-});
+const act = (role: Role, plan: ServicePlan, observed: ServiceObservation, deps: HookDeps) =>
+  recordExposed(
+    observed.service,
+    observed.previousState,
+    plan.exposed,
+    role === "expose" ? "tailnet exposure" : "tailnet egress",
+    deps,
+  );
 
-function stages(role: Role): Stages<ReadSpec, ServiceObservation, ServicePlan, ServiceOutcome, ServiceDecision> {
+function stages(role: Role): Stages<ReadSpec, ServiceObservation, ServicePlan, ExposedOutcome, ServiceDecision> {
   return {
     spec: (parent) => readServiceSpec(parent, role),
     observe: (req) => observeService(req, role),
     plan: (_req, spec, observed) => planService(spec, observed),
-    act: (_req, plan, observed, deps) => actService(role, plan, observed, deps),
+    act: (_req, plan, observed, deps) => act(role, plan, observed, deps),
     decide: (_req, _spec, _observed, plan) => decideService(role, plan),
   };
 }
 
 const defaultClass = (deps: HookDeps) => deps.config.services?.defaultLoadBalancerClass ?? false;
-
-/** The annotation decorators leave a LoadBalancer of our class to service-loadbalancer: no key, no attachment. */
-const YIELD: DecoratorFinalizeResult = { labels: {}, annotations: {}, attachments: [], finalized: true };
+const ownerOf = (req: DecoratorRequest, deps: HookDeps): ServiceOwner => serviceOwner(req.object, defaultClass(deps));
 
 async function sync(role: Role, req: DecoratorRequest, deps: HookDeps): Promise<DecoratorResult> {
-  if (isTailnetLoadBalancer(req.object, defaultClass(deps))) return { labels: {}, annotations: {}, attachments: [] };
+  // not ours to answer (serviceOwner): no key, no attachment
+  if (ownerOf(req, deps) !== "annotations") return { labels: {}, annotations: {}, attachments: [] };
   // The answer is the decision itself: labels, annotations, attachments — never a status.
-  const d = await runSync(stages(role), asHookRequest(req), deps, (_req, _deps, decision) => decision);
+  const d = await runDecorator(stages(role), req, deps);
   return { labels: d.labels, annotations: d.annotations, attachments: d.children };
 }
 
 async function finalize(role: Role, req: DecoratorRequest, deps: HookDeps): Promise<DecoratorFinalizeResult> {
   const observed = await observeService(asHookRequest(req), role);
-  // the state keys are service-loadbalancer's: only wait for our own attachment to go
-  const d = isTailnetLoadBalancer(req.object, defaultClass(deps))
-    ? { ...YIELD, finalized: observed.attachments.length === 0 }
-    : decideServiceFinalize(role, observed);
+  // not ours to answer (serviceOwner): the state keys are service-loadbalancer's, only our own attachment goes
+  const d =
+    ownerOf(req, deps) !== "annotations"
+      ? { labels: {}, annotations: {}, attachments: [], finalized: observed.attachments.length === 0 }
+      : decideServiceFinalize(role, observed);
   return { ...d, ...(d.finalized ? {} : { resyncAfterSeconds: FINALIZE_RESYNC_SECONDS }) };
 }
 
@@ -101,12 +104,12 @@ export const serviceTargetModule = serviceModule("target");
 
 function loadBalancerStages(
   deps: HookDeps,
-): Stages<ReturnType<typeof readLoadBalancerSpec>, ServiceObservation, ServicePlan, ServiceOutcome, ServiceDecision> {
+): Stages<ReturnType<typeof readLoadBalancerSpec>, ServiceObservation, ServicePlan, ExposedOutcome, ServiceDecision> {
   return {
     spec: (parent) => readLoadBalancerSpec(parent),
     observe: (req) => observeService(req, "expose", defaultClass(deps)),
     plan: (_req, spec, observed) => planService(spec, observed),
-    act: (_req, plan, observed, d) => actService("expose", plan, observed, d),
+    act: (_req, plan, observed, d) => act("expose", plan, observed, d),
     decide: (_req, _spec, observed, plan) => decideLoadBalancer(plan, observed),
   };
 }
@@ -118,10 +121,10 @@ export const serviceLoadBalancerModule: DecoratorModule = {
   // A type or class change bumps the generation, so the cached answer follows it. Classless
   // LoadBalancers ask too, whatever services.defaultLoadBalancerClass says: the answer is cached
   // (customize/manager.go, 20 min) and must not hide the Tailnets once the setting is turned on.
-  customize: (req) => (isTailnetLoadBalancer(req.object, true) ? customize("expose") : []),
+  customize: (req) => (serviceOwner(req.object, true) === "loadbalancer" ? customize("expose") : []),
   async sync(req, deps) {
-    if (!isTailnetLoadBalancer(req.object, defaultClass(deps))) return { ...leftAlone(req.object), attachments: [] };
-    const d = await runSync(loadBalancerStages(deps), asHookRequest(req), deps, (_req, _deps, decision) => decision);
+    if (ownerOf(req, deps) !== "loadbalancer") return { ...leftAlone(req.object), attachments: [] };
+    const d = await runDecorator(loadBalancerStages(deps), req, deps);
     return {
       labels: d.labels,
       annotations: d.annotations,

@@ -3,8 +3,8 @@
  * refused here with the annotation named (InvalidAnnotation, ConflictingAnnotations,
  * UnsupportedPorts), before anything is observed. Pure.
  */
-import { DNS1035_PATTERN, DNS1123_SUBDOMAIN_PATTERN, TAG_PATTERN } from "../../../api/schemas.js";
 import type { K8sObject } from "../../../k8s/objects.js";
+import { type Exposure, exposureAnnotations, isDns1035Label, isTag, isTailnetName } from "../annotations.js";
 import { Annotation, type Role } from "./annotations.js";
 
 /** TailnetIngress.spec.exposes and TailnetEgress.spec.targets[].ports allow at most this many. */
@@ -16,16 +16,9 @@ export interface ServicePort {
   port: number;
 }
 
-export interface ServiceSpec {
+/** `hostname` is the tailnet node name of an exposure. */
+export interface ServiceSpec extends Exposure {
   role: Role;
-  namespace: string;
-  name: string;
-  /** `tailnet.internal/tailnet`, or undefined for "the only Tailnet". */
-  tailnet?: string;
-  /** expose: the tailnet node name. */
-  hostname: string;
-  tag?: string;
-  allowFrom: string[];
   /** target: the tailnet host. */
   target?: string;
   /** The TCP ports, in Service order. */
@@ -42,17 +35,8 @@ export type SpecRefusal = {
 
 export type ReadSpec = { ok: true; spec: ServiceSpec } | { ok: false; refusal: SpecRefusal };
 
-const DNS1035 = new RegExp(DNS1035_PATTERN);
-const SUBDOMAIN = new RegExp(DNS1123_SUBDOMAIN_PATTERN);
-const TAG = new RegExp(TAG_PATTERN);
 /** A node name, MagicDNS name, IPv4 or IPv6 address: no spaces, commas or slashes. */
 const HOST = /^[A-Za-z0-9]([-A-Za-z0-9.:]{0,251}[A-Za-z0-9])?$/;
-
-const list = (v: string | undefined) =>
-  (v ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
 
 const invalid = (key: string, message: string): ReadSpec => ({
   ok: false,
@@ -72,25 +56,21 @@ export function readServiceSpec(service: K8sObject, role: Role): ReadSpec {
       },
     };
   }
-  const tailnet = a[Annotation.tailnet]?.trim() || undefined;
-  if (tailnet !== undefined && (!SUBDOMAIN.test(tailnet) || tailnet.length > 253)) {
+  const { tailnet, tags, allowFrom, hostname } = exposureAnnotations(service);
+  if (tailnet !== undefined && !isTailnetName(tailnet)) {
     return invalid(Annotation.tailnet, `"${tailnet.slice(0, 100)}" is not a Tailnet name (a DNS-1123 subdomain)`);
   }
-  const tags = list(a[Annotation.tags]);
   if (tags.length > 1) {
     return invalid(Annotation.tags, `one tag only (the agent node carries exactly one), got ${tags.length}`);
   }
-  if (tags.length === 1 && !TAG.test(tags[0])) {
+  if (tags.length === 1 && !isTag(tags[0])) {
     return invalid(
       Annotation.tags,
       `"${tags[0].slice(0, 100)}" is not a tag (tag:[a-z][a-z0-9-]*, at most 63 characters after tag:)`,
     );
   }
-  const allowFrom = list(a[Annotation.allowFrom]);
-  const name = service.metadata.name;
-  const hostname = a[Annotation.hostname]?.trim() || name;
   if (role === "expose") {
-    if (!DNS1035.test(hostname)) {
+    if (!isDns1035Label(hostname)) {
       return invalid(
         Annotation.hostname,
         `"${hostname.slice(0, 100)}" is not a DNS-1035 label (the tailnet node name)`,
@@ -107,41 +87,15 @@ export function readServiceSpec(service: K8sObject, role: Role): ReadSpec {
     if (a[Annotation.hostname] !== undefined)
       return invalid(Annotation.hostname, `applies to ${Annotation.expose} only`);
   }
-  const spec = (service.spec ?? {}) as {
-    type?: string;
-    externalName?: string;
-    ports?: { name?: string; port?: number; protocol?: string }[];
-  };
-  const all = Array.isArray(spec.ports) ? spec.ports : [];
-  const tcp = all.filter((p) => (p.protocol ?? "TCP") === "TCP" && Number.isInteger(p.port));
-  const ports = tcp.map((p) => ({
-    name: p.name && DNS1035.test(p.name) ? p.name : `port-${p.port}`,
-    port: p.port as number,
-  }));
-  if (ports.length === 0) {
-    return {
-      ok: false,
-      refusal: {
-        reason: "UnsupportedPorts",
-        message: `spec.ports: no TCP port${all.length ? ` (${all.length} of other protocols; the tailnet agents forward TCP only)` : ""}`,
-      },
-    };
-  }
-  if (ports.length > MAX_PORTS[role]) {
-    return {
-      ok: false,
-      refusal: {
-        reason: "UnsupportedPorts",
-        message: `spec.ports: ${ports.length} TCP ports, at most ${MAX_PORTS[role]} can be ${role === "expose" ? "exposed" : "forwarded"}`,
-      },
-    };
-  }
+  const ports = readPorts(service, role);
+  if (!Array.isArray(ports)) return { ok: false, refusal: ports };
+  const spec = (service.spec ?? {}) as { type?: string; externalName?: string };
   return {
     ok: true,
     spec: {
       role,
       namespace: service.metadata.namespace ?? "default",
-      name,
+      name: service.metadata.name,
       ...(tailnet ? { tailnet } : {}),
       hostname,
       ...(tags.length ? { tag: tags[0] } : {}),
@@ -152,4 +106,28 @@ export function readServiceSpec(service: K8sObject, role: Role): ReadSpec {
       ...(spec.externalName ? { externalName: spec.externalName } : {}),
     },
   };
+}
+
+/** The Service's TCP ports, in Service order, or why there are none the role can carry. */
+function readPorts(service: K8sObject, role: Role): ServicePort[] | SpecRefusal {
+  const spec = (service.spec ?? {}) as { ports?: { name?: string; port?: number; protocol?: string }[] };
+  const all = Array.isArray(spec.ports) ? spec.ports : [];
+  const tcp = all.filter((p) => (p.protocol ?? "TCP") === "TCP" && Number.isInteger(p.port));
+  const ports = tcp.map((p) => ({
+    name: p.name && isDns1035Label(p.name) ? p.name : `port-${p.port}`,
+    port: p.port as number,
+  }));
+  if (ports.length === 0) {
+    return {
+      reason: "UnsupportedPorts",
+      message: `spec.ports: no TCP port${all.length ? ` (${all.length} of other protocols; the tailnet agents forward TCP only)` : ""}`,
+    };
+  }
+  if (ports.length > MAX_PORTS[role]) {
+    return {
+      reason: "UnsupportedPorts",
+      message: `spec.ports: ${ports.length} TCP ports, at most ${MAX_PORTS[role]} can be ${role === "expose" ? "exposed" : "forwarded"}`,
+    };
+  }
+  return ports;
 }

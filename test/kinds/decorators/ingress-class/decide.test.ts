@@ -207,260 +207,262 @@ describe("Ingress class: the TailnetIngress an Ingress becomes", () => {
   });
 });
 
+const ingressWith = (extra: Record<string, unknown>) => ingress(simpleSpec(extra));
+/** What the agent cannot honour, one Ingress each: the reason and the message that names it. */
+const REFUSALS: {
+  name: string;
+  ing: K8sObject;
+  reason: string;
+  message: RegExp;
+  extra?: Parameters<typeof observe>[1];
+}[] = [
+  {
+    name: "two paths of one host to different Services",
+    ing: ingressWith({
+      rules: [
+        {
+          host: "grafana",
+          http: {
+            paths: [
+              { path: "/", pathType: "Prefix", backend: svcBackend("grafana", 3000) },
+              { path: "/api", pathType: "Prefix", backend: svcBackend("api", 80) },
+            ],
+          },
+        },
+      ],
+    }),
+    reason: "UnsupportedPaths",
+    message: /grafana:3000 .*api:80 .*one backend/,
+  },
+  {
+    name: "only /api routed (everything else would 404, the agent would forward it)",
+    ing: ingressWith({
+      rules: [
+        {
+          host: "grafana",
+          http: { paths: [{ path: "/api", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
+        },
+      ],
+    }),
+    reason: "UnsupportedPaths",
+    message: /routes only \/api \(Prefix\)/,
+  },
+  {
+    name: "an Exact / only",
+    ing: ingressWith({
+      rules: [
+        {
+          host: "grafana",
+          http: { paths: [{ path: "/", pathType: "Exact", backend: svcBackend("grafana", 3000) }] },
+        },
+      ],
+    }),
+    reason: "UnsupportedPaths",
+    message: /routes only \/ \(Exact\)/,
+  },
+  {
+    name: "paths to one Service, the default backend to another",
+    ing: ingressWith({
+      defaultBackend: svcBackend("other", 80),
+      rules: [
+        {
+          host: "grafana",
+          http: { paths: [{ path: "/a", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
+        },
+      ],
+    }),
+    reason: "UnsupportedPaths",
+    message: /spec\.defaultBackend/,
+  },
+  {
+    name: "a resource backend",
+    ing: ingressWith({
+      rules: [
+        {
+          host: "grafana",
+          http: {
+            paths: [
+              {
+                path: "/",
+                pathType: "Prefix",
+                backend: { resource: { apiGroup: "k8s.example.com", kind: "StorageBucket", name: "b" } },
+              },
+            ],
+          },
+        },
+      ],
+    }),
+    reason: "UnsupportedBackend",
+    message: /StorageBucket b is not a Service/,
+  },
+  {
+    name: "a wildcard host",
+    ing: ingressWith({
+      rules: [
+        {
+          host: `*.${BASE}`,
+          http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
+        },
+      ],
+    }),
+    reason: "UnsupportedHost",
+    message: /wildcard/,
+  },
+  {
+    name: "a host outside the tailnet's zone",
+    ing: ingressWith({
+      rules: [
+        {
+          host: "grafana.example.org",
+          http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
+        },
+      ],
+    }),
+    reason: "UnsupportedHost",
+    message: /grafana\.example\.org: not a name the tailnet can publish; use a label of ts\.example\.com/,
+  },
+  {
+    name: "two labels deep in the zone",
+    ing: ingressWith({
+      rules: [
+        {
+          host: `a.b.${BASE}`,
+          http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
+        },
+      ],
+    }),
+    reason: "UnsupportedHost",
+    message: /a\.b\.ts\.example\.com/,
+  },
+  {
+    name: "the same name twice with different backends",
+    ing: ingressWith({
+      tls: [{ secretName: "t" }],
+      rules: [
+        {
+          host: "grafana",
+          http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
+        },
+        {
+          host: `grafana.${BASE}`,
+          http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("other", 3000) }] },
+        },
+      ],
+    }),
+    reason: "UnsupportedHost",
+    message: /both grafana\.ts\.example\.com/,
+  },
+  {
+    name: "no rules and no default backend",
+    ing: ingress({ ingressClassName: "tailnet" }),
+    reason: "NoBackend",
+    message: /nothing to expose/,
+  },
+  {
+    name: "a host without paths and no default backend",
+    ing: ingressWith({ rules: [{ host: "grafana" }] }),
+    reason: "NoBackend",
+    message: /host grafana has no http paths/,
+  },
+  {
+    name: "a named port of a Service that has no such port",
+    ing: ingressWith({
+      rules: [
+        {
+          host: "grafana",
+          http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("grafana", "web") }] },
+        },
+      ],
+    }),
+    extra: {
+      services: [
+        {
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "grafana", namespace: NS },
+          spec: { ports: [{ name: "http", port: 3000 }] },
+        },
+      ],
+    },
+    reason: "UnresolvedPort",
+    message: /Service grafana has no port named "web" \(it has http\)/,
+  },
+  {
+    name: "a named port of a Service that does not exist",
+    ing: ingressWith({
+      rules: [
+        {
+          host: "grafana",
+          http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("grafana", "web") }] },
+        },
+      ],
+    }),
+    reason: "UnresolvedPort",
+    message: /the Service does not exist/,
+  },
+  {
+    name: "a host no spec.tls entry names",
+    ing: ingressWith({ tls: [{ hosts: ["other"], secretName: "x" }] }),
+    reason: "TLSMissing",
+    message: /host grafana\.ts\.example\.com: no spec\.tls entry/,
+  },
+  {
+    name: "an Ingress name that is no node name, without the hostname annotation",
+    ing: ingress(simpleSpec(), { name: "grafana.web" }),
+    reason: "InvalidAnnotation",
+    message: /the Ingress name \(set tailnet\.internal\/hostname\): "grafana\.web"/,
+  },
+  {
+    name: "two tags",
+    ing: ingress(simpleSpec(), { annotations: { [`${T}/tags`]: "tag:a,tag:b" } }),
+    reason: "InvalidAnnotation",
+    message: /one tag only/,
+  },
+  {
+    name: "no Tailnet",
+    ing: ingressWith({}),
+    extra: { tailnets: [] },
+    reason: "NoTailnet",
+    message: /no Tailnet exists/,
+  },
+  {
+    name: "two Tailnets, none named",
+    ing: ingressWith({}),
+    extra: { tailnets: [tailnet("work"), tailnet("home")] },
+    reason: "AmbiguousTailnet",
+    message: /2 Tailnets exist \(home, work\)/,
+  },
+  {
+    name: "a TailnetIngress of the same name not made for this Ingress",
+    ing: ingressWith({}),
+    extra: {
+      tailnetIngresses: [
+        { apiVersion: API_VERSION, kind: "TailnetIngress", metadata: { name: "grafana", namespace: NS }, spec: {} },
+      ],
+    },
+    reason: "NameTaken",
+    message: /TailnetIngress monitoring\/grafana already exists/,
+  },
+  {
+    name: "a name an older TailnetIngress claims",
+    ing: ingressWith({}),
+    extra: {
+      tailnetIngresses: [
+        {
+          apiVersion: API_VERSION,
+          kind: "TailnetIngress",
+          metadata: { name: "old", namespace: "other", creationTimestamp: "2026-01-01T00:00:00Z" },
+          spec: { tailnetRef: { name: "home" }, hostname: "grafana", exposes: [] },
+        },
+      ],
+    },
+    reason: "HostnameTaken",
+    message: /grafana\.ts\.example\.com is already claimed by TailnetIngress other\/old/,
+  },
+];
+
 describe("Ingress class: what the agent cannot honour is refused with a reason, never served differently", () => {
-  const ok = (extra: Record<string, unknown>) => ingress(simpleSpec(extra));
-  const cases: {
-    name: string;
-    ing: K8sObject;
-    reason: string;
-    message: RegExp;
-    extra?: Parameters<typeof observe>[1];
-  }[] = [
-    {
-      name: "two paths of one host to different Services",
-      ing: ok({
-        rules: [
-          {
-            host: "grafana",
-            http: {
-              paths: [
-                { path: "/", pathType: "Prefix", backend: svcBackend("grafana", 3000) },
-                { path: "/api", pathType: "Prefix", backend: svcBackend("api", 80) },
-              ],
-            },
-          },
-        ],
-      }),
-      reason: "UnsupportedPaths",
-      message: /grafana:3000 .*api:80 .*one backend/,
-    },
-    {
-      name: "only /api routed (everything else would 404, the agent would forward it)",
-      ing: ok({
-        rules: [
-          {
-            host: "grafana",
-            http: { paths: [{ path: "/api", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
-          },
-        ],
-      }),
-      reason: "UnsupportedPaths",
-      message: /routes only \/api \(Prefix\)/,
-    },
-    {
-      name: "an Exact / only",
-      ing: ok({
-        rules: [
-          {
-            host: "grafana",
-            http: { paths: [{ path: "/", pathType: "Exact", backend: svcBackend("grafana", 3000) }] },
-          },
-        ],
-      }),
-      reason: "UnsupportedPaths",
-      message: /routes only \/ \(Exact\)/,
-    },
-    {
-      name: "paths to one Service, the default backend to another",
-      ing: ok({
-        defaultBackend: svcBackend("other", 80),
-        rules: [
-          {
-            host: "grafana",
-            http: { paths: [{ path: "/a", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
-          },
-        ],
-      }),
-      reason: "UnsupportedPaths",
-      message: /spec\.defaultBackend/,
-    },
-    {
-      name: "a resource backend",
-      ing: ok({
-        rules: [
-          {
-            host: "grafana",
-            http: {
-              paths: [
-                {
-                  path: "/",
-                  pathType: "Prefix",
-                  backend: { resource: { apiGroup: "k8s.example.com", kind: "StorageBucket", name: "b" } },
-                },
-              ],
-            },
-          },
-        ],
-      }),
-      reason: "UnsupportedBackend",
-      message: /StorageBucket b is not a Service/,
-    },
-    {
-      name: "a wildcard host",
-      ing: ok({
-        rules: [
-          {
-            host: `*.${BASE}`,
-            http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
-          },
-        ],
-      }),
-      reason: "UnsupportedHost",
-      message: /wildcard/,
-    },
-    {
-      name: "a host outside the tailnet's zone",
-      ing: ok({
-        rules: [
-          {
-            host: "grafana.example.org",
-            http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
-          },
-        ],
-      }),
-      reason: "UnsupportedHost",
-      message: /grafana\.example\.org: not a name the tailnet can publish; use a label of ts\.example\.com/,
-    },
-    {
-      name: "two labels deep in the zone",
-      ing: ok({
-        rules: [
-          {
-            host: `a.b.${BASE}`,
-            http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
-          },
-        ],
-      }),
-      reason: "UnsupportedHost",
-      message: /a\.b\.ts\.example\.com/,
-    },
-    {
-      name: "the same name twice with different backends",
-      ing: ok({
-        tls: [{ secretName: "t" }],
-        rules: [
-          {
-            host: "grafana",
-            http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
-          },
-          {
-            host: `grafana.${BASE}`,
-            http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("other", 3000) }] },
-          },
-        ],
-      }),
-      reason: "UnsupportedHost",
-      message: /both grafana\.ts\.example\.com/,
-    },
-    {
-      name: "no rules and no default backend",
-      ing: ingress({ ingressClassName: "tailnet" }),
-      reason: "NoBackend",
-      message: /nothing to expose/,
-    },
-    {
-      name: "a host without paths and no default backend",
-      ing: ok({ rules: [{ host: "grafana" }] }),
-      reason: "NoBackend",
-      message: /host grafana has no http paths/,
-    },
-    {
-      name: "a named port of a Service that has no such port",
-      ing: ok({
-        rules: [
-          {
-            host: "grafana",
-            http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("grafana", "web") }] },
-          },
-        ],
-      }),
-      extra: {
-        services: [
-          {
-            apiVersion: "v1",
-            kind: "Service",
-            metadata: { name: "grafana", namespace: NS },
-            spec: { ports: [{ name: "http", port: 3000 }] },
-          },
-        ],
-      },
-      reason: "UnresolvedPort",
-      message: /Service grafana has no port named "web" \(it has http\)/,
-    },
-    {
-      name: "a named port of a Service that does not exist",
-      ing: ok({
-        rules: [
-          {
-            host: "grafana",
-            http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("grafana", "web") }] },
-          },
-        ],
-      }),
-      reason: "UnresolvedPort",
-      message: /the Service does not exist/,
-    },
-    {
-      name: "a host no spec.tls entry names",
-      ing: ok({ tls: [{ hosts: ["other"], secretName: "x" }] }),
-      reason: "TLSMissing",
-      message: /host grafana\.ts\.example\.com: no spec\.tls entry/,
-    },
-    {
-      name: "an Ingress name that is no node name, without the hostname annotation",
-      ing: ingress(simpleSpec(), { name: "grafana.web" }),
-      reason: "InvalidAnnotation",
-      message: /the Ingress name \(set tailnet\.internal\/hostname\): "grafana\.web"/,
-    },
-    {
-      name: "two tags",
-      ing: ingress(simpleSpec(), { annotations: { [`${T}/tags`]: "tag:a,tag:b" } }),
-      reason: "InvalidAnnotation",
-      message: /one tag only/,
-    },
-    {
-      name: "no Tailnet",
-      ing: ok({}),
-      extra: { tailnets: [] },
-      reason: "NoTailnet",
-      message: /no Tailnet exists/,
-    },
-    {
-      name: "two Tailnets, none named",
-      ing: ok({}),
-      extra: { tailnets: [tailnet("work"), tailnet("home")] },
-      reason: "AmbiguousTailnet",
-      message: /2 Tailnets exist \(home, work\)/,
-    },
-    {
-      name: "a TailnetIngress of the same name not made for this Ingress",
-      ing: ok({}),
-      extra: {
-        tailnetIngresses: [
-          { apiVersion: API_VERSION, kind: "TailnetIngress", metadata: { name: "grafana", namespace: NS }, spec: {} },
-        ],
-      },
-      reason: "NameTaken",
-      message: /TailnetIngress monitoring\/grafana already exists/,
-    },
-    {
-      name: "a name an older TailnetIngress claims",
-      ing: ok({}),
-      extra: {
-        tailnetIngresses: [
-          {
-            apiVersion: API_VERSION,
-            kind: "TailnetIngress",
-            metadata: { name: "old", namespace: "other", creationTimestamp: "2026-01-01T00:00:00Z" },
-            spec: { tailnetRef: { name: "home" }, hostname: "grafana", exposes: [] },
-          },
-        ],
-      },
-      reason: "HostnameTaken",
-      message: /grafana\.ts\.example\.com is already claimed by TailnetIngress other\/old/,
-    },
-  ];
-  for (const c of cases) {
+  for (const c of REFUSALS) {
     it(`${c.name} → ${c.reason}`, () => {
       const d = run(c.ing, c.extra);
       assert.equal(reasonOf(d), c.reason, d.annotations[`${T}/ingress-message`] ?? "");

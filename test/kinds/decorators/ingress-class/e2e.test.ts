@@ -57,14 +57,17 @@ async function world(t: { after: (fn: () => Promise<void> | void) => void }) {
   mc.apply(tailnet());
   mc.apply(ingressClass());
   mc.apply(ingressClass("nginx", "k8s.io/ingress-nginx"));
-  mc.apply({
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { name: "grafana", namespace: NS },
-    spec: { ports: [{ name: "http", port: 3000 }] },
-  });
+  mc.apply(backendService("grafana", [{ name: "http", port: 3000 }]));
   return { mc, events: events.events };
 }
+
+/** A backend Service of the Ingresses, in their namespace. */
+const backendService = (name: string, ports: { name?: string; port: number }[]): K8sObject => ({
+  apiVersion: "v1",
+  kind: "Service",
+  metadata: { name, namespace: NS },
+  spec: { ports },
+});
 
 const ing = (mc: FakeMetacontroller, name: string) => mc.get("networking.k8s.io/v1", "Ingress", name, NS) as K8sObject;
 
@@ -124,12 +127,7 @@ describe("Ingress class tailnet end to end (Metacontroller emulator)", () => {
     // pkg/dynamic/apply/apply.go guesses a list's merge key, `port` before `name`: exposes that all
     // carried port 443 collapsed into one (the second sync made [wiki, wiki], InvalidSpec).
     const { mc } = await world(t);
-    mc.apply({
-      apiVersion: "v1",
-      kind: "Service",
-      metadata: { name: "wiki", namespace: NS },
-      spec: { ports: [{ port: 8080 }] },
-    });
+    mc.apply(backendService("wiki", [{ port: 8080 }]));
     const wiki = {
       host: "wiki",
       http: { paths: [{ path: "/", pathType: "Prefix", backend: svcBackend("wiki", 8080) }] },

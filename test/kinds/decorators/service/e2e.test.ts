@@ -6,7 +6,6 @@
  * ingress's own finalize (its Headscale node deleted). Every reason of the Service table is reached.
  */
 import assert from "node:assert/strict";
-import { connect } from "node:net";
 import { describe, it } from "node:test";
 import { SERVICE_REASONS } from "../../../../src/conditions/tables/service.js";
 import { decoratorControllers } from "../../../../src/emulator/metacontroller/controllers.js";
@@ -15,7 +14,7 @@ import { startEchoServer } from "../../../fakes/agent/echo.js";
 import { tailnet } from "../../composite/ingress/fixtures.js";
 import { ingressAgent } from "../../composite/ingress/world.js";
 import { lbService, NS, service } from "./fixtures.js";
-import { type ServiceWorld, serviceWorld } from "./world.js";
+import { nodeDeletedSince, pingThrough, type ServiceWorld, serviceWorld } from "./world.js";
 
 const T = "tailnet.internal";
 const seen = new Set<string>();
@@ -80,14 +79,7 @@ describe("annotated Services end to end", () => {
       message: "reachable on the tailnet as grafana.ts.example.com",
     });
     assert.equal(w.svc("grafana")?.metadata.annotations?.[`${T}/dns-name`], "grafana.ts.example.com");
-    // where tailscaled's serve dials (the operator's serve config), not 127.0.0.1 (issue 31)
-    const socket = connect(agent.ports.exposes[0].listenPort, "127.0.0.2");
-    t.after(() => socket.destroy());
-    const echoed = await new Promise<string>((resolve, reject) => {
-      socket.once("data", (b) => resolve(b.toString()));
-      socket.once("error", reject);
-      socket.write("ping");
-    });
+    const echoed = await pingThrough(t, agent.ports.exposes[0].listenPort);
     assert.equal(echoed, "ping", "bytes reach the Service's backend through the agent");
     assert.deepEqual(w.eventsOn("grafana"), [
       "Pending: tailnet exposure: TailnetIngress monitoring/grafana is being created",
@@ -108,13 +100,7 @@ describe("annotated Services end to end", () => {
     await settle(w);
     assert.equal(w.attachment("TailnetIngress", "grafana"), undefined, "the exposure is gone");
     assert.equal(w.mc.get("apps/v1", "Deployment", "grafana-agent", NS), undefined, "and its agent");
-    assert.ok(
-      w.hs
-        .writes()
-        .slice(writesBefore)
-        .some((r) => r.method === "DELETE" && r.path.startsWith("/api/v1/node/")),
-      "the ingress's finalize deleted its Headscale node",
-    );
+    assert.ok(nodeDeletedSince(w.hs, writesBefore), "the ingress's finalize deleted its Headscale node");
     const after = w.svc("grafana");
     assert.ok(after, "the Service itself stays");
     assert.equal(after.metadata.labels?.[`${T}/expose-state`], undefined, "the state label is removed");
@@ -127,7 +113,9 @@ describe("annotated Services end to end", () => {
     assert.ok(finalizes.length >= 2, "finalize waited for the ingress to go before finalized: true");
     assert.equal((finalizes.at(-1)?.response as { finalized?: boolean } | undefined)?.finalized, true);
   });
+});
 
+describe("annotated Services end to end: refusals", () => {
   it("refusals: a clear Event and no exposure — no Tailnet, ambiguous, both ways, twice, bad annotations, ports, a taken name", async (t) => {
     const w = await serviceWorld(t);
     w.mc.apply(exposed("grafana"));
@@ -194,7 +182,9 @@ describe("annotated Services end to end", () => {
     assert.ok(w.attachment("TailnetIngress", "grafana"), "the existing exposure is kept");
     assert.equal(state(w, "grafana").state, "AmbiguousTailnet");
   });
+});
 
+describe("annotated Services end to end: the target role, another machine's name", () => {
   it("target: an ExternalName Service annotated tailnet.internal/target gets a TailnetEgress; a wrong externalName is named", async (t) => {
     const w = await serviceWorld(t, { tags: ["tag:k8s-monitoring-db"] });
     w.mc.apply(
@@ -271,7 +261,9 @@ describe("annotated Services end to end", () => {
     );
     assert.notEqual(state(w, "files").state, "HostnameReserved");
   });
+});
 
+describe("annotated Services end to end: tenancy, and every reason reached", () => {
   it("tenancy (issue 23): an ungranted, a taken tag, an unselected namespace: the Service names the refusal, nothing minted", async (t) => {
     const w = await serviceWorld(t, { tags: ["tag:db"] });
     const home = (spec: Record<string, unknown>) =>

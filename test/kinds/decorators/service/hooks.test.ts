@@ -42,6 +42,59 @@ async function world(t: { after: (fn: () => Promise<void> | void) => void }) {
   return { app, events, post };
 }
 
+/** Requests the envelope refuses, each with the field its 400 names. */
+const MALFORMED: { name: string; path?: string; payload: unknown; field: RegExp }[] = [
+  { name: "no object", payload: body({ object: undefined }), field: /^object: required$/ },
+  {
+    name: "parent instead of object",
+    payload: { ...body({ object: undefined }), parent: service() },
+    field: /^object: required \(a DecoratorController/,
+  },
+  {
+    name: "object of another kind",
+    payload: body({ object: { ...service(), kind: "Pod" } }),
+    field: /^object\.kind:/,
+  },
+  {
+    name: "object of another apiVersion",
+    payload: body({ object: { ...service(), apiVersion: "apps/v1" } }),
+    field: /^object\.apiVersion:/,
+  },
+  {
+    name: "object without namespace",
+    payload: body({ object: { ...service(), metadata: { name: "x" } } }),
+    field: /^object\.metadata\.namespace:/,
+  },
+  {
+    name: "annotations not strings",
+    payload: body({ object: { ...service(), metadata: { name: "x", namespace: "y", annotations: { a: 1 } } } }),
+    field: /^object\.metadata\.annotations:/,
+  },
+  {
+    name: "a port as a string",
+    payload: body({ object: { ...service(), spec: { ports: [{ port: "80" }] } } }),
+    field: /^object\.spec\.ports\[0\]\.port:/,
+  },
+  { name: "attachments as a list", payload: body({ attachments: [] }), field: /^attachments:/ },
+  {
+    name: "an attachment without a name",
+    payload: body({ attachments: { [ING]: { x: { metadata: {} } } } }),
+    field: /^attachments\[.*\]\.metadata\.name:/,
+  },
+  {
+    name: "related with a bad type key",
+    payload: body({ related: { tailnets: {} } }),
+    field: /^related: key "tailnets"/,
+  },
+  { name: "finalizing not a boolean", payload: body({ finalizing: "yes" }), field: /^finalizing:/ },
+  {
+    name: "customize without parent",
+    path: "/hooks/service-expose/customize",
+    payload: { controller: {} },
+    field: /^parent: required$/,
+  },
+];
+
 describe("decorator hooks (annotated Services)", () => {
   it("sync answers labels, annotations and a TailnetIngress attachment — no status key — and records one Event", async (t) => {
     const w = await world(t);
@@ -105,7 +158,9 @@ describe("decorator hooks (annotated Services)", () => {
       "db-tailnet.monitoring.svc.cluster.local",
     );
   });
+});
 
+describe("decorator hooks (annotated Services): finalize, customize, malformed requests", () => {
   it("finalize: no attachment, everything written back deleted (null), finalized once nothing is attached", async (t) => {
     const w = await world(t);
     const pending = await w.post(
@@ -150,58 +205,7 @@ describe("decorator hooks (annotated Services)", () => {
     });
   });
 
-  const malformed: { name: string; path?: string; payload: unknown; field: RegExp }[] = [
-    { name: "no object", payload: body({ object: undefined }), field: /^object: required$/ },
-    {
-      name: "parent instead of object",
-      payload: { ...body({ object: undefined }), parent: service() },
-      field: /^object: required \(a DecoratorController/,
-    },
-    {
-      name: "object of another kind",
-      payload: body({ object: { ...service(), kind: "Pod" } }),
-      field: /^object\.kind:/,
-    },
-    {
-      name: "object of another apiVersion",
-      payload: body({ object: { ...service(), apiVersion: "apps/v1" } }),
-      field: /^object\.apiVersion:/,
-    },
-    {
-      name: "object without namespace",
-      payload: body({ object: { ...service(), metadata: { name: "x" } } }),
-      field: /^object\.metadata\.namespace:/,
-    },
-    {
-      name: "annotations not strings",
-      payload: body({ object: { ...service(), metadata: { name: "x", namespace: "y", annotations: { a: 1 } } } }),
-      field: /^object\.metadata\.annotations:/,
-    },
-    {
-      name: "a port as a string",
-      payload: body({ object: { ...service(), spec: { ports: [{ port: "80" }] } } }),
-      field: /^object\.spec\.ports\[0\]\.port:/,
-    },
-    { name: "attachments as a list", payload: body({ attachments: [] }), field: /^attachments:/ },
-    {
-      name: "an attachment without a name",
-      payload: body({ attachments: { [ING]: { x: { metadata: {} } } } }),
-      field: /^attachments\[.*\]\.metadata\.name:/,
-    },
-    {
-      name: "related with a bad type key",
-      payload: body({ related: { tailnets: {} } }),
-      field: /^related: key "tailnets"/,
-    },
-    { name: "finalizing not a boolean", payload: body({ finalizing: "yes" }), field: /^finalizing:/ },
-    {
-      name: "customize without parent",
-      path: "/hooks/service-expose/customize",
-      payload: { controller: {} },
-      field: /^parent: required$/,
-    },
-  ];
-  for (const m of malformed) {
+  for (const m of MALFORMED) {
     it(`malformed: ${m.name} → 400 naming the field`, async (t) => {
       const w = await world(t);
       const r = await w.post(m.path ?? "/hooks/service-expose/sync", m.payload);

@@ -7,14 +7,13 @@
  * they went in. Changing the type away from LoadBalancer removes the exposure and everything written.
  */
 import assert from "node:assert/strict";
-import { connect } from "node:net";
 import { describe, it } from "node:test";
 import type { Obj } from "../../../../src/emulator/metacontroller/loop.js";
 import { DECORATOR_ANNOTATION } from "../../../../src/kinds/decorators/service/annotations.js";
 import { startEchoServer } from "../../../fakes/agent/echo.js";
 import { ingressAgent } from "../../composite/ingress/world.js";
 import { lbService, NS, service } from "./fixtures.js";
-import { type ServiceWorld, serviceWorld } from "./world.js";
+import { nodeDeletedSince, pingThrough, type ServiceWorld, serviceWorld } from "./world.js";
 
 const T = "tailnet.internal";
 const CLASS = "tailnet.internal/tailnet";
@@ -28,23 +27,45 @@ async function settle(w: ServiceWorld) {
   return rounds;
 }
 
+/** Services that are not ours: a LoadBalancer of another class, a classless one, a ClusterIP Service. */
+const otherServices = (): Obj[] => [
+  service({
+    name: "cloud",
+    uid: "uid-cloud",
+    annotations: {},
+    type: "LoadBalancer",
+    spec: { loadBalancerClass: "example.com/cloud" },
+    status: { loadBalancer: { ingress: [{ ip: "203.0.113.10" }] } },
+  }),
+  service({ name: "classless", uid: "uid-classless", annotations: {}, type: "LoadBalancer" }),
+  service({ name: "plain", uid: "uid-plain", annotations: {}, labels: { app: "plain" } }),
+];
+
+/** Services of other classes: byte for byte as applied — no label, annotation, status or finalizer. */
+function assertLeftAlone(w: ServiceWorld, others: Obj[], asApplied: string[]) {
+  assert.deepEqual(
+    others.map((o) => JSON.stringify(w.svc(o.metadata.name))),
+    asApplied,
+  );
+  for (const o of others) {
+    const answers = w.mc.calls.filter((c) => c.hook === "sync" && c.parent === `${NS}/${o.metadata.name}`);
+    assert.ok(answers.length > 0, `${o.metadata.name} was synced by service-loadbalancer`);
+    for (const a of answers) assert.deepEqual(a.response, { labels: {}, annotations: {}, attachments: [] });
+    assert.equal(w.eventsOn(o.metadata.name).length, 0);
+  }
+  assert.equal(
+    w.mc.calls.filter((c) => c.hook === "finalize" && c.kind === "Service").length,
+    0,
+    "no finalize: no finalizer on any Service",
+  );
+}
+
 describe("LoadBalancer Services of class tailnet.internal/tailnet end to end", () => {
   it("exposed like the annotation, EXTERNAL-IP = the tailnet addresses; other classes untouched; type change removes it", async (t) => {
     const w = await serviceWorld(t, { tags: ["tag:k8s-monitoring-grafana"] });
     const echo = await startEchoServer();
     t.after(() => echo.close());
-    const others: Obj[] = [
-      service({
-        name: "cloud",
-        uid: "uid-cloud",
-        annotations: {},
-        type: "LoadBalancer",
-        spec: { loadBalancerClass: "example.com/cloud" },
-        status: { loadBalancer: { ingress: [{ ip: "203.0.113.10" }] } },
-      }),
-      service({ name: "classless", uid: "uid-classless", annotations: {}, type: "LoadBalancer" }),
-      service({ name: "plain", uid: "uid-plain", annotations: {}, labels: { app: "plain" } }),
-    ];
+    const others = otherServices();
     for (const o of others) w.mc.apply(o);
     const asApplied = others.map((o) => JSON.stringify(w.svc(o.metadata.name)));
     w.mc.apply(lbService({ uid: "uid-grafana", annotations: { [`${T}/allow-from`]: "group:eng" } }));
@@ -77,14 +98,7 @@ describe("LoadBalancer Services of class tailnet.internal/tailnet end to end", (
       ...v6.map((ip) => ({ ip })),
       { hostname: "grafana.ts.example.com" },
     ]);
-    // where tailscaled's serve dials (the operator's serve config), not 127.0.0.1 (issue 31)
-    const socket = connect(agent.ports.exposes[0].listenPort, "127.0.0.2");
-    t.after(() => socket.destroy());
-    const echoed = await new Promise<string>((resolve, reject) => {
-      socket.once("data", (b) => resolve(b.toString()));
-      socket.once("error", reject);
-      socket.write("ping");
-    });
+    const echoed = await pingThrough(t, agent.ports.exposes[0].listenPort);
     assert.equal(echoed, "ping", "bytes reach the backend through the agent");
     assert.deepEqual(
       w.eventsOn("grafana").map((e) => e.split(":")[0]),
@@ -94,22 +108,7 @@ describe("LoadBalancer Services of class tailnet.internal/tailnet end to end", (
     assert.equal(await settle(w), 1, "a repeat sync writes nothing (status included)");
     assert.equal(JSON.stringify(w.svc("grafana")), before);
 
-    // Services of other classes: byte for byte as applied — no label, annotation, status or finalizer
-    assert.deepEqual(
-      others.map((o) => JSON.stringify(w.svc(o.metadata.name))),
-      asApplied,
-    );
-    for (const o of others) {
-      const answers = w.mc.calls.filter((c) => c.hook === "sync" && c.parent === `${NS}/${o.metadata.name}`);
-      assert.ok(answers.length > 0, `${o.metadata.name} was synced by service-loadbalancer`);
-      for (const a of answers) assert.deepEqual(a.response, { labels: {}, annotations: {}, attachments: [] });
-      assert.equal(w.eventsOn(o.metadata.name).length, 0);
-    }
-    assert.equal(
-      w.mc.calls.filter((c) => c.hook === "finalize" && c.kind === "Service").length,
-      0,
-      "no finalize: no finalizer on any Service",
-    );
+    assertLeftAlone(w, others, asApplied);
     w.mc.delete("v1", "Service", "plain", NS);
     assert.equal(w.svc("plain"), undefined, "kubectl delete: nothing of ours holds it");
 
@@ -123,13 +122,7 @@ describe("LoadBalancer Services of class tailnet.internal/tailnet end to end", (
     const writes = w.hs.writes().length;
     await settle(w);
     assert.equal(w.attachment("TailnetIngress", "grafana"), undefined, "the exposure is gone");
-    assert.ok(
-      w.hs
-        .writes()
-        .slice(writes)
-        .some((r) => r.method === "DELETE" && r.path.startsWith("/api/v1/node/")),
-      "through the ingress's own finalize (its Headscale node deleted)",
-    );
+    assert.ok(nodeDeletedSince(w.hs, writes), "through the ingress's own finalize (its Headscale node deleted)");
     const after = w.svc("grafana");
     assert.equal(after?.metadata.labels?.[`${T}/expose-state`], undefined);
     assert.deepEqual(
@@ -139,7 +132,9 @@ describe("LoadBalancer Services of class tailnet.internal/tailnet end to end", (
     );
     assert.deepEqual(after?.status, { loadBalancer: {} }, "the tailnet addresses are withdrawn");
   });
+});
 
+describe("LoadBalancer Services of class tailnet.internal/tailnet end to end: the hand-over from the annotation", () => {
   it("class + expose: true — one exposure, the class's; removing the annotation changes nothing", async (t) => {
     const w = await serviceWorld(t, { tags: ["tag:k8s-monitoring-grafana"] });
     w.mc.apply(lbService({ uid: "uid-grafana", annotations: { [`${T}/expose`]: "true" } }));

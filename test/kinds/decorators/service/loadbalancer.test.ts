@@ -144,27 +144,29 @@ describe("every other Service is left alone", () => {
   });
 });
 
-describe("hooks /hooks/service-loadbalancer/*", () => {
-  const dc = parse(
-    readFileSync(new URL("../../../../decoratorcontrollers/service-loadbalancer.yaml", import.meta.url), "utf8"),
-  ) as { metadata: { name: string }; spec: Record<string, unknown> };
-  const body = (object: unknown) => ({
-    controller: { metadata: { name: dc.metadata.name }, spec: dc.spec, status: {} },
-    object,
-    attachments: { [ING]: {} },
-    related: { [TN]: { home: tailnet("home") }, [ING]: {}, [SVC]: {} },
-    finalizing: false,
-  });
-  async function world(t: { after: (fn: () => Promise<void> | void) => void }, config: Record<string, unknown> = {}) {
-    const events = memoryEventRecorder();
-    const { app } = await build(t, { config, server: { deps: { events } } });
-    const post = async (path: string, payload: unknown) => {
-      const res = await app.inject({ method: "POST", url: path, payload: payload as object });
-      return { code: res.statusCode, json: JSON.parse(res.body) as Record<string, unknown>, text: res.body };
-    };
-    return { events, post };
-  }
+/** The shipped service-loadbalancer DecoratorController. */
+const dc = parse(
+  readFileSync(new URL("../../../../decoratorcontrollers/service-loadbalancer.yaml", import.meta.url), "utf8"),
+) as { metadata: { name: string }; spec: Record<string, unknown> };
+/** A sync request of service-loadbalancer for `object`, the Tailnet `home` related. */
+const body = (object: unknown) => ({
+  controller: { metadata: { name: dc.metadata.name }, spec: dc.spec, status: {} },
+  object,
+  attachments: { [ING]: {} },
+  related: { [TN]: { home: tailnet("home") }, [ING]: {}, [SVC]: {} },
+  finalizing: false,
+});
+async function world(t: { after: (fn: () => Promise<void> | void) => void }, config: Record<string, unknown> = {}) {
+  const events = memoryEventRecorder();
+  const { app } = await build(t, { config, server: { deps: { events } } });
+  const post = async (path: string, payload: unknown) => {
+    const res = await app.inject({ method: "POST", url: path, payload: payload as object });
+    return { code: res.statusCode, json: JSON.parse(res.body) as Record<string, unknown>, text: res.body };
+  };
+  return { events, post };
+}
 
+describe("hooks /hooks/service-loadbalancer/*", () => {
   it("the DecoratorController selects every Service, declares no finalize hook and no resync period", () => {
     const spec = dc.spec as { resources: Record<string, unknown>[]; hooks: Record<string, unknown> };
     assert.deepEqual(spec.resources, [{ apiVersion: "v1", resource: "services" }]);
@@ -216,6 +218,23 @@ describe("hooks /hooks/service-loadbalancer/*", () => {
     );
   });
 
+  it("finalize is not served (none is declared): 404", async (t) => {
+    const w = await world(t);
+    const r = await w.post("/hooks/service-loadbalancer/finalize", { ...body(lbService()), finalizing: true });
+    assert.equal(r.code, 404, r.text);
+    assert.match(String(r.json.error), /no finalize hook/);
+  });
+
+  it("a loadBalancerClass that is not a string is a 400 naming the field", async (t) => {
+    const w = await world(t);
+    const bad = lbService({ spec: { loadBalancerClass: 7 } });
+    const r = await w.post("/hooks/service-loadbalancer/sync", body(bad));
+    assert.equal(r.code, 400);
+    assert.match(String(r.json.error), /object\.spec\.loadBalancerClass: must be a string/);
+  });
+});
+
+describe("hooks: which Service decorator answers (the hand-off)", () => {
   it("the annotation decorators yield a Service of our class to it: nothing answered, finalized at once", async (t) => {
     const w = await world(t);
     const annotated = lbService({ annotations: { [`${T}/expose`]: "true" } });
@@ -283,20 +302,5 @@ describe("hooks /hooks/service-loadbalancer/*", () => {
       annotations: {},
       attachments: [],
     });
-  });
-
-  it("finalize is not served (none is declared): 404", async (t) => {
-    const w = await world(t);
-    const r = await w.post("/hooks/service-loadbalancer/finalize", { ...body(lbService()), finalizing: true });
-    assert.equal(r.code, 404, r.text);
-    assert.match(String(r.json.error), /no finalize hook/);
-  });
-
-  it("a loadBalancerClass that is not a string is a 400 naming the field", async (t) => {
-    const w = await world(t);
-    const bad = lbService({ spec: { loadBalancerClass: 7 } });
-    const r = await w.post("/hooks/service-loadbalancer/sync", body(bad));
-    assert.equal(r.code, 400);
-    assert.match(String(r.json.error), /object\.spec\.loadBalancerClass: must be a string/);
   });
 });

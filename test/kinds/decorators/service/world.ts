@@ -4,6 +4,7 @@
  * and TailnetEgress kinds talk to the fake Headscale. The Tailnet kind is a stub (it would PUT
  * policies); the Tailnet and its credentials Secret are applied as objects, the policy set on the fake.
  */
+import { connect } from "node:net";
 import { API_VERSION, type HookKind } from "../../../../src/api/schemas.js";
 import { HeadscaleViews } from "../../../../src/headscale/view.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
@@ -80,3 +81,26 @@ export async function serviceWorld(t: Ctx, opts: { tags?: string[]; tailnets?: s
         .map((e) => `${e.reason}: ${e.message}`),
   };
 }
+
+/**
+ * What the agent's TCP expose answers to "ping", dialled where tailscaled's serve dials (the
+ * operator's serve config), not 127.0.0.1 (issue 31): the echo backend says it back.
+ */
+export async function pingThrough(t: Ctx, listenPort: number): Promise<string> {
+  const socket = connect(listenPort, "127.0.0.2");
+  t.after(() => {
+    socket.destroy();
+  });
+  return new Promise<string>((resolve, reject) => {
+    socket.once("data", (b) => resolve(b.toString()));
+    socket.once("error", reject);
+    socket.write("ping");
+  });
+}
+
+/** Whether a Headscale node was deleted since the fake had seen `from` writes. */
+export const nodeDeletedSince = (hs: FakeHeadscale, from: number) =>
+  hs
+    .writes()
+    .slice(from)
+    .some((r) => r.method === "DELETE" && r.path.startsWith("/api/v1/node/"));
