@@ -8,13 +8,11 @@
  */
 import type { TestContext } from "node:test";
 import { type RunningAgent, startAgent } from "../../../../src/agent/main.js";
-import { TailnetCondition } from "../../../../src/conditions/reasons.js";
 import { HeadscaleViews } from "../../../../src/headscale/view.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { egressAgentConfig } from "../../../../src/kinds/composite/egress/children.js";
 import { readEgressSpec } from "../../../../src/kinds/composite/egress/spec.js";
 import { kindModules } from "../../../../src/kinds/composite/index.js";
-import { b64 } from "../../../../src/kinds/shared/secrets.js";
 import { createOperatorMetrics } from "../../../../src/metrics/registry.js";
 import { memoryEventRecorder } from "../../../../src/server/events.js";
 import { type EchoServer, startEchoServer } from "../../../fakes/agent/echo.js";
@@ -22,10 +20,11 @@ import { type FakeLocalApi, type FakePeer, fakeStatus, startFakeLocalApi } from 
 import { type Socks5Server, startSocks5Server } from "../../../fakes/agent/socks5.js";
 import { registerPod } from "../../../fakes/containerboot.js";
 import { type FakeHeadscale, type FakeNode, useFakeHeadscale } from "../../../fakes/headscale/index.js";
-import { skeletonModule } from "../../../fakes/kind-stub.js";
+import { skeletonTailnet } from "../../../fakes/kind-stub.js";
 import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
 import { parentObject } from "../../../fixtures/hooks.js";
 import { build } from "../../../helpers/server.js";
+import { credentialsSecret } from "../../shared/world.js";
 
 export const API = "tailnet.internal/v1alpha1";
 export const TAG = "tag:k8s-shop-db";
@@ -128,10 +127,7 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
   const views = new HeadscaleViews({ timeoutMs: 300, cacheTTLSeconds: 0, retries: 0, now });
   t.after(() => views.close());
   const kinds = new Map(kindModules);
-  kinds.set(
-    "tailnet",
-    skeletonModule("tailnet", Object.values(TailnetCondition), () => [], "PolicyRendered"),
-  );
+  kinds.set("tailnet", skeletonTailnet());
   // read straight from the registry: /metrics sweeps resource series by wall-clock age, and this
   // world's clock is fixed
   const metrics = createOperatorMetrics({ defaultMetrics: false });
@@ -144,12 +140,7 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
       dns: { baseDomain: "ts.example.com" },
     }),
   );
-  mc.apply({
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: { name: "tailnet-home-credentials", namespace: "tailnet-system" },
-    data: { url: b64(fake.url), apiKey: b64(fake.apiKey), ...(opts.ca ? { "ca.crt": b64(opts.ca) } : {}) },
-  });
+  mc.apply(credentialsSecret(fake, opts.ca));
   for (const o of opts.before ?? []) mc.apply(o);
   if (opts.applyEgress !== false) mc.apply(parentObject("TailnetEgress", "db", spec, { namespace: "shop" }));
 
