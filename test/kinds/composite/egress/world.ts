@@ -37,6 +37,36 @@ export function policyText(tags: string[]): string {
   });
 }
 
+type Ctx = { after: (fn: () => Promise<void> | void) => void };
+
+/**
+ * A real egress agent on loopback, running the config the operator renders for `parent`: it dials through
+ * `socks` (the stand-in for tailscaled) and reads its netmap from `localApi`. 127.0.0.1 stands for the pod
+ * IP here, which is where netstack's forward would land: no refuse listener. Closed after the test.
+ */
+export async function loopbackEgressAgent(
+  t: Ctx,
+  parent: K8sObject,
+  socks: Socks5Server,
+  localApi: FakeLocalApi,
+): Promise<RunningAgent> {
+  const { refuseHost: _refuse, ...rendered } = egressAgentConfig(readEgressSpec(parent));
+  const agent = await startAgent(
+    {
+      ...rendered,
+      metricsPort: 0,
+      metricsHost: "127.0.0.1",
+      listenHost: "127.0.0.1",
+      tailscale: { socksAddr: socks.address, localApiSocket: localApi.socketPath },
+      limits: { dialTimeoutSeconds: 2 },
+      targets: (rendered.targets ?? []).map((tg) => ({ ...tg, ports: tg.ports.map((p) => ({ ...p, listenPort: 0 })) })),
+    },
+    { timers: false, defaultMetrics: false },
+  );
+  t.after(() => agent.close());
+  return agent;
+}
+
 export interface World {
   fake: FakeHeadscale;
   mc: FakeMetacontroller;
@@ -76,10 +106,8 @@ export interface WorldOptions {
   ca?: string;
 }
 
-export async function world(t: TestContext, opts: WorldOptions = {}): Promise<World> {
-  const clock = { now: T0 };
-  const now = () => clock.now;
-  const fake = await useFakeHeadscale(t, { now });
+/** The policy and the two nodes the egress targets: db-1, and a router with an approved subnet route. */
+function seedHeadscale(fake: FakeHeadscale): { db1: FakeNode; router: FakeNode } {
   fake.setPolicy(policyText([TAG, "tag:router"]));
   const db1 = fake.addNode({ name: "db-1" });
   const router = fake.addNode({
@@ -88,15 +116,46 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
     availableRoutes: ["192.168.1.0/24"],
     approvedRoutes: ["192.168.1.0/24"],
   });
+  return { db1, router };
+}
+
+/**
+ * What tailscaled gives the agent, on loopback: a SOCKS5 stand-in (every tailnet host → a TCP echo server
+ * on 127.0.0.1, or 127.0.0.2 where nothing listens for hosts in `unreachable`) and the fake LocalAPI.
+ */
+async function loopbackTailscale(t: TestContext, unreachable: Set<string>) {
   const echo = await startEchoServer();
   t.after(() => echo.close());
-  const unreachable = new Set<string>();
   const socks = await startSocks5Server({ resolve: (host) => (unreachable.has(host) ? "127.0.0.2" : "127.0.0.1") });
   t.after(() => socks.close());
   const localApi = await startFakeLocalApi(
     fakeStatus({ HostName: "shop-db", TailscaleIPs: [], Online: false }, [], "NeedsLogin"),
   );
   t.after(() => localApi.close());
+  return { echo, socks, localApi };
+}
+
+/** db-1 and the router as the agent's netmap shows them. */
+function peersOf(db1: FakeNode, router: FakeNode): { db1: FakePeer; router: FakePeer } {
+  return {
+    db1: { HostName: "db-1", DNSName: "db-1.ts.example.com.", TailscaleIPs: [db1.ipv4], Online: true },
+    router: {
+      HostName: "router",
+      DNSName: "router.ts.example.com.",
+      TailscaleIPs: [router.ipv4],
+      PrimaryRoutes: ["192.168.1.0/24"],
+      Online: true,
+    },
+  };
+}
+
+export async function world(t: TestContext, opts: WorldOptions = {}): Promise<World> {
+  const clock = { now: T0 };
+  const now = () => clock.now;
+  const fake = await useFakeHeadscale(t, { now });
+  const { db1, router } = seedHeadscale(fake);
+  const unreachable = new Set<string>();
+  const { echo, socks, localApi } = await loopbackTailscale(t, unreachable);
 
   const spec: Record<string, unknown> = {
     tailnetRef: { name: "home" },
@@ -106,23 +165,12 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
       ...(opts.extraTargets?.(echo.port) ?? []),
     ],
   };
-  // 127.0.0.1 stands for the pod IP here, which is where netstack's forward would land: no refuse listener
-  const { refuseHost: _refuse, ...rendered } = egressAgentConfig(
-    readEgressSpec(parentObject("TailnetEgress", "db", spec, { namespace: "shop" })),
+  const agent = await loopbackEgressAgent(
+    t,
+    parentObject("TailnetEgress", "db", spec, { namespace: "shop" }),
+    socks,
+    localApi,
   );
-  const agent = await startAgent(
-    {
-      ...rendered,
-      metricsPort: 0,
-      metricsHost: "127.0.0.1",
-      listenHost: "127.0.0.1",
-      tailscale: { socksAddr: socks.address, localApiSocket: localApi.socketPath },
-      limits: { dialTimeoutSeconds: 2 },
-      targets: (rendered.targets ?? []).map((tg) => ({ ...tg, ports: tg.ports.map((p) => ({ ...p, listenPort: 0 })) })),
-    },
-    { timers: false, defaultMetrics: false },
-  );
-  t.after(() => agent.close());
 
   const views = new HeadscaleViews({ timeoutMs: 300, cacheTTLSeconds: 0, retries: 0, now });
   t.after(() => views.close());
@@ -149,16 +197,7 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
     if (!e) throw new Error("egress shop/db is gone");
     return e;
   };
-  const peers = () => ({
-    db1: { HostName: "db-1", DNSName: "db-1.ts.example.com.", TailscaleIPs: [db1.ipv4], Online: true },
-    router: {
-      HostName: "router",
-      DNSName: "router.ts.example.com.",
-      TailscaleIPs: [router.ipv4],
-      PrimaryRoutes: ["192.168.1.0/24"],
-      Online: true,
-    },
-  });
+  const peers = () => peersOf(db1, router);
   let self = { HostName: "shop-db", TailscaleIPs: [] as string[], Online: false };
   const keySecret = () => mc.list("Secret").find((s) => s.metadata.labels?.["tailnet.internal/authkey"] === "true");
 
