@@ -246,6 +246,8 @@ interface Checker {
   tag(t: string, wrap?: (m: string) => string): void;
   /** acls and grants check their sources alike */
   checkSources(srcs: string[]): void;
+  /** and their destinations, but for how an undefined tag is worded */
+  checkDestinations(dsts: string[], wrapTag?: (dst: string, m: string) => string): void;
 }
 
 function checker(doc: Json): Checker {
@@ -277,7 +279,18 @@ function checker(doc: Json): Checker {
       else if (kind === "tag") tag(src, (m) => `src=${m}`);
     }
   };
-  return { tags, hosts, problems, group, host, tag, checkSources };
+  const checkDestinations = (dsts: string[], wrapTag?: (dst: string, m: string) => string) => {
+    for (const dst of dsts) {
+      const kind = aliasKind(dst);
+      if (kind === "host") host(dst);
+      else if (kind === "autogroup") {
+        const p = autogroupDstProblem(dst);
+        if (p) problems.push(p);
+      } else if (kind === "group") group(dst);
+      else if (kind === "tag") tag(dst, wrapTag ? (m) => wrapTag(dst, m) : undefined);
+    }
+  };
+  return { tags, hosts, problems, group, host, tag, checkSources, checkDestinations };
 }
 
 function validate(doc: Json): string[] {
@@ -303,15 +316,8 @@ function validateAcls(c: Checker, doc: Json): void {
       .map(splitHostPort)
       .filter((d) => PORTS.test(d.ports))
       .map((d) => d.alias);
-    for (const dst of dsts) {
-      const kind = aliasKind(dst);
-      if (kind === "host") c.host(dst);
-      else if (kind === "autogroup") {
-        const p = autogroupDstProblem(dst);
-        if (p) c.problems.push(p);
-      } else if (kind === "group") c.group(dst);
-      else if (kind === "tag") c.tag(dst, (m) => `dst="${dst}": ${m}`);
-    }
+    // an ACL's message for an undefined tag names the destination; a grant's does not
+    c.checkDestinations(dsts, (dst, m) => `dst="${dst}": ${m}`);
     if (dsts.includes("autogroup:self")) {
       const bad = srcs.some((s) => !["user", "group", "wildcard"].includes(aliasKind(s)) && s !== "autogroup:member");
       if (bad) c.problems.push("autogroup:self can only be used with users, groups, or supported autogroups");
@@ -393,15 +399,7 @@ function validateGrants(c: Checker, doc: Json): void {
       c.problems.push(`dst "${defaultRoute}": to allow all IP addresses, use "*" or "autogroup:internet"`);
     }
     c.checkSources(srcs);
-    for (const dst of dsts) {
-      const kind = aliasKind(dst);
-      if (kind === "host") c.host(dst);
-      else if (kind === "autogroup") {
-        const p = autogroupDstProblem(dst);
-        if (p) c.problems.push(p);
-      } else if (kind === "group") c.group(dst);
-      else if (kind === "tag") c.tag(dst);
-    }
+    c.checkDestinations(dsts);
     for (const via of aliasList(field(grant, "via"))) if (!c.tags.has(via)) c.problems.push(`tag "${via}" not found`);
     if (dsts.includes("autogroup:self")) {
       const bad = srcs.some((s) => !["user", "group"].includes(aliasKind(s)) && s !== "autogroup:member");
