@@ -4,6 +4,7 @@
  */
 import type { HookKind } from "../../src/api/schemas.js";
 import { cond } from "../../src/conditions/condition.js";
+import { TailnetCondition } from "../../src/conditions/reasons.js";
 import { assembleStatus, invalidSpecResult } from "../../src/pipeline/status.js";
 import type { CustomizeRequest, HookDeps, KindModule, RelatedRule } from "../../src/pipeline/types.js";
 
@@ -28,6 +29,10 @@ export function skeletonModule(
     },
   };
 }
+
+/** A skeleton Tailnet (every condition Unknown/Stubbed): a no-op that writes no policy to Headscale. */
+export const skeletonTailnet = (): KindModule =>
+  skeletonModule("tailnet", Object.values(TailnetCondition), () => [], "PolicyRendered");
 
 /**
  * A Tailnet stand-in that keeps whatever status the test gave the parent and returns no children, for

@@ -12,8 +12,6 @@
 import { type RunningAgent, startAgent } from "../../src/agent/main.js";
 import { API_VERSION } from "../../src/api/schemas.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
-import { egressAgentConfig } from "../../src/kinds/composite/egress/children.js";
-import { readEgressSpec } from "../../src/kinds/composite/egress/spec.js";
 import { ingressAgentConfig } from "../../src/kinds/composite/ingress/children.js";
 import { readIngressSpec } from "../../src/kinds/composite/ingress/spec.js";
 import { ingressNames } from "../../src/kinds/shared/ingress-names.js";
@@ -30,6 +28,7 @@ import { type FakeNode, type PolicyMode, useFakeHeadscale } from "../fakes/heads
 import { FakeMetacontroller, type HookCall } from "../fakes/metacontroller.js";
 import { parentObject } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";
+import { loopbackEgressAgent } from "../kinds/composite/egress/world.js";
 
 export const API = API_VERSION;
 export const T0 = new Date("2026-11-29T10:00:00Z");
@@ -203,21 +202,7 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
   );
   t.after(() => localApi.close());
   const egressParent = parentObject("TailnetEgress", "db", spec.egress, { namespace: "shop" });
-  // 127.0.0.1 stands for the pod IP here, which is where netstack's forward would land: no refuse listener
-  const { refuseHost: _refuse, ...rendered } = egressAgentConfig(readEgressSpec(egressParent));
-  const egressAgent = await startAgent(
-    {
-      ...rendered,
-      metricsPort: 0,
-      metricsHost: "127.0.0.1",
-      listenHost: "127.0.0.1",
-      tailscale: { socksAddr: socks.address, localApiSocket: localApi.socketPath },
-      limits: { dialTimeoutSeconds: 2 },
-      targets: (rendered.targets ?? []).map((tg) => ({ ...tg, ports: tg.ports.map((p) => ({ ...p, listenPort: 0 })) })),
-    },
-    { timers: false, defaultMetrics: false },
-  );
-  t.after(() => egressAgent.close());
+  const egressAgent = await loopbackEgressAgent(t, egressParent, socks, localApi);
 
   // The ingress agent: the operator's config with the pod's environment swapped for loopback — the
   // backend Service → an HTTP server, the mounted TLS Secret → the PKI's files.

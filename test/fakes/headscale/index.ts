@@ -5,17 +5,17 @@
  * the fake after the test and fails it if any reply broke the contract.
  */
 
-import type { Socket } from "node:net";
-import { setTimeout as sleep } from "node:timers/promises";
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { loadContract } from "./contract.js";
 import { type FakeVersion, parsePolicy } from "./policy.js";
-import { currentPolicy, type FakeRoute, type PolicyMode, routesFor, rpcError } from "./routes.js";
+import { currentPolicy, type PolicyMode, routesFor } from "./routes.js";
 import { type AddNodeInput, type AddUserInput, addNode, addUser, type RegisterInput, registerWithKey } from "./seed.js";
+import { compileRoutes, contractChecked, fakeApp, listening, releaseHung, type Served } from "./server.js";
 import { type FakeNode, FakeState, type FakeUser, randomUrlSafe } from "./state.js";
 
 export type { FakeVersion } from "./policy.js";
 export type { PolicyMode } from "./routes.js";
+export { SQLITE_BUSY } from "./server.js";
 export type { FakeApiKey, FakeNode, FakePreAuthKey, FakeState, FakeUser, PolicyVersion } from "./state.js";
 
 export interface FakeHeadscaleOptions {
@@ -108,13 +108,6 @@ export interface FakeHeadscale {
   close(): Promise<void>;
 }
 
-interface ActiveFault extends FaultSpec {
-  remaining: number;
-}
-
-const GRPC_CODE_FOR_STATUS: Record<number, number> = { 400: 3, 401: 16, 403: 7, 404: 5, 409: 6, 429: 8, 500: 13 };
-const GRPC_CODE_FOR_STATUS_5XX: Record<number, number> = { 501: 12, 502: 14, 503: 14, 504: 4 };
-
 export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promise<FakeHeadscale> {
   const version = opts.version ?? "0.29";
   const policyMode = opts.policyMode ?? "database";
@@ -123,15 +116,35 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
   const contract = loadContract(version);
   const routes = compileRoutes(routesFor(version));
   const state = new FakeState();
-  const requests: LoggedRequest[] = [];
+  seedState(state, opts, policyMode, apiKey, now());
   const violations: string[] = [];
-  const hungSockets = new Set<Socket>();
-  let faults: ActiveFault[] = [];
-  let refused = false;
-  let closed = false;
-  let policyWrites = 0;
+  const served: Served = {
+    state,
+    version,
+    policyMode,
+    now,
+    routes,
+    requests: [],
+    logEntries: new WeakMap(),
+    hungSockets: new Set(),
+    live: { faults: [], refused: false, closed: false, policyWrites: 0 },
+    sendJson: contractChecked(contract, violations),
+  };
+  const app = fakeApp(opts, served);
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const address = app.server.address();
+  if (address === null || typeof address === "string") throw new Error("fake headscale: no TCP address");
+  return fakeHandle(served, { app, port: address.port, tls: !!opts.tls, apiKey, violations });
+}
 
-  const started = now();
+/** The fake's own API key (valid 90 days from start) and its initial policy. */
+function seedState(
+  state: FakeState,
+  opts: FakeHeadscaleOptions,
+  policyMode: PolicyMode,
+  apiKey: string,
+  started: Date,
+): void {
   const apiKeyId = state.nextApiKeyId();
   state.apiKeys.set(apiKeyId, {
     id: apiKeyId,
@@ -142,163 +155,27 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
   });
   if (policyMode === "file") state.filePolicy = opts.policy ?? "{}";
   else if (opts.policy !== undefined) state.policies.push({ text: opts.policy, updatedAt: started });
+}
 
-  // one instance type for both: fastify's https overload only changes the raw server's type
-  const app = Fastify({
-    logger: false,
-    forceCloseConnections: true,
-    ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key } } : {}),
-  } as Record<string, unknown>) as unknown as FastifyInstance;
-  const logEntries = new WeakMap<FastifyRequest, LoggedRequest>();
-  app.addHook("onResponse", async (request, reply) => {
-    const entry = logEntries.get(request);
-    if (entry) entry.status = reply.statusCode;
-  });
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
-
-  const sendJson = (reply: FastifyReply, method: string, template: string | null, status: number, body: unknown) => {
-    const violation = contract.check(method, template, status, body);
-    if (violation) {
-      violations.push(violation);
-      return reply.code(500).type("text/plain").send(`fake headscale contract violation: ${violation}`);
-    }
-    return reply.code(status).type("application/json").send(JSON.stringify(body));
-  };
-
-  const takeFault = (method: string, path: string): ActiveFault | undefined => {
-    const fault = faults.find(
-      (f) =>
-        f.kind !== "refused" && f.remaining > 0 && (!f.path || f.path.test(path)) && (!f.method || f.method === method),
-    );
-    if (fault) fault.remaining--;
-    return fault;
-  };
-
-  /** Applies a fault; true when the request has been answered (or deliberately left hanging). */
-  const applyFault = async (fault: ActiveFault, request: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
-    switch (fault.kind) {
-      case "slow":
-        await sleep(fault.delayMs ?? 1000);
-        return false;
-      case "reset":
-        reply.hijack();
-        request.raw.socket.destroy();
-        return true;
-      case "timeout":
-        reply.hijack();
-        hungSockets.add(request.raw.socket);
-        return true;
-      case "malformed":
-        reply.code(200).type("application/json").send('{"nodes": [');
-        return true;
-      case "unauthorized":
-        reply.code(401).type("text/plain; charset=utf-8").send("Unauthorized");
-        return true;
-      case "databaseError":
-        // Answered by the route (index.ts passes the error into the handler context).
-        return false;
-      default: {
-        const status = fault.status ?? 500;
-        const code = GRPC_CODE_FOR_STATUS[status] ?? GRPC_CODE_FOR_STATUS_5XX[status] ?? 2;
-        const answer = rpcError(status, code, `fault injected: ${status}`);
-        sendJson(reply, request.method, null, answer.status, answer.body);
-        return true;
-      }
-    }
-  };
-
-  // Any stored, unexpired key authenticates, the created ones too (hscontrol/db/api_key.go ValidateAPIKey).
-  const authorised = (header: string | undefined): boolean => {
-    if (!header?.startsWith("Bearer ")) return false;
-    const presented = header.slice("Bearer ".length);
-    const record = [...state.apiKeys.values()].find((k) => k.key === presented);
-    return !!record && record.expiration.getTime() > now().getTime();
-  };
-
-  app.all("/*", async (request, reply) => {
-    const url = new URL(request.url, "http://fake.invalid");
-    const path = url.pathname;
-    const raw = typeof request.body === "string" ? request.body : "";
-    const parsedBody = parseBody(raw);
-    const entry: LoggedRequest = {
-      method: request.method,
-      path,
-      query: url.search,
-      body: raw === "" ? undefined : parsedBody.ok ? parsedBody.value : raw,
-    };
-    requests.push(entry);
-    logEntries.set(request, entry);
-
-    const fault = takeFault(request.method, path);
-    if (fault && (await applyFault(fault, request, reply))) return reply;
-    const databaseError = fault?.kind === "databaseError" ? (fault.message ?? SQLITE_BUSY) : undefined;
-
-    if (path === "/health" && request.method === "GET") {
-      // Not in the Swagger document (served by Headscale's own router), so no contract check.
-      const healthy = !state.databaseDown;
-      return reply
-        .code(healthy ? 200 : 500)
-        .type("application/health+json")
-        .send(JSON.stringify({ status: healthy ? "pass" : "fail" }));
-    }
-    if (!path.startsWith("/api/v1/")) return reply.code(404).type("text/plain").send("404 page not found\n");
-    // Headscale authenticates before routing: an unknown path with a bad key is a 401 too. The key is looked
-    // up in the database, and any error there is the same 401 (hscontrol/app.go httpAuthenticationMiddleware).
-    if (state.databaseDown || !authorised(request.headers.authorization)) {
-      return reply.code(401).type("text/plain; charset=utf-8").send("Unauthorized");
-    }
-    const match = matchRoute(routes, request.method, path);
-    if (!match) {
-      const answer = rpcError(404, 5, "Not Found");
-      return sendJson(reply, request.method, null, answer.status, answer.body);
-    }
-    if (!parsedBody.ok) {
-      const answer = rpcError(400, 3, parsedBody.error);
-      return sendJson(reply, request.method, match.route.template, answer.status, answer.body);
-    }
-    if (databaseError !== undefined && !match.route.databaseErrors) {
-      const answer = rpcError(500, 2, databaseError);
-      return sendJson(reply, request.method, match.route.template, answer.status, answer.body);
-    }
-    const answer = match.route.handle({
-      state,
-      version,
-      policyMode,
-      now,
-      params: match.params,
-      query: url.searchParams,
-      body: parsedBody.value,
-      onPolicyWrite: () => policyWrites++,
-      databaseError,
-    });
-    return sendJson(reply, request.method, match.route.template, answer.status, answer.body);
-  });
-
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  const address = app.server.address();
-  if (address === null || typeof address === "string") throw new Error("fake headscale: no TCP address");
-  const port = address.port;
-
-  const stopListening = () =>
-    new Promise<void>((resolve) => {
-      app.server.close(() => resolve());
-      app.server.closeAllConnections();
-    });
-  const startListening = () =>
-    new Promise<void>((resolve, reject) => {
-      app.server.once("error", reject);
-      app.server.listen(port, "127.0.0.1", () => {
-        app.server.off("error", reject);
-        resolve();
-      });
-    });
-
+/** The test's handle on a started fake. */
+function fakeHandle(
+  served: Served,
+  server: { app: FastifyInstance; port: number; tls: boolean; apiKey: string; violations: string[] },
+): FakeHeadscale {
+  const { state, version, policyMode, now, requests, hungSockets, live } = served;
+  const { app, violations } = server;
+  const listener = listening(app, server.port);
   const policyNow = () => currentPolicy(state, policyMode, version);
-
+  const unrefuse = async () => {
+    releaseHung(hungSockets);
+    if (live.refused) {
+      live.refused = false;
+      await listener.start();
+    }
+  };
   return {
-    url: `${opts.tls ? "https" : "http"}://127.0.0.1:${port}`,
-    apiKey,
+    url: `${server.tls ? "https" : "http"}://127.0.0.1:${server.port}`,
+    apiKey: server.apiKey,
     version,
     policyMode,
     state,
@@ -306,7 +183,7 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
     count: (method, path) => requests.filter((r) => r.method === method && path.test(r.path)).length,
     writes: () => requests.filter((r) => r.method !== "GET" && r.path !== "/api/v1/policy/check"),
     get policyWrites() {
-      return policyWrites;
+      return live.policyWrites;
     },
     violations,
     assertNoViolations() {
@@ -326,29 +203,21 @@ export async function startFakeHeadscale(opts: FakeHeadscaleOptions = {}): Promi
       state.databaseDown = down;
     },
     async fault(spec) {
-      faults.push({ ...spec, remaining: spec.kind === "refused" ? Infinity : (spec.times ?? Infinity) });
-      if (spec.kind === "refused" && !refused) {
-        refused = true;
-        await stopListening();
+      live.faults.push({ ...spec, remaining: spec.kind === "refused" ? Infinity : (spec.times ?? Infinity) });
+      if (spec.kind === "refused" && !live.refused) {
+        live.refused = true;
+        await listener.stop();
       }
     },
     async clearFaults() {
-      faults = [];
-      releaseHung(hungSockets);
-      if (refused) {
-        refused = false;
-        await startListening();
-      }
+      live.faults = [];
+      await unrefuse();
     },
     async close() {
-      if (closed) return;
-      closed = true;
-      faults = [];
-      releaseHung(hungSockets);
-      if (refused) {
-        refused = false;
-        await startListening();
-      }
+      if (live.closed) return;
+      live.closed = true;
+      live.faults = [];
+      await unrefuse();
       await app.close();
     },
   };
@@ -367,9 +236,6 @@ export async function useFakeHeadscale(
   return fake;
 }
 
-/** What a SQLite-backed Headscale's driver says when another writer holds the database. */
-export const SQLITE_BUSY = "database is locked (5) (SQLITE_BUSY)";
-
 /**
  * How Headscale lists an API key (hscontrol/types/api_key.go): a 12-character prefix as
  * `hskey-api-<prefix>-***`, a legacy 7-character one as `<prefix>***`.
@@ -377,60 +243,4 @@ export const SQLITE_BUSY = "database is locked (5) (SQLITE_BUSY)";
 export function listedApiKeyPrefix(apiKey: string): string {
   const modern = /^hskey-api-([A-Za-z0-9_-]{12})-/.exec(apiKey)?.[1];
   return modern ? `hskey-api-${modern}-***` : `${apiKey.slice(0, 7)}***`;
-}
-
-function releaseHung(sockets: Set<Socket>): void {
-  for (const socket of sockets) socket.destroy();
-  sockets.clear();
-}
-
-type ParsedBody = { ok: true; value: Record<string, unknown> } | { ok: false; error: string };
-
-/** grpc-gateway decodes the body as JSON; an empty body is an empty message. */
-function parseBody(raw: string): ParsedBody {
-  if (raw.trim() === "") return { ok: true, value: {} };
-  try {
-    const value: unknown = JSON.parse(raw);
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      return { ok: false, error: "json: cannot unmarshal non-object into Go value" };
-    }
-    return { ok: true, value: value as Record<string, unknown> };
-  } catch {
-    return { ok: false, error: "invalid character in request body" };
-  }
-}
-
-interface CompiledRoute {
-  route: FakeRoute;
-  pattern: RegExp;
-  names: string[];
-}
-
-function compileRoutes(routes: FakeRoute[]): CompiledRoute[] {
-  return routes.map((route) => {
-    const names: string[] = [];
-    const source = route.template.replace(/\{(\w+)\}/g, (_, name: string) => {
-      names.push(name);
-      return "([^/]+)";
-    });
-    return { route, pattern: new RegExp(`^${source}$`), names };
-  });
-}
-
-function matchRoute(
-  routes: CompiledRoute[],
-  method: string,
-  path: string,
-): { route: FakeRoute; params: Record<string, string> } | undefined {
-  for (const { route, pattern, names } of routes) {
-    if (route.method !== method) continue;
-    const m = pattern.exec(path);
-    if (!m) continue;
-    const params: Record<string, string> = {};
-    names.forEach((name, i) => {
-      params[name] = decodeURIComponent(m[i + 1]);
-    });
-    return { route, params };
-  }
-  return undefined;
 }

@@ -236,7 +236,21 @@ function autogroupDstProblem(ag: string): string | undefined {
 
 // ---- validate(): every problem, in the order of types.go Policy.validate ----
 
-function validate(doc: Json): string[] {
+/** The names a policy defines, and the problems found so far, in the order types.go reports them. */
+interface Checker {
+  tags: Set<string>;
+  hosts: Set<string>;
+  problems: string[];
+  group(g: string): void;
+  host(h: string): void;
+  tag(t: string, wrap?: (m: string) => string): void;
+  /** acls and grants check their sources alike */
+  checkSources(srcs: string[]): void;
+  /** and their destinations, but for how an undefined tag is worded */
+  checkDestinations(dsts: string[], wrapTag?: (dst: string, m: string) => string): void;
+}
+
+function checker(doc: Json): Checker {
   const keysOf = (name: string) => {
     const v = field(doc, name);
     return new Set(isObject(v) ? Object.keys(v) : []);
@@ -254,8 +268,6 @@ function validate(doc: Json): string[] {
   const tag = (t: string, wrap = (m: string) => m) => {
     if (!tags.has(t)) problems.push(wrap(`tag not found: "${t}"`));
   };
-
-  // acls and grants check their sources alike
   const checkSources = (srcs: string[]) => {
     for (const src of srcs) {
       const kind = aliasKind(src);
@@ -267,157 +279,183 @@ function validate(doc: Json): string[] {
       else if (kind === "tag") tag(src, (m) => `src=${m}`);
     }
   };
+  const checkDestinations = (dsts: string[], wrapTag?: (dst: string, m: string) => string) => {
+    for (const dst of dsts) {
+      const kind = aliasKind(dst);
+      if (kind === "host") host(dst);
+      else if (kind === "autogroup") {
+        const p = autogroupDstProblem(dst);
+        if (p) problems.push(p);
+      } else if (kind === "group") group(dst);
+      else if (kind === "tag") tag(dst, wrapTag ? (m) => wrapTag(dst, m) : undefined);
+    }
+  };
+  return { tags, hosts, problems, group, host, tag, checkSources, checkDestinations };
+}
 
+function validate(doc: Json): string[] {
+  const c = checker(doc);
+  validateAcls(c, doc);
+  validateSsh(c, doc);
+  validateGrants(c, doc);
+  validateNodeAttrs(c, doc);
+  validateTagOwners(c, doc);
+  validateAutoApprovers(c, doc);
+  const testProblems = staticTestProblems(doc, c.hosts);
+  if (testProblems.length > 0) c.problems.push(`test(s) failed:\n${multiErr(testProblems)}`);
+  return c.problems;
+}
+
+/** acls: sources, destinations with parseable ports, autogroup:self. */
+function validateAcls(c: Checker, doc: Json): void {
   for (const acl of objectList(field(doc, "acls"))) {
     const srcs = aliasList(field(acl, "src"));
-    checkSources(srcs);
+    c.checkSources(srcs);
     // A destination whose ports do not parse fails decoding with a message of Go's own; the fake lets it pass.
     const dsts = aliasList(field(acl, "dst"))
       .map(splitHostPort)
       .filter((d) => PORTS.test(d.ports))
       .map((d) => d.alias);
-    for (const dst of dsts) {
-      const kind = aliasKind(dst);
-      if (kind === "host") host(dst);
-      else if (kind === "autogroup") {
-        const p = autogroupDstProblem(dst);
-        if (p) problems.push(p);
-      } else if (kind === "group") group(dst);
-      else if (kind === "tag") tag(dst, (m) => `dst="${dst}": ${m}`);
-    }
+    // an ACL's message for an undefined tag names the destination; a grant's does not
+    c.checkDestinations(dsts, (dst, m) => `dst="${dst}": ${m}`);
     if (dsts.includes("autogroup:self")) {
       const bad = srcs.some((s) => !["user", "group", "wildcard"].includes(aliasKind(s)) && s !== "autogroup:member");
-      if (bad) problems.push("autogroup:self can only be used with users, groups, or supported autogroups");
+      if (bad) c.problems.push("autogroup:self can only be used with users, groups, or supported autogroups");
     }
   }
+}
 
+/** ssh: action, users, acceptEnv, sources, destinations, checkPeriod. */
+function validateSsh(c: Checker, doc: Json): void {
   for (const rule of objectList(field(doc, "ssh"))) {
     const raw = field(rule, "action");
     if (raw === undefined || raw === null || (typeof raw === "string" && raw.trim() === "")) {
-      problems.push("action must be specified");
+      c.problems.push("action must be specified");
     }
     const users = stringList(field(rule, "users"));
-    if (users.length === 0) problems.push("users must be specified");
-    for (const u of users) if (u === "" || u === "*") problems.push(`user "${u}" is not valid`);
+    if (users.length === 0) c.problems.push("users must be specified");
+    for (const u of users) if (u === "" || u === "*") c.problems.push(`user "${u}" is not valid`);
     for (const env of stringList(field(rule, "acceptEnv"))) {
-      if (env === "") problems.push("acceptEnv values cannot be empty");
+      if (env === "") c.problems.push("acceptEnv values cannot be empty");
     }
     for (const src of aliasList(field(rule, "src"))) {
       const kind = aliasKind(src);
       if (kind === "autogroup") {
-        if (src === "autogroup:internet") problems.push("autogroup:internet can only be used in ACL destinations");
+        if (src === "autogroup:internet") c.problems.push("autogroup:internet can only be used in ACL destinations");
         else if (!AUTOGROUPS.sshSrc.includes(src)) {
-          problems.push(`autogroup not supported for SSH sources: "${src}", can be ${goList(AUTOGROUPS.sshSrc)}`);
+          c.problems.push(`autogroup not supported for SSH sources: "${src}", can be ${goList(AUTOGROUPS.sshSrc)}`);
         }
-      } else if (kind === "group") group(src);
-      else if (kind === "tag") tag(src);
+      } else if (kind === "group") c.group(src);
+      else if (kind === "tag") c.tag(src);
     }
     for (const dst of aliasList(field(rule, "dst"))) {
       const kind = aliasKind(dst);
       if (kind === "autogroup") {
-        if (dst === "autogroup:internet") problems.push("autogroup:internet can only be used in ACL destinations");
+        if (dst === "autogroup:internet") c.problems.push("autogroup:internet can only be used in ACL destinations");
         else if (!AUTOGROUPS.sshDst.includes(dst)) {
-          problems.push(`autogroup not supported for SSH destinations: "${dst}", can be ${goList(AUTOGROUPS.sshDst)}`);
+          c.problems.push(
+            `autogroup not supported for SSH destinations: "${dst}", can be ${goList(AUTOGROUPS.sshDst)}`,
+          );
         }
-      } else if (kind === "tag") tag(dst);
-      else if (kind === "host") problems.push(`invalid dst "${dst}"`);
+      } else if (kind === "tag") c.tag(dst);
+      else if (kind === "host") c.problems.push(`invalid dst "${dst}"`);
     }
     const period = field(rule, "checkPeriod");
     if (typeof period === "string") {
       const action = typeof raw === "string" ? raw.trim() : raw;
       const ns = period === "always" ? 0 : goDurationNs(period);
-      if (action !== "check") problems.push('checkPeriod is only valid with action "check"');
+      if (action !== "check") c.problems.push('checkPeriod is only valid with action "check"');
       else if (ns !== undefined && ns < 0)
-        problems.push(`checkPeriod ${goDurationString(ns)} must be a positive duration`);
+        c.problems.push(`checkPeriod ${goDurationString(ns)} must be a positive duration`);
       else if (ns !== undefined && ns > CHECK_PERIOD_MAX_NS) {
-        problems.push(`checkPeriod ${goDurationString(ns)} is above the max (168h)`);
+        c.problems.push(`checkPeriod ${goDurationString(ns)} is above the max (168h)`);
       }
     }
   }
+}
 
+/** grants: ip or app, capability names, destinations, via tags, autogroup:self. */
+function validateGrants(c: Checker, doc: Json): void {
   for (const grant of objectList(field(doc, "grants"))) {
     const ip = stringList(field(grant, "ip"));
     const app = field(grant, "app");
     const apps = isObject(app) ? Object.keys(app) : [];
-    if (ip.length === 0 && apps.length === 0) problems.push("ip and app can not both be empty");
+    if (ip.length === 0 && apps.length === 0) c.problems.push("ip and app can not both be empty");
     for (const cap of apps) {
-      if (cap.includes("://")) problems.push("capability name must have the form {domain}/{path}");
+      if (cap.includes("://")) c.problems.push("capability name must have the form {domain}/{path}");
       else if (cap.startsWith("tailscale.com/") && !TAILSCALE_CAPS.includes(cap)) {
-        problems.push("capability name must not be in the tailscale.com domain");
+        c.problems.push("capability name must not be in the tailscale.com domain");
       }
     }
     const srcs = aliasList(field(grant, "src"));
     const dsts = aliasList(field(grant, "dst"));
     if (apps.length > 0 && dsts.includes("autogroup:internet")) {
-      problems.push("cannot use app grants with autogroup:internet");
+      c.problems.push("cannot use app grants with autogroup:internet");
     }
     // Tailscale refuses raw default routes as grant destinations (types.go ErrGrantDefaultRouteCIDR); only the
     // first of a grant is reported.
     const defaultRoute = dsts.find((d) => ipaddr.isValidCIDR(d) && ipaddr.parseCIDR(d)[1] === 0);
     if (defaultRoute !== undefined) {
-      problems.push(`dst "${defaultRoute}": to allow all IP addresses, use "*" or "autogroup:internet"`);
+      c.problems.push(`dst "${defaultRoute}": to allow all IP addresses, use "*" or "autogroup:internet"`);
     }
-    checkSources(srcs);
-    for (const dst of dsts) {
-      const kind = aliasKind(dst);
-      if (kind === "host") host(dst);
-      else if (kind === "autogroup") {
-        const p = autogroupDstProblem(dst);
-        if (p) problems.push(p);
-      } else if (kind === "group") group(dst);
-      else if (kind === "tag") tag(dst);
-    }
-    for (const via of aliasList(field(grant, "via"))) if (!tags.has(via)) problems.push(`tag "${via}" not found`);
+    c.checkSources(srcs);
+    c.checkDestinations(dsts);
+    for (const via of aliasList(field(grant, "via"))) if (!c.tags.has(via)) c.problems.push(`tag "${via}" not found`);
     if (dsts.includes("autogroup:self")) {
       const bad = srcs.some((s) => !["user", "group"].includes(aliasKind(s)) && s !== "autogroup:member");
-      if (bad) problems.push("autogroup:self can only be used with users, groups, or supported autogroups");
+      if (bad) c.problems.push("autogroup:self can only be used with users, groups, or supported autogroups");
     }
   }
+}
 
+/** nodeAttrs: targets. */
+function validateNodeAttrs(c: Checker, doc: Json): void {
   for (const attr of objectList(field(doc, "nodeAttrs"))) {
     for (const target of aliasList(field(attr, "target"))) {
       const kind = aliasKind(target);
-      if (kind === "host") host(target);
+      if (kind === "host") c.host(target);
       else if (kind === "autogroup" && !AUTOGROUPS.nodeAttrs.includes(target)) {
-        problems.push(`nodeAttrs target does not support this autogroup: "${target}"`);
-      } else if (kind === "group") group(target);
-      else if (kind === "tag") tag(target);
+        c.problems.push(`nodeAttrs target does not support this autogroup: "${target}"`);
+      } else if (kind === "group") c.group(target);
+      else if (kind === "tag") c.tag(target);
     }
   }
+}
 
+/** tagOwners: owners, then the first owner chain reaching an undefined tag. */
+function validateTagOwners(c: Checker, doc: Json): void {
   const owners = field(doc, "tagOwners");
   if (isObject(owners)) {
     for (const list of Object.values(owners)) {
       for (const owner of aliasList(list)) {
-        if (aliasKind(owner) === "group") group(owner);
-        else if (aliasKind(owner) === "tag") tag(owner);
+        if (aliasKind(owner) === "group") c.group(owner);
+        else if (aliasKind(owner) === "tag") c.tag(owner);
       }
     }
     // policy.go flattenTagOwners: the first owner chain reaching an undefined tag.
     for (const [t, list] of Object.entries(owners)) {
-      const missing = aliasList(list).find((o) => o.startsWith("tag:") && !tags.has(o));
+      const missing = aliasList(list).find((o) => o.startsWith("tag:") && !c.tags.has(o));
       if (missing !== undefined) {
-        problems.push(`tag "${t}" references undefined tag "${missing}"`);
+        c.problems.push(`tag "${t}" references undefined tag "${missing}"`);
         break;
       }
     }
   }
+}
 
+/** autoApprovers: route and exit-node approvers. */
+function validateAutoApprovers(c: Checker, doc: Json): void {
   const approvers = field(doc, "autoApprovers");
   if (isObject(approvers)) {
     const routes = field(approvers, "routes");
     const lists = isObject(routes) ? Object.values(routes) : [];
     for (const list of [...lists, field(approvers, "exitNode")]) {
       for (const a of aliasList(list)) {
-        if (aliasKind(a) === "group") group(a);
-        else if (aliasKind(a) === "tag") tag(a);
+        if (aliasKind(a) === "group") c.group(a);
+        else if (aliasKind(a) === "tag") c.tag(a);
       }
     }
   }
-
-  const testProblems = staticTestProblems(doc, hosts);
-  if (testProblems.length > 0) problems.push(`test(s) failed:\n${multiErr(testProblems)}`);
-  return problems;
 }
 
 // ---- Go durations (time.ParseDuration / Duration.String), for SSH checkPeriod ----

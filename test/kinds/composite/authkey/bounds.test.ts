@@ -3,14 +3,15 @@
 // written nor minted for, and a key whose Secret never landed is expired before the next one is minted.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { applyKey, GRANT, type KeyWorld, keyWorld, SPEC, secretText } from "./world.js";
+import { type IdentityWorld, identityWorld, secretText } from "../../shared/world.js";
+import { applyKey, GRANT, SPEC } from "./world.js";
 
-const valid = (w: KeyWorld, id: string) =>
+const valid = (w: IdentityWorld, id: string) =>
   (w.fake.state.preAuthKeys.get(id)?.expiration.getTime() ?? 0) > w.clock.now.getTime();
-const mints = (w: KeyWorld) => w.fake.count("POST", /^\/api\/v1\/preauthkey$/);
-const condition = (w: KeyWorld, type: string) => w.mc.condition("TailnetAuthKey", "runners", type, "ci");
+const mints = (w: IdentityWorld) => w.fake.count("POST", /^\/api\/v1\/preauthkey$/);
+const condition = (w: IdentityWorld, type: string) => w.mc.condition("TailnetAuthKey", "runners", type, "ci");
 
-async function adminKey(w: KeyWorld): Promise<void> {
+async function adminKey(w: IdentityWorld): Promise<void> {
   const r = await fetch(`${w.fake.url}/api/v1/preauthkey`, {
     method: "POST",
     headers: { authorization: `Bearer ${w.fake.apiKey}`, "content-type": "application/json" },
@@ -21,7 +22,7 @@ async function adminKey(w: KeyWorld): Promise<void> {
 
 describe("TailnetAuthKey bounds (issue 31)", () => {
   it("an expiry past the Tailnet's maxAuthKeyLifetime (default 720h) is refused: ExpiryTooLong, nothing minted", async (t) => {
-    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
+    const w = await identityWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
     applyKey(w, { ...SPEC, expiry: "876000h", renewBefore: "1h" });
     await w.mc.settle();
     assert.deepEqual(w.mc.errors, []);
@@ -41,11 +42,11 @@ describe("TailnetAuthKey bounds (issue 31)", () => {
   });
 
   it("the admin's bound is the Tailnet's to set: 720h passes by default, 2h refuses a 3h expiry", async (t) => {
-    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
+    const w = await identityWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
     applyKey(w, { ...SPEC, expiry: "720h", renewBefore: "1h" });
     await w.mc.settle();
     assert.equal(w.reasons("TailnetAuthKey", "runners", "ci").Ready, "Ready");
-    const w2 = await keyWorld(t, {
+    const w2 = await identityWorld(t, {
       tenancy: GRANT,
       namespaceLabels: { team: "ci" },
       tailnetSpec: { maxAuthKeyLifetime: "2h" },
@@ -61,7 +62,7 @@ describe("TailnetAuthKey bounds (issue 31)", () => {
   });
 
   it("withdrawing the namespace's tag grant expires the keys the object minted on the next sync, and no other", async (t) => {
-    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
+    const w = await identityWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
     await adminKey(w); // key 1: an administrator's, same tag
     w.tick(60);
     applyKey(w);
@@ -102,7 +103,7 @@ describe("TailnetAuthKey bounds (issue 31)", () => {
   });
 
   it("two TailnetAuthKeys naming one Secret: the second is SecretNotOwned and mints nothing; the first keeps its key", async (t) => {
-    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
+    const w = await identityWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
     applyKey(w);
     await w.mc.settle();
     applyKey(w, SPEC, "copycat");
@@ -118,7 +119,7 @@ describe("TailnetAuthKey bounds (issue 31)", () => {
   });
 
   it("in a namespace being deleted nothing is minted or created, and the key it minted is expired", async (t) => {
-    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
+    const w = await identityWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
     applyKey(w);
     await w.mc.settle();
     assert.ok(valid(w, "1"));
@@ -143,7 +144,7 @@ describe("TailnetAuthKey bounds (issue 31)", () => {
   });
 
   it("a secretName naming a Secret the object does not own is refused (SecretNotOwned): nothing minted, the Secret untouched", async (t) => {
-    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
+    const w = await identityWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
     const theirs = {
       apiVersion: "v1",
       kind: "Secret",

@@ -3,15 +3,16 @@
 // holding the new one), ownership at deletion, and no key anywhere but the Secret.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { API, applyKey, GRANT, type KeyWorld, keyWorld, secretText } from "./world.js";
+import { API, type IdentityWorld, identityWorld, secretText } from "../../shared/world.js";
+import { applyKey, GRANT } from "./world.js";
 
-const keyOf = (w: KeyWorld, id: string) => w.fake.state.preAuthKeys.get(id);
-const valid = (w: KeyWorld, id: string) => (keyOf(w, id)?.expiration.getTime() ?? 0) > w.clock.now.getTime();
-const annotation = (w: KeyWorld, key: string) => w.secret("runner-join")?.metadata.annotations?.[key];
+const keyOf = (w: IdentityWorld, id: string) => w.fake.state.preAuthKeys.get(id);
+const valid = (w: IdentityWorld, id: string) => (keyOf(w, id)?.expiration.getTime() ?? 0) > w.clock.now.getTime();
+const annotation = (w: IdentityWorld, key: string) => w.secret("runner-join")?.metadata.annotations?.[key];
 
 describe("TailnetAuthKey end to end", () => {
   it("issues a tagged key into the named Secret with the server URL and CA; a machine joins tagged", async (t) => {
-    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
+    const w = await identityWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
     applyKey(w);
     await w.mc.settle();
     assert.deepEqual(w.mc.errors, []);
@@ -63,7 +64,7 @@ describe("TailnetAuthKey end to end", () => {
   });
 
   it("a tag not granted to the namespace is refused: nothing minted, no Secret", async (t) => {
-    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "other" } });
+    const w = await identityWorld(t, { tenancy: GRANT, namespaceLabels: { team: "other" } });
     applyKey(w);
     await w.mc.settle();
     assert.deepEqual(w.reasons("TailnetAuthKey", "runners", "ci"), {
@@ -78,7 +79,7 @@ describe("TailnetAuthKey end to end", () => {
   });
 
   it("renews before expiry: the new key is published first, the old one expired only once the Secret holds the new", async (t) => {
-    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
+    const w = await identityWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
     applyKey(w);
     await w.mc.settle();
     const oldKey = secretText(w.secret("runner-join"), "authkey") ?? "";
@@ -115,7 +116,7 @@ describe("TailnetAuthKey end to end", () => {
   });
 
   it("with an informer cache lagging behind status, renewal still expires only the older key, once", async (t) => {
-    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" }, parentCacheLag: true });
+    const w = await identityWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" }, parentCacheLag: true });
     applyKey(w);
     await w.mc.settle();
     w.tick(41 * 60);
@@ -128,7 +129,7 @@ describe("TailnetAuthKey end to end", () => {
   });
 
   it("a renewal Headscale refuses is RenewalFailed while the key is valid, Expired once it is not", async (t) => {
-    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
+    const w = await identityWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
     applyKey(w);
     await w.mc.settle();
     w.tick(41 * 60);
@@ -152,7 +153,7 @@ describe("TailnetAuthKey end to end", () => {
   });
 
   it("deletion expires only the keys it minted; an admin's key with the same tag and a forged Secret annotation are left", async (t) => {
-    const w = await keyWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
+    const w = await identityWorld(t, { tenancy: GRANT, namespaceLabels: { team: "ci" } });
     // an administrator's key with the same tag, minted before the object
     const admin = await fetch(`${w.fake.url}/api/v1/preauthkey`, {
       method: "POST",

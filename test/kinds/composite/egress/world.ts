@@ -8,13 +8,11 @@
  */
 import type { TestContext } from "node:test";
 import { type RunningAgent, startAgent } from "../../../../src/agent/main.js";
-import { TailnetCondition } from "../../../../src/conditions/reasons.js";
 import { HeadscaleViews } from "../../../../src/headscale/view.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { egressAgentConfig } from "../../../../src/kinds/composite/egress/children.js";
 import { readEgressSpec } from "../../../../src/kinds/composite/egress/spec.js";
 import { kindModules } from "../../../../src/kinds/composite/index.js";
-import { b64 } from "../../../../src/kinds/shared/secrets.js";
 import { createOperatorMetrics } from "../../../../src/metrics/registry.js";
 import { memoryEventRecorder } from "../../../../src/server/events.js";
 import { type EchoServer, startEchoServer } from "../../../fakes/agent/echo.js";
@@ -22,10 +20,11 @@ import { type FakeLocalApi, type FakePeer, fakeStatus, startFakeLocalApi } from 
 import { type Socks5Server, startSocks5Server } from "../../../fakes/agent/socks5.js";
 import { registerPod } from "../../../fakes/containerboot.js";
 import { type FakeHeadscale, type FakeNode, useFakeHeadscale } from "../../../fakes/headscale/index.js";
-import { skeletonModule } from "../../../fakes/kind-stub.js";
+import { skeletonTailnet } from "../../../fakes/kind-stub.js";
 import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
 import { parentObject } from "../../../fixtures/hooks.js";
 import { build } from "../../../helpers/server.js";
+import { credentialsSecret } from "../../shared/world.js";
 
 export const API = "tailnet.internal/v1alpha1";
 export const TAG = "tag:k8s-shop-db";
@@ -36,6 +35,36 @@ export function policyText(tags: string[]): string {
     tagOwners: Object.fromEntries(tags.map((t) => [t, []])),
     grants: [{ src: [TAG], dst: ["*"], ip: ["*"] }],
   });
+}
+
+type Ctx = { after: (fn: () => Promise<void> | void) => void };
+
+/**
+ * A real egress agent on loopback, running the config the operator renders for `parent`: it dials through
+ * `socks` (the stand-in for tailscaled) and reads its netmap from `localApi`. 127.0.0.1 stands for the pod
+ * IP here, which is where netstack's forward would land: no refuse listener. Closed after the test.
+ */
+export async function loopbackEgressAgent(
+  t: Ctx,
+  parent: K8sObject,
+  socks: Socks5Server,
+  localApi: FakeLocalApi,
+): Promise<RunningAgent> {
+  const { refuseHost: _refuse, ...rendered } = egressAgentConfig(readEgressSpec(parent));
+  const agent = await startAgent(
+    {
+      ...rendered,
+      metricsPort: 0,
+      metricsHost: "127.0.0.1",
+      listenHost: "127.0.0.1",
+      tailscale: { socksAddr: socks.address, localApiSocket: localApi.socketPath },
+      limits: { dialTimeoutSeconds: 2 },
+      targets: (rendered.targets ?? []).map((tg) => ({ ...tg, ports: tg.ports.map((p) => ({ ...p, listenPort: 0 })) })),
+    },
+    { timers: false, defaultMetrics: false },
+  );
+  t.after(() => agent.close());
+  return agent;
 }
 
 export interface World {
@@ -77,10 +106,8 @@ export interface WorldOptions {
   ca?: string;
 }
 
-export async function world(t: TestContext, opts: WorldOptions = {}): Promise<World> {
-  const clock = { now: T0 };
-  const now = () => clock.now;
-  const fake = await useFakeHeadscale(t, { now });
+/** The policy and the two nodes the egress targets: db-1, and a router with an approved subnet route. */
+function seedHeadscale(fake: FakeHeadscale): { db1: FakeNode; router: FakeNode } {
   fake.setPolicy(policyText([TAG, "tag:router"]));
   const db1 = fake.addNode({ name: "db-1" });
   const router = fake.addNode({
@@ -89,15 +116,46 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
     availableRoutes: ["192.168.1.0/24"],
     approvedRoutes: ["192.168.1.0/24"],
   });
+  return { db1, router };
+}
+
+/**
+ * What tailscaled gives the agent, on loopback: a SOCKS5 stand-in (every tailnet host → a TCP echo server
+ * on 127.0.0.1, or 127.0.0.2 where nothing listens for hosts in `unreachable`) and the fake LocalAPI.
+ */
+async function loopbackTailscale(t: TestContext, unreachable: Set<string>) {
   const echo = await startEchoServer();
   t.after(() => echo.close());
-  const unreachable = new Set<string>();
   const socks = await startSocks5Server({ resolve: (host) => (unreachable.has(host) ? "127.0.0.2" : "127.0.0.1") });
   t.after(() => socks.close());
   const localApi = await startFakeLocalApi(
     fakeStatus({ HostName: "shop-db", TailscaleIPs: [], Online: false }, [], "NeedsLogin"),
   );
   t.after(() => localApi.close());
+  return { echo, socks, localApi };
+}
+
+/** db-1 and the router as the agent's netmap shows them. */
+function peersOf(db1: FakeNode, router: FakeNode): { db1: FakePeer; router: FakePeer } {
+  return {
+    db1: { HostName: "db-1", DNSName: "db-1.ts.example.com.", TailscaleIPs: [db1.ipv4], Online: true },
+    router: {
+      HostName: "router",
+      DNSName: "router.ts.example.com.",
+      TailscaleIPs: [router.ipv4],
+      PrimaryRoutes: ["192.168.1.0/24"],
+      Online: true,
+    },
+  };
+}
+
+export async function world(t: TestContext, opts: WorldOptions = {}): Promise<World> {
+  const clock = { now: T0 };
+  const now = () => clock.now;
+  const fake = await useFakeHeadscale(t, { now });
+  const { db1, router } = seedHeadscale(fake);
+  const unreachable = new Set<string>();
+  const { echo, socks, localApi } = await loopbackTailscale(t, unreachable);
 
   const spec: Record<string, unknown> = {
     tailnetRef: { name: "home" },
@@ -107,31 +165,17 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
       ...(opts.extraTargets?.(echo.port) ?? []),
     ],
   };
-  // 127.0.0.1 stands for the pod IP here, which is where netstack's forward would land: no refuse listener
-  const { refuseHost: _refuse, ...rendered } = egressAgentConfig(
-    readEgressSpec(parentObject("TailnetEgress", "db", spec, { namespace: "shop" })),
+  const agent = await loopbackEgressAgent(
+    t,
+    parentObject("TailnetEgress", "db", spec, { namespace: "shop" }),
+    socks,
+    localApi,
   );
-  const agent = await startAgent(
-    {
-      ...rendered,
-      metricsPort: 0,
-      metricsHost: "127.0.0.1",
-      listenHost: "127.0.0.1",
-      tailscale: { socksAddr: socks.address, localApiSocket: localApi.socketPath },
-      limits: { dialTimeoutSeconds: 2 },
-      targets: (rendered.targets ?? []).map((tg) => ({ ...tg, ports: tg.ports.map((p) => ({ ...p, listenPort: 0 })) })),
-    },
-    { timers: false, defaultMetrics: false },
-  );
-  t.after(() => agent.close());
 
   const views = new HeadscaleViews({ timeoutMs: 300, cacheTTLSeconds: 0, retries: 0, now });
   t.after(() => views.close());
   const kinds = new Map(kindModules);
-  kinds.set(
-    "tailnet",
-    skeletonModule("tailnet", Object.values(TailnetCondition), () => [], "PolicyRendered"),
-  );
+  kinds.set("tailnet", skeletonTailnet());
   // read straight from the registry: /metrics sweeps resource series by wall-clock age, and this
   // world's clock is fixed
   const metrics = createOperatorMetrics({ defaultMetrics: false });
@@ -144,12 +188,7 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
       dns: { baseDomain: "ts.example.com" },
     }),
   );
-  mc.apply({
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: { name: "tailnet-home-credentials", namespace: "tailnet-system" },
-    data: { url: b64(fake.url), apiKey: b64(fake.apiKey), ...(opts.ca ? { "ca.crt": b64(opts.ca) } : {}) },
-  });
+  mc.apply(credentialsSecret(fake, opts.ca));
   for (const o of opts.before ?? []) mc.apply(o);
   if (opts.applyEgress !== false) mc.apply(parentObject("TailnetEgress", "db", spec, { namespace: "shop" }));
 
@@ -158,16 +197,7 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
     if (!e) throw new Error("egress shop/db is gone");
     return e;
   };
-  const peers = () => ({
-    db1: { HostName: "db-1", DNSName: "db-1.ts.example.com.", TailscaleIPs: [db1.ipv4], Online: true },
-    router: {
-      HostName: "router",
-      DNSName: "router.ts.example.com.",
-      TailscaleIPs: [router.ipv4],
-      PrimaryRoutes: ["192.168.1.0/24"],
-      Online: true,
-    },
-  });
+  const peers = () => peersOf(db1, router);
   let self = { HostName: "shop-db", TailscaleIPs: [] as string[], Online: false };
   const keySecret = () => mc.list("Secret").find((s) => s.metadata.labels?.["tailnet.internal/authkey"] === "true");
 

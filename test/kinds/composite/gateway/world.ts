@@ -9,7 +9,6 @@ import type { HookKind } from "../../../../src/api/schemas.js";
 import { HeadscaleViews } from "../../../../src/headscale/view.js";
 import { type K8sObject, reuseAllChildren } from "../../../../src/k8s/objects.js";
 import { kindModules } from "../../../../src/kinds/composite/index.js";
-import { b64 } from "../../../../src/kinds/shared/secrets.js";
 import { createOperatorMetrics } from "../../../../src/metrics/registry.js";
 import type { KindModule } from "../../../../src/pipeline/types.js";
 import { memoryEventRecorder } from "../../../../src/server/events.js";
@@ -18,6 +17,7 @@ import { type FakeHeadscale, useFakeHeadscale } from "../../../fakes/headscale/i
 import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
 import { parentObject } from "../../../fixtures/hooks.js";
 import { build } from "../../../helpers/server.js";
+import { credentialsSecret } from "../../shared/world.js";
 
 export const API = "tailnet.internal/v1alpha1";
 export const TAG = "tag:k8s-infra-gw";
@@ -81,12 +81,7 @@ export async function world(t: Ctx, opts: WorldOpts = {}) {
     );
   }
   if (opts.credentials !== false) {
-    mc.apply({
-      apiVersion: "v1",
-      kind: "Secret",
-      metadata: { name: "tailnet-home-credentials", namespace: "tailnet-system" },
-      data: { url: b64(fake.url), apiKey: b64(fake.apiKey), ...(opts.ca ? { "ca.crt": b64(opts.ca) } : {}) },
-    });
+    mc.apply(credentialsSecret(fake, opts.ca));
   }
   return { fake, mc, metrics, logs, clock };
 }

@@ -25,6 +25,7 @@ import { silentTailnet } from "../../../fakes/kind-stub.js";
 import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
 import { type Endpoint, type ServeHandler, serveForward } from "../../../fakes/tailscaled-serve.js";
 import { build } from "../../../helpers/server.js";
+import { pointPodsAt } from "../../shared/world.js";
 import { BASE, credentials, TAG, tailnet } from "./fixtures.js";
 
 type Ctx = { after: (fn: () => Promise<void> | void) => void };
@@ -101,13 +102,7 @@ export async function world(
     clock,
     pointPodsAt(next) {
       port = next;
-      for (const pod of mc.list("Pod")) {
-        const copy = structuredClone(pod);
-        const containers = (copy.spec as { containers: { ports?: { name?: string; containerPort: number }[] }[] })
-          .containers;
-        for (const c of containers) for (const p of c.ports ?? []) if (p.name === "metrics") p.containerPort = next;
-        mc.apply(copy);
-      }
+      pointPodsAt(mc, next);
     },
     ingress: get,
     condition(type, name = "grafana", namespace = "monitoring") {

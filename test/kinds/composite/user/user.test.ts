@@ -3,13 +3,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parentObject } from "../../../fixtures/hooks.js";
-import { API, type KeyWorld, keyWorld, secretText } from "../authkey/world.js";
+import { API, type IdentityWorld, identityWorld, secretText } from "../../shared/world.js";
 
-function applyUser(w: KeyWorld, spec: Record<string, unknown>, name = "alice") {
+function applyUser(w: IdentityWorld, spec: Record<string, unknown>, name = "alice") {
   return w.mc.apply(parentObject("TailnetUser", name, { tailnetRef: { name: "home" }, ...spec }));
 }
 
-const userWrites = (w: KeyWorld) =>
+const userWrites = (w: IdentityWorld) =>
   w.fake
     .writes()
     .filter((r) => r.path.startsWith("/api/v1/user"))
@@ -17,7 +17,7 @@ const userWrites = (w: KeyWorld) =>
 
 describe("TailnetUser end to end", () => {
   it("creates a missing user with display name and e-mail, records the proof, and is stable", async (t) => {
-    const w = await keyWorld(t);
+    const w = await identityWorld(t);
     applyUser(w, { name: "alice", displayName: "Alice", email: "alice@example.com", deletionPolicy: "Delete" });
     await w.mc.settle();
     assert.deepEqual(w.mc.errors, []);
@@ -46,7 +46,7 @@ describe("TailnetUser end to end", () => {
   });
 
   it("adopts an existing user as it is: no write, a different profile reported, never deleted", async (t) => {
-    const w = await keyWorld(t);
+    const w = await identityWorld(t);
     w.fake.addUser({ name: "bob", displayName: "Robert" });
     w.fake.addNode({ name: "bob-laptop", user: "bob" });
     applyUser(w, { name: "bob", displayName: "Bob", deletionPolicy: "Delete" }, "bob");
@@ -67,7 +67,7 @@ describe("TailnetUser end to end", () => {
   });
 
   it("an OIDC user is reported, not touched; a name two users hold is Ambiguous and nothing is written", async (t) => {
-    const w = await keyWorld(t);
+    const w = await identityWorld(t);
     w.fake.addUser({ name: "carol", provider: "oidc", email: "carol@idp.example.com" });
     w.fake.addUser({ name: "dave", provider: "oidc" });
     w.fake.addUser({ name: "dave" });
@@ -88,7 +88,7 @@ describe("TailnetUser end to end", () => {
   });
 
   it("a created user that still owns nodes is not deleted: finalize waits until the nodes are gone", async (t) => {
-    const w = await keyWorld(t);
+    const w = await identityWorld(t);
     applyUser(w, { name: "frank", deletionPolicy: "Delete" }, "frank");
     await w.mc.settle();
     const node = w.fake.addNode({ name: "frank-pc", user: "frank" });
@@ -102,7 +102,7 @@ describe("TailnetUser end to end", () => {
   });
 
   it("a TailnetAuthKey for a user: refused unless the TailnetUser lists the namespace; then the machine joins as the user", async (t) => {
-    const w = await keyWorld(t);
+    const w = await identityWorld(t);
     applyUser(w, { name: "alice" });
     w.mc.apply(
       parentObject(

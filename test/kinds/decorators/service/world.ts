@@ -19,6 +19,7 @@ import { silentTailnet } from "../../../fakes/kind-stub.js";
 import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
 import { build } from "../../../helpers/server.js";
 import { credentials, tailnet } from "../../composite/ingress/fixtures.js";
+import { pointPodsAt } from "../../shared/world.js";
 import { NS } from "./fixtures.js";
 
 type Ctx = { after: (fn: () => Promise<void> | void) => void };
@@ -60,13 +61,7 @@ export async function serviceWorld(t: Ctx, opts: { tags?: string[]; tailnets?: s
     events: recorder.events,
     pointPodsAt(next) {
       port = next;
-      for (const pod of mc.list("Pod")) {
-        const copy = structuredClone(pod);
-        const containers = (copy.spec as { containers: { ports?: { name?: string; containerPort: number }[] }[] })
-          .containers;
-        for (const c of containers) for (const p of c.ports ?? []) if (p.name === "metrics") p.containerPort = next;
-        mc.apply(copy);
-      }
+      pointPodsAt(mc, next);
     },
     svc: (name) => mc.get("v1", "Service", name, NS),
     attachment: (kind, name) => mc.get(API_VERSION, kind, name, NS),
