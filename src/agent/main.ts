@@ -9,11 +9,12 @@ import {
   AgentConfigError,
   type AgentConfigInput,
   type AgentExpose,
-  loadAgentConfig,
   resolvePodIp,
   validateAgentConfig,
 } from "../contract/agent-config.js";
+import type { AgentStatus, ProbeResult } from "../contract/agent-status.js";
 import { AGENT_CONFIG_PATH } from "../contract/ports.js";
+import { loadAgentConfig } from "./config-file.js";
 import {
   type Dialer,
   dialerFrom,
@@ -32,7 +33,7 @@ import { createAgentMetrics } from "./metrics.js";
 import { type ProbeSpec, probeAll } from "./probe.js";
 import { type Refuser, startRefuser } from "./refuse.js";
 import { type MetricsServer, startMetricsServer } from "./server.js";
-import { type AgentStatus, buildStatus, type ProbeResult } from "./status.js";
+import { buildStatus } from "./status.js";
 
 /** How long SIGTERM waits for open connections before closing them (below the pod's 30 s grace period). */
 export const SHUTDOWN_GRACE_MS = 20_000;

@@ -6,10 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { loadAgentConfig } from "../../src/agent/config-file.js";
 import { parseAgentArgs } from "../../src/agent/main.js";
 import {
   AgentConfigError,
-  loadAgentConfig,
   parseAgentConfig,
   resolvePodIp,
   validateAgentConfig,
