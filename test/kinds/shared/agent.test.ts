@@ -3,22 +3,19 @@ import { describe, it } from "node:test";
 import { configFrom } from "../../../src/config.js";
 import { validateAgentConfig } from "../../../src/contract/agent-config.js";
 import type { HsPreAuthKey } from "../../../src/headscale/types.js";
+import { registrationFact, tagFact } from "../../../src/kinds/shared/agent-conditions.js";
+import { agentNetworkPolicy, namespacePeer } from "../../../src/kinds/shared/agent-network-policy.js";
 import {
   type AgentDeploymentInputs,
   agentConfigMap,
   agentDeployment,
-  agentNetworkPolicy,
   agentServiceAccount,
-  configHash,
   dnsLabel,
-  listNames,
-  namespacePeer,
-  nodesWithTag,
-  registrationFact,
-  supersededNodes,
-  tagFact,
-} from "../../../src/kinds/shared/agent.js";
+} from "../../../src/kinds/shared/agent-pod.js";
+import { listNames, nodesWithTag } from "../../../src/kinds/shared/node-names.js";
+import { configHash } from "../../../src/kinds/shared/pod-template.js";
 import { b64 } from "../../../src/kinds/shared/secrets.js";
+import { supersededNodes } from "../../../src/kinds/shared/superseded.js";
 import { bootTailscale } from "../../fakes/containerboot.js";
 import { parentObject } from "../../fixtures/hooks.js";
 import { validateChildren } from "../../helpers/validate.js";

@@ -15,7 +15,7 @@ import type { K8sObject } from "../../../k8s/objects.js";
 import { type Cidr, canonicalIp, cidrContains, isIp, parseCidrOrIp } from "../../../net/cidr.js";
 import type { ScrapeResult } from "../../../pipeline/types.js";
 import { buildNodeIndex, nodeAddress, resolveTargetHost } from "../../../policy/targets.js";
-import { listNames, nodeLabel } from "../../shared/agent.js";
+import { listNames, nodeLabel } from "../../shared/node-names.js";
 import type { EgressTarget } from "./spec.js";
 
 export type AgentObservation =
