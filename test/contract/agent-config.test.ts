@@ -95,155 +95,157 @@ test("validation does not modify its input", () => {
   assert.deepEqual(input, copy);
 });
 
+const validEgress = { role: "egress", metricsPort: 9080, targets: [target] };
+const validIngress = { role: "ingress", metricsPort: 9080, exposes: [web] };
+/** Invalid configs, each with the field and the one-line message validateAgentConfig names it by. */
+const INVALID: { name: string; config: unknown; field: string; message: string }[] = [
+  { name: "not an object", config: [], field: "", message: "agent config: must be a JSON object" },
+  { name: "no role", config: { metricsPort: 9080 }, field: "role", message: "agent config: role is required" },
+  {
+    name: "unknown role",
+    config: { ...validEgress, role: "router" },
+    field: "role",
+    message: "agent config: role must be one of egress, ingress",
+  },
+  {
+    name: "unknown field",
+    config: { ...validEgress, extra: true },
+    field: "extra",
+    message: "agent config: extra is not a known field",
+  },
+  {
+    name: "connection limit of zero",
+    config: { ...validEgress, limits: { maxConnections: 0 } },
+    field: "limits.maxConnections",
+    message: "agent config: limits.maxConnections must be >= 1",
+  },
+  {
+    name: "negative idle timeout",
+    config: { ...validEgress, limits: { idleTimeoutSeconds: -1 } },
+    field: "limits.idleTimeoutSeconds",
+    message: "agent config: limits.idleTimeoutSeconds must be > 0",
+  },
+  {
+    name: "socks address without port",
+    config: { ...validEgress, tailscale: { socksAddr: "127.0.0.1" } },
+    field: "tailscale.socksAddr",
+    message: "agent config: tailscale.socksAddr does not match ^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$",
+  },
+  {
+    name: "target name not a DNS label",
+    config: { ...validEgress, targets: [{ ...target, name: "Postgres" }] },
+    field: "targets[0].name",
+    message: "agent config: targets[0].name does not match ^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+  },
+  {
+    name: "target port out of range",
+    config: { ...validEgress, targets: [{ ...target, ports: [{ port: 70000, listenPort: 10000 }] }] },
+    field: "targets[0].ports[0].port",
+    message: "agent config: targets[0].ports[0].port must be <= 65535",
+  },
+  {
+    name: "duplicate target names",
+    config: { ...validEgress, targets: [target, { ...target, ports: [{ port: 5432, listenPort: 10001 }] }] },
+    field: "targets[1].name",
+    message: 'agent config: targets[1].name duplicates targets[0].name "postgres"',
+  },
+  {
+    name: "listen port used twice",
+    config: { ...validEgress, targets: [target, { ...target, name: "replica" }] },
+    field: "targets[1].ports[0].listenPort",
+    message: "agent config: targets[1].ports[0].listenPort 10000 is already used by targets[0].ports[0].listenPort",
+  },
+  {
+    name: "metrics port is a listen port",
+    config: { ...validEgress, metricsPort: 10000 },
+    field: "metricsPort",
+    message: "agent config: metricsPort 10000 is also a listen port",
+  },
+  {
+    name: "egress without targets",
+    config: { role: "egress", metricsPort: 9080 },
+    field: "targets",
+    message: "agent config: targets must list at least one target for role egress",
+  },
+  {
+    name: "ingress with targets",
+    config: { ...validIngress, targets: [target] },
+    field: "targets",
+    message: "agent config: targets must be empty for role ingress",
+  },
+  {
+    name: "http expose without tls",
+    config: { ...validIngress, exposes: [{ ...web, tls: undefined }] },
+    field: "exposes[0].tls",
+    message: "agent config: exposes[0].tls is required in http mode",
+  },
+  {
+    name: "http expose without names",
+    config: { ...validIngress, exposes: [{ ...web, names: [] }] },
+    field: "exposes[0].names",
+    message: "agent config: exposes[0].names must list the DNS name in http mode",
+  },
+  {
+    name: "two http exposes on one listener claim the same name",
+    config: {
+      ...validIngress,
+      exposes: [web, { ...web, name: "api", names: ["api.ts.example.com", "DASH.ts.example.com."] }],
+    },
+    field: "exposes[1].names[1]",
+    message: 'agent config: exposes[1].names[1] "DASH.ts.example.com." is already served by exposes[0]',
+  },
+  {
+    name: "http exposes on one listener disagree on proxyProtocol",
+    config: {
+      ...validIngress,
+      exposes: [web, { ...web, name: "api", names: ["api.ts.example.com"], proxyProtocol: true }],
+    },
+    field: "exposes[1].proxyProtocol",
+    message: "agent config: exposes[1].proxyProtocol must match exposes[0] (same listen port)",
+  },
+  {
+    name: "a tcp expose cannot share a listener",
+    config: { ...validIngress, exposes: [web, { ...web, name: "ssh", mode: "tcp" }] },
+    field: "exposes[1].listenPort",
+    message: "agent config: exposes[1].listenPort 20000 is already used by exposes[0].listenPort",
+  },
+  {
+    name: "unknown expose mode",
+    config: { ...validIngress, exposes: [{ ...web, mode: "udp" }] },
+    field: "exposes[0].mode",
+    message: "agent config: exposes[0].mode must be one of tcp, http, kube-api",
+  },
+  {
+    name: "kube-api without its credentials",
+    config: { ...validIngress, tailscale: { localApiSocket: "/tmp/ts.sock" }, exposes: [{ ...web, mode: "kube-api" }] },
+    field: "exposes[0].kubeApi",
+    message: "agent config: exposes[0].kubeApi is required in kube-api mode",
+  },
+  {
+    name: "kubeApi on an http expose",
+    config: { ...validIngress, exposes: [{ ...web, kubeApi: { caFile: "/ca", tokenFile: "/token" } }] },
+    field: "exposes[0].kubeApi",
+    message: "agent config: exposes[0].kubeApi is only for mode kube-api",
+  },
+  {
+    name: "kube-api without a LocalAPI to ask WhoIs",
+    config: {
+      ...validIngress,
+      exposes: [{ ...web, tls: undefined, mode: "kube-api", kubeApi: { caFile: "/ca", tokenFile: "/token" } }],
+    },
+    field: "tailscale.localApiSocket",
+    message: "agent config: tailscale.localApiSocket is required by a kube-api expose (WhoIs)",
+  },
+  {
+    name: "backend without port",
+    config: { ...validIngress, exposes: [{ ...web, backend: { host: "grafana" } }] },
+    field: "exposes[0].backend.port",
+    message: "agent config: exposes[0].backend.port is required",
+  },
+];
+
 test("an invalid config is an error naming the field", () => {
-  const egress = { role: "egress", metricsPort: 9080, targets: [target] };
-  const ingress = { role: "ingress", metricsPort: 9080, exposes: [web] };
-  const rows: { name: string; config: unknown; field: string; message: string }[] = [
-    { name: "not an object", config: [], field: "", message: "agent config: must be a JSON object" },
-    { name: "no role", config: { metricsPort: 9080 }, field: "role", message: "agent config: role is required" },
-    {
-      name: "unknown role",
-      config: { ...egress, role: "router" },
-      field: "role",
-      message: "agent config: role must be one of egress, ingress",
-    },
-    {
-      name: "unknown field",
-      config: { ...egress, extra: true },
-      field: "extra",
-      message: "agent config: extra is not a known field",
-    },
-    {
-      name: "connection limit of zero",
-      config: { ...egress, limits: { maxConnections: 0 } },
-      field: "limits.maxConnections",
-      message: "agent config: limits.maxConnections must be >= 1",
-    },
-    {
-      name: "negative idle timeout",
-      config: { ...egress, limits: { idleTimeoutSeconds: -1 } },
-      field: "limits.idleTimeoutSeconds",
-      message: "agent config: limits.idleTimeoutSeconds must be > 0",
-    },
-    {
-      name: "socks address without port",
-      config: { ...egress, tailscale: { socksAddr: "127.0.0.1" } },
-      field: "tailscale.socksAddr",
-      message: "agent config: tailscale.socksAddr does not match ^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$",
-    },
-    {
-      name: "target name not a DNS label",
-      config: { ...egress, targets: [{ ...target, name: "Postgres" }] },
-      field: "targets[0].name",
-      message: "agent config: targets[0].name does not match ^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
-    },
-    {
-      name: "target port out of range",
-      config: { ...egress, targets: [{ ...target, ports: [{ port: 70000, listenPort: 10000 }] }] },
-      field: "targets[0].ports[0].port",
-      message: "agent config: targets[0].ports[0].port must be <= 65535",
-    },
-    {
-      name: "duplicate target names",
-      config: { ...egress, targets: [target, { ...target, ports: [{ port: 5432, listenPort: 10001 }] }] },
-      field: "targets[1].name",
-      message: 'agent config: targets[1].name duplicates targets[0].name "postgres"',
-    },
-    {
-      name: "listen port used twice",
-      config: { ...egress, targets: [target, { ...target, name: "replica" }] },
-      field: "targets[1].ports[0].listenPort",
-      message: "agent config: targets[1].ports[0].listenPort 10000 is already used by targets[0].ports[0].listenPort",
-    },
-    {
-      name: "metrics port is a listen port",
-      config: { ...egress, metricsPort: 10000 },
-      field: "metricsPort",
-      message: "agent config: metricsPort 10000 is also a listen port",
-    },
-    {
-      name: "egress without targets",
-      config: { role: "egress", metricsPort: 9080 },
-      field: "targets",
-      message: "agent config: targets must list at least one target for role egress",
-    },
-    {
-      name: "ingress with targets",
-      config: { ...ingress, targets: [target] },
-      field: "targets",
-      message: "agent config: targets must be empty for role ingress",
-    },
-    {
-      name: "http expose without tls",
-      config: { ...ingress, exposes: [{ ...web, tls: undefined }] },
-      field: "exposes[0].tls",
-      message: "agent config: exposes[0].tls is required in http mode",
-    },
-    {
-      name: "http expose without names",
-      config: { ...ingress, exposes: [{ ...web, names: [] }] },
-      field: "exposes[0].names",
-      message: "agent config: exposes[0].names must list the DNS name in http mode",
-    },
-    {
-      name: "two http exposes on one listener claim the same name",
-      config: {
-        ...ingress,
-        exposes: [web, { ...web, name: "api", names: ["api.ts.example.com", "DASH.ts.example.com."] }],
-      },
-      field: "exposes[1].names[1]",
-      message: 'agent config: exposes[1].names[1] "DASH.ts.example.com." is already served by exposes[0]',
-    },
-    {
-      name: "http exposes on one listener disagree on proxyProtocol",
-      config: {
-        ...ingress,
-        exposes: [web, { ...web, name: "api", names: ["api.ts.example.com"], proxyProtocol: true }],
-      },
-      field: "exposes[1].proxyProtocol",
-      message: "agent config: exposes[1].proxyProtocol must match exposes[0] (same listen port)",
-    },
-    {
-      name: "a tcp expose cannot share a listener",
-      config: { ...ingress, exposes: [web, { ...web, name: "ssh", mode: "tcp" }] },
-      field: "exposes[1].listenPort",
-      message: "agent config: exposes[1].listenPort 20000 is already used by exposes[0].listenPort",
-    },
-    {
-      name: "unknown expose mode",
-      config: { ...ingress, exposes: [{ ...web, mode: "udp" }] },
-      field: "exposes[0].mode",
-      message: "agent config: exposes[0].mode must be one of tcp, http, kube-api",
-    },
-    {
-      name: "kube-api without its credentials",
-      config: { ...ingress, tailscale: { localApiSocket: "/tmp/ts.sock" }, exposes: [{ ...web, mode: "kube-api" }] },
-      field: "exposes[0].kubeApi",
-      message: "agent config: exposes[0].kubeApi is required in kube-api mode",
-    },
-    {
-      name: "kubeApi on an http expose",
-      config: { ...ingress, exposes: [{ ...web, kubeApi: { caFile: "/ca", tokenFile: "/token" } }] },
-      field: "exposes[0].kubeApi",
-      message: "agent config: exposes[0].kubeApi is only for mode kube-api",
-    },
-    {
-      name: "kube-api without a LocalAPI to ask WhoIs",
-      config: {
-        ...ingress,
-        exposes: [{ ...web, tls: undefined, mode: "kube-api", kubeApi: { caFile: "/ca", tokenFile: "/token" } }],
-      },
-      field: "tailscale.localApiSocket",
-      message: "agent config: tailscale.localApiSocket is required by a kube-api expose (WhoIs)",
-    },
-    {
-      name: "backend without port",
-      config: { ...ingress, exposes: [{ ...web, backend: { host: "grafana" } }] },
-      field: "exposes[0].backend.port",
-      message: "agent config: exposes[0].backend.port is required",
-    },
-  ];
-  for (const row of rows) {
+  for (const row of INVALID) {
     // JSON round trip: `tls: undefined` means absent, as in a file.
     const config = JSON.parse(JSON.stringify(row.config));
     assert.throws(

@@ -91,57 +91,59 @@ function golden(over: Partial<AgentGoldenOptions> = {}): AgentGoldenOptions {
   };
 }
 
+/** agentDeployment against the golden, one input changed per row. */
+const DEPLOYMENT_CASES: {
+  name: string;
+  parent: typeof egress;
+  in: Partial<AgentDeploymentInputs>;
+  want: Partial<AgentGoldenOptions>;
+}[] = [
+  { name: "egress agent with a key and two listeners", parent: egress, in: {}, want: {} },
+  {
+    name: "no key yet: no TS_AUTHKEY, the pod waits",
+    parent: egress,
+    in: { authKeySecret: undefined },
+    want: { authKeySecret: undefined },
+  },
+  { name: "one replica", parent: egress, in: { replicas: 1 }, want: { replicas: 1 } },
+  {
+    name: "a private Headscale CA: SSL_CERT_FILE on the ConfigMap's ca.crt",
+    parent: egress,
+    in: { ca: true },
+    want: { ca: true },
+  },
+  {
+    name: "noLogsNoSupport switched off: no TS_NO_LOGS_NO_SUPPORT",
+    parent: egress,
+    in: { noLogsNoSupport: false },
+    want: { noLogsNoSupport: false },
+  },
+  {
+    name: "ingress agent with serve config and TLS Secrets",
+    parent: ingress,
+    in: {
+      listenPorts: [],
+      serveConfig: true,
+      tlsSecrets: ["web-tls", "api.example.com-tls"],
+      hostname: "web",
+      socks: false,
+    },
+    want: {
+      socks: false,
+      kind: "TailnetIngress",
+      name: "web",
+      namespace: "front",
+      uid: "99999999-2222-4333-8444-555555555555",
+      listenPorts: [],
+      serveConfig: true,
+      tlsSecrets: ["web-tls", "api.example.com-tls"],
+      hostname: "web",
+    },
+  },
+];
+
 describe("agentDeployment", () => {
-  const cases: {
-    name: string;
-    parent: typeof egress;
-    in: Partial<AgentDeploymentInputs>;
-    want: Partial<AgentGoldenOptions>;
-  }[] = [
-    { name: "egress agent with a key and two listeners", parent: egress, in: {}, want: {} },
-    {
-      name: "no key yet: no TS_AUTHKEY, the pod waits",
-      parent: egress,
-      in: { authKeySecret: undefined },
-      want: { authKeySecret: undefined },
-    },
-    { name: "one replica", parent: egress, in: { replicas: 1 }, want: { replicas: 1 } },
-    {
-      name: "a private Headscale CA: SSL_CERT_FILE on the ConfigMap's ca.crt",
-      parent: egress,
-      in: { ca: true },
-      want: { ca: true },
-    },
-    {
-      name: "noLogsNoSupport switched off: no TS_NO_LOGS_NO_SUPPORT",
-      parent: egress,
-      in: { noLogsNoSupport: false },
-      want: { noLogsNoSupport: false },
-    },
-    {
-      name: "ingress agent with serve config and TLS Secrets",
-      parent: ingress,
-      in: {
-        listenPorts: [],
-        serveConfig: true,
-        tlsSecrets: ["web-tls", "api.example.com-tls"],
-        hostname: "web",
-        socks: false,
-      },
-      want: {
-        socks: false,
-        kind: "TailnetIngress",
-        name: "web",
-        namespace: "front",
-        uid: "99999999-2222-4333-8444-555555555555",
-        listenPorts: [],
-        serveConfig: true,
-        tlsSecrets: ["web-tls", "api.example.com-tls"],
-        hostname: "web",
-      },
-    },
-  ];
-  for (const c of cases) {
+  for (const c of DEPLOYMENT_CASES) {
     it(`${c.name}: equals the golden object and is a valid Deployment`, () => {
       const got = agentDeployment(c.parent, inputs(c.in));
       assert.deepStrictEqual(got, expectedAgentDeployment(golden(c.want)));
@@ -158,7 +160,7 @@ describe("agentDeployment", () => {
         : v && typeof v === "object"
           ? Object.entries(v).flatMap(([k, x]) => empty(x, `${path}.${k}`))
           : [];
-    for (const c of cases) {
+    for (const c of DEPLOYMENT_CASES) {
       assert.deepEqual(empty(agentDeployment(c.parent, inputs(c.in)).spec, "spec"), [], c.name);
     }
   });
