@@ -5,7 +5,7 @@
 // pipes it to the API server over TLS (the cluster CA) through the strict HTTP pipe (pipe.ts), which drops
 // the client's Authorization, Impersonate-* and X-Remote-* fields and adds the agent's own ServiceAccount
 // token and Impersonate-User/-Group to every request head. RBAC then decides as for that user.
-// The PROXY header is trusted because only serve can connect: the listener is on 127.0.0.2 (ports.ts
+// The PROXY header is trusted because only serve can connect: the listener is on 127.0.0.2 (src/contract/ports.ts
 // POD_LOCAL_HOST), where tailscaled's netstack never forwards a peer's own connection (it dials 127.0.0.1,
 // where refuse.ts resets it). serve's TCPForward does not register its connection in tailscaled's proxymap
 // (tailscale.com ipn/ipnlocal/serve.go: "TODO(bradfitz): do the RegisterIPPortIdentity"), so a WhoIs of the
