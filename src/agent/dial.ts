@@ -4,6 +4,7 @@
 // (there are none on this path: the SOCKS5 proxy is unauthenticated on loopback).
 import { connect, type Socket } from "node:net";
 import { SocksClient } from "socks";
+import type { AgentConfig } from "../contract/agent-config.js";
 
 export class DialError extends Error {
   /** Short cause, e.g. "ECONNREFUSED", "timed out after 5s", "SOCKS5 HostUnreachable". */
@@ -176,5 +177,29 @@ export function socksDialer(proxy: HostPort, target: HostPort, timeoutMs: number
         over = true;
       },
     };
+  });
+}
+
+/**
+ * The dialer of a target. Through SOCKS5 with a LocalAPI to ask, it dials only while tailscaled's last
+ * known BackendState is Running: before that tailscaled has no netmap, and its SOCKS5 server hands a
+ * dial to a tailnet IP or a subnet address to the system dialer (net/tsdial), i.e. into the pod
+ * network — seen in test/real as a dial with no route out of the agent pod at boot.
+ */
+export function dialerFor(
+  config: AgentConfig,
+  host: string,
+  port: number,
+  tailnetDown: () => string | undefined,
+): Dialer {
+  const timeoutMs = config.limits.dialTimeoutSeconds * 1000;
+  const socks = config.tailscale.socksAddr;
+  if (!socks) return directDialer({ host, port }, timeoutMs);
+  const dial = socksDialer(parseHostPort(socks), { host, port }, timeoutMs);
+  if (!config.tailscale.localApiSocket) return dial;
+  const address = formatHostPort({ host, port });
+  return dialerFrom(address, (done) => {
+    const down = tailnetDown();
+    return down ? refuseDial(address, down, done) : dial.start(done);
   });
 }

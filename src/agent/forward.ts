@@ -314,15 +314,9 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
   };
 
   const server: Server = createServer({ allowHalfOpen: true, noDelay: true }, handle);
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", (err: NodeJS.ErrnoException) =>
-      reject(new Error(`listen ${opts.listenHost}:${opts.listenPort} for ${name}: ${err.code ?? err.message}`)),
-    );
-    server.listen(opts.listenPort, opts.listenHost, () => resolve());
-  });
-  server.on("error", (err) => log.error("listener error", { name, error: err.message }));
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : opts.listenPort;
+  const port = await listenOn(server, opts.listenHost, opts.listenPort, name, (err) =>
+    log.error("listener error", { name, error: err.message }),
+  );
   log.info("listening", { name, port });
 
   return {
@@ -330,6 +324,29 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
     port,
     close: (graceMs = 0) => closeServer(server, live, graceMs),
   };
+}
+
+/**
+ * Binds `server` to host:port; a failure rejects naming the address and `owner` (the target or expose the
+ * listener serves). Resolves with the bound port (the ephemeral one for port 0); later server errors go to
+ * `onError`.
+ */
+export async function listenOn(
+  server: Server,
+  host: string,
+  port: number,
+  owner: string,
+  onError: (err: Error) => void,
+): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (err: NodeJS.ErrnoException) =>
+      reject(new Error(`listen ${host}:${port} for ${owner}: ${err.code ?? err.message}`)),
+    );
+    server.listen(port, host, () => resolve());
+  });
+  server.on("error", onError);
+  const address = server.address();
+  return typeof address === "object" && address ? address.port : port;
 }
 
 /** Stops accepting; after graceMs (0 = at once) destroys what is still open; resolves when all is closed. */

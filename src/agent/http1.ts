@@ -144,12 +144,44 @@ export function rewriteRequestHead(
   if (method === "CONNECT") throw new HttpFramingError(501, "CONNECT is not supported");
   checkTarget(method, requestLine[2]);
   const http11 = requestLine[3] === "1";
-  const kept: string[] = [lines[0]];
-  const options = new Set<string>();
-  let host: string | undefined;
-  let contentLength: number | undefined;
-  let chunked = false;
-  let upgrade: string | undefined;
+  const fields = readFields(lines, owned);
+  if (http11 && fields.host === undefined) throw new HttpFramingError(400, "no host");
+  if (fields.chunked && fields.contentLength !== undefined)
+    throw new HttpFramingError(400, "content-length with transfer-encoding");
+  if (fields.chunked && !http11) throw new HttpFramingError(400, "transfer-encoding in HTTP/1.0");
+  const forwardUpgrade = http11 && forwardsUpgrade(fields);
+  const { out, body } = forwardedHead(fields, forwardUpgrade, clientIp, proto, owned);
+  return {
+    head: Buffer.from(out.join("\r\n"), "latin1"),
+    method,
+    target: requestLine[2],
+    body,
+    headMethod: method === "HEAD",
+    upgrade: forwardUpgrade,
+  };
+}
+
+/** What a head's field lines say, the lines kept in order (the request line first). */
+interface HeadFields {
+  kept: string[];
+  /** Connection options, lower-case. */
+  options: Set<string>;
+  host: string | undefined;
+  contentLength: number | undefined;
+  chunked: boolean;
+  upgrade: string | undefined;
+}
+
+/** Reads the field lines (already checked against FIELD_LINES): framing, Host, Upgrade and what is kept. */
+function readFields(lines: readonly string[], owned: OwnedHeaders | undefined): HeadFields {
+  const f: HeadFields = {
+    kept: [lines[0]],
+    options: new Set<string>(),
+    host: undefined,
+    contentLength: undefined,
+    chunked: false,
+    upgrade: undefined,
+  };
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i];
     const colon = line.indexOf(":");
@@ -159,40 +191,61 @@ export function rewriteRequestHead(
         for (const option of line.slice(colon + 1).split(",")) {
           const t = trimOws(option).toLowerCase();
           if (t && !TOKEN.test(t)) throw new HttpFramingError(400, "bad connection option");
-          if (t) options.add(t);
+          if (t) f.options.add(t);
         }
         continue;
       case "host": {
         const value = trimOws(line.slice(colon + 1));
-        if (host !== undefined) throw new HttpFramingError(400, "duplicate host");
+        if (f.host !== undefined) throw new HttpFramingError(400, "duplicate host");
         if (!HOST.test(value)) throw new HttpFramingError(400, "bad host");
-        host = value;
+        f.host = value;
         break;
       }
       case "content-length": {
         const value = trimOws(line.slice(colon + 1));
-        if (contentLength !== undefined || !/^[0-9]{1,15}$/.test(value))
+        if (f.contentLength !== undefined || !/^[0-9]{1,15}$/.test(value))
           throw new HttpFramingError(400, "bad content-length");
-        contentLength = Number(value);
+        f.contentLength = Number(value);
         continue;
       }
       case "transfer-encoding":
         // Only a lone `chunked`: no client sends other request codings, and backends disagree on them.
-        if (chunked || trimOws(line.slice(colon + 1)).toLowerCase() !== "chunked")
+        if (f.chunked || trimOws(line.slice(colon + 1)).toLowerCase() !== "chunked")
           throw new HttpFramingError(400, "bad transfer-encoding");
-        chunked = true;
+        f.chunked = true;
         continue;
       case "upgrade":
-        if (upgrade !== undefined) throw new HttpFramingError(400, "duplicate upgrade");
-        upgrade = trimOws(line.slice(colon + 1));
+        if (f.upgrade !== undefined) throw new HttpFramingError(400, "duplicate upgrade");
+        f.upgrade = trimOws(line.slice(colon + 1));
         continue;
     }
     if (isOwnedHeader(name) || owned?.drop(name)) continue;
-    kept.push(line);
+    f.kept.push(line);
   }
-  if (http11 && host === undefined) throw new HttpFramingError(400, "no host");
-  if (chunked && contentLength !== undefined) throw new HttpFramingError(400, "content-length with transfer-encoding");
-  if (chunked && !http11) throw new HttpFramingError(400, "transfer-encoding in HTTP/1.0");
+  return f;
+}
+
+/** An HTTP/1.1 Upgrade the client named in Connection, to protocols that are not HTTP or TLS again. */
+function forwardsUpgrade({ upgrade, options }: HeadFields): boolean {
+  return (
+    upgrade !== undefined &&
+    options.has("upgrade") &&
+    upgrade.split(",").every((p) => {
+      const protocol = trimOws(p);
+      return protocol !== "" && !HTTP_UPGRADE.test(protocol);
+    })
+  );
+}
+
+/** The forwarded head's lines (ending in the empty pair that makes CRLFCRLF) and the body framing. */
+function forwardedHead(
+  fields: HeadFields,
+  forwardUpgrade: boolean,
+  clientIp: string | undefined,
+  proto: string,
+  owned: OwnedHeaders | undefined,
+): { out: string[]; body: RequestHead["body"] } {
+  const { kept, options, host, contentLength, chunked, upgrade } = fields;
   // Headers named as Connection options are hop-by-hop: dropped, except the few still meaningful here.
   // The options themselves are not forwarded (one naming X-Forwarded-For would make the next hop drop ours).
   let out = kept;
@@ -204,14 +257,6 @@ export function rewriteRequestHead(
       if (!options.has(name) || KEPT_OPTIONS.has(name) || name === "host") out.push(kept[i]);
     }
   }
-  const forwardUpgrade =
-    http11 &&
-    upgrade !== undefined &&
-    options.has("upgrade") &&
-    upgrade.split(",").every((p) => {
-      const protocol = trimOws(p);
-      return protocol !== "" && !HTTP_UPGRADE.test(protocol);
-    });
   const connection = [...options].filter((o) => KEPT_OPTIONS.has(o));
   if (forwardUpgrade) {
     connection.push("upgrade");
@@ -231,14 +276,7 @@ export function rewriteRequestHead(
   if (host) out.push(`x-forwarded-host: ${host}`);
   if (owned) out.push(...owned.lines);
   out.push("", "");
-  return {
-    head: Buffer.from(out.join("\r\n"), "latin1"),
-    method,
-    target: requestLine[2],
-    body,
-    headMethod: method === "HEAD",
-    upgrade: forwardUpgrade,
-  };
+  return { out, body };
 }
 
 /** A chunk-size line (without CRLF): the size, or 400. Extensions are checked, then dropped by the caller. */

@@ -7,7 +7,7 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
 import { createServer, type Server, type TLSSocket } from "node:tls";
 import type { AgentExpose } from "../contract/agent-config.js";
 import { type CertificateEntry, loadCertificate, normalizeName, selectByServerName } from "./certs.js";
-import { type ConnectionBudget, closeServer, tryAcquire } from "./forward.js";
+import { type ConnectionBudget, closeServer, listenOn, tryAcquire } from "./forward.js";
 import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";
 import { type PipeTarget, pipeHttpConnection } from "./pipe.js";
@@ -40,8 +40,50 @@ interface ExposeRoute {
   target: PipeTarget;
 }
 
+/** The exposes of one listener by name: SNI picks one, a missing or unknown name gets the first (fallback). */
+interface ExposeRouting {
+  routes: ExposeRoute[];
+  fallback: ExposeRoute;
+  routeFor(serverName: string | false | null | undefined): ExposeRoute;
+}
+
+/** A raw TCP connection until the TLS handshake says which expose it belongs to. */
+interface PendingConnection {
+  raw: Socket;
+  release: () => void;
+  clientIp?: string;
+}
+
 export async function startHttpsListener(opts: HttpsListenerOptions): Promise<HttpsListener> {
-  const { metrics, log } = opts;
+  const { log } = opts;
+  const routing = exposeRouting(opts);
+  const { routes, fallback } = routing;
+  await Promise.all(routes.map((route) => loadCertificate(route.cert, log)));
+  const server = tlsServer(routing, opts.headerTimeoutMs);
+  const live = new Set<Socket>();
+  const listener = acceptConnections(server, routing, live, opts);
+  const port = await listenOn(listener, opts.listenHost, opts.listenPort, fallback.expose.name, (err) =>
+    log.error("listener error", { expose: fallback.expose.name, error: err.message }),
+  );
+  log.info("listening", { exposes: routes.map((r) => r.expose.name).join(","), port, mode: "http" });
+
+  return {
+    port,
+    exposes: routes.map((r) => r.expose.name),
+    async reloadCertificates() {
+      for (const route of routes) {
+        const changed = await loadCertificate(route.cert, log);
+        // Clients without SNI use the server's own context, which follows the first expose.
+        if (changed && route === fallback && route.cert.pem) server.setSecureContext({ ...route.cert.pem });
+      }
+    },
+    async close(graceMs = 0) {
+      await closeServer(listener, live, graceMs);
+    },
+  };
+}
+
+function exposeRouting(opts: HttpsListenerOptions): ExposeRouting {
   const routes: ExposeRoute[] = opts.exposes.map((expose) => ({
     expose,
     cert: { expose: expose.name, certFile: expose.tls?.certFile ?? "", keyFile: expose.tls?.keyFile ?? "" },
@@ -51,20 +93,23 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
       dialTimeoutMs: opts.dialTimeoutMs,
       idleTimeoutMs: opts.idleTimeoutMs,
       headerTimeoutMs: opts.headerTimeoutMs,
-      metrics,
-      log,
+      metrics: opts.metrics,
+      log: opts.log,
     },
   }));
   const byName = new Map<string, ExposeRoute>();
   for (const route of routes) for (const name of route.expose.names) byName.set(normalizeName(name), route);
   const fallback = routes[0];
-  const routeFor = (serverName: string | false | null | undefined) =>
-    selectByServerName(byName, serverName || undefined, fallback);
+  return {
+    routes,
+    fallback,
+    routeFor: (serverName) => selectByServerName(byName, serverName || undefined, fallback),
+  };
+}
 
-  await Promise.all(routes.map((route) => loadCertificate(route.cert, log)));
-
-  // A TLS server whose connections are piped to the backend (pipe.ts): no Node HTTP server or client.
-  const server: Server = createServer({
+/** A TLS server whose connections are piped to the backend (pipe.ts): no Node HTTP server or client. */
+function tlsServer({ fallback, routeFor }: ExposeRouting, headerTimeoutMs: number): Server {
+  return createServer({
     ...(fallback.cert.pem ?? {}),
     SNICallback: (serverName, cb) => {
       const route = routeFor(serverName);
@@ -72,14 +117,26 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
       else cb(new Error(`no certificate loaded for expose ${route.expose.name}`));
     },
     ALPNProtocols: ["http/1.1"],
-    handshakeTimeout: opts.headerTimeoutMs,
+    handshakeTimeout: headerTimeoutMs,
     allowHalfOpen: true,
     noDelay: true,
   });
+}
 
-  // Raw TCP connections, by remote address, until the TLS handshake says which expose they belong to.
-  const pending = new Map<string, { raw: Socket; release: () => void; clientIp?: string }>();
-  const live = new Set<Socket>();
+/**
+ * Wires the connection path: each raw connection takes a budget slot and waits in `pending` (by remote
+ * address) for its handshake, then is piped as the expose SNI chose. Returns the server to bind: `server`
+ * itself, or with proxyProtocol a plain TCP listener that reads tailscaled's PROXY header first and hands the
+ * connection on (the header's source is the client address for X-Forwarded-For).
+ */
+function acceptConnections(
+  server: Server,
+  { fallback, routeFor }: ExposeRouting,
+  live: Set<Socket>,
+  opts: HttpsListenerOptions,
+): NetServer {
+  const { metrics, log } = opts;
+  const pending = new Map<string, PendingConnection>();
   const keyOf = (socket: Socket) => `${socket.remoteAddress}|${socket.remotePort}`;
   /** Takes a budget slot for a new connection; false when the agent is full (the connection is closed). */
   const admit = (raw: Socket): boolean => {
@@ -99,11 +156,8 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
     });
     return true;
   };
-  // With proxyProtocol a plain TCP listener reads tailscaled's PROXY header first, then hands the
-  // connection to the TLS server; the header's source is the client address for X-Forwarded-For.
-  const proxyProtocol = fallback.expose.proxyProtocol === true;
   let listener: NetServer = server;
-  if (proxyProtocol) {
+  if (fallback.expose.proxyProtocol === true) {
     listener = createNetServer({ allowHalfOpen: true, noDelay: true }, (raw) => {
       if (!admit(raw)) return;
       readProxyHeader(raw, opts.headerTimeoutMs).then(
@@ -141,34 +195,5 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
     log.debug("tls handshake failed", { error: err.message });
     socket.destroy();
   });
-
-  await new Promise<void>((resolve, reject) => {
-    listener.once("error", (err: NodeJS.ErrnoException) =>
-      reject(
-        new Error(
-          `listen ${opts.listenHost}:${opts.listenPort} for ${fallback.expose.name}: ${err.code ?? err.message}`,
-        ),
-      ),
-    );
-    listener.listen(opts.listenPort, opts.listenHost, () => resolve());
-  });
-  listener.on("error", (err) => log.error("listener error", { expose: fallback.expose.name, error: err.message }));
-  const address = listener.address();
-  const port = typeof address === "object" && address ? address.port : opts.listenPort;
-  log.info("listening", { exposes: routes.map((r) => r.expose.name).join(","), port, mode: "http" });
-
-  return {
-    port,
-    exposes: routes.map((r) => r.expose.name),
-    async reloadCertificates() {
-      for (const route of routes) {
-        const changed = await loadCertificate(route.cert, log);
-        // Clients without SNI use the server's own context, which follows the first expose.
-        if (changed && route === fallback && route.cert.pem) server.setSecureContext({ ...route.cert.pem });
-      }
-    },
-    async close(graceMs = 0) {
-      await closeServer(listener, live, graceMs);
-    },
-  };
+  return listener;
 }

@@ -2,20 +2,7 @@
 // that the policy does not grant to the agent is absent from the netmap, which is how the operator tells
 // NoGrant apart from NotApproved and NotAdvertised.
 import { request } from "node:http";
-
-export interface AgentSelf {
-  hostName: string;
-  tailscaleIPs: string[];
-  online: boolean;
-}
-
-export interface AgentPeer {
-  hostName: string;
-  dnsName: string;
-  tailscaleIPs: string[];
-  primaryRoutes: string[];
-  online: boolean;
-}
+import type { AgentPeer, AgentSelf } from "../contract/agent-status.js";
 
 export interface Netmap {
   /** tailscaled's BackendState ("Running", "NeedsLogin", "Starting", …). */

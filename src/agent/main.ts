@@ -1,38 +1,26 @@
 // The agent process: `tailnet-operator agent --config <file>`. It binds the data listeners of its role
 // (egress: one per target port, dialled through tailscaled's SOCKS5 proxy; ingress: one per tcp expose and
 // one TLS listener per http listen port), probes targets/backends and reads tailscaled's netmap on a timer,
-// and serves /healthz, /status and /metrics on the metrics port. startAgent is the same thing without the
-// process around it, for tests (listen ports 0 → ephemeral; the bound ports are reported).
+// and serves /healthz, /status and /metrics on the metrics port (listeners.ts binds, monitor.ts keeps the
+// probe and netmap state). startAgent is the same thing without the process around it, for tests (listen
+// ports 0 → ephemeral; the bound ports are reported).
 import type { Registry } from "prom-client";
 import {
   type AgentConfig,
   AgentConfigError,
   type AgentConfigInput,
-  type AgentExpose,
-  loadAgentConfig,
   resolvePodIp,
   validateAgentConfig,
 } from "../contract/agent-config.js";
+import type { AgentStatus } from "../contract/agent-status.js";
 import { AGENT_CONFIG_PATH } from "../contract/ports.js";
-import {
-  type Dialer,
-  dialerFrom,
-  directDialer,
-  formatHostPort,
-  parseHostPort,
-  refuseDial,
-  socksDialer,
-} from "./dial.js";
-import { createConnectionBudget, type Forwarder, startForwarder } from "./forward.js";
-import { type HttpsListener, startHttpsListener } from "./https.js";
-import { type KubeApiListener, startKubeApiListener } from "./kube-api.js";
-import { fetchNetmap, type Netmap } from "./localapi.js";
+import { loadAgentConfig } from "./config-file.js";
+import { createConnectionBudget } from "./forward.js";
+import { type AgentListeners, type AgentPorts, startListeners } from "./listeners.js";
 import { type AgentLogger, jsonLogger, type LogLevel, silentLogger } from "./log.js";
 import { createAgentMetrics } from "./metrics.js";
-import { type ProbeSpec, probeAll } from "./probe.js";
-import { type Refuser, startRefuser } from "./refuse.js";
+import { type AgentMonitor, createMonitor } from "./monitor.js";
 import { type MetricsServer, startMetricsServer } from "./server.js";
-import { type AgentStatus, buildStatus, type ProbeResult } from "./status.js";
 
 /** How long SIGTERM waits for open connections before closing them (below the pod's 30 s grace period). */
 export const SHUTDOWN_GRACE_MS = 20_000;
@@ -46,13 +34,6 @@ export interface StartAgentOptions {
   timers?: boolean;
   /** Where `pod-ip` in the config is read from (POD_IP); default process.env. */
   env?: NodeJS.ProcessEnv;
-}
-
-export interface AgentPorts {
-  /** Egress: bound listen port of every target port, in config order. */
-  targets: { name: string; ports: { port: number; listenPort: number }[] }[];
-  /** Ingress: bound listen port of every expose, in config order. */
-  exposes: { name: string; listenPort: number }[];
 }
 
 export interface RunningAgent {
@@ -70,44 +51,6 @@ export interface RunningAgent {
   close(graceMs?: number): Promise<void>;
 }
 
-/**
- * The dialer of a target. Through SOCKS5 with a LocalAPI to ask, it dials only while tailscaled's last
- * known BackendState is Running: before that tailscaled has no netmap, and its SOCKS5 server hands a
- * dial to a tailnet IP or a subnet address to the system dialer (net/tsdial), i.e. into the pod
- * network — seen in test/real as a dial with no route out of the agent pod at boot.
- */
-function dialerFor(config: AgentConfig, host: string, port: number, tailnetUp: () => string | undefined): Dialer {
-  const timeoutMs = config.limits.dialTimeoutSeconds * 1000;
-  const socks = config.tailscale.socksAddr;
-  if (!socks) return directDialer({ host, port }, timeoutMs);
-  const dial = socksDialer(parseHostPort(socks), { host, port }, timeoutMs);
-  if (!config.tailscale.localApiSocket) return dial;
-  const address = formatHostPort({ host, port });
-  return dialerFrom(address, (done) => {
-    const down = tailnetUp();
-    return down ? refuseDial(address, down, done) : dial.start(done);
-  });
-}
-
-/** http exposes sharing a listen port share a TLS listener; port 0 (tests) never shares. */
-function httpGroups(exposes: readonly AgentExpose[]): AgentExpose[][] {
-  const groups = new Map<string, AgentExpose[]>();
-  exposes.forEach((expose, i) => {
-    if (expose.mode !== "http") return;
-    const key = expose.listenPort === 0 ? `ephemeral-${i}` : String(expose.listenPort);
-    groups.set(key, [...(groups.get(key) ?? []), expose]);
-  });
-  return [...groups.values()];
-}
-
-/** Every bound listen port and the name its bypass refusals count under (the first expose of a shared port). */
-function boundPorts(ports: AgentPorts): Map<number, string> {
-  const out = new Map<number, string>();
-  for (const t of ports.targets) for (const p of t.ports) if (!out.has(p.listenPort)) out.set(p.listenPort, t.name);
-  for (const e of ports.exposes) if (!out.has(e.listenPort)) out.set(e.listenPort, e.name);
-  return out;
-}
-
 export async function startAgent(
   input: AgentConfigInput | AgentConfig,
   opts: StartAgentOptions = {},
@@ -117,152 +60,17 @@ export async function startAgent(
   const { limits } = config;
   const names = [...config.targets.map((t) => t.name), ...config.exposes.map((e) => e.name)];
   const metrics = createAgentMetrics(names, { defaultMetrics: opts.defaultMetrics });
-  const budget = createConnectionBudget(limits.maxConnections);
+  const monitor = createMonitor(config, log);
   const common = {
-    budget,
+    budget: createConnectionBudget(limits.maxConnections),
     idleTimeoutMs: limits.idleTimeoutSeconds * 1000,
     metrics,
     log,
     listenHost: config.listenHost,
   };
-
-  // Set once the state below exists: undefined while tailscaled is Running, else why a dial waits.
-  let tailnetDown: () => string | undefined = () => "tailscaled status not read yet";
-  const tailnetUp = () => tailnetDown();
-  const forwarders: Forwarder[] = [];
-  const httpsListeners: HttpsListener[] = [];
-  const kubeListeners: KubeApiListener[] = [];
-  const refusers: Refuser[] = [];
-  const ports: AgentPorts = { targets: [], exposes: [] };
-  const closeListeners = (graceMs: number) =>
-    Promise.all([
-      ...[...forwarders, ...httpsListeners, ...kubeListeners].map((listener) => listener.close(graceMs)),
-      ...refusers.map((refuser) => refuser.close()),
-    ]);
-  try {
-    for (const target of config.targets) {
-      const bound: { port: number; listenPort: number }[] = [];
-      for (const p of target.ports) {
-        const forwarder = await startForwarder({
-          ...common,
-          name: target.name,
-          listenPort: p.listenPort,
-          dial: dialerFor(config, target.host, p.port, tailnetUp),
-        });
-        forwarders.push(forwarder);
-        bound.push({ port: p.port, listenPort: forwarder.port });
-      }
-      ports.targets.push({ name: target.name, ports: bound });
-    }
-    const exposePorts = new Map<string, number>();
-    for (const expose of config.exposes) {
-      if (expose.mode !== "tcp") continue;
-      const forwarder = await startForwarder({
-        ...common,
-        name: expose.name,
-        listenPort: expose.listenPort,
-        dial: directDialer(expose.backend, limits.dialTimeoutSeconds * 1000),
-      });
-      forwarders.push(forwarder);
-      exposePorts.set(expose.name, forwarder.port);
-    }
-    for (const expose of config.exposes) {
-      if (expose.mode !== "kube-api" || !expose.kubeApi) continue;
-      const listener = await startKubeApiListener({
-        ...common,
-        expose: { ...expose, kubeApi: expose.kubeApi },
-        localApiSocket: config.tailscale.localApiSocket,
-        headerTimeoutMs: limits.headerTimeoutSeconds * 1000,
-        dialTimeoutMs: limits.dialTimeoutSeconds * 1000,
-      });
-      kubeListeners.push(listener);
-      exposePorts.set(expose.name, listener.port);
-    }
-    for (const group of httpGroups(config.exposes)) {
-      const listener = await startHttpsListener({
-        ...common,
-        listenPort: group[0].listenPort,
-        exposes: group,
-        headerTimeoutMs: limits.headerTimeoutSeconds * 1000,
-        dialTimeoutMs: limits.dialTimeoutSeconds * 1000,
-      });
-      httpsListeners.push(listener);
-      for (const name of listener.exposes) exposePorts.set(name, listener.port);
-    }
-    ports.exposes = config.exposes.map((e) => ({ name: e.name, listenPort: exposePorts.get(e.name) ?? e.listenPort }));
-    if (config.refuseHost)
-      refusers.push(await startRefuser({ host: config.refuseHost, ports: boundPorts(ports), metrics, log }));
-  } catch (err) {
-    await closeListeners(0);
-    throw err;
-  }
-
-  const probeSpecs: ProbeSpec[] = [
-    ...config.targets.map((t) => ({
-      name: t.name,
-      dials: t.ports.map((p) => dialerFor(config, t.host, p.port, tailnetUp)),
-    })),
-    ...config.exposes.map((e) => ({
-      name: e.name,
-      dials: [directDialer(e.backend, limits.dialTimeoutSeconds * 1000)],
-    })),
-  ];
-  const state = {
-    listening: true,
-    netmap: undefined as Netmap | undefined,
-    netmapFailed: false,
-    probes: new Map<string, ProbeResult>(),
-    round: 0,
-    applied: 0,
-  };
-  tailnetDown = () => {
-    const backend = state.netmap?.backendState;
-    if (backend === "Running") return undefined;
-    return backend ? `tailscaled is ${backend}, not Running` : "tailscaled status not read yet";
-  };
-  const status = () =>
-    buildStatus({
-      listening: state.listening,
-      netmapConfigured: config.tailscale.localApiSocket !== undefined,
-      netmap: state.netmap,
-      netmapFailed: state.netmapFailed,
-      targets: config.targets,
-      exposes: config.exposes,
-      probes: state.probes,
-    });
-
-  const refresh = async (): Promise<AgentStatus> => {
-    const round = ++state.round;
-    const socket = config.tailscale.localApiSocket;
-    // The netmap first: a tailscaled that just reached Running lets this round's probes dial.
-    const netmap = socket
-      ? await fetchNetmap(socket, limits.dialTimeoutSeconds * 1000).catch((err: Error) => err)
-      : undefined;
-    if (round > state.applied && netmap && !(netmap instanceof Error)) state.netmap = netmap;
-    const probes = await probeAll(probeSpecs);
-    // Rounds may overlap (a test's refresh() during a timer round): only the newest result is kept.
-    if (round > state.applied) {
-      state.applied = round;
-      for (const [name, result] of probes) {
-        const before = state.probes.get(name);
-        if (before?.reachable !== result.reachable) {
-          log.info(result.reachable ? "reachable" : "unreachable", { name, error: result.error || undefined });
-        }
-      }
-      state.probes = probes;
-      if (netmap instanceof Error) {
-        if (!state.netmapFailed) log.warn("tailscaled status unavailable", { error: netmap.message });
-        state.netmapFailed = true;
-      } else if (netmap) {
-        state.netmap = netmap;
-        state.netmapFailed = false;
-      }
-    }
-    return status();
-  };
-
+  const listeners = await startListeners(config, common, monitor.tailnetDown);
   const reloadCertificates = async () => {
-    await Promise.all(httpsListeners.map((listener) => listener.reloadCertificates()));
+    await Promise.all(listeners.https.map((listener) => listener.reloadCertificates()));
   };
 
   let metricsServer: MetricsServer;
@@ -271,53 +79,67 @@ export async function startAgent(
       host: config.metricsHost,
       port: config.metricsPort,
       registry: metrics.registry,
-      status,
-      healthy: () => state.listening,
+      status: monitor.status,
+      healthy: () => monitor.listening,
       log,
     });
   } catch (err) {
-    await closeListeners(0);
+    await listeners.close(0);
     throw err;
   }
 
-  let probeTimer: NodeJS.Timeout | undefined;
-  let reloadTimer: NodeJS.Timeout | undefined;
-  let stopped = false;
+  const stopTimers = opts.timers === false ? () => {} : startTimers(config, monitor, listeners, reloadCertificates);
   let closing: Promise<void> | undefined;
-  if (opts.timers !== false) {
-    const probeLoop = () => {
-      void refresh().finally(() => {
-        if (stopped) return;
-        probeTimer = setTimeout(probeLoop, limits.probeIntervalSeconds * 1000);
-        probeTimer.unref();
-      });
-    };
-    probeLoop();
-    if (httpsListeners.length > 0) {
-      reloadTimer = setInterval(() => void reloadCertificates(), limits.tlsReloadIntervalSeconds * 1000);
-      reloadTimer.unref();
-    }
-  }
-
   return {
     config,
     metricsPort: metricsServer.port,
-    ports,
+    ports: listeners.ports,
     registry: metrics.registry,
-    status,
-    refresh,
+    status: monitor.status,
+    refresh: monitor.refresh,
     reloadCertificates,
     close(graceMs = 0) {
       closing ??= (async () => {
-        stopped = true;
-        clearTimeout(probeTimer);
-        clearInterval(reloadTimer);
-        await closeListeners(graceMs);
-        state.listening = false;
+        stopTimers();
+        await listeners.close(graceMs);
+        monitor.listening = false;
         await metricsServer.close();
       })();
       return closing;
     },
+  };
+}
+
+/**
+ * The probe/LocalAPI round every probeIntervalSeconds (the next one after the last finished) and, with http
+ * exposes, the certificate reload. Returns the stop.
+ */
+function startTimers(
+  config: AgentConfig,
+  monitor: AgentMonitor,
+  listeners: AgentListeners,
+  reloadCertificates: () => Promise<void>,
+): () => void {
+  const { limits } = config;
+  let probeTimer: NodeJS.Timeout | undefined;
+  let reloadTimer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const probeLoop = () => {
+    void monitor.refresh().finally(() => {
+      if (stopped) return;
+      probeTimer = setTimeout(probeLoop, limits.probeIntervalSeconds * 1000);
+      probeTimer.unref();
+    });
+  };
+  probeLoop();
+  if (listeners.https.length > 0) {
+    reloadTimer = setInterval(() => void reloadCertificates(), limits.tlsReloadIntervalSeconds * 1000);
+    reloadTimer.unref();
+  }
+  return () => {
+    stopped = true;
+    clearTimeout(probeTimer);
+    clearInterval(reloadTimer);
   };
 }
 

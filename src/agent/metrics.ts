@@ -4,8 +4,6 @@
 import type { Socket } from "node:net";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
-export type ByteDirection = "in" | "out";
-
 export interface AgentMetrics {
   readonly registry: Registry;
   /** Client connections open now (accepted and not yet closed). */
@@ -47,27 +45,30 @@ interface TrackedSocket {
   countedOut: number;
 }
 
-export function createAgentMetrics(names: readonly string[], opts: { defaultMetrics?: boolean } = {}): AgentMetrics {
-  const registry = new Registry();
-  const tracked = new Set<TrackedSocket>();
-  // Per name: open connections, and bytes of closed sockets not yet added to the counter (plain numbers on
-  // the connection path; the prom-client series are brought up to date when scraped).
-  const active = new Map<string, number>();
-  const unflushed = new Map<string, { in: number; out: number }>();
-  const pendingOf = (name: string) => {
-    let pending = unflushed.get(name);
+/**
+ * The connection path's counts as plain numbers: per name, open connections and the bytes of tracked sockets
+ * not yet added to the counter. The prom-client series are brought up to date when scraped (`collect`).
+ */
+class ConnectionLedger {
+  readonly tracked = new Set<TrackedSocket>();
+  readonly active = new Map<string, number>();
+  readonly unflushed = new Map<string, { in: number; out: number }>();
+
+  pendingOf(name: string): { in: number; out: number } {
+    let pending = this.unflushed.get(name);
     if (!pending) {
       pending = { in: 0, out: 0 };
-      unflushed.set(name, pending);
+      this.unflushed.set(name, pending);
     }
     return pending;
-  };
+  }
 
-  const take = (entry: TrackedSocket) => {
+  /** Moves what the socket read and wrote since it was last counted into its name's unflushed bytes. */
+  take(entry: TrackedSocket): void {
     const read = entry.socket.bytesRead;
     const written = entry.socket.bytesWritten;
     if (read <= entry.countedIn && written <= entry.countedOut) return;
-    const pending = pendingOf(entry.name);
+    const pending = this.pendingOf(entry.name);
     if (read > entry.countedIn) {
       pending.in += read - entry.countedIn;
       entry.countedIn = read;
@@ -76,15 +77,58 @@ export function createAgentMetrics(names: readonly string[], opts: { defaultMetr
       pending.out += written - entry.countedOut;
       entry.countedOut = written;
     }
-  };
+  }
+}
 
+export function createAgentMetrics(names: readonly string[], opts: { defaultMetrics?: boolean } = {}): AgentMetrics {
+  const registry = new Registry();
+  const ledger = new ConnectionLedger();
+  const families = createFamilies(registry, ledger);
+  // Every configured name has its series from the start, so rate() and absent() behave before traffic.
+  for (const name of names) {
+    ledger.active.set(name, 0);
+    families.connectionsActive.set({ name }, 0);
+    families.bytesTotal.inc({ name, direction: "in" }, 0);
+    families.bytesTotal.inc({ name, direction: "out" }, 0);
+    families.dialDuration.zero({ name });
+    families.dialErrors.inc({ name }, 0);
+    families.connectionsRejected.inc({ name }, 0);
+    families.serveBypassRefused.inc({ name }, 0);
+  }
+  if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
+
+  const { active } = ledger;
+  return {
+    registry,
+    ...families,
+    trackBytes(name, socket) {
+      const entry: TrackedSocket = { name, socket, countedIn: 0, countedOut: 0 };
+      ledger.tracked.add(entry);
+      socket.once("close", () => {
+        ledger.take(entry);
+        ledger.tracked.delete(entry);
+      });
+    },
+    opened(name) {
+      active.set(name, (active.get(name) ?? 0) + 1);
+    },
+    closed(name) {
+      active.set(name, (active.get(name) ?? 0) - 1);
+    },
+  };
+}
+
+type Families = Omit<AgentMetrics, "registry" | "trackBytes" | "opened" | "closed">;
+
+/** The families, registered in this order (the order of /metrics). */
+function createFamilies(registry: Registry, ledger: ConnectionLedger): Families {
   const connectionsActive = new Gauge({
     name: "tailnet_agent_connections_active",
     help: "Client connections currently open, by target or expose name.",
     labelNames: ["name"] as const,
     registers: [registry],
     collect() {
-      for (const [name, n] of active) this.set({ name }, n);
+      for (const [name, n] of ledger.active) this.set({ name }, n);
     },
   });
   const bytesTotal = new Counter({
@@ -93,8 +137,8 @@ export function createAgentMetrics(names: readonly string[], opts: { defaultMetr
     labelNames: ["name", "direction"] as const,
     registers: [registry],
     collect() {
-      for (const entry of tracked) take(entry);
-      for (const [name, pending] of unflushed) {
+      for (const entry of ledger.tracked) ledger.take(entry);
+      for (const [name, pending] of ledger.unflushed) {
         if (pending.in > 0) this.inc({ name, direction: "in" }, pending.in);
         if (pending.out > 0) this.inc({ name, direction: "out" }, pending.out);
         pending.in = 0;
@@ -141,22 +185,7 @@ export function createAgentMetrics(names: readonly string[], opts: { defaultMetr
     labelNames: ["name"] as const,
     registers: [registry],
   });
-
-  // Every configured name has its series from the start, so rate() and absent() behave before traffic.
-  for (const name of names) {
-    active.set(name, 0);
-    connectionsActive.set({ name }, 0);
-    bytesTotal.inc({ name, direction: "in" }, 0);
-    bytesTotal.inc({ name, direction: "out" }, 0);
-    dialDuration.zero({ name });
-    dialErrors.inc({ name }, 0);
-    connectionsRejected.inc({ name }, 0);
-    serveBypassRefused.inc({ name }, 0);
-  }
-  if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
-
   return {
-    registry,
     connectionsActive,
     bytesTotal,
     dialDuration,
@@ -165,19 +194,5 @@ export function createAgentMetrics(names: readonly string[], opts: { defaultMetr
     kubeApiRequests,
     kubeApiRefused,
     serveBypassRefused,
-    trackBytes(name, socket) {
-      const entry: TrackedSocket = { name, socket, countedIn: 0, countedOut: 0 };
-      tracked.add(entry);
-      socket.once("close", () => {
-        take(entry);
-        tracked.delete(entry);
-      });
-    },
-    opened(name) {
-      active.set(name, (active.get(name) ?? 0) + 1);
-    },
-    closed(name) {
-      active.set(name, (active.get(name) ?? 0) - 1);
-    },
   };
 }

@@ -18,9 +18,6 @@ import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";
 import { ResponseTracker } from "./response.js";
 
-export { MAX_HEAD_BYTES, MAX_HELD_BYTES, RequestFramer } from "./framer.js";
-export { HttpFramingError, rewriteRequestHead } from "./http1.js";
-
 export interface PipeTarget {
   /** Expose name, for metrics and logs. */
   name: string;
@@ -60,165 +57,205 @@ function errorResponse(status: ErrorStatus): string {
  * `clientIp` (from a PROXY header) replaces the peer address in X-Forwarded-For.
  */
 export function pipeHttpConnection(client: Socket, target: PipeTarget, clientIp?: string): Promise<void> {
-  const { metrics, log, name } = target;
-  const address = formatHostPort(target.backend);
-  const framer = new RequestFramer(clientIp ?? client.remoteAddress?.replace(/^::ffff:/, ""), target.owned);
-  const responses = new ResponseTracker();
-  framer.onRequest = (headMethod, upgrade, method, requestTarget) => {
-    responses.sent(headMethod, upgrade);
-    target.onRequest?.(method, requestTarget);
-  };
-  responses.onStatus = target.onStatus;
-  let upstream: Socket | undefined;
-  let connected = false;
-  let queued: Buffer[] = [];
-  let headTimer: NodeJS.Timeout | undefined;
-  let clientEnded = false;
-  return new Promise((resolve) => {
-    let open = 1;
-    const closed = () => {
-      if (--open === 0) resolve();
-    };
-    const destroyBoth = () => {
-      clearTimeout(headTimer);
-      client.destroy();
-      upstream?.destroy();
-    };
-    const refuse = (status: ErrorStatus) => {
-      clearTimeout(headTimer);
-      client.off("data", onData);
-      client.end(errorResponse(status));
-      client.setTimeout(2000); // a client that does not close after the answer is cut
-    };
-    framer.onHeadStart = () => {
-      clearTimeout(headTimer);
-      headTimer = setTimeout(destroyBoth, target.headerTimeoutMs);
-      headTimer.unref();
-    };
-    framer.onHeadEnd = () => clearTimeout(headTimer);
+  return new Promise((resolve) => new HttpPipe(client, target, clientIp, resolve).start());
+}
 
-    const send = (pieces: Buffer[]) => {
-      if (!upstream) return;
-      if (!connected) {
-        queued.push(...pieces);
-        return;
-      }
-      let ok = true;
-      for (const piece of pieces) ok = upstream.write(piece) && ok;
-      if (!ok) client.pause();
-    };
+/**
+ * One client connection and its backend connection: the state the events share, and a method per event.
+ * Listeners that are removed or shared (onData, destroyBoth, closed) are fields, so each keeps one identity.
+ */
+class HttpPipe {
+  private readonly framer: RequestFramer;
+  private readonly responses = new ResponseTracker();
+  private upstream: Socket | undefined;
+  private connected = false;
+  private queued: Buffer[] = [];
+  private headTimer: NodeJS.Timeout | undefined;
+  private clientEnded = false;
+  /**
+   * A bad request: what came before it is forwarded and answered first (the backend gets a FIN instead of
+   * more requests), then the client gets this error and the connection closes.
+   */
+  private failing: ErrorStatus | undefined;
+  /** Sockets not closed yet: the client, and the backend once dialled. */
+  private open = 1;
 
-    const dial = () => {
-      const started = process.hrtime.bigint();
-      const { socket, event } = target.dial?.() ?? {
-        socket: connect({ host: target.backend.host, port: target.backend.port, allowHalfOpen: true, noDelay: true }),
-        event: "connect",
-      };
-      upstream = socket;
-      open++;
-      client.pause(); // until the backend is there
-      const dialTimer = setTimeout(() => socket.destroy(new Error("dial timeout")), target.dialTimeoutMs);
-      const onDialError = (err: NodeJS.ErrnoException) => {
-        clearTimeout(dialTimer);
-        const timedOut = err.message === "dial timeout";
-        metrics.dialErrors.inc({ name });
-        log.debug("backend dial failed", {
-          expose: name,
-          error: `${address}: ${timedOut ? `timed out after ${target.dialTimeoutMs / 1000}s` : (err.code ?? err.message)}`,
-        });
-        upstream = undefined;
-        refuse(timedOut ? 504 : 502);
-        client.resume();
-      };
-      socket.once("error", onDialError);
-      socket.once("close", closed);
-      socket.once(event, () => {
-        clearTimeout(dialTimer);
-        socket.off("error", onDialError);
-        socket.on("error", destroyBoth);
-        metrics.dialDuration.observe({ name }, Number(process.hrtime.bigint() - started) / 1e9);
-        connected = true;
-        socket.setTimeout(target.idleTimeoutMs, destroyBoth);
-        socket.on("data", (chunk: Buffer) => {
-          try {
-            responses.push(chunk);
-          } catch (err) {
-            log.debug("bad response", { expose: name, error: (err as Error).message });
-            destroyBoth();
-            return;
-          }
-          if (!client.write(chunk)) socket.pause();
-          if (failing !== undefined && responses.idle) {
-            socket.destroy();
-            refuse(failing);
-          }
-        });
-        client.on("drain", () => socket.resume());
-        socket.on("drain", () => client.resume());
-        socket.once("end", () => {
-          clearTimeout(headTimer);
-          client.end();
-        });
-        const pieces = queued;
-        queued = [];
-        send(pieces);
-        if (clientEnded && !framer.awaiting) socket.end();
-        else client.resume();
-      });
+  constructor(
+    private readonly client: Socket,
+    private readonly target: PipeTarget,
+    clientIp: string | undefined,
+    private readonly done: () => void,
+  ) {
+    this.framer = new RequestFramer(clientIp ?? client.remoteAddress?.replace(/^::ffff:/, ""), target.owned);
+    this.framer.onRequest = (headMethod, upgrade, method, requestTarget) => {
+      this.responses.sent(headMethod, upgrade);
+      target.onRequest?.(method, requestTarget);
     };
+    this.responses.onStatus = target.onStatus;
+    this.framer.onHeadStart = () => this.startHeadTimer();
+    this.framer.onHeadEnd = () => clearTimeout(this.headTimer);
+    this.responses.onUpgrade = (switched) => this.upgradeAnswered(switched);
+  }
 
-    // A bad request: what came before it is forwarded and answered first (the backend gets a FIN instead of
-    // more requests), then the client gets the error and the connection closes.
-    let failing: ErrorStatus | undefined;
-    const fail = (err: HttpFramingError) => {
-      log.debug("bad request", { expose: name, error: err.message });
-      client.off("data", onData);
-      clearTimeout(headTimer);
-      if (!upstream || responses.idle) {
-        upstream?.destroy();
-        refuse(err.status);
-        return;
-      }
-      if (framer.failedMidRequest) {
-        destroyBoth(); // the backend holds half a request: nothing it answers can be trusted to end cleanly
-        return;
-      }
-      failing = err.status;
-      if (connected) upstream.end();
-      else clientEnded = true;
-    };
-    const frame = (pieces: Buffer[]): void => {
-      if (pieces.length > 0) {
-        if (!upstream) dial();
-        send(pieces);
-      }
-      if (framer.failed) fail(framer.failed);
-      else if (framer.awaiting && framer.held > MAX_HELD_BYTES) client.pause();
-    };
-    const onData = (chunk: Buffer) => frame(framer.push(chunk));
-    responses.onUpgrade = (switched) => {
-      frame(framer.answered(switched));
-      if (framer.awaiting || framer.failed) return;
-      client.resume();
-      if (clientEnded && connected) upstream?.end(); // held back while the upgrade was undecided
-    };
-
-    client.setTimeout(target.idleTimeoutMs, destroyBoth);
-    client.on("data", onData);
-    client.on("error", destroyBoth);
-    client.once("end", () => {
-      clientEnded = true;
-      clearTimeout(headTimer);
-      if (connected && !framer.awaiting) upstream?.end();
-      else if (!upstream) client.end();
-    });
+  start(): void {
+    const { client } = this;
+    client.setTimeout(this.target.idleTimeoutMs, this.destroyBoth);
+    client.on("data", this.onData);
+    client.on("error", this.destroyBoth);
+    client.once("end", () => this.clientEnd());
     client.once("close", () => {
-      clearTimeout(headTimer);
-      if (!connected) upstream?.destroy();
-      closed();
+      clearTimeout(this.headTimer);
+      if (!this.connected) this.upstream?.destroy();
+      this.closed();
     });
     // The first head's timer runs from the handshake, so a client that sends nothing is cut as well.
-    framer.inHead = true;
-    framer.onHeadStart();
-  });
+    this.framer.inHead = true;
+    this.startHeadTimer();
+  }
+
+  private readonly closed = (): void => {
+    if (--this.open === 0) this.done();
+  };
+
+  private readonly destroyBoth = (): void => {
+    clearTimeout(this.headTimer);
+    this.client.destroy();
+    this.upstream?.destroy();
+  };
+
+  private readonly onData = (chunk: Buffer): void => this.frame(this.framer.push(chunk));
+
+  private startHeadTimer(): void {
+    clearTimeout(this.headTimer);
+    this.headTimer = setTimeout(this.destroyBoth, this.target.headerTimeoutMs);
+    this.headTimer.unref();
+  }
+
+  private refuse(status: ErrorStatus): void {
+    clearTimeout(this.headTimer);
+    this.client.off("data", this.onData);
+    this.client.end(errorResponse(status));
+    this.client.setTimeout(2000); // a client that does not close after the answer is cut
+  }
+
+  private send(pieces: Buffer[]): void {
+    const { upstream } = this;
+    if (!upstream) return;
+    if (!this.connected) {
+      this.queued.push(...pieces);
+      return;
+    }
+    let ok = true;
+    for (const piece of pieces) ok = upstream.write(piece) && ok;
+    if (!ok) this.client.pause();
+  }
+
+  private dial(): void {
+    const { target, client } = this;
+    const started = process.hrtime.bigint();
+    const { socket, event } = target.dial?.() ?? {
+      socket: connect({ host: target.backend.host, port: target.backend.port, allowHalfOpen: true, noDelay: true }),
+      event: "connect",
+    };
+    this.upstream = socket;
+    this.open++;
+    client.pause(); // until the backend is there
+    const dialTimer = setTimeout(() => socket.destroy(new Error("dial timeout")), target.dialTimeoutMs);
+    const onDialError = (err: NodeJS.ErrnoException) => {
+      clearTimeout(dialTimer);
+      const timedOut = err.message === "dial timeout";
+      target.metrics.dialErrors.inc({ name: target.name });
+      target.log.debug("backend dial failed", {
+        expose: target.name,
+        error: `${formatHostPort(target.backend)}: ${timedOut ? `timed out after ${target.dialTimeoutMs / 1000}s` : (err.code ?? err.message)}`,
+      });
+      this.upstream = undefined;
+      this.refuse(timedOut ? 504 : 502);
+      client.resume();
+    };
+    socket.once("error", onDialError);
+    socket.once("close", this.closed);
+    socket.once(event, () => {
+      clearTimeout(dialTimer);
+      socket.off("error", onDialError);
+      target.metrics.dialDuration.observe({ name: target.name }, Number(process.hrtime.bigint() - started) / 1e9);
+      this.backendReady(socket);
+    });
+  }
+
+  private backendReady(socket: Socket): void {
+    const { client } = this;
+    socket.on("error", this.destroyBoth);
+    this.connected = true;
+    socket.setTimeout(this.target.idleTimeoutMs, this.destroyBoth);
+    socket.on("data", (chunk: Buffer) => this.backendData(socket, chunk));
+    client.on("drain", () => socket.resume());
+    socket.on("drain", () => client.resume());
+    socket.once("end", () => {
+      clearTimeout(this.headTimer);
+      client.end();
+    });
+    const pieces = this.queued;
+    this.queued = [];
+    this.send(pieces);
+    if (this.clientEnded && !this.framer.awaiting) socket.end();
+    else client.resume();
+  }
+
+  private backendData(socket: Socket, chunk: Buffer): void {
+    try {
+      this.responses.push(chunk);
+    } catch (err) {
+      this.target.log.debug("bad response", { expose: this.target.name, error: (err as Error).message });
+      this.destroyBoth();
+      return;
+    }
+    if (!this.client.write(chunk)) socket.pause();
+    if (this.failing !== undefined && this.responses.idle) {
+      socket.destroy();
+      this.refuse(this.failing);
+    }
+  }
+
+  private fail(err: HttpFramingError): void {
+    this.target.log.debug("bad request", { expose: this.target.name, error: err.message });
+    this.client.off("data", this.onData);
+    clearTimeout(this.headTimer);
+    const { upstream } = this;
+    if (!upstream || this.responses.idle) {
+      upstream?.destroy();
+      this.refuse(err.status);
+      return;
+    }
+    if (this.framer.failedMidRequest) {
+      this.destroyBoth(); // the backend holds half a request: nothing it answers can be trusted to end cleanly
+      return;
+    }
+    this.failing = err.status;
+    if (this.connected) upstream.end();
+    else this.clientEnded = true;
+  }
+
+  private frame(pieces: Buffer[]): void {
+    if (pieces.length > 0) {
+      if (!this.upstream) this.dial();
+      this.send(pieces);
+    }
+    if (this.framer.failed) this.fail(this.framer.failed);
+    else if (this.framer.awaiting && this.framer.held > MAX_HELD_BYTES) this.client.pause();
+  }
+
+  private upgradeAnswered(switched: boolean): void {
+    this.frame(this.framer.answered(switched));
+    if (this.framer.awaiting || this.framer.failed) return;
+    this.client.resume();
+    if (this.clientEnded && this.connected) this.upstream?.end(); // held back while the upgrade was undecided
+  }
+
+  private clientEnd(): void {
+    this.clientEnded = true;
+    clearTimeout(this.headTimer);
+    if (this.connected && !this.framer.awaiting) this.upstream?.end();
+    else if (!this.upstream) this.client.end();
+  }
 }

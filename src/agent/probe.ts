@@ -1,8 +1,9 @@
 // Reachability probes: a plain TCP dial (through SOCKS5 for egress targets) to every port of every target,
 // and to every expose's backend, closed as soon as it connects. Results feed /status; they never touch the
 // data path.
+
+import type { ProbeResult } from "../contract/agent-status.js";
 import { DialError, type Dialer } from "./dial.js";
-import type { ProbeResult } from "./status.js";
 
 export interface ProbeSpec {
   /** Target or expose name (the /status entry). */

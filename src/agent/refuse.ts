@@ -1,8 +1,8 @@
 // Listeners that exist only to refuse. In userspace mode tailscaled's netstack hands a tailnet connection that
 // serve does not handle to 127.0.0.1:<same port> in the pod (tailscale.com wgengine/netstack/netstack.go
-// acceptTCP → forwardTCP). The agent's real listeners are elsewhere (ports.ts POD_LOCAL_HOST, the pod IP), so
-// such a connection would simply be reset; binding each listen port on 127.0.0.1 too turns the attempt into
-// a count (a peer probing past serve, e.g. with a forged PROXY header) without reading a byte of it.
+// acceptTCP → forwardTCP). The agent's real listeners are elsewhere (src/contract/ports.ts POD_LOCAL_HOST, the
+// pod IP), so such a connection would simply be reset; binding each listen port on 127.0.0.1 too turns the
+// attempt into a count (a peer probing past serve, e.g. with a forged PROXY header) without reading a byte of it.
 import { createServer, type Server, type Socket } from "node:net";
 import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";

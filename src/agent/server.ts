@@ -3,8 +3,8 @@
 // (which the data listeners cap and close) does not take the probes down with it.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Registry } from "prom-client";
+import type { AgentStatus } from "../contract/agent-status.js";
 import type { AgentLogger } from "./log.js";
-import type { AgentStatus } from "./status.js";
 
 export interface MetricsServerOptions {
   host: string;

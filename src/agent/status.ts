@@ -1,25 +1,10 @@
-// The /status document (spec api.md, "Agent /status"): built from what the agent last observed, by pure
-// functions so its shape and the address rule are tested without sockets.
+// The /status document (its shape: src/contract/agent-status.ts): built from what the agent last observed, by
+// pure functions so the document and the address rule are tested without sockets.
 import { isIP } from "node:net";
 import type { AgentExpose, AgentTarget } from "../contract/agent-config.js";
+import type { AgentPeer, AgentSelf, AgentStatus, DialPath, ProbeResult } from "../contract/agent-status.js";
 import { canonicalIp, cidrContains, parseCidrOrIp } from "../net/cidr.js";
-import type { AgentPeer, AgentSelf, Netmap } from "./localapi.js";
-
-export interface TargetStatus {
-  name: string;
-  /** The tailnet IP the target resolved to in the netmap, else the configured host. */
-  address: string;
-  reachable: boolean;
-  error: string;
-  /**
-   * Which way tailscaled's SOCKS5 dial to `address` goes: "tailnet" (a peer's address, or inside
-   * a peer's subnet route while routes are accepted), "outside" (through the pod network: no peer
-   * holds it, or routes are not accepted), "unknown" (a name not in the netmap, or prefs unread).
-   */
-  via: DialPath;
-}
-
-export type DialPath = "tailnet" | "outside" | "unknown";
+import type { Netmap } from "./localapi.js";
 
 /** The path of a dial to `address` as tailscaled's dialer picks it (net/tsdial dialOneUser). */
 export function dialPath(address: string, peers: readonly AgentPeer[], acceptRoutes: boolean | undefined): DialPath {
@@ -34,26 +19,6 @@ export function dialPath(address: string, peers: readonly AgentPeer[], acceptRou
   );
   if (!routed) return "outside";
   return acceptRoutes === undefined ? "unknown" : acceptRoutes ? "tailnet" : "outside";
-}
-
-export interface ExposeStatus {
-  name: string;
-  backendReachable: boolean;
-  error: string;
-}
-
-export interface AgentStatus {
-  ready: boolean;
-  self: AgentSelf;
-  peers: AgentPeer[];
-  targets: TargetStatus[];
-  exposes: ExposeStatus[];
-}
-
-export interface ProbeResult {
-  reachable: boolean;
-  /** "" when reachable; otherwise the cause, naming the address (never credentials). */
-  error: string;
 }
 
 export const NOT_PROBED: ProbeResult = Object.freeze({ reachable: false, error: "not probed yet" });

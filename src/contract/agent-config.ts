@@ -1,7 +1,7 @@
 // The agent config: a JSON file the operator renders into a ConfigMap and mounts at AGENT_CONFIG_PATH.
 // It is validated once at start (ajv, defaults filled in); an invalid file is a one-line error naming the
-// field, and the process exits non-zero instead of running half-configured.
-import { readFile } from "node:fs/promises";
+// field, and the process exits non-zero instead of running half-configured. The agent reads the file
+// (src/agent/config-file.ts); this module only checks its text, so the operator imports no file reading.
 import { isIP } from "node:net";
 import type { ErrorObject } from "ajv";
 import { newAjv } from "../api/ajv.js";
@@ -379,19 +379,4 @@ export function parseAgentConfig(text: string, source = "agent config"): AgentCo
     throw new AgentConfigError("", `is not valid JSON (${(err as Error).message})`, source);
   }
   return validateAgentConfig(parsed, source);
-}
-
-/** Reads, parses and validates the config file at `path`. */
-export async function loadAgentConfig(path: string): Promise<AgentConfig> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (err) {
-    throw new AgentConfigError(
-      "",
-      `cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"})`,
-      `agent config ${path}`,
-    );
-  }
-  return parseAgentConfig(text, `agent config ${path}`);
 }

@@ -1,8 +1,8 @@
 /** What every kind module implements, and what the server hands it. */
 import type { FastifyBaseLogger } from "fastify";
-import type { AgentStatus } from "../agent/status.js";
 import type { HookKind } from "../api/schemas.js";
 import type { OperatorConfig } from "../config.js";
+import type { AgentStatus } from "../contract/agent-status.js";
 import type { HeadscaleViews } from "../headscale/view.js";
 import type { K8sObject, ObjectMaps } from "../k8s/objects.js";
 import type { ComposeMemo } from "../kinds/composite/tailnet/compose-memo.js";
@@ -53,9 +53,6 @@ export interface OperatorEvent {
 export interface EventRecorder {
   record(event: OperatorEvent): Promise<void>;
 }
-
-/** The agent's GET /status (api.md § Agent /status), declared once by the agent that serves it. */
-export type { AgentStatus } from "../agent/status.js";
 
 export type ScrapeResult = { ok: true; pod: string; status: AgentStatus } | { ok: false; pod: string; error: string };
 

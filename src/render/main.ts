@@ -12,6 +12,7 @@ import { Document, isPair, isScalar, stringify, visit } from "yaml";
 import { API_VERSION } from "../api/schemas.js";
 import { type Command, InputError, packageVersion, parseCommand, UsageError, usageHint } from "../args.js";
 import { configFrom } from "../config.js";
+import type { AgentStatus } from "../contract/agent-status.js";
 import {
   EMPTY_SNAPSHOT,
   type HeadscaleSnapshot,
@@ -21,7 +22,7 @@ import {
 import { MetacontrollerLoop, type Obj } from "../emulator/metacontroller/loop.js";
 import { HeadscaleViews } from "../headscale/view.js";
 import type { K8sObject } from "../k8s/objects.js";
-import type { AgentScraper, AgentStatus } from "../pipeline/types.js";
+import type { AgentScraper } from "../pipeline/types.js";
 import { buildServer } from "../server/app.js";
 import { memoryEventRecorder } from "../server/events.js";
 import { RenderInputError, readManifests } from "./input.js";

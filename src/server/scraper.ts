@@ -1,7 +1,8 @@
 /** Scrapes agent Pods' GET /status (port named "metrics"), in parallel, with a short timeout. */
 import { request } from "undici";
+import type { AgentStatus } from "../contract/agent-status.js";
 import type { K8sObject } from "../k8s/objects.js";
-import type { AgentScraper, AgentStatus, ScrapeResult } from "../pipeline/types.js";
+import type { AgentScraper, ScrapeResult } from "../pipeline/types.js";
 
 export function podStatusUrl(pod: K8sObject): string | undefined {
   const ip = (pod.status as { podIP?: unknown } | undefined)?.podIP;

@@ -3,7 +3,7 @@
 // forwarded carries exactly the agent's client identity.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { RequestFramer } from "../../src/agent/pipe.js";
+import { RequestFramer } from "../../src/agent/framer.js";
 import { HOSTILE_CORPUS } from "./hostile-corpus.js";
 
 const CLIENT = "100.64.0.9";

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { HttpFramingError, MAX_HEAD_BYTES, RequestFramer, rewriteRequestHead } from "../../src/agent/pipe.js";
+import { MAX_HEAD_BYTES, RequestFramer } from "../../src/agent/framer.js";
+import { HttpFramingError, rewriteRequestHead } from "../../src/agent/http1.js";
 import { parseProxyHeader } from "../../src/agent/proxy-protocol.js";
 
 const text = (pieces: Buffer[]) => Buffer.concat(pieces).toString("latin1");

@@ -1,20 +1,7 @@
 // The agent config: defaults filled in, and every invalid file named by its field.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test } from "node:test";
-import { fileURLToPath } from "node:url";
-import { parseAgentArgs } from "../../src/agent/main.js";
-import {
-  AgentConfigError,
-  loadAgentConfig,
-  parseAgentConfig,
-  resolvePodIp,
-  validateAgentConfig,
-} from "../../src/contract/agent-config.js";
-import { httpGet } from "../agent/helpers.js";
+import { AgentConfigError, resolvePodIp, validateAgentConfig } from "../../src/contract/agent-config.js";
 
 const target = { name: "postgres", host: "db-1", ports: [{ port: 5432, listenPort: 10000 }] };
 const web = {
@@ -95,155 +82,157 @@ test("validation does not modify its input", () => {
   assert.deepEqual(input, copy);
 });
 
+const validEgress = { role: "egress", metricsPort: 9080, targets: [target] };
+const validIngress = { role: "ingress", metricsPort: 9080, exposes: [web] };
+/** Invalid configs, each with the field and the one-line message validateAgentConfig names it by. */
+const INVALID: { name: string; config: unknown; field: string; message: string }[] = [
+  { name: "not an object", config: [], field: "", message: "agent config: must be a JSON object" },
+  { name: "no role", config: { metricsPort: 9080 }, field: "role", message: "agent config: role is required" },
+  {
+    name: "unknown role",
+    config: { ...validEgress, role: "router" },
+    field: "role",
+    message: "agent config: role must be one of egress, ingress",
+  },
+  {
+    name: "unknown field",
+    config: { ...validEgress, extra: true },
+    field: "extra",
+    message: "agent config: extra is not a known field",
+  },
+  {
+    name: "connection limit of zero",
+    config: { ...validEgress, limits: { maxConnections: 0 } },
+    field: "limits.maxConnections",
+    message: "agent config: limits.maxConnections must be >= 1",
+  },
+  {
+    name: "negative idle timeout",
+    config: { ...validEgress, limits: { idleTimeoutSeconds: -1 } },
+    field: "limits.idleTimeoutSeconds",
+    message: "agent config: limits.idleTimeoutSeconds must be > 0",
+  },
+  {
+    name: "socks address without port",
+    config: { ...validEgress, tailscale: { socksAddr: "127.0.0.1" } },
+    field: "tailscale.socksAddr",
+    message: "agent config: tailscale.socksAddr does not match ^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$",
+  },
+  {
+    name: "target name not a DNS label",
+    config: { ...validEgress, targets: [{ ...target, name: "Postgres" }] },
+    field: "targets[0].name",
+    message: "agent config: targets[0].name does not match ^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+  },
+  {
+    name: "target port out of range",
+    config: { ...validEgress, targets: [{ ...target, ports: [{ port: 70000, listenPort: 10000 }] }] },
+    field: "targets[0].ports[0].port",
+    message: "agent config: targets[0].ports[0].port must be <= 65535",
+  },
+  {
+    name: "duplicate target names",
+    config: { ...validEgress, targets: [target, { ...target, ports: [{ port: 5432, listenPort: 10001 }] }] },
+    field: "targets[1].name",
+    message: 'agent config: targets[1].name duplicates targets[0].name "postgres"',
+  },
+  {
+    name: "listen port used twice",
+    config: { ...validEgress, targets: [target, { ...target, name: "replica" }] },
+    field: "targets[1].ports[0].listenPort",
+    message: "agent config: targets[1].ports[0].listenPort 10000 is already used by targets[0].ports[0].listenPort",
+  },
+  {
+    name: "metrics port is a listen port",
+    config: { ...validEgress, metricsPort: 10000 },
+    field: "metricsPort",
+    message: "agent config: metricsPort 10000 is also a listen port",
+  },
+  {
+    name: "egress without targets",
+    config: { role: "egress", metricsPort: 9080 },
+    field: "targets",
+    message: "agent config: targets must list at least one target for role egress",
+  },
+  {
+    name: "ingress with targets",
+    config: { ...validIngress, targets: [target] },
+    field: "targets",
+    message: "agent config: targets must be empty for role ingress",
+  },
+  {
+    name: "http expose without tls",
+    config: { ...validIngress, exposes: [{ ...web, tls: undefined }] },
+    field: "exposes[0].tls",
+    message: "agent config: exposes[0].tls is required in http mode",
+  },
+  {
+    name: "http expose without names",
+    config: { ...validIngress, exposes: [{ ...web, names: [] }] },
+    field: "exposes[0].names",
+    message: "agent config: exposes[0].names must list the DNS name in http mode",
+  },
+  {
+    name: "two http exposes on one listener claim the same name",
+    config: {
+      ...validIngress,
+      exposes: [web, { ...web, name: "api", names: ["api.ts.example.com", "DASH.ts.example.com."] }],
+    },
+    field: "exposes[1].names[1]",
+    message: 'agent config: exposes[1].names[1] "DASH.ts.example.com." is already served by exposes[0]',
+  },
+  {
+    name: "http exposes on one listener disagree on proxyProtocol",
+    config: {
+      ...validIngress,
+      exposes: [web, { ...web, name: "api", names: ["api.ts.example.com"], proxyProtocol: true }],
+    },
+    field: "exposes[1].proxyProtocol",
+    message: "agent config: exposes[1].proxyProtocol must match exposes[0] (same listen port)",
+  },
+  {
+    name: "a tcp expose cannot share a listener",
+    config: { ...validIngress, exposes: [web, { ...web, name: "ssh", mode: "tcp" }] },
+    field: "exposes[1].listenPort",
+    message: "agent config: exposes[1].listenPort 20000 is already used by exposes[0].listenPort",
+  },
+  {
+    name: "unknown expose mode",
+    config: { ...validIngress, exposes: [{ ...web, mode: "udp" }] },
+    field: "exposes[0].mode",
+    message: "agent config: exposes[0].mode must be one of tcp, http, kube-api",
+  },
+  {
+    name: "kube-api without its credentials",
+    config: { ...validIngress, tailscale: { localApiSocket: "/tmp/ts.sock" }, exposes: [{ ...web, mode: "kube-api" }] },
+    field: "exposes[0].kubeApi",
+    message: "agent config: exposes[0].kubeApi is required in kube-api mode",
+  },
+  {
+    name: "kubeApi on an http expose",
+    config: { ...validIngress, exposes: [{ ...web, kubeApi: { caFile: "/ca", tokenFile: "/token" } }] },
+    field: "exposes[0].kubeApi",
+    message: "agent config: exposes[0].kubeApi is only for mode kube-api",
+  },
+  {
+    name: "kube-api without a LocalAPI to ask WhoIs",
+    config: {
+      ...validIngress,
+      exposes: [{ ...web, tls: undefined, mode: "kube-api", kubeApi: { caFile: "/ca", tokenFile: "/token" } }],
+    },
+    field: "tailscale.localApiSocket",
+    message: "agent config: tailscale.localApiSocket is required by a kube-api expose (WhoIs)",
+  },
+  {
+    name: "backend without port",
+    config: { ...validIngress, exposes: [{ ...web, backend: { host: "grafana" } }] },
+    field: "exposes[0].backend.port",
+    message: "agent config: exposes[0].backend.port is required",
+  },
+];
+
 test("an invalid config is an error naming the field", () => {
-  const egress = { role: "egress", metricsPort: 9080, targets: [target] };
-  const ingress = { role: "ingress", metricsPort: 9080, exposes: [web] };
-  const rows: { name: string; config: unknown; field: string; message: string }[] = [
-    { name: "not an object", config: [], field: "", message: "agent config: must be a JSON object" },
-    { name: "no role", config: { metricsPort: 9080 }, field: "role", message: "agent config: role is required" },
-    {
-      name: "unknown role",
-      config: { ...egress, role: "router" },
-      field: "role",
-      message: "agent config: role must be one of egress, ingress",
-    },
-    {
-      name: "unknown field",
-      config: { ...egress, extra: true },
-      field: "extra",
-      message: "agent config: extra is not a known field",
-    },
-    {
-      name: "connection limit of zero",
-      config: { ...egress, limits: { maxConnections: 0 } },
-      field: "limits.maxConnections",
-      message: "agent config: limits.maxConnections must be >= 1",
-    },
-    {
-      name: "negative idle timeout",
-      config: { ...egress, limits: { idleTimeoutSeconds: -1 } },
-      field: "limits.idleTimeoutSeconds",
-      message: "agent config: limits.idleTimeoutSeconds must be > 0",
-    },
-    {
-      name: "socks address without port",
-      config: { ...egress, tailscale: { socksAddr: "127.0.0.1" } },
-      field: "tailscale.socksAddr",
-      message: "agent config: tailscale.socksAddr does not match ^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$",
-    },
-    {
-      name: "target name not a DNS label",
-      config: { ...egress, targets: [{ ...target, name: "Postgres" }] },
-      field: "targets[0].name",
-      message: "agent config: targets[0].name does not match ^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
-    },
-    {
-      name: "target port out of range",
-      config: { ...egress, targets: [{ ...target, ports: [{ port: 70000, listenPort: 10000 }] }] },
-      field: "targets[0].ports[0].port",
-      message: "agent config: targets[0].ports[0].port must be <= 65535",
-    },
-    {
-      name: "duplicate target names",
-      config: { ...egress, targets: [target, { ...target, ports: [{ port: 5432, listenPort: 10001 }] }] },
-      field: "targets[1].name",
-      message: 'agent config: targets[1].name duplicates targets[0].name "postgres"',
-    },
-    {
-      name: "listen port used twice",
-      config: { ...egress, targets: [target, { ...target, name: "replica" }] },
-      field: "targets[1].ports[0].listenPort",
-      message: "agent config: targets[1].ports[0].listenPort 10000 is already used by targets[0].ports[0].listenPort",
-    },
-    {
-      name: "metrics port is a listen port",
-      config: { ...egress, metricsPort: 10000 },
-      field: "metricsPort",
-      message: "agent config: metricsPort 10000 is also a listen port",
-    },
-    {
-      name: "egress without targets",
-      config: { role: "egress", metricsPort: 9080 },
-      field: "targets",
-      message: "agent config: targets must list at least one target for role egress",
-    },
-    {
-      name: "ingress with targets",
-      config: { ...ingress, targets: [target] },
-      field: "targets",
-      message: "agent config: targets must be empty for role ingress",
-    },
-    {
-      name: "http expose without tls",
-      config: { ...ingress, exposes: [{ ...web, tls: undefined }] },
-      field: "exposes[0].tls",
-      message: "agent config: exposes[0].tls is required in http mode",
-    },
-    {
-      name: "http expose without names",
-      config: { ...ingress, exposes: [{ ...web, names: [] }] },
-      field: "exposes[0].names",
-      message: "agent config: exposes[0].names must list the DNS name in http mode",
-    },
-    {
-      name: "two http exposes on one listener claim the same name",
-      config: {
-        ...ingress,
-        exposes: [web, { ...web, name: "api", names: ["api.ts.example.com", "DASH.ts.example.com."] }],
-      },
-      field: "exposes[1].names[1]",
-      message: 'agent config: exposes[1].names[1] "DASH.ts.example.com." is already served by exposes[0]',
-    },
-    {
-      name: "http exposes on one listener disagree on proxyProtocol",
-      config: {
-        ...ingress,
-        exposes: [web, { ...web, name: "api", names: ["api.ts.example.com"], proxyProtocol: true }],
-      },
-      field: "exposes[1].proxyProtocol",
-      message: "agent config: exposes[1].proxyProtocol must match exposes[0] (same listen port)",
-    },
-    {
-      name: "a tcp expose cannot share a listener",
-      config: { ...ingress, exposes: [web, { ...web, name: "ssh", mode: "tcp" }] },
-      field: "exposes[1].listenPort",
-      message: "agent config: exposes[1].listenPort 20000 is already used by exposes[0].listenPort",
-    },
-    {
-      name: "unknown expose mode",
-      config: { ...ingress, exposes: [{ ...web, mode: "udp" }] },
-      field: "exposes[0].mode",
-      message: "agent config: exposes[0].mode must be one of tcp, http, kube-api",
-    },
-    {
-      name: "kube-api without its credentials",
-      config: { ...ingress, tailscale: { localApiSocket: "/tmp/ts.sock" }, exposes: [{ ...web, mode: "kube-api" }] },
-      field: "exposes[0].kubeApi",
-      message: "agent config: exposes[0].kubeApi is required in kube-api mode",
-    },
-    {
-      name: "kubeApi on an http expose",
-      config: { ...ingress, exposes: [{ ...web, kubeApi: { caFile: "/ca", tokenFile: "/token" } }] },
-      field: "exposes[0].kubeApi",
-      message: "agent config: exposes[0].kubeApi is only for mode kube-api",
-    },
-    {
-      name: "kube-api without a LocalAPI to ask WhoIs",
-      config: {
-        ...ingress,
-        exposes: [{ ...web, tls: undefined, mode: "kube-api", kubeApi: { caFile: "/ca", tokenFile: "/token" } }],
-      },
-      field: "tailscale.localApiSocket",
-      message: "agent config: tailscale.localApiSocket is required by a kube-api expose (WhoIs)",
-    },
-    {
-      name: "backend without port",
-      config: { ...ingress, exposes: [{ ...web, backend: { host: "grafana" } }] },
-      field: "exposes[0].backend.port",
-      message: "agent config: exposes[0].backend.port is required",
-    },
-  ];
-  for (const row of rows) {
+  for (const row of INVALID) {
     // JSON round trip: `tls: undefined` means absent, as in a file.
     const config = JSON.parse(JSON.stringify(row.config));
     assert.throws(
@@ -265,106 +254,4 @@ test("two http exposes may share a listener with distinct names", () => {
     exposes: [web, { ...web, name: "api", names: ["api.ts.example.com"] }],
   });
   assert.equal(config.exposes.length, 2);
-});
-
-test("a file that is not JSON, or missing, is named with its path", async (t) => {
-  assert.throws(
-    () => parseAgentConfig("{", "agent config x.json"),
-    /^AgentConfigError: agent config x\.json: is not valid JSON/,
-  );
-  const dir = await mkdtemp(join(tmpdir(), "agent-config-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  await assert.rejects(loadAgentConfig(join(dir, "missing.json")), {
-    message: `agent config ${join(dir, "missing.json")}: cannot be read (ENOENT)`,
-  });
-});
-
-test("agent arguments: --config <file>, --config=<file>, default path, unknown argument", () => {
-  assert.deepEqual(parseAgentArgs([]), { configPath: "/etc/tailnet-agent/config.json" });
-  assert.deepEqual(parseAgentArgs(["--config", "/tmp/a.json"]), { configPath: "/tmp/a.json" });
-  assert.deepEqual(parseAgentArgs(["--config=/tmp/b.json"]), { configPath: "/tmp/b.json" });
-  assert.throws(() => parseAgentArgs(["--port", "1"]), {
-    message: "agent: unknown argument --port (usage: agent --config <file>)",
-  });
-});
-
-// The agent through the real CLI (`tailnet-operator agent --config <file>`) in a child process: an invalid
-// file exits 1 with one line naming the field; a valid one serves until SIGTERM and then exits cleanly.
-const cli = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
-
-function runChild(configPath: string, env: NodeJS.ProcessEnv = {}) {
-  const merged: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "info", ...env };
-  for (const [k, v] of Object.entries(merged)) if (v === undefined) delete merged[k];
-  return spawn(process.execPath, ["--import", "tsx", cli, "agent", "--config", configPath], {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: merged,
-  });
-}
-
-test("agent without POD_IP for a pod-ip address exits 1 naming the field, binding nothing", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "agent-config-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const path = join(dir, "config.json");
-  await writeFile(path, JSON.stringify({ role: "egress", metricsPort: 0, targets: [target] }));
-  const child = runChild(path, { POD_IP: undefined });
-  let stderr = "";
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-  assert.equal(code, 1);
-  assert.equal(stderr.trim(), "agent config: metricsHost is pod-ip but POD_IP is not set (downward API status.podIP)");
-});
-
-test("agent with an invalid file exits 1 with one line naming the field", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "agent-config-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const path = join(dir, "config.json");
-  await writeFile(
-    path,
-    JSON.stringify({ role: "egress", metricsPort: 9080, limits: { maxConnections: 0 }, targets: [target] }),
-  );
-  const child = runChild(path);
-  let stderr = "";
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-  assert.equal(code, 1);
-  assert.equal(stderr.trim(), `agent config ${path}: limits.maxConnections must be >= 1`);
-});
-
-test("agent serves until SIGTERM, then closes and exits 0", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "agent-config-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const path = join(dir, "config.json");
-  await writeFile(
-    path,
-    JSON.stringify({
-      role: "egress",
-      metricsPort: 0,
-      metricsHost: "127.0.0.1",
-      listenHost: "127.0.0.1",
-      targets: [{ name: "postgres", host: "127.0.0.1", ports: [{ port: 5432, listenPort: 0 }] }],
-    }),
-  );
-  const child = runChild(path);
-  t.after(() => child.kill("SIGKILL"));
-  const lines: Record<string, unknown>[] = [];
-  let buffered = "";
-  const started = new Promise<number>((resolve) => {
-    child.stdout.on("data", (chunk: Buffer) => {
-      buffered += chunk.toString();
-      let newline = buffered.indexOf("\n");
-      while (newline >= 0) {
-        const line = JSON.parse(buffered.slice(0, newline)) as Record<string, unknown>;
-        buffered = buffered.slice(newline + 1);
-        lines.push(line);
-        if (line.msg === "agent started") resolve(Number(line.metricsPort));
-        newline = buffered.indexOf("\n");
-      }
-    });
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-  const metricsPort = await started;
-  assert.equal((await httpGet(metricsPort, "/healthz")).status, 200);
-  child.kill("SIGTERM");
-  assert.equal(await exited, 0);
-  assert.ok(lines.some((line) => line.msg === "shutting down" && line.signal === "SIGTERM"));
 });

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { K8sObject } from "../../src/k8s/objects.js";
-import { SUPERSEDED_GRACE_SECONDS } from "../../src/kinds/shared/agent.js";
+import { SUPERSEDED_GRACE_SECONDS } from "../../src/kinds/shared/superseded.js";
 import { createTestPki, type IssuedCertificate, type TestPki } from "../fakes/agent/pki.js";
 import { bootTailscale, registerPod, restartTailscale } from "../fakes/containerboot.js";
 import { OPS, READY, toReady, world, ZONE } from "./world.js";

@@ -1,6 +1,6 @@
 /**
  * The conditions both agent kinds (egress, ingress) derive from the same shared facts
- * (src/kinds/shared/agent.ts tagFact/registrationFact), with the same reasons: one definition for both tables.
+ * (src/kinds/shared/agent-conditions.ts tagFact/registrationFact), with the same reasons: one definition for both tables.
  */
 
 /** The tenancy refusals (src/kinds/shared/tenancy.ts): the object is not evaluated, nothing is minted. */

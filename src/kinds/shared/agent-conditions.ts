@@ -6,7 +6,8 @@ import { conditionsOf, type TypedCondition } from "../../conditions/table.js";
 import { AGENT_REGISTERED, AGENT_TAG_KNOWN } from "../../conditions/tables/agent.js";
 import type { HsNode, HsPolicy } from "../../headscale/types.js";
 import type { Obs } from "../../headscale/view.js";
-import { registrationFact, tagFact } from "./agent.js";
+import { parseHuJson } from "../../policy/hujson.js";
+import { listNames, nodeLabel, nodesWithTag } from "./node-names.js";
 
 const AGENT_CONDITIONS = { TagKnown: AGENT_TAG_KNOWN, Registered: AGENT_REGISTERED } as const;
 const { cond } = conditionsOf(AGENT_CONDITIONS);
@@ -27,4 +28,58 @@ export function registeredCondition(nodes: Obs<HsNode[]>, tag: string, keyNote?:
   if (f.state === "registered") return cond("Registered", "True", "Registered", f.message);
   if (f.state === "absent") return cond("Registered", "False", "NotRegistered", f.message);
   return cond("Registered", "Unknown", "Unknown", f.message);
+}
+
+// ---- the facts behind TagKnown and Registered ----
+// Neutral verdicts, no reason strings: the mappings above turn them into the typed reasons, so the wording
+// stays shared and the reasons stay typed.
+
+/** Whether the tag is a key of the live policy's tagOwners: known, pending, or unreadable (not read or not HuJSON). */
+export interface TagFact {
+  state: "known" | "pending" | "unreadable";
+  message: string;
+}
+
+/**
+ * From the live policy: known when the tag is a key of tagOwners; pending while it is not (Headscale
+ * rejects an unowned tag at registration); unreadable when the policy was not read or not parsed.
+ */
+export function tagFact(policy: Obs<HsPolicy | null>, tag: string): TagFact {
+  if (!policy.ok) {
+    return { state: "unreadable", message: `the live policy could not be read: ${policy.error.message}` };
+  }
+  if (policy.value === null) {
+    return { state: "pending", message: `no policy is stored in Headscale yet, so ${tag} is not in tagOwners` };
+  }
+  const parsed = parseHuJson(policy.value.policy);
+  if (!parsed.ok) return { state: "unreadable", message: `the live policy could not be parsed: ${parsed.message}` };
+  const owners = parsed.value.tagOwners;
+  if (owners && typeof owners === "object" && !Array.isArray(owners) && Object.hasOwn(owners, tag)) {
+    return { state: "known", message: `${tag} is in the live policy's tagOwners` };
+  }
+  return {
+    state: "pending",
+    message: `${tag} is not in the live policy's tagOwners yet (the Tailnet adds it when it applies the policy; in DryRun it is never written)`,
+  };
+}
+
+/** Whether a Headscale node carries the tag: registered, absent, or unreadable (the node list was not read). */
+export interface RegistrationFact {
+  state: "registered" | "absent" | "unreadable";
+  message: string;
+}
+
+/**
+ * A Headscale node carrying the tag exists. `keyNote` explains a missing pre-auth key (e.g. Headscale
+ * refused to create one); it is appended while no node is registered.
+ */
+export function registrationFact(nodes: Obs<HsNode[]>, tag: string, keyNote?: string): RegistrationFact {
+  const note = keyNote ? `; ${keyNote}` : "";
+  if (!nodes.ok) {
+    return { state: "unreadable", message: `Headscale nodes could not be listed: ${nodes.error.message}${note}` };
+  }
+  const mine = nodesWithTag(nodes.value, tag);
+  if (mine.length === 0) return { state: "absent", message: `no Headscale node carries ${tag} yet${note}` };
+  const noun = mine.length === 1 ? "node carries" : "nodes carry";
+  return { state: "registered", message: `${mine.length} ${noun} ${tag}: ${listNames(mine.map(nodeLabel))}` };
 }

@@ -3,7 +3,7 @@
  * policies and failures as the view hands them over, and agent /status documents.
  */
 
-import type { AgentStatus, DialPath } from "../../../src/agent/status.js";
+import type { AgentStatus, DialPath } from "../../../src/contract/agent-status.js";
 import { HeadscaleError, type HeadscaleErrorClassification } from "../../../src/headscale/errors.js";
 import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../src/headscale/types.js";
 import type { Obs } from "../../../src/headscale/view.js";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { K8sObject } from "../../../src/k8s/objects.js";
-import { type AgentDeploymentInputs, agentDeployment } from "../../../src/kinds/shared/agent.js";
+import { type AgentDeploymentInputs, agentDeployment } from "../../../src/kinds/shared/agent-pod.js";
 import {
   applyProxyClass,
   lookupProxyClass,

@@ -15,16 +15,15 @@ import {
 } from "../../../contract/ports.js";
 import { commonLabels, EGRESS_TARGET_LABEL } from "../../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../../k8s/objects.js";
+import { agentNetworkPolicy, namespacePeer } from "../../shared/agent-network-policy.js";
 import {
   agentConfigMap,
   agentDeployment,
-  agentNetworkPolicy,
   agentSelector,
   agentServiceAccount,
-  configHash,
   dnsLabel,
-  namespacePeer,
-} from "../../shared/agent.js";
+} from "../../shared/agent-pod.js";
+import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
 import type { EgressSpec, EgressTarget } from "./spec.js";
 
@@ -47,7 +46,7 @@ export function egressAgentConfig({
   return {
     role: "egress",
     metricsPort: AGENT_METRICS_PORT,
-    // the pod IP: Services and probes arrive there, tailscaled's netstack forward never does (agent/ports.ts)
+    // the pod IP: Services and probes arrive there, tailscaled's netstack forward never does (src/contract/ports.ts)
     metricsHost: POD_IP_HOST,
     listenHost: POD_IP_HOST,
     refuseHost: NETSTACK_FORWARD_HOST,

@@ -8,7 +8,7 @@ import { conditionsOf, type TypedCondition } from "../../../conditions/table.js"
 import { EGRESS_REASONS } from "../../../conditions/tables/egress.js";
 import { OWNER_UID_LABEL } from "../../../k8s/labels.js";
 import { findObject, type K8sObject, type ObjectMaps } from "../../../k8s/objects.js";
-import { listNames } from "../../shared/agent.js";
+import { listNames } from "../../shared/node-names.js";
 import type { EgressTarget } from "./spec.js";
 
 /** Ours: an ownerReference to this parent's uid, or (with no controller reference) our owner-uid label. */

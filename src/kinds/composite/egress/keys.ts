@@ -10,8 +10,8 @@
 import { keyById } from "../../../headscale/lists.js";
 import type { HsNode, HsPreAuthKey } from "../../../headscale/types.js";
 import type { Obs } from "../../../headscale/view.js";
-import { nodesWithTag } from "../../shared/agent.js";
 import { type AuthKeyPlan, authKeyPlanFor, type ObservedKey } from "../../shared/authkey.js";
+import { nodesWithTag } from "../../shared/node-names.js";
 
 /** Headscale compares with its own clock; year 0001 (no expiration sent) counts as expired, null as never. */
 export function keyExpired(key: HsPreAuthKey, now: Date): boolean {

@@ -10,8 +10,8 @@ import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../headscale/types.js
 import type { HeadscaleView, Obs } from "../../../headscale/view.js";
 import { objectsOf } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
-import { listNames, nodeLabel } from "../../shared/agent.js";
 import { type ObservedKey, observedKeys } from "../../shared/authkey.js";
+import { listNames, nodeLabel } from "../../shared/node-names.js";
 import { lookupProxyClass, type ProxyClassSpec, proxyClassMissingMessage } from "../../shared/proxy-class.js";
 import { ownKeyIds, type TenancyReason, tagTakenBy } from "../../shared/tenancy.js";
 import { agentPods, effectiveTag, resolveAgentWorkload, type TailnetSettings } from "../../shared/workload.js";

@@ -4,7 +4,8 @@
  * only from what this sync could read: a failed observation plans none.
  */
 import type { HsNode, HsPreAuthKey } from "../../../headscale/types.js";
-import { nodeLabel, supersededNodes } from "../../shared/agent.js";
+import { nodeLabel } from "../../shared/node-names.js";
+import { supersededNodes } from "../../shared/superseded.js";
 import { nodesMintedBy } from "../../shared/tenancy.js";
 import { type EgressKeyPlan, keyExpired, planEgressKey } from "./keys.js";
 import type { EgressObservation } from "./observe.js";

@@ -7,14 +7,15 @@
  */
 
 import { TargetReason } from "../../../conditions/reasons.js";
+import type { AgentStatus } from "../../../contract/agent-status.js";
 import { nodeIndex } from "../../../headscale/lists.js";
 import type { HsNode } from "../../../headscale/types.js";
 import type { Obs } from "../../../headscale/view.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { type Cidr, canonicalIp, cidrContains, isIp, parseCidrOrIp } from "../../../net/cidr.js";
-import type { AgentStatus, ScrapeResult } from "../../../pipeline/types.js";
+import type { ScrapeResult } from "../../../pipeline/types.js";
 import { buildNodeIndex, nodeAddress, resolveTargetHost } from "../../../policy/targets.js";
-import { listNames, nodeLabel } from "../../shared/agent.js";
+import { listNames, nodeLabel } from "../../shared/node-names.js";
 import type { EgressTarget } from "./spec.js";
 
 export type AgentObservation =

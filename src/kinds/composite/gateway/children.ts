@@ -22,15 +22,14 @@
 import type { NetworkPolicyPeer, OperatorConfig } from "../../../config.js";
 import { commonLabels, OWNER_UID_LABEL } from "../../../k8s/labels.js";
 import type { K8sObject } from "../../../k8s/objects.js";
+import { AUTHKEY_DATA_KEY } from "../../shared/authkey.js";
+import { CONFIG_HASH_ANNOTATION, POD_SECURITY_CONTEXT } from "../../shared/pod-template.js";
 import {
   CA_KEY,
-  CONFIG_HASH_ANNOTATION,
-  POD_SECURITY_CONTEXT,
   TAILSCALE_RUNTIME_MOUNTS,
   TAILSCALE_RUNTIME_VOLUMES,
   tailscaleRuntimeEnv,
-} from "../../shared/agent.js";
-import { AUTHKEY_DATA_KEY } from "../../shared/authkey.js";
+} from "../../shared/tailscale-runtime.js";
 import { COREDNS_PORTS, COREFILE_DIR, COREFILE_KEY, ZONE_DIR } from "./corefile.js";
 import type { GatewayNames } from "./spec.js";
 import { stampTemplate } from "./template.js";

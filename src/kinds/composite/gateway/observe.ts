@@ -20,7 +20,7 @@ import {
 } from "../../../k8s/objects.js";
 import { previousStatus } from "../../../pipeline/status.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
-import { metricsPeers } from "../../shared/agent.js";
+import { metricsPeers } from "../../shared/agent-network-policy.js";
 import { leftOutIn } from "../../shared/policy-left-out.js";
 import { lookupProxyClass, proxyClassMissingMessage } from "../../shared/proxy-class.js";
 import { reservedOverlap } from "../../shared/routes.js";

@@ -4,7 +4,7 @@
  */
 import type { OperatorConfig } from "../../../config.js";
 import { isRecord, type K8sObject } from "../../../k8s/objects.js";
-import { configHash } from "../../shared/agent.js";
+import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
 import { gatewayDeployment } from "./children.js";
 import { renderGatewayCorefile } from "./corefile.js";

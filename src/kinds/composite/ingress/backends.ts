@@ -4,7 +4,7 @@
  */
 
 import type { ScrapeResult } from "../../../pipeline/types.js";
-import { listNames } from "../../shared/agent.js";
+import { listNames } from "../../shared/node-names.js";
 import { cond, type IngressCondition } from "./conditions.js";
 import { type IngressSpec, KUBE_API_BACKEND } from "./spec.js";
 

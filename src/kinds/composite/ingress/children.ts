@@ -1,10 +1,10 @@
 /**
- * Children of a TailnetIngress, built with the shared agent builders (src/kinds/shared/agent.ts):
+ * Children of a TailnetIngress, built with the shared agent builders (src/kinds/shared/agent-pod.ts):
  * ServiceAccount, the agent ConfigMap (config.json + tailscaled's serve.json), the Deployment
  * (`spec.replicas` pods, each its own tailnet node), the NetworkPolicy (9080 only from the operator
  * namespace and the configured scrapers), a PodDisruptionBudget (maxUnavailable 1) when replicas > 1,
  * and the pre-auth key Secret. tailscaled serves each tailnet port to the agent's listener on 127.0.0.2
- * (ipn.ServeConfig `TCPForward`; agent/ports.ts POD_LOCAL_HOST); the agent forwards TCP or terminates TLS and proxies HTTP/1.1.
+ * (ipn.ServeConfig `TCPForward`; src/contract/ports.ts POD_LOCAL_HOST); the agent forwards TCP or terminates TLS and proxies HTTP/1.1.
  */
 
 import type { OperatorConfig } from "../../../config.js";
@@ -18,17 +18,17 @@ import {
 } from "../../../contract/ports.js";
 import { commonLabels } from "../../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../../k8s/objects.js";
+import { agentNetworkPolicy } from "../../shared/agent-network-policy.js";
 import {
   agentConfigMap,
   agentDeployment,
   agentName,
-  agentNetworkPolicy,
   agentSelector,
   agentServiceAccount,
-  configHash,
   dnsLabel,
   TLS_MOUNT_ROOT,
-} from "../../shared/agent.js";
+} from "../../shared/agent-pod.js";
+import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
 import { exposeListenPorts, type IngressSpec, KUBE_API_BACKEND, KUBE_API_DIR, KUBE_API_FILES } from "./spec.js";
 import { TLS_CERT_KEY, TLS_KEY_KEY } from "./tls.js";
@@ -74,7 +74,7 @@ export function ingressAgentConfig(
     role: "ingress",
     metricsPort: AGENT_METRICS_PORT,
     // Only tailscaled's serve reaches the listeners (POD_LOCAL_HOST): its netstack forwards every other tailnet
-    // connection to 127.0.0.1, where the agent resets and counts it (agent/ports.ts, agent/refuse.ts). So the
+    // connection to 127.0.0.1, where the agent resets and counts it (src/contract/ports.ts, src/agent/refuse.ts). So the
     // PROXY header at the start of a connection was written by serve, never by a peer.
     metricsHost: POD_IP_HOST,
     listenHost: POD_LOCAL_HOST,

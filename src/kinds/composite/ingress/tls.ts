@@ -6,7 +6,7 @@
  */
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import type { K8sObject } from "../../../k8s/objects.js";
-import { listNames } from "../../shared/agent.js";
+import { listNames } from "../../shared/node-names.js";
 import { cond, type IngressCondition } from "./conditions.js";
 import type { IngressSpec } from "./spec.js";
 

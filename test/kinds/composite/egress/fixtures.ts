@@ -4,8 +4,8 @@
  * default; each builder takes the part of the input a scenario changes.
  */
 
-import type { DialPath } from "../../../../src/agent/status.js";
 import { configFrom } from "../../../../src/config.js";
+import type { DialPath } from "../../../../src/contract/agent-status.js";
 import type { HsNode, HsPolicy } from "../../../../src/headscale/types.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import type { EgressDecideInput, EgressTailnet } from "../../../../src/kinds/composite/egress/decide.js";

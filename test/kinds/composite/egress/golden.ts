@@ -3,7 +3,7 @@
  * the target Services and the agent config are written out here.
  */
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import { configHash } from "../../../../src/kinds/shared/agent.js";
+import { configHash } from "../../../../src/kinds/shared/pod-template.js";
 import {
   expectedAgentDeployment,
   expectedConfigMap,

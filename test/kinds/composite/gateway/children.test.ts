@@ -15,7 +15,7 @@ import {
   TEMPLATE_HASH_ANNOTATION,
   templateHash,
 } from "../../../../src/kinds/composite/gateway/template.js";
-import { configHash } from "../../../../src/kinds/shared/agent.js";
+import { configHash } from "../../../../src/kinds/shared/pod-template.js";
 import { bootTailscale } from "../../../fakes/containerboot.js";
 import { validateChildren } from "../../../helpers/validate.js";
 import { expectedRuntimeEnv, expectedRuntimeMounts, expectedRuntimeVolumes } from "../../shared/golden.js";

@@ -14,9 +14,9 @@ import {
   ingressSpecProblem,
   readIngressSpec,
 } from "../../../../src/kinds/composite/ingress/spec.js";
-import { configHash } from "../../../../src/kinds/shared/agent.js";
 import { authKeySecret } from "../../../../src/kinds/shared/authkey.js";
 import { ingressNames } from "../../../../src/kinds/shared/ingress-names.js";
+import { configHash } from "../../../../src/kinds/shared/pod-template.js";
 import { bootTailscale } from "../../../fakes/containerboot.js";
 import { validateChildren } from "../../../helpers/validate.js";
 import {

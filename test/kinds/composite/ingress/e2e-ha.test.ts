@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import { SUPERSEDED_GRACE_SECONDS } from "../../../../src/kinds/shared/agent.js";
+import { SUPERSEDED_GRACE_SECONDS } from "../../../../src/kinds/shared/superseded.js";
 import { registerPod } from "../../../fakes/containerboot.js";
 import { OPS, TAGS, toReady, type World, world, ZONE } from "../../../hardening/world.js";
 
