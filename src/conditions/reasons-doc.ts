@@ -43,7 +43,7 @@ const TABLE_HEADER = "| Reason | Status | Meaning | Remedy |";
 const TABLE_RULE = "|---|---|---|---|";
 
 /** The prose file of a kind: `Tailnet` → tailnet.md, `TailnetEgress` → egress.md, `Service` → service.md. */
-export function proseFileOf(kind: string): string {
+function proseFileOf(kind: string): string {
   const short = kind === "Tailnet" ? kind : kind.replace(/^Tailnet/, "");
   return `${short.toLowerCase()}.md`;
 }
@@ -214,16 +214,11 @@ export function generateReasonsPage(
  * work where they are read on their own); the assembled page sits one folder up, so each relative link
  * to a file is re-resolved for it (`../../security.md` → `../security.md`).
  */
-export function rebaseLinks(prose: string): string {
+function rebaseLinks(prose: string): string {
   return prose.replace(/\]\(([\w./-]+\.md)(#[\w-]+)?\)/g, (_all, path: string, anchor = "") => {
     const target = posix.normalize(posix.join("docs/reference/reasons", path));
     return `](${posix.relative("docs/reference", target)}${anchor})`;
   });
-}
-
-/** The page as `npm run docs` writes it (problems aside). */
-export function assembleReasonsPage(root: URL): string {
-  return generateReasonsPage(root).page;
 }
 
 /** `## Kind` section → the first-column values of its tables (reason names, backticks stripped). */

@@ -3,7 +3,8 @@
  * type, the reasons it may carry and the statuses each reason comes with. `conditionsOf(table).cond` then
  * only compiles for a (type, status, reason) the table allows, so a site reason on an egress condition, or
  * `Known` with status False, fails `tsc`. The same table generates the reasons page's rows
- * (src/conditions/reasons-doc.ts) and drives every kind's "covers every (condition, reason) pair" test
+ * (src/conditions/reasons-doc.ts), the typed constants kinds build conditions with (`conditionNames`,
+ * `reasonNames`) and drives every kind's "covers every (condition, reason) pair" test
  * (test/helpers/reason-coverage.ts).
  */
 import type { ConditionInput, ConditionStatus } from "./condition.js";
@@ -52,4 +53,18 @@ export function pairsOf(table: ReasonTable): { type: string; reason: string; sta
   return Object.entries(table).flatMap(([type, reasons]) =>
     Object.entries(reasons).flatMap(([reason, statuses]) => statuses.map((status) => ({ type, reason, status }))),
   );
+}
+
+/** Every reason any condition of table `M` may carry. */
+export type AnyReasonOf<M extends ReasonTable> = { [T in keyof M]: keyof M[T] & string }[keyof M];
+
+/** The table's condition types as typed constants (`C.Ready`): what a kind builds its conditions with. */
+export function conditionNames<const M extends ReasonTable>(table: M): { readonly [T in keyof M & string]: T } {
+  return Object.fromEntries(Object.keys(table).map((t) => [t, t])) as { readonly [T in keyof M & string]: T };
+}
+
+/** The table's reasons (of every condition) as typed constants (`R.NoTailnet`). */
+export function reasonNames<const M extends ReasonTable>(table: M): { readonly [R in AnyReasonOf<M>]: R } {
+  const reasons = Object.values(table).flatMap((r) => Object.keys(r));
+  return Object.fromEntries(reasons.map((r) => [r, r])) as { readonly [R in AnyReasonOf<M>]: R };
 }

@@ -1,6 +1,6 @@
 /** Helpers shared by every kind: parent identity, status assembly, the InvalidSpec answer. */
 import { type Condition, type ConditionInput, cond, mergeConditions } from "../conditions/condition.js";
-import { CommonReason } from "../conditions/reasons.js";
+import { CommonReason } from "../conditions/tables/shared.js";
 import { findObject, isRecord, type K8sObject, type ObjectMaps, reuseAllChildren } from "../k8s/objects.js";
 import { publishConditions, type ResourceId } from "../metrics/resource.js";
 import type { HookDeps, HookRequest, SyncResult } from "./types.js";

@@ -1,15 +1,38 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import { ALL_REASONS, CommonReason } from "../../src/conditions/reasons.js";
 import { generateReasonsPage, reasonsByKind, renderKindSection } from "../../src/conditions/reasons-doc.js";
+import { AuthKeyReason } from "../../src/conditions/tables/authkey.js";
+import { EgressReason, TargetReason } from "../../src/conditions/tables/egress.js";
+import { GatewayReason } from "../../src/conditions/tables/gateway.js";
 import { REASON_TABLES } from "../../src/conditions/tables/index.js";
+import { IngressReason } from "../../src/conditions/tables/ingress.js";
+import { IngressClassReason } from "../../src/conditions/tables/ingress-class.js";
+import { ServiceReason } from "../../src/conditions/tables/service.js";
+import { CommonReason } from "../../src/conditions/tables/shared.js";
+import { SiteReason } from "../../src/conditions/tables/site.js";
+import { TailnetReason } from "../../src/conditions/tables/tailnet.js";
+import { UserReason } from "../../src/conditions/tables/user.js";
 
 const root = new URL("../../", import.meta.url);
 const page = readFileSync(new URL("docs/reference/reasons.md", root), "utf8");
 const generated = generateReasonsPage(root);
 const intro = reasonsByKind(`## Common\n${page.split("\n## ")[0]}`).get("Common") ?? new Set<string>();
 const byKind = reasonsByKind(page);
+
+/** Every reason the code defines, by the page's `## <section>`: the kind's table, and an egress's per-target ones. */
+const CODE_REASONS: Record<string, Record<string, string>> = {
+  Tailnet: TailnetReason,
+  TailnetEgress: { ...EgressReason, ...TargetReason },
+  TailnetIngress: IngressReason,
+  TailnetSite: SiteReason,
+  TailnetGateway: GatewayReason,
+  Service: ServiceReason,
+  // its section is "## Ingress (class tailnet)"
+  Ingress: IngressClassReason,
+  TailnetUser: UserReason,
+  TailnetAuthKey: AuthKeyReason,
+};
 
 describe("docs/reference/reasons.md", () => {
   it("is generated from the reason tables and docs/reference/reasons/*.md (npm run docs)", () => {
@@ -27,7 +50,7 @@ describe("docs/reference/reasons.md", () => {
       [],
     );
   });
-  for (const [kind, { reasons }] of Object.entries(ALL_REASONS)) {
+  for (const [kind, reasons] of Object.entries(CODE_REASONS)) {
     it(`documents every ${kind} reason the code defines`, () => {
       const documented = byKind.get(kind);
       assert.ok(documented, `no "## ${kind}" section`);

@@ -4,7 +4,7 @@
  */
 import type { HookKind } from "../../src/api/schemas.js";
 import { cond } from "../../src/conditions/condition.js";
-import { TailnetCondition } from "../../src/conditions/reasons.js";
+import { TailnetCondition } from "../../src/conditions/tables/tailnet.js";
 import { assembleStatus, invalidSpecResult } from "../../src/pipeline/status.js";
 import type { CustomizeRequest, HookDeps, KindModule, RelatedRule } from "../../src/pipeline/types.js";
 
@@ -30,9 +30,11 @@ export function skeletonModule(
   };
 }
 
+/** A Tailnet without spec.headscale.apiKeyRotation: every condition but ApiKeyRotation. */
+const TAILNET_TYPES = Object.values(TailnetCondition).filter((t) => t !== TailnetCondition.ApiKeyRotation);
+
 /** A skeleton Tailnet (every condition Unknown/Stubbed): a no-op that writes no policy to Headscale. */
-export const skeletonTailnet = (): KindModule =>
-  skeletonModule("tailnet", Object.values(TailnetCondition), () => [], "PolicyRendered");
+export const skeletonTailnet = (): KindModule => skeletonModule("tailnet", TAILNET_TYPES, () => [], "PolicyRendered");
 
 /**
  * A Tailnet stand-in that keeps whatever status the test gave the parent and returns no children, for

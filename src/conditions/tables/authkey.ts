@@ -5,13 +5,14 @@
  * Secret is still valid keeps Ready True and is told by RenewalDue (and the TailnetAuthKeyRenewalFailing alert).
  * Every Admitted=False reason also expires the keys the object minted (a withdrawn grant bounds them, issue 31).
  */
-import type { ReasonTable } from "../table.js";
+import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
+import { notEvaluated, notEvaluatedReady } from "./shared.js";
 
+// NotAdmitted: the key's own "not evaluated" (Admitted is not True), between the shared ones in the page's order.
 const NOT_EVALUATED = {
-  NoTailnet: ["Unknown"],
-  NoAPIKey: ["Unknown"],
+  ...notEvaluated("NoTailnet", "NoAPIKey"),
   NotAdmitted: ["Unknown"],
-  InvalidSpec: ["Unknown"],
+  ...notEvaluated("InvalidSpec"),
 } as const;
 
 export const AUTHKEY_REASONS = {
@@ -23,8 +24,7 @@ export const AUTHKEY_REASONS = {
     UserNotFound: ["False"],
     ExpiryTooLong: ["False"],
     SecretNotOwned: ["False"],
-    NoTailnet: ["Unknown"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("NoTailnet", "InvalidSpec"),
   },
   Issued: { Issued: ["True"], NotIssued: ["False"], NotObserved: ["Unknown"], ...NOT_EVALUATED },
   RenewalDue: {
@@ -37,11 +37,7 @@ export const AUTHKEY_REASONS = {
   Expired: { Valid: ["False"], Expired: ["True"], NotObserved: ["Unknown"], ...NOT_EVALUATED },
   Ready: {
     Ready: ["True"],
-    NoTailnet: ["False"],
-    NoAPIKey: ["False"],
-    InvalidSpec: ["False"],
-    NamespaceNotAllowed: ["False"],
-    TagNotGranted: ["False"],
+    ...notEvaluatedReady("NoTailnet", "NoAPIKey", "InvalidSpec", "NamespaceNotAllowed", "TagNotGranted"),
     UserNotAllowed: ["False"],
     UserNotFound: ["False"],
     ExpiryTooLong: ["False"],
@@ -51,3 +47,6 @@ export const AUTHKEY_REASONS = {
     Expired: ["False"],
   },
 } as const satisfies ReasonTable;
+
+export const AuthKeyCondition = conditionNames(AUTHKEY_REASONS);
+export const AuthKeyReason = reasonNames(AUTHKEY_REASONS);

@@ -4,8 +4,9 @@
  * "not evaluated" pairs of invalidSpecResult (every condition but Ready is Unknown/InvalidSpec until a valid
  * spec was evaluated). Ready carries its own reasons and repeats the reason of the first blocking condition.
  */
-import type { ReasonTable } from "../table.js";
-import { AGENT_REGISTERED, AGENT_TAG_KNOWN, TENANCY_NOT_EVALUATED, TENANCY_READY } from "./agent.js";
+import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
+import { AGENT_REGISTERED, AGENT_TAG_KNOWN } from "./agent.js";
+import { notEvaluatedReady, WORKLOAD_NOT_EVALUATED } from "./shared.js";
 
 export const EGRESS_REASONS = {
   TagKnown: AGENT_TAG_KNOWN,
@@ -16,34 +17,27 @@ export const EGRESS_REASONS = {
     RoutesMissing: ["False"],
     LeftOutOfPolicy: ["False"],
     ProbeFailed: ["Unknown"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
-    ProxyClassMissing: ["Unknown"],
-    InvalidSpec: ["Unknown"],
-    ...TENANCY_NOT_EVALUATED,
-    TagInUse: ["Unknown"],
+    ...WORKLOAD_NOT_EVALUATED,
   },
   TargetsReachable: {
     Reachable: ["True"],
     Unreachable: ["False"],
     OutsideTailnet: ["False"],
     ProbeFailed: ["Unknown"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
-    ProxyClassMissing: ["Unknown"],
-    InvalidSpec: ["Unknown"],
-    ...TENANCY_NOT_EVALUATED,
-    TagInUse: ["Unknown"],
+    ...WORKLOAD_NOT_EVALUATED,
   },
   ServiceConflict: { NoConflict: ["False"], Conflict: ["True"], InvalidSpec: ["Unknown"] },
   Ready: {
     Ready: ["True"],
-    NoTailnet: ["False"],
-    NoAPIKey: ["False"],
-    ProxyClassMissing: ["False"],
-    InvalidSpec: ["False"],
-    ...TENANCY_READY,
-    TagInUse: ["False"],
+    ...notEvaluatedReady(
+      "NoTailnet",
+      "NoAPIKey",
+      "ProxyClassMissing",
+      "InvalidSpec",
+      "NamespaceNotAllowed",
+      "TagNotGranted",
+      "TagInUse",
+    ),
     TagUnknown: ["False"],
     NotRegistered: ["False"],
     Unknown: ["False"],
@@ -56,3 +50,18 @@ export const EGRESS_REASONS = {
     Conflict: ["False"],
   },
 } as const satisfies ReasonTable;
+
+export const EgressCondition = conditionNames(EGRESS_REASONS);
+export const EgressReason = reasonNames(EGRESS_REASONS);
+
+/** Per-target reasons in TailnetEgress.status.targets[].reason (not a condition's: the page lists them by hand). */
+export const TargetReason = {
+  NotAdvertised: "NotAdvertised",
+  NotApproved: "NotApproved",
+  NoGrant: "NoGrant",
+  /** The target is another object's agent node that does not admit this egress (node-owners.ts). */
+  TargetNotAllowed: "TargetNotAllowed",
+  ProbeFailed: "ProbeFailed",
+  Unreachable: "Unreachable",
+  OutsideTailnet: "OutsideTailnet",
+} as const;

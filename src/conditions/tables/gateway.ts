@@ -4,18 +4,19 @@
  * ProxyClassMissing on
  * every condition but Ready, and every blocker reason Ready repeats.
  */
-import type { ReasonTable } from "../table.js";
-import { TENANCY_NOT_EVALUATED, TENANCY_READY } from "./agent.js";
+import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
+import { notEvaluated, notEvaluatedReady } from "./shared.js";
 
-const NOT_EVALUATED = {
-  NoTailnet: ["Unknown"],
-  NoAPIKey: ["Unknown"],
-  InvalidSpec: ["Unknown"],
-  ProxyClassMissing: ["Unknown"],
-  ...TENANCY_NOT_EVALUATED,
-  // its derived tag is one another object kept from before injective derivation (kept-tags.ts keptTagRefusal)
-  TagInUse: ["Unknown"],
-} as const;
+// TagInUse: its derived tag is one another object kept from before injective derivation (kept-tags.ts keptTagRefusal)
+const NOT_EVALUATED = notEvaluated(
+  "NoTailnet",
+  "NoAPIKey",
+  "InvalidSpec",
+  "ProxyClassMissing",
+  "NamespaceNotAllowed",
+  "TagNotGranted",
+  "TagInUse",
+);
 
 export const GATEWAY_REASONS = {
   Registered: {
@@ -73,12 +74,15 @@ export const GATEWAY_REASONS = {
   Ready: {
     Suspended: ["False"],
     FreshRuntimeReady: ["True"],
-    NoTailnet: ["False"],
-    NoAPIKey: ["False"],
-    InvalidSpec: ["False"],
-    ProxyClassMissing: ["False"],
-    ...TENANCY_READY,
-    TagInUse: ["False"],
+    ...notEvaluatedReady(
+      "NoTailnet",
+      "NoAPIKey",
+      "InvalidSpec",
+      "ProxyClassMissing",
+      "NamespaceNotAllowed",
+      "TagNotGranted",
+      "TagInUse",
+    ),
     // the first blocker's reason, repeated
     Provisioning: ["False"],
     FreshBlocked: ["False"],
@@ -97,3 +101,6 @@ export const GATEWAY_REASONS = {
     LBPending: ["False"],
   },
 } as const satisfies ReasonTable;
+
+export const GatewayCondition = conditionNames(GATEWAY_REASONS);
+export const GatewayReason = reasonNames(GATEWAY_REASONS);

@@ -3,27 +3,22 @@
  * `Exposed`, written back on the Ingress as the label `tailnet.internal/ingress-state` (the reason),
  * the annotation `tailnet.internal/ingress-message`, and an Event whenever the reason changes.
  */
-import type { ReasonTable } from "../table.js";
+import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
+import { EXPOSURE_INVALID_ANNOTATION, EXPOSURE_REFUSED, EXPOSURE_STATE } from "./exposure.js";
 
 export const INGRESS_CLASS_REASONS = {
   Exposed: {
-    Ready: ["True"],
-    Pending: ["Unknown"],
-    NotReady: ["False"],
-    InvalidAnnotation: ["False"],
+    ...EXPOSURE_STATE,
+    ...EXPOSURE_INVALID_ANNOTATION,
     UnsupportedHost: ["False"],
     UnsupportedBackend: ["False"],
     UnsupportedPaths: ["False"],
     NoBackend: ["False"],
     UnresolvedPort: ["False"],
     TLSMissing: ["False"],
-    NoTailnet: ["False"],
-    AmbiguousTailnet: ["False"],
-    NameTaken: ["False"],
-    HostnameTaken: ["False"],
-    HostnameReserved: ["False"],
-    TagNotGranted: ["False"],
-    TagInUse: ["False"],
-    NamespaceNotAllowed: ["False"],
+    ...EXPOSURE_REFUSED,
   },
 } as const satisfies ReasonTable;
+
+export const IngressClassCondition = conditionNames(INGRESS_CLASS_REASONS);
+export const IngressClassReason = reasonNames(INGRESS_CLASS_REASONS);

@@ -4,8 +4,9 @@
  * condition but Ready is Unknown/InvalidSpec until a valid spec was evaluated). Ready carries its own
  * reasons and repeats the reason of the first blocking condition.
  */
-import type { ReasonTable } from "../table.js";
-import { AGENT_REGISTERED, AGENT_TAG_KNOWN, TENANCY_READY } from "./agent.js";
+import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
+import { AGENT_REGISTERED, AGENT_TAG_KNOWN } from "./agent.js";
+import { notEvaluated, notEvaluatedReady } from "./shared.js";
 
 export const INGRESS_REASONS = {
   TagKnown: AGENT_TAG_KNOWN,
@@ -13,15 +14,14 @@ export const INGRESS_REASONS = {
     Granted: ["True"],
     PolicyDenied: ["False"],
     LeftOutOfPolicy: ["False"],
-    NoTailnet: ["Unknown"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("NoTailnet", "InvalidSpec"),
   },
   Registered: AGENT_REGISTERED,
   BackendsReachable: {
     Reachable: ["True"],
     Unreachable: ["False"],
     ProbeFailed: ["Unknown"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("InvalidSpec"),
   },
   TLSReady: {
     Valid: ["True"],
@@ -30,17 +30,19 @@ export const INGRESS_REASONS = {
     TLSSecretInvalid: ["False"],
     TLSNameMismatch: ["False"],
     TLSExpired: ["False"],
-    NoTailnet: ["Unknown"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("NoTailnet", "InvalidSpec"),
   },
   Ready: {
     Ready: ["True"],
-    InvalidSpec: ["False"],
-    NoTailnet: ["False"],
-    NoAPIKey: ["False"],
-    ProxyClassMissing: ["False"],
-    ...TENANCY_READY,
-    TagInUse: ["False"],
+    ...notEvaluatedReady(
+      "InvalidSpec",
+      "NoTailnet",
+      "NoAPIKey",
+      "ProxyClassMissing",
+      "NamespaceNotAllowed",
+      "TagNotGranted",
+      "TagInUse",
+    ),
     TagUnknown: ["False"],
     InvalidDNSName: ["False"],
     DNSNameReserved: ["False"],
@@ -58,3 +60,6 @@ export const INGRESS_REASONS = {
     Unknown: ["False"],
   },
 } as const satisfies ReasonTable;
+
+export const IngressCondition = conditionNames(INGRESS_REASONS);
+export const IngressReason = reasonNames(INGRESS_REASONS);

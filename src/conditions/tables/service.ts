@@ -4,25 +4,20 @@
  * the annotation `tailnet.internal/<role>-message`, and an Event whenever the reason changes. A
  * LoadBalancer Service of our class (service-loadbalancer) is an exposure and writes the same.
  */
-import type { ReasonTable } from "../table.js";
+import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
+import { EXPOSURE_INVALID_ANNOTATION, EXPOSURE_REFUSED, EXPOSURE_STATE } from "./exposure.js";
 
 export const SERVICE_REASONS = {
   Exposed: {
-    Ready: ["True"],
-    Pending: ["Unknown"],
-    NotReady: ["False"],
+    ...EXPOSURE_STATE,
     ConflictingAnnotations: ["False"],
-    InvalidAnnotation: ["False"],
+    ...EXPOSURE_INVALID_ANNOTATION,
     UnsupportedPorts: ["False"],
     UnsupportedField: ["False"],
-    NoTailnet: ["False"],
-    AmbiguousTailnet: ["False"],
-    NameTaken: ["False"],
-    HostnameTaken: ["False"],
-    HostnameReserved: ["False"],
-    TagNotGranted: ["False"],
-    TagInUse: ["False"],
-    NamespaceNotAllowed: ["False"],
+    ...EXPOSURE_REFUSED,
     ExternalNameMismatch: ["False"],
   },
 } as const satisfies ReasonTable;
+
+export const ServiceCondition = conditionNames(SERVICE_REASONS);
+export const ServiceReason = reasonNames(SERVICE_REASONS);

@@ -1,34 +1,31 @@
 /** TailnetSite: per condition (status order), its reasons (page order) and their statuses. */
-import type { ReasonTable } from "../table.js";
+import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
+import { notEvaluated, notEvaluatedReady } from "./shared.js";
 
 export const SITE_REASONS = {
   RouteConflict: {
     NoConflict: ["False"],
     OverlapsReserved: ["True"],
     OverlapsSite: ["True"],
-    NoTailnet: ["Unknown"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("NoTailnet", "InvalidSpec"),
   },
-  UnmanagedOverlap: { None: ["False"], Unmanaged: ["True"], NotObserved: ["Unknown"], InvalidSpec: ["Unknown"] },
+  UnmanagedOverlap: { None: ["False"], Unmanaged: ["True"], NotObserved: ["Unknown"], ...notEvaluated("InvalidSpec") },
   Advertised: {
     Advertised: ["True"],
     NotAdvertised: ["False"],
     NotObserved: ["Unknown"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("InvalidSpec"),
   },
   Approved: {
     Approved: ["True"],
     NotApproved: ["False"],
     LeftOutOfPolicy: ["False"],
     NotObserved: ["Unknown"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("InvalidSpec"),
   },
   Ready: {
     Ready: ["True"],
-    InvalidSpec: ["False"],
-    NoTailnet: ["False"],
-    NoAPIKey: ["False"],
-    NamespaceNotAllowed: ["False"],
+    ...notEvaluatedReady("InvalidSpec", "NoTailnet", "NoAPIKey", "NamespaceNotAllowed"),
     OverlapsReserved: ["False"],
     OverlapsSite: ["False"],
     NotAdvertised: ["False"],
@@ -38,3 +35,6 @@ export const SITE_REASONS = {
     Withdrawing: ["False"],
   },
 } as const satisfies ReasonTable;
+
+export const SiteCondition = conditionNames(SITE_REASONS);
+export const SiteReason = reasonNames(SITE_REASONS);

@@ -3,7 +3,8 @@
  * Tailnet produces. `InvalidSpec` is False on PolicyRendered (the field named) and Unknown on every other
  * condition ("not evaluated", src/pipeline/status.ts invalidSpecResult) until it was evaluated once.
  */
-import type { ReasonTable } from "../table.js";
+import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
+import { notEvaluated } from "./shared.js";
 
 export const TAILNET_REASONS = {
   ApiReachable: {
@@ -11,25 +12,25 @@ export const TAILNET_REASONS = {
     Unreachable: ["False"],
     Unhealthy: ["False"],
     CannotVerify: ["Unknown"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("InvalidSpec"),
   },
   ApiKeyValid: {
     Valid: ["True"],
     Rejected: ["False"],
     Error: ["Unknown"],
     NoAPIKey: ["False"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("InvalidSpec"),
   },
   HeadscaleCompatible: {
     Compatible: ["True"],
     Incompatible: ["False"],
     CannotVerify: ["Unknown"],
     ProbeFailed: ["Unknown"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("InvalidSpec"),
   },
-  PolicyMode: { Database: ["True"], File: ["False"], CannotVerify: ["Unknown"], InvalidSpec: ["Unknown"] },
-  SplitDNS: { NotConfigured: ["True"], CannotVerify: ["Unknown"], InvalidSpec: ["Unknown"] },
-  UsersUnique: { Unique: ["True"], Duplicate: ["False"], CannotVerify: ["Unknown"], InvalidSpec: ["Unknown"] },
+  PolicyMode: { Database: ["True"], File: ["False"], CannotVerify: ["Unknown"], ...notEvaluated("InvalidSpec") },
+  SplitDNS: { NotConfigured: ["True"], CannotVerify: ["Unknown"], ...notEvaluated("InvalidSpec") },
+  UsersUnique: { Unique: ["True"], Duplicate: ["False"], CannotVerify: ["Unknown"], ...notEvaluated("InvalidSpec") },
   PolicyRendered: {
     Rendered: ["True"],
     BaseMissing: ["False"],
@@ -48,7 +49,7 @@ export const TAILNET_REASONS = {
     NothingToApply: ["False"],
     ApplyFailed: ["False", "Unknown"],
     NoAPIKey: ["False"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("InvalidSpec"),
   },
   // Only while spec.headscale.apiKeyRotation.enabled (rotation.ts).
   ApiKeyRotation: {
@@ -61,6 +62,9 @@ export const TAILNET_REASONS = {
     ExpireFailed: ["False"],
     NewKeyRejected: ["False"],
     CannotVerify: ["Unknown"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("InvalidSpec"),
   },
 } as const satisfies ReasonTable;
+
+export const TailnetCondition = conditionNames(TAILNET_REASONS);
+export const TailnetReason = reasonNames(TAILNET_REASONS);

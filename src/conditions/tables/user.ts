@@ -3,7 +3,8 @@
  * decideUser produces, and the "not evaluated" pairs of invalidSpecResult. Ready repeats the reason of the
  * first blocking condition (UserPresent); a profile that differs is reported, never blocking.
  */
-import type { ReasonTable } from "../table.js";
+import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
+import { notEvaluated, notEvaluatedReady } from "./shared.js";
 
 export const USER_REASONS = {
   UserPresent: {
@@ -13,25 +14,22 @@ export const USER_REASONS = {
     Ambiguous: ["False"],
     CreateFailed: ["False"],
     NotObserved: ["Unknown"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("NoTailnet", "NoAPIKey", "InvalidSpec"),
   },
   ProfileMatches: {
     Matches: ["True"],
     Differs: ["False"],
     NotObserved: ["Unknown"],
-    NoTailnet: ["Unknown"],
-    NoAPIKey: ["Unknown"],
-    InvalidSpec: ["Unknown"],
+    ...notEvaluated("NoTailnet", "NoAPIKey", "InvalidSpec"),
   },
   Ready: {
     Ready: ["True"],
-    NoTailnet: ["False"],
-    NoAPIKey: ["False"],
-    InvalidSpec: ["False"],
+    ...notEvaluatedReady("NoTailnet", "NoAPIKey", "InvalidSpec"),
     NotObserved: ["False"],
     Ambiguous: ["False"],
     CreateFailed: ["False"],
   },
 } as const satisfies ReasonTable;
+
+export const UserCondition = conditionNames(USER_REASONS);
+export const UserReason = reasonNames(USER_REASONS);

@@ -4,7 +4,7 @@
  * tag. Missing pieces are Ready reasons (NoTailnet, NoAPIKey) that come before the ordered blockers.
  */
 import { API_VERSION } from "../../api/schemas.js";
-import { CommonReason } from "../../conditions/reasons.js";
+import { CommonReason } from "../../conditions/tables/shared.js";
 import type { HeadscaleConnection } from "../../headscale/view.js";
 import { credentialsSecretName } from "../../k8s/labels.js";
 import { findObject, type K8sObject } from "../../k8s/objects.js";

@@ -7,9 +7,8 @@
  * a foreign Service only hides one target's in-cluster name, while the earlier blockers break
  * every target, so they are the better first answer.
  */
-import { TargetReason } from "../../../conditions/reasons.js";
 import { conditionsOf, type ReasonOf, type TypedCondition } from "../../../conditions/table.js";
-import { EGRESS_REASONS } from "../../../conditions/tables/egress.js";
+import { EGRESS_REASONS, TargetReason } from "../../../conditions/tables/egress.js";
 import type { OperatorConfig } from "../../../config.js";
 import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../headscale/types.js";
 import type { Obs } from "../../../headscale/view.js";

@@ -5,7 +5,7 @@
  * target that left the spec, or of a deleted egress, are removed.
  */
 import { API_VERSION } from "../../../api/schemas.js";
-import { TargetReason } from "../../../conditions/reasons.js";
+import { TargetReason } from "../../../conditions/tables/egress.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { registryMemory } from "../../../metrics/memory.js";
 import type { OperatorMetrics } from "../../../metrics/registry.js";

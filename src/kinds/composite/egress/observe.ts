@@ -5,7 +5,7 @@
  * pod, scraped in parallel with the scraper's short timeout. Every failure is an observation; without a
  * Tailnet or its credentials the observation says why and nothing else is read.
  */
-import type { CommonReason } from "../../../conditions/reasons.js";
+import type { CommonReason } from "../../../conditions/tables/shared.js";
 import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../../headscale/view.js";
 import { objectsOf } from "../../../k8s/objects.js";

@@ -6,7 +6,7 @@
  * Unreachable. Without a scrape nothing is claimed: ProbeFailed.
  */
 
-import { TargetReason } from "../../../conditions/reasons.js";
+import { TargetReason } from "../../../conditions/tables/egress.js";
 import type { AgentStatus } from "../../../contract/agent-status.js";
 import { nodeIndex } from "../../../headscale/lists.js";
 import type { HsNode } from "../../../headscale/types.js";

@@ -3,9 +3,8 @@
  * (DNSReady, WorkloadCurrent, ServiceReady, ClusterDNSForward). The Headscale-side conditions
  * (Registered, RoutesInSync, StaleNodes) are in decide.ts, next to the actions they drive.
  */
-import { GatewayCondition as C, GatewayReason as R } from "../../../conditions/reasons.js";
 import { conditionsOf } from "../../../conditions/table.js";
-import { GATEWAY_REASONS } from "../../../conditions/tables/gateway.js";
+import { GatewayCondition as C, GATEWAY_REASONS, GatewayReason as R } from "../../../conditions/tables/gateway.js";
 import { type K8sObject, recordOf } from "../../../k8s/objects.js";
 import type { ZoneRefusal } from "../../shared/zone-owners.js";
 import { COREFILE_KEY, checkClusterForward, forwardBlock } from "./corefile.js";

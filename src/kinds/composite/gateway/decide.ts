@@ -5,9 +5,8 @@
  * A gateway that is not served (no Tailnet, no credentials, no usable zone) keeps every child as observed.
  */
 import { blockerFrom, type ConditionInput, deriveReady } from "../../../conditions/condition.js";
-import { GatewayCondition as C, GatewayReason as R } from "../../../conditions/reasons.js";
 import { conditionsOf } from "../../../conditions/table.js";
-import { GATEWAY_REASONS } from "../../../conditions/tables/gateway.js";
+import { GatewayCondition as C, GATEWAY_REASONS, GatewayReason as R } from "../../../conditions/tables/gateway.js";
 import { jsonEqual } from "../../../k8s/json-equal.js";
 import { type K8sObject, LAST_APPLIED, reuseObserved } from "../../../k8s/objects.js";
 import type { Decision } from "../../../pipeline/run.js";

@@ -7,9 +7,8 @@
  * approved and reported together. Nothing here ever withdraws an approval: a gateway that stops being an
  * exit node rolls its pods, and the new nodes do not advertise the pair.
  */
-import { GatewayCondition as C, GatewayReason as R } from "../../../conditions/reasons.js";
 import { conditionsOf, type TypedCondition } from "../../../conditions/table.js";
-import { GATEWAY_REASONS } from "../../../conditions/tables/gateway.js";
+import { GatewayCondition as C, GATEWAY_REASONS, GatewayReason as R } from "../../../conditions/tables/gateway.js";
 import type { HsNode } from "../../../headscale/types.js";
 import { isRecord, type K8sObject, type ObjectMaps } from "../../../k8s/objects.js";
 import { EXIT_ROUTES } from "../../../net/exit.js";

@@ -8,9 +8,8 @@
  * The node writes are planned against the bootstrap key as observed. When act mints a new key they wait
  * for the next sync, which plans them against the new one (act.ts holds them; decide says so).
  */
-import { GatewayCondition as C, GatewayReason as R } from "../../../conditions/reasons.js";
 import { conditionsOf, type TypedCondition } from "../../../conditions/table.js";
-import { GATEWAY_REASONS } from "../../../conditions/tables/gateway.js";
+import { GatewayCondition as C, GATEWAY_REASONS, GatewayReason as R } from "../../../conditions/tables/gateway.js";
 import type { HsNode } from "../../../headscale/types.js";
 import { isRecord, type K8sObject, reuseObserved } from "../../../k8s/objects.js";
 import { type AuthKeyPlan, observedKeys } from "../../shared/authkey.js";

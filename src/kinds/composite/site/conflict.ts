@@ -13,7 +13,7 @@
  * site of a Tailnet at once (the render) with the same result per site, through an index instead
  * of comparing every pair of prefixes.
  */
-import { SiteReason } from "../../../conditions/reasons.js";
+import { SiteReason } from "../../../conditions/tables/site.js";
 import { isOlder } from "../../../k8s/age.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { type Cidr, cidrsOverlap, parseCidr } from "../../../net/cidr.js";

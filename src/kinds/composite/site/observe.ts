@@ -4,7 +4,7 @@
  * observation (decide reports NotObserved), never thrown.
  */
 import { API_VERSION } from "../../../api/schemas.js";
-import type { CommonReason } from "../../../conditions/reasons.js";
+import type { CommonReason } from "../../../conditions/tables/shared.js";
 import type { HsNode } from "../../../headscale/types.js";
 import type { HeadscaleView } from "../../../headscale/view.js";
 import type { K8sObject } from "../../../k8s/objects.js";

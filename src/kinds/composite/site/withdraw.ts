@@ -20,7 +20,7 @@
  * Exit routes are withdrawn as the pair (Headscale stores both when either is approved).
  */
 import { type ConditionInput, cond } from "../../../conditions/condition.js";
-import { SiteCondition, SiteReason } from "../../../conditions/reasons.js";
+import { SiteCondition, SiteReason } from "../../../conditions/tables/site.js";
 import type { HsNode } from "../../../headscale/types.js";
 import { isOlder, sortByAge } from "../../../k8s/age.js";
 import type { K8sObject } from "../../../k8s/objects.js";

@@ -4,7 +4,7 @@
  * (appliedAfter), and a failed one's wording is write.ts writeFailureCondition, which BackingOff repeats.
  */
 import type { ConditionInput } from "../../../conditions/condition.js";
-import { TailnetCondition as C, TailnetReason as R } from "../../../conditions/reasons.js";
+import { TailnetCondition as C, TailnetReason as R } from "../../../conditions/tables/tailnet.js";
 import { policyConfigMapName } from "../../../k8s/labels.js";
 import { LIVE_POLICY_KEY, livePolicyConfigMapName } from "./children.js";
 import { NO_CALL, oneLine, tailnetConditions } from "./conditions.js";

@@ -4,9 +4,8 @@
  * guess; the message names the operation that failed or the field to fix.
  */
 import type { ConditionInput } from "../../../conditions/condition.js";
-import { TailnetCondition as C, TailnetReason as R } from "../../../conditions/reasons.js";
 import { conditionsOf } from "../../../conditions/table.js";
-import { TAILNET_REASONS } from "../../../conditions/tables/tailnet.js";
+import { TailnetCondition as C, TailnetReason as R, TAILNET_REASONS } from "../../../conditions/tables/tailnet.js";
 import { type Capabilities, detectCapabilities, type Outcome } from "../../../headscale/capabilities.js";
 import type { HeadscaleError } from "../../../headscale/errors.js";
 import type { HsUser } from "../../../headscale/types.js";

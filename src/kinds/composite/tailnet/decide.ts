@@ -5,7 +5,7 @@
  * the PUT answered.
  */
 import { type ConditionInput, toK8sTime } from "../../../conditions/condition.js";
-import { TailnetCondition as C, TailnetReason as R } from "../../../conditions/reasons.js";
+import { TailnetCondition as C, TailnetReason as R } from "../../../conditions/tables/tailnet.js";
 import { dnsRecordsConfigMapName, policyConfigMapName } from "../../../k8s/labels.js";
 import { findObject, type K8sObject, type ObjectMaps, reuseObserved } from "../../../k8s/objects.js";
 import type { Decision } from "../../../pipeline/run.js";

@@ -7,7 +7,7 @@
  * hash differs from the live one.
  */
 import type { ConditionInput } from "../../../conditions/condition.js";
-import { TailnetReason as R } from "../../../conditions/reasons.js";
+import { TailnetReason as R } from "../../../conditions/tables/tailnet.js";
 import type { HeadscaleError } from "../../../headscale/errors.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { previousStatus } from "../../../pipeline/status.js";

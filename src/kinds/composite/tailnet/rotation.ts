@@ -11,7 +11,7 @@
  */
 import type { ConditionInput } from "../../../conditions/condition.js";
 import { toK8sTime } from "../../../conditions/condition.js";
-import { TailnetReason as R } from "../../../conditions/reasons.js";
+import { TailnetReason as R } from "../../../conditions/tables/tailnet.js";
 import type { HeadscaleError } from "../../../headscale/errors.js";
 import type { HsApiKey } from "../../../headscale/types.js";
 import type { K8sObject } from "../../../k8s/objects.js";

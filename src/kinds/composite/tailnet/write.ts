@@ -4,7 +4,7 @@
  * follow `writeStage`).
  */
 import type { ConditionInput } from "../../../conditions/condition.js";
-import { TailnetCondition as C, TailnetReason as R } from "../../../conditions/reasons.js";
+import { TailnetCondition as C, TailnetReason as R } from "../../../conditions/tables/tailnet.js";
 import type { Outcome } from "../../../headscale/capabilities.js";
 import type { HeadscaleError } from "../../../headscale/errors.js";
 import type { HsPolicy } from "../../../headscale/types.js";

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ConditionInput } from "../../../../src/conditions/condition.js";
-import { TailnetReason as R } from "../../../../src/conditions/reasons.js";
-import { TAILNET_REASONS } from "../../../../src/conditions/tables/tailnet.js";
+import { TailnetReason as R, TAILNET_REASONS } from "../../../../src/conditions/tables/tailnet.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { decideTailnet, type TailnetDecideInput } from "../../../../src/kinds/composite/tailnet/decide.js";
 import { tailnetModule } from "../../../../src/kinds/composite/tailnet/index.js";
