@@ -1,5 +1,5 @@
 /** Tailnet `spec.tenancy.dns` (src/kinds/shared/dns-tenancy.ts): which namespaces publish flat DNS names. */
-// A plain object type (not schemas.ts's Schema): schemas.ts imports this file.
+// A plain object type (not schemas/common.ts's Schema): schemas/tailnet.ts imports this file.
 type Schema = Record<string, unknown>;
 
 const DNS1123_LABEL = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$";

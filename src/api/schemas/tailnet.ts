@@ -1,0 +1,170 @@
+/** Tailnet: spec (the Headscale connection, policy, DNS, tenancy) and status. */
+import { tenancyDnsSchema } from "../tenancy-dns.js";
+import {
+  aclEntities,
+  arr,
+  bool,
+  CIDR_PATTERN,
+  conditions,
+  DURATION_PATTERN,
+  int,
+  labelSelector,
+  obj,
+  type Schema,
+  secretKeyRef,
+  str,
+  TAG_PATTERN,
+} from "./common.js";
+
+/** Tailnet.spec.tenancy (src/kinds/shared/tenancy.ts): namespace selection and tag grants. */
+const tenancyProperties: Record<string, Schema> = {
+  namespaceSelector: labelSelector(
+    "Namespaces whose objects may use this Tailnet; unset: every namespace. Others get Ready=False/NamespaceNotAllowed and nothing is minted.",
+  ),
+  tags: arr(
+    obj(
+      {
+        namespaceSelector: labelSelector("Namespaces this grant applies to ({} selects every namespace)."),
+        tags: arr(str({ pattern: TAG_PATTERN }), { minItems: 1, maxItems: 64 }),
+      },
+      ["namespaceSelector", "tags"],
+    ),
+    {
+      maxItems: 64,
+      description:
+        "Explicit tags (spec.tag, the tailnet.internal/tags annotation) each namespace may use; any other explicit tag is refused with TagNotGranted. Derived tags need no grant.",
+    },
+  ),
+  exitNodes: obj(
+    {
+      namespaceSelector: labelSelector(
+        "Namespaces whose TailnetGateways may set spec.exitNode ({} selects every namespace).",
+      ),
+    },
+    ["namespaceSelector"],
+    {
+      description:
+        "Who may turn a TailnetGateway into an exit node; unset: nobody (ExitNode=False/ExitNodeNotAllowed, no exit routes advertised, approved or granted).",
+    },
+  ),
+};
+
+export const tailnetSpec: Schema = obj(
+  {
+    headscale: obj(
+      {
+        url: str({ pattern: "^https?://[^\\s/]+(/.*)?$", description: "Headscale server URL (http or https)." }),
+        apiKeySecretRef: secretKeyRef("apiKey", "Secret holding a Headscale API key."),
+        caSecretRef: secretKeyRef("ca.crt", "Optional Secret with a CA bundle for Headscale's TLS certificate."),
+        apiKeyRotation: obj(
+          {
+            enabled: bool({ default: false, description: "Renew the API key before it expires (opt-in)." }),
+            expirationSeconds: int({
+              minimum: 3600,
+              default: 7776000,
+              description: "Lifetime of each new API key (default 90 days).",
+            }),
+            renewBeforeSeconds: int({
+              minimum: 60,
+              default: 1209600,
+              description:
+                "Create the next key once the one in use expires within this many seconds (default 14 days, ahead of TailnetAPIKeyExpiringSoon's 7); less than expirationSeconds.",
+            }),
+          },
+          [],
+          {
+            description:
+              "The operator creates a new API key with the current one, verifies it, publishes it in the Secret tailnet-<name>-api-key it owns (preferred from then on) and expires the old key once the new one has worked.",
+          },
+        ),
+      },
+      ["url", "apiKeySecretRef"],
+    ),
+    tagPrefix: str({ default: "tag:k8s-", pattern: "^tag:[a-z][a-z0-9-]{0,40}$" }),
+    authKeyTTL: str({
+      default: "24h",
+      pattern: DURATION_PATTERN,
+      description: "Lifetime of agent pre-auth keys (at most maxAuthKeyLifetime).",
+    }),
+    maxAuthKeyLifetime: str({
+      default: "720h",
+      pattern: DURATION_PATTERN,
+      description:
+        "Longest lifetime of any pre-auth key the operator mints for this Tailnet: a TailnetAuthKey asking for a longer spec.expiry is refused (ExpiryTooLong, nothing minted); agent keys live min(authKeyTTL, this).",
+    }),
+    policy: obj(
+      {
+        mode: str({ enum: ["Apply", "DryRun"], default: "DryRun" }),
+        baseConfigMapRef: obj(
+          {
+            namespace: str({ minLength: 1 }),
+            name: str({ minLength: 1 }),
+            key: str({ default: "policy.hujson", minLength: 1 }),
+          },
+          ["namespace", "name"],
+        ),
+        tagOwners: aclEntities("Owners written for every generated tag."),
+        replaceLivePolicy: bool({
+          default: false,
+          description:
+            "Without a base policy, replace a live policy the operator did not write (otherwise nothing is written and PolicyApplied says what it would drop).",
+        }),
+      },
+      [],
+      { default: {} },
+    ),
+    allowedIngressSources: aclEntities("Allowlist for TailnetIngress.spec.allowFrom."),
+    allowedEgressTargets: aclEntities("CIDRs or node tags the operator may grant to egress agents."),
+    reservedNetworks: arr(str({ pattern: CIDR_PATTERN }), {
+      description: "TailnetSite prefixes and TailnetGateway routes may not overlap these.",
+    }),
+    dns: obj({
+      baseDomain: str({ description: "Headscale's dns.base_domain." }),
+      splitDNS: obj({ domains: arr(str({ minLength: 1 }), { minItems: 1 }) }, ["domains"]),
+    }),
+    tenancy: obj({ ...tenancyProperties, dns: tenancyDnsSchema }, [], {
+      description:
+        "What namespaces may ask of this Tailnet (admin-owned; namespace editors control every field of their egresses and ingresses).",
+    }),
+  },
+  ["headscale"],
+);
+
+export const tailnetStatus: Schema = obj({
+  observedGeneration: int({ format: "int64" }),
+  conditions,
+  policy: obj({
+    renderedHash: str(),
+    appliedHash: str(),
+    appliedAt: str({ format: "date-time" }),
+    generated: obj({ tags: int(), grants: int(), routes: int() }),
+    leftOut: arr(
+      obj(
+        {
+          kind: str({ enum: ["TailnetEgress", "TailnetIngress", "TailnetSite", "TailnetGateway"] }),
+          namespace: str(),
+          name: str(),
+          reason: str({ enum: ["InvalidContribution", "RejectedByHeadscale"] }),
+          message: str(),
+        },
+        ["kind", "namespace", "name", "reason", "message"],
+      ),
+      {
+        description:
+          "Objects whose contribution (or part of it) the render left out of the policy, because Headscale would refuse the whole policy over it; each object reports it as LeftOutOfPolicy.",
+      },
+    ),
+  }),
+  userConflicts: int({ minimum: 0 }),
+  keptLegacyTags: arr(str(), {
+    description:
+      "Tags objects kept from before tags were derived injectively; a new object deriving one of them is refused (TagInUse).",
+  }),
+  apiKeyRotation: obj({
+    keyPrefix: str(),
+    expiresAt: str({ format: "date-time" }),
+    renewAt: str({ format: "date-time" }),
+    rotatedAt: str({ format: "date-time" }),
+    replacesPrefix: str(),
+  }),
+});
