@@ -7,7 +7,7 @@
 
 import { type ConditionInput, toK8sTime } from "../../../conditions/condition.js";
 import { conditionsOf } from "../../../conditions/table.js";
-import { AUTHKEY_REASONS } from "../../../conditions/tables/authkey.js";
+import { AUTHKEY_REASONS, AuthKeyCondition as C, AuthKeyReason as R } from "../../../conditions/tables/authkey.js";
 import type { HsPreAuthKey } from "../../../headscale/types.js";
 import { findObject, reuseObserved } from "../../../k8s/objects.js";
 import type { Decision } from "../../../pipeline/run.js";
@@ -48,20 +48,20 @@ export function decideAuthKey(
     const message = refused ? `${observed.message}${withdrawn(observed, plan, outcome)}` : observed.message;
     const admitted: Cond =
       observed.reason === "NoTailnet"
-        ? cond("Admitted", "Unknown", "NoTailnet", message)
+        ? cond(C.Admitted, "Unknown", R.NoTailnet, message)
         : observed.admitted
-          ? cond("Admitted", "True", "Granted", `${subject}: granted to namespace ${req.parent.metadata.namespace}`)
-          : cond("Admitted", "False", observed.reason as "TagNotGranted", message);
+          ? cond(C.Admitted, "True", R.Granted, `${subject}: granted to namespace ${req.parent.metadata.namespace}`)
+          : cond(C.Admitted, "False", observed.reason as "TagNotGranted", message);
     const why = `not evaluated: ${message}`;
     const failed = outcome.retired.some((r) => r.error) || (refused && observed.withdraw?.keys.ok === false);
     return {
       children: kept,
       conditions: [
         admitted,
-        cond("Issued", "Unknown", notEvaluated, why),
-        cond("RenewalDue", "Unknown", notEvaluated, why),
-        cond("Expired", "Unknown", notEvaluated, why),
-        cond("Ready", "False", observed.reason, message),
+        cond(C.Issued, "Unknown", notEvaluated, why),
+        cond(C.RenewalDue, "Unknown", notEvaluated, why),
+        cond(C.Expired, "Unknown", notEvaluated, why),
+        cond(C.Ready, "False", observed.reason, message),
       ],
       fields: statusFields(undefined, undefined, plan, undefined),
       ...(failed ? { resyncAfterSeconds: 10 } : {}),
@@ -69,9 +69,9 @@ export function decideAuthKey(
   }
 
   const admitted = cond(
-    "Admitted",
+    C.Admitted,
     "True",
-    "Granted",
+    R.Granted,
     spec.user
       ? `TailnetUser ${spec.user} lets namespace ${req.parent.metadata.namespace} mint keys (Headscale user ${observed.userId})`
       : `${subject}: granted to namespace ${req.parent.metadata.namespace}`,
@@ -82,10 +82,10 @@ export function decideAuthKey(
       children: kept,
       conditions: [
         admitted,
-        cond("Issued", "Unknown", "NotObserved", message),
-        cond("RenewalDue", "Unknown", "NotObserved", message),
-        cond("Expired", "Unknown", "NotObserved", message),
-        cond("Ready", "False", "NotObserved", message),
+        cond(C.Issued, "Unknown", R.NotObserved, message),
+        cond(C.RenewalDue, "Unknown", R.NotObserved, message),
+        cond(C.Expired, "Unknown", R.NotObserved, message),
+        cond(C.Ready, "False", R.NotObserved, message),
       ],
       fields: statusFields(undefined, undefined, plan, undefined),
       resyncAfterSeconds: 10,
@@ -106,15 +106,15 @@ export function decideAuthKey(
 
   const issued = delivered
     ? cond(
-        "Issued",
+        C.Issued,
         "True",
-        "Issued",
+        R.Issued,
         `key ${delivered.id} is in Secret ${spec.secretName}, valid until ${toK8sTime(delivered.expiresAt)}`,
       )
     : cond(
-        "Issued",
+        C.Issued,
         "False",
-        "NotIssued",
+        R.NotIssued,
         pendingId
           ? `key ${pendingId}, minted for this object moments ago, is not in Secret ${spec.secretName} yet; waiting for it rather than minting a second key`
           : `no key could be minted: ${mintError ?? "nothing minted yet"}`,
@@ -122,19 +122,19 @@ export function decideAuthKey(
   const secretExpired = secret && !minted && !delivered;
   const expired = secretExpired
     ? cond(
-        "Expired",
+        C.Expired,
         "True",
-        "Expired",
+        R.Expired,
         plan.mint === "revoked"
           ? `key ${secret.id} in Secret ${spec.secretName} is no longer valid in Headscale and no new key could be minted`
           : `key ${secret.id} in Secret ${spec.secretName} expired at ${toK8sTime(secret.expiresAt)}`,
       )
-    : cond("Expired", "False", "Valid", delivered ? `valid until ${toK8sTime(delivered.expiresAt)}` : "no key yet");
+    : cond(C.Expired, "False", R.Valid, delivered ? `valid until ${toK8sTime(delivered.expiresAt)}` : "no key yet");
   const renewal = renewalCondition(spec, plan, outcome, delivered, secret, minted, mintError, pendingId);
   const blocker = !delivered ? (secretExpired ? expired : issued) : undefined;
   const ready = blocker
-    ? cond("Ready", "False", blocker.reason as "NotIssued", blocker.message)
-    : cond("Ready", "True", "Ready", issued.message);
+    ? cond(C.Ready, "False", blocker.reason as "NotIssued", blocker.message)
+    : cond(C.Ready, "True", R.Ready, issued.message);
   return {
     children,
     conditions: [admitted, issued, renewal, expired, ready],
@@ -174,34 +174,34 @@ function renewalCondition(
   const renewing = plan.mint === "due" || plan.mint === "changed";
   if (renewing && minted) {
     return cond(
-      "RenewalDue",
+      C.RenewalDue,
       "True",
-      "Renewing",
+      R.Renewing,
       `key ${minted.id} published in Secret ${spec.secretName}; key ${secret?.id} is expired once the Secret is observed holding the new one`,
     );
   }
   if (renewing && pendingId) {
     return cond(
-      "RenewalDue",
+      C.RenewalDue,
       "True",
-      "Renewing",
+      R.Renewing,
       `waiting for key ${pendingId} to appear in Secret ${spec.secretName}`,
     );
   }
   if (renewing && mintError) {
     return cond(
-      "RenewalDue",
+      C.RenewalDue,
       "True",
-      "RenewalFailed",
+      R.RenewalFailed,
       `key ${secret?.id} is due since ${secret ? toK8sTime(secret.renewAt) : ""} and expires at ${secret ? toK8sTime(secret.expiresAt) : ""}; no new key could be minted: ${mintError}`,
     );
   }
   const failed = outcome.retired.filter((r) => r.error);
   if (failed.length) {
     return cond(
-      "RenewalDue",
+      C.RenewalDue,
       "True",
-      "Renewing",
+      R.Renewing,
       `older key(s) ${failed.map((r) => r.id).join(", ")} could not be expired yet (${failed[0].error}); retried`,
     );
   }
@@ -209,9 +209,9 @@ function renewalCondition(
     ? `renewed: older key(s) ${outcome.retired.map((r) => r.id).join(", ")} expired; `
     : "";
   return cond(
-    "RenewalDue",
+    C.RenewalDue,
     "False",
-    "NotDue",
+    R.NotDue,
     delivered ? `${done}next renewal at ${toK8sTime(delivered.renewAt)}` : `${done}no key to renew`,
   );
 }

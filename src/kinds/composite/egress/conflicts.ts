@@ -5,7 +5,7 @@
  * ServiceConflict=True names the holder.
  */
 import { conditionsOf, type TypedCondition } from "../../../conditions/table.js";
-import { EGRESS_REASONS } from "../../../conditions/tables/egress.js";
+import { EgressCondition as C, EGRESS_REASONS, EgressReason as R } from "../../../conditions/tables/egress.js";
 import { OWNER_UID_LABEL } from "../../../k8s/labels.js";
 import { findObject, type K8sObject, type ObjectMaps } from "../../../k8s/objects.js";
 import { listNames } from "../../shared/node-names.js";
@@ -41,12 +41,12 @@ export function serviceConflictCondition(
   parent: K8sObject,
   conflicting: readonly string[],
 ): TypedCondition<typeof EGRESS_REASONS, "ServiceConflict"> {
-  if (!conflicting.length) return cond("ServiceConflict", "False", "NoConflict", "");
+  if (!conflicting.length) return cond(C.ServiceConflict, "False", R.NoConflict, "");
   const ns = parent.metadata.namespace ?? "";
   const names = listNames(conflicting.map((n) => `${ns}/${n}`));
   const message =
     conflicting.length === 1
       ? `Service ${names} exists and is not owned by this TailnetEgress: target ${conflicting[0]} gets no Service`
       : `Services ${names} exist and are not owned by this TailnetEgress: their targets get no Service`;
-  return cond("ServiceConflict", "True", "Conflict", message);
+  return cond(C.ServiceConflict, "True", R.Conflict, message);
 }

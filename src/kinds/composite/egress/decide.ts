@@ -8,7 +8,12 @@
  * every target, so they are the better first answer.
  */
 import { conditionsOf, type ReasonOf, type TypedCondition } from "../../../conditions/table.js";
-import { EGRESS_REASONS, TargetReason } from "../../../conditions/tables/egress.js";
+import {
+  EgressCondition as C,
+  EGRESS_REASONS,
+  EgressReason as R,
+  TargetReason,
+} from "../../../conditions/tables/egress.js";
 import type { OperatorConfig } from "../../../config.js";
 import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../headscale/types.js";
 import type { Obs } from "../../../headscale/view.js";
@@ -120,24 +125,24 @@ export function routesGrantedCondition(
   const type = "RoutesGranted";
   const refused = verdicts.filter((v) => v.route.reason === TargetReason.TargetNotAllowed);
   if (refused.length) {
-    return cond(type, "False", "TargetNotAllowed", listed(refused.map((v) => `${v.name}: ${v.route.message}`)));
+    return cond(type, "False", R.TargetNotAllowed, listed(refused.map((v) => `${v.name}: ${v.route.message}`)));
   }
-  if (!agents.ok) return cond(type, "Unknown", "ProbeFailed", agents.message);
+  if (!agents.ok) return cond(type, "Unknown", R.ProbeFailed, agents.message);
   const missing = verdicts.filter((v) => ROUTE_MISSING.has(v.route.reason));
   if (missing.length) {
     return cond(
       type,
       "False",
-      "RoutesMissing",
+      R.RoutesMissing,
       listed(missing.map((v) => `${v.name} ${v.route.reason}: ${v.route.message}`)),
     );
   }
   const unknown = verdicts.filter((v) => v.route.reason === TargetReason.ProbeFailed);
   if (unknown.length) {
-    return cond(type, "Unknown", "ProbeFailed", listed(unknown.map((v) => `${v.name}: ${v.route.message}`)));
+    return cond(type, "Unknown", R.ProbeFailed, listed(unknown.map((v) => `${v.name}: ${v.route.message}`)));
   }
   const n = verdicts.length;
-  return cond(type, "True", "RoutesGranted", `${n} ${n === 1 ? "target is" : "targets are"} in the agent's netmap`);
+  return cond(type, "True", R.RoutesGranted, `${n} ${n === 1 ? "target is" : "targets are"} in the agent's netmap`);
 }
 
 export function targetsReachableCondition(
@@ -145,20 +150,20 @@ export function targetsReachableCondition(
   all: readonly TargetVerdict[],
 ): EgressCond<"TargetsReachable"> {
   const type = "TargetsReachable";
-  if (!agents.ok) return cond(type, "Unknown", "ProbeFailed", agents.message);
+  if (!agents.ok) return cond(type, "Unknown", R.ProbeFailed, agents.message);
   // a refused target is RoutesGranted's to report: the agent is never granted it
   const verdicts = all.filter((v) => v.reason !== TargetReason.TargetNotAllowed);
   const down = verdicts.flatMap((v) => (v.dial.state === "unreachable" ? [`${v.name}: ${v.dial.error}`] : []));
-  if (down.length) return cond(type, "False", "Unreachable", listed(down));
+  if (down.length) return cond(type, "False", R.Unreachable, listed(down));
   const outside = verdicts.flatMap((v) => (v.dial.state === "outside" ? [`${v.name}: ${v.dial.message}`] : []));
-  if (outside.length) return cond(type, "False", "OutsideTailnet", listed(outside));
+  if (outside.length) return cond(type, "False", R.OutsideTailnet, listed(outside));
   const unknown = verdicts.flatMap((v) => (v.dial.state === "unknown" ? [`${v.name}: ${v.dial.message}`] : []));
-  if (unknown.length) return cond(type, "Unknown", "ProbeFailed", listed(unknown));
+  if (unknown.length) return cond(type, "Unknown", R.ProbeFailed, listed(unknown));
   const n = verdicts.length;
-  return cond(type, "True", "Reachable", `${n} ${n === 1 ? "target answers" : "targets answer"} the agent's probe`);
+  return cond(type, "True", R.Reachable, `${n} ${n === 1 ? "target answers" : "targets answer"} the agent's probe`);
 }
 
-const isReadyReason = (reason: string): reason is ReadyReason => allows("Ready", "False", reason);
+const isReadyReason = (reason: string): reason is ReadyReason => allows(C.Ready, "False", reason);
 
 /**
  * The Ready staircase over already decided conditions (exported for the staircase test): TagUnknown while
@@ -173,12 +178,12 @@ export function egressReady(conditions: {
   serviceConflict: EgressCond<"ServiceConflict">;
 }): EgressCond<"Ready"> {
   const { tagKnown, registered, routesGranted, targetsReachable, serviceConflict } = conditions;
-  if (tagKnown.status !== "True") return cond("Ready", "False", "TagUnknown", tagKnown.message);
+  if (tagKnown.status !== "True") return cond(C.Ready, "False", R.TagUnknown, tagKnown.message);
   const blocker = [registered, routesGranted, targetsReachable].find((c) => c.status !== "True");
   const first = blocker ?? (serviceConflict.status !== "False" ? serviceConflict : undefined);
-  if (!first) return cond("Ready", "True", "Ready", "every target is reachable through the agent");
+  if (!first) return cond(C.Ready, "True", R.Ready, "every target is reachable through the agent");
   if (!isReadyReason(first.reason)) throw new Error(`Ready cannot repeat ${first.type}=${first.reason}`);
-  return cond("Ready", "False", first.reason, first.message);
+  return cond(C.Ready, "False", first.reason, first.message);
 }
 
 /** The times of the key in use: its parsed Secret, or a key minted in this sync (created now). */
@@ -255,7 +260,7 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
   // the Tailnet left (part of) this egress's grants out of the policy: that is why routes are missing
   const leftOut = leftOutOfPolicy(input.related, parent, "TailnetEgress");
   const routesGranted = leftOut
-    ? cond("RoutesGranted", "False", "LeftOutOfPolicy", leftOut)
+    ? cond(C.RoutesGranted, "False", R.LeftOutOfPolicy, leftOut)
     : routesGrantedCondition(tailnet.agents, verdicts);
   const targetsReachable = targetsReachableCondition(tailnet.agents, verdicts);
   const ready = egressReady({ tagKnown, registered, routesGranted, targetsReachable, serviceConflict });
@@ -352,12 +357,12 @@ function decideUnobserved(
   return {
     children: reuseAllChildren(input.children),
     conditions: [
-      cond("TagKnown", "Unknown", reason, pending),
-      cond("Registered", "Unknown", reason, pending),
-      cond("RoutesGranted", "Unknown", reason, pending),
-      cond("TargetsReachable", "Unknown", reason, pending),
+      cond(C.TagKnown, "Unknown", reason, pending),
+      cond(C.Registered, "Unknown", reason, pending),
+      cond(C.RoutesGranted, "Unknown", reason, pending),
+      cond(C.TargetsReachable, "Unknown", reason, pending),
       serviceConflict,
-      cond("Ready", "False", reason, message),
+      cond(C.Ready, "False", reason, message),
     ],
     // the minted keys stay recorded while nothing is evaluated: finalize needs them
     fields: { ...(tag ? { tag } : {}), ...recordedFields(input.parent) },

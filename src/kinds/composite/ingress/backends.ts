@@ -3,6 +3,7 @@
  * last probed it. A pod that was not scraped tells nothing (ProbeFailed, Unknown), never "reachable".
  */
 
+import { IngressCondition as C, IngressReason as R } from "../../../conditions/tables/ingress.js";
 import type { ScrapeResult } from "../../../pipeline/types.js";
 import { listNames } from "../../shared/node-names.js";
 import { cond, type IngressCondition } from "./conditions.js";
@@ -38,9 +39,9 @@ export function backendsCondition(
   if (scrapes.length === 0) {
     return {
       condition: cond(
-        "BackendsReachable",
+        C.BackendsReachable,
         "Unknown",
-        "ProbeFailed",
+        R.ProbeFailed,
         `no agent pod of Deployment ${namespace}/${deployment} is running yet, so no backend was probed`,
       ),
       reachable,
@@ -51,9 +52,9 @@ export function backendsCondition(
     const failed = scrapes.map((s) => `${s.pod}: ${s.ok ? "" : s.error}`);
     return {
       condition: cond(
-        "BackendsReachable",
+        C.BackendsReachable,
         "Unknown",
-        "ProbeFailed",
+        R.ProbeFailed,
         `the agent could not be scraped (${joinParts(failed)}); check the agent pod and its NetworkPolicy (TCP 9080 from the operator namespace)`,
       ),
       reachable,
@@ -87,9 +88,9 @@ export function backendsCondition(
     });
     return {
       condition: cond(
-        "BackendsReachable",
+        C.BackendsReachable,
         "False",
-        "Unreachable",
+        R.Unreachable,
         `the agent cannot reach the backend of ${joinParts(parts)}`,
       ),
       reachable,
@@ -99,9 +100,9 @@ export function backendsCondition(
   if (unknown.length > 0) {
     return {
       condition: cond(
-        "BackendsReachable",
+        C.BackendsReachable,
         "Unknown",
-        "ProbeFailed",
+        R.ProbeFailed,
         `the agent does not report expose ${listNames(unknown)} yet (its pod still runs an older configuration)`,
       ),
       reachable,
@@ -111,5 +112,5 @@ export function backendsCondition(
   const all =
     n === 1 ? "the agent reaches the backend of the expose" : `the agent reaches the backends of all ${n} exposes`;
   const notFrom = partial.length ? `; not ${joinParts(partial)}: those pods are not Ready` : "";
-  return { condition: cond("BackendsReachable", "True", "Reachable", `${all}${notFrom}`), reachable };
+  return { condition: cond(C.BackendsReachable, "True", R.Reachable, `${all}${notFrom}`), reachable };
 }

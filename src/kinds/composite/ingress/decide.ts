@@ -4,6 +4,8 @@
  * InvalidDNSName, DNSNameReserved, DNSNameConflict, then Registered, PolicyGranted, TLSReady, BackendsReachable
  * (reasons page order). Also `planIngress`, the pure part that says which Headscale writes are wanted.
  */
+
+import { IngressCondition as C, IngressReason as R } from "../../../conditions/tables/ingress.js";
 import type { OperatorConfig } from "../../../config.js";
 import type { HsNode, HsPolicy } from "../../../headscale/types.js";
 import type { Obs } from "../../../headscale/view.js";
@@ -160,31 +162,31 @@ function policyGranted(
 ): IngressCondition<"PolicyGranted"> {
   const settings = settingsOf(tailnet);
   if (!settings || !tag) {
-    return cond("PolicyGranted", "Unknown", "NoTailnet", `not evaluated: ${tailnet.ok ? "" : tailnet.message}`);
+    return cond(C.PolicyGranted, "Unknown", R.NoTailnet, `not evaluated: ${tailnet.ok ? "" : tailnet.message}`);
   }
   const denied = spec.allowFrom.filter((a) => !settings.allowedIngressSources.includes(a));
   if (denied.length > 0) {
     return cond(
-      "PolicyGranted",
+      C.PolicyGranted,
       "False",
-      "PolicyDenied",
+      R.PolicyDenied,
       `allowFrom ${denied.join(", ")} ${denied.length === 1 ? "is" : "are"} not in Tailnet ${settings.name}'s allowedIngressSources, so no grant to ${tag} is rendered`,
     );
   }
   if (spec.allowFrom.length === 0) {
     return cond(
-      "PolicyGranted",
+      C.PolicyGranted,
       "True",
-      "Granted",
+      R.Granted,
       `allowFrom is empty: no grant to ${tag} is rendered; only the base policy gives access`,
     );
   }
   const ports = [...new Set(spec.exposes.map((e) => e.port))].sort((a, b) => a - b).map((p) => `tcp:${p}`);
   const dryRun = settings.policyMode === "DryRun" ? " (the Tailnet is in DryRun: rendered, not applied)" : "";
   return cond(
-    "PolicyGranted",
+    C.PolicyGranted,
     "True",
-    "Granted",
+    R.Granted,
     `${spec.allowFrom.join(", ")} may connect to ${tag} on ${ports.join(", ")}${dryRun}`,
   );
 }
@@ -292,7 +294,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
     ? notEvaluated("TagKnown", tailnet)
     : input.policy && tag
       ? tagKnownCondition(input.policy, tag)
-      : cond("TagKnown", "Unknown", "Unknown", "not evaluated: the live policy was not read");
+      : cond(C.TagKnown, "Unknown", R.Unknown, "not evaluated: the live policy was not read");
   const keyNote = input.authKey.error
     ? `no pre-auth key could be created (${input.authKey.error})`
     : input.authKey.secret
@@ -302,9 +304,9 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
     ? notEvaluated("Registered", tailnet)
     : input.nodes && tag
       ? registeredCondition(input.nodes, tag, keyNote)
-      : cond("Registered", "Unknown", "Unknown", "not evaluated: the node list was not read");
+      : cond(C.Registered, "Unknown", R.Unknown, "not evaluated: the node list was not read");
   const granted = input.leftOut
-    ? cond("PolicyGranted", "False", "LeftOutOfPolicy", input.leftOut)
+    ? cond(C.PolicyGranted, "False", R.LeftOutOfPolicy, input.leftOut)
     : policyGranted(spec, tailnet, tag);
   // Without the Tailnet the names (its baseDomain) are unknown, so certificates cannot be checked.
   const tls =
@@ -317,7 +319,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
           now,
         )
       : {
-          condition: cond("TLSReady", "Unknown", "NoTailnet", `not evaluated: ${tailnet.ok ? "" : tailnet.message}`),
+          condition: cond(C.TLSReady, "Unknown", R.NoTailnet, `not evaluated: ${tailnet.ok ? "" : tailnet.message}`),
           nextExpiry: undefined,
         };
   const backends = backendsCondition(spec, namespace, agentName(parent), input.scrapes, input.services);
@@ -337,11 +339,11 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
   ];
   const first = blockers.find((b) => !b.ok);
   const ready = first
-    ? cond("Ready", "False", first.reason, first.message)
+    ? cond(C.Ready, "False", first.reason, first.message)
     : cond(
-        "Ready",
+        C.Ready,
         "True",
-        "Ready",
+        R.Ready,
         `serving ${listNames(spec.exposes.map((e) => e.name))} on ${names?.dnsName ?? spec.hostname}${onlineNote(spec.replicas, mine)}`,
       );
 

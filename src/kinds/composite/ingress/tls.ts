@@ -5,6 +5,7 @@
  * (library error texts are not passed through).
  */
 import { createPrivateKey, X509Certificate } from "node:crypto";
+import { IngressCondition as C, IngressReason as R } from "../../../conditions/tables/ingress.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { listNames } from "../../shared/node-names.js";
 import { cond, type IngressCondition } from "./conditions.js";
@@ -107,15 +108,15 @@ export function tlsCondition(
 ): TlsOutcome {
   if (spec.mode === "tcp") {
     return {
-      condition: cond("TLSReady", "True", "TLSNotRequired", "mode tcp: TLS is end to end, not terminated"),
+      condition: cond(C.TLSReady, "True", R.TLSNotRequired, "mode tcp: TLS is end to end, not terminated"),
     };
   }
   if (spec.mode === "kube-api") {
     return {
       condition: cond(
-        "TLSReady",
+        C.TLSReady,
         "True",
-        "TLSNotRequired",
+        R.TLSNotRequired,
         "mode kube-api: plain HTTP inside WireGuard; the agent speaks TLS to the API server",
       ),
     };
@@ -127,7 +128,7 @@ export function tlsCondition(
     const name = e.tlsSecret ?? "";
     const field = `spec.exposes[${e.index}].tls`;
     const result = checkTlsSecret(secrets.get(name), { namespace, name, field }, namesOf(e.index), now);
-    if (!result.ok) return { condition: cond("TLSReady", "False", result.reason, result.message) };
+    if (!result.ok) return { condition: cond(C.TLSReady, "False", result.reason, result.message) };
     checked.add(name);
     if (!nextExpiry || result.notAfter < nextExpiry) {
       nextExpiry = result.notAfter;
@@ -139,5 +140,5 @@ export function tlsCondition(
     `${checked.size === 1 ? "the certificate covers" : `${checked.size} certificates cover`} the names of ` +
     `${n === 1 ? "the expose" : `all ${n} exposes`}; the first expires at ${nextExpiry ? iso(nextExpiry) : "?"} ` +
     `(Secret ${namespace}/${nextSecret})`;
-  return { condition: cond("TLSReady", "True", "Valid", message), nextExpiry };
+  return { condition: cond(C.TLSReady, "True", R.Valid, message), nextExpiry };
 }

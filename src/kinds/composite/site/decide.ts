@@ -5,7 +5,7 @@
  */
 import { blockerFrom, type ConditionInput, deriveReady } from "../../../conditions/condition.js";
 import { conditionsOf } from "../../../conditions/table.js";
-import { SITE_REASONS } from "../../../conditions/tables/site.js";
+import { SiteCondition as C, SiteReason as R, SITE_REASONS } from "../../../conditions/tables/site.js";
 import type { HsNode } from "../../../headscale/types.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import type { Decision } from "../../../pipeline/run.js";
@@ -61,15 +61,15 @@ function routeConflict(input: SiteDecideInput, spec: SiteSpec): ConditionInput {
   const t = input.tailnet;
   // Without the Tailnet the reserved networks are unknown, but an older site's claim is still a fact.
   const conflict = siteConflict(input.parent, input.sites, t.settings?.reservedNetworks ?? []);
-  if (conflict.blocked) return cond("RouteConflict", "True", conflict.reason, conflict.message);
+  if (conflict.blocked) return cond(C.RouteConflict, "True", conflict.reason, conflict.message);
   if (!t.settings) {
     const why = t.ok ? "" : `: ${t.message}`;
-    return cond("RouteConflict", "Unknown", "NoTailnet", `reservedNetworks unknown${why}`);
+    return cond(C.RouteConflict, "Unknown", R.NoTailnet, `reservedNetworks unknown${why}`);
   }
   return cond(
-    "RouteConflict",
+    C.RouteConflict,
     "False",
-    "NoConflict",
+    R.NoConflict,
     spec.exitNode
       ? `exit-node site: exit routes claim no network, so they overlap no reserved network of Tailnet ${t.settings.name} and no other TailnetSite`
       : `no prefix overlaps a reserved network of Tailnet ${t.settings.name} or an older TailnetSite`,
@@ -79,17 +79,17 @@ function routeConflict(input: SiteDecideInput, spec: SiteSpec): ConditionInput {
 function unmanagedOverlap(found: readonly UnmanagedRoute[], spec: SiteSpec): ConditionInput {
   if (spec.exitNode) {
     return cond(
-      "UnmanagedOverlap",
+      C.UnmanagedOverlap,
       "False",
-      "None",
+      R.None,
       "exit-node site: no route competes with exit routes (clients choose an exit node; subnet routes are more specific)",
     );
   }
   if (found.length === 0) {
     return cond(
-      "UnmanagedOverlap",
+      C.UnmanagedOverlap,
       "False",
-      "None",
+      R.None,
       `no node without an advertiser tag advertises a route overlapping ${list(spec.prefixes.map((p) => p.text))}`,
     );
   }
@@ -99,7 +99,7 @@ function unmanagedOverlap(found: readonly UnmanagedRoute[], spec: SiteSpec): Con
       ? `node without an advertiser tag (${tagsText(spec.advertiserTags)}) advertises an overlapping route`
       : `${nodes} nodes without an advertiser tag (${tagsText(spec.advertiserTags)}) advertise overlapping routes`;
   const body = named(found, (u) => `${u.node} ${u.route} (overlaps ${u.overlaps})`);
-  return cond("UnmanagedOverlap", "True", "Unmanaged", `${head}: ${body}`);
+  return cond(C.UnmanagedOverlap, "True", R.Unmanaged, `${head}: ${body}`);
 }
 
 function advertised(facts: readonly AdvertiserFact[], spec: SiteSpec): ConditionInput {
@@ -107,14 +107,14 @@ function advertised(facts: readonly AdvertiserFact[], spec: SiteSpec): Condition
   const missing = spec.prefixes.filter((p) => by(p).length === 0).map((p) => p.text);
   if (missing.length > 0) {
     return cond(
-      "Advertised",
+      C.Advertised,
       "False",
-      "NotAdvertised",
+      R.NotAdvertised,
       `no node tagged ${tagsText(spec.advertiserTags)} advertises ${list(missing)}`,
     );
   }
   const text = named(spec.prefixes, (p) => `${p.text} by ${list(by(p))}`);
-  return cond("Advertised", "True", "Advertised", `advertised: ${text}`);
+  return cond(C.Advertised, "True", R.Advertised, `advertised: ${text}`);
 }
 
 /** Why this site does not write to nodes with its pending routes: another site is their writer. */
@@ -151,7 +151,7 @@ function approved(
       facts.filter((f) => f.approved.length > 0),
       (f) => `${list(f.approved)} on ${f.node}`,
     );
-    return cond("Approved", "True", "Approved", `approved: ${text}`);
+    return cond(C.Approved, "True", R.Approved, `approved: ${text}`);
   }
   const parts: string[] = [];
   if (pending.length > 0) {
@@ -164,13 +164,13 @@ function approved(
     for (const o of input.outcomes ?? []) if (!o.ok) parts.push(`approving on ${o.node} failed: ${o.error}`);
   }
   if (unadvertised.length > 0) parts.push(`not advertised, so not approved: ${list(unadvertised)}`);
-  return cond("Approved", "False", "NotApproved", parts.join("; "));
+  return cond(C.Approved, "False", R.NotApproved, parts.join("; "));
 }
 
 /** Approved=False/LeftOutOfPolicy when the Tailnet's status lists this site (shared/policy-left-out.ts). */
 function leftOutApproved(input: SiteDecideInput, tailnet: K8sObject): ConditionInput | undefined {
   const message = leftOutIn(tailnet, input.parent, "TailnetSite");
-  return message ? cond("Approved", "False", "LeftOutOfPolicy", message) : undefined;
+  return message ? cond(C.Approved, "False", R.LeftOutOfPolicy, message) : undefined;
 }
 
 export function decideSite(input: SiteDecideInput): SiteDecision {
@@ -186,13 +186,13 @@ export function decideSite(input: SiteDecideInput): SiteDecision {
     const why = !t.ok ? t.message : nodes?.ok === false ? nodes.message : "no observation";
     const message = `routes not observed: ${why}`;
     const observed = [
-      cond("UnmanagedOverlap", "Unknown", "NotObserved", message),
-      cond("Advertised", "Unknown", "NotObserved", message),
-      cond("Approved", "Unknown", "NotObserved", message),
+      cond(C.UnmanagedOverlap, "Unknown", R.NotObserved, message),
+      cond(C.Advertised, "Unknown", R.NotObserved, message),
+      cond(C.Approved, "Unknown", R.NotObserved, message),
     ];
     const ready = !t.ok
-      ? cond("Ready", "False", t.reason, t.message)
-      : deriveReady([blockerFrom(conflict, "False"), blockerFrom(observed[1]), blockerFrom(observed[2])], "Ready");
+      ? cond(C.Ready, "False", t.reason, t.message)
+      : deriveReady([blockerFrom(conflict, "False"), blockerFrom(observed[1]), blockerFrom(observed[2])], R.Ready);
     return {
       children: [],
       conditions: [conflict, ...observed, ready],
@@ -213,7 +213,7 @@ export function decideSite(input: SiteDecideInput): SiteDecision {
   ];
   const ready = deriveReady(
     [blockerFrom(conflict, "False"), blockerFrom(conditions[2]), blockerFrom(conditions[3])],
-    "Ready",
+    R.Ready,
     "every prefix is advertised and approved",
   );
   return {

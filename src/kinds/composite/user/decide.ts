@@ -6,7 +6,7 @@
  */
 import type { ConditionInput } from "../../../conditions/condition.js";
 import { conditionsOf } from "../../../conditions/table.js";
-import { USER_REASONS } from "../../../conditions/tables/user.js";
+import { UserCondition as C, UserReason as R, USER_REASONS } from "../../../conditions/tables/user.js";
 import type { HsUser } from "../../../headscale/types.js";
 import type { Decision } from "../../../pipeline/run.js";
 import type { HookRequest } from "../../../pipeline/types.js";
@@ -29,9 +29,9 @@ export function decideUser(
     return {
       children: [],
       conditions: [
-        cond("UserPresent", "Unknown", observed.reason, why),
-        cond("ProfileMatches", "Unknown", observed.reason, why),
-        cond("Ready", "False", observed.reason, observed.message),
+        cond(C.UserPresent, "Unknown", observed.reason, why),
+        cond(C.ProfileMatches, "Unknown", observed.reason, why),
+        cond(C.Ready, "False", observed.reason, observed.message),
       ],
       fields: {},
     };
@@ -41,9 +41,9 @@ export function decideUser(
     return {
       children: [],
       conditions: [
-        cond("UserPresent", "Unknown", "NotObserved", message),
-        cond("ProfileMatches", "Unknown", "NotObserved", message),
-        cond("Ready", "False", "NotObserved", message),
+        cond(C.UserPresent, "Unknown", R.NotObserved, message),
+        cond(C.ProfileMatches, "Unknown", R.NotObserved, message),
+        cond(C.Ready, "False", R.NotObserved, message),
       ],
       fields: {},
       resyncAfterSeconds: 10,
@@ -54,9 +54,9 @@ export function decideUser(
     return {
       children: [],
       conditions: [
-        cond("UserPresent", "False", "Ambiguous", message),
-        cond("ProfileMatches", "Unknown", "NotObserved", "no single user to compare"),
-        cond("Ready", "False", "Ambiguous", message),
+        cond(C.UserPresent, "False", R.Ambiguous, message),
+        cond(C.ProfileMatches, "Unknown", R.NotObserved, "no single user to compare"),
+        cond(C.Ready, "False", R.Ambiguous, message),
       ],
       fields: {},
     };
@@ -66,9 +66,9 @@ export function decideUser(
     return {
       children: [],
       conditions: [
-        cond("UserPresent", "False", "CreateFailed", message),
-        cond("ProfileMatches", "Unknown", "NotObserved", "no user yet"),
-        cond("Ready", "False", "CreateFailed", message),
+        cond(C.UserPresent, "False", R.CreateFailed, message),
+        cond(C.ProfileMatches, "Unknown", R.NotObserved, "no user yet"),
+        cond(C.Ready, "False", R.CreateFailed, message),
       ],
       fields: {},
       resyncAfterSeconds: 30,
@@ -80,28 +80,28 @@ export function decideUser(
   const ours = created !== undefined || (plan.kind === "found" && plan.createdByUs);
   const present: ConditionInput = user.provider
     ? cond(
-        "UserPresent",
+        C.UserPresent,
         "True",
-        "ProviderManaged",
+        R.ProviderManaged,
         `user ${user.id} was created by ${user.provider}; it is reported, never changed or deleted`,
       )
     : ours
       ? cond(
-          "UserPresent",
+          C.UserPresent,
           "True",
-          "Created",
+          R.Created,
           `user ${user.id} was created by the operator (deletionPolicy ${spec.deletionPolicy})`,
         )
       : cond(
-          "UserPresent",
+          C.UserPresent,
           "True",
-          "Adopted",
+          R.Adopted,
           `user ${user.id} existed before; it is adopted, never renamed or deleted`,
         );
   const nodeCount = observed.nodes.ok ? observed.nodes.value.filter((n) => n.user?.id === user.id).length : undefined;
   return {
     children: [],
-    conditions: [present, profileCondition(spec, user), cond("Ready", "True", "Ready", present.message)],
+    conditions: [present, profileCondition(spec, user), cond(C.Ready, "True", R.Ready, present.message)],
     fields: {
       id: user.id,
       ...(nodeCount !== undefined ? { nodeCount } : {}),
@@ -119,11 +119,11 @@ function profileCondition(spec: UserSpec, user: HsUser): ConditionInput {
       : "",
     spec.email !== undefined && spec.email !== user.email ? `email is "${user.email}", spec says "${spec.email}"` : "",
   ].filter(Boolean);
-  if (!diffs.length) return cond("ProfileMatches", "True", "Matches", "display name and e-mail as the spec says");
+  if (!diffs.length) return cond(C.ProfileMatches, "True", R.Matches, "display name and e-mail as the spec says");
   return cond(
-    "ProfileMatches",
+    C.ProfileMatches,
     "False",
-    "Differs",
+    R.Differs,
     `${diffs.join("; ")}; Headscale's API cannot change them (only rename), so nothing is written`,
   );
 }

@@ -15,7 +15,7 @@
  * port) keeps an existing attachment as it is.
  */
 import { conditionsOf, type TypedCondition } from "../../../conditions/table.js";
-import { INGRESS_CLASS_REASONS } from "../../../conditions/tables/ingress-class.js";
+import { IngressClassCondition as C, INGRESS_CLASS_REASONS } from "../../../conditions/tables/ingress-class.js";
 import { jsonEqual } from "../../../k8s/json-equal.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import type { Decision } from "../../../pipeline/run.js";
@@ -78,7 +78,7 @@ export function planIngressClass(observed: IngressClassObservation): IngressClas
     return {
       role: "ours",
       attachments: [],
-      exposed: cond("Exposed", "False", read.refusal.reason, read.refusal.message),
+      exposed: cond(C.Exposed, "False", read.refusal.reason, read.refusal.message),
       status: none,
     };
   }
@@ -100,7 +100,7 @@ export function planIngressClass(observed: IngressClassObservation): IngressClas
       if (!("refusal" in built)) return built;
       const { reason, message } = built.refusal;
       // A named port waits for its Service (a cluster observation): what works keeps working meanwhile.
-      return { refusal: cond("Exposed", "False", reason, message), keep: reason === "UnresolvedPort" };
+      return { refusal: cond(C.Exposed, "False", reason, message), keep: reason === "UnresolvedPort" };
     },
     names: {
       taken: (c, tailnet) =>

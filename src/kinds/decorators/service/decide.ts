@@ -5,7 +5,7 @@
  */
 
 import { conditionsOf, type TypedCondition } from "../../../conditions/table.js";
-import { SERVICE_REASONS } from "../../../conditions/tables/service.js";
+import { ServiceCondition as C, ServiceReason as R, SERVICE_REASONS } from "../../../conditions/tables/service.js";
 import { isOlder, sortByAge } from "../../../k8s/age.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { qualifiedName } from "../../../k8s/objects.js";
@@ -42,7 +42,7 @@ export interface ServiceDecision extends Decision {
 
 export function planService(read: ReadSpec, observed: ServiceObservation): ServicePlan {
   if (!read.ok) {
-    return { attachments: [], exposed: cond("Exposed", "False", read.refusal.reason, read.refusal.message) };
+    return { attachments: [], exposed: cond(C.Exposed, "False", read.refusal.reason, read.refusal.message) };
   }
   const spec = read.spec;
   const hostnameTaken = (claimed: string, tailnet: string) =>
@@ -120,9 +120,9 @@ function externalNameMismatch(spec: ServiceSpec): ExposedCondition | undefined {
   const want = targetAddress(spec);
   if ((spec.externalName ?? "").replace(/\.$/, "") === want) return undefined;
   return cond(
-    "Exposed",
+    C.Exposed,
     "False",
-    "ExternalNameMismatch",
+    R.ExternalNameMismatch,
     `spec.externalName is "${(spec.externalName ?? "").slice(0, 100)}"; set it to ${want} so that this Service leads to ${spec.target}`,
   );
 }
