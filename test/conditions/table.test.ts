@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { conditionsOf, pairsOf } from "../../src/conditions/table.js";
+import { conditionNames, conditionsOf, pairsOf, reasonNames } from "../../src/conditions/table.js";
+import { notEvaluated, notEvaluatedReady } from "../../src/conditions/tables/shared.js";
 import { assertCoversTable } from "../helpers/reason-coverage.js";
 
 const table = {
@@ -51,5 +52,26 @@ describe("conditionsOf", () => {
       () => assertCoversTable(table, [[...all, { type: "Ready", status: "True", reason: "Known", message: "" }]]),
       /does not allow/,
     );
+  });
+});
+
+describe("the names a kind builds conditions with", () => {
+  it("conditionNames / reasonNames name every type and every reason of the table, each as itself", () => {
+    assert.deepEqual(conditionNames(table), { TagKnown: "TagKnown", Ready: "Ready" });
+    assert.deepEqual(reasonNames(table), {
+      Known: "Known",
+      PolicyPending: "PolicyPending",
+      Unknown: "Unknown",
+      Ready: "Ready",
+      TagUnknown: "TagUnknown",
+    });
+  });
+  it("notEvaluated / notEvaluatedReady: Unknown / False per reason, in the order given", () => {
+    const unknown = notEvaluated("NoAPIKey", "NoTailnet");
+    assert.deepEqual(Object.entries(unknown), [
+      ["NoAPIKey", ["Unknown"]],
+      ["NoTailnet", ["Unknown"]],
+    ]);
+    assert.deepEqual(notEvaluatedReady("InvalidSpec"), { InvalidSpec: ["False"] });
   });
 });
