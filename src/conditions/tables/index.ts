@@ -1,4 +1,8 @@
-/** Every kind's ReasonTable by kind name: the reasons page and the coverage tests read them from here. */
+/**
+ * Every kind's ReasonTable by kind name, the one registry of reasons: the reasons page and the coverage tests
+ * read them from here; each table file also exports the typed names its kind builds conditions with. What
+ * several tables share is composed from shared.ts ("not evaluated") and exposure.ts (the decorators' Exposed).
+ */
 import type { ReasonTable } from "../table.js";
 import { AUTHKEY_REASONS } from "./authkey.js";
 import { EGRESS_REASONS } from "./egress.js";

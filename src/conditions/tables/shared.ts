@@ -35,8 +35,9 @@ export const notEvaluatedReady = <const R extends readonly NotEvaluatedReason[]>
 
 /**
  * Not evaluated without a Tailnet, its credentials, the named proxy class, a valid spec or the Tailnet's
- * consent (spec.tenancy, src/kinds/shared/tenancy.ts: nothing is minted); TagInUse: a Headscale node this object did not register carries its tag (the tag is someone
- * else's), or its derived tag is one another object kept from before injective derivation (kept-tags.ts).
+ * consent (spec.tenancy, src/kinds/shared/tenancy.ts: nothing is minted). TagInUse: a Headscale node this
+ * object did not register carries its tag (the tag is someone else's), or its derived tag is one another
+ * object kept from before injective derivation (src/kinds/shared/kept-tags.ts). The agent kinds' order.
  */
 export const WORKLOAD_NOT_EVALUATED = notEvaluated(
   "NoTailnet",
