@@ -3,6 +3,7 @@
  * decorators' tables compose around their own spec refusals: how the attachment stands, an annotation it
  * could not take, and the refusals of the rest of the cluster.
  */
+import { reasonNames } from "../table.js";
 
 /** How the attachment (a TailnetIngress / TailnetEgress) stands: Exposed repeats its Ready. */
 export const EXPOSURE_STATE = { Ready: ["True"], Pending: ["Unknown"], NotReady: ["False"] } as const;
@@ -24,3 +25,8 @@ export const EXPOSURE_REFUSED = {
   TagInUse: ["False"],
   NamespaceNotAllowed: ["False"],
 } as const;
+
+/** The shared reasons as typed names (`R.Pending`): what the decorators' one planner and ladder build with. */
+export const ExposureReason = reasonNames({
+  Exposed: { ...EXPOSURE_STATE, ...EXPOSURE_INVALID_ANNOTATION, ...EXPOSURE_REFUSED },
+});

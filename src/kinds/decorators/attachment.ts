@@ -10,6 +10,7 @@
  * drops a child — and only stops a new one from being made. A refusal the user can fix on the object
  * drops the attachment: the object says "do not expose this".
  */
+import { ExposureReason as R } from "../../conditions/tables/exposure.js";
 import { type K8sObject, qualifiedName, reuseObserved } from "../../k8s/objects.js";
 import { resolveTailnet } from "../shared/annotations.js";
 import { flatNamespacesOf } from "../shared/dns-tenancy.js";
@@ -92,7 +93,7 @@ export function planAttachment<C>(d: AttachmentDescription<C>): AttachmentPlan<C
   const same = d.existing.find((o) => qualifiedName(o) === id);
   if (same && !ownedBy(same, d.owner)) {
     const message = `${d.kind} ${id} already exists and was not made for this ${d.ownerKind}; rename or delete it`;
-    return dropped(exposed("False", "NameTaken", message));
+    return dropped(exposed("False", R.NameTaken, message));
   }
   const context: TailnetContext = {
     tailnet,
@@ -103,7 +104,7 @@ export function planAttachment<C>(d: AttachmentDescription<C>): AttachmentPlan<C
   if ("refusal" in built) return built.keep ? kept(built.refusal) : dropped(built.refusal);
   const desired = built.attachment;
   const taken = d.names && hostnameTaken(d.names, desired, mine, d.existing, context);
-  if (taken) return dropped(exposed("False", "HostnameTaken", taken));
+  if (taken) return dropped(exposed("False", R.HostnameTaken, taken));
   const refused = d.check?.();
   const what = `${d.kind} ${id}`;
   return {

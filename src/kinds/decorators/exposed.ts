@@ -6,6 +6,7 @@
  */
 import type { ConditionInput } from "../../conditions/condition.js";
 import type { ReasonOf, StatusOf } from "../../conditions/table.js";
+import { ExposureReason as R } from "../../conditions/tables/exposure.js";
 import type { INGRESS_CLASS_REASONS } from "../../conditions/tables/ingress-class.js";
 import type { SERVICE_REASONS } from "../../conditions/tables/service.js";
 import { jsonEqual } from "../../k8s/json-equal.js";
@@ -65,30 +66,30 @@ export function mirrorReady(
   mine: K8sObject | undefined,
   words: LadderWords,
 ): ExposedCondition {
-  if (!mine) return exposed("Unknown", "Pending", `${what} is being created`);
+  if (!mine) return exposed("Unknown", R.Pending, `${what} is being created`);
   // What we asked for last time (Metacontroller's last-applied annotation; absent with server-side
   // apply, where the generation check below still catches an update once it is applied). Compared
   // as values: Metacontroller writes it with Go's sorted keys, never in the order we build it.
   if (mine.metadata.annotations?.[LAST_APPLIED] && !jsonEqual(reuseObserved(mine).spec, desired.spec)) {
-    return exposed("Unknown", "Pending", `${what} is being updated`);
+    return exposed("Unknown", R.Pending, `${what} is being updated`);
   }
   const status = (mine.status ?? {}) as AttachmentStatus;
   const gen = mine.metadata.generation;
   const ready = (status.conditions ?? []).find((c) => c?.type === "Ready");
   if (!ready || (gen !== undefined && status.observedGeneration !== gen)) {
-    return exposed("Unknown", "Pending", `waiting for ${what} to report on its current spec`);
+    return exposed("Unknown", R.Pending, `waiting for ${what} to report on its current spec`);
   }
   const why = `${what}: ${ready.reason ?? ""}${ready.message ? `: ${ready.message}` : ""}`;
-  if (ready.status === "True") return exposed("True", "Ready", words.ready(mine));
+  if (ready.status === "True") return exposed("True", R.Ready, words.ready(mine));
   if (ready.status === "False" && ready.reason === "DNSNameReserved") {
-    return exposed("False", "HostnameReserved", words.reserved({ what, why, ready }));
+    return exposed("False", R.HostnameReserved, words.reserved({ what, why, ready }));
   }
   // a tenancy refusal (tenancy.ts) is the object's own: its annotations asked for the tag or the Tailnet
   if (ready.status === "False" && isTenancyReason(ready.reason)) {
     return exposed("False", ready.reason, `${what}: ${ready.message ?? ""}`);
   }
-  if (ready.status === "False") return exposed("False", "NotReady", why);
-  return exposed("Unknown", "Pending", why);
+  if (ready.status === "False") return exposed("False", R.NotReady, why);
+  return exposed("Unknown", R.Pending, why);
 }
 
 export interface ExposedOutcome {
