@@ -5,15 +5,18 @@
  *
  * - `spec`     (spec.ts)    the parent's spec read once, typed; `specProblem` already ran in the hook.
  * - `observe`  (observe.ts) I/O only: the Headscale view (cached), agent scrapes; failures are values.
- * - `plan`     (plan.ts or decide.ts) pure: which writes are wanted (keys, approvals, deletions, policy).
+ * - `plan`     (plan.ts)    pure: which writes are wanted (keys, approvals, deletions, policy).
  * - `act`      (act.ts)     the guarded writes of the plan through the view's write methods; their outcomes.
- * - `decide`   (decide.ts)  pure: spec + observation + plan + outcomes → children, conditions, status fields.
+ * - `decide`   (decide.ts)  pure: one DecideInput (spec + observation + plan + outcome) → children,
+ *                           conditions, status fields.
  * - `respond`  (here)       status assembly, metrics, the answer.
+ * Finalize runs the same words through src/pipeline/finalize.ts.
  *
  * A kind whose plan needs nothing (no Tailnet, no credentials) still runs every stage: observe returns what
  * it could not see, plan wants nothing, act does nothing, decide says why.
  */
 import type { ConditionInput } from "../conditions/condition.js";
+import type { OperatorConfig } from "../config.js";
 import type { K8sObject } from "../k8s/objects.js";
 import { withdrawResource } from "../metrics/resource.js";
 import { assembleStatus, resourceId } from "./status.js";
@@ -33,13 +36,28 @@ export interface Decision {
   withdrawn?: boolean;
 }
 
+/**
+ * What decide is handed, in every kind: everything the sync saw and did, and nothing that reaches out
+ * (no view, no log, no metrics), so decide stays pure.
+ */
+export interface DecideInput<Spec, Observation, Plan, Outcome> {
+  req: HookRequest;
+  spec: Spec;
+  observed: Observation;
+  plan: Plan;
+  outcome: Outcome;
+  config: OperatorConfig;
+  /** The clock read once, when decide runs. */
+  now: Date;
+}
+
 /** The stages of one kind; `index.ts` builds one and hands it to `runSync`. */
 export interface Stages<Spec, Observation, Plan, Outcome, D extends Decision = Decision> {
   spec(parent: K8sObject): Spec;
   observe(req: HookRequest, spec: Spec, deps: HookDeps): Promise<Observation>;
   plan(req: HookRequest, spec: Spec, observed: Observation, deps: HookDeps): Plan;
-  act(req: HookRequest, plan: Plan, observed: Observation, deps: HookDeps): Promise<Outcome>;
-  decide(req: HookRequest, spec: Spec, observed: Observation, plan: Plan, outcome: Outcome, deps: HookDeps): D;
+  act(req: HookRequest, spec: Spec, observed: Observation, plan: Plan, deps: HookDeps): Promise<Outcome>;
+  decide(input: DecideInput<Spec, Observation, Plan, Outcome>): D;
   /** Kind metrics published from the decision (resource condition metrics are published by respond). */
   publish?(req: HookRequest, decision: D, observed: Observation, deps: HookDeps): void;
 }
@@ -69,8 +87,8 @@ export async function runSync<S, O, P, A, D extends Decision, R>(
   const spec = stages.spec(req.parent);
   const observed = await stages.observe(req, spec, deps);
   const plan = stages.plan(req, spec, observed, deps);
-  const outcome = await stages.act(req, plan, observed, deps);
-  const decision = stages.decide(req, spec, observed, plan, outcome, deps);
+  const outcome = await stages.act(req, spec, observed, plan, deps);
+  const decision = stages.decide({ req, spec, observed, plan, outcome, config: deps.config, now: deps.now() });
   stages.publish?.(req, decision, observed, deps);
   return answer ? answer(req, deps, decision) : respond(req, deps, decision);
 }

@@ -30,8 +30,8 @@ const who = (req: HookRequest) => `${req.parent.metadata.namespace}/${req.parent
 export async function actAuthKey(
   req: HookRequest,
   spec: AuthKeySpec,
-  plan: AuthKeyPlan,
   observed: AuthKeyObservation,
+  plan: AuthKeyPlan,
   deps: Pick<HookDeps, "log">,
 ): Promise<AuthKeyOutcome> {
   if (!observed.ok) {

@@ -10,8 +10,7 @@ import { conditionsOf } from "../../../conditions/table.js";
 import { AUTHKEY_REASONS, AuthKeyCondition as C, AuthKeyReason as R } from "../../../conditions/tables/authkey.js";
 import type { HsPreAuthKey } from "../../../headscale/types.js";
 import { findObject, reuseObserved } from "../../../k8s/objects.js";
-import type { Decision } from "../../../pipeline/run.js";
-import type { HookRequest } from "../../../pipeline/types.js";
+import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import { recordedKeyIds } from "../../shared/tenancy.js";
 import type { AuthKeyOutcome } from "./act.js";
 import { authKeySecretChild, type DeliveredKey } from "./children.js";
@@ -30,68 +29,88 @@ export interface AuthKeyDecision extends Decision {
 /** Next sync: at the renewal time (within 5 min), sooner while a renewal waits for its Secret. */
 export const MAX_RESYNC_SECONDS = 300;
 
-export function decideAuthKey(
-  req: HookRequest,
-  spec: AuthKeySpec,
-  observed: AuthKeyObservation,
-  plan: AuthKeyPlan,
-  outcome: AuthKeyOutcome,
-): AuthKeyDecision {
-  const { now, secret } = observed;
+type AuthKeyDecideInput = DecideInput<AuthKeySpec, AuthKeyObservation, AuthKeyPlan, AuthKeyOutcome>;
+type Observed = Extract<AuthKeyObservation, { ok: true }>;
+
+/** The Secret as observed, kept as it is when there is no key to deliver (never dropped because Headscale refused). */
+function keptSecret({ req, spec }: AuthKeyDecideInput) {
   const raw = findObject(req.children, "v1", "Secret", spec.secretName, req.parent.metadata.namespace);
-  const kept = raw && !raw.metadata.deletionTimestamp ? [reuseObserved(raw)] : [];
-  const subject = spec.user ? `user ${spec.user}` : spec.tags.join(", ");
+  return raw && !raw.metadata.deletionTimestamp ? [reuseObserved(raw)] : [];
+}
 
-  if (!observed.ok) {
-    const notEvaluated = observed.admitted ? (observed.reason as "NoAPIKey") : notEvaluatedReason(observed.reason);
-    const refused = observed.reason !== "NoTailnet" && !observed.admitted;
-    const message = refused ? `${observed.message}${withdrawn(observed, plan, outcome)}` : observed.message;
-    const admitted: Cond =
-      observed.reason === "NoTailnet"
-        ? cond(C.Admitted, "Unknown", R.NoTailnet, message)
-        : observed.admitted
-          ? cond(C.Admitted, "True", R.Granted, `${subject}: granted to namespace ${req.parent.metadata.namespace}`)
-          : cond(C.Admitted, "False", observed.reason as "TagNotGranted", message);
-    const why = `not evaluated: ${message}`;
-    const failed = outcome.retired.some((r) => r.error) || (refused && observed.withdraw?.keys.ok === false);
-    return {
-      children: kept,
-      conditions: [
-        admitted,
-        cond(C.Issued, "Unknown", notEvaluated, why),
-        cond(C.RenewalDue, "Unknown", notEvaluated, why),
-        cond(C.Expired, "Unknown", notEvaluated, why),
-        cond(C.Ready, "False", observed.reason, message),
-      ],
-      fields: statusFields(undefined, undefined, plan, undefined),
-      ...(failed ? { resyncAfterSeconds: 10 } : {}),
-    };
-  }
+const subjectOf = (spec: AuthKeySpec) => (spec.user ? `user ${spec.user}` : spec.tags.join(", "));
 
-  const admitted = cond(
+export function decideAuthKey(input: AuthKeyDecideInput): AuthKeyDecision {
+  const { observed } = input;
+  if (!observed.ok) return decideRefused(input, observed);
+  if (!observed.keys.ok) return decideUnlisted(input, observed, observed.keys.error.message);
+  return decideListed(input, observed, observed.keys.value);
+}
+
+/** No Tailnet, no credentials, or not admitted: nothing evaluated; a refusal says what became of its keys. */
+function decideRefused(input: AuthKeyDecideInput, observed: AuthKeyUnobserved): AuthKeyDecision {
+  const { req, spec, plan, outcome } = input;
+  const notEvaluated = observed.admitted ? (observed.reason as "NoAPIKey") : notEvaluatedReason(observed.reason);
+  const refused = observed.reason !== "NoTailnet" && !observed.admitted;
+  const message = refused ? `${observed.message}${withdrawn(observed, plan, outcome)}` : observed.message;
+  const admitted: Cond =
+    observed.reason === "NoTailnet"
+      ? cond(C.Admitted, "Unknown", R.NoTailnet, message)
+      : observed.admitted
+        ? cond(
+            C.Admitted,
+            "True",
+            R.Granted,
+            `${subjectOf(spec)}: granted to namespace ${req.parent.metadata.namespace}`,
+          )
+        : cond(C.Admitted, "False", observed.reason as "TagNotGranted", message);
+  const why = `not evaluated: ${message}`;
+  const failed = outcome.retired.some((r) => r.error) || (refused && observed.withdraw?.keys.ok === false);
+  return {
+    children: keptSecret(input),
+    conditions: [
+      admitted,
+      cond(C.Issued, "Unknown", notEvaluated, why),
+      cond(C.RenewalDue, "Unknown", notEvaluated, why),
+      cond(C.Expired, "Unknown", notEvaluated, why),
+      cond(C.Ready, "False", observed.reason, message),
+    ],
+    fields: statusFields(undefined, undefined, plan, undefined),
+    ...(failed ? { resyncAfterSeconds: 10 } : {}),
+  };
+}
+
+function admittedCondition({ req, spec }: AuthKeyDecideInput, observed: Observed): Cond {
+  return cond(
     C.Admitted,
     "True",
     R.Granted,
     spec.user
       ? `TailnetUser ${spec.user} lets namespace ${req.parent.metadata.namespace} mint keys (Headscale user ${observed.userId})`
-      : `${subject}: granted to namespace ${req.parent.metadata.namespace}`,
+      : `${subjectOf(spec)}: granted to namespace ${req.parent.metadata.namespace}`,
   );
-  if (!observed.keys.ok) {
-    const message = `Headscale's key list could not be read (${observed.keys.error.message})`;
-    return {
-      children: kept,
-      conditions: [
-        admitted,
-        cond(C.Issued, "Unknown", R.NotObserved, message),
-        cond(C.RenewalDue, "Unknown", R.NotObserved, message),
-        cond(C.Expired, "Unknown", R.NotObserved, message),
-        cond(C.Ready, "False", R.NotObserved, message),
-      ],
-      fields: statusFields(undefined, undefined, plan, undefined),
-      resyncAfterSeconds: 10,
-    };
-  }
+}
 
+/** Headscale's key list could not be read: nothing known about the key. */
+function decideUnlisted(input: AuthKeyDecideInput, observed: Observed, error: string): AuthKeyDecision {
+  const message = `Headscale's key list could not be read (${error})`;
+  return {
+    children: keptSecret(input),
+    conditions: [
+      admittedCondition(input, observed),
+      cond(C.Issued, "Unknown", R.NotObserved, message),
+      cond(C.RenewalDue, "Unknown", R.NotObserved, message),
+      cond(C.Expired, "Unknown", R.NotObserved, message),
+      cond(C.Ready, "False", R.NotObserved, message),
+    ],
+    fields: statusFields(undefined, undefined, input.plan, undefined),
+    resyncAfterSeconds: 10,
+  };
+}
+
+/** The key to deliver: the one minted now, else the Secret's current one, else one still valid while renewal failed. */
+function deliveredKey({ plan, outcome }: AuthKeyDecideInput, observed: Observed) {
+  const { now, secret } = observed;
   const minted = outcome.mint?.step === "minted" ? outcome.mint.key : undefined;
   // the Secret's key with its lifetime as Headscale lists it (plan.times), not as its annotations say
   const held = secret && plan.current ? { ...secret, ...(plan.times ?? {}) } : undefined;
@@ -99,37 +118,22 @@ export function decideAuthKey(
   // a key still valid while its replacement could not be minted (due, changed) stays delivered
   const stillValid = !current && held && plan.mint !== "revoked" && now < held.expiresAt ? held : undefined;
   const delivered: DeliveredKey | undefined = minted ?? current ?? stillValid;
+  return { minted, delivered };
+}
+
+function decideListed(input: AuthKeyDecideInput, observed: Observed, listed: readonly HsPreAuthKey[]): AuthKeyDecision {
+  const { req, spec, plan, outcome } = input;
+  const { now, secret } = observed;
+  const { minted, delivered } = deliveredKey(input, observed);
   // without a key to deliver the observed Secret is kept as it is: never dropped because Headscale refused
-  const children = delivered ? [authKeySecretChild(req.parent, spec.secretName, delivered, observed.server)] : kept;
+  const children = delivered
+    ? [authKeySecretChild(req.parent, spec.secretName, delivered, observed.server)]
+    : keptSecret(input);
   const mintError = outcome.mint?.step === "failed" ? outcome.mint.error : undefined;
   const pendingId = outcome.mint?.step === "pending" ? outcome.mint.keyId : undefined;
-
-  const issued = delivered
-    ? cond(
-        C.Issued,
-        "True",
-        R.Issued,
-        `key ${delivered.id} is in Secret ${spec.secretName}, valid until ${toK8sTime(delivered.expiresAt)}`,
-      )
-    : cond(
-        C.Issued,
-        "False",
-        R.NotIssued,
-        pendingId
-          ? `key ${pendingId}, minted for this object moments ago, is not in Secret ${spec.secretName} yet; waiting for it rather than minting a second key`
-          : `no key could be minted: ${mintError ?? "nothing minted yet"}`,
-      );
+  const issued = issuedCondition(spec, delivered, pendingId, mintError);
   const secretExpired = secret && !minted && !delivered;
-  const expired = secretExpired
-    ? cond(
-        C.Expired,
-        "True",
-        R.Expired,
-        plan.mint === "revoked"
-          ? `key ${secret.id} in Secret ${spec.secretName} is no longer valid in Headscale and no new key could be minted`
-          : `key ${secret.id} in Secret ${spec.secretName} expired at ${toK8sTime(secret.expiresAt)}`,
-      )
-    : cond(C.Expired, "False", R.Valid, delivered ? `valid until ${toK8sTime(delivered.expiresAt)}` : "no key yet");
+  const expired = expiredCondition(spec, plan, secretExpired ? secret : undefined, delivered);
   const renewal = renewalCondition(spec, plan, outcome, delivered, secret, minted, mintError, pendingId);
   const blocker = !delivered ? (secretExpired ? expired : issued) : undefined;
   const ready = blocker
@@ -137,12 +141,60 @@ export function decideAuthKey(
     : cond(C.Ready, "True", R.Ready, issued.message);
   return {
     children,
-    conditions: [admitted, issued, renewal, expired, ready],
+    conditions: [admittedCondition(input, observed), issued, renewal, expired, ready],
     // only a key this object minted is recorded as its own, never one merely found in the Secret
-    fields: statusFields(delivered, minted?.id ?? ownedCurrent(plan), plan, observed.keys.value),
+    fields: statusFields(delivered, minted?.id ?? ownedCurrent(plan), plan, listed),
     resyncAfterSeconds: resyncAfter(now, delivered, renewal.status === "True" || !delivered),
     ...(delivered ? { expiresAt: delivered.expiresAt } : {}),
   };
+}
+
+function issuedCondition(
+  spec: AuthKeySpec,
+  delivered: DeliveredKey | undefined,
+  pendingId: string | undefined,
+  mintError: string | undefined,
+): Cond {
+  if (delivered) {
+    return cond(
+      C.Issued,
+      "True",
+      R.Issued,
+      `key ${delivered.id} is in Secret ${spec.secretName}, valid until ${toK8sTime(delivered.expiresAt)}`,
+    );
+  }
+  return cond(
+    C.Issued,
+    "False",
+    R.NotIssued,
+    pendingId
+      ? `key ${pendingId}, minted for this object moments ago, is not in Secret ${spec.secretName} yet; waiting for it rather than minting a second key`
+      : `no key could be minted: ${mintError ?? "nothing minted yet"}`,
+  );
+}
+
+/** `expiredSecret`: the Secret's key when nothing is delivered in its place. */
+function expiredCondition(
+  spec: AuthKeySpec,
+  plan: AuthKeyPlan,
+  expiredSecret: DeliveredKey | undefined,
+  delivered: DeliveredKey | undefined,
+): Cond {
+  if (!expiredSecret)
+    return cond(
+      C.Expired,
+      "False",
+      R.Valid,
+      delivered ? `valid until ${toK8sTime(delivered.expiresAt)}` : "no key yet",
+    );
+  return cond(
+    C.Expired,
+    "True",
+    R.Expired,
+    plan.mint === "revoked"
+      ? `key ${expiredSecret.id} in Secret ${spec.secretName} is no longer valid in Headscale and no new key could be minted`
+      : `key ${expiredSecret.id} in Secret ${spec.secretName} expired at ${toK8sTime(expiredSecret.expiresAt)}`,
+  );
 }
 
 /**

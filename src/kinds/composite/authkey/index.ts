@@ -22,8 +22,8 @@ export const authKeyStages: Stages<AuthKeySpec, AuthKeyObservation, AuthKeyPlan,
   spec: readAuthKeySpec,
   observe: (req, spec, deps) => observeAuthKey(req, spec, deps),
   plan: (req, spec, observed) => planAuthKey(req.parent, spec, observed),
-  act: (req, plan, observed, deps) => actAuthKey(req, readAuthKeySpec(req.parent), plan, observed, deps),
-  decide: (req, spec, observed, plan, outcome) => decideAuthKey(req, spec, observed, plan, outcome),
+  act: actAuthKey,
+  decide: decideAuthKey,
   publish: (req, decision, _observed, deps) => publishAuthKeyMetrics(deps.metrics, req.parent, decision.expiresAt),
 };
 

@@ -2,7 +2,8 @@
  * The egress's Headscale writes, each guarded and each through the view's write methods (which settle into
  * an Outcome and drop the cached part they changed): the superseded agent nodes are deleted and a pre-auth
  * key is created only as planned, i.e. only from what this sync could read (a failed observation never
- * writes); the outcomes fold back into status. Finalize expires the egress's keys before deleting its
+ * writes); the outcomes fold back into status. A refused egress (a withdrawn grant) has the keys it minted
+ * expired instead. Finalize expires the egress's keys before deleting its
  * nodes, so a pod still running cannot register again in between.
  */
 import type { HsNode } from "../../../headscale/types.js";
@@ -12,8 +13,10 @@ import { reuseObserved } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { AGENT_KEY_FLAGS, type AuthKeyOutcome, ensureAuthKey } from "../../shared/authkey.js";
 import { deleteSuperseded, logSuperseded } from "../../shared/superseded.js";
+import { withdrawRefusedKeys } from "../../shared/withdraw.js";
 import type { EgressObservation } from "./observe.js";
 import type { CleanupPlan, EgressPlan } from "./plan.js";
+import type { EgressSpec } from "./spec.js";
 
 export interface EgressOutcome {
   /** The node list decide sees: as read, minus the nodes deleted now (undefined: nothing was read). */
@@ -26,10 +29,13 @@ const who = (req: HookRequest) => `${req.parent.metadata.namespace}/${req.parent
 
 export async function actEgress(
   req: HookRequest,
-  plan: EgressPlan,
+  _spec: EgressSpec,
   observed: EgressObservation,
-  deps: Pick<HookDeps, "log">,
+  plan: EgressPlan,
+  deps: HookDeps,
 ): Promise<EgressOutcome> {
+  // a withdrawn grant: the keys it minted are expired (shared/withdraw.ts)
+  if (!observed.ok) await withdrawRefusedKeys(req, deps, observed.reason);
   if (!observed.ok || !plan.key) return { authKey: {} };
   const { view } = observed;
   const superseded = await deleteSuperseded(view, observed.nodes, plan.deleteNodes);

@@ -19,8 +19,7 @@ import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../headscale/types.js
 import type { Obs } from "../../../headscale/view.js";
 import type { K8sObject, ObjectMaps } from "../../../k8s/objects.js";
 import { findObject, reuseAllChildren } from "../../../k8s/objects.js";
-import type { Decision } from "../../../pipeline/run.js";
-import type { HookRequest } from "../../../pipeline/types.js";
+import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import { registeredCondition, tagKnownCondition } from "../../shared/agent-conditions.js";
 import { agentName } from "../../shared/agent-pod.js";
 import type { AuthKeyOutcome, ObservedKey } from "../../shared/authkey.js";
@@ -34,6 +33,7 @@ import type { EgressOutcome } from "./act.js";
 import { egressChildren } from "./children.js";
 import { conflictingTargets, serviceConflictCondition } from "./conflicts.js";
 import type { EgressObservation } from "./observe.js";
+import type { EgressPlan } from "./plan.js";
 import type { EgressSpec } from "./spec.js";
 import { type AgentObservation, evaluateTargets, ROUTE_MISSING, type TargetVerdict } from "./targets.js";
 
@@ -200,13 +200,18 @@ function keyInUse(
 }
 
 /** The decide input of one sync: the spec, the observation and act's outcome, without the view. */
-export function egressDecideInput(
-  req: HookRequest,
-  spec: EgressSpec,
-  observed: EgressObservation,
-  outcome: EgressOutcome,
-  config: OperatorConfig,
-): EgressDecideInput {
+/** The decide stage (src/pipeline/run.ts DecideInput): the sync in the egress's words, decided. */
+export function decideEgressSync(input: DecideInput<EgressSpec, EgressObservation, EgressPlan, EgressOutcome>) {
+  return decideEgress(egressDecideInput(input));
+}
+
+export function egressDecideInput({
+  req,
+  spec,
+  observed,
+  outcome,
+  config,
+}: DecideInput<EgressSpec, EgressObservation, EgressPlan, EgressOutcome>): EgressDecideInput {
   const base = { parent: req.parent, children: req.children, related: req.related, config, spec };
   const { now, keySecrets } = observed;
   if (!observed.ok) {

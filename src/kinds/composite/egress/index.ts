@@ -8,10 +8,9 @@ import { EGRESS_REASONS } from "../../../conditions/tables/egress.js";
 import { runSync, type Stages } from "../../../pipeline/run.js";
 import { invalidSpecResult } from "../../../pipeline/status.js";
 import type { KindModule } from "../../../pipeline/types.js";
-import { withdrawRefusedKeys } from "../../shared/withdraw.js";
 import { egressRelated } from "../related.js";
 import { actEgress, type EgressOutcome } from "./act.js";
-import { decideEgress, type EgressDecision, egressDecideInput } from "./decide.js";
+import { decideEgressSync, type EgressDecision } from "./decide.js";
 import { finalizeEgress } from "./finalize.js";
 import { publishEgressMetrics } from "./metrics.js";
 import { type EgressObservation, observeEgress } from "./observe.js";
@@ -24,13 +23,8 @@ export const egressStages: Stages<EgressSpec, EgressObservation, EgressPlan, Egr
   spec: readEgressSpec,
   observe: (req, spec, deps) => observeEgress(req, spec, deps),
   plan: (_req, spec, observed) => planEgress(spec, observed),
-  act: async (req, plan, observed, deps) => {
-    // a withdrawn grant: the keys it minted are expired (shared/withdraw.ts)
-    if (!observed.ok) await withdrawRefusedKeys(req, deps, observed.reason);
-    return actEgress(req, plan, observed, deps);
-  },
-  decide: (req, spec, observed, _plan, outcome, deps) =>
-    decideEgress(egressDecideInput(req, spec, observed, outcome, deps.config)),
+  act: actEgress,
+  decide: decideEgressSync,
   publish: (req, decision, _observed, deps) => publishEgressMetrics(deps.metrics, req.parent, decision.metrics),
 };
 

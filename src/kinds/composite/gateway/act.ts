@@ -2,17 +2,20 @@
  * The gateway's Headscale writes, each one the plan's and each through the view's write methods (which settle
  * into an Outcome and drop the cached part they changed): the bootstrap key (ensureAuthKey), the approval of
  * the gateway's own routes (read-modify-write: approve_routes replaces the whole approved set) and the deletion
- * of its stale nodes; on finalize every node of ours and our live bootstrap keys. Outcomes are returned, never
- * thrown, and decide folds them into status.
+ * of its stale nodes; a refused gateway (a withdrawn grant) has the keys it minted expired instead. Outcomes are
+ * returned, never thrown, and decide folds them into status. Finalize's writes are in finalize.ts.
  */
 import type { FastifyBaseLogger } from "fastify";
 import type { HeadscaleError } from "../../../headscale/errors.js";
 import type { HsPreAuthKey } from "../../../headscale/types.js";
 import type { HeadscaleView } from "../../../headscale/view.js";
 import type { K8sObject } from "../../../k8s/objects.js";
+import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { ensureAuthKey, observedKeys } from "../../shared/authkey.js";
-import { type Seen, seen } from "./observe.js";
+import { withdrawRefusedKeys } from "../../shared/withdraw.js";
+import { type GatewayObservation, type Seen, seen } from "./observe.js";
 import type { BootstrapKey, GatewayApproval, GatewayPlan } from "./plan.js";
+import type { GatewaySpec } from "./spec.js";
 
 export interface GatewayOutcome {
   /** The bootstrap key as the key work left it; absent when nothing is served. */
@@ -43,6 +46,22 @@ async function approve(view: HeadscaleView, a: GatewayApproval): Promise<NonNull
 }
 
 export async function actGateway(
+  req: HookRequest,
+  _spec: GatewaySpec,
+  observed: GatewayObservation,
+  plan: GatewayPlan,
+  deps: HookDeps,
+): Promise<GatewayOutcome> {
+  if ("unserved" in observed) {
+    // a withdrawn grant: the keys it minted are expired (shared/withdraw.ts)
+    await withdrawRefusedKeys(req, deps, observed.unserved.reason);
+    return { deleted: [] };
+  }
+  return actServed(deps.views.view(observed.conn), req.parent, observed.secrets, plan, deps.log);
+}
+
+/** The writes of a served gateway, through the view of its Tailnet's Headscale. */
+async function actServed(
   view: HeadscaleView,
   parent: K8sObject,
   secrets: readonly K8sObject[],

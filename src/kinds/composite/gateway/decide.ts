@@ -9,7 +9,7 @@ import { conditionsOf } from "../../../conditions/table.js";
 import { GatewayCondition as C, GATEWAY_REASONS, GatewayReason as R } from "../../../conditions/tables/gateway.js";
 import { jsonEqual } from "../../../k8s/json-equal.js";
 import { type K8sObject, LAST_APPLIED, reuseObserved } from "../../../k8s/objects.js";
-import type { Decision } from "../../../pipeline/run.js";
+import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import { invalidSpecConditions, previousStatus } from "../../../pipeline/status.js";
 import type { GatewayOutcome } from "./act.js";
 import {
@@ -35,6 +35,7 @@ import {
   staleWork,
 } from "./plan.js";
 import { renderCorefile, renderDeployment, renderedStamp } from "./render.js";
+import type { GatewaySpec } from "./spec.js";
 import { derivedZone, renderZoneFile } from "./zone.js";
 
 const { cond, types: TYPES } = conditionsOf(GATEWAY_REASONS);
@@ -65,6 +66,15 @@ export interface GatewayDecision extends Decision {
 
 /** What the plan's writes did, as decide folds them (act's GatewayOutcome; no writes: `{ deleted: [] }`). */
 export type GatewayWriteOutcome = Pick<GatewayOutcome, "minted" | "approve" | "approveExit" | "deleted">;
+
+/** The decide stage (src/pipeline/run.ts DecideInput): the observation as act left it, the plan, the outcomes. */
+export function decideGatewaySync({
+  observed,
+  plan,
+  outcome,
+}: DecideInput<GatewaySpec, GatewayObservation, GatewayPlan, GatewayOutcome>): GatewayDecision {
+  return decideGateway(settled(observed, outcome), plan, outcome);
+}
 
 /** The decide input after act: the key as act left it and, after a mint, the key list read again. */
 export function settled(o: GatewayObservation, outcome: GatewayOutcome): GatewayDecideInput {

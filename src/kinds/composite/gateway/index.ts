@@ -6,10 +6,9 @@
 import type { K8sObject } from "../../../k8s/objects.js";
 import { respond, runSync, type Stages } from "../../../pipeline/run.js";
 import type { FinalizeResult, HookDeps, HookRequest, KindModule } from "../../../pipeline/types.js";
-import { withdrawRefusedKeys } from "../../shared/withdraw.js";
 import { gatewayRelated } from "../related.js";
 import { actGateway, type GatewayOutcome } from "./act.js";
-import { decideGateway, type GatewayDecision, settled } from "./decide.js";
+import { decideGateway, decideGatewaySync, type GatewayDecision } from "./decide.js";
 import {
   actGatewayCleanup,
   decideGatewayCleanup,
@@ -31,14 +30,8 @@ const stages: Stages<GatewaySpec, GatewayObservation, GatewayPlan, GatewayOutcom
   spec: readGatewaySpec,
   observe: observeGateway,
   plan: (_req, _spec, observed) => planGateway(observed),
-  act: async (req, plan, observed, deps) => {
-    if (!("unserved" in observed))
-      return actGateway(deps.views.view(observed.conn), req.parent, observed.secrets, plan, deps.log);
-    // a withdrawn grant: the keys it minted are expired (shared/withdraw.ts)
-    await withdrawRefusedKeys(req, deps, observed.unserved.reason);
-    return { deleted: [] };
-  },
-  decide: (_req, _spec, observed, plan, outcome) => decideGateway(settled(observed, outcome), plan, outcome),
+  act: actGateway,
+  decide: decideGatewaySync,
   publish: (req, decision, _observed, deps) => {
     const expiry = decision.keyExpiresAt;
     if (expiry) deps.metrics.authKeyExpiry.set(metricId(req.parent), Math.floor(expiry.getTime() / 1000));

@@ -1,7 +1,8 @@
 /**
  * act for a TailnetIngress: the only Headscale writes it makes, all through the view's write methods
  * (each invalidates what it changed). In sync, the plan's superseded agent nodes are deleted and the
- * pre-auth key is created or rotated (shared ensureAuthKey), only when this sync's reads allowed it; in
+ * pre-auth key is created or rotated (shared ensureAuthKey), only when this sync's reads allowed it (a
+ * refused ingress — a withdrawn grant — has the keys it minted expired instead); in
  * finalize, the nodes registered with keys the ingress minted are deleted and those keys expired. Outcomes are
  * returned, never thrown, and fold back into status.
  */
@@ -14,9 +15,11 @@ import { AGENT_KEY_FLAGS, type AuthKeyOutcome, type AuthKeyPlan, ensureAuthKey }
 import { nodeLabel } from "../../shared/node-names.js";
 import { deleteSuperseded, logSuperseded } from "../../shared/superseded.js";
 import { nodesMintedBy, ownKeyIds } from "../../shared/tenancy.js";
+import { withdrawRefusedKeys } from "../../shared/withdraw.js";
 import type { TailnetSettings } from "../../shared/workload.js";
-import type { IngressPlan } from "./decide.js";
 import type { IngressObservation } from "./observe.js";
+import type { IngressPlan } from "./plan.js";
+import type { IngressSpec } from "./spec.js";
 
 export interface IngressOutcome {
   /** The node list for decide: as observed, minus the superseded nodes deleted now. */
@@ -28,11 +31,14 @@ const qualified = (parent: K8sObject) => `${parent.metadata.namespace}/${parent.
 
 export async function actIngress(
   req: HookRequest,
-  plan: IngressPlan,
+  _spec: IngressSpec,
   observed: IngressObservation,
+  plan: IngressPlan,
   deps: HookDeps,
 ): Promise<IngressOutcome> {
   const { facts, view } = observed;
+  // a withdrawn grant: the keys it minted are expired (shared/withdraw.ts)
+  if (!facts.tailnet.ok) await withdrawRefusedKeys(req, deps, facts.tailnet.reason);
   let nodes = facts.nodes;
   if (view && nodes && plan.superseded.length) {
     const superseded = await deleteSuperseded(view, nodes, plan.superseded);

@@ -2,86 +2,36 @@
  * decide for a TailnetIngress (pure): spec + observation + the outcomes of act in, children +
  * conditions + status fields out. Ready repeats the first blocker: NoTailnet / NoAPIKey, TagUnknown,
  * InvalidDNSName, DNSNameReserved, DNSNameConflict, then Registered, PolicyGranted, TLSReady, BackendsReachable
- * (reasons page order). Also `planIngress`, the pure part that says which Headscale writes are wanted.
+ * (reasons page order). The writes it reports on are planned in plan.ts.
  */
-
 import { IngressCondition as C, IngressReason as R } from "../../../conditions/tables/ingress.js";
-import type { OperatorConfig } from "../../../config.js";
-import type { HsNode, HsPolicy } from "../../../headscale/types.js";
-import type { Obs } from "../../../headscale/view.js";
-import { type K8sObject, reuseObserved } from "../../../k8s/objects.js";
-import type { Decision } from "../../../pipeline/run.js";
-import type { ScrapeResult } from "../../../pipeline/types.js";
+import type { HsNode } from "../../../headscale/types.js";
+import { reuseObserved } from "../../../k8s/objects.js";
+import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import { registeredCondition, tagKnownCondition } from "../../shared/agent-conditions.js";
 import { agentName } from "../../shared/agent-pod.js";
-import { type AuthKeyOutcome, type AuthKeyPlan, decideAuthKey, observedKeys } from "../../shared/authkey.js";
+import { type AuthKeyOutcome, observedKeys } from "../../shared/authkey.js";
 import { heldNamesOf, type NameHolder } from "../../shared/dns-owners.js";
 import { agentHostname } from "../../shared/dns-tenancy.js";
 import { type IngressNames, nameConflicts, namesIn } from "../../shared/ingress-names.js";
 import { listNames, nodeLabel, nodesWithTag } from "../../shared/node-names.js";
-import type { ProxyClassSpec } from "../../shared/proxy-class.js";
-import { supersededNodes } from "../../shared/superseded.js";
-import { ownKeyIds, recordedKeyIds, type TenancyReason } from "../../shared/tenancy.js";
+import { recordedKeyIds } from "../../shared/tenancy.js";
 import { effectiveTag, type TailnetSettings } from "../../shared/workload.js";
+import type { IngressOutcome } from "./act.js";
 import { backendsCondition } from "./backends.js";
 import { ingressChildren } from "./children.js";
 import { cond, type IngressCondition, isReadyBlocker, type ReadyReason } from "./conditions.js";
+import { type IngressFacts, ingressOwnKeys, settingsOf, type TailnetView } from "./facts.js";
+import type { IngressObservation } from "./observe.js";
+import type { IngressPlan } from "./plan.js";
 import type { IngressSpec } from "./spec.js";
 import { tlsCondition } from "./tls.js";
-
-/**
- * The Tailnet as decide sees it: resolved (with the login server), or why not. Without credentials
- * (NoAPIKey) the Tailnet itself was found, so its settings (tag prefix, baseDomain, allowed sources)
- * are known; without the Tailnet (NoTailnet) nothing is.
- */
-export type TailnetView =
-  | { ok: true; settings: TailnetSettings; loginServer: string; ca?: string; proxyClass?: ProxyClassSpec }
-  | { ok: false; reason: "NoAPIKey" | "ProxyClassMissing" | TenancyReason; message: string; settings: TailnetSettings }
-  | { ok: false; reason: "NoTailnet"; message: string };
-
-const settingsOf = (t: TailnetView): TailnetSettings | undefined =>
-  t.ok || t.reason !== "NoTailnet" ? t.settings : undefined;
-
-/** What observe saw (I/O done; failures are values). */
-export interface IngressFacts {
-  parent: K8sObject;
-  config: OperatorConfig;
-  /** Observed children, reused as they are when they may not be rebuilt. */
-  children: K8sObject[];
-  tailnet: TailnetView;
-  /** Headscale reads; undefined when Headscale was not queried (no Tailnet or no credentials). */
-  policy?: Obs<HsPolicy | null>;
-  nodes?: Obs<HsNode[]>;
-  scrapes: ScrapeResult[];
-  /** The related Secrets of the ingress's namespace by name (its TLS Secrets). */
-  tlsSecrets: ReadonlyMap<string, K8sObject>;
-  /** Names of the related backend Services that exist. */
-  services: ReadonlySet<string>;
-  /** Every TailnetIngress (name conflicts). */
-  ingresses: K8sObject[];
-  /** The key ids the ingress minted, when observe read Headscale's key list (adoption, ownKeyIds). */
-  ownKeys?: ReadonlySet<string>;
-  /** LeftOutOfPolicy's message: the Tailnet left this ingress's grant out of the policy. */
-  leftOut?: string;
-  now: Date;
-}
 
 /** decide's input: the spec, the facts, with the node list as left by act, and the pre-auth key after act. */
 export interface IngressDecideInput extends IngressFacts {
   spec: IngressSpec;
   /** The pre-auth key after act (see planIngress). */
   authKey: AuthKeyOutcome;
-}
-
-/** The Headscale writes a sync wants (pure, see planIngress); act carries them out. */
-export interface IngressPlan {
-  /** The effective tag, once the Tailnet's settings are known. */
-  tag?: string;
-  /** Headscale may be written for the key: the Tailnet resolved and this sync's reads succeeded. */
-  write: boolean;
-  authKey: AuthKeyPlan;
-  /** Agent nodes a newer pod replaced (from a node list read in this sync), to delete. */
-  superseded: HsNode[];
 }
 
 /** One Headscale node of the ingress (an agent pod's): its name, tailnet addresses and whether it is online. */
@@ -101,12 +51,6 @@ export interface IngressStatusFields extends Record<string, unknown> {
   preAuthKeyIds?: string[];
 }
 
-/** The key ids this ingress minted: status.preAuthKeyIds and its key Secrets (tenancy.ts ownKeyIds). */
-export function ingressOwnKeys(parent: K8sObject, children: readonly K8sObject[], tag: string): Set<string> {
-  const secretIds = observedKeys(children).map((k) => k.keyId);
-  return ownKeyIds(parent, tag, secretIds, undefined);
-}
-
 export interface IngressDecision extends Decision {
   conditions: IngressCondition[];
   fields: IngressStatusFields;
@@ -119,32 +63,6 @@ export interface IngressDecision extends Decision {
 /** While something outside the operator is awaited (registration, policy, agent, Headscale). */
 export const WAIT_RESYNC_SECONDS = 30;
 const MIN_RESYNC_SECONDS = 5;
-
-/**
- * The writes wanted (pure). The pre-auth key is written only when the Tailnet resolved and the reads of
- * this sync succeeded (a failed observation never writes); superseded nodes are deleted only from a node
- * list read in this sync, for a resolved Tailnet (the tag is known).
- */
-export function planIngress(
-  spec: IngressSpec,
-  facts: Pick<IngressFacts, "parent" | "children" | "tailnet" | "policy" | "nodes" | "now" | "ownKeys">,
-): IngressPlan {
-  const { tailnet, nodes, now } = facts;
-  const settings = settingsOf(tailnet);
-  const tag = settings ? effectiveTag(facts.parent, settings.tagPrefix) : undefined;
-  const write = tailnet.ok && facts.policy?.ok === true && nodes?.ok === true;
-  const superseded =
-    tailnet.ok && tag && nodes?.ok
-      ? supersededNodes(
-          nodes.value,
-          tag,
-          facts.ownKeys ?? ingressOwnKeys(facts.parent, facts.children, tag),
-          spec.replicas,
-          now,
-        )
-      : [];
-  return { ...(tag ? { tag } : {}), write, authKey: decideAuthKey(facts.children, now), superseded };
-}
 
 type Tailnetless = Exclude<TailnetView, { ok: true }>;
 
@@ -276,9 +194,27 @@ const nodeHostnameOf = (hostname: string, namespace: string, flat: readonly stri
   nodeHostname: agentHostname(hostname, namespace, flat),
 });
 
-export function decideIngress(input: IngressDecideInput): IngressDecision {
-  const { parent, spec, tailnet, now } = input;
-  const namespace = parent.metadata.namespace ?? "";
+/** The decide stage (src/pipeline/run.ts DecideInput): the facts observed, with the node list and key act left. */
+export function decideIngressSync(
+  input: DecideInput<IngressSpec, IngressObservation, IngressPlan, IngressOutcome>,
+): IngressDecision {
+  const { spec, observed, outcome } = input;
+  return decideIngress({ ...observed.facts, spec, nodes: outcome.nodes, authKey: outcome.authKey });
+}
+
+/** The names the ingress would publish, and which of them a Headscale node or an older ingress holds. */
+interface NamesSeen {
+  settings?: TailnetSettings;
+  tag?: string;
+  flat?: readonly string[];
+  names?: IngressNames;
+  held: NameHolder[];
+  heldNames: Set<string>;
+  conflicts: { name: string; claimedBy: string }[];
+}
+
+function namesSeen(input: IngressDecideInput): NamesSeen {
+  const { parent, spec, tailnet } = input;
   const settings = settingsOf(tailnet);
   const tag = settings ? effectiveTag(parent, settings.tagPrefix) : spec.tag;
   const flat = settings?.dnsFlatNamespaces;
@@ -289,7 +225,14 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
   const conflicts = settings
     ? nameConflicts(parent, input.ingresses, settings.baseDomain, flat).filter((c) => !heldNames.has(c.name))
     : [];
+  return { ...(settings ? { settings } : {}), tag, flat, names, held, heldNames, conflicts };
+}
 
+/** The conditions besides Ready, and the nodes carrying the tag (undefined while the node list was not read). */
+function conditionsOfIngress(input: IngressDecideInput, seen: NamesSeen) {
+  const { parent, spec, tailnet, now } = input;
+  const { tag, names } = seen;
+  const namespace = parent.metadata.namespace ?? "";
   const tagKnown = !tailnet.ok
     ? notEvaluated("TagKnown", tailnet)
     : input.policy && tag
@@ -324,54 +267,71 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
         };
   const backends = backendsCondition(spec, namespace, agentName(parent), input.scrapes, input.services);
   const mine = tailnet.ok && tag && input.nodes?.ok ? nodesWithTag(input.nodes.value, tag) : undefined;
+  return { tagKnown, registered, granted, tls, backends, mine };
+}
 
+type IngressConditions = ReturnType<typeof conditionsOfIngress>;
+
+/** Ready: the first blocker's reason, or serving. */
+function readyCondition(input: IngressDecideInput, seen: NamesSeen, c: IngressConditions): IngressCondition {
+  const { spec, tailnet } = input;
+  const { tag, names } = seen;
   const blockers: Blocker[] = [
     tailnet.ok
       ? { ok: true, reason: "Ready", message: "" }
       : { ok: false, reason: tailnet.reason, message: tailnet.message },
-    { ok: tagKnown.status === "True", reason: "TagUnknown", message: tagKnown.message },
-    ...namesBlockers(names, held, conflicts),
-    blockerFrom(registered),
-    mine && tag ? onlineBlocker(registered, mine, tag) : { ok: true, reason: "Ready", message: "" },
-    blockerFrom(granted),
-    blockerFrom(tls.condition),
-    blockerFrom(backends.condition),
+    { ok: c.tagKnown.status === "True", reason: "TagUnknown", message: c.tagKnown.message },
+    ...namesBlockers(names, seen.held, seen.conflicts),
+    blockerFrom(c.registered),
+    c.mine && tag ? onlineBlocker(c.registered, c.mine, tag) : { ok: true, reason: "Ready", message: "" },
+    blockerFrom(c.granted),
+    blockerFrom(c.tls.condition),
+    blockerFrom(c.backends.condition),
   ];
   const first = blockers.find((b) => !b.ok);
-  const ready = first
+  return first
     ? cond(C.Ready, "False", first.reason, first.message)
     : cond(
         C.Ready,
         "True",
         R.Ready,
-        `serving ${listNames(spec.exposes.map((e) => e.name))} on ${names?.dnsName ?? spec.hostname}${onlineNote(spec.replicas, mine)}`,
+        `serving ${listNames(spec.exposes.map((e) => e.name))} on ${names?.dnsName ?? spec.hostname}${onlineNote(spec.replicas, c.mine)}`,
       );
+}
 
-  const children =
-    tailnet.ok && tag && names
-      ? ingressChildren(parent, input.config, spec, {
-          tag,
-          loginServer: tailnet.loginServer,
-          names: names.exposes,
-          authKeySecret: input.authKey.secret,
-          ca: tailnet.ca,
-          ...(tailnet.proxyClass ? { proxyClass: tailnet.proxyClass } : {}),
-          ...nodeHostnameOf(spec.hostname, namespace, flat),
-          observedDeployment: input.children.find(
-            (c) => c.kind === "Deployment" && c.metadata.name === agentName(parent) && !c.metadata.deletionTimestamp,
-          ),
-        })
-      : input.children.filter((c) => !c.metadata.deletionTimestamp).map(reuseObserved);
+/** The agent's children once the Tailnet and the names are known; else the observed ones, as they are. */
+function childrenOfIngress(input: IngressDecideInput, seen: NamesSeen) {
+  const { parent, spec, tailnet } = input;
+  const { tag, names, flat } = seen;
+  if (!(tailnet.ok && tag && names))
+    return input.children.filter((c) => !c.metadata.deletionTimestamp).map(reuseObserved);
+  return ingressChildren(parent, input.config, spec, {
+    tag,
+    loginServer: tailnet.loginServer,
+    names: names.exposes,
+    authKeySecret: input.authKey.secret,
+    ca: tailnet.ca,
+    ...(tailnet.proxyClass ? { proxyClass: tailnet.proxyClass } : {}),
+    ...nodeHostnameOf(spec.hostname, parent.metadata.namespace ?? "", flat),
+    observedDeployment: input.children.find(
+      (c) => c.kind === "Deployment" && c.metadata.name === agentName(parent) && !c.metadata.deletionTimestamp,
+    ),
+  });
+}
 
-  const lost = new Set([...heldNames, ...conflicts.map((c) => c.name)]);
+/** The status fields: the names published (never one held or conflicting), reachability, nodes and keys. */
+function statusFieldsOf(input: IngressDecideInput, seen: NamesSeen, c: IngressConditions): IngressStatusFields {
+  const { spec } = input;
+  const { tag, names } = seen;
+  const lost = new Set([...seen.heldNames, ...seen.conflicts.map((x) => x.name)]);
   const published = (n: string) => !!names && names.invalid.length === 0 && !lost.has(n);
-  const fields: IngressStatusFields = {
+  return {
     ...(tag ? { tag } : {}),
     ...(names && published(names.dnsName) ? { dnsName: names.dnsName } : {}),
     exposes: spec.exposes
       .map((e, i) => {
         const n = names?.exposes[i];
-        const reachable = backends.reachable.get(e.name);
+        const reachable = c.backends.reachable.get(e.name);
         return {
           name: e.name,
           ...(n && published(n.dnsName) ? { dnsName: n.dnsName } : {}),
@@ -380,22 +340,29 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
         };
       })
       .sort((a, b) => a.name.localeCompare(b.name)),
-    ...(mine
+    ...(c.mine
       ? {
-          nodes: mine.map((n) => ({ name: nodeLabel(n), addresses: [...n.ipAddresses], online: n.online })),
+          nodes: c.mine.map((n) => ({ name: nodeLabel(n), addresses: [...n.ipAddresses], online: n.online })),
         }
       : {}),
     ...recordedIngressKeys(input, tag),
   };
+}
 
-  const waiting = tagKnown.status !== "True" || registered.status !== "True" || backends.condition.status !== "True";
+export function decideIngress(input: IngressDecideInput): IngressDecision {
+  const { spec, tailnet, now } = input;
+  const seen = namesSeen(input);
+  const c = conditionsOfIngress(input, seen);
+  const ready = readyCondition(input, seen, c);
+  const waiting =
+    c.tagKnown.status !== "True" || c.registered.status !== "True" || c.backends.condition.status !== "True";
   // Without a Tailnet there is nothing to poll: Metacontroller syncs again when it appears.
-  const resyncAfterSeconds = resyncAfter(waiting && tailnet.ok, [rotationDue(input.authKey), tls.nextExpiry], now);
+  const resyncAfterSeconds = resyncAfter(waiting && tailnet.ok, [rotationDue(input.authKey), c.tls.nextExpiry], now);
   return {
-    children,
-    conditions: [tagKnown, granted, registered, backends.condition, tls.condition, ready],
-    fields,
-    exposes: spec.exposes.map((e) => ({ name: e.name, reachable: backends.reachable.get(e.name) })),
+    children: childrenOfIngress(input, seen),
+    conditions: [c.tagKnown, c.granted, c.registered, c.backends.condition, c.tls.condition, ready],
+    fields: statusFieldsOf(input, seen, c),
+    exposes: spec.exposes.map((e) => ({ name: e.name, reachable: c.backends.reachable.get(e.name) })),
     ...(input.authKey.expiresAt ? { authKeyExpiresAt: input.authKey.expiresAt } : {}),
     ...(resyncAfterSeconds === undefined ? {} : { resyncAfterSeconds }),
   };

@@ -9,28 +9,22 @@
 import { runSync, type Stages } from "../../../pipeline/run.js";
 import { invalidSpecResult } from "../../../pipeline/status.js";
 import type { HookDeps, HookRequest, KindModule, SyncResult } from "../../../pipeline/types.js";
-import { withdrawRefusedKeys } from "../../shared/withdraw.js";
 import { ingressRelated } from "../related.js";
 import { actIngress, type IngressOutcome } from "./act.js";
 import { ingressConditions } from "./conditions.js";
-import { decideIngress, type IngressDecision, type IngressPlan, planIngress } from "./decide.js";
+import { decideIngressSync, type IngressDecision } from "./decide.js";
 import { finalizeIngress } from "./finalize.js";
 import { publishIngressMetrics } from "./metrics.js";
 import { type IngressObservation, observeIngress } from "./observe.js";
+import { type IngressPlan, planIngress } from "./plan.js";
 import { type IngressSpec, ingressSpecProblem, readIngressSpec } from "./spec.js";
 
 const stages: Stages<IngressSpec, IngressObservation, IngressPlan, IngressOutcome, IngressDecision> = {
   spec: readIngressSpec,
   observe: (req, spec, deps) => observeIngress(req, spec, deps),
   plan: (_req, spec, observed) => planIngress(spec, observed.facts),
-  act: async (req, plan, observed, deps) => {
-    // a withdrawn grant: the keys it minted are expired (shared/withdraw.ts)
-    const tailnet = observed.facts.tailnet;
-    if (!tailnet.ok) await withdrawRefusedKeys(req, deps, tailnet.reason);
-    return actIngress(req, plan, observed, deps);
-  },
-  decide: (_req, spec, observed, _plan, outcome) =>
-    decideIngress({ ...observed.facts, spec, nodes: outcome.nodes, authKey: outcome.authKey }),
+  act: actIngress,
+  decide: decideIngressSync,
   publish: (req, d, _observed, deps) => publishIngressMetrics(deps.metrics, req.parent, d.exposes, d.authKeyExpiresAt),
 };
 

@@ -21,7 +21,7 @@ import {
   resolveAgentWorkload,
   type TailnetSettings,
 } from "../../shared/workload.js";
-import type { IngressFacts, TailnetView } from "./decide.js";
+import type { IngressFacts, TailnetView } from "./facts.js";
 import type { IngressSpec } from "./spec.js";
 
 /** What observe hands on: the facts for plan and decide, and the view act writes through (none without a Tailnet). */

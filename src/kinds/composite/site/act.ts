@@ -14,6 +14,7 @@ import { tailnetRefName } from "../related.js";
 import type { SiteObservation } from "./observe.js";
 import type { ApprovalAction, SitePlan } from "./plan.js";
 import { canonicalRoute } from "./routes.js";
+import type { SiteSpec } from "./spec.js";
 import { remainingRoutes, type Withdrawal } from "./withdraw.js";
 
 export type ApprovalOutcome =
@@ -39,8 +40,9 @@ function serialised<T>(view: HeadscaleView, fn: () => Promise<T>): Promise<T> {
  */
 export async function actSite(
   req: HookRequest,
-  plan: SitePlan,
+  _spec: SiteSpec,
   observed: SiteObservation,
+  plan: SitePlan,
   deps: HookDeps,
 ): Promise<SiteOutcome> {
   const { view } = observed;

@@ -8,12 +8,13 @@ import { conditionsOf } from "../../../conditions/table.js";
 import { SiteCondition as C, SiteReason as R, SITE_REASONS } from "../../../conditions/tables/site.js";
 import type { HsNode } from "../../../headscale/types.js";
 import type { K8sObject } from "../../../k8s/objects.js";
-import type { Decision } from "../../../pipeline/run.js";
+import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import { leftOutIn } from "../../shared/policy-left-out.js";
-import type { ApprovalOutcome } from "./act.js";
+import type { ApprovalOutcome, SiteOutcome } from "./act.js";
 import { type AdvertiserStatus, previousAdvertisers } from "./advertisers.js";
 import { siteConflict } from "./conflict.js";
-import { approvalWithheld, idOf, readableNodes, type SitePlanInput } from "./plan.js";
+import type { SiteObservation } from "./observe.js";
+import { approvalWithheld, idOf, planInput, readableNodes, type SitePlan, type SitePlanInput } from "./plan.js";
 import {
   type AdvertiserFact,
   advertiserFacts,
@@ -171,6 +172,16 @@ function approved(
 function leftOutApproved(input: SiteDecideInput, tailnet: K8sObject): ConditionInput | undefined {
   const message = leftOutIn(tailnet, input.parent, "TailnetSite");
   return message ? cond(C.Approved, "False", R.LeftOutOfPolicy, message) : undefined;
+}
+
+/** The decide stage (src/pipeline/run.ts DecideInput): what plan saw, with the outcomes of the approvals. */
+export function decideSiteSync({
+  req,
+  spec,
+  observed,
+  outcome,
+}: DecideInput<SiteSpec, SiteObservation, SitePlan, SiteOutcome>): SiteDecision {
+  return decideSite({ ...planInput(req.parent, spec, observed), outcomes: outcome.approvals });
 }
 
 export function decideSite(input: SiteDecideInput): SiteDecision {

@@ -11,7 +11,7 @@ import { invalidSpecResult } from "../../../pipeline/status.js";
 import type { KindModule } from "../../../pipeline/types.js";
 import { siteRelated } from "../related.js";
 import { actSite, type SiteOutcome } from "./act.js";
-import { decideSite, type SiteDecision } from "./decide.js";
+import { decideSiteSync, type SiteDecision } from "./decide.js";
 import { finalizeSite } from "./finalize.js";
 import { observeSite, type SiteObservation } from "./observe.js";
 import { planInput, planSite, type SitePlan } from "./plan.js";
@@ -24,8 +24,7 @@ export const siteStages: Stages<SiteSpec, SiteObservation, SitePlan, SiteOutcome
   observe: (req, _spec, deps) => observeSite(req, deps),
   plan: (req, spec, observed) => planSite(planInput(req.parent, spec, observed)),
   act: actSite,
-  decide: (req, spec, observed, _plan, outcome) =>
-    decideSite({ ...planInput(req.parent, spec, observed), outcomes: outcome.approvals }),
+  decide: decideSiteSync,
 };
 
 export const siteModule: KindModule = {

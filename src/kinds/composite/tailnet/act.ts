@@ -29,6 +29,7 @@ import { type TailnetObservation, tailnetView } from "./observe.js";
 import { type PolicyWrite, planTailnet, type TailnetPlan } from "./plan.js";
 import { expirePrefix, findOwnApiKey, listedPrefix, type RotationOutcome, type RotationPlan } from "./rotation.js";
 import { softStateOf } from "./soft-state.js";
+import type { TailnetSpec } from "./spec.js";
 import { liveHash, policyRefused, writeStage } from "./write.js";
 
 /**
@@ -56,8 +57,9 @@ export const SUPERSEDED_RESYNC_SECONDS = 5;
 
 export async function actTailnet(
   req: HookRequest,
-  plan: TailnetPlan,
+  _spec: TailnetSpec,
   observed: TailnetObservation,
+  plan: TailnetPlan,
   deps: HookDeps,
 ): Promise<TailnetOutcome> {
   const view = tailnetView(observed.inputs, deps);

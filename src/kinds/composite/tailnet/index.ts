@@ -26,21 +26,24 @@ const conditionTypes = (parent: K8sObject) =>
     ? tailnetConditions.types
     : tailnetConditions.types.filter((t) => t !== ROTATION);
 
-const stages: Stages<TailnetSpec, TailnetObservation, TailnetPlan, TailnetOutcome, TailnetDecision> = {
+/** The stages for one server: decide reads the server's compose memo (deps.composeMemo), never anything else of deps. */
+const stages = (
+  deps: HookDeps,
+): Stages<TailnetSpec, TailnetObservation, TailnetPlan, TailnetOutcome, TailnetDecision> => ({
   spec: readTailnetSpec,
   observe: observeTailnet,
   plan: (req, _spec, observed, deps) =>
     planTailnet({ parent: req.parent, observed, operatorNamespace: deps.config.operatorNamespace, now: deps.now() }),
   act: actTailnet,
-  decide: (req, _spec, observed, plan, outcome, deps) =>
+  decide: ({ req, observed, plan, outcome, config, now }) =>
     decideTailnet({
       parent: req.parent,
       children: req.children,
       observed,
       plan,
       outcome,
-      operatorNamespace: deps.config.operatorNamespace,
-      now: deps.now(),
+      operatorNamespace: config.operatorNamespace,
+      now,
       memo: memoSlot(req, deps),
     }),
   publish: (_req, decision, observed, deps) =>
@@ -52,7 +55,7 @@ const stages: Stages<TailnetSpec, TailnetObservation, TailnetPlan, TailnetOutcom
       apiKeys: observed.hs?.apiKeys,
       apiKey: observed.inputs.connection.ok ? observed.inputs.connection.conn.apiKey : undefined,
     }),
-};
+});
 
 /** Deleting a Tailnet never rewrites or empties the live policy: it only drops our children. */
 async function finalize(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
@@ -70,7 +73,7 @@ async function finalize(req: HookRequest, deps: HookDeps): Promise<FinalizeResul
 export const tailnetModule: KindModule = {
   hookKind: "tailnet",
   customize: (req) => tailnetRelated(req.parent),
-  sync: (req, deps) => runSync(stages, req, deps),
+  sync: (req, deps) => runSync(stages(deps), req, deps),
   finalize,
   specProblem: tailnetSpecProblem,
   /** PolicyRendered=False/InvalidSpec naming the field; children and the rest of the status unchanged. */

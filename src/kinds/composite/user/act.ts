@@ -13,8 +13,8 @@ export interface UserOutcome {
 export async function actUser(
   req: HookRequest,
   spec: UserSpec,
-  plan: UserPlan,
   observed: UserObservation,
+  plan: UserPlan,
   deps: Pick<HookDeps, "log">,
 ): Promise<UserOutcome> {
   if (!observed.ok || plan.kind !== "create") return {};

@@ -8,8 +8,7 @@ import type { ConditionInput } from "../../../conditions/condition.js";
 import { conditionsOf } from "../../../conditions/table.js";
 import { UserCondition as C, UserReason as R, USER_REASONS } from "../../../conditions/tables/user.js";
 import type { HsUser } from "../../../headscale/types.js";
-import type { Decision } from "../../../pipeline/run.js";
-import type { HookRequest } from "../../../pipeline/types.js";
+import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import type { UserOutcome } from "./act.js";
 import type { UserObservation } from "./observe.js";
 import type { UserPlan } from "./plan.js";
@@ -17,13 +16,12 @@ import type { UserSpec } from "./spec.js";
 
 const { cond } = conditionsOf(USER_REASONS);
 
-export function decideUser(
-  _req: HookRequest,
-  spec: UserSpec,
-  observed: UserObservation,
-  plan: UserPlan,
-  outcome: UserOutcome,
-): Decision {
+export function decideUser({
+  spec,
+  observed,
+  plan,
+  outcome,
+}: DecideInput<UserSpec, UserObservation, UserPlan, UserOutcome>): Decision {
   if (!observed.ok) {
     const why = `not evaluated: ${observed.message}`;
     return {

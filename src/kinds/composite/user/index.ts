@@ -21,8 +21,8 @@ export const userStages: Stages<UserSpec, UserObservation, UserPlan, UserOutcome
   spec: readUserSpec,
   observe: (req, _spec, deps) => observeUser(req, deps),
   plan: (req, spec, observed) => planUser(req.parent, spec, observed),
-  act: (req, plan, observed, deps) => actUser(req, readUserSpec(req.parent), plan, observed, deps),
-  decide: (req, spec, observed, plan, outcome) => decideUser(req, spec, observed, plan, outcome),
+  act: actUser,
+  decide: decideUser,
 };
 
 export const userModule: KindModule = {

@@ -28,9 +28,9 @@ const stages: Stages<undefined, IngressClassObservation, IngressClassPlan, Expos
   observe: (req) => observeIngressClass(req),
   plan: (_req, _spec, observed) => planIngressClass(observed),
   // an Ingress of another class gets no Event (its plan has no condition)
-  act: (_req, plan, observed, deps) =>
+  act: (_req, _spec, observed, plan, deps) =>
     recordExposed(observed.ingress, observed.previousState, plan.exposed, "tailnet ingress", deps),
-  decide: (_req, _spec, _observed, plan) => decideIngressClass(plan),
+  decide: ({ plan }) => decideIngressClass(plan),
 };
 
 async function sync(req: DecoratorRequest, deps: HookDeps): Promise<DecoratorResult> {

@@ -63,8 +63,8 @@ function stages(role: Role): Stages<ReadSpec, ServiceObservation, ServicePlan, E
     spec: (parent) => readServiceSpec(parent, role),
     observe: (req) => observeService(req, role),
     plan: (_req, spec, observed) => planService(spec, observed),
-    act: (_req, plan, observed, deps) => act(role, plan, observed, deps),
-    decide: (_req, _spec, _observed, plan) => decideService(role, plan),
+    act: (_req, _spec, observed, plan, deps) => act(role, plan, observed, deps),
+    decide: ({ plan }) => decideService(role, plan),
   };
 }
 
@@ -109,8 +109,8 @@ function loadBalancerStages(
     spec: (parent) => readLoadBalancerSpec(parent),
     observe: (req) => observeService(req, "expose", defaultClass(deps)),
     plan: (_req, spec, observed) => planService(spec, observed),
-    act: (_req, plan, observed, d) => act("expose", plan, observed, d),
-    decide: (_req, _spec, observed, plan) => decideLoadBalancer(plan, observed),
+    act: (_req, _spec, observed, plan, d) => act("expose", plan, observed, d),
+    decide: ({ observed, plan }) => decideLoadBalancer(plan, observed),
   };
 }
 

@@ -8,6 +8,7 @@ import type { ConditionInput } from "../../../../src/conditions/condition.js";
 import { conditionsOf } from "../../../../src/conditions/table.js";
 import { AUTHKEY_REASONS } from "../../../../src/conditions/tables/authkey.js";
 import { USER_REASONS } from "../../../../src/conditions/tables/user.js";
+import { DEFAULT_CONFIG } from "../../../../src/config.js";
 import { HeadscaleError } from "../../../../src/headscale/errors.js";
 import type { HsUser } from "../../../../src/headscale/types.js";
 import type { HeadscaleView, Obs } from "../../../../src/headscale/view.js";
@@ -267,7 +268,15 @@ describe("TailnetUser decide", () => {
     nodes: ok([]),
   });
   const decide = (r: HookRequest, o: UserObservation, outcome: UserOutcome = {}) =>
-    decideUser(r, readUserSpec(r.parent), o, planUser(r.parent, readUserSpec(r.parent), o), outcome);
+    decideUser({
+      req: r,
+      spec: readUserSpec(r.parent),
+      observed: o,
+      plan: planUser(r.parent, readUserSpec(r.parent), o),
+      outcome,
+      config: DEFAULT_CONFIG,
+      now: new Date(0),
+    });
 
   it("covers every (condition, reason) pair", () => {
     const produced = [

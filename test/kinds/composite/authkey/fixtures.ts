@@ -3,6 +3,7 @@
  * masked prefixes) and one plan + decide run, shared by decide.test.ts and plan-bounds.test.ts.
  */
 
+import { DEFAULT_CONFIG } from "../../../../src/config.js";
 import { HeadscaleError } from "../../../../src/headscale/errors.js";
 import type { HsPreAuthKey } from "../../../../src/headscale/types.js";
 import type { HeadscaleView, Obs } from "../../../../src/headscale/view.js";
@@ -116,5 +117,8 @@ export function run(
   const spec = readAuthKeySpec(r.parent);
   const plan = planAuthKey(r.parent, spec, observed);
   const out = outcome ? outcome(plan) : { retired: [] };
-  return { plan, decision: decideAuthKey(r, spec, observed, plan, out) };
+  return {
+    plan,
+    decision: decideAuthKey({ req: r, spec, observed, plan, outcome: out, config: DEFAULT_CONFIG, now: observed.now }),
+  };
 }

@@ -13,8 +13,8 @@ import {
   type IngressDecideInput,
   type IngressDecision,
   type IngressStatusFields,
-  planIngress,
 } from "../../../../src/kinds/composite/ingress/decide.js";
+import { planIngress } from "../../../../src/kinds/composite/ingress/plan.js";
 import { AT, failed, hsNode, ok, policy, preAuthKey } from "../../shared/fixtures.js";
 import { ingress, scraped, TAG, WEB } from "./fixtures.js";
 import {

@@ -6,11 +6,8 @@ import type { ConditionInput } from "../../../../src/conditions/condition.js";
 import { DEFAULT_CONFIG } from "../../../../src/config.js";
 import type { HsNode } from "../../../../src/headscale/types.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import {
-  decideIngress,
-  type IngressDecideInput,
-  type TailnetView,
-} from "../../../../src/kinds/composite/ingress/decide.js";
+import { decideIngress, type IngressDecideInput } from "../../../../src/kinds/composite/ingress/decide.js";
+import type { TailnetView } from "../../../../src/kinds/composite/ingress/facts.js";
 import { readIngressSpec } from "../../../../src/kinds/composite/ingress/spec.js";
 import { type AuthKeyOutcome, authKeySecret } from "../../../../src/kinds/shared/authkey.js";
 import { tailnetSettings } from "../../../../src/kinds/shared/workload.js";
