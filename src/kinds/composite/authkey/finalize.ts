@@ -8,8 +8,7 @@
  */
 import type { HeadscaleView } from "../../../headscale/view.js";
 import { findObject, reuseObserved } from "../../../k8s/objects.js";
-import { withdrawResource } from "../../../metrics/resource.js";
-import { previousStatus, resourceId } from "../../../pipeline/status.js";
+import { type Cleanup, runFinalize } from "../../../pipeline/finalize.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { resolveWorkload } from "../../shared/workload.js";
 import { observedAuthKeySecret } from "./children.js";
@@ -17,28 +16,26 @@ import { withdrawAuthKeyMetrics } from "./metrics.js";
 import { ownedForCleanup, planRetireAll } from "./plan.js";
 import { readAuthKeySpec } from "./spec.js";
 
-export const FINALIZE_RESYNC_SECONDS = 10;
-
-export async function finalizeAuthKey(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
-  const status = previousStatus(req.parent);
+export function finalizeAuthKey(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
   const who = `${req.parent.metadata.namespace}/${req.parent.metadata.name}`;
-  const done = (): FinalizeResult => {
-    withdrawAuthKeyMetrics(deps.metrics, req.parent);
-    withdrawResource(deps.metrics, resourceId(req.parent));
-    return { status, children: [], finalized: true };
-  };
+  const spec = readAuthKeySpec(req.parent);
+  const raw = findObject(req.children, "v1", "Secret", spec.secretName, req.parent.metadata.namespace);
+  return runFinalize(req, deps, {
+    cleanup: () => expireOwnKeys(req, deps, who),
+    // the Secret stays while its key may still be valid
+    keep: raw && !raw.metadata.deletionTimestamp ? [reuseObserved(raw)] : [],
+    waiting: (error) => deps.log.warn({ authkey: who, error }, "finalize waiting on Headscale"),
+    released: () => withdrawAuthKeyMetrics(deps.metrics, req.parent),
+  });
+}
+
+async function expireOwnKeys(req: HookRequest, deps: HookDeps, who: string): Promise<Cleanup> {
   const ctx = resolveWorkload(req, deps, { cleanup: true });
   if (!ctx.ok) {
     deps.log.warn({ authkey: who, reason: ctx.reason }, "finalized without Headscale cleanup: %s", ctx.message);
-    return done();
+    return { done: true };
   }
   const spec = readAuthKeySpec(req.parent);
-  const raw = findObject(req.children, "v1", "Secret", spec.secretName, req.parent.metadata.namespace);
-  const keep = raw && !raw.metadata.deletionTimestamp ? [reuseObserved(raw)] : [];
-  const waiting = (error: string): FinalizeResult => {
-    deps.log.warn({ authkey: who, error }, "finalize waiting on Headscale");
-    return { status, children: keep, finalized: false, resyncAfterSeconds: FINALIZE_RESYNC_SECONDS };
-  };
   const view = deps.views.view(ctx.conn);
   const left = async (): Promise<{ ids: string[] } | { error: string }> => {
     const keys = await view.freshPreAuthKeys();
@@ -48,7 +45,7 @@ export async function finalizeAuthKey(req: HookRequest, deps: HookDeps): Promise
     const owned = ownedForCleanup(req.parent, spec, secret, keys.value);
     return { ids: planRetireAll(owned, keys.value, deps.now()) };
   };
-  return cleanup(view, left, who, deps, done, waiting);
+  return cleanup(view, left, who, deps);
 }
 
 async function cleanup(
@@ -56,19 +53,17 @@ async function cleanup(
   left: () => Promise<{ ids: string[] } | { error: string }>,
   who: string,
   deps: Pick<HookDeps, "log">,
-  done: () => FinalizeResult,
-  waiting: (error: string) => FinalizeResult,
-): Promise<FinalizeResult> {
+): Promise<Cleanup> {
   const first = await left();
-  if ("error" in first) return waiting(first.error);
-  if (!first.ids.length) return done();
+  if ("error" in first) return { done: false, waiting: first.error };
+  if (!first.ids.length) return { done: true };
   for (const id of first.ids) {
     const outcome = await view.expirePreAuthKey(id);
-    if (!outcome.ok) return waiting(outcome.error.message);
+    if (!outcome.ok) return { done: false, waiting: outcome.error.message };
   }
   deps.log.info({ authkey: who, keys: first.ids }, "expired the pre-auth keys this object minted");
   // finalized only on what Headscale shows now, not on what was asked
   const second = await left();
-  if ("error" in second) return waiting(second.error);
-  return second.ids.length ? waiting("expiry not visible in Headscale yet") : done();
+  if ("error" in second) return { done: false, waiting: second.error };
+  return second.ids.length ? { done: false, waiting: "expiry not visible in Headscale yet" } : { done: true };
 }

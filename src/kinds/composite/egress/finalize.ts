@@ -8,8 +8,7 @@
  */
 import type { HeadscaleView } from "../../../headscale/view.js";
 import { type K8sObject, objectsOf, reuseObserved } from "../../../k8s/objects.js";
-import { withdrawResource } from "../../../metrics/resource.js";
-import { previousStatus, resourceId } from "../../../pipeline/status.js";
+import { type Cleanup, runFinalize } from "../../../pipeline/finalize.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { observedKeys } from "../../shared/authkey.js";
 import { admitObject, ownKeyIds } from "../../shared/tenancy.js";
@@ -17,9 +16,6 @@ import { effectiveTag, resolveWorkload } from "../../shared/workload.js";
 import { actCleanup } from "./act.js";
 import { withdrawEgressMetrics } from "./metrics.js";
 import { type CleanupPlan, cleanupDone, planCleanup } from "./plan.js";
-
-/** While cleanup is waiting on Headscale. */
-export const FINALIZE_RESYNC_SECONDS = 10;
 
 /** Observe and plan: what is left in Headscale for this tag, or why it could not be read. */
 async function observeCleanup(
@@ -37,25 +33,29 @@ async function observeCleanup(
   return { plan: planCleanup(nodes.value, keys.value, own, now) };
 }
 
-export async function finalizeEgress(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
-  const status = previousStatus(req.parent);
+export function finalizeEgress(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
   const who = `${req.parent.metadata.namespace}/${req.parent.metadata.name}`;
-  const done = (): FinalizeResult => {
-    withdrawEgressMetrics(deps.metrics, req.parent);
-    withdrawResource(deps.metrics, resourceId(req.parent));
-    return { status, children: [], finalized: true };
-  };
+  const secrets = objectsOf(req.children, "v1", "Secret");
+  return runFinalize(req, deps, {
+    cleanup: () => removeFromHeadscale(req, deps, who, secrets),
+    // the key Secrets stay until then, so their ids are not lost
+    keep: secrets.filter((s) => !s.metadata.deletionTimestamp).map(reuseObserved),
+    waiting: (error) => deps.log.warn({ egress: who, error }, "finalize waiting on Headscale"),
+    released: () => withdrawEgressMetrics(deps.metrics, req.parent),
+  });
+}
+
+async function removeFromHeadscale(
+  req: HookRequest,
+  deps: HookDeps,
+  who: string,
+  secrets: readonly K8sObject[],
+): Promise<Cleanup> {
   const ctx = resolveWorkload(req, deps, { cleanup: true });
   if (!ctx.ok) {
     deps.log.warn({ egress: who, reason: ctx.reason }, "finalized without Headscale cleanup: %s", ctx.message);
-    return done();
+    return { done: true };
   }
-  const secrets = objectsOf(req.children, "v1", "Secret");
-  const keepSecrets = secrets.filter((s) => !s.metadata.deletionTimestamp).map(reuseObserved);
-  const waiting = (error: string): FinalizeResult => {
-    deps.log.warn({ egress: who, error }, "finalize waiting on Headscale");
-    return { status, children: keepSecrets, finalized: false, resyncAfterSeconds: FINALIZE_RESYNC_SECONDS };
-  };
   const tag = effectiveTag(req.parent, ctx.settings.tagPrefix);
   const keyIds = observedKeys(secrets).map((k) => k.keyId);
   const view = deps.views.view(ctx.conn);
@@ -64,16 +64,16 @@ export async function finalizeEgress(req: HookRequest, deps: HookDeps): Promise<
   const granted = refused ? undefined : { ttlSeconds: ctx.settings.authKeyTTLSeconds };
 
   const first = await observeCleanup(view, req.parent, tag, keyIds, granted, deps.now());
-  if (!("plan" in first)) return waiting(first.error);
-  if (cleanupDone(first.plan)) return done();
+  if (!("plan" in first)) return { done: false, waiting: first.error };
+  if (cleanupDone(first.plan)) return { done: true };
   const errors = await actCleanup(first.plan, view);
   deps.log.info(
     { egress: who, keys: first.plan.expireKeys, nodes: first.plan.deleteNodes.map((n) => n.name) },
     "removing the egress from Headscale",
   );
-  if (errors.length) return waiting(errors[0]);
+  if (errors.length) return { done: false, waiting: errors[0] };
   // finalized only on what Headscale shows now, not on what was asked
   const second = await observeCleanup(view, req.parent, tag, keyIds, granted, deps.now());
-  if (!("plan" in second)) return waiting(second.error);
-  return cleanupDone(second.plan) ? done() : waiting("cleanup not visible in Headscale yet");
+  if (!("plan" in second)) return { done: false, waiting: second.error };
+  return cleanupDone(second.plan) ? { done: true } : { done: false, waiting: "cleanup not visible in Headscale yet" };
 }

@@ -5,17 +5,18 @@
  * and retry in 30 s). Without a Tailnet or its credentials Headscale cannot be reached: holding the object
  * forever would not clean anything up, so it is released.
  */
-import type { FastifyBaseLogger } from "fastify";
 import type { ConditionInput } from "../../../conditions/condition.js";
 import type { HsNode, HsPreAuthKey } from "../../../headscale/types.js";
 import type { HeadscaleConnection, HeadscaleView } from "../../../headscale/view.js";
 import { isRecord, type K8sObject, objectsOf, reuseAllChildren } from "../../../k8s/objects.js";
-import type { Decision } from "../../../pipeline/run.js";
-import { previousStatus } from "../../../pipeline/status.js";
-import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
+import { withdrawResource } from "../../../metrics/resource.js";
+import { type Cleanup, runFinalize } from "../../../pipeline/finalize.js";
+import { assembleStatus, previousStatus, resourceId } from "../../../pipeline/status.js";
+import type { FinalizeResult, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { observedKeys } from "../../shared/authkey.js";
 import { effectiveTag, resolveWorkload } from "../../shared/workload.js";
 import { notFound } from "./act.js";
+import { withdrawGatewayMetrics } from "./metrics.js";
 import { describeNode, isOurs, previousStatusNode, previousStatusNodes } from "./nodes.js";
 import { type Seen, seen } from "./observe.js";
 
@@ -45,7 +46,10 @@ export type GatewayCleanupPlan =
 
 export type GatewayCleanupOutcome = { ok: true; deleted: string[]; expired: string[] } | { ok: false; error: string };
 
-export interface GatewayFinalizeDecision extends Decision {
+export interface GatewayFinalizeDecision {
+  conditions: ConditionInput[];
+  /** Status fields besides conditions and observedGeneration, as the previous status had them. */
+  fields: Record<string, unknown>;
   finalized: boolean;
   /** Why the cleanup must be retried. */
   error?: string;
@@ -117,31 +121,42 @@ export async function actGatewayCleanup(
   return { ok: true, deleted, expired };
 }
 
-/** The status stays as it was (conditions and fields), out of the resource metrics; children go once clean. */
-export function decideGatewayCleanup(
-  parent: K8sObject,
-  children: HookRequest["children"],
-  outcome: GatewayCleanupOutcome,
-): GatewayFinalizeDecision {
+/** The status stays as it was (conditions and fields); the object goes once clean. */
+export function decideGatewayCleanup(parent: K8sObject, outcome: GatewayCleanupOutcome): GatewayFinalizeDecision {
   const { conditions, observedGeneration: _g, ...fields } = previousStatus(parent);
   const kept: ConditionInput[] = (Array.isArray(conditions) ? conditions : [])
     .filter((c): c is ConditionInput => isRecord(c) && typeof c.type === "string")
     .map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message ?? "" }));
-  const base = { conditions: kept, fields, withdrawn: true };
-  if (outcome.ok) return { ...base, children: [], finalized: true };
-  return {
-    ...base,
-    children: reuseAllChildren(children),
-    finalized: false,
-    resyncAfterSeconds: CLEANUP_RETRY_SECONDS,
-    error: outcome.error,
-  };
+  const base = { conditions: kept, fields };
+  if (outcome.ok) return { ...base, finalized: true };
+  return { ...base, finalized: false, error: outcome.error };
 }
 
-export function logCleanup(parent: K8sObject, d: GatewayFinalizeDecision, log: FastifyBaseLogger): void {
-  if (d.error === undefined) return;
-  log.warn(
-    { gateway: `${parent.metadata.namespace}/${parent.metadata.name}`, error: d.error },
-    "gateway cleanup failed; retrying",
-  );
+type GatewayCleanup = Cleanup & { decision: GatewayFinalizeDecision };
+
+async function cleanupGateway(req: HookRequest, deps: HookDeps): Promise<GatewayCleanup> {
+  const observed = await observeGatewayCleanup(req, deps);
+  const plan = planGatewayCleanup(observed);
+  const view = observed.reachable ? deps.views.view(observed.conn) : undefined;
+  const outcome = await actGatewayCleanup(view, plan);
+  const decision = decideGatewayCleanup(req.parent, outcome);
+  // out of the metrics from the first finalize on, cleaned or not: no alert fires for a gateway being deleted
+  withdrawGatewayMetrics(deps.metrics, req.parent);
+  withdrawResource(deps.metrics, resourceId(req.parent));
+  return decision.error === undefined ? { done: true, decision } : { done: false, waiting: decision.error, decision };
+}
+
+/** Keeps every child and retries while the cleanup is incomplete (every 30 s, as the gateway always did). */
+export function finalizeGateway(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
+  return runFinalize(req, deps, {
+    cleanup: () => cleanupGateway(req, deps),
+    status: ({ decision }) => assembleStatus(req, deps, decision.conditions, decision.fields, { publish: false }),
+    keep: reuseAllChildren(req.children),
+    resyncAfterSeconds: CLEANUP_RETRY_SECONDS,
+    waiting: (error) =>
+      deps.log.warn(
+        { gateway: `${req.parent.metadata.namespace}/${req.parent.metadata.name}`, error },
+        "gateway cleanup failed; retrying",
+      ),
+  });
 }

@@ -5,8 +5,8 @@
  */
 import type { ConditionInput } from "../../../conditions/condition.js";
 import { objectsOf } from "../../../k8s/objects.js";
-import { withdrawResource } from "../../../metrics/resource.js";
-import { assembleStatus, previousStatus, resourceId } from "../../../pipeline/status.js";
+import { type Cleanup, runFinalize } from "../../../pipeline/finalize.js";
+import { assembleStatus, previousStatus } from "../../../pipeline/status.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { observedKeys } from "../../shared/authkey.js";
 import { admitObject } from "../../shared/tenancy.js";
@@ -35,16 +35,26 @@ const qualified = (req: HookRequest) => `${req.parent.metadata.namespace}/${req.
  * nothing can be reached: the object is released (its ephemeral nodes and its keys expire on their
  * own) rather than blocking deletion forever. A Headscale failure retries.
  */
-export async function finalizeIngress(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
-  const workload = resolveWorkload(req, deps, { cleanup: true });
+export function finalizeIngress(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
   const status = keptStatus(req, deps);
+  return runFinalize(req, deps, {
+    cleanup: () => cleanHeadscale(req, deps),
+    status: () => status,
+    // the sync's wait on Headscale (30 s) rather than FINALIZE_RESYNC_SECONDS, as the ingress always had
+    resyncAfterSeconds: WAIT_RESYNC_SECONDS,
+    waiting: (error) => deps.log.warn({ ingress: qualified(req), error }, "finalize: cleanup failed, retrying"),
+    released: () => withdrawIngressMetrics(deps.metrics, req.parent),
+  });
+}
+
+async function cleanHeadscale(req: HookRequest, deps: HookDeps): Promise<Cleanup> {
+  const workload = resolveWorkload(req, deps, { cleanup: true });
   if (!workload.ok) {
     deps.log.warn(
       { ingress: qualified(req), reason: workload.reason },
       "finalize: Headscale not reachable, nothing cleaned",
     );
-    withdrawAll(req, deps);
-    return { status, children: [], finalized: true };
+    return { done: true };
   }
   const tag = effectiveTag(req.parent, workload.settings.tagPrefix);
   const secretKeyIds = observedKeys(objectsOf(req.children, "v1", "Secret")).map((k) => k.keyId);
@@ -59,15 +69,6 @@ export async function finalizeIngress(req: HookRequest, deps: HookDeps): Promise
       "finalize: deleted nodes and expired keys",
     );
   }
-  if (!outcome.done) {
-    deps.log.warn({ ingress: qualified(req), error: outcome.error }, "finalize: cleanup failed, retrying");
-    return { status, children: [], finalized: false, resyncAfterSeconds: WAIT_RESYNC_SECONDS };
-  }
-  withdrawAll(req, deps);
-  return { status, children: [], finalized: true };
-}
-
-function withdrawAll(req: HookRequest, deps: HookDeps): void {
-  withdrawResource(deps.metrics, resourceId(req.parent));
-  withdrawIngressMetrics(deps.metrics, req.parent);
+  // the error is undefined only when cleanupIngress is done
+  return outcome.done ? { done: true } : { done: false, waiting: outcome.error as string };
 }

@@ -18,7 +18,7 @@ import type { ConditionInput } from "../../../conditions/condition.js";
 import type { HsNode } from "../../../headscale/types.js";
 import type { HeadscaleView } from "../../../headscale/view.js";
 import { type K8sObject, objectsOf } from "../../../k8s/objects.js";
-import { withdrawResource } from "../../../metrics/resource.js";
+import { type Cleanup, runFinalize } from "../../../pipeline/finalize.js";
 import { assembleStatus, resourceId } from "../../../pipeline/status.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { resolveWorkload, tailnetIncompatible } from "../../shared/workload.js";
@@ -38,9 +38,6 @@ import {
   type WithdrawalPlan,
   waitingMessage,
 } from "./withdraw.js";
-
-/** While a deletion waits on Headscale or on the Tailnet's policy write. */
-export const FINALIZE_RESYNC_SECONDS = 10;
 
 /** What a deletion sees: whether the operator may write, and the fresh node list and live policy. */
 export type WithdrawalObservation =
@@ -164,31 +161,31 @@ export function decideWithdrawal(
   return { finalized: true, kept: plan.kept, conditions: finalizeConditions(parent), fields };
 }
 
-/** The finalize answer: the status (no condition metrics: the object is going), and the logs of the deletion. */
-function respondFinalize(
-  req: HookRequest,
-  deps: HookDeps,
-  observed: WithdrawalObservation,
-  decision: WithdrawalDecision,
-): FinalizeResult {
-  const { namespace, name } = resourceId(req.parent);
-  const site = `${namespace}/${name}`;
-  const status = assembleStatus(req, deps, decision.conditions, decision.fields, { publish: false });
-  if (!decision.finalized) {
-    deps.log.warn({ site }, decision.waiting);
-    return { status, children: [], finalized: false, resyncAfterSeconds: FINALIZE_RESYNC_SECONDS };
-  }
-  if (observed.state === "released") deps.log[observed.level]({ site, ...observed.logFields }, observed.message);
-  if (decision.kept.length > 0) deps.log.info({ site }, keptMessage(decision.kept));
-  withdrawResource(deps.metrics, resourceId(req.parent));
-  deps.metrics.routeApprovalsReplayed.remove({ tailnet: tailnetRefName(req.parent) ?? "", namespace, name });
-  return { status, children: [], finalized: true };
-}
+/** The deletion as far as it got: what was observed and what was decided. */
+type SiteCleanup = Cleanup & { observed: WithdrawalObservation; decision: WithdrawalDecision };
 
-export async function finalizeSite(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
+async function withdrawApprovals(req: HookRequest, deps: HookDeps): Promise<SiteCleanup> {
   const observed = await observeWithdrawal(req, deps);
   const plan = planSiteWithdrawal(req.parent, observed, deps.now());
   const outcome = await actWithdrawal(req, plan, observed, deps);
   const decision = decideWithdrawal(req.parent, observed, plan, outcome);
-  return respondFinalize(req, deps, observed, decision);
+  return decision.finalized
+    ? { done: true, observed, decision }
+    : { done: false, waiting: decision.waiting, observed, decision };
+}
+
+/** The answer: the status (no condition metrics: the object is going), and the logs of the deletion. */
+export function finalizeSite(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
+  const { namespace, name } = resourceId(req.parent);
+  const site = `${namespace}/${name}`;
+  return runFinalize(req, deps, {
+    cleanup: () => withdrawApprovals(req, deps),
+    status: ({ decision }) => assembleStatus(req, deps, decision.conditions, decision.fields, { publish: false }),
+    waiting: (why) => deps.log.warn({ site }, why),
+    released: ({ observed, decision }) => {
+      if (observed.state === "released") deps.log[observed.level]({ site, ...observed.logFields }, observed.message);
+      if (decision.finalized && decision.kept.length > 0) deps.log.info({ site }, keptMessage(decision.kept));
+      deps.metrics.routeApprovalsReplayed.remove({ tailnet: tailnetRefName(req.parent) ?? "", namespace, name });
+    },
+  });
 }

@@ -6,9 +6,9 @@
  */
 import type { ConditionInput } from "../../../conditions/condition.js";
 import type { K8sObject } from "../../../k8s/objects.js";
-import { withdrawResource } from "../../../metrics/resource.js";
+import { runFinalize } from "../../../pipeline/finalize.js";
 import { runSync, type Stages } from "../../../pipeline/run.js";
-import { assembleStatus, invalidSpecResult, previousStatus, resourceId } from "../../../pipeline/status.js";
+import { assembleStatus, invalidSpecResult, previousStatus } from "../../../pipeline/status.js";
 import type { FinalizeResult, HookDeps, HookRequest, KindModule } from "../../../pipeline/types.js";
 import { tailnetRelated } from "../related.js";
 import { actTailnet, type TailnetOutcome } from "./act.js";
@@ -58,16 +58,26 @@ const stages = (
 });
 
 /** Deleting a Tailnet never rewrites or empties the live policy: it only drops our children. */
-async function finalize(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
-  withdrawTailnetMetrics(deps.metrics, req.parent.metadata.name);
-  if (req.parent.metadata.uid) deps.composeMemo.forget(req.parent.metadata.uid);
-  withdrawResource(deps.metrics, resourceId(req.parent));
+function finalize(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
+  return runFinalize(req, deps, {
+    cleanup: async () => ({ done: true }),
+    // Not `respond`: a deleted Tailnet's conditions are not published as metrics again.
+    status: () => keptStatus(req, deps),
+    waiting: () => undefined,
+    released: () => {
+      withdrawTailnetMetrics(deps.metrics, req.parent.metadata.name);
+      if (req.parent.metadata.uid) deps.composeMemo.forget(req.parent.metadata.uid);
+    },
+  });
+}
+
+/** The previous status, its conditions unchanged. */
+function keptStatus(req: HookRequest, deps: HookDeps): Record<string, unknown> {
   const { conditions, observedGeneration: _g, ...fields } = previousStatus(req.parent);
   const kept = (Array.isArray(conditions) ? (conditions as ConditionInput[]) : []).filter(
     (c) => typeof c?.type === "string" && typeof c.status === "string",
   );
-  // Not `respond`: a deleted Tailnet's conditions are not published as metrics again.
-  return { status: assembleStatus(req, deps, kept, fields, { publish: false }), children: [], finalized: true };
+  return assembleStatus(req, deps, kept, fields, { publish: false });
 }
 
 export const tailnetModule: KindModule = {

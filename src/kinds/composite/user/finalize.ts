@@ -4,42 +4,44 @@
  * another user of that name) is left. Headscale refuses to delete a user that still owns nodes: finalize then
  * waits (finalized: false, resync) and says so in the log, until the nodes are gone or the policy is Retain.
  */
-import { withdrawResource } from "../../../metrics/resource.js";
-import { previousStatus, resourceId } from "../../../pipeline/status.js";
+import { type Cleanup, runFinalize } from "../../../pipeline/finalize.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { resolveWorkload } from "../../shared/workload.js";
 import { createdUserId } from "./plan.js";
 import { readUserSpec } from "./spec.js";
 
-export const FINALIZE_RESYNC_SECONDS = 30;
+/**
+ * A user waits on something slower than a retried request: Headscale refuses to delete it while it owns
+ * nodes, and those go when their machines are deleted. Asked every 30 s (FINALIZE_RESYNC_SECONDS: 10).
+ */
+export const USER_FINALIZE_RESYNC_SECONDS = 30;
 
-export async function finalizeUser(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
-  const status = previousStatus(req.parent);
+export function finalizeUser(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
   const who = req.parent.metadata.name;
-  const done = (): FinalizeResult => {
-    withdrawResource(deps.metrics, resourceId(req.parent));
-    return { status, children: [], finalized: true };
-  };
+  return runFinalize(req, deps, {
+    cleanup: () => deleteCreatedUser(req, deps, who),
+    resyncAfterSeconds: USER_FINALIZE_RESYNC_SECONDS,
+    waiting: (error) => deps.log.warn({ tailnetUser: who, error }, "finalize waiting on Headscale"),
+  });
+}
+
+async function deleteCreatedUser(req: HookRequest, deps: HookDeps, who: string): Promise<Cleanup> {
   const spec = readUserSpec(req.parent);
   const ownId = createdUserId(req.parent);
-  if (spec.deletionPolicy !== "Delete" || !ownId) return done();
+  if (spec.deletionPolicy !== "Delete" || !ownId) return { done: true };
   const ctx = resolveWorkload(req, deps, { cleanup: true });
   if (!ctx.ok) {
     deps.log.warn({ tailnetUser: who, reason: ctx.reason }, "finalized without deleting the user: %s", ctx.message);
-    return done();
+    return { done: true };
   }
-  const waiting = (error: string): FinalizeResult => {
-    deps.log.warn({ tailnetUser: who, error }, "finalize waiting on Headscale");
-    return { status, children: [], finalized: false, resyncAfterSeconds: FINALIZE_RESYNC_SECONDS };
-  };
   const view = deps.views.view(ctx.conn);
   view.invalidate("users");
   const users = await view.users();
-  if (!users.ok) return waiting(users.error.message);
+  if (!users.ok) return { done: false, waiting: users.error.message };
   const user = users.value.find((u) => u.id === ownId);
-  if (!user || user.name !== spec.name || user.provider) return done();
+  if (!user || user.name !== spec.name || user.provider) return { done: true };
   const deleted = await view.deleteUser(ownId);
-  if (!deleted.ok) return waiting(`user ${ownId} not deleted: ${deleted.error.message}`);
+  if (!deleted.ok) return { done: false, waiting: `user ${ownId} not deleted: ${deleted.error.message}` };
   deps.log.info({ tailnetUser: who, id: ownId }, "Headscale user deleted");
-  return done();
+  return { done: true };
 }

@@ -16,6 +16,8 @@
  * for a Service is owner.ts serviceOwner's call.
  */
 import { API_VERSION } from "../../../api/schemas.js";
+// while the attachment is being deleted (its own finalize may wait on Headscale), look again
+import { FINALIZE_RESYNC_SECONDS } from "../../../pipeline/finalize.js";
 import type { Stages } from "../../../pipeline/run.js";
 import type { HookDeps, RelatedRule } from "../../../pipeline/types.js";
 import { type ExposedOutcome, recordExposed } from "../exposed.js";
@@ -34,9 +36,6 @@ import { leftAlone, readLoadBalancerSpec } from "./loadbalancer.js";
 import { observeService, type ServiceObservation } from "./observe.js";
 import { type ServiceOwner, serviceOwner } from "./owner.js";
 import { type ReadSpec, readServiceSpec } from "./spec.js";
-
-/** While the attachment is being deleted (its own finalize may wait on Headscale), look again. */
-export const FINALIZE_RESYNC_SECONDS = 10;
 
 function customize(role: Role): RelatedRule[] {
   // expose also reads every Service: one annotated in the same apply may claim our hostname
