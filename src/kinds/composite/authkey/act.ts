@@ -68,6 +68,15 @@ async function expire(view: HeadscaleView, ids: readonly string[]): Promise<Auth
   return retired;
 }
 
+/** Finalize's writes: the keys expired in order, stopping at the first failure (retried by the next finalize). */
+export async function expireInOrder(view: HeadscaleView, ids: readonly string[]): Promise<{ error?: string }> {
+  for (const id of ids) {
+    const outcome = await view.expirePreAuthKey(id);
+    if (!outcome.ok) return { error: outcome.error.message };
+  }
+  return {};
+}
+
 async function mintKey(
   req: HookRequest,
   spec: AuthKeySpec,

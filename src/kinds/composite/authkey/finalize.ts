@@ -11,6 +11,7 @@ import { findObject, reuseObserved } from "../../../k8s/objects.js";
 import { type Cleanup, runFinalize } from "../../../pipeline/finalize.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { resolveWorkload } from "../../shared/workload.js";
+import { expireInOrder } from "./act.js";
 import { observedAuthKeySecret } from "./children.js";
 import { withdrawAuthKeyMetrics } from "./metrics.js";
 import { ownedForCleanup, planRetireAll } from "./plan.js";
@@ -57,10 +58,8 @@ async function cleanup(
   const first = await left();
   if ("error" in first) return { done: false, waiting: first.error };
   if (!first.ids.length) return { done: true };
-  for (const id of first.ids) {
-    const outcome = await view.expirePreAuthKey(id);
-    if (!outcome.ok) return { done: false, waiting: outcome.error.message };
-  }
+  const expired = await expireInOrder(view, first.ids);
+  if (expired.error !== undefined) return { done: false, waiting: expired.error };
   deps.log.info({ authkey: who, keys: first.ids }, "expired the pre-auth keys this object minted");
   // finalized only on what Headscale shows now, not on what was asked
   const second = await left();

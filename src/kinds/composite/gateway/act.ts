@@ -14,7 +14,7 @@ import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { ensureAuthKey, observedKeys } from "../../shared/authkey.js";
 import { withdrawRefusedKeys } from "../../shared/withdraw.js";
 import { type GatewayObservation, type Seen, seen } from "./observe.js";
-import type { BootstrapKey, GatewayApproval, GatewayPlan } from "./plan.js";
+import type { BootstrapKey, GatewayApproval, GatewayCleanupPlan, GatewayPlan } from "./plan.js";
 import type { GatewaySpec } from "./spec.js";
 
 export interface GatewayOutcome {
@@ -111,4 +111,29 @@ async function actServed(
     log.info({ gateway: who, node: d.node }, "deleted stale gateway node");
   }
   return outcome;
+}
+
+export type GatewayCleanupOutcome = { ok: true; deleted: string[]; expired: string[] } | { ok: false; error: string };
+
+/** Deletes, then expires, in order; the first failure stops the rest (retried by the next finalize). */
+export async function actGatewayCleanup(
+  view: HeadscaleView | undefined,
+  plan: GatewayCleanupPlan,
+): Promise<GatewayCleanupOutcome> {
+  if (plan.release) return { ok: true, deleted: [], expired: [] };
+  if ("cannot" in plan) return { ok: false, error: plan.cannot };
+  if (!view) return { ok: false, error: "no Headscale connection" };
+  const deleted: string[] = [];
+  for (const n of plan.deleteNodes) {
+    const out = await view.deleteNode(n.id);
+    if (!out.ok && !notFound(out.error)) return { ok: false, error: out.error.message };
+    deleted.push(n.node);
+  }
+  const expired: string[] = [];
+  for (const id of plan.expireKeys) {
+    const out = await view.expirePreAuthKey(id);
+    if (!out.ok) return { ok: false, error: out.error.message };
+    expired.push(id);
+  }
+  return { ok: true, deleted, expired };
 }

@@ -7,7 +7,7 @@
  */
 import type { ConditionInput } from "../../../conditions/condition.js";
 import type { HsNode, HsPreAuthKey } from "../../../headscale/types.js";
-import type { HeadscaleConnection, HeadscaleView } from "../../../headscale/view.js";
+import type { HeadscaleConnection } from "../../../headscale/view.js";
 import { isRecord, type K8sObject, objectsOf, reuseAllChildren } from "../../../k8s/objects.js";
 import { withdrawResource } from "../../../metrics/resource.js";
 import { type Cleanup, runFinalize } from "../../../pipeline/finalize.js";
@@ -15,10 +15,11 @@ import { assembleStatus, previousStatus, resourceId } from "../../../pipeline/st
 import type { FinalizeResult, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { observedKeys } from "../../shared/authkey.js";
 import { effectiveTag, resolveWorkload } from "../../shared/workload.js";
-import { notFound } from "./act.js";
+import { actGatewayCleanup, type GatewayCleanupOutcome } from "./act.js";
 import { withdrawGatewayMetrics } from "./metrics.js";
 import { describeNode, isOurs, previousStatusNode, previousStatusNodes } from "./nodes.js";
 import { type Seen, seen } from "./observe.js";
+import type { GatewayCleanupPlan } from "./plan.js";
 
 export const CLEANUP_RETRY_SECONDS = 30;
 
@@ -38,13 +39,6 @@ export type GatewayCleanupObservation =
       recordedKeyIds?: string[];
       now: Date;
     };
-
-export type GatewayCleanupPlan =
-  | { release: true }
-  | { release: false; deleteNodes: { id: string; node: string }[]; expireKeys: string[] }
-  | { release: false; cannot: string };
-
-export type GatewayCleanupOutcome = { ok: true; deleted: string[]; expired: string[] } | { ok: false; error: string };
 
 export interface GatewayFinalizeDecision {
   conditions: ConditionInput[];
@@ -96,29 +90,6 @@ export function planGatewayCleanup(o: GatewayCleanupObservation): GatewayCleanup
       .map((n) => ({ id: n.id, node: describeNode(n) })),
     expireKeys: o.secretKeyIds.filter(live),
   };
-}
-
-/** Deletes, then expires, in order; the first failure stops the rest (retried by the next finalize). */
-export async function actGatewayCleanup(
-  view: HeadscaleView | undefined,
-  plan: GatewayCleanupPlan,
-): Promise<GatewayCleanupOutcome> {
-  if (plan.release) return { ok: true, deleted: [], expired: [] };
-  if ("cannot" in plan) return { ok: false, error: plan.cannot };
-  if (!view) return { ok: false, error: "no Headscale connection" };
-  const deleted: string[] = [];
-  for (const n of plan.deleteNodes) {
-    const out = await view.deleteNode(n.id);
-    if (!out.ok && !notFound(out.error)) return { ok: false, error: out.error.message };
-    deleted.push(n.node);
-  }
-  const expired: string[] = [];
-  for (const id of plan.expireKeys) {
-    const out = await view.expirePreAuthKey(id);
-    if (!out.ok) return { ok: false, error: out.error.message };
-    expired.push(id);
-  }
-  return { ok: true, deleted, expired };
 }
 
 /** The status stays as it was (conditions and fields); the object goes once clean. */

@@ -342,3 +342,9 @@ export function planGateway(o: GatewayObservation): GatewayPlan {
     ...(keyPlan.recheckSeconds !== undefined ? { recheckSeconds: keyPlan.recheckSeconds } : {}),
   };
 }
+
+/** What finalize does (finalize.ts planGatewayCleanup): release the object, or delete and expire ours first. */
+export type GatewayCleanupPlan =
+  | { release: true }
+  | { release: false; deleteNodes: { id: string; node: string }[]; expireKeys: string[] }
+  | { release: false; cannot: string };

@@ -1,6 +1,10 @@
-/** The TailnetUser's one write: create the local user, through the view (an Outcome, the cached list dropped). */
+/**
+ * The TailnetUser's writes, through the view (Outcomes, the cached list dropped): create the local user in
+ * sync; delete the user this object created in finalize (finalize.ts decides when).
+ */
 import type { Outcome } from "../../../headscale/capabilities.js";
 import type { HsUser } from "../../../headscale/types.js";
+import type { HeadscaleView } from "../../../headscale/view.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import type { UserObservation } from "./observe.js";
 import type { UserPlan } from "./plan.js";
@@ -27,4 +31,9 @@ export async function actUser(
   if (created.ok) deps.log.info({ tailnetUser: who, id: created.value.id }, "Headscale user created");
   else deps.log.warn({ tailnetUser: who, error: created.error.message }, "Headscale user not created");
   return { created };
+}
+
+/** Finalize's one write: the user this object created, deleted. */
+export function deleteCreatedUser(view: HeadscaleView, id: string): Promise<Outcome<void>> {
+  return view.deleteUser(id);
 }

@@ -7,6 +7,7 @@
 import { type Cleanup, runFinalize } from "../../../pipeline/finalize.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { resolveWorkload } from "../../shared/workload.js";
+import { deleteCreatedUser } from "./act.js";
 import { createdUserId } from "./plan.js";
 import { readUserSpec } from "./spec.js";
 
@@ -19,13 +20,13 @@ export const USER_FINALIZE_RESYNC_SECONDS = 30;
 export function finalizeUser(req: HookRequest, deps: HookDeps): Promise<FinalizeResult> {
   const who = req.parent.metadata.name;
   return runFinalize(req, deps, {
-    cleanup: () => deleteCreatedUser(req, deps, who),
+    cleanup: () => deleteOwnUser(req, deps, who),
     resyncAfterSeconds: USER_FINALIZE_RESYNC_SECONDS,
     waiting: (error) => deps.log.warn({ tailnetUser: who, error }, "finalize waiting on Headscale"),
   });
 }
 
-async function deleteCreatedUser(req: HookRequest, deps: HookDeps, who: string): Promise<Cleanup> {
+async function deleteOwnUser(req: HookRequest, deps: HookDeps, who: string): Promise<Cleanup> {
   const spec = readUserSpec(req.parent);
   const ownId = createdUserId(req.parent);
   if (spec.deletionPolicy !== "Delete" || !ownId) return { done: true };
@@ -40,7 +41,7 @@ async function deleteCreatedUser(req: HookRequest, deps: HookDeps, who: string):
   if (!users.ok) return { done: false, waiting: users.error.message };
   const user = users.value.find((u) => u.id === ownId);
   if (!user || user.name !== spec.name || user.provider) return { done: true };
-  const deleted = await view.deleteUser(ownId);
+  const deleted = await deleteCreatedUser(view, ownId);
   if (!deleted.ok) return { done: false, waiting: `user ${ownId} not deleted: ${deleted.error.message}` };
   deps.log.info({ tailnetUser: who, id: ownId }, "Headscale user deleted");
   return { done: true };
