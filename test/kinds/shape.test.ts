@@ -1,8 +1,10 @@
 /**
- * The one shape of the kinds (issue 18), checked on the source text: no src file imports a sibling kind
- * (src/kinds/a/** → src/kinds/b/**; shared code lives in src/kinds/shared/ or a lower layer, which imports
- * no kind), src has no import cycle (relative imports, `import type` included), and every kind's index.ts
- * is wiring through runSync (src/pipeline/run.ts). Each failure names the files to fix.
+ * The one shape of the kinds (issues 18, 34), checked on the source text: no src file imports a sibling kind
+ * (src/kinds/composite/a/** → src/kinds/composite/b/**; shared code lives in src/kinds/shared/ or a lower
+ * layer, which imports no kind), src has no import cycle (relative imports, `import type` included), and every
+ * composite kind keeps the roles of its files (src/pipeline/run.ts): index.ts wires, decide.ts is pure, plan.ts
+ * and act.ts exist, act.ts alone writes to Headscale, finalize runs through src/pipeline/finalize.ts. Each
+ * failure names the file and the role it breaks.
  */
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -61,10 +63,16 @@ const graph = new Map<string, string[]>(
   ]),
 );
 
-/** `src/kinds/<dir>/…` → dir; undefined outside src/kinds or for files directly in it. */
+/**
+ * The kind a file belongs to: `src/kinds/composite/<kind>/…` → composite/<kind>, `src/kinds/decorators/<kind>/…`
+ * → decorators/<kind>, `src/kinds/shared/…` → shared; undefined elsewhere, and for the files beside the kinds
+ * (the registries, composite/related.ts, decorators/module.ts), which belong to no kind.
+ */
 function kindDir(file: string): string | undefined {
   const r = relative(KINDS, file).split("/");
-  return r.length > 1 && r[0] !== ".." ? r[0] : undefined;
+  if (r[0] === "shared") return r.length > 1 ? "shared" : undefined;
+  if (r[0] === "composite" || r[0] === "decorators") return r.length > 2 ? `${r[0]}/${r[1]}` : undefined;
+  return undefined;
 }
 
 /** Strongly connected components of more than one file (or a file importing itself): the import cycles. */
@@ -137,7 +145,7 @@ describe("the shape of src", () => {
     assert.equal(cycles(g).length, 2);
   });
 
-  it("no src file imports a sibling kind (src/kinds/a/** → src/kinds/b/**), and src/kinds/shared imports no kind", () => {
+  it("no src file imports a sibling kind (src/kinds/composite/a/** → …/b/**), and src/kinds/shared imports no kind", () => {
     const sideways: string[] = [];
     for (const [file, deps] of graph) {
       const from = kindDir(file);
@@ -159,22 +167,171 @@ describe("the shape of src", () => {
     assert.deepEqual(found, [], "these files import each other (directly or around a loop)");
   });
 
-  it("every src/kinds/<kind>/index.ts is wiring through runSync (src/pipeline/run.ts)", () => {
-    const kinds = readdirSync(KINDS).filter(
-      (d) => d !== "shared" && statSync(join(KINDS, d)).isDirectory() && existsSync(join(KINDS, d, "index.ts")),
-    );
-    assert.ok(kinds.length >= 5, `kinds found: ${kinds.join(", ")}`);
-    const notWired = kinds.filter((k) => {
-      const text = stripComments(readFileSync(join(KINDS, k, "index.ts"), "utf8"));
-      const imported = importSpecifiers(text).some(
-        (s) => resolveImport(join(KINDS, k, "index.ts"), s) === join(KINDS, "pipeline.ts"),
-      );
-      return !(imported && /\brunSync\s*\(/.test(text));
-    });
+  it("every composite kind keeps the roles of its files", () => {
+    const kinds = compositeKinds();
+    assert.ok(kinds.length >= 7, `composite kinds found: ${kinds.join(", ")}`);
+    assert.ok(VIEW_WRITERS.length >= 5, `view writers found: ${VIEW_WRITERS.join(", ")}`);
     assert.deepEqual(
-      notWired.map((k) => `src/kinds/${k}/index.ts`),
+      kinds.flatMap((k) => roleProblems(k)),
       [],
-      "these index.ts do not call runSync from ../pipeline.js",
+      "these files break the role the one shape gives them",
     );
   });
+
+  it("finds a broken role and names the file", () => {
+    const dir = join(COMPOSITE, "example");
+    const files = new Map([
+      [join(dir, "index.ts"), `import { x } from "../../../headscale/view.js";\nexport const m = 1;`],
+      [join(dir, "decide.ts"), `import { readFileSync } from "node:fs";\nexport const d = 1;`],
+      [join(dir, "observe.ts"), `export async function o(view) { await view.deleteNode("1"); }`],
+      [join(dir, "finalize.ts"), `export const FINALIZE_RESYNC_SECONDS = 10;`],
+    ]);
+    assert.deepEqual(roleProblems("example", files), [
+      "src/kinds/composite/example/index.ts: wiring — calls runSync imported from src/pipeline/run.ts",
+      "src/kinds/composite/example/index.ts: wiring — no Headscale or k8s logic (imports src/headscale/view.ts)",
+      "src/kinds/composite/example/decide.ts: pure — imports no view, client, server or node:* (imports node:fs)",
+      "src/kinds/composite/example/decide.ts: pure — exports a decide function",
+      "src/kinds/composite/example/plan.ts: plan — exists (the kind writes to Headscale)",
+      "src/kinds/composite/example/act.ts: act — exists (the kind writes to Headscale)",
+      "src/kinds/composite/example/finalize.ts: finalize — runs through runFinalize (src/pipeline/finalize.ts)",
+      "src/kinds/composite/example/finalize.ts: finalize — no resync constant of its own (src/pipeline/finalize.ts has it)",
+      "src/kinds/composite/example/observe.ts: act — only act.ts calls a Headscale write (deleteNode)",
+    ]);
+  });
 });
+
+const COMPOSITE = join(KINDS, "composite");
+const PIPELINE_RUN = join(SRC, "pipeline", "run.ts");
+const PIPELINE_FINALIZE = join(SRC, "pipeline", "finalize.ts");
+
+function compositeKinds(): string[] {
+  return readdirSync(COMPOSITE)
+    .filter((d) => statSync(join(COMPOSITE, d)).isDirectory() && existsSync(join(COMPOSITE, d, "index.ts")))
+    .sort();
+}
+
+/** Top-level functions of a file: name → its text up to the next top-level function. */
+function functionsOf(text: string): Map<string, { exported: boolean; body: string }> {
+  const out = new Map<string, { exported: boolean; body: string }>();
+  for (const chunk of stripComments(text).split(/\n(?=(?:export )?(?:async )?function )/)) {
+    const m = /^(export )?(?:async )?function (\w+)/.exec(chunk);
+    if (m) out.set(m[2], { exported: !!m[1], body: chunk });
+  }
+  return out;
+}
+
+/** The HeadscaleView methods that write (through its write path): src/headscale/view.ts. */
+const VIEW_WRITERS = (() => {
+  const text = readFileSync(join(SRC, "headscale", "view.ts"), "utf8");
+  const names: string[] = [];
+  for (const m of text.matchAll(/\n {2}(?:async )?(\w+)\([^)]*\): Promise<Outcome<[^{]*\{([\s\S]*?)\n {2}\}/g)) {
+    if (/this\.(write|settleWrite)\(/.test(m[2])) names.push(m[1]);
+  }
+  return names;
+})();
+
+/** Exported src/kinds/shared functions that reach a view writer (directly or through another of theirs). */
+const SHARED_WRITERS = (() => {
+  const fns = new Map<string, { exported: boolean; body: string }>();
+  for (const f of tsFiles(join(KINDS, "shared")))
+    for (const [k, v] of functionsOf(readFileSync(f, "utf8"))) fns.set(k, v);
+  const writes = new Set<string>();
+  const calls = (body: string, names: Iterable<string>, dotted: boolean) =>
+    [...names].find((n) => new RegExp(`${dotted ? "\\." : "\\b"}${n}\\(`).test(body));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [name, { body }] of fns) {
+      if (writes.has(name)) continue;
+      if (calls(body, VIEW_WRITERS, true) || calls(body, writes, false)) {
+        writes.add(name);
+        grew = true;
+      }
+    }
+  }
+  return [...writes].filter((n) => fns.get(n)?.exported);
+})();
+
+/** Specifiers imported for their values (type-only imports are erased: they carry no behaviour). */
+function valueImports(text: string): string[] {
+  const code = stripComments(text).replace(/\bimport\s+type\s+[^;]*?\bfrom\s*["'][^"']+["']/g, "");
+  return importSpecifiers(code);
+}
+
+/** Where a specifier leads: a src file (relative), or the specifier itself (node:*, a package). */
+const target = (from: string, spec: string) => resolveImport(from, spec) ?? spec;
+
+/** What decide.ts may not import, and index.ts neither: I/O (the view, the clients, the server) and node:*. */
+function impure(file: string, spec: string): boolean {
+  const to = target(file, spec);
+  if (to.startsWith("node:")) return true;
+  if (!to.startsWith(SRC)) return false;
+  const r = relative(SRC, to);
+  return ["headscale/view.ts", "headscale/client.ts", "headscale/http.ts"].includes(r) || r.startsWith("server/");
+}
+
+/** What breaks the roles of one composite kind's files; `files` replaces the disk (the self-test). */
+function roleProblems(kind: string, files?: Map<string, string>): string[] {
+  const dir = join(COMPOSITE, kind);
+  const read = (f: string) => (files ? files.get(f) : existsSync(f) ? readFileSync(f, "utf8") : undefined);
+  const all = files ? [...files.keys()] : tsFiles(dir);
+  const problems: string[] = [];
+  const say = (file: string, role: string) => problems.push(`${rel(file)}: ${role}`);
+
+  const index = join(dir, "index.ts");
+  const indexText = read(index) ?? "";
+  const runSyncImported = valueImports(indexText).some((s) => target(index, s) === PIPELINE_RUN);
+  if (!runSyncImported || !/\brunSync\s*\(/.test(stripComments(indexText)))
+    say(index, "wiring — calls runSync imported from src/pipeline/run.ts");
+  const indexIO = valueImports(indexText).filter(
+    (s) => impure(index, s) || target(index, s).startsWith(join(SRC, "k8s")),
+  );
+  const indexCalls = /\bdeps\.views\b|\.view\(/.test(stripComments(indexText));
+  if (indexIO.length || indexCalls) {
+    const what = indexIO.length
+      ? `imports ${indexIO.map((s) => rel(target(index, s)) || s).join(", ")}`
+      : "uses deps.views";
+    say(index, `wiring — no Headscale or k8s logic (${what})`);
+  }
+
+  const decide = join(dir, "decide.ts");
+  const decideText = read(decide);
+  if (decideText === undefined) say(decide, "pure — exists");
+  else {
+    const io = valueImports(decideText).filter((s) => impure(decide, s));
+    if (io.length) {
+      const names = io.map((s) => (target(decide, s).startsWith(SRC) ? rel(target(decide, s)) : s));
+      say(decide, `pure — imports no view, client, server or node:* (imports ${names.join(", ")})`);
+    }
+    if (!/\bexport function decide\w*\s*\(/.test(stripComments(decideText)))
+      say(decide, "pure — exports a decide function");
+  }
+
+  const writerCalls = (text: string) => [
+    ...VIEW_WRITERS.filter((w) => new RegExp(`\\.${w}\\(`).test(text)),
+    ...SHARED_WRITERS.filter((w) => new RegExp(`\\b${w}\\(`).test(text)),
+  ];
+  const writing = all.filter((f) => writerCalls(stripComments(read(f) ?? "")).length > 0);
+  for (const role of ["plan", "act"]) {
+    const file = join(dir, `${role}.ts`);
+    if (writing.length && read(file) === undefined) say(file, `${role} — exists (the kind writes to Headscale)`);
+  }
+
+  const finalize = join(
+    dir,
+    existsSync(join(dir, "finalize.ts")) || files?.has(join(dir, "finalize.ts")) ? "finalize.ts" : "index.ts",
+  );
+  const finalizeText = read(finalize) ?? "";
+  const runnerImported = valueImports(finalizeText).some((s) => target(finalize, s) === PIPELINE_FINALIZE);
+  if (!runnerImported || !/\brunFinalize\s*\(/.test(stripComments(finalizeText)))
+    say(finalize, "finalize — runs through runFinalize (src/pipeline/finalize.ts)");
+  for (const f of all) {
+    if (/\bFINALIZE_RESYNC_SECONDS\s*=/.test(stripComments(read(f) ?? "")))
+      say(f, "finalize — no resync constant of its own (src/pipeline/finalize.ts has it)");
+  }
+
+  for (const f of writing) {
+    if (f === join(dir, "act.ts")) continue;
+    say(f, `act — only act.ts calls a Headscale write (${writerCalls(stripComments(read(f) ?? "")).join(", ")})`);
+  }
+  return problems;
+}
