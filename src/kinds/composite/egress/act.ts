@@ -3,8 +3,8 @@
  * an Outcome and drop the cached part they changed): the superseded agent nodes are deleted and a pre-auth
  * key is created only as planned, i.e. only from what this sync could read (a failed observation never
  * writes); the outcomes fold back into status. A refused egress (a withdrawn grant) has the keys it minted
- * expired instead. Finalize expires the egress's keys before deleting its
- * nodes, so a pod still running cannot register again in between.
+ * expired instead. Finalize expires the egress's keys before deleting its nodes, so a pod still running
+ * cannot register again in between.
  */
 import type { HsNode } from "../../../headscale/types.js";
 import type { HeadscaleView, Obs } from "../../../headscale/view.js";

@@ -21,6 +21,10 @@ import { describeNode, isOurs, previousStatusNode, previousStatusNodes } from ".
 import { type Seen, seen } from "./observe.js";
 import type { GatewayCleanupPlan } from "./plan.js";
 
+/**
+ * The gateway's cleanup waits on its nodes' deletion (a pod still running may register again first), so it
+ * asks every 30 s rather than FINALIZE_RESYNC_SECONDS, as it always did.
+ */
 export const CLEANUP_RETRY_SECONDS = 30;
 
 export type GatewayCleanupObservation =

@@ -12,8 +12,8 @@ import { createdUserId } from "./plan.js";
 import { readUserSpec } from "./spec.js";
 
 /**
- * A user waits on something slower than a retried request: Headscale refuses to delete it while it owns
- * nodes, and those go when their machines are deleted. Asked every 30 s (FINALIZE_RESYNC_SECONDS: 10).
+ * A user waits on something slower than a retried request — Headscale refuses to delete it while it owns
+ * nodes, which go only when their machines are deleted — so it asks every 30 s, not FINALIZE_RESYNC_SECONDS.
  */
 export const USER_FINALIZE_RESYNC_SECONDS = 30;
 
