@@ -21,10 +21,7 @@ import { describeNode, isOurs, previousStatusNode, previousStatusNodes } from ".
 import { type Seen, seen } from "./observe.js";
 import type { GatewayCleanupPlan } from "./plan.js";
 
-/**
- * The gateway's cleanup waits on its nodes' deletion (a pod still running may register again first), so it
- * asks every 30 s rather than FINALIZE_RESYNC_SECONDS, as it always did.
- */
+/** The gateway's cleanup is retried every 30 s, as it always was, rather than every FINALIZE_RESYNC_SECONDS. */
 export const CLEANUP_RETRY_SECONDS = 30;
 
 export type GatewayCleanupObservation =
