@@ -4,7 +4,8 @@
 // benchPolicy().
 
 import { pathToFileURL } from "node:url";
-import { type CollectInput, collectGenerated } from "../src/policy/generated.js";
+import { collectGenerated } from "../src/policy/generated.js";
+import type { CollectInput } from "../src/policy/generated-types.js";
 import { mergePolicy } from "../src/policy/merge.js";
 import { medianMs } from "./measure.js";
 

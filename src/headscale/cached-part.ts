@@ -3,8 +3,7 @@
  * concurrent syncs share one request. Failures are observations, never thrown, and are kept only briefly.
  */
 import { asHeadscaleError } from "./capabilities.js";
-import type { HeadscaleError } from "./errors.js";
-import type { Obs } from "./view.js";
+import type { HeadscaleError, Obs } from "./errors.js";
 
 /** Failures are cached at most this long, so recovery is noticed within seconds even with a long TTL. */
 const MAX_FAILURE_TTL_MS = 2000;

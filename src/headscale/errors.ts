@@ -192,3 +192,6 @@ export function redactSecrets(text: string, secrets: readonly string[] = []): st
     return `hskey-${kind}-***`;
   });
 }
+
+/** One read of a Headscale part: its value, or the error that stood in its place, and when. */
+export type Obs<T> = { ok: true; value: T; at: Date } | { ok: false; error: HeadscaleError; at: Date };

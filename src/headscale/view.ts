@@ -23,13 +23,12 @@ import {
   createHeadscaleClient,
   type HeadscaleClient,
 } from "./client.js";
-import type { HeadscaleError } from "./errors.js";
+import type { HeadscaleError, Obs } from "./errors.js";
 import type { RequestMetric } from "./http.js";
 import { appendKey, keyById } from "./lists.js";
 import type { HsApiKey, HsNode, HsPolicy, HsPreAuthKey, HsUser } from "./types.js";
 
 /** An observation: a value or the error that prevented it, stamped with when it was made. */
-export type Obs<T> = { ok: true; value: T; at: Date } | { ok: false; error: HeadscaleError; at: Date };
 
 export interface HeadscaleConnection {
   url: string;

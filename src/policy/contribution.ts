@@ -3,7 +3,7 @@
 // policy over them. generated.ts merges the contributions into the generated policy.
 import { type Cidr, parseCidr } from "../net/cidr.js";
 import { coveredDefaultRoutes, INTERNET, isExitNodePrefixes, isExitRoute } from "../net/exit.js";
-import type { CollectInput, EgressTargetOutcome, Grant, InvalidInput } from "./generated.js";
+import type { CollectInput, EgressTargetOutcome, Grant, InvalidInput } from "./generated-types.js";
 import {
   buildNodeIndex,
   compileAllowlist,

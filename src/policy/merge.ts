@@ -11,7 +11,7 @@
 // Headscale matches policy field names case-insensitively, so "TagOwners" in a base
 // is the tagOwners section (never a second one).
 import { canonicalJson, policyHash } from "./canonical.js";
-import type { GeneratedPolicy, Grant } from "./generated.js";
+import type { GeneratedPolicy, Grant } from "./generated-types.js";
 import { parseHuJson } from "./hujson.js";
 
 export interface GeneratedCounts {

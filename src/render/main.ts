@@ -19,7 +19,8 @@ import {
   SnapshotHeadscale,
   snapshotFrom,
 } from "../emulator/headscale/in-memory.js";
-import { MetacontrollerLoop, type Obj } from "../emulator/metacontroller/loop.js";
+import { MetacontrollerLoop } from "../emulator/metacontroller/loop.js";
+import type { Obj } from "../emulator/metacontroller/types.js";
 import { HeadscaleViews } from "../headscale/view.js";
 import type { K8sObject } from "../k8s/objects.js";
 import type { AgentScraper } from "../pipeline/types.js";

@@ -5,7 +5,8 @@
  * what the operator wrote back on them. Secret values never reach the output.
  */
 import { KINDS } from "../api/schemas.js";
-import type { HookCall, MetacontrollerLoop, Obj } from "../emulator/metacontroller/loop.js";
+import type { MetacontrollerLoop } from "../emulator/metacontroller/loop.js";
+import type { HookCall, Obj } from "../emulator/metacontroller/types.js";
 import { type K8sObject, qualifiedName } from "../k8s/objects.js";
 import { Written as IngressWritten } from "../kinds/decorators/ingress-class/written.js";
 import { Written } from "../kinds/decorators/service/annotations.js";

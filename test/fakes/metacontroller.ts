@@ -6,10 +6,11 @@
  */
 import { newAjv } from "../../src/api/ajv.js";
 import { KINDS } from "../../src/api/schemas.js";
-import { type LoopOptions, MetacontrollerLoop } from "../../src/emulator/metacontroller/loop.js";
+import { MetacontrollerLoop } from "../../src/emulator/metacontroller/loop.js";
+import type { LoopOptions } from "../../src/emulator/metacontroller/types.js";
 import { validateChild } from "../helpers/validate.js";
 
-export type { HookCall } from "../../src/emulator/metacontroller/loop.js";
+export type { HookCall } from "../../src/emulator/metacontroller/types.js";
 
 const ajv = newAjv({ strict: false, removeAdditional: "all" });
 const statusPruners = new Map(KINDS.map((k) => [k.kind, ajv.compile(k.status)]));

@@ -39,7 +39,7 @@ export const SLOW_FILES: Readonly<Record<string, string>> = {
   "test/chart/monitoring.test.ts": "helm template (test/chart/helm.ts)",
   "test/cli/cli.test.ts": "the CLI, as a node process",
   "test/config.test.ts": "the CLI, as a node process",
-  "test/contract/agent-config.test.ts": "the agent, as a node process",
+  "test/agent/main.test.ts": "the agent, as a node process",
   "test/docs/kustomize-image.test.ts": "kubectl kustomize",
   "test/headscale/transport.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/helpers/self-contained.test.ts": "git (a clone in an empty folder)",

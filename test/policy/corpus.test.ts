@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { canonicalJson, hashOfLivePolicy } from "../../src/policy/canonical.js";
-import type { GeneratedPolicy } from "../../src/policy/generated.js";
+import type { GeneratedPolicy } from "../../src/policy/generated-types.js";
 import { parseHuJson } from "../../src/policy/hujson.js";
 import { mergePolicy, prettyPolicyText } from "../../src/policy/merge.js";
 import { POLICY_CATEGORIES, type PolicyRecord, policyCorpus } from "../helpers/upstream.js";

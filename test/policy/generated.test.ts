@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { type CollectInput, type CollectResult, collectGenerated } from "../../src/policy/generated.js";
+import { collectGenerated } from "../../src/policy/generated.js";
+import type { CollectInput, CollectResult } from "../../src/policy/generated-types.js";
 
 /** An empty Tailnet (owners group:platform, egress allowed to the tailnet CGNAT range and tag:db) plus overrides. */
 function input(over: Partial<CollectInput> = {}): CollectInput {

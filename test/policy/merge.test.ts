@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { canonicalJson, hashOfLivePolicy, policyHash } from "../../src/policy/canonical.js";
-import type { GeneratedPolicy } from "../../src/policy/generated.js";
+import type { GeneratedPolicy } from "../../src/policy/generated-types.js";
 import { mergePolicy, prettyPolicyText } from "../../src/policy/merge.js";
 
 function gen(over: Partial<GeneratedPolicy> = {}): GeneratedPolicy {

@@ -10,7 +10,7 @@ import { execFile } from "node:child_process";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { request } from "undici";
-import type { Obj } from "../../src/emulator/metacontroller/loop.js";
+import type { Obj } from "../../src/emulator/metacontroller/types.js";
 import { b64 } from "../../src/kinds/shared/secrets.js";
 import { FakeMetacontroller } from "../fakes/metacontroller.js";
 import { requireBins } from "./bins.js";

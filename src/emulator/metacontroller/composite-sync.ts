@@ -20,7 +20,7 @@ import {
   strictAnswerKeys,
   v2Maps,
 } from "./informer.js";
-import type { Obj } from "./loop.js";
+import type { Obj } from "./types.js";
 
 interface SyncAnswer {
   status?: Record<string, unknown>;

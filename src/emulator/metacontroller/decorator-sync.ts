@@ -21,7 +21,7 @@ import {
   strictAnswerKeys,
   v2Maps,
 } from "./informer.js";
-import type { Obj } from "./loop.js";
+import type { Obj } from "./types.js";
 
 const DECORATOR_ANNOTATION = "metacontroller.k8s.io/decorator-controller";
 const DECORATOR_ANSWER_KEYS = ["labels", "annotations", "status", "attachments", "resyncAfterSeconds", "finalized"];

@@ -9,7 +9,7 @@ import type { ObjectMaps } from "../../k8s/objects.js";
 import { type K8sObject, typeKey } from "../../k8s/objects.js";
 import type { RelatedRule } from "../../pipeline/types.js";
 import { kindOfResource } from "./controllers.js";
-import type { LoopOptions, Obj } from "./loop.js";
+import type { LoopOptions, Obj } from "./types.js";
 
 /** v2 key: namespace/name for namespaced objects, name for cluster-scoped. */
 export const v2Key = (o: K8sObject) =>

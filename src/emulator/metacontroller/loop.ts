@@ -1,20 +1,4 @@
-/**
- * The Metacontroller v2 loop, in process (see the hook contract in docs/architecture.md): used by
- * `render` to play customize → sync → finalize exactly as Metacontroller would, and by the tests'
- * FakeMetacontroller, which adds the contract checks. It keeps
- * an object store; per parent it calls customize (cached per uid+generation, decoded strictly),
- * selects related objects with v2 semantics (one group per rule, even empty), calls sync with
- * v2-keyed maps, applies the children (owned ones left out are deleted; OnDelete children are
- * never updated), replaces status wholesale with observedGeneration = metadata.generation, and
- * runs finalize on deletion (a finalized: true answer removes the parent; its children are not
- * applied, the garbage collector removes the owned ones). It reads
- * compositecontrollers/*.yaml, so the loop and the real manifests cannot disagree.
- * This file is the store and the round robin; one parent's sync is composite-sync.ts, one
- * decorated object's is decorator-sync.ts, what both use is informer.ts.
- */
-import type { FastifyInstance } from "fastify";
 import { kindInfoByKind } from "../../api/schemas.js";
-import type { K8sObject } from "../../k8s/objects.js";
 import { typeKey } from "../../k8s/objects.js";
 import type { RelatedRule } from "../../pipeline/types.js";
 import { apiServerErrors } from "./apiserver.js";
@@ -23,37 +7,7 @@ import { syncComposite } from "./composite-sync.js";
 import { type DecoratorController, decoratorControllers, kindOfResource } from "./controllers.js";
 import { syncDecorator } from "./decorator-sync.js";
 import { type ChildType, clone, type HookAnswer, objKey, type SyncPort, v2Key } from "./informer.js";
-
-export type Obj = K8sObject & { spec?: unknown; status?: Record<string, unknown>; data?: Record<string, string> };
-
-export interface HookCall {
-  hook: string;
-  kind: string;
-  parent: string;
-  code: number;
-  body: unknown;
-  response: unknown;
-}
-
-export interface LoopOptions {
-  app: FastifyInstance;
-  /** Contract checks (tests): a child before it is applied, a status before it is written. */
-  checkChild?: (child: Obj) => void;
-  checkStatus?: (kind: string, status: Record<string, unknown>) => void;
-  token?: string;
-  /** Deployments report Available with all replicas ready (default true). */
-  deploymentsAvailable?: boolean;
-  /** Create one running Pod per Deployment replica; the port named "metrics" is rewritten by this. */
-  agentPods?: { metricsPort: (deployment: Obj) => number | undefined };
-  /**
-   * Serve parents from an informer cache that can lag behind the last status write: the sync
-   * right after one that wrote a parent's status is given the parent as that sync saw it, without
-   * the status it wrote (Metacontroller never GETs the parent for a sync, and a related object's
-   * change can enqueue it before the informer has delivered the write). The sync after that sees
-   * the live object again, as an informer does once it catches up.
-   */
-  parentCacheLag?: boolean;
-}
+import type { HookCall, LoopOptions, Obj } from "./types.js";
 
 export class MetacontrollerLoop {
   readonly objects = new Map<string, Obj>();

@@ -10,6 +10,7 @@ import { credentialsSecretName, OWNER_UID_LABEL } from "../../k8s/labels.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import type { RelatedRule } from "../../pipeline/types.js";
 import { proxyClassRules } from "../shared/proxy-class.js";
+import { tailnetRefName } from "../shared/tailnet-ref.js";
 
 type Spec = Record<string, unknown>;
 const specOf = (p: K8sObject): Spec => (p.spec && typeof p.spec === "object" ? (p.spec as Spec) : {});
@@ -18,11 +19,6 @@ const uniqSorted = (v: string[]) => [...new Set(v)].sort();
 /** The objects of a spec list; anything else (the CRD schema would have refused it) reads as empty. */
 const records = (v: unknown): Spec[] =>
   Array.isArray(v) ? v.filter((x): x is Spec => !!x && typeof x === "object" && !Array.isArray(x)) : [];
-
-export function tailnetRefName(parent: K8sObject): string | undefined {
-  const ref = specOf(parent).tailnetRef as { name?: unknown } | undefined;
-  return typeof ref?.name === "string" && ref.name ? ref.name : undefined;
-}
 
 /**
  * Tailnet + its credentials Secret + the object's agent Pods + its Namespace (whose labels the Tailnet's

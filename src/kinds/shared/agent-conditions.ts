@@ -4,8 +4,8 @@
  */
 import { conditionNames, conditionsOf, reasonNames, type TypedCondition } from "../../conditions/table.js";
 import { AGENT_REGISTERED, AGENT_TAG_KNOWN } from "../../conditions/tables/agent.js";
+import type { Obs } from "../../headscale/errors.js";
 import type { HsNode, HsPolicy } from "../../headscale/types.js";
-import type { Obs } from "../../headscale/view.js";
 import { parseHuJson } from "../../policy/hujson.js";
 import { listNames, nodeLabel, nodesWithTag } from "./node-names.js";
 

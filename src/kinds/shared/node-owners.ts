@@ -19,7 +19,7 @@ import type { HsPreAuthKey } from "../../headscale/types.js";
 import { type K8sObject as Obj, type ObjectMaps, objectsOf, recordOf } from "../../k8s/objects.js";
 import { cidrContains, parseCidrOrIp } from "../../net/cidr.js";
 import { buildNodeIndex, type NodeRef, type ResolvedTarget, resolveTargetHost } from "../../policy/targets.js";
-import { tailnetRefName } from "../composite/related.js";
+import { tailnetRefName } from "./tailnet-ref.js";
 import { ownKeyIds } from "./tenancy.js";
 import { effectiveTag } from "./workload.js";
 

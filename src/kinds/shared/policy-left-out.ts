@@ -7,7 +7,7 @@
  */
 import { API_VERSION } from "../../api/schemas.js";
 import { findObject, isRecord, type K8sObject, type ObjectMaps } from "../../k8s/objects.js";
-import { tailnetRefName } from "../composite/related.js";
+import { tailnetRefName } from "./tailnet-ref.js";
 
 /** LeftOutOfPolicy's message for `parent` (of `kind`), or undefined when its Tailnet lists no entry for it. */
 export function leftOutOfPolicy(related: ObjectMaps, parent: K8sObject, kind: string): string | undefined {

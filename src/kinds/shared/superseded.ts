@@ -6,8 +6,10 @@
  * status and the DNS records the Tailnet publishes (from the online carrier of the tag) describe the
  * current node.
  */
+
+import type { Obs } from "../../headscale/errors.js";
 import type { HsNode } from "../../headscale/types.js";
-import type { HeadscaleView, Obs } from "../../headscale/view.js";
+import type { HeadscaleView } from "../../headscale/view.js";
 import type { HookDeps } from "../../pipeline/types.js";
 import { nodeLabel } from "./node-names.js";
 

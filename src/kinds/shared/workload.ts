@@ -10,10 +10,10 @@ import { credentialsSecretName } from "../../k8s/labels.js";
 import { findObject, type K8sObject } from "../../k8s/objects.js";
 import { namespaceTerminating } from "../../pipeline/status.js";
 import type { HookDeps, HookRequest } from "../../pipeline/types.js";
-import { tailnetRefName } from "../composite/related.js";
 import { flatNamespacesOf } from "./dns-tenancy.js";
 import { keptTagRefusal } from "./kept-tags.js";
 import { secretValue } from "./secrets.js";
+import { tailnetRefName } from "./tailnet-ref.js";
 import { admitObject, explicitTag, objectDerivedTag, type Refusal, readTenancy, type Tenancy } from "./tenancy.js";
 
 /** The Tailnet spec fields workload kinds read, with api.md's defaults applied. */

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
-import { MetacontrollerLoop, type Obj } from "../../../src/emulator/metacontroller/loop.js";
+import { MetacontrollerLoop } from "../../../src/emulator/metacontroller/loop.js";
+import type { Obj } from "../../../src/emulator/metacontroller/types.js";
 import { FakeMetacontroller } from "../../fakes/metacontroller.js";
 import { parentObject } from "../../fixtures/hooks.js";
 import { build } from "../../helpers/server.js";

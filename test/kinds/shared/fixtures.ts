@@ -4,9 +4,9 @@
  */
 
 import type { AgentStatus, DialPath } from "../../../src/contract/agent-status.js";
+import type { Obs } from "../../../src/headscale/errors.js";
 import { HeadscaleError, type HeadscaleErrorClassification } from "../../../src/headscale/errors.js";
 import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../src/headscale/types.js";
-import type { Obs } from "../../../src/headscale/view.js";
 
 export const AT = new Date("2026-11-29T10:00:00Z");
 

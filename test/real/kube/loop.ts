@@ -16,7 +16,8 @@ import { join } from "node:path";
 import { kindInfoByKind } from "../../../src/api/schemas.js";
 import { jsonEqual } from "../../../src/emulator/metacontroller/apply.js";
 import { compositeController, kindOfResource } from "../../../src/emulator/metacontroller/controllers.js";
-import { MetacontrollerLoop, type Obj } from "../../../src/emulator/metacontroller/loop.js";
+import { MetacontrollerLoop } from "../../../src/emulator/metacontroller/loop.js";
+import type { Obj } from "../../../src/emulator/metacontroller/types.js";
 import type { Cluster } from "./cluster.js";
 
 type Type = { apiVersion: string; resource: string; kind: string };

@@ -6,8 +6,9 @@
  * refused object reads nothing from Headscale, so nothing is minted for it.
  */
 import { API_VERSION } from "../../../api/schemas.js";
+import type { Obs } from "../../../headscale/errors.js";
 import type { HsPreAuthKey } from "../../../headscale/types.js";
-import type { HeadscaleView, Obs } from "../../../headscale/view.js";
+import type { HeadscaleView } from "../../../headscale/view.js";
 import { findObject, type K8sObject, recordOf } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { statusKeyIds } from "../../shared/authkey.js";

@@ -6,8 +6,10 @@
  * expired instead. Finalize expires the egress's keys before deleting its nodes, so a pod still running
  * cannot register again in between.
  */
+
+import type { Obs } from "../../../headscale/errors.js";
 import type { HsNode } from "../../../headscale/types.js";
-import type { HeadscaleView, Obs } from "../../../headscale/view.js";
+import type { HeadscaleView } from "../../../headscale/view.js";
 import { commonLabels } from "../../../k8s/labels.js";
 import { reuseObserved } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";

@@ -15,8 +15,8 @@ import {
   TargetReason,
 } from "../../../conditions/tables/egress.js";
 import type { OperatorConfig } from "../../../config.js";
+import type { Obs } from "../../../headscale/errors.js";
 import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../headscale/types.js";
-import type { Obs } from "../../../headscale/view.js";
 import type { K8sObject, ObjectMaps } from "../../../k8s/objects.js";
 import { findObject, reuseAllChildren } from "../../../k8s/objects.js";
 import type { DecideInput, Decision } from "../../../pipeline/run.js";
@@ -26,9 +26,9 @@ import type { AuthKeyOutcome, ObservedKey } from "../../shared/authkey.js";
 import { ownersIn, refusedTargets } from "../../shared/node-owners.js";
 import { leftOutOfPolicy } from "../../shared/policy-left-out.js";
 import type { ProxyClassSpec } from "../../shared/proxy-class.js";
+import { tailnetRefName } from "../../shared/tailnet-ref.js";
 import { recordedKeyIds, type TenancyReason } from "../../shared/tenancy.js";
 import type { TailnetSettings } from "../../shared/workload.js";
-import { tailnetRefName } from "../related.js";
 import type { EgressOutcome } from "./act.js";
 import { egressChildren } from "./children.js";
 import { conflictingTargets, serviceConflictCondition } from "./conflicts.js";

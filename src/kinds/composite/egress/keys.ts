@@ -7,9 +7,10 @@
  * - usedUp: the single-use key was used and no node carries the tag any more (the pod restarted and
  *   its ephemeral node was removed), so the next pod could not join until the half-life.
  */
+
+import type { Obs } from "../../../headscale/errors.js";
 import { keyById } from "../../../headscale/lists.js";
 import type { HsNode, HsPreAuthKey } from "../../../headscale/types.js";
-import type { Obs } from "../../../headscale/view.js";
 import { type AuthKeyPlan, authKeyPlanFor, type ObservedKey } from "../../shared/authkey.js";
 import { nodesWithTag } from "../../shared/node-names.js";
 

@@ -6,8 +6,9 @@
  * Tailnet or its credentials the observation says why and nothing else is read.
  */
 import type { CommonReason } from "../../../conditions/tables/shared.js";
+import type { Obs } from "../../../headscale/errors.js";
 import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../headscale/types.js";
-import type { HeadscaleView, Obs } from "../../../headscale/view.js";
+import type { HeadscaleView } from "../../../headscale/view.js";
 import { objectsOf } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { type ObservedKey, observedKeys } from "../../shared/authkey.js";

@@ -8,9 +8,9 @@
 
 import { TargetReason } from "../../../conditions/tables/egress.js";
 import type { AgentStatus } from "../../../contract/agent-status.js";
+import type { Obs } from "../../../headscale/errors.js";
 import { nodeIndex } from "../../../headscale/lists.js";
 import type { HsNode } from "../../../headscale/types.js";
-import type { Obs } from "../../../headscale/view.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { type Cidr, canonicalIp, cidrContains, isIp, parseCidrOrIp } from "../../../net/cidr.js";
 import type { ScrapeResult } from "../../../pipeline/types.js";

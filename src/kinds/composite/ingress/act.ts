@@ -6,8 +6,10 @@
  * finalize, the nodes registered with keys the ingress minted are deleted and those keys expired. Outcomes are
  * returned, never thrown, and fold back into status.
  */
+
+import type { Obs } from "../../../headscale/errors.js";
 import type { HsNode, HsPreAuthKey } from "../../../headscale/types.js";
-import type { HeadscaleView, Obs } from "../../../headscale/view.js";
+import type { HeadscaleView } from "../../../headscale/view.js";
 import { commonLabels } from "../../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";

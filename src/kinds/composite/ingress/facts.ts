@@ -3,8 +3,8 @@
  * the Headscale reads, the agent scrapes and the related objects; and the key ids the ingress minted.
  */
 import type { OperatorConfig } from "../../../config.js";
+import type { Obs } from "../../../headscale/errors.js";
 import type { HsNode, HsPolicy } from "../../../headscale/types.js";
-import type { Obs } from "../../../headscale/view.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import type { ScrapeResult } from "../../../pipeline/types.js";
 import { observedKeys } from "../../shared/authkey.js";

@@ -5,8 +5,9 @@
  * key) stays here; decide gets the Tailnet's settings only.
  */
 import { API_VERSION } from "../../../api/schemas.js";
+import type { Obs } from "../../../headscale/errors.js";
 import type { HsNode, HsPreAuthKey } from "../../../headscale/types.js";
-import type { HeadscaleView, Obs } from "../../../headscale/view.js";
+import type { HeadscaleView } from "../../../headscale/view.js";
 import { type K8sObject, objectsOf } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { observedKeys } from "../../shared/authkey.js";

@@ -10,7 +10,7 @@
 import type { HeadscaleView } from "../../../headscale/view.js";
 import { resourceId } from "../../../pipeline/status.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
-import { tailnetRefName } from "../related.js";
+import { tailnetRefName } from "../../shared/tailnet-ref.js";
 import type { SiteObservation } from "./observe.js";
 import type { ApprovalAction, SitePlan } from "./plan.js";
 import { canonicalRoute } from "./routes.js";

@@ -17,9 +17,10 @@
 
 import { toK8sTime } from "../../../conditions/condition.js";
 import type { Outcome } from "../../../headscale/capabilities.js";
+import type { Obs } from "../../../headscale/errors.js";
 import { HeadscaleError } from "../../../headscale/errors.js";
 import type { HsPolicy } from "../../../headscale/types.js";
-import type { HeadscaleView, Obs } from "../../../headscale/view.js";
+import type { HeadscaleView } from "../../../headscale/view.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import type { EventRecorder, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { markedPolicyText } from "../../../policy/marker.js";

@@ -25,7 +25,7 @@ import {
   ingressContribution,
   siteContribution,
 } from "../../../policy/contribution.js";
-import type { CollectInput } from "../../../policy/generated.js";
+import type { CollectInput } from "../../../policy/generated-types.js";
 import type { NodeRef } from "../../../policy/targets.js";
 
 /** Tailnets whose render is kept (one process rarely serves more; each costs about its objects' contributions). */

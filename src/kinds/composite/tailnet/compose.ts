@@ -9,13 +9,8 @@ import { sortByAge } from "../../../k8s/age.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { isIp } from "../../../net/cidr.js";
 import type { Contribution } from "../../../policy/contribution.js";
-import {
-  type CollectInput,
-  collectContributions,
-  combineContributions,
-  type GeneratedPolicy,
-  type InvalidInput,
-} from "../../../policy/generated.js";
+import { collectContributions, combineContributions } from "../../../policy/generated.js";
+import type { CollectInput, GeneratedPolicy, InvalidInput } from "../../../policy/generated-types.js";
 import { parseHuJson } from "../../../policy/hujson.js";
 import { type GeneratedCounts, mergePolicy } from "../../../policy/merge.js";
 import type { NodeRef } from "../../../policy/targets.js";

@@ -11,9 +11,9 @@ import { isIp } from "../../../net/cidr.js";
 import { keptTagIndex } from "../../shared/kept-tags.js";
 import { sourcesOutside } from "../../shared/routes.js";
 import { secretValue } from "../../shared/secrets.js";
+import { tailnetRefName } from "../../shared/tailnet-ref.js";
 import { admitExitNode, admitObject, tagTakenFromTailnet } from "../../shared/tenancy.js";
 import { effectiveTag } from "../../shared/workload.js";
-import { tailnetRefName } from "../related.js";
 import { readTailnetSpec, type TailnetSpec } from "./spec.js";
 
 /** The base policy: none configured, configured but not readable, or its HuJSON text. */

@@ -10,7 +10,7 @@
  */
 import { parseCidr } from "../../../net/cidr.js";
 import type { Contribution, ContributionOwner } from "../../../policy/contribution.js";
-import type { InvalidInput } from "../../../policy/generated.js";
+import type { InvalidInput } from "../../../policy/generated-types.js";
 
 export type LeftOutReason = "InvalidContribution" | "RejectedByHeadscale";
 

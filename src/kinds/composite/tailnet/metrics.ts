@@ -3,8 +3,9 @@
  * observations as its status. Node series reflect the last successful node list (a failed list
  * leaves them as they were); no label carries a secret.
  */
+
+import type { Obs } from "../../../headscale/errors.js";
 import type { HsApiKey, HsNode } from "../../../headscale/types.js";
-import type { Obs } from "../../../headscale/view.js";
 import type { OperatorMetrics } from "../../../metrics/registry.js";
 import type { TailnetStatusFields } from "./plan.js";
 import { findOwnApiKey } from "./rotation.js";

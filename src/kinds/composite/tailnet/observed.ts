@@ -1,6 +1,7 @@
 /** What a Tailnet sync observes in Headscale (a leaf: types only, so every stage may name it). */
+
+import type { Obs } from "../../../headscale/errors.js";
 import type { HsApiKey, HsNode, HsPolicy, HsUser } from "../../../headscale/types.js";
-import type { Obs } from "../../../headscale/view.js";
 
 export interface HeadscaleObservations {
   health: Obs<{ databaseConnectivity: boolean }>;

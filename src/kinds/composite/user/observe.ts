@@ -3,8 +3,10 @@
  * nodes (for the node count) through the shared view. A cluster-scoped, admin-only object has no namespace for
  * the Tailnet's tenancy to judge, so it is resolved without admission.
  */
+
+import type { Obs } from "../../../headscale/errors.js";
 import type { HsNode, HsUser } from "../../../headscale/types.js";
-import type { HeadscaleView, Obs } from "../../../headscale/view.js";
+import type { HeadscaleView } from "../../../headscale/view.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { resolveWorkload } from "../../shared/workload.js";
 

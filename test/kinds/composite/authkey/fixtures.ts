@@ -4,9 +4,10 @@
  */
 
 import { DEFAULT_CONFIG } from "../../../../src/config.js";
+import type { Obs } from "../../../../src/headscale/errors.js";
 import { HeadscaleError } from "../../../../src/headscale/errors.js";
 import type { HsPreAuthKey } from "../../../../src/headscale/types.js";
-import type { HeadscaleView, Obs } from "../../../../src/headscale/view.js";
+import type { HeadscaleView } from "../../../../src/headscale/view.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import type { AuthKeyOutcome } from "../../../../src/kinds/composite/authkey/act.js";
 import { authKeySecretChild, type DeliveredKey } from "../../../../src/kinds/composite/authkey/children.js";

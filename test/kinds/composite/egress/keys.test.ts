@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { Obs } from "../../../../src/headscale/errors.js";
 import type { HsPreAuthKey } from "../../../../src/headscale/types.js";
-import type { Obs } from "../../../../src/headscale/view.js";
 import { planEgressKey } from "../../../../src/kinds/composite/egress/keys.js";
 import { observedKeys } from "../../../../src/kinds/shared/authkey.js";
 import { failed, hsNode, ok, preAuthKey } from "../../shared/fixtures.js";

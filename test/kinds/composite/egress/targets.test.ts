@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { Obs } from "../../../../src/headscale/errors.js";
 import type { HsNode } from "../../../../src/headscale/types.js";
-import type { Obs } from "../../../../src/headscale/view.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import type { EgressTarget } from "../../../../src/kinds/composite/egress/spec.js";
 import {

@@ -4,9 +4,9 @@
  * the shapes the client produces.
  */
 import type { Outcome } from "../../../../src/headscale/capabilities.js";
+import type { Obs } from "../../../../src/headscale/errors.js";
 import { HeadscaleError, type HeadscaleErrorInit } from "../../../../src/headscale/errors.js";
 import type { HsApiKey, HsNode, HsPolicy, HsUser } from "../../../../src/headscale/types.js";
-import type { Obs } from "../../../../src/headscale/view.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import type { HeadscaleObservations } from "../../../../src/kinds/composite/tailnet/observe.js";
 import { parentObject } from "../../../fixtures/hooks.js";

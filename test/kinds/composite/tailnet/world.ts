@@ -1,6 +1,6 @@
 import type { Outcome } from "../../../../src/headscale/capabilities.js";
+import type { Obs } from "../../../../src/headscale/errors.js";
 import type { HsPolicy } from "../../../../src/headscale/types.js";
-import type { Obs } from "../../../../src/headscale/view.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import type { TailnetOutcome, WriteOutcome } from "../../../../src/kinds/composite/tailnet/act.js";
 import { composeTailnetPolicy } from "../../../../src/kinds/composite/tailnet/compose.js";

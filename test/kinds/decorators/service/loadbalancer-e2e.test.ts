@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Obj } from "../../../../src/emulator/metacontroller/loop.js";
+import type { Obj } from "../../../../src/emulator/metacontroller/types.js";
 import { DECORATOR_ANNOTATION } from "../../../../src/kinds/decorators/service/annotations.js";
 import { startEchoServer } from "../../../fakes/agent/echo.js";
 import { ingressAgent } from "../../composite/ingress/world.js";
