@@ -162,6 +162,17 @@ describe("the shape of src", () => {
     );
   });
 
+  it("src/kinds/shared imports nothing from the kind families (composite/, decorators/), their registries included", () => {
+    const upward = [...graph]
+      .filter(([file]) => relative(KINDS, file).startsWith("shared/"))
+      .flatMap(([file, deps]) =>
+        deps
+          .filter((d) => /^(composite|decorators)\//.test(relative(KINDS, d)))
+          .map((d) => `${rel(file)} imports ${rel(d)}`),
+      );
+    assert.deepEqual(upward, [], "what every kind needs lives in src/kinds/shared/ or below; move it down");
+  });
+
   it("src has no import cycle (relative imports, type-only included)", () => {
     const found = cycles(graph).map((c) => c.join(" ↔ "));
     assert.deepEqual(found, [], "these files import each other (directly or around a loop)");
