@@ -3,6 +3,7 @@
  * health, hooks (auth lives inside the hooks context, so probes and scrapers stay open).
  * Listening happens in cli.ts.
  */
+
 import type { Server } from "node:http";
 import { Readable } from "node:stream";
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, LogController } from "fastify";
@@ -12,6 +13,7 @@ import { HeadscaleViews } from "../headscale/view.js";
 import { kindModules } from "../kinds/composite/index.js";
 import { ComposeMemo } from "../kinds/composite/tailnet/compose-memo.js";
 import { decoratorModules } from "../kinds/decorators/index.js";
+import type { DecoratorModule } from "../kinds/decorators/module.js";
 import { exposition } from "../metrics/expose.js";
 import { HookActivity } from "../metrics/hook-activity.js";
 import { createOperatorMetrics, type OperatorMetrics } from "../metrics/registry.js";
@@ -28,6 +30,7 @@ export interface ServerOptions {
   /** Overrides for tests and `render`: any dependency not given is built from config. */
   deps?: Partial<HookDeps>;
   kinds?: ReadonlyMap<HookKind, KindModule>;
+  decorators?: ReadonlyMap<string, DecoratorModule>;
   /** pino options or false; tests pass a stream to capture logs. */
   logger?: boolean | Record<string, unknown>;
   /** Slots, byte budget and timeouts; default: hookLimits(config) (from the container's memory). */
@@ -44,7 +47,9 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
   // pause of 2 periods with no hook at all is silence, and silence withdraws nothing (resource.ts).
   const staleAfterMs = 3 * config.hooks.resyncSeconds * 1000;
   const hookActivity = new HookActivity(2 * config.hooks.resyncSeconds * 1000);
-  zeroHookCounters(metrics, options.kinds ?? kindModules);
+  const kinds = options.kinds ?? kindModules;
+  const decorators = options.decorators ?? decoratorModules;
+  zeroHookCounters(metrics, [...kinds.keys(), ...decorators.keys()]);
   const views = options.deps?.views ?? headscaleViews(config, metrics);
   const deps: HookDeps = {
     config,
@@ -62,12 +67,15 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
     bodyLimitBytes: limits.bodyLimitBytes,
     retryAfterSeconds: config.hooks.retryAfterSeconds,
   });
-  registerHookMetrics(app, { metrics, hookActivity, now: deps.now, kinds: options.kinds });
+  // A stub kind map (tests) still counts a real kind's requests under its own name.
+  const countedKinds = new Set<string>([...kinds.keys(), ...kindModules.keys(), ...decorators.keys()]);
+  registerHookMetrics(app, { metrics, hookActivity, now: deps.now, countedKinds });
   registerHealthRoutes(app, () => closing);
   registerMetricsRoute(app, { metrics, hookActivity, now: deps.now, staleAfterMs });
   app.register(hooksPlugin, {
     deps,
-    kinds: options.kinds ?? kindModules,
+    kinds,
+    decorators,
     hookToken: config.hookToken,
     limits,
     retryAfterSeconds: config.hooks.retryAfterSeconds,
@@ -116,8 +124,8 @@ function fastifyOptions(
 }
 
 /** Counters exist at 0 from the start: a series that first appears at 1 makes increase() undercount. */
-function zeroHookCounters(metrics: OperatorMetrics, kinds: ReadonlyMap<HookKind, KindModule>): void {
-  for (const kind of [...kinds.keys(), ...decoratorModules.keys()]) {
+function zeroHookCounters(metrics: OperatorMetrics, kinds: readonly string[]): void {
+  for (const kind of kinds) {
     for (const hook of KNOWN_HOOKS)
       for (const code of ["200", "500"]) metrics.hookRequests.inc({ kind, hook, code }, 0);
   }
@@ -140,22 +148,21 @@ interface HookMetricsOptions {
   metrics: OperatorMetrics;
   hookActivity: HookActivity;
   now: () => Date;
-  kinds?: ReadonlyMap<HookKind, KindModule>;
+  /** The kinds whose requests are counted under their own name; any other is "unknown". */
+  countedKinds: ReadonlySet<string>;
 }
 
 /** Every answer is logged when it changes (hook-log.ts) and counted per kind, hook and code. */
-function registerHookMetrics(app: FastifyInstance, { metrics, hookActivity, now, kinds }: HookMetricsOptions): void {
+function registerHookMetrics(
+  app: FastifyInstance,
+  { metrics, hookActivity, now, countedKinds }: HookMetricsOptions,
+): void {
   app.addHook("onSend", rememberReason);
   app.addHook("onResponse", async (req, reply) => {
     logHookAnswer(req, reply);
     const params = req.params as { kind?: string; hook?: string } | undefined;
     if (!req.url.startsWith("/hooks/") || !params?.kind) return;
-    const kind =
-      kinds?.has(params.kind as HookKind) ||
-      kindModules.has(params.kind as HookKind) ||
-      decoratorModules.has(params.kind)
-        ? params.kind
-        : "unknown";
+    const kind = countedKinds.has(params.kind) ? params.kind : "unknown";
     const hook = KNOWN_HOOKS.has(params.hook ?? "") ? (params.hook as string) : "unknown";
     metrics.hookRequests.inc({ kind, hook, code: String(reply.statusCode) });
     if (reply.statusCode >= 200 && reply.statusCode < 300) {

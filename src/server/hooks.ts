@@ -2,12 +2,13 @@
  * POST /hooks/<kind>/{customize,sync,finalize}: the route only composes — validate the envelope,
  * pick the kind module, let it observe → decide → act, serialize a closed response.
  */
+
 import { setImmediate } from "node:timers/promises";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { type HookKind, type KindInfo, kindInfo } from "../api/schemas.js";
 import { validateSpec } from "../api/validate.js";
 import { qualifiedName } from "../k8s/objects.js";
-import { decoratorModules } from "../kinds/decorators/index.js";
+import type { DecoratorModule } from "../kinds/decorators/module.js";
 import { namespaceTerminating, observedOnly } from "../pipeline/status.js";
 import type { HookDeps, KindModule } from "../pipeline/types.js";
 import { bearerAuth } from "./auth.js";
@@ -94,6 +95,8 @@ const errorSchema = { type: "object", properties: { error: { type: "string" } } 
 export interface HooksOptions {
   deps: HookDeps;
   kinds: ReadonlyMap<HookKind, KindModule>;
+  /** The DecoratorController kinds by hook path segment (src/kinds/decorators/index.ts unless a test injects others). */
+  decorators: ReadonlyMap<string, DecoratorModule>;
   hookToken?: string;
   limits: HookLimits;
   retryAfterSeconds: number;
@@ -186,7 +189,7 @@ function registerHookRoute(app: FastifyInstance, opts: HooksOptions): void {
       const info = kindInfo(kind);
       const module = info ? opts.kinds.get(info.hookKind) : undefined;
       // DecoratorControllers (annotated Services): their own envelope and answer (src/server/decorator.ts).
-      const decorator = decoratorModules.get(kind);
+      const decorator = opts.decorators.get(kind);
       if (!decorator && (!info || !module))
         return reply.code(404).send({ error: `unknown kind "${kind.slice(0, 40)}" in path` });
       if (!HOOKS.includes(hook as HookName))
