@@ -14,7 +14,7 @@ import { type FakeLocalApi, fakeStatus, startFakeLocalApi } from "../fakes/agent
 import { createTestPki, type TestPki } from "../fakes/agent/pki.js";
 import { attempt, connectTo, metricsText, sample, until } from "./helpers.js";
 
-/** Where tailscaled's serve dials (agent/ports.ts POD_LOCAL_HOST) and where its netstack forwards a peer's own connection. */
+/** Where tailscaled's serve dials (src/contract/ports.ts POD_LOCAL_HOST) and where its netstack forwards a peer's own connection. */
 const SERVE_HOST = "127.0.0.2";
 const NETSTACK_HOST = "127.0.0.1";
 const SA_TOKEN = "sa-token-0123456789abcdef";
