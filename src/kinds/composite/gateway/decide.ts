@@ -34,8 +34,8 @@ import {
   routeWork,
   staleWork,
 } from "./plan.js";
-import { renderCorefile, renderDeployment, renderedStamp } from "./render.js";
 import type { GatewaySpec } from "./spec.js";
+import { renderCorefile, renderDeployment, renderedStamp } from "./workload.js";
 import { derivedZone, renderZoneFile } from "./zone.js";
 
 const { cond, types: TYPES } = conditionsOf(GATEWAY_REASONS);

@@ -28,8 +28,8 @@ import type { Refusal, Tenancy } from "../../shared/tenancy.js";
 import { agentPods, effectiveTag, resolveAgentWorkload, tailnetIncompatible } from "../../shared/workload.js";
 import { exitNodeState } from "./exit.js";
 import { previousStatusNode, previousStatusNodes, type StatusNode } from "./nodes.js";
-import type { RenderInput } from "./render.js";
 import { type GatewaySpec, gatewayZone, readGatewaySpec, splitDNSDomains } from "./spec.js";
+import type { RenderInput } from "./workload.js";
 
 /** An observation as decide() consumes it: a value, or the error message that prevented it. */
 export type Seen<T> = { ok: true; value: T } | { ok: false; error: string };

@@ -19,8 +19,8 @@ import { exitWork } from "./exit.js";
 import { checkBootstrapKey, checkPodTemplate, checkProvenance, type FreshProblem } from "./fresh.js";
 import { analyzeNodes, describeNode, type NodeAnalysis } from "./nodes.js";
 import type { GatewayFacts, GatewayObservation } from "./observe.js";
-import { renderDeployment, renderedStamp } from "./render.js";
 import { stampOf } from "./template.js";
+import { renderDeployment, renderedStamp } from "./workload.js";
 
 const { cond } = conditionsOf(GATEWAY_REASONS);
 export type GatewayConditionOf<T extends keyof typeof GATEWAY_REASONS & string> = TypedCondition<

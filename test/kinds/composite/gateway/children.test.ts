@@ -8,13 +8,13 @@ import { describe, it } from "node:test";
 import { DEFAULT_CONFIG } from "../../../../src/config.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { dnsService, gatewayNetworkPolicy, zoneConfigMap } from "../../../../src/kinds/composite/gateway/children.js";
-import { renderCorefile, renderDeployment } from "../../../../src/kinds/composite/gateway/render.js";
 import { gatewayNames } from "../../../../src/kinds/composite/gateway/spec.js";
 import {
   stampTemplate,
   TEMPLATE_HASH_ANNOTATION,
   templateHash,
 } from "../../../../src/kinds/composite/gateway/template.js";
+import { renderCorefile, renderDeployment } from "../../../../src/kinds/composite/gateway/workload.js";
 import { configHash } from "../../../../src/kinds/shared/pod-template.js";
 import { bootTailscale } from "../../../fakes/containerboot.js";
 import { validateChildren } from "../../../helpers/validate.js";

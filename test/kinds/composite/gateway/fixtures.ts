@@ -10,8 +10,8 @@ import { gatewayLabels } from "../../../../src/kinds/composite/gateway/children.
 import type { ExitNodeState } from "../../../../src/kinds/composite/gateway/exit.js";
 import type { GatewayUnserved } from "../../../../src/kinds/composite/gateway/observe.js";
 import type { GatewayInputs } from "../../../../src/kinds/composite/gateway/plan.js";
-import { type RenderInput, renderDeployment } from "../../../../src/kinds/composite/gateway/render.js";
 import { readGatewaySpec } from "../../../../src/kinds/composite/gateway/spec.js";
+import { type RenderInput, renderDeployment } from "../../../../src/kinds/composite/gateway/workload.js";
 import { authKeySecret } from "../../../../src/kinds/shared/authkey.js";
 import { parentObject } from "../../../fixtures/hooks.js";
 

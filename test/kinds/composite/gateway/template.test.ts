@@ -1,8 +1,8 @@
 /** The pod template stamp behind the fresh writer's template check. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { renderDeployment } from "../../../../src/kinds/composite/gateway/render.js";
 import { liveTemplateDrift, stampOf, templateHash } from "../../../../src/kinds/composite/gateway/template.js";
+import { renderDeployment } from "../../../../src/kinds/composite/gateway/workload.js";
 import { gateway, renderInput } from "./fixtures.js";
 
 type Tpl = {

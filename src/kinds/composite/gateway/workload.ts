@@ -1,5 +1,5 @@
 /**
- * What renders the gateway's workload (pure): the Corefile and the Deployment for a bootstrap key Secret.
+ * The gateway's workload (pure): the Corefile and the Deployment for a bootstrap key Secret.
  * Shared by the plan (is a rollout pending? then the new pod needs a fresh key) and by decide (the children).
  */
 import type { OperatorConfig } from "../../../config.js";
