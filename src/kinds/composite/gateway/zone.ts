@@ -12,8 +12,6 @@ import { createHash } from "node:crypto";
 import { type ZoneClaimsInput, type ZoneRecord, zoneClaims } from "../../shared/zone-owners.js";
 import { normalizeZone } from "./spec.js";
 
-export { magicDNSName, type ZoneRecord } from "../../shared/zone-owners.js";
-
 export const ZONE_FILE_KEY = "zone.db";
 export const ZONE_TTL_SECONDS = 30;
 

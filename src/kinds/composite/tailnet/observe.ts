@@ -29,8 +29,6 @@ import { type ApiKeyUse, type RenewedKey, readRenewedKey } from "./rotation.js";
 import { softStateOf } from "./soft-state.js";
 import type { TailnetSpec } from "./spec.js";
 
-export type { HeadscaleObservations } from "./observed.js";
-
 /** A failed write of the same policy that is still backing off (soft-state.ts writeBackoff): repeated until retryAt. */
 export interface PendingFailure {
   error: HeadscaleError;

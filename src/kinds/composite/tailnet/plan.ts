@@ -18,7 +18,8 @@ import type { PolicyCandidate } from "./compose.js";
 import { duplicateUsers, headscaleCompatible, policyMode, policyRendered } from "./conditions.js";
 import type { TailnetInputs } from "./inputs.js";
 import type { LeftOut } from "./left-out.js";
-import type { HeadscaleObservations, PendingFailure, TailnetObservation } from "./observe.js";
+import type { PendingFailure, TailnetObservation } from "./observe.js";
+import type { HeadscaleObservations } from "./observed.js";
 import { planRotation, type RotationPlan, type RotationStatus } from "./rotation.js";
 import { liveHash } from "./write.js";
 

@@ -13,7 +13,6 @@ import type { HostRoute, IngressClassSpec, TlsEntry } from "./spec.js";
 /** On the attachment: the Ingress it was made for (`kubectl get tni -l tailnet.internal/ingress=<name>`). */
 export const INGRESS_LABEL = `${GROUP}/ingress`;
 /** The tailnet port of every expose (left out of the attachment, shared/expose-port.ts): https. */
-export { HTTPS_PORT } from "../../shared/expose-port.js";
 
 export type AttachmentRefusal = { reason: "UnsupportedHost" | "UnresolvedPort" | "TLSMissing"; message: string };
 

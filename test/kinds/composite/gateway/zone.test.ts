@@ -8,13 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import {
-  derivedZoneRecords,
-  magicDNSName,
-  renderZoneFile,
-  type ZoneRecord,
-  zoneSerial,
-} from "../../../../src/kinds/composite/gateway/zone.js";
+import { derivedZoneRecords, renderZoneFile, zoneSerial } from "../../../../src/kinds/composite/gateway/zone.js";
+import { magicDNSName, type ZoneRecord } from "../../../../src/kinds/shared/zone-owners.js";
 import { execTool } from "../../../helpers/tools.js";
 
 const ZONE = "ts.example.com";

@@ -8,7 +8,7 @@ import type { Obs } from "../../../../src/headscale/errors.js";
 import { HeadscaleError, type HeadscaleErrorInit } from "../../../../src/headscale/errors.js";
 import type { HsApiKey, HsNode, HsPolicy, HsUser } from "../../../../src/headscale/types.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import type { HeadscaleObservations } from "../../../../src/kinds/composite/tailnet/observe.js";
+import type { HeadscaleObservations } from "../../../../src/kinds/composite/tailnet/observed.js";
 import { parentObject } from "../../../fixtures/hooks.js";
 
 export const NOW = new Date("2026-11-29T10:00:00Z");

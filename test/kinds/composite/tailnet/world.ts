@@ -10,11 +10,8 @@ import {
   type TailnetDecision,
 } from "../../../../src/kinds/composite/tailnet/decide.js";
 import { connectionFor, readInputs } from "../../../../src/kinds/composite/tailnet/inputs.js";
-import type {
-  HeadscaleObservations,
-  PendingFailure,
-  TailnetObservation,
-} from "../../../../src/kinds/composite/tailnet/observe.js";
+import type { PendingFailure, TailnetObservation } from "../../../../src/kinds/composite/tailnet/observe.js";
+import type { HeadscaleObservations } from "../../../../src/kinds/composite/tailnet/observed.js";
 import { planTailnet, type TailnetPlanInput } from "../../../../src/kinds/composite/tailnet/plan.js";
 import type { ApiKeyUse, RotationOutcome } from "../../../../src/kinds/composite/tailnet/rotation.js";
 import { readTailnetSpec } from "../../../../src/kinds/composite/tailnet/spec.js";
