@@ -13,8 +13,9 @@ import type { HookDeps, RelatedRule } from "../../../pipeline/types.js";
 import { type ExposedOutcome, recordExposed } from "../exposed.js";
 import { relatedAll, runDecorator } from "../hook.js";
 import type { DecoratorFinalizeResult, DecoratorModule, DecoratorRequest, DecoratorResult } from "../module.js";
-import { decideIngressClass, type IngressClassDecision, type IngressClassPlan, planIngressClass } from "./decide.js";
+import { decideIngressClass, type IngressClassDecision } from "./decide.js";
 import { type IngressClassObservation, observeIngressClass } from "./observe.js";
+import { type IngressClassPlan, planIngressClass } from "./plan.js";
 
 const customize = (): RelatedRule[] => [
   relatedAll("networking.k8s.io/v1", "ingressclasses"),

@@ -24,17 +24,11 @@ import { type ExposedOutcome, recordExposed } from "../exposed.js";
 import { asHookRequest, relatedAll, runDecorator } from "../hook.js";
 import type { DecoratorFinalizeResult, DecoratorModule, DecoratorRequest, DecoratorResult } from "../module.js";
 import type { Role } from "./annotations.js";
-import {
-  decideLoadBalancer,
-  decideService,
-  decideServiceFinalize,
-  planService,
-  type ServiceDecision,
-  type ServicePlan,
-} from "./decide.js";
+import { decideLoadBalancer, decideService, decideServiceFinalize, type ServiceDecision } from "./decide.js";
 import { leftAlone, readLoadBalancerSpec } from "./loadbalancer.js";
 import { observeService, type ServiceObservation } from "./observe.js";
 import { type ServiceOwner, serviceOwner } from "./owner.js";
+import { planService, type ServicePlan } from "./plan.js";
 import { type ReadSpec, readServiceSpec } from "./spec.js";
 
 function customize(role: Role): RelatedRule[] {

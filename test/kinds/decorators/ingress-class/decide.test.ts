@@ -9,7 +9,8 @@ import { API_VERSION } from "../../../../src/api/schemas.js";
 import type { ConditionInput } from "../../../../src/conditions/condition.js";
 import { INGRESS_CLASS_REASONS } from "../../../../src/conditions/tables/ingress-class.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import { decideIngressClass, planIngressClass } from "../../../../src/kinds/decorators/ingress-class/decide.js";
+import { decideIngressClass } from "../../../../src/kinds/decorators/ingress-class/decide.js";
+import { planIngressClass } from "../../../../src/kinds/decorators/ingress-class/plan.js";
 import { assertCoversTable } from "../../../helpers/reason-coverage.js";
 import { BASE, ingress, ingressClass, NS, observe, simpleSpec, svcBackend, tailnet } from "./fixtures.js";
 

@@ -10,10 +10,10 @@ import {
   decideLoadBalancer,
   decideService,
   decideServiceFinalize,
-  planService,
 } from "../../../../src/kinds/decorators/service/decide.js";
 import { readLoadBalancerSpec } from "../../../../src/kinds/decorators/service/loadbalancer.js";
 import type { ServiceObservation } from "../../../../src/kinds/decorators/service/observe.js";
+import { planService } from "../../../../src/kinds/decorators/service/plan.js";
 import { readServiceSpec } from "../../../../src/kinds/decorators/service/spec.js";
 import { assertCoversTable } from "../../../helpers/reason-coverage.js";
 import { GRAFANA_INGRESS_SPEC, input, lbService, observed, ready, service, tailnet, UID } from "./fixtures.js";
