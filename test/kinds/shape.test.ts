@@ -189,6 +189,25 @@ describe("the shape of src", () => {
     );
   });
 
+  it("every decorator keeps its roles: plan.ts and decide.ts exist, are pure, and decide.ts exports a decide function", () => {
+    const dir = join(KINDS, "decorators");
+    const decorators = readdirSync(dir).filter((d) => statSync(join(dir, d)).isDirectory());
+    assert.ok(decorators.length >= 2, `decorators found: ${decorators.join(", ")}`);
+    const problems = decorators.flatMap((d) =>
+      ["plan.ts", "decide.ts"].flatMap((name) => {
+        const file = join(dir, d, name);
+        if (!existsSync(file)) return [`${rel(file)}: missing`];
+        const text = readFileSync(file, "utf8");
+        const io = valueImports(text).filter((s) => impure(file, s));
+        const out = io.map((s) => `${rel(file)}: pure — imports ${s}`);
+        if (name === "decide.ts" && ![...functionsOf(text)].some(([n, f]) => f.exported && /^decide/.test(n)))
+          out.push(`${rel(file)}: exports a decide function`);
+        return out;
+      }),
+    );
+    assert.deepEqual(problems, [], "these decorator files break the role the one shape gives them");
+  });
+
   it("finds a broken role and names the file", () => {
     const dir = join(COMPOSITE, "example");
     const files = new Map([
