@@ -13,6 +13,21 @@ export interface ConnectionBudget {
   active: number;
 }
 
+/** What every listener of one agent is given: where it binds, the shared budget, its idle bound, metrics and log. */
+export interface ListenerCommon {
+  listenHost: string;
+  budget: ConnectionBudget;
+  idleTimeoutMs: number;
+  metrics: AgentMetrics;
+  log: AgentLogger;
+}
+
+/** A listener that reads HTTP heads and dials a backend (https, kube-api): the head and dial bounds too. */
+export interface HttpListenerCommon extends ListenerCommon {
+  headerTimeoutMs: number;
+  dialTimeoutMs: number;
+}
+
 export function createConnectionBudget(max: number): ConnectionBudget {
   return { max, active: 0 };
 }

@@ -7,23 +7,14 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
 import { createServer, type Server, type TLSSocket } from "node:tls";
 import type { AgentExpose } from "../contract/agent-config.js";
 import { type CertificateEntry, loadCertificate, normalizeName, selectByServerName } from "./certs.js";
-import { type ConnectionBudget, closeServer, listenOn, tryAcquire } from "./forward.js";
-import type { AgentLogger } from "./log.js";
-import type { AgentMetrics } from "./metrics.js";
+import { closeServer, type HttpListenerCommon, listenOn, tryAcquire } from "./forward.js";
 import { type PipeTarget, pipeHttpConnection } from "./pipe.js";
 import { readProxyHeader } from "./proxy-protocol.js";
 
-export interface HttpsListenerOptions {
-  listenHost: string;
+export interface HttpsListenerOptions extends HttpListenerCommon {
   listenPort: number;
   /** The http exposes of this listen port, in config order (the first is the default). */
   exposes: AgentExpose[];
-  budget: ConnectionBudget;
-  idleTimeoutMs: number;
-  headerTimeoutMs: number;
-  dialTimeoutMs: number;
-  metrics: AgentMetrics;
-  log: AgentLogger;
 }
 
 export interface HttpsListener {

@@ -14,26 +14,17 @@ import { readFile } from "node:fs/promises";
 import { createServer, isIP, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import type { AgentExpose } from "../contract/agent-config.js";
-import { type ConnectionBudget, closeServer, listenOn, tryAcquire } from "./forward.js";
+import { closeServer, type HttpListenerCommon, listenOn, tryAcquire } from "./forward.js";
 import type { OwnedHeaders } from "./http1.js";
 import { identityFromWhoIs, type KubeIdentity, kubeVerb } from "./kube-identity.js";
 import { fetchWhoIs } from "./localapi.js";
-import type { AgentLogger } from "./log.js";
-import type { AgentMetrics } from "./metrics.js";
 import { pipeHttpConnection } from "./pipe.js";
 import { readProxyHeader } from "./proxy-protocol.js";
 
-export interface KubeApiListenerOptions {
-  listenHost: string;
+export interface KubeApiListenerOptions extends HttpListenerCommon {
   expose: AgentExpose & { kubeApi: { caFile: string; tokenFile: string } };
   /** tailscaled's LocalAPI socket; without it every peer is refused (no one to ask). */
   localApiSocket?: string;
-  budget: ConnectionBudget;
-  idleTimeoutMs: number;
-  headerTimeoutMs: number;
-  dialTimeoutMs: number;
-  metrics: AgentMetrics;
-  log: AgentLogger;
 }
 
 export interface KubeApiListener {

@@ -3,11 +3,9 @@
 // refusers on refuseHost. Any bind failure closes what was bound before it and rejects.
 import type { AgentConfig, AgentExpose } from "../contract/agent-config.js";
 import { dialerFor, directDialer } from "./dial.js";
-import { type ConnectionBudget, type Forwarder, startForwarder } from "./forward.js";
+import { type Forwarder, type ListenerCommon, startForwarder } from "./forward.js";
 import { type HttpsListener, startHttpsListener } from "./https.js";
 import { type KubeApiListener, startKubeApiListener } from "./kube-api.js";
-import type { AgentLogger } from "./log.js";
-import type { AgentMetrics } from "./metrics.js";
 import { type Refuser, startRefuser } from "./refuse.js";
 
 export interface AgentPorts {
@@ -15,15 +13,6 @@ export interface AgentPorts {
   targets: { name: string; ports: { port: number; listenPort: number }[] }[];
   /** Ingress: bound listen port of every expose, in config order. */
   exposes: { name: string; listenPort: number }[];
-}
-
-/** What every listener shares. */
-export interface ListenerCommon {
-  budget: ConnectionBudget;
-  idleTimeoutMs: number;
-  metrics: AgentMetrics;
-  log: AgentLogger;
-  listenHost: string;
 }
 
 export interface AgentListeners {
