@@ -15,6 +15,9 @@ export interface CompositeController {
 
 const RESOURCE_KINDS: Record<string, string> = {
   deployments: "Deployment",
+  statefulsets: "StatefulSet",
+  roles: "Role",
+  rolebindings: "RoleBinding",
   services: "Service",
   networkpolicies: "NetworkPolicy",
   secrets: "Secret",
