@@ -69,6 +69,12 @@ export interface HeadscaleClient {
     setTags(id: string, tags: string[]): Promise<HsNode>;
     /** POST /api/v1/node/{nodeId}/approve_routes: replace-all approved set; the caller does read-modify-write. */
     approveRoutes(id: string, routes: string[]): Promise<HsNode>;
+    /**
+     * POST /api/v1/node/{nodeId}/rename/{newName}: set the node's givenName (its MagicDNS label). 0.29 refuses an
+     * invalid DNS label and a name another node holds (500 `node name is not unique: <name>`, classification
+     * duplicate); hscontrol/state/state.go RenameNode.
+     */
+    rename(id: string, name: string): Promise<HsNode>;
   };
   users: {
     /** GET /api/v1/user: every user, sorted by id. */
@@ -153,6 +159,13 @@ function nodeCalls(http: Requester): HeadscaleClient["nodes"] {
         template: "/api/v1/node/{nodeId}/approve_routes",
         params: nodeId(id),
         body: { routes },
+        decode: decodeNodeResponse,
+      }),
+    rename: (id, name) =>
+      http.call({
+        method: "POST",
+        template: "/api/v1/node/{nodeId}/rename/{newName}",
+        params: { nodeId: id, newName: name },
         decode: decodeNodeResponse,
       }),
   };

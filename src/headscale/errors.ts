@@ -72,7 +72,9 @@ const MESSAGE_RULES: ReadonlyArray<[RegExp, HeadscaleErrorClassification]> = [
     /parsing policy|setting policy|parsing HuJSON|validating policy|verifying SSH rules|verifying policy rules|loading ACL policy file|unknown field/i,
     "policyInvalid",
   ],
-  [/UNIQUE constraint|duplicate key/i, "duplicate"],
+  // 0.29 RenameNode (hscontrol/state/state.go): ErrNodeNameNotUnique, and types.ValidateGivenName's refusal
+  [/UNIQUE constraint|duplicate key|node name is not unique/i, "duplicate"],
+  [/is not a valid DNS label|is too long, max length is/i, "invalidArgument"],
   [/not found/i, "notFound"],
   // 0.29's state.ErrNodeNotInNodeStore (hscontrol/state/state.go): expire, approve_routes on a node that
   // is gone (code 2 and 3 respectively, seen against the real server in test/real/headscale.test.ts).

@@ -219,6 +219,14 @@ export class HeadscaleView {
     return this.write("nodes", this.client.nodes.delete(id));
   }
 
+  /**
+   * Rename a node (its givenName, the MagicDNS label). Like every node write it drops the cached node list, also
+   * on a refusal: 0.29 answers a taken or invalid name with a 500 (hscontrol/state/state.go RenameNode).
+   */
+  renameNode(id: string, name: string): Promise<Outcome<HsNode>> {
+    return this.write("nodes", this.client.nodes.rename(id, name));
+  }
+
   /** Replace a node's whole approved-route set (the caller does the read-modify-write). */
   approveRoutes(id: string, routes: string[]): Promise<Outcome<HsNode>> {
     return this.write("nodes", this.client.nodes.approveRoutes(id, routes));

@@ -63,6 +63,9 @@ export function snapshotFrom(raw: unknown): HeadscaleSnapshot {
   };
 }
 
+/** tailscale.com util/dnsname ValidLabel: 1-63 letters, digits and inner hyphens. */
+const DNS_LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+
 type Reply = { statusCode: number; data: string; responseOptions?: { headers: Record<string, string> } };
 const json = (statusCode: number, body: unknown): Reply => ({
   statusCode,
@@ -109,6 +112,7 @@ export class SnapshotHeadscale {
       this.policy(method, path, body) ??
       this.preAuthKeys(method, path, body) ??
       this.users(method, path, body) ??
+      this.rename(method, path) ??
       this.nodes(method, path, body) ??
       rpcError(404, 5, "Not Found")
     );
@@ -206,6 +210,25 @@ export class SnapshotHeadscale {
     s.users.push(user);
     this.writes.push(`POST /api/v1/user (${name})`);
     return json(200, { user });
+  }
+
+  /**
+   * POST /api/v1/node/<id>/rename/<name>: as 0.29.3 State.RenameNode (hscontrol/state/state.go) orders it: the
+   * label is checked first, then the node, then that no other node holds the name; each a 500 with code 2.
+   */
+  private rename(method: string, path: string): Reply | undefined {
+    const m = path.match(/^\/api\/v1\/node\/([^/]+)\/rename\/([^/]+)$/);
+    if (method !== "POST" || !m) return undefined;
+    const [id, name] = [m[1], decodeURIComponent(m[2])];
+    if (!DNS_LABEL.test(name))
+      return rpcError(500, 2, `renaming node: ${JSON.stringify(name)} is not a valid DNS label`);
+    const node = this.state.nodes.find((n) => String(n.id) === id);
+    if (!node) return rpcError(500, 2, `node no longer exists in NodeStore: ${id}`);
+    if (this.state.nodes.some((n) => n !== node && n.givenName === name))
+      return rpcError(500, 2, `node name is not unique: ${name}`);
+    node.givenName = name;
+    this.writes.push(`POST /api/v1/node/${id}/rename/${name}`);
+    return json(200, { node });
   }
 
   /** /api/v1/node/<id>[/action]: delete, approve routes, expire, set tags. */

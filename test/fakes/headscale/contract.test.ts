@@ -18,6 +18,7 @@ const CLIENT_OPERATIONS: Array<[string, string, RegExp]> = [
   ["POST", "/api/v1/node/{nodeId}/expire", /^\/api\/v1\/node\/[^/]+\/expire$/],
   ["POST", "/api/v1/node/{nodeId}/tags", /^\/api\/v1\/node\/[^/]+\/tags$/],
   ["POST", "/api/v1/node/{nodeId}/approve_routes", /^\/api\/v1\/node\/[^/]+\/approve_routes$/],
+  ["POST", "/api/v1/node/{nodeId}/rename/{newName}", /^\/api\/v1\/node\/[^/]+\/rename\/[^/]+$/],
   ["GET", "/api/v1/user", /^\/api\/v1\/user$/],
   ["GET", "/api/v1/apikey", /^\/api\/v1\/apikey$/],
   ["POST", "/api/v1/apikey", /^\/api\/v1\/apikey$/],
@@ -124,6 +125,7 @@ describe("the fake answers every client operation in both forms within the contr
       await client.nodes.expire(node.id);
       await client.nodes.setTags(node.id, ["tag:b"]);
       await client.nodes.approveRoutes(node.id, ["10.0.0.0/24"]);
+      await client.nodes.rename(node.id, "n-renamed");
       await client.nodes.delete(doomed.id);
       await client.users.list();
       await client.apiKeys.list();
@@ -149,6 +151,8 @@ describe("the fake answers every client operation in both forms within the contr
       await settle(client.apiKeys.expire("hskey-api-nOnEXiSTent0-***"));
       await settle(client.nodes.setTags(node.id, ["tag:nobody"]));
       await settle(client.nodes.approveRoutes(node.id, ["nope"]));
+      fake.addNode({ name: "taken", tags: ["tag:a"] });
+      await settle(client.nodes.rename(node.id, "taken"));
       await settle(client.nodes.delete("999"));
       await settle(
         client.preAuthKeys.create({ aclTags: ["BAD"], reusable: false, ephemeral: false, expiration: new Date() }),

@@ -8,12 +8,22 @@
 import type { FastifyInstance } from "fastify";
 import { loadContract } from "./contract.js";
 import { type FakeVersion, parsePolicy } from "./policy.js";
+import {
+  disconnect,
+  type ReconnectInput,
+  type RegisterInput,
+  type Registration,
+  reconnect,
+  register,
+  sweepEphemeral,
+} from "./register.js";
 import { currentPolicy, type PolicyMode, routesFor } from "./routes.js";
-import { type AddNodeInput, type AddUserInput, addNode, addUser, type RegisterInput, registerWithKey } from "./seed.js";
+import { type AddNodeInput, type AddUserInput, addNode, addUser } from "./seed.js";
 import { compileRoutes, contractChecked, fakeApp, listening, releaseHung, type Served } from "./server.js";
 import { type FakeNode, FakeState, type FakeUser, randomUrlSafe } from "./state.js";
 
 export type { FakeVersion } from "./policy.js";
+export type { ReconnectInput, RegisterInput, Registration } from "./register.js";
 export type { PolicyMode } from "./routes.js";
 export { SQLITE_BUSY } from "./server.js";
 export type { FakeApiKey, FakeNode, FakePreAuthKey, FakeState, FakeUser, PolicyVersion } from "./state.js";
@@ -95,7 +105,16 @@ export interface FakeHeadscale {
   assertNoViolations(): void;
   addUser(input: AddUserInput): FakeUser;
   addNode(input: AddNodeInput): FakeNode;
+  /** A login with a pre-auth key (register.ts): the machine's node updated in place, or a new node. */
   registerWithKey(keyIdOrSecret: string, input: RegisterInput): FakeNode;
+  /** registerWithKey, saying whether the node is new. */
+  register(keyIdOrSecret: string, input: RegisterInput): Registration;
+  /** tailscaled restarting with its state (Auth nil): the same node, online again; no key involved. */
+  reconnect(input: ReconnectInput): FakeNode;
+  /** The node's session ends: offline, last seen now. */
+  disconnect(nodeId: string): void;
+  /** Headscale's ephemeral GC at this moment: deletes ephemeral nodes offline for 120 s (0.29.3's default); the deleted ids. */
+  sweepEphemeral(): string[];
   /** Out-of-band policy change (file edit + SIGHUP, or a DB row); re-runs auto-approval; not a policyWrite. */
   setPolicy(text: string): void;
   /**
@@ -191,7 +210,11 @@ function fakeHandle(
     },
     addUser: (input) => addUser(state, now(), input),
     addNode: (input) => addNode(state, now(), input),
-    registerWithKey: (keyIdOrSecret, input) => registerWithKey(state, now(), policyNow(), keyIdOrSecret, input),
+    registerWithKey: (keyIdOrSecret, input) => register(state, now(), policyNow(), keyIdOrSecret, input).node,
+    register: (keyIdOrSecret, input) => register(state, now(), policyNow(), keyIdOrSecret, input),
+    reconnect: (input) => reconnect(state, now(), input),
+    disconnect: (nodeId) => disconnect(state, now(), nodeId),
+    sweepEphemeral: () => sweepEphemeral(state, now()),
     setPolicy(text) {
       if (policyMode === "file") state.filePolicy = text;
       else state.policies.push({ text, updatedAt: now() });

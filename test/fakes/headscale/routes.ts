@@ -126,6 +126,28 @@ export const ROUTES: FakeRoute[] = [
   },
   {
     method: "POST",
+    template: "/api/v1/node/{nodeId}/rename/{newName}",
+    handle: ({ state, params }) => {
+      // 0.29.3 State.RenameNode (hscontrol/state/state.go l.1040): the label is validated first
+      // (types.ValidateGivenName → tailscale util/dnsname ValidLabel), then NodeStore.SetGivenName refuses a name
+      // another node holds (node_store.go setName). Every error is a plain Go error: 500, code 2.
+      const name = params.newName;
+      const invalid = invalidLabel(name);
+      if (invalid)
+        return rpcError(500, 2, `renaming node: ${JSON.stringify(name)} is not a valid DNS label: ${invalid}`);
+      const node = state.nodes.get(params.nodeId);
+      if (!node) return rpcError(500, 2, `node no longer exists in NodeStore: ${params.nodeId}`);
+      for (const other of state.nodes.values()) {
+        if (other.id !== node.id && other.givenName === name) {
+          return rpcError(500, 2, `node name is not unique: ${name}`);
+        }
+      }
+      node.givenName = name;
+      return ok({ node: state.nodeJson(node) });
+    },
+  },
+  {
+    method: "POST",
     template: "/api/v1/node/{nodeId}/tags",
     handle: (ctx) => {
       const node = ctx.state.nodes.get(ctx.params.nodeId);
@@ -355,6 +377,27 @@ export const ROUTES: FakeRoute[] = [
 /** 0.28 has no policy/check: the path falls through to grpc-gateway's 404. */
 export function routesFor(version: FakeVersion): FakeRoute[] {
   return version === "0.28" ? ROUTES.filter((r) => r.template !== "/api/v1/policy/check") : ROUTES;
+}
+
+/** tailscale.com util/dnsname ValidLabel's wording (v1.102.5), or undefined for a valid label. */
+function invalidLabel(label: string): string | undefined {
+  const q = JSON.stringify(label);
+  const alnum = (c: string) => /^[A-Za-z0-9]$/.test(c);
+  if (label.length === 0) return "empty DNS label";
+  if (label.length > 63) return `${q} is too long, max length is 63 bytes`;
+  if (!alnum(label[0])) return `${q} is not a valid DNS label: must start with a letter or number`;
+  if (!alnum(label[label.length - 1])) return `${q} is not a valid DNS label: must end with a letter or number`;
+  for (let i = 1; i < label.length - 1; i++) {
+    if (!alnum(label[i]) && label[i] !== "-") {
+      return `${q} is not a valid DNS label: contains invalid character ${goQuoteByte(label[i])}`;
+    }
+  }
+  return undefined;
+}
+
+/** Go's %q of a byte (a rune literal): '_', '.', '\''. */
+function goQuoteByte(c: string): string {
+  return c === "'" ? "'\\''" : c === "\\" ? "'\\\\'" : `'${c}'`;
 }
 
 function sortedById<T extends { id: string }>(items: T[]): T[] {

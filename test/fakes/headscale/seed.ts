@@ -1,11 +1,10 @@
 /**
  * State helpers for tests: put users and nodes into the fake the way Headscale would hold them, without going
- * through the (unimplemented) Tailscale control protocol.
+ * through the (unimplemented) Tailscale control protocol. Registrations are in register.ts.
  */
 
-import type { ParsedPolicy } from "./policy.js";
 import { normaliseRoutes } from "./policy.js";
-import { type FakeNode, type FakePreAuthKey, type FakeState, type FakeUser, fakeKeyMaterial } from "./state.js";
+import { type FakeNode, type FakeState, type FakeUser, fakeKeyMaterial } from "./state.js";
 
 export interface AddUserInput {
   name: string;
@@ -47,6 +46,8 @@ export interface AddNodeInput {
   online?: boolean;
   preAuthKeyId?: string;
   nodeKey?: string;
+  /** The machine's key (default: derived from the node id and name, unique per node). */
+  machineKey?: string;
   expiry?: Date | null;
   lastSeen?: Date | null;
   registerMethod?: string;
@@ -65,7 +66,7 @@ export function addNode(state: FakeState, now: Date, input: AddNodeInput): FakeN
   const ips = state.allocateIps();
   const node: FakeNode = {
     id,
-    machineKey: fakeKeyMaterial("mkey", `${id}/${input.name}`),
+    machineKey: input.machineKey ?? fakeKeyMaterial("mkey", `${id}/${input.name}`),
     nodeKey: input.nodeKey ?? fakeKeyMaterial("nodekey", `${id}/${input.name}`),
     discoKey: fakeKeyMaterial("discokey", `${id}/${input.name}`),
     ipv4: input.ipv4 ?? ips.ipv4,
@@ -85,58 +86,4 @@ export function addNode(state: FakeState, now: Date, input: AddNodeInput): FakeN
   };
   state.nodes.set(id, node);
   return node;
-}
-
-export interface RegisterInput {
-  name: string;
-  givenName?: string;
-  ipv4?: string;
-  availableRoutes?: string[];
-  online?: boolean;
-  /** Re-registering an existing node key updates that node instead of creating one. */
-  nodeKey?: string;
-  /** Tags the client asks for (`tailscale up --advertise-tags`, sent as Hostinfo.RequestTags). */
-  requestTags?: string[];
-}
-
-/**
- * A node registering with a pre-auth key (by id or full secret): Headscale checks the key, marks it used, makes
- * the node tagged with the key's aclTags (or owned by the key's user) and runs auto-approval.
- */
-export function registerWithKey(
-  state: FakeState,
-  now: Date,
-  policy: ParsedPolicy | undefined,
-  keyIdOrSecret: string,
-  input: RegisterInput,
-): FakeNode {
-  const key = findKey(state, keyIdOrSecret);
-  if (!key) throw new Error("fake headscale: authkey not found");
-  if (key.expiration.getTime() <= now.getTime()) throw new Error("fake headscale: authkey expired");
-  if (key.used && !key.reusable) throw new Error("fake headscale: authkey already used");
-  // 0.28+ refuses any client-requested tag on a pre-auth-key registration, even the key's own tag,
-  // before anything is allocated or the key is marked used (hscontrol/state/state.go, "Reject
-  // advertise-tags for PreAuthKey registrations early"): the key's aclTags alone tag the node.
-  if (input.requestTags?.length) {
-    throw new Error(`fake headscale: requested tags [${input.requestTags.join(" ")}] are invalid or not permitted`);
-  }
-  key.used = true;
-
-  const existing = input.nodeKey ? [...state.nodes.values()].find((n) => n.nodeKey === input.nodeKey) : undefined;
-  const node =
-    existing ??
-    addNode(state, now, { name: input.name, givenName: input.givenName, ipv4: input.ipv4, nodeKey: input.nodeKey });
-  node.tags = [...key.aclTags];
-  node.userId = key.aclTags.length > 0 ? null : key.userId;
-  node.preAuthKeyId = key.id;
-  node.registerMethod = "REGISTER_METHOD_AUTH_KEY";
-  node.availableRoutes = [...(input.availableRoutes ?? node.availableRoutes)];
-  node.online = input.online ?? true;
-  node.lastSeen = now;
-  if (policy) state.autoApproveNode(node, policy);
-  return node;
-}
-
-function findKey(state: FakeState, keyIdOrSecret: string): FakePreAuthKey | undefined {
-  return state.preAuthKeys.get(keyIdOrSecret) ?? [...state.preAuthKeys.values()].find((k) => k.key === keyIdOrSecret);
 }
