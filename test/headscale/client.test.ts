@@ -138,6 +138,50 @@ describe("nodes", () => {
   });
 });
 
+describe("rename", () => {
+  test("nodes.rename posts to /rename/{newName} and answers the renamed node", async (t) => {
+    const { client, fake } = await setup(t);
+    const node = fake.addNode({ name: "shop-db", givenName: "shop-db-1", tags: ["tag:k8s-egress"] });
+    const renamed = await client.nodes.rename(node.id, "shop-db");
+    assert.deepEqual([renamed.id, renamed.name, renamed.givenName], [node.id, "shop-db", "shop-db"]);
+    assert.deepEqual(
+      [fake.requests.at(-1)?.method, fake.requests.at(-1)?.path, fake.requests.at(-1)?.body],
+      ["POST", `/api/v1/node/${node.id}/rename/shop-db`, undefined],
+    );
+  });
+
+  test("a taken name is a duplicate, a bad label invalidArgument, a gone node notFound (all 500 in 0.29)", async (t) => {
+    const { client, fake } = await setup(t);
+    fake.addNode({ name: "web", tags: ["tag:k8s-egress"] });
+    const node = fake.addNode({ name: "web", tags: ["tag:k8s-egress"] });
+    const taken = await rejection(client.nodes.rename(node.id, "web"));
+    assert.deepEqual(
+      [taken.status, taken.classification, taken.operation, taken.message],
+      [
+        500,
+        "duplicate",
+        "POST /api/v1/node/{nodeId}/rename/{newName}",
+        "Headscale POST /api/v1/node/{nodeId}/rename/{newName}: 500 node name is not unique: web",
+      ],
+    );
+    const bad = await rejection(client.nodes.rename(node.id, "we_b"));
+    assert.equal(bad.classification, "invalidArgument");
+    assert.equal(
+      bad.detail,
+      `renaming node: "we_b" is not a valid DNS label: "we_b" is not a valid DNS label: contains invalid character '_'`,
+    );
+    const gone = await rejection(client.nodes.rename("999", "web"));
+    assert.deepEqual([gone.classification, gone.detail], ["notFound", "node no longer exists in NodeStore: 999"]);
+  });
+
+  test("the name is one path segment: a slash is encoded, never a second path", async (t) => {
+    const { client, fake } = await setup(t);
+    const node = fake.addNode({ name: "n", tags: ["tag:k8s-egress"] });
+    await rejection(client.nodes.rename(node.id, "a/b"));
+    assert.equal(fake.requests.at(-1)?.path, `/api/v1/node/${node.id}/rename/a%2Fb`);
+  });
+});
+
 describe("users and API keys", () => {
   test("users.list() and apiKeys.list() decode", async (t) => {
     const { fake, client } = await setup(t);

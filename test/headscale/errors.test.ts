@@ -83,6 +83,25 @@ describe("rpcStatus dialect (≤0.29)", () => {
       message: "requested tags [tag:x] are invalid or not permitted",
       want: "invalidArgument",
     },
+    {
+      name: "rename to a taken name (0.29 RenameNode)",
+      code: 2,
+      message: "node name is not unique: shop-db",
+      want: "duplicate",
+    },
+    {
+      name: "rename to an invalid label (0.29 ValidateGivenName)",
+      code: 2,
+      message:
+        'renaming node: "-x" is not a valid DNS label: "-x" is not a valid DNS label: must start with a letter or number',
+      want: "invalidArgument",
+    },
+    {
+      name: "rename of a node that is gone",
+      code: 2,
+      message: "node no longer exists in NodeStore: 9",
+      want: "notFound",
+    },
     { name: "anything else", code: 2, message: "something broke", want: "other" },
   ];
   for (const row of rows) {

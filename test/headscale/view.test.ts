@@ -249,6 +249,26 @@ describe("HeadscaleView writes", () => {
     assert.equal(nodeCalls(fake), 2);
   });
 
+  test("renameNode: an Outcome with the renamed node; the node list is read again, also after a refusal", async (t) => {
+    const { fake, view } = await setup(t);
+    fake.addNode({ name: "web", tags: ["tag:a"] });
+    const node = fake.addNode({ name: "web", tags: ["tag:a"] });
+    await view.nodes();
+    const refused = await view.renameNode(node.id, "web");
+    assert.equal(refused.ok, false);
+    assert.equal(!refused.ok && refused.error.classification, "duplicate");
+    assert.equal(!refused.ok && refused.error.detail, "node name is not unique: web");
+    const out = await view.renameNode(node.id, "web-r1");
+    assert.equal(out.ok && out.value.givenName, "web-r1");
+    const listed = await view.nodes();
+    assert.deepEqual(listed.ok && listed.value.map((n) => n.givenName), ["web", "web-r1"]);
+    assert.equal(nodeCalls(fake), 2, "one read before, one after the writes");
+    assert.deepEqual(
+      fake.writes().map((r) => `${r.method} ${r.path}`),
+      [`POST /api/v1/node/${node.id}/rename/web`, `POST /api/v1/node/${node.id}/rename/web-r1`],
+    );
+  });
+
   test("a definite refusal keeps the cache; a lost answer or a 404 drops it", async (t) => {
     const { fake, view } = await setup(t);
     await view.nodes();
