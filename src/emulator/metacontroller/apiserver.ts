@@ -1,10 +1,13 @@
 /**
  * The API server's refusals of duplicate list entries (kubernetes pkg/apis/core/validation:
  * ValidateService's port names and port/protocol pairs, validateContainers' names,
- * validateContainerPorts' names, validateVolumes' names, validateVolumeMounts' mount paths).
- * The loop runs it on every create and update, so a list Metacontroller's apply collapses into
- * duplicates is refused in tests as a real cluster refuses it.
+ * validateContainerPorts' names, validateVolumes' names, validateVolumeMounts' mount paths), and of
+ * updates to immutable fields (pkg/apis/apps/validation ValidateStatefulSetUpdate, pkg/apis/rbac/validation
+ * ValidateRoleBindingUpdate, pkg/apis/core/validation ValidateSecretUpdate, kubernetes v1.35). The loop runs it
+ * on every create and update, so a list Metacontroller's apply collapses into duplicates, or a changed
+ * immutable field, is refused in tests as a real cluster refuses it.
  */
+import { jsonEqual } from "../../k8s/json-equal.js";
 import { isRecord } from "../../k8s/objects.js";
 
 type Rec = Record<string, unknown>;
@@ -38,8 +41,57 @@ function podSpecErrors(path: string, spec: Rec): string[] {
   return errs;
 }
 
-/** The refusals of one object, each as the API server words the field error. */
-export function apiServerErrors(o: { kind: string; spec?: unknown }): string[] {
+/** An object as the checks read it: kind, spec and the top-level fields some kinds keep outside spec. */
+type Checked = { kind: string; spec?: unknown; type?: unknown; roleRef?: unknown; [field: string]: unknown };
+
+/** The refusals of one object (an update when `existing` is given), each as the API server words the field error. */
+export function apiServerErrors(o: Checked, existing?: Checked): string[] {
+  return [...(existing ? immutableErrors(o, existing) : []), ...listErrors(o)];
+}
+
+/**
+ * The StatefulSet spec fields an update may change (ValidateStatefulSetUpdate): anything else, selector,
+ * serviceName, podManagementPolicy and volumeClaimTemplates included, is one Forbidden error on `spec`.
+ */
+const STATEFULSET_MUTABLE = [
+  "replicas",
+  "ordinals",
+  "template",
+  "updateStrategy",
+  "revisionHistoryLimit",
+  "persistentVolumeClaimRetentionPolicy",
+  "minReadySeconds",
+];
+
+function immutableErrors(o: Checked, existing: Checked): string[] {
+  if (o.kind === "StatefulSet") {
+    const fixed = (spec: unknown) =>
+      Object.fromEntries(Object.entries(isRecord(spec) ? spec : {}).filter(([k]) => !STATEFULSET_MUTABLE.includes(k)));
+    if (jsonEqual(fixed(o.spec), fixed(existing.spec))) return [];
+    return [
+      "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+    ];
+  }
+  if (o.kind === "RoleBinding") {
+    const ref = (r: unknown) => {
+      const v = isRecord(r) ? r : {};
+      return { APIGroup: v.apiGroup ?? "", Kind: v.kind ?? "", Name: v.name ?? "" };
+    };
+    // field.Invalid renders the internal rbac.RoleRef as JSON (apimachinery field/errors.go ErrorBody)
+    const now = ref(o.roleRef);
+    if (jsonEqual(now, ref(existing.roleRef))) return [];
+    return [`roleRef: Invalid value: ${JSON.stringify(now)}: cannot change roleRef`];
+  }
+  if (o.kind === "Secret") {
+    // the API server defaults an unset type to Opaque (pkg/apis/core/v1/defaults.go SetDefaults_Secret)
+    const type = (t: unknown) => (typeof t === "string" && t ? t : "Opaque");
+    if (type(o.type) === type(existing.type)) return [];
+    return [`type: Invalid value: ${JSON.stringify(type(o.type))}: field is immutable`];
+  }
+  return [];
+}
+
+function listErrors(o: Checked): string[] {
   const spec = isRecord(o.spec) ? o.spec : {};
   if (o.kind === "Service") {
     const ports = list(spec.ports);

@@ -8,6 +8,7 @@ import { type DecoratorController, decoratorControllers, kindOfResource } from "
 import { syncDecorator } from "./decorator-sync.js";
 import { type ChildType, clone, type HookAnswer, objKey, type SyncPort, v2Key } from "./informer.js";
 import type { HookCall, LoopOptions, Obj } from "./types.js";
+import { deletePod, simulateDeployment, simulateStatefulSet, type WorkloadStore } from "./workloads.js";
 
 export class MetacontrollerLoop {
   readonly objects = new Map<string, Obj>();
@@ -145,13 +146,14 @@ export class MetacontrollerLoop {
    * server refused it or nothing changed.
    */
   protected async writeChild(o: Obj, existing: Obj | undefined, id: string): Promise<boolean> {
-    this.simulateServer(o, existing);
-    const refused = apiServerErrors(o);
+    const refused = apiServerErrors(o, existing);
     if (refused.length) {
-      // The API server refuses the whole write; Metacontroller reports it and keeps syncing.
+      // The API server refuses the whole write (nothing reaches the controllers); Metacontroller reports it
+      // and keeps syncing.
       this.errors.push(`${existing ? "update" : "create"} ${id}: ${refused.join("; ")}`);
       return false;
     }
+    this.simulateServer(o, existing);
     if (existing && jsonEqual(o, existing)) return false;
     this.objects.set(objKey(o), o);
     return true;
@@ -205,7 +207,7 @@ export class MetacontrollerLoop {
     return this.writeChild(o, existing, id);
   }
 
-  /** What the API server and built-in controllers add: ClusterIPs, Deployment status, Pods. */
+  /** What the API server and built-in controllers add: ClusterIPs, Deployment and StatefulSet status, Pods. */
   private simulateServer(o: Obj, existing: Obj | undefined): void {
     if (o.kind === "Service") {
       const spec = o.spec as { clusterIP?: string; type?: string; ports?: Record<string, unknown>[] };
@@ -216,56 +218,25 @@ export class MetacontrollerLoop {
       }
       spec.clusterIP = (existing?.spec as { clusterIP?: string } | undefined)?.clusterIP ?? `10.96.0.${++this.ip}`;
     }
-    if (o.kind === "Deployment") {
-      const spec = o.spec as {
-        replicas?: number;
-        template: {
-          metadata?: { labels?: Record<string, string> };
-          spec: { containers: { ports?: { name?: string; containerPort: number }[] }[] };
-        };
-      };
-      const replicas = spec.replicas ?? 1;
-      o.status = this.deploymentsAvailable
-        ? {
-            observedGeneration: o.metadata.generation,
-            replicas,
-            updatedReplicas: replicas,
-            readyReplicas: replicas,
-            availableReplicas: replicas,
-            conditions: [
-              { type: "Available", status: "True" },
-              { type: "Progressing", status: "True", reason: "NewReplicaSetAvailable" },
-            ],
-          }
-        : { observedGeneration: o.metadata.generation, replicas, conditions: [{ type: "Available", status: "False" }] };
-      if (this.opts.agentPods) {
-        for (const p of this.list("Pod").filter(
-          (p) => p.metadata.annotations?.["test/deployment"] === o.metadata.name,
-        )) {
-          this.objects.delete(objKey(p));
-        }
-        const port = this.opts.agentPods.metricsPort(o);
-        for (let i = 0; i < replicas && this.deploymentsAvailable; i++) {
-          const tpl = clone(spec.template);
-          for (const c of tpl.spec.containers)
-            for (const pt of c.ports ?? []) if (pt.name === "metrics" && port) pt.containerPort = port;
-          const pod: Obj = {
-            apiVersion: "v1",
-            kind: "Pod",
-            metadata: {
-              name: `${o.metadata.name}-${i}`,
-              namespace: o.metadata.namespace,
-              uid: `uid-${++this.uid}`,
-              labels: tpl.metadata?.labels ?? {},
-              annotations: { "test/deployment": o.metadata.name },
-            },
-            spec: tpl.spec,
-            status: { phase: "Running", podIP: "127.0.0.1", conditions: [{ type: "Ready", status: "True" }] },
-          };
-          this.objects.set(objKey(pod), pod);
-        }
-      }
-    }
+    if (o.kind === "Deployment") simulateDeployment(this.workloads(), o);
+    if (o.kind === "StatefulSet") simulateStatefulSet(this.workloads(), o);
+  }
+
+  private workloads(): WorkloadStore {
+    return {
+      objects: this.objects,
+      nextUid: () => `uid-${++this.uid}`,
+      agentPods: this.opts.agentPods,
+      available: this.deploymentsAvailable,
+    };
+  }
+
+  /**
+   * `kubectl delete pod`: a StatefulSet's Pod comes back at once with the same name and a new uid (the
+   * StatefulSet controller); any other Pod is just gone. False when there was no such Pod.
+   */
+  deletePod(name: string, namespace?: string): boolean {
+    return deletePod(this.workloads(), name, namespace);
   }
 
   /** The parent a sync is given: the live object, or with parentCacheLag the stale view due once after a write. */
