@@ -1,14 +1,17 @@
 /**
  * A model of how the official tailscale image boots one of our pod specs: containerboot reading the
  * `tailscale` container's environment and mounts, then `tailscale up` registering with Headscale.
- * Read from tailscale v1.102.3 `cmd/containerboot` (main.go, settings.go, tailscaled.go) and
+ * Read from tailscale v1.102.5 `cmd/containerboot` (main.go, settings.go, tailscaled.go) and
  * `kube/kubeclient/client.go`; older images from the same files at their release tags. The tests hand it
- * the Deployment the operator returned and the objects the cluster holds, and get what the pod does:
- * the registration it makes (so the fake Headscale can refuse it the way the real one would), or why
- * containerboot exits. Nothing here runs a process.
+ * the Deployment or StatefulSet the operator returned and the objects the cluster holds, and get what the
+ * pod does: the registration it makes (so the fake Headscale can refuse it the way the real one would), or
+ * why containerboot exits. With `TS_KUBE_SECRET` set, the state Secret's RBAC is checked here
+ * (containerboot-kube.ts) and the pod's life with that state is in pod-lifecycle.ts. Nothing here runs a
+ * process.
  */
 import type { K8sObject } from "../../src/k8s/objects.js";
 import { secretValue } from "../../src/kinds/shared/secrets.js";
+import { checkKubeState, type KubeStateAccess } from "./containerboot-kube.js";
 import type { FakeHeadscale, FakeNode } from "./headscale/index.js";
 
 /** Where the kubelet mounts the service-account files (kube/kubeclient/client.go saPath). */
@@ -45,6 +48,7 @@ interface Volume {
 }
 interface PodSpec {
   automountServiceAccountToken?: boolean;
+  serviceAccountName?: string;
   containers: Container[];
   volumes?: Volume[];
 }
@@ -65,6 +69,10 @@ export interface TailscaleBoot {
   caPem: string;
   /** tailscaled state survives a container restart (TS_STATE_DIR on an emptyDir or a Secret store). */
   persistentState: boolean;
+  /** TS_KUBE_SECRET non-empty: the state Secret and what RBAC lets the pod do with it. */
+  kubeState?: KubeStateAccess;
+  /** TS_AUTH_ONCE: log in with TS_AUTHKEY only when tailscaled needs a login (main.go authLoop). */
+  authOnce: boolean;
   env: Record<string, string>;
 }
 
@@ -77,7 +85,7 @@ export interface BootOptions {
   serverCa?: string;
 }
 
-/** The `tailscale` container of a Deployment (or its pod template). */
+/** The `tailscale` container of a Deployment or StatefulSet (or its pod template). */
 export function tailscaleContainer(deployment: K8sObject): { pod: PodSpec; container: Container } {
   const pod = (deployment.spec as { template: { spec: PodSpec } }).template.spec;
   const container = pod.containers.find((c) => c.name === "tailscale");
@@ -209,6 +217,12 @@ export function bootTailscale(
       error: `boot: error setting up for running on Kubernetes: no service-account token for Secret ${kubeSecret}`,
     };
   }
+  let kubeState: KubeStateAccess | undefined;
+  if (kubeSecret !== "") {
+    const checked = checkKubeState(objects, namespace, pod.serviceAccountName ?? "default", kubeSecret);
+    if (!checked.ok) return checked;
+    kubeState = checked.access;
+  }
 
   const args = (env.TS_EXTRA_ARGS ?? "").split(/\s+/).filter(Boolean);
   const loginServer = flag(args, "login-server") ?? "";
@@ -245,6 +259,9 @@ export function bootTailscale(
       noLogsNoSupport: /^(1|true)$/i.test(env.TS_NO_LOGS_NO_SUPPORT ?? ""),
       caPem,
       persistentState: kubeSecret !== "" || !!stateVolume?.emptyDir,
+      kubeState,
+      // util/def Bool: strconv.ParseBool, anything else is the default (false)
+      authOnce: /^(1|t|T|TRUE|true|True)$/.test(env.TS_AUTH_ONCE ?? ""),
       env,
     },
   };
