@@ -267,6 +267,22 @@ describe("TS_KUBE_SECRET: containerboot's permission check", () => {
     assert.deepEqual(boot([OWN_ROLE, otherSa, stateSecret()]), { ok: false, error: missing(["get", "update"]) });
   });
 
+  test("a ClusterRole bound by a RoleBinding in the namespace grants it (wildcard verbs, no resourceNames)", () => {
+    const cluster = {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "secrets-all" },
+      rules: [{ apiGroups: [""], resources: ["secrets"], verbs: ["*"] }],
+    };
+    const rb = {
+      ...binding,
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "secrets-all" },
+    };
+    const r = boot([cluster, rb, stateSecret()]);
+    assert.ok(r.ok);
+    assert.deepEqual(r.boot.kubeState, { secret: STATE, canPatch: true, canCreate: true, exists: true });
+  });
+
   test("get alone: update missing", () => {
     const getOnly = role({ resourceNames: [STATE], verbs: ["get"] });
     assert.deepEqual(boot([getOnly, binding, stateSecret()]), { ok: false, error: missing(["update"]) });

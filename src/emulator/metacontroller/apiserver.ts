@@ -46,7 +46,33 @@ type Checked = { kind: string; spec?: unknown; type?: unknown; roleRef?: unknown
 
 /** The refusals of one object (an update when `existing` is given), each as the API server words the field error. */
 export function apiServerErrors(o: Checked, existing?: Checked): string[] {
-  return [...(existing ? immutableErrors(o, existing) : []), ...listErrors(o)];
+  return [...(existing ? immutableErrors(o, existing) : []), ...selectorErrors(o), ...listErrors(o)];
+}
+
+/** Go's json.Marshal of a map: keys sorted. */
+const goMapJson = (m: Record<string, unknown>) =>
+  JSON.stringify(Object.fromEntries(Object.entries(m).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
+
+/**
+ * ValidateStatefulSetSpec's selector rules (pkg/apis/apps/validation): a selector is required and not empty, and
+ * it must match the template's labels (ValidatePodTemplateSpecForStatefulSet). matchLabels only: the operator
+ * renders no matchExpressions.
+ */
+function selectorErrors(o: Checked): string[] {
+  if (o.kind !== "StatefulSet") return [];
+  const spec = isRecord(o.spec) ? o.spec : {};
+  if (!isRecord(spec.selector)) return ["spec.selector: Required value"];
+  const matchLabels = isRecord(spec.selector.matchLabels) ? spec.selector.matchLabels : {};
+  const expressions = Array.isArray(spec.selector.matchExpressions) ? spec.selector.matchExpressions : [];
+  if (Object.keys(matchLabels).length + expressions.length === 0) {
+    return [`spec.selector: Invalid value: ${goMapJson(spec.selector)}: empty selector is invalid for statefulset`];
+  }
+  const template = isRecord(spec.template) ? spec.template : {};
+  const labels = isRecord(template.metadata) && isRecord(template.metadata.labels) ? template.metadata.labels : {};
+  if (Object.entries(matchLabels).every(([k, v]) => labels[k] === v)) return [];
+  return [
+    `spec.template.metadata.labels: Invalid value: ${goMapJson(labels)}: \`selector\` does not match template \`labels\``,
+  ];
 }
 
 /**

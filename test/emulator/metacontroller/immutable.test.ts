@@ -19,7 +19,10 @@ const sts = (spec: Record<string, unknown>) => ({
     podManagementPolicy: "Parallel",
     selector: { matchLabels: { app: "a", "tailnet.internal/replica": "0" } },
     updateStrategy: { type: "RollingUpdate" },
-    template: { metadata: { labels: { app: "a" } }, spec: { containers: [{ name: "tailscale", image: "x:1" }] } },
+    template: {
+      metadata: { labels: { app: "a", "tailnet.internal/replica": "0" } },
+      spec: { containers: [{ name: "tailscale", image: "x:1" }] },
+    },
     ...spec,
   },
 });
@@ -27,7 +30,7 @@ const sts = (spec: Record<string, unknown>) => ({
 describe("StatefulSet update", () => {
   const old = sts({});
   for (const [field, value] of [
-    ["selector", { matchLabels: { app: "b" } }],
+    ["selector", { matchLabels: { app: "a" } }],
     ["serviceName", "other"],
     ["podManagementPolicy", "OrderedReady"],
     ["volumeClaimTemplates", [{ metadata: { name: "data" } }]],
@@ -40,7 +43,10 @@ describe("StatefulSet update", () => {
   it("allows replicas, template, updateStrategy, minReadySeconds and revisionHistoryLimit to change", () => {
     const changed = sts({
       replicas: 0,
-      template: { metadata: { labels: { app: "a" } }, spec: { containers: [{ name: "tailscale", image: "x:2" }] } },
+      template: {
+        metadata: { labels: { app: "a", "tailnet.internal/replica": "0" } },
+        spec: { containers: [{ name: "tailscale", image: "x:2" }] },
+      },
       updateStrategy: { type: "OnDelete" },
       minReadySeconds: 5,
       revisionHistoryLimit: 3,
@@ -51,6 +57,21 @@ describe("StatefulSet update", () => {
 
   it("a create is never an immutability refusal", () => {
     assert.deepEqual(apiServerErrors(sts({ serviceName: "other" })), []);
+  });
+});
+
+describe("StatefulSet selector (ValidateStatefulSetSpec), on create and update", () => {
+  it("refuses a selector the template's labels do not match, the labels as Go marshals a map", () => {
+    const bad = sts({ selector: { matchLabels: { app: "a", "tailnet.internal/replica": "1" } } });
+    assert.deepEqual(apiServerErrors(bad), [
+      'spec.template.metadata.labels: Invalid value: {"app":"a","tailnet.internal/replica":"0"}: `selector` does not match template `labels`',
+    ]);
+  });
+  it("refuses a missing and an empty selector", () => {
+    assert.deepEqual(apiServerErrors(sts({ selector: undefined })), ["spec.selector: Required value"]);
+    assert.deepEqual(apiServerErrors(sts({ selector: {} })), [
+      "spec.selector: Invalid value: {}: empty selector is invalid for statefulset",
+    ]);
   });
 });
 
