@@ -6,6 +6,7 @@
  */
 
 import ipaddr from "ipaddr.js";
+import { invalidLabel } from "./labels.js";
 import { type FakeVersion, normaliseRoutes, type ParsedPolicy, parsePolicy } from "./policy.js";
 import { type FakeState, randomUrlSafe, ts, ZERO_TIME } from "./state.js";
 
@@ -377,27 +378,6 @@ export const ROUTES: FakeRoute[] = [
 /** 0.28 has no policy/check: the path falls through to grpc-gateway's 404. */
 export function routesFor(version: FakeVersion): FakeRoute[] {
   return version === "0.28" ? ROUTES.filter((r) => r.template !== "/api/v1/policy/check") : ROUTES;
-}
-
-/** tailscale.com util/dnsname ValidLabel's wording (v1.102.5), or undefined for a valid label. */
-function invalidLabel(label: string): string | undefined {
-  const q = JSON.stringify(label);
-  const alnum = (c: string) => /^[A-Za-z0-9]$/.test(c);
-  if (label.length === 0) return "empty DNS label";
-  if (label.length > 63) return `${q} is too long, max length is 63 bytes`;
-  if (!alnum(label[0])) return `${q} is not a valid DNS label: must start with a letter or number`;
-  if (!alnum(label[label.length - 1])) return `${q} is not a valid DNS label: must end with a letter or number`;
-  for (let i = 1; i < label.length - 1; i++) {
-    if (!alnum(label[i]) && label[i] !== "-") {
-      return `${q} is not a valid DNS label: contains invalid character ${goQuoteByte(label[i])}`;
-    }
-  }
-  return undefined;
-}
-
-/** Go's %q of a byte (a rune literal): '_', '.', '\''. */
-function goQuoteByte(c: string): string {
-  return c === "'" ? "'\\''" : c === "\\" ? "'\\\\'" : `'${c}'`;
 }
 
 function sortedById<T extends { id: string }>(items: T[]): T[] {
