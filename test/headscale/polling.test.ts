@@ -142,7 +142,13 @@ describe("steady-state polling of Headscale (issue 25)", () => {
     await w.run(11);
     const ids = (w.live("TailnetEgress", "e0", "shop").status as { preAuthKeyIds?: string[] }).preAuthKeyIds ?? [];
     assert.equal(ids.length, 1, "e0 holds one key");
-    w.fake.registerWithKey(ids[0] as string, { name: "shop-e0" });
+    // Headscale marks only a single-use key used (0.29.3 hscontrol/state/state.go createAndSaveNewNode:
+    // `!PreAuthKey.Reusable`), as the gateway's were; the egress's reusable key is made single-use to get one.
+    const key = w.fake.state.preAuthKeys.get(ids[0] as string);
+    assert.ok(key);
+    key.reusable = false;
+    w.fake.registerWithKey(key.id, { name: "shop-e0" });
+    assert.equal(key.used, true);
     const before = reads(w.fake);
     // the node list is re-read within its 10 s TTL; the key list then, not at the end of its minute
     await w.run(15);
