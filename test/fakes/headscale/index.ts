@@ -114,7 +114,7 @@ export interface FakeHeadscale {
   /** The node's session ends: offline, last seen now. */
   disconnect(nodeId: string): void;
   /** Headscale's ephemeral GC at this moment: deletes ephemeral nodes offline for 120 s (0.29.3's default); the deleted ids. */
-  sweepEphemeral(): string[];
+  sweepEphemeral(timeoutMs?: number): string[];
   /** Out-of-band policy change (file edit + SIGHUP, or a DB row); re-runs auto-approval; not a policyWrite. */
   setPolicy(text: string): void;
   /**
@@ -214,7 +214,7 @@ function fakeHandle(
     register: (keyIdOrSecret, input) => register(state, now(), policyNow(), keyIdOrSecret, input),
     reconnect: (input) => reconnect(state, now(), input),
     disconnect: (nodeId) => disconnect(state, now(), nodeId),
-    sweepEphemeral: () => sweepEphemeral(state, now()),
+    sweepEphemeral: (timeoutMs) => sweepEphemeral(state, now(), timeoutMs),
     setPolicy(text) {
       if (policyMode === "file") state.filePolicy = text;
       else state.policies.push({ text, updatedAt: now() });

@@ -234,5 +234,10 @@ describe("reconnect, disconnect and the ephemeral sweep", () => {
     assert.deepEqual(fake.sweepEphemeral(), [eph.id]);
     assert.deepEqual([...fake.state.nodes.keys()], [durable.id, online.id]);
     assert.equal(EPHEMERAL_INACTIVITY_MS, 120_000);
+    // config-example.yaml's 30m
+    fake.disconnect(online.id);
+    assert.deepEqual(fake.sweepEphemeral(30 * 60_000), []);
+    advance(30 * 60_000);
+    assert.deepEqual(fake.sweepEphemeral(30 * 60_000), [online.id]);
   });
 });

@@ -168,7 +168,11 @@ export function disconnect(state: FakeState, now: Date, id: string): void {
   node.lastSeen = now;
 }
 
-/** 0.29.3's default `node.ephemeral.inactivity_timeout`, 120s (hscontrol/types/config.go `viper.SetDefault`). */
+/**
+ * 0.29.3's built-in default for `node.ephemeral.inactivity_timeout`, 120 s (hscontrol/types/config.go
+ * `viper.SetDefault`), which a config without the key (test/real/headscale.ts) gets; the shipped
+ * config-example.yaml sets 30m.
+ */
 export const EPHEMERAL_INACTIVITY_MS = 120 * 1000;
 
 /**
