@@ -147,6 +147,17 @@ function newPod(store: WorkloadStore, o: Obj, name: string, labels: Record<strin
       uid: store.nextUid(),
       labels: { ...(tpl.metadata?.labels ?? {}), ...labels },
       annotations: { [OWNER_ANNOTATION[o.kind]]: o.metadata.name },
+      // the garbage collector deletes the Pods with their workload (a Deployment's own go through its
+      // ReplicaSet; the emulator has none, so they point at the Deployment)
+      ownerReferences: [
+        {
+          apiVersion: o.apiVersion,
+          kind: o.kind,
+          name: o.metadata.name,
+          uid: o.metadata.uid ?? "",
+          controller: true,
+        },
+      ],
     },
     spec: tpl.spec,
     status: { phase: "Running", podIP: "127.0.0.1", conditions: [{ type: "Ready", status: "True" }] },

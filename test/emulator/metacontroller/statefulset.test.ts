@@ -19,6 +19,7 @@ class Store extends MetacontrollerLoop {
     const existing = this.objects.get(objKey(o));
     const copy = structuredClone(o);
     copy.metadata.generation = (existing?.metadata.generation ?? 0) + 1;
+    copy.metadata.uid = existing?.metadata.uid ?? `uid-${o.metadata.name}`;
     return this.writeChild(copy, existing, `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`);
   }
   pods(): Obj[] {
@@ -84,6 +85,10 @@ describe("emulated StatefulSet", () => {
       "statefulset.kubernetes.io/pod-name": "db-agent-0-0",
     });
     assert.deepEqual(pod.metadata.annotations, { "test/statefulset": "db-agent-0" });
+    const live = store.get("apps/v1", "StatefulSet", "db-agent-0", "shop") as Obj;
+    assert.deepEqual(pod.metadata.ownerReferences, [
+      { apiVersion: "apps/v1", kind: "StatefulSet", name: "db-agent-0", uid: live.metadata.uid, controller: true },
+    ]);
     const agent = (pod.spec as { containers: { name: string; ports?: { containerPort: number }[] }[] }).containers[1];
     assert.equal(agent.ports?.[0].containerPort, 9901);
     assert.deepEqual(pod.status?.conditions, [{ type: "Ready", status: "True" }]);
@@ -155,6 +160,14 @@ describe("emulated StatefulSet", () => {
     assert.deepEqual(store.errors, [
       "update StatefulSet shop/db-agent-0: spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
     ]);
+  });
+
+  it("deleting the StatefulSet deletes its pods (garbage collector, ownerReferences)", async () => {
+    const store = new Store();
+    await store.write(sts({ replicas: 2 }));
+    assert.equal(store.pods().length, 2);
+    store.delete("apps/v1", "StatefulSet", "db-agent-0", "shop");
+    assert.deepEqual(store.pods(), []);
   });
 
   it("with deploymentsAvailable false: no pod runs and none is ready", async () => {
