@@ -1139,6 +1139,14 @@ export class PodRunner {
   /** name → IP every pod of `namespace` resolves: Services (short in their own namespace) and extra hosts. */
   names(namespace: string): Record<string, string> {
     const out: Record<string, string> = { ...this.extraHosts() };
+    if (this.kubeApi) {
+      // the `kubernetes` Service of `default`: cluster DNS answers it in every cluster. Clients that build
+      // their URL from https://kubernetes.default.svc need it even with the env address switch (tailscale
+      // kube/kubeclient/client.go New checks Event permissions there before the caller's SetURL).
+      for (const n of ["kubernetes.default.svc.cluster.local", "kubernetes.default.svc", "kubernetes.default"])
+        out[n] = this.kubeApiHost;
+      if (namespace === "default") out.kubernetes = this.kubeApiHost;
+    }
     for (const svc of this.mc.list("Service")) {
       const ip = this.serviceBackend(svc)?.ip;
       if (!ip) continue;
