@@ -1,6 +1,6 @@
 /**
- * The pod runner: runs the pods of the Deployments a sync returned, as the kubelet would, with the real
- * binaries, in the test network (net.ts). API:
+ * The pod runner: runs the pods of the Deployments and StatefulSets (statefulsets.ts) a sync returned, as
+ * the kubelet would, with the real binaries, in the test network (net.ts). API:
  *
  *   const pods = new PodRunner({ net, mc, hosts: () => ({ headscale: hs.host.ip }) });
  *   await pods.sync();                // start/stop/roll pods for mc's Deployments, feed Pods back to mc
@@ -8,6 +8,8 @@
  *   pods.serviceAddr("shop", "postgres", 5432) // → { host: pod IP, port: targetPort } (no kube-proxy)
  *   pods.check();                     // throws if a container exited / crash-loops (its last log lines)
  *   pods.expectRestarts(pod, "tailscale", 1);   // before killing something on purpose
+ *   await pods.waitStatefulSetReady("shop", "db-agent-0")   // → its pods by ordinal (db-agent-0-0)
+ *   await pods.deletePod("shop", "db-agent-0-0");           // its controller makes a new one
  *   await pods.close();               // stops every pod (also on failure)
  *
  * Per pod: one host of the TestNet (`pod-<n>`: its own netns, 127.0.0.1 and a real pod IP), one
@@ -19,8 +21,9 @@
  * read-only when the container says readOnlyRootFilesystem, and execs the binary as the pod's
  * runAsUser/runAsGroup (setpriv). Env as the kubelet builds it: value/$(VAR), valueFrom (secretKeyRef,
  * configMapKeyRef, fieldRef), envFrom, HOSTNAME, KUBERNETES_SERVICE_HOST/PORT (the test process's leg,
- * port 443, where nothing answers). Service-account files only when the pod spec would get them
- * (automountServiceAccountToken, else the ServiceAccount's, else true) — or through a projected volume.
+ * port 443: nothing answers there unless the runner has a `kubeApi`, pod-api.ts). Service-account files only
+ * when the pod spec would get them (automountServiceAccountToken, else the ServiceAccount's, else true) — or
+ * through a projected volume, whose serviceAccountToken is one the pod API accepts when there is one.
  * Images: tailscale/tailscale → containerboot (tailscaled, tailscale on PATH), coredns/coredns →
  * coredns, the operator image → `tailnet-operator` (node + tsx + src/cli.ts); an image whose tag is not
  * a version built in .cache/real (tailscale: the pin or `tailscaleOldest`) is an ErrImageMismatch (a failure). restartPolicy Always with a
