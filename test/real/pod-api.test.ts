@@ -230,4 +230,90 @@ describe("pod API: RBAC over the store", () => {
     assert.equal(missing.code, 404);
     assert.equal(missing.body.message, 'secrets "db-agent-0-state" not found');
   });
+  test("a patch changes neither the object's kind nor its identity, and honours a resourceVersion it carries", () => {
+    const uid = mc.get("v1", "Secret", "db-agent-0-state", NS)?.metadata.uid;
+    const r = call(
+      "PATCH",
+      secretPath("db-agent-0-state"),
+      [
+        { op: "add", path: "/kind", value: "ConfigMap" },
+        { op: "add", path: "/metadata/uid", value: "forged" },
+        { op: "add", path: "/data", value: { a: b64("1") } },
+      ],
+      "application/json-patch+json",
+    );
+    assert.equal(r.code, 200);
+    assert.equal(mc.get("v1", "ConfigMap", "db-agent-0-state", NS), undefined);
+    const stored = mc.get("v1", "Secret", "db-agent-0-state", NS) as Obj;
+    assert.equal(stored.kind, "Secret");
+    assert.equal(stored.metadata.uid, uid);
+    assert.deepEqual(stored.data, { a: b64("1") });
+    const rv = (r.body.metadata as { resourceVersion: string }).resourceVersion;
+    const stale = call(
+      "PATCH",
+      secretPath("db-agent-0-state"),
+      { metadata: { resourceVersion: String(Number(rv) - 1) }, data: { a: b64("2") } },
+      "application/merge-patch+json",
+    );
+    assert.equal(stale.code, 409);
+    assert.equal(stored.data?.a, b64("1"));
+    const ok = call(
+      "PATCH",
+      secretPath("db-agent-0-state"),
+      { metadata: { resourceVersion: rv }, data: { a: b64("2") } },
+      "application/merge-patch+json",
+    );
+    assert.equal(ok.code, 200);
+    assert.equal(mc.get("v1", "Secret", "db-agent-0-state", NS)?.data?.a, b64("2"));
+  });
+
+  test("a percent-encoded name is authorized and looked up as the API server decodes it; a dry run writes nothing", () => {
+    assert.equal(call("GET", `/api/v1/namespaces/${NS}/secrets/db-agent-0%2Dstate`).code, 200);
+    const other = call("GET", `/api/v1/namespaces/${NS}/secrets/db-agent-1%2Dstate`);
+    assert.equal(other.code, 403);
+    assert.equal(other.body.message, forbidden("get", 'secrets "db-agent-1-state"'));
+    const dry = call(
+      "PATCH",
+      `${secretPath("db-agent-0-state")}?dryRun=All`,
+      { data: { a: b64("1") } },
+      "application/merge-patch+json",
+    );
+    assert.equal(dry.code, 400);
+    assert.equal(dry.body.message, "the pod API does not support dryRun");
+    assert.equal(mc.get("v1", "Secret", "db-agent-0-state", NS)?.data, undefined);
+    assert.equal(writes, 0);
+  });
+
+  test("bindings: a Role of that name in another namespace, a ClusterRoleBinding to a Role grant nothing; groups and ClusterRoles do", () => {
+    const rules = [{ apiGroups: ["*"], resources: ["*"], verbs: ["*"] }];
+    const get1 = () => call("GET", secretPath("db-agent-1-state")).code;
+    mc.apply({
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "all", namespace: "other" },
+      rules,
+    } as Obj);
+    const bind = (kind: string, name: string, roleKind: string, subject: Record<string, string>, ns?: string) =>
+      mc.apply({
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind,
+        metadata: { name, ...(ns ? { namespace: ns } : {}) },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: roleKind, name: "all" },
+        subjects: [subject],
+      } as Obj);
+    const sa = { kind: "ServiceAccount", name: "db-agent-0", namespace: NS };
+    bind("RoleBinding", "b1", "Role", sa, NS);
+    assert.equal(get1(), 403, "the binding's Role is looked up in the binding's namespace");
+    bind("ClusterRoleBinding", "b2", "Role", sa);
+    assert.equal(get1(), 403, "a ClusterRoleBinding grants only ClusterRoles");
+    mc.apply({
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "all" },
+      rules,
+    } as Obj);
+    bind("RoleBinding", "b3", "ClusterRole", { kind: "Group", name: `system:serviceaccounts:${NS}` }, NS);
+    assert.equal(get1(), 200, "a ClusterRole bound in the namespace to the namespace's ServiceAccounts group");
+    assert.equal(call("GET", "/api/v1/namespaces/other/secrets/x").code, 403, "only in the binding's namespace");
+  });
 });

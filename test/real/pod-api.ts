@@ -172,14 +172,23 @@ export class PodApi {
   }
 
   private route(user: KubeUser, req: ApiRequest): ApiAnswer {
-    const path = req.path.split("?")[0];
+    const [path, query = ""] = req.path.split("?");
+    // a dry run must not write; nothing the pods run sends one, so it is refused rather than half-modelled
+    if (new URLSearchParams(query).has("dryRun")) return status(400, "the pod API does not support dryRun");
     if (path === SSAR_PATH) {
       if (req.method !== "POST") return status(405, `the server does not allow this method on the requested resource`);
       return this.accessReview(user, req.body);
     }
     const m = /^\/api\/v1\/namespaces\/([a-z0-9-]+)\/([a-z]+)(?:\/([^/]+))?$/.exec(path);
     if (!m || !KINDS[m[2]]) return status(404, "the server could not find the requested resource");
-    const [, namespace, resource, name] = m;
+    // the API server decodes path segments before authorizing ("db%2Dx" is "db-x"), so RBAC and the lookup agree
+    let name: string | undefined;
+    try {
+      name = m[3] === undefined ? undefined : decodeURIComponent(m[3]);
+    } catch {
+      return status(400, `invalid resource name ${JSON.stringify(m[3])}`);
+    }
+    const [namespace, resource] = [m[1], m[2]];
     const verbs: Record<string, string> = name
       ? { GET: "get", PUT: "update", PATCH: "patch", DELETE: "delete" }
       : { GET: "list", POST: "create" };
@@ -197,7 +206,7 @@ export class PodApi {
     } catch (err) {
       return status(400, `error decoding request body: ${(err as Error).message}`);
     }
-    if (verb === "create") return this.create(namespace, resource, kind, body);
+    if (verb === "create" || name === undefined) return this.create(namespace, resource, kind, body);
     const live = this.mc.get("v1", kind, name, namespace);
     const notFound = status(404, `${resource} "${name}" not found`, "NotFound", { name, kind: resource });
     if (verb === "delete") return status(405, "the pod API does not delete");
@@ -268,16 +277,8 @@ export class PodApi {
         400,
         `the name of the object (${body?.metadata?.name}) does not match the name on the URL (${name})`,
       );
-    const current = this.versioned(live).metadata as { resourceVersion: string };
-    const sent = (body.metadata as { resourceVersion?: string }).resourceVersion;
-    if (sent && sent !== current.resourceVersion) {
-      return status(
-        409,
-        `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
-        "Conflict",
-        { name, kind: resource },
-      );
-    }
+    const stale = this.conflict(live, resource, name, (body.metadata as { resourceVersion?: string }).resourceVersion);
+    if (stale) return stale;
     const next = {
       ...body,
       apiVersion: live.apiVersion,
@@ -292,13 +293,27 @@ export class PodApi {
     return { code: 200, body: this.store(next) as unknown as Record<string, unknown> };
   }
 
+  /** 409 unless `sent` is absent or the object's current resourceVersion (a PUT's or a patch's precondition). */
+  private conflict(live: Obj, resource: string, name: string, sent: string | undefined): ApiAnswer | undefined {
+    const current = (this.versioned(live).metadata as { resourceVersion: string }).resourceVersion;
+    if (!sent || sent === current) return undefined;
+    return status(
+      409,
+      `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+      "Conflict",
+      { name, kind: resource },
+    );
+  }
+
   private patch(live: Obj, resource: string, name: string, contentType: string, body: unknown): ApiAnswer {
     const type = contentType.split(";")[0].trim();
+    // the patch applies to the object as served (with its resourceVersion, which then acts as a precondition)
+    const view = this.versioned(live);
     let next: unknown;
     try {
-      if (type === "application/json-patch+json") next = applyJsonPatch(structuredClone(live), body);
+      if (type === "application/json-patch+json") next = applyJsonPatch(view, body);
       else if (type === "application/strategic-merge-patch+json" || type === "application/merge-patch+json")
-        next = mergePatch(structuredClone(live), body);
+        next = mergePatch(view, body);
       else
         return status(
           415,
@@ -309,9 +324,24 @@ export class PodApi {
       throw err;
     }
     const o = next as Obj;
-    if (o.metadata?.name !== name || o.metadata?.namespace !== live.metadata.namespace)
-      return status(400, `the name or namespace of the patched object does not match the URL`);
-    return { code: 200, body: this.store(o) as unknown as Record<string, unknown> };
+    if (
+      !o ||
+      typeof o !== "object" ||
+      !o.metadata ||
+      o.metadata.name !== name ||
+      o.metadata.namespace !== live.metadata.namespace
+    )
+      return status(400, "the name or namespace of the patched object does not match the URL");
+    const stale = this.conflict(live, resource, name, (o.metadata as { resourceVersion?: string }).resourceVersion);
+    if (stale) return stale;
+    // what a patch cannot change: the type (a patch is no way to make an object of another kind) and identity
+    const fixed = {
+      ...o,
+      apiVersion: live.apiVersion,
+      kind: live.kind,
+      metadata: { ...o.metadata, uid: live.metadata.uid, creationTimestamp: live.metadata.creationTimestamp },
+    } as Obj;
+    return { code: 200, body: this.store(fixed) as unknown as Record<string, unknown> };
   }
 
   /** Listens with HTTPS on host:port (certificate for `host` from `pki`, a new test CA when none). */
