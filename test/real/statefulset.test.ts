@@ -322,9 +322,52 @@ describe("StatefulSet pods keep their tailnet node in a state Secret (real conta
     assert.equal(mc.get("v1", "Pod", "db-agent-0-0", NS), undefined);
     assert.equal(state().device_id, first.id);
     mc.apply({ ...sts, spec: { ...(sts.spec as Record<string, unknown>), replicas: 1 } });
-    await pods.waitStatefulSetReady(NS, "db-agent-0", 90_000);
+    const [pod] = await pods.waitStatefulSetReady(NS, "db-agent-0", 90_000);
     await until("the node online again", async () => (await nodes()).some((n) => n.online));
     assert.equal(String((await onlyNode()).id), first.id);
+    first.pod = pod;
+  });
+
+  test("updateStrategy OnDelete: a changed template waits for the pod's deletion; the replacement is the same node", async () => {
+    const sts = mc.get("apps/v1", "StatefulSet", "db-agent-0", NS) as Obj;
+    const spec = structuredClone(sts.spec) as {
+      updateStrategy?: { type: string };
+      template: { metadata: { annotations?: Record<string, string> } };
+    };
+    spec.updateStrategy = { type: "OnDelete" };
+    spec.template.metadata.annotations = { "example.com/rolled": "2" };
+    mc.apply({ ...sts, spec: spec as unknown as Record<string, unknown> });
+    const old = first.pod;
+    for (let i = 0; i < 8; i++) {
+      await pods.sync();
+      pods.check();
+    }
+    assert.equal(pods.podsOf(NS, "db-agent-0", "StatefulSet")[0], old, "the old pod still runs");
+    const status = () => (mc.get("apps/v1", "StatefulSet", "db-agent-0", NS) as Obj).status as Record<string, unknown>;
+    const held = status();
+    assert.notEqual(held.updateRevision, held.currentRevision);
+    assert.equal(held.currentReplicas, 1);
+    assert.equal(held.updatedReplicas, undefined);
+    await pods.deletePod(NS, "db-agent-0-0");
+    const [pod] = await pods.waitStatefulSetReady(NS, "db-agent-0", 90_000);
+    assert.equal(pod.annotations["example.com/rolled"], "2");
+    assert.equal(status().updatedReplicas, 1);
+    // as in Kubernetes, OnDelete never completes a rolling update: currentRevision stays the old one
+    assert.equal(status().currentRevision, held.currentRevision);
+    await until("the node online again", async () => (await nodes()).some((n) => n.online));
+    assert.equal(String((await onlyNode()).id), first.id);
+    first.pod = pod;
+  });
+
+  test("a pod naming a ServiceAccount that does not exist is not created (FailedCreate)", async () => {
+    const [, , , , sts] = replica("db-agent-9", hs.url);
+    mc.apply(sts);
+    await assert.rejects(pods.waitStatefulSetReady(NS, "db-agent-9", 2_000), {
+      message:
+        'StatefulSet shop/db-agent-9 not ready within 2000 ms: create Pod db-agent-9-0 in StatefulSet db-agent-9 failed error: pods "db-agent-9-0" is forbidden: error looking up service account shop/db-agent-9: serviceaccount "db-agent-9" not found',
+    });
+    assert.deepEqual(pods.podsOf(NS, "db-agent-9", "StatefulSet"), []);
+    mc.delete("apps/v1", "StatefulSet", "db-agent-9", NS);
   });
 
   test("a Role that names another Secret: containerboot exits at its permission check and says what is missing", async () => {
