@@ -316,4 +316,19 @@ describe("pod API: RBAC over the store", () => {
     assert.equal(get1(), 200, "a ClusterRole bound in the namespace to the namespace's ServiceAccounts group");
     assert.equal(call("GET", "/api/v1/namespaces/other/secrets/x").code, 403, "only in the binding's namespace");
   });
+  test("a PUT replaces metadata: one sent through tailscale's kubeapi.ObjectMeta (no ownerReferences field) drops the owner", () => {
+    const owned = mc.get("v1", "Secret", "db-agent-0-state", NS) as Obj;
+    owned.metadata.ownerReferences = [{ apiVersion: "apps/v1", kind: "X", name: "p", uid: "u", controller: true }];
+    const read = call("GET", secretPath("db-agent-0-state")).body as unknown as Obj;
+    assert.deepEqual(
+      read.metadata.ownerReferences?.map((r) => r.uid),
+      ["u"],
+    );
+    // what kubestore's GET+PUT path (no patch permission) sends back: tailscale.com kube/kubeapi/api.go ObjectMeta
+    // has name, namespace, uid, resourceVersion, generation, creationTimestamp, labels and annotations only
+    const { ownerReferences: _, ...meta } = read.metadata;
+    const put = call("PUT", secretPath("db-agent-0-state"), { ...read, metadata: meta, data: { a: b64("1") } });
+    assert.equal(put.code, 200);
+    assert.equal(mc.get("v1", "Secret", "db-agent-0-state", NS)?.metadata.ownerReferences, undefined);
+  });
 });
