@@ -319,6 +319,18 @@ describe("pod API: RBAC over the store", () => {
   test("a PUT replaces metadata: one sent through tailscale's kubeapi.ObjectMeta (no ownerReferences field) drops the owner", () => {
     const owned = mc.get("v1", "Secret", "db-agent-0-state", NS) as Obj;
     owned.metadata.ownerReferences = [{ apiVersion: "apps/v1", kind: "X", name: "p", uid: "u", controller: true }];
+    // a patch keeps the owner: the loop's next sync observes the Secret, with the pod's data, as the parent's child
+    call(
+      "PATCH",
+      secretPath("db-agent-0-state"),
+      [{ op: "add", path: "/data", value: { device_id: b64("7") } }],
+      "application/json-patch+json",
+    );
+    const parent = { apiVersion: "apps/v1", kind: "X", metadata: { name: "p", namespace: NS, uid: "u" } } as Obj;
+    assert.deepEqual(
+      mc.childrenOf(parent).map((c) => `${c.kind}/${c.metadata.name} ${JSON.stringify(c.data)}`),
+      [`Secret/db-agent-0-state {"device_id":"${b64("7")}"}`],
+    );
     const read = call("GET", secretPath("db-agent-0-state")).body as unknown as Obj;
     assert.deepEqual(
       read.metadata.ownerReferences?.map((r) => r.uid),
@@ -330,5 +342,6 @@ describe("pod API: RBAC over the store", () => {
     const put = call("PUT", secretPath("db-agent-0-state"), { ...read, metadata: meta, data: { a: b64("1") } });
     assert.equal(put.code, 200);
     assert.equal(mc.get("v1", "Secret", "db-agent-0-state", NS)?.metadata.ownerReferences, undefined);
+    assert.deepEqual(mc.childrenOf(parent), []);
   });
 });
