@@ -1081,6 +1081,8 @@ export class PodRunner {
   readonly failedCreate = new Map<string, string>();
   private tokens = new Map<RunningPod, string>();
   private apiWrote = false;
+  /** Every pod this runner made, in order (at-most-one checks read each one's containers' exit times). */
+  readonly history: RunningPod[] = [];
 
   constructor(opts: PodRunnerOptions) {
     this.net = opts.net;
@@ -1359,6 +1361,7 @@ export class PodRunner {
       id.uid ?? `pod-uid-${id.name}`,
     );
     this.pods.push(pod);
+    this.history.push(pod);
     this.changed = true;
     return pod;
   }

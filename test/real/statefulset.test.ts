@@ -417,6 +417,29 @@ describe("StatefulSet pods keep their tailnet node in a state Secret (real conta
     );
   });
 
+  test("at most one pod per ordinal over the whole run: each pod was created after its predecessor's processes exited", () => {
+    const byName = new Map<string, RunningPod[]>();
+    for (const p of pods.history)
+      byName.set(`${p.namespace}/${p.name}`, [...(byName.get(`${p.namespace}/${p.name}`) ?? []), p]);
+    const zero = byName.get(`${NS}/db-agent-0-0`) ?? [];
+    assert.ok(zero.length >= 5, `db-agent-0-0 was replaced several times: ${zero.length}`);
+    // when the last process of a pod exited (from the containers' own exit records, not the runner's bookkeeping)
+    const exited = (p: RunningPod) =>
+      p.containers.some((c) => c.alive)
+        ? undefined
+        : Math.max(...p.containers.map((c) => new Date(c.lastTerminated?.finishedAt ?? 0).getTime()));
+    for (const [name, lives] of byName) {
+      for (let i = 1; i < lives.length; i++) {
+        const before = exited(lives[i - 1]);
+        assert.ok(
+          before !== undefined && before <= lives[i].createdAt.getTime(),
+          `${name}: pod ${i} created before pod ${i - 1} exited`,
+        );
+      }
+      assert.equal(new Set(lives.map((l) => l.uid)).size, lives.length, `${name}: a new uid per pod`);
+    }
+  });
+
   test("nothing left the test namespaces", async () => {
     assert.deepEqual(await net.containmentProblems(), []);
     assert.deepEqual(pods.unansweredQueries(), []);
