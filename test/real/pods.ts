@@ -1,6 +1,6 @@
 /**
- * The pod runner: runs the pods of the Deployments a sync returned, as the kubelet would, with the real
- * binaries, in the test network (net.ts). API:
+ * The pod runner: runs the pods of the Deployments and StatefulSets (statefulsets.ts) a sync returned, as
+ * the kubelet would, with the real binaries, in the test network (net.ts). API:
  *
  *   const pods = new PodRunner({ net, mc, hosts: () => ({ headscale: hs.host.ip }) });
  *   await pods.sync();                // start/stop/roll pods for mc's Deployments, feed Pods back to mc
@@ -8,6 +8,8 @@
  *   pods.serviceAddr("shop", "postgres", 5432) // → { host: pod IP, port: targetPort } (no kube-proxy)
  *   pods.check();                     // throws if a container exited / crash-loops (its last log lines)
  *   pods.expectRestarts(pod, "tailscale", 1);   // before killing something on purpose
+ *   await pods.waitStatefulSetReady("shop", "db-agent-0")   // → its pods by ordinal (db-agent-0-0)
+ *   await pods.deletePod("shop", "db-agent-0-0");           // its controller makes a new one
  *   await pods.close();               // stops every pod (also on failure)
  *
  * Per pod: one host of the TestNet (`pod-<n>`: its own netns, 127.0.0.1 and a real pod IP), one
@@ -19,8 +21,9 @@
  * read-only when the container says readOnlyRootFilesystem, and execs the binary as the pod's
  * runAsUser/runAsGroup (setpriv). Env as the kubelet builds it: value/$(VAR), valueFrom (secretKeyRef,
  * configMapKeyRef, fieldRef), envFrom, HOSTNAME, KUBERNETES_SERVICE_HOST/PORT (the test process's leg,
- * port 443, where nothing answers). Service-account files only when the pod spec would get them
- * (automountServiceAccountToken, else the ServiceAccount's, else true) — or through a projected volume.
+ * port 443: nothing answers there unless the runner has a `kubeApi`, pod-api.ts). Service-account files only
+ * when the pod spec would get them (automountServiceAccountToken, else the ServiceAccount's, else true) — or
+ * through a projected volume, whose serviceAccountToken is one the pod API accepts when there is one.
  * Images: tailscale/tailscale → containerboot (tailscaled, tailscale on PATH), coredns/coredns →
  * coredns, the operator image → `tailnet-operator` (node + tsx + src/cli.ts); an image whose tag is not
  * a version built in .cache/real (tailscale: the pin or `tailscaleOldest`) is an ErrImageMismatch (a failure). restartPolicy Always with a
@@ -40,6 +43,8 @@ import type { Obj } from "../../src/emulator/metacontroller/types.js";
 import { bins, REPO, versions } from "./bins.js";
 import { type DnsStub, startDnsStub } from "./dns.js";
 import type { Host, TestNet } from "./net.js";
+import type { PodApi } from "./pod-api.js";
+import { statefulSetUid, syncStatefulSets, waitStatefulSetReady } from "./statefulsets.js";
 
 const run = promisify(execFile);
 const IP = "/usr/sbin/ip";
@@ -99,6 +104,8 @@ interface Volume {
   downwardAPI?: { items: { path: string; fieldRef?: FieldRef; mode?: number }[]; defaultMode?: number };
 }
 export interface PodSpec {
+  hostname?: string;
+  subdomain?: string;
   containers: Container[];
   volumes?: Volume[];
   restartPolicy?: string;
@@ -157,6 +164,13 @@ export interface PodRunnerOptions {
   strictImages?: boolean;
   /** Where the containers find "the API server" (default: the test process's leg, where nothing listens on 443). */
   kubeApiHost?: string;
+  /**
+   * The API server the pods reach there (pod-api.ts, listening on the leg's 443): projected
+   * serviceAccountToken files get a token it accepts for the pod's ServiceAccount, its CA becomes
+   * kube-root-ca.crt and is published as that ConfigMap in every namespace a pod starts in.
+   * Without it a projection gets FAKE_SA_TOKEN, which nothing accepts.
+   */
+  kubeApi?: PodApi;
 }
 
 export interface ContainerState {
@@ -451,6 +465,10 @@ export class RunningPod {
     readonly annotations: Record<string, string>,
     readonly spec: PodSpec,
     readonly host: Host,
+    /** The controller that made it: a Deployment's ReplicaSet, or a StatefulSet (statefulsets.ts). */
+    readonly controllerKind: "Deployment" | "StatefulSet" = "Deployment",
+    /** A StatefulSet's pod keeps its name across replacements, never its uid. */
+    readonly uid: string = `pod-uid-${name}`,
   ) {
     this.containers = spec.containers.map((c) => new RunningContainer(this, c));
   }
@@ -502,7 +520,7 @@ export class RunningPod {
     const fields: Record<string, string> = {
       "metadata.name": this.name,
       "metadata.namespace": this.namespace,
-      "metadata.uid": `pod-uid-${this.name}`,
+      "metadata.uid": this.uid,
       "spec.nodeName": "real-world-node",
       "spec.serviceAccountName": this.spec.serviceAccountName ?? "default",
       "status.podIP": this.ip,
@@ -672,7 +690,7 @@ export class RunningPod {
         } else if (s.downwardAPI) {
           downward(s.downwardAPI.items, mode);
         } else if (s.serviceAccountToken) {
-          out[s.serviceAccountToken.path] = { content: FAKE_SA_TOKEN, mode };
+          out[s.serviceAccountToken.path] = { content: this.runner.serviceAccountToken(this), mode };
         }
       }
       return out;
@@ -841,25 +859,26 @@ export class RunningPod {
     const states = this.containers.map((c) => c.state());
     const ready = this.ready;
     const cond = (type: string, status: boolean) => ({ type, status: status ? "True" : "False" });
+    const sts = this.controllerKind === "StatefulSet";
+    const owner = sts
+      ? { kind: "StatefulSet", name: this.deployment, uid: this.runner.statefulSetUid(this) }
+      : {
+          kind: "ReplicaSet",
+          name: `${this.deployment}-${this.templateHash}`,
+          uid: `rs-${this.deployment}-${this.templateHash}`,
+        };
     return {
       apiVersion: "v1",
       kind: "Pod",
       metadata: {
         name: this.name,
         namespace: this.namespace,
-        uid: `pod-uid-${this.name}`,
-        labels: { ...this.labels, "pod-template-hash": this.templateHash },
+        uid: this.uid,
+        // a StatefulSet's pods carry their labels from statefulsets.ts (revision hash, pod index)
+        labels: sts ? { ...this.labels } : { ...this.labels, "pod-template-hash": this.templateHash },
         annotations: { ...this.annotations },
         creationTimestamp: this.createdAt.toISOString(),
-        ownerReferences: [
-          {
-            apiVersion: "apps/v1",
-            kind: "ReplicaSet",
-            name: `${this.deployment}-${this.templateHash}`,
-            uid: `rs-${this.deployment}-${this.templateHash}`,
-            controller: true,
-          },
-        ],
+        ownerReferences: [{ apiVersion: "apps/v1", ...owner, controller: true }],
       },
       spec: { ...structuredClone(this.spec), nodeName: "real-world-node" } as unknown as Record<string, unknown>,
       status: {
@@ -1057,6 +1076,13 @@ export class PodRunner {
   private dns: DnsStub | undefined;
   private closed = false;
   private extraHosts: () => Record<string, string>;
+  readonly kubeApi: PodApi | undefined;
+  /** Pods a controller could not create (FailedCreate), by `<ns>/<controller>`, for waitReady's error. */
+  readonly failedCreate = new Map<string, string>();
+  private tokens = new Map<RunningPod, string>();
+  private apiWrote = false;
+  /** Every pod this runner made, in order (at-most-one checks read each one's containers' exit times). */
+  readonly history: RunningPod[] = [];
 
   constructor(opts: PodRunnerOptions) {
     this.net = opts.net;
@@ -1068,6 +1094,42 @@ export class PodRunner {
     this.strictImages = opts.strictImages ?? true;
     this.kubeApiHost = opts.kubeApiHost ?? opts.net.rootIp;
     this.extraHosts = opts.hosts ?? (() => ({}));
+    this.kubeApi = opts.kubeApi;
+    if (this.kubeApi) {
+      this.kubeRootCaPem = this.kubeApi.caPem;
+      this.kubeApi.onWrite = () => {
+        this.apiWrote = true;
+      };
+    }
+  }
+
+  /** The token a projected serviceAccountToken holds: one the pod API accepts (minted once per pod), else a fake. */
+  serviceAccountToken(pod: RunningPod): string {
+    if (!this.kubeApi) return FAKE_SA_TOKEN;
+    let t = this.tokens.get(pod);
+    if (!t) {
+      t = this.kubeApi.mintToken(pod.namespace, pod.spec.serviceAccountName ?? "default", pod.name);
+      this.tokens.set(pod, t);
+    }
+    return t;
+  }
+
+  /** The uid of the StatefulSet that owns a pod (its ownerReference). */
+  statefulSetUid(pod: RunningPod): string {
+    return statefulSetUid(this, pod);
+  }
+
+  /** What kube-controller-manager's root-ca-cert-publisher keeps in every namespace (only with a pod API). */
+  private publishRootCa(namespace: string): void {
+    if (!this.kubeApi) return;
+    const live = this.mc.get("v1", "ConfigMap", "kube-root-ca.crt", namespace);
+    if (live?.data?.["ca.crt"] === this.kubeRootCaPem) return;
+    this.mc.apply({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "kube-root-ca.crt", namespace },
+      data: { "ca.crt": this.kubeRootCaPem },
+    });
   }
 
   get dnsIp(): string {
@@ -1082,6 +1144,14 @@ export class PodRunner {
   /** name → IP every pod of `namespace` resolves: Services (short in their own namespace) and extra hosts. */
   names(namespace: string): Record<string, string> {
     const out: Record<string, string> = { ...this.extraHosts() };
+    if (this.kubeApi) {
+      // the `kubernetes` Service of `default`: cluster DNS answers it in every cluster. Clients that build
+      // their URL from https://kubernetes.default.svc need it even with the env address switch (tailscale
+      // kube/kubeclient/client.go New checks Event permissions there before the caller's SetURL).
+      for (const n of ["kubernetes.default.svc.cluster.local", "kubernetes.default.svc", "kubernetes.default"])
+        out[n] = this.kubeApiHost;
+      if (namespace === "default") out.kubernetes = this.kubeApiHost;
+    }
     for (const svc of this.mc.list("Service")) {
       const ip = this.serviceBackend(svc)?.ip;
       if (!ip) continue;
@@ -1128,10 +1198,12 @@ export class PodRunner {
     this.workloads.push(w);
   }
 
-  /** The pods of one Deployment (newest first). */
-  podsOf(namespace: string, deployment: string): RunningPod[] {
+  /** The pods of one Deployment (or StatefulSet), newest first. */
+  podsOf(namespace: string, deployment: string, kind: RunningPod["controllerKind"] = "Deployment"): RunningPod[] {
     return this.pods
-      .filter((p) => p.namespace === namespace && p.deployment === deployment && !p.stopping)
+      .filter(
+        (p) => p.namespace === namespace && p.deployment === deployment && p.controllerKind === kind && !p.stopping,
+      )
       .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
   }
 
@@ -1211,7 +1283,8 @@ export class PodRunner {
   async sync(): Promise<boolean> {
     if (this.closed) throw new Error("PodRunner is closed");
     await this.ensureDns();
-    this.changed = false;
+    this.changed = this.apiWrote;
+    this.apiWrote = false;
     const deployments = this.mc.list("Deployment");
     const live = new Set<string>();
     for (const d of deployments) {
@@ -1235,7 +1308,9 @@ export class PodRunner {
         for (const p of old) await this.stopPod(p);
       }
     }
-    for (const p of [...this.pods]) if (!live.has(`${p.namespace}/${p.deployment}`)) await this.stopPod(p);
+    for (const p of [...this.pods])
+      if (p.controllerKind === "Deployment" && !live.has(`${p.namespace}/${p.deployment}`)) await this.stopPod(p);
+    const statefulSets = await syncStatefulSets(this);
     for (const p of this.pods) {
       for (const c of p.containers) await c.ensureStarted();
       await Promise.all(p.containers.map((c) => c.probe()));
@@ -1244,35 +1319,76 @@ export class PodRunner {
       });
     }
     this.feedBack(deployments);
+    statefulSets.feedBack();
     return this.changed;
   }
 
   private async startPod(d: Obj, spec: DeploymentSpec, hash: string): Promise<RunningPod> {
+    return this.createPod(d, spec.template, hash, (host) => {
+      const suffix = createHash("sha256").update(`${host.netns}`).digest("hex").slice(0, 5);
+      return { name: `${d.metadata.name}-${hash}-${suffix}`, kind: "Deployment" };
+    });
+  }
+
+  /** A new pod (a new host: netns and IP) for controller `d`, named and labelled by `identity`. */
+  async createPod(
+    d: Obj,
+    template: DeploymentSpec["template"],
+    hash: string,
+    identity: (host: Host) => {
+      name: string;
+      kind: RunningPod["controllerKind"];
+      uid?: string;
+      labels?: Record<string, string>;
+    },
+  ): Promise<RunningPod> {
     const ns = d.metadata.namespace ?? "default";
+    this.publishRootCa(ns);
     const n = ++this.seq;
     const host = await this.net.addHost(`pod-${n}`);
-    const suffix = createHash("sha256").update(`${host.netns}`).digest("hex").slice(0, 5);
+    const id = identity(host);
     const pod = new RunningPod(
       this,
-      `${d.metadata.name}-${hash}-${suffix}`,
+      id.name,
       ns,
       d.metadata.name,
       hash,
-      { ...(spec.template.metadata?.labels ?? {}) },
-      { ...(spec.template.metadata?.annotations ?? {}) },
-      structuredClone(spec.template.spec),
+      { ...(template.metadata?.labels ?? {}), ...(id.labels ?? {}) },
+      { ...(template.metadata?.annotations ?? {}) },
+      structuredClone(template.spec),
       host,
+      id.kind,
+      id.uid ?? `pod-uid-${id.name}`,
     );
     this.pods.push(pod);
+    this.history.push(pod);
     this.changed = true;
     return pod;
   }
 
-  private async stopPod(p: RunningPod): Promise<void> {
+  /** Stops a pod (its processes have exited when this resolves) and removes it; its tokens stop working. */
+  async stopPod(p: RunningPod): Promise<void> {
     await p.stop();
     this.pods.splice(this.pods.indexOf(p), 1);
+    this.tokens.delete(p);
+    this.kubeApi?.revokePod(p.namespace, p.name);
     this.mc.delete("v1", "Pod", p.name, p.namespace);
     this.changed = true;
+  }
+
+  /**
+   * `kubectl delete pod`: the pod stops (grace period, then SIGKILL) and is gone; its controller makes a
+   * new one at the next sync (a StatefulSet: the same name, a new process, host and uid).
+   */
+  async deletePod(namespace: string, name: string): Promise<void> {
+    const p = this.pods.find((x) => x.namespace === namespace && x.name === name && !x.stopping);
+    if (!p) throw new Error(`no pod ${namespace}/${name}`);
+    await this.stopPod(p);
+  }
+
+  /** Syncs until the StatefulSet's pods of its update revision are all ready; returns them by ordinal. */
+  async waitStatefulSetReady(namespace: string, name: string, timeoutMs = 60_000): Promise<RunningPod[]> {
+    return waitStatefulSetReady(this, namespace, name, timeoutMs);
   }
 
   /** Pods into the loop's store (status included) and each Deployment's status from its real pods. */
