@@ -178,10 +178,7 @@ describe("our objects on a real API server", { timeout: 600_000 }, () => {
       "tailnetegresses.tailnet.internal",
       "db",
     ]);
-    await until(
-      "the agent's pod",
-      () => getJson<{ items: unknown[] }>(["-n", "shop", "get", "pods"]).items.length > 0,
-    );
+    await until("the agent's pod", () => getJson<{ items: unknown[] }>(["-n", "shop", "get", "pods"]).items.length > 0);
     const before = owned("shop", parent.metadata.uid);
     assert.ok(before.length >= 4, `children owned by the TailnetEgress: ${before.join(", ")}`);
     cluster.kubectl(["-n", "shop", "delete", "tailnetegresses.tailnet.internal", "db", "--wait=true"]);
