@@ -102,7 +102,30 @@ export const port: Schema = int({ minimum: 1, maximum: 65535 });
 
 /** The pre-auth keys the object minted: the only ones whose nodes and keys it may delete or expire. */
 export const preAuthKeyIds = arr(str({ pattern: "^[0-9]+$" }), {
-  maxItems: 32,
+  maxItems: 128,
   description:
-    "Ids of the pre-auth keys this object minted that a node may still use; finalize and rollouts delete only nodes registered with them and expire only them.",
+    "Ids of the pre-auth keys this object minted that a node may still use (every id a node still uses, and the newest 32 others); finalize and scale-downs delete only nodes registered with them and expire only them.",
+});
+
+/** One replica's node (status.nodes[]): which Headscale node replica i is, from its state Secret (issue 32). */
+export const nodeStatusItem = obj(
+  {
+    replica: int({ minimum: 0 }),
+    id: str({ description: "Headscale node id (the device_id containerboot wrote into the replica's state Secret)." }),
+    name: str({ description: "The node's given name (its MagicDNS label)." }),
+    addresses: arr(str()),
+    nodeKey: str({ description: "The node key recorded for this replica; another one is IdentityChanged." }),
+    machineKey: str(),
+    preAuthKeyId: str(),
+    online: bool(),
+    predecessorId: str({ description: "The node this replica had before it re-registered, until it is deleted." }),
+  },
+  ["replica", "id", "nodeKey"],
+);
+
+export const nodesStatus = arr(nodeStatusItem, {
+  maxItems: 16,
+  description: "One item per replica bound to a node, sorted by replica.",
+  "x-kubernetes-list-type": "map",
+  "x-kubernetes-list-map-keys": ["replica"],
 });

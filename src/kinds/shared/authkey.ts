@@ -13,7 +13,7 @@ import type { HeadscaleView } from "../../headscale/view.js";
 import { OWNER_UID_LABEL } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import { previousStatus } from "../../pipeline/status.js";
-import { b64 } from "./secrets.js";
+import { b64, secretValue } from "./secrets.js";
 
 export const AUTHKEY_LABEL = "tailnet.internal/authkey";
 export const KEY_ID_ANNOTATION = "tailnet.internal/key-id";
@@ -31,6 +31,51 @@ export const AUTHKEY_DATA_KEY = "authkey";
  * provenance check relies on exactly one registration per key.
  */
 export const AGENT_KEY_FLAGS = { reusable: true, ephemeral: true } as const;
+
+/**
+ * Keys of replicas with persistent state (issue 32, replica.ts): reusable (a new replica, a scale-up or a lost
+ * state registers with it) and not ephemeral, since a node must outlive any pod; the operator deletes the nodes it
+ * registered (replica-nodes.ts). Its expiry never logs a node out: Headscale validates a key only at registration
+ * (hscontrol/state/state.go HandleNodeFromPreAuthKey), and tagged nodes never expire.
+ */
+export const REPLICA_KEY_FLAGS = { reusable: true, ephemeral: false } as const;
+
+/**
+ * The stable key Secret, `<parent>-authkey`, rotated in place: a new key rewrites its data and annotations under the
+ * same name, so the pod template (which names the Secret, never a key) does not change and no pod rolls. Running
+ * containers never re-read env, and AUTH_ONCE ignores the key while state exists (containerboot main.go authLoop).
+ */
+export function stableAuthKeySecretName(parentName: string): string {
+  const suffix = "-authkey";
+  return `${parentName.slice(0, 253 - suffix.length)}${suffix}`;
+}
+
+const listedExpiredAt = (k: HsPreAuthKey, now: Date) =>
+  k.expiration !== null && (Date.parse(k.expiration) <= now.getTime() || Number.isNaN(Date.parse(k.expiration)));
+
+const keyAge = (a: HsPreAuthKey, b: HsPreAuthKey) =>
+  Date.parse(a.createdAt ?? "") - Date.parse(b.createdAt ?? "") || Number(a.id) - Number(b.id);
+
+/**
+ * Publish first, expire after (pure): the older keys this object minted are expired only in a sync whose observed key
+ * Secret proves (provenBy) it holds a newer key — Metacontroller applied it, so a replica registering now gets the new
+ * one. Until then every key stays valid. Expiring keeps the nodes (a key is checked at registration only).
+ */
+export function expirableKeyIds(
+  observed: K8sObject | undefined,
+  owned: ReadonlySet<string>,
+  keys: readonly HsPreAuthKey[],
+  now: Date,
+): string[] {
+  const held = observed ? secretValue(observed, AUTHKEY_DATA_KEY) : undefined;
+  const id = observed?.metadata.annotations?.[KEY_ID_ANNOTATION];
+  const listed = id ? keys.find((k) => k.id === id) : undefined;
+  if (!held || !listed || !owned.has(listed.id) || !provenBy(listed, held)) return [];
+  return keys
+    .filter((k) => owned.has(k.id) && k.id !== listed.id && !listedExpiredAt(k, now) && keyAge(k, listed) < 0)
+    .sort(keyAge)
+    .map((k) => k.id);
+}
 
 export interface ObservedKey {
   secret: K8sObject;
@@ -95,12 +140,13 @@ export function authKeySecret(
   parent: K8sObject,
   key: { id: string; key: string; createdAt: Date; expiresAt: Date },
   labels: Record<string, string>,
+  stable = false,
 ): K8sObject {
   return {
     apiVersion: "v1",
     kind: "Secret",
     metadata: {
-      name: authKeySecretName(parent.metadata.name, key.id),
+      name: stable ? stableAuthKeySecretName(parent.metadata.name) : authKeySecretName(parent.metadata.name, key.id),
       namespace: parent.metadata.namespace,
       labels: { ...labels, [AUTHKEY_LABEL]: "true", [OWNER_UID_LABEL]: parent.metadata.uid ?? "" },
       annotations: {
@@ -245,6 +291,8 @@ export async function ensureAuthKey(
     ttlSeconds: number;
     now: Date;
     labels: Record<string, string>;
+    /** The stable `<parent>-authkey` Secret, rotated in place (stableAuthKeySecretName). */
+    stable?: boolean;
   },
 ): Promise<AuthKeyOutcome> {
   if (plan.action === "reuse") {
@@ -301,6 +349,7 @@ export async function ensureAuthKey(
     parent,
     { id: created.value.id, key: created.value.key, createdAt: opts.now, expiresAt },
     opts.labels,
+    opts.stable === true,
   );
   return { secret, keyId: created.value.id, expiresAt };
 }

@@ -23,6 +23,11 @@ export interface TailscaleRuntimeInputs {
   noLogsNoSupport: boolean;
   /** Path of the Headscale CA inside the tailscale container (SSL_CERT_FILE); none: system roots. */
   caFile?: string;
+  /**
+   * The replica's state Secret (replica.ts stateSecretName): tailscaled keeps its state there (kube store), so the
+   * replica is one node for life. Absent: state on the emptyDir only (the gateway, until it moves to replicas).
+   */
+  stateSecret?: string;
 }
 
 /**
@@ -37,7 +42,7 @@ export interface TailscaleRuntimeInputs {
 export function tailscaleRuntimeEnv(r: TailscaleRuntimeInputs): Record<string, unknown>[] {
   const env: Record<string, unknown>[] = [
     { name: "TS_AUTH_ONCE", value: "true" },
-    { name: "TS_KUBE_SECRET" },
+    ...(r.stateSecret ? tailscaleKubeStoreEnv(r.stateSecret) : [{ name: "TS_KUBE_SECRET" }]),
     { name: "TS_STATE_DIR", value: TAILSCALE_STATE_SUBDIR },
   ];
   // tailscaled uploads its logs to log.tailscale.com unless told not to (envknob NoLogsNoSupport)
@@ -45,6 +50,38 @@ export function tailscaleRuntimeEnv(r: TailscaleRuntimeInputs): Record<string, u
   // Go reads SSL_CERT_FILE instead of the system bundle; tailscale still has its baked-in roots
   if (r.caFile) env.push({ name: "SSL_CERT_FILE", value: r.caFile });
   return env;
+}
+
+/**
+ * The kube state store: tailscaled runs with --state=kube:<secret> (tailscale cmd/containerboot/tailscaled.go), and
+ * TS_STATE_DIR stays its --statedir for the files that are not state. The API address is read from
+ * KUBERNETES_SERVICE_HOST/PORT_HTTPS, which the kubelet always injects, instead of kubernetes.default.svc, so boot
+ * needs no cluster DNS (kube/kubeclient/client.go defaultURL; the same switch exists in v1.96.0). With AUTH_ONCE a
+ * node with state comes up Running and never uses TS_AUTHKEY again (containerboot main.go authLoop): the key is for
+ * the first login only.
+ */
+export function tailscaleKubeStoreEnv(stateSecret: string): Record<string, unknown>[] {
+  return [
+    { name: "TS_KUBE_SECRET", value: stateSecret },
+    { name: "TS_KUBERNETES_READ_API_SERVER_ADDRESS_FROM_ENV", value: "true" },
+  ];
+}
+
+/** The token the tailscale container reads its state Secret with: an hour, re-read by the kube client (client.go). */
+export const STATE_TOKEN_SOURCE = { serviceAccountToken: { path: "token", expirationSeconds: 3600 } } as const;
+
+/**
+ * Volumes of the tailscale container with a state Secret: the same, plus the projected token in the
+ * serviceaccount volume. That volume is mounted in the tailscale container only, and the pod keeps
+ * automountServiceAccountToken false, so the agent and CoreDNS containers hold no credential.
+ */
+export function tailscaleRuntimeVolumes(opts: { token: boolean }): Record<string, unknown>[] {
+  if (!opts.token) return [...TAILSCALE_RUNTIME_VOLUMES];
+  return TAILSCALE_RUNTIME_VOLUMES.map((v) => {
+    if (v.name !== "serviceaccount") return v;
+    const projected = v.projected as { sources: unknown[] };
+    return { ...v, projected: { ...projected, sources: [STATE_TOKEN_SOURCE, ...projected.sources] } };
+  });
 }
 
 /**

@@ -315,14 +315,23 @@ export function tagTakenFromTailnet(
   return tagTakenBy(parent, tag, nodes, ownKeyIds(parent, tag, [], [...keys.values()], { ttlSeconds }));
 }
 
-/** Most ids status remembers: an object rotating every 12 h keeps about two weeks of keys. */
+/**
+ * Most ids status remembers of keys no node uses: an object rotating every 12 h keeps about two weeks of them. Ids a
+ * node still uses are kept beyond it: with in-place rotation a node keeps the key id it registered with for life
+ * (Headscale updates it only on a re-registration, hscontrol/state/state.go), and dropping it would drop the node's
+ * ownership (nodesMintedBy, finalize). In-use ids are bounded by replicas plus predecessors.
+ */
 export const MAX_RECORDED_KEYS = 32;
+/** The hard bound of status.preAuthKeyIds (its schema's maxItems): in-use ids past it keep the newest. */
+export const MAX_RECORDED_KEYS_TOTAL = 128;
 
 const byNumericId = (a: string, b: string) => Number(a) - Number(b) || a.localeCompare(b);
 
 /**
  * status.preAuthKeyIds for the next status: the ids known so far plus the key in use, kept while a node
- * still uses one or Headscale still lists it (pruned only from lists read this sync), newest MAX kept.
+ * still uses one or Headscale still lists it (pruned only from lists read this sync). Ids a node uses are
+ * always kept; of the others the newest MAX are. Without the lists nothing is pruned or capped: which ids a node
+ * uses is not known, and the known set was bounded when it was recorded.
  */
 export function recordedKeyIds(
   known: ReadonlySet<string>,
@@ -332,12 +341,16 @@ export function recordedKeyIds(
 ): string[] {
   const ids = new Set(known);
   if (current) ids.add(current);
-  let kept = [...ids];
-  if (nodes && keys) {
-    // by the lists' indexes: O(own ids), not O(every key and node) per sync
-    kept = kept.filter((id) => id === current || keyById(keys, id) !== undefined || keyInUse(nodes, id));
-  }
-  return kept.sort(byNumericId).slice(-MAX_RECORDED_KEYS);
+  if (!nodes || !keys) return [...ids].sort(byNumericId).slice(-MAX_RECORDED_KEYS_TOTAL);
+  // by the lists' indexes: O(own ids), not O(every key and node) per sync
+  const inUse = [...ids].filter((id) => keyInUse(nodes, id));
+  const used = new Set(inUse);
+  const others = [...ids]
+    .filter((id) => !used.has(id) && (id === current || keyById(keys, id) !== undefined))
+    .sort(byNumericId)
+    .slice(-MAX_RECORDED_KEYS);
+  const room = MAX_RECORDED_KEYS_TOTAL - others.length;
+  return [...inUse.sort(byNumericId).slice(-room), ...others].sort(byNumericId);
 }
 
 /** The namespace/name and explicit tag of a workload object, for admission. */

@@ -6,11 +6,17 @@ import type { HsPreAuthKey } from "../../../src/headscale/types.js";
 import { HeadscaleView } from "../../../src/headscale/view.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import {
+  AUTHKEY_DATA_KEY,
+  authKeySecret,
   ensureAuthKey,
+  expirableKeyIds,
   freshKeyList,
+  KEY_ID_ANNOTATION,
   type ObservedKey,
   PENDING_KEY_GRACE_MS,
   pendingKey,
+  REPLICA_KEY_FLAGS,
+  stableAuthKeySecretName,
 } from "../../../src/kinds/shared/authkey.js";
 import { useFakeHeadscale } from "../../fakes/headscale/index.js";
 
@@ -138,6 +144,20 @@ describe("ensureAuthKey reads the key list fresh before minting", () => {
       out.error ?? "",
       /^key 2, minted for this object at .*waiting for it rather than minting a second key$/,
     );
+  });
+
+  it("stable: a rotation rewrites the same Secret name, <parent>-authkey, with the new key and annotations", async () => {
+    const created: string[] = [];
+    const out = await ensureAuthKey(
+      { action: "create", why: "halfLife", current },
+      client(async () => [], created),
+      parent,
+      { ...opts, ...REPLICA_KEY_FLAGS, stable: true },
+    );
+    assert.deepEqual(created, ["x"]);
+    assert.equal(out.secret?.metadata.name, "db-authkey");
+    assert.equal(out.secret?.metadata.annotations?.[KEY_ID_ANNOTATION], "9");
+    assert.deepEqual(out.secret?.data, { [AUTHKEY_DATA_KEY]: Buffer.from("hskey-auth-secret").toString("base64") });
   });
 
   it("no pending key: minted", async () => {
@@ -317,5 +337,51 @@ describe("the fresh key list is shared by concurrent mints on one connection", (
     assert.equal(calls, 2);
     assert.deepEqual(ids(await freshKeyList(c)), ["5"]);
     assert.equal(calls, 3);
+  });
+});
+
+describe("the stable key Secret (issue 32)", () => {
+  const parent: K8sObject = {
+    apiVersion: "tailnet.internal/v1alpha1",
+    kind: "TailnetEgress",
+    metadata: { name: "db", namespace: "shop", uid: "u1" },
+  };
+  const stable = (id: string, full: string) =>
+    authKeySecret(parent, { id, key: full, createdAt: NOW, expiresAt: new Date(NOW.getTime() + 3600_000) }, {}, true);
+
+  it("one name for every key: <parent>-authkey, cut to 253", () => {
+    assert.equal(stableAuthKeySecretName("db"), "db-authkey");
+    assert.equal(stableAuthKeySecretName("x".repeat(253)).length, 253);
+    assert.equal(stable("4", "hskey-auth-aaaa-s").metadata.name, stable("5", "hskey-auth-bbbb-s").metadata.name);
+  });
+
+  it("replica keys are reusable and not ephemeral", () => {
+    assert.deepEqual(REPLICA_KEY_FLAGS, { reusable: true, ephemeral: false });
+  });
+
+  describe("expirableKeyIds: publish first, expire after proof", () => {
+    const listed = [
+      key("3", { key: "hskey-auth-old3-***", createdAt: at(-7200_000) }),
+      key("4", { key: "hskey-auth-old4-***", createdAt: at(-3600_000) }),
+      key("5", { key: "hskey-auth-new5-***", createdAt: at(-10_000) }),
+      key("8", { key: "hskey-auth-othr-***", createdAt: at(-9000_000) }),
+    ];
+    const owned = new Set(["3", "4", "5"]);
+
+    it("the observed Secret holds key 5 and the listing proves it: older owned keys 3 and 4 expire, never 8", () => {
+      assert.deepEqual(expirableKeyIds(stable("5", "hskey-auth-new5-secret"), owned, listed, NOW), ["3", "4"]);
+    });
+
+    it("not yet proven (the Secret still holds the old key, or its value does not match the listing): nothing", () => {
+      assert.deepEqual(expirableKeyIds(stable("4", "hskey-auth-old4-secret"), owned, listed, NOW), ["3"]);
+      assert.deepEqual(expirableKeyIds(stable("5", "hskey-auth-old4-secret"), owned, listed, NOW), []);
+      assert.deepEqual(expirableKeyIds(undefined, owned, listed, NOW), []);
+      assert.deepEqual(expirableKeyIds(stable("5", "hskey-auth-new5-secret"), new Set(["3", "4"]), listed, NOW), []);
+    });
+
+    it("keys already expired are not expired again", () => {
+      const gone = listed.map((k) => (k.id === "3" ? { ...k, expiration: at(-1) } : k));
+      assert.deepEqual(expirableKeyIds(stable("5", "hskey-auth-new5-secret"), owned, gone, NOW), ["4"]);
+    });
   });
 });

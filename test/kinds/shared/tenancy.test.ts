@@ -294,9 +294,33 @@ describe("what is the object's own", () => {
     assert.deepEqual(recordedKeyIds(new Set(["1", "2", "10"]), "11", nodes, [agentKey("10")]), ["2", "10", "11"]);
     assert.deepEqual(recordedKeyIds(new Set(["1", "2"]), "3", undefined, undefined), ["1", "2", "3"]);
     const many = new Set(Array.from({ length: 40 }, (_, i) => String(i + 1)));
-    const kept = recordedKeyIds(many, undefined, undefined, undefined);
+    const listed = [...many].map((id) => agentKey(id));
+    const kept = recordedKeyIds(many, undefined, [], listed);
     assert.equal(kept.length, 32);
     assert.equal(kept[0], "9");
+  });
+
+  it("recordedKeyIds: a key a node still uses outlives 40 in-place rotations (issue 32: ownership outlives rotations)", () => {
+    // node 7 registered with key 1 sixteen days ago; keys 2..41 were minted since, one per rotation
+    const node = { ...hsNode({ id: "7", name: "shop-db", tags: [TAG] }), preAuthKey: agentKey("1") };
+    const known = new Set(Array.from({ length: 41 }, (_, i) => String(i + 1)));
+    const listed = [...known].map((id) => agentKey(id));
+    const kept = recordedKeyIds(known, "41", [node], listed);
+    assert.equal(kept[0], "1", "the id the node registered with is kept");
+    assert.equal(kept.length, 33, "the cap of 32 applies to the ids no node uses");
+    assert.deepEqual(kept.slice(1, 3), ["10", "11"]);
+    assert.deepEqual(
+      nodesMintedBy([node], new Set(kept)).map((n) => n.id),
+      ["7"],
+      "so the node stays ours",
+    );
+  });
+
+  it("recordedKeyIds: without the lists (a failed read) nothing is pruned or capped", () => {
+    const known = new Set(Array.from({ length: 40 }, (_, i) => String(i + 1)));
+    const kept = recordedKeyIds(known, "41", undefined, undefined);
+    assert.equal(kept.length, 41);
+    assert.equal(kept[0], "1");
   });
 });
 

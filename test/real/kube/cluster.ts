@@ -275,9 +275,9 @@ export async function startCluster(): Promise<Cluster> {
       `--service-account-private-key-file=${join(dir, "sa.key")}`,
       `--root-ca-file=${join(dir, "ca.crt")}`,
       // Only what the tests need: the garbage collector, the controllers that turn Deployments
-      // into ReplicaSets into Pods, namespaces, service accounts (their admission needs them), and
+      // into ReplicaSets into Pods and StatefulSets into Pods, namespaces, service accounts (their admission needs them), and
       // the aggregation of labelled ClusterRoles into admin/edit/view.
-      "--controllers=garbage-collector-controller,deployment-controller,replicaset-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,clusterrole-aggregation-controller",
+      "--controllers=garbage-collector-controller,deployment-controller,replicaset-controller,statefulset-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,clusterrole-aggregation-controller",
       "--concurrent-gc-syncs=5",
       "-v=1",
     ]);

@@ -10,7 +10,7 @@ import { after, before, describe, it } from "node:test";
 import type { K8sObject } from "../../chart/helm.js";
 import { apply, applyClean, documentedObjects, ensureNamespace, examples, type GoldenObject } from "./apply.js";
 import { type Cluster, startCluster } from "./cluster.js";
-import { podFrom } from "./pods.js";
+import { podFrom, WORKLOAD_KINDS } from "./pods.js";
 
 let cluster: Cluster;
 const all = examples();
@@ -122,10 +122,11 @@ describe("our objects on a real API server", { timeout: 600_000 }, () => {
           metadata: { ...c.metadata, ownerReferences: [owner] },
         }));
         // Examples share names (ingress, ingress-ha and service all render monitoring/grafana-agent),
-        // and a Deployment's selector (which carries the owner's uid) is immutable: start afresh.
-        for (const d of children.filter((c) => c.kind === "Deployment")) {
+        // and a workload's selector (which carries the owner's uid) is immutable: start afresh.
+        for (const d of children.filter((c) => WORKLOAD_KINDS.includes(c.kind))) {
           const where = ["-n", d.metadata.namespace ?? "default"];
-          cluster.kubectl(["delete", "deployment", d.metadata.name, ...where, "--ignore-not-found", "--wait=true"]);
+          const kind = d.kind.toLowerCase();
+          cluster.kubectl(["delete", kind, d.metadata.name, ...where, "--ignore-not-found", "--wait=true"]);
         }
         const r = apply(cluster, children);
         assert.ok(r.status === 0 && r.warnings.length === 0, `${g.kind}/${g.name}:\n${r.stderr}`);
@@ -136,7 +137,7 @@ describe("our objects on a real API server", { timeout: 600_000 }, () => {
   it("every pod the operator renders is admitted by PodSecurity `restricted` in its own namespace", () => {
     const refused: string[] = [];
     for (const { name, golden } of all) {
-      for (const d of golden.flatMap((g) => g.children ?? []).filter((c) => c.kind === "Deployment")) {
+      for (const d of golden.flatMap((g) => g.children ?? []).filter((c) => WORKLOAD_KINDS.includes(c.kind))) {
         const r = apply(cluster, [podFrom(d, d.metadata.namespace ?? "default")], { dryRun: true });
         if (r.status !== 0 || r.warnings.length)
           refused.push(`examples/${name} ${d.metadata.name}: ${r.stderr.trim()}`);
@@ -145,9 +146,20 @@ describe("our objects on a real API server", { timeout: 600_000 }, () => {
     assert.deepEqual(refused, []);
   });
 
-  it("the real controllers make each rendered Deployment's pods, and the garbage collector removes every child with its parent", async () => {
+  it("the real controllers make each rendered workload's pods, and the garbage collector removes every child with its parent", async () => {
     const owned = (ns: string, uid: string) =>
-      ["deployments", "replicasets", "pods", "services", "configmaps", "secrets", "serviceaccounts"].flatMap((kind) =>
+      [
+        "deployments",
+        "replicasets",
+        "statefulsets",
+        "pods",
+        "services",
+        "configmaps",
+        "secrets",
+        "serviceaccounts",
+        "roles",
+        "rolebindings",
+      ].flatMap((kind) =>
         getJson<{ items: { metadata: { name: string; ownerReferences?: { uid: string }[] } }[] }>([
           "-n",
           ns,
@@ -166,10 +178,7 @@ describe("our objects on a real API server", { timeout: 600_000 }, () => {
       "tailnetegresses.tailnet.internal",
       "db",
     ]);
-    await until(
-      "the agent Deployment's pod",
-      () => getJson<{ items: unknown[] }>(["-n", "shop", "get", "pods"]).items.length > 0,
-    );
+    await until("the agent's pod", () => getJson<{ items: unknown[] }>(["-n", "shop", "get", "pods"]).items.length > 0);
     const before = owned("shop", parent.metadata.uid);
     assert.ok(before.length >= 4, `children owned by the TailnetEgress: ${before.join(", ")}`);
     cluster.kubectl(["-n", "shop", "delete", "tailnetegresses.tailnet.internal", "db", "--wait=true"]);
