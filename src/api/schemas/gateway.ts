@@ -72,11 +72,9 @@ export const gatewaySpec: Schema = obj(
 export const gatewayStatus: Schema = obj({
   ...commonWorkloadStatus,
   tag: str(),
-  node: obj(
-    { id: str(), name: str(), nodeKey: str(), preAuthKeyId: str() },
-    [],
-    { description: "Replica 0's node (status.nodes[] has every replica's)." },
-  ),
+  node: obj({ id: str(), name: str(), nodeKey: str(), preAuthKeyId: str() }, [], {
+    description: "Replica 0's node (status.nodes[] has every replica's).",
+  }),
   nodes: nodesStatus,
   preAuthKeyIds,
   dnsServiceIP: str(),

@@ -86,10 +86,12 @@ async function actServed(
   }
   const outcome: GatewayOutcome = { key, deleted: [] };
   // publish first, expire after: the observed Secret proved the new key (bootstrap.ts); nodes stay logged in
+  const expired: NonNullable<GatewayOutcome["expired"]> = [];
   for (const id of work.expire) {
     const done = await view.expirePreAuthKey(id);
-    (outcome.expired ??= []).push(done.ok || notFound(done.error) ? { id } : { id, error: done.error.message });
+    expired.push(done.ok || notFound(done.error) ? { id } : { id, error: done.error.message });
   }
+  if (expired.length) outcome.expired = expired;
   if (plan.writes.approve) outcome.approve = await approve(view, plan.writes.approve);
   // replicas > 1: each other current node gets its own approve_routes; the failures are named per node
   const first = plan.writes.approve;

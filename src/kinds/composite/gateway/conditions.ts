@@ -99,7 +99,12 @@ export function workloadCurrent(input: {
     current++;
   }
   if (problems.length) {
-    return cond(C.WorkloadCurrent, "False", R.PodTemplateStale, `rolling ${current} of ${n} current: ${problems.join("; ")}`);
+    return cond(
+      C.WorkloadCurrent,
+      "False",
+      R.PodTemplateStale,
+      `rolling ${current} of ${n} current: ${problems.join("; ")}`,
+    );
   }
   const what = n === 1 ? `StatefulSet ${where(input.observed[0])} runs` : `every replica's StatefulSet (${n}) runs`;
   return cond(C.WorkloadCurrent, "True", R.PodCurrent, `${what} the rendered pod template`);

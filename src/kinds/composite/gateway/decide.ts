@@ -9,11 +9,11 @@ import { conditionsOf } from "../../../conditions/table.js";
 import { GatewayCondition as C, GATEWAY_REASONS, GatewayReason as R } from "../../../conditions/tables/gateway.js";
 import { jsonEqual } from "../../../k8s/json-equal.js";
 import { type K8sObject, LAST_APPLIED, reuseObserved } from "../../../k8s/objects.js";
-import { recordedKeyIds } from "../../shared/tenancy.js";
-import { withoutStateData } from "../../shared/replica.js";
-import { nodeIdentityVerdict, statusNodes } from "../../shared/replica-nodes.js";
 import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import { invalidSpecConditions, previousStatus } from "../../../pipeline/status.js";
+import { withoutStateData } from "../../shared/replica.js";
+import { type NodeStatusItem, nodeIdentityVerdict, statusNodes } from "../../shared/replica-nodes.js";
+import { recordedKeyIds } from "../../shared/tenancy.js";
 import type { GatewayOutcome } from "./act.js";
 import {
   caConfigMap,
@@ -27,7 +27,6 @@ import { clusterDNSForward, dnsReady, serviceIP, serviceReady, workloadCurrent }
 import { exitWork } from "./exit.js";
 import { freshBlockedMessage } from "./fresh.js";
 import { describeNode, type StatusNode, statusNodeOf } from "./nodes.js";
-import { type NodeStatusItem } from "../../shared/replica-nodes.js";
 import type { GatewayObservation, GatewayUnserved } from "./observe.js";
 import {
   type FreshVerdict,

@@ -15,6 +15,7 @@
  */
 import { nodesOfKeys, nodesTagged } from "../../../headscale/lists.js";
 import type { HsNode } from "../../../headscale/types.js";
+import { wantedLabel } from "../../shared/replica.js";
 import {
   isOurNode,
   type NodeStatusItem,
@@ -25,7 +26,6 @@ import {
   type ReplicaPodFact,
   type StateFact,
 } from "../../shared/replica-nodes.js";
-import { wantedLabel } from "../../shared/replica.js";
 
 export interface StatusNode {
   id: string;

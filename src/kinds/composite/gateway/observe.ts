@@ -19,13 +19,13 @@ import {
   reuseAllChildren,
 } from "../../../k8s/objects.js";
 import { previousStatus } from "../../../pipeline/status.js";
-import { observedKeys } from "../../shared/authkey.js";
-import { REPLICA_LABEL, replicaIndexOf } from "../../shared/replica.js";
-import { type NodeStatusItem, recordedNodes, type StateFact, stateFacts } from "../../shared/replica-nodes.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { metricsPeers } from "../../shared/agent-network-policy.js";
+import { observedKeys } from "../../shared/authkey.js";
 import { leftOutIn } from "../../shared/policy-left-out.js";
 import { lookupProxyClass, proxyClassMissingMessage } from "../../shared/proxy-class.js";
+import { REPLICA_LABEL, replicaIndexOf } from "../../shared/replica.js";
+import { type NodeStatusItem, recordedNodes, type StateFact, stateFacts } from "../../shared/replica-nodes.js";
 import { reservedOverlap } from "../../shared/routes.js";
 import type { Refusal, Tenancy } from "../../shared/tenancy.js";
 import { agentPods, effectiveTag, resolveAgentWorkload, tailnetIncompatible } from "../../shared/workload.js";
@@ -162,10 +162,7 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
   const ns = parent.metadata.namespace ?? "";
   const names = spec.names;
   const deployment = findObject(req.children, "apps/v1", "Deployment", names.deployment, ns);
-  const secrets = objectsOf(req.children, "v1", "Secret");
-  const keys = keySecrets(parent, secrets);
-  const replicaObjects = replicaChildrenFacts(req, ns);
-  const status = previousStatus(parent);
+  const { replicaObjects, legacyKeySecrets, ...identity } = identityObservation(req, ns);
   return {
     parent,
     spec,
@@ -174,10 +171,17 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
     images: deps.config.images,
     ...(proxyClass.kind === "found" ? { proxyClass: proxyClass.spec } : {}),
     noLogsNoSupport: deps.config.tailscale.noLogsNoSupport,
-    exitNode: exitNodeState(spec, parent, ctx.settings.tenancy, req.related, replicaObjects.statefulSets[0] ?? deployment, {
-      tailnet: ctx.settings.name,
-      allowedIngressSources: ctx.settings.allowedIngressSources,
-    }),
+    exitNode: exitNodeState(
+      spec,
+      parent,
+      ctx.settings.tenancy,
+      req.related,
+      replicaObjects.statefulSets[0] ?? deployment,
+      {
+        tailnet: ctx.settings.name,
+        allowedIngressSources: ctx.settings.allowedIngressSources,
+      },
+    ),
     ...reservedRoutes(spec.routes, ctx.settings, `${ns}/${parent.metadata.name}`),
     ...leftOutFact(ctx.tailnet, parent),
     tailnet: {
@@ -196,11 +200,9 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
       service: findObject(req.children, "v1", "Service", names.service, ns),
       zone: findObject(req.children, "v1", "ConfigMap", names.zone, ns),
       ...replicaObjects,
-      legacyKeySecrets: keys.legacy.map((k) => k.secret),
+      legacyKeySecrets,
     },
-    stateFacts: stateFacts(secrets),
-    record: recordedNodes(status),
-    recordedKeyIds: [...new Set([...recordedKeyIdsOf(status), ...keys.legacy.map((k) => k.keyId)])],
+    ...identity,
     related: {
       coredns: findObject(req.related, "v1", "ConfigMap", "coredns", "kube-system"),
       egresses: objectsOf(req.related, API_VERSION, "TailnetEgress"),
@@ -211,8 +213,23 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
       admission: { tenancy: ctx.settings.tenancy, related: req.related },
     },
     headscale: await observeHeadscale(deps.views.view(ctx.conn)),
-    previousNode: previousStatusNode(status),
     conn: ctx.conn,
+  };
+}
+
+/** The replicas' children, their state facts, the recorded nodes and keys, the key Secrets (stable and legacy). */
+function identityObservation(req: HookRequest, ns: string) {
+  const secrets = objectsOf(req.children, "v1", "Secret");
+  const keys = keySecrets(req.parent, secrets);
+  const status = previousStatus(req.parent);
+  const previousNode = previousStatusNode(status);
+  return {
+    replicaObjects: replicaChildrenFacts(req, ns),
+    legacyKeySecrets: keys.legacy.map((k) => k.secret),
+    stateFacts: stateFacts(secrets),
+    record: recordedNodes(status),
+    recordedKeyIds: [...new Set([...recordedKeyIdsOf(status), ...keys.legacy.map((k) => k.keyId)])],
+    ...(previousNode ? { previousNode } : {}),
     secrets: keys.stable,
   };
 }

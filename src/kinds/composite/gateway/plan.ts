@@ -12,10 +12,10 @@
 import { conditionsOf, type TypedCondition } from "../../../conditions/table.js";
 import { GatewayCondition as C, GATEWAY_REASONS, GatewayReason as R } from "../../../conditions/tables/gateway.js";
 import type { HsNode } from "../../../headscale/types.js";
-import { isRecord, type K8sObject, reuseObserved } from "../../../k8s/objects.js";
+import { type K8sObject, reuseObserved } from "../../../k8s/objects.js";
 import { type AuthKeyPlan, observedKeys, REPLICA_KEY_FLAGS } from "../../shared/authkey.js";
-import type { ReplicaPodFact } from "../../shared/replica-nodes.js";
 import { replicaIndexOf } from "../../shared/replica.js";
+import type { ReplicaPodFact } from "../../shared/replica-nodes.js";
 import { planBootstrapKey } from "./bootstrap.js";
 import { gatewayKeySecretName, gatewayLabels } from "./children.js";
 import { exitWork } from "./exit.js";

@@ -12,10 +12,10 @@
 import { isRecord, type K8sObject, reuseObserved } from "../../../k8s/objects.js";
 import {
   identityObserved,
+  isStateSecret,
   keptStateSecret,
   replicaIdentityChildren,
   replicaIndexOf,
-  isStateSecret,
 } from "../../shared/replica.js";
 import { gatewayReplica } from "./children.js";
 import type { FreshVerdict, GatewayInputs } from "./plan.js";
