@@ -27,6 +27,7 @@ import type { K8sObject } from "../../../k8s/objects.js";
 import { AUTHKEY_DATA_KEY, stableAuthKeySecretName } from "../../shared/authkey.js";
 import { CONFIG_HASH_ANNOTATION, POD_SECURITY_CONTEXT } from "../../shared/pod-template.js";
 import {
+  REPLICA_LABEL,
   type ReplicaRef,
   replicaName,
   replicaStatefulSet,
@@ -183,7 +184,8 @@ function corednsContainer(inputs: GatewayDeploymentInputs): Record<string, unkno
 
 /** The pod template of one replica (stamped: the fresh writer's third check hashes it, template.ts). */
 export function gatewayPodTemplate(parent: K8sObject, r: ReplicaRef, inputs: GatewayDeploymentInputs) {
-  const labels = { ...gatewayLabels(parent), ...gatewaySelector(parent) };
+  // the replica label before the stamp: replicaStatefulSet sets it again, and the hash must cover it
+  const labels = { ...gatewayLabels(parent), ...gatewaySelector(parent), [REPLICA_LABEL]: String(r.index) };
   return stampTemplate({
     metadata: { labels, annotations: { [CONFIG_HASH_ANNOTATION]: inputs.configHash } },
     spec: {
