@@ -142,7 +142,10 @@ describe("TailnetGateway: node identity continuity (the fresh writer's second ch
     w.clock.now = later(121);
     await syncAgain(w.mc);
     assert.deepEqual(blocked(w), { status: "False", reason: "FreshBlocked" });
-    assert.match(cond(w.mc, "Registered")?.message ?? "", new RegExp(`node ${fresh.id} "cluster-gw-r1" is online`));
+    assert.equal(
+      cond(w.mc, "Registered")?.message,
+      `fresh writer blocked by node identity: node ${fresh.id} "${fresh.givenName}" is online and was registered with this gateway's bootstrap key ${fresh.preAuthKeyId}, but no replica's state Secret names it: a machine outside the cluster holds the key${tail}`,
+    );
   });
 
   it("a bound node's key changes while its state persisted: IdentityChanged, until the key is accepted", async (t) => {
@@ -180,6 +183,8 @@ describe("TailnetGateway: node identity continuity (the fresh writer's second ch
   it("a first binding to a node registered before the replica's state Secret existed is refused", async (t) => {
     const w = await readyGateway(t, { replicas: 2 });
     const early = w.fake.registerWithKey(stolenKey(w), { name: "early", online: false });
+    // replica 1's earlier node went with its pod
+    for (const n of w.fake.state.nodes.values()) if (n.givenName === "cluster-gw-r1") n.online = false;
     const secret = structuredClone(child(w.mc, "Secret", stateName(1)));
     if (!secret) throw new Error("no state Secret");
     // replica 1 is new (scale-up after the node was registered): no record yet, and its Secret is younger
