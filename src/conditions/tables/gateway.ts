@@ -63,7 +63,6 @@ export const GATEWAY_REASONS = {
   WorkloadCurrent: {
     PodCurrent: ["True"],
     PodTemplateStale: ["False"],
-    WorkloadUpdateBlocked: ["False"],
     ...NOT_EVALUATED,
   },
   ServiceReady: {
@@ -99,7 +98,6 @@ export const GATEWAY_REASONS = {
     NotAdvertised: ["False"],
     NotServing: ["False"],
     PodTemplateStale: ["False"],
-    WorkloadUpdateBlocked: ["False"],
     ClusterIPAssigned: ["False"],
     LBPending: ["False"],
   },

@@ -14,7 +14,7 @@ import {
   TEMPLATE_HASH_ANNOTATION,
   templateHash,
 } from "../../../../src/kinds/composite/gateway/template.js";
-import { renderCorefile, renderDeployment } from "../../../../src/kinds/composite/gateway/workload.js";
+import { renderCorefile, renderStatefulSet } from "../../../../src/kinds/composite/gateway/workload.js";
 import { configHash } from "../../../../src/kinds/shared/pod-template.js";
 import { bootTailscale } from "../../../fakes/containerboot.js";
 import { validateChildren } from "../../../helpers/validate.js";
@@ -24,6 +24,8 @@ import { run } from "./scenarios.js";
 
 interface Opts {
   name?: string;
+  /** The replica (0 by default). */
+  index?: number;
   replicas?: number;
   hostname?: string;
   routes?: string[];
@@ -52,15 +54,48 @@ const restricted = {
   capabilities: { drop: ["ALL"] },
 };
 
-function expectedDeployment(o: Opts): K8sObject {
+/** The replica's kube store (issue 32): state in `<replica>-state`, the API address from the kubelet's env. */
+function kubeStoreEnv(replica: string, o: Opts): Record<string, unknown>[] {
+  return expectedRuntimeEnv({
+    noLogsNoSupport: o.noLogsNoSupport,
+    caFile: o.ca ? "/etc/tailnet-ca/ca.crt" : undefined,
+  }).flatMap((e) =>
+    e.name === "TS_KUBE_SECRET"
+      ? [
+          { name: "TS_KUBE_SECRET", value: `${replica}-state` },
+          { name: "TS_KUBERNETES_READ_API_SERVER_ADDRESS_FROM_ENV", value: "true" },
+        ]
+      : [e],
+  );
+}
+
+/** The serviceaccount volume gains the projected token (mounted in the tailscale container only). */
+const volumesWithToken = expectedRuntimeVolumes.map((v) =>
+  v.name === "serviceaccount"
+    ? {
+        ...v,
+        projected: {
+          sources: [
+            { serviceAccountToken: { path: "token", expirationSeconds: 3600 } },
+            ...(v.projected?.sources ?? []),
+          ],
+        },
+      }
+    : v,
+);
+
+function expectedStatefulSet(o: Opts): K8sObject {
   const images = o.images ?? DEFAULT_CONFIG.images;
+  const index = o.index ?? 0;
+  const replica = `${o.name ?? "gw"}-gateway-${index}`;
+  const host = o.hostname ?? "cluster-gw";
   const env: Record<string, unknown>[] = [
     { name: "TS_USERSPACE", value: "true" },
     { name: "TS_SOCKET", value: "/tmp/tailscaled.sock" },
-    { name: "TS_HOSTNAME", value: o.hostname ?? "cluster-gw" },
+    { name: "TS_HOSTNAME", value: index === 0 ? host : `${host}-r${index}` },
     { name: "TS_ROUTES", value: (o.routes ?? ["10.96.0.0/12"]).join(",") },
     { name: "TS_EXTRA_ARGS", value: `--login-server=${o.loginServer ?? "https://hs.example.com"}` },
-    ...expectedRuntimeEnv({ noLogsNoSupport: o.noLogsNoSupport, caFile: o.ca ? "/etc/tailnet-ca/ca.crt" : undefined }),
+    ...kubeStoreEnv(replica, o),
     { name: "TS_ENABLE_METRICS", value: "true" },
     { name: "TS_ENABLE_HEALTH_CHECK", value: "true" },
     // every listener on the pod IP: tailscaled's netstack forwards what serve does not handle to 127.0.0.1 (issue 31)
@@ -69,14 +104,16 @@ function expectedDeployment(o: Opts): K8sObject {
     { name: "TS_LOCAL_ADDR_PORT", value: "$(POD_IP):8080" },
   ];
   if (o.secret) env.push({ name: "TS_AUTHKEY", valueFrom: { secretKeyRef: { name: o.secret, key: "authkey" } } });
+  const replicaLabel = { "tailnet.internal/replica": String(index) };
   const template = stampTemplate({
     metadata: {
-      labels: labels(o.name),
+      labels: { ...labels(o.name), ...replicaLabel },
       annotations: {
         "tailnet.internal/config-hash": o.ca ? configHash(o.corefile, o.ca) : configHash(o.corefile),
       },
     },
     spec: {
+      serviceAccountName: replica,
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       securityContext: {
@@ -124,7 +161,7 @@ function expectedDeployment(o: Opts): K8sObject {
       ],
       volumes: [
         { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
-        ...expectedRuntimeVolumes,
+        ...volumesWithToken,
         ...(o.ca ? [{ name: "ca", configMap: { name: `${o.name ?? "gw"}-gateway-ca` } }] : []),
         { name: "corefile", configMap: { name: `${o.name ?? "gw"}-gateway-corefile` } },
         { name: "zone", configMap: { name: `${o.name ?? "gw"}-gateway-zone`, optional: true } },
@@ -133,12 +170,14 @@ function expectedDeployment(o: Opts): K8sObject {
   });
   return {
     apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name: `${o.name ?? "gw"}-gateway`, namespace: "infra", labels: labels(o.name) },
+    kind: "StatefulSet",
+    metadata: { name: replica, namespace: "infra", labels: { ...labels(o.name), ...replicaLabel } },
     spec: {
       replicas: o.replicas ?? 1,
-      selector: { matchLabels: selector },
-      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      serviceName: replica,
+      podManagementPolicy: "Parallel",
+      updateStrategy: { type: "RollingUpdate" },
+      selector: { matchLabels: { ...selector, ...replicaLabel } },
       template,
     },
   };
@@ -169,15 +208,18 @@ svc.cluster.local:1053 {
 `;
 
 describe("gateway children", () => {
-  it("Deployment: tailscale + CoreDNS, stamped with its own template hash", () => {
-    const got = renderDeployment(renderInput(gateway()), "gw-authkey-7");
-    assert.deepStrictEqual(got, expectedDeployment({ secret: "gw-authkey-7", corefile: COREFILE }));
+  it("StatefulSet per replica: tailscale + CoreDNS, its own state Secret and hostname, stamped with its hash", () => {
+    const got = renderStatefulSet(renderInput(gateway()), 0, "gw-gateway-authkey");
+    assert.deepStrictEqual(got, expectedStatefulSet({ secret: "gw-gateway-authkey", corefile: COREFILE }));
+    const second = renderStatefulSet(renderInput(gateway({ replicas: 2 })), 1, "gw-gateway-authkey");
+    assert.deepStrictEqual(second, expectedStatefulSet({ secret: "gw-gateway-authkey", corefile: COREFILE, index: 1 }));
+    validateChildren([second]);
     const tpl = (got.spec as { template: { metadata: { annotations: Record<string, string> } } }).template;
     assert.equal(tpl.metadata.annotations[TEMPLATE_HASH_ANNOTATION], templateHash(tpl));
     validateChildren([got]);
   });
 
-  it("Deployment copies every user field: hostname, routes, tag, suspend, images", () => {
+  it("StatefulSet copies every user field: hostname, routes, tag, suspend (replicas 0), images", () => {
     const p = gateway({
       hostname: "edge-gw",
       routes: ["10.96.0.0/12", "10.244.0.0/16"],
@@ -185,10 +227,10 @@ describe("gateway children", () => {
       suspend: true,
     });
     const r = { ...renderInput(p), tag: "tag:edge", images: { agent: "a:1", tailscale: "ts:2", coredns: "cd:3" } };
-    const got = renderDeployment(r, undefined);
+    const got = renderStatefulSet(r, 0, undefined);
     assert.deepStrictEqual(
       got,
-      expectedDeployment({
+      expectedStatefulSet({
         hostname: "edge-gw",
         routes: ["10.96.0.0/12", "10.244.0.0/16"],
         tag: "tag:edge",
@@ -273,21 +315,36 @@ describe("gateway children", () => {
     });
   });
 
-  it("every child of a healthy sync validates, the bootstrap Secret is the key's, single-use by name", () => {
+  it("every child of a healthy sync validates; one replica's identity children; the stable bootstrap Secret", () => {
     const { children } = run(healthy()).decision;
     validateChildren(children);
     assert.deepEqual(
       children.map((c) => `${c.kind}/${c.metadata.name}`),
       [
-        "Deployment/gw-gateway",
+        "ServiceAccount/gw-gateway-0",
+        "Role/gw-gateway-0",
+        "RoleBinding/gw-gateway-0",
+        "Secret/gw-gateway-0-state",
+        "StatefulSet/gw-gateway-0",
         "Service/gw-dns",
         "NetworkPolicy/gw-gateway",
         "ConfigMap/gw-gateway-corefile",
         "ConfigMap/gw-gateway-zone",
-        "Secret/gw-authkey-7",
+        "Secret/gw-gateway-authkey",
       ],
     );
-    const secret = children.find((c) => c.kind === "Secret");
+    const state = children.find((c) => c.metadata.name === "gw-gateway-0-state");
+    assert.equal(state?.data, undefined, "the observed state (device_id, machine key) never travels back");
+    const role = children.find((c) => c.kind === "Role");
+    assert.deepEqual(role?.rules, [
+      {
+        apiGroups: [""],
+        resources: ["secrets"],
+        resourceNames: ["gw-gateway-0-state"],
+        verbs: ["get", "update", "patch"],
+      },
+    ]);
+    const secret = children.find((c) => c.metadata.name === "gw-gateway-authkey");
     assert.equal(secret?.metadata.labels?.["tailnet.internal/authkey"], "true");
     assert.equal(secret?.metadata.labels?.["app.kubernetes.io/name"], "tailnet-gateway");
   });
@@ -296,8 +353,8 @@ describe("gateway children", () => {
     const ca = "-----BEGIN CERTIFICATE-----\nPRIVATE CA\n-----END CERTIFICATE-----\n";
     const r = renderInput(gateway());
     r.tailnet.ca = ca;
-    const got = renderDeployment(r, "gw-authkey-7");
-    assert.deepStrictEqual(got, expectedDeployment({ secret: "gw-authkey-7", corefile: COREFILE, ca }));
+    const got = renderStatefulSet(r, 0, "gw-gateway-authkey");
+    assert.deepStrictEqual(got, expectedStatefulSet({ secret: "gw-gateway-authkey", corefile: COREFILE, ca }));
     const input = healthy();
     input.tailnet.ca = ca;
     const { children } = run(input).decision;
@@ -309,24 +366,26 @@ describe("gateway children", () => {
       data: { "ca.crt": ca },
     });
     validateChildren(children);
-    const key = children.find((c) => c.kind === "Secret") as K8sObject;
+    const key = children.find((c) => c.metadata.name === "gw-gateway-authkey") as K8sObject;
     const boot = bootTailscale(got, [key, cm as K8sObject], { serverCa: ca });
     assert.ok(boot.ok, boot.ok ? "" : boot.error);
-    const without = bootTailscale(renderDeployment(renderInput(gateway()), "gw-authkey-7"), [key], { serverCa: ca });
+    const without = bootTailscale(renderStatefulSet(renderInput(gateway()), 0, "gw-gateway-authkey"), [key], {
+      serverCa: ca,
+    });
     assert.equal(without.ok, false);
   });
 
   it("noLogsNoSupport switched off: no TS_NO_LOGS_NO_SUPPORT", () => {
-    const got = renderDeployment({ ...renderInput(gateway()), noLogsNoSupport: false }, "gw-authkey-7");
+    const got = renderStatefulSet({ ...renderInput(gateway()), noLogsNoSupport: false }, 0, "gw-gateway-authkey");
     assert.deepStrictEqual(
       got,
-      expectedDeployment({ secret: "gw-authkey-7", corefile: COREFILE, noLogsNoSupport: false }),
+      expectedStatefulSet({ secret: "gw-gateway-authkey", corefile: COREFILE, noLogsNoSupport: false }),
     );
   });
 
   it("boots under containerboot on the pinned and older images, requests no tag, sends no logs, keeps its state", () => {
     const { children } = run(healthy()).decision;
-    const deployment = children.find((c) => c.kind === "Deployment") as K8sObject;
+    const deployment = children.find((c) => c.kind === "StatefulSet") as K8sObject;
     for (const imageVersion of ["1.102.3", "1.90.6"]) {
       const result = bootTailscale(deployment, children, { imageVersion });
       assert.ok(result.ok, `${imageVersion}: ${result.ok ? "" : result.error}`);
@@ -337,17 +396,29 @@ describe("gateway children", () => {
     }
   });
 
-  it("no bootstrap key yet: no Deployment (never a tailscale container without its key); a running one is kept", () => {
-    const none = run(healthy({ key: { error: "Headscale is down" }, observed: {} })).decision;
+  it("no bootstrap key yet: no StatefulSet (never a tailscale container without its key); a running one is kept", () => {
+    const empty = { statefulSets: [], children: [], legacyKeySecrets: [] };
+    const none = run(healthy({ key: { error: "Headscale is down" }, observed: empty })).decision;
     assert.equal(
-      none.children.some((c) => c.kind === "Deployment"),
+      none.children.some((c) => c.kind === "StatefulSet"),
       false,
     );
     validateChildren(none.children);
     const input = healthy({ key: { error: "Headscale is down" } });
-    const live = input.observed.deployment as K8sObject;
-    const kept = run(input).decision.children.find((c) => c.kind === "Deployment");
-    assert.deepStrictEqual(kept?.spec, live.spec, "the observed Deployment is returned as it is");
+    const live = input.observed.statefulSets[0];
+    const kept = run(input).decision.children.find((c) => c.kind === "StatefulSet");
+    assert.deepStrictEqual(kept?.spec, live.spec, "the observed StatefulSet is returned as it is");
+  });
+
+  it("the StatefulSet waits for its ServiceAccount, Role, RoleBinding and state Secret to be observed", () => {
+    const input = healthy();
+    const first = run({ ...input, observed: { ...input.observed, statefulSets: [], children: [] } }).decision;
+    assert.deepEqual(
+      first.children
+        .filter((c) => c.metadata.labels?.["tailnet.internal/replica"])
+        .map((c) => `${c.kind}/${c.metadata.name}`),
+      ["ServiceAccount/gw-gateway-0", "Role/gw-gateway-0", "RoleBinding/gw-gateway-0", "Secret/gw-gateway-0-state"],
+    );
   });
 
   it("names stay valid for long and dotted parent names", () => {

@@ -7,7 +7,7 @@ import type { HsNode } from "../../../../src/headscale/types.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import type { GatewayInputs } from "../../../../src/kinds/composite/gateway/plan.js";
 import { leftOutText } from "../../shared/left-out-fixture.js";
-import { gateway, haHealthy, haNode, healthy, hsKey, hsNode, liveDeployment, ROUTE, renderInput } from "./fixtures.js";
+import { gateway, haHealthy, haNode, healthy, hsKey, hsNode, liveReplicas, ROUTE, renderInput } from "./fixtures.js";
 import type { Row } from "./scenarios.js";
 
 export const PAIR = ["0.0.0.0/0", "::/0"];
@@ -39,7 +39,7 @@ function haExit(): GatewayInputs {
   const served = { availableRoutes: [ROUTE, ...PAIR], approvedRoutes: [ROUTE, ...PAIR] };
   const base = haHealthy(2, [haNode(0, served), haNode(1)]);
   const r = renderInput(parent);
-  return { ...base, ...r, observed: { ...base.observed, deployment: liveDeployment(r) } };
+  return { ...base, ...r, observed: { ...base.observed, ...liveReplicas(r, ["12", "13"]) } };
 }
 
 export const exitRows: Row[] = [

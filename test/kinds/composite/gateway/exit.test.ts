@@ -10,7 +10,7 @@ import { advertisedRoutes, advertisesExit, exitNodeState } from "../../../../src
 import { gatewaySpecProblem, readGatewaySpec } from "../../../../src/kinds/composite/gateway/spec.js";
 import { readTenancy } from "../../../../src/kinds/shared/tenancy.js";
 import { exitHealthy, exitRows, PAIR } from "./exit-scenarios.js";
-import { gateway, hsNode, liveDeployment, ROUTE, renderInput } from "./fixtures.js";
+import { gateway, hsNode, liveStatefulSet, ROUTE, renderInput } from "./fixtures.js";
 import { run } from "./scenarios.js";
 
 /** TS_ROUTES of the rendered gateway Deployment among the children. */
@@ -126,7 +126,7 @@ describe("exit node: messages, writes and the pod", () => {
     const ns = (labels: Record<string, string>): ObjectMaps => ({
       "Namespace.v1": { infra: { apiVersion: "v1", kind: "Namespace", metadata: { name: "infra", labels } } },
     });
-    const live = liveDeployment(renderInput(parent));
+    const live = liveStatefulSet(renderInput(parent));
     assert.deepEqual(exitNodeState(spec, parent, selector, ns({ exit: "yes" }), undefined), {
       state: "allowed",
       allowFrom: ["group:eng"],
@@ -139,7 +139,7 @@ describe("exit node: messages, writes and the pod", () => {
       message: "the labels of namespace infra are not observed (the Tailnet's spec.tenancy.exitNodes needs them)",
       keep: true,
     });
-    const without = liveDeployment(renderInput(gateway()));
+    const without = liveStatefulSet(renderInput(gateway()));
     assert.equal((exitNodeState(spec, parent, selector, {}, without) as { keep: boolean }).keep, false);
     assert.deepEqual(exitNodeState(readGatewaySpec(gateway()), gateway(), selector, {}, live), { state: "off" });
   });
