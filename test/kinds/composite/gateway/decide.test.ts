@@ -13,6 +13,7 @@ import { assertCoversTable } from "../../../helpers/reason-coverage.js";
 import { exitRows } from "./exit-scenarios.js";
 import {
   dnsServiceLive,
+  FRESH,
   gateway,
   healthy,
   hsKey,
@@ -128,6 +129,7 @@ describe("Ready staircase", () => {
       input: dry({
         ...base,
         headscale: { nodes: { ok: true, value: [] }, keys: { ok: true, value: [hsKey({ used: false })] } },
+        ...FRESH,
         previousNode: undefined,
         observed: { ...stale, service: pending },
         related: { ...base.related, pods: notReady },

@@ -7,7 +7,18 @@ import type { HsNode } from "../../../../src/headscale/types.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import type { GatewayInputs } from "../../../../src/kinds/composite/gateway/plan.js";
 import { leftOutText } from "../../shared/left-out-fixture.js";
-import { gateway, haHealthy, haNode, healthy, hsKey, hsNode, liveReplicas, ROUTE, renderInput } from "./fixtures.js";
+import {
+  FRESH,
+  gateway,
+  haHealthy,
+  haNode,
+  healthy,
+  hsKey,
+  hsNode,
+  liveReplicas,
+  ROUTE,
+  renderInput,
+} from "./fixtures.js";
 import type { Row } from "./scenarios.js";
 
 export const PAIR = ["0.0.0.0/0", "::/0"];
@@ -96,7 +107,10 @@ export const exitRows: Row[] = [
   },
   {
     name: "exit node: no node registered yet",
-    input: exitHealthy({}, { headscale: { nodes: { ok: true, value: [] }, keys: { ok: true, value: [hsKey()] } } }),
+    input: exitHealthy(
+      {},
+      { headscale: { nodes: { ok: true, value: [] }, keys: { ok: true, value: [hsKey()] } }, ...FRESH },
+    ),
     expect: { ExitNode: "NotAdvertised", Registered: "Provisioning", Ready: "Provisioning" },
   },
   {

@@ -13,9 +13,9 @@ import { exitHealthy, exitRows, PAIR } from "./exit-scenarios.js";
 import { gateway, hsNode, liveStatefulSet, ROUTE, renderInput } from "./fixtures.js";
 import { run } from "./scenarios.js";
 
-/** TS_ROUTES of the rendered gateway Deployment among the children. */
+/** TS_ROUTES of replica 0's rendered StatefulSet among the children. */
 function tsRoutes(children: readonly K8sObject[]): string | undefined {
-  const d = children.find((c) => c.kind === "Deployment");
+  const d = children.find((c) => c.kind === "StatefulSet");
   const template = isRecord(d?.spec) ? d.spec.template : undefined;
   const pod = isRecord(template) && isRecord(template.spec) ? template.spec : {};
   const ts = (Array.isArray(pod.containers) ? pod.containers : []).find((c) => isRecord(c) && c.name === "tailscale");
@@ -116,7 +116,7 @@ describe("exit node: messages, writes and the pod", () => {
       ["False", "NotRequested", "FreshRuntimeReady"],
     );
     assert.equal(tsRoutes(decision.children), ROUTE);
-    assert.equal(advertisesExit(decision.children.find((c) => c.kind === "Deployment")), false);
+    assert.equal(advertisesExit(decision.children.find((c) => c.kind === "StatefulSet")), false);
   });
 
   it("exitNodeState: the tenancy's verdict, and what a missing Namespace keeps", () => {

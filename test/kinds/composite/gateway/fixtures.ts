@@ -318,3 +318,6 @@ export function legacyDeployment(parent: K8sObject = gateway()): K8sObject {
     },
   };
 }
+
+/** A replica that has not logged in yet: no device_id in its state Secret, nothing recorded. */
+export const FRESH = { stateFacts: [stateFact(0)], record: [] as NodeStatusItem[] };

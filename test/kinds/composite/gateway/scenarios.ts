@@ -23,6 +23,7 @@ import { validateChildren } from "../../../helpers/validate.js";
 import {
   corednsConfigMap,
   dnsServiceLive,
+  FRESH,
   gateway,
   haHealthy,
   haNode,
@@ -104,6 +105,7 @@ export const rows: Row[] = [
     name: "no node has registered yet",
     input: healthy({
       headscale: { nodes: { ok: true, value: [] }, keys: { ok: true, value: [hsKey({ used: false })] } },
+      ...FRESH,
       previousNode: undefined,
     }),
     expect: { Registered: "Provisioning", Ready: "Provisioning", RoutesInSync: "NotApproved", StaleNodes: "None" },
