@@ -212,7 +212,15 @@ export interface GatewayStatus {
   tag?: string;
   dnsServiceIP?: string;
   node?: { id: string; name: string; nodeKey: string; preAuthKeyId: string };
-  nodes?: { replica: number; id: string; name: string; nodeKey: string; preAuthKeyId?: string; online: boolean }[];
+  nodes?: {
+    replica: number;
+    id: string;
+    name: string;
+    nodeKey: string;
+    preAuthKeyId?: string;
+    online: boolean;
+    predecessorId?: string;
+  }[];
   preAuthKeyIds?: string[];
 }
 
