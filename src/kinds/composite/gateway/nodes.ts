@@ -7,7 +7,8 @@
  *       the accepted key), or a first binding whose node was created after that replica's state Secret;
  *   (b) a recorded predecessor awaiting deletion (offline);
  *   (c) an unbound node of ours younger than REGISTRATION_GRACE_SECONDS while a replica has no device_id yet,
- *       or, while the legacy gateway Deployment still runs (the upgrade), that Deployment's node.
+ *       or, while the legacy gateway Deployment still runs (the upgrade), that Deployment's node, or a node of the
+ *       previous version's single-use key (spent: no other machine can register with it).
  * Anything else blocks: a rogue node (the tag, a key we did not mint or none), an online unbound node of ours
  * past the grace (someone holding the reusable key registered a machine outside the cluster: it cannot be bound,
  * binding needs write access to a state Secret only that replica's ServiceAccount has), a state Secret naming a
@@ -102,7 +103,10 @@ function unboundProblem(n: HsNode, input: NodeAnalysisInput, plan: ReplicaNodesP
     return `${describeNode(n)} is replica ${predecessor.index}'s previous node but is still online, while the replica runs as ${describeNode(predecessor.node)}`;
   }
   if (plan.removed.some((r) => r.nodes.some((x) => x.id === n.id))) return undefined;
-  if (!n.online || input.migrating) return undefined;
+  // a single-use key of ours is the previous version's (every key now is reusable): the legacy pod's node, whose
+  // key is spent — it goes offline with that pod and is deleted then (the upgrade, §2.8)
+  const legacy = n.preAuthKey?.reusable === false;
+  if (!n.online || input.migrating || legacy) return undefined;
   const young = createdMs(n) > input.now.getTime() - REGISTRATION_GRACE_SECONDS * 1000;
   const waiting = plan.bindings.some((b) => !b.node && b.verdict !== "foreign");
   if (young && waiting) return undefined;
