@@ -251,7 +251,9 @@ describe("TailnetGateway end to end: workload and Service", () => {
   it("a template change rolls one replica at a time: the next one only once the first is settled", async (t) => {
     const w = await readyGateway(t, { replicas: 2 });
     const template = (i: number) =>
-      JSON.stringify((child(w.mc, "StatefulSet", `gw-gateway-${i}`)?.spec as { template: unknown }).template);
+      JSON.stringify(
+        (child(w.mc, "StatefulSet", `gw-gateway-${i}`)?.spec as { template?: unknown } | undefined)?.template,
+      );
     const before = [template(0), template(1)];
     w.mc.statefulSetsReady = false;
     applyGateway(w.mc, { replicas: 2, routes: [ROUTE, "10.244.0.0/16"] });

@@ -10,7 +10,6 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
   applyGateway,
-  type Ctx,
   child,
   cond,
   gw,
@@ -58,7 +57,7 @@ function foreignKey(w: Awaited<ReturnType<typeof readyGateway>>) {
 /** The full bootstrap key as a holder of the stable Secret reads it. */
 function stolenKey(w: Awaited<ReturnType<typeof readyGateway>>): string {
   const secret = child(w.mc, "Secret", KEY_SECRET);
-  return Buffer.from((secret?.data as Record<string, string>).authkey, "base64").toString();
+  return Buffer.from((secret?.data as Record<string, string> | undefined)?.authkey ?? "", "base64").toString();
 }
 
 describe("TailnetGateway: node identity continuity (the fresh writer's second check)", () => {
@@ -222,7 +221,7 @@ describe("TailnetGateway: node identity continuity (the fresh writer's second ch
   it("three rotations and a pod restart: the same node, the route approved once, no template change, old keys expired after the Secret proves the new one", async (t) => {
     const w = await readyGateway(t, { bootstrapKeyTTL: "1h" });
     const template = JSON.stringify(
-      (child(w.mc, "StatefulSet", replicaName(0))?.spec as { template: unknown }).template,
+      (child(w.mc, "StatefulSet", replicaName(0))?.spec as { template?: unknown } | undefined)?.template,
     );
     const ids: string[] = [keySecrets(w.mc)[0].metadata.annotations?.["tailnet.internal/key-id"] ?? ""];
     for (let r = 1; r <= 3; r++) {
@@ -242,7 +241,9 @@ describe("TailnetGateway: node identity continuity (the fresh writer's second ch
     }
     assert.equal(new Set(ids).size, 4, `four keys: ${ids}`);
     assert.equal(
-      JSON.stringify((child(w.mc, "StatefulSet", replicaName(0))?.spec as { template: unknown }).template),
+      JSON.stringify(
+        (child(w.mc, "StatefulSet", replicaName(0))?.spec as { template?: unknown } | undefined)?.template,
+      ),
       template,
     );
     assert.deepEqual(

@@ -35,7 +35,6 @@ import {
   liveReplicas,
   liveStatefulSet,
   podSpecOf,
-  recordOf,
   renderInput,
   stateFact,
   unserved,
