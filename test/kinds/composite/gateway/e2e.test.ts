@@ -398,30 +398,6 @@ describe("TailnetGateway end to end", () => {
     assert.deepEqual(w.mc.errors, []);
   });
 
-  it("finalize: deletes our nodes and expires the bootstrap key, never touches a node that is not ours", async (t) => {
-    const w = await readyGateway(t);
-    const foreign = w.fake.addNode({ name: "laptop", tags: [TAG] });
-    w.mc.delete(API, "TailnetGateway", "gw", "infra");
-    await w.mc.settle();
-    assert.equal(gw(w.mc), undefined);
-    assert.deepEqual(
-      writesTo(w.fake, "DELETE", /^\/api\/v1\/node\//).map((r) => r.path),
-      [`/api/v1/node/${w.node.id}`],
-    );
-    assert.deepEqual(
-      writesTo(w.fake, "POST", /^\/api\/v1\/preauthkey\/expire$/).map((r) => r.body),
-      [{ id: "1" }],
-    );
-    assert.ok(w.fake.state.nodes.has(foreign.id));
-    assert.equal((w.fake.state.preAuthKeys.get("1")?.expiration.getTime() ?? 0) <= T0.getTime(), true);
-    const expiry = await w.metrics.authKeyExpiry.get();
-    assert.deepEqual(
-      expiry.values.filter((v) => v.labels.kind === "TailnetGateway"),
-      [],
-    );
-    assert.deepEqual(w.mc.errors, []);
-  });
-
   it("the bootstrap key's expiry is exported for the gateway", async (t) => {
     const w = await world(t);
     applyGateway(w.mc);
