@@ -6,19 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import {
-  API,
-  child,
-  gw,
-  lastSync,
-  readyGateway,
-  registerReplica,
-  stateName,
-  T0,
-  TAG,
-  writeState,
-  writesTo,
-} from "./world.js";
+import { API, child, gw, readyGateway, registerReplica, stateName, T0, TAG, writeState, writesTo } from "./world.js";
 
 describe("TailnetGateway finalize", () => {
   it("finalize: deletes our nodes and expires the bootstrap key, never touches a node that is not ours", async (t) => {
