@@ -22,10 +22,11 @@ import {
   liveStatefulSet,
   renderInput,
 } from "./fixtures.js";
+import { identityRows } from "./identity-scenarios.js";
 import { rows, run } from "./scenarios.js";
 
 describe("decideGateway", () => {
-  for (const row of rows) {
+  for (const row of [...rows, ...identityRows]) {
     it(row.name, () => {
       const { by } = run(row.input, row.outcome);
       const got = Object.fromEntries(Object.keys(row.expect).map((t) => [t, by[t]?.reason]));
@@ -96,7 +97,7 @@ describe("decideGateway", () => {
   it("covers every (condition, reason, status) of GATEWAY_REASONS, and nothing else", () => {
     assertCoversTable(
       GATEWAY_REASONS,
-      [...rows, ...exitRows].map((r) => run(r.input, r.outcome).conditions),
+      [...rows, ...identityRows, ...exitRows].map((r) => run(r.input, r.outcome).conditions),
     );
   });
 });

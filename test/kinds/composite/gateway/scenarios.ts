@@ -31,15 +31,14 @@ import {
   hsKey,
   hsNode,
   KEY_ID,
-  legacyDeployment,
   liveReplicas,
   liveStatefulSet,
   podSpecOf,
   renderInput,
-  stateFact,
   unserved,
   ZONE,
 } from "./fixtures.js";
+import { identityRows } from "./identity-scenarios.js";
 
 export const NEW_KEY = `nodekey:${"b".repeat(64)}`;
 const NO_OUTCOME: GatewayWriteOutcome = { deleted: [] };
@@ -394,62 +393,6 @@ export const rows: Row[] = [
       Ready: "InvalidSpec",
     },
   },
-  // NodeIdentity (issue 32): which node each replica is
-  {
-    name: "the legacy gateway Deployment still runs: migrating",
-    input: healthy({ observed: { ...healthy().observed, deployment: legacyDeployment() } }),
-    expect: { NodeIdentity: "Migrating", Registered: "FreshRuntimeReady", Ready: "FreshRuntimeReady" },
-  },
-  {
-    name: "replica 0 re-registered (its state was lost) while its previous node still exists",
-    input: healthy({
-      stateFacts: [stateFact(0, "14")],
-      headscale: {
-        nodes: {
-          ok: true,
-          value: [
-            hsNode({ online: false, lastSeen: "2026-11-29T09:59:30Z" }),
-            hsNode({
-              id: "14",
-              nodeKey: `nodekey:${"e".repeat(64)}`,
-              createdAt: "2026-11-29T09:59:40Z",
-              givenName: "cluster-gw-1",
-            }),
-          ],
-        },
-        keys: { ok: true, value: [hsKey()] },
-      },
-    }),
-    expect: { NodeIdentity: "Reregistered", Registered: "FreshRuntimeReady", StaleNodes: "None" },
-  },
-  {
-    name: "replica 0 lost its state: no device_id past the grace, its recorded node offline",
-    input: healthy({
-      stateFacts: [stateFact(0)],
-      headscale: {
-        nodes: { ok: true, value: [hsNode({ online: false, lastSeen: "2026-11-29T09:50:00Z" })] },
-        keys: { ok: true, value: [hsKey()] },
-      },
-      related: {
-        ...healthy().related,
-        pods: [
-          {
-            name: "gw-gateway-0-0",
-            replica: 0,
-            deleting: false,
-            startTime: new Date("2026-11-29T09:55:00Z"),
-            ready: { tailscale: false, coredns: true },
-          },
-        ],
-      },
-    }),
-    expect: { NodeIdentity: "StateLost", Registered: "Provisioning" },
-  },
-  {
-    name: "replica 0's state Secret names a node this gateway did not register",
-    input: healthy({ stateFacts: [stateFact(0, "99")] }),
-    expect: { NodeIdentity: "ForeignNode", Registered: "FreshBlocked", Ready: "FreshBlocked" },
-  },
   // spec.replicas > 1 (decide-ha.test.ts asserts the messages and writes)
   {
     name: "replicas 3: 2 of 3 replicas bound, replica 1's route approved in this sync",
@@ -499,7 +442,7 @@ export const rows: Row[] = [
 ];
 
 export function scenario(name: string): GatewayInputs {
-  const row = rows.find((r) => r.name === name);
+  const row = [...rows, ...identityRows].find((r) => r.name === name);
   if (!row || "unserved" in row.input) throw new Error(`no served scenario ${name}`);
   return row.input;
 }
