@@ -20,6 +20,7 @@ import {
   hsNode,
   liveReplicas,
   liveStatefulSet,
+  liveStateSecret,
   renderInput,
 } from "./fixtures.js";
 import { identityRows } from "./identity-scenarios.js";
@@ -92,6 +93,21 @@ describe("decideGateway", () => {
     assert.equal(isRecord(spec) ? spec.replicas : undefined, 0);
     assert.deepEqual(decision.fields, { tag: "tag:k8s-infra-gw", node: { id: "12" } });
     assert.equal(decision.suspended, true);
+  });
+
+  it("not served: an observed state Secret is kept as metadata only, never with tailscaled's data", () => {
+    const parent = gateway();
+    const state = liveStateSecret(parent, 0, "12");
+    const { decision } = run({
+      parent,
+      spec: renderInput(parent).spec,
+      children: [state],
+      unserved: { reason: "NoTailnet", message: "no Tailnet" },
+    });
+    const { name, namespace, labels } = state.metadata;
+    assert.deepEqual(decision.children, [
+      { apiVersion: "v1", kind: "Secret", metadata: { name, namespace, labels }, type: "Opaque" },
+    ]);
   });
 
   it("covers every (condition, reason, status) of GATEWAY_REASONS, and nothing else", () => {
