@@ -8,7 +8,9 @@ import {
   DNS1035_PATTERN,
   DURATION_PATTERN,
   int,
+  nodesStatus,
   obj,
+  preAuthKeyIds,
   proxyClassName,
   type Schema,
   str,
@@ -57,7 +59,12 @@ export const gatewaySpec: Schema = obj(
     ),
     staleNodes: str({ enum: ["Delete", "Keep"], default: "Delete" }),
     service: obj({ type: str({ enum: ["ClusterIP", "LoadBalancer"], default: "ClusterIP" }) }, [], { default: {} }),
-    bootstrapKeyTTL: str({ default: "1h", pattern: DURATION_PATTERN }),
+    bootstrapKeyTTL: str({
+      default: "1h",
+      pattern: DURATION_PATTERN,
+      description:
+        "TTL of the gateway's bootstrap key (reusable, tagged, one stable Secret rotated in place at half-life). A replica uses it once, at its first login; a rotation rolls no pod and never re-registers a node.",
+    }),
   },
   ["tailnetRef"],
 );
@@ -65,7 +72,10 @@ export const gatewaySpec: Schema = obj(
 export const gatewayStatus: Schema = obj({
   ...commonWorkloadStatus,
   tag: str(),
-  node: obj({ id: str(), name: str(), nodeKey: str(), preAuthKeyId: str() }),
-  nodes: arr(obj({ id: str(), name: str(), nodeKey: str(), preAuthKeyId: str(), online: bool() })),
+  node: obj({ id: str(), name: str(), nodeKey: str(), preAuthKeyId: str() }, [], {
+    description: "Replica 0's node (status.nodes[] has every replica's).",
+  }),
+  nodes: nodesStatus,
+  preAuthKeyIds,
   dnsServiceIP: str(),
 });

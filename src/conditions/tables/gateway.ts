@@ -5,6 +5,7 @@
  * every condition but Ready, and every blocker reason Ready repeats.
  */
 import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
+import { NODE_IDENTITY } from "./identity.js";
 import { notEvaluated, notEvaluatedReady } from "./shared.js";
 
 // TagInUse: its derived tag is one another object kept from before injective derivation (kept-tags.ts keptTagRefusal)
@@ -62,7 +63,6 @@ export const GATEWAY_REASONS = {
   WorkloadCurrent: {
     PodCurrent: ["True"],
     PodTemplateStale: ["False"],
-    WorkloadUpdateBlocked: ["False"],
     ...NOT_EVALUATED,
   },
   ServiceReady: {
@@ -71,6 +71,8 @@ export const GATEWAY_REASONS = {
     LBPending: ["False"],
     ...NOT_EVALUATED,
   },
+  // issue 32: which node each replica is; a break also blocks the fresh writer (Registered), so not Ready's
+  NodeIdentity: { ...NODE_IDENTITY, ...NOT_EVALUATED },
   Ready: {
     Suspended: ["False"],
     FreshRuntimeReady: ["True"],
@@ -96,7 +98,6 @@ export const GATEWAY_REASONS = {
     NotAdvertised: ["False"],
     NotServing: ["False"],
     PodTemplateStale: ["False"],
-    WorkloadUpdateBlocked: ["False"],
     ClusterIPAssigned: ["False"],
     LBPending: ["False"],
   },

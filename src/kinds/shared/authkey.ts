@@ -140,13 +140,19 @@ export function authKeySecret(
   parent: K8sObject,
   key: { id: string; key: string; createdAt: Date; expiresAt: Date },
   labels: Record<string, string>,
-  stable = false,
+  /** true: the stable `<parent>-authkey`; a string: that stable name (a kind whose parent name another kind shares). */
+  stable: boolean | string = false,
 ): K8sObject {
   return {
     apiVersion: "v1",
     kind: "Secret",
     metadata: {
-      name: stable ? stableAuthKeySecretName(parent.metadata.name) : authKeySecretName(parent.metadata.name, key.id),
+      name:
+        typeof stable === "string"
+          ? stable
+          : stable
+            ? stableAuthKeySecretName(parent.metadata.name)
+            : authKeySecretName(parent.metadata.name, key.id),
       namespace: parent.metadata.namespace,
       labels: { ...labels, [AUTHKEY_LABEL]: "true", [OWNER_UID_LABEL]: parent.metadata.uid ?? "" },
       annotations: {
@@ -291,8 +297,8 @@ export async function ensureAuthKey(
     ttlSeconds: number;
     now: Date;
     labels: Record<string, string>;
-    /** The stable `<parent>-authkey` Secret, rotated in place (stableAuthKeySecretName). */
-    stable?: boolean;
+    /** The stable `<parent>-authkey` Secret, rotated in place (stableAuthKeySecretName), or its name. */
+    stable?: boolean | string;
   },
 ): Promise<AuthKeyOutcome> {
   if (plan.action === "reuse") {
@@ -349,7 +355,7 @@ export async function ensureAuthKey(
     parent,
     { id: created.value.id, key: created.value.key, createdAt: opts.now, expiresAt },
     opts.labels,
-    opts.stable === true,
+    opts.stable ?? false,
   );
   return { secret, keyId: created.value.id, expiresAt };
 }

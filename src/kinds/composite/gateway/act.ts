@@ -28,6 +28,8 @@ export interface GatewayOutcome {
   /** The exit pair's approvals (plan.writes.approveExit); failures named per node. */
   approveExit?: { ok: true } | { ok: false; error: string };
   deleted: { id: string; node: string; error?: string }[];
+  /** Older keys expired after the stable Secret proved it holds the new one; failures are retried next sync. */
+  expired?: { id: string; error?: string }[];
 }
 
 export const notFound = (e: HeadscaleError) => e.classification === "notFound" || e.status === 404;
@@ -77,12 +79,19 @@ async function actServed(
   const kept = ensured.secret && !ensured.keyId ? observed : undefined;
   const key: BootstrapKey = kept ? { ...ensured, keyId: kept.keyId, expiresAt: kept.expiresAt } : ensured;
   if (key.keyId && key.keyId !== work.observedKeyId) {
-    const why = work.early ?? (work.auth.action === "create" ? work.auth.why : "");
+    const why = work.auth.action === "create" ? work.auth.why : "";
     log.info({ gateway: who, keyId: key.keyId, why }, "gateway bootstrap key created");
     // createPreAuthKey dropped the cached key list: this reads Headscale's record of the new key
     return { key, minted: key.keyId, keys: seen(await view.preAuthKeys()), deleted: [] };
   }
   const outcome: GatewayOutcome = { key, deleted: [] };
+  // publish first, expire after: the observed Secret proved the new key (bootstrap.ts); nodes stay logged in
+  const expired: NonNullable<GatewayOutcome["expired"]> = [];
+  for (const id of work.expire) {
+    const done = await view.expirePreAuthKey(id);
+    expired.push(done.ok || notFound(done.error) ? { id } : { id, error: done.error.message });
+  }
+  if (expired.length) outcome.expired = expired;
   if (plan.writes.approve) outcome.approve = await approve(view, plan.writes.approve);
   // replicas > 1: each other current node gets its own approve_routes; the failures are named per node
   const first = plan.writes.approve;

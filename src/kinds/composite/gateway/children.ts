@@ -1,13 +1,15 @@
 /**
  * Child builders of TailnetGateway, one per object (Tailscale's tsr*Specs style): each takes
  * (parent, inputs) and returns a plain object. The bootstrap-key Secret comes from
- * src/kinds/shared/authkey.ts (authKeySecret) with gatewayLabels().
+ * src/kinds/shared/authkey.ts (authKeySecret, the stable gatewayKeySecretName) with gatewayLabels().
+ * Each replica is its own StatefulSet of one pod with its own ServiceAccount, Role, RoleBinding and state
+ * Secret (src/kinds/shared/replica.ts): one tailnet node for life (issue 32).
  *
  * The pod runs two containers:
- * - `tailscale` (official image, containerboot) in userspace mode with its state on an emptyDir
- *   (a container restart re-joins as the same node; a new pod needs a new bootstrap key, see
- *   bootstrap.ts), advertising spec.routes (TS_ROUTES); the bootstrap key's aclTags tag the node;
- *   metrics and /healthz on <pod IP>:8080 (ts-metrics).
+ * - `tailscale` (official image, containerboot) in userspace mode with its state in the replica's state
+ *   Secret (kube store: a restart, a reschedule or a rollout comes back as the same node; the bootstrap key
+ *   is for the first login only), advertising spec.routes (TS_ROUTES); the bootstrap key's aclTags tag the
+ *   node; metrics and /healthz on <pod IP>:8080 (ts-metrics).
  *   Userspace netstack forwards TCP/UDP to every route the pod can reach, which covers all the
  *   cluster networks a gateway advertises, so no route needs kernel mode (docs/gateway.md).
  * - `coredns` on the unprivileged port 1053 (the DNS Service maps 53 → 1053, so no capability is
@@ -22,13 +24,21 @@
 import type { NetworkPolicyPeer, OperatorConfig } from "../../../config.js";
 import { commonLabels, OWNER_UID_LABEL } from "../../../k8s/labels.js";
 import type { K8sObject } from "../../../k8s/objects.js";
-import { AUTHKEY_DATA_KEY } from "../../shared/authkey.js";
+import { AUTHKEY_DATA_KEY, stableAuthKeySecretName } from "../../shared/authkey.js";
 import { CONFIG_HASH_ANNOTATION, POD_SECURITY_CONTEXT } from "../../shared/pod-template.js";
+import {
+  REPLICA_LABEL,
+  type ReplicaRef,
+  replicaName,
+  replicaStatefulSet,
+  stateSecretName,
+  wantedLabel,
+} from "../../shared/replica.js";
 import {
   CA_KEY,
   TAILSCALE_RUNTIME_MOUNTS,
-  TAILSCALE_RUNTIME_VOLUMES,
   tailscaleRuntimeEnv,
+  tailscaleRuntimeVolumes,
 } from "../../shared/tailscale-runtime.js";
 import { COREDNS_PORTS, COREFILE_DIR, COREFILE_KEY, ZONE_DIR } from "./corefile.js";
 import type { GatewayNames } from "./spec.js";
@@ -48,11 +58,32 @@ export function gatewaySelector(parent: K8sObject): Record<string, string> {
   return { "app.kubernetes.io/name": GATEWAY_APP, [OWNER_UID_LABEL]: parent.metadata.uid ?? "" };
 }
 
+/**
+ * The stable bootstrap-key Secret, `<parent>-gateway-authkey`, rotated in place. Not `<parent>-authkey`: a
+ * TailnetEgress of the same name in the namespace has that one.
+ */
+export function gatewayKeySecretName(parent: K8sObject): string {
+  return stableAuthKeySecretName(`${parent.metadata.name.slice(0, 253 - "-gateway-authkey".length)}-gateway`);
+}
+
+/** Replica i of a gateway: `<name>-gateway-<i>` (hashed when long, replica.ts replicaName). */
+export function gatewayReplica(parent: K8sObject, index: number): ReplicaRef {
+  return { parent, index, name: replicaName(parent.metadata.name, "gateway", index), labels: gatewayLabels(parent) };
+}
+
+/** The MagicDNS label of replica i: the host name for replica 0, `<host>-r<i>` for the others. */
+export const replicaHostname = (hostname: string, index: number) =>
+  index === 0 ? hostname : wantedLabel(hostname, index);
+
 export interface GatewayDeploymentInputs {
   names: GatewayNames;
+  /** 1, or 0 while suspended (the state and the node stay). */
   replicas: number;
   tag: string;
+  /** spec.hostname; each replica's TS_HOSTNAME is replicaHostname(hostname, i). */
   hostname: string;
+  /** The replica's state Secret (tailscaled's kube store). */
+  stateSecret: string;
   routes: readonly string[];
   loginServer: string;
   /** Name of the bootstrap-key Secret child; undefined while none exists (the pod waits for it). */
@@ -92,6 +123,7 @@ function tailscaleContainer(inputs: GatewayDeploymentInputs): Record<string, unk
     ...tailscaleRuntimeEnv({
       noLogsNoSupport: inputs.noLogsNoSupport,
       caFile: inputs.ca ? `${CA_DIR}/${CA_KEY}` : undefined,
+      stateSecret: inputs.stateSecret,
     }),
     { name: "TS_ENABLE_METRICS", value: "true" },
     { name: "TS_ENABLE_HEALTH_CHECK", value: "true" },
@@ -150,19 +182,22 @@ function corednsContainer(inputs: GatewayDeploymentInputs): Record<string, unkno
   };
 }
 
-export function gatewayDeployment(parent: K8sObject, inputs: GatewayDeploymentInputs): K8sObject {
-  const selector = gatewaySelector(parent);
-  const labels = { ...gatewayLabels(parent), ...selector };
-  const template = stampTemplate({
+/** The pod template of one replica (stamped: the fresh writer's third check hashes it, template.ts). */
+export function gatewayPodTemplate(parent: K8sObject, r: ReplicaRef, inputs: GatewayDeploymentInputs) {
+  // the replica label before the stamp: replicaStatefulSet sets it again, and the hash must cover it
+  const labels = { ...gatewayLabels(parent), ...gatewaySelector(parent), [REPLICA_LABEL]: String(r.index) };
+  return stampTemplate({
     metadata: { labels, annotations: { [CONFIG_HASH_ANNOTATION]: inputs.configHash } },
     spec: {
+      // the projected token (tailscale container only) is this ServiceAccount's: it reads its own state Secret
+      serviceAccountName: r.name,
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       securityContext: POD_SECURITY_CONTEXT,
       containers: [tailscaleContainer(inputs), corednsContainer(inputs)],
       volumes: [
         { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
-        ...TAILSCALE_RUNTIME_VOLUMES,
+        ...tailscaleRuntimeVolumes({ token: true }),
         ...(inputs.ca ? [{ name: "ca", configMap: { name: inputs.names.ca } }] : []),
         { name: "corefile", configMap: { name: inputs.names.corefile } },
         // optional: while the fresh writer is blocked before its first write there is no zone yet
@@ -170,24 +205,33 @@ export function gatewayDeployment(parent: K8sObject, inputs: GatewayDeploymentIn
       ],
     },
   });
-  return {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name: inputs.names.deployment, namespace: parent.metadata.namespace, labels },
-    spec: {
-      replicas: inputs.replicas,
-      selector: { matchLabels: selector },
-      // the new pod registers before the old one leaves, so routes and DNS fail over without a gap
-      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
-      template,
-    },
-  };
+}
+
+/**
+ * Replica i's StatefulSet of one pod: never two pods of one identity at once (replica.ts). Its replica label
+ * is added to the pod labels; the Service, NetworkPolicy and PDB keep selecting every replica.
+ */
+export function gatewayStatefulSet(
+  parent: K8sObject,
+  index: number,
+  inputs: Omit<GatewayDeploymentInputs, "stateSecret">,
+): K8sObject {
+  const r = gatewayReplica(parent, index);
+  const own = { hostname: replicaHostname(inputs.hostname, index), stateSecret: stateSecretName(r.name) };
+  const selector = gatewaySelector(parent);
+  return replicaStatefulSet(r, {
+    labels: { ...gatewayLabels(parent), ...selector },
+    selector,
+    replicas: inputs.replicas,
+    template: gatewayPodTemplate(parent, r, { ...inputs, ...own }),
+  });
 }
 
 /**
  * replicas > 1: voluntary disruptions (a drain, a cluster upgrade) take at most one gateway pod at a time, so
  * the other nodes keep the routes (Headscale fails over to one of them) and CoreDNS answering. Not with one
- * replica: 0 unavailable would block every drain and 1 allows everything anyway.
+ * replica: 0 unavailable would block every drain and 1 allows everything anyway. It selects the pods of every
+ * replica's StatefulSet (the disruption controller sums their scales).
  */
 export function gatewayDisruptionBudget(parent: K8sObject, names: GatewayNames): K8sObject {
   return {

@@ -10,17 +10,18 @@ import type { ZoneRefusal } from "../../shared/zone-owners.js";
 import { COREFILE_KEY, checkClusterForward, forwardBlock } from "./corefile.js";
 import type { PodFact } from "./observe.js";
 import type { GatewayConditionOf } from "./plan.js";
+import { settled } from "./replicas.js";
 import { stampOf } from "./template.js";
 
 const { cond } = conditionsOf(GATEWAY_REASONS);
 const num = (v: unknown): number => (typeof v === "number" ? v : 0);
 const where = (o: K8sObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 
-/** CoreDNS readiness from the pods' container statuses, else from the Deployment's ready replicas. */
+/** CoreDNS readiness from the pods' container statuses, else from the StatefulSets' ready replicas. */
 export function dnsReady(input: {
   suspended: boolean;
   pods: readonly PodFact[];
-  deployment?: K8sObject;
+  workloads: readonly K8sObject[];
   /** Names the derived zone leaves out (shared/zone-owners.ts): said on a serving gateway. */
   refused?: readonly ZoneRefusal[];
 }): GatewayConditionOf<"DNSReady"> {
@@ -32,7 +33,7 @@ export function dnsReady(input: {
   return cond(C.DNSReady, "True", R.ZoneNamesRefused, `${c.message}; not in the zone: ${shown.join("; ")}${more}`);
 }
 
-function serving(input: { suspended: boolean; pods: readonly PodFact[]; deployment?: K8sObject }) {
+function serving(input: { suspended: boolean; pods: readonly PodFact[]; workloads: readonly K8sObject[] }) {
   if (input.suspended) return cond(C.DNSReady, "False", R.NotServing, "suspended: no gateway pod runs");
   const known = input.pods.filter((p) => !p.deleting && "coredns" in p.ready);
   if (known.length > 0) {
@@ -45,68 +46,68 @@ function serving(input: { suspended: boolean; pods: readonly PodFact[]; deployme
       `CoreDNS is not ready in pod ${known.map((p) => p.name).join(", ")}`,
     );
   }
-  if (!input.deployment) return cond(C.DNSReady, "False", R.NotServing, "the gateway Deployment does not exist yet");
-  const status = recordOf(input.deployment.status);
-  const readyReplicas = num(status.readyReplicas);
-  if (readyReplicas > 0) {
-    return cond(
-      C.DNSReady,
-      "True",
-      R.Serving,
-      `Deployment ${where(input.deployment)} has ${readyReplicas} ready pod(s)`,
-    );
+  if (!input.workloads.length)
+    return cond(C.DNSReady, "False", R.NotServing, "the gateway StatefulSets do not exist yet");
+  const ready = input.workloads.filter((w) => num(recordOf(w.status).readyReplicas) > 0);
+  if (ready.length) {
+    return cond(C.DNSReady, "True", R.Serving, `StatefulSet ${ready.map(where).join(", ")} has a ready pod`);
   }
-  const want = num(recordOf(input.deployment.spec).replicas);
   return cond(
     C.DNSReady,
     "False",
     R.NotServing,
-    `no ready gateway pod: Deployment ${where(input.deployment)} has 0 of ${want} ready`,
+    `no ready gateway pod: ${input.workloads.length} StatefulSet(s), none with a ready pod`,
   );
 }
 
-/** Rollout state of the gateway Deployment against the template rendered in this sync. */
+/**
+ * Rollout state of the replicas' StatefulSets against the templates rendered in this sync; the rollout is staged
+ * one replica at a time (replicas.ts), so the message says how far it got.
+ */
 export function workloadCurrent(input: {
-  deployment?: K8sObject;
-  renderedStamp: string;
+  observed: readonly K8sObject[];
+  rendered: readonly K8sObject[];
 }): GatewayConditionOf<"WorkloadCurrent"> {
-  const d = input.deployment;
-  if (!d) return cond(C.WorkloadCurrent, "False", R.PodTemplateStale, "the gateway Deployment does not exist yet");
-  const status = recordOf(d.status);
-  const conditions = Array.isArray(status.conditions) ? status.conditions.map(recordOf) : [];
-  const progressing = conditions.find((c) => c.type === "Progressing");
-  if (progressing?.status === "False" && progressing.reason === "ProgressDeadlineExceeded") {
-    const detail = typeof progressing.message === "string" && progressing.message ? `: ${progressing.message}` : "";
-    return cond(
-      C.WorkloadCurrent,
-      "False",
-      R.WorkloadUpdateBlocked,
-      `Deployment ${where(d)} rollout is stuck (ProgressDeadlineExceeded)${detail}`,
-    );
+  const n = input.rendered.length;
+  const byName = new Map(input.observed.map((o) => [o.metadata.name, o]));
+  const missing = input.rendered.filter((r) => !byName.has(r.metadata.name));
+  if (missing.length === n)
+    return cond(C.WorkloadCurrent, "False", R.PodTemplateStale, "the gateway StatefulSets do not exist yet");
+  if (missing.length) {
+    const names = missing.map((m) => m.metadata.name).join(", ");
+    return cond(C.WorkloadCurrent, "False", R.PodTemplateStale, `StatefulSet ${names} does not exist yet`);
   }
-  const live = stampOf(recordOf(d.spec).template);
-  if (live !== input.renderedStamp) {
+  let current = 0;
+  const problems: string[] = [];
+  for (const want of input.rendered) {
+    const live = byName.get(want.metadata.name) as K8sObject;
+    const liveStamp = stampOf(recordOf(live.spec).template);
+    const rendered = stampOf(recordOf(want.spec).template);
+    if (liveStamp !== rendered) {
+      problems.push(
+        `StatefulSet ${where(live)} does not carry the rendered pod template yet (live ${liveStamp ?? "unstamped"}, rendered ${rendered})`,
+      );
+      continue;
+    }
+    if (!settled(live)) {
+      const status = recordOf(live.status);
+      problems.push(
+        `StatefulSet ${where(live)} rollout in progress: ${num(status.readyReplicas)} of ${num(recordOf(live.spec).replicas)} pod ready at revision ${String(status.currentRevision ?? "unknown")}`,
+      );
+      continue;
+    }
+    current++;
+  }
+  if (problems.length) {
     return cond(
       C.WorkloadCurrent,
       "False",
       R.PodTemplateStale,
-      `Deployment ${where(d)} does not carry the rendered pod template yet (live ${live ?? "unstamped"}, rendered ${input.renderedStamp})`,
+      `rolling ${current} of ${n} current: ${problems.join("; ")}`,
     );
   }
-  const replicas = num(recordOf(d.spec).replicas);
-  const generation = d.metadata.generation ?? 0;
-  const observed = num(status.observedGeneration);
-  const updated = num(status.updatedReplicas);
-  const total = num(status.replicas);
-  if (observed < generation || updated < replicas || total > updated) {
-    return cond(
-      C.WorkloadCurrent,
-      "False",
-      R.PodTemplateStale,
-      `Deployment ${where(d)} rollout in progress: ${updated} of ${replicas} pod(s) updated, ${total} running`,
-    );
-  }
-  return cond(C.WorkloadCurrent, "True", R.PodCurrent, `Deployment ${where(d)} runs the rendered pod template`);
+  const what = n === 1 ? `StatefulSet ${where(input.observed[0])} runs` : `every replica's StatefulSet (${n}) runs`;
+  return cond(C.WorkloadCurrent, "True", R.PodCurrent, `${what} the rendered pod template`);
 }
 
 /** The DNS Service's address, as the API server assigned it. */

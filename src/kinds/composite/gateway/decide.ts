@@ -11,6 +11,9 @@ import { jsonEqual } from "../../../k8s/json-equal.js";
 import { type K8sObject, LAST_APPLIED, reuseObserved } from "../../../k8s/objects.js";
 import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import { invalidSpecConditions, previousStatus } from "../../../pipeline/status.js";
+import { withoutStateData } from "../../shared/replica.js";
+import { type NodeStatusItem, nodeIdentityVerdict, statusNodes } from "../../shared/replica-nodes.js";
+import { recordedKeyIds } from "../../shared/tenancy.js";
 import type { GatewayOutcome } from "./act.js";
 import {
   caConfigMap,
@@ -31,11 +34,13 @@ import {
   type GatewayConditionOf,
   type GatewayInputs,
   type GatewayPlan,
+  ourKeyIdsOf,
   routeWork,
   staleWork,
 } from "./plan.js";
+import { renderedStatefulSets, replicaChildren, scaledToZero } from "./replicas.js";
 import type { GatewaySpec } from "./spec.js";
-import { renderCorefile, renderDeployment, renderedStamp } from "./workload.js";
+import { renderCorefile } from "./workload.js";
 import { derivedZone, renderZoneFile } from "./zone.js";
 
 const { cond, types: TYPES } = conditionsOf(GATEWAY_REASONS);
@@ -49,9 +54,12 @@ export type GatewayDecideInput = GatewayInputs | GatewayUnserved;
 
 export interface GatewayFields {
   tag?: string;
+  /** Replica 0's node. */
   node?: StatusNode;
-  /** replicas > 1: the current nodes. */
-  nodes?: (StatusNode & { online?: boolean })[];
+  /** Each replica's node (src/api/schemas/common.ts nodeStatusItem). */
+  nodes?: NodeStatusItem[];
+  /** The pre-auth keys this gateway minted that a node may still use (ownership outlives rotations). */
+  preAuthKeyIds?: string[];
   dnsServiceIP?: string;
   [field: string]: unknown;
 }
@@ -65,7 +73,7 @@ export interface GatewayDecision extends Decision {
 }
 
 /** What the plan's writes did, as decide folds them (act's GatewayOutcome; no writes: `{ deleted: [] }`). */
-export type GatewayWriteOutcome = Pick<GatewayOutcome, "minted" | "approve" | "approveExit" | "deleted">;
+export type GatewayWriteOutcome = Pick<GatewayOutcome, "minted" | "approve" | "approveExit" | "deleted" | "expired">;
 
 /** The decide stage (src/pipeline/run.ts DecideInput): the observation as act left it, the plan, the outcomes. */
 export function decideGatewaySync({
@@ -90,11 +98,7 @@ function keptFields(parent: K8sObject): GatewayFields {
   return rest;
 }
 
-const SUSPENDED = "spec.suspend is true: the gateway is scaled to zero";
-
-function scaledToZero(children: readonly K8sObject[]): K8sObject[] {
-  return children.map((c) => (c.kind === "Deployment" ? { ...c, spec: { ...(c.spec as object), replicas: 0 } } : c));
-}
+const SUSPENDED = "spec.suspend is true: the gateway is scaled to zero (each replica keeps its state and node)";
 
 /** Not served: every child stays as observed (scaled to zero when suspended) and nothing is evaluated. */
 function unservedDecision(input: GatewayUnserved): GatewayDecision {
@@ -102,7 +106,7 @@ function unservedDecision(input: GatewayUnserved): GatewayDecision {
   const withdrawn = spec.suspend;
   if (unserved.reason === "InvalidSpec") {
     const conditions = invalidSpecConditions(parent, C.Ready, TYPES, unserved.message);
-    return { children: input.children, conditions, fields: keptFields(parent), withdrawn };
+    return { children: withoutStateData(input.children), conditions, fields: keptFields(parent), withdrawn };
   }
   const { reason, message } = unserved;
   const conditions: ConditionInput[] = TYPES.filter((t) => t !== C.Ready).map((t) =>
@@ -113,7 +117,8 @@ function unservedDecision(input: GatewayUnserved): GatewayDecision {
   );
   const fields = keptFields(parent);
   if (unserved.tag) fields.tag = unserved.tag;
-  return { children: spec.suspend ? scaledToZero(input.children) : input.children, conditions, fields, withdrawn };
+  const children = withoutStateData(spec.suspend ? scaledToZero(input.children) : input.children);
+  return { children, conditions, fields, withdrawn };
 }
 
 function registered(input: GatewayInputs, v: FreshVerdict): GatewayConditionOf<"Registered"> {
@@ -127,14 +132,13 @@ function registered(input: GatewayInputs, v: FreshVerdict): GatewayConditionOf<"
     const key = input.key.keyId ? ` with bootstrap key ${input.key.keyId}` : "";
     return cond(C.Registered, "False", R.Provisioning, `waiting for ${input.spec.hostname} to register${key}`);
   }
-  if (v.facts.identityChange) {
-    const { node, previousKey } = v.facts.identityChange;
-    return cond(
-      C.Registered,
-      "False",
-      R.IdentityChanged,
-      `${describeNode(node)} changed its node key from ${previousKey} to ${node.nodeKey}; the gateway re-registers with a fresh bootstrap key from the operator; to keep this node with its new key instead, set the annotation tailnet.internal/accept-node-key: ${node.nodeKey}`,
-    );
+  if (v.facts.identityChanges.length) {
+    const parts = v.facts.identityChanges.map((b) => {
+      const node = b.node as NonNullable<typeof b.node>;
+      const secret = input.stateFacts.find((f) => f.index === b.index)?.name ?? "its state Secret";
+      return `replica ${b.index}: ${describeNode(node)} changed its node key from ${b.record?.nodeKey} to ${node.nodeKey} while its state persisted; to keep this node with its new key, set the annotation tailnet.internal/accept-node-key: ${node.nodeKey}; to register a new node instead, delete Secret ${secret}`;
+    });
+    return cond(C.Registered, "False", R.IdentityChanged, parts.join("; "));
   }
   const n = v.facts.current;
   if (input.spec.replicas > 1) {
@@ -145,14 +149,14 @@ function registered(input: GatewayInputs, v: FreshVerdict): GatewayConditionOf<"
       C.Registered,
       "True",
       R.FreshRuntimeReady,
-      `${nodes.length} of ${input.spec.replicas} nodes registered (${online} online: ${nodes.map(describeNode).join(", ")}) with bootstrap key ${keys} as ${input.tag}; bootstrap key and pod template verified`,
+      `${nodes.length} of ${input.spec.replicas} replicas bound to their nodes (${online} online: ${nodes.map(describeNode).join(", ")}), registered with bootstrap key ${keys} as ${input.tag}; bootstrap key, node identity and pod templates verified`,
     );
   }
   return cond(
     C.Registered,
     "True",
     R.FreshRuntimeReady,
-    `${describeNode(n)} registered with bootstrap key ${n.preAuthKey?.id} as ${input.tag}; bootstrap key and pod template verified`,
+    `${describeNode(n)} registered with bootstrap key ${n.preAuthKey?.id} as ${input.tag}; bootstrap key, node identity and pod template verified`,
   );
 }
 
@@ -204,6 +208,20 @@ function exitNode(input: GatewayInputs, v: FreshVerdict, out: GatewayWriteOutcom
   return work.condition;
 }
 
+/** NodeIdentity: which node each replica is (the shared verdict); Migrating while the legacy Deployment runs. */
+function nodeIdentity(input: GatewayInputs, v: FreshVerdict): GatewayConditionOf<"NodeIdentity"> {
+  if (!v.facts) {
+    const error = input.headscale.nodes.ok ? "" : input.headscale.nodes.error;
+    return cond(C.NodeIdentity, "Unknown", R.NotObserved, `cannot list Headscale's nodes: ${error}`);
+  }
+  const verdict = nodeIdentityVerdict(v.facts.plan, input.spec.replicas, !!input.observed.deployment);
+  const message =
+    verdict.reason === "Migrating"
+      ? `the gateway Deployment from before per-replica identity still runs; it goes once every replica is bound, online and has its routes approved`
+      : verdict.message;
+  return cond(C.NodeIdentity, verdict.status, R[verdict.reason], message);
+}
+
 /** StaleNodes after act: held while a key was minted, failed deletions named, else what the rules say. */
 function staleNodes(input: GatewayInputs, v: FreshVerdict, out: GatewayWriteOutcome): GatewayConditionOf<"StaleNodes"> {
   const work = staleWork(input, v);
@@ -223,19 +241,6 @@ function staleNodes(input: GatewayInputs, v: FreshVerdict, out: GatewayWriteOutc
     return cond(C.StaleNodes, "True", R.Deleted, `${prefix}could not delete stale ${failed.join("; ")} (retrying)`);
   }
   return work.condition;
-}
-
-/**
- * The Deployment to return: the rendered one once a bootstrap key exists. Without a key
- * containerboot would start an interactive login and log a registration URL, so none is run yet;
- * one that already runs is kept as observed (scaled to zero when suspended).
- */
-function keyedDeployment(input: GatewayInputs, rendered: K8sObject): K8sObject[] {
-  if (input.key.secret) return [rendered];
-  const observed = input.observed.deployment;
-  if (!observed) return [];
-  const kept = [reuseObserved(observed)];
-  return input.spec.suspend ? scaledToZero(kept) : kept;
 }
 
 /**
@@ -272,15 +277,20 @@ const dnsReadyOf = (input: GatewayInputs, v: FreshVerdict) =>
   dnsReady({
     suspended: input.spec.suspend,
     pods: input.related.pods,
-    deployment: input.observed.deployment,
+    workloads: input.observed.statefulSets,
     refused: v.freshOk ? zoneOf(input).refused : [],
   });
 
-function gatewayChildren(input: GatewayInputs, deployment: K8sObject, v: FreshVerdict): K8sObject[] {
+function gatewayChildren(
+  input: GatewayInputs,
+  v: FreshVerdict,
+  rendered: readonly K8sObject[],
+  deleted: ReadonlySet<string>,
+): K8sObject[] {
   const { parent, spec } = input;
   const names = spec.names;
   const children: K8sObject[] = [
-    ...keyedDeployment(input, deployment),
+    ...replicaChildren(input, v, rendered, deleted),
     ...replacedService(input, dnsService(parent, names, spec.serviceType)),
     gatewayNetworkPolicy(parent, names, input.metricsPeers),
     corefileConfigMap(parent, names, renderCorefile(input)),
@@ -297,7 +307,27 @@ function gatewayChildren(input: GatewayInputs, deployment: K8sObject, v: FreshVe
     children.push(reuseObserved(input.observed.zone));
   }
   if (input.key.secret) children.push(input.key.secret);
-  return children;
+  return withoutStateData(children);
+}
+
+/**
+ * status.node (replica 0's), status.nodes[] (every replica's) and status.preAuthKeyIds. A record moves on only
+ * while the fresh writer's checks pass: a binding it refused (a continuity break, a node older than its state
+ * Secret) is never recorded, so the refusal holds until an administrator resolves it.
+ */
+function nodeFields(input: GatewayInputs, v: FreshVerdict, outcome: GatewayWriteOutcome): GatewayFields {
+  const deleted = new Set(outcome.deleted.filter((d) => !d.error).map((d) => d.id));
+  const nodes = v.facts && v.freshOk ? statusNodes(v.facts.plan, deleted) : input.record;
+  const first = nodes.find((n) => n.replica === 0);
+  const node = first ? statusNodeOf(first) : input.previousNode;
+  const hs = input.headscale;
+  const ids = recordedKeyIds(
+    new Set(ourKeyIdsOf(input)),
+    input.key.keyId,
+    hs.nodes.ok ? hs.nodes.value : undefined,
+    hs.keys.ok ? hs.keys.value : undefined,
+  );
+  return { ...(node ? { node } : {}), nodes, ...(ids.length ? { preAuthKeyIds: ids } : {}) };
 }
 
 export function decideGateway(
@@ -308,7 +338,8 @@ export function decideGateway(
   if ("unserved" in input) return unservedDecision(input);
   const { parent, spec } = input;
   const v = freshVerdict(input);
-  const deployment = renderDeployment(input, input.key.secret?.metadata.name);
+  const rendered = renderedStatefulSets(input);
+  const deleted = new Set(outcome.deleted.filter((d) => !d.error).map((d) => d.id));
   const ip = serviceIP(input.observed.service);
   const conditions: ConditionInput[] = [
     registered(input, v),
@@ -323,8 +354,9 @@ export function decideGateway(
       serviceName: `${parent.metadata.namespace}/${spec.names.service}`,
       coredns: input.related.coredns,
     }),
-    workloadCurrent({ deployment: input.observed.deployment, renderedStamp: renderedStamp(deployment) }),
+    workloadCurrent({ observed: input.observed.statefulSets, rendered }),
     serviceReady({ type: spec.serviceType, service: input.observed.service }),
+    nodeIdentity(input, v),
   ];
   const byType = new Map(conditions.map((c) => [c.type, c]));
   const blocker = (t: string) => blockerFrom(byType.get(t) as ConditionInput);
@@ -346,18 +378,8 @@ export function decideGateway(
         ),
   );
 
-  const node = v.verified && v.facts?.current ? statusNodeOf(v.facts.current) : input.previousNode;
-  // replicas > 1: every node of ours that is not stale — the current ones and an online surplus one (a pod
-  // mid-rollout), so its key stays recorded until it goes offline and is deleted; else as before
-  const facts = v.facts;
-  const nodes =
-    spec.replicas > 1
-      ? v.verified && facts
-        ? facts.ours.filter((n) => !facts.stale.includes(n)).map((n) => ({ ...statusNodeOf(n), online: n.online }))
-        : input.previousNodes
-      : undefined;
   // Look again: soon after a mint held node writes back; in 30 s while nothing registered or Headscale was
-  // not read; and when the key plan wants to (half-life, recovery grace).
+  // not read; and when the key plan wants to (half-life).
   const held =
     !!outcome.minted &&
     (!!routeWork(input, v).approve ||
@@ -370,14 +392,9 @@ export function decideGateway(
     plan.recheckSeconds,
   ].filter((s): s is number => s !== undefined);
   return {
-    children: gatewayChildren(input, deployment, v),
+    children: gatewayChildren(input, v, rendered, deleted),
     conditions,
-    fields: {
-      tag: input.tag,
-      ...(node ? { node } : {}),
-      ...(nodes ? { nodes } : {}),
-      ...(ip ? { dnsServiceIP: ip } : {}),
-    },
+    fields: { tag: input.tag, ...nodeFields(input, v, outcome), ...(ip ? { dnsServiceIP: ip } : {}) },
     ...(waits.length ? { resyncAfterSeconds: Math.max(MIN_RESYNC_SECONDS, Math.min(...waits)) } : {}),
     withdrawn: spec.suspend,
     ...(input.key.expiresAt ? { keyExpiresAt: input.key.expiresAt } : {}),

@@ -1,6 +1,7 @@
 /**
  * The gateway's finalize in the same stages as its sync: observe (the Tailnet, then Headscale's node and key
- * lists read fresh) → plan (pure: every node of ours, never one that is not, and our live bootstrap keys) →
+ * lists read fresh) → plan (pure: every node of ours — bound, predecessor or unbound, online or not: the pods are
+ * going away — never one that is not, and our live bootstrap keys) →
  * act (delete them, expire them, through the view) → decide (pure: release the object, or keep every child
  * and retry in 30 s). Without a Tailnet or its credentials Headscale cannot be reached: holding the object
  * forever would not clean anything up, so it is released.
@@ -14,10 +15,11 @@ import { type Cleanup, runFinalize } from "../../../pipeline/finalize.js";
 import { assembleStatus, previousStatus, resourceId } from "../../../pipeline/status.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { observedKeys } from "../../shared/authkey.js";
+import { withoutStateData } from "../../shared/replica.js";
 import { effectiveTag, resolveWorkload } from "../../shared/workload.js";
 import { actGatewayCleanup, type GatewayCleanupOutcome } from "./act.js";
 import { withdrawGatewayMetrics } from "./metrics.js";
-import { describeNode, isOurs, previousStatusNode, previousStatusNodes } from "./nodes.js";
+import { describeNode, isOurs, recordedKeyIdsOf } from "./nodes.js";
 import { type Seen, seen } from "./observe.js";
 import type { GatewayCleanupPlan } from "./plan.js";
 
@@ -32,11 +34,9 @@ export type GatewayCleanupObservation =
       tag: string;
       nodes: Seen<HsNode[]>;
       keys: Seen<HsPreAuthKey[]>;
-      /** Key ids of the bootstrap Secrets among the children. */
+      /** Key ids of the bootstrap Secrets among the children (the stable one and legacy ones). */
       secretKeyIds: string[];
-      /** status.node.preAuthKeyId. */
-      recordedKeyId?: string;
-      /** The keys of status.nodes[] (replicas > 1). */
+      /** The key ids status names (status.node, status.nodes[], status.preAuthKeyIds). */
       recordedKeyIds?: string[];
       now: Date;
     };
@@ -55,10 +55,7 @@ export async function observeGatewayCleanup(req: HookRequest, deps: HookDeps): P
   if (!ctx.ok) return { reachable: false };
   const view = deps.views.view(ctx.conn);
   const [nodes, keys] = await Promise.all([view.freshNodes(), view.freshPreAuthKeys()]);
-  const recorded = previousStatusNode(previousStatus(req.parent))?.preAuthKeyId;
-  const recordedAll = previousStatusNodes(previousStatus(req.parent))
-    .map((n) => n.preAuthKeyId)
-    .filter(Boolean);
+  const recordedAll = recordedKeyIdsOf(previousStatus(req.parent));
   return {
     reachable: true,
     conn: ctx.conn,
@@ -66,7 +63,6 @@ export async function observeGatewayCleanup(req: HookRequest, deps: HookDeps): P
     nodes: seen(nodes),
     keys: seen(keys),
     secretKeyIds: observedKeys(objectsOf(req.children, "v1", "Secret")).map((k) => k.keyId),
-    ...(recorded ? { recordedKeyId: recorded } : {}),
     ...(recordedAll.length ? { recordedKeyIds: recordedAll } : {}),
     now: deps.now(),
   };
@@ -76,9 +72,7 @@ export function planGatewayCleanup(o: GatewayCleanupObservation): GatewayCleanup
   if (!o.reachable) return { release: true };
   if (!o.nodes.ok) return { release: false, cannot: o.nodes.error };
   if (!o.keys.ok) return { release: false, cannot: o.keys.error };
-  const ourKeyIds = [
-    ...new Set([...o.secretKeyIds, ...(o.recordedKeyId ? [o.recordedKeyId] : []), ...(o.recordedKeyIds ?? [])]),
-  ];
+  const ourKeyIds = [...new Set([...o.secretKeyIds, ...(o.recordedKeyIds ?? [])])];
   const records = o.keys.value;
   const live = (id: string) => {
     const expiration = records.find((k) => k.id === id)?.expiration;
@@ -89,7 +83,7 @@ export function planGatewayCleanup(o: GatewayCleanupObservation): GatewayCleanup
     deleteNodes: o.nodes.value
       .filter((n) => isOurs(n, o.tag, ourKeyIds))
       .map((n) => ({ id: n.id, node: describeNode(n) })),
-    expireKeys: o.secretKeyIds.filter(live),
+    expireKeys: ourKeyIds.filter(live).sort((a, b) => Number(a) - Number(b)),
   };
 }
 
@@ -123,7 +117,11 @@ export function finalizeGateway(req: HookRequest, deps: HookDeps): Promise<Final
   return runFinalize(req, deps, {
     cleanup: () => cleanupGateway(req, deps),
     status: ({ decision }) => assembleStatus(req, deps, decision.conditions, decision.fields, { publish: false }),
-    keep: reuseAllChildren(req.children),
+    // the StatefulSets (and a legacy Deployment) go first, so no pod re-registers a node being deleted; the
+    // state Secrets stay (as metadata only) until the object is released
+    keep: withoutStateData(
+      reuseAllChildren(req.children).filter((c) => c.kind !== "StatefulSet" && c.kind !== "Deployment"),
+    ),
     resyncAfterSeconds: CLEANUP_RETRY_SECONDS,
     waiting: (error) =>
       deps.log.warn(

@@ -1,12 +1,12 @@
 /**
  * The fresh writer's checks (pure). Before the derived zone is (re)written and before
  * Registered=True/FreshRuntimeReady is reported, the operator verifies:
- *   1. bootstrap key — the key in the Secret child is unexpired and matches Headscale's record
- *      (tags exactly the gateway tag, single-use — reusable with spec.replicas > 1 —, not ephemeral,
- *      same expiration);
- *   2. node provenance — the registered node was registered with our bootstrap key and carries
- *      exactly the gateway tag (see nodes.ts);
- *   3. pod template — the live Deployment's pod template still hashes to the stamp the operator
+ *   1. bootstrap key — the key in the stable Secret child is unexpired and matches Headscale's record
+ *      (tags exactly the gateway tag, reusable, not ephemeral, same expiration);
+ *   2. node identity — every node wearing the gateway tag or registered with one of our keys is a replica's
+ *      node with continuity (the id and node key recorded for it), a predecessor awaiting deletion, or a
+ *      replica registering right now (see nodes.ts; issue 32 replaced provenance by a single-use key);
+ *   3. pod template — each replica StatefulSet's live pod template still hashes to the stamp the operator
  *      rendered into it (see template.ts).
  * A failed check blocks every write of the fresh writer: Registered=False/FreshBlocked, the derived
  * zone keeps its last state, and the message names the failed check(s).
@@ -18,7 +18,7 @@ import type { HsPreAuthKey } from "../../../headscale/types.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { liveTemplateDrift } from "./template.js";
 
-export type FreshCheckName = "bootstrap key" | "node provenance" | "pod template";
+export type FreshCheckName = "bootstrap key" | "node identity" | "pod template";
 
 export interface FreshProblem {
   check: FreshCheckName;
@@ -41,9 +41,9 @@ export function checkBootstrapKey(
   records: readonly HsPreAuthKey[] | undefined,
   tag: string,
   now: Date,
-  /** spec.replicas > 1: the pods share one reusable key. */
-  reusable = false,
 ): FreshProblem | undefined {
+  // every replica registers with the one key, once (a new replica, a lost state): reusable, never ephemeral
+  const reusable = true;
   const fail = (message: string): FreshProblem => ({ check: "bootstrap key", message });
   if (!key.keyId || !key.expiresAt) {
     return fail(`no bootstrap key: ${key.error ?? "none has been created yet"}`);
@@ -71,14 +71,14 @@ export function checkBootstrapKey(
   return drift.length ? fail(`bootstrap key ${id} drifted from Headscale's record: ${drift.join(", ")}`) : undefined;
 }
 
-export function checkPodTemplate(liveDeployment: K8sObject | undefined): FreshProblem | undefined {
-  if (!liveDeployment) return undefined; // nothing runs yet, so nothing can have drifted
-  const drift = liveTemplateDrift(liveDeployment);
-  return drift.drifted ? { check: "pod template", message: drift.message } : undefined;
+/** Per replica StatefulSet (and the legacy Deployment while it runs): a workload not yet created cannot drift. */
+export function checkPodTemplate(workloads: readonly K8sObject[]): FreshProblem | undefined {
+  const drifted = workloads.map(liveTemplateDrift).flatMap((d) => (d.drifted ? [d.message] : []));
+  return drifted.length ? { check: "pod template", message: drifted.join("; ") } : undefined;
 }
 
-export function checkProvenance(problems: readonly string[]): FreshProblem | undefined {
-  return problems.length ? { check: "node provenance", message: problems.join("; ") } : undefined;
+export function checkIdentity(problems: readonly string[]): FreshProblem | undefined {
+  return problems.length ? { check: "node identity", message: problems.join("; ") } : undefined;
 }
 
 /** "fresh writer blocked by <check>: <why>; … The derived zone keeps its last state." */

@@ -1,18 +1,32 @@
 /**
- * Which Headscale nodes are the gateway's (pure). api.md "Ours": a node carrying exactly the
- * gateway tag and registered with the bootstrap key in the Secret child or the one recorded in
- * status.node.preAuthKeyId. The current node is the newest of ours; every other node of ours is
- * stale. Provenance (the fresh writer's second check) looks at the node that registered for the
- * gateway most recently — the newest node with the gateway tag or one of our keys — and at any node
- * wearing the gateway tag that was not registered with a bootstrap-style key: both must be ours.
- *
- * With spec.replicas N > 1 every pod registers with the same reusable bootstrap key, so "ours" also counts
- * the keys recorded in status.nodes[]; the current nodes are the newest N of ours (`currents`), and a node of
- * ours beyond them is stale once it is offline (an online one still has its pod, e.g. mid-rollout). The
- * identity check runs per current node against its status.nodes[] entry.
+ * Which Headscale nodes are the gateway's, and the fresh writer's second check, node identity (pure; issue 32,
+ * design §2.4). Replica i's node is the one its state Secret's device_id names (src/kinds/shared/replica-nodes.ts
+ * planReplicaNodes, the binding every kind shares); "ours" is exactly the gateway tag and a pre-auth key this
+ * gateway minted. Every node wearing the tag, or registered with one of our keys, must be one of:
+ *   (a) bound to a replica with continuity — the id and node key status.nodes[] recorded for that replica (or
+ *       the accepted key), or a first binding whose node was created after that replica's state Secret;
+ *   (b) a recorded predecessor awaiting deletion (offline);
+ *   (c) an unbound node of ours younger than REGISTRATION_GRACE_SECONDS while a replica has no device_id yet,
+ *       or, while the legacy gateway Deployment still runs (the upgrade), that Deployment's node, or a node of the
+ *       previous version's single-use key (spent: no other machine can register with it).
+ * Anything else blocks: a rogue node (the tag, a key we did not mint or none), an online unbound node of ours
+ * past the grace (someone holding the reusable key registered a machine outside the cluster: it cannot be bound,
+ * binding needs write access to a state Secret only that replica's ServiceAccount has), a state Secret naming a
+ * node that is not ours (ForeignNode). A continuity break is IdentityChanged (Registered, decide.ts).
  */
 import { nodesOfKeys, nodesTagged } from "../../../headscale/lists.js";
 import type { HsNode } from "../../../headscale/types.js";
+import { wantedLabel } from "../../shared/replica.js";
+import {
+  isOurNode,
+  type NodeStatusItem,
+  planReplicaNodes,
+  REGISTRATION_GRACE_SECONDS,
+  type ReplicaBinding,
+  type ReplicaNodesPlan,
+  type ReplicaPodFact,
+  type StateFact,
+} from "../../shared/replica-nodes.js";
 
 export interface StatusNode {
   id: string;
@@ -21,22 +35,40 @@ export interface StatusNode {
   preAuthKeyId: string;
 }
 
+/** A first binding's node may predate its state Secret's creation timestamp by this much (clock skew). */
+export const FIRST_BINDING_SKEW_SECONDS = 5;
+
 export interface NodeAnalysis {
   ourKeyIds: string[];
-  /** Ours, oldest first. */
-  ours: HsNode[];
+  plan: ReplicaNodesPlan;
+  /** Replica 0's node (else the lowest bound replica's): status.node, the single-replica messages. */
   current?: HsNode;
-  /** The newest `replicas` of ours, oldest first ([current] with one replica). */
+  /** The bound nodes, by replica: the routes are approved on them, and only on them. */
   currents: HsNode[];
-  /** Ours except the current node(s), oldest first. */
+  /** Predecessors and unbound nodes of ours, offline past the grace: what staleNodes Delete removes. */
   stale: HsNode[];
-  /** Why provenance is not verified, one entry per offending node; empty when verified. */
+  /** Why node identity is not verified, one entry per offending node or replica; empty when verified. */
   provenanceProblems: string[];
-  /** Set when the current node's key differs from status.node.nodeKey for the same registration. */
-  identityChange?: { node: HsNode; previousKey: string };
+  /** Replicas whose bound node's key differs from the recorded one (and is not the accepted key). */
+  identityChanges: ReplicaBinding[];
 }
 
-const sameTags = (tags: readonly string[], tag: string) => tags.length === 1 && tags[0] === tag;
+export interface NodeAnalysisInput {
+  nodes: readonly HsNode[];
+  tag: string;
+  ourKeyIds: readonly string[];
+  replicas: number;
+  hostname: string;
+  facts: readonly StateFact[];
+  running: ReadonlySet<number>;
+  pods: readonly ReplicaPodFact[];
+  record: readonly NodeStatusItem[];
+  acceptedNodeKey?: string;
+  now: Date;
+  /** The legacy gateway Deployment still runs (the upgrade, §2.8): its unbound node is not a rogue one. */
+  migrating?: boolean;
+}
+
 const createdMs = (n: HsNode) => (n.createdAt ? Date.parse(n.createdAt) : 0) || 0;
 
 /** Oldest first: by createdAt, then by numeric id (Headscale ids only grow). */
@@ -49,21 +81,11 @@ export function describeNode(n: HsNode): string {
 }
 
 export function isOurs(n: HsNode, tag: string, ourKeyIds: readonly string[]): boolean {
-  return sameTags(n.tags, tag) && !!n.preAuthKey && ourKeyIds.includes(n.preAuthKey.id);
-}
-
-/** A key shaped like the operator's bootstrap keys: single-use, not ephemeral, tagged exactly with the tag. */
-function bootstrapShaped(n: HsNode, tag: string): boolean {
-  const k = n.preAuthKey;
-  return !!k && !k.reusable && !k.ephemeral && sameTags(k.aclTags, tag);
-}
-
-function keyList(ids: readonly string[]): string {
-  return ids.length === 1 ? ids[0] : ids.join(" or ");
+  return isOurNode(n, tag, new Set(ourKeyIds));
 }
 
 function whyNotOurs(n: HsNode, tag: string, ourKeyIds: readonly string[]): string {
-  const keys = keyList(ourKeyIds);
+  const keys = ourKeyIds.length === 1 ? ourKeyIds[0] : ourKeyIds.join(" or ");
   if (n.preAuthKey && ourKeyIds.includes(n.preAuthKey.id)) {
     return `${describeNode(n)} was registered with bootstrap key ${n.preAuthKey.id} but carries tags [${n.tags.join(", ")}], not exactly ${tag}`;
   }
@@ -71,68 +93,91 @@ function whyNotOurs(n: HsNode, tag: string, ourKeyIds: readonly string[]): strin
   return `${describeNode(n)} carries ${tag} but was registered with ${how}, not with this gateway's bootstrap key ${keys || "(none yet)"}`;
 }
 
-export function analyzeNodes(input: {
-  nodes: readonly HsNode[];
-  tag: string;
-  /** Key id of the bootstrap Secret child (after rotation, if any). */
-  secretKeyId?: string;
-  previous?: StatusNode;
-  /** status.nodes[] of the previous sync (replicas > 1). */
-  previousNodes?: readonly StatusNode[];
-  acceptedNodeKey?: string;
-  /** spec.replicas; default 1. */
-  replicas?: number;
-}): NodeAnalysis {
+const isBound = (b: ReplicaBinding) => !!b.node && b.verdict !== "foreign";
+
+/** Why one node of ours that no replica holds is refused, or undefined when it is allowed (b, c). */
+function unboundProblem(n: HsNode, input: NodeAnalysisInput, plan: ReplicaNodesPlan): string | undefined {
+  const predecessor = plan.bindings.find((b) => b.predecessor?.id === n.id || (b.record?.id === n.id && !b.node));
+  if (predecessor) {
+    if (!n.online || !predecessor.node) return undefined;
+    return `${describeNode(n)} is replica ${predecessor.index}'s previous node but is still online, while the replica runs as ${describeNode(predecessor.node)}`;
+  }
+  if (plan.removed.some((r) => r.nodes.some((x) => x.id === n.id))) return undefined;
+  // a single-use key of ours is the previous version's (every key now is reusable): the legacy pod's node, whose
+  // key is spent — it goes offline with that pod and is deleted then (the upgrade, §2.8)
+  const legacy = n.preAuthKey?.reusable === false;
+  if (!n.online || input.migrating || legacy) return undefined;
+  const young = createdMs(n) > input.now.getTime() - REGISTRATION_GRACE_SECONDS * 1000;
+  const waiting = plan.bindings.some((b) => !b.node && b.verdict !== "foreign");
+  if (young && waiting) return undefined;
+  return `${describeNode(n)} is online and was registered with this gateway's bootstrap key ${n.preAuthKey?.id}, but no replica's state Secret names it: a machine outside the cluster holds the key`;
+}
+
+/** A first binding is continuity only if the node registered after the replica's state Secret existed. */
+function firstBindingProblem(b: ReplicaBinding, facts: readonly StateFact[]): string | undefined {
+  const created = facts.find((f) => f.index === b.index)?.created;
+  if (b.verdict !== "firstBinding" || !b.node || !created) return undefined;
+  if (createdMs(b.node) >= created.getTime() - FIRST_BINDING_SKEW_SECONDS * 1000) return undefined;
+  return `replica ${b.index}: its state Secret names ${describeNode(b.node)}, registered before the state Secret was created`;
+}
+
+export function analyzeNodes(input: NodeAnalysisInput): NodeAnalysis {
   const { tag } = input;
-  const replicas = input.replicas ?? 1;
-  const previous = [...(input.previous ? [input.previous] : []), ...(input.previousNodes ?? [])];
-  const ourKeyIds = [
-    ...new Set([input.secretKeyId, ...previous.map((p) => p.preAuthKeyId)].filter((x): x is string => !!x)),
-  ].sort((a, b) => Number(a) - Number(b) || a.localeCompare(b));
-  // every node looked at below carries the tag or registered with one of our keys: those buckets, not every node
-  const sorted = [...new Set([...nodesTagged(input.nodes, tag), ...nodesOfKeys(input.nodes, ourKeyIds)])].sort(byAge);
-  const ours = sorted.filter((n) => isOurs(n, tag, ourKeyIds));
-  const current = ours.at(-1);
-  const currents = current ? ours.slice(-replicas) : [];
-  const stale = ours.filter((n) => !currents.includes(n) && (replicas === 1 || !n.online));
-
-  const candidates = sorted.filter(
-    (n) => n.tags.includes(tag) || (!!n.preAuthKey && ourKeyIds.includes(n.preAuthKey.id)),
-  );
-  const newest = candidates.at(-1);
-  const offending = new Set<HsNode>();
-  if (newest && !isOurs(newest, tag, ourKeyIds)) offending.add(newest);
-  for (const n of candidates) {
-    if (n.tags.includes(tag) && !isOurs(n, tag, ourKeyIds) && !bootstrapShaped(n, tag)) offending.add(n);
+  const ourKeyIds = [...new Set(input.ourKeyIds)].sort((a, b) => Number(a) - Number(b) || a.localeCompare(b));
+  const plan = planReplicaNodes({
+    replicas: input.replicas,
+    facts: input.facts,
+    running: input.running,
+    pods: input.pods,
+    nodes: input.nodes,
+    ownKeys: new Set(ourKeyIds),
+    tag,
+    record: input.record,
+    now: input.now,
+    ...(input.acceptedNodeKey ? { acceptedNodeKey: input.acceptedNodeKey } : {}),
+    wanted: (i) => wantedLabel(input.hostname, i),
+  });
+  const bound = plan.bindings.filter(isBound);
+  const boundIds = new Set(bound.map((b) => b.node?.id));
+  const currents = bound.map((b) => b.node as HsNode);
+  const current = bound.find((b) => b.index === 0)?.node ?? currents[0];
+  const problems: { at: HsNode | undefined; why: string }[] = [];
+  for (const b of plan.bindings.filter((x) => x.verdict === "foreign")) {
+    const why =
+      b.deviceId === "invalid"
+        ? `replica ${b.index}: its state Secret's device_id is not a node id`
+        : `replica ${b.index}: its state Secret names node ${b.deviceId}, which this gateway did not register`;
+    problems.push({ at: undefined, why });
   }
-  const provenanceProblems = [...offending].sort(byAge).map((n) => whyNotOurs(n, tag, ourKeyIds));
-
-  let identityChange: NodeAnalysis["identityChange"];
-  // one replica: the current node against status.node; more: each current node against its status.nodes[] entry
-  for (const node of replicas === 1 ? (current ? [current] : []) : currents) {
-    const prev = replicas === 1 ? input.previous : input.previousNodes?.find((p) => p.id === node.id);
-    if (
-      prev?.nodeKey &&
-      node.id === prev.id &&
-      node.preAuthKey?.id === prev.preAuthKeyId &&
-      node.nodeKey !== prev.nodeKey &&
-      node.nodeKey !== input.acceptedNodeKey
-    ) {
-      identityChange = { node, previousKey: prev.nodeKey };
-      break;
+  for (const b of bound) {
+    const why = firstBindingProblem(b, input.facts);
+    if (why) problems.push({ at: b.node, why });
+  }
+  const candidates = [...new Set([...nodesTagged(input.nodes, tag), ...nodesOfKeys(input.nodes, ourKeyIds)])];
+  for (const n of candidates.sort(byAge)) {
+    if (boundIds.has(n.id)) continue;
+    if (!isOurs(n, tag, ourKeyIds)) {
+      problems.push({ at: n, why: whyNotOurs(n, tag, ourKeyIds) });
+      continue;
     }
+    const why = unboundProblem(n, input, plan);
+    if (why) problems.push({ at: n, why });
   }
-  return { ourKeyIds, ours, current, currents, stale, provenanceProblems, identityChange };
+  return {
+    ourKeyIds,
+    plan,
+    ...(current ? { current } : {}),
+    currents,
+    stale: plan.deletes,
+    provenanceProblems: problems.map((p) => p.why),
+    identityChanges: plan.bindings.filter((b) => b.verdict === "identityChanged"),
+  };
 }
 
-export function statusNodeOf(n: HsNode): StatusNode {
+/** status.node: replica 0's entry in the shape status.node has always had. */
+export function statusNodeOf(n: NodeStatusItem | HsNode): StatusNode {
+  if ("replica" in n) return { id: n.id, name: n.name, nodeKey: n.nodeKey, preAuthKeyId: n.preAuthKeyId ?? "" };
   return { id: n.id, name: n.givenName || n.name, nodeKey: n.nodeKey, preAuthKeyId: n.preAuthKey?.id ?? "" };
-}
-
-/** status.nodes[] (replicas > 1): each entry as previousStatusNode reads status.node. */
-export function previousStatusNodes(status: Record<string, unknown>): StatusNode[] {
-  const list = Array.isArray(status.nodes) ? status.nodes : [];
-  return list.flatMap((n) => previousStatusNode({ node: n }) ?? []);
 }
 
 export function previousStatusNode(status: Record<string, unknown>): StatusNode | undefined {
@@ -144,4 +189,19 @@ export function previousStatusNode(status: Record<string, unknown>): StatusNode 
     nodeKey: typeof n.nodeKey === "string" ? n.nodeKey : "",
     preAuthKeyId: typeof n.preAuthKeyId === "string" ? n.preAuthKeyId : "",
   };
+}
+
+/** Every pre-auth key id the previous status names (status.node, status.nodes[], status.preAuthKeyIds). */
+export function recordedKeyIdsOf(status: Record<string, unknown>): string[] {
+  const ids = new Set<string>();
+  const node = previousStatusNode(status);
+  if (node?.preAuthKeyId) ids.add(node.preAuthKeyId);
+  for (const n of Array.isArray(status.nodes) ? status.nodes : []) {
+    const id = (n as { preAuthKeyId?: unknown } | null)?.preAuthKeyId;
+    if (typeof id === "string" && /^[0-9]+$/.test(id)) ids.add(id);
+  }
+  for (const id of Array.isArray(status.preAuthKeyIds) ? status.preAuthKeyIds : []) {
+    if (typeof id === "string" && /^[0-9]+$/.test(id)) ids.add(id);
+  }
+  return [...ids];
 }

@@ -9,7 +9,7 @@ import { API_VERSION } from "../../../api/schemas.js";
 import type { NetworkPolicyPeer } from "../../../config.js";
 import type { HsNode, HsPreAuthKey } from "../../../headscale/types.js";
 import type { HeadscaleConnection, HeadscaleView } from "../../../headscale/view.js";
-import { EGRESS_TARGET_LABEL } from "../../../k8s/labels.js";
+import { EGRESS_TARGET_LABEL, OWNER_UID_LABEL } from "../../../k8s/labels.js";
 import {
   findObject,
   type K8sObject,
@@ -21,13 +21,17 @@ import {
 import { previousStatus } from "../../../pipeline/status.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { metricsPeers } from "../../shared/agent-network-policy.js";
+import { observedKeys } from "../../shared/authkey.js";
 import { leftOutIn } from "../../shared/policy-left-out.js";
 import { lookupProxyClass, proxyClassMissingMessage } from "../../shared/proxy-class.js";
+import { REPLICA_LABEL, replicaIndexOf } from "../../shared/replica.js";
+import { type NodeStatusItem, recordedNodes, type StateFact, stateFacts } from "../../shared/replica-nodes.js";
 import { reservedOverlap } from "../../shared/routes.js";
 import type { Refusal, Tenancy } from "../../shared/tenancy.js";
 import { agentPods, effectiveTag, resolveAgentWorkload, tailnetIncompatible } from "../../shared/workload.js";
+import { gatewayKeySecretName } from "./children.js";
 import { exitNodeState } from "./exit.js";
-import { previousStatusNode, previousStatusNodes, type StatusNode } from "./nodes.js";
+import { previousStatusNode, recordedKeyIdsOf, type StatusNode } from "./nodes.js";
 import { type GatewaySpec, gatewayZone, readGatewaySpec, splitDNSDomains } from "./spec.js";
 import type { RenderInput } from "./workload.js";
 
@@ -47,7 +51,24 @@ export interface GatewayFacts extends RenderInput {
   leftOut?: string;
   metricsPeers: NetworkPolicyPeer[];
   now: Date;
-  observed: { deployment?: K8sObject; service?: K8sObject; zone?: K8sObject };
+  observed: {
+    /** The legacy gateway Deployment (before per-replica identity): kept until every replica is bound (§2.8). */
+    deployment?: K8sObject;
+    service?: K8sObject;
+    zone?: K8sObject;
+    /** Every replica's StatefulSet, by replica index. */
+    statefulSets: K8sObject[];
+    /** Every child as observed (a StatefulSet is answered only once its identity children are observed). */
+    children: K8sObject[];
+    /** Bootstrap key Secrets of the legacy shape (`<parent>-authkey-<id>`): kept while the Deployment is. */
+    legacyKeySecrets: K8sObject[];
+  };
+  /** Per replica: its state Secret's device_id and creation (the only state data read, replica-nodes.ts). */
+  stateFacts: StateFact[];
+  /** status.nodes[] of the previous sync: each replica's recorded node. */
+  record: NodeStatusItem[];
+  /** Key ids the previous status names, and the legacy key Secrets' (ours; the stable Secret's is added). */
+  recordedKeyIds: string[];
   related: {
     coredns?: K8sObject;
     egresses: K8sObject[];
@@ -58,8 +79,6 @@ export interface GatewayFacts extends RenderInput {
   };
   headscale: HeadscaleFacts;
   previousNode?: StatusNode;
-  /** status.nodes[] of the previous sync (replicas > 1). */
-  previousNodes?: StatusNode[];
 }
 
 /** Why nothing is served: no Tailnet, no credentials, or no usable zone. Every child is kept as observed. */
@@ -77,10 +96,33 @@ export interface GatewayUnserved {
     | { reason: "InvalidSpec"; message: string };
 }
 
-/** A served gateway: its facts, the connection act writes through and the bootstrap key Secrets observed. */
+/** A served gateway: its facts, the connection act writes through and the stable bootstrap key Secret observed. */
 export interface GatewaySeen extends GatewayFacts {
   conn: HeadscaleConnection;
   secrets: K8sObject[];
+}
+
+/** The stable key Secret (or none) and the legacy ones among the observed Secrets. */
+export function keySecrets(parent: K8sObject, secrets: readonly K8sObject[]) {
+  const stable = gatewayKeySecretName(parent);
+  const keyed = observedKeys(secrets);
+  return {
+    stable: keyed.filter((k) => k.secret.metadata.name === stable).map((k) => k.secret),
+    legacy: keyed.filter((k) => k.secret.metadata.name !== stable),
+  };
+}
+
+function replicaChildrenFacts(req: HookRequest, ns: string) {
+  const uid = req.parent.metadata.uid ?? "";
+  const own = (o: K8sObject) =>
+    o.metadata.namespace === ns && o.metadata.labels?.[OWNER_UID_LABEL] === uid && replicaIndexOf(o) !== undefined;
+  const statefulSets = objectsOf(req.children, "apps/v1", "StatefulSet")
+    .filter(own)
+    .sort((a, b) => (replicaIndexOf(a) ?? 0) - (replicaIndexOf(b) ?? 0));
+  const children = Object.values(req.children ?? {})
+    .flatMap((g) => Object.values(g ?? {}))
+    .filter((o): o is K8sObject => !!o?.metadata);
+  return { statefulSets, children };
 }
 
 export type GatewayObservation = GatewaySeen | GatewayUnserved;
@@ -120,6 +162,7 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
   const ns = parent.metadata.namespace ?? "";
   const names = spec.names;
   const deployment = findObject(req.children, "apps/v1", "Deployment", names.deployment, ns);
+  const { replicaObjects, legacyKeySecrets, ...identity } = identityObservation(req, ns);
   return {
     parent,
     spec,
@@ -128,10 +171,17 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
     images: deps.config.images,
     ...(proxyClass.kind === "found" ? { proxyClass: proxyClass.spec } : {}),
     noLogsNoSupport: deps.config.tailscale.noLogsNoSupport,
-    exitNode: exitNodeState(spec, parent, ctx.settings.tenancy, req.related, deployment, {
-      tailnet: ctx.settings.name,
-      allowedIngressSources: ctx.settings.allowedIngressSources,
-    }),
+    exitNode: exitNodeState(
+      spec,
+      parent,
+      ctx.settings.tenancy,
+      req.related,
+      replicaObjects.statefulSets[0] ?? deployment,
+      {
+        tailnet: ctx.settings.name,
+        allowedIngressSources: ctx.settings.allowedIngressSources,
+      },
+    ),
     ...reservedRoutes(spec.routes, ctx.settings, `${ns}/${parent.metadata.name}`),
     ...leftOutFact(ctx.tailnet, parent),
     tailnet: {
@@ -149,7 +199,10 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
       deployment,
       service: findObject(req.children, "v1", "Service", names.service, ns),
       zone: findObject(req.children, "v1", "ConfigMap", names.zone, ns),
+      ...replicaObjects,
+      legacyKeySecrets,
     },
+    ...identity,
     related: {
       coredns: findObject(req.related, "v1", "ConfigMap", "coredns", "kube-system"),
       egresses: objectsOf(req.related, API_VERSION, "TailnetEgress"),
@@ -160,10 +213,24 @@ export async function observeGateway(req: HookRequest, spec: GatewaySpec, deps: 
       admission: { tenancy: ctx.settings.tenancy, related: req.related },
     },
     headscale: await observeHeadscale(deps.views.view(ctx.conn)),
-    previousNode: previousStatusNode(previousStatus(parent)),
-    ...(spec.replicas > 1 ? { previousNodes: previousStatusNodes(previousStatus(parent)) } : {}),
     conn: ctx.conn,
-    secrets: objectsOf(req.children, "v1", "Secret"),
+  };
+}
+
+/** The replicas' children, their state facts, the recorded nodes and keys, the key Secrets (stable and legacy). */
+function identityObservation(req: HookRequest, ns: string) {
+  const secrets = objectsOf(req.children, "v1", "Secret");
+  const keys = keySecrets(req.parent, secrets);
+  const status = previousStatus(req.parent);
+  const previousNode = previousStatusNode(status);
+  return {
+    replicaObjects: replicaChildrenFacts(req, ns),
+    legacyKeySecrets: keys.legacy.map((k) => k.secret),
+    stateFacts: stateFacts(secrets),
+    record: recordedNodes(status),
+    recordedKeyIds: [...new Set([...recordedKeyIdsOf(status), ...keys.legacy.map((k) => k.keyId)])],
+    ...(previousNode ? { previousNode } : {}),
+    secrets: keys.stable,
   };
 }
 
@@ -185,6 +252,8 @@ export function seen<T>(o: { ok: true; value: T } | { ok: false; error: { messag
 
 export interface PodFact {
   name: string;
+  /** The replica the pod runs (its REPLICA_LABEL); absent on a legacy Deployment's pod. */
+  replica?: number;
   deleting: boolean;
   startTime?: Date;
   /** Container name → ready, from status.containerStatuses; absent when the Pod reports none. */
@@ -199,8 +268,10 @@ export function podFacts(pods: readonly K8sObject[]): PodFact[] {
       if (typeof c.name === "string") ready[c.name] = c.ready === true;
     }
     const start = typeof status.startTime === "string" ? new Date(status.startTime) : undefined;
+    const replica = p.metadata.labels?.[REPLICA_LABEL] !== undefined ? replicaIndexOf(p) : undefined;
     return {
       name: p.metadata.name,
+      ...(replica !== undefined ? { replica } : {}),
       deleting: !!p.metadata.deletionTimestamp,
       startTime: start && !Number.isNaN(start.getTime()) ? start : undefined,
       ready,

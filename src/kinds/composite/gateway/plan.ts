@@ -1,7 +1,8 @@
 /**
  * The gateway's plan (pure): which Headscale writes the sync wants — the bootstrap key work (bootstrap.ts),
- * the approval of the gateway's own routes and the deletion of its stale nodes — judged by the fresh writer's
- * verdict (fresh.ts: bootstrap key, node provenance, pod template). Route approval and stale-node deletion
+ * the approval of the gateway's own routes on each replica's bound node and the deletion of predecessors,
+ * unbound nodes and removed replicas' nodes — judged by the fresh writer's verdict (fresh.ts: bootstrap key,
+ * node identity, pod template). Route approval and stale-node deletion
  * are one function each that says both the condition and the write it wants, so the plan (before act) and
  * decide (after act) read the same rules.
  *
@@ -11,16 +12,16 @@
 import { conditionsOf, type TypedCondition } from "../../../conditions/table.js";
 import { GatewayCondition as C, GATEWAY_REASONS, GatewayReason as R } from "../../../conditions/tables/gateway.js";
 import type { HsNode } from "../../../headscale/types.js";
-import { isRecord, type K8sObject, reuseObserved } from "../../../k8s/objects.js";
-import { type AuthKeyPlan, observedKeys } from "../../shared/authkey.js";
-import { type EarlyRotation, planBootstrapKey } from "./bootstrap.js";
-import { gatewayLabels } from "./children.js";
+import { type K8sObject, reuseObserved } from "../../../k8s/objects.js";
+import { type AuthKeyPlan, observedKeys, REPLICA_KEY_FLAGS } from "../../shared/authkey.js";
+import { replicaIndexOf } from "../../shared/replica.js";
+import type { ReplicaPodFact } from "../../shared/replica-nodes.js";
+import { planBootstrapKey } from "./bootstrap.js";
+import { gatewayKeySecretName, gatewayLabels } from "./children.js";
 import { exitWork } from "./exit.js";
-import { checkBootstrapKey, checkPodTemplate, checkProvenance, type FreshProblem } from "./fresh.js";
+import { checkBootstrapKey, checkIdentity, checkPodTemplate, type FreshProblem } from "./fresh.js";
 import { analyzeNodes, describeNode, type NodeAnalysis } from "./nodes.js";
 import type { GatewayFacts, GatewayObservation } from "./observe.js";
-import { stampOf } from "./template.js";
-import { renderDeployment, renderedStamp } from "./workload.js";
 
 const { cond } = conditionsOf(GATEWAY_REASONS);
 export type GatewayConditionOf<T extends keyof typeof GATEWAY_REASONS & string> = TypedCondition<
@@ -59,17 +60,19 @@ export interface GatewayWrites {
 
 export interface GatewayKeyWork {
   auth: AuthKeyPlan;
-  early?: EarlyRotation;
   /** The key of the observed Secret: the node writes were planned with it. */
   observedKeyId?: string;
-  /** What a minted key looks like: single-use (reusable with replicas > 1), not ephemeral, tagged exactly with the gateway tag. */
+  /** Older keys of ours the observed Secret proves superseded: expired after the new one is published. */
+  expire: string[];
+  /** What a minted key looks like: reusable, not ephemeral, tagged exactly with the gateway tag, in the stable Secret. */
   mint: {
     tags: string[];
-    reusable: boolean;
+    reusable: true;
     ephemeral: false;
     ttlSeconds: number;
     now: Date;
     labels: Record<string, string>;
+    stable: string;
   };
 }
 
@@ -77,7 +80,7 @@ export interface GatewayPlan {
   /** Absent when nothing is served (no Tailnet, no credentials, no zone): nothing is written. */
   key?: GatewayKeyWork;
   writes: GatewayWrites;
-  /** Seconds until the key plan should be looked at again (half-life, recovery grace). */
+  /** Seconds until the key plan should be looked at again (half-life). */
   recheckSeconds?: number;
 }
 
@@ -97,17 +100,42 @@ export interface FreshVerdict {
   verified: boolean;
 }
 
+/** Every key id this gateway minted that it knows of: recorded in status, the legacy Secrets', the current one. */
+export function ourKeyIdsOf(input: GatewayInputs): string[] {
+  return [...new Set([...input.recordedKeyIds, ...(input.key.keyId ? [input.key.keyId] : [])])];
+}
+
+/** Replicas whose StatefulSet or pod is observed: a removed replica's node waits for them to go. */
+function replicaActivity(input: GatewayInputs): { running: Set<number>; pods: ReplicaPodFact[] } {
+  const running = new Set<number>();
+  for (const s of input.observed.statefulSets) {
+    const i = replicaIndexOf(s);
+    if (i !== undefined) running.add(i);
+  }
+  const pods: ReplicaPodFact[] = [];
+  for (const p of input.related.pods) {
+    if (p.replica === undefined) continue;
+    running.add(p.replica);
+    if (!p.deleting) pods.push({ index: p.replica, ...(p.startTime ? { startedAt: p.startTime } : {}) });
+  }
+  return { running, pods };
+}
+
 export function freshVerdict(input: GatewayInputs): FreshVerdict {
   const hs = input.headscale;
   const facts = hs.nodes.ok
     ? analyzeNodes({
         nodes: hs.nodes.value,
         tag: input.tag,
-        secretKeyId: input.key.keyId,
-        previous: input.previousNode,
-        ...(input.previousNodes ? { previousNodes: input.previousNodes } : {}),
-        acceptedNodeKey: input.spec.acceptedNodeKey,
+        ourKeyIds: ourKeyIdsOf(input),
         replicas: input.spec.replicas,
+        hostname: input.spec.hostname,
+        facts: input.stateFacts,
+        ...replicaActivity(input),
+        record: input.record,
+        ...(input.spec.acceptedNodeKey ? { acceptedNodeKey: input.spec.acceptedNodeKey } : {}),
+        now: input.now,
+        migrating: !!input.observed.deployment,
       })
     : undefined;
   const problems: FreshProblem[] = [];
@@ -118,28 +146,23 @@ export function freshVerdict(input: GatewayInputs): FreshVerdict {
     definite ||= !!p;
   };
   // What the Secret itself says (missing, expired) is known even when Headscale cannot be read.
-  const keyProblem = checkBootstrapKey(
-    input.key,
-    hs.keys.ok ? hs.keys.value : undefined,
-    input.tag,
-    input.now,
-    input.spec.replicas > 1,
-  );
+  const keyProblem = checkBootstrapKey(input.key, hs.keys.ok ? hs.keys.value : undefined, input.tag, input.now);
   if (keyProblem || hs.keys.ok) add(keyProblem);
   else {
     unobserved = true;
     problems.push({ check: "bootstrap key", message: `cannot read Headscale's pre-auth keys: ${hs.keys.error}` });
   }
-  if (facts) add(checkProvenance(facts.provenanceProblems));
+  if (facts) add(checkIdentity(facts.provenanceProblems));
   else {
     unobserved = true;
     problems.push({
-      check: "node provenance",
+      check: "node identity",
       message: `cannot list Headscale's nodes: ${hs.nodes.ok ? "" : hs.nodes.error}`,
     });
   }
-  add(checkPodTemplate(input.observed.deployment));
-  const freshOk = problems.length === 0 && !facts?.identityChange;
+  const legacy = input.observed.deployment ? [input.observed.deployment] : [];
+  add(checkPodTemplate([...input.observed.statefulSets, ...legacy]));
+  const freshOk = problems.length === 0 && !facts?.identityChanges.length;
   return { facts, problems, definite, unobserved, freshOk, verified: freshOk && !!facts?.current };
 }
 
@@ -252,7 +275,16 @@ function replicatedRouteWork(
   return { condition, ...(approve ? { approve } : {}), ...(more.length ? { moreApprovals: more } : {}) };
 }
 
-/** StaleNodes and the deletions it wants: every node of ours but the current one, only when it is verified. */
+/** The nodes of removed replicas (a scale-down) whose pod is gone and which are offline: deleted, Keep or not. */
+export function removedNodes(v: FreshVerdict): HsNode[] {
+  return (v.facts?.plan.removed ?? []).flatMap((r) => (r.waiting ? [] : r.nodes));
+}
+
+/**
+ * StaleNodes and the deletions it wants, only when node identity is verified: the predecessors of re-registered
+ * replicas and the unbound nodes of ours, offline past the grace (staleNodes: Keep leaves them), and the nodes
+ * of replicas a scale-down removed.
+ */
 export function staleWork(
   input: GatewayInputs,
   v: FreshVerdict,
@@ -268,26 +300,28 @@ export function staleWork(
       cond(C.StaleNodes, "Unknown", R.None, "not evaluated while the current node is not verified (see Registered)"),
     );
   }
-  if (facts.stale.length === 0) {
+  const removed = removedNodes(v);
+  const del = (nodes: readonly HsNode[]) => nodes.map((n) => ({ id: n.id, node: describeNode(n) }));
+  if (facts.stale.length === 0 && removed.length === 0) {
     if (input.spec.replicas > 1) {
       return only(cond(C.StaleNodes, "False", R.None, `only the current nodes: ${list(facts.currents)}`));
     }
     return only(cond(C.StaleNodes, "False", R.None, `only the current node: ${describeNode(facts.current)}`));
   }
-  if (input.spec.staleNodes === "Keep") {
-    return only(
-      cond(
+  if (input.spec.staleNodes === "Keep" && facts.stale.length) {
+    const also = removed.length ? `; deleted removed replicas' ${list(removed)}` : "";
+    return {
+      condition: cond(
         C.StaleNodes,
         "True",
         R.ExternallyManaged,
-        `staleNodes is Keep; stale nodes left in place: ${list(facts.stale)}`,
+        `staleNodes is Keep; stale nodes left in place: ${list(facts.stale)}${also}`,
       ),
-    );
+      deleteNodes: del(removed),
+    };
   }
-  return {
-    condition: cond(C.StaleNodes, "False", R.Deleted, `deleted stale ${list(facts.stale)}`),
-    deleteNodes: facts.stale.map((n) => ({ id: n.id, node: describeNode(n) })),
-  };
+  const nodes = input.spec.staleNodes === "Keep" ? removed : [...facts.stale, ...removed];
+  return { condition: cond(C.StaleNodes, "False", R.Deleted, `deleted stale ${list(nodes)}`), deleteNodes: del(nodes) };
 }
 
 /** The node writes the fresh writer's verdict allows for these facts. */
@@ -310,32 +344,24 @@ export function planGateway(o: GatewayObservation): GatewayPlan {
     key: current ? { secret: reuseObserved(current.secret), keyId: current.keyId, expiresAt: current.expiresAt } : {},
   };
   const verdict = freshVerdict(asObserved);
-  const deployment = o.observed.deployment;
-  const liveStamp = deployment ? stampOf(isRecord(deployment.spec) ? deployment.spec.template : undefined) : undefined;
   const keyPlan = planBootstrapKey({
-    children: o.secrets,
+    secrets: o.secrets,
     now: o.now,
     keys: o.headscale.keys,
-    nodes: o.headscale.nodes,
-    suspended: o.spec.suspend,
-    identityChanged: !!verdict.facts?.identityChange,
-    rolloutPending: !!deployment && liveStamp !== renderedStamp(renderDeployment(o, current?.secret.metadata.name)),
-    pods: o.related.pods,
-    reusable: o.spec.replicas > 1,
-    wasReplicated: isRecord(o.parent.status) && Array.isArray(o.parent.status.nodes),
+    owned: new Set(ourKeyIdsOf(asObserved)),
   });
   return {
     key: {
       auth: keyPlan.plan,
-      ...(keyPlan.early ? { early: keyPlan.early } : {}),
       ...(current ? { observedKeyId: current.keyId } : {}),
+      expire: keyPlan.expire,
       mint: {
         tags: [o.tag],
-        reusable: o.spec.replicas > 1,
-        ephemeral: false,
+        ...REPLICA_KEY_FLAGS,
         ttlSeconds: o.spec.bootstrapKeyTTLSeconds,
         now: o.now,
         labels: gatewayLabels(o.parent),
+        stable: gatewayKeySecretName(o.parent),
       },
     },
     writes: gatewayWrites(asObserved, verdict),

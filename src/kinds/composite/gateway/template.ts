@@ -2,7 +2,7 @@
  * The pod template hash behind the fresh writer's third check. The operator stamps the hash of the
  * template it rendered into the template itself (TEMPLATE_HASH_ANNOTATION). On a later sync the
  * live template is hashed again: if the result differs from the stamp, someone edited the live
- * Deployment (kubectl edit/patch, a mutating webhook…) and the gateway is no longer running what the
+ * StatefulSet (kubectl edit/patch, a mutating webhook…) and the gateway is no longer running what the
  * operator rendered. A legitimate new rendering is not drift: its stamp matches its content, and
  * WorkloadCurrent reports the pending rollout.
  *
@@ -103,15 +103,16 @@ export type TemplateDrift =
   | { drifted: false; stamp: string }
   | { drifted: true; stamp?: string; observed: string; message: string };
 
-/** Whether a live Deployment's pod template still hashes to the stamp it carries. */
+/** Whether a live workload's (StatefulSet, legacy Deployment) pod template still hashes to its stamp. */
 export function liveTemplateDrift(deployment: {
+  kind?: string;
   metadata: { namespace?: string; name: string };
   spec?: unknown;
 }): TemplateDrift {
   const template = isRecord(deployment.spec) ? deployment.spec.template : undefined;
   const stamp = stampOf(template);
   const observed = templateHash(template);
-  const where = `Deployment ${deployment.metadata.namespace ?? ""}/${deployment.metadata.name}`;
+  const where = `${deployment.kind ?? "Deployment"} ${deployment.metadata.namespace ?? ""}/${deployment.metadata.name}`;
   if (!stamp) {
     return {
       drifted: true,

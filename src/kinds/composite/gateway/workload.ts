@@ -1,12 +1,12 @@
 /**
- * The gateway's workload (pure): the Corefile and the Deployment for a bootstrap key Secret.
- * Shared by the plan (is a rollout pending? then the new pod needs a fresh key) and by decide (the children).
+ * The gateway's workload (pure): the Corefile and each replica's StatefulSet for the stable bootstrap key
+ * Secret. Decide answers them (staged: rollout.ts); the fresh writer's third check hashes what runs.
  */
 import type { OperatorConfig } from "../../../config.js";
 import { isRecord, type K8sObject } from "../../../k8s/objects.js";
 import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
-import { gatewayDeployment } from "./children.js";
+import { gatewayStatefulSet } from "./children.js";
 import { renderGatewayCorefile } from "./corefile.js";
 import { advertisedRoutes, type ExitNodeState } from "./exit.js";
 import type { GatewaySpec } from "./spec.js";
@@ -45,10 +45,11 @@ export function renderCorefile(r: RenderInput): string {
   return renderGatewayCorefile({ owner, zone: r.zone, zoneFile: ZONE_FILE_KEY, splitDomains: r.tailnet.splitDomains });
 }
 
-export function renderDeployment(r: RenderInput, authKeySecret: string | undefined): K8sObject {
-  const deployment = gatewayDeployment(r.parent, {
+/** Replica i's StatefulSet as rendered now (replicas 0 while suspended). */
+export function renderStatefulSet(r: RenderInput, index: number, authKeySecret: string | undefined): K8sObject {
+  const sts = gatewayStatefulSet(r.parent, index, {
     names: r.spec.names,
-    replicas: r.spec.suspend ? 0 : r.spec.replicas,
+    replicas: r.spec.suspend ? 0 : 1,
     tag: r.tag,
     hostname: r.spec.hostname,
     routes: advertisedRoutes(r.spec.routes, r.exitNode),
@@ -59,9 +60,9 @@ export function renderDeployment(r: RenderInput, authKeySecret: string | undefin
     ca: !!r.tailnet.ca,
     noLogsNoSupport: r.noLogsNoSupport,
   });
-  return r.proxyClass ? applyProxyClass(deployment, r.proxyClass) : deployment;
+  return r.proxyClass ? applyProxyClass(sts, r.proxyClass) : sts;
 }
 
-export function renderedStamp(deployment: K8sObject): string {
-  return stampOf(isRecord(deployment.spec) ? deployment.spec.template : undefined) ?? "";
+export function renderedStamp(workload: K8sObject): string {
+  return stampOf(isRecord(workload.spec) ? workload.spec.template : undefined) ?? "";
 }

@@ -1,91 +1,68 @@
-/** When the gateway's single-use bootstrap key is replaced (planBootstrapKey). */
+/**
+ * The gateway's bootstrap key (planBootstrapKey, issue 32): the shared rule only — no early rotation on an identity
+ * change, a rollout, a suspend, a recovery or a replica count (each replica keeps its node, so none needs a fresh
+ * key) — and the older keys expired only once the observed Secret proves it holds the new one.
+ */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type KeyPlanInput, planBootstrapKey } from "../../../../src/kinds/composite/gateway/bootstrap.js";
-import { gateway, hsKey, hsNode, keySecret } from "./fixtures.js";
+import { gateway, hsKey, keySecret } from "./fixtures.js";
 
 const T0 = new Date("2026-11-29T09:40:00Z"); // key 7: created 09:30, half-life 10:00, expires 10:30
 
 function input(over: Partial<KeyPlanInput> = {}): KeyPlanInput {
   return {
-    children: [keySecret(gateway())],
+    secrets: [keySecret(gateway())],
     now: T0,
     keys: { ok: true, value: [hsKey()] },
-    nodes: { ok: true, value: [hsNode()] },
-    suspended: false,
-    identityChanged: false,
-    rolloutPending: false,
-    pods: [
-      {
-        name: "gw-0",
-        deleting: false,
-        startTime: new Date("2026-11-29T09:31:00Z"),
-        ready: { tailscale: true, coredns: true },
-      },
-    ],
+    owned: new Set(["7"]),
     ...over,
   };
 }
 
-const unready = (start: string) => [
-  { name: "gw-0", deleting: false, startTime: new Date(start), ready: { tailscale: false, coredns: true } },
-];
-const offline = { ok: true as const, value: [hsNode({ online: false })] };
-
 describe("planBootstrapKey", () => {
-  it("no key: create; expired: create; past half-life: rotate", () => {
-    assert.deepEqual(planBootstrapKey(input({ children: [] })).plan, { action: "create", why: "missing" });
-    assert.equal(planBootstrapKey(input({ now: new Date("2026-11-29T10:31:00Z") })).plan.action, "create");
+  it("no key: create; expired: create; past half-life: rotate; else reuse until the half-life", () => {
+    assert.deepEqual(planBootstrapKey(input({ secrets: [] })), {
+      plan: { action: "create", why: "missing" },
+      expire: [],
+    });
+    const expired = planBootstrapKey(input({ now: new Date("2026-11-29T10:31:00Z") }));
+    assert.equal(expired.plan.action === "create" && expired.plan.why, "expired");
     const half = planBootstrapKey(input({ now: new Date("2026-11-29T10:00:00Z") }));
     assert.equal(half.plan.action === "create" && half.plan.why, "halfLife");
-    assert.equal(half.early, undefined);
+    const reuse = planBootstrapKey(input());
+    assert.equal(reuse.plan.action, "reuse");
+    assert.equal(reuse.recheckSeconds, 20 * 60);
   });
 
-  it("a used key in steady state is kept, looked at again at half-life", () => {
-    const plan = planBootstrapKey(input());
+  it("a used key is reused as long as it is valid: a new pod of a replica with state needs no key", () => {
+    const plan = planBootstrapKey(input({ keys: { ok: true, value: [hsKey({ used: true })] } }));
     assert.equal(plan.plan.action, "reuse");
-    assert.equal(plan.recheckSeconds, 20 * 60);
   });
 
-  const early: [string, Partial<KeyPlanInput>, string][] = [
-    ["identity changed", { identityChanged: true }, "identityChanged"],
-    ["suspended", { suspended: true }, "suspended"],
-    ["a new pod template rolls out", { rolloutPending: true }, "rollout"],
-    ["the pod lost its state and cannot log in", { pods: unready("2026-11-29T09:38:00Z"), nodes: offline }, "recovery"],
-  ];
-  for (const [name, over, why] of early) {
-    it(`rotates early when ${name} and the key is used`, () => {
-      const plan = planBootstrapKey(input(over));
-      assert.equal(plan.early, why);
-      assert.equal(plan.plan.action === "create" && plan.plan.current?.keyId, "7");
-    });
-    it(`does not rotate when ${name} but the key is still unused`, () => {
-      const plan = planBootstrapKey(input({ ...over, keys: { ok: true, value: [hsKey({ used: false })] } }));
-      assert.equal(plan.plan.action, "reuse");
-    });
-  }
-
-  it("recovery waits for the grace period and for the node to be offline", () => {
-    const young = planBootstrapKey(input({ pods: unready("2026-11-29T09:39:30Z"), nodes: offline }));
-    assert.equal(young.plan.action, "reuse");
-    assert.equal(young.recheckSeconds, 30);
-    const online = planBootstrapKey(input({ pods: unready("2026-11-29T09:38:00Z") }));
-    assert.equal(online.plan.action, "reuse");
-    const unknownReadiness = planBootstrapKey(
-      input({
-        pods: [{ name: "gw-0", deleting: false, startTime: new Date("2026-11-29T09:00:00Z"), ready: {} }],
-        nodes: offline,
+  it("older keys of ours expire only once the observed Secret proves the newer key; never a key not ours", () => {
+    const keys = [
+      hsKey({
+        id: "5",
+        key: "hskey-auth-old-***",
+        createdAt: "2026-11-29T08:30:00Z",
+        expiration: "2026-11-29T10:00:00Z",
       }),
-    );
-    assert.equal(unknownReadiness.plan.action, "reuse");
-    const headscaleDown = planBootstrapKey(
-      input({ pods: unready("2026-11-29T09:38:00Z"), nodes: { ok: false, error: "down" } }),
-    );
-    assert.equal(headscaleDown.plan.action, "reuse");
-  });
-
-  it("never rotates early on a failed key observation", () => {
-    const plan = planBootstrapKey(input({ identityChanged: true, keys: { ok: false, error: "down" } }));
-    assert.equal(plan.plan.action, "reuse");
+      hsKey({
+        id: "6",
+        key: "hskey-auth-oth-***",
+        createdAt: "2026-11-29T08:40:00Z",
+        expiration: "2026-11-29T10:00:00Z",
+      }),
+      hsKey(),
+    ];
+    const owned = new Set(["5", "7"]);
+    assert.deepEqual(planBootstrapKey(input({ keys: { ok: true, value: keys }, owned })).expire, ["5"]);
+    // the Secret's value does not match the listing of key 7: nothing is proven, nothing expires
+    const forged = keySecret(gateway());
+    (forged.data as Record<string, string>).authkey = Buffer.from("hskey-auth-zzz-secret").toString("base64");
+    assert.deepEqual(planBootstrapKey(input({ secrets: [forged], keys: { ok: true, value: keys }, owned })).expire, []);
+    // the key list was not read: nothing expires
+    assert.deepEqual(planBootstrapKey(input({ keys: { ok: false, error: "down" }, owned })).expire, []);
   });
 });

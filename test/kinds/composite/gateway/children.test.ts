@@ -5,179 +5,30 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { DEFAULT_CONFIG } from "../../../../src/config.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { dnsService, gatewayNetworkPolicy, zoneConfigMap } from "../../../../src/kinds/composite/gateway/children.js";
 import { gatewayNames } from "../../../../src/kinds/composite/gateway/spec.js";
-import {
-  stampTemplate,
-  TEMPLATE_HASH_ANNOTATION,
-  templateHash,
-} from "../../../../src/kinds/composite/gateway/template.js";
-import { renderCorefile, renderDeployment } from "../../../../src/kinds/composite/gateway/workload.js";
-import { configHash } from "../../../../src/kinds/shared/pod-template.js";
+import { TEMPLATE_HASH_ANNOTATION, templateHash } from "../../../../src/kinds/composite/gateway/template.js";
+import { renderCorefile, renderStatefulSet } from "../../../../src/kinds/composite/gateway/workload.js";
 import { bootTailscale } from "../../../fakes/containerboot.js";
 import { validateChildren } from "../../../helpers/validate.js";
-import { expectedRuntimeEnv, expectedRuntimeMounts, expectedRuntimeVolumes } from "../../shared/golden.js";
-import { gateway, healthy, renderInput, UID, ZONE } from "./fixtures.js";
+import { gateway, healthy, renderInput } from "./fixtures.js";
+import { COREFILE, expectedStatefulSet, labels, selector } from "./golden.js";
 import { run } from "./scenarios.js";
 
-interface Opts {
-  name?: string;
-  replicas?: number;
-  hostname?: string;
-  routes?: string[];
-  secret?: string;
-  tag?: string;
-  loginServer?: string;
-  images?: typeof DEFAULT_CONFIG.images;
-  corefile: string;
-  /** The Headscale CA delivered through the gw-gateway-ca ConfigMap. */
-  ca?: string;
-  noLogsNoSupport?: boolean;
-}
-
-const labels = (name = "gw") => ({
-  "app.kubernetes.io/name": "tailnet-gateway",
-  "app.kubernetes.io/instance": name,
-  "app.kubernetes.io/component": "gateway",
-  "app.kubernetes.io/managed-by": "tailnet-operator",
-  "tailnet.internal/owner-uid": UID,
-});
-const selector = { "app.kubernetes.io/name": "tailnet-gateway", "tailnet.internal/owner-uid": UID };
-const restricted = {
-  allowPrivilegeEscalation: false,
-  readOnlyRootFilesystem: true,
-  runAsNonRoot: true,
-  capabilities: { drop: ["ALL"] },
-};
-
-function expectedDeployment(o: Opts): K8sObject {
-  const images = o.images ?? DEFAULT_CONFIG.images;
-  const env: Record<string, unknown>[] = [
-    { name: "TS_USERSPACE", value: "true" },
-    { name: "TS_SOCKET", value: "/tmp/tailscaled.sock" },
-    { name: "TS_HOSTNAME", value: o.hostname ?? "cluster-gw" },
-    { name: "TS_ROUTES", value: (o.routes ?? ["10.96.0.0/12"]).join(",") },
-    { name: "TS_EXTRA_ARGS", value: `--login-server=${o.loginServer ?? "https://hs.example.com"}` },
-    ...expectedRuntimeEnv({ noLogsNoSupport: o.noLogsNoSupport, caFile: o.ca ? "/etc/tailnet-ca/ca.crt" : undefined }),
-    { name: "TS_ENABLE_METRICS", value: "true" },
-    { name: "TS_ENABLE_HEALTH_CHECK", value: "true" },
-    // every listener on the pod IP: tailscaled's netstack forwards what serve does not handle to 127.0.0.1 (issue 31)
-    { name: "POD_IP", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } },
-    { name: "POD_IPS", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIPs" } } },
-    { name: "TS_LOCAL_ADDR_PORT", value: "$(POD_IP):8080" },
-  ];
-  if (o.secret) env.push({ name: "TS_AUTHKEY", valueFrom: { secretKeyRef: { name: o.secret, key: "authkey" } } });
-  const template = stampTemplate({
-    metadata: {
-      labels: labels(o.name),
-      annotations: {
-        "tailnet.internal/config-hash": o.ca ? configHash(o.corefile, o.ca) : configHash(o.corefile),
-      },
-    },
-    spec: {
-      automountServiceAccountToken: false,
-      enableServiceLinks: false,
-      securityContext: {
-        runAsNonRoot: true,
-        runAsUser: 65532,
-        runAsGroup: 65532,
-        fsGroup: 65532,
-        seccompProfile: { type: "RuntimeDefault" },
-      },
-      containers: [
-        {
-          name: "tailscale",
-          image: images.tailscale,
-          imagePullPolicy: "IfNotPresent",
-          env,
-          ports: [{ name: "ts-metrics", containerPort: 8080, protocol: "TCP" }],
-          readinessProbe: { httpGet: { path: "/healthz", port: "ts-metrics" }, periodSeconds: 5 },
-          securityContext: restricted,
-          resources: { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "256Mi" } },
-          volumeMounts: [
-            { name: "tmp", mountPath: "/tmp" },
-            ...expectedRuntimeMounts,
-            ...(o.ca ? [{ name: "ca", mountPath: "/etc/tailnet-ca", readOnly: true }] : []),
-          ],
-        },
-        {
-          name: "coredns",
-          image: images.coredns,
-          imagePullPolicy: "IfNotPresent",
-          args: ["-conf", "/etc/coredns/Corefile"],
-          env: [{ name: "POD_IP", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } }],
-          ports: [
-            { name: "dns", containerPort: 1053, protocol: "UDP" },
-            { name: "dns-metrics", containerPort: 9153, protocol: "TCP" },
-          ],
-          readinessProbe: { httpGet: { path: "/ready", port: 8181 }, periodSeconds: 5 },
-          livenessProbe: { httpGet: { path: "/health", port: 8081 }, periodSeconds: 10, failureThreshold: 5 },
-          securityContext: restricted,
-          resources: { requests: { cpu: "20m", memory: "32Mi" }, limits: { memory: "128Mi" } },
-          volumeMounts: [
-            { name: "corefile", mountPath: "/etc/coredns", readOnly: true },
-            { name: "zone", mountPath: "/var/lib/coredns/zone", readOnly: true },
-          ],
-        },
-      ],
-      volumes: [
-        { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
-        ...expectedRuntimeVolumes,
-        ...(o.ca ? [{ name: "ca", configMap: { name: `${o.name ?? "gw"}-gateway-ca` } }] : []),
-        { name: "corefile", configMap: { name: `${o.name ?? "gw"}-gateway-corefile` } },
-        { name: "zone", configMap: { name: `${o.name ?? "gw"}-gateway-zone`, optional: true } },
-      ],
-    },
-  });
-  return {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name: `${o.name ?? "gw"}-gateway`, namespace: "infra", labels: labels(o.name) },
-    spec: {
-      replicas: o.replicas ?? 1,
-      selector: { matchLabels: selector },
-      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
-      template,
-    },
-  };
-}
-
-const COREFILE = `# CoreDNS of TailnetGateway infra/gw, rendered by tailnet-operator. Do not edit.
-# Everything is served on 1053 of the pod IP only; the DNS Service maps port 53 to it.
-# The derived zone, for cluster workloads (the cluster DNS forwards the zone here).
-${ZONE}:1053 {
-    bind {$POD_IP}
-    errors
-    ready [{$POD_IP}]:8181
-    health {$HOSTNAME}:8081
-    prometheus [{$POD_IP}]:9153
-    file /var/lib/coredns/zone/zone.db ${ZONE} {
-        reload 10s
-    }
-}
-# Cluster names for tailnet clients (split DNS to the DNS Service IP, reached through the
-# gateway's routes), answered by the cluster DNS.
-svc.cluster.local:1053 {
-    bind {$POD_IP}
-    errors
-    prometheus [{$POD_IP}]:9153
-    cache 30
-    forward . /etc/resolv.conf
-}
-`;
-
 describe("gateway children", () => {
-  it("Deployment: tailscale + CoreDNS, stamped with its own template hash", () => {
-    const got = renderDeployment(renderInput(gateway()), "gw-authkey-7");
-    assert.deepStrictEqual(got, expectedDeployment({ secret: "gw-authkey-7", corefile: COREFILE }));
+  it("StatefulSet per replica: tailscale + CoreDNS, its own state Secret and hostname, stamped with its hash", () => {
+    const got = renderStatefulSet(renderInput(gateway()), 0, "gw-gateway-authkey");
+    assert.deepStrictEqual(got, expectedStatefulSet({ secret: "gw-gateway-authkey", corefile: COREFILE }));
+    const second = renderStatefulSet(renderInput(gateway({ replicas: 2 })), 1, "gw-gateway-authkey");
+    assert.deepStrictEqual(second, expectedStatefulSet({ secret: "gw-gateway-authkey", corefile: COREFILE, index: 1 }));
+    validateChildren([second]);
     const tpl = (got.spec as { template: { metadata: { annotations: Record<string, string> } } }).template;
     assert.equal(tpl.metadata.annotations[TEMPLATE_HASH_ANNOTATION], templateHash(tpl));
     validateChildren([got]);
   });
 
-  it("Deployment copies every user field: hostname, routes, tag, suspend, images", () => {
+  it("StatefulSet copies every user field: hostname, routes, tag, suspend (replicas 0), images", () => {
     const p = gateway({
       hostname: "edge-gw",
       routes: ["10.96.0.0/12", "10.244.0.0/16"],
@@ -185,10 +36,10 @@ describe("gateway children", () => {
       suspend: true,
     });
     const r = { ...renderInput(p), tag: "tag:edge", images: { agent: "a:1", tailscale: "ts:2", coredns: "cd:3" } };
-    const got = renderDeployment(r, undefined);
+    const got = renderStatefulSet(r, 0, undefined);
     assert.deepStrictEqual(
       got,
-      expectedDeployment({
+      expectedStatefulSet({
         hostname: "edge-gw",
         routes: ["10.96.0.0/12", "10.244.0.0/16"],
         tag: "tag:edge",
@@ -273,21 +124,36 @@ describe("gateway children", () => {
     });
   });
 
-  it("every child of a healthy sync validates, the bootstrap Secret is the key's, single-use by name", () => {
+  it("every child of a healthy sync validates; one replica's identity children; the stable bootstrap Secret", () => {
     const { children } = run(healthy()).decision;
     validateChildren(children);
     assert.deepEqual(
       children.map((c) => `${c.kind}/${c.metadata.name}`),
       [
-        "Deployment/gw-gateway",
+        "ServiceAccount/gw-gateway-0",
+        "Role/gw-gateway-0",
+        "RoleBinding/gw-gateway-0",
+        "Secret/gw-gateway-0-state",
+        "StatefulSet/gw-gateway-0",
         "Service/gw-dns",
         "NetworkPolicy/gw-gateway",
         "ConfigMap/gw-gateway-corefile",
         "ConfigMap/gw-gateway-zone",
-        "Secret/gw-authkey-7",
+        "Secret/gw-gateway-authkey",
       ],
     );
-    const secret = children.find((c) => c.kind === "Secret");
+    const state = children.find((c) => c.metadata.name === "gw-gateway-0-state");
+    assert.equal(state?.data, undefined, "the observed state (device_id, machine key) never travels back");
+    const role = children.find((c) => c.kind === "Role");
+    assert.deepEqual(role?.rules, [
+      {
+        apiGroups: [""],
+        resources: ["secrets"],
+        resourceNames: ["gw-gateway-0-state"],
+        verbs: ["get", "update", "patch"],
+      },
+    ]);
+    const secret = children.find((c) => c.metadata.name === "gw-gateway-authkey");
     assert.equal(secret?.metadata.labels?.["tailnet.internal/authkey"], "true");
     assert.equal(secret?.metadata.labels?.["app.kubernetes.io/name"], "tailnet-gateway");
   });
@@ -296,8 +162,8 @@ describe("gateway children", () => {
     const ca = "-----BEGIN CERTIFICATE-----\nPRIVATE CA\n-----END CERTIFICATE-----\n";
     const r = renderInput(gateway());
     r.tailnet.ca = ca;
-    const got = renderDeployment(r, "gw-authkey-7");
-    assert.deepStrictEqual(got, expectedDeployment({ secret: "gw-authkey-7", corefile: COREFILE, ca }));
+    const got = renderStatefulSet(r, 0, "gw-gateway-authkey");
+    assert.deepStrictEqual(got, expectedStatefulSet({ secret: "gw-gateway-authkey", corefile: COREFILE, ca }));
     const input = healthy();
     input.tailnet.ca = ca;
     const { children } = run(input).decision;
@@ -309,24 +175,26 @@ describe("gateway children", () => {
       data: { "ca.crt": ca },
     });
     validateChildren(children);
-    const key = children.find((c) => c.kind === "Secret") as K8sObject;
+    const key = children.find((c) => c.metadata.name === "gw-gateway-authkey") as K8sObject;
     const boot = bootTailscale(got, [key, cm as K8sObject], { serverCa: ca });
     assert.ok(boot.ok, boot.ok ? "" : boot.error);
-    const without = bootTailscale(renderDeployment(renderInput(gateway()), "gw-authkey-7"), [key], { serverCa: ca });
+    const without = bootTailscale(renderStatefulSet(renderInput(gateway()), 0, "gw-gateway-authkey"), [key], {
+      serverCa: ca,
+    });
     assert.equal(without.ok, false);
   });
 
   it("noLogsNoSupport switched off: no TS_NO_LOGS_NO_SUPPORT", () => {
-    const got = renderDeployment({ ...renderInput(gateway()), noLogsNoSupport: false }, "gw-authkey-7");
+    const got = renderStatefulSet({ ...renderInput(gateway()), noLogsNoSupport: false }, 0, "gw-gateway-authkey");
     assert.deepStrictEqual(
       got,
-      expectedDeployment({ secret: "gw-authkey-7", corefile: COREFILE, noLogsNoSupport: false }),
+      expectedStatefulSet({ secret: "gw-gateway-authkey", corefile: COREFILE, noLogsNoSupport: false }),
     );
   });
 
   it("boots under containerboot on the pinned and older images, requests no tag, sends no logs, keeps its state", () => {
     const { children } = run(healthy()).decision;
-    const deployment = children.find((c) => c.kind === "Deployment") as K8sObject;
+    const deployment = children.find((c) => c.kind === "StatefulSet") as K8sObject;
     for (const imageVersion of ["1.102.3", "1.90.6"]) {
       const result = bootTailscale(deployment, children, { imageVersion });
       assert.ok(result.ok, `${imageVersion}: ${result.ok ? "" : result.error}`);
@@ -337,17 +205,29 @@ describe("gateway children", () => {
     }
   });
 
-  it("no bootstrap key yet: no Deployment (never a tailscale container without its key); a running one is kept", () => {
-    const none = run(healthy({ key: { error: "Headscale is down" }, observed: {} })).decision;
+  it("no bootstrap key yet: no StatefulSet (never a tailscale container without its key); a running one is kept", () => {
+    const empty = { statefulSets: [], children: [], legacyKeySecrets: [] };
+    const none = run(healthy({ key: { error: "Headscale is down" }, observed: empty })).decision;
     assert.equal(
-      none.children.some((c) => c.kind === "Deployment"),
+      none.children.some((c) => c.kind === "StatefulSet"),
       false,
     );
     validateChildren(none.children);
     const input = healthy({ key: { error: "Headscale is down" } });
-    const live = input.observed.deployment as K8sObject;
-    const kept = run(input).decision.children.find((c) => c.kind === "Deployment");
-    assert.deepStrictEqual(kept?.spec, live.spec, "the observed Deployment is returned as it is");
+    const live = input.observed.statefulSets[0];
+    const kept = run(input).decision.children.find((c) => c.kind === "StatefulSet");
+    assert.deepStrictEqual(kept?.spec, live.spec, "the observed StatefulSet is returned as it is");
+  });
+
+  it("the StatefulSet waits for its ServiceAccount, Role, RoleBinding and state Secret to be observed", () => {
+    const input = healthy();
+    const first = run({ ...input, observed: { ...input.observed, statefulSets: [], children: [] } }).decision;
+    assert.deepEqual(
+      first.children
+        .filter((c) => c.metadata.labels?.["tailnet.internal/replica"])
+        .map((c) => `${c.kind}/${c.metadata.name}`),
+      ["ServiceAccount/gw-gateway-0", "Role/gw-gateway-0", "RoleBinding/gw-gateway-0", "Secret/gw-gateway-0-state"],
+    );
   });
 
   it("names stay valid for long and dotted parent names", () => {

@@ -11,11 +11,23 @@ import { isRecord } from "../../../../src/k8s/objects.js";
 import type { GatewayInputs } from "../../../../src/kinds/composite/gateway/plan.js";
 import { assertCoversTable } from "../../../helpers/reason-coverage.js";
 import { exitRows } from "./exit-scenarios.js";
-import { dnsServiceLive, gateway, healthy, hsKey, hsNode, liveDeployment, renderInput } from "./fixtures.js";
+import {
+  dnsServiceLive,
+  FRESH,
+  gateway,
+  healthy,
+  hsKey,
+  hsNode,
+  liveReplicas,
+  liveStatefulSet,
+  liveStateSecret,
+  renderInput,
+} from "./fixtures.js";
+import { identityRows } from "./identity-scenarios.js";
 import { rows, run } from "./scenarios.js";
 
 describe("decideGateway", () => {
-  for (const row of rows) {
+  for (const row of [...rows, ...identityRows]) {
     it(row.name, () => {
       const { by } = run(row.input, row.outcome);
       const got = Object.fromEntries(Object.keys(row.expect).map((t) => [t, by[t]?.reason]));
@@ -36,6 +48,7 @@ describe("decideGateway", () => {
         "ClusterDNSForward",
         "WorkloadCurrent",
         "ServiceReady",
+        "NodeIdentity",
         "Ready",
       ],
     );
@@ -67,7 +80,7 @@ describe("decideGateway", () => {
   });
 
   it("not served: every child kept as observed, scaled to zero when suspended; the tag once known", () => {
-    const deployment = liveDeployment(renderInput(gateway({ suspend: true })));
+    const deployment = liveStatefulSet(renderInput(gateway({ suspend: true })));
     const parent = gateway({ suspend: true }, { status: { tag: "tag:old", node: { id: "12" } } });
     const { decision } = run({
       parent,
@@ -82,10 +95,25 @@ describe("decideGateway", () => {
     assert.equal(decision.suspended, true);
   });
 
+  it("not served: an observed state Secret is kept as metadata only, never with tailscaled's data", () => {
+    const parent = gateway();
+    const state = liveStateSecret(parent, 0, "12");
+    const { decision } = run({
+      parent,
+      spec: renderInput(parent).spec,
+      children: [state],
+      unserved: { reason: "NoTailnet", message: "no Tailnet" },
+    });
+    const { name, namespace, labels } = state.metadata;
+    assert.deepEqual(decision.children, [
+      { apiVersion: "v1", kind: "Secret", metadata: { name, namespace, labels }, type: "Opaque" },
+    ]);
+  });
+
   it("covers every (condition, reason, status) of GATEWAY_REASONS, and nothing else", () => {
     assertCoversTable(
       GATEWAY_REASONS,
-      [...rows, ...exitRows].map((r) => run(r.input, r.outcome).conditions),
+      [...rows, ...identityRows, ...exitRows].map((r) => run(r.input, r.outcome).conditions),
     );
   });
 });
@@ -99,10 +127,18 @@ describe("Ready staircase", () => {
   const r = renderInput(lb);
   const pending = { ...dnsServiceLive("10.96.0.53", "LoadBalancer") };
   const assigned = { ...pending, status: { loadBalancer: { ingress: [{ ip: "192.0.2.10" }] } } };
-  const stale = liveDeployment(r, "gw-authkey-6");
-  const current = liveDeployment(r);
-  const notReady = [{ name: "gw-gateway-0", deleting: false, ready: { tailscale: true, coredns: false } }];
-  const ready = [{ name: "gw-gateway-0", deleting: false, ready: { tailscale: true, coredns: true } }];
+  const earlier = liveStatefulSet({ ...r, noLogsNoSupport: false });
+  const live = liveReplicas(r, ["12"]);
+  const current = { ...live, legacyKeySecrets: [] };
+  const stale = {
+    statefulSets: [earlier],
+    children: [...live.children.filter((c) => c.kind !== "StatefulSet"), earlier],
+    legacyKeySecrets: [],
+  };
+  const notReady = [
+    { name: "gw-gateway-0-0", replica: 0, deleting: false, ready: { tailscale: true, coredns: false } },
+  ];
+  const ready = [{ name: "gw-gateway-0-0", replica: 0, deleting: false, ready: { tailscale: true, coredns: true } }];
   const base = healthy({ ...r, parent: lb });
   const steps: { name: string; input: GatewayInputs; ready: string }[] = [
     {
@@ -110,8 +146,9 @@ describe("Ready staircase", () => {
       input: dry({
         ...base,
         headscale: { nodes: { ok: true, value: [] }, keys: { ok: true, value: [hsKey({ used: false })] } },
+        ...FRESH,
         previousNode: undefined,
-        observed: { deployment: stale, service: pending },
+        observed: { ...stale, service: pending },
         related: { ...base.related, pods: notReady },
       }),
       ready: "Provisioning",
@@ -124,7 +161,7 @@ describe("Ready staircase", () => {
           nodes: { ok: true, value: [hsNode({ approvedRoutes: [] })] },
           keys: { ok: true, value: [hsKey()] },
         },
-        observed: { deployment: stale, service: pending },
+        observed: { ...stale, service: pending },
         related: { ...base.related, pods: notReady },
       }),
       ready: "NotApproved",
@@ -133,21 +170,21 @@ describe("Ready staircase", () => {
       name: "route approved",
       input: {
         ...base,
-        observed: { deployment: stale, service: pending },
+        observed: { ...stale, service: pending },
         related: { ...base.related, pods: notReady },
       },
       ready: "NotServing",
     },
     {
       name: "CoreDNS ready",
-      input: { ...base, observed: { deployment: stale, service: pending }, related: { ...base.related, pods: ready } },
+      input: { ...base, observed: { ...stale, service: pending }, related: { ...base.related, pods: ready } },
       ready: "PodTemplateStale",
     },
     {
       name: "rollout done",
       input: {
         ...base,
-        observed: { deployment: current, service: pending },
+        observed: { ...current, service: pending },
         related: { ...base.related, pods: ready },
       },
       ready: "LBPending",
@@ -156,7 +193,7 @@ describe("Ready staircase", () => {
       name: "load balancer assigned",
       input: {
         ...base,
-        observed: { deployment: current, service: assigned },
+        observed: { ...current, service: assigned },
         related: { ...base.related, pods: ready },
       },
       ready: "FreshRuntimeReady",

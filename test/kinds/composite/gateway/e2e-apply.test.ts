@@ -9,17 +9,30 @@ import { describe, it } from "node:test";
 import { applyGateway, child, readyGateway, replicas, serviceIP, statusOf } from "./world.js";
 
 describe("TailnetGateway children under Metacontroller's dynamic apply", () => {
-  it("replicas 1 → 2 reaches the Deployment, with no refused update", async (t) => {
+  it("replicas 1 → 2 reaches a second StatefulSet, with no refused update", async (t) => {
     const w = await readyGateway(t);
     assert.deepEqual(w.mc.errors, []);
     assert.equal(replicas(w.mc), 1);
     applyGateway(w.mc, { replicas: 2 });
     await w.mc.settle();
     assert.deepEqual(w.mc.errors, []);
-    assert.equal(replicas(w.mc), 2);
+    assert.deepEqual([replicas(w.mc, 0), replicas(w.mc, 1)], [1, 1]);
     const np = child(w.mc, "NetworkPolicy", "gw-gateway")?.spec as { ingress: { ports: { protocol: string }[] }[] };
     const dnsProtocols = np.ingress.flatMap((r) => r.ports.map((p) => p.protocol)).slice(0, 2);
     assert.deepEqual(dnsProtocols, ["UDP", "TCP"], "UDP DNS still allowed after an update");
+  });
+
+  it("a key rotated in place is an InPlace update of the one key Secret; the state Secret's data survives the apply", async (t) => {
+    const w = await readyGateway(t);
+    const state = () => child(w.mc, "Secret", "gw-gateway-0-state")?.data;
+    const before = state();
+    assert.ok(before, "the replica wrote its device_id");
+    w.clock.now = new Date(Date.parse("2026-11-29T10:31:00Z"));
+    await w.mc.settle();
+    assert.deepEqual(w.mc.errors, []);
+    const key = child(w.mc, "Secret", "gw-gateway-authkey");
+    assert.equal(key?.metadata.annotations?.["tailnet.internal/key-id"], "2");
+    assert.deepEqual(state(), before, "tailscaled's data is never overwritten by the operator");
   });
 
   it("a serviceType change replaces the DNS Service (OnDelete: never merged), both protocols kept", async (t) => {

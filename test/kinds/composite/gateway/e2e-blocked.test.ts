@@ -110,7 +110,7 @@ describe("TailnetGateway end to end: the fresh writer blocked", () => {
     );
     assert.equal(
       cond(w.mc, "Ready")?.message,
-      `fresh writer blocked by node provenance: node ${rogue.id} "rogue" carries ${TAG} but was registered with pre-auth key ${keyId}, not with this gateway's bootstrap key 1. The derived zone keeps its last state.`,
+      `fresh writer blocked by node identity: node ${rogue.id} "rogue" carries ${TAG} but was registered with pre-auth key ${keyId}, not with this gateway's bootstrap key 1. The derived zone keeps its last state.`,
     );
     assert.equal(cond(w.mc, "Ready")?.reason, "FreshBlocked");
     assert.deepEqual(writesTo(w.fake, "DELETE", /^\/api\/v1\/node\//), []);
@@ -145,7 +145,8 @@ describe("TailnetGateway end to end: the fresh writer blocked", () => {
     assert.equal(lastSync(w.mc)?.code, 200);
     await w.fake.clearFaults();
     await w.mc.settle();
-    assert.equal(keySecrets(w.mc)[0].metadata.name, "gw-authkey-2");
+    assert.equal(keySecrets(w.mc)[0].metadata.name, "gw-gateway-authkey");
+    assert.equal(keySecrets(w.mc)[0].metadata.annotations?.["tailnet.internal/key-id"], "2");
     assert.equal(cond(w.mc, "Registered")?.reason, "FreshRuntimeReady");
   });
 
@@ -164,7 +165,7 @@ describe("TailnetGateway end to end: the fresh writer blocked", () => {
 
   it("edited pod template", async (t) => {
     const w = await withRecord(t);
-    const d = child(w.mc, "Deployment", "gw-gateway") as unknown as {
+    const d = child(w.mc, "StatefulSet", "gw-gateway-0") as unknown as {
       spec: { template: { spec: { containers: { env: unknown[] }[] } } };
     };
     d.spec.template.spec.containers[0].env.push({ name: "TS_EXTRA_ARGS_2", value: "--accept-routes" });
@@ -172,7 +173,7 @@ describe("TailnetGateway end to end: the fresh writer blocked", () => {
     assert.equal(cond(w.mc, "Registered")?.reason, "FreshBlocked");
     assert.match(
       cond(w.mc, "Ready")?.message ?? "",
-      /^fresh writer blocked by pod template: the live pod template of Deployment infra\/gw-gateway was changed outside the operator \(rendered hash [0-9a-f]{16}, live template hashes to [0-9a-f]{16}\)\. The derived zone keeps its last state\.$/,
+      /^fresh writer blocked by pod template: the live pod template of StatefulSet infra\/gw-gateway-0 was changed outside the operator \(rendered hash [0-9a-f]{16}, live template hashes to [0-9a-f]{16}\)\. The derived zone keeps its last state\.$/,
     );
     assert.equal(cond(w.mc, "StaleNodes")?.status, "Unknown");
     const before = statusJson(w.mc);
@@ -233,48 +234,62 @@ describe("TailnetGateway end to end: Headscale faults", () => {
 });
 
 describe("TailnetGateway end to end: workload and Service", () => {
-  it("rollout pending and CoreDNS not serving while the Deployment is unavailable", async (t) => {
+  it("rollout pending and CoreDNS not serving while the StatefulSet's pod is not ready", async (t) => {
     const w = await world(t);
-    w.mc.deploymentsAvailable = false;
+    w.mc.statefulSetsReady = false;
     applyGateway(w.mc);
     await w.mc.settle();
     assert.equal(cond(w.mc, "WorkloadCurrent")?.reason, "PodTemplateStale");
+    assert.equal(
+      cond(w.mc, "WorkloadCurrent")?.message,
+      "rolling 0 of 1 current: StatefulSet infra/gw-gateway-0 rollout in progress: 0 of 1 pod ready at revision old",
+    );
     assert.equal(cond(w.mc, "DNSReady")?.reason, "NotServing");
-    assert.equal(cond(w.mc, "DNSReady")?.message, "no ready gateway pod: Deployment infra/gw-gateway has 0 of 1 ready");
+    assert.equal(cond(w.mc, "DNSReady")?.message, "no ready gateway pod: 1 StatefulSet(s), none with a ready pod");
   });
 
-  it("progress deadline exceeded: WorkloadUpdateBlocked", async (t) => {
-    const w = await readyGateway(t);
-    const d = child(w.mc, "Deployment", "gw-gateway") as unknown as { status: { conditions: unknown[] } };
-    d.status.conditions = [
-      { type: "Available", status: "True" },
-      {
-        type: "Progressing",
-        status: "False",
-        reason: "ProgressDeadlineExceeded",
-        message: "ReplicaSet has timed out progressing.",
-      },
-    ];
+  it("a template change rolls one replica at a time: the next one only once the first is settled", async (t) => {
+    const w = await readyGateway(t, { replicas: 2 });
+    const template = (i: number) =>
+      JSON.stringify(
+        (child(w.mc, "StatefulSet", `gw-gateway-${i}`)?.spec as { template?: unknown } | undefined)?.template,
+      );
+    const before = [template(0), template(1)];
+    w.mc.statefulSetsReady = false;
+    applyGateway(w.mc, { replicas: 2, routes: [ROUTE, "10.244.0.0/16"] });
     await w.mc.settle();
-    assert.deepEqual(
-      [cond(w.mc, "WorkloadCurrent")?.reason, cond(w.mc, "Ready")?.reason, cond(w.mc, "Ready")?.message],
-      [
-        "WorkloadUpdateBlocked",
-        "WorkloadUpdateBlocked",
-        "Deployment infra/gw-gateway rollout is stuck (ProgressDeadlineExceeded): ReplicaSet has timed out progressing.",
-      ],
-    );
+    assert.notEqual(template(0), before[0], "replica 0 rolls first");
+    assert.equal(template(1), before[1], "replica 1 waits while replica 0 is not settled");
+    assert.match(cond(w.mc, "WorkloadCurrent")?.message ?? "", /^rolling 0 of 2 current: /);
+    // replica 0's pod comes up at the new revision
+    w.mc.statefulSetsReady = true;
+    const sts0 = structuredClone(child(w.mc, "StatefulSet", "gw-gateway-0"));
+    if (!sts0) throw new Error("no StatefulSet");
+    const generation = sts0.metadata.generation;
+    sts0.status = {
+      observedGeneration: generation,
+      replicas: 1,
+      readyReplicas: 1,
+      currentRevision: "n",
+      updateRevision: "n",
+    };
+    w.mc.apply(sts0);
+    await syncAgain(w.mc);
+    await w.mc.settle();
+    assert.notEqual(template(1), before[1], "then replica 1");
+    assert.equal(cond(w.mc, "WorkloadCurrent")?.reason, "PodCurrent");
+    assert.equal(cond(w.mc, "Registered")?.reason, "FreshRuntimeReady", "no replica re-registered");
   });
 
   it("CoreDNS container not ready in the observed pod", async (t) => {
     const w = await readyGateway(t);
-    const d = child(w.mc, "Deployment", "gw-gateway") as unknown as {
+    const d = child(w.mc, "StatefulSet", "gw-gateway-0") as unknown as {
       spec: { template: { metadata: { labels: Record<string, string> } } };
     };
     w.mc.apply({
       apiVersion: "v1",
       kind: "Pod",
-      metadata: { name: "gw-gateway-abc", namespace: "infra", labels: d.spec.template.metadata.labels },
+      metadata: { name: "gw-gateway-0-0", namespace: "infra", labels: d.spec.template.metadata.labels },
       spec: { containers: [] },
       status: {
         startTime: "2026-11-29T09:59:00Z",
@@ -287,7 +302,7 @@ describe("TailnetGateway end to end: workload and Service", () => {
     await w.mc.settle();
     assert.deepEqual(
       [cond(w.mc, "DNSReady")?.reason, cond(w.mc, "DNSReady")?.message, cond(w.mc, "Ready")?.reason],
-      ["NotServing", "CoreDNS is not ready in pod gw-gateway-abc", "NotServing"],
+      ["NotServing", "CoreDNS is not ready in pod gw-gateway-0-0", "NotServing"],
     );
   });
 

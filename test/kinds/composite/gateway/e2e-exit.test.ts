@@ -38,7 +38,7 @@ describe("TailnetGateway as an exit node (issue 27 part 3)", () => {
     w.mc.apply(namespace({ "tailnet.internal/exit-nodes": "true" }));
     applyGateway(w.mc, { exitNode: { allowFrom: ["group:eng"] } });
     await w.mc.settle();
-    assert.equal(tsRoutes(child(w.mc, "Deployment", "gw-gateway")), `${ROUTE},0.0.0.0/0,::/0`);
+    assert.equal(tsRoutes(child(w.mc, "StatefulSet", "gw-gateway-0")), `${ROUTE},0.0.0.0/0,::/0`);
     assert.equal(cond(w.mc, "ExitNode")?.reason, "NotAdvertised");
 
     const node = registerGateway(w);
@@ -59,7 +59,7 @@ describe("TailnetGateway as an exit node (issue 27 part 3)", () => {
     w.fake.setDatabaseDown(true);
     await syncAgain(w.mc);
     assert.equal(cond(w.mc, "ExitNode")?.reason, "NotObserved");
-    assert.equal(tsRoutes(child(w.mc, "Deployment", "gw-gateway")), `${ROUTE},0.0.0.0/0,::/0`);
+    assert.equal(tsRoutes(child(w.mc, "StatefulSet", "gw-gateway-0")), `${ROUTE},0.0.0.0/0,::/0`);
     assert.equal(w.fake.writes().length, writes);
     w.fake.setDatabaseDown(false);
 
@@ -68,7 +68,7 @@ describe("TailnetGateway as an exit node (issue 27 part 3)", () => {
     await w.mc.settle();
     assert.equal(cond(w.mc, "ExitNode")?.reason, "ExitNodeNotAllowed");
     assert.equal(cond(w.mc, "Ready")?.reason, "ExitNodeNotAllowed");
-    assert.equal(tsRoutes(child(w.mc, "Deployment", "gw-gateway")), ROUTE);
+    assert.equal(tsRoutes(child(w.mc, "StatefulSet", "gw-gateway-0")), ROUTE);
     assert.deepEqual(w.fake.state.nodes.get(node.id)?.approvedRoutes.slice().sort(), [ROUTE, ...PAIR].sort());
     assert.equal(writesTo(w.fake, "POST", /approve_routes$/).length, 2);
     assert.deepEqual(w.mc.errors, []);
@@ -158,13 +158,13 @@ describe("TailnetGateway as an exit node (issue 27 part 3)", () => {
       "spec.exitNode.allowFrom: autogroup:member, * not in Tailnet home's spec.allowedIngressSources; the gateway is no exit node (nothing advertised, approved or granted)";
     assert.deepEqual([exit?.status, exit?.reason, exit?.message], ["False", "PolicyDenied", message]);
     assert.equal(cond(w.mc, "Ready")?.reason, "PolicyDenied");
-    assert.equal(tsRoutes(child(w.mc, "Deployment", "gw-gateway")), ROUTE);
+    assert.equal(tsRoutes(child(w.mc, "StatefulSet", "gw-gateway-0")), ROUTE);
     assert.deepEqual(w.fake.state.nodes.get(node.id)?.approvedRoutes, [ROUTE]);
 
     // within the allowlist: an exit node as before
     applyGateway(w.mc, { exitNode: { allowFrom: ["group:eng"] } });
     await w.mc.settle();
-    assert.equal(tsRoutes(child(w.mc, "Deployment", "gw-gateway")), `${ROUTE},0.0.0.0/0,::/0`);
+    assert.equal(tsRoutes(child(w.mc, "StatefulSet", "gw-gateway-0")), `${ROUTE},0.0.0.0/0,::/0`);
     assert.deepEqual(w.mc.errors, []);
   });
 });

@@ -28,13 +28,13 @@ describe("TailnetGateway with a TailnetProxyClass", () => {
     assert.equal(ready?.reason, "ProxyClassMissing");
     assert.match(ready?.message ?? "", /TailnetProxyClass edge does not exist/);
     assert.equal(cond(w.mc, "Registered")?.reason, "ProxyClassMissing");
-    assert.equal(child(w.mc, "Deployment", "gw-gateway"), undefined, "no pod runs with the default settings");
+    assert.equal(child(w.mc, "StatefulSet", "gw-gateway-0"), undefined, "no pod runs with the default settings");
 
     w.mc.apply(
       proxyClass({ nodeSelector: { edge: "true" }, tailscaleResources: { requests: { cpu: "77m" } } }) as never,
     );
     await w.mc.settle();
-    const pod = podOf(child(w.mc, "Deployment", "gw-gateway"));
+    const pod = podOf(child(w.mc, "StatefulSet", "gw-gateway-0"));
     assert.deepEqual(pod?.spec.nodeSelector, { edge: "true" });
     assert.deepEqual(pod?.spec.containers.find((c) => c.name === "tailscale")?.resources, { requests: { cpu: "77m" } });
     assert.notEqual(cond(w.mc, "Ready")?.reason, "ProxyClassMissing");
@@ -45,15 +45,15 @@ describe("TailnetGateway with a TailnetProxyClass", () => {
     w.mc.apply(proxyClass({ nodeSelector: { edge: "a" } }) as never);
     applyGateway(w.mc, { proxyClassName: "edge" });
     await w.mc.settle();
-    assert.deepEqual(podOf(child(w.mc, "Deployment", "gw-gateway"))?.spec.nodeSelector, { edge: "a" });
+    assert.deepEqual(podOf(child(w.mc, "StatefulSet", "gw-gateway-0"))?.spec.nodeSelector, { edge: "a" });
     w.mc.apply(proxyClass({ nodeSelector: { edge: "b" } }) as never);
     await w.mc.settle();
-    const before = child(w.mc, "Deployment", "gw-gateway");
+    const before = child(w.mc, "StatefulSet", "gw-gateway-0");
     assert.deepEqual(podOf(before)?.spec.nodeSelector, { edge: "b" });
 
     w.mc.delete(API, "TailnetProxyClass", "edge");
     await w.mc.settle();
     assert.equal(cond(w.mc, "Ready")?.reason, "ProxyClassMissing");
-    assert.deepEqual(podOf(child(w.mc, "Deployment", "gw-gateway"))?.spec, podOf(before)?.spec);
+    assert.deepEqual(podOf(child(w.mc, "StatefulSet", "gw-gateway-0"))?.spec, podOf(before)?.spec);
   });
 });

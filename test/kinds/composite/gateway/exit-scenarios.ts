@@ -7,7 +7,18 @@ import type { HsNode } from "../../../../src/headscale/types.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import type { GatewayInputs } from "../../../../src/kinds/composite/gateway/plan.js";
 import { leftOutText } from "../../shared/left-out-fixture.js";
-import { gateway, haHealthy, haNode, healthy, hsKey, hsNode, liveDeployment, ROUTE, renderInput } from "./fixtures.js";
+import {
+  FRESH,
+  gateway,
+  haHealthy,
+  haNode,
+  healthy,
+  hsKey,
+  hsNode,
+  liveReplicas,
+  ROUTE,
+  renderInput,
+} from "./fixtures.js";
 import type { Row } from "./scenarios.js";
 
 export const PAIR = ["0.0.0.0/0", "::/0"];
@@ -39,7 +50,7 @@ function haExit(): GatewayInputs {
   const served = { availableRoutes: [ROUTE, ...PAIR], approvedRoutes: [ROUTE, ...PAIR] };
   const base = haHealthy(2, [haNode(0, served), haNode(1)]);
   const r = renderInput(parent);
-  return { ...base, ...r, observed: { ...base.observed, deployment: liveDeployment(r) } };
+  return { ...base, ...r, observed: { ...base.observed, ...liveReplicas(r, ["12", "13"]) } };
 }
 
 export const exitRows: Row[] = [
@@ -96,7 +107,10 @@ export const exitRows: Row[] = [
   },
   {
     name: "exit node: no node registered yet",
-    input: exitHealthy({}, { headscale: { nodes: { ok: true, value: [] }, keys: { ok: true, value: [hsKey()] } } }),
+    input: exitHealthy(
+      {},
+      { headscale: { nodes: { ok: true, value: [] }, keys: { ok: true, value: [hsKey()] } }, ...FRESH },
+    ),
     expect: { ExitNode: "NotAdvertised", Registered: "Provisioning", Ready: "Provisioning" },
   },
   {

@@ -10,12 +10,12 @@ import { advertisedRoutes, advertisesExit, exitNodeState } from "../../../../src
 import { gatewaySpecProblem, readGatewaySpec } from "../../../../src/kinds/composite/gateway/spec.js";
 import { readTenancy } from "../../../../src/kinds/shared/tenancy.js";
 import { exitHealthy, exitRows, PAIR } from "./exit-scenarios.js";
-import { gateway, hsNode, liveDeployment, ROUTE, renderInput } from "./fixtures.js";
+import { gateway, hsNode, liveStatefulSet, ROUTE, renderInput } from "./fixtures.js";
 import { run } from "./scenarios.js";
 
-/** TS_ROUTES of the rendered gateway Deployment among the children. */
+/** TS_ROUTES of replica 0's rendered StatefulSet among the children. */
 function tsRoutes(children: readonly K8sObject[]): string | undefined {
-  const d = children.find((c) => c.kind === "Deployment");
+  const d = children.find((c) => c.kind === "StatefulSet");
   const template = isRecord(d?.spec) ? d.spec.template : undefined;
   const pod = isRecord(template) && isRecord(template.spec) ? template.spec : {};
   const ts = (Array.isArray(pod.containers) ? pod.containers : []).find((c) => isRecord(c) && c.name === "tailscale");
@@ -116,7 +116,7 @@ describe("exit node: messages, writes and the pod", () => {
       ["False", "NotRequested", "FreshRuntimeReady"],
     );
     assert.equal(tsRoutes(decision.children), ROUTE);
-    assert.equal(advertisesExit(decision.children.find((c) => c.kind === "Deployment")), false);
+    assert.equal(advertisesExit(decision.children.find((c) => c.kind === "StatefulSet")), false);
   });
 
   it("exitNodeState: the tenancy's verdict, and what a missing Namespace keeps", () => {
@@ -126,7 +126,7 @@ describe("exit node: messages, writes and the pod", () => {
     const ns = (labels: Record<string, string>): ObjectMaps => ({
       "Namespace.v1": { infra: { apiVersion: "v1", kind: "Namespace", metadata: { name: "infra", labels } } },
     });
-    const live = liveDeployment(renderInput(parent));
+    const live = liveStatefulSet(renderInput(parent));
     assert.deepEqual(exitNodeState(spec, parent, selector, ns({ exit: "yes" }), undefined), {
       state: "allowed",
       allowFrom: ["group:eng"],
@@ -139,7 +139,7 @@ describe("exit node: messages, writes and the pod", () => {
       message: "the labels of namespace infra are not observed (the Tailnet's spec.tenancy.exitNodes needs them)",
       keep: true,
     });
-    const without = liveDeployment(renderInput(gateway()));
+    const without = liveStatefulSet(renderInput(gateway()));
     assert.equal((exitNodeState(spec, parent, selector, {}, without) as { keep: boolean }).keep, false);
     assert.deepEqual(exitNodeState(readGatewaySpec(gateway()), gateway(), selector, {}, live), { state: "off" });
   });

@@ -6,13 +6,20 @@
 import { DEFAULT_CONFIG } from "../../../../src/config.js";
 import type { HsNode, HsPreAuthKey } from "../../../../src/headscale/types.js";
 import { isRecord, type K8sObject } from "../../../../src/k8s/objects.js";
-import { gatewayLabels } from "../../../../src/kinds/composite/gateway/children.js";
+import {
+  gatewayKeySecretName,
+  gatewayLabels,
+  gatewayReplica,
+} from "../../../../src/kinds/composite/gateway/children.js";
 import type { ExitNodeState } from "../../../../src/kinds/composite/gateway/exit.js";
 import type { GatewayUnserved } from "../../../../src/kinds/composite/gateway/observe.js";
 import type { GatewayInputs } from "../../../../src/kinds/composite/gateway/plan.js";
 import { readGatewaySpec } from "../../../../src/kinds/composite/gateway/spec.js";
-import { type RenderInput, renderDeployment } from "../../../../src/kinds/composite/gateway/workload.js";
+import { stampTemplate } from "../../../../src/kinds/composite/gateway/template.js";
+import { type RenderInput, renderStatefulSet } from "../../../../src/kinds/composite/gateway/workload.js";
 import { authKeySecret } from "../../../../src/kinds/shared/authkey.js";
+import { replicaIdentityChildren, stateSecret } from "../../../../src/kinds/shared/replica.js";
+import type { NodeStatusItem, StateFact } from "../../../../src/kinds/shared/replica-nodes.js";
 import { parentObject } from "../../../fixtures/hooks.js";
 
 export const NOW = new Date("2026-11-29T10:00:00Z");
@@ -42,7 +49,7 @@ export function hsKey(over: Partial<HsPreAuthKey> = {}): HsPreAuthKey {
     user: null,
     id: KEY_ID,
     key: "hskey-auth-abc-***",
-    reusable: false,
+    reusable: true,
     ephemeral: false,
     used: true,
     expiration: "2026-11-29T10:30:00Z",
@@ -79,6 +86,7 @@ export function hsNode(over: Partial<HsNode> & { keyId?: string | null } = {}): 
   };
 }
 
+/** The stable bootstrap key Secret (`gw-gateway-authkey`) holding key `id`. */
 export function keySecret(parent: K8sObject, id = KEY_ID): K8sObject {
   return authKeySecret(
     parent,
@@ -89,7 +97,41 @@ export function keySecret(parent: K8sObject, id = KEY_ID): K8sObject {
       expiresAt: new Date("2026-11-29T10:30:00Z"),
     },
     gatewayLabels(parent),
+    gatewayKeySecretName(parent),
   );
+}
+
+/** Replica i's state Secret as the API server holds it (creation before every node), device_id as given. */
+export function liveStateSecret(parent: K8sObject, i: number, deviceId?: string): K8sObject {
+  const s = stateSecret(gatewayReplica(parent, i)) as unknown as K8sObject;
+  s.metadata.creationTimestamp = "2026-11-29T09:00:00Z";
+  if (deviceId) s.data = { device_id: Buffer.from(deviceId).toString("base64"), _machinekey: "TUFSS0VS" };
+  return s;
+}
+
+/** The state fact of replica i (replica-nodes.ts stateFacts of liveStateSecret). */
+export function stateFact(i: number, deviceId?: string): StateFact {
+  return {
+    index: i,
+    name: `gw-gateway-${i}-state`,
+    created: new Date("2026-11-29T09:00:00Z"),
+    ...(deviceId ? { deviceId } : {}),
+    hasState: !!deviceId,
+  };
+}
+
+/** status.nodes[] item recorded for replica i bound to node n. */
+export function recordOf(i: number, n: HsNode): NodeStatusItem {
+  return {
+    replica: i,
+    id: n.id,
+    name: n.givenName,
+    addresses: [...n.ipAddresses].sort(),
+    nodeKey: n.nodeKey,
+    machineKey: n.machineKey,
+    ...(n.preAuthKey ? { preAuthKeyId: n.preAuthKey.id } : {}),
+    online: n.online,
+  };
 }
 
 /** spec.exitNode as an admitting Tailnet sees it (a row that refuses it sets `exitNode` itself). */
@@ -117,23 +159,23 @@ export function renderInput(parent: K8sObject, policyMode: "Apply" | "DryRun" = 
   };
 }
 
-/** The gateway Deployment as the API server holds it after a finished rollout. */
-export function liveDeployment(r: RenderInput, secret: string | undefined = `gw-authkey-${KEY_ID}`): K8sObject {
-  const d = renderDeployment(r, secret);
+/** Replica i's StatefulSet as the API server holds it after a finished rollout. */
+export function liveStatefulSet(r: RenderInput, i = 0, secret: string | undefined = "gw-gateway-authkey"): K8sObject {
+  const d = renderStatefulSet(r, i, secret);
   const replicas = (d.spec as { replicas: number }).replicas;
   d.metadata.generation = 2;
-  d.status = {
-    observedGeneration: 2,
-    replicas,
-    updatedReplicas: replicas,
-    readyReplicas: replicas,
-    availableReplicas: replicas,
-    conditions: [
-      { type: "Available", status: "True" },
-      { type: "Progressing", status: "True", reason: "NewReplicaSetAvailable" },
-    ],
-  };
+  d.status = { observedGeneration: 2, replicas, readyReplicas: replicas, currentRevision: "r1", updateRevision: "r1" };
   return d;
+}
+
+/** Every replica's live StatefulSet and identity children (what a settled sync observes). */
+export function liveReplicas(r: RenderInput, deviceIds: readonly (string | undefined)[]) {
+  const statefulSets = deviceIds.map((_, i) => liveStatefulSet(r, i));
+  const children = deviceIds.flatMap((id, i) => [
+    ...replicaIdentityChildren(gatewayReplica(r.parent, i)).filter((c) => c.kind !== "Secret"),
+    liveStateSecret(r.parent, i, id),
+  ]);
+  return { statefulSets, children: [...children, ...statefulSets] };
 }
 
 export function dnsServiceLive(ip = "10.96.0.53", type = "ClusterIP"): K8sObject {
@@ -180,15 +222,18 @@ export function healthy(over: Partial<GatewayInputs> = {}): GatewayInputs {
     ...r,
     metricsPeers: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "tailnet-system" } } }],
     now: NOW,
-    observed: { deployment: liveDeployment(r), service: dnsServiceLive() },
+    observed: { service: dnsServiceLive(), ...liveReplicas(r, ["12"]), legacyKeySecrets: [] },
     related: {
       coredns: corednsConfigMap(),
       egresses: [],
       services: [],
-      pods: [{ name: "gw-gateway-0", deleting: false, ready: { tailscale: true, coredns: true } }],
+      pods: [{ name: "gw-gateway-0-0", replica: 0, deleting: false, ready: { tailscale: true, coredns: true } }],
     },
     headscale: { nodes: { ok: true, value: [hsNode()] }, keys: { ok: true, value: [hsKey()] } },
     key: { secret, keyId: KEY_ID, expiresAt: new Date("2026-11-29T10:30:00Z") },
+    stateFacts: [stateFact(0, "12")],
+    record: [recordOf(0, hsNode())],
+    recordedKeyIds: [KEY_ID],
     previousNode: { id: "12", name: "cluster-gw", nodeKey: NODE_KEY, preAuthKeyId: KEY_ID },
     ...over,
   };
@@ -203,17 +248,17 @@ export function unserved(
   return { parent, spec: readGatewaySpec(parent), children: over.children ?? [], unserved: why };
 }
 
-/** The pod spec inside a Deployment, for a row that edits the live template (narrowed, not cast). */
-export function podSpecOf(deployment: Record<string, unknown>): Record<string, unknown> {
-  const template = isRecord(deployment.spec) ? deployment.spec.template : undefined;
+/** The pod spec inside a StatefulSet, for a row that edits the live template (narrowed, not cast). */
+export function podSpecOf(workload: Record<string, unknown>): Record<string, unknown> {
+  const template = isRecord(workload.spec) ? workload.spec.template : undefined;
   const pod = isRecord(template) ? template.spec : undefined;
-  if (!isRecord(pod)) throw new Error("the Deployment has no pod template spec");
+  if (!isRecord(pod)) throw new Error("the workload has no pod template spec");
   return pod;
 }
 
-/** Gateway node `n` (0-based) of a replicated gateway: ids 12, 13, …, names cluster-gw, cluster-gw-1, …. */
+/** Gateway node `n` (0-based, replica n's) of a replicated gateway: ids 12, 13, …, names cluster-gw, cluster-gw-r1, …. */
 export function haNode(n: number, over: Partial<HsNode> & { keyId?: string | null } = {}): HsNode {
-  const name = n === 0 ? "cluster-gw" : `cluster-gw-${n}`;
+  const name = n === 0 ? "cluster-gw" : `cluster-gw-r${n}`;
   return hsNode({
     id: String(12 + n),
     name,
@@ -226,7 +271,10 @@ export function haNode(n: number, over: Partial<HsNode> & { keyId?: string | nul
   });
 }
 
-/** A healthy gateway with spec.replicas `replicas`: its reusable key, these nodes, status.nodes as they are. */
+/**
+ * A healthy gateway with spec.replicas `replicas`: its reusable key, these nodes (node i bound to replica i by its
+ * state Secret when i < replicas), status.nodes as they are.
+ */
 export function haHealthy(
   replicas: number,
   nodes: HsNode[],
@@ -235,17 +283,41 @@ export function haHealthy(
   const { spec, ...rest } = over;
   const parent = gateway({ replicas, ...spec });
   const r = renderInput(parent);
-  const previousNodes = nodes.map((n) => ({
-    id: n.id,
-    name: n.givenName,
-    nodeKey: n.nodeKey,
-    preAuthKeyId: n.preAuthKey?.id ?? "",
-  }));
+  const bound = Array.from({ length: replicas }, (_, i) => nodes[i]?.id);
+  const record = bound.flatMap((_, i) => (nodes[i] ? [recordOf(i, nodes[i])] : []));
   return healthy({
     ...r,
-    observed: { deployment: liveDeployment(r), service: dnsServiceLive() },
+    observed: { service: dnsServiceLive(), ...liveReplicas(r, bound), legacyKeySecrets: [] },
     headscale: { nodes: { ok: true, value: nodes }, keys: { ok: true, value: [hsKey({ reusable: true })] } },
-    ...(previousNodes.length ? { previousNode: previousNodes.at(-1), previousNodes } : { previousNode: undefined }),
+    stateFacts: bound.map((id, i) => stateFact(i, id)),
+    record,
+    ...(record.length
+      ? { previousNode: { id: record[0].id, name: record[0].name, nodeKey: record[0].nodeKey, preAuthKeyId: KEY_ID } }
+      : { previousNode: undefined }),
     ...rest,
   });
 }
+
+/** The gateway Deployment from before per-replica identity (the upgrade's starting point), as it ran. */
+export function legacyDeployment(parent: K8sObject = gateway()): K8sObject {
+  const selector = { "app.kubernetes.io/name": "tailnet-gateway", "tailnet.internal/owner-uid": UID };
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "gw-gateway", namespace: "infra", labels: { ...gatewayLabels(parent), ...selector } },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: selector },
+      template: stampTemplate<{
+        metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
+        spec: unknown;
+      }>({
+        metadata: { labels: { ...gatewayLabels(parent), ...selector } },
+        spec: { containers: [{ name: "tailscale", image: DEFAULT_CONFIG.images.tailscale }] },
+      }),
+    },
+  };
+}
+
+/** A replica that has not logged in yet: no device_id in its state Secret, nothing recorded. */
+export const FRESH = { stateFacts: [stateFact(0)], record: [] as NodeStatusItem[] };

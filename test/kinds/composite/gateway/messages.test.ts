@@ -11,10 +11,11 @@ import {
   NODE_KEY,
   ROUTE,
   renderInput,
+  stateFact,
   TAG,
   ZONE,
 } from "./fixtures.js";
-import { NEW_KEY, run, scenario, withDeployment } from "./scenarios.js";
+import { NEW_KEY, run, scenario, withStatefulSet } from "./scenarios.js";
 
 const suspendedParent = gateway({ suspend: true });
 
@@ -24,13 +25,27 @@ describe("decideGateway messages", () => {
     assert.deepEqual(decision.fields, {
       tag: TAG,
       node: { id: "12", name: "cluster-gw", nodeKey: NODE_KEY, preAuthKeyId: KEY_ID },
+      nodes: [
+        {
+          replica: 0,
+          id: "12",
+          name: "cluster-gw",
+          addresses: ["100.64.0.12"],
+          nodeKey: NODE_KEY,
+          machineKey: "mkey:12",
+          preAuthKeyId: KEY_ID,
+          online: true,
+        },
+      ],
+      preAuthKeyIds: [KEY_ID],
       dnsServiceIP: "10.96.0.53",
     });
     assert.deepEqual(decision.actions, { deleteNodes: [] });
     assert.equal(
       by.Registered.message,
-      `node 12 "cluster-gw" registered with bootstrap key 7 as ${TAG}; bootstrap key and pod template verified`,
+      `node 12 "cluster-gw" registered with bootstrap key 7 as ${TAG}; bootstrap key, node identity and pod template verified`,
     );
+    assert.equal(by.NodeIdentity.message, "every replica keeps its node (0=12)");
     assert.equal(by.Ready.status, "True");
     assert.equal(by.Ready.message, by.Registered.message);
     assert.equal(by.RoutesInSync.message, `node 12 "cluster-gw" has ${ROUTE} approved`);
@@ -42,16 +57,17 @@ describe("decideGateway messages", () => {
     assert.equal(decision.resyncAfterSeconds, undefined);
   });
 
-  it("suspended: replicas 0 and Ready names the suspension", () => {
+  it("suspended: the StatefulSet at replicas 0, its state Secret kept, and Ready names the suspension", () => {
     const { decision, by } = run(healthy({ ...renderInput(suspendedParent), parent: suspendedParent }));
-    const d = decision.children.find((c) => c.kind === "Deployment");
+    const d = decision.children.find((c) => c.kind === "StatefulSet");
     assert.equal((d?.spec as { replicas?: number } | undefined)?.replicas, 0);
+    assert.ok(decision.children.some((c) => c.metadata.name === "gw-gateway-0-state"));
     assert.equal(decision.suspended, true);
     assert.deepEqual(by.Ready, {
       type: "Ready",
       status: "False",
       reason: "Suspended",
-      message: "spec.suspend is true: the gateway is scaled to zero",
+      message: "spec.suspend is true: the gateway is scaled to zero (each replica keeps its state and node)",
     });
   });
 
@@ -95,13 +111,13 @@ describe("decideGateway messages", () => {
       healthy({
         headscale: {
           nodes: { ok: true, value: [hsNode()] },
-          keys: { ok: true, value: [hsKey({ reusable: true, ephemeral: true, aclTags: ["tag:other"] })] },
+          keys: { ok: true, value: [hsKey({ reusable: false, ephemeral: true, aclTags: ["tag:other"] })] },
         },
       }),
     );
     assert.equal(
       by.Registered.message,
-      `fresh writer blocked by bootstrap key: bootstrap key 7 drifted from Headscale's record: tags [tag:other] (want [${TAG}]), reusable true (want false), ephemeral true (want false). The derived zone keeps its last state.`,
+      `fresh writer blocked by bootstrap key: bootstrap key 7 drifted from Headscale's record: tags [tag:other] (want [${TAG}]), reusable false (want true), ephemeral true (want false). The derived zone keeps its last state.`,
     );
   });
 
@@ -129,7 +145,7 @@ describe("decideGateway messages", () => {
     const { decision, by } = run(scenario("rogue node with the gateway tag registered with another key"));
     assert.equal(
       by.Registered.message,
-      `fresh writer blocked by node provenance: node 13 "rogue" carries ${TAG} but was registered with pre-auth key 9, not with this gateway's bootstrap key 7. The derived zone keeps its last state.`,
+      `fresh writer blocked by node identity: node 13 "rogue" carries ${TAG} but was registered with pre-auth key 9, not with this gateway's bootstrap key 7. The derived zone keeps its last state.`,
     );
     assert.equal(by.StaleNodes.status, "Unknown");
     assert.deepEqual(decision.actions.deleteNodes, []);
@@ -153,8 +169,8 @@ describe("decideGateway messages", () => {
     );
   });
 
-  it("edited pod template: FreshBlocked names the Deployment and both hashes", () => {
-    const input = withDeployment(healthy(), (d) => {
+  it("edited pod template: FreshBlocked names the replica's StatefulSet and both hashes", () => {
+    const input = withStatefulSet(healthy(), (d) => {
       const tpl = (d.spec as { template: { spec: { containers: { env?: unknown[] }[] } } }).template;
       tpl.spec.containers[0].env?.push({ name: "TS_DEBUG", value: "1" });
     });
@@ -162,7 +178,7 @@ describe("decideGateway messages", () => {
     assert.equal(by.Registered.reason, "FreshBlocked");
     assert.match(
       by.Registered.message,
-      /^fresh writer blocked by pod template: the live pod template of Deployment infra\/gw-gateway was changed outside the operator \(rendered hash [0-9a-f]{16}, live template hashes to [0-9a-f]{16}\)\. The derived zone keeps its last state\.$/,
+      /^fresh writer blocked by pod template: the live pod template of StatefulSet infra\/gw-gateway-0 was changed outside the operator \(rendered hash [0-9a-f]{16}, live template hashes to [0-9a-f]{16}\)\. The derived zone keeps its last state\.$/,
     );
   });
 
@@ -173,26 +189,38 @@ describe("decideGateway messages", () => {
     const { by, decision } = run(changed);
     assert.equal(
       by.Registered.message,
-      `node 12 "cluster-gw" changed its node key from ${NODE_KEY} to ${NEW_KEY}; the gateway re-registers with a fresh bootstrap key from the operator; to keep this node with its new key instead, set the annotation tailnet.internal/accept-node-key: ${NEW_KEY}`,
+      `replica 0: node 12 "cluster-gw" changed its node key from ${NODE_KEY} to ${NEW_KEY} while its state persisted; to keep this node with its new key, set the annotation tailnet.internal/accept-node-key: ${NEW_KEY}; to register a new node instead, delete Secret gw-gateway-0-state`,
     );
     assert.equal(decision.fields.node?.nodeKey, NODE_KEY);
+    assert.deepEqual(decision.actions, { deleteNodes: [] }, "no bootstrap key is minted for it: nothing re-registers");
     const accepted = gateway({}, { annotations: { "tailnet.internal/accept-node-key": NEW_KEY } });
     const ok = run({ ...changed, parent: accepted });
     assert.equal(ok.by.Registered.reason, "FreshRuntimeReady");
     assert.equal(ok.decision.fields.node?.nodeKey, NEW_KEY);
   });
 
-  it("a re-registration with the fresh bootstrap key is the new identity", () => {
+  it("a replica that lost its state re-registers: the new node is its identity, the old one its predecessor", () => {
     const input = healthy({
-      key: { ...healthy().key, keyId: "8" },
+      stateFacts: [stateFact(0, "14")],
+      recordedKeyIds: [KEY_ID, "8"],
       headscale: {
-        nodes: { ok: true, value: [hsNode({ nodeKey: NEW_KEY, keyId: "8" })] },
-        keys: { ok: true, value: [hsKey({ id: "8" })] },
+        nodes: {
+          ok: true,
+          value: [
+            hsNode({ online: false, lastSeen: "2026-11-29T09:50:00Z" }),
+            hsNode({ id: "14", nodeKey: NEW_KEY, keyId: "8", createdAt: "2026-11-29T09:55:00Z" }),
+          ],
+        },
+        keys: { ok: true, value: [hsKey(), hsKey({ id: "8" })] },
       },
     });
     const { by, decision } = run(input);
     assert.equal(by.Registered.reason, "FreshRuntimeReady");
-    assert.deepEqual(decision.fields.node, { id: "12", name: "cluster-gw", nodeKey: NEW_KEY, preAuthKeyId: "8" });
+    assert.deepEqual(decision.fields.node, { id: "14", name: "cluster-gw", nodeKey: NEW_KEY, preAuthKeyId: "8" });
+    assert.deepEqual(decision.actions.deleteNodes, [{ id: "12", node: 'node 12 "cluster-gw"' }]);
+    assert.equal(by.NodeIdentity.message, "replica 0: registered node 14 while its previous node 12 still exists");
+    const done = run(input, { deleted: [{ id: "12", node: 'node 12 "cluster-gw"' }] });
+    assert.equal(done.decision.fields.nodes?.[0].predecessorId, undefined);
   });
 
   it("approval: the action adds only the missing advertised routes; a failure is NotApproved with the error", () => {
@@ -256,8 +284,8 @@ describe("decideGateway messages", () => {
           ok: true as const,
           value: [
             ...(input.headscale.nodes.ok ? input.headscale.nodes.value : []),
-            // carries the tag, registered with an old bootstrap-style key that is neither the Secret's nor status.node's
-            hsNode({ id: "3", keyId: "2", createdAt: "2026-11-28T00:00:00Z" }),
+            // another object's node: another tag, a key this gateway did not mint
+            hsNode({ id: "3", keyId: "2", tags: ["tag:other"], createdAt: "2026-11-28T00:00:00Z", online: false }),
           ],
         },
       },
@@ -308,7 +336,7 @@ describe("decideGateway messages", () => {
     assert.equal(by.Registered.status, "Unknown");
     assert.equal(
       by.Registered.message,
-      "fresh writer blocked by bootstrap key: cannot read Headscale's pre-auth keys: Headscale GET /api/v1/preauthkey: connect ECONNREFUSED; node provenance: cannot list Headscale's nodes: Headscale GET /api/v1/node: connect ECONNREFUSED. The derived zone keeps its last state.",
+      "fresh writer blocked by bootstrap key: cannot read Headscale's pre-auth keys: Headscale GET /api/v1/preauthkey: connect ECONNREFUSED; node identity: cannot list Headscale's nodes: Headscale GET /api/v1/node: connect ECONNREFUSED. The derived zone keeps its last state.",
     );
     assert.equal(by.RoutesInSync.status, "Unknown");
     assert.deepEqual(decision.actions, { deleteNodes: [] });

@@ -1,7 +1,7 @@
 /**
  * The decide() scenarios of the TailnetGateway table: one row per reason, in the order of the
  * reasons page (Suspended; Provisioning / FreshBlocked / IdentityChanged / FreshRuntimeReady;
- * Approved / NotApproved; PodCurrent / PodTemplateStale / WorkloadUpdateBlocked;
+ * Approved / NotApproved; PodCurrent / PodTemplateStale;
  * LoadBalancerAssigned / LBPending; ExternallyManaged), then the remaining reasons, plus
  * "all healthy". decide.test.ts runs the table; messages.test.ts asserts the messages verbatim.
  */
@@ -23,19 +23,22 @@ import { validateChildren } from "../../../helpers/validate.js";
 import {
   corednsConfigMap,
   dnsServiceLive,
+  FRESH,
   gateway,
   haHealthy,
   haNode,
   healthy,
   hsKey,
   hsNode,
-  liveDeployment,
-  NODE_KEY,
+  KEY_ID,
+  liveReplicas,
+  liveStatefulSet,
   podSpecOf,
   renderInput,
   unserved,
   ZONE,
 } from "./fixtures.js";
+import { identityRows } from "./identity-scenarios.js";
 
 export const NEW_KEY = `nodekey:${"b".repeat(64)}`;
 const NO_OUTCOME: GatewayWriteOutcome = { deleted: [] };
@@ -58,14 +61,25 @@ export function run(given: GatewayDecideInput, outcomes: GatewayWriteOutcome = N
   return { decision, conditions, by };
 }
 
-/** The input with its live Deployment edited (a copy). */
-export function withDeployment(input: GatewayInputs, edit: (d: Record<string, unknown>) => void): GatewayInputs {
-  const live = input.observed.deployment;
-  if (!live) throw new Error("the input has no live Deployment");
+/** The input with replica 0's live StatefulSet edited (a copy). */
+export function withStatefulSet(input: GatewayInputs, edit: (d: Record<string, unknown>) => void): GatewayInputs {
+  const [live, ...rest] = input.observed.statefulSets;
+  if (!live) throw new Error("the input has no live StatefulSet");
   const d: K8sObject = structuredClone(live);
   edit(d);
-  return { ...input, observed: { ...input.observed, deployment: d } };
+  const children = input.observed.children.map((c) => (c === live ? d : c));
+  return { ...input, observed: { ...input.observed, statefulSets: [d, ...rest], children } };
 }
+
+/** Observed children of a settled gateway `p` (node 12 bound to replica 0), with this Service. */
+const observedFor = (p: K8sObject, service: K8sObject) => ({
+  service,
+  ...liveReplicas(renderInput(p), ["12"]),
+  legacyKeySecrets: [],
+});
+
+/** An offline node of ours (key 6, recorded) that no replica holds, registered long ago: stale. */
+const staleNode = () => hsNode({ id: "5", keyId: "6", createdAt: "2026-11-29T09:00:00Z", online: false });
 
 export interface Row {
   name: string;
@@ -89,6 +103,7 @@ export const rows: Row[] = [
     name: "no node has registered yet",
     input: healthy({
       headscale: { nodes: { ok: true, value: [] }, keys: { ok: true, value: [hsKey({ used: false })] } },
+      ...FRESH,
       previousNode: undefined,
     }),
     expect: { Registered: "Provisioning", Ready: "Provisioning", RoutesInSync: "NotApproved", StaleNodes: "None" },
@@ -118,21 +133,21 @@ export const rows: Row[] = [
     expect: { Registered: "FreshBlocked", Ready: "FreshBlocked", StaleNodes: "None" },
   },
   {
-    name: "bootstrap key drifted from Headscale's record (made reusable)",
+    name: "bootstrap key drifted from Headscale's record (made single-use)",
     input: healthy({
-      headscale: { nodes: { ok: true, value: [hsNode()] }, keys: { ok: true, value: [hsKey({ reusable: true })] } },
+      headscale: { nodes: { ok: true, value: [hsNode()] }, keys: { ok: true, value: [hsKey({ reusable: false })] } },
     }),
     expect: { Registered: "FreshBlocked", Ready: "FreshBlocked" },
   },
   {
     name: "live pod template edited outside the operator",
-    input: withDeployment(healthy(), (d) => {
+    input: withStatefulSet(healthy(), (d) => {
       podSpecOf(d).hostNetwork = true;
     }),
     expect: { Registered: "FreshBlocked", Ready: "FreshBlocked", WorkloadCurrent: "PodCurrent" },
   },
   {
-    name: "node key changed since status.node",
+    name: "node key changed since status.nodes[] recorded it",
     input: healthy({
       headscale: { nodes: { ok: true, value: [hsNode({ nodeKey: NEW_KEY })] }, keys: { ok: true, value: [hsKey()] } },
     }),
@@ -179,40 +194,29 @@ export const rows: Row[] = [
   },
   {
     name: "rendered pod template not applied yet (rollout pending)",
-    input: healthy({
-      observed: { deployment: liveDeployment(renderInput(gateway()), "gw-authkey-6"), service: dnsServiceLive() },
+    input: withStatefulSet(healthy(), (d) => {
+      // an earlier rendering (logs still on): a valid stamp of another template
+      const earlier = liveStatefulSet({ ...renderInput(gateway()), noLogsNoSupport: false });
+      d.spec = earlier.spec;
     }),
     expect: { WorkloadCurrent: "PodTemplateStale", Ready: "PodTemplateStale", Registered: "FreshRuntimeReady" },
   },
   {
-    name: "rollout stuck past its progress deadline",
-    input: withDeployment(healthy(), (d) => {
-      d.status = {
-        ...(isRecord(d.status) ? d.status : {}),
-        conditions: [
-          {
-            type: "Progressing",
-            status: "False",
-            reason: "ProgressDeadlineExceeded",
-            message: 'ReplicaSet "gw-gateway-5d" has timed out progressing.',
-          },
-        ],
-      };
+    name: "rollout in progress: the pod is not ready at the new revision yet",
+    input: withStatefulSet(healthy(), (d) => {
+      d.status = { ...(isRecord(d.status) ? d.status : {}), readyReplicas: 0, currentRevision: "r0" };
     }),
-    expect: { WorkloadCurrent: "WorkloadUpdateBlocked", Ready: "WorkloadUpdateBlocked" },
+    expect: { WorkloadCurrent: "PodTemplateStale", Ready: "PodTemplateStale" },
   },
   {
     name: "LoadBalancer Service with an address",
     input: healthy({
       ...renderInput(lbParent),
       parent: lbParent,
-      observed: {
-        deployment: liveDeployment(renderInput(lbParent)),
-        service: {
-          ...dnsServiceLive("10.96.0.53", "LoadBalancer"),
-          status: { loadBalancer: { ingress: [{ ip: "192.0.2.10" }] } },
-        },
-      },
+      observed: observedFor(lbParent, {
+        ...dnsServiceLive("10.96.0.53", "LoadBalancer"),
+        status: { loadBalancer: { ingress: [{ ip: "192.0.2.10" }] } },
+      }),
     }),
     expect: { ServiceReady: "LoadBalancerAssigned", Ready: "FreshRuntimeReady" },
   },
@@ -221,10 +225,7 @@ export const rows: Row[] = [
     input: healthy({
       ...renderInput(lbParent),
       parent: lbParent,
-      observed: {
-        deployment: liveDeployment(renderInput(lbParent)),
-        service: dnsServiceLive("10.96.0.53", "LoadBalancer"),
-      },
+      observed: observedFor(lbParent, dnsServiceLive("10.96.0.53", "LoadBalancer")),
     }),
     expect: { ServiceReady: "LBPending", Ready: "LBPending" },
   },
@@ -243,12 +244,9 @@ export const rows: Row[] = [
       return healthy({
         ...renderInput(p),
         parent: p,
-        observed: { deployment: liveDeployment(renderInput(p)), service: dnsServiceLive() },
-        headscale: {
-          nodes: { ok: true, value: [hsNode({ id: "5", keyId: "6", createdAt: "2026-11-29T09:00:00Z" }), hsNode()] },
-          keys: { ok: true, value: [hsKey()] },
-        },
-        previousNode: { id: "5", name: "cluster-gw", nodeKey: NODE_KEY, preAuthKeyId: "6" },
+        observed: observedFor(p, dnsServiceLive()),
+        headscale: { nodes: { ok: true, value: [staleNode(), hsNode()] }, keys: { ok: true, value: [hsKey()] } },
+        recordedKeyIds: [KEY_ID, "6"],
       });
     })(),
     expect: { StaleNodes: "ExternallyManaged", Registered: "FreshRuntimeReady", Ready: "FreshRuntimeReady" },
@@ -256,11 +254,8 @@ export const rows: Row[] = [
   {
     name: "stale node with staleNodes: Delete",
     input: healthy({
-      headscale: {
-        nodes: { ok: true, value: [hsNode({ id: "5", keyId: "6", createdAt: "2026-11-29T09:00:00Z" }), hsNode()] },
-        keys: { ok: true, value: [hsKey()] },
-      },
-      previousNode: { id: "5", name: "cluster-gw", nodeKey: NODE_KEY, preAuthKeyId: "6" },
+      headscale: { nodes: { ok: true, value: [staleNode(), hsNode()] }, keys: { ok: true, value: [hsKey()] } },
+      recordedKeyIds: [KEY_ID, "6"],
     }),
     expect: { StaleNodes: "Deleted", Ready: "FreshRuntimeReady" },
   },
@@ -269,7 +264,7 @@ export const rows: Row[] = [
     input: healthy({
       related: {
         ...healthy().related,
-        pods: [{ name: "gw-gateway-0", deleting: false, ready: { tailscale: true, coredns: false } }],
+        pods: [{ name: "gw-gateway-0-0", replica: 0, deleting: false, ready: { tailscale: true, coredns: false } }],
       },
     }),
     expect: { DNSReady: "NotServing", Ready: "NotServing" },
@@ -331,11 +326,8 @@ export const rows: Row[] = [
   {
     name: "deleting a stale node failed",
     input: healthy({
-      headscale: {
-        nodes: { ok: true, value: [hsNode({ id: "5", keyId: "6", createdAt: "2026-11-29T09:00:00Z" }), hsNode()] },
-        keys: { ok: true, value: [hsKey()] },
-      },
-      previousNode: { id: "5", name: "cluster-gw", nodeKey: NODE_KEY, preAuthKeyId: "6" },
+      headscale: { nodes: { ok: true, value: [staleNode(), hsNode()] }, keys: { ok: true, value: [hsKey()] } },
+      recordedKeyIds: [KEY_ID, "6"],
     }),
     outcome: {
       deleted: [{ id: "5", node: 'node 5 "cluster-gw"', error: "Headscale DELETE /api/v1/node/{nodeId}: 500 boom" }],
@@ -356,7 +348,7 @@ export const rows: Row[] = [
   },
   {
     name: "DNS Service without a cluster IP yet",
-    input: healthy({ observed: { deployment: healthy().observed.deployment, service: dnsServiceLive("None") } }),
+    input: healthy({ observed: { ...healthy().observed, service: dnsServiceLive("None") } }),
     expect: { ServiceReady: "ClusterIPAssigned", Ready: "ClusterIPAssigned", ClusterDNSForward: "NotConfigured" },
   },
   {
@@ -403,7 +395,7 @@ export const rows: Row[] = [
   },
   // spec.replicas > 1 (decide-ha.test.ts asserts the messages and writes)
   {
-    name: "replicas 3: 2 of 3 nodes registered, the newer one's route approved in this sync",
+    name: "replicas 3: 2 of 3 replicas bound, replica 1's route approved in this sync",
     input: haHealthy(3, [haNode(0), haNode(1, { approvedRoutes: [] })]),
     expect: {
       Registered: "FreshRuntimeReady",
@@ -420,8 +412,8 @@ export const rows: Row[] = [
     expect: { Registered: "FreshRuntimeReady", RoutesInSync: "NotApproved", Ready: "NotApproved" },
   },
   {
-    name: "replicas 2: an offline node beyond the newest two is stale and deleted",
-    input: haHealthy(2, [haNode(0, { online: false }), haNode(1), haNode(2)]),
+    name: "replicas 2: an offline node of ours bound to no replica is stale and deleted",
+    input: haHealthy(2, [haNode(0), haNode(1), haNode(2, { online: false })]),
     expect: { Registered: "FreshRuntimeReady", StaleNodes: "Deleted", Ready: "FreshRuntimeReady" },
   },
   {
@@ -436,9 +428,9 @@ export const rows: Row[] = [
     expect: { Registered: "IdentityChanged", Ready: "IdentityChanged", StaleNodes: "None" },
   },
   {
-    name: "replicas 2 with the single-use key of one replica (just scaled up)",
+    name: "replicas 2 with a single-use key (drifted from the reusable one the operator minted)",
     input: haHealthy(2, [hsNode()], {
-      headscale: { nodes: { ok: true, value: [hsNode()] }, keys: { ok: true, value: [hsKey()] } },
+      headscale: { nodes: { ok: true, value: [hsNode()] }, keys: { ok: true, value: [hsKey({ reusable: false })] } },
     }),
     expect: { Registered: "FreshBlocked", Ready: "FreshBlocked" },
   },
@@ -450,7 +442,7 @@ export const rows: Row[] = [
 ];
 
 export function scenario(name: string): GatewayInputs {
-  const row = rows.find((r) => r.name === name);
+  const row = [...rows, ...identityRows].find((r) => r.name === name);
   if (!row || "unserved" in row.input) throw new Error(`no served scenario ${name}`);
   return row.input;
 }

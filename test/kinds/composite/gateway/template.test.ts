@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { liveTemplateDrift, stampOf, templateHash } from "../../../../src/kinds/composite/gateway/template.js";
-import { renderDeployment } from "../../../../src/kinds/composite/gateway/workload.js";
+import { renderStatefulSet } from "../../../../src/kinds/composite/gateway/workload.js";
 import { gateway, renderInput } from "./fixtures.js";
 
 type Tpl = {
@@ -14,7 +14,7 @@ type Tpl = {
 };
 
 function live(): { metadata: { name: string; namespace: string }; spec: { template: Tpl } } {
-  const d = renderDeployment(renderInput(gateway()), "gw-authkey-7");
+  const d = renderStatefulSet(renderInput(gateway()), 0, "gw-gateway-authkey");
   return structuredClone(d) as unknown as { metadata: { name: string; namespace: string }; spec: { template: Tpl } };
 }
 
@@ -80,7 +80,7 @@ describe("pod template stamp", () => {
       assert.equal(drift.drifted, true);
       assert.match(
         drift.drifted ? drift.message : "",
-        /^the live pod template of Deployment infra\/gw-gateway was changed outside the operator \(rendered hash [0-9a-f]{16}, live template hashes to [0-9a-f]{16}\)$/,
+        /^the live pod template of StatefulSet infra\/gw-gateway-0 was changed outside the operator \(rendered hash [0-9a-f]{16}, live template hashes to [0-9a-f]{16}\)$/,
       );
     });
   }
@@ -91,13 +91,22 @@ describe("pod template stamp", () => {
     const drift = liveTemplateDrift(d);
     assert.equal(
       drift.drifted && drift.message,
-      "Deployment infra/gw-gateway has no tailnet.internal/template-hash annotation on its pod template",
+      "StatefulSet infra/gw-gateway-0 has no tailnet.internal/template-hash annotation on its pod template",
     );
   });
 
-  it("a new rendering (another key Secret) is a new stamp, not drift", () => {
-    const a = renderDeployment(renderInput(gateway()), "gw-authkey-7");
-    const b = renderDeployment(renderInput(gateway()), "gw-authkey-8");
+  it("a key rotated in place renders the same stamp: the template never names a key (issue 32)", () => {
+    const a = renderStatefulSet(renderInput(gateway()), 0, "gw-gateway-authkey");
+    const b = renderStatefulSet(renderInput(gateway()), 0, "gw-gateway-authkey");
+    assert.equal(
+      stampOf((a.spec as { template: unknown }).template),
+      stampOf((b.spec as { template: unknown }).template),
+    );
+  });
+
+  it("a new rendering (another replica, another spec) is a new stamp, not drift", () => {
+    const a = renderStatefulSet(renderInput(gateway()), 0, "gw-gateway-authkey");
+    const b = renderStatefulSet(renderInput(gateway()), 1, "gw-gateway-authkey");
     const sa = stampOf((a.spec as { template: unknown }).template);
     const sb = stampOf((b.spec as { template: unknown }).template);
     assert.notEqual(sa, sb);

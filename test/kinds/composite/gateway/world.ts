@@ -12,9 +12,9 @@ import { kindModules } from "../../../../src/kinds/composite/index.js";
 import { createOperatorMetrics } from "../../../../src/metrics/registry.js";
 import type { KindModule } from "../../../../src/pipeline/types.js";
 import { memoryEventRecorder } from "../../../../src/server/events.js";
-import { bootTailscale, registerPod } from "../../../fakes/containerboot.js";
+import { bootTailscale } from "../../../fakes/containerboot.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../../fakes/headscale/index.js";
-import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
+import { FakeMetacontroller, type FakeMetacontrollerOptions } from "../../../fakes/metacontroller.js";
 import { parentObject } from "../../../fixtures/hooks.js";
 import { build } from "../../../helpers/server.js";
 import { credentialsSecret } from "../../shared/world.js";
@@ -32,6 +32,7 @@ export const TYPES = [
   "ClusterDNSForward",
   "WorkloadCurrent",
   "ServiceReady",
+  "NodeIdentity",
   "Ready",
 ] as const;
 
@@ -46,6 +47,40 @@ const stub = (hookKind: HookKind): KindModule => ({
   finalize: async () => ({ status: {}, children: [], finalized: true }),
   invalid: (req) => ({ status: { ...((req.parent.status as Record<string, unknown>) ?? {}) }, children: [] }),
 });
+
+/**
+ * The emulator plus the StatefulSet controller's status (the emulator has none): a written StatefulSet reports its
+ * pod ready at the current revision, as a settled controller would; `statefulSetsReady = false` leaves it unready.
+ */
+export class GatewayMetacontroller extends FakeMetacontroller {
+  statefulSetsReady = true;
+  constructor(opts: FakeMetacontrollerOptions) {
+    super(opts);
+  }
+  protected override async writeChild(o: K8sObject, existing: K8sObject | undefined, id: string) {
+    if (o.kind === "StatefulSet") {
+      const replicas = (o.spec as { replicas?: number }).replicas ?? 1;
+      const generation = o.metadata.generation ?? 1;
+      const revision = `rev-${JSON.stringify((o.spec as { template?: unknown }).template).length}`;
+      o.status = this.statefulSetsReady
+        ? {
+            observedGeneration: generation,
+            replicas,
+            readyReplicas: replicas,
+            currentRevision: revision,
+            updateRevision: revision,
+          }
+        : {
+            observedGeneration: generation,
+            replicas,
+            readyReplicas: 0,
+            currentRevision: "old",
+            updateRevision: revision,
+          };
+    }
+    return super.writeChild(o, existing, id);
+  }
+}
 
 export type Ctx = { after: (fn: () => Promise<void> | void) => void };
 
@@ -70,7 +105,7 @@ export async function world(t: Ctx, opts: WorldOpts = {}) {
   const { app, logs } = await build(t, {
     server: { kinds, deps: { views, metrics, now: () => clock.now, events: memoryEventRecorder() } },
   });
-  const mc = new FakeMetacontroller({ app });
+  const mc = new GatewayMetacontroller({ app });
   if (opts.tailnet !== false) {
     mc.apply(
       parentObject("Tailnet", "home", {
@@ -89,7 +124,7 @@ export async function world(t: Ctx, opts: WorldOpts = {}) {
 export type World = Awaited<ReturnType<typeof world>>;
 
 export function applyGateway(
-  mc: FakeMetacontroller,
+  mc: GatewayMetacontroller,
   spec: Record<string, unknown> = {},
   opts: { annotations?: Record<string, string> } = {},
 ) {
@@ -118,22 +153,45 @@ export function keySecrets(mc: FakeMetacontroller): K8sObject[] {
   return mc.list("Secret").filter((s) => s.metadata.labels?.["tailnet.internal/authkey"] === "true");
 }
 
-/** The gateway pod logging in with the key of the current bootstrap Secret (as containerboot would). */
-export function registerGateway(w: World, opts: { routes?: string[]; name?: string } = {}) {
-  const deployment = child(w.mc, "Deployment", "gw-gateway");
-  if (!deployment) throw new Error("no gateway Deployment yet");
-  if (!opts.routes) {
-    return registerPod(w.fake, deployment, [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")], { name: opts.name })
-      .node;
-  }
-  // a pod advertising other routes than the spec's (a hand-edited TS_ROUTES)
-  const boot = bootTailscale(deployment, [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")]);
+/** Replica i's names: its StatefulSet (and ServiceAccount, Role, RoleBinding) and its state Secret. */
+export const replicaName = (i: number) => `gw-gateway-${i}`;
+export const stateName = (i: number) => `gw-gateway-${i}-state`;
+export const KEY_SECRET = "gw-gateway-authkey";
+
+/** What containerboot's kube store writes into a replica's state Secret (cmd/containerboot/kube.go storeDeviceID). */
+export function writeState(mc: FakeMetacontroller, i: number, data: Record<string, string> | undefined) {
+  const secret = child(mc, "Secret", stateName(i));
+  if (!secret) throw new Error(`no state Secret for replica ${i}`);
+  const next = structuredClone(secret);
+  if (data)
+    next.data = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
+  else delete next.data;
+  mc.apply(next);
+}
+
+/**
+ * Replica i's pod logging in (as containerboot would): boots the StatefulSet's tailscale container against the
+ * cluster objects, registers with the key of the stable bootstrap Secret, then writes device_id and a machine
+ * key marker into its own state Secret — what only that replica's ServiceAccount may write.
+ */
+export function registerReplica(w: World, i = 0, opts: { routes?: string[]; name?: string; state?: boolean } = {}) {
+  const sts = child(w.mc, "StatefulSet", replicaName(i));
+  if (!sts) throw new Error(`no StatefulSet for replica ${i} yet`);
+  const objects = [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
+  const boot = bootTailscale(sts, objects);
   if (!boot.ok) throw new Error(boot.error);
-  return w.fake.registerWithKey(boot.boot.authKey, {
+  const node = w.fake.registerWithKey(boot.boot.authKey, {
     name: opts.name ?? boot.boot.hostname,
-    availableRoutes: opts.routes,
+    availableRoutes: opts.routes ?? boot.boot.routes,
     requestTags: boot.boot.requestTags,
   });
+  if (opts.state !== false) writeState(w.mc, i, { device_id: node.id, _machinekey: "MACHINE-KEY-MARKER" });
+  return node;
+}
+
+/** The gateway pod of replica 0 logging in (the single-replica tests). */
+export function registerGateway(w: World, opts: { routes?: string[]; name?: string } = {}) {
+  return registerReplica(w, 0, opts);
 }
 
 export function zoneText(mc: FakeMetacontroller): string {
@@ -145,14 +203,25 @@ export function serviceIP(mc: FakeMetacontroller): string {
   return (child(mc, "Service", "gw-dns")?.spec as { clusterIP?: string } | undefined)?.clusterIP ?? "";
 }
 
-export function replicas(mc: FakeMetacontroller): number | undefined {
-  return (child(mc, "Deployment", "gw-gateway")?.spec as { replicas?: number } | undefined)?.replicas;
+/** Replica 0's StatefulSet's replicas (1, or 0 while suspended). */
+export function replicas(mc: FakeMetacontroller, i = 0): number | undefined {
+  return (child(mc, "StatefulSet", replicaName(i))?.spec as { replicas?: number } | undefined)?.replicas;
 }
 
 export interface GatewayStatus {
   tag?: string;
   dnsServiceIP?: string;
   node?: { id: string; name: string; nodeKey: string; preAuthKeyId: string };
+  nodes?: {
+    replica: number;
+    id: string;
+    name: string;
+    nodeKey: string;
+    preAuthKeyId?: string;
+    online: boolean;
+    predecessorId?: string;
+  }[];
+  preAuthKeyIds?: string[];
 }
 
 export function statusOf(mc: FakeMetacontroller): GatewayStatus {
@@ -180,6 +249,7 @@ export async function readyGateway(t: Ctx, spec: Record<string, unknown> = {}, o
   applyGateway(w.mc, spec);
   await w.mc.settle();
   const node = registerGateway(w);
+  for (let i = 1; i < ((spec.replicas as number | undefined) ?? 1); i++) registerReplica(w, i);
   const ip = serviceIP(w.mc);
   w.mc.apply({
     apiVersion: "v1",

@@ -142,7 +142,7 @@ describe("derived zone: a name is published only from the operator's own Service
       egresses: [tenantEgress],
       services: [service("tenant", "10.96.6.6")],
     }).refused;
-    const c = dnsReady({ suspended: false, pods, refused });
+    const c = dnsReady({ suspended: false, pods, workloads: [], refused });
     assert.deepEqual(
       [c.status, c.reason, c.message],
       [
@@ -151,6 +151,6 @@ describe("derived zone: a name is published only from the operator's own Service
         "CoreDNS is ready in pod gw-0; not in the zone: db-1.ts.example.com (tenant/steal target pg): Service tenant/pg is not the one the operator made for this egress (no controller ownerReference to it)",
       ],
     );
-    assert.equal(dnsReady({ suspended: false, pods, refused: [] }).reason, "Serving");
+    assert.equal(dnsReady({ suspended: false, pods, workloads: [], refused: [] }).reason, "Serving");
   });
 });
