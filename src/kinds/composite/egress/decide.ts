@@ -199,7 +199,10 @@ function keyInUse(
 ): { createdAt: Date; expiresAt: Date } | undefined {
   const name = authKey.secret?.metadata.name;
   if (name === undefined) return undefined;
-  const observed = keySecrets.find((k) => k.secret.metadata.name === name);
+  // the stable Secret keeps its name across rotations: the observed one is the key in use only if it holds it
+  const observed = keySecrets.find(
+    (k) => k.secret.metadata.name === name && (authKey.keyId === undefined || k.keyId === authKey.keyId),
+  );
   if (observed) return observed;
   return authKey.expiresAt ? { createdAt: now, expiresAt: authKey.expiresAt } : undefined;
 }
@@ -314,7 +317,7 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
     fields: {
       tag,
       targets: statusTargets(verdicts, conflictSet),
-      nodes: replicas.nodes,
+      ...(replicas.nodes.length ? { nodes: replicas.nodes } : {}),
       preAuthKeyIds: recordedKeyIds(
         tailnet.ownKeys,
         authKey.keyId,
