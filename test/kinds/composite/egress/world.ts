@@ -227,7 +227,10 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
     cond: (type: string) => mc.condition("TailnetEgress", "db", type, "shop"),
     async settle() {
       await agent.refresh();
-      return mc.settle();
+      let rounds = await mc.settle();
+      // until the emulator runs StatefulSets (branch fakes32): their pods, as the StatefulSet controller would
+      for (let i = 0; i < 3 && statefulSetPods(mc, () => agent.metricsPort); i++) rounds += await mc.settle();
+      return rounds;
     },
     register() {
       const node = bindReplica(0);
@@ -293,7 +296,12 @@ export type EgressStatus = {
 
 /** Condition type → reason of the egress, as Metacontroller wrote its status. */
 export const reasons = (w: World) =>
-  Object.fromEntries((w.egress().status as EgressStatus).conditions.map((c) => [c.type, c.reason]));
+  Object.fromEntries(
+    (w.egress().status as EgressStatus).conditions
+      // NodeIdentity is asserted by the identity tests (e2e-identity.test.ts), these rows are about the data path
+      .filter((c) => c.type !== "NodeIdentity")
+      .map((c) => [c.type, c.reason]),
+  );
 export const targetReasons = (w: World) =>
   Object.fromEntries(((w.egress().status as EgressStatus).targets ?? []).map((t) => [t.name, t.reason]));
 export const kindsOf = (w: World) =>
@@ -301,6 +309,66 @@ export const kindsOf = (w: World) =>
     .childrenOf(w.egress())
     .map((c) => `${c.kind}/${c.metadata.name}`)
     .sort();
+/**
+ * The StatefulSet controller's part, until the emulator has it (branch fakes32): one running Pod `<sts>-0` per
+ * StatefulSet of replicas 1, from its template, with the metrics port pointing at the loopback agent; Pods of a
+ * StatefulSet that is gone go too. Returns whether anything changed.
+ */
+export function statefulSetPods(mc: FakeMetacontroller, metricsPort: () => number): boolean {
+  let changed = false;
+  const sets = new Map(mc.list("StatefulSet").map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+  for (const p of mc.list("Pod")) {
+    const owner = p.metadata.annotations?.["test/statefulset"];
+    if (owner && !sets.has(`${p.metadata.namespace}/${owner}`)) {
+      mc.delete("v1", "Pod", p.metadata.name, p.metadata.namespace);
+      changed = true;
+    }
+  }
+  for (const sts of sets.values()) {
+    const spec = sts.spec as {
+      replicas?: number;
+      template: {
+        metadata?: { labels?: Record<string, string> };
+        spec: { containers: { ports?: { name?: string; containerPort: number }[] }[] };
+      };
+    };
+    const name = `${sts.metadata.name}-0`;
+    const existing = mc.get("v1", "Pod", name, sts.metadata.namespace);
+    if ((spec.replicas ?? 1) < 1) {
+      if (existing) {
+        mc.delete("v1", "Pod", name, sts.metadata.namespace);
+        changed = true;
+      }
+      continue;
+    }
+    const tpl = structuredClone(spec.template);
+    for (const c of tpl.spec.containers)
+      for (const pt of c.ports ?? []) if (pt.name === "metrics") pt.containerPort = metricsPort();
+    // a new pod only for a new template (a rollout): a test may edit the running pod's spec
+    const revision = JSON.stringify(spec.template);
+    if (existing && existing.metadata.annotations?.["test/revision"] === revision) continue;
+    mc.apply({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name,
+        namespace: sts.metadata.namespace,
+        labels: tpl.metadata?.labels ?? {},
+        annotations: { "test/statefulset": sts.metadata.name, "test/revision": revision },
+      },
+      spec: tpl.spec,
+      status: {
+        phase: "Running",
+        podIP: "127.0.0.1",
+        startTime: "2026-11-29T09:59:00Z",
+        conditions: [{ type: "Ready", status: "True" }],
+      },
+    });
+    changed = true;
+  }
+  return changed;
+}
+
 /** The planted value of every state Secret's machine key: it must never leave the hook (state-secret tests). */
 export const MACHINE_KEY_MARKER = "privkey:PLANTED-MACHINE-KEY-0f1e2d";
 
