@@ -21,7 +21,6 @@ const egress = (spec: Record<string, unknown> = {}) =>
     { namespace: "shop", uid: "11111111-2222-4333-8444-555555555555" },
   );
 const inputs: AgentDeploymentInputs = {
-  replicas: 1,
   tag: "tag:k8s-shop-db",
   loginServer: "https://hs.example.com",
   authKeySecret: "db-authkey-7",
