@@ -60,6 +60,10 @@ export function validateChild(obj: K8sObject): void {
     throw new Error(`${id}: Service name is not a DNS-1035 label`);
   }
   checkLabels(id, obj.metadata.labels);
+  if (obj.kind === "StatefulSet" && name.length > 52) {
+    // the controller-revision-hash label is the name plus 10 characters and must stay a label value
+    throw new Error(`${id}: StatefulSet name longer than 52`);
+  }
   if (obj.kind === "Deployment" || obj.kind === "StatefulSet") {
     const spec = obj.spec as {
       selector: { matchLabels?: Record<string, string> };

@@ -135,7 +135,10 @@ describe("two replicas: one key per object and rotation", () => {
     for (let i = 0; i < 4; i++) await mc.syncParent(live());
     assert.equal(mints(fake), before + 1);
     assert.equal(keySecrets(mc, live()).length, 1);
-    assert.notEqual(keySecrets(mc, live())[0].metadata.name, secret.metadata.name, "the rotated key is in use");
+    // agents rotate in place (issue 32): the same Secret now holds the new key
+    const keyId = (o: K8sObject | undefined) => o?.metadata.annotations?.["tailnet.internal/key-id"];
+    assert.equal(keySecrets(mc, live())[0].metadata.name, secret.metadata.name, "the same Secret");
+    assert.notEqual(keyId(keySecrets(mc, live())[0]), keyId(secret), "the rotated key is in use");
     assert.deepEqual(mc.errors, []);
   });
 });

@@ -13,7 +13,7 @@
 
 import type { HsNode } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
-import { isStateSecret, replicaIndexOf } from "./replica.js";
+import { isStateSecret, replicaIndexOf, wantedLabel } from "./replica.js";
 import { secretValue } from "./secrets.js";
 
 /** An offline node is deleted only after this long: a pod that merely reconnects keeps its node. */
@@ -150,6 +150,9 @@ export interface ReplicaNodesInput {
   /** wantedLabel(hostname, i) */
   wanted: (index: number) => string;
 }
+
+/** ReplicaNodesInput.wanted for an object's host name. */
+export const wantedOf = (hostname: string) => (index: number) => wantedLabel(hostname, index);
 
 export interface ReplicaNodesPlan {
   bindings: ReplicaBinding[];
@@ -364,8 +367,11 @@ function describe(b: ReplicaBinding): string {
  */
 export function nodeIdentityVerdict(plan: ReplicaNodesPlan, replicas: number, migrating: boolean): NodeIdentityVerdict {
   for (const [v, reason] of PRIORITY) {
-    // a re-registration is a problem only while its predecessor still exists
-    const hit = plan.bindings.filter((b) => b.verdict === v && (v !== "reregistered" || b.predecessor));
+    // a re-registration is reported while its predecessor still exists: in the sync that saw it, and in the
+    // later ones whose record already names the new node (the predecessor kept in status.nodes[].predecessorId)
+    const hit = plan.bindings.filter((b) =>
+      v === "reregistered" ? !!b.predecessor && (b.verdict === v || b.verdict === "stable") : b.verdict === v,
+    );
     if (hit.length) return { status: "False", reason, message: hit.map(describe).join("; ") };
   }
   if (migrating)
