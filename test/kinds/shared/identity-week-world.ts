@@ -7,6 +7,7 @@
  */
 import type { TestContext } from "node:test";
 import type { FastifyInstance } from "fastify";
+import { OWNER_ANNOTATION } from "../../../src/emulator/metacontroller/workloads.js";
 import { HeadscaleViews } from "../../../src/headscale/view.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { kindModules } from "../../../src/kinds/composite/index.js";
@@ -79,6 +80,8 @@ export interface WeekWorld {
   proxies: ProxyObject[];
   /** Boot refusals the kubelet saw (containerboot's or Headscale's), with the time. */
   bootErrors: string[];
+  /** Every start of a tailscale container, by StatefulSet: `login` (TS_AUTHKEY used) or `state` (reconnected). */
+  starts: Map<string, ("login" | "state")[]>;
   /** Server instances built so far (1 + operator restarts). */
   servers: number;
   get(p: ProxyObject): (K8sObject & { status?: Record<string, unknown> }) | undefined;
@@ -148,12 +151,18 @@ export async function weekWorld(
   const running = new Map<string, Kubelet>();
   const bootErrors: string[] = [];
   const podKey = (ns: string | undefined, name: string) => `${ns}/${name}`;
-  const proxyStatefulSet = (o: K8sObject) =>
-    proxies.some((p) => p.namespace === o.metadata.namespace && o.metadata.name.startsWith(`${p.sts(0).slice(0, -1)}`));
+  /** A workload of one of the proxies: `<name>-agent-<i>` (or the legacy `<name>-agent`). */
+  const proxyWorkload = (o: K8sObject) =>
+    proxies.some((p) => p.namespace === o.metadata.namespace && o.metadata.name.startsWith(p.sts(0).slice(0, -2)));
 
+  const starts = new Map<string, ("login" | "state")[]>();
+  const started = (sts: string, run: RunningPod) => {
+    starts.set(sts, [...(starts.get(sts) ?? []), run.usedAuthKey ? "login" : "state"]);
+    return run;
+  };
   const boot = (sts: K8sObject) => {
     try {
-      return startPod(fake, store, sts, { baseDomain: BASE_DOMAIN });
+      return started(sts.metadata.name, startPod(fake, store, sts, { baseDomain: BASE_DOMAIN }));
     } catch (e) {
       bootErrors.push(`${clock.now.toISOString()} ${sts.metadata.name}: ${(e as Error).message}`);
       return undefined;
@@ -165,10 +174,12 @@ export async function weekWorld(
     let changed = false;
     const seen = new Set<string>();
     for (const pod of mc.list("Pod")) {
-      const stsName = pod.metadata.annotations?.["test/statefulset"];
-      if (!stsName) continue;
-      const sts = mc.get("apps/v1", "StatefulSet", stsName, pod.metadata.namespace);
-      if (!sts || !proxyStatefulSet(sts)) continue;
+      // a Deployment's Pods too: the shape before issue 32 (state on an emptyDir), so the week fails there
+      const kind = Object.keys(OWNER_ANNOTATION).find((k) => pod.metadata.annotations?.[OWNER_ANNOTATION[k]]);
+      const stsName = kind && pod.metadata.annotations?.[OWNER_ANNOTATION[kind]];
+      if (!kind || !stsName) continue;
+      const sts = mc.get("apps/v1", kind, stsName, pod.metadata.namespace);
+      if (!sts || !proxyWorkload(sts)) continue;
       const k = podKey(pod.metadata.namespace, pod.metadata.name);
       seen.add(k);
       const live = running.get(k);
@@ -196,6 +207,7 @@ export async function weekWorld(
     clock,
     proxies,
     bootErrors,
+    starts,
     get servers() {
       return servers;
     },
@@ -224,7 +236,7 @@ export async function weekWorld(
     restartContainer(p, i) {
       const live = running.get(podKey(p.namespace, podName(p, i)));
       if (!live) throw new Error(`no tailscale running in ${podName(p, i)}`);
-      live.run = restartContainer(fake, store, live.run, { baseDomain: BASE_DOMAIN });
+      live.run = started(live.sts, restartContainer(fake, store, live.run, { baseDomain: BASE_DOMAIN }));
     },
     async restartOperator(tailscaleImage) {
       const old = current;
