@@ -99,6 +99,8 @@ interface Week {
   maxRecorded: number;
   /** The index in the fake's request log where each day starts. */
   dayStarts: number[];
+  /** `<object>@<disturbance step>+<steps>`: how long after a graced disturbance the nodes were right again. */
+  recovered: string[];
   failures: string[];
 }
 
@@ -155,14 +157,21 @@ function checkNodes(w: WeekWorld, week: Week, p: ProxyObject, step: number): voi
   const replicas = replicasOf(w, p);
   const nodes = owned(w, p);
   for (const n of nodes) week.nodeOwner.set(n.id, p.name);
-  if (step <= (week.graceUntil.get(p.name) ?? -1)) return;
+  const graceEnd = week.graceUntil.get(p.name) ?? -1;
+  const bumped = nodes.filter((n) => /-\d+$/.test(n.givenName)).map((n) => n.givenName);
+  if (step <= graceEnd) {
+    const right = nodes.length === replicas && bumped.length === 0;
+    const since = graceEnd - GRACE_STEPS;
+    if (right && !week.recovered.some((r) => r.startsWith(`${p.name}@${since}+`)))
+      week.recovered.push(`${p.name}@${since}+${step - since}`);
+    return;
+  }
   const shown = nodes.map((n) => `${n.id}/${n.givenName}/${n.online ? "on" : "off"}`).join(" ");
   check(
     week,
     nodes.length === replicas,
     `step ${step}: ${p.name} has ${nodes.length} nodes for ${replicas} replicas: ${shown}`,
   );
-  const bumped = nodes.filter((n) => /-\d+$/.test(n.givenName)).map((n) => n.givenName);
   check(week, bumped.length === 0, `step ${step}: ${p.name} has Headscale-bumped names ${bumped.join(", ")}`);
   const running = [...Array(replicas).keys()].map((i) => {
     const n = w.nodeOf(p, i);
@@ -221,6 +230,7 @@ function report(t: TestContext, w: WeekWorld, week: Week, writes: Tally, wall: n
     `template changes at steps ${week.templateChangeSteps.join(", ")}; Pods per replica: ${sizes(week.podUids)}`,
   );
   t.diagnostic(`tailscale starts: ${JSON.stringify(Object.fromEntries(w.starts))}`);
+  t.diagnostic(`nodes right again (object@step+steps): ${week.recovered.join(", ")}`);
 }
 
 /** What the whole week must show: ids kept, logins only where state was new, keys and writes per day bounded. */
@@ -278,6 +288,7 @@ describe("a simulated week: one node per replica (issue 32)", () => {
       podUids: new Map(),
       maxRecorded: 0,
       dayStarts: [],
+      recovered: [],
       failures: [],
     };
     for (let step = 0; step <= WEEK && week.failures.length < 20; step++) {
