@@ -73,7 +73,7 @@ describe("PrometheusRule", () => {
     const rule = find(all, "PrometheusRule", "tailnet-operator");
     assert.equal(rule.metadata.labels?.release, "kube-prometheus-stack");
     const alerts = (rule.spec as { groups: Array<{ rules: Array<{ alert: string }> }> }).groups.flatMap((g) => g.rules);
-    assert.equal(alerts.length, 18);
+    assert.equal(alerts.length, 19);
   });
 });
 

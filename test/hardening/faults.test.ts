@@ -41,8 +41,20 @@ const NOT_OBSERVED: Reasons = {
     PolicyRendered: "CannotVerify",
     PolicyApplied: "ApplyFailed",
   },
-  TailnetEgress: { ...READY.TailnetEgress, TagKnown: "Unknown", Registered: "Unknown", Ready: "TagUnknown" },
-  TailnetIngress: { ...READY.TailnetIngress, TagKnown: "Unknown", Registered: "Unknown", Ready: "TagUnknown" },
+  TailnetEgress: {
+    ...READY.TailnetEgress,
+    TagKnown: "Unknown",
+    Registered: "Unknown",
+    NodeIdentity: "NotObserved",
+    Ready: "TagUnknown",
+  },
+  TailnetIngress: {
+    ...READY.TailnetIngress,
+    TagKnown: "Unknown",
+    Registered: "Unknown",
+    NodeIdentity: "NotObserved",
+    Ready: "TagUnknown",
+  },
   TailnetSite: {
     ...READY.TailnetSite,
     UnmanagedOverlap: "NotObserved",

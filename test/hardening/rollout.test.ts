@@ -8,9 +8,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { K8sObject } from "../../src/k8s/objects.js";
-import { SUPERSEDED_GRACE_SECONDS } from "../../src/kinds/shared/superseded.js";
+import { SUPERSEDED_GRACE_SECONDS } from "../../src/kinds/shared/replica-nodes.js";
 import { createTestPki, type IssuedCertificate, type TestPki } from "../fakes/agent/pki.js";
 import { bootTailscale, registerPod, restartTailscale } from "../fakes/containerboot.js";
+import { writeState } from "../kinds/shared/statefulset-pods.js";
 import { OPS, READY, toReady, world, ZONE } from "./world.js";
 
 let pki: TestPki;
@@ -26,12 +27,12 @@ before(async () => {
 after(() => pki.cleanup());
 
 describe("pods coming and going", () => {
-  it("a restarted tailscale container is the same node; a replaced pod's node is removed and DNS follows the new one", async (t) => {
+  it("a restarted tailscale container is the same node; a replica that lost its state re-registers, its predecessor is removed and DNS follows", async (t) => {
     const w = await world(t, { cert });
     await toReady(w);
     assert.deepEqual(w.reasons(), READY);
     const objects = () => [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
-    const deployment = w.mc.get("apps/v1", "Deployment", "grafana-agent", "monitoring") as K8sObject;
+    const deployment = w.mc.get("apps/v1", "StatefulSet", "grafana-agent-0", "monitoring") as K8sObject;
     const grafana = () => [...w.fake.state.nodes.values()].filter((n) => n.tags.includes("tag:k8s-monitoring-grafana"));
     const [first] = grafana();
     // the agent registers as <hostname>-<namespace>, never the bare name it publishes (dns-tenancy.ts agentHostname)
@@ -44,9 +45,10 @@ describe("pods coming and going", () => {
     assert.equal(restarted.sameNode, true);
     assert.equal(grafana().length, 1);
 
-    // 2. A rollout replaces the pod: the new pod registers, Headscale renames it grafana-1 while the
-    //    old ephemeral node lingers offline (real Headscale keeps it for 30 minutes).
+    // 2. The replica's state Secret was wiped (issue 32): its new pod registers a new node, which Headscale names
+    //    grafana-monitoring-1 while the predecessor exists, and writes the new device_id.
     const { node: second } = registerPod(w.fake, deployment, objects());
+    writeState(w.mc, "monitoring", "grafana-agent-0-state", second.id);
     assert.equal(second.givenName, "grafana-monitoring-1");
     first.online = false;
     first.lastSeen = w.clock.now;
@@ -55,7 +57,7 @@ describe("pods coming and going", () => {
 
     w.clock.now = new Date(w.clock.now.getTime() + (SUPERSEDED_GRACE_SECONDS + 1) * 1000);
     await w.settle();
-    assert.ok(!w.fake.state.nodes.has(first.id), "the superseded node is deleted");
+    assert.ok(!w.fake.state.nodes.has(first.id), "the predecessor is deleted");
     assert.ok(w.fake.state.nodes.has(second.id), "the current node stays");
     assert.deepEqual(
       w.fake

@@ -31,7 +31,9 @@ describe("every kind together", () => {
 
     // Round one: the Tailnet writes the policy, the workload kinds mint their keys.
     const first = await w.settle();
-    assert.ok(first <= 3, `first settle took ${first} rounds`);
+    // issue 32 adds two: an agent's StatefulSet comes once its RBAC and state Secret are observed (creation
+    // order), and the StatefulSet pods' stand-in (statefulset-pods.ts) settles once more after them
+    assert.ok(first <= 5, `first settle took ${first} rounds`);
     assert.deepEqual(w.mc.errors, []);
     // The nodes register with those keys, the cluster DNS learns the gateway's Service.
     const nodes = w.register();

@@ -12,6 +12,7 @@
 import { type RunningAgent, startAgent } from "../../src/agent/main.js";
 import { API_VERSION } from "../../src/api/schemas.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
+import type { K8sObject } from "../../src/k8s/objects.js";
 import { ingressAgentConfig } from "../../src/kinds/composite/ingress/children.js";
 import { readIngressSpec } from "../../src/kinds/composite/ingress/spec.js";
 import { ingressNames } from "../../src/kinds/shared/ingress-names.js";
@@ -29,6 +30,7 @@ import { FakeMetacontroller, type HookCall } from "../fakes/metacontroller.js";
 import { parentObject } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";
 import { loopbackEgressAgent } from "../kinds/composite/egress/world.js";
+import { statefulSetPods, writeState } from "../kinds/shared/statefulset-pods.js";
 
 export const API = API_VERSION;
 export const T0 = new Date("2026-11-29T10:00:00Z");
@@ -79,6 +81,7 @@ export const READY: Reasons = {
     RoutesGranted: "RoutesGranted",
     TargetsReachable: "Reachable",
     ServiceConflict: "NoConflict",
+    NodeIdentity: "Stable",
     Ready: "Ready",
   },
   TailnetIngress: {
@@ -87,6 +90,7 @@ export const READY: Reasons = {
     Registered: "Registered",
     BackendsReachable: "Reachable",
     TLSReady: "Valid",
+    NodeIdentity: "Stable",
     Ready: "Ready",
   },
   TailnetSite: {
@@ -247,6 +251,8 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
     app,
     agentPods: { metricsPort: (d) => agentPorts[`${d.metadata.namespace}/${d.metadata.name}`] },
   });
+  // agents run one StatefulSet per replica (issue 32): `<name>-agent-<i>` scraped like the agent it belongs to
+  const stsPort = (s: K8sObject) => agentPorts[`${s.metadata.namespace}/${s.metadata.name.replace(/-[0-9]+$/, "")}`];
 
   mc.apply({
     apiVersion: "v1",
@@ -330,7 +336,10 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
     /** Probe and read the netmaps now, then let the emulator settle. */
     async settle(maxRounds = 10): Promise<number> {
       await Promise.all([egressAgent.refresh(), ingressAgent.refresh()]);
-      return mc.settle(maxRounds);
+      let rounds = await mc.settle(maxRounds);
+      // the StatefulSet controller's pods, until the emulator runs StatefulSets (branch fakes32)
+      for (let i = 0; i < 3 && statefulSetPods(mc, stsPort); i++) rounds += await mc.settle(maxRounds);
+      return rounds;
     },
     /**
      * Every workload node registers with the key the operator put into its Secret (agents with the
@@ -339,16 +348,19 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
      */
     register(): { egress: FakeNode; ingress: FakeNode; gateway: FakeNode } {
       // each pod boots from the Deployment the operator returned (fake containerboot)
-      const boot = (name: string, namespace: string) => {
-        const deployment = mc.get("apps/v1", "Deployment", name, namespace);
-        if (!deployment) throw new Error(`no Deployment ${namespace}/${name} yet`);
-        return registerPod(fake, deployment, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
+      const boot = (kind: "Deployment" | "StatefulSet", name: string, namespace: string) => {
+        const workload = mc.get("apps/v1", kind, name, namespace);
+        if (!workload) throw new Error(`no ${kind} ${namespace}/${name} yet`);
+        const booted = registerPod(fake, workload, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
+        // an agent replica's tailscaled writes its device_id into its state Secret (kube store, issue 32)
+        if (kind === "StatefulSet") writeState(mc, namespace, `${name}-state`, booted.node.id);
+        return booted;
       };
-      const egressPod = boot("db-agent", "shop");
+      const egressPod = boot("StatefulSet", "db-agent-0", "shop");
       const egress = egressPod.node;
       localApi.setPrefs({ RouteAll: egressPod.boot.acceptRoutes });
-      const ingress = boot("grafana-agent", "monitoring").node;
-      const gateway = boot("gw-gateway", "infra").node;
+      const ingress = boot("StatefulSet", "grafana-agent-0", "monitoring").node;
+      const gateway = boot("Deployment", "gw-gateway", "infra").node;
       localApi.setStatus(
         fakeStatus({ HostName: "shop-db", TailscaleIPs: [egress.ipv4], Online: true }, [
           { HostName: "db-1", DNSName: "db-1.ts.example.com.", TailscaleIPs: [db1.ipv4], Online: true },

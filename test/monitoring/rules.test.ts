@@ -53,6 +53,11 @@ const EXPECTED: Record<string, { severity: string; for?: string; expr: string }>
     expr: 'tailnet_resource_ready{kind="TailnetGateway",reason="FreshBlocked"} == 0',
   },
   TailnetNodeOffline: { severity: "warning", for: "5m", expr: "tailnet_node_online == 0" },
+  TailnetNodeIdentityChanged: {
+    severity: "warning",
+    for: "5m",
+    expr: 'tailnet_resource_condition{kind=~"TailnetEgress|TailnetIngress",type="NodeIdentity",reason=~"IdentityChanged|ForeignNode|StateLost|Reregistered"} == 1',
+  },
   TailnetPolicyStale: { severity: "warning", for: "15m", expr: "tailnet_policy_pending == 1" },
   TailnetPolicyRejected: {
     severity: "warning",
@@ -124,7 +129,7 @@ describe("bundled alert rules", () => {
     const dir = promtoolWorkspace("check", renderedRuleFile());
     const run = promtool(["check", "rules", join(dir, "rules.yaml")]);
     assert.equal(run.code, 0, run.output);
-    assert.match(run.output, /SUCCESS: 18 rules found/);
+    assert.match(run.output, /SUCCESS: 19 rules found/);
   });
 
   it("pass the promtool unit tests in monitoring/tests", () => {

@@ -1,8 +1,9 @@
 /**
  * Pre-auth keys of agents and gateways. The key lives in a child Secret that carries its own
  * expiry (annotations), so "reuse while valid, rotate at half-life" is decided from `children`
- * and `now` alone — the server keeps no state. Secrets holding keys are `OnDelete` children, so
- * a rotated key gets a new Secret name (`<parent>-authkey-<key id>`) and the old one is dropped.
+ * and `now` alone — the server keeps no state. Agents keep one Secret, `<parent>-authkey`, rewritten
+ * in place on rotation (an InPlace child; the pods read the key at first login only, issue 32); the
+ * gateway's Secrets are `OnDelete` children, so its rotated key gets a new name (`<parent>-authkey-<key id>`).
  */
 
 import { setTimeout as sleep } from "node:timers/promises";
@@ -22,20 +23,10 @@ export const CREATED_ANNOTATION = "tailnet.internal/created-at";
 export const AUTHKEY_DATA_KEY = "authkey";
 
 /**
- * Agent keys (egress, ingress) are reusable and ephemeral, whatever the replica count: tailscaled
- * keeps its state on an emptyDir that lives as long as the pod, so every new pod (an eviction, a
- * rollout, a reschedule) registers again, and a used one-time key would leave it unable to join
- * until the next rotation.
- * Ephemeral nodes disappear from Headscale once offline, and the key is tagged and short-lived
- * (Tailnet.spec.authKeyTTL, rotated at half-life). Gateways keep single-use bootstrap keys: their
- * provenance check relies on exactly one registration per key.
- */
-export const AGENT_KEY_FLAGS = { reusable: true, ephemeral: true } as const;
-
-/**
- * Keys of replicas with persistent state (issue 32, replica.ts): reusable (a new replica, a scale-up or a lost
- * state registers with it) and not ephemeral, since a node must outlive any pod; the operator deletes the nodes it
- * registered (replica-nodes.ts). Its expiry never logs a node out: Headscale validates a key only at registration
+ * Agent keys (egress, ingress), whose replicas keep persistent state (issue 32, replica.ts): reusable (a new
+ * replica, a scale-up or a lost state registers with it) and not ephemeral, since a node must outlive any pod; the
+ * operator deletes the nodes it registered (replica-nodes.ts). Gateways keep single-use bootstrap keys for now:
+ * their provenance check relies on exactly one registration per key. Its expiry never logs a node out: Headscale validates a key only at registration
  * (hscontrol/state/state.go HandleNodeFromPreAuthKey), and tagged nodes never expire.
  */
 export const REPLICA_KEY_FLAGS = { reusable: true, ephemeral: false } as const;

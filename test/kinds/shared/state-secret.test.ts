@@ -3,8 +3,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { K8sObject } from "../../../src/k8s/objects.js";
+import { decideEgress } from "../../../src/kinds/composite/egress/decide.js";
+import { decideIngress } from "../../../src/kinds/composite/ingress/decide.js";
 import { keptStateSecret, replicaName, stateSecret, withoutStateData } from "../../../src/kinds/shared/replica.js";
 import { stateFacts } from "../../../src/kinds/shared/replica-nodes.js";
+import { createTestPki } from "../../fakes/agent/pki.js";
+import { input as egressInput, keySecret, NO_TAILNET } from "../composite/egress/fixtures.js";
+import { healthyInput, NO_TAILNET as INGRESS_NO_TAILNET } from "../composite/ingress/inputs.js";
 
 const MARKER = "PLANTED-MACHINE-KEY-7f3a";
 const b64 = (s: string) => Buffer.from(s).toString("base64");
@@ -74,5 +79,44 @@ describe("no answer carries observed state data", () => {
     assert.equal(JSON.stringify(out).includes(b64(MARKER)), false);
     assert.equal(JSON.stringify(out).includes(MARKER), false);
     assert.deepEqual(out[1], keySecret);
+  });
+});
+
+describe("the kinds' answers (sync and failed observation) never carry observed state data", () => {
+  /** A state Secret observed without Metacontroller's last-applied (adopted, or written by hand): the worst case. */
+  const bare = (): K8sObject => {
+    const s = observedState(0, { _machinekey: MARKER, device_id: "17" });
+    const { annotations: _a, ...metadata } = s.metadata;
+    return { ...s, metadata };
+  };
+
+  it("egress: a synced answer and a NoTailnet answer carry the state Secret as metadata only", () => {
+    for (const tailnet of [undefined, NO_TAILNET]) {
+      const d = decideEgress(egressInput({ children: [keySecret(), bare()], ...(tailnet ? { tailnet } : {}) }));
+      const state = d.children.find((c) => c.metadata.name === "db-agent-0-state");
+      assert.ok(state, "the state Secret is kept");
+      assert.equal("data" in state, false);
+      assert.equal(JSON.stringify(d).includes(MARKER), false);
+      assert.equal(JSON.stringify(d).includes(b64(MARKER)), false);
+    }
+  });
+
+  it("ingress: a NoTailnet answer (observed children kept) carries the state Secret as metadata only", async () => {
+    const pki = await createTestPki();
+    try {
+      const good = await pki.issue({
+        names: ["dash.ts.example.com"],
+        notBefore: new Date("2026-11-01T00:00:00Z"),
+        notAfter: new Date("2027-01-01T00:00:00Z"),
+      });
+      const state = { ...bare(), metadata: { ...bare().metadata, name: "grafana-agent-0-state" } };
+      const d = decideIngress(healthyInput(good, { ...INGRESS_NO_TAILNET, children: [state] }));
+      const kept = d.children.find((c) => c.metadata.name === "grafana-agent-0-state");
+      assert.ok(kept, "the state Secret is kept");
+      assert.equal("data" in kept, false);
+      assert.equal(JSON.stringify(d).includes(b64(MARKER)), false);
+    } finally {
+      await pki.cleanup();
+    }
   });
 });

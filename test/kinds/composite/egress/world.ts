@@ -24,6 +24,7 @@ import { skeletonTailnet } from "../../../fakes/kind-stub.js";
 import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
 import { parentObject } from "../../../fixtures/hooks.js";
 import { build } from "../../../helpers/server.js";
+import { statefulSetPods, writeState as writeStateIn } from "../../shared/statefulset-pods.js";
 import { credentialsSecret } from "../../shared/world.js";
 
 export const API = "tailnet.internal/v1alpha1";
@@ -309,81 +310,11 @@ export const kindsOf = (w: World) =>
     .childrenOf(w.egress())
     .map((c) => `${c.kind}/${c.metadata.name}`)
     .sort();
-/**
- * The StatefulSet controller's part, until the emulator has it (branch fakes32): one running Pod `<sts>-0` per
- * StatefulSet of replicas 1, from its template, with the metrics port pointing at the loopback agent; Pods of a
- * StatefulSet that is gone go too. Returns whether anything changed.
- */
-export function statefulSetPods(mc: FakeMetacontroller, metricsPort: () => number): boolean {
-  let changed = false;
-  const sets = new Map(mc.list("StatefulSet").map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
-  for (const p of mc.list("Pod")) {
-    const owner = p.metadata.annotations?.["test/statefulset"];
-    if (owner && !sets.has(`${p.metadata.namespace}/${owner}`)) {
-      mc.delete("v1", "Pod", p.metadata.name, p.metadata.namespace);
-      changed = true;
-    }
-  }
-  for (const sts of sets.values()) {
-    const spec = sts.spec as {
-      replicas?: number;
-      template: {
-        metadata?: { labels?: Record<string, string> };
-        spec: { containers: { ports?: { name?: string; containerPort: number }[] }[] };
-      };
-    };
-    const name = `${sts.metadata.name}-0`;
-    const existing = mc.get("v1", "Pod", name, sts.metadata.namespace);
-    if ((spec.replicas ?? 1) < 1) {
-      if (existing) {
-        mc.delete("v1", "Pod", name, sts.metadata.namespace);
-        changed = true;
-      }
-      continue;
-    }
-    const tpl = structuredClone(spec.template);
-    for (const c of tpl.spec.containers)
-      for (const pt of c.ports ?? []) if (pt.name === "metrics") pt.containerPort = metricsPort();
-    // a new pod only for a new template (a rollout): a test may edit the running pod's spec
-    const revision = JSON.stringify(spec.template);
-    if (existing && existing.metadata.annotations?.["test/revision"] === revision) continue;
-    mc.apply({
-      apiVersion: "v1",
-      kind: "Pod",
-      metadata: {
-        name,
-        namespace: sts.metadata.namespace,
-        labels: tpl.metadata?.labels ?? {},
-        annotations: { "test/statefulset": sts.metadata.name, "test/revision": revision },
-      },
-      spec: tpl.spec,
-      status: {
-        phase: "Running",
-        podIP: "127.0.0.1",
-        startTime: "2026-11-29T09:59:00Z",
-        conditions: [{ type: "Ready", status: "True" }],
-      },
-    });
-    changed = true;
-  }
-  return changed;
-}
+export { MACHINE_KEY_MARKER } from "../../shared/statefulset-pods.js";
 
-/** The planted value of every state Secret's machine key: it must never leave the hook (state-secret tests). */
-export const MACHINE_KEY_MARKER = "privkey:PLANTED-MACHINE-KEY-0f1e2d";
-
-/** What tailscaled's kube store and containerboot write into a state Secret (kube.go storeDeviceID). */
-export function writeState(mc: FakeMetacontroller, name: string, deviceId: string): void {
-  const secret = mc.get("v1", "Secret", name, "shop");
-  if (!secret) throw new Error(`no state Secret ${name} yet`);
-  const b64 = (v: string) => Buffer.from(v).toString("base64");
-  secret.data = {
-    ...(secret.data as Record<string, string> | undefined),
-    _machinekey: b64(MACHINE_KEY_MARKER),
-    device_id: b64(deviceId),
-    device_fqdn: b64(`node-${deviceId}.ts.example.com.`),
-  };
-}
+/** What tailscaled's kube store and containerboot write into a state Secret of shop (kube.go storeDeviceID). */
+export const writeState = (mc: FakeMetacontroller, name: string, deviceId: string) =>
+  writeStateIn(mc, "shop", name, deviceId);
 
 export const deploymentEnv = (w: World) => {
   const d = w.mc.get("apps/v1", "StatefulSet", "db-agent-0", "shop") as K8sObject;

@@ -8,9 +8,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import { SUPERSEDED_GRACE_SECONDS } from "../../../../src/kinds/shared/superseded.js";
+import { SUPERSEDED_GRACE_SECONDS } from "../../../../src/kinds/shared/replica-nodes.js";
 import { registerPod } from "../../../fakes/containerboot.js";
 import { OPS, TAGS, toReady, type World, world, ZONE } from "../../../hardening/world.js";
+import { writeState } from "../../shared/statefulset-pods.js";
 
 const NAMES = [`dash.${ZONE}`, `grafana-eu.${ZONE}`, `grafana.${ZONE}`];
 
@@ -26,10 +27,12 @@ function records(w: World): Record<string, string[]> {
 
 const ingressNodes = (w: World) => [...w.fake.state.nodes.values()].filter((n) => n.tags.includes(TAGS.ingress));
 
-/** Another agent pod of the ingress boots and registers (its own node). */
-function bootReplica(w: World) {
-  const deployment = w.mc.get("apps/v1", "Deployment", "grafana-agent", "monitoring") as K8sObject;
-  return registerPod(w.fake, deployment, [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")]).node;
+/** Replica i's pod boots from its StatefulSet and registers (its own node), writing its state as tailscaled would. */
+function bootReplica(w: World, i: number) {
+  const sts = w.mc.get("apps/v1", "StatefulSet", `grafana-agent-${i}`, "monitoring") as K8sObject;
+  const { node } = registerPod(w.fake, sts, [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")]);
+  writeState(w.mc, "monitoring", `grafana-agent-${i}-state`, node.id);
+  return node;
 }
 
 const ready = (w: World) => w.condition("TailnetIngress", "grafana", "Ready", "monitoring");
@@ -39,19 +42,24 @@ describe("HA TailnetIngress (spec.replicas) with the real Tailnet", () => {
     const w = await world(t, { specs: { ingress: { replicas: 3 } } });
     await toReady(w);
     const pdb = w.mc.get("policy/v1", "PodDisruptionBudget", "grafana-agent", "monitoring");
-    const deployment = w.mc.get("apps/v1", "Deployment", "grafana-agent", "monitoring");
-    assert.deepEqual(pdb?.spec, {
-      maxUnavailable: 1,
-      selector: (deployment?.spec as { selector?: unknown } | undefined)?.selector,
-    });
-    bootReplica(w);
-    bootReplica(w);
+    // one budget across the replicas' StatefulSets: their selectors add only the replica label to its own
+    for (const i of [0, 1, 2]) {
+      const sts = w.mc.get("apps/v1", "StatefulSet", `grafana-agent-${i}`, "monitoring");
+      const own =
+        ((sts?.spec ?? {}) as { selector?: { matchLabels?: Record<string, string> } }).selector?.matchLabels ?? {};
+      const { "tailnet.internal/replica": replica, ...shared } = own;
+      assert.equal(replica, String(i));
+      assert.deepEqual(pdb?.spec, { maxUnavailable: 1, selector: { matchLabels: shared } });
+    }
+    bootReplica(w, 1);
+    bootReplica(w, 2);
     await w.settle();
     const nodes = ingressNodes(w);
     assert.deepEqual(
       nodes.map((n) => n.givenName),
-      // agents register as <hostname>-<namespace> (agentHostname), Headscale suffixing the replicas
-      ["grafana-monitoring", "grafana-monitoring-1", "grafana-monitoring-2"],
+      // agents register as <hostname>-<namespace> (agentHostname), replica i ≥ 1 as <that>-r<i> (issue 32):
+      // never Headscale's collision suffix
+      ["grafana-monitoring", "grafana-monitoring-r1", "grafana-monitoring-r2"],
     );
     const all = nodes.map((n) => n.ipv4).sort();
     assert.deepEqual(records(w), Object.fromEntries(NAMES.map((n) => [n, all])));
@@ -70,7 +78,7 @@ describe("HA TailnetIngress (spec.replicas) with the real Tailnet", () => {
     const listed = (parent?.status as { nodes?: { name: string; online: boolean }[] } | undefined)?.nodes ?? [];
     assert.deepEqual(
       listed.map((n) => `${n.name}:${n.online}`),
-      ["grafana-monitoring:true", "grafana-monitoring-1:false", "grafana-monitoring-2:true"],
+      ["grafana-monitoring:true", "grafana-monitoring-r1:false", "grafana-monitoring-r2:true"],
     );
 
     // TailnetNodeOffline (tailnet_node_online == 0 for 5 min) fires for that node only
@@ -79,21 +87,21 @@ describe("HA TailnetIngress (spec.replicas) with the real Tailnet", () => {
       new RegExp(`^tailnet_node_online\\{(?=[^}]*tailnet="home")(?=[^}]*node="${node}")[^}]*\\} (\\d)$`, "m").exec(
         text,
       )?.[1];
-    assert.deepEqual(["grafana-monitoring", "grafana-monitoring-1", "grafana-monitoring-2"].map(online), [
+    assert.deepEqual(["grafana-monitoring", "grafana-monitoring-r1", "grafana-monitoring-r2"].map(online), [
       "1",
       "0",
       "1",
     ]);
 
-    // past the grace period, still only 2 of 3 online: the offline node may be a replica coming back, kept
+    // past the grace period: replica 1's state Secret still names the node, so it is its node and is kept
     w.clock.now = new Date(w.clock.now.getTime() + (SUPERSEDED_GRACE_SECONDS + 1) * 1000);
     await w.settle();
-    assert.ok(w.fake.state.nodes.has(nodes[1].id), "not superseded while fewer than 3 are online");
+    assert.ok(w.fake.state.nodes.has(nodes[1].id), "a node a replica's device_id names is never deleted");
 
-    // its pod was replaced: the new pod's node makes 3 online again, and the old one is superseded
-    const fresh = bootReplica(w);
+    // replica 1 lost its state and registered again: the new node makes 3 online, the predecessor is deleted
+    const fresh = bootReplica(w, 1);
     await w.settle();
-    assert.ok(!w.fake.state.nodes.has(nodes[1].id), "the replaced pod's node is deleted");
+    assert.ok(!w.fake.state.nodes.has(nodes[1].id), "the predecessor of a re-registered replica is deleted");
     const now = [nodes[0].ipv4, nodes[2].ipv4, fresh.ipv4].sort();
     assert.deepEqual(records(w), Object.fromEntries(NAMES.map((n) => [n, now])));
     assert.equal(ready(w)?.message, `serving web on grafana.${ZONE} (3 nodes online)`);

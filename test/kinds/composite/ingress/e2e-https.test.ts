@@ -124,19 +124,24 @@ describe("TailnetIngress over real TLS", () => {
     assert.equal(w.condition("Ready").reason, "Ready");
   });
 
-  it("rotates the pre-auth key at half-life: a new Secret, the Deployment follows, the old Secret goes", async (t) => {
+  it("rotates the pre-auth key at half-life in place: the same Secret, the StatefulSet untouched (issue 32)", async (t) => {
     const w = await world(t);
     w.mc.apply(tcpIngress("grafana"));
     await settle(w);
-    const keyOf = () => w.mc.list("Secret").find((s) => s.metadata.name.startsWith("grafana-authkey-"));
-    const first = keyOf()?.metadata.name;
+    const keyOf = () => w.mc.list("Secret").find((s) => s.metadata.name === "grafana-authkey");
+    const idOf = () => keyOf()?.metadata.annotations?.["tailnet.internal/key-id"];
+    const sts = () => {
+      const o = w.mc.get("apps/v1", "StatefulSet", "grafana-agent-0", NS);
+      return JSON.stringify({ ...o, status: undefined });
+    };
+    const first = idOf();
+    const before = sts();
     w.clock.now = new Date(w.clock.now.getTime() + 13 * 3600_000);
     await settle(w);
-    const second = keyOf()?.metadata.name;
+    const second = idOf();
     assert.ok(first && second && first !== second, `${first} → ${second}`);
-    assert.equal(w.mc.list("Secret").filter((s) => s.metadata.name.startsWith("grafana-authkey-")).length, 1);
-    const deployment = JSON.stringify(w.mc.get("apps/v1", "Deployment", "grafana-agent", NS));
-    assert.ok(deployment.includes(`"name":"${second}"`), "TS_AUTHKEY comes from the new Secret");
+    assert.equal(w.mc.list("Secret").filter((s) => s.metadata.name.startsWith("grafana-authkey")).length, 1);
+    assert.equal(sts(), before, "TS_AUTHKEY names the Secret, never the key: no pod rolls");
     assert.equal(w.hs.count("POST", /^\/api\/v1\/preauthkey$/), 2);
   });
 
@@ -157,7 +162,7 @@ describe("TailnetIngress over real TLS", () => {
     await settle(w);
     assert.ok(w.ingress(), "not finalized while Headscale refuses the delete");
     assert.ok(w.hs.state.nodes.has(mine.id));
-    assert.deepEqual(w.mc.list("Deployment"), [], "the agent is removed at once");
+    assert.deepEqual(w.mc.list("StatefulSet"), [], "the agent is removed at once");
 
     await w.hs.clearFaults();
     await settle(w);

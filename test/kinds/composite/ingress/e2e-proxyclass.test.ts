@@ -16,7 +16,7 @@ const proxyClass = (spec: Record<string, unknown>): K8sObject => ({
   spec,
 });
 type Pod = { spec: { tolerations?: unknown[]; containers: { name: string; resources?: unknown }[] } };
-const deployment = (w: World) => w.mc.get("apps/v1", "Deployment", "grafana-agent", "monitoring");
+const deployment = (w: World) => w.mc.get("apps/v1", "StatefulSet", "grafana-agent-0", "monitoring");
 const podOf = (d: K8sObject | undefined) => (d?.spec as { template: Pod } | undefined)?.template;
 
 async function settle(w: World): Promise<void> {

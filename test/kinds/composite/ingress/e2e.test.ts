@@ -42,7 +42,10 @@ const registeredAddresses = (w: World) =>
   [...w.hs.state.nodes.values()].filter((n) => n.tags.includes(TAG)).flatMap((n) => [n.ipv4, n.ipv6]);
 const reasons = (w: World, name = "grafana") => {
   const status = w.ingress(name)?.status as { conditions?: { type: string; reason: string }[] } | undefined;
-  return Object.fromEntries((status?.conditions ?? []).map((c) => [c.type, c.reason]));
+  // NodeIdentity is asserted by the identity tests (e2e-identity.test.ts), these rows are about serving
+  return Object.fromEntries(
+    (status?.conditions ?? []).filter((c) => c.type !== "NodeIdentity").map((c) => [c.type, c.reason]),
+  );
 };
 
 let pki: TestPki;
@@ -99,21 +102,21 @@ describe("TailnetIngress end to end", () => {
       TLSReady: "TLSNotRequired",
       Ready: "NotRegistered",
     });
-    const keySecret = childKeys(w).find((k) => k.startsWith("Secret/grafana-authkey-"));
-    assert.ok(keySecret, "a pre-auth key Secret child");
-    assert.deepEqual(
-      childKeys(w).filter((k) => k !== keySecret),
-      [
-        "ConfigMap/grafana-agent",
-        "Deployment/grafana-agent",
-        "NetworkPolicy/grafana-agent",
-        "ServiceAccount/grafana-agent",
-      ],
-    );
+    assert.deepEqual(childKeys(w), [
+      "ConfigMap/grafana-agent",
+      "NetworkPolicy/grafana-agent",
+      "Role/grafana-agent-0",
+      "RoleBinding/grafana-agent-0",
+      "Secret/grafana-agent-0-state",
+      "Secret/grafana-authkey",
+      "ServiceAccount/grafana-agent-0",
+      "StatefulSet/grafana-agent-0",
+    ]);
     const created = w.hs.requests.find((r) => r.method === "POST" && r.path === "/api/v1/preauthkey");
     assert.deepEqual(
       { ...(created?.body as Record<string, unknown>), expiration: "…" },
-      { aclTags: [TAG], reusable: true, ephemeral: true, expiration: "…" },
+      // a node outlives its pods (issue 32): not ephemeral; the operator deletes what it registered
+      { aclTags: [TAG], reusable: true, ephemeral: false, expiration: "…" },
     );
 
     w.register();
@@ -121,7 +124,7 @@ describe("TailnetIngress end to end", () => {
     // the agent registers as <hostname>-<namespace> (agentHostname), never the bare name it publishes
     assert.equal(w.condition("Registered").message, `1 node carries ${TAG}: grafana-monitoring`);
     assert.equal(w.condition("Ready").reason, "ProbeFailed");
-    assert.match(w.condition("Ready").message, /^the agent could not be scraped \(grafana-agent-0: GET \/status: /);
+    assert.match(w.condition("Ready").message, /^the agent could not be scraped \(grafana-agent-0-0: GET \/status: /);
 
     const agent = await ingressAgent(t, parent, { backendPort: echo.port });
     w.pointPodsAt(agent.metricsPort);
@@ -134,7 +137,18 @@ describe("TailnetIngress end to end", () => {
       tag: TAG,
       dnsName: "grafana.ts.example.com",
       exposes: [{ name: "postgres", dnsName: "grafana.ts.example.com", dnsAliases: [], reachable: true }],
-      nodes: [{ name: "grafana-monitoring", addresses: registeredAddresses(w), online: true }],
+      nodes: [
+        {
+          replica: 0,
+          id: "1",
+          name: "grafana-monitoring",
+          addresses: registeredAddresses(w).sort(),
+          nodeKey: w.hs.state.nodes.get("1")?.nodeKey,
+          machineKey: w.hs.state.nodes.get("1")?.machineKey,
+          preAuthKeyId: "1",
+          online: true,
+        },
+      ],
       preAuthKeyIds: ["1"],
     });
     // where tailscaled's serve dials (the operator's serve config), not 127.0.0.1 (issue 31)
@@ -354,31 +368,33 @@ describe("TailnetIngress end to end", () => {
     assert.equal(w.mc.get(API_VERSION, "TailnetIngress", "grafana", NS)?.metadata.generation, 2);
   });
 
-  it("replicas 2: a Deployment of 2, a PodDisruptionBudget, every node in status; NodesOffline once no node is online", async (t) => {
+  it("replicas 2: a StatefulSet per replica, a PodDisruptionBudget, every replica's node in status; NodesOffline once no node is online", async (t) => {
     const w = await world(t);
     const echo = await startEchoServer();
     t.after(() => echo.close());
     const parent = w.mc.apply(tcpIngress("grafana", { replicas: 2 }));
     await settle(w);
     assert.ok(childKeys(w).includes("PodDisruptionBudget/grafana-agent"), "the budget is a child");
-    const deployment = w.mc.get("apps/v1", "Deployment", "grafana-agent", NS);
-    assert.equal((deployment?.spec as { replicas?: number } | undefined)?.replicas, 2);
-    w.register();
-    w.register();
+    for (const i of [0, 1]) {
+      const sts = w.mc.get("apps/v1", "StatefulSet", `grafana-agent-${i}`, NS);
+      assert.equal((sts?.spec as { replicas?: number } | undefined)?.replicas, 1, `replica ${i}: one pod`);
+    }
+    w.register("grafana", NS, 0);
+    w.register("grafana", NS, 1);
     const agent = await ingressAgent(t, parent, { backendPort: echo.port });
     w.pointPodsAt(agent.metricsPort);
     await settle(w);
     const nodes = [...w.hs.state.nodes.values()].filter((n) => n.tags.includes(TAG));
     assert.deepEqual(
       nodes.map((n) => n.givenName),
-      ["grafana-monitoring", "grafana-monitoring-1"],
-      "each pod its own node (Headscale suffixes the name)",
+      ["grafana-monitoring", "grafana-monitoring-r1"],
+      "each replica its own node and host name (issue 32: -r<i>, never Headscale's suffix)",
     );
     assert.equal(w.condition("Ready").message, "serving postgres on grafana.ts.example.com (2 nodes online)");
     const listed = (w.ingress()?.status as { nodes?: { name: string; online: boolean }[] } | undefined)?.nodes;
     assert.deepEqual(
       listed?.map((n) => `${n.name}:${n.online}`),
-      ["grafana-monitoring:true", "grafana-monitoring-1:true"],
+      ["grafana-monitoring:true", "grafana-monitoring-r1:true"],
     );
 
     nodes[0].online = false;
@@ -391,12 +407,12 @@ describe("TailnetIngress end to end", () => {
     assert.equal(w.condition("Ready").reason, "NodesOffline");
     assert.equal(
       w.condition("Ready").message,
-      `all 2 nodes carrying ${TAG} are offline in Headscale (grafana-monitoring, grafana-monitoring-1); check the agent pods and their connection to the control server`,
+      `all 2 nodes carrying ${TAG} are offline in Headscale (grafana-monitoring, grafana-monitoring-r1); check the agent pods and their connection to the control server`,
     );
     assert.deepEqual(
       w.hs.writes().map((r) => `${r.method} ${r.path}`),
       ["POST /api/v1/preauthkey"],
-      "offline replicas are not superseded while fewer than 2 are online",
+      "offline nodes that replicas' state Secrets name are never deleted",
     );
     const text = await w.metrics();
     assert.equal(
@@ -415,15 +431,21 @@ describe("TailnetIngress end to end", () => {
     w.mc.apply(tcpIngress("grafana", { proxyClassName: "edge" }));
     await settle(w);
     assert.equal(w.condition("Ready").reason, IngressReason.ProxyClassMissing);
-    assert.equal(w.mc.get("apps/v1", "Deployment", "grafana-agent", NS), undefined);
+    assert.equal(w.mc.get("apps/v1", "StatefulSet", "grafana-agent-0", NS), undefined);
   });
 
   it("reached every reason of the kind", () => {
-    // the tenancy refusals are reached in e2e-tenancy.test.ts
+    // the tenancy refusals are reached in e2e-tenancy.test.ts; NodeIdentity's problem reasons in
+    // e2e-identity.test.ts and the decide rows (identityInputs)
     const tenancy = new Set<string>([
       CommonReason.NamespaceNotAllowed,
       CommonReason.TagNotGranted,
       CommonReason.TagInUse,
+      "Migrating",
+      "IdentityChanged",
+      "Reregistered",
+      "StateLost",
+      "ForeignNode",
     ]);
     const missing = Object.values(IngressReason).filter((r) => !seen.has(r) && !tenancy.has(r));
     assert.deepEqual(missing, []);

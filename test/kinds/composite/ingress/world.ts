@@ -20,11 +20,12 @@ import type { KindModule } from "../../../../src/pipeline/types.js";
 import { memoryEventRecorder } from "../../../../src/server/events.js";
 import { closedPort } from "../../../fakes/agent/echo.js";
 import { registerPod } from "../../../fakes/containerboot.js";
-import { type FakeHeadscale, useFakeHeadscale } from "../../../fakes/headscale/index.js";
+import { type FakeHeadscale, type FakeNode, useFakeHeadscale } from "../../../fakes/headscale/index.js";
 import { silentTailnet } from "../../../fakes/kind-stub.js";
 import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
 import { type Endpoint, type ServeHandler, serveForward } from "../../../fakes/tailscaled-serve.js";
 import { build } from "../../../helpers/server.js";
+import { statefulSetPods, writeState } from "../../shared/statefulset-pods.js";
 import { pointPodsAt } from "../../shared/world.js";
 import { BASE, credentials, TAG, tailnet } from "./fixtures.js";
 
@@ -43,9 +44,28 @@ export interface World {
   pointPodsAt(port: number): void;
   ingress(name?: string, namespace?: string): K8sObject | undefined;
   condition(type: string, name?: string, namespace?: string): { status: string; reason: string; message: string };
-  /** Registers the agent node with the pre-auth key the operator put in the ingress's key Secret. */
-  register(name?: string, namespace?: string): void;
+  /**
+   * Replica `replica`'s pod registers its node with the pre-auth key the operator put in the ingress's key Secret,
+   * and writes its device_id into its state Secret as tailscaled's kube store would.
+   */
+  register(name?: string, namespace?: string, replica?: number): FakeNode;
   metrics(): Promise<string>;
+}
+
+/** The emulator plus the StatefulSet controller's pods (statefulset-pods.ts), until the emulator runs them. */
+class ReplicaMetacontroller extends FakeMetacontroller {
+  constructor(
+    opts: ConstructorParameters<typeof FakeMetacontroller>[0],
+    private readonly metricsPort: () => number,
+  ) {
+    super(opts);
+  }
+  override async settle(maxRounds = 10): Promise<number> {
+    let rounds = await super.settle(maxRounds);
+    for (let i = 0; i < 3 && statefulSetPods(this, () => this.metricsPort()); i++)
+      rounds += await super.settle(maxRounds);
+    return rounds;
+  }
 }
 
 export async function world(
@@ -83,7 +103,7 @@ export async function world(
   });
   // Until a test starts an agent, pods point at a port nothing listens on (a scrape is refused).
   let port = await closedPort();
-  const mc = new FakeMetacontroller({ app, agentPods: { metricsPort: () => port } });
+  const mc = new ReplicaMetacontroller({ app, agentPods: { metricsPort: () => port } }, () => port);
   if (opts.tailnet !== false) {
     mc.apply(
       tailnet("home", {
@@ -110,11 +130,13 @@ export async function world(
       if (!c) throw new Error(`no ${type} condition on ${namespace}/${name}`);
       return c;
     },
-    register(name = "grafana", namespace = "monitoring") {
-      // the agent pod boots from the Deployment the operator returned (fake containerboot)
-      const deployment = mc.get("apps/v1", "Deployment", `${name}-agent`, namespace);
-      if (!deployment) throw new Error(`no agent Deployment for ${namespace}/${name}`);
-      registerPod(hs, deployment, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
+    register(name = "grafana", namespace = "monitoring", replica = 0) {
+      // the agent pod boots from its StatefulSet the operator returned (fake containerboot)
+      const sts = mc.get("apps/v1", "StatefulSet", `${name}-agent-${replica}`, namespace);
+      if (!sts) throw new Error(`no agent StatefulSet ${namespace}/${name}-agent-${replica}`);
+      const { node } = registerPod(hs, sts, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
+      writeState(mc, namespace, `${name}-agent-${replica}-state`, node.id);
+      return node;
     },
     async metrics() {
       return (await app.inject({ method: "GET", url: "/metrics" })).body;

@@ -1,0 +1,87 @@
+/**
+ * Test stand-ins for what runs StatefulSets in a cluster, until the emulator has them (branch fakes32): the
+ * StatefulSet controller's pods, and the writes tailscaled's kube store and containerboot make into a replica's state
+ * Secret (tailscale cmd/containerboot/kube.go storeDeviceID, ipn/store/kubestore) — direct store writes, as the pod
+ * would make them, never through Metacontroller.
+ */
+import type { K8sObject } from "../../../src/k8s/objects.js";
+import type { FakeMetacontroller } from "../../fakes/metacontroller.js";
+
+/**
+ * The StatefulSet controller's part, until the emulator has it (branch fakes32): one running Pod `<sts>-0` per
+ * StatefulSet of replicas 1, from its template, with the metrics port pointing at the loopback agent; Pods of a
+ * StatefulSet that is gone go too. Returns whether anything changed.
+ */
+export function statefulSetPods(mc: FakeMetacontroller, metricsPort: (sts: K8sObject) => number | undefined): boolean {
+  let changed = false;
+  const sets = new Map(mc.list("StatefulSet").map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+  for (const p of mc.list("Pod")) {
+    const owner = p.metadata.annotations?.["test/statefulset"];
+    if (owner && !sets.has(`${p.metadata.namespace}/${owner}`)) {
+      mc.delete("v1", "Pod", p.metadata.name, p.metadata.namespace);
+      changed = true;
+    }
+  }
+  for (const sts of sets.values()) {
+    const spec = sts.spec as {
+      replicas?: number;
+      template: {
+        metadata?: { labels?: Record<string, string> };
+        spec: { containers: { ports?: { name?: string; containerPort: number }[] }[] };
+      };
+    };
+    const name = `${sts.metadata.name}-0`;
+    const existing = mc.get("v1", "Pod", name, sts.metadata.namespace);
+    if ((spec.replicas ?? 1) < 1) {
+      if (existing) {
+        mc.delete("v1", "Pod", name, sts.metadata.namespace);
+        changed = true;
+      }
+      continue;
+    }
+    const tpl = structuredClone(spec.template);
+    for (const c of tpl.spec.containers)
+      for (const pt of c.ports ?? []) {
+        const port = metricsPort(sts);
+        if (pt.name === "metrics" && port) pt.containerPort = port;
+      }
+    // a new pod only for a new template (a rollout): a test may edit the running pod's spec
+    const revision = JSON.stringify(spec.template);
+    if (existing && existing.metadata.annotations?.["test/revision"] === revision) continue;
+    mc.apply({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name,
+        namespace: sts.metadata.namespace,
+        labels: tpl.metadata?.labels ?? {},
+        annotations: { "test/statefulset": sts.metadata.name, "test/revision": revision },
+      },
+      spec: tpl.spec,
+      status: {
+        phase: "Running",
+        podIP: "127.0.0.1",
+        startTime: "2026-11-29T09:59:00Z",
+        conditions: [{ type: "Ready", status: "True" }],
+      },
+    });
+    changed = true;
+  }
+  return changed;
+}
+
+/** The planted value of every state Secret's machine key: it must never leave the hook (state-secret tests). */
+export const MACHINE_KEY_MARKER = "privkey:PLANTED-MACHINE-KEY-0f1e2d";
+
+/** What tailscaled's kube store and containerboot write into a state Secret (kube.go storeDeviceID). */
+export function writeState(mc: FakeMetacontroller, namespace: string, name: string, deviceId: string): void {
+  const secret = mc.get("v1", "Secret", name, namespace);
+  if (!secret) throw new Error(`no state Secret ${namespace}/${name} yet`);
+  const b64 = (v: string) => Buffer.from(v).toString("base64");
+  secret.data = {
+    ...(secret.data as Record<string, string> | undefined),
+    _machinekey: b64(MACHINE_KEY_MARKER),
+    device_id: b64(deviceId),
+    device_fqdn: b64(`node-${deviceId}.ts.example.com.`),
+  };
+}
