@@ -1,11 +1,12 @@
 // A simulated week (issue 32, design32 §4 "A simulated week"): one egress (replicas 2) and one ingress (replicas 1)
 // on a test clock moving in 5-minute steps for 7 days with authKeyTTL 24h, through pod deletions, a container
 // restart, two operator restarts (the second with a new tailscale image: a template change), the emulator's
-// parentCacheLag, a wiped state Secret on day 3 and a scale 2→3→2 on day 5. After every settled step: nodes
-// per object == replicas (after the design's 60 s grace, SUPERSEDED_GRACE_SECONDS), no Headscale `-N` name,
-// every replica keeps its node id unless its state was lost, StatefulSet templates change only at the
-// template change, the key Secret keeps its name, status.preAuthKeyIds stays bounded, and the Headscale writes
-// per day are counted (mints, expiries, deletes, renames) and bounded. A gateway is one more `ProxyObject` row.
+// parentCacheLag, a wiped state Secret on day 3 (the ingress's on day 2, at a key rotation) and a scale 2→3→2
+// on day 5. After every settled step: nodes per object == replicas (after the design's 60 s grace,
+// SUPERSEDED_GRACE_SECONDS), no Headscale `-N` name, every replica keeps its node id unless its state was lost,
+// status.nodes[] names the running nodes, StatefulSet templates change only at the template change, the key
+// Secret keeps its name, status.preAuthKeyIds stays bounded; the Headscale writes per day are counted (mints,
+// expiries, deletes, renames) and bounded. A gateway is one more `ProxyObject` row.
 import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { wipeStateSecret } from "../../fakes/containerboot-kube.js";
@@ -23,6 +24,9 @@ const AT = {
   deleteEgressPod: DAY + 12,
   restartIngressContainer: DAY + 100,
   operatorRestart: 2 * DAY + 7,
+  // exactly when the key rotates (every 12 h from the first mint at step 0): the new pod logs in with the key
+  // the same sync just rotated in place
+  wipeIngressAtRotation: 2 * DAY + DAY / 2,
   wipeEgressReplica1: 3 * DAY + 30,
   templateChange: 3 * DAY + 200,
   scaleUp: 5 * DAY,
@@ -51,6 +55,8 @@ const keySecrets = (w: WeekWorld, p: ProxyObject) =>
   w.mc
     .list("Secret")
     .filter((s) => s.metadata.namespace === p.namespace && s.metadata.labels?.["tailnet.internal/authkey"] === "true");
+const keyIdOf = (w: WeekWorld, p: ProxyObject) =>
+  keySecrets(w, p)[0]?.metadata.annotations?.["tailnet.internal/key-id"];
 
 /** The operator's Headscale writes, by day and by object (a key's tag, a node's recorded owner). */
 function tally(w: WeekWorld, nodeOwner: Map<string, string>, dayStarts: number[]): Tally {
@@ -84,7 +90,7 @@ function tally(w: WeekWorld, nodeOwner: Map<string, string>, dayStarts: number[]
 
 /** What the week keeps between steps: the expectations, what it saw, and the failures (the first 20). */
 interface Week {
-  /** Replica (`<object>/<i>`) → the node id it must keep (set at its first binding, moved only when its state is lost). */
+  /** Replica (`<object>/<i>`) → the node id it must keep: set at its first binding, moved only when its state is lost. */
   expected: Map<string, string>;
   /** `expected` after the first step. */
   initial: Map<string, string>;
@@ -123,6 +129,12 @@ async function disturb(w: WeekWorld, week: Week, step: number): Promise<void> {
       w.deletePod(EGRESS, 1);
       week.expected.delete(`${EGRESS.name}/1`);
       week.graceUntil.set(EGRESS.name, step + GRACE_STEPS);
+      return;
+    case AT.wipeIngressAtRotation:
+      wipeStateSecret(w.store, `${INGRESS.sts(0)}-state`, INGRESS.namespace);
+      w.deletePod(INGRESS, 0);
+      week.expected.delete(`${INGRESS.name}/0`);
+      week.graceUntil.set(INGRESS.name, step + GRACE_STEPS);
       return;
     case AT.templateChange:
       return w.restartOperator(NEW_IMAGE);
@@ -210,7 +222,7 @@ function checkReplicas(w: WeekWorld, week: Week, p: ProxyObject, step: number): 
     keys.length === 1 && keys[0].metadata.name === `${p.name}-authkey`,
     `step ${step}: ${p.name} key Secrets ${keys.map((s) => s.metadata.name).join(", ")}`,
   );
-  const keyId = keys[0]?.metadata.annotations?.["tailnet.internal/key-id"];
+  const keyId = keyIdOf(w, p);
   if (keyId) week.keyIds.set(p.name, (week.keyIds.get(p.name) ?? new Set()).add(keyId));
   const recorded = (w.get(p)?.status as { preAuthKeyIds?: string[] } | undefined)?.preAuthKeyIds ?? [];
   week.maxRecorded = Math.max(week.maxRecorded, recorded.length);
@@ -239,10 +251,10 @@ function assertWeek(w: WeekWorld, week: Week, writes: Tally): void {
   assert.deepEqual(w.bootErrors, [], "every agent pod booted");
   assert.deepEqual(w.mc.errors, [], "every hook answer and child write was accepted");
   assert.ok(week.templateChangeSteps.includes(AT.templateChange), "the new image rolled out");
-  // every replica kept its first node, except the one whose state was wiped (and the one scaled away)
+  // every replica kept its first node, except the two whose state was wiped (and the one scaled away)
+  const wiped = [`${EGRESS.name}/1`, `${INGRESS.name}/0`];
   for (const [replica, id] of week.initial) {
-    if (replica === `${EGRESS.name}/1`)
-      assert.notEqual(week.expected.get(replica), id, "the wiped replica is a new node");
+    if (wiped.includes(replica)) assert.notEqual(week.expected.get(replica), id, `${replica} is a new node`);
     else assert.equal(week.expected.get(replica), id, `${replica} kept node ${id}`);
   }
   assert.deepEqual([...week.expected.keys()].sort(), [...week.initial.keys()].sort(), "scaled back");
@@ -252,7 +264,7 @@ function assertWeek(w: WeekWorld, week: Week, writes: Tally): void {
     [EGRESS.sts(0)]: ["login", "state", "state"],
     [EGRESS.sts(1)]: ["login", "login", "state"],
     [EGRESS.sts(2)]: ["login"],
-    [INGRESS.sts(0)]: ["login", "state", "state", "state"],
+    [INGRESS.sts(0)]: ["login", "state", "login", "state", "state"],
   });
   for (const p of w.proxies) {
     // a key lives 24h and rotates at half-life: ~2 keys a day, one Secret name all week
@@ -262,10 +274,12 @@ function assertWeek(w: WeekWorld, week: Week, writes: Tally): void {
       const c = perObject[p.name] ?? { mint: 0, expire: 0, delete: 0, rename: 0 };
       assert.ok(c.mint <= 3, `${p.name} day ${day}: ${c.mint} mints`);
       assert.ok(c.expire <= 3, `${p.name} day ${day}: ${c.expire} expiries`);
-      // deletions: the wiped replica's predecessor (day 3) and the replica scaled away (day 5); nothing else
-      const deletes = p === EGRESS && (day === "3" || day === "5") ? 1 : 0;
+      // deletions: a wiped replica's predecessor (the ingress's on day 2, the egress's on day 3) and the egress
+      // replica scaled away (day 5), nothing else; renames: the re-registered node back to its name
+      const wipeDay = p === EGRESS ? "3" : "2";
+      const deletes = (day === wipeDay ? 1 : 0) + (p === EGRESS && day === "5" ? 1 : 0);
       assert.equal(c.delete, deletes, `${p.name} day ${day}: node deletions`);
-      assert.equal(c.rename, p === EGRESS && day === "3" ? 1 : 0, `${p.name} day ${day}: renames`);
+      assert.equal(c.rename, day === wipeDay ? 1 : 0, `${p.name} day ${day}: renames`);
     }
   }
   for (const [day, perObject] of Object.entries(writes.days))
@@ -294,8 +308,19 @@ describe("a simulated week: one node per replica (issue 32)", () => {
     for (let step = 0; step <= WEEK && week.failures.length < 20; step++) {
       w.clock.now = new Date(T0.getTime() + step * STEP_S * 1000);
       if (step % DAY === 0) week.dayStarts.push(w.fake.requests.length);
+      const keyBefore = step === AT.wipeIngressAtRotation ? keyIdOf(w, INGRESS) : undefined;
       await disturb(w, week, step);
       await w.settle();
+      if (keyBefore) {
+        // the wiped replica logged in with the key this very step rotated in place
+        const rotated = keyIdOf(w, INGRESS);
+        const used = w.nodeOf(INGRESS, 0)?.preAuthKeyId;
+        check(
+          week,
+          rotated !== keyBefore && used === rotated,
+          `step ${step}: key ${keyBefore}→${rotated}, used ${used}`,
+        );
+      }
       checkTemplates(w, week, step);
       for (const p of w.proxies) {
         checkNodes(w, week, p, step);
