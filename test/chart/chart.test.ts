@@ -14,6 +14,7 @@ import { validateObject } from "./validate.js";
 
 const BASE_OBJECTS = [
   "ClusterRole/tailnet-operator",
+  "ClusterRole/tailnet-operator-metacontroller-identity",
   "ClusterRole/tailnet-operator-metacontroller-ingresses",
   "ClusterRole/tailnet-operator-metacontroller-services",
   "ClusterRole/tailnet-operator-authkeys-edit",

@@ -44,16 +44,7 @@ export function agentSelector(parent: K8sObject): Record<string, string> {
 /** The app.kubernetes.io/component of an agent's children. */
 export const agentComponent = (parent: K8sObject) => (parent.kind === "TailnetIngress" ? "ingress" : "egress");
 
-/** Lower-case DNS label (a tailnet host name): [a-z0-9-], at most 63, no dash at either end. */
-export function dnsLabel(value: string): string {
-  const label = value
-    .toLowerCase()
-    .replace(/[^a-z0-9-]+/g, "-")
-    .replace(/^-+/, "")
-    .slice(0, 63)
-    .replace(/-+$/, "");
-  return label || "agent";
-}
+export { dnsLabel } from "./node-names.js";
 
 export function agentServiceAccount(parent: K8sObject): K8sObject {
   return {

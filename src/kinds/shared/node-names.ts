@@ -17,3 +17,14 @@ export function listNames(names: readonly string[]): string {
   if (names.length <= MAX_LISTED) return names.join(", ");
   return `${names.slice(0, MAX_LISTED).join(", ")} and ${names.length - MAX_LISTED} more`;
 }
+
+/** Lower-case DNS label (a tailnet host name): [a-z0-9-], at most 63, no dash at either end. */
+export function dnsLabel(value: string): string {
+  const label = value
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^-+/, "")
+    .slice(0, 63)
+    .replace(/-+$/, "");
+  return label || "agent";
+}

@@ -367,8 +367,11 @@ function describe(b: ReplicaBinding): string {
  */
 export function nodeIdentityVerdict(plan: ReplicaNodesPlan, replicas: number, migrating: boolean): NodeIdentityVerdict {
   for (const [v, reason] of PRIORITY) {
-    // a re-registration is a problem only while its predecessor still exists
-    const hit = plan.bindings.filter((b) => b.verdict === v && (v !== "reregistered" || b.predecessor));
+    // a re-registration is reported while its predecessor still exists: in the sync that saw it, and in the
+    // later ones whose record already names the new node (the predecessor kept in status.nodes[].predecessorId)
+    const hit = plan.bindings.filter((b) =>
+      v === "reregistered" ? !!b.predecessor && (b.verdict === v || b.verdict === "stable") : b.verdict === v,
+    );
     if (hit.length) return { status: "False", reason, message: hit.map(describe).join("; ") };
   }
   if (migrating)

@@ -11,7 +11,7 @@
 import { createHash } from "node:crypto";
 import { OWNER_UID_LABEL } from "../../k8s/labels.js";
 import type { K8sObject, ObjectMeta } from "../../k8s/objects.js";
-import { dnsLabel } from "./agent-pod.js";
+import { dnsLabel } from "./node-names.js";
 
 /** Pod and child label: the replica index ("0", "1", …). */
 export const REPLICA_LABEL = "tailnet.internal/replica";

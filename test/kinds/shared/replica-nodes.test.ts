@@ -133,7 +133,11 @@ describe("planReplicaNodes: the table", () => {
     );
     assert.deepEqual(verdicts(p), ["stable"]);
     assert.deepEqual(ids(p.deletes), ["17"]);
-    assert.equal(nodeIdentityVerdict(p, 1, false).reason, "Stable");
+    assert.equal(nodeIdentityVerdict(p, 1, false).reason, "Reregistered", "until the predecessor is gone");
+    const gone = planReplicaNodes(
+      input({ facts: [fact(0, "18")], nodes: [x], record: [rec(0, x, { predecessorId: "17" })] }),
+    );
+    assert.equal(nodeIdentityVerdict(gone, 1, false).reason, "Stable");
   });
 
   it("IdentityChanged: same id, another node key, not the accepted one; accepting it makes it stable", () => {

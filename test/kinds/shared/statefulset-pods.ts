@@ -5,7 +5,9 @@
  * would make them, never through Metacontroller.
  */
 import type { K8sObject } from "../../../src/k8s/objects.js";
-import type { FakeMetacontroller } from "../../fakes/metacontroller.js";
+import { registerPod } from "../../fakes/containerboot.js";
+import type { FakeHeadscale, FakeNode } from "../../fakes/headscale/index.js";
+import { FakeMetacontroller } from "../../fakes/metacontroller.js";
 
 /**
  * The StatefulSet controller's part, until the emulator has it (branch fakes32): one running Pod `<sts>-0` per
@@ -84,4 +86,34 @@ export function writeState(mc: FakeMetacontroller, namespace: string, name: stri
     device_id: b64(deviceId),
     device_fqdn: b64(`node-${deviceId}.ts.example.com.`),
   };
+}
+
+/** The emulator plus the StatefulSet controller's pods (statefulSetPods), settling until both are quiet. */
+export class ReplicaMetacontroller extends FakeMetacontroller {
+  constructor(
+    opts: ConstructorParameters<typeof FakeMetacontroller>[0],
+    private readonly metricsPort: (sts: K8sObject) => number | undefined,
+  ) {
+    super(opts);
+  }
+  override async settle(maxRounds = 10): Promise<number> {
+    let rounds = await super.settle(maxRounds);
+    for (let i = 0; i < 3 && statefulSetPods(this, this.metricsPort); i++) rounds += await super.settle(maxRounds);
+    return rounds;
+  }
+}
+
+/** Replica `replica` of an agent boots from its StatefulSet: the fake containerboot registers, the state is written. */
+export function bootReplica(
+  mc: FakeMetacontroller,
+  hs: FakeHeadscale,
+  namespace: string,
+  agent: string,
+  replica = 0,
+): FakeNode {
+  const sts = mc.get("apps/v1", "StatefulSet", `${agent}-${replica}`, namespace);
+  if (!sts) throw new Error(`no agent StatefulSet ${namespace}/${agent}-${replica}`);
+  const { node } = registerPod(hs, sts, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
+  writeState(mc, namespace, `${agent}-${replica}-state`, node.id);
+  return node;
 }

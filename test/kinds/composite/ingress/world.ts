@@ -22,10 +22,10 @@ import { closedPort } from "../../../fakes/agent/echo.js";
 import { registerPod } from "../../../fakes/containerboot.js";
 import { type FakeHeadscale, type FakeNode, useFakeHeadscale } from "../../../fakes/headscale/index.js";
 import { silentTailnet } from "../../../fakes/kind-stub.js";
-import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
+import type { FakeMetacontroller } from "../../../fakes/metacontroller.js";
 import { type Endpoint, type ServeHandler, serveForward } from "../../../fakes/tailscaled-serve.js";
 import { build } from "../../../helpers/server.js";
-import { statefulSetPods, writeState } from "../../shared/statefulset-pods.js";
+import { ReplicaMetacontroller, writeState } from "../../shared/statefulset-pods.js";
 import { pointPodsAt } from "../../shared/world.js";
 import { BASE, credentials, TAG, tailnet } from "./fixtures.js";
 
@@ -50,22 +50,6 @@ export interface World {
    */
   register(name?: string, namespace?: string, replica?: number): FakeNode;
   metrics(): Promise<string>;
-}
-
-/** The emulator plus the StatefulSet controller's pods (statefulset-pods.ts), until the emulator runs them. */
-class ReplicaMetacontroller extends FakeMetacontroller {
-  constructor(
-    opts: ConstructorParameters<typeof FakeMetacontroller>[0],
-    private readonly metricsPort: () => number,
-  ) {
-    super(opts);
-  }
-  override async settle(maxRounds = 10): Promise<number> {
-    let rounds = await super.settle(maxRounds);
-    for (let i = 0; i < 3 && statefulSetPods(this, () => this.metricsPort()); i++)
-      rounds += await super.settle(maxRounds);
-    return rounds;
-  }
 }
 
 export async function world(

@@ -68,7 +68,7 @@ describe("annotated Services end to end", () => {
       message:
         "TailnetIngress monitoring/grafana: NotRegistered: no Headscale node carries tag:k8s-monitoring-grafana yet",
     });
-    assert.ok(w.mc.get("apps/v1", "Deployment", "grafana-agent", NS), "the ingress built its agent");
+    assert.ok(w.mc.get("apps/v1", "StatefulSet", "grafana-agent-0", NS), "the ingress built its agent");
 
     w.register("grafana");
     const agent = await ingressAgent(t, ing, { backendPort: echo.port });
@@ -99,7 +99,7 @@ describe("annotated Services end to end", () => {
     const writesBefore = w.hs.writes().length;
     await settle(w);
     assert.equal(w.attachment("TailnetIngress", "grafana"), undefined, "the exposure is gone");
-    assert.equal(w.mc.get("apps/v1", "Deployment", "grafana-agent", NS), undefined, "and its agent");
+    assert.equal(w.mc.get("apps/v1", "StatefulSet", "grafana-agent-0", NS), undefined, "and its agent");
     assert.ok(nodeDeletedSince(w.hs, writesBefore), "the ingress's finalize deleted its Headscale node");
     const after = w.svc("grafana");
     assert.ok(after, "the Service itself stays");
@@ -165,7 +165,7 @@ describe("annotated Services end to end: refusals", () => {
     assert.ok(w.eventsOn("both")[0].startsWith("ConflictingAnnotations: "));
     assert.equal(state(w, "grafana").state, "NotReady", "the first claimant keeps its exposure");
     for (const name of Object.keys(expect).filter((n) => n !== "taken")) {
-      assert.equal(w.mc.get("apps/v1", "Deployment", `${name}-agent`, NS), undefined, `${name}: no agent`);
+      assert.equal(w.mc.get("apps/v1", "StatefulSet", `${name}-agent-0`, NS), undefined, `${name}: no agent`);
     }
 
     // a second Tailnet appears: the un-named exposure keeps its attachment (an observation never drops
@@ -301,7 +301,7 @@ describe("annotated Services end to end: tenancy, and every reason reached", () 
     await settle(w);
     refused("NamespaceNotAllowed", /^TailnetIngress monitoring\/pg: namespace monitoring is not selected/);
     assert.deepEqual(keyPosts(), [], "nothing minted");
-    assert.equal(w.mc.get("apps/v1", "Deployment", "pg-agent", NS), undefined, "no agent");
+    assert.equal(w.mc.get("apps/v1", "StatefulSet", "pg-agent-0", NS), undefined, "no agent");
   });
 
   it("reached every reason of the Service table", () => {

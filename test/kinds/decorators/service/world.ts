@@ -13,12 +13,12 @@ import { createOperatorMetrics } from "../../../../src/metrics/registry.js";
 import type { KindModule, OperatorEvent } from "../../../../src/pipeline/types.js";
 import { memoryEventRecorder } from "../../../../src/server/events.js";
 import { closedPort } from "../../../fakes/agent/echo.js";
-import { registerPod } from "../../../fakes/containerboot.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../../fakes/headscale/index.js";
 import { silentTailnet } from "../../../fakes/kind-stub.js";
-import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
+import type { FakeMetacontroller } from "../../../fakes/metacontroller.js";
 import { build } from "../../../helpers/server.js";
 import { credentials, tailnet } from "../../composite/ingress/fixtures.js";
+import { bootReplica, ReplicaMetacontroller } from "../../shared/statefulset-pods.js";
 import { pointPodsAt } from "../../shared/world.js";
 import { NS } from "./fixtures.js";
 
@@ -50,7 +50,8 @@ export async function serviceWorld(t: Ctx, opts: { tags?: string[]; tailnets?: s
     server: { kinds, deps: { views, metrics: createOperatorMetrics({ defaultMetrics: false }), events: recorder } },
   });
   let port = await closedPort();
-  const mc = new FakeMetacontroller({ app, agentPods: { metricsPort: () => port } });
+  // agents run one StatefulSet per replica (issue 32): their pods come from statefulset-pods.ts until the emulator
+  const mc = new ReplicaMetacontroller({ app, agentPods: { metricsPort: () => port } }, () => port);
   for (const name of opts.tailnets ?? ["home"]) {
     mc.apply(tailnet(name, { headscale: { url: hs.url, apiKeySecretRef: { namespace: "x", name: "y" } } }));
     mc.apply(credentials(hs.url, hs.apiKey, name));
@@ -66,9 +67,7 @@ export async function serviceWorld(t: Ctx, opts: { tags?: string[]; tailnets?: s
     svc: (name) => mc.get("v1", "Service", name, NS),
     attachment: (kind, name) => mc.get(API_VERSION, kind, name, NS),
     register(name) {
-      const deployment = mc.get("apps/v1", "Deployment", `${name}-agent`, NS);
-      if (!deployment) throw new Error(`no agent Deployment for ${NS}/${name}`);
-      registerPod(hs, deployment, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
+      bootReplica(mc, hs, NS, `${name}-agent`, 0);
     },
     eventsOn: (name) =>
       recorder.events
