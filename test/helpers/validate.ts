@@ -2,9 +2,10 @@
  * Every child any kind returns goes through validateChild in tests: the official schemas
  * (kubernetes-models) plus what they do not check — DNS names, label syntax, selector ⊆ template.
  */
-import { Deployment } from "kubernetes-models/apps/v1";
+import { Deployment, StatefulSet } from "kubernetes-models/apps/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
+import { Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Pod, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { API_VERSION, kindInfoByKind } from "../../src/api/schemas.js";
 import { validateSpec } from "../../src/api/validate.js";
@@ -19,6 +20,9 @@ const LABEL_KEY =
 type Model = { validate(): void };
 const MODELS: Record<string, new (o: never) => Model> = {
   "apps/v1/Deployment": Deployment as never,
+  "apps/v1/StatefulSet": StatefulSet as never,
+  "rbac.authorization.k8s.io/v1/Role": Role as never,
+  "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding as never,
   "v1/ConfigMap": ConfigMap as never,
   "v1/Secret": Secret as never,
   "v1/Service": Service as never,
@@ -56,7 +60,11 @@ export function validateChild(obj: K8sObject): void {
     throw new Error(`${id}: Service name is not a DNS-1035 label`);
   }
   checkLabels(id, obj.metadata.labels);
-  if (obj.kind === "Deployment") {
+  if (obj.kind === "StatefulSet" && name.length > 52) {
+    // the controller-revision-hash label is the name plus 10 characters and must stay a label value
+    throw new Error(`${id}: StatefulSet name longer than 52`);
+  }
+  if (obj.kind === "Deployment" || obj.kind === "StatefulSet") {
     const spec = obj.spec as {
       selector: { matchLabels?: Record<string, string> };
       template: { metadata?: { labels?: Record<string, string> } };

@@ -70,14 +70,22 @@ describe("install manifests", () => {
         assert.match(h.webhook.timeout, /^\d+s$/);
       }
       for (const c of cc.spec.childResources) {
-        // OnDelete: bootstrap-key Secrets, and the gateway's DNS Service (53/UDP + 53/TCP cannot
+        // OnDelete: the gateway's bootstrap-key Secrets, and its DNS Service (53/UDP + 53/TCP cannot
         // go through Metacontroller's merge; the hook replaces it). A TailnetAuthKey's Secret is named by
-        // its user, so a renewal rewrites it in place.
+        // its user, so a renewal rewrites it in place; egress and ingress rotate `<name>-authkey` in place
+        // and answer state Secrets without data (issue 32).
         const onDelete =
-          (c.resource === "secrets" && k.hookKind !== "tailnet" && k.hookKind !== "authkey") ||
+          (c.resource === "secrets" && k.hookKind === "gateway") ||
           (c.resource === "services" && k.hookKind === "gateway");
         const want = onDelete ? "OnDelete" : "InPlace";
         assert.equal(c.updateStrategy.method, want, `${k.hookKind} ${c.resource}`);
+      }
+      // one node per replica (issue 32): every child type the agents answer is listed, or Metacontroller
+      // would neither watch nor delete it; deployments stay for the upgrade from the legacy Deployment
+      if (k.hookKind === "egress" || k.hookKind === "ingress") {
+        const types = cc.spec.childResources.map((c: { resource: string }) => c.resource);
+        for (const t of ["statefulsets", "roles", "rolebindings", "secrets", "serviceaccounts", "deployments"])
+          assert.ok(types.includes(t), `${k.hookKind} lists ${t}`);
       }
     }
   });

@@ -4,6 +4,7 @@ import {
   commonWorkloadStatus,
   DNS1035_PATTERN,
   int,
+  nodesStatus,
   obj,
   port,
   preAuthKeyIds,
@@ -42,6 +43,7 @@ export const egressStatus: Schema = obj({
   ...commonWorkloadStatus,
   tag: str(),
   preAuthKeyIds,
+  nodes: nodesStatus,
   targets: arr(
     obj({
       name: str(),

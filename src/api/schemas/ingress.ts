@@ -7,6 +7,7 @@ import {
   DNS1035_PATTERN,
   DNS1123_SUBDOMAIN_PATTERN,
   int,
+  nodesStatus,
   obj,
   port,
   preAuthKeyIds,
@@ -75,5 +76,5 @@ export const ingressStatus: Schema = obj({
       reachable: bool(),
     }),
   ),
-  nodes: arr(obj({ name: str(), addresses: arr(str()), online: bool() })),
+  nodes: nodesStatus,
 });

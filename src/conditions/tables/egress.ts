@@ -6,6 +6,7 @@
  */
 import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
 import { AGENT_REGISTERED, AGENT_TAG_KNOWN } from "./agent.js";
+import { NODE_IDENTITY } from "./identity.js";
 import { notEvaluatedReady, WORKLOAD_NOT_EVALUATED } from "./shared.js";
 
 export const EGRESS_REASONS = {
@@ -27,6 +28,7 @@ export const EGRESS_REASONS = {
     ...WORKLOAD_NOT_EVALUATED,
   },
   ServiceConflict: { NoConflict: ["False"], Conflict: ["True"], InvalidSpec: ["Unknown"] },
+  NodeIdentity: NODE_IDENTITY,
   Ready: {
     Ready: ["True"],
     ...notEvaluatedReady(

@@ -6,6 +6,7 @@
  */
 import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
 import { AGENT_REGISTERED, AGENT_TAG_KNOWN } from "./agent.js";
+import { NODE_IDENTITY } from "./identity.js";
 import { notEvaluated, notEvaluatedReady } from "./shared.js";
 
 export const INGRESS_REASONS = {
@@ -32,6 +33,7 @@ export const INGRESS_REASONS = {
     TLSExpired: ["False"],
     ...notEvaluated("NoTailnet", "InvalidSpec"),
   },
+  NodeIdentity: NODE_IDENTITY,
   Ready: {
     Ready: ["True"],
     ...notEvaluatedReady(

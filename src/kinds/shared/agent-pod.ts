@@ -1,11 +1,12 @@
 /**
  * Child builders shared by TailnetEgress and TailnetIngress: one agent, one set of builders.
  * Each takes (parent, inputs) and returns a plain object (Tailscale's tsrStatefulSet style).
- * The pod runs two containers: the official tailscale image in userspace mode with its state on
- * an emptyDir (a container restart re-joins as the same node; no Secret is written back, so no
- * RBAC and no API token are needed), and our agent, which listens, probes and reports /status on
- * 9080. The tailscale container pieces every pod shares (agents and gateways) are in
- * tailscale-runtime.ts; its NetworkPolicy is agent-network-policy.ts.
+ * Each replica is one StatefulSet of one pod (replica.ts, issue 32) running two containers: the official
+ * tailscale image in userspace mode with its state in the replica's own state Secret (kube store; a
+ * projected token in that container only, whose Role allows get/update/patch on that one Secret), so the
+ * replica is one tailnet node for life; and our agent, which listens, probes and reports /status on
+ * 9080 and holds no credential. The tailscale container pieces every pod shares (agents and gateways) are
+ * in tailscale-runtime.ts; its NetworkPolicy is agent-network-policy.ts.
  */
 
 import type { OperatorConfig } from "../../config.js";
@@ -22,12 +23,8 @@ import { commonLabels, OWNER_UID_LABEL } from "../../k8s/labels.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import { AUTHKEY_DATA_KEY } from "./authkey.js";
 import { CONFIG_HASH_ANNOTATION, POD_SECURITY_CONTEXT } from "./pod-template.js";
-import {
-  CA_KEY,
-  TAILSCALE_RUNTIME_MOUNTS,
-  TAILSCALE_RUNTIME_VOLUMES,
-  tailscaleRuntimeEnv,
-} from "./tailscale-runtime.js";
+import { type ReplicaRef, replicaStatefulSet, stateSecretName, wantedLabel } from "./replica.js";
+import { CA_KEY, TAILSCALE_RUNTIME_MOUNTS, tailscaleRuntimeEnv, tailscaleRuntimeVolumes } from "./tailscale-runtime.js";
 
 /** ConfigMap key of the agent config (mounted at AGENT_CONFIG_PATH). */
 export const AGENT_CONFIG_KEY = AGENT_CONFIG_PATH.slice(AGENT_CONFIG_PATH.lastIndexOf("/") + 1);
@@ -97,13 +94,12 @@ export function agentConfigMap(
 }
 
 export interface AgentDeploymentInputs {
-  replicas: number;
   tag: string;
   /** The Tailnet's Headscale URL (tailscale --login-server). */
   loginServer: string;
   /** Name of the pre-auth key Secret child; undefined while no key exists yet (pods wait for it). */
   authKeySecret: string | undefined;
-  /** Tailnet host name of the agent node (a DNS label, see dnsLabel). */
+  /** Tailnet host name of the object (a DNS label, see dnsLabel); replica i ≥ 1 gets wantedLabel's `-r<i>`. */
   hostname: string;
   images: OperatorConfig["images"];
   /** Data-plane container ports of the agent (egress listeners, on the pod IP); ingress listens on 127.0.0.2 only. */
@@ -140,7 +136,20 @@ const restricted = {
 /** By position: Secret names may hold dots and run to 253 characters, volume names may not. */
 const tlsVolumeName = (index: number) => `tls-${index}`;
 
-export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs): K8sObject {
+/** Replica i of an agent: one StatefulSet of one pod, its state in `<replica>-state` (replica.ts). */
+export function agentStatefulSet(parent: K8sObject, inputs: AgentDeploymentInputs, replica: ReplicaRef): K8sObject {
+  const selector = agentSelector(parent);
+  const labels = { ...commonLabels(parent, agentComponent(parent)), ...selector };
+  return replicaStatefulSet(replica, {
+    labels,
+    selector,
+    // one pod per StatefulSet; a scale-down leaves the StatefulSet out instead
+    replicas: 1,
+    template: agentPodTemplate(parent, inputs, replica),
+  });
+}
+
+function agentPodTemplate(parent: K8sObject, inputs: AgentDeploymentInputs, replica: ReplicaRef) {
   const selector = agentSelector(parent);
   const labels = { ...commonLabels(parent, agentComponent(parent)), ...selector };
   const tlsSecrets = inputs.tlsSecrets ?? [];
@@ -148,7 +157,7 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
     { name: "TS_USERSPACE", value: "true" },
     { name: "TS_SOCKET", value: TAILSCALED_SOCKET },
     ...(inputs.socks ? [{ name: "TS_SOCKS5_SERVER", value: TAILSCALE_SOCKS_ADDR }] : []),
-    { name: "TS_HOSTNAME", value: inputs.hostname },
+    { name: "TS_HOSTNAME", value: wantedLabel(inputs.hostname, replica.index) },
     // containerboot passes TS_EXTRA_ARGS to `tailscale up`: the only way to name a login server.
     // No --advertise-tags: Headscale >= 0.28 refuses any client-requested tag on a pre-auth-key
     // registration (hscontrol/state/state.go); the key's aclTags tag the node.
@@ -159,6 +168,7 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
     ...tailscaleRuntimeEnv({
       noLogsNoSupport: inputs.noLogsNoSupport,
       caFile: inputs.ca ? `${CONFIG_DIR}/${CA_KEY}` : undefined,
+      stateSecret: stateSecretName(replica.name),
     }),
     { name: "TS_ENABLE_METRICS", value: "true" },
     // off 127.0.0.1, where tailscaled's netstack forwards tailnet connections (src/contract/ports.ts POD_LOCAL_HOST)
@@ -182,66 +192,56 @@ export function agentDeployment(parent: K8sObject, inputs: AgentDeploymentInputs
   }));
   const resources = { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "256Mi" } };
   return {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name: agentName(parent), namespace: parent.metadata.namespace, labels },
+    metadata: { labels, annotations: { [CONFIG_HASH_ANNOTATION]: inputs.configHash } },
     spec: {
-      replicas: inputs.replicas,
-      selector: { matchLabels: selector },
-      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
-      template: {
-        metadata: { labels, annotations: { [CONFIG_HASH_ANNOTATION]: inputs.configHash } },
-        spec: {
-          serviceAccountName: agentName(parent),
-          automountServiceAccountToken: false,
-          securityContext: POD_SECURITY_CONTEXT,
-          containers: [
-            {
-              name: "tailscale",
-              image: inputs.images.tailscale,
-              env,
-              securityContext: restricted,
-              resources,
-              volumeMounts: [{ name: "tmp", mountPath: "/tmp" }, ...TAILSCALE_RUNTIME_MOUNTS, ...shared],
-            },
-            {
-              name: "agent",
-              image: inputs.images.agent,
-              args: ["agent", "--config", AGENT_CONFIG_PATH],
-              // Cap the heap below the 256Mi limit whatever V8 reads from the cgroup: at the default
-              // 4,096-connection limit the stress bench peaks near 200 MiB RSS with this cap, and over
-              // 256 MiB without it.
-              env: [
-                { name: "NODE_OPTIONS", value: "--max-old-space-size=128" },
-                // the agent binds 9080 (and egress listeners) to the pod IP, never 0.0.0.0 (src/contract/ports.ts)
-                { name: POD_IP_ENV, valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } },
-              ],
-              ports: [
-                { name: "metrics", containerPort: AGENT_METRICS_PORT, protocol: "TCP" },
-                ...inputs.listenPorts.map((p) => ({ name: `l${p}`, containerPort: p, protocol: "TCP" })),
-              ],
-              // 3 s: under a connection flood /healthz answered in up to 1.1 s (kubelet default 1 s)
-              readinessProbe: { httpGet: { path: "/healthz", port: "metrics" }, periodSeconds: 5, timeoutSeconds: 3 },
-              livenessProbe: {
-                httpGet: { path: "/healthz", port: "metrics" },
-                periodSeconds: 10,
-                timeoutSeconds: 3,
-                failureThreshold: 3,
-              },
-              securityContext: restricted,
-              resources,
-              volumeMounts: [...shared, ...tlsMounts],
-            },
-          ],
-          volumes: [
-            { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
-            ...TAILSCALE_RUNTIME_VOLUMES,
-            { name: "tailscale-run", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
-            { name: "config", configMap: { name: agentName(parent) } },
-            ...tlsSecrets.map((s, i) => ({ name: tlsVolumeName(i), secret: { secretName: s } })),
-          ],
+      serviceAccountName: replica.name,
+      automountServiceAccountToken: false,
+      securityContext: POD_SECURITY_CONTEXT,
+      containers: [
+        {
+          name: "tailscale",
+          image: inputs.images.tailscale,
+          env,
+          securityContext: restricted,
+          resources,
+          volumeMounts: [{ name: "tmp", mountPath: "/tmp" }, ...TAILSCALE_RUNTIME_MOUNTS, ...shared],
         },
-      },
+        {
+          name: "agent",
+          image: inputs.images.agent,
+          args: ["agent", "--config", AGENT_CONFIG_PATH],
+          // Cap the heap below the 256Mi limit whatever V8 reads from the cgroup: at the default
+          // 4,096-connection limit the stress bench peaks near 200 MiB RSS with this cap, and over
+          // 256 MiB without it.
+          env: [
+            { name: "NODE_OPTIONS", value: "--max-old-space-size=128" },
+            // the agent binds 9080 (and egress listeners) to the pod IP, never 0.0.0.0 (src/contract/ports.ts)
+            { name: POD_IP_ENV, valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } },
+          ],
+          ports: [
+            { name: "metrics", containerPort: AGENT_METRICS_PORT, protocol: "TCP" },
+            ...inputs.listenPorts.map((p) => ({ name: `l${p}`, containerPort: p, protocol: "TCP" })),
+          ],
+          // 3 s: under a connection flood /healthz answered in up to 1.1 s (kubelet default 1 s)
+          readinessProbe: { httpGet: { path: "/healthz", port: "metrics" }, periodSeconds: 5, timeoutSeconds: 3 },
+          livenessProbe: {
+            httpGet: { path: "/healthz", port: "metrics" },
+            periodSeconds: 10,
+            timeoutSeconds: 3,
+            failureThreshold: 3,
+          },
+          securityContext: restricted,
+          resources,
+          volumeMounts: [...shared, ...tlsMounts],
+        },
+      ],
+      volumes: [
+        { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
+        ...tailscaleRuntimeVolumes({ token: true }),
+        { name: "tailscale-run", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
+        { name: "config", configMap: { name: agentName(parent) } },
+        ...tlsSecrets.map((s, i) => ({ name: tlsVolumeName(i), secret: { secretName: s } })),
+      ],
     },
   };
 }

@@ -13,7 +13,7 @@
 
 import type { HsNode } from "../../headscale/types.js";
 import type { K8sObject } from "../../k8s/objects.js";
-import { isStateSecret, replicaIndexOf } from "./replica.js";
+import { isStateSecret, replicaIndexOf, wantedLabel } from "./replica.js";
 import { secretValue } from "./secrets.js";
 
 /** An offline node is deleted only after this long: a pod that merely reconnects keeps its node. */
@@ -150,6 +150,9 @@ export interface ReplicaNodesInput {
   /** wantedLabel(hostname, i) */
   wanted: (index: number) => string;
 }
+
+/** ReplicaNodesInput.wanted for an object's host name. */
+export const wantedOf = (hostname: string) => (index: number) => wantedLabel(hostname, index);
 
 export interface ReplicaNodesPlan {
   bindings: ReplicaBinding[];

@@ -6,10 +6,11 @@ import { agentNetworkPolicy, namespacePeer } from "../../../src/kinds/shared/age
 import {
   type AgentDeploymentInputs,
   agentConfigMap,
-  agentDeployment,
   agentServiceAccount,
+  agentStatefulSet,
   dnsLabel,
 } from "../../../src/kinds/shared/agent-pod.js";
+import { agentReplica } from "../../../src/kinds/shared/agent-replicas.js";
 import { configHash } from "../../../src/kinds/shared/pod-template.js";
 import { b64 } from "../../../src/kinds/shared/secrets.js";
 import { bootTailscale } from "../../fakes/containerboot.js";
@@ -17,7 +18,7 @@ import { parentObject } from "../../fixtures/hooks.js";
 import { validateChildren } from "../../helpers/validate.js";
 import {
   type AgentGoldenOptions,
-  expectedAgentDeployment,
+  expectedAgentStatefulSet,
   expectedConfigMap,
   expectedNetworkPolicy,
   expectedServiceAccount,
@@ -53,7 +54,6 @@ const ingress = parentObject(
 
 function inputs(over: Partial<AgentDeploymentInputs> = {}): AgentDeploymentInputs {
   return {
-    replicas: 2,
     tag: "tag:k8s-shop-db",
     loginServer: "https://hs.example.com",
     authKeySecret: "db-authkey-7",
@@ -86,12 +86,13 @@ function golden(over: Partial<AgentGoldenOptions> = {}): AgentGoldenOptions {
   };
 }
 
-/** agentDeployment against the golden, one input changed per row. */
+/** agentStatefulSet (replica 0) against the golden, one input changed per row. */
 const DEPLOYMENT_CASES: {
   name: string;
   parent: typeof egress;
   in: Partial<AgentDeploymentInputs>;
   want: Partial<AgentGoldenOptions>;
+  index?: number;
 }[] = [
   { name: "egress agent with a key and two listeners", parent: egress, in: {}, want: {} },
   {
@@ -100,7 +101,7 @@ const DEPLOYMENT_CASES: {
     in: { authKeySecret: undefined },
     want: { authKeySecret: undefined },
   },
-  { name: "one replica", parent: egress, in: { replicas: 1 }, want: { replicas: 1 } },
+  { name: "replica 3: its own names and -r3 host name", parent: egress, in: {}, want: {}, index: 3 },
   {
     name: "a private Headscale CA: SSL_CERT_FILE on the ConfigMap's ca.crt",
     parent: egress,
@@ -137,11 +138,11 @@ const DEPLOYMENT_CASES: {
   },
 ];
 
-describe("agentDeployment", () => {
+describe("agentStatefulSet", () => {
   for (const c of DEPLOYMENT_CASES) {
-    it(`${c.name}: equals the golden object and is a valid Deployment`, () => {
-      const got = agentDeployment(c.parent, inputs(c.in));
-      assert.deepStrictEqual(got, expectedAgentDeployment(golden(c.want)));
+    it(`${c.name}: equals the golden object and is a valid StatefulSet`, () => {
+      const got = agentStatefulSet(c.parent, inputs(c.in), agentReplica(c.parent, c.index ?? 0));
+      assert.deepStrictEqual(got, expectedAgentStatefulSet(golden(c.want), c.index ?? 0));
       validateChildren([got]);
     });
   }
@@ -156,14 +157,18 @@ describe("agentDeployment", () => {
           ? Object.entries(v).flatMap(([k, x]) => empty(x, `${path}.${k}`))
           : [];
     for (const c of DEPLOYMENT_CASES) {
-      assert.deepEqual(empty(agentDeployment(c.parent, inputs(c.in)).spec, "spec"), [], c.name);
+      assert.deepEqual(
+        empty(agentStatefulSet(c.parent, inputs(c.in), agentReplica(c.parent, 0)).spec, "spec"),
+        [],
+        c.name,
+      );
     }
   });
 
   it("carries every input into the pod (spec-fields passthrough)", () => {
-    const got = JSON.stringify(agentDeployment(egress, inputs()));
+    const got = JSON.stringify(agentStatefulSet(egress, inputs(), agentReplica(egress, 0)));
     for (const needle of [
-      '"replicas":2',
+      '"value":"db-agent-0-state"',
       "--login-server=https://hs.example.com",
       '"name":"db-authkey-7"',
       '"value":"shop-db"',
@@ -185,7 +190,7 @@ describe("agentDeployment", () => {
     };
     const ca = "-----BEGIN CERTIFICATE-----\nPRIVATE CA\n-----END CERTIFICATE-----\n";
     const cm = agentConfigMap(egress, { role: "egress", metricsPort: 9080 }, undefined, ca);
-    const deployment = agentDeployment(egress, inputs({ ca: true }));
+    const deployment = agentStatefulSet(egress, inputs({ ca: true }), agentReplica(egress, 0));
     // before v1.96.0 containerboot builds a kube client at boot and needs namespace and ca.crt
     for (const imageVersion of ["1.102.3", "1.90.6", "1.80.0"]) {
       const result = bootTailscale(deployment, [key, cm], { imageVersion, serverCa: ca });
@@ -196,15 +201,41 @@ describe("agentDeployment", () => {
       assert.equal(result.boot.authKey, "hskey-auth-x");
       assert.equal(result.boot.loginServer, "https://hs.example.com");
     }
-    const noCa = bootTailscale(agentDeployment(egress, inputs()), [key, cm], { serverCa: ca });
+    const noCa = bootTailscale(agentStatefulSet(egress, inputs(), agentReplica(egress, 0)), [key, cm], {
+      serverCa: ca,
+    });
     assert.equal(noCa.ok, false, "without SSL_CERT_FILE the private CA is unknown to tailscaled");
     const spec = (deployment.spec as { template: { spec: Record<string, unknown> } }).template.spec;
     assert.equal(spec.automountServiceAccountToken, false, "the pod holds no API token");
   });
 
+  it("the API token (for the state Secret) is mounted in the tailscale container only; the pod automounts none", () => {
+    const spec = (
+      agentStatefulSet(egress, inputs(), agentReplica(egress, 1)).spec as {
+        template: { spec: Record<string, unknown> };
+      }
+    ).template.spec;
+    assert.equal(spec.automountServiceAccountToken, false);
+    assert.equal(spec.serviceAccountName, "db-agent-1");
+    const volumes = spec.volumes as { name: string; projected?: { sources: Record<string, unknown>[] } }[];
+    const withToken = volumes.filter((v) => v.projected?.sources.some((x) => "serviceAccountToken" in x));
+    assert.deepEqual(
+      withToken.map((v) => v.name),
+      ["serviceaccount"],
+    );
+    const containers = spec.containers as { name: string; volumeMounts: { name: string }[] }[];
+    assert.deepEqual(
+      containers.filter((c) => c.volumeMounts.some((m) => m.name === "serviceaccount")).map((c) => c.name),
+      ["tailscale"],
+    );
+  });
+
   it("both containers run non-root with a read-only root FS and no added capabilities", () => {
-    const spec = (agentDeployment(egress, inputs()).spec as { template: { spec: Record<string, unknown> } }).template
-      .spec;
+    const spec = (
+      agentStatefulSet(egress, inputs(), agentReplica(egress, 0)).spec as {
+        template: { spec: Record<string, unknown> };
+      }
+    ).template.spec;
     const containers = spec.containers as { name: string; securityContext: Record<string, unknown> }[];
     assert.deepEqual(
       containers.map((c) => c.name),

@@ -47,16 +47,43 @@ export const expectedRuntimeVolumes = [
     },
   },
 ];
+/** With a state Secret (issue 32): an hour's token joins the serviceaccount volume, for the tailscale container. */
+export const expectedRuntimeVolumesWithToken = [
+  expectedRuntimeVolumes[0],
+  {
+    name: "serviceaccount",
+    projected: {
+      sources: [
+        { serviceAccountToken: { path: "token", expirationSeconds: 3600 } },
+        {
+          downwardAPI: {
+            items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }],
+          },
+        },
+        { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }], optional: true } },
+      ],
+    },
+  },
+];
 export const expectedRuntimeMounts = [
   { name: "tailscale-state", mountPath: "/var/lib/tailscale" },
   { name: "serviceaccount", mountPath: "/var/run/secrets/kubernetes.io/serviceaccount", readOnly: true },
 ];
 
 /** TS_AUTH_ONCE … SSL_CERT_FILE, in the order every tailscale container carries them. */
-export function expectedRuntimeEnv(o: { noLogsNoSupport?: boolean; caFile?: string }): Record<string, unknown>[] {
+export function expectedRuntimeEnv(o: {
+  noLogsNoSupport?: boolean;
+  caFile?: string;
+  stateSecret?: string;
+}): Record<string, unknown>[] {
   return [
     { name: "TS_AUTH_ONCE", value: "true" },
-    { name: "TS_KUBE_SECRET" },
+    ...(o.stateSecret
+      ? [
+          { name: "TS_KUBE_SECRET", value: o.stateSecret },
+          { name: "TS_KUBERNETES_READ_API_SERVER_ADDRESS_FROM_ENV", value: "true" },
+        ]
+      : [{ name: "TS_KUBE_SECRET" }]),
     { name: "TS_STATE_DIR", value: "/var/lib/tailscale/state" },
     ...(o.noLogsNoSupport === false ? [] : [{ name: "TS_NO_LOGS_NO_SUPPORT", value: "true" }]),
     ...(o.caFile ? [{ name: "SSL_CERT_FILE", value: o.caFile }] : []),
@@ -85,18 +112,22 @@ const restricted = {
 };
 const resources = { requests: { cpu: "20m", memory: "48Mi" }, limits: { memory: "256Mi" } };
 
-export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
+/** Replica `index`'s StatefulSet (issue 32): one pod, its own ServiceAccount and state Secret. */
+export function expectedAgentStatefulSet(o: AgentGoldenOptions, index = 0): K8sObject {
+  const replica = `${o.name}-agent-${index}`;
   const labels = expectedLabels(o);
+  const podLabels = { ...labels, "tailnet.internal/replica": String(index) };
   const env: Record<string, unknown>[] = [
     { name: "TS_USERSPACE", value: "true" },
     { name: "TS_SOCKET", value: "/var/run/tailscale/tailscaled.sock" },
     // egress only, and on 127.0.0.2: tailscaled's netstack forwards tailnet connections to 127.0.0.1 (issue 31)
     ...(o.socks ? [{ name: "TS_SOCKS5_SERVER", value: "127.0.0.2:1055" }] : []),
-    { name: "TS_HOSTNAME", value: o.hostname },
+    { name: "TS_HOSTNAME", value: index === 0 ? o.hostname : `${o.hostname}-r${index}` },
     { name: "TS_EXTRA_ARGS", value: `--login-server=${o.loginServer}${o.acceptRoutes ? " --accept-routes" : ""}` },
     ...expectedRuntimeEnv({
       noLogsNoSupport: o.noLogsNoSupport,
       caFile: o.ca ? "/etc/tailnet-agent/ca.crt" : undefined,
+      stateSecret: `${replica}-state`,
     }),
     { name: "TS_ENABLE_METRICS", value: "true" },
     { name: "TS_LOCAL_ADDR_PORT", value: "127.0.0.2:9002" },
@@ -108,16 +139,18 @@ export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
   const tls = o.tlsSecrets ?? [];
   return {
     apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name: `${o.name}-agent`, namespace: o.namespace, labels },
+    kind: "StatefulSet",
+    metadata: { name: replica, namespace: o.namespace, labels: podLabels },
     spec: {
-      replicas: o.replicas,
-      selector: { matchLabels: expectedSelector(o) },
-      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      replicas: 1,
+      serviceName: replica,
+      podManagementPolicy: "Parallel",
+      updateStrategy: { type: "RollingUpdate" },
+      selector: { matchLabels: { ...expectedSelector(o), "tailnet.internal/replica": String(index) } },
       template: {
-        metadata: { labels, annotations: { "tailnet.internal/config-hash": o.configHash } },
+        metadata: { labels: podLabels, annotations: { "tailnet.internal/config-hash": o.configHash } },
         spec: {
-          serviceAccountName: `${o.name}-agent`,
+          serviceAccountName: replica,
           automountServiceAccountToken: false,
           securityContext: {
             runAsNonRoot: true,
@@ -170,7 +203,7 @@ export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
           ],
           volumes: [
             { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
-            ...expectedRuntimeVolumes,
+            ...expectedRuntimeVolumesWithToken,
             { name: "tailscale-run", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
             { name: "config", configMap: { name: `${o.name}-agent` } },
             ...tls.map((s, i) => ({ name: `tls-${i}`, secret: { secretName: s } })),
@@ -179,6 +212,45 @@ export function expectedAgentDeployment(o: AgentGoldenOptions): K8sObject {
       },
     },
   };
+}
+
+/** Replica `index`'s ServiceAccount, Role, RoleBinding and state Secret, in creation order. */
+export function expectedReplicaIdentity(
+  o: Pick<AgentGoldenOptions, "kind" | "name" | "namespace" | "uid">,
+  index: number,
+): K8sObject[] {
+  const name = `${o.name}-agent-${index}`;
+  const labels = { ...expectedLabels(o), "tailnet.internal/replica": String(index) };
+  const meta = { name, namespace: o.namespace, labels };
+  return [
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: meta, automountServiceAccountToken: false },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: meta,
+      rules: [
+        {
+          apiGroups: [""],
+          resources: ["secrets"],
+          resourceNames: [`${name}-state`],
+          verbs: ["get", "update", "patch"],
+        },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: meta,
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects: [{ kind: "ServiceAccount", name, namespace: o.namespace }],
+    },
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { ...meta, name: `${name}-state`, labels: { ...labels, "tailnet.internal/state": "true" } },
+      type: "Opaque",
+    },
+  ];
 }
 
 export function expectedServiceAccount(o: Pick<AgentGoldenOptions, "kind" | "name" | "namespace" | "uid">): K8sObject {

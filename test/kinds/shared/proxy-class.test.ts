@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { K8sObject } from "../../../src/k8s/objects.js";
-import { type AgentDeploymentInputs, agentDeployment } from "../../../src/kinds/shared/agent-pod.js";
+import { type AgentDeploymentInputs, agentStatefulSet } from "../../../src/kinds/shared/agent-pod.js";
+import { agentReplica } from "../../../src/kinds/shared/agent-replicas.js";
 import {
   applyProxyClass,
   lookupProxyClass,
@@ -20,7 +21,6 @@ const egress = (spec: Record<string, unknown> = {}) =>
     { namespace: "shop", uid: "11111111-2222-4333-8444-555555555555" },
   );
 const inputs: AgentDeploymentInputs = {
-  replicas: 1,
   tag: "tag:k8s-shop-db",
   loginServer: "https://hs.example.com",
   authKeySecret: "db-authkey-7",
@@ -74,7 +74,7 @@ describe("TailnetProxyClass lookup", () => {
 });
 
 describe("applyProxyClass", () => {
-  const base = agentDeployment(egress(), inputs);
+  const base = agentStatefulSet(egress(), inputs, agentReplica(egress(), 0));
 
   it("an empty class changes nothing", () => {
     assert.deepEqual(applyProxyClass(base, {}), base);

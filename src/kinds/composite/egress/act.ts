@@ -13,8 +13,8 @@ import type { HeadscaleView } from "../../../headscale/view.js";
 import { commonLabels } from "../../../k8s/labels.js";
 import { reuseObserved } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
-import { AGENT_KEY_FLAGS, type AuthKeyOutcome, ensureAuthKey } from "../../shared/authkey.js";
-import { deleteSuperseded, logSuperseded } from "../../shared/superseded.js";
+import { actReplicaNodes, logReplicaNodes, type ReplicaNodesOutcome } from "../../shared/agent-replicas.js";
+import { type AuthKeyOutcome, ensureAuthKey, REPLICA_KEY_FLAGS } from "../../shared/authkey.js";
 import { withdrawRefusedKeys } from "../../shared/withdraw.js";
 import type { EgressObservation } from "./observe.js";
 import type { CleanupPlan, EgressPlan } from "./plan.js";
@@ -25,6 +25,8 @@ export interface EgressOutcome {
   nodes?: Obs<HsNode[]>;
   /** The pre-auth key after act: reused, freshly created, or missing with the reason. */
   authKey: AuthKeyOutcome;
+  /** The replicas' node writes (deleted, released removed replicas, renames). */
+  replicaNodes?: ReplicaNodesOutcome;
 }
 
 const who = (req: HookRequest) => `${req.parent.metadata.namespace}/${req.parent.metadata.name}`;
@@ -40,14 +42,21 @@ export async function actEgress(
   if (!observed.ok) await withdrawRefusedKeys(req, deps, observed.reason);
   if (!observed.ok || !plan.key) return { authKey: {} };
   const { view } = observed;
-  const superseded = await deleteSuperseded(view, observed.nodes, plan.deleteNodes);
-  logSuperseded(deps, who(req), superseded);
+  const replicaNodes = plan.replicas ? await actReplicaNodes(view, observed.nodes, plan.replicas) : undefined;
+  if (replicaNodes) logReplicaNodes(deps, who(req), replicaNodes);
+  const superseded = { nodes: replicaNodes?.nodes ?? observed.nodes };
+  // publish first, expire after: these keys are older than the one the observed Secret is proven to hold
+  for (const id of plan.expireKeys) {
+    const expired = await view.expirePreAuthKey(id);
+    if (!expired.ok) deps.log.warn({ egress: who(req), keyId: id, error: expired.error.message }, "key not expired");
+  }
   const { plan: key } = plan.key;
   if (plan.keyBlocked && key.action === "create") {
     // never drops the current Secret
     const current = key.current;
     return {
       nodes: superseded.nodes,
+      ...(replicaNodes ? { replicaNodes } : {}),
       authKey: {
         secret: current ? reuseObserved(current.secret) : undefined,
         keyId: current?.keyId,
@@ -58,17 +67,18 @@ export async function actEgress(
   }
   const authKey = await ensureAuthKey(key, view, req.parent, {
     tags: [observed.tag],
-    ...AGENT_KEY_FLAGS,
+    ...REPLICA_KEY_FLAGS,
     ttlSeconds: observed.settings.authKeyTTLSeconds,
     now: observed.now,
     labels: commonLabels(req.parent, "egress"),
+    stable: true,
   });
   if (key.action === "create") {
     const why = plan.key.refresh ?? key.why;
     if (authKey.error) deps.log.warn({ egress: who(req), why, error: authKey.error }, "pre-auth key not created");
     else deps.log.info({ egress: who(req), why, keyId: authKey.keyId }, "pre-auth key created");
   }
-  return { nodes: superseded.nodes, authKey };
+  return { nodes: superseded.nodes, authKey, ...(replicaNodes ? { replicaNodes } : {}) };
 }
 
 /** Carries out a cleanup plan; returns the failures (named by operation, never by secret). */

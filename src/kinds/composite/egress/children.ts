@@ -1,7 +1,8 @@
 /**
- * The children of a TailnetEgress, one builder per object: the shared agent pieces
- * (ServiceAccount, ConfigMap, Deployment, NetworkPolicy) plus one Service per target, named after
- * the target, whose ports map the target's ports to the agent's listen ports.
+ * The children of a TailnetEgress, one builder per object: the shared agent pieces (ConfigMap,
+ * NetworkPolicy, and per replica a ServiceAccount, Role, RoleBinding, state Secret and StatefulSet —
+ * agent-replicas.ts) plus one Service per target, named after the target, whose ports map the target's
+ * ports to the agent's listen ports, and the stable key Secret.
  */
 
 import type { OperatorConfig } from "../../../config.js";
@@ -14,17 +15,13 @@ import {
   TAILSCALED_SOCKET,
 } from "../../../contract/ports.js";
 import { commonLabels, EGRESS_TARGET_LABEL } from "../../../k8s/labels.js";
-import { type K8sObject, reuseObserved } from "../../../k8s/objects.js";
+import type { K8sObject } from "../../../k8s/objects.js";
 import { agentNetworkPolicy, namespacePeer } from "../../shared/agent-network-policy.js";
-import {
-  agentConfigMap,
-  agentDeployment,
-  agentSelector,
-  agentServiceAccount,
-  dnsLabel,
-} from "../../shared/agent-pod.js";
+import { agentConfigMap, agentSelector, agentStatefulSet, dnsLabel } from "../../shared/agent-pod.js";
+import { agentReplicaChildren, type ReplicaObservation } from "../../shared/agent-replicas.js";
 import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
+import type { ReplicaNodesPlan } from "../../shared/replica-nodes.js";
 import type { EgressSpec, EgressTarget } from "./spec.js";
 
 /** On each target Service: the host the agent forwards to (a gateway's derived zone reads it). */
@@ -99,8 +96,13 @@ export interface EgressChildrenInputs {
   ca?: string;
   /** The named TailnetProxyClass's settings, folded into the pod template. */
   proxyClass?: ProxyClassSpec;
-  /** The agent Deployment as observed, kept as it is while no key exists (never run a pod without one). */
-  observedDeployment?: K8sObject;
+  /** What the sync observed of its replicas (StatefulSets kept as they are while no key exists). */
+  replicas: ReplicaObservation;
+  replicaPlan?: ReplicaNodesPlan;
+  /** Removed replicas whose nodes act deleted: their children go now. */
+  released: ReadonlySet<number>;
+  /** Every replica is bound: the legacy Deployment and key Secrets go. */
+  migrated: boolean;
 }
 
 /** Every desired child, in a fixed order. */
@@ -111,27 +113,37 @@ export function egressChildren(parent: K8sObject, inputs: EgressChildrenInputs):
   const listen = spec.listenPorts;
   const allListenPorts = listen.flat();
   // Without a key containerboot would start an interactive login and log a registration URL:
-  // no Deployment until the key exists; one that already runs is kept exactly as observed.
-  const deployment = inputs.authKeySecret
-    ? withProxyClass(
-        agentDeployment(parent, {
-          replicas: spec.replicas,
-          tag: inputs.tag,
-          loginServer: inputs.loginServer,
-          authKeySecret: inputs.authKeySecret.metadata.name,
-          hostname: egressHostname(parent),
-          images: inputs.config.images,
-          listenPorts: allListenPorts,
-          configHash: configHash(configMap.data),
-          ca: !!inputs.ca,
-          noLogsNoSupport: inputs.config.tailscale.noLogsNoSupport,
-          // always: a target may be an address behind a peer's subnet route (docs/OPERATIONS.md)
-          acceptRoutes: true,
-          socks: true,
-        }),
+  // no StatefulSet until the key exists; one that already runs is kept exactly as observed.
+  const replicaChildren = agentReplicaChildren(parent, {
+    replicas: spec.replicas,
+    keyReady: !!inputs.authKeySecret,
+    obs: inputs.replicas,
+    ...(inputs.replicaPlan ? { plan: inputs.replicaPlan } : {}),
+    released: inputs.released,
+    migrated: inputs.migrated,
+    statefulSet: (replica) =>
+      withProxyClass(
+        agentStatefulSet(
+          parent,
+          {
+            tag: inputs.tag,
+            loginServer: inputs.loginServer,
+            authKeySecret: inputs.authKeySecret?.metadata.name,
+            hostname: egressHostname(parent),
+            images: inputs.config.images,
+            listenPorts: allListenPorts,
+            configHash: configHash(configMap.data),
+            ca: !!inputs.ca,
+            noLogsNoSupport: inputs.config.tailscale.noLogsNoSupport,
+            // always: a target may be an address behind a peer's subnet route (docs/OPERATIONS.md)
+            acceptRoutes: true,
+            socks: true,
+          },
+          replica,
+        ),
         inputs.proxyClass,
-      )
-    : inputs.observedDeployment && reuseObserved(inputs.observedDeployment);
+      ),
+  });
   const services = spec.targets.flatMap((t, i) =>
     inputs.conflicting.has(t.name) ? [] : [targetService(parent, t, listen[i])],
   );
@@ -140,9 +152,8 @@ export function egressChildren(parent: K8sObject, inputs: EgressChildrenInputs):
     from: [namespacePeer(parent.metadata.namespace ?? "")],
   });
   return [
-    agentServiceAccount(parent),
     configMap,
-    ...(deployment ? [deployment] : []),
+    ...replicaChildren,
     ...services,
     networkPolicy,
     ...(inputs.authKeySecret ? [inputs.authKeySecret] : []),

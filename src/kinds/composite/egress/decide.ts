@@ -18,14 +18,17 @@ import type { OperatorConfig } from "../../../config.js";
 import type { Obs } from "../../../headscale/errors.js";
 import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../headscale/types.js";
 import type { K8sObject, ObjectMaps } from "../../../k8s/objects.js";
-import { findObject, reuseAllChildren } from "../../../k8s/objects.js";
+import { reuseAllChildren } from "../../../k8s/objects.js";
 import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import { registeredCondition, tagKnownCondition } from "../../shared/agent-conditions.js";
-import { agentName } from "../../shared/agent-pod.js";
+import type { ReplicaObservation } from "../../shared/agent-replicas.js";
+import { decideReplicas } from "../../shared/agent-replicas.js";
 import type { AuthKeyOutcome, ObservedKey } from "../../shared/authkey.js";
 import { ownersIn, refusedTargets } from "../../shared/node-owners.js";
 import { leftOutOfPolicy } from "../../shared/policy-left-out.js";
 import type { ProxyClassSpec } from "../../shared/proxy-class.js";
+import { withoutStateData } from "../../shared/replica.js";
+import { type NodeStatusItem, recordedNodes } from "../../shared/replica-nodes.js";
 import { tailnetRefName } from "../../shared/tailnet-ref.js";
 import { recordedKeyIds, type TenancyReason } from "../../shared/tenancy.js";
 import type { TailnetSettings } from "../../shared/workload.js";
@@ -68,6 +71,8 @@ export type EgressTailnet =
       agents: AgentObservation;
       /** The pre-auth key after act: reused, freshly created, or missing with the reason. */
       authKey: AuthKeyOutcome;
+      /** The replicas as observed, planned and written (agent-replicas.ts). */
+      replicas: Pick<EgressPlan, "replicas"> & Pick<EgressOutcome, "replicaNodes"> & { observed: ReplicaObservation };
     }
   | {
       ok: false;
@@ -109,7 +114,7 @@ export interface EgressMetricValues {
 
 export interface EgressDecision extends Decision {
   conditions: EgressCond[];
-  fields: { tag?: string; targets?: EgressTargetStatus[]; preAuthKeyIds?: string[] };
+  fields: { tag?: string; targets?: EgressTargetStatus[]; preAuthKeyIds?: string[]; nodes?: NodeStatusItem[] };
   metrics: EgressMetricValues;
 }
 
@@ -194,7 +199,10 @@ function keyInUse(
 ): { createdAt: Date; expiresAt: Date } | undefined {
   const name = authKey.secret?.metadata.name;
   if (name === undefined) return undefined;
-  const observed = keySecrets.find((k) => k.secret.metadata.name === name);
+  // the stable Secret keeps its name across rotations: the observed one is the key in use only if it holds it
+  const observed = keySecrets.find(
+    (k) => k.secret.metadata.name === name && (authKey.keyId === undefined || k.keyId === authKey.keyId),
+  );
   if (observed) return observed;
   return authKey.expiresAt ? { createdAt: now, expiresAt: authKey.expiresAt } : undefined;
 }
@@ -209,6 +217,7 @@ export function egressDecideInput({
   req,
   spec,
   observed,
+  plan,
   outcome,
   config,
 }: DecideInput<EgressSpec, EgressObservation, EgressPlan, EgressOutcome>): EgressDecideInput {
@@ -232,7 +241,12 @@ export function egressDecideInput({
     ownKeys,
     agents,
   };
-  return { ...base, keySecrets, now, tailnet: { ...tailnet, authKey: outcome.authKey } };
+  const replicas = {
+    observed: observed.replicas,
+    ...(plan.replicas ? { replicas: plan.replicas } : {}),
+    ...(outcome.replicaNodes ? { replicaNodes: outcome.replicaNodes } : {}),
+  };
+  return { ...base, keySecrets, now, tailnet: { ...tailnet, authKey: outcome.authKey, replicas } };
 }
 
 export function decideEgress(input: EgressDecideInput): EgressDecision {
@@ -269,6 +283,15 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
     : routesGrantedCondition(tailnet.agents, verdicts);
   const targetsReachable = targetsReachableCondition(tailnet.agents, verdicts);
   const ready = egressReady({ tagKnown, registered, routesGranted, targetsReachable, serviceConflict });
+  // NodeIdentity never stops Ready on an agent: the data plane works, the alert reports it
+  const rep = tailnet.replicas;
+  const replicas = decideReplicas(rep.observed, rep.replicas, rep.replicaNodes, spec.replicas, tailnet.nodes.ok);
+  const nodeIdentity = cond(
+    C.NodeIdentity,
+    replicas.identity.status,
+    replicas.identity.reason,
+    replicas.identity.message,
+  );
 
   const conflictSet = new Set(conflicting);
   const children = egressChildren(parent, {
@@ -280,22 +303,21 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
     conflicting: conflictSet,
     ca: tailnet.ca,
     proxyClass: tailnet.proxyClass,
-    observedDeployment: findObject(
-      input.children,
-      "apps/v1",
-      "Deployment",
-      agentName(parent),
-      parent.metadata.namespace,
-    ),
+    replicas: rep.observed,
+    ...(rep.replicas ? { replicaPlan: rep.replicas } : {}),
+    released: rep.replicaNodes?.released ?? new Set(),
+    migrated: replicas.migrated,
   });
 
   const key = keyInUse(authKey, input.keySecrets, now);
   return {
-    children,
-    conditions: [tagKnown, registered, routesGranted, targetsReachable, serviceConflict, ready],
+    // a state Secret leaves as metadata only, whichever path built it (replica.ts)
+    children: withoutStateData(children),
+    conditions: [tagKnown, registered, routesGranted, targetsReachable, serviceConflict, nodeIdentity, ready],
     fields: {
       tag,
       targets: statusTargets(verdicts, conflictSet),
+      ...(replicas.nodes.length ? { nodes: replicas.nodes } : {}),
       preAuthKeyIds: recordedKeyIds(
         tailnet.ownKeys,
         authKey.keyId,
@@ -303,7 +325,7 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
         tailnet.keys?.ok ? tailnet.keys.value : undefined,
       ),
     },
-    resyncAfterSeconds: resyncAfter(ready, key, now),
+    resyncAfterSeconds: resyncAfter(ready.status !== "True" || replicas.waiting, key, now),
     metrics: {
       targets: verdicts.map((v) => ({ name: v.name, state: v.reason || "Ready" })),
       routesMissing: routesMissing(tailnet.agents, verdicts),
@@ -326,14 +348,10 @@ function statusTargets(verdicts: readonly TargetVerdict[], conflicting: Readonly
   }));
 }
 
-/** 30 s while not Ready; otherwise (and at most) until the key's half-life, its rotation. */
-function resyncAfter(
-  ready: EgressCond<"Ready">,
-  key: { createdAt: Date; expiresAt: Date } | undefined,
-  now: Date,
-): number | undefined {
+/** 30 s while not Ready or a replica's node is awaited; otherwise (and at most) until the key's half-life. */
+function resyncAfter(waiting: boolean, key: { createdAt: Date; expiresAt: Date } | undefined, now: Date) {
   const waits: number[] = [];
-  if (ready.status !== "True") waits.push(WAIT_RESYNC_SECONDS);
+  if (waiting) waits.push(WAIT_RESYNC_SECONDS);
   if (key) {
     const half = key.createdAt.getTime() + (key.expiresAt.getTime() - key.createdAt.getTime()) / 2;
     const rotation = Math.ceil((half - now.getTime()) / 1000);
@@ -360,13 +378,15 @@ function decideUnobserved(
   const { reason, message, tag } = tailnet;
   const pending = `not evaluated: ${message}`;
   return {
-    children: reuseAllChildren(input.children),
+    // kept as observed, except a state Secret's data, which never travels back (replica.ts)
+    children: withoutStateData(reuseAllChildren(input.children)),
     conditions: [
       cond(C.TagKnown, "Unknown", reason, pending),
       cond(C.Registered, "Unknown", reason, pending),
       cond(C.RoutesGranted, "Unknown", reason, pending),
       cond(C.TargetsReachable, "Unknown", reason, pending),
       serviceConflict,
+      cond(C.NodeIdentity, "Unknown", reason, pending),
       cond(C.Ready, "False", reason, message),
     ],
     // the minted keys stay recorded while nothing is evaluated: finalize needs them
@@ -377,8 +397,12 @@ function decideUnobserved(
   };
 }
 
-/** status.preAuthKeyIds as the previous status had it (kept unchanged while nothing is observed). */
-function recordedFields(parent: K8sObject): { preAuthKeyIds?: string[] } {
+/** status.preAuthKeyIds and nodes as the previous status had them (kept unchanged while nothing is observed). */
+function recordedFields(parent: K8sObject): { preAuthKeyIds?: string[]; nodes?: NodeStatusItem[] } {
   const ids = (parent.status as { preAuthKeyIds?: unknown } | undefined)?.preAuthKeyIds;
-  return Array.isArray(ids) ? { preAuthKeyIds: ids.filter((x): x is string => typeof x === "string") } : {};
+  const nodes = recordedNodes(parent.status);
+  return {
+    ...(Array.isArray(ids) ? { preAuthKeyIds: ids.filter((x): x is string => typeof x === "string") } : {}),
+    ...(nodes.length ? { nodes } : {}),
+  };
 }

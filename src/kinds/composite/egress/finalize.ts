@@ -11,6 +11,7 @@ import { type K8sObject, objectsOf, reuseObserved } from "../../../k8s/objects.j
 import { type Cleanup, runFinalize } from "../../../pipeline/finalize.js";
 import type { FinalizeResult, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { observedKeys } from "../../shared/authkey.js";
+import { isStateSecret, keptStateSecret } from "../../shared/replica.js";
 import { admitObject, ownKeyIds } from "../../shared/tenancy.js";
 import { effectiveTag, resolveWorkload } from "../../shared/workload.js";
 import { actCleanup } from "./act.js";
@@ -38,8 +39,11 @@ export function finalizeEgress(req: HookRequest, deps: HookDeps): Promise<Finali
   const secrets = objectsOf(req.children, "v1", "Secret");
   return runFinalize(req, deps, {
     cleanup: () => removeFromHeadscale(req, deps, who, secrets),
-    // the key Secrets stay until then, so their ids are not lost
-    keep: secrets.filter((s) => !s.metadata.deletionTimestamp).map(reuseObserved),
+    // the key Secrets stay until then, so their ids are not lost; the state Secrets stay too (a pod still running
+    // keeps its node until it is deleted below), answered as metadata only: their data never travels back
+    keep: secrets
+      .filter((s) => !s.metadata.deletionTimestamp)
+      .map((s) => (isStateSecret(s) ? keptStateSecret(s) : reuseObserved(s))),
     waiting: (error) => deps.log.warn({ egress: who, error }, "finalize waiting on Headscale"),
     released: () => withdrawEgressMetrics(deps.metrics, req.parent),
   });

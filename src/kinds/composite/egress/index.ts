@@ -22,7 +22,7 @@ const CONDITION_TYPES = Object.keys(EGRESS_REASONS);
 export const egressStages: Stages<EgressSpec, EgressObservation, EgressPlan, EgressOutcome, EgressDecision> = {
   spec: readEgressSpec,
   observe: (req, spec, deps) => observeEgress(req, spec, deps),
-  plan: (_req, spec, observed) => planEgress(spec, observed),
+  plan: (req, spec, observed) => planEgress(req.parent, spec, observed),
   act: actEgress,
   decide: decideEgressSync,
   publish: (req, decision, _observed, deps) => publishEgressMetrics(deps.metrics, req.parent, decision.metrics),

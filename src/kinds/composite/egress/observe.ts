@@ -11,7 +11,8 @@ import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../headscale/types.js
 import type { HeadscaleView } from "../../../headscale/view.js";
 import { objectsOf } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
-import { type ObservedKey, observedKeys } from "../../shared/authkey.js";
+import { observeReplicas, type ReplicaObservation } from "../../shared/agent-replicas.js";
+import { type ObservedKey, observedKeys, stableAuthKeySecretName } from "../../shared/authkey.js";
 import { listNames, nodeLabel } from "../../shared/node-names.js";
 import { lookupProxyClass, type ProxyClassSpec, proxyClassMissingMessage } from "../../shared/proxy-class.js";
 import { ownKeyIds, type TenancyReason, tagTakenBy } from "../../shared/tenancy.js";
@@ -22,8 +23,10 @@ import { type AgentObservation, agentObservation, scrapeablePods } from "./targe
 interface Observed {
   /** The clock of this sync (plans, keys and decide use the same instant). */
   now: Date;
-  /** The key Secrets among the children, newest first (observedKeys). */
+  /** The stable key Secret `<parent>-authkey` among the children (observedKeys), rotated in place. */
   keySecrets: ObservedKey[];
+  /** Its replicas: state Secrets' device_id, StatefulSets, pods, the status record, the legacy Deployment. */
+  replicas: ReplicaObservation;
 }
 
 /** The Tailnet and its credentials resolved: Headscale and the agents were read. */
@@ -60,11 +63,14 @@ export type EgressObservation = EgressReads | EgressUnobserved;
 
 export async function observeEgress(req: HookRequest, spec: EgressSpec, deps: HookDeps): Promise<EgressObservation> {
   const now = deps.now();
-  const keySecrets = observedKeys(objectsOf(req.children, "v1", "Secret"));
+  const allKeys = observedKeys(objectsOf(req.children, "v1", "Secret"));
+  const stable = stableAuthKeySecretName(req.parent.metadata.name);
+  const keySecrets = allKeys.filter((k) => k.secret.metadata.name === stable);
+  const replicas = observeReplicas(req, agentPods(req));
   const ctx = resolveAgentWorkload(req, deps);
   if (!ctx.ok) {
     const tag = ctx.settings ? effectiveTag(req.parent, ctx.settings.tagPrefix) : spec.tag;
-    return { ok: false, reason: ctx.reason, message: ctx.message, ...(tag ? { tag } : {}), now, keySecrets };
+    return { ok: false, reason: ctx.reason, message: ctx.message, ...(tag ? { tag } : {}), now, keySecrets, replicas };
   }
   const proxyClass = lookupProxyClass(req.parent, req.related);
   if (proxyClass.kind === "missing") {
@@ -76,6 +82,7 @@ export async function observeEgress(req: HookRequest, spec: EgressSpec, deps: Ho
       tag,
       now,
       keySecrets,
+      replicas,
     };
   }
   const view = deps.views.view(ctx.conn);
@@ -90,7 +97,8 @@ export async function observeEgress(req: HookRequest, spec: EgressSpec, deps: Ho
   const ownKeys = ownKeyIds(
     req.parent,
     tag,
-    keySecrets.map((k) => k.keyId),
+    // the legacy `<parent>-authkey-<id>` Secrets' keys stay the object's own through the upgrade
+    allKeys.map((k) => k.keyId),
     keys.ok ? keys.value : undefined,
     // resolveWorkload admitted the object: an explicit tag is granted to it
     { ttlSeconds: ctx.settings.authKeyTTLSeconds },
@@ -99,12 +107,13 @@ export async function observeEgress(req: HookRequest, spec: EgressSpec, deps: Ho
   const foreign = nodes.ok ? tagTakenBy(req.parent, tag, nodes.value, ownKeys) : [];
   if (foreign.length) {
     const message = `${tag} is carried by ${listNames(foreign.map(nodeLabel))}, which this egress did not register; a tag has one owner, so nothing is minted for it`;
-    return { ok: false, reason: "TagInUse", message, tag, now, keySecrets };
+    return { ok: false, reason: "TagInUse", message, tag, now, keySecrets, replicas };
   }
   return {
     ok: true,
     now,
     keySecrets,
+    replicas,
     settings: ctx.settings,
     ...(ctx.conn.ca ? { ca: ctx.conn.ca } : {}),
     tag,

@@ -1,44 +1,50 @@
 /**
- * The egress's plans (pure): which Headscale writes a sync wants — delete the agent nodes a newer pod
- * superseded, reuse or create the pre-auth key — and what finalize has left to clean. Writes are wanted
- * only from what this sync could read: a failed observation plans none.
+ * The egress's plans (pure): which Headscale writes a sync wants — which node each replica is, and the
+ * predecessors, unbound nodes and removed replicas' nodes to delete and the renames (replica-nodes.ts); reuse,
+ * create or retire the pre-auth key (publish first, expire after proof) — and what finalize has left to clean.
+ * Writes are wanted only from what this sync could read: a failed observation plans none.
  */
 import type { HsNode, HsPreAuthKey } from "../../../headscale/types.js";
+import type { K8sObject } from "../../../k8s/objects.js";
+import { planAgentReplicas } from "../../shared/agent-replicas.js";
+import { expirableKeyIds } from "../../shared/authkey.js";
 import { nodeLabel } from "../../shared/node-names.js";
-import { supersededNodes } from "../../shared/superseded.js";
+import type { ReplicaNodesPlan } from "../../shared/replica-nodes.js";
 import { nodesMintedBy } from "../../shared/tenancy.js";
+import { egressHostname } from "./children.js";
 import { type EgressKeyPlan, keyExpired, planEgressKey } from "./keys.js";
 import type { EgressObservation } from "./observe.js";
 import type { EgressSpec } from "./spec.js";
 
 export interface EgressPlan {
-  /** Superseded agent nodes to delete (supersededNodes); none without a node list read this sync. */
-  deleteNodes: HsNode[];
+  /** Which node each replica is, and the node writes that follows from it; none without a Tailnet. */
+  replicas?: ReplicaNodesPlan;
+  /** Older keys of this egress to expire: the stable Secret is proven to hold a newer one (expirableKeyIds). */
+  expireKeys: string[];
   /** The pre-auth key; undefined without a Tailnet (nothing is wanted). */
   key?: EgressKeyPlan;
   /** Why a key that should be created is not, this round (Headscale could not be read). */
   keyBlocked?: string;
 }
 
-export function planEgress(spec: EgressSpec, observed: EgressObservation): EgressPlan {
-  if (!observed.ok) return { deleteNodes: [] };
-  const { nodes, tag, now } = observed;
-  const deleteNodes = nodes.ok ? supersededNodes(nodes.value, tag, observed.ownKeys, spec.replicas, now) : [];
-  const gone = new Set(deleteNodes.map((n) => n.id));
-  // the key is planned on the node list as it will be once the superseded nodes are gone
-  const remaining = nodes.ok && gone.size ? { ...nodes, value: nodes.value.filter((n) => !gone.has(n.id)) } : nodes;
-  const key = planEgressKey({
-    keySecrets: observed.keySecrets,
-    now,
-    keys: observed.keys,
-    nodes: remaining,
-    tag,
+export function planEgress(parent: K8sObject, spec: EgressSpec, observed: EgressObservation): EgressPlan {
+  if (!observed.ok) return { expireKeys: [] };
+  const { nodes, tag, now, keys } = observed;
+  const replicas = planAgentReplicas(observed.replicas, {
     replicas: spec.replicas,
+    nodes,
+    ownKeys: observed.ownKeys,
+    tag,
+    now,
+    hostname: egressHostname(parent),
   });
+  const key = planEgressKey({ keySecrets: observed.keySecrets, now, keys, nodes, tag, replicas: spec.replicas });
+  const expireKeys = keys.ok ? expirableKeyIds(observed.keySecrets[0]?.secret, observed.ownKeys, keys.value, now) : [];
   // the key list only refines the plan (keys.ts); without it the plan rests on the Secrets alone
   const failed = key.plan.action === "create" ? [observed.policy, nodes].find((o) => !o.ok) : undefined;
   return {
-    deleteNodes,
+    replicas,
+    expireKeys,
     key,
     ...(failed && !failed.ok
       ? { keyBlocked: `not created while Headscale cannot be read (${failed.error.message})` }

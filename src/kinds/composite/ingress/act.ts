@@ -13,9 +13,9 @@ import type { HeadscaleView } from "../../../headscale/view.js";
 import { commonLabels } from "../../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
-import { AGENT_KEY_FLAGS, type AuthKeyOutcome, type AuthKeyPlan, ensureAuthKey } from "../../shared/authkey.js";
+import { actReplicaNodes, logReplicaNodes, type ReplicaNodesOutcome } from "../../shared/agent-replicas.js";
+import { type AuthKeyOutcome, type AuthKeyPlan, ensureAuthKey, REPLICA_KEY_FLAGS } from "../../shared/authkey.js";
 import { nodeLabel } from "../../shared/node-names.js";
-import { deleteSuperseded, logSuperseded } from "../../shared/superseded.js";
 import { nodesMintedBy, ownKeyIds } from "../../shared/tenancy.js";
 import { withdrawRefusedKeys } from "../../shared/withdraw.js";
 import type { TailnetSettings } from "../../shared/workload.js";
@@ -24,9 +24,11 @@ import type { IngressPlan } from "./plan.js";
 import type { IngressSpec } from "./spec.js";
 
 export interface IngressOutcome {
-  /** The node list for decide: as observed, minus the superseded nodes deleted now. */
+  /** The node list for decide: as observed, minus the nodes deleted now. */
   nodes?: Obs<HsNode[]>;
   authKey: AuthKeyOutcome;
+  /** The replicas' node writes (deleted, released removed replicas, renames). */
+  replicaNodes?: ReplicaNodesOutcome;
 }
 
 const qualified = (parent: K8sObject) => `${parent.metadata.namespace}/${parent.metadata.name}`;
@@ -42,10 +44,17 @@ export async function actIngress(
   // a withdrawn grant: the keys it minted are expired (shared/withdraw.ts)
   if (!facts.tailnet.ok) await withdrawRefusedKeys(req, deps, facts.tailnet.reason);
   let nodes = facts.nodes;
-  if (view && nodes && plan.superseded.length) {
-    const superseded = await deleteSuperseded(view, nodes, plan.superseded);
-    logSuperseded(deps, qualified(req.parent), superseded);
-    nodes = superseded.nodes;
+  let replicaNodes: ReplicaNodesOutcome | undefined;
+  if (view && nodes && plan.replicas) {
+    replicaNodes = await actReplicaNodes(view, nodes, plan.replicas);
+    logReplicaNodes(deps, qualified(req.parent), replicaNodes);
+    nodes = replicaNodes.nodes;
+  }
+  // publish first, expire after: these keys are older than the one the observed Secret is proven to hold
+  for (const id of view ? plan.expireKeys : []) {
+    const expired = await view?.expirePreAuthKey(id);
+    if (expired && !expired.ok)
+      deps.log.warn({ ingress: qualified(req.parent), keyId: id, error: expired.error.message }, "key not expired");
   }
   const settings = facts.tailnet.ok ? facts.tailnet.settings : undefined;
   const authKey =
@@ -64,13 +73,13 @@ export async function actIngress(
       "created pre-auth key",
     );
   }
-  return { ...(nodes ? { nodes } : {}), authKey };
+  return { ...(nodes ? { nodes } : {}), authKey, ...(replicaNodes ? { replicaNodes } : {}) };
 }
 
 /**
  * The key Secret to return: the current one while it is good or while Headscale may not be written
- * (no view); otherwise a fresh tagged key with AGENT_KEY_FLAGS (reusable, ephemeral). A failed creation
- * keeps the current Secret (ensureAuthKey).
+ * (no view); otherwise a fresh tagged key with REPLICA_KEY_FLAGS (reusable, not ephemeral) in the same
+ * Secret `<parent>-authkey`. A failed creation keeps the current Secret (ensureAuthKey).
  */
 async function settleAuthKey(
   plan: AuthKeyPlan,
@@ -84,10 +93,11 @@ async function settleAuthKey(
   }
   return ensureAuthKey(plan, view, parent, {
     tags: [opts.tag],
-    ...AGENT_KEY_FLAGS,
+    ...REPLICA_KEY_FLAGS,
     ttlSeconds: opts.settings.authKeyTTLSeconds,
     now: opts.now,
     labels: commonLabels(parent, "ingress"),
+    stable: true,
   });
 }
 

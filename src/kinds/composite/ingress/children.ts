@@ -17,19 +17,21 @@ import {
   TAILSCALED_SOCKET,
 } from "../../../contract/ports.js";
 import { commonLabels } from "../../../k8s/labels.js";
-import { type K8sObject, reuseObserved } from "../../../k8s/objects.js";
+import type { K8sObject } from "../../../k8s/objects.js";
 import { agentNetworkPolicy } from "../../shared/agent-network-policy.js";
 import {
   agentConfigMap,
-  agentDeployment,
   agentName,
   agentSelector,
-  agentServiceAccount,
+  agentStatefulSet,
   dnsLabel,
   TLS_MOUNT_ROOT,
 } from "../../shared/agent-pod.js";
+import { agentReplicaChildren, type ReplicaObservation } from "../../shared/agent-replicas.js";
 import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
+import type { ReplicaRef } from "../../shared/replica.js";
+import type { ReplicaNodesPlan } from "../../shared/replica-nodes.js";
 import { exposeListenPorts, type IngressSpec, KUBE_API_BACKEND, KUBE_API_DIR, KUBE_API_FILES } from "./spec.js";
 import { TLS_CERT_KEY, TLS_KEY_KEY } from "./tls.js";
 
@@ -128,8 +130,13 @@ export interface IngressChildInputs {
   authKeySecret?: K8sObject;
   /** The Headscale CA (the Tailnet's caSecretRef, republished in its credentials Secret). */
   ca?: string;
-  /** The agent Deployment as observed, kept as it is while no key exists. */
-  observedDeployment?: K8sObject;
+  /** What the sync observed of its replicas (StatefulSets kept as they are while no key exists). */
+  replicas: ReplicaObservation;
+  replicaPlan?: ReplicaNodesPlan;
+  /** Removed replicas whose nodes act deleted: their children go now. */
+  released: ReadonlySet<number>;
+  /** Every replica is bound: the legacy Deployment and key Secrets go. */
+  migrated: boolean;
   /** The named TailnetProxyClass's settings, folded into the pod template. */
   proxyClass?: ProxyClassSpec;
   /** The agent node's host name when not spec.hostname (agentHostname in shared/dns-tenancy.ts). */
@@ -151,35 +158,45 @@ const KUBE_API_VOLUME = {
 export const INGRESS_READINESS_PATH = "/readyz";
 
 /**
- * The shared Deployment, with two differences: TLS Secret volumes are `optional`, so a missing
+ * The agent's hostname (replica 0's; replica i ≥ 1 is `<host>-r<i>`, replica.ts wantedLabel): the node name
+ * the Tailnet's records and status name.
+ */
+export const ingressHostname = (spec: IngressSpec, nodeHostname?: string) => dnsLabel(nodeHostname ?? spec.hostname);
+
+/**
+ * Replica i's StatefulSet from the shared builder, with two differences: TLS Secret volumes are `optional`, so a missing
  * Secret does not keep the pod (and so the node's registration) from starting — TLSReady reports
  * TLSSecretMissing instead, and the agent picks the files up when the Secret appears; and the agent's
  * readiness probe asks /readyz, so a replica whose backend or tailnet is down is not Ready (a rollout
  * waits for the new pod to serve; the PodDisruptionBudget counts it unavailable). Liveness stays /healthz:
  * a backend outage restarts nothing.
  */
-function ingressDeployment(
+function ingressStatefulSet(
   parent: K8sObject,
   config: OperatorConfig,
   spec: IngressSpec,
-  inputs: IngressChildInputs & { authKeySecret: K8sObject },
+  inputs: IngressChildInputs,
   hash: string,
+  replica: ReplicaRef,
 ): K8sObject {
   const tlsSecrets = ingressTlsSecrets(spec);
-  const deployment = agentDeployment(parent, {
-    replicas: spec.replicas,
-    tag: inputs.tag,
-    loginServer: inputs.loginServer,
-    authKeySecret: inputs.authKeySecret.metadata.name,
-    hostname: dnsLabel(inputs.nodeHostname ?? spec.hostname),
-    images: config.images,
-    listenPorts: [],
-    configHash: hash,
-    serveConfig: true,
-    tlsSecrets,
-    ca: !!inputs.ca,
-    noLogsNoSupport: config.tailscale.noLogsNoSupport,
-  });
+  const deployment = agentStatefulSet(
+    parent,
+    {
+      tag: inputs.tag,
+      loginServer: inputs.loginServer,
+      authKeySecret: inputs.authKeySecret?.metadata.name,
+      hostname: ingressHostname(spec, inputs.nodeHostname),
+      images: config.images,
+      listenPorts: [],
+      configHash: hash,
+      serveConfig: true,
+      tlsSecrets,
+      ca: !!inputs.ca,
+      noLogsNoSupport: config.tailscale.noLogsNoSupport,
+    },
+    replica,
+  );
   type Volume = { name?: string; secret?: { secretName: string; optional?: boolean } };
   type Container = {
     name: string;
@@ -230,8 +247,9 @@ export function ingressDisruptionBudget(parent: K8sObject): K8sObject {
 }
 
 /**
- * Every child, in a fixed order: ServiceAccount, ConfigMap, Deployment (once a key exists), NetworkPolicy,
- * PodDisruptionBudget (replicas > 1), key Secret.
+ * Every child, in a fixed order: ConfigMap, per replica ServiceAccount, Role, RoleBinding, state Secret and
+ * StatefulSet (once a key exists and those are observed, agent-replicas.ts), NetworkPolicy,
+ * PodDisruptionBudget (replicas > 1, across the replicas' StatefulSets), key Secret.
  */
 export function ingressChildren(
   parent: K8sObject,
@@ -243,15 +261,19 @@ export function ingressChildren(
   const serve = ingressServeConfig(spec);
   const configMap = agentConfigMap(parent, agentConfig, serve, inputs.ca);
   const hash = inputs.ca ? configHash(agentConfig, serve, inputs.ca) : configHash(agentConfig, serve);
-  // no key yet: no Deployment (containerboot would start an interactive login); a running one is kept
-  const key = inputs.authKeySecret;
-  const deployment = key
-    ? ingressDeployment(parent, config, spec, { ...inputs, authKeySecret: key }, hash)
-    : inputs.observedDeployment && reuseObserved(inputs.observedDeployment);
+  // no key yet: no StatefulSet (containerboot would start an interactive login); a running one is kept
+  const replicaChildren = agentReplicaChildren(parent, {
+    replicas: spec.replicas,
+    keyReady: !!inputs.authKeySecret,
+    obs: inputs.replicas,
+    ...(inputs.replicaPlan ? { plan: inputs.replicaPlan } : {}),
+    released: inputs.released,
+    migrated: inputs.migrated,
+    statefulSet: (replica) => ingressStatefulSet(parent, config, spec, inputs, hash, replica),
+  });
   return [
-    agentServiceAccount(parent),
     configMap,
-    ...(deployment ? [deployment] : []),
+    ...replicaChildren,
     agentNetworkPolicy(parent, config, undefined),
     ...(spec.replicas > 1 ? [ingressDisruptionBudget(parent)] : []),
     ...(inputs.authKeySecret ? [inputs.authKeySecret] : []),

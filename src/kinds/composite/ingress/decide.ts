@@ -10,11 +10,14 @@ import { reuseObserved } from "../../../k8s/objects.js";
 import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import { registeredCondition, tagKnownCondition } from "../../shared/agent-conditions.js";
 import { agentName } from "../../shared/agent-pod.js";
+import { decideReplicas, type ReplicaNodesOutcome } from "../../shared/agent-replicas.js";
 import { type AuthKeyOutcome, observedKeys } from "../../shared/authkey.js";
 import { heldNamesOf, type NameHolder } from "../../shared/dns-owners.js";
 import { agentHostname } from "../../shared/dns-tenancy.js";
 import { type IngressNames, nameConflicts, namesIn } from "../../shared/ingress-names.js";
 import { listNames, nodeLabel, nodesWithTag } from "../../shared/node-names.js";
+import { withoutStateData } from "../../shared/replica.js";
+import type { NodeStatusItem, ReplicaNodesPlan } from "../../shared/replica-nodes.js";
 import { recordedKeyIds } from "../../shared/tenancy.js";
 import { effectiveTag, type TailnetSettings } from "../../shared/workload.js";
 import type { IngressOutcome } from "./act.js";
@@ -32,21 +35,17 @@ export interface IngressDecideInput extends IngressFacts {
   spec: IngressSpec;
   /** The pre-auth key after act (see planIngress). */
   authKey: AuthKeyOutcome;
-}
-
-/** One Headscale node of the ingress (an agent pod's): its name, tailnet addresses and whether it is online. */
-export interface IngressNodeStatus {
-  name: string;
-  addresses: string[];
-  online: boolean;
+  /** The replica plan (planIngress) and act's node writes. */
+  replicaPlan?: ReplicaNodesPlan;
+  replicaNodes?: ReplicaNodesOutcome;
 }
 
 export interface IngressStatusFields extends Record<string, unknown> {
   tag?: string;
   dnsName?: string;
   exposes: { name: string; dnsName?: string; dnsAliases: string[]; reachable?: boolean }[];
-  /** The nodes carrying the tag, by name; absent while the node list was not read. */
-  nodes?: IngressNodeStatus[];
+  /** Which node each replica is (replica-nodes.ts), sorted by replica. */
+  nodes?: NodeStatusItem[];
   /** The pre-auth keys this ingress minted (tenancy.ts): the only ones finalize and rollouts act on. */
   preAuthKeyIds?: string[];
 }
@@ -67,8 +66,11 @@ const MIN_RESYNC_SECONDS = 5;
 type Tailnetless = Exclude<TailnetView, { ok: true }>;
 
 /** Not evaluated without the Tailnet or its credentials, with the Ready reason that explains it. */
-function notEvaluated<T extends "TagKnown" | "Registered">(type: T, tailnet: Tailnetless): IngressCondition<T>;
-function notEvaluated(type: "TagKnown" | "Registered", tailnet: Tailnetless): IngressCondition {
+function notEvaluated<T extends "TagKnown" | "Registered" | "NodeIdentity">(
+  type: T,
+  tailnet: Tailnetless,
+): IngressCondition<T>;
+function notEvaluated(type: "TagKnown" | "Registered" | "NodeIdentity", tailnet: Tailnetless): IngressCondition {
   const message = `not evaluated: ${tailnet.message}`;
   return cond(type, "Unknown", tailnet.reason, message);
 }
@@ -198,8 +200,15 @@ const nodeHostnameOf = (hostname: string, namespace: string, flat: readonly stri
 export function decideIngressSync(
   input: DecideInput<IngressSpec, IngressObservation, IngressPlan, IngressOutcome>,
 ): IngressDecision {
-  const { spec, observed, outcome } = input;
-  return decideIngress({ ...observed.facts, spec, nodes: outcome.nodes, authKey: outcome.authKey });
+  const { spec, observed, outcome, plan } = input;
+  return decideIngress({
+    ...observed.facts,
+    spec,
+    nodes: outcome.nodes,
+    authKey: outcome.authKey,
+    ...(plan.replicas ? { replicaPlan: plan.replicas } : {}),
+    ...(outcome.replicaNodes ? { replicaNodes: outcome.replicaNodes } : {}),
+  });
 }
 
 /** The names the ingress would publish, and which of them a Headscale node or an older ingress holds. */
@@ -267,7 +276,18 @@ function conditionsOfIngress(input: IngressDecideInput, seen: NamesSeen) {
         };
   const backends = backendsCondition(spec, namespace, agentName(parent), input.scrapes, input.services);
   const mine = tailnet.ok && tag && input.nodes?.ok ? nodesWithTag(input.nodes.value, tag) : undefined;
-  return { tagKnown, registered, granted, tls, backends, mine };
+  // NodeIdentity never stops Ready on an agent: the data plane works, the alert reports it
+  const replicas = decideReplicas(
+    input.replicas,
+    input.replicaPlan,
+    input.replicaNodes,
+    spec.replicas,
+    input.nodes?.ok === true,
+  );
+  const identity = !tailnet.ok
+    ? notEvaluated("NodeIdentity", tailnet)
+    : cond(C.NodeIdentity, replicas.identity.status, replicas.identity.reason, replicas.identity.message);
+  return { tagKnown, registered, granted, tls, backends, mine, replicas, identity };
 }
 
 type IngressConditions = ReturnType<typeof conditionsOfIngress>;
@@ -299,12 +319,15 @@ function readyCondition(input: IngressDecideInput, seen: NamesSeen, c: IngressCo
       );
 }
 
-/** The agent's children once the Tailnet and the names are known; else the observed ones, as they are. */
-function childrenOfIngress(input: IngressDecideInput, seen: NamesSeen) {
+/**
+ * The agent's children once the Tailnet and the names are known; else the observed ones, as they are (a state
+ * Secret as metadata only, replica.ts withoutStateData).
+ */
+function childrenOfIngress(input: IngressDecideInput, seen: NamesSeen, c: IngressConditions) {
   const { parent, spec, tailnet } = input;
   const { tag, names, flat } = seen;
   if (!(tailnet.ok && tag && names))
-    return input.children.filter((c) => !c.metadata.deletionTimestamp).map(reuseObserved);
+    return withoutStateData(input.children.filter((c) => !c.metadata.deletionTimestamp).map(reuseObserved));
   return ingressChildren(parent, input.config, spec, {
     tag,
     loginServer: tailnet.loginServer,
@@ -313,9 +336,10 @@ function childrenOfIngress(input: IngressDecideInput, seen: NamesSeen) {
     ca: tailnet.ca,
     ...(tailnet.proxyClass ? { proxyClass: tailnet.proxyClass } : {}),
     ...nodeHostnameOf(spec.hostname, parent.metadata.namespace ?? "", flat),
-    observedDeployment: input.children.find(
-      (c) => c.kind === "Deployment" && c.metadata.name === agentName(parent) && !c.metadata.deletionTimestamp,
-    ),
+    replicas: input.replicas,
+    ...(input.replicaPlan ? { replicaPlan: input.replicaPlan } : {}),
+    released: input.replicaNodes?.released ?? new Set(),
+    migrated: c.replicas.migrated,
   });
 }
 
@@ -340,11 +364,7 @@ function statusFieldsOf(input: IngressDecideInput, seen: NamesSeen, c: IngressCo
         };
       })
       .sort((a, b) => a.name.localeCompare(b.name)),
-    ...(c.mine
-      ? {
-          nodes: c.mine.map((n) => ({ name: nodeLabel(n), addresses: [...n.ipAddresses], online: n.online })),
-        }
-      : {}),
+    ...(c.replicas.nodes.length ? { nodes: c.replicas.nodes } : {}),
     ...recordedIngressKeys(input, tag),
   };
 }
@@ -355,12 +375,15 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
   const c = conditionsOfIngress(input, seen);
   const ready = readyCondition(input, seen, c);
   const waiting =
-    c.tagKnown.status !== "True" || c.registered.status !== "True" || c.backends.condition.status !== "True";
+    c.tagKnown.status !== "True" ||
+    c.registered.status !== "True" ||
+    c.backends.condition.status !== "True" ||
+    c.replicas.waiting;
   // Without a Tailnet there is nothing to poll: Metacontroller syncs again when it appears.
   const resyncAfterSeconds = resyncAfter(waiting && tailnet.ok, [rotationDue(input.authKey), c.tls.nextExpiry], now);
   return {
-    children: childrenOfIngress(input, seen),
-    conditions: [c.tagKnown, c.granted, c.registered, c.backends.condition, c.tls.condition, ready],
+    children: withoutStateData(childrenOfIngress(input, seen, c)),
+    conditions: [c.tagKnown, c.granted, c.registered, c.backends.condition, c.tls.condition, c.identity, ready],
     fields: statusFieldsOf(input, seen, c),
     exposes: spec.exposes.map((e) => ({ name: e.name, reachable: c.backends.reachable.get(e.name) })),
     ...(input.authKey.expiresAt ? { authKeyExpiresAt: input.authKey.expiresAt } : {}),

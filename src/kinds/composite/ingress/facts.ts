@@ -4,9 +4,10 @@
  */
 import type { OperatorConfig } from "../../../config.js";
 import type { Obs } from "../../../headscale/errors.js";
-import type { HsNode, HsPolicy } from "../../../headscale/types.js";
+import type { HsNode, HsPolicy, HsPreAuthKey } from "../../../headscale/types.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import type { ScrapeResult } from "../../../pipeline/types.js";
+import type { ReplicaObservation } from "../../shared/agent-replicas.js";
 import { observedKeys } from "../../shared/authkey.js";
 import type { ProxyClassSpec } from "../../shared/proxy-class.js";
 import { ownKeyIds, type TenancyReason } from "../../shared/tenancy.js";
@@ -35,6 +36,10 @@ export interface IngressFacts {
   /** Headscale reads; undefined when Headscale was not queried (no Tailnet or no credentials). */
   policy?: Obs<HsPolicy | null>;
   nodes?: Obs<HsNode[]>;
+  /** Headscale's key list (masked): the older keys are expired once the stable Secret is proven newer. */
+  keys?: Obs<HsPreAuthKey[]>;
+  /** Its replicas: state Secrets' device_id, StatefulSets, pods, the status record, the legacy Deployment. */
+  replicas: ReplicaObservation;
   scrapes: ScrapeResult[];
   /** The related Secrets of the ingress's namespace by name (its TLS Secrets). */
   tlsSecrets: ReadonlyMap<string, K8sObject>;

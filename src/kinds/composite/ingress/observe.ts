@@ -10,6 +10,7 @@ import type { HsNode, HsPreAuthKey } from "../../../headscale/types.js";
 import type { HeadscaleView } from "../../../headscale/view.js";
 import { type K8sObject, objectsOf } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
+import { observeReplicas } from "../../shared/agent-replicas.js";
 import { observedKeys } from "../../shared/authkey.js";
 import { listNames, nodeLabel } from "../../shared/node-names.js";
 import { leftOutOfPolicy } from "../../shared/policy-left-out.js";
@@ -130,6 +131,8 @@ export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: 
       tailnet,
       policy,
       nodes,
+      ...(keys ? { keys } : {}),
+      replicas: observeReplicas(req, agentPods(req)),
       scrapes,
       tlsSecrets,
       services,

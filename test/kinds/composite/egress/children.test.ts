@@ -12,6 +12,7 @@ import {
 import { readEgressSpec } from "../../../../src/kinds/composite/egress/spec.js";
 import { parentObject } from "../../../fixtures/hooks.js";
 import { validateChildren } from "../../../helpers/validate.js";
+import { observedReplicas } from "../../shared/replica-fixtures.js";
 import { egressParent, keySecret, UID } from "./fixtures.js";
 import { type EgressGoldenOptions, expectedAgentConfig, expectedEgressChildren } from "./golden.js";
 
@@ -28,7 +29,10 @@ interface Options {
   conflicting?: string[];
   tag?: string;
   ca?: string;
-  observedDeployment?: K8sObject;
+  /** Running StatefulSets, by replica (kept as observed while no key exists). */
+  observedStatefulSets?: K8sObject[];
+  /** The replicas' SA/Role/RoleBinding/state Secret are not observed yet. */
+  noIdentity?: boolean;
 }
 
 function build(o: Options = {}) {
@@ -41,7 +45,12 @@ function build(o: Options = {}) {
     authKeySecret: o.key === false ? undefined : keySecret(parent),
     conflicting: new Set(o.conflicting ?? []),
     ca: o.ca,
-    observedDeployment: o.observedDeployment,
+    replicas: observedReplicas(parent, readEgressSpec(parent).replicas, {
+      identity: !o.noIdentity,
+      ...(o.observedStatefulSets ? { statefulSets: o.observedStatefulSets } : {}),
+    }),
+    released: new Set(),
+    migrated: true,
   };
   return { parent, children: egressChildren(parent, inputs) };
 }
@@ -67,14 +76,15 @@ function golden(o: Options = {}): EgressGoldenOptions {
     authKeySecret: o.key === false ? undefined : keySecret(egressParent(o.spec)),
     conflicting: o.conflicting,
     ca: o.ca,
-    observedDeployment: o.observedDeployment,
+    ...(o.observedStatefulSets ? { observedStatefulSets: o.observedStatefulSets } : {}),
+    identityObserved: !o.noIdentity,
   };
 }
 
 const PRIVATE_CA = "-----BEGIN CERTIFICATE-----\nPRIVATE CA\n-----END CERTIFICATE-----\n";
-/** A Deployment as the API server holds it (with a status): returned unchanged when no key exists. */
+/** A StatefulSet as the API server holds it (with a status): returned unchanged when no key exists. */
 const RUNNING: K8sObject = {
-  ...(build().children.find((c) => c.kind === "Deployment") as K8sObject),
+  ...(build().children.find((c) => c.kind === "StatefulSet") as K8sObject),
   status: { readyReplicas: 1 },
 };
 
@@ -82,10 +92,14 @@ describe("egress children", () => {
   const cases: { name: string; o: Options }[] = [
     { name: "two targets, three ports, a key", o: {} },
     { name: "three replicas", o: { spec: { replicas: 3 } } },
-    { name: "no key yet: no Secret, no Deployment (never a tailscale container without its key)", o: { key: false } },
+    { name: "no key yet: no Secret, no StatefulSet (never a tailscale container without its key)", o: { key: false } },
     {
-      name: "no key now but a running Deployment: it is kept as observed",
-      o: { key: false, observedDeployment: RUNNING },
+      name: "no key now but a running StatefulSet: it is kept as observed",
+      o: { key: false, observedStatefulSets: [RUNNING] },
+    },
+    {
+      name: "first sync: SA, Role, RoleBinding and state Secret first, no StatefulSet until they are observed",
+      o: { spec: { replicas: 2 }, noIdentity: true },
     },
     { name: "a private Headscale CA: ca.crt in the ConfigMap, SSL_CERT_FILE", o: { ca: PRIVATE_CA } },
     { name: "a foreign Service holds postgres: no Service for it", o: { conflicting: ["postgres"] } },
@@ -114,7 +128,7 @@ describe("egress children", () => {
     };
     const text = JSON.stringify(build({ spec, tag: "tag:passthrough" }).children);
     for (const needle of [
-      '"replicas":4',
+      '"name":"db-agent-3"',
       '"name":"alpha"',
       '"name":"beta"',
       "alpha-host.ts.example.com",
@@ -149,7 +163,7 @@ describe("egress children", () => {
 
   it("a change of a target rolls the pods (config hash); a new key Secret changes the env only", () => {
     const hash = (children: { kind: string; spec?: unknown }[]) => {
-      const deployment = children.find((c) => c.kind === "Deployment");
+      const deployment = children.find((c) => c.kind === "StatefulSet");
       assert.ok(deployment);
       const spec = deployment.spec as { template: { metadata: { annotations: Record<string, string> } } };
       return spec.template.metadata.annotations["tailnet.internal/config-hash"];
@@ -167,8 +181,15 @@ describe("egress children", () => {
       loginServer: "https://hs.example.com",
       authKeySecret: keySecret(parent, "99"),
       conflicting: new Set(),
+      replicas: observedReplicas(parent, 1),
+      released: new Set(),
+      migrated: true,
     });
     assert.equal(hash(rotated), hash(base));
+    // issue 32: a rotation is the same Secret name rewritten, so the StatefulSet is byte-identical
+    const sts = (children: K8sObject[]) => children.filter((c) => c.kind === "StatefulSet");
+    assert.deepStrictEqual(sts(rotated), sts(base));
+    assert.equal(keySecret(parent, "99").metadata.name, keySecret(parent, "7").metadata.name);
     assert.notEqual(hash(build({ ca: PRIVATE_CA }).children), hash(base), "a new CA rolls the pods too");
   });
 

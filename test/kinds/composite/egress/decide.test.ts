@@ -16,6 +16,7 @@ import { assertCoversTable } from "../../../helpers/reason-coverage.js";
 import { AT, hsNode, ok, policy } from "../../shared/fixtures.js";
 import { leftOutText, tailnetLeavingOut } from "../../shared/left-out-fixture.js";
 import {
+  AGENT_RECORD,
   config,
   egressParent,
   failedNodes,
@@ -30,12 +31,16 @@ import {
   PEERS,
   probes,
   scraped,
+  stableReplicas,
   TAG,
   tailnetRead,
   UID,
 } from "./fixtures.js";
+import { identityRows } from "./identity-rows.js";
 
-const reasons = (d: EgressDecision) => Object.fromEntries(d.conditions.map((c) => [c.type, c.reason]));
+// NodeIdentity has its own rows (decide-identity.test.ts): these rows plan no replicas
+const reasons = (d: EgressDecision) =>
+  Object.fromEntries(d.conditions.filter((c) => c.type !== "NodeIdentity").map((c) => [c.type, c.reason]));
 const targetReasons = (d: EgressDecision) =>
   Object.fromEntries((d.fields.targets ?? []).map((t) => [t.name, t.reason]));
 const condition = (d: EgressDecision, type: string) => d.conditions.find((c) => c.type === type);
@@ -406,6 +411,7 @@ describe("status fields and messages", () => {
       tag: "tag:k8s-shop-db",
       // the key in use is recorded: finalize and rollouts act only on what the egress minted
       preAuthKeyIds: ["7"],
+      nodes: [AGENT_RECORD],
       targets: [
         { name: "postgres", host: "db-1", address: "100.64.0.7", service: "postgres", state: "Ready", reason: "" },
         {
@@ -426,6 +432,7 @@ describe("status fields and messages", () => {
         ["RoutesGranted", "True", "2 targets are in the agent's netmap"],
         ["TargetsReachable", "True", "2 targets answer the agent's probe"],
         ["ServiceConflict", "False", ""],
+        ["NodeIdentity", "True", "every replica keeps its node (0=9)"],
         ["Ready", "True", "every target is reachable through the agent"],
       ],
     );
@@ -441,6 +448,7 @@ describe("status fields and messages", () => {
         ["RoutesGranted", "Unknown", 'not evaluated: Tailnet "home" not found'],
         ["TargetsReachable", "Unknown", 'not evaluated: Tailnet "home" not found'],
         ["ServiceConflict", "False", ""],
+        ["NodeIdentity", "Unknown", 'not evaluated: Tailnet "home" not found'],
         ["Ready", "False", 'Tailnet "home" not found'],
       ],
     );
@@ -502,29 +510,32 @@ describe("status fields and messages", () => {
       condition(d, "Registered")?.message,
       "no Headscale node carries tag:k8s-shop-db yet; no pre-auth key yet: Headscale POST /api/v1/preauthkey: 500 fault injected: 500",
     );
-    assert.equal(d.children.filter((c) => c.kind === "Secret").length, 0);
-    // never a tailscale container without its key: no Deployment yet (containerboot would log a login URL)
-    assert.equal(d.children.filter((c) => c.kind === "Deployment").length, 0);
+    assert.equal(d.children.filter((c) => c.metadata.name === "db-authkey").length, 0);
+    // never a tailscale container without its key: no StatefulSet yet (containerboot would log a login URL)
+    assert.equal(d.children.filter((c) => c.kind === "StatefulSet").length, 0);
     assert.deepEqual(
       d.children.map((c) => c.kind),
-      ["ServiceAccount", "ConfigMap", "Service", "Service", "NetworkPolicy"],
+      ["ConfigMap", "ServiceAccount", "Role", "RoleBinding", "Secret", "Service", "Service", "NetworkPolicy"],
       "everything else is returned",
     );
-    // a Deployment that already runs is never dropped because a key could not be minted
-    const running = decideEgress(input()).children.find((c) => c.kind === "Deployment");
+    // a StatefulSet that already runs is never dropped because a key could not be minted
+    const running = decideEgress(input()).children.find((c) => c.kind === "StatefulSet");
     assert.ok(running);
+    const live = { ...running, status: { readyReplicas: 1 } };
+    const replicas = stableReplicas();
+    replicas.observed.statefulSets.set(0, live);
     const kept = decideEgress(
       input({
-        children: [{ ...running, status: { readyReplicas: 1 } }],
-        tailnet: tailnetRead({ nodes: unregistered(), authKey: refused }),
+        children: [live],
+        tailnet: tailnetRead({ nodes: unregistered(), authKey: refused, replicas }),
       }),
-    ).children.find((c) => c.kind === "Deployment");
+    ).children.find((c) => c.kind === "StatefulSet");
     assert.deepStrictEqual(kept, running);
   });
 });
 
 describe("children and observations", () => {
-  it("Headscale unreachable: the Deployment and the key Secret come out byte-equal", () => {
+  it("Headscale unreachable: the StatefulSet and the key Secret come out byte-equal", () => {
     const healthy = decideEgress(input());
     const down = decideEgress(input({ tailnet: tailnetRead({ policy: failedPolicy(), nodes: failedNodes() }) }));
     assert.deepStrictEqual(down.children, healthy.children);
@@ -635,6 +646,7 @@ describe("the reasons table", () => {
     assertCoversTable(EGRESS_REASONS, [
       ...rows.map((r) => decideEgress(r.input).conditions),
       ...staircase.map((s) => decideEgress(s.input).conditions),
+      ...identityRows().map((r) => decideEgress(r.input).conditions),
       invalidConditions,
     ]);
   });

@@ -70,14 +70,14 @@ describe("TailnetEgress end to end: Headscale", () => {
       deploymentEnv(w).find((e) => e.name === "SSL_CERT_FILE"),
       { name: "SSL_CERT_FILE", value: "/etc/tailnet-agent/ca.crt" },
     );
-    const deployment = w.mc.get("apps/v1", "Deployment", "db-agent", "shop") as K8sObject;
+    const deployment = w.mc.get("apps/v1", "StatefulSet", "db-agent-0", "shop") as K8sObject;
     const objects = [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
     const booted = bootTailscale(deployment, objects, { serverCa: ca });
     assert.ok(booted.ok, booted.ok ? "" : booted.error);
     // the same pod without the Tailnet's CA would not trust Headscale's certificate
     const plain = await world(t);
     await plain.settle();
-    const other = plain.mc.get("apps/v1", "Deployment", "db-agent", "shop") as K8sObject;
+    const other = plain.mc.get("apps/v1", "StatefulSet", "db-agent-0", "shop") as K8sObject;
     assert.equal(
       bootTailscale(other, [...plain.mc.list("Secret"), ...plain.mc.list("ConfigMap")], { serverCa: ca }).ok,
       false,
@@ -109,11 +109,13 @@ describe("TailnetEgress end to end: Headscale", () => {
   it("the key rotates at half-life, never while Headscale is down", async (t) => {
     const w = await world(t);
     await toReady(w);
-    assert.equal(w.keySecret()?.metadata.name, "db-authkey-1");
+    const keyId = () => w.keySecret()?.metadata.annotations?.["tailnet.internal/key-id"];
+    assert.equal(w.keySecret()?.metadata.name, "db-authkey");
+    assert.equal(keyId(), "1");
     w.clock.now = new Date(T0.getTime() + 12 * 3600 * 1000 + 1000);
     await w.fake.fault({ kind: "refused" });
     await w.settle();
-    assert.equal(w.keySecret()?.metadata.name, "db-authkey-1", "kept while Headscale is down");
+    assert.equal(keyId(), "1", "kept while Headscale is down");
     assert.equal(w.fake.count("POST", /^\/api\/v1\/preauthkey$/), 1);
     await w.fake.clearFaults();
     await w.settle();
@@ -122,11 +124,13 @@ describe("TailnetEgress end to end: Headscale", () => {
       w.mc
         .list("Secret")
         .filter((s) => s.metadata.namespace === "shop")
-        .map((s) => s.metadata.name),
-      ["db-authkey-2"],
+        .map((s) => s.metadata.name)
+        .sort(),
+      ["db-agent-0-state", "db-authkey"],
     );
+    assert.equal(keyId(), "2", "rotated in place (issue 32): the same Secret holds the new key");
     assert.deepEqual(deploymentEnv(w).find((e) => e.name === "TS_AUTHKEY")?.valueFrom, {
-      secretKeyRef: { name: "db-authkey-2", key: "authkey" },
+      secretKeyRef: { name: "db-authkey", key: "authkey" },
     });
     assert.deepEqual(reasons(w), READY);
     assert.equal(
@@ -160,12 +164,14 @@ describe("TailnetEgress end to end: Headscale", () => {
         .list("Pod")
         .map((p) => p.metadata.name)
         .sort(),
-      ["db-agent-0", "db-agent-1"],
+      ["db-agent-0-0", "db-agent-1-0"],
     );
+    w.bindReplica(1);
+    await w.settle();
     assert.deepEqual(reasons(w), READY, "both agent pods scraped");
 
-    // the pod restarted (state in memory) and Headscale removed its ephemeral node: the same
-    // reusable key registers it again, so nothing is rotated early
+    // the node is gone from Headscale (deleted by an admin, or its state lost): the same reusable key
+    // registers it again, so nothing is rotated early
     for (const [id, n] of w.fake.state.nodes) if (n.tags.includes(TAG)) w.fake.state.nodes.delete(id);
     await w.settle();
     assert.equal(w.cond("Registered")?.reason, "NotRegistered");
@@ -182,13 +188,16 @@ describe("TailnetEgress end to end: Headscale", () => {
     await w.fake.fault({ kind: "refused" });
     await w.settle();
     assert.deepEqual(w.mc.errors, []);
-    // no Deployment without a key: containerboot would start an interactive login
+    // no StatefulSet without a key: containerboot would start an interactive login
     assert.deepEqual(kindsOf(w), [
       "ConfigMap/db-agent",
       "NetworkPolicy/db-agent",
+      "Role/db-agent-0",
+      "RoleBinding/db-agent-0",
+      "Secret/db-agent-0-state",
       "Service/postgres",
       "Service/printer",
-      "ServiceAccount/db-agent",
+      "ServiceAccount/db-agent-0",
     ]);
     assert.equal(
       w.cond("Registered")?.message,
@@ -205,11 +214,11 @@ describe("TailnetEgress end to end: Headscale", () => {
     );
     await w.fake.clearFaults();
     await w.settle();
-    assert.equal(w.keySecret()?.metadata.name, "db-authkey-1");
+    assert.equal(w.keySecret()?.metadata.name, "db-authkey");
     assert.deepEqual(
       deploymentEnv(w).find((e) => e.name === "TS_AUTHKEY")?.valueFrom,
-      { secretKeyRef: { name: "db-authkey-1", key: "authkey" } },
-      "the Deployment comes with its key",
+      { secretKeyRef: { name: "db-authkey", key: "authkey" } },
+      "the StatefulSet comes with its key",
     );
     assert.deepEqual(w.mc.errors, []);
   });
@@ -259,7 +268,11 @@ describe("TailnetEgress end to end: Headscale", () => {
     w.mc.delete(API, "TailnetEgress", "db", "shop");
     await w.settle();
     assert.ok(w.egress().metadata.deletionTimestamp, "still there while Headscale is down");
-    assert.deepEqual(kindsOf(w), ["Secret/db-authkey-1"], "the key Secret stays until cleanup is done");
+    assert.deepEqual(
+      kindsOf(w),
+      ["Secret/db-agent-0-state", "Secret/db-authkey"],
+      "the key and state Secrets stay until cleanup is done",
+    );
     assert.equal(w.fake.writes().length, 1);
     await w.fake.clearFaults();
     await w.settle();

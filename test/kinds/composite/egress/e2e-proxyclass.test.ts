@@ -20,7 +20,7 @@ type Pod = {
   metadata: { labels: Record<string, string> };
   spec: { priorityClassName?: string; containers: Container[] };
 };
-const deployment = (w: Awaited<ReturnType<typeof world>>) => w.mc.get("apps/v1", "Deployment", "db-agent", "shop");
+const deployment = (w: Awaited<ReturnType<typeof world>>) => w.mc.get("apps/v1", "StatefulSet", "db-agent-0", "shop");
 const podOf = (d: K8sObject | undefined) => (d?.spec as { template: Pod } | undefined)?.template;
 
 describe("TailnetEgress with a TailnetProxyClass", () => {

@@ -99,7 +99,7 @@ describe("TailnetEgress tenancy (issue 23)", () => {
     assert.deepEqual(keyWrites(w.fake), [
       [
         "/api/v1/preauthkey",
-        { reusable: true, ephemeral: true, expiration: "2026-11-30T10:00:00Z", aclTags: ["tag:shop-db"] },
+        { reusable: true, ephemeral: false, expiration: "2026-11-30T10:00:00Z", aclTags: ["tag:shop-db"] },
       ],
     ]);
     w.register();
@@ -165,6 +165,7 @@ describe("TailnetEgress tenancy (issue 23)", () => {
       ...[...w.fake.state.preAuthKeys.values()][0],
       id: older,
       prefix: `old${older}`,
+      ephemeral: true, // an earlier version minted ephemeral agent keys
       key: `hskey-auth-old${older}-${"b".repeat(64)}`,
     });
     const oldNode = w.fake.registerWithKey(older, { name: "shop-db-old" });

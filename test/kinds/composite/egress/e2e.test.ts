@@ -56,7 +56,7 @@ describe("TailnetEgress end to end", () => {
     assert.equal(w.cond("Registered")?.message, "no Headscale node carries tag:k8s-shop-db yet");
     assert.equal(
       w.cond("RoutesGranted")?.message,
-      "agent pod db-agent-0 reports not ready: tailscaled is not running, so its netmap cannot be read",
+      "agent pod db-agent-0-0 reports not ready: tailscaled is not running, so its netmap cannot be read",
     );
     const posts = w.fake.writes();
     assert.deepEqual(
@@ -65,23 +65,26 @@ describe("TailnetEgress end to end", () => {
         [
           "POST",
           "/api/v1/preauthkey",
-          { reusable: true, ephemeral: true, expiration: "2026-11-30T10:00:00Z", aclTags: [TAG] },
+          { reusable: true, ephemeral: false, expiration: "2026-11-30T10:00:00Z", aclTags: [TAG] },
         ],
       ],
     );
     const keyName = w.keySecret()?.metadata.name;
-    assert.equal(keyName, "db-authkey-1");
+    assert.equal(keyName, "db-authkey");
     assert.deepEqual(kindsOf(w), [
       "ConfigMap/db-agent",
-      "Deployment/db-agent",
       "NetworkPolicy/db-agent",
-      "Secret/db-authkey-1",
+      "Role/db-agent-0",
+      "RoleBinding/db-agent-0",
+      "Secret/db-agent-0-state",
+      "Secret/db-authkey",
       "Service/postgres",
       "Service/printer",
-      "ServiceAccount/db-agent",
+      "ServiceAccount/db-agent-0",
+      "StatefulSet/db-agent-0",
     ]);
     assert.deepEqual(deploymentEnv(w).find((e) => e.name === "TS_AUTHKEY")?.valueFrom, {
-      secretKeyRef: { name: "db-authkey-1", key: "authkey" },
+      secretKeyRef: { name: "db-authkey", key: "authkey" },
     });
 
     w.register();
@@ -221,7 +224,7 @@ describe("TailnetEgress end to end", () => {
         targets: { postgres: "", printer: "OutsideTailnet" },
         message: [
           "TargetsReachable",
-          "printer: agent pod db-agent-0 reached 192.168.1.10 outside the tailnet, through the pod network: no peer holds it, or the agent does not accept the peers' subnet routes (--accept-routes)",
+          "printer: agent pod db-agent-0-0 reached 192.168.1.10 outside the tailnet, through the pod network: no peer holds it, or the agent does not accept the peers' subnet routes (--accept-routes)",
         ],
       },
       {
@@ -252,7 +255,7 @@ describe("TailnetEgress end to end", () => {
         targets: { postgres: "ProbeFailed", printer: "ProbeFailed" },
         message: [
           "Ready",
-          "agent pod db-agent-0 (GET /status: ECONNREFUSED) not scraped: the pod is down or a NetworkPolicy blocks TCP 9080 from the operator",
+          "agent pod db-agent-0-0 (GET /status: ECONNREFUSED) not scraped: the pod is down or a NetworkPolicy blocks TCP 9080 from the operator",
         ],
       },
       {

@@ -12,9 +12,22 @@ import type { EgressDecideInput, EgressTailnet } from "../../../../src/kinds/com
 import { readEgressSpec } from "../../../../src/kinds/composite/egress/spec.js";
 import type { AgentObservation } from "../../../../src/kinds/composite/egress/targets.js";
 import { authKeySecret, observedKeys } from "../../../../src/kinds/shared/authkey.js";
+import { wantedLabel } from "../../../../src/kinds/shared/replica.js";
+import { planReplicaNodes } from "../../../../src/kinds/shared/replica-nodes.js";
 import { tailnetSettings } from "../../../../src/kinds/shared/workload.js";
 import { parentObject, toMaps } from "../../../fixtures/hooks.js";
-import { AT, agentStatus, failed, hsNode, type NodeInput, ok, type PeerInput, policy } from "../../shared/fixtures.js";
+import {
+  AT,
+  agentStatus,
+  failed,
+  hsNode,
+  type NodeInput,
+  ok,
+  type PeerInput,
+  policy,
+  preAuthKey,
+} from "../../shared/fixtures.js";
+import { observedReplicas } from "../../shared/replica-fixtures.js";
 
 export const TAG = "tag:k8s-shop-db";
 export const UID = "0e9e0000-0000-4000-8000-00000000e9e5";
@@ -51,6 +64,7 @@ export function keySecret(parent: K8sObject = egressParent(), id = "7"): K8sObje
     parent,
     { id, key: `hskey-auth-abc${id}-secretsecret`, createdAt: KEY_CREATED, expiresAt: KEY_EXPIRES },
     { "tailnet.internal/owner-uid": UID },
+    true,
   );
 }
 
@@ -111,9 +125,50 @@ export function tailnetRead(over: Partial<TailnetRead> = {}): TailnetRead {
     agents: scraped(),
     ownKeys: new Set(["7"]),
     authKey: { secret: keySecret(), keyId: "7", expiresAt: KEY_EXPIRES },
+    replicas: stableReplicas(),
     ...over,
   };
 }
+
+/** The agent's node 9 (NODES' shop-db) as registered with the egress's key 7. */
+export const AGENT_NODE: HsNode = {
+  ...hsNode({ id: "9", name: "shop-db", tags: [TAG] }),
+  preAuthKey: preAuthKey({ id: "7", aclTags: [TAG], expiration: null }),
+};
+
+/** Replica 0 bound to node 9 since an earlier sync: NodeIdentity Stable, no node write. */
+export function stableReplicas(): TailnetRead["replicas"] {
+  const observed = {
+    ...observedReplicas(egressParent(), 1),
+    facts: [{ index: 0, name: "db-agent-0-state", deviceId: "9", hasState: true }],
+    record: [AGENT_RECORD],
+  };
+  const plan = planReplicaNodes({
+    replicas: 1,
+    facts: observed.facts,
+    running: new Set([0]),
+    pods: [],
+    nodes: [AGENT_NODE],
+    ownKeys: new Set(["7"]),
+    tag: TAG,
+    record: observed.record,
+    now: AT,
+    wanted: (i) => wantedLabel("shop-db", i),
+  });
+  return { observed, replicas: plan };
+}
+
+/** status.nodes[0] for AGENT_NODE. */
+export const AGENT_RECORD = {
+  replica: 0,
+  id: "9",
+  name: "shop-db",
+  addresses: ["100.64.0.9", "fd7a:115c:a1e0::9"],
+  nodeKey: "nodekey:9",
+  machineKey: "mkey:9",
+  preAuthKeyId: "7",
+  online: true,
+};
 
 export const NO_TAILNET: EgressTailnet = { ok: false, reason: "NoTailnet", message: 'Tailnet "home" not found' };
 export const NO_API_KEY: EgressTailnet = {

@@ -5,12 +5,12 @@
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { configHash } from "../../../../src/kinds/shared/pod-template.js";
 import {
-  expectedAgentDeployment,
+  expectedAgentStatefulSet,
   expectedConfigMap,
   expectedLabels,
   expectedNetworkPolicy,
+  expectedReplicaIdentity,
   expectedSelector,
-  expectedServiceAccount,
 } from "../../shared/golden.js";
 
 export interface GoldenTarget {
@@ -35,8 +35,10 @@ export interface EgressGoldenOptions {
   conflicting?: string[];
   /** The Headscale CA: ca.crt in the ConfigMap, SSL_CERT_FILE on the tailscale container. */
   ca?: string;
-  /** No key: the Deployment returned as it was observed (none when undefined). */
-  observedDeployment?: K8sObject;
+  /** No key: the StatefulSets returned as they were observed (none when undefined), by replica. */
+  observedStatefulSets?: K8sObject[];
+  /** The replicas' SA, Role, RoleBinding and state Secret are observed: their StatefulSets are answered. Default true. */
+  identityObserved?: boolean;
 }
 
 /** Listen ports from 10000 in target order, then port order. */
@@ -97,27 +99,34 @@ export function expectedEgressChildren(o: EgressGoldenOptions): K8sObject[] {
   const listen = expectedListenPorts(o.targets);
   const configMap = expectedConfigMap(id, expectedAgentConfig(o.targets), undefined, o.ca);
   const conflicting = new Set(o.conflicting ?? []);
-  // never a tailscale container without its key: no Deployment until the key Secret exists
-  const deployment = o.authKeySecret
-    ? expectedAgentDeployment({
-        ...id,
-        replicas: o.replicas,
-        tag: o.tag,
-        loginServer: o.loginServer,
-        authKeySecret: o.authKeySecret.metadata.name,
-        hostname: o.hostname,
-        images: o.images,
-        listenPorts: listen.flat(),
-        configHash: configHash(configMap.data),
-        ca: !!o.ca,
-        acceptRoutes: true,
-        socks: true,
-      })
-    : o.observedDeployment && withoutStatus(o.observedDeployment);
+  // never a tailscale container without its key, nor before its RBAC and state Secret exist (creation order)
+  const replicas = Array.from({ length: o.replicas }, (_, i) => {
+    const observed = o.observedStatefulSets?.[i];
+    const sts =
+      o.authKeySecret && (observed || o.identityObserved !== false)
+        ? expectedAgentStatefulSet(
+            {
+              ...id,
+              replicas: 1,
+              tag: o.tag,
+              loginServer: o.loginServer,
+              authKeySecret: o.authKeySecret.metadata.name,
+              hostname: o.hostname,
+              images: o.images,
+              listenPorts: listen.flat(),
+              configHash: configHash(configMap.data),
+              ca: !!o.ca,
+              acceptRoutes: true,
+              socks: true,
+            },
+            i,
+          )
+        : observed && withoutStatus(observed);
+    return [...expectedReplicaIdentity(id, i), ...(sts ? [sts] : [])];
+  });
   return [
-    expectedServiceAccount(id),
     configMap,
-    ...(deployment ? [deployment] : []),
+    ...replicas.flat(),
     ...o.targets.flatMap((t, i) => (conflicting.has(t.name) ? [] : [expectedTargetService(o, t, listen[i])])),
     expectedNetworkPolicy(id, {
       operatorNamespace: o.operatorNamespace,

@@ -87,6 +87,12 @@ export interface World {
   settle(): Promise<number>;
   /** The agent node registers with the key in the Secret child, and the netmap shows the peers. */
   register(): FakeNode;
+  /**
+   * Replica i's pod boots from its StatefulSet (fake containerboot), registers, and writes its device_id and
+   * machine key into its state Secret as tailscaled's kube store would (a direct store write, not through
+   * Metacontroller).
+   */
+  bindReplica(index: number): FakeNode;
   setPeers(peers: FakePeer[]): void;
   peers(): { db1: FakePeer; router: FakePeer };
   keySecret(): K8sObject | undefined;
@@ -104,6 +110,8 @@ export interface WorldOptions {
   applyEgress?: boolean;
   /** A private Headscale CA in the Tailnet's credentials Secret (from its caSecretRef). */
   ca?: string;
+  /** Spec fields over the default (replicas). */
+  spec?: Record<string, unknown>;
 }
 
 /** The policy and the two nodes the egress targets: db-1, and a router with an approved subnet route. */
@@ -164,6 +172,7 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
       { name: "printer", host: "192.168.1.10", ports: [{ port: echo.port }] },
       ...(opts.extraTargets?.(echo.port) ?? []),
     ],
+    ...opts.spec,
   };
   const agent = await loopbackEgressAgent(
     t,
@@ -201,7 +210,7 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
   let self = { HostName: "shop-db", TailscaleIPs: [] as string[], Online: false };
   const keySecret = () => mc.list("Secret").find((s) => s.metadata.labels?.["tailnet.internal/authkey"] === "true");
 
-  return {
+  const world0 = {
     fake,
     mc,
     app,
@@ -215,24 +224,36 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
     router,
     spec,
     egress,
-    cond: (type) => mc.condition("TailnetEgress", "db", type, "shop"),
+    cond: (type: string) => mc.condition("TailnetEgress", "db", type, "shop"),
     async settle() {
       await agent.refresh();
-      return mc.settle();
+      let rounds = await mc.settle();
+      // until the emulator runs StatefulSets (branch fakes32): their pods, as the StatefulSet controller would
+      for (let i = 0; i < 3 && statefulSetPods(mc, () => agent.metricsPort); i++) rounds += await mc.settle();
+      return rounds;
     },
     register() {
-      // the agent pod boots from the Deployment the operator returned (fake containerboot), and
-      // registers with what it reads there: its key, its host name, the tags it requests
-      const deployment = mc.get("apps/v1", "Deployment", "db-agent", "shop");
-      if (!deployment) throw new Error("no agent Deployment yet");
-      const { node, boot } = registerPod(fake, deployment, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
-      // tailscaled accepts the peers' subnet routes only when the pod spec says so
-      localApi.setPrefs({ RouteAll: boot.acceptRoutes });
+      const node = bindReplica(0);
       self = { HostName: "shop-db", TailscaleIPs: [node.ipv4], Online: true };
       const p = peers();
       localApi.setStatus(fakeStatus(self, [p.db1, p.router]));
       return node;
     },
+    bindReplica,
+  };
+  function bindReplica(index: number): FakeNode {
+    // the agent pod boots from the StatefulSet the operator returned (fake containerboot), and
+    // registers with what it reads there: its key, its host name, the tags it requests
+    const sts = mc.get("apps/v1", "StatefulSet", `db-agent-${index}`, "shop");
+    if (!sts) throw new Error(`no agent StatefulSet db-agent-${index} yet`);
+    const { node, boot } = registerPod(fake, sts, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
+    // tailscaled accepts the peers' subnet routes only when the pod spec says so
+    localApi.setPrefs({ RouteAll: boot.acceptRoutes });
+    writeState(mc, `db-agent-${index}-state`, node.id);
+    return node;
+  }
+  return {
+    ...world0,
     setPeers(list) {
       localApi.setStatus(fakeStatus(self, list));
     },
@@ -275,7 +296,12 @@ export type EgressStatus = {
 
 /** Condition type → reason of the egress, as Metacontroller wrote its status. */
 export const reasons = (w: World) =>
-  Object.fromEntries((w.egress().status as EgressStatus).conditions.map((c) => [c.type, c.reason]));
+  Object.fromEntries(
+    (w.egress().status as EgressStatus).conditions
+      // NodeIdentity is asserted by the identity tests (e2e-identity.test.ts), these rows are about the data path
+      .filter((c) => c.type !== "NodeIdentity")
+      .map((c) => [c.type, c.reason]),
+  );
 export const targetReasons = (w: World) =>
   Object.fromEntries(((w.egress().status as EgressStatus).targets ?? []).map((t) => [t.name, t.reason]));
 export const kindsOf = (w: World) =>
@@ -283,8 +309,84 @@ export const kindsOf = (w: World) =>
     .childrenOf(w.egress())
     .map((c) => `${c.kind}/${c.metadata.name}`)
     .sort();
+/**
+ * The StatefulSet controller's part, until the emulator has it (branch fakes32): one running Pod `<sts>-0` per
+ * StatefulSet of replicas 1, from its template, with the metrics port pointing at the loopback agent; Pods of a
+ * StatefulSet that is gone go too. Returns whether anything changed.
+ */
+export function statefulSetPods(mc: FakeMetacontroller, metricsPort: () => number): boolean {
+  let changed = false;
+  const sets = new Map(mc.list("StatefulSet").map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+  for (const p of mc.list("Pod")) {
+    const owner = p.metadata.annotations?.["test/statefulset"];
+    if (owner && !sets.has(`${p.metadata.namespace}/${owner}`)) {
+      mc.delete("v1", "Pod", p.metadata.name, p.metadata.namespace);
+      changed = true;
+    }
+  }
+  for (const sts of sets.values()) {
+    const spec = sts.spec as {
+      replicas?: number;
+      template: {
+        metadata?: { labels?: Record<string, string> };
+        spec: { containers: { ports?: { name?: string; containerPort: number }[] }[] };
+      };
+    };
+    const name = `${sts.metadata.name}-0`;
+    const existing = mc.get("v1", "Pod", name, sts.metadata.namespace);
+    if ((spec.replicas ?? 1) < 1) {
+      if (existing) {
+        mc.delete("v1", "Pod", name, sts.metadata.namespace);
+        changed = true;
+      }
+      continue;
+    }
+    const tpl = structuredClone(spec.template);
+    for (const c of tpl.spec.containers)
+      for (const pt of c.ports ?? []) if (pt.name === "metrics") pt.containerPort = metricsPort();
+    // a new pod only for a new template (a rollout): a test may edit the running pod's spec
+    const revision = JSON.stringify(spec.template);
+    if (existing && existing.metadata.annotations?.["test/revision"] === revision) continue;
+    mc.apply({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name,
+        namespace: sts.metadata.namespace,
+        labels: tpl.metadata?.labels ?? {},
+        annotations: { "test/statefulset": sts.metadata.name, "test/revision": revision },
+      },
+      spec: tpl.spec,
+      status: {
+        phase: "Running",
+        podIP: "127.0.0.1",
+        startTime: "2026-11-29T09:59:00Z",
+        conditions: [{ type: "Ready", status: "True" }],
+      },
+    });
+    changed = true;
+  }
+  return changed;
+}
+
+/** The planted value of every state Secret's machine key: it must never leave the hook (state-secret tests). */
+export const MACHINE_KEY_MARKER = "privkey:PLANTED-MACHINE-KEY-0f1e2d";
+
+/** What tailscaled's kube store and containerboot write into a state Secret (kube.go storeDeviceID). */
+export function writeState(mc: FakeMetacontroller, name: string, deviceId: string): void {
+  const secret = mc.get("v1", "Secret", name, "shop");
+  if (!secret) throw new Error(`no state Secret ${name} yet`);
+  const b64 = (v: string) => Buffer.from(v).toString("base64");
+  secret.data = {
+    ...(secret.data as Record<string, string> | undefined),
+    _machinekey: b64(MACHINE_KEY_MARKER),
+    device_id: b64(deviceId),
+    device_fqdn: b64(`node-${deviceId}.ts.example.com.`),
+  };
+}
+
 export const deploymentEnv = (w: World) => {
-  const d = w.mc.get("apps/v1", "Deployment", "db-agent", "shop") as K8sObject;
+  const d = w.mc.get("apps/v1", "StatefulSet", "db-agent-0", "shop") as K8sObject;
   const spec = d.spec as { template: { spec: { containers: { env?: { name: string; valueFrom?: unknown }[] }[] } } };
   return spec.template.spec.containers[0].env ?? [];
 };

@@ -20,11 +20,12 @@ import { configHash } from "../../../../src/kinds/shared/pod-template.js";
 import { bootTailscale } from "../../../fakes/containerboot.js";
 import { validateChildren } from "../../../helpers/validate.js";
 import {
-  expectedAgentDeployment,
+  expectedAgentStatefulSet,
   expectedConfigMap,
   expectedNetworkPolicy,
-  expectedServiceAccount,
+  expectedReplicaIdentity,
 } from "../../shared/golden.js";
+import { observedReplicas } from "../../shared/replica-fixtures.js";
 import { BASE, type ExposeInput, ingress, LOGIN, TAG, tcpIngress, WEB } from "./fixtures.js";
 
 const API: ExposeInput = {
@@ -70,7 +71,7 @@ function expectedChildren(o: GoldenOptions): K8sObject[] {
     exposes: o.exposes,
   };
   const serve = { TCP: o.serve };
-  const deployment = expectedAgentDeployment({
+  const deployment = expectedAgentStatefulSet({
     ...id,
     replicas: 1,
     tag: TAG,
@@ -98,9 +99,9 @@ function expectedChildren(o: GoldenOptions): K8sObject[] {
     if (c.name === "agent") c.readinessProbe = { ...c.readinessProbe, httpGet: { path: "/readyz", port: "metrics" } };
   }
   return [
-    expectedServiceAccount(id),
     expectedConfigMap(id, config, serve, o.ca),
-    // never a tailscale container without its key: no Deployment before the key Secret exists
+    ...expectedReplicaIdentity(id, 0),
+    // never a tailscale container without its key: no StatefulSet before the key Secret exists
     ...(o.authKeySecret ? [deployment] : []),
     expectedNetworkPolicy(id, { operatorNamespace: DEFAULT_CONFIG.operatorNamespace, scrapeFrom: o.scrapeFrom }),
     ...(o.authKeySecret ? [o.authKeySecret] : []),
@@ -115,6 +116,9 @@ function build(parent: K8sObject, authKey?: K8sObject, config = DEFAULT_CONFIG, 
     names: ingressNames(parent, BASE).exposes,
     authKeySecret: authKey,
     ca,
+    replicas: observedReplicas(parent, spec.replicas),
+    released: new Set(),
+    migrated: true,
   });
 }
 
@@ -231,7 +235,7 @@ describe("ingress children", () => {
     assert.equal(parsed.listenHost, "127.0.0.2");
     assert.equal(parsed.refuseHost, "127.0.0.1");
     assert.equal(parsed.metricsHost, "pod-ip");
-    const deployment = build(parent, key).find((c) => c.kind === "Deployment");
+    const deployment = build(parent, key).find((c) => c.kind === "StatefulSet");
     const mounts = JSON.stringify(deployment);
     for (const e of parsed.exposes) assert.ok(mounts.includes(e.tls?.certFile.replace(/\/tls\.crt$/, "") ?? "?"));
   });
@@ -267,12 +271,12 @@ describe("ingress children", () => {
         "443": { TCPForward: "127.0.0.2:20000", ProxyProtocol: 2 },
         "8443": { TCPForward: "127.0.0.2:20002", ProxyProtocol: 2 },
       },
-      exposes: JSON.parse((build(parent, key)[1].data as Record<string, string>)["config.json"]).exposes,
+      exposes: JSON.parse((build(parent, key)[0].data as Record<string, string>)["config.json"]).exposes,
       ca,
     });
     assert.deepStrictEqual(got, want);
     validateChildren(got);
-    const deployment = got.find((c) => c.kind === "Deployment") as K8sObject;
+    const deployment = got.find((c) => c.kind === "StatefulSet") as K8sObject;
     const boot = bootTailscale(deployment, got, { serverCa: ca, imageVersion: "1.90.6" });
     assert.ok(boot.ok, boot.ok ? "" : boot.error);
     assert.deepEqual(boot.boot.requestTags, []);
@@ -280,7 +284,7 @@ describe("ingress children", () => {
 
   it("changes the pod template hash when the config changes", () => {
     const hashOf = (p: K8sObject) => {
-      const spec = build(p, key).find((c) => c.kind === "Deployment")?.spec as
+      const spec = build(p, key).find((c) => c.kind === "StatefulSet")?.spec as
         | { template: { metadata: { annotations: Record<string, string> } } }
         | undefined;
       return spec?.template.metadata.annotations["tailnet.internal/config-hash"];

@@ -16,8 +16,10 @@ import {
 } from "../../../../src/kinds/composite/ingress/decide.js";
 import { planIngress } from "../../../../src/kinds/composite/ingress/plan.js";
 import { AT, failed, hsNode, ok, policy, preAuthKey } from "../../shared/fixtures.js";
+import { observedReplicas } from "../../shared/replica-fixtures.js";
 import { ingress, scraped, TAG, WEB } from "./fixtures.js";
 import {
+  AGENT_RECORD,
   type Certificates,
   certificates,
   healthyInput,
@@ -71,13 +73,13 @@ function at(value: unknown, ...path: (string | number)[]): unknown {
   for (const key of path) cur = cur !== null && typeof cur === "object" ? Reflect.get(cur, key) : undefined;
   return cur;
 }
-const deploymentOf = (d: IngressDecision) => d.children.find((c) => c.kind === "Deployment");
+const deploymentOf = (d: IngressDecision) => d.children.find((c) => c.kind === "StatefulSet");
 const agentContainer = (d: IngressDecision): unknown => {
   const containers = at(deploymentOf(d), "spec", "template", "spec", "containers");
   return Array.isArray(containers) ? containers.find((c) => at(c, "name") === "agent") : undefined;
 };
 
-const deployments = (children: readonly K8sObject[]) => children.filter((c) => c.kind === "Deployment");
+const deployments = (children: readonly K8sObject[]) => children.filter((c) => c.kind === "StatefulSet");
 const withoutStatus = ({ status: _status, ...rest }: K8sObject): K8sObject => rest;
 
 /** The Deployment a healthy sync returned, as observed with a status. */
@@ -109,14 +111,17 @@ function agentNode(id: string, name: string, online: boolean): HsNode {
 
 /** replicas 3: three pods' nodes (one offline), every pod reaching the backend. */
 function threeReplicas(): IngressDecideInput {
-  return input({
-    parent: ingress("grafana", { replicas: 3 }),
+  const parent = ingress("grafana", { replicas: 3 });
+  const i = input({
+    parent,
     nodes: ok([
       agentNode("9", "grafana", true),
       agentNode("10", "grafana-1", false),
       agentNode("11", "grafana-2", true),
     ]),
   });
+  // all three replicas' SA, Role, RoleBinding and state Secret observed: their StatefulSets are answered
+  return { ...i, replicas: { ...i.replicas, identity: observedReplicas(parent, 3).identity } };
 }
 
 interface DecisionRow {
@@ -134,12 +139,20 @@ interface DecisionRow {
   };
 }
 
+/** Replica i's identity children (issue 32), in creation order, and its StatefulSet. */
+const replica = (i: number, sts = true) => [
+  `ServiceAccount/grafana-agent-${i}`,
+  `Role/grafana-agent-${i}`,
+  `RoleBinding/grafana-agent-${i}`,
+  `Secret/grafana-agent-${i}-state`,
+  ...(sts ? [`StatefulSet/grafana-agent-${i}`] : []),
+];
+
 const AGENT_CHILDREN = [
-  "ServiceAccount/grafana-agent",
   "ConfigMap/grafana-agent",
-  "Deployment/grafana-agent",
+  ...replica(0),
   "NetworkPolicy/grafana-agent",
-  "Secret/grafana-authkey-4",
+  "Secret/grafana-authkey",
 ];
 
 const decisionRows: DecisionRow[] = [
@@ -154,7 +167,7 @@ const decisionRows: DecisionRow[] = [
           { name: "api", dnsName: "grafana.ts.example.com", dnsAliases: [], reachable: false },
           { name: "web", dnsName: "dash.ts.example.com", dnsAliases: ["grafana-eu.ts.example.com"], reachable: true },
         ],
-        nodes: [{ name: "grafana", addresses: ["100.64.0.9", "fd7a:115c:a1e0::9"], online: true }],
+        nodes: [AGENT_RECORD],
         preAuthKeyIds: ["4"],
       },
       exposes: [
@@ -174,7 +187,7 @@ const decisionRows: DecisionRow[] = [
         tag: TAG,
         dnsName: "grafana.ts.example.com",
         exposes: [{ name: "web", dnsAliases: ["grafana-eu.ts.example.com"] }],
-        nodes: [{ name: "grafana", addresses: ["100.64.0.9", "fd7a:115c:a1e0::9"], online: true }],
+        nodes: [AGENT_RECORD],
         preAuthKeyIds: ["4"],
       },
     },
@@ -189,7 +202,7 @@ const decisionRows: DecisionRow[] = [
       fields: {
         tag: TAG,
         exposes: [{ name: "web", dnsAliases: [], reachable: true }],
-        nodes: [{ name: "grafana", addresses: ["100.64.0.9", "fd7a:115c:a1e0::9"], online: true }],
+        nodes: [AGENT_RECORD],
         preAuthKeyIds: ["4"],
       },
     },
@@ -208,56 +221,60 @@ const decisionRows: DecisionRow[] = [
     },
   },
   {
-    name: "no pre-auth key: no Deployment (never a tailscale container without its key)",
+    name: "no pre-auth key: no StatefulSet (never a tailscale container without its key)",
     input: () => input({ authKey: { error: "Headscale POST /api/v1/preauthkey: 500" } }),
-    expect: { children: ["ServiceAccount/grafana-agent", "ConfigMap/grafana-agent", "NetworkPolicy/grafana-agent"] },
+    expect: { children: ["ConfigMap/grafana-agent", ...replica(0, false), "NetworkPolicy/grafana-agent"] },
   },
   {
-    name: "no pre-auth key: a running Deployment comes back as it is",
-    input: () => input({ children: runningDeployment(), authKey: { error: "down" } }),
+    name: "no pre-auth key: a running StatefulSet comes back as it is",
+    input: () => {
+      const running = runningDeployment();
+      const i = input({ children: running, authKey: { error: "down" } });
+      for (const s of running) i.replicas.statefulSets.set(0, s);
+      return i;
+    },
     expect: {
       holds: [
         {
-          what: "the observed Deployment, unchanged (its status is the server's)",
+          what: "the observed StatefulSet, unchanged (its status is the server's)",
           check: (d, i) => isDeepStrictEqual(deployments(d.children), deployments(i.children).map(withoutStatus)),
         },
       ],
     },
   },
   {
-    name: "replicas 3: a Deployment of 3 pods, a PodDisruptionBudget (maxUnavailable 1); status lists every node",
+    name: "replicas 3: a StatefulSet per replica, a PodDisruptionBudget (maxUnavailable 1) across them",
     input: threeReplicas,
     expect: {
       children: [
-        "ServiceAccount/grafana-agent",
         "ConfigMap/grafana-agent",
-        "Deployment/grafana-agent",
+        ...replica(0),
+        ...replica(1),
+        ...replica(2),
         "NetworkPolicy/grafana-agent",
         "PodDisruptionBudget/grafana-agent",
-        "Secret/grafana-authkey-4",
+        "Secret/grafana-authkey",
       ],
       ready: "Ready",
       holds: [
-        { what: "3 replicas", check: (d) => at(deploymentOf(d), "spec", "replicas") === 3 },
+        { what: "3 replicas", check: (d) => deployments(d.children).length === 3 },
         {
           what: "the budget selects the agent pods, one at a time",
           check: (d) => {
             const pdb = d.children.find((c) => c.kind === "PodDisruptionBudget");
-            const deployment = deploymentOf(d);
+            const wanted = Object.entries(at(pdb, "spec", "selector", "matchLabels") as Record<string, string>);
+            // every replica's pods carry the budget's labels (the replica label is the StatefulSet's own)
             return (
-              isDeepStrictEqual(at(pdb, "spec", "selector"), at(deployment, "spec", "selector")) &&
-              at(pdb, "spec", "maxUnavailable") === 1
+              deployments(d.children).every((s) => {
+                const labels = at(s, "spec", "template", "metadata", "labels") as Record<string, string>;
+                return wanted.every(([k, v]) => labels[k] === v);
+              }) && at(pdb, "spec", "maxUnavailable") === 1
             );
           },
         },
         {
-          what: "status.nodes by name, offline one included",
-          check: (d) =>
-            isDeepStrictEqual(d.fields.nodes, [
-              { name: "grafana", addresses: ["100.64.0.9", "fd7a:115c:a1e0::9"], online: true },
-              { name: "grafana-1", addresses: ["100.64.0.10", "fd7a:115c:a1e0::10"], online: false },
-              { name: "grafana-2", addresses: ["100.64.0.11", "fd7a:115c:a1e0::11"], online: true },
-            ]),
+          what: "status.nodes: which node each bound replica is (replica 0's state Secret names node 9)",
+          check: (d) => isDeepStrictEqual(d.fields.nodes, [AGENT_RECORD]),
         },
       ],
     },
@@ -366,7 +383,7 @@ const planRows: PlanRow[] = [
     expect: { write: false, authKey: "create", superseded: [] },
   },
   {
-    name: "replicas 3 with 3 online: a node offline past the grace period is superseded",
+    name: "replicas 3: a node of ours bound to no replica, offline past the grace period, is deleted (issue 32)",
     input: () =>
       input({
         parent: { ...ingress("grafana", { replicas: 3 }), status: { preAuthKeyIds: ["4"] } },
@@ -394,7 +411,7 @@ const planRows: PlanRow[] = [
     expect: { write: true, authKey: "create", superseded: [] },
   },
   {
-    name: "replicas 3 with 2 online: the offline node may be a replica on its way back, kept",
+    name: "an ingress that recorded no key: no node is its own, none deleted",
     input: threeReplicas,
     expect: { write: true, authKey: "create", superseded: [] },
   },
@@ -414,7 +431,7 @@ describe("planIngress: the writes a sync wants", () => {
       assert.equal(plan.authKey.action, row.expect.authKey);
       if (row.expect.superseded) {
         assert.deepEqual(
-          plan.superseded.map((n) => n.id),
+          (plan.replicas?.deletes ?? []).map((n) => n.id),
           row.expect.superseded,
         );
       }

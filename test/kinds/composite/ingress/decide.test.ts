@@ -22,6 +22,7 @@ import {
   certificates,
   conditionsOf,
   healthyInput,
+  identityInputs,
   NO_API_KEY,
   NO_PROXY_CLASS,
   NO_TAILNET,
@@ -438,7 +439,9 @@ describe("decideIngress: one row per reason", () => {
       const got = conditionsOf(i);
       const want: Record<string, string> = { ...HEALTHY, ...row.expect.reasons };
       if (i.spec.mode === "tcp") want.TLSReady = row.expect.reasons.TLSReady ?? "TLSNotRequired";
-      assert.deepEqual(Object.fromEntries([...got].map(([t, c]) => [t, c.reason])), want, "reasons by condition type");
+      // NodeIdentity has its own rows (identityInputs) and its own tests (e2e-identity.test.ts)
+      const byType = Object.fromEntries([...got].filter(([t]) => t !== "NodeIdentity").map(([t, c]) => [t, c.reason]));
+      assert.deepEqual(byType, want, "reasons by condition type");
       for (const [type, message] of Object.entries(row.expect.messages ?? {})) {
         assert.equal(got.get(type)?.message, message, `${type} message`);
       }
@@ -507,7 +510,7 @@ describe("decideIngress: conditions", () => {
     const d = decideIngress(input({ scrapes: [], nodes: failed("GET /api/v1/node", "timeout") }));
     assert.deepEqual(
       d.conditions.map((c) => c.type),
-      ["TagKnown", "PolicyGranted", "Registered", "BackendsReachable", "TLSReady", "Ready"],
+      ["TagKnown", "PolicyGranted", "Registered", "BackendsReachable", "TLSReady", "NodeIdentity", "Ready"],
     );
     const byType = new Map(d.conditions.map((c) => [c.type, c.status]));
     assert.equal(byType.get("Registered"), "Unknown");
@@ -523,6 +526,7 @@ describe("decideIngress: conditions", () => {
     );
     assertCoversTable(INGRESS_REASONS, [
       ...[...rows, ...staircase].map((r) => decideIngress(r.input()).conditions),
+      ...identityInputs(certs.good).map((r) => decideIngress(r.input).conditions),
       invalid,
     ]);
   });

@@ -14,6 +14,7 @@ import { ingressSpecProblem, KUBE_API_FILES, readIngressSpec } from "../../../..
 import { authKeySecret } from "../../../../src/kinds/shared/authkey.js";
 import { ingressNames } from "../../../../src/kinds/shared/ingress-names.js";
 import { validateChildren } from "../../../helpers/validate.js";
+import { observedReplicas } from "../../shared/replica-fixtures.js";
 import { BASE, type ExposeInput, ingress, LOGIN, TAG } from "./fixtures.js";
 
 const KUBE: ExposeInput = { name: "kube", port: 80 } as ExposeInput;
@@ -44,7 +45,15 @@ describe("TailnetIngress mode kube-api", () => {
   const names = ingressNames(parent, BASE).exposes;
   const key = authKeySecret(parent, KEY, {});
   const children = () =>
-    ingressChildren(parent, DEFAULT_CONFIG, spec, { tag: TAG, loginServer: LOGIN, names, authKeySecret: key });
+    ingressChildren(parent, DEFAULT_CONFIG, spec, {
+      tag: TAG,
+      loginServer: LOGIN,
+      names,
+      authKeySecret: key,
+      replicas: observedReplicas(parent, 1),
+      released: new Set(),
+      migrated: true,
+    });
 
   it("the agent dials the API server with its projected token and the cluster CA, behind a PROXY header", () => {
     const config = ingressAgentConfig(parent, spec, names);
@@ -65,10 +74,11 @@ describe("TailnetIngress mode kube-api", () => {
     assert.deepEqual(ingressServeConfig(spec), { TCP: { "80": { TCPForward: "127.0.0.2:20000", ProxyProtocol: 2 } } });
   });
 
-  it("only the agent container gets a token: a projected, expiring ServiceAccount token and kube-root-ca.crt", () => {
-    const deployment = children().find((c) => c.kind === "Deployment") as K8sObject;
+  it("the agent container gets the kube-api token: a projected, expiring ServiceAccount token and kube-root-ca.crt", () => {
+    const deployment = children().find((c) => c.kind === "StatefulSet") as K8sObject;
     const pod = (deployment.spec as { template: { spec: Pod } }).template.spec;
-    assert.equal(pod.serviceAccountName, "kube-agent");
+    // the replica's own ServiceAccount (issue 32): an impersonation binding names kube-agent-0, kube-agent-1, …
+    assert.equal(pod.serviceAccountName, "kube-agent-0");
     assert.equal(pod.automountServiceAccountToken, false);
     const volume = pod.volumes.find((v) => v.name === "kube-api");
     assert.deepEqual(volume?.projected?.sources, [
@@ -83,7 +93,7 @@ describe("TailnetIngress mode kube-api", () => {
     assert.deepEqual(
       mounts("tailscale").filter((m) => m.name === "kube-api"),
       [],
-      "tailscaled holds no token",
+      "tailscaled holds no kube-api mount (only its own token for its state Secret)",
     );
     assert.equal(KUBE_API_FILES.tokenFile, "/var/run/tailnet/kube-api/token");
     assert.equal(KUBE_API_FILES.caFile, "/var/run/tailnet/kube-api/ca.crt");
@@ -97,8 +107,23 @@ describe("TailnetIngress mode kube-api", () => {
       loginServer: LOGIN,
       names: ingressNames(web, BASE).exposes,
       authKeySecret: authKeySecret(web, KEY, {}),
+      replicas: observedReplicas(web, 1),
+      released: new Set(),
+      migrated: true,
     });
-    assert.doesNotMatch(JSON.stringify(all), /serviceAccountToken|kube-api/);
+    assert.doesNotMatch(JSON.stringify(all), /kube-api/);
+    // the only token is tailscaled's, for its state Secret, mounted in the tailscale container alone
+    const sts = all.find((c) => c.kind === "StatefulSet") as K8sObject;
+    const pod = (sts.spec as { template: { spec: Pod } }).template.spec;
+    const tokenVolumes = pod.volumes.filter((v) => JSON.stringify(v).includes("serviceAccountToken"));
+    assert.deepEqual(
+      tokenVolumes.map((v) => v.name),
+      ["serviceaccount"],
+    );
+    assert.deepEqual(
+      pod.containers.filter((c) => c.volumeMounts?.some((m) => m.name === "serviceaccount")).map((c) => c.name),
+      ["tailscale"],
+    );
   });
 
   const problems: [string, () => K8sObject, string | undefined][] = [

@@ -95,8 +95,8 @@ describe("decideIngress: spec.tenancy.dns.flatNamespaces", () => {
     });
   const tsHostname = (d: ReturnType<typeof decideIngress>) => {
     type Template = { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } };
-    const deploy = d.children.find((c) => c.kind === "Deployment");
-    assert.ok(deploy, "an agent Deployment");
+    const deploy = d.children.find((c) => c.kind === "StatefulSet");
+    assert.ok(deploy, "an agent StatefulSet");
     const env = (deploy.spec as Template).template.spec.containers.flatMap((c) => c.env ?? []);
     return env.find((e) => e.name === "TS_HOSTNAME")?.value;
   };
