@@ -12,6 +12,7 @@ import { execFile } from "node:child_process";
 import { createSocket } from "node:dgram";
 import type { Socket } from "node:net";
 import { promisify } from "node:util";
+import type { FastifyInstance } from "fastify";
 import { SocksClient } from "socks";
 import type { HookKind } from "../../src/api/schemas.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
@@ -26,6 +27,7 @@ import { parentObject } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";
 import { BASE_DOMAIN } from "./headscale.js";
 import type { Peer } from "./peers.js";
+import { PodApi } from "./pod-api.js";
 import { PodRunner } from "./pods.js";
 import { BASE_POLICY, type RealWorld } from "./world.js";
 
@@ -77,18 +79,62 @@ export function tailnetSpec(world: RealWorld, overrides: Record<string, unknown>
   };
 }
 
-export async function startOperator(world: RealWorld, opts: RealOperatorOptions = {}) {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  const ctx = { after: (fn: () => Promise<void> | void) => void cleanups.push(fn) };
+/** One run of the hook server process: its own Headscale views (cache), metrics, events and logs. */
+async function startHookServer(
+  ctx: { after: (fn: () => Promise<void> | void) => void },
+  kinds: Map<HookKind, KindModule>,
+) {
   // No cache and no retries: every sync reads the real server, as after a resync period.
   const views = new HeadscaleViews({ timeoutMs: 15_000, cacheTTLSeconds: 0, retries: 0 });
-  cleanups.push(() => views.close());
+  ctx.after(() => views.close());
   const metrics = createOperatorMetrics({ defaultMetrics: false });
   const events = memoryEventRecorder();
+  const { app, logs } = await build(ctx, { server: { kinds, deps: { views, metrics, events } } });
+  return { app, logs, metrics, events };
+}
+
+type HookServer = Awaited<ReturnType<typeof startHookServer>>;
+
+/**
+ * The loop's view of the operator: every call goes to the hook server running now, so the operator can be stopped
+ * and started again under the same Metacontroller loop (as a restarted operator pod behind the same Service). While
+ * it is stopped, a hook call fails as a connection refused would (the loop records the error and retries).
+ */
+function frontFor(current: () => HookServer | undefined): FastifyInstance {
+  const inject = (async (opts: unknown) => {
+    const server = current();
+    if (!server) throw new Error("connect ECONNREFUSED: the operator is stopped");
+    return server.app.inject(opts as never);
+  }) as FastifyInstance["inject"];
+  return new Proxy({} as FastifyInstance, {
+    get: (_t, key) => {
+      if (key === "inject") return inject;
+      const server = current();
+      const v = server ? Reflect.get(server.app, key) : undefined;
+      return typeof v === "function" ? v.bind(server?.app) : v;
+    },
+  });
+}
+
+export async function startOperator(world: RealWorld, opts: RealOperatorOptions = {}) {
+  const cleanups: (() => Promise<void> | void)[] = [];
   const kinds = new Map<HookKind, KindModule>(kindModules);
   for (const k of opts.stubKinds ?? []) kinds.set(k, stubKind(k));
-  const { app, logs } = await build(ctx, { server: { kinds, deps: { views, metrics, events } } });
-  const mc = new FakeMetacontroller({ app });
+  // the process's own cleanups run when it stops; the loop and the pod API outlive it
+  let processCleanups: (() => Promise<void> | void)[] = [];
+  const processCtx = { after: (fn: () => Promise<void> | void) => void processCleanups.push(fn) };
+  const stopProcess = async () => {
+    const fns = processCleanups.reverse();
+    processCleanups = [];
+    for (const fn of fns) await fn();
+  };
+  cleanups.push(stopProcess);
+  let server: HookServer | undefined = await startHookServer(processCtx, kinds);
+  const mc = new FakeMetacontroller({ app: frontFor(() => server) });
+  // The Kubernetes API the agent pods reach (their state Secrets), served from the loop's store on the test
+  // process's bridge leg with a certificate from the world's CA.
+  const kubeApi = await PodApi.start(mc, { host: world.net.rootIp, pki: world.headscale.pki });
+  cleanups.push(() => kubeApi.close());
   mc.apply({
     apiVersion: "v1",
     kind: "Secret",
@@ -115,10 +161,30 @@ export async function startOperator(world: RealWorld, opts: RealOperatorOptions 
     );
   return {
     mc,
-    app,
-    logs,
-    events,
-    metrics,
+    kubeApi,
+    /** The hook server running now (a restart makes a new one). */
+    get app() {
+      return (server as HookServer).app;
+    },
+    get logs() {
+      return (server as HookServer).logs;
+    },
+    get events() {
+      return (server as HookServer).events;
+    },
+    get metrics() {
+      return (server as HookServer).metrics;
+    },
+    /** Stops the operator process (hook server, its Headscale views); the loop, its store and the pods stay. */
+    async stop(): Promise<void> {
+      server = undefined;
+      await stopProcess();
+    },
+    /** Starts a new operator process (fresh views, metrics, events, logs) under the same loop. */
+    async start(): Promise<void> {
+      if (server) throw new Error("the operator is running");
+      server = await startHookServer(processCtx, kinds);
+    },
     /** Condition type → reason of a parent. */
     reasons(kind: string, name: string, namespace?: string): Record<string, string> {
       return Object.fromEntries(conditions(kind, name, namespace).map((c) => [c.type, c.reason]));
@@ -368,15 +434,17 @@ export async function withUnreachable<T>(peer: Peer, prefixes: string[], fn: () 
 }
 
 /**
- * The pod runner of a scenario: the operator's Deployments as processes on the world's network, trusting the
- * world's CA as kube-root-ca.crt. REAL_ANY_IMAGE=1 runs whatever tailscale tag the product pins on the built
+ * The pod runner of a scenario: the operator's Deployments and StatefulSets as processes on the world's network,
+ * with the operator's pod API (its certificate from the world's CA, published as kube-root-ca.crt). REAL_ANY_IMAGE=1 runs whatever tailscale tag the product pins on the built
  * binaries (default: only the version built in .cache/real).
  */
 export function podRunnerFor(world: RealWorld, op: RealOperator): PodRunner {
+  // The agent pods keep their tailscaled state in a per-replica Secret through the pod API (issue 32): a runner
+  // without it would leave containerboot failing its permission check.
   return new PodRunner({
     net: world.net,
     mc: op.mc,
-    kubeRootCaPem: world.headscale.caPem,
+    kubeApi: op.kubeApi,
     strictImages: process.env.REAL_ANY_IMAGE !== "1",
   });
 }
