@@ -28,7 +28,7 @@ import { build } from "../helpers/server.js";
 import { BASE_DOMAIN } from "./headscale.js";
 import type { Peer } from "./peers.js";
 import { PodApi } from "./pod-api.js";
-import { PodRunner } from "./pods.js";
+import { PodRunner, type RunningPod } from "./pods.js";
 import { BASE_POLICY, type RealWorld } from "./world.js";
 
 const run = promisify(execFile);
@@ -447,4 +447,13 @@ export function podRunnerFor(world: RealWorld, op: RealOperator): PodRunner {
     kubeApi: op.kubeApi,
     strictImages: process.env.REAL_ANY_IMAGE !== "1",
   });
+}
+
+/** The running pods of an agent's replicas (StatefulSets `<name>-agent-<i>`, issue 32), by ordinal. */
+export function agentPods(pods: PodRunner, namespace: string, name: string): RunningPod[] {
+  const sts = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-agent-(\\d+)$`);
+  const ordinal = (p: RunningPod) => Number(sts.exec(p.deployment)?.[1]);
+  return pods.pods
+    .filter((p) => p.namespace === namespace && p.controllerKind === "StatefulSet" && sts.test(p.deployment))
+    .sort((a, b) => ordinal(a) - ordinal(b));
 }
