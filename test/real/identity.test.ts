@@ -7,7 +7,8 @@
  *   through an auth-key rotation in place (Tailnet authKeyTTL 2m: the `db-authkey` Secret's key id changes and the
  *   old key is expired in Headscale) and an operator restart: no new StatefulSet generation, the same pod process,
  *   the same node id;
- * - a deleted agent pod comes back as the same node id, MagicDNS name and addresses;
+ * - a killed tailscaled (after the first key expired) and a deleted agent pod (also while the operator is stopped)
+ *   come back as the same node id, MagicDNS name and addresses;
  * - scale 1→2→1: replica 1 registers as `shop-db-r1`; on scale-down its node is deleted and its children go.
  * Packets stay inside the test namespaces (containmentProblems()).
  */
@@ -190,9 +191,62 @@ describe("issue 32: an egress replica keeps its tailnet node (real Headscale, co
     assert.equal(statusNodes()[0]?.id, String(node.id));
   });
 
-  it("deleting the agent pod brings back the same node id, MagicDNS name and addresses; one node", async () => {
+  it("killing tailscaled after the rotation (the first key expired): the container comes back as the same node", async () => {
     await stream?.kill("SIGKILL");
     stream = undefined;
+    const [before] = await tagged();
+    const pod = replicaPod(0);
+    const ts = pod.container("tailscale");
+    const daemon = ts.processes().find((p) => p.comm === "tailscaled");
+    assert.ok(before && daemon, `tailscaled runs: ${JSON.stringify(ts.processes())}`);
+    const restarts = ts.restartCount;
+    pods.expectRestarts(pod, "tailscale", 1);
+    const killedAt = Date.now();
+    process.kill(daemon.pid, "SIGKILL");
+    await drive(
+      "the tailscale container restarted and the egress Ready",
+      () => ts.restartCount > restarts && ts.running && pod.ready && cond("Ready")?.status === "True",
+    );
+    console.log(`# killed tailscaled: container back, egress Ready after ${Date.now() - killedAt} ms`);
+    assert.equal(replicaPod(0), pod, "only the container restarted");
+    assert.deepEqual(
+      (await tagged()).map((n) => ({ id: String(n.id), name: n.given_name, ips: n.ip_addresses })),
+      [{ id: String(before.id), name: "shop-db", ips: before.ip_addresses }],
+    );
+    assert.equal(cond("NodeIdentity")?.reason, "Stable");
+  });
+
+  it("with the operator stopped, a deleted agent pod comes back as the same node; the new operator finds it Stable", async () => {
+    const [before] = await tagged();
+    const old = replicaPod(0);
+    assert.ok(before && old);
+    await op.stop();
+    await pods.deletePod(NS, "db-agent-0-0");
+    const deletedAt = Date.now();
+    // the StatefulSet controller (the runner) needs no operator: the same ordinal, the same state Secret
+    for (;;) {
+      await pods.sync();
+      pods.check();
+      const p = replicaPod(0);
+      if (p && p !== old && p.ready) break;
+      assert.ok(Date.now() - deletedAt < 120_000, `replica 0 not back without the operator\n${describeWorld()}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    console.log(`# deleted agent pod Ready again without the operator after ${Date.now() - deletedAt} ms`);
+    assert.deepEqual(
+      (await tagged()).map((n) => ({ id: String(n.id), name: n.given_name, ips: n.ip_addresses })),
+      [{ id: String(before.id), name: "shop-db", ips: before.ip_addresses }],
+    );
+    await op.start();
+    await drive("egress Ready under the new operator", () => cond("Ready")?.status === "True");
+    assert.equal(cond("NodeIdentity")?.reason, "Stable");
+    assert.deepEqual(
+      statusNodes().map((n) => ({ replica: n.replica, id: n.id })),
+      [{ replica: 0, id: String(before.id) }],
+    );
+  });
+
+  it("deleting the agent pod brings back the same node id, MagicDNS name and addresses; one node", async () => {
     const [before] = await tagged();
     const old = replicaPod(0);
     assert.ok(before && old);
