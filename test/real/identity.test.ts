@@ -9,7 +9,8 @@
  *   the same node id;
  * - a killed tailscaled (after the first key expired) and a deleted agent pod (also while the operator is stopped)
  *   come back as the same node id, MagicDNS name and addresses;
- * - scale 1→2→1: replica 1 registers as `shop-db-r1`; on scale-down its node is deleted and its children go.
+ * - scale 1→2→1: replica 1 registers as `shop-db-r1`; on scale-down its node is deleted and its children go;
+ * - the runner never ran two pods of one ordinal at once (pods.history).
  * Packets stay inside the test namespaces (containmentProblems()).
  */
 import assert from "node:assert/strict";
@@ -18,7 +19,7 @@ import { parentObject } from "../fixtures/hooks.js";
 import { bins } from "./bins.js";
 import type { Host, RealProcess } from "./net.js";
 import { API, podRunnerFor, type RealOperator, startOperator, tailnetSpec } from "./operator.js";
-import type { PodRunner } from "./pods.js";
+import type { PodRunner, RunningPod } from "./pods.js";
 import { DB_PORT, type RealWorld, startRealWorld, TAGS } from "./world.js";
 
 const NS = "shop";
@@ -88,6 +89,10 @@ describe("issue 32: an egress replica keeps its tailnet node (real Headscale, co
   const tagged = async () =>
     ((await world.headscale.json<HsNode[] | null>(["nodes", "list"])) ?? []).filter((n) => n.tags?.includes(TAG));
   const keyId = () => op.mc.get("v1", "Secret", "db-authkey", NS)?.metadata.annotations?.[KEY_ID];
+  const stateKey = (i: number, key: string) => {
+    const v = op.mc.get("v1", "Secret", `db-agent-${i}-state`, NS)?.data?.[key];
+    return v === undefined ? undefined : Buffer.from(v, "base64").toString("utf8");
+  };
   const replicaPod = (i: number) => pods.podsOf(NS, `db-agent-${i}`, "StatefulSet")[0];
   const sts = (i: number) => op.mc.get("apps/v1", "StatefulSet", `db-agent-${i}`, NS);
   const describeWorld = () =>
@@ -262,7 +267,11 @@ describe("issue 32: an egress replica keeps its tailnet node (real Headscale, co
       now.map((n) => ({ id: String(n.id), name: n.given_name, ips: n.ip_addresses })),
       [{ id: String(before.id), name: "shop-db", ips: before.ip_addresses }],
     );
-    assert.notEqual(replicaPod(0)?.uid, old.uid, "a new pod (uid) under the same name");
+    const pod = replicaPod(0);
+    assert.notEqual(pod?.uid, old.uid, "a new pod (uid) under the same name");
+    // containerboot of the new pod wrote into the same state Secret through the pod API (cmd/containerboot/kube.go)
+    await drive("the new pod's uid in db-agent-0-state", () => stateKey(0, "pod_uid") === pod?.uid, 30_000);
+    assert.equal(stateKey(0, "device_id"), String(before.id));
     assert.deepEqual(
       statusNodes().map((n) => ({ replica: n.replica, id: n.id, name: n.name })),
       [{ replica: 0, id: String(before.id), name: "shop-db" }],
@@ -310,5 +319,24 @@ describe("issue 32: an egress replica keeps its tailnet node (real Headscale, co
     assert.equal(replicaPod(1), undefined);
     assert.ok(sts(0), "replica 0 stays");
     assert.deepEqual(await world.net.containmentProblems(), []);
+  });
+
+  it("at most one pod per ordinal over the whole run: each agent pod was created after its predecessor exited", () => {
+    const byName = new Map<string, RunningPod[]>();
+    for (const p of pods.history.filter((h) => h.namespace === NS && h.controllerKind === "StatefulSet"))
+      byName.set(p.name, [...(byName.get(p.name) ?? []), p]);
+    assert.ok((byName.get("db-agent-0-0")?.length ?? 0) >= 3, "db-agent-0-0 was replaced twice");
+    const exited = (p: RunningPod) =>
+      p.containers.some((c) => c.alive)
+        ? undefined
+        : Math.max(...p.containers.map((c) => new Date(c.lastTerminated?.finishedAt ?? 0).getTime()));
+    for (const [name, lives] of byName)
+      for (let i = 1; i < lives.length; i++) {
+        const before = exited(lives[i - 1]);
+        assert.ok(
+          before !== undefined && before <= lives[i].createdAt.getTime(),
+          `${name}: pod ${i} before ${i - 1} exited`,
+        );
+      }
   });
 });
