@@ -166,6 +166,34 @@ describe("no child is created by a finalize, nor in a terminating namespace (iss
     });
   }
 
+  it("egress and ingress finalize (Headscale unreachable) keep a replica's state Secret as metadata only (issue 32)", async (t) => {
+    const { app } = await build(t, { config: { headscale: { timeoutSeconds: 1 } } });
+    const marker = "PLANTED-FINALIZE-MACHINE-KEY";
+    for (const [kind, parent] of [PARENTS[1], PARENTS[2]]) {
+      // observed without Metacontroller's last-applied (the worst case: nothing but the object to rebuild from)
+      const state: K8sObject = {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: {
+          name: `${parent.metadata.name}-agent-0-state`,
+          namespace: "shop",
+          labels: { "tailnet.internal/state": "true", "tailnet.internal/replica": "0" },
+          ownerReferences: [
+            { apiVersion: API_VERSION, kind: parent.kind, name: parent.metadata.name, uid: parent.metadata.uid ?? "" },
+          ],
+        },
+        type: "Opaque",
+        data: { _machinekey: b64(marker), device_id: b64("17") },
+      };
+      const related = RELATED.filter((o) => o.kind !== "Namespace");
+      const body = syncRequest({ parent: deleting(parent), children: [state], related, finalizing: true });
+      const res = await app.inject({ method: "POST", url: `/hooks/${kind}/finalize`, payload: body });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.body.includes(b64(marker)), false, `${kind}: no state data in the answer`);
+      assert.equal(res.body.includes(marker), false);
+    }
+  });
+
   it("a kind whose finalize answers a new child: the answer drops it, keeps the observed one", async (t) => {
     const kinds = new Map(kindModules);
     const base = kinds.get("gateway");

@@ -49,8 +49,8 @@ describe("TailnetEgress: one node per replica (issue 32)", () => {
       assert.ok(first.includes(`Secret/${r}-state`));
       assert.equal(first.includes(`StatefulSet/${r}`), false, "no pod before its RBAC and state Secret exist");
     }
-    assert.ok(first.includes("Secret/db-authkey"), "the stable key Secret");
     assert.deepEqual(names(w, "StatefulSet"), ["db-agent-0", "db-agent-1"]);
+    assert.ok(names(w, "Secret").includes("db-authkey"), "the stable key Secret");
     assert.deepEqual(names(w, "Deployment"), []);
     const role = w.mc.get("rbac.authorization.k8s.io/v1", "Role", "db-agent-1", "shop");
     assert.deepEqual(role?.rules, [
