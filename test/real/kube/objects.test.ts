@@ -138,7 +138,11 @@ describe("our objects on a real API server", { timeout: 600_000 }, () => {
     const refused: string[] = [];
     for (const { name, golden } of all) {
       for (const d of golden.flatMap((g) => g.children ?? []).filter((c) => WORKLOAD_KINDS.includes(c.kind))) {
-        const r = apply(cluster, [podFrom(d, d.metadata.namespace ?? "default")], { dryRun: true });
+        // Under a name of its own: the StatefulSet applied above already has its real pod <name>-0, which a
+        // dry-run apply of the same name would try to update (and pods are immutable).
+        const pod = podFrom(d, d.metadata.namespace ?? "default");
+        pod.metadata.name = `${pod.metadata.name}-admission`;
+        const r = apply(cluster, [pod], { dryRun: true });
         if (r.status !== 0 || r.warnings.length)
           refused.push(`examples/${name} ${d.metadata.name}: ${r.stderr.trim()}`);
       }
