@@ -47,8 +47,8 @@ describe("TailnetAuthKey on the real Headscale", { timeout: 240_000, concurrency
     const policyFile = `${headscale.host.dir}/base-policy.hujson`;
     await writeFile(policyFile, BASE_POLICY);
     await headscale.cli(["policy", "set", "-f", policyFile]);
-    // the operator only needs the server of a world; no peer of the shared world is started here
-    op = await startOperator({ headscale } as RealWorld, {
+    // the operator only needs the server of a world (and its network, where it serves the pods' API); no peer
+    op = await startOperator({ headscale, net } as RealWorld, {
       tailnet: { tenancy: { tags: [{ namespaceSelector: { matchLabels: { team: "ci" } }, tags: [TAGS.db] }] } },
     });
     op.mc.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name: "ci", labels: { team: "ci" } } });

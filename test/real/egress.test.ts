@@ -1,7 +1,7 @@
 /**
  * TailnetEgress in the real world (issue 14 § Egress, § Restarts): the real hook server and the
  * Metacontroller loop return the agent's children, and the pod runner (pods.ts) runs the agent pod
- * the Deployment describes — containerboot + tailscaled + tailscale v1.102.5 and the operator's own
+ * the replica's StatefulSet describes — containerboot + tailscaled + tailscale v1.102.5 and the operator's own
  * agent — in its own namespace on the test bridge, against the real Headscale 0.29.3. A workload
  * process in a namespace of its own dials the target Services (pod IP : target port, no kube-proxy):
  * - db-1:5432 by MagicDNS name and by its tailnet IP, 192.168.10.5 through the real subnet router;
@@ -10,6 +10,7 @@
  *   same target answers the laptop, whom the base policy lets in);
  * - killing the agent's tailscaled: the tailscale container comes back (the pod with it), the agent
  *   registers again, the bytes flow again, and Headscale holds one online node of the tag;
+ * - a rollout rolls the replica's StatefulSet pod, which comes back as the same node (issue 32: state Secret);
  * - containment: no pod asked the resolver for a name outside the test world.
  */
 import assert from "node:assert/strict";
@@ -83,7 +84,7 @@ describe("TailnetEgress on the real tailnet", { timeout: 900_000, concurrency: f
       `status: ${JSON.stringify(op.mc.get(API, "TailnetEgress", name, NS)?.status)}`,
       `tailnet: ${JSON.stringify(op.reasons("Tailnet", "home"))} ${op.condition("Tailnet", "home", "PolicyApplied")?.message}`,
       `hook errors: ${op.failures()}`,
-      ...pods.podsOf(NS, `${name}-agent`).map((p) => p.logs()),
+      ...pods.podsOf(NS, `${name}-agent-0`, "StatefulSet").map((p) => p.logs()),
     ].join("\n");
 
   /** Through the target Service as a workload pod would: the agent pod's IP and the Service's target port. */
@@ -161,6 +162,7 @@ describe("TailnetEgress on the real tailnet", { timeout: 900_000, concurrency: f
       RoutesGranted: "RoutesGranted",
       TargetsReachable: "Reachable",
       ServiceConflict: "NoConflict",
+      NodeIdentity: "Stable",
       Ready: "Ready",
     });
     // the agent node is the one the key tagged, and it carries nothing else
@@ -180,7 +182,7 @@ describe("TailnetEgress on the real tailnet", { timeout: 900_000, concurrency: f
       ),
     );
     await drive("the stray egress's agent up and its target judged", "stray", () => {
-      const pod = pods.podsOf(NS, "stray-agent")[0];
+      const pod = pods.podsOf(NS, "stray-agent-0", "StatefulSet")[0];
       const targets = (op.mc.get(API, "TailnetEgress", "stray", NS)?.status as { targets?: { reason?: string }[] })
         ?.targets;
       // judged: a reason other than ProbeFailed (the agent's first probe round may not have run yet)
@@ -203,7 +205,7 @@ describe("TailnetEgress on the real tailnet", { timeout: 900_000, concurrency: f
   });
 
   it("killing the agent's tailscaled: the container comes back, registers again, one node, bytes flow", async () => {
-    const [pod] = pods.podsOf(NS, "db-agent");
+    const [pod] = pods.podsOf(NS, "db-agent-0", "StatefulSet");
     assert.ok(pod, "the db agent pod runs");
     const ts = pod.container("tailscale");
     const daemon = ts.processes().find((p) => p.comm === "tailscaled");
@@ -223,7 +225,7 @@ describe("TailnetEgress on the real tailnet", { timeout: 900_000, concurrency: f
       return f.ok ? f : undefined;
     });
     assert.ok(flow.ok);
-    assert.equal(pods.podsOf(NS, "db-agent")[0], pod, "the same pod: only the container restarted");
+    assert.equal(pods.podsOf(NS, "db-agent-0", "StatefulSet")[0], pod, "the same pod: only the container restarted");
     const nodes = await world.headscale.json<HsNode[]>(["nodes", "list"]);
     const mine = nodes.filter((n) => n.tags?.includes(EGRESS_TAG));
     assert.equal(mine.filter((n) => n.online).length, 1, `one online node of ${EGRESS_TAG}: ${JSON.stringify(mine)}`);
@@ -240,8 +242,13 @@ describe("TailnetEgress on the real tailnet", { timeout: 900_000, concurrency: f
     );
   });
 
-  it("a rollout (changed spec) replaces the pod: one node of the tag afterwards, bytes flow through the new pod", async () => {
-    const [oldPod] = pods.podsOf(NS, "db-agent");
+  it("a rollout (changed spec) replaces the pod: the same node of the tag afterwards, bytes flow through the new pod", async () => {
+    const [oldPod] = pods.podsOf(NS, "db-agent-0", "StatefulSet");
+    const before = (await world.headscale.json<HsNode[]>(["nodes", "list"])).filter((n) =>
+      n.tags?.includes(EGRESS_TAG),
+    );
+    assert.equal(before.length, 1, JSON.stringify(before));
+    const nodeBefore = String(before[0].id);
     const egress = op.mc.get(API, "TailnetEgress", "db", NS);
     assert.ok(egress && oldPod);
     const spec = structuredClone(egress.spec) as { targets: unknown[] };
@@ -251,7 +258,7 @@ describe("TailnetEgress on the real tailnet", { timeout: 900_000, concurrency: f
       "the new pod serving and the old one gone",
       "db",
       () => {
-        const now = pods.podsOf(NS, "db-agent");
+        const now = pods.podsOf(NS, "db-agent-0", "StatefulSet");
         return now.length === 1 && now[0] !== oldPod && now[0].ready && cond("db", "Ready")?.status === "True";
       },
       180_000,
@@ -261,17 +268,16 @@ describe("TailnetEgress on the real tailnet", { timeout: 900_000, concurrency: f
       return f.ok ? f : undefined;
     });
     assert.ok(flow.ok);
-    // our superseded node goes once the new one is online and the old one has been offline a while
-    // (issue 15 item 7): the operator's syncs remove it, so the loop keeps stepping meanwhile
-    const tagged = async () =>
-      (await world.headscale.json<HsNode[]>(["nodes", "list"])).filter((n) => n.tags?.includes(EGRESS_TAG));
-    await drive("one node of the tag", "db", async () => (await tagged()).length === 1, 150_000);
-    const nodes = await tagged();
-    assert.equal(nodes[0].online, true);
+    // issue 32: the replica keeps its state Secret, so the new pod logs in as the same node (no new node, no -1)
+    const nodes = (await world.headscale.json<HsNode[]>(["nodes", "list"])).filter((n) => n.tags?.includes(EGRESS_TAG));
+    assert.deepEqual(
+      nodes.map((n) => ({ id: String(n.id), name: n.given_name ?? n.name, online: n.online })),
+      [{ id: nodeBefore, name: "shop-db", online: true }],
+    );
   });
 
   it("a TailnetProxyClass rolls the agent pod: the new pod carries it, registers and the bytes flow", async () => {
-    const [oldPod] = pods.podsOf(NS, "db-agent");
+    const [oldPod] = pods.podsOf(NS, "db-agent-0", "StatefulSet");
     const egress = op.mc.get(API, "TailnetEgress", "db", NS);
     assert.ok(egress && oldPod);
     op.mc.apply({
@@ -288,12 +294,12 @@ describe("TailnetEgress on the real tailnet", { timeout: 900_000, concurrency: f
       "the pod with the class serving and the old one gone",
       "db",
       () => {
-        const now = pods.podsOf(NS, "db-agent");
+        const now = pods.podsOf(NS, "db-agent-0", "StatefulSet");
         return now.length === 1 && now[0] !== oldPod && now[0].ready && cond("db", "Ready")?.status === "True";
       },
       180_000,
     );
-    const [pod] = pods.podsOf(NS, "db-agent");
+    const [pod] = pods.podsOf(NS, "db-agent-0", "StatefulSet");
     assert.equal(pod.labels.team, "net");
     const agent = pod.spec.containers.find((c) => c.name === "agent");
     // the heap cap follows the class's memory limit: the real agent process runs with it

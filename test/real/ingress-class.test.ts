@@ -19,7 +19,7 @@ import { sleep } from "./echo.js";
 import { BASE_DOMAIN } from "./headscale.js";
 import { httpsVia } from "./https.js";
 import type { Host, RealProcess } from "./net.js";
-import { API, podRunnerFor, type RealOperator, startOperator, tailnetSpec } from "./operator.js";
+import { API, agentPods, podRunnerFor, type RealOperator, startOperator, tailnetSpec } from "./operator.js";
 import type { PodRunner } from "./pods.js";
 import { type RealWorld, startRealWorld } from "./world.js";
 
@@ -108,7 +108,7 @@ describe("Ingress class tailnet on the real tailnet", { timeout: 600_000, concur
       `ingress: ${JSON.stringify(ingress("portal")?.metadata)} ${JSON.stringify(ingress("portal")?.status)}`,
       `tailnetingress: ${JSON.stringify(op.mc.get(API, "TailnetIngress", "portal", NS)?.status)}`,
       `hook errors: ${op.failures()}`,
-      ...pods.podsOf(NS, "portal-agent").map((p) => p.logs()),
+      ...agentPods(pods, NS, "portal").map((p) => p.logs()),
     ].join("\n");
   const drive = async (what: string, done: () => boolean, ms = 180_000) => {
     const deadline = Date.now() + ms;

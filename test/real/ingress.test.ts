@@ -29,7 +29,7 @@ import { sleep } from "./echo.js";
 import { BASE_DOMAIN } from "./headscale.js";
 import { httpsVia } from "./https.js";
 import type { Host, RealProcess } from "./net.js";
-import { API, podRunnerFor, type RealOperator, socksEcho, startOperator, tailnetSpec } from "./operator.js";
+import { API, agentPods, podRunnerFor, type RealOperator, socksEcho, startOperator, tailnetSpec } from "./operator.js";
 import { type Peer, waitFor } from "./peers.js";
 import type { PodRunner } from "./pods.js";
 import { type RealWorld, startRealWorld } from "./world.js";
@@ -131,7 +131,7 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
       `dash: ${JSON.stringify(op.mc.get(API, "TailnetIngress", "dash", NS)?.status)}`,
       `tailnet: ${JSON.stringify(op.reasons("Tailnet", "home"))}`,
       `hook errors: ${op.failures()}`,
-      ...["web-tcp-agent", "dash-agent"].flatMap((d) => pods.podsOf(NS, d).map((p) => p.logs())),
+      ...["web-tcp", "dash"].flatMap((d) => agentPods(pods, NS, d).map((p) => p.logs())),
     ].join("\n");
 
   /**
@@ -301,7 +301,7 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
     // the kubelet-style probe polls every 5 s: the second pod passes /readyz a moment after its node is online
     await drive(
       "both agent pods Ready (/readyz)",
-      () => pods.podsOf(NS, "web-ha-agent").filter((p) => p.ready).length === 2,
+      () => agentPods(pods, NS, "web-ha").filter((p) => p.ready).length === 2,
       60_000,
     );
     console.log(`# both HA agent pods Ready after ${Date.now() - t0} ms`);
@@ -313,8 +313,8 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
       )?.nodes ?? [];
     assert.deepEqual(
       nodes.map((n) => `${n.name}:${n.online}`),
-      ["web-ha-monitoring:true", "web-ha-monitoring-1:true"],
-      "two nodes under the agent's name (agentHostname), Headscale suffixing the second",
+      ["web-ha-monitoring:true", "web-ha-monitoring-r1:true"],
+      "two nodes under the agent's name (agentHostname), replica 1 named -r1 by the operator (no Headscale -1)",
     );
     const ips = nodes.map((n) => n.addresses.find((a) => isIPv4(a)) ?? "");
     for (const [i, ip] of ips.entries()) {

@@ -15,7 +15,7 @@ import { parentObject } from "../fixtures/hooks.js";
 import { requireBins, versions } from "./bins.js";
 import { echoFrom } from "./echo.js";
 import type { Host } from "./net.js";
-import { API, podRunnerFor, type RealOperator, startOperator, tailnetSpec } from "./operator.js";
+import { API, agentPods, podRunnerFor, type RealOperator, startOperator, tailnetSpec } from "./operator.js";
 import type { PodRunner } from "./pods.js";
 import { DB_PORT, type RealWorld, startRealWorld, TAGS } from "./world.js";
 
@@ -111,7 +111,7 @@ describe(`the oldest supported tailscale image (${OLDEST_IMAGE}) on the real tai
         break;
       }
       if (Date.now() > deadline) {
-        const logs = pods.podsOf(NS, "db-agent").map((p) => p.logs());
+        const logs = agentPods(pods, NS, "db").map((p) => p.logs());
         throw new Error(`timed out waiting for Ready=True\n${JSON.stringify(egress()?.status)}\n${logs.join("\n")}`);
       }
       await new Promise((r) => setTimeout(r, 300));
@@ -122,7 +122,7 @@ describe(`the oldest supported tailscale image (${OLDEST_IMAGE}) on the real tai
       "Ready=True while a target did not answer through the agent",
     );
 
-    const [pod] = pods.podsOf(NS, "db-agent");
+    const [pod] = agentPods(pods, NS, "db");
     const tailscale = pod.spec.containers.find((c) => c.name === "tailscale");
     assert.equal(tailscale?.image, OLDEST_IMAGE);
     // the process that runs is that version, not the pinned one the runner would map otherwise

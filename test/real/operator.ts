@@ -9,10 +9,8 @@
  * only address outside loopback it ever dials.
  */
 import { execFile } from "node:child_process";
-import { createSocket } from "node:dgram";
-import type { Socket } from "node:net";
 import { promisify } from "node:util";
-import { SocksClient } from "socks";
+import type { FastifyInstance } from "fastify";
 import type { HookKind } from "../../src/api/schemas.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
 import { reuseAllChildren } from "../../src/k8s/objects.js";
@@ -26,7 +24,8 @@ import { parentObject } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";
 import { BASE_DOMAIN } from "./headscale.js";
 import type { Peer } from "./peers.js";
-import { PodRunner } from "./pods.js";
+import { PodApi } from "./pod-api.js";
+import { PodRunner, type RunningPod } from "./pods.js";
 import { BASE_POLICY, type RealWorld } from "./world.js";
 
 const run = promisify(execFile);
@@ -77,18 +76,62 @@ export function tailnetSpec(world: RealWorld, overrides: Record<string, unknown>
   };
 }
 
-export async function startOperator(world: RealWorld, opts: RealOperatorOptions = {}) {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  const ctx = { after: (fn: () => Promise<void> | void) => void cleanups.push(fn) };
+/** One run of the hook server process: its own Headscale views (cache), metrics, events and logs. */
+async function startHookServer(
+  ctx: { after: (fn: () => Promise<void> | void) => void },
+  kinds: Map<HookKind, KindModule>,
+) {
   // No cache and no retries: every sync reads the real server, as after a resync period.
   const views = new HeadscaleViews({ timeoutMs: 15_000, cacheTTLSeconds: 0, retries: 0 });
-  cleanups.push(() => views.close());
+  ctx.after(() => views.close());
   const metrics = createOperatorMetrics({ defaultMetrics: false });
   const events = memoryEventRecorder();
+  const { app, logs } = await build(ctx, { server: { kinds, deps: { views, metrics, events } } });
+  return { app, logs, metrics, events };
+}
+
+type HookServer = Awaited<ReturnType<typeof startHookServer>>;
+
+/**
+ * The loop's view of the operator: every call goes to the hook server running now, so the operator can be stopped
+ * and started again under the same Metacontroller loop (as a restarted operator pod behind the same Service). While
+ * it is stopped, a hook call fails as a connection refused would (the loop records the error and retries).
+ */
+function frontFor(current: () => HookServer | undefined): FastifyInstance {
+  const inject = (async (opts: unknown) => {
+    const server = current();
+    if (!server) throw new Error("connect ECONNREFUSED: the operator is stopped");
+    return server.app.inject(opts as never);
+  }) as FastifyInstance["inject"];
+  return new Proxy({} as FastifyInstance, {
+    get: (_t, key) => {
+      if (key === "inject") return inject;
+      const server = current();
+      const v = server ? Reflect.get(server.app, key) : undefined;
+      return typeof v === "function" ? v.bind(server?.app) : v;
+    },
+  });
+}
+
+export async function startOperator(world: RealWorld, opts: RealOperatorOptions = {}) {
+  const cleanups: (() => Promise<void> | void)[] = [];
   const kinds = new Map<HookKind, KindModule>(kindModules);
   for (const k of opts.stubKinds ?? []) kinds.set(k, stubKind(k));
-  const { app, logs } = await build(ctx, { server: { kinds, deps: { views, metrics, events } } });
-  const mc = new FakeMetacontroller({ app });
+  // the process's own cleanups run when it stops; the loop and the pod API outlive it
+  let processCleanups: (() => Promise<void> | void)[] = [];
+  const processCtx = { after: (fn: () => Promise<void> | void) => void processCleanups.push(fn) };
+  const stopProcess = async () => {
+    const fns = processCleanups.reverse();
+    processCleanups = [];
+    for (const fn of fns) await fn();
+  };
+  cleanups.push(stopProcess);
+  let server: HookServer | undefined = await startHookServer(processCtx, kinds);
+  const mc = new FakeMetacontroller({ app: frontFor(() => server) });
+  // The Kubernetes API the agent pods reach (their state Secrets), served from the loop's store on the test
+  // process's bridge leg with a certificate from the world's CA.
+  const kubeApi = await PodApi.start(mc, { host: world.net.rootIp, pki: world.headscale.pki });
+  cleanups.push(() => kubeApi.close());
   mc.apply({
     apiVersion: "v1",
     kind: "Secret",
@@ -115,10 +158,30 @@ export async function startOperator(world: RealWorld, opts: RealOperatorOptions 
     );
   return {
     mc,
-    app,
-    logs,
-    events,
-    metrics,
+    kubeApi,
+    /** The hook server running now (a restart makes a new one). */
+    get app() {
+      return (server as HookServer).app;
+    },
+    get logs() {
+      return (server as HookServer).logs;
+    },
+    get events() {
+      return (server as HookServer).events;
+    },
+    get metrics() {
+      return (server as HookServer).metrics;
+    },
+    /** Stops the operator process (hook server, its Headscale views); the loop, its store and the pods stay. */
+    async stop(): Promise<void> {
+      server = undefined;
+      await stopProcess();
+    },
+    /** Starts a new operator process (fresh views, metrics, events, logs) under the same loop. */
+    async start(): Promise<void> {
+      if (server) throw new Error("the operator is running");
+      server = await startHookServer(processCtx, kinds);
+    },
     /** Condition type → reason of a parent. */
     reasons(kind: string, name: string, namespace?: string): Record<string, string> {
       return Object.fromEntries(conditions(kind, name, namespace).map((c) => [c.type, c.reason]));
@@ -154,195 +217,14 @@ export async function listRoutes(world: RealWorld): Promise<Map<string, RouteRow
   return new Map(rows.map((r) => [r.given_name ?? r.name ?? String(r.id), r]));
 }
 
-/** A TCP connection to host:port through a peer's tailscaled SOCKS5 server (on the peer's bridge address). */
-export async function socksConnect(peer: Peer, host: string, port: number): Promise<Socket> {
-  const { socket } = await SocksClient.createConnection({
-    proxy: { host: peer.socks5.host, port: peer.socks5.port, type: 5 },
-    command: "connect",
-    destination: { host, port },
-    timeout: 8000,
-  });
-  return socket;
-}
-
-/**
- * A TCP round trip through a peer's tailscaled SOCKS5 server (on the peer's bridge address): sends
- * `msg`, returns what came back, or "error: …" (tailscaled answers every failed dial with a SOCKS5
- * general failure, after its 5 s dial timeout at most).
- */
-export async function socksEcho(peer: Peer, host: string, port: number, msg = "ping"): Promise<string> {
-  try {
-    const socket = await socksConnect(peer, host, port);
-    return await new Promise<string>((resolve) => {
-      let got = "";
-      const timer = setTimeout(() => {
-        socket.destroy();
-        resolve(`error: no echo within 5 s (got ${JSON.stringify(got)})`);
-      }, 5000);
-      socket.on("data", (d) => {
-        got += d.toString("utf8");
-        if (got.length >= msg.length) {
-          clearTimeout(timer);
-          socket.destroy();
-          resolve(got);
-        }
-      });
-      socket.on("error", (e) => {
-        clearTimeout(timer);
-        resolve(`error: ${e.message}`);
-      });
-      socket.write(msg);
-    });
-  } catch (err) {
-    return `error: ${(err as Error).message}`;
-  }
-}
-
-/** A DNS A query (RD set) for `name`, id fixed. */
-function dnsQuery(name: string): Buffer {
-  const labels = name.replace(/\.$/, "").split(".");
-  const q = Buffer.concat([
-    ...labels.map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l, "latin1")])),
-    Buffer.from([0, 0, 1, 0, 1]), // root, type A, class IN
-  ]);
-  const header = Buffer.from([0x4a, 0x11, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
-  return Buffer.concat([header, q]);
-}
-
-/** Skips a (possibly compressed) name; returns the offset after it. */
-function skipName(msg: Buffer, off: number): number {
-  while (off < msg.length) {
-    const len = msg[off];
-    if (len === 0) return off + 1;
-    if ((len & 0xc0) === 0xc0) return off + 2;
-    off += 1 + len;
-  }
-  throw new Error("truncated DNS name");
-}
-
-/**
- * Connects to host:port through a peer's SOCKS5, writes `payload` and collects what comes back for up to
- * 3 s: "answered: <first bytes>", "closed: no bytes" or "error: …" (e.g. the remote netstack's reset).
- */
-export async function socksKnock(peer: Peer, host: string, port: number, payload: Buffer): Promise<string> {
-  let socket: Socket;
-  try {
-    ({ socket } = await SocksClient.createConnection({
-      proxy: { host: peer.socks5.host, port: peer.socks5.port, type: 5 },
-      command: "connect",
-      destination: { host, port },
-      timeout: 8000,
-    }));
-  } catch (err) {
-    return `error: ${(err as Error).message}`;
-  }
-  return await new Promise<string>((resolve) => {
-    let got = Buffer.alloc(0);
-    const finish = () => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(
-        got.length > 0 ? `answered: ${JSON.stringify(got.toString("latin1").slice(0, 120))}` : "closed: no bytes",
-      );
-    };
-    const timer = setTimeout(finish, 3000);
-    socket.on("data", (d: Buffer) => {
-      got = Buffer.concat([got, d]);
-    });
-    socket.on("close", finish);
-    socket.on("error", () => finish());
-    socket.write(payload);
-  });
-}
-
-export interface DnsAnswer {
-  rcode: number;
-  /** A records of the answer section, in order. */
-  a: string[];
-}
-
-export function parseDnsAnswer(msg: Buffer): DnsAnswer {
-  if (msg.length < 12) throw new Error(`DNS answer of ${msg.length} bytes`);
-  const rcode = msg[3] & 0x0f;
-  const qd = msg.readUInt16BE(4);
-  const an = msg.readUInt16BE(6);
-  let off = 12;
-  for (let i = 0; i < qd; i++) off = skipName(msg, off) + 4;
-  const a: string[] = [];
-  for (let i = 0; i < an; i++) {
-    off = skipName(msg, off);
-    const type = msg.readUInt16BE(off);
-    const rdlen = msg.readUInt16BE(off + 8);
-    off += 10;
-    if (type === 1 && rdlen === 4) a.push([...msg.subarray(off, off + 4)].join("."));
-    off += rdlen;
-  }
-  return { rcode, a };
-}
-
-/**
- * Resolves `name` (A) with the DNS server at server:53 over UDP, through a peer's tailscaled SOCKS5
- * server (UDP ASSOCIATE, net/socks5 in tailscale): the datagrams travel the tailnet as the peer's own
- * would. Returns the answer, or "error: …".
- */
-export async function socksDns(
-  peer: Peer,
-  server: string,
-  name: string,
-  timeoutMs = 5000,
-): Promise<DnsAnswer | string> {
-  let control: Socket | undefined;
-  const udp = createSocket("udp4");
-  let retry: NodeJS.Timeout | undefined;
-  try {
-    // createConnection() does CONNECT only; UDP ASSOCIATE goes through the event API.
-    const info = await new Promise<{ socket: Socket; remoteHost?: { host: string; port: number } }>(
-      (resolve, reject) => {
-        const client = new SocksClient({
-          proxy: { host: peer.socks5.host, port: peer.socks5.port, type: 5 },
-          command: "associate",
-          destination: { host: "0.0.0.0", port: 0 },
-          timeout: 5000,
-        });
-        client.on("established", resolve);
-        client.on("error", reject);
-        client.connect();
-      },
-    );
-    const socket = info.socket;
-    control = socket;
-    socket.on("error", () => undefined);
-    const relay = info.remoteHost;
-    if (!relay) return "error: no UDP relay address from the SOCKS5 server";
-    // tailscaled answers with the address it listens on; 0.0.0.0 would mean "the server's address"
-    const relayHost = relay.host === "0.0.0.0" ? peer.socks5.host : relay.host;
-    const frame = SocksClient.createUDPFrame({ remoteHost: { host: server, port: 53 }, data: dnsQuery(name) });
-    return await new Promise<DnsAnswer | string>((resolve) => {
-      const timer = setTimeout(() => resolve(`error: no DNS answer within ${timeoutMs} ms`), timeoutMs);
-      udp.on("message", (msg) => {
-        clearTimeout(timer);
-        try {
-          resolve(parseDnsAnswer(SocksClient.parseUDPFrame(msg).data));
-        } catch (err) {
-          resolve(`error: ${(err as Error).message}`);
-        }
-      });
-      udp.on("error", (err) => {
-        clearTimeout(timer);
-        resolve(`error: ${err.message}`);
-      });
-      // one retry: the first datagram may be spent while the peer's WireGuard session comes up
-      udp.send(frame, relay.port, relayHost);
-      retry = setTimeout(() => udp.send(frame, relay.port, relayHost), Math.min(2000, timeoutMs / 2));
-    });
-  } catch (err) {
-    return `error: ${(err as Error).message}`;
-  } finally {
-    clearTimeout(retry);
-    udp.close();
-    control?.destroy();
-  }
-}
+export {
+  type DnsAnswer,
+  parseDnsAnswer,
+  socksConnect,
+  socksDns,
+  socksEcho,
+  socksKnock,
+} from "./socks.js";
 
 /**
  * Runs `fn` while `prefixes` fail fast inside a peer's own namespace (an `unreachable` route:
@@ -368,15 +250,26 @@ export async function withUnreachable<T>(peer: Peer, prefixes: string[], fn: () 
 }
 
 /**
- * The pod runner of a scenario: the operator's Deployments as processes on the world's network, trusting the
- * world's CA as kube-root-ca.crt. REAL_ANY_IMAGE=1 runs whatever tailscale tag the product pins on the built
+ * The pod runner of a scenario: the operator's Deployments and StatefulSets as processes on the world's network,
+ * with the operator's pod API (its certificate from the world's CA, published as kube-root-ca.crt). REAL_ANY_IMAGE=1 runs whatever tailscale tag the product pins on the built
  * binaries (default: only the version built in .cache/real).
  */
 export function podRunnerFor(world: RealWorld, op: RealOperator): PodRunner {
+  // The agent pods keep their tailscaled state in a per-replica Secret through the pod API (issue 32): a runner
+  // without it would leave containerboot failing its permission check.
   return new PodRunner({
     net: world.net,
     mc: op.mc,
-    kubeRootCaPem: world.headscale.caPem,
+    kubeApi: op.kubeApi,
     strictImages: process.env.REAL_ANY_IMAGE !== "1",
   });
+}
+
+/** The running pods of an agent's replicas (StatefulSets `<name>-agent-<i>`, issue 32), by ordinal. */
+export function agentPods(pods: PodRunner, namespace: string, name: string): RunningPod[] {
+  const sts = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-agent-(\\d+)$`);
+  const ordinal = (p: RunningPod) => Number(sts.exec(p.deployment)?.[1]);
+  return pods.pods
+    .filter((p) => p.namespace === namespace && p.controllerKind === "StatefulSet" && sts.test(p.deployment))
+    .sort((a, b) => ordinal(a) - ordinal(b));
 }

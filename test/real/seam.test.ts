@@ -29,6 +29,7 @@ import { httpsVia } from "./https.js";
 import type { Host, RealProcess } from "./net.js";
 import {
   API,
+  agentPods,
   OPS,
   podRunnerFor,
   type RealOperator,
@@ -210,7 +211,7 @@ for (const { label, proxyClass } of IMAGES)
         `egress: ${JSON.stringify(op.mc.get(API, "TailnetEgress", "db", NS)?.status)}`,
         `tailnet: ${JSON.stringify(op.reasons("Tailnet", "home"))}`,
         `hook errors: ${op.failures()}`,
-        ...["seam-agent", "db-agent"].flatMap((d) => pods.podsOf(NS, d).map((p) => p.logs())),
+        ...["seam", "db"].flatMap((d) => agentPods(pods, NS, d).map((p) => p.logs())),
       ].join("\n");
     const drive = async (what: string, done: () => boolean | Promise<boolean>, ms = 240_000) => {
       const deadline = Date.now() + ms;
@@ -241,8 +242,8 @@ for (const { label, proxyClass } of IMAGES)
       ips.laptop = (await world.peers.laptop.ips()).find((a) => isIPv4(a)) ?? "";
       ips.mallory = (await world.peers.outsider.ips()).find((a) => isIPv4(a)) ?? "";
       assert.ok(ips.ingress && ips.egress && ips.laptop && ips.mallory, JSON.stringify(ips));
-      for (const d of ["seam-agent", "db-agent"]) {
-        const image = pods.podsOf(NS, d)[0]?.spec.containers.find((c) => c.name === "tailscale")?.image;
+      for (const d of ["seam", "db"]) {
+        const image = agentPods(pods, NS, d)[0]?.spec.containers.find((c) => c.name === "tailscale")?.image;
         assert.equal(image, proxyClass ?? `tailscale/tailscale:${versions.tailscale}`, d);
       }
     });
@@ -270,7 +271,7 @@ for (const { label, proxyClass } of IMAGES)
       assert.doesNotMatch(got, /xff/, `mallory posed as alice: ${got}`);
       assert.match(got, /^(error|closed): /);
       // and the agent counted it (its /metrics on the pod IP, as the operator scrapes it)
-      const [pod] = pods.podsOf(NS, "seam-agent");
+      const [pod] = agentPods(pods, NS, "seam");
       const res = await request(`http://${pod.ip}:9080/metrics`);
       const text = await res.body.text();
       assert.match(text, /^tailnet_agent_serve_bypass_refused_total\{name="web"\} [1-9]/m);
@@ -314,9 +315,9 @@ for (const { label, proxyClass } of IMAGES)
 
     it("every TCP and UDP listener in the agent pods is on 127.0.0.2 or the pod IP, none where netstack forwards", async () => {
       ready();
-      for (const deployment of ["seam-agent", "db-agent"]) {
-        const [pod] = pods.podsOf(NS, deployment);
-        assert.ok(pod, deployment);
+      for (const owner of ["seam", "db"]) {
+        const [pod] = agentPods(pods, NS, owner);
+        assert.ok(pod, owner);
         // netstack forwards UDP the same way (acceptUDP → forwardUDP to 127.0.0.1:<port>)
         const r = await pod.host.exec("/usr/bin/ss", ["-Hltunp"]);
         assert.equal(r.code, 0, r.stderr);
@@ -325,7 +326,7 @@ for (const { label, proxyClass } of IMAGES)
           .map((line) => line.trim().split(/\s+/))
           .filter((f) => f.length >= 4)
           .map((f) => ({ addr: f[4], proc: /\(\("([^"]+)"/.exec(f.slice(6).join(" "))?.[1] ?? "?" }));
-        assert.ok(rows.length > 0, `${deployment}: no listener at all?\n${r.stdout}`);
+        assert.ok(rows.length > 0, `${owner}: no listener at all?\n${r.stdout}`);
         const port = (addr: string) => addr.slice(addr.lastIndexOf(":"));
         // 127.0.0.1 listeners must be the agent's refusers: a port it also serves on 127.0.0.2 or the pod IP
         const own = new Set(rows.filter((x) => !x.addr.startsWith("127.0.0.1:")).map((x) => port(x.addr)));
@@ -337,7 +338,7 @@ for (const { label, proxyClass } of IMAGES)
           // WireGuard/disco UDP socket; tailscaled's, and they serve peers
           .filter((x) => !(x.proc === "tailscaled" && /^(0\.0\.0\.0|\[::\]|\*):\d+$/.test(x.addr)))
           .map((x) => `${x.addr} ${x.proc}`);
-        assert.deepEqual(stray, [], `${deployment}: listeners where netstack forwards\n${r.stdout}`);
+        assert.deepEqual(stray, [], `${owner}: listeners where netstack forwards\n${r.stdout}`);
       }
     });
   });

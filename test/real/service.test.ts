@@ -17,6 +17,7 @@ import { BASE_DOMAIN } from "./headscale.js";
 import type { Host, RealProcess } from "./net.js";
 import {
   API,
+  agentPods,
   podRunnerFor,
   type RealOperator,
   socksEcho,
@@ -101,7 +102,7 @@ describe("annotated Service on the real tailnet", { timeout: 900_000, concurrenc
       `ingress: ${JSON.stringify(op.mc.get(API, "TailnetIngress", "web", NS)?.status)}`,
       `events: ${op.events.events.map((e) => `${e.regarding.kind}/${e.regarding.metadata.name} ${e.reason}: ${e.message}`).join(" | ")}`,
       `hook errors: ${op.failures()}`,
-      ...pods.podsOf(NS, "web-agent").map((p) => p.logs()),
+      ...agentPods(pods, NS, "web").map((p) => p.logs()),
     ].join("\n");
   const drive = async (what: string, done: () => boolean | Promise<boolean>, ms = 180_000) => {
     const deadline = Date.now() + ms;
