@@ -21,12 +21,14 @@ import { type RealWorld, startRealWorld } from "./world.js";
 const run = promisify(execFile);
 const NS = "infra";
 const GW = "gwha";
-const DEPLOYMENT = "gwha-gateway";
+/** The PodDisruptionBudget over every replica's pod; replica i runs as StatefulSet `gwha-gateway-<i>` (issue 32). */
+const PDB = "gwha-gateway";
+const STS = (i: number) => `gwha-gateway-${i}`;
 const GW_TAG = "tag:k8s-infra-gwha";
 const GW_ROUTE = "10.96.0.0/12";
 
 type HsNode = { id: string | number; given_name?: string; tags?: string[]; online?: boolean };
-type Status = { nodes?: { id: string; name: string; online: boolean; preAuthKeyId: string }[] };
+type Status = { nodes?: { replica: number; id: string; name: string; online: boolean; preAuthKeyId: string }[] };
 
 describe("TailnetGateway with spec.replicas 2 on the real tailnet", { timeout: 900_000, concurrency: false }, () => {
   let world: RealWorld;
@@ -58,13 +60,14 @@ describe("TailnetGateway with spec.replicas 2 on the real tailnet", { timeout: 9
   const ready = () => op.condition("TailnetGateway", GW, "Ready", NS);
   const gatewayNodes = async () =>
     ((await world.headscale.json<HsNode[] | null>(["nodes", "list"])) ?? []).filter((n) => n.tags?.includes(GW_TAG));
+  const gatewayPods = () => [0, 1].flatMap((i) => pods.podsOf(NS, STS(i), "StatefulSet"));
   const describeWorld = async () =>
     [
       `gateway: ${JSON.stringify(op.mc.get(API, "TailnetGateway", GW, NS)?.status)}`,
       `list-routes: ${JSON.stringify([...(await listRoutes(world)).values()])}`,
       `hook errors: ${op.failures()}`,
       `pod failures: ${pods.failures.join("\n")}`,
-      ...pods.podsOf(NS, DEPLOYMENT).map((p) => `${JSON.stringify(p.containers.map((c) => c.state()))}\n${p.logs()}`),
+      ...gatewayPods().map((p) => `${JSON.stringify(p.containers.map((c) => c.state()))}\n${p.logs()}`),
     ].join("\n");
   const step = async () => {
     await pods.sync();
@@ -96,13 +99,21 @@ describe("TailnetGateway with spec.replicas 2 on the real tailnet", { timeout: 9
     const s = status();
     assert.deepEqual(s.nodes?.map((n) => n.id).sort(), nodes.map((n) => String(n.id)).sort());
     assert.equal(new Set(s.nodes?.map((n) => n.preAuthKeyId)).size, 1, "one reusable key for both pods");
+    // one node per replica, replica 1 named `<hostname>-r1` (never Headscale's `-1` collision bump)
+    assert.deepEqual(
+      s.nodes?.map((n) => [n.replica, n.name]),
+      [
+        [0, "cluster-gwha"],
+        [1, "cluster-gwha-r1"],
+      ],
+    );
     const { rows, primaries } = await waitFor("one primary for the route", async () => {
       const r = await routeRows();
       return r.rows.length === 2 && r.primaries.length === 1 ? r : undefined;
     });
     for (const r of rows) assert.deepEqual(r.approved_routes, [GW_ROUTE], `approved on ${r.given_name}`);
     assert.equal(primaries.length, 1);
-    assert.ok(op.mc.get("policy/v1", "PodDisruptionBudget", DEPLOYMENT, NS), "the PodDisruptionBudget child");
+    assert.ok(op.mc.get("policy/v1", "PodDisruptionBudget", PDB, NS), "the PodDisruptionBudget child");
   });
 
   it("the primary's tailscale dies: Headscale fails the route over to the other node, Ready stays True", async () => {
@@ -113,7 +124,7 @@ describe("TailnetGateway with spec.replicas 2 on the real tailnet", { timeout: 9
     const nodes = await world.headscale.json<(HsNode & { ip_addresses?: string[] })[]>(["nodes", "list"]);
     const primaryIps = nodes.find((n) => String(n.id) === before.primaries[0])?.ip_addresses ?? [];
     let pod: RunningPod | undefined;
-    for (const p of pods.podsOf(NS, DEPLOYMENT)) {
+    for (const p of gatewayPods()) {
       const sock = join(p.dir, "volumes", "tmp", "tailscaled.sock");
       const { stdout } = await run(bins.tailscale, [`--socket=${sock}`, "ip", "-4"]);
       if (primaryIps.includes(stdout.trim())) pod = p;
