@@ -203,6 +203,7 @@ describe("issue 32: a gateway keeps its node and its route across key rotations 
 
   it("three key rotations and a pod deletion: same node, same approved route, no failover, never blocked", async () => {
     assert.ok(nodeId, "the gateway came up");
+    const eventsFrom = op.events.events.length;
     const gen = generation();
     assert.ok(gen !== undefined);
     const keys = [keyId() as string];
@@ -246,7 +247,17 @@ describe("issue 32: a gateway keeps its node and its route across key rotations 
       `# steps with no primary for ${GW_ROUTE}: ${run.filter((s) => s.primaries.length === 0).length} of ${run.length}`,
     );
 
+    const events = op.events.events
+      .slice(eventsFrom)
+      .filter((e) => e.regarding.kind === "TailnetGateway" && e.regarding.metadata.name === GW)
+      .map((e) => `${e.type}/${e.reason}: ${e.message}`);
+    console.log(`# gateway events over the run: ${JSON.stringify(events)}`);
     assert.equal(new Set(keys).size, 4, `three rotations: ${keys.join(" → ")}`);
+    assert.deepEqual(
+      events.filter((e) => e.startsWith("Warning/")),
+      [],
+      "no warning: no identity change, no re-registration, no blocked writer",
+    );
     // at every step: the fresh writer never blocked, the same node, never another primary, never a second node
     assert.deepEqual([...new Set(run.map((s) => s.registered))], ["True/FreshRuntimeReady"]);
     assert.deepEqual(
