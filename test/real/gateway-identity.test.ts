@@ -7,6 +7,7 @@
  * - `bootstrapKeyTTL: 60s`: the key is rotated in place at half-life (every ~30 s), so three rotations happen
  *   within the test; each older key is expired in Headscale, which logs no node out (Headscale checks a key at
  *   registration only, hscontrol/state/state.go HandleNodeFromPreAuthKey);
+ * - the operator process is stopped for three steps and started anew between the first and the second rotation;
  * - the pod is deleted between the second and the third rotation, when the key it registered with is already
  *   expired: its successor reads the state Secret and comes back as the same node, never logging in again;
  * - at every step (a kubelet pass and the loop until quiet) the status is read: Registered stays
@@ -203,7 +204,10 @@ describe("issue 32: a gateway keeps its node and its route across key rotations 
 
   it("three key rotations and a pod deletion: same node, same approved route, no failover, never blocked", async () => {
     assert.ok(nodeId, "the gateway came up");
+    // each operator process has its own event recorder: the run's events are the first one's from here on, then
+    // every later one's
     const eventsFrom = op.events.events.length;
+    const recorders = [op.events];
     const gen = generation();
     assert.ok(gen !== undefined);
     const keys = [keyId() as string];
@@ -217,6 +221,11 @@ describe("issue 32: a gateway keeps its node and its route across key rotations 
       waitFrom = Date.now();
     };
     await rotate();
+    // a neighbour: an operator restart between two rotations (its new views know nothing but the status)
+    await op.stop();
+    for (let i = 0; i < 3; i++) await step();
+    await op.start();
+    recorders.push(op.events);
     await rotate();
     // the key the pod registered with is expired in Headscale before the pod goes
     const expired = async (id: string) => {
@@ -247,8 +256,8 @@ describe("issue 32: a gateway keeps its node and its route across key rotations 
       `# steps with no primary for ${GW_ROUTE}: ${run.filter((s) => s.primaries.length === 0).length} of ${run.length}`,
     );
 
-    const events = op.events.events
-      .slice(eventsFrom)
+    const events = recorders
+      .flatMap((r, i) => (i === 0 ? r.events.slice(eventsFrom) : r.events))
       .filter((e) => e.regarding.kind === "TailnetGateway" && e.regarding.metadata.name === GW)
       .map((e) => `${e.type}/${e.reason}: ${e.message}`);
     console.log(`# gateway events over the run: ${JSON.stringify(events)}`);
