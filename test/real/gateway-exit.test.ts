@@ -28,7 +28,8 @@ import { type RealWorld, startRealWorld } from "./world.js";
 
 const NS = "infra";
 const GW = "exit";
-const DEPLOYMENT = "exit-gateway";
+/** Replica 0's StatefulSet (issue 32: one StatefulSet of one pod per replica). */
+const STS = "exit-gateway-0";
 const GW_TAG = "tag:k8s-infra-exit";
 const LINK = "192.0.2.0/24";
 /** The gateway pod's address on its link to "the internet": what the test host must see. */
@@ -111,7 +112,7 @@ describe("TailnetGateway as an exit node on the real tailnet", { timeout: 600_00
 
   const reasons = () => op.reasons("TailnetGateway", GW, NS);
   const gatewayPod = (): RunningPod => {
-    const p = pods.podsOf(NS, DEPLOYMENT)[0];
+    const p = pods.podsOf(NS, STS, "StatefulSet")[0];
     assert.ok(p, "the gateway pod runs");
     return p;
   };
@@ -122,7 +123,7 @@ describe("TailnetGateway as an exit node on the real tailnet", { timeout: 600_00
       `list-routes: ${JSON.stringify([...(await listRoutes(world)).values()])}`,
       `hook errors: ${op.failures()}`,
       `pod failures: ${pods.failures.join("\n")}`,
-      ...pods.podsOf(NS, DEPLOYMENT).map((p) => p.logs()),
+      ...pods.podsOf(NS, STS, "StatefulSet").map((p) => p.logs()),
       whoami ? whoami.logs() : "",
     ].join("\n");
   const step = async () => {

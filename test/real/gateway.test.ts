@@ -47,7 +47,8 @@ import { type RealWorld, startRealWorld } from "./world.js";
 const run = promisify(execFile);
 const NS = "infra";
 const GW = "gw";
-const DEPLOYMENT = "gw-gateway";
+/** Replica 0's StatefulSet (issue 32: one StatefulSet of one pod per replica). */
+const STS = "gw-gateway-0";
 const GW_TAG = "tag:k8s-infra-gw";
 const GW_ROUTE = "10.96.0.0/12";
 /** ClusterIP of the egress target Service the derived zone points db-1 at. */
@@ -141,9 +142,14 @@ describe("TailnetGateway on the real tailnet", { timeout: 900_000, concurrency: 
   const dnsServiceIp = () =>
     (op.mc.get("v1", "Service", `${GW}-dns`, NS)?.spec as { clusterIP?: string } | undefined)?.clusterIP;
   const gatewayPod = (): RunningPod => {
-    const p = pods.podsOf(NS, DEPLOYMENT)[0];
+    const p = pods.podsOf(NS, STS, "StatefulSet")[0];
     assert.ok(p, "the gateway pod runs");
     return p;
+  };
+  /** The device_id containerboot wrote into replica 0's state Secret (issue 32): the Headscale node id. */
+  const stateDeviceId = () => {
+    const v = op.mc.get("v1", "Secret", `${STS}-state`, NS)?.data?.device_id;
+    return v === undefined ? undefined : Buffer.from(v, "base64").toString("utf8");
   };
   const gatewayNodes = async () =>
     ((await world.headscale.json<HsNode[] | null>(["nodes", "list"])) ?? []).filter((n) => n.tags?.includes(GW_TAG));
@@ -154,7 +160,9 @@ describe("TailnetGateway on the real tailnet", { timeout: 900_000, concurrency: 
       `list-routes: ${JSON.stringify([...(await listRoutes(world)).values()])}`,
       `hook errors: ${op.failures()}`,
       `pod failures: ${pods.failures.join("\n")}`,
-      ...pods.podsOf(NS, DEPLOYMENT).map((p) => `${JSON.stringify(p.containers.map((c) => c.state()))}\n${p.logs()}`),
+      ...pods
+        .podsOf(NS, STS, "StatefulSet")
+        .map((p) => `${JSON.stringify(p.containers.map((c) => c.state()))}\n${p.logs()}`),
     ].join("\n");
 
   /** One round of the cluster: the kubelet pass, then Metacontroller until quiet. */
@@ -198,12 +206,20 @@ describe("TailnetGateway on the real tailnet", { timeout: 900_000, concurrency: 
       ClusterDNSForward: "Configured",
       WorkloadCurrent: "PodCurrent",
       ServiceReady: "ClusterIPAssigned",
+      // issue 32: replica 0 is bound to the node its state Secret names
+      NodeIdentity: "Stable",
       Ready: "FreshRuntimeReady",
     });
     const nodes = await gatewayNodes();
     assert.equal(nodes.length, 1, JSON.stringify(nodes));
     assert.deepEqual(nodes[0].tags, [GW_TAG], "the bootstrap key's tag, nothing requested by the client");
     assert.equal((status()?.node as { id?: string } | undefined)?.id, String(nodes[0].id));
+    // issue 32: containerboot keeps the node's state in replica 0's Secret; its device_id is the node id
+    assert.deepEqual(
+      (status()?.nodes as { replica: number; id: string }[] | undefined)?.map((n) => [n.replica, n.id]),
+      [[0, String(nodes[0].id)]],
+    );
+    assert.equal(stateDeviceId(), String(nodes[0].id));
     const row = await waitFor("the gateway serving its route", async () => {
       const r = (await listRoutes(world)).get("cluster-gw");
       return r?.subnet_routes?.includes(GW_ROUTE) ? r : undefined;
@@ -320,12 +336,12 @@ describe("TailnetGateway on the real tailnet", { timeout: 900_000, concurrency: 
       describeWorld,
     );
     console.log(`# gateway tailscale container back after ${Date.now() - t0} ms`);
-    // A few more rounds: a container that logs in with a used key dies again right after its start.
+    // A few more rounds: a container that could not reuse its state would log in again, as a second node.
     for (let i = 0; i < 4; i++) await step();
     pods.check();
     assert.equal(ts.restartCount, restarts + 1, `one restart, no crash loop\n${ts.logs()}`);
     assert.equal(gatewayPods().length, 1);
-    assert.equal(pods.podsOf(NS, DEPLOYMENT)[0], pod, "the same pod: only the container restarted");
+    assert.equal(pods.podsOf(NS, STS, "StatefulSet")[0], pod, "the same pod: only the container restarted");
     const after = await gatewayNodes();
     assert.deepEqual(
       after.map((n) => String(n.id)),
@@ -333,6 +349,7 @@ describe("TailnetGateway on the real tailnet", { timeout: 900_000, concurrency: 
       `the same node, no second one: ${JSON.stringify(after)}`,
     );
     assert.deepEqual(after[0].ip_addresses, before[0].ip_addresses, "the same tailnet addresses");
+    assert.equal(stateDeviceId(), String(before[0].id), "the state Secret still names the node");
     assert.equal(reasons().Registered, "FreshRuntimeReady");
     assert.equal(reasons().StaleNodes, "None");
     const vip = dnsServiceIp() ?? "";
@@ -345,5 +362,5 @@ describe("TailnetGateway on the real tailnet", { timeout: 900_000, concurrency: 
     assert.deepEqual(again.a, [DB_SERVICE_IP]);
   });
 
-  const gatewayPods = () => pods.podsOf(NS, DEPLOYMENT);
+  const gatewayPods = () => pods.podsOf(NS, STS, "StatefulSet");
 });
