@@ -236,7 +236,7 @@ describe("TailnetGateway end to end: Headscale faults", () => {
 describe("TailnetGateway end to end: workload and Service", () => {
   it("rollout pending and CoreDNS not serving while the StatefulSet's pod is not ready", async (t) => {
     const w = await world(t);
-    w.mc.statefulSetsReady = false;
+    w.mc.deploymentsAvailable = false;
     applyGateway(w.mc);
     await w.mc.settle();
     assert.equal(cond(w.mc, "WorkloadCurrent")?.reason, "PodTemplateStale");
@@ -255,14 +255,14 @@ describe("TailnetGateway end to end: workload and Service", () => {
         (child(w.mc, "StatefulSet", `gw-gateway-${i}`)?.spec as { template?: unknown } | undefined)?.template,
       );
     const before = [template(0), template(1)];
-    w.mc.statefulSetsReady = false;
+    w.mc.deploymentsAvailable = false;
     applyGateway(w.mc, { replicas: 2, routes: [ROUTE, "10.244.0.0/16"] });
     await w.mc.settle();
     assert.notEqual(template(0), before[0], "replica 0 rolls first");
     assert.equal(template(1), before[1], "replica 1 waits while replica 0 is not settled");
     assert.match(cond(w.mc, "WorkloadCurrent")?.message ?? "", /^rolling 0 of 2 current: /);
     // replica 0's pod comes up at the new revision
-    w.mc.statefulSetsReady = true;
+    w.mc.deploymentsAvailable = true;
     const sts0 = structuredClone(child(w.mc, "StatefulSet", "gw-gateway-0"));
     if (!sts0) throw new Error("no StatefulSet");
     const generation = sts0.metadata.generation;
