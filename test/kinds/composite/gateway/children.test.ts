@@ -184,7 +184,8 @@ describe("gateway children", () => {
     });
     assert.deepEqual(without, {
       ok: false,
-      error: "tailscale up: fetch control key: tls: failed to verify certificate: x509: certificate signed by unknown authority",
+      error:
+        "tailscale up: fetch control key: tls: failed to verify certificate: x509: certificate signed by unknown authority",
     });
   });
 

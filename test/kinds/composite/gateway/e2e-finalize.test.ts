@@ -39,7 +39,6 @@ describe("TailnetGateway finalize", () => {
     wipeState(w, 1);
     const before = [...w.fake.state.nodes.values()].find((n) => n.givenName === "cluster-gw-r1");
     if (!before) throw new Error("no replica 1 node");
-    before.online = false;
     const fresh = registerReplica(w, 1);
     await w.mc.settle();
     await w.fake.fault({ kind: "status", status: 500, method: "DELETE", path: /^\/api\/v1\/node\// });

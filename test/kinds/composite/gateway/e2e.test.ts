@@ -36,8 +36,8 @@ import {
   syncAgain,
   T0,
   TAG,
-  world,
   wipeState,
+  world,
   writesTo,
   ZONE,
   zoneText,
@@ -236,7 +236,6 @@ describe("TailnetGateway end to end", () => {
     const foreign = w.fake.addNode({ name: "laptop", tags: ["tag:other"] });
     foreign.online = false;
     wipeState(w, 0);
-    w.node.online = false;
     const fresh = registerReplica(w, 0);
     await syncAgain(w.mc);
     assert.equal(cond(w.mc, "NodeIdentity")?.reason, "Reregistered");
@@ -308,7 +307,6 @@ describe("TailnetGateway end to end", () => {
   it("staleNodes Keep: a re-registered replica's predecessor is reported, never deleted", async (t) => {
     const w = await readyGateway(t, { staleNodes: "Keep" });
     wipeState(w, 0);
-    w.node.online = false;
     registerReplica(w, 0);
     w.clock.now = minutes(2);
     await w.mc.settle();
@@ -341,7 +339,6 @@ describe("TailnetGateway end to end", () => {
     assert.equal(statusJson(w.mc), again);
     // the administrator deletes the replica's state: it logs in again with the reusable key
     wipeState(w, 0);
-    node.online = false;
     const fresh = registerReplica(w, 0);
     w.clock.now = minutes(2);
     await w.mc.settle();

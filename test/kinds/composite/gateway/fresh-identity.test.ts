@@ -12,6 +12,7 @@ import {
   applyGateway,
   child,
   cond,
+  editState,
   gw,
   KEY_SECRET,
   keySecrets,
@@ -25,7 +26,6 @@ import {
   T0,
   TAG,
   wipeState,
-  editState,
   writesTo,
   zoneText,
 } from "./world.js";
@@ -237,8 +237,8 @@ describe("TailnetGateway: node identity continuity (the fresh writer's second ch
       );
       ids.push(secrets[0].metadata.annotations?.["tailnet.internal/key-id"] ?? "");
       // a container restart with state: the same node reconnects, no key is used
-      w.node.online = false;
-      w.node.online = true;
+      const back = registerReplica(w, 0);
+      assert.deepEqual([back.id, w.pods.get(0)?.usedAuthKey], [w.node.id, false]);
     }
     assert.equal(new Set(ids).size, 4, `four keys: ${ids}`);
     assert.equal(

@@ -156,7 +156,9 @@ export function registerReplica(w: World, i = 0, opts: { deviceId?: boolean } = 
   if (!sts) throw new Error(`no StatefulSet for replica ${i} yet`);
   const store = loopStore(w.mc);
   const before = w.pods.get(i);
-  const pod = before ? replacePod(w.fake, store, before, sts, { baseDomain: ZONE }) : startPod(w.fake, store, sts, { baseDomain: ZONE });
+  const pod = before
+    ? replacePod(w.fake, store, before, sts, { baseDomain: ZONE })
+    : startPod(w.fake, store, sts, { baseDomain: ZONE });
   w.pods.set(i, pod);
   if (opts.deviceId === false) {
     const secret = structuredClone(child(w.mc, "Secret", stateName(i)) as K8sObject);
