@@ -26,6 +26,7 @@ import { startSocks5Server } from "../fakes/agent/socks5.js";
 import { registerPod } from "../fakes/containerboot.js";
 import { type FakeNode, type PolicyMode, useFakeHeadscale } from "../fakes/headscale/index.js";
 import { FakeMetacontroller, type HookCall } from "../fakes/metacontroller.js";
+import { loopStore, startPod } from "../fakes/pod-lifecycle.js";
 import { parentObject } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";
 import { loopbackEgressAgent } from "../kinds/composite/egress/world.js";
@@ -105,6 +106,7 @@ export const READY: Reasons = {
     ClusterDNSForward: "Configured",
     WorkloadCurrent: "PodCurrent",
     ServiceReady: "ClusterIPAssigned",
+    NodeIdentity: "Stable",
     Ready: "FreshRuntimeReady",
   },
 };
@@ -338,7 +340,7 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
      * agent's netmap then shows its target.
      */
     register(): { egress: FakeNode; ingress: FakeNode; gateway: FakeNode } {
-      // each pod boots from the Deployment the operator returned (fake containerboot)
+      // each agent pod boots from the Deployment the operator returned (fake containerboot)
       const boot = (name: string, namespace: string) => {
         const deployment = mc.get("apps/v1", "Deployment", name, namespace);
         if (!deployment) throw new Error(`no Deployment ${namespace}/${name} yet`);
@@ -348,7 +350,11 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
       const egress = egressPod.node;
       localApi.setPrefs({ RouteAll: egressPod.boot.acceptRoutes });
       const ingress = boot("grafana-agent", "monitoring").node;
-      const gateway = boot("gw-gateway", "infra").node;
+      // the gateway's replica 0 boots from its StatefulSet with the state Secret its Role lets it write
+      // (the shared fake containerboot's kube store and pod lifecycle, test/fakes/pod-lifecycle.ts)
+      const sts = mc.get("apps/v1", "StatefulSet", "gw-gateway-0", "infra");
+      if (!sts) throw new Error("no StatefulSet infra/gw-gateway-0 yet");
+      const gateway = startPod(fake, loopStore(mc), sts, { baseDomain: ZONE }).node;
       localApi.setStatus(
         fakeStatus({ HostName: "shop-db", TailscaleIPs: [egress.ipv4], Online: true }, [
           { HostName: "db-1", DNSName: "db-1.ts.example.com.", TailscaleIPs: [db1.ipv4], Online: true },
