@@ -70,11 +70,13 @@ describe("install manifests", () => {
         assert.match(h.webhook.timeout, /^\d+s$/);
       }
       for (const c of cc.spec.childResources) {
-        // OnDelete: bootstrap-key Secrets, and the gateway's DNS Service (53/UDP + 53/TCP cannot
+        // OnDelete: the agents' bootstrap-key Secrets, and the gateway's DNS Service (53/UDP + 53/TCP cannot
         // go through Metacontroller's merge; the hook replaces it). A TailnetAuthKey's Secret is named by
-        // its user, so a renewal rewrites it in place.
+        // its user, and the gateway's stable key Secret is rotated in place (issue 32), so both are InPlace;
+        // the gateway's state Secrets never carry data in the answer, so an InPlace apply keeps containerboot's.
+        const inPlaceSecrets = new Set(["tailnet", "authkey", "gateway"]);
         const onDelete =
-          (c.resource === "secrets" && k.hookKind !== "tailnet" && k.hookKind !== "authkey") ||
+          (c.resource === "secrets" && !inPlaceSecrets.has(k.hookKind)) ||
           (c.resource === "services" && k.hookKind === "gateway");
         const want = onDelete ? "OnDelete" : "InPlace";
         assert.equal(c.updateStrategy.method, want, `${k.hookKind} ${c.resource}`);
