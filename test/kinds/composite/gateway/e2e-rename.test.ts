@@ -107,6 +107,29 @@ describe("TailnetGateway end to end: the replica's name after a re-registration"
     assert.ok(w.fake.state.nodes.has(squatter.id));
   });
 
+  it("two replicas: replica 1 re-registers and gets cluster-gw-r1 back; replica 0 is not touched", async (t) => {
+    const w = await readyGateway(t, { replicas: 2 });
+    const old = [...w.fake.state.nodes.values()].find((n) => n.givenName === "cluster-gw-r1");
+    assert.ok(old);
+    wipeState(w, 1);
+    const fresh = registerReplica(w, 1);
+    assert.equal(fresh.givenName, "cluster-gw-r1-1");
+    await syncAgain(w.mc);
+    await w.mc.settle();
+    w.clock.now = minutes(2);
+    await syncAgain(w.mc);
+    await w.mc.settle();
+    assert.ok(!w.fake.state.nodes.has(old.id));
+    assert.deepEqual(renames(w), [`/api/v1/node/${fresh.id}/rename/cluster-gw-r1`]);
+    assert.deepEqual(
+      statusOf(w.mc).nodes?.map((n) => [n.replica, n.id, n.name]),
+      [
+        [0, w.node.id, "cluster-gw"],
+        [1, fresh.id, "cluster-gw-r1"],
+      ],
+    );
+  });
+
   it("staleNodes Keep: the kept predecessor holds the name, so nothing is renamed", async (t) => {
     const w = await readyGateway(t, { staleNodes: "Keep" });
     await reregistered(w);
