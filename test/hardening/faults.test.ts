@@ -67,6 +67,7 @@ const NOT_OBSERVED: Reasons = {
     Registered: "NotObserved",
     RoutesInSync: "NotObserved",
     StaleNodes: "NotObserved",
+    NodeIdentity: "NotObserved",
     Ready: "NotObserved",
   },
 };

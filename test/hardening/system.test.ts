@@ -29,10 +29,12 @@ describe("every kind together", () => {
   it("settles to all Ready with one policy write, and a second settle changes nothing", async (t) => {
     const w = await world(t, { cert });
 
-    // Round one: the Tailnet writes the policy, the workload kinds mint their keys.
+    // Round one: the Tailnet writes the policy, the workload kinds mint their keys, the gateway answers each
+    // replica's ServiceAccount, Role, RoleBinding and state Secret; round two its StatefulSet, once those are
+    // observed (src/kinds/composite/gateway/replicas.ts: containerboot exits on a failed RBAC check at boot).
     const first = await w.settle();
-    // issue 32 adds two: an agent's StatefulSet comes once its RBAC and state Secret are observed (creation
-    // order), and the StatefulSet pods' stand-in (statefulset-pods.ts) settles once more after them
+    // issue 32: an agent's and a gateway's StatefulSet come once its RBAC and state Secret are observed
+    // (creation order), and the agents' StatefulSet pods settle once more after them
     assert.ok(first <= 5, `first settle took ${first} rounds`);
     assert.deepEqual(w.mc.errors, []);
     // The nodes register with those keys, the cluster DNS learns the gateway's Service.

@@ -27,6 +27,7 @@ import { startSocks5Server } from "../fakes/agent/socks5.js";
 import { registerPod } from "../fakes/containerboot.js";
 import { type FakeNode, type PolicyMode, useFakeHeadscale } from "../fakes/headscale/index.js";
 import { FakeMetacontroller, type HookCall } from "../fakes/metacontroller.js";
+import { loopStore, startPod } from "../fakes/pod-lifecycle.js";
 import { parentObject } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";
 import { loopbackEgressAgent } from "../kinds/composite/egress/world.js";
@@ -109,6 +110,7 @@ export const READY: Reasons = {
     ClusterDNSForward: "Configured",
     WorkloadCurrent: "PodCurrent",
     ServiceReady: "ClusterIPAssigned",
+    NodeIdentity: "Stable",
     Ready: "FreshRuntimeReady",
   },
 };
@@ -360,7 +362,11 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
       const egress = egressPod.node;
       localApi.setPrefs({ RouteAll: egressPod.boot.acceptRoutes });
       const ingress = boot("StatefulSet", "grafana-agent-0", "monitoring").node;
-      const gateway = boot("Deployment", "gw-gateway", "infra").node;
+      // the gateway's replica 0 boots from its StatefulSet with the state Secret its Role lets it write
+      // (the shared fake containerboot's kube store and pod lifecycle, test/fakes/pod-lifecycle.ts)
+      const sts = mc.get("apps/v1", "StatefulSet", "gw-gateway-0", "infra");
+      if (!sts) throw new Error("no StatefulSet infra/gw-gateway-0 yet");
+      const gateway = startPod(fake, loopStore(mc), sts, { baseDomain: ZONE }).node;
       localApi.setStatus(
         fakeStatus({ HostName: "shop-db", TailscaleIPs: [egress.ipv4], Online: true }, [
           { HostName: "db-1", DNSName: "db-1.ts.example.com.", TailscaleIPs: [db1.ipv4], Online: true },

@@ -70,13 +70,11 @@ describe("install manifests", () => {
         assert.match(h.webhook.timeout, /^\d+s$/);
       }
       for (const c of cc.spec.childResources) {
-        // OnDelete: the gateway's bootstrap-key Secrets, and its DNS Service (53/UDP + 53/TCP cannot
-        // go through Metacontroller's merge; the hook replaces it). A TailnetAuthKey's Secret is named by
-        // its user, so a renewal rewrites it in place; egress and ingress rotate `<name>-authkey` in place
-        // and answer state Secrets without data (issue 32).
-        const onDelete =
-          (c.resource === "secrets" && k.hookKind === "gateway") ||
-          (c.resource === "services" && k.hookKind === "gateway");
+        // OnDelete: only the gateway's DNS Service (53/UDP + 53/TCP cannot go through Metacontroller's merge;
+        // the hook replaces it). Every Secret is InPlace: a TailnetAuthKey's Secret is named by its user, the
+        // agents' `<name>-authkey` and the gateway's `<name>-gateway-authkey` are rotated in place, and state
+        // Secrets are answered without data, so an InPlace apply keeps what containerboot wrote (issue 32).
+        const onDelete = c.resource === "services" && k.hookKind === "gateway";
         const want = onDelete ? "OnDelete" : "InPlace";
         assert.equal(c.updateStrategy.method, want, `${k.hookKind} ${c.resource}`);
       }

@@ -2,7 +2,7 @@
  * The gateway's Headscale writes, each one the plan's and each through the view's write methods (which settle
  * into an Outcome and drop the cached part they changed): the bootstrap key (ensureAuthKey), the approval of
  * the gateway's own routes (read-modify-write: approve_routes replaces the whole approved set) and the deletion
- * of its stale nodes; a refused gateway (a withdrawn grant) has the keys it minted expired instead. Outcomes are
+ * of its stale nodes, then the renames back to each replica's name; a refused gateway (a withdrawn grant) has the keys it minted expired instead. Outcomes are
  * returned, never thrown, and decide folds them into status. Finalize's writes are in finalize.ts.
  */
 import type { FastifyBaseLogger } from "fastify";
@@ -13,6 +13,7 @@ import type { K8sObject } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { ensureAuthKey, observedKeys } from "../../shared/authkey.js";
 import { withdrawRefusedKeys } from "../../shared/withdraw.js";
+import type { GatewayRenamed } from "./identity.js";
 import { type GatewayObservation, type Seen, seen } from "./observe.js";
 import type { BootstrapKey, GatewayApproval, GatewayCleanupPlan, GatewayPlan } from "./plan.js";
 import type { GatewaySpec } from "./spec.js";
@@ -28,6 +29,8 @@ export interface GatewayOutcome {
   /** The exit pair's approvals (plan.writes.approveExit); failures named per node. */
   approveExit?: { ok: true } | { ok: false; error: string };
   deleted: { id: string; node: string; error?: string }[];
+  /** The renames of plan.writes.renameNodes, each with Headscale's error when it refused. */
+  renamed?: GatewayRenamed[];
   /** Older keys expired after the stable Secret proved it holds the new one; failures are retried next sync. */
   expired?: { id: string; error?: string }[];
 }
@@ -119,6 +122,14 @@ async function actServed(
     outcome.deleted.push(d);
     log.info({ gateway: who, node: d.node }, "deleted stale gateway node");
   }
+  // after the deletions: the plan renames only a node whose predecessor was already gone when it was read
+  const renamed: GatewayRenamed[] = [];
+  for (const r of plan.writes.renameNodes ?? []) {
+    const done = await view.renameNode(r.id, r.name);
+    renamed.push(done.ok ? r : { ...r, error: done.error.message });
+    if (done.ok) log.info({ gateway: who, node: r.id, from: r.from, name: r.name }, "renamed gateway node");
+  }
+  if (renamed.length) outcome.renamed = renamed;
   return outcome;
 }
 

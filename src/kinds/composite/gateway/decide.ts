@@ -12,7 +12,7 @@ import { type K8sObject, LAST_APPLIED, reuseObserved } from "../../../k8s/object
 import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import { invalidSpecConditions, previousStatus } from "../../../pipeline/status.js";
 import { withoutStateData } from "../../shared/replica.js";
-import { type NodeStatusItem, nodeIdentityVerdict, statusNodes } from "../../shared/replica-nodes.js";
+import { type NodeStatusItem, statusNodes } from "../../shared/replica-nodes.js";
 import { recordedKeyIds } from "../../shared/tenancy.js";
 import type { GatewayOutcome } from "./act.js";
 import {
@@ -26,6 +26,7 @@ import {
 import { clusterDNSForward, dnsReady, serviceIP, serviceReady, workloadCurrent } from "./conditions.js";
 import { exitWork } from "./exit.js";
 import { freshBlockedMessage } from "./fresh.js";
+import { nodeIdentity, withRenames } from "./identity.js";
 import { describeNode, type StatusNode, statusNodeOf } from "./nodes.js";
 import type { GatewayObservation, GatewayUnserved } from "./observe.js";
 import {
@@ -73,7 +74,10 @@ export interface GatewayDecision extends Decision {
 }
 
 /** What the plan's writes did, as decide folds them (act's GatewayOutcome; no writes: `{ deleted: [] }`). */
-export type GatewayWriteOutcome = Pick<GatewayOutcome, "minted" | "approve" | "approveExit" | "deleted" | "expired">;
+export type GatewayWriteOutcome = Pick<
+  GatewayOutcome,
+  "minted" | "approve" | "approveExit" | "deleted" | "expired" | "renamed"
+>;
 
 /** The decide stage (src/pipeline/run.ts DecideInput): the observation as act left it, the plan, the outcomes. */
 export function decideGatewaySync({
@@ -208,20 +212,6 @@ function exitNode(input: GatewayInputs, v: FreshVerdict, out: GatewayWriteOutcom
   return work.condition;
 }
 
-/** NodeIdentity: which node each replica is (the shared verdict); Migrating while the legacy Deployment runs. */
-function nodeIdentity(input: GatewayInputs, v: FreshVerdict): GatewayConditionOf<"NodeIdentity"> {
-  if (!v.facts) {
-    const error = input.headscale.nodes.ok ? "" : input.headscale.nodes.error;
-    return cond(C.NodeIdentity, "Unknown", R.NotObserved, `cannot list Headscale's nodes: ${error}`);
-  }
-  const verdict = nodeIdentityVerdict(v.facts.plan, input.spec.replicas, !!input.observed.deployment);
-  const message =
-    verdict.reason === "Migrating"
-      ? `the gateway Deployment from before per-replica identity still runs; it goes once every replica is bound, online and has its routes approved`
-      : verdict.message;
-  return cond(C.NodeIdentity, verdict.status, R[verdict.reason], message);
-}
-
 /** StaleNodes after act: held while a key was minted, failed deletions named, else what the rules say. */
 function staleNodes(input: GatewayInputs, v: FreshVerdict, out: GatewayWriteOutcome): GatewayConditionOf<"StaleNodes"> {
   const work = staleWork(input, v);
@@ -317,7 +307,7 @@ function gatewayChildren(
  */
 function nodeFields(input: GatewayInputs, v: FreshVerdict, outcome: GatewayWriteOutcome): GatewayFields {
   const deleted = new Set(outcome.deleted.filter((d) => !d.error).map((d) => d.id));
-  const nodes = v.facts && v.freshOk ? statusNodes(v.facts.plan, deleted) : input.record;
+  const nodes = v.facts && v.freshOk ? withRenames(statusNodes(v.facts.plan, deleted), outcome.renamed) : input.record;
   const first = nodes.find((n) => n.replica === 0);
   const node = first ? statusNodeOf(first) : input.previousNode;
   const hs = input.headscale;
@@ -356,7 +346,7 @@ export function decideGateway(
     }),
     workloadCurrent({ observed: input.observed.statefulSets, rendered }),
     serviceReady({ type: spec.serviceType, service: input.observed.service }),
-    nodeIdentity(input, v),
+    nodeIdentity(input, v, outcome),
   ];
   const byType = new Map(conditions.map((c) => [c.type, c]));
   const blocker = (t: string) => blockerFrom(byType.get(t) as ConditionInput);

@@ -20,6 +20,7 @@ import { planBootstrapKey } from "./bootstrap.js";
 import { gatewayKeySecretName, gatewayLabels } from "./children.js";
 import { exitWork } from "./exit.js";
 import { checkBootstrapKey, checkIdentity, checkPodTemplate, type FreshProblem } from "./fresh.js";
+import { type GatewayRename, renameWork } from "./identity.js";
 import { analyzeNodes, describeNode, type NodeAnalysis } from "./nodes.js";
 import type { GatewayFacts, GatewayObservation } from "./observe.js";
 
@@ -56,6 +57,8 @@ export interface GatewayWrites {
   /** spec.exitNode: the exit pair on each current node that advertises it unapproved (exit.ts). */
   approveExit?: GatewayApproval[];
   deleteNodes: { id: string; node: string }[];
+  /** Bound nodes renamed back to their replica's wanted name (identity.ts), after the deletions. */
+  renameNodes?: GatewayRename[];
 }
 
 export interface GatewayKeyWork {
@@ -328,11 +331,13 @@ export function staleWork(
 export function gatewayWrites(input: GatewayInputs, v: FreshVerdict = freshVerdict(input)): GatewayWrites {
   const { approve, moreApprovals } = routeWork(input, v);
   const { approvals: approveExit } = exitWork(input, v);
+  const renameNodes = renameWork(v);
   return {
     ...(approve ? { approve } : {}),
     ...(moreApprovals ? { moreApprovals } : {}),
     ...(approveExit.length ? { approveExit } : {}),
     deleteNodes: staleWork(input, v).deleteNodes,
+    ...(renameNodes.length ? { renameNodes } : {}),
   };
 }
 

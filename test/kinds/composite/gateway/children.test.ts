@@ -175,13 +175,18 @@ describe("gateway children", () => {
       data: { "ca.crt": ca },
     });
     validateChildren(children);
-    const key = children.find((c) => c.metadata.name === "gw-gateway-authkey") as K8sObject;
-    const boot = bootTailscale(got, [key, cm as K8sObject], { serverCa: ca });
+    // the cluster holds every child (the replica's Role and RoleBinding too: containerboot checks its RBAC first)
+    const boot = bootTailscale(got, children, { serverCa: ca });
     assert.ok(boot.ok, boot.ok ? "" : boot.error);
-    const without = bootTailscale(renderStatefulSet(renderInput(gateway()), 0, "gw-gateway-authkey"), [key], {
+    const others = children.filter((c) => c !== cm);
+    const without = bootTailscale(renderStatefulSet(renderInput(gateway()), 0, "gw-gateway-authkey"), others, {
       serverCa: ca,
     });
-    assert.equal(without.ok, false);
+    assert.deepEqual(without, {
+      ok: false,
+      error:
+        "tailscale up: fetch control key: tls: failed to verify certificate: x509: certificate signed by unknown authority",
+    });
   });
 
   it("noLogsNoSupport switched off: no TS_NO_LOGS_NO_SUPPORT", () => {

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { revisionOf } from "../../../../src/emulator/metacontroller/workloads.js";
 import type { FaultSpec } from "../../../fakes/headscale/index.js";
 import {
   API,
@@ -236,13 +237,17 @@ describe("TailnetGateway end to end: Headscale faults", () => {
 describe("TailnetGateway end to end: workload and Service", () => {
   it("rollout pending and CoreDNS not serving while the StatefulSet's pod is not ready", async (t) => {
     const w = await world(t);
-    w.mc.statefulSetsReady = false;
+    w.mc.deploymentsAvailable = false;
     applyGateway(w.mc);
     await w.mc.settle();
     assert.equal(cond(w.mc, "WorkloadCurrent")?.reason, "PodTemplateStale");
+    const sts = child(w.mc, "StatefulSet", "gw-gateway-0");
+    assert.ok(sts);
+    // the emulator's StatefulSet controller runs no pod while workloads are unavailable
+    assert.deepEqual(w.mc.list("Pod"), []);
     assert.equal(
       cond(w.mc, "WorkloadCurrent")?.message,
-      "rolling 0 of 1 current: StatefulSet infra/gw-gateway-0 rollout in progress: 0 of 1 pod ready at revision old",
+      `rolling 0 of 1 current: StatefulSet infra/gw-gateway-0 rollout in progress: 0 of 1 pod ready at revision ${revisionOf(sts)}`,
     );
     assert.equal(cond(w.mc, "DNSReady")?.reason, "NotServing");
     assert.equal(cond(w.mc, "DNSReady")?.message, "no ready gateway pod: 1 StatefulSet(s), none with a ready pod");
@@ -255,14 +260,14 @@ describe("TailnetGateway end to end: workload and Service", () => {
         (child(w.mc, "StatefulSet", `gw-gateway-${i}`)?.spec as { template?: unknown } | undefined)?.template,
       );
     const before = [template(0), template(1)];
-    w.mc.statefulSetsReady = false;
+    w.mc.deploymentsAvailable = false;
     applyGateway(w.mc, { replicas: 2, routes: [ROUTE, "10.244.0.0/16"] });
     await w.mc.settle();
     assert.notEqual(template(0), before[0], "replica 0 rolls first");
     assert.equal(template(1), before[1], "replica 1 waits while replica 0 is not settled");
     assert.match(cond(w.mc, "WorkloadCurrent")?.message ?? "", /^rolling 0 of 2 current: /);
     // replica 0's pod comes up at the new revision
-    w.mc.statefulSetsReady = true;
+    w.mc.deploymentsAvailable = true;
     const sts0 = structuredClone(child(w.mc, "StatefulSet", "gw-gateway-0"));
     if (!sts0) throw new Error("no StatefulSet");
     const generation = sts0.metadata.generation;
@@ -283,22 +288,18 @@ describe("TailnetGateway end to end: workload and Service", () => {
 
   it("CoreDNS container not ready in the observed pod", async (t) => {
     const w = await readyGateway(t);
-    const d = child(w.mc, "StatefulSet", "gw-gateway-0") as unknown as {
-      spec: { template: { metadata: { labels: Record<string, string> } } };
+    // the emulator's pod of replica 0, as the kubelet reports it once CoreDNS fails its readiness probe
+    const pod = structuredClone(child(w.mc, "Pod", "gw-gateway-0-0"));
+    assert.ok(pod);
+    pod.status = {
+      ...(pod.status as Record<string, unknown>),
+      startTime: "2026-11-29T09:59:00Z",
+      containerStatuses: [
+        { name: "tailscale", ready: true },
+        { name: "coredns", ready: false },
+      ],
     };
-    w.mc.apply({
-      apiVersion: "v1",
-      kind: "Pod",
-      metadata: { name: "gw-gateway-0-0", namespace: "infra", labels: d.spec.template.metadata.labels },
-      spec: { containers: [] },
-      status: {
-        startTime: "2026-11-29T09:59:00Z",
-        containerStatuses: [
-          { name: "tailscale", ready: true },
-          { name: "coredns", ready: false },
-        ],
-      },
-    } as never);
+    w.mc.apply(pod);
     await w.mc.settle();
     assert.deepEqual(
       [cond(w.mc, "DNSReady")?.reason, cond(w.mc, "DNSReady")?.message, cond(w.mc, "Ready")?.reason],

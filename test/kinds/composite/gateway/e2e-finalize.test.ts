@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { API, child, gw, readyGateway, registerReplica, stateName, T0, TAG, writeState, writesTo } from "./world.js";
+import { API, child, gw, readyGateway, registerReplica, stateName, T0, TAG, wipeState, writesTo } from "./world.js";
 
 describe("TailnetGateway finalize", () => {
   it("finalize: deletes our nodes and expires the bootstrap key, never touches a node that is not ours", async (t) => {
@@ -36,10 +36,9 @@ describe("TailnetGateway finalize", () => {
   it("a failed cleanup keeps the state Secrets without data, leaves out the StatefulSets, and retries; then every node goes", async (t) => {
     const w = await readyGateway(t, { replicas: 2 });
     // replica 1 re-registered earlier: its predecessor is still listed
-    writeState(w.mc, 1, undefined);
+    wipeState(w, 1);
     const before = [...w.fake.state.nodes.values()].find((n) => n.givenName === "cluster-gw-r1");
     if (!before) throw new Error("no replica 1 node");
-    before.online = false;
     const fresh = registerReplica(w, 1);
     await w.mc.settle();
     await w.fake.fault({ kind: "status", status: 500, method: "DELETE", path: /^\/api\/v1\/node\// });

@@ -77,7 +77,7 @@ describe("TailnetGateway with spec.replicas 2, end to end", () => {
     assert.match(cond(w.mc, "Ready")?.message ?? "", /^2 of 2 replicas bound to their nodes \(2 online: /);
 
     // replica 0's pod is gone for a while: Ready stays True (Headscale fails over to replica 1's node)
-    a.online = false;
+    w.fake.disconnect(a.id);
     w.clock.now = later(300);
     await syncAgain(w.mc);
     await w.mc.settle();
@@ -85,7 +85,9 @@ describe("TailnetGateway with spec.replicas 2, end to end", () => {
     assert.match(cond(w.mc, "Ready")?.message ?? "", /^2 of 2 replicas bound to their nodes \(1 online: /);
     assert.equal(cond(w.mc, "StaleNodes")?.reason, "None", "a replica's own node is never stale");
     // its new pod finds the state: the same node comes back, nothing is deleted or approved again
-    a.online = true;
+    assert.ok(w.mc.deletePod("gw-gateway-0-0", "infra"));
+    assert.equal(registerReplica(w, 0).id, a.id);
+    assert.equal(w.pods.get(0)?.usedAuthKey, false);
     await syncAgain(w.mc);
     await w.mc.settle();
     assert.deepEqual(writesTo(w.fake, "DELETE", /^\/api\/v1\/node\//), []);
@@ -124,7 +126,9 @@ describe("TailnetGateway scaled from 1 to 2 replicas and back, end to end", () =
     await w.mc.settle();
     assert.equal(child(w.mc, "StatefulSet", replicaName(1)), undefined);
     assert.ok(child(w.mc, "Secret", stateName(1)), "kept until its node is deleted");
-    b.online = false;
+    // its pod went with the StatefulSet (the emulator's garbage collection): the node is offline
+    assert.equal(child(w.mc, "Pod", "gw-gateway-1-0"), undefined);
+    w.fake.disconnect(b.id);
     w.clock.now = later(120);
     await syncAgain(w.mc);
     await w.mc.settle();

@@ -140,6 +140,13 @@ describe("TailnetGateway upgrade to per-replica identity", () => {
       [`/api/v1/node/${w.legacy.id}`],
     );
     assert.deepEqual([...w.fake.state.nodes.keys()], [fresh.id], "nodes == replicas");
+    // the legacy node held <host>: once it is gone the new node gets the name back (no -1 left)
+    assert.equal(fresh.givenName, "cluster-gw");
+    assert.deepEqual(
+      writesTo(w.fake, "POST", /\/rename\//).map((r) => r.path),
+      [`/api/v1/node/${fresh.id}/rename/cluster-gw`],
+    );
+    assert.equal(statusOf(w.mc).node?.name, "cluster-gw");
     assert.equal(cond(w.mc, "NodeIdentity")?.reason, "Stable");
     assert.equal(cond(w.mc, "Registered")?.reason, "FreshRuntimeReady", cond(w.mc, "Registered")?.message);
     assert.deepEqual(w.mc.errors, []);

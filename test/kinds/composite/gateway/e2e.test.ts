@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { secretValue } from "../../../../src/kinds/shared/secrets.js";
-import { bootTailscale, restartTailscale } from "../../../fakes/containerboot.js";
+import { bootTailscale } from "../../../fakes/containerboot.js";
+import { loopStore, restartContainer } from "../../../fakes/pod-lifecycle.js";
 import { execTool } from "../../../helpers/tools.js";
 import {
   API,
@@ -35,8 +36,8 @@ import {
   syncAgain,
   T0,
   TAG,
+  wipeState,
   world,
-  writeState,
   writesTo,
   ZONE,
   zoneText,
@@ -234,8 +235,7 @@ describe("TailnetGateway end to end", () => {
     const w = await readyGateway(t);
     const foreign = w.fake.addNode({ name: "laptop", tags: ["tag:other"] });
     foreign.online = false;
-    writeState(w.mc, 0, undefined);
-    w.node.online = false;
+    wipeState(w, 0);
     const fresh = registerReplica(w, 0);
     await syncAgain(w.mc);
     assert.equal(cond(w.mc, "NodeIdentity")?.reason, "Reregistered");
@@ -264,16 +264,19 @@ describe("TailnetGateway end to end", () => {
 
   it("a restart of the tailscale container or a new pod with the replica's state re-joins as the same node, no key used", async (t) => {
     const w = await readyGateway(t);
-    const objects = () => [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
-    const booted = bootTailscale(child(w.mc, "StatefulSet", replicaName(0)) as never, objects());
-    assert.ok(booted.ok, booted.ok ? "" : booted.error);
-    assert.equal(booted.boot.persistentState, true);
     const before = statusJson(w.mc);
     const keysBefore = keySecrets(w.mc).map((s) => s.metadata.annotations?.["tailnet.internal/key-id"]);
-    // a crash, an OOM kill, a rescheduled pod: containerboot finds tailscaled's state in the kube store
-    const restarted = restartTailscale(w.fake, booted.boot, w.node);
-    assert.equal(restarted.sameNode, true);
-    assert.equal(restarted.node.id, w.node.id);
+    const keyUses = () => [...w.fake.state.preAuthKeys.values()].map((k) => k.used);
+    const usedBefore = keyUses();
+    // a crash, an OOM kill (same pod), then a rescheduled pod: containerboot finds tailscaled's state in the kube store
+    const pod = w.pods.get(0);
+    assert.ok(pod);
+    const restarted = restartContainer(w.fake, loopStore(w.mc), pod);
+    assert.deepEqual([restarted.node.id, restarted.usedAuthKey], [w.node.id, false]);
+    assert.ok(w.mc.deletePod("gw-gateway-0-0", "infra"));
+    const again = registerReplica(w, 0);
+    assert.deepEqual([again.id, w.pods.get(0)?.usedAuthKey], [w.node.id, false]);
+    assert.deepEqual(keyUses(), usedBefore);
     await w.mc.settle();
     assert.equal(cond(w.mc, "Ready")?.reason, "FreshRuntimeReady");
     assert.equal(statusJson(w.mc), before, "same node, same status");
@@ -292,8 +295,7 @@ describe("TailnetGateway end to end", () => {
     await w.mc.settle();
     assert.deepEqual(child(w.mc, "ConfigMap", "gw-gateway-ca")?.data, { "ca.crt": ca });
     const sts = child(w.mc, "StatefulSet", replicaName(0)) as never;
-    const objects = [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
-    const booted = bootTailscale(sts, objects, { serverCa: ca });
+    const booted = bootTailscale(sts, loopStore(w.mc).objects(), { serverCa: ca });
     assert.ok(booted.ok, booted.ok ? "" : booted.error);
     assert.match(booted.boot.caPem, /HEADSCALE PRIVATE CA/);
     registerGateway(w);
@@ -304,8 +306,7 @@ describe("TailnetGateway end to end", () => {
 
   it("staleNodes Keep: a re-registered replica's predecessor is reported, never deleted", async (t) => {
     const w = await readyGateway(t, { staleNodes: "Keep" });
-    writeState(w.mc, 0, undefined);
-    w.node.online = false;
+    wipeState(w, 0);
     registerReplica(w, 0);
     w.clock.now = minutes(2);
     await w.mc.settle();
@@ -337,8 +338,7 @@ describe("TailnetGateway end to end", () => {
     await syncAgain(w.mc);
     assert.equal(statusJson(w.mc), again);
     // the administrator deletes the replica's state: it logs in again with the reusable key
-    writeState(w.mc, 0, undefined);
-    node.online = false;
+    wipeState(w, 0);
     const fresh = registerReplica(w, 0);
     w.clock.now = minutes(2);
     await w.mc.settle();

@@ -4,6 +4,8 @@
  */
 
 import { DEFAULT_CONFIG } from "../../../../src/config.js";
+import type { Obj } from "../../../../src/emulator/metacontroller/types.js";
+import { simulateStatefulSet } from "../../../../src/emulator/metacontroller/workloads.js";
 import type { HsNode, HsPreAuthKey } from "../../../../src/headscale/types.js";
 import { isRecord, type K8sObject } from "../../../../src/k8s/objects.js";
 import {
@@ -162,9 +164,9 @@ export function renderInput(parent: K8sObject, policyMode: "Apply" | "DryRun" = 
 /** Replica i's StatefulSet as the API server holds it after a finished rollout. */
 export function liveStatefulSet(r: RenderInput, i = 0, secret: string | undefined = "gw-gateway-authkey"): K8sObject {
   const d = renderStatefulSet(r, i, secret);
-  const replicas = (d.spec as { replicas: number }).replicas;
   d.metadata.generation = 2;
-  d.status = { observedGeneration: 2, replicas, readyReplicas: replicas, currentRevision: "r1", updateRevision: "r1" };
+  // the status the emulator's StatefulSet controller gives it (one model of the controller, shared)
+  simulateStatefulSet({ objects: new Map(), nextUid: () => "", agentPods: undefined, available: true }, d as Obj);
   return d;
 }
 

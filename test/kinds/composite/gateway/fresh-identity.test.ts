@@ -12,6 +12,7 @@ import {
   applyGateway,
   child,
   cond,
+  editState,
   gw,
   KEY_SECRET,
   keySecrets,
@@ -24,7 +25,7 @@ import {
   syncAgain,
   T0,
   TAG,
-  writeState,
+  wipeState,
   writesTo,
   zoneText,
 } from "./world.js";
@@ -133,9 +134,9 @@ describe("TailnetGateway: node identity continuity (the fresh writer's second ch
   it("a replica registering (no device_id yet) is not blocked within the grace, and is once the grace is over", async (t) => {
     const w = await readyGateway(t, { replicas: 2 });
     assert.equal(cond(w.mc, "Registered")?.reason, "FreshRuntimeReady");
-    writeState(w.mc, 1, undefined);
+    wipeState(w, 1);
     // replica 1 lost its state and logs in again, but crashes before storeDeviceID
-    const fresh = registerReplica(w, 1, { state: false });
+    const fresh = registerReplica(w, 1, { deviceId: false });
     await syncAgain(w.mc);
     assert.equal(cond(w.mc, "Registered")?.reason, "FreshRuntimeReady");
     w.clock.now = later(121);
@@ -169,7 +170,7 @@ describe("TailnetGateway: node identity continuity (the fresh writer's second ch
     const w = await readyGateway(t);
     const other = w.fake.registerWithKey(foreignKey(w), { name: "elsewhere" });
     other.tags = ["tag:other"];
-    writeState(w.mc, 0, { device_id: other.id, _machinekey: "MACHINE-KEY-MARKER" });
+    editState(w.mc, 0, { device_id: other.id, _machinekey: "MACHINE-KEY-MARKER" });
     await syncAgain(w.mc);
     assert.deepEqual(blocked(w), { status: "False", reason: "FreshBlocked" });
     assert.equal(
@@ -236,8 +237,8 @@ describe("TailnetGateway: node identity continuity (the fresh writer's second ch
       );
       ids.push(secrets[0].metadata.annotations?.["tailnet.internal/key-id"] ?? "");
       // a container restart with state: the same node reconnects, no key is used
-      w.node.online = false;
-      w.node.online = true;
+      const back = registerReplica(w, 0);
+      assert.deepEqual([back.id, w.pods.get(0)?.usedAuthKey], [w.node.id, false]);
     }
     assert.equal(new Set(ids).size, 4, `four keys: ${ids}`);
     assert.equal(

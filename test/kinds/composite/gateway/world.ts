@@ -12,9 +12,10 @@ import { kindModules } from "../../../../src/kinds/composite/index.js";
 import { createOperatorMetrics } from "../../../../src/metrics/registry.js";
 import type { KindModule } from "../../../../src/pipeline/types.js";
 import { memoryEventRecorder } from "../../../../src/server/events.js";
-import { bootTailscale } from "../../../fakes/containerboot.js";
+import { wipeStateSecret } from "../../../fakes/containerboot-kube.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../../fakes/headscale/index.js";
-import { FakeMetacontroller, type FakeMetacontrollerOptions } from "../../../fakes/metacontroller.js";
+import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
+import { loopStore, type RunningPod, replacePod, startPod } from "../../../fakes/pod-lifecycle.js";
 import { parentObject } from "../../../fixtures/hooks.js";
 import { build } from "../../../helpers/server.js";
 import { credentialsSecret } from "../../shared/world.js";
@@ -48,40 +49,6 @@ const stub = (hookKind: HookKind): KindModule => ({
   invalid: (req) => ({ status: { ...((req.parent.status as Record<string, unknown>) ?? {}) }, children: [] }),
 });
 
-/**
- * The emulator plus the StatefulSet controller's status (the emulator has none): a written StatefulSet reports its
- * pod ready at the current revision, as a settled controller would; `statefulSetsReady = false` leaves it unready.
- */
-export class GatewayMetacontroller extends FakeMetacontroller {
-  statefulSetsReady = true;
-  constructor(opts: FakeMetacontrollerOptions) {
-    super(opts);
-  }
-  protected override async writeChild(o: K8sObject, existing: K8sObject | undefined, id: string) {
-    if (o.kind === "StatefulSet") {
-      const replicas = (o.spec as { replicas?: number }).replicas ?? 1;
-      const generation = o.metadata.generation ?? 1;
-      const revision = `rev-${JSON.stringify((o.spec as { template?: unknown }).template).length}`;
-      o.status = this.statefulSetsReady
-        ? {
-            observedGeneration: generation,
-            replicas,
-            readyReplicas: replicas,
-            currentRevision: revision,
-            updateRevision: revision,
-          }
-        : {
-            observedGeneration: generation,
-            replicas,
-            readyReplicas: 0,
-            currentRevision: "old",
-            updateRevision: revision,
-          };
-    }
-    return super.writeChild(o, existing, id);
-  }
-}
-
 export type Ctx = { after: (fn: () => Promise<void> | void) => void };
 
 export interface WorldOpts {
@@ -105,7 +72,9 @@ export async function world(t: Ctx, opts: WorldOpts = {}) {
   const { app, logs } = await build(t, {
     server: { kinds, deps: { views, metrics, now: () => clock.now, events: memoryEventRecorder() } },
   });
-  const mc = new GatewayMetacontroller({ app });
+  // agentPods: the emulator runs each StatefulSet's pod `<sts>-0` (src/emulator/metacontroller/workloads.ts);
+  // mc.deploymentsAvailable = false leaves them unready
+  const mc = new FakeMetacontroller({ app, agentPods: { metricsPort: () => undefined } });
   if (opts.tailnet !== false) {
     mc.apply(
       parentObject("Tailnet", "home", {
@@ -118,13 +87,15 @@ export async function world(t: Ctx, opts: WorldOpts = {}) {
   if (opts.credentials !== false) {
     mc.apply(credentialsSecret(fake, opts.ca));
   }
-  return { fake, mc, metrics, logs, clock };
+  /** The tailscale container running in each replica's pod (pod-lifecycle.ts), by replica. */
+  const pods = new Map<number, RunningPod>();
+  return { fake, mc, metrics, logs, clock, pods };
 }
 
 export type World = Awaited<ReturnType<typeof world>>;
 
 export function applyGateway(
-  mc: GatewayMetacontroller,
+  mc: FakeMetacontroller,
   spec: Record<string, unknown> = {},
   opts: { annotations?: Record<string, string> } = {},
 ) {
@@ -158,40 +129,50 @@ export const replicaName = (i: number) => `gw-gateway-${i}`;
 export const stateName = (i: number) => `gw-gateway-${i}-state`;
 export const KEY_SECRET = "gw-gateway-authkey";
 
-/** What containerboot's kube store writes into a replica's state Secret (cmd/containerboot/kube.go storeDeviceID). */
-export function writeState(mc: FakeMetacontroller, i: number, data: Record<string, string> | undefined) {
+/** Someone with write access to Secrets in the namespace edits replica i's state Secret (not containerboot). */
+export function editState(mc: FakeMetacontroller, i: number, data: Record<string, string>) {
   const secret = child(mc, "Secret", stateName(i));
   if (!secret) throw new Error(`no state Secret for replica ${i}`);
   const next = structuredClone(secret);
-  if (data)
-    next.data = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
-  else delete next.data;
+  next.data = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
   mc.apply(next);
 }
 
+/** Replica i's state lost (`kubectl edit` emptied its state Secret): its pod's next start logs in afresh. */
+export function wipeState(w: World, i: number) {
+  wipeStateSecret(loopStore(w.mc), stateName(i), "infra");
+}
+
 /**
- * Replica i's pod logging in (as containerboot would): boots the StatefulSet's tailscale container against the
- * cluster objects, registers with the key of the stable bootstrap Secret, then writes device_id and a machine
- * key marker into its own state Secret — what only that replica's ServiceAccount may write.
+ * Replica i's pod starting (or its container restarting in a new pod): the shared fake containerboot boots the
+ * StatefulSet's tailscale container against the emulator's store (RBAC checked on the replica's Role and
+ * RoleBinding), reconnects with the state it finds in the replica's state Secret or logs in with the stable
+ * bootstrap key, and writes tailscaled's and containerboot's keys into that Secret (test/fakes/pod-lifecycle.ts).
+ * A replica that ran before goes offline first. `deviceId: false` stops between tailscaled's login and
+ * containerboot's storeDeviceID (cmd/containerboot/kube.go): the node exists, the Secret does not name it yet.
  */
-export function registerReplica(w: World, i = 0, opts: { routes?: string[]; name?: string; state?: boolean } = {}) {
+export function registerReplica(w: World, i = 0, opts: { deviceId?: boolean } = {}) {
   const sts = child(w.mc, "StatefulSet", replicaName(i));
   if (!sts) throw new Error(`no StatefulSet for replica ${i} yet`);
-  const objects = [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
-  const boot = bootTailscale(sts, objects);
-  if (!boot.ok) throw new Error(boot.error);
-  const node = w.fake.registerWithKey(boot.boot.authKey, {
-    name: opts.name ?? boot.boot.hostname,
-    availableRoutes: opts.routes ?? boot.boot.routes,
-    requestTags: boot.boot.requestTags,
-  });
-  if (opts.state !== false) writeState(w.mc, i, { device_id: node.id, _machinekey: "MACHINE-KEY-MARKER" });
-  return node;
+  const store = loopStore(w.mc);
+  const before = w.pods.get(i);
+  const pod = before
+    ? replacePod(w.fake, store, before, sts, { baseDomain: ZONE })
+    : startPod(w.fake, store, sts, { baseDomain: ZONE });
+  w.pods.set(i, pod);
+  if (opts.deviceId === false) {
+    const secret = structuredClone(child(w.mc, "Secret", stateName(i)) as K8sObject);
+    const data = { ...(secret.data as Record<string, string>) };
+    for (const k of ["device_id", "device_fqdn", "device_ips", "tailscale_capver"]) delete data[k];
+    secret.data = data;
+    store.write(secret);
+  }
+  return pod.node;
 }
 
 /** The gateway pod of replica 0 logging in (the single-replica tests). */
-export function registerGateway(w: World, opts: { routes?: string[]; name?: string } = {}) {
-  return registerReplica(w, 0, opts);
+export function registerGateway(w: World) {
+  return registerReplica(w, 0);
 }
 
 export function zoneText(mc: FakeMetacontroller): string {
