@@ -117,6 +117,29 @@ describe("TailnetIngress: one node per replica (issue 32)", () => {
     );
   });
 
+  it("a wiped state Secret: the new node takes the name back once the predecessor is gone (no -1)", async (t) => {
+    const w = await world(t);
+    w.mc.apply(tcpIngress("grafana"));
+    await settle(w);
+    const old = w.register("grafana", NS, 0);
+    await settle(w);
+    assert.equal(old.givenName, "grafana-monitoring");
+    wipeStateSecret(loopStore(w.mc), "grafana-agent-0-state", NS);
+    const fresh = w.register("grafana", NS, 0);
+    assert.equal(fresh.givenName, "grafana-monitoring-1", "Headscale suffixes a taken name");
+    await settle(w);
+    assert.equal(w.hs.state.nodes.get(fresh.id)?.givenName, "grafana-monitoring-1", "no rename while it is held");
+    offline(w, old.id);
+    await settle(w);
+    assert.equal(w.hs.state.nodes.has(old.id), false);
+    assert.equal(w.hs.state.nodes.get(fresh.id)?.givenName, "grafana-monitoring", "the replica's name is back");
+    assert.equal(identity(w).reason, "Stable");
+    assert.deepEqual(
+      ours(w).map((n) => [n.id, n.givenName]),
+      [[fresh.id, "grafana-monitoring"]],
+    );
+  });
+
   it("finalize deletes every node of ours and expires its key; an admin's node with the tag stays", async (t) => {
     const w = await world(t);
     w.mc.apply(tcpIngress("grafana", { replicas: 2 }));
