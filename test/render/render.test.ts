@@ -238,8 +238,12 @@ describe("render --summary", () => {
       lines.some((l) => /^ {4}conditions: \[ TagKnown=\w+\/\w+, /.test(l)),
       r.out,
     );
+    // one StatefulSet per replica with its own ServiceAccount, Role, RoleBinding and state Secret (issue 32)
     assert.ok(
-      lines.some((l) => /^ {4}children: \[ .*Deployment db-agent/.test(l)),
+      lines.includes(
+        "    children: [ ConfigMap db-agent, NetworkPolicy db-agent, Role db-agent-0, RoleBinding db-agent-0, " +
+          "Secret db-agent-0-state, Secret db-authkey, Service postgres, ServiceAccount db-agent-0, StatefulSet db-agent-0 ]",
+      ),
       r.out,
     );
     assert.ok(lines.includes("headscaleWrites: []") || lines.includes("headscaleWrites:"));

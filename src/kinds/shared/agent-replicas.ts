@@ -122,15 +122,6 @@ export function planAgentReplicas(
   });
 }
 
-/** A view that can rename nodes (src/headscale view.renameNode, issue 32); until it has one, renames wait. */
-interface NodeRenamer {
-  renameNode(id: string, name: string): Promise<{ ok: true } | { ok: false; error: { message: string } }>;
-}
-const renamerOf = (view: HeadscaleView): NodeRenamer | undefined => {
-  const r = view as unknown as Partial<NodeRenamer>;
-  return typeof r.renameNode === "function" ? (r as NodeRenamer) : undefined;
-};
-
 export interface ReplicaNodesOutcome {
   /** The node list for decide: as read, minus the nodes deleted now. */
   nodes: Obs<HsNode[]>;
@@ -166,11 +157,13 @@ export async function actReplicaNodes(
     for (const n of r.nodes) await remove(n);
     if (r.nodes.every((n) => deleted.has(n.id))) released.add(r.index);
   }
-  const renamer = renamerOf(view);
-  for (const { node, name } of renamer ? plan.renames : []) {
-    const outcome = await renamer?.renameNode(node.id, name);
-    if (outcome?.ok) renamed.push(`${nodeLabel(node)} → ${name}`);
-    else if (outcome) errors.push(`rename ${nodeLabel(node)} to ${name}: ${outcome.error.message}`);
+  // a rename is planned only for a settled binding of ours whose predecessor is gone and whose wanted name no
+  // node holds (replica-nodes.ts planRenames); a node deleted in this pass is never renamed
+  for (const { node, name } of plan.renames) {
+    if (deleted.has(node.id)) continue;
+    const outcome = await view.renameNode(node.id, name);
+    if (outcome.ok) renamed.push(`${nodeLabel(node)} → ${name}`);
+    else errors.push(`rename ${nodeLabel(node)} to ${name}: ${outcome.error.message}`);
   }
   const value = deleted.size ? nodes.value.filter((n) => !deleted.has(n.id)) : nodes.value;
   return { nodes: { ...nodes, value }, deleted, released, renamed, errors };

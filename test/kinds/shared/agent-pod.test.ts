@@ -12,6 +12,7 @@ import {
 } from "../../../src/kinds/shared/agent-pod.js";
 import { agentReplica } from "../../../src/kinds/shared/agent-replicas.js";
 import { configHash } from "../../../src/kinds/shared/pod-template.js";
+import { replicaRole, replicaRoleBinding, stateSecret } from "../../../src/kinds/shared/replica.js";
 import { b64 } from "../../../src/kinds/shared/secrets.js";
 import { bootTailscale } from "../../fakes/containerboot.js";
 import { parentObject } from "../../fixtures/hooks.js";
@@ -190,10 +191,13 @@ describe("agentStatefulSet", () => {
     };
     const ca = "-----BEGIN CERTIFICATE-----\nPRIVATE CA\n-----END CERTIFICATE-----\n";
     const cm = agentConfigMap(egress, { role: "egress", metricsPort: 9080 }, undefined, ca);
-    const deployment = agentStatefulSet(egress, inputs({ ca: true }), agentReplica(egress, 0));
+    const replica = agentReplica(egress, 0);
+    const deployment = agentStatefulSet(egress, inputs({ ca: true }), replica);
+    // the replica's own RBAC and state Secret: containerboot checks get and update on it before anything
+    const rbac = [replicaRole(replica), replicaRoleBinding(replica), stateSecret(replica)];
     // before v1.96.0 containerboot builds a kube client at boot and needs namespace and ca.crt
     for (const imageVersion of ["1.102.3", "1.90.6", "1.80.0"]) {
-      const result = bootTailscale(deployment, [key, cm], { imageVersion, serverCa: ca });
+      const result = bootTailscale(deployment, [key, cm, ...rbac], { imageVersion, serverCa: ca });
       assert.ok(result.ok, `${imageVersion}: ${result.ok ? "" : result.error}`);
       assert.deepEqual(result.boot.requestTags, [], "Headscale >= 0.28 refuses any requested tag with a pre-auth key");
       assert.equal(result.boot.noLogsNoSupport, true);
@@ -201,10 +205,23 @@ describe("agentStatefulSet", () => {
       assert.equal(result.boot.authKey, "hskey-auth-x");
       assert.equal(result.boot.loginServer, "https://hs.example.com");
     }
-    const noCa = bootTailscale(agentStatefulSet(egress, inputs(), agentReplica(egress, 0)), [key, cm], {
+    const noCa = bootTailscale(agentStatefulSet(egress, inputs(), replica), [key, cm, ...rbac], {
       serverCa: ca,
     });
     assert.equal(noCa.ok, false, "without SSL_CERT_FILE the private CA is unknown to tailscaled");
+    // another replica's binding grants nothing on this replica's state Secret (resourceNames)
+    const other = agentReplica(egress, 1);
+    const foreign = bootTailscale(deployment, [key, cm, replicaRole(other), replicaRoleBinding(other)], {
+      serverCa: ca,
+    });
+    assert.deepEqual(
+      foreign.ok ? "booted" : foreign.error,
+      [
+        "boot: error setting up for running on Kubernetes: some Kubernetes permissions are missing, please check your",
+        ' RBAC configuration: missing get permission on secret "db-agent-0-state"\n',
+        'missing update permission on secret "db-agent-0-state"',
+      ].join(""),
+    );
     const spec = (deployment.spec as { template: { spec: Record<string, unknown> } }).template.spec;
     assert.equal(spec.automountServiceAccountToken, false, "the pod holds no API token");
   });

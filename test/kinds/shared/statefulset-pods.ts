@@ -1,8 +1,8 @@
 /**
- * Test stand-ins for what runs StatefulSets in a cluster, until the emulator has them (branch fakes32): the
- * StatefulSet controller's pods, and the writes tailscaled's kube store and containerboot make into a replica's state
- * Secret (tailscale cmd/containerboot/kube.go storeDeviceID, ipn/store/kubestore) — direct store writes, as the pod
- * would make them, never through Metacontroller.
+ * DEPRECATED stand-in, kept only because test/hardening (another lane) still imports it: the emulator now runs
+ * StatefulSet Pods itself (src/emulator/metacontroller/workloads.ts) and the fake containerboot boots them with the
+ * replica's RBAC and kube state (test/fakes/pod-lifecycle.ts; for the kinds' tests test/kinds/shared/replica-boot.ts).
+ * Its Pods collide with the emulator's and its boots skip the RBAC check: delete this file once test/hardening moves.
  */
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { registerPod } from "../../fakes/containerboot.js";

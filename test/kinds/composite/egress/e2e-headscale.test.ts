@@ -7,6 +7,7 @@ import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { sample } from "../../../agent/helpers.js";
 import { bootTailscale } from "../../../fakes/containerboot.js";
 import type { FaultSpec } from "../../../fakes/headscale/index.js";
+import { loopStore } from "../../../fakes/pod-lifecycle.js";
 import { API, deploymentEnv, kindsOf, READY, reasons, T0, TAG, toReady, world } from "./world.js";
 
 describe("TailnetEgress end to end: Headscale", () => {
@@ -71,16 +72,17 @@ describe("TailnetEgress end to end: Headscale", () => {
       { name: "SSL_CERT_FILE", value: "/etc/tailnet-agent/ca.crt" },
     );
     const deployment = w.mc.get("apps/v1", "StatefulSet", "db-agent-0", "shop") as K8sObject;
-    const objects = [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")];
-    const booted = bootTailscale(deployment, objects, { serverCa: ca });
+    // everything the pod's API client sees: its key and config, its own Role, RoleBinding and state Secret
+    const booted = bootTailscale(deployment, loopStore(w.mc).objects(), { serverCa: ca });
     assert.ok(booted.ok, booted.ok ? "" : booted.error);
     // the same pod without the Tailnet's CA would not trust Headscale's certificate
     const plain = await world(t);
     await plain.settle();
     const other = plain.mc.get("apps/v1", "StatefulSet", "db-agent-0", "shop") as K8sObject;
+    const refused = bootTailscale(other, loopStore(plain.mc).objects(), { serverCa: ca });
     assert.equal(
-      bootTailscale(other, [...plain.mc.list("Secret"), ...plain.mc.list("ConfigMap")], { serverCa: ca }).ok,
-      false,
+      refused.ok ? "booted" : refused.error,
+      "tailscale up: fetch control key: tls: failed to verify certificate: x509: certificate signed by unknown authority",
     );
     w.register();
     await w.settle();

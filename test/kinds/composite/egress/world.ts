@@ -18,13 +18,12 @@ import { memoryEventRecorder } from "../../../../src/server/events.js";
 import { type EchoServer, startEchoServer } from "../../../fakes/agent/echo.js";
 import { type FakeLocalApi, type FakePeer, fakeStatus, startFakeLocalApi } from "../../../fakes/agent/localapi.js";
 import { type Socks5Server, startSocks5Server } from "../../../fakes/agent/socks5.js";
-import { registerPod } from "../../../fakes/containerboot.js";
 import { type FakeHeadscale, type FakeNode, useFakeHeadscale } from "../../../fakes/headscale/index.js";
 import { skeletonTailnet } from "../../../fakes/kind-stub.js";
 import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
 import { parentObject } from "../../../fixtures/hooks.js";
 import { build } from "../../../helpers/server.js";
-import { statefulSetPods, writeState as writeStateIn } from "../../shared/statefulset-pods.js";
+import { bootReplica, machineKeyIn } from "../../shared/replica-boot.js";
 import { credentialsSecret } from "../../shared/world.js";
 
 export const API = "tailnet.internal/v1alpha1";
@@ -228,10 +227,8 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
     cond: (type: string) => mc.condition("TailnetEgress", "db", type, "shop"),
     async settle() {
       await agent.refresh();
-      let rounds = await mc.settle();
-      // until the emulator runs StatefulSets (branch fakes32): their pods, as the StatefulSet controller would
-      for (let i = 0; i < 3 && statefulSetPods(mc, () => agent.metricsPort); i++) rounds += await mc.settle();
-      return rounds;
+      // the emulator runs the StatefulSets' Pods (agentPods); a test boots their tailscale (bindReplica)
+      return await mc.settle();
     },
     register() {
       const node = bindReplica(0);
@@ -245,12 +242,9 @@ export async function world(t: TestContext, opts: WorldOptions = {}): Promise<Wo
   function bindReplica(index: number): FakeNode {
     // the agent pod boots from the StatefulSet the operator returned (fake containerboot), and
     // registers with what it reads there: its key, its host name, the tags it requests
-    const sts = mc.get("apps/v1", "StatefulSet", `db-agent-${index}`, "shop");
-    if (!sts) throw new Error(`no agent StatefulSet db-agent-${index} yet`);
-    const { node, boot } = registerPod(fake, sts, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
+    const { node, boot } = bootReplica(mc, fake, "shop", "db-agent", index);
     // tailscaled accepts the peers' subnet routes only when the pod spec says so
     localApi.setPrefs({ RouteAll: boot.acceptRoutes });
-    writeState(mc, `db-agent-${index}-state`, node.id);
     return node;
   }
   return {
@@ -310,11 +304,8 @@ export const kindsOf = (w: World) =>
     .childrenOf(w.egress())
     .map((c) => `${c.kind}/${c.metadata.name}`)
     .sort();
-export { MACHINE_KEY_MARKER } from "../../shared/statefulset-pods.js";
-
-/** What tailscaled's kube store and containerboot write into a state Secret of shop (kube.go storeDeviceID). */
-export const writeState = (mc: FakeMetacontroller, name: string, deviceId: string) =>
-  writeStateIn(mc, "shop", name, deviceId);
+/** Replica i's machine key as its pod wrote it (tailscaled's kubestore `_machinekey`). */
+export const machineKey = (w: World, i = 0) => machineKeyIn(w.mc, "shop", `db-agent-${i}-state`);
 
 export const deploymentEnv = (w: World) => {
   const d = w.mc.get("apps/v1", "StatefulSet", "db-agent-0", "shop") as K8sObject;

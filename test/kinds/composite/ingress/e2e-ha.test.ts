@@ -7,11 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { SUPERSEDED_GRACE_SECONDS } from "../../../../src/kinds/shared/replica-nodes.js";
-import { registerPod } from "../../../fakes/containerboot.js";
 import { OPS, TAGS, toReady, type World, world, ZONE } from "../../../hardening/world.js";
-import { writeState } from "../../shared/statefulset-pods.js";
+import { bootNode } from "../../shared/replica-boot.js";
 
 const NAMES = [`dash.${ZONE}`, `grafana-eu.${ZONE}`, `grafana.${ZONE}`];
 
@@ -28,12 +26,7 @@ function records(w: World): Record<string, string[]> {
 const ingressNodes = (w: World) => [...w.fake.state.nodes.values()].filter((n) => n.tags.includes(TAGS.ingress));
 
 /** Replica i's pod boots from its StatefulSet and registers (its own node), writing its state as tailscaled would. */
-function bootReplica(w: World, i: number) {
-  const sts = w.mc.get("apps/v1", "StatefulSet", `grafana-agent-${i}`, "monitoring") as K8sObject;
-  const { node } = registerPod(w.fake, sts, [...w.mc.list("Secret"), ...w.mc.list("ConfigMap")]);
-  writeState(w.mc, "monitoring", `grafana-agent-${i}-state`, node.id);
-  return node;
-}
+const bootReplica = (w: World, i: number) => bootNode(w.mc, w.fake, "monitoring", "grafana-agent", i);
 
 const ready = (w: World) => w.condition("TailnetIngress", "grafana", "Ready", "monitoring");
 

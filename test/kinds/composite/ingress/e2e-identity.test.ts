@@ -1,10 +1,13 @@
 // One tailnet node per replica for life (issue 32), for TailnetIngress, end to end through the Metacontroller
 // emulator and the fake Headscale: creation order, scale 3→1, a lost state (predecessor deleted), finalize. The
-// pods' state writes are made as tailscaled's kube store would (statefulset-pods.ts writeState).
+// pods the emulator runs boot on the fake containerboot (test/fakes/pod-lifecycle.ts), writing their state as
+// tailscaled's kube store would.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import { MACHINE_KEY_MARKER } from "../../shared/statefulset-pods.js";
+import { wipeStateSecret } from "../../../fakes/containerboot-kube.js";
+import { loopStore } from "../../../fakes/pod-lifecycle.js";
+import { machineKeyIn } from "../../shared/replica-boot.js";
 import { TAG, tcpIngress } from "./fixtures.js";
 import { type World, world } from "./world.js";
 
@@ -61,7 +64,10 @@ describe("TailnetIngress: one node per replica (issue 32)", () => {
     );
     assert.equal(identity(w).reason, "Stable");
     assert.equal(identity(w).message, `every replica keeps its node (0=${a.id}, 1=${b.id})`);
-    assert.equal(answers(w).includes(Buffer.from(MACHINE_KEY_MARKER).toString("base64")), false);
+    for (const i of [0, 1]) {
+      const key = machineKeyIn(w.mc, NS, `grafana-agent-${i}-state`);
+      assert.equal(answers(w).includes(Buffer.from(key).toString("base64")), false);
+    }
   });
 
   it("scale 3→1 deletes the two removed replicas' nodes once offline, then their state Secrets and RBAC", async (t) => {
@@ -92,7 +98,8 @@ describe("TailnetIngress: one node per replica (issue 32)", () => {
     await settle(w);
     const old = w.register("grafana", NS, 0);
     await settle(w);
-    const fresh = w.register("grafana", NS, 0); // the state Secret was wiped: a new machine key, a new node
+    wipeStateSecret(loopStore(w.mc), "grafana-agent-0-state", NS);
+    const fresh = w.register("grafana", NS, 0); // no state: a new machine key, a login, a new node
     await settle(w);
     assert.equal(identity(w).reason, "Reregistered");
     assert.equal(
@@ -107,6 +114,29 @@ describe("TailnetIngress: one node per replica (issue 32)", () => {
     assert.deepEqual(
       status.nodes?.map((x) => [x.replica, x.id]),
       [[0, fresh.id]],
+    );
+  });
+
+  it("a wiped state Secret: the new node takes the name back once the predecessor is gone (no -1)", async (t) => {
+    const w = await world(t);
+    w.mc.apply(tcpIngress("grafana"));
+    await settle(w);
+    const old = w.register("grafana", NS, 0);
+    await settle(w);
+    assert.equal(old.givenName, "grafana-monitoring");
+    wipeStateSecret(loopStore(w.mc), "grafana-agent-0-state", NS);
+    const fresh = w.register("grafana", NS, 0);
+    assert.equal(fresh.givenName, "grafana-monitoring-1", "Headscale suffixes a taken name");
+    await settle(w);
+    assert.equal(w.hs.state.nodes.get(fresh.id)?.givenName, "grafana-monitoring-1", "no rename while it is held");
+    offline(w, old.id);
+    await settle(w);
+    assert.equal(w.hs.state.nodes.has(old.id), false);
+    assert.equal(w.hs.state.nodes.get(fresh.id)?.givenName, "grafana-monitoring", "the replica's name is back");
+    assert.equal(identity(w).reason, "Stable");
+    assert.deepEqual(
+      ours(w).map((n) => [n.id, n.givenName]),
+      [[fresh.id, "grafana-monitoring"]],
     );
   });
 

@@ -19,13 +19,12 @@ import { createOperatorMetrics } from "../../../../src/metrics/registry.js";
 import type { KindModule } from "../../../../src/pipeline/types.js";
 import { memoryEventRecorder } from "../../../../src/server/events.js";
 import { closedPort } from "../../../fakes/agent/echo.js";
-import { registerPod } from "../../../fakes/containerboot.js";
 import { type FakeHeadscale, type FakeNode, useFakeHeadscale } from "../../../fakes/headscale/index.js";
 import { silentTailnet } from "../../../fakes/kind-stub.js";
-import type { FakeMetacontroller } from "../../../fakes/metacontroller.js";
+import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
 import { type Endpoint, type ServeHandler, serveForward } from "../../../fakes/tailscaled-serve.js";
 import { build } from "../../../helpers/server.js";
-import { ReplicaMetacontroller, writeState } from "../../shared/statefulset-pods.js";
+import { bootNode } from "../../shared/replica-boot.js";
 import { pointPodsAt } from "../../shared/world.js";
 import { BASE, credentials, TAG, tailnet } from "./fixtures.js";
 
@@ -87,7 +86,7 @@ export async function world(
   });
   // Until a test starts an agent, pods point at a port nothing listens on (a scrape is refused).
   let port = await closedPort();
-  const mc = new ReplicaMetacontroller({ app, agentPods: { metricsPort: () => port } }, () => port);
+  const mc = new FakeMetacontroller({ app, agentPods: { metricsPort: () => port } });
   if (opts.tailnet !== false) {
     mc.apply(
       tailnet("home", {
@@ -115,12 +114,8 @@ export async function world(
       return c;
     },
     register(name = "grafana", namespace = "monitoring", replica = 0) {
-      // the agent pod boots from its StatefulSet the operator returned (fake containerboot)
-      const sts = mc.get("apps/v1", "StatefulSet", `${name}-agent-${replica}`, namespace);
-      if (!sts) throw new Error(`no agent StatefulSet ${namespace}/${name}-agent-${replica}`);
-      const { node } = registerPod(hs, sts, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
-      writeState(mc, namespace, `${name}-agent-${replica}-state`, node.id);
-      return node;
+      // the agent pod the emulator runs boots from its StatefulSet (fake containerboot, RBAC checked)
+      return bootNode(mc, hs, namespace, `${name}-agent`, replica);
     },
     async metrics() {
       return (await app.inject({ method: "GET", url: "/metrics" })).body;

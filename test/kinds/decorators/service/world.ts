@@ -15,10 +15,10 @@ import { memoryEventRecorder } from "../../../../src/server/events.js";
 import { closedPort } from "../../../fakes/agent/echo.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../../fakes/headscale/index.js";
 import { silentTailnet } from "../../../fakes/kind-stub.js";
-import type { FakeMetacontroller } from "../../../fakes/metacontroller.js";
+import { FakeMetacontroller } from "../../../fakes/metacontroller.js";
 import { build } from "../../../helpers/server.js";
 import { credentials, tailnet } from "../../composite/ingress/fixtures.js";
-import { bootReplica, ReplicaMetacontroller } from "../../shared/statefulset-pods.js";
+import { bootReplica } from "../../shared/replica-boot.js";
 import { pointPodsAt } from "../../shared/world.js";
 import { NS } from "./fixtures.js";
 
@@ -50,8 +50,8 @@ export async function serviceWorld(t: Ctx, opts: { tags?: string[]; tailnets?: s
     server: { kinds, deps: { views, metrics: createOperatorMetrics({ defaultMetrics: false }), events: recorder } },
   });
   let port = await closedPort();
-  // agents run one StatefulSet per replica (issue 32): their pods come from statefulset-pods.ts until the emulator
-  const mc = new ReplicaMetacontroller({ app, agentPods: { metricsPort: () => port } }, () => port);
+  // agents run one StatefulSet per replica (issue 32): the emulator runs their Pods
+  const mc = new FakeMetacontroller({ app, agentPods: { metricsPort: () => port } });
   for (const name of opts.tailnets ?? ["home"]) {
     mc.apply(tailnet(name, { headscale: { url: hs.url, apiKeySecretRef: { namespace: "x", name: "y" } } }));
     mc.apply(credentials(hs.url, hs.apiKey, name));
