@@ -12,7 +12,7 @@ import type { K8sObject } from "../../src/k8s/objects.js";
 import { b64, secretValue } from "../../src/kinds/shared/secrets.js";
 import { render } from "../../src/render/main.js";
 import { createTestPki, type IssuedCertificate, type TestPki } from "../fakes/agent/pki.js";
-import { MACHINE_KEY_MARKER } from "../kinds/shared/statefulset-pods.js";
+import { machineKeyIn } from "../kinds/shared/replica-boot.js";
 import {
   API,
   API_KEY,
@@ -187,13 +187,20 @@ describe("secrets never leave the Secrets", () => {
       ),
     };
     assert.deepEqual(leaks(haystacks, needles), []);
-    // A replica's state (its machine key, planted by the pods' writes, issue 32) never leaves the hook either:
-    // not in any answer, state Secrets included (they are answered as metadata only)
+    // A replica's state (the machine keys its tailscaled wrote, issue 32) never leaves the hook either: not in
+    // any answer, state Secrets included (they are answered as metadata only)
     const stateNeedles = [
-      { what: "planted machine key", value: MACHINE_KEY_MARKER },
-      { what: "planted machine key, base64", value: b64(MACHINE_KEY_MARKER) },
-    ];
-    assert.ok(decoded.includes(MACHINE_KEY_MARKER), "a state Secret holds the planted machine key");
+      ["shop", "db-agent-0-state"],
+      ["monitoring", "grafana-agent-0-state"],
+      ["infra", "gw-gateway-0-state"],
+    ].flatMap(([ns, name]) => {
+      const key = machineKeyIn(w.mc, ns, name);
+      assert.ok(decoded.includes(key), `${ns}/${name} holds its machine key`);
+      return [
+        { what: `${ns}/${name} machine key`, value: key },
+        { what: `${ns}/${name} machine key, base64`, value: b64(key) },
+      ];
+    });
     const answers = JSON.stringify(w.mc.calls.map((c) => c.response));
     assert.deepEqual(leaks({ ...haystacks, "any hook answer": answers }, stateNeedles), []);
     // Control: the same search finds every needle where it belongs.

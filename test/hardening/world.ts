@@ -12,7 +12,6 @@
 import { type RunningAgent, startAgent } from "../../src/agent/main.js";
 import { API_VERSION } from "../../src/api/schemas.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
-import type { K8sObject } from "../../src/k8s/objects.js";
 import { ingressAgentConfig } from "../../src/kinds/composite/ingress/children.js";
 import { readIngressSpec } from "../../src/kinds/composite/ingress/spec.js";
 import { ingressNames } from "../../src/kinds/shared/ingress-names.js";
@@ -24,14 +23,12 @@ import { type EchoServer, type HttpBackend, startEchoServer, startHttpBackend } 
 import { type FakeLocalApi, fakeStatus, startFakeLocalApi } from "../fakes/agent/localapi.js";
 import { createTestPki, type IssuedCertificate } from "../fakes/agent/pki.js";
 import { startSocks5Server } from "../fakes/agent/socks5.js";
-import { registerPod } from "../fakes/containerboot.js";
 import { type FakeNode, type PolicyMode, useFakeHeadscale } from "../fakes/headscale/index.js";
 import { FakeMetacontroller, type HookCall } from "../fakes/metacontroller.js";
 import { loopStore, startPod } from "../fakes/pod-lifecycle.js";
 import { parentObject } from "../fixtures/hooks.js";
 import { build } from "../helpers/server.js";
 import { loopbackEgressAgent } from "../kinds/composite/egress/world.js";
-import { statefulSetPods, writeState } from "../kinds/shared/statefulset-pods.js";
 
 export const API = API_VERSION;
 export const T0 = new Date("2026-11-29T10:00:00Z");
@@ -251,10 +248,9 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
   };
   const mc = new FakeMetacontroller({
     app,
-    agentPods: { metricsPort: (d) => agentPorts[`${d.metadata.namespace}/${d.metadata.name}`] },
+    // agents run one StatefulSet per replica (issue 32): `<name>-agent-<i>` is scraped like the agent it belongs to
+    agentPods: { metricsPort: (s) => agentPorts[`${s.metadata.namespace}/${s.metadata.name.replace(/-[0-9]+$/, "")}`] },
   });
-  // agents run one StatefulSet per replica (issue 32): `<name>-agent-<i>` scraped like the agent it belongs to
-  const stsPort = (s: K8sObject) => agentPorts[`${s.metadata.namespace}/${s.metadata.name.replace(/-[0-9]+$/, "")}`];
 
   mc.apply({
     apiVersion: "v1",
@@ -338,10 +334,7 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
     /** Probe and read the netmaps now, then let the emulator settle. */
     async settle(maxRounds = 10): Promise<number> {
       await Promise.all([egressAgent.refresh(), ingressAgent.refresh()]);
-      let rounds = await mc.settle(maxRounds);
-      // the StatefulSet controller's pods, until the emulator runs StatefulSets (branch fakes32)
-      for (let i = 0; i < 3 && statefulSetPods(mc, stsPort); i++) rounds += await mc.settle(maxRounds);
-      return rounds;
+      return mc.settle(maxRounds);
     },
     /**
      * Every workload node registers with the key the operator put into its Secret (agents with the
@@ -349,24 +342,18 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
      * agent's netmap then shows its target.
      */
     register(): { egress: FakeNode; ingress: FakeNode; gateway: FakeNode } {
-      // each pod boots from the Deployment the operator returned (fake containerboot)
-      const boot = (kind: "Deployment" | "StatefulSet", name: string, namespace: string) => {
-        const workload = mc.get("apps/v1", kind, name, namespace);
-        if (!workload) throw new Error(`no ${kind} ${namespace}/${name} yet`);
-        const booted = registerPod(fake, workload, [...mc.list("Secret"), ...mc.list("ConfigMap")]);
-        // an agent replica's tailscaled writes its device_id into its state Secret (kube store, issue 32)
-        if (kind === "StatefulSet") writeState(mc, namespace, `${name}-state`, booted.node.id);
-        return booted;
+      // each replica's tailscale boots in the Pod the emulator runs for its StatefulSet, with the state
+      // Secret its Role lets it write (the shared fake containerboot, test/fakes/pod-lifecycle.ts)
+      const boot = (name: string, namespace: string) => {
+        const sts = mc.get("apps/v1", "StatefulSet", name, namespace);
+        if (!sts) throw new Error(`no StatefulSet ${namespace}/${name} yet`);
+        return startPod(fake, loopStore(mc), sts, { baseDomain: ZONE });
       };
-      const egressPod = boot("StatefulSet", "db-agent-0", "shop");
+      const egressPod = boot("db-agent-0", "shop");
       const egress = egressPod.node;
       localApi.setPrefs({ RouteAll: egressPod.boot.acceptRoutes });
-      const ingress = boot("StatefulSet", "grafana-agent-0", "monitoring").node;
-      // the gateway's replica 0 boots from its StatefulSet with the state Secret its Role lets it write
-      // (the shared fake containerboot's kube store and pod lifecycle, test/fakes/pod-lifecycle.ts)
-      const sts = mc.get("apps/v1", "StatefulSet", "gw-gateway-0", "infra");
-      if (!sts) throw new Error("no StatefulSet infra/gw-gateway-0 yet");
-      const gateway = startPod(fake, loopStore(mc), sts, { baseDomain: ZONE }).node;
+      const ingress = boot("grafana-agent-0", "monitoring").node;
+      const gateway = boot("gw-gateway-0", "infra").node;
       localApi.setStatus(
         fakeStatus({ HostName: "shop-db", TailscaleIPs: [egress.ipv4], Online: true }, [
           { HostName: "db-1", DNSName: "db-1.ts.example.com.", TailscaleIPs: [db1.ipv4], Online: true },
