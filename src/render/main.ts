@@ -28,6 +28,7 @@ import { buildServer } from "../server/app.js";
 import { memoryEventRecorder } from "../server/events.js";
 import { RenderInputError, readManifests } from "./input.js";
 import { type RenderedObject, renderedObjects } from "./objects.js";
+import { writeReplicaStates } from "./replica-state.js";
 import { formatProblem, validateDocs } from "./validate.js";
 
 export interface RenderResult {
@@ -101,6 +102,8 @@ export async function render(input: RenderInput): Promise<RenderResult> {
     for (const o of withPlaceholders(input.objects)) loop.apply(o as Obj);
     try {
       await loop.settle(10);
+      // the agents' tailscaled, once their pods run: each replica 0 writes the node it is (replica-state.ts)
+      if (writeReplicaStates(loop, hs.state, input.agents)) await loop.settle(10);
     } catch (e) {
       errors.push((e as Error).message);
     }

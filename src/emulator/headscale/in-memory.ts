@@ -183,6 +183,12 @@ export class SnapshotHeadscale {
     }
     if (path === "/api/v1/preauthkey/expire") {
       this.writes.push(`POST /api/v1/preauthkey/expire (id ${String(body.id)})`);
+      // Headscale sets the key's expiration to now (hscontrol/db/preauth_keys.go ExpirePreAuthKey); nodes
+      // show their key as loaded from that table, so a later list sees it expired and no one expires it again
+      const at = this.now().toISOString();
+      const keys = [...s.preAuthKeys, ...s.nodes.map((n) => (n as { preAuthKey?: unknown }).preAuthKey)];
+      for (const k of keys as ({ id?: unknown; expiration?: unknown } | null | undefined)[])
+        if (k && String(k.id) === String(body.id)) k.expiration = at;
       return json(200, {});
     }
     return undefined;

@@ -13,9 +13,9 @@ import type { K8sObject } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { ensureAuthKey, observedKeys } from "../../shared/authkey.js";
 import { withdrawRefusedKeys } from "../../shared/withdraw.js";
-import type { GatewayRenamed } from "./identity.js";
 import { type GatewayObservation, type Seen, seen } from "./observe.js";
 import type { BootstrapKey, GatewayApproval, GatewayCleanupPlan, GatewayPlan } from "./plan.js";
+import type { GatewayRenamed } from "./renames.js";
 import type { GatewaySpec } from "./spec.js";
 
 export interface GatewayOutcome {
@@ -34,6 +34,12 @@ export interface GatewayOutcome {
   /** Older keys expired after the stable Secret proved it holds the new one; failures are retried next sync. */
   expired?: { id: string; error?: string }[];
 }
+
+/** What the plan's writes did, as decide folds them (act's GatewayOutcome; no writes: `{ deleted: [] }`). */
+export type GatewayWriteOutcome = Pick<
+  GatewayOutcome,
+  "minted" | "approve" | "approveExit" | "deleted" | "expired" | "renamed"
+>;
 
 export const notFound = (e: HeadscaleError) => e.classification === "notFound" || e.status === 404;
 

@@ -14,7 +14,7 @@ import { invalidSpecConditions, previousStatus } from "../../../pipeline/status.
 import { withoutStateData } from "../../shared/replica.js";
 import { type NodeStatusItem, statusNodes } from "../../shared/replica-nodes.js";
 import { recordedKeyIds } from "../../shared/tenancy.js";
-import type { GatewayOutcome } from "./act.js";
+import type { GatewayOutcome, GatewayWriteOutcome } from "./act.js";
 import {
   caConfigMap,
   corefileConfigMap,
@@ -72,12 +72,6 @@ export interface GatewayDecision extends Decision {
   /** The bootstrap key's expiry (the tailnet_authkey_expiry metric). */
   keyExpiresAt?: Date;
 }
-
-/** What the plan's writes did, as decide folds them (act's GatewayOutcome; no writes: `{ deleted: [] }`). */
-export type GatewayWriteOutcome = Pick<
-  GatewayOutcome,
-  "minted" | "approve" | "approveExit" | "deleted" | "expired" | "renamed"
->;
 
 /** The decide stage (src/pipeline/run.ts DecideInput): the observation as act left it, the plan, the outcomes. */
 export function decideGatewaySync({

@@ -8,27 +8,11 @@
 import { conditionsOf } from "../../../conditions/table.js";
 import { GatewayCondition as C, GATEWAY_REASONS, GatewayReason as R } from "../../../conditions/tables/gateway.js";
 import { type NodeStatusItem, nodeIdentityVerdict } from "../../shared/replica-nodes.js";
-import type { GatewayWriteOutcome } from "./decide.js";
+import type { GatewayWriteOutcome } from "./act.js";
 import type { FreshVerdict, GatewayConditionOf, GatewayInputs } from "./plan.js";
+import type { GatewayRenamed } from "./renames.js";
 
 const { cond } = conditionsOf(GATEWAY_REASONS);
-
-export interface GatewayRename {
-  id: string;
-  /** The node's name now (Headscale's givenName). */
-  from: string;
-  name: string;
-}
-
-export interface GatewayRenamed extends GatewayRename {
-  error?: string;
-}
-
-/** The renames a verified gateway writes (none while any fresh-writer check fails or Headscale was not read). */
-export function renameWork(v: FreshVerdict): GatewayRename[] {
-  if (!v.verified || !v.facts) return [];
-  return v.facts.plan.renames.map((r) => ({ id: r.node.id, from: r.node.givenName, name: r.name }));
-}
 
 /** What NodeIdentity adds to its message: the renames this sync made or failed, and the names held by others. */
 export function renameReport(v: FreshVerdict, renamed: readonly GatewayRenamed[] | undefined): string {

@@ -20,9 +20,9 @@ import { planBootstrapKey } from "./bootstrap.js";
 import { gatewayKeySecretName, gatewayLabels } from "./children.js";
 import { exitWork } from "./exit.js";
 import { checkBootstrapKey, checkIdentity, checkPodTemplate, type FreshProblem } from "./fresh.js";
-import { type GatewayRename, renameWork } from "./identity.js";
 import { analyzeNodes, describeNode, type NodeAnalysis } from "./nodes.js";
 import type { GatewayFacts, GatewayObservation } from "./observe.js";
+import type { GatewayRename } from "./renames.js";
 
 const { cond } = conditionsOf(GATEWAY_REASONS);
 export type GatewayConditionOf<T extends keyof typeof GATEWAY_REASONS & string> = TypedCondition<
@@ -325,6 +325,12 @@ export function staleWork(
   }
   const nodes = input.spec.staleNodes === "Keep" ? removed : [...facts.stale, ...removed];
   return { condition: cond(C.StaleNodes, "False", R.Deleted, `deleted stale ${list(nodes)}`), deleteNodes: del(nodes) };
+}
+
+/** The renames a verified gateway writes (none while any fresh-writer check fails or Headscale was not read). */
+export function renameWork(v: FreshVerdict): GatewayRename[] {
+  if (!v.verified || !v.facts) return [];
+  return v.facts.plan.renames.map((r) => ({ id: r.node.id, from: r.node.givenName, name: r.name }));
 }
 
 /** The node writes the fresh writer's verdict allows for these facts. */

@@ -31,7 +31,7 @@ export interface BackendsOutcome {
 export function backendsCondition(
   spec: IngressSpec,
   namespace: string,
-  deployment: string,
+  agent: string,
   scrapes: readonly ScrapeResult[],
   services: ReadonlySet<string>,
 ): BackendsOutcome {
@@ -42,7 +42,7 @@ export function backendsCondition(
         C.BackendsReachable,
         "Unknown",
         R.ProbeFailed,
-        `no agent pod of Deployment ${namespace}/${deployment} is running yet, so no backend was probed`,
+        `no pod of agent ${namespace}/${agent} (StatefulSets ${agent}-<i>) is running yet, so no backend was probed`,
       ),
       reachable,
     };

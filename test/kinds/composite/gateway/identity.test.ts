@@ -1,11 +1,11 @@
 /**
- * The gateway's renames, pure (src/kinds/composite/gateway/identity.ts): written only for a verified gateway, each
+ * The gateway's renames, pure (src/kinds/composite/gateway/identity.ts, plan.ts renameWork): written only for a verified gateway, each
  * outcome reported, and status.nodes[] carrying the name a successful rename gave.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { renameReport, renameWork, withRenames } from "../../../../src/kinds/composite/gateway/identity.js";
-import type { FreshVerdict } from "../../../../src/kinds/composite/gateway/plan.js";
+import { renameReport, withRenames } from "../../../../src/kinds/composite/gateway/identity.js";
+import { type FreshVerdict, renameWork } from "../../../../src/kinds/composite/gateway/plan.js";
 import type { ReplicaNodesPlan } from "../../../../src/kinds/shared/replica-nodes.js";
 import { hsNode, recordOf } from "./fixtures.js";
 

@@ -7,11 +7,8 @@
  */
 import type { ConditionInput } from "../../../../src/conditions/condition.js";
 import { isRecord, type K8sObject } from "../../../../src/k8s/objects.js";
-import {
-  decideGateway,
-  type GatewayDecideInput,
-  type GatewayWriteOutcome,
-} from "../../../../src/kinds/composite/gateway/decide.js";
+import type { GatewayWriteOutcome } from "../../../../src/kinds/composite/gateway/act.js";
+import { decideGateway, type GatewayDecideInput } from "../../../../src/kinds/composite/gateway/decide.js";
 import {
   type GatewayInputs,
   type GatewayPlan,

@@ -189,7 +189,7 @@ const rows: Row[] = [
       reasons: { BackendsReachable: "ProbeFailed", Ready: "ProbeFailed" },
       messages: {
         BackendsReachable:
-          "no agent pod of Deployment monitoring/grafana-agent is running yet, so no backend was probed",
+          "no pod of agent monitoring/grafana-agent (StatefulSets grafana-agent-<i>) is running yet, so no backend was probed",
       },
     },
   },
