@@ -8,6 +8,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { SUPERSEDED_GRACE_SECONDS } from "../../../../src/kinds/shared/replica-nodes.js";
+import { wipeStateSecret } from "../../../fakes/containerboot-kube.js";
+import { loopStore } from "../../../fakes/pod-lifecycle.js";
 import { OPS, TAGS, toReady, type World, world, ZONE } from "../../../hardening/world.js";
 import { bootNode } from "../../shared/replica-boot.js";
 
@@ -91,8 +93,11 @@ describe("HA TailnetIngress (spec.replicas) with the real Tailnet", () => {
     await w.settle();
     assert.ok(w.fake.state.nodes.has(nodes[1].id), "a node a replica's device_id names is never deleted");
 
-    // replica 1 lost its state and registered again: the new node makes 3 online, the predecessor is deleted
+    // replica 1 lost its state (its Secret wiped) and registered again: the new node makes 3 online, the
+    // predecessor is deleted
+    wipeStateSecret(loopStore(w.mc), "grafana-agent-1-state", "monitoring");
     const fresh = bootReplica(w, 1);
+    assert.notEqual(fresh.id, nodes[1].id, "a wiped state is a new node");
     await w.settle();
     assert.ok(!w.fake.state.nodes.has(nodes[1].id), "the predecessor of a re-registered replica is deleted");
     const now = [nodes[0].ipv4, nodes[2].ipv4, fresh.ipv4].sort();
