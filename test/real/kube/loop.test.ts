@@ -2,9 +2,9 @@
  * The Metacontroller loop against a real kube-apiserver (test/real/kube/loop.ts): a Tailnet and a
  * TailnetEgress synced by the real hook server with the fake Headscale, their children applied the
  * way Metacontroller's dynamic-apply applies them, status written through /status and read back as
- * the server stored it, a second sync that writes nothing, the real controller-manager turning the
- * agent Deployment into a ReplicaSet and a Pod, and the real garbage collector removing the
- * children once the finalize hook has released the deleted parent.
+ * the server stored it, a second sync that writes nothing, the real controller-manager's StatefulSet
+ * controller running the agent replica's Pod `db-agent-0-0` (issue 32: one StatefulSet per replica), and
+ * the real garbage collector removing the children once the finalize hook has released the deleted parent.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -18,6 +18,7 @@ import { type Cluster, startCluster } from "./cluster.js";
 import { collectionPath, finalizersOf, KubeLoop } from "./loop.js";
 
 const API = "tailnet.internal/v1alpha1";
+const RBAC = "rbac.authorization.k8s.io/v1";
 type Listed = { items: (K8sObject & { status?: Record<string, unknown> })[] };
 
 let cluster: Cluster;
@@ -118,11 +119,21 @@ describe("the Metacontroller loop with its objects in a real API server", { time
           return `${resource}/${o.metadata.name}`;
         });
     const children = [
-      ...(await owned("deployments", "apps/v1")),
+      ...(await owned("statefulsets", "apps/v1")),
       ...(await owned("secrets")),
       ...(await owned("serviceaccounts")),
+      ...(await owned("roles", RBAC)),
+      ...(await owned("rolebindings", RBAC)),
     ];
-    assert.ok(children.includes("deployments/db-agent"), children.join(", "));
+    for (const want of [
+      "statefulsets/db-agent-0",
+      "secrets/db-agent-0-state",
+      "secrets/db-authkey",
+      "serviceaccounts/db-agent-0",
+      "roles/db-agent-0",
+      "rolebindings/db-agent-0",
+    ])
+      assert.ok(children.includes(want), `${want} in ${children.join(", ")}`);
     assert.ok(
       children.some((c) => c.startsWith("secrets/")),
       children.join(", "),
@@ -144,7 +155,9 @@ describe("the Metacontroller loop with its objects in a real API server", { time
     const versions = async () =>
       JSON.stringify(
         [
-          ...(await list("apps/v1", "deployments", "shop")),
+          ...(await list("apps/v1", "statefulsets", "shop")),
+          ...(await list(RBAC, "roles", "shop")),
+          ...(await list(RBAC, "rolebindings", "shop")),
           ...(await list("v1", "secrets", "shop")),
           ...(await list("v1", "secrets", "tailnet-system")),
           ...(await list("v1", "services", "shop")),
@@ -153,9 +166,9 @@ describe("the Metacontroller loop with its objects in a real API server", { time
           (await read(API, "tailnets", "home")).object,
         ].map((o) => `${o.kind ?? ""}/${o.metadata.namespace ?? ""}/${o.metadata.name}@${o.metadata.resourceVersion}`),
       );
-    // the controller-manager's Deployment status write lands between syncs; wait for it to be quiet
-    await until("the agent Deployment observed", async () => {
-      const d = (await list("apps/v1", "deployments", "shop")).find((o) => o.metadata.name === "db-agent");
+    // the controller-manager's StatefulSet status write lands between syncs; wait for it to be quiet
+    await until("the agent StatefulSet observed", async () => {
+      const d = (await list("apps/v1", "statefulsets", "shop")).find((o) => o.metadata.name === "db-agent-0");
       return (d?.status as { observedGeneration?: number } | undefined)?.observedGeneration === d?.metadata.generation;
     });
     await loop.settle();
@@ -167,25 +180,23 @@ describe("the Metacontroller loop with its objects in a real API server", { time
     assert.deepEqual(loop.errors, []);
   });
 
-  it("the real controller-manager makes a ReplicaSet and a Pod for the agent Deployment", async () => {
-    const deployment = (await list("apps/v1", "deployments", "shop")).find((o) => o.metadata.name === "db-agent");
-    assert.ok(deployment);
-    await until("the agent's ReplicaSet and Pod", async () => {
-      const rs = (await list("apps/v1", "replicasets", "shop")).filter((o) =>
-        o.metadata.ownerReferences?.some((r) => r.uid === deployment.metadata.uid),
-      );
+  it("the real controller-manager makes the replica's Pod db-agent-0-0 for its StatefulSet", async () => {
+    const sts = (await list("apps/v1", "statefulsets", "shop")).find((o) => o.metadata.name === "db-agent-0");
+    assert.ok(sts);
+    await until("the replica's Pod", async () => {
       const pods = (await list("v1", "pods", "shop")).filter((p) =>
-        p.metadata.ownerReferences?.some((r) => rs.some((x) => x.metadata.uid === r.uid)),
+        p.metadata.ownerReferences?.some((r) => r.uid === sts.metadata.uid),
       );
-      return rs.length === 1 && pods.length === 1;
+      return pods.length === 1 && pods[0].metadata.name === "db-agent-0-0";
     });
   });
 
   it("deleting the TailnetEgress: finalize releases it and the real garbage collector removes its children", async () => {
     const left = async () =>
       [
-        ...(await list("apps/v1", "deployments", "shop")),
-        ...(await list("apps/v1", "replicasets", "shop")),
+        ...(await list("apps/v1", "statefulsets", "shop")),
+        ...(await list(RBAC, "roles", "shop")),
+        ...(await list(RBAC, "rolebindings", "shop")),
         ...(await list("v1", "pods", "shop")),
         ...(await list("v1", "secrets", "shop")),
         ...(await list("v1", "serviceaccounts", "shop")),
@@ -194,7 +205,7 @@ describe("the Metacontroller loop with its objects in a real API server", { time
         .filter((o) => o.metadata.ownerReferences?.length)
         .map((o) => o.metadata.name);
     const owned = await left();
-    assert.ok(owned.length >= 5, `owned before the delete: ${owned.join(", ")}`);
+    assert.ok(owned.length >= 8, `owned before the delete: ${owned.join(", ")}`);
     cluster.kubectl(["-n", "shop", "delete", "tailnetegresses.tailnet.internal", "db", "--wait=false"]);
     await loop.settle();
     assert.ok(loop.calls.some((c) => c.hook === "finalize" && c.parent === "shop/db"));
@@ -205,7 +216,7 @@ describe("the Metacontroller loop with its objects in a real API server", { time
     assert.ok((await list("v1", "secrets", "tailnet-system")).some((s) => s.metadata.ownerReferences?.length));
   });
 
-  it("a TailnetGateway's children stay updatable on the real server: replicas 1 → 2 reaches the Deployment", async () => {
+  it("a TailnetGateway's children stay updatable on the real server: replicas 1 → 2 adds replica 1's StatefulSet", async () => {
     ensureNamespace(cluster, "infra", { "pod-security.kubernetes.io/enforce": "restricted" });
     const gateway = (n: number) => ({
       apiVersion: API,
@@ -213,24 +224,25 @@ describe("the Metacontroller loop with its objects in a real API server", { time
       metadata: { name: "gw", namespace: "infra" },
       spec: { tailnetRef: { name: "home" }, hostname: "cluster-gw", routes: ["10.96.0.0/12"], replicas: n },
     });
-    const replicas = async () => {
-      const d = (await list("apps/v1", "deployments", "infra")).find((o) => o.metadata.name === "gw-gateway");
-      return (d?.spec as { replicas?: number } | undefined)?.replicas;
-    };
+    // one StatefulSet of one Pod per replica (issue 32): the replica count is the gateway's StatefulSets
+    const replicas = async () =>
+      (await list("apps/v1", "statefulsets", "infra"))
+        .map((o) => o.metadata.name)
+        .filter((n) => /^gw-gateway-\d+$/.test(n))
+        .sort();
     applyClean(cluster, [gateway(1)] as never);
     await loop.settle();
     assert.deepEqual(loop.errors, []);
-    assert.equal(await replicas(), 1);
+    assert.deepEqual(await replicas(), ["gw-gateway-0"]);
     applyClean(cluster, [gateway(2)] as never);
     const writes = loop.writes.length;
     await loop.settle();
     assert.deepEqual(loop.errors, []);
-    const updated = loop.writes.slice(writes).filter((w) => w.verb === "PUT" && !w.path.endsWith("/status"));
-    assert.ok(
-      updated.some((w) => w.path === "/apis/apps/v1/namespaces/infra/deployments/gw-gateway" && w.code === 200),
-      JSON.stringify(updated),
-    );
-    assert.equal(await replicas(), 2);
+    // replica 1's identity children first, then its StatefulSet, each created once
+    const created = loop.writes.slice(writes).filter((w) => w.verb === "POST");
+    const sts1 = "/apis/apps/v1/namespaces/infra/statefulsets";
+    assert.equal(created.filter((w) => w.path === sts1 && w.code === 201).length, 1, JSON.stringify(created));
+    assert.deepEqual(await replicas(), ["gw-gateway-0", "gw-gateway-1"]);
     const gw = (await read(API, "tailnetgateways", "gw", "infra")).object;
     assert.deepEqual(gw.status, answered("TailnetGateway", "infra/gw", gw.metadata.generation ?? 0));
     assert.equal(gw.metadata.generation, 2);
