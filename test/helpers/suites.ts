@@ -61,6 +61,7 @@ export const SLOW_FILES: Readonly<Record<string, string>> = {
   "test/monitoring/rules.test.ts": "helm template and promtool",
   "test/monitoring/runbooks.test.ts": "helm template (test/chart/helm.ts)",
   "test/readme/readme.test.ts": "git, helm and npm start",
+  "test/records/sidecar.test.ts": "openssl (test/fakes/agent/pki.ts) and the CLI's records process",
 };
 
 /** The one spawn pure tests may make: `go mod download …` (test/helpers/upstream.ts), see pure-guard.ts. */
