@@ -37,6 +37,7 @@ export const SLOW_FILES: Readonly<Record<string, string>> = {
   "test/chart/config.test.ts": "helm template (test/chart/helm.ts)",
   "test/chart/decoratorcontrollers.test.ts": "helm template (test/chart/helm.ts)",
   "test/chart/monitoring.test.ts": "helm template (test/chart/helm.ts)",
+  "test/chart/records.test.ts": "helm template (test/chart/helm.ts)",
   "test/cli/cli.test.ts": "the CLI, as a node process",
   "test/config.test.ts": "the CLI, as a node process",
   "test/agent/main.test.ts": "the agent, as a node process",
