@@ -10,7 +10,8 @@
  * renamed over the path. The rename unlinks the watched inode: inotify reports IN_ATTRIB (fsnotify Chmod,
  * Headscale re-reads the path, which is already the new file) and IN_DELETE_SELF (Remove: Headscale re-adds
  * the watch on the new inode and re-reads; the hash makes that second read a no-op). The path is never
- * missing, so Headscale's backoff never waits.
+ * missing, so Headscale's backoff never waits. Checked with fsnotify v1.10.1 (Headscale 0.29.3's go.mod):
+ * a rename over the watched file gives CHMOD then REMOVE, and a read at CHMOD already sees the new text.
  */
 import { randomBytes } from "node:crypto";
 import { open, readFile, rename, rm } from "node:fs/promises";

@@ -46,33 +46,50 @@ function fileReader(path: string): SourceReader {
 
 type KubeSpec = Extract<SourceSpec, { kind: "kubernetes" }>;
 
+interface KubeTarget {
+  base: URL;
+  opts: import("node:https").RequestOptions;
+}
+
 /**
- * The kubeconfig (or the pod's own ServiceAccount when none is named), loaded once; credentials are applied
- * per request, so a projected token that the kubelet rotates is read again. A kubeconfig that turns TLS
+ * The kubeconfig (or the pod's own ServiceAccount when none is named), loaded for every read: a token the
+ * kubelet rotates in a mounted Secret or projection is the next read's. A kubeconfig that turns TLS
  * verification off or talks plain HTTP is refused: the bearer token would go to whoever answers.
  */
-async function kubeReader(spec: KubeSpec, timeoutMs: number): Promise<SourceReader> {
+async function loadKube(spec: KubeSpec): Promise<KubeTarget> {
   const k8s = await import("@kubernetes/client-node");
   const kc = new k8s.KubeConfig();
-  if (spec.kubeconfig) kc.loadFromFile(spec.kubeconfig);
-  else kc.loadFromCluster();
-  if (spec.context) kc.setCurrentContext(spec.context);
+  try {
+    if (spec.kubeconfig) kc.loadFromFile(spec.kubeconfig);
+    else kc.loadFromCluster();
+    if (spec.context) kc.setCurrentContext(spec.context);
+  } catch (e) {
+    // loadFromFile's errors may quote the file; keep only what kind of failure it was
+    const what = spec.kubeconfig ?? "(in-cluster)";
+    throw new SourceError(`kubeconfig ${what}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).name}`);
+  }
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new SourceError("the kubeconfig names no cluster for its current context");
   if (cluster.skipTLSVerify) throw new SourceError("the kubeconfig sets insecure-skip-tls-verify: refused");
   const base = new URL(cluster.server);
   if (base.protocol !== "https:") throw new SourceError(`the kubeconfig's server is ${base.protocol}// (https only)`);
-  const path = `${base.pathname.replace(/\/$/, "")}/api/v1/namespaces/${encodeURIComponent(spec.namespace)}/configmaps/${encodeURIComponent(spec.configMap)}`;
+  const opts: import("node:https").RequestOptions = {};
+  try {
+    await kc.applyToHTTPSOptions(opts);
+  } catch (e) {
+    throw new SourceError(`credentials: ${(e as Error).name}`);
+  }
+  return { base, opts };
+}
+
+async function kubeReader(spec: KubeSpec, timeoutMs: number): Promise<SourceReader> {
+  await loadKube(spec); // a kubeconfig that can never work fails at once, naming why
   const what = `configmap ${spec.namespace}/${spec.configMap}`;
+  const tail = `/api/v1/namespaces/${encodeURIComponent(spec.namespace)}/configmaps/${encodeURIComponent(spec.configMap)}`;
   return {
     async read() {
-      const opts: import("node:https").RequestOptions = {};
-      try {
-        await kc.applyToHTTPSOptions(opts);
-      } catch (e) {
-        throw new SourceError(`credentials: ${(e as Error).name}`);
-      }
-      const body = await getJson(base, path, opts, timeoutMs, what);
+      const { base, opts } = await loadKube(spec);
+      const body = await getJson(base, `${base.pathname.replace(/\/$/, "")}${tail}`, opts, timeoutMs, what);
       const data = (body as { data?: Record<string, unknown> }).data ?? {};
       const text = data[spec.key];
       if (typeof text !== "string") throw new SourceError(`${what} has no key ${spec.key}`);
@@ -142,13 +159,5 @@ function getJson(
 /** The reader of a configured source; a kubeconfig that cannot be used is a SourceError naming why. */
 export async function sourceReader(source: SourceConfig, timeoutMs: number): Promise<SourceReader> {
   if (source.spec.kind === "file") return fileReader(source.spec.path);
-  try {
-    return await kubeReader(source.spec, timeoutMs);
-  } catch (e) {
-    if (e instanceof SourceError) throw e;
-    // loadFromFile's errors may quote the file; keep only what kind of failure it was
-    throw new SourceError(
-      `kubeconfig ${source.spec.kubeconfig ?? "(in-cluster)"}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).name}`,
-    );
-  }
+  return await kubeReader(source.spec, timeoutMs);
 }

@@ -95,6 +95,20 @@ describe("kubernetes source", () => {
     });
   });
 
+  it("reads the kubeconfig again for every read: a rotated token is the next request's", async () => {
+    answer = { code: 200, body: { kind: "ConfigMap", data: { "records.json": RECORDS } } };
+    const { cfg, source } = await reader(kubeconfig(`https://127.0.0.1:${port}`));
+    const r = await sourceReader(source, cfg.timeoutMs);
+    await r.read();
+    const path = (source.spec as { kubeconfig: string }).kubeconfig;
+    await writeFile(path, kubeconfig(`https://127.0.0.1:${port}`).replace(TOKEN, `${TOKEN}-rotated`));
+    await r.read();
+    assert.deepEqual(
+      requests.slice(-2).map((q) => q.auth),
+      [`Bearer ${TOKEN}`, `Bearer ${TOKEN}-rotated`],
+    );
+  });
+
   it("a 403 is reported with the API's message, and no log line carries the token", async () => {
     answer = {
       code: 403,
