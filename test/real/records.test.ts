@@ -11,7 +11,7 @@
  * to start without the file (juanfont/headscale hscontrol/dns/extrarecords.go), as the chart's native sidecar does.
  */
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -84,6 +84,7 @@ describe("records sidecar: a Headscale outside the operator's namespace gets two
   let clusterB: MetacontrollerLoop;
   let apiB: PodApi;
   let sidecar: RealProcess;
+  let spawnSidecar: () => RealProcess;
   let sidecarHost: Host;
   let tokenA = "";
   let tokenB = "";
@@ -142,18 +143,20 @@ sources:
     kubernetes: { kubeconfig: ${join(dir, "b", "kubeconfig")}, namespace: ${OPS}, tailnet: home }
 `,
       );
-      sidecar = sidecarHost.spawn(
-        bins.node,
-        [
-          "--import",
-          join(REPO, "node_modules", "tsx", "dist", "esm", "index.mjs"),
-          join(REPO, "src", "cli.ts"),
-          "records",
-          "--config",
-          config,
-        ],
-        { logName: "records", env: { TSX_DISABLE_CACHE: "1" } },
-      );
+      spawnSidecar = () =>
+        sidecarHost.spawn(
+          bins.node,
+          [
+            "--import",
+            join(REPO, "node_modules", "tsx", "dist", "esm", "index.mjs"),
+            join(REPO, "src", "cli.ts"),
+            "records",
+            "--config",
+            config,
+          ],
+          { logName: "records", env: { TSX_DISABLE_CACHE: "1" } },
+        );
+      sidecar = spawnSidecar();
       // Cluster A's kubeconfig is not there yet (its operator starts after Headscale): the sidecar writes
       // what it has and is ready, so Headscale can start.
       await waitFor(
@@ -293,5 +296,27 @@ sources:
     assert.match(logs, /"msg":"source read failed; its last good records stay","source":"cluster-b"/);
     assert.ok(!logs.includes(tokenA) && !logs.includes(tokenB), "a token in the sidecar's log");
     assert.doesNotMatch(logs, /pod-api\./);
+
+    // The sidecar restarts while cluster B is still down: B's name comes from the state file, so the file
+    // Headscale reads is neither emptied nor rewritten.
+    const text = await readFile(out, "utf8");
+    const inode = (await stat(out)).ino;
+    await sidecar.kill("SIGTERM");
+    const t1 = Date.now();
+    sidecar = spawnSidecar();
+    await waitFor(
+      "the restarted sidecar's /readyz",
+      async () => (await fetch(`http://${sidecarHost.ip}:9091/readyz`)).status === 200,
+      30_000,
+      () => sidecar.logs(),
+    );
+    timings.sidecarRestartReady = Date.now() - t1;
+    await sleep(2500); // two more rounds
+    assert.equal(await readFile(out, "utf8"), text);
+    assert.equal((await stat(out)).ino, inode, "an unchanged file is not rewritten");
+    assert.match(await metrics(), /^tailnet_records_source_up\{source="cluster-b"\} 0$/m);
+    assert.ok((await query(API_B)()).includes(dbIp), "cluster B's name still answers after the restart");
+    await sidecar.flush();
+    assert.ok(!(await readFile(sidecar.logFile, "utf8")).includes(tokenB));
   });
 });
