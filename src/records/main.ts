@@ -6,9 +6,9 @@
  * startupProbe, so Headscale, which refuses to start without the file, starts after it); /metrics.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { type AgentLogger, jsonLogger, type LogLevel } from "../agent/log.js";
 import type { Command } from "../args.js";
 import { loadRecordsConfig, type RecordsConfig } from "./config.js";
+import { isLogLevel, jsonLogger, type RecordsLogger } from "./log.js";
 import { createRecordsMetrics, type RecordsMetrics } from "./metrics.js";
 import { createRunner, type RecordsRunner, type RunnerDeps } from "./runner.js";
 
@@ -129,8 +129,8 @@ export async function startRecords(config: RecordsConfig, opts: StartRecordsOpti
 /** The process: config from --config, JSON logs, SIGTERM/SIGINT close the server after the current round. */
 export async function runRecords(configPath: string): Promise<void> {
   const config = loadRecordsConfig(configPath);
-  const level = (process.env.LOG_LEVEL ?? "info") as LogLevel;
-  const log: AgentLogger = jsonLogger(["debug", "info", "warn", "error"].includes(level) ? level : "info");
+  const level = process.env.LOG_LEVEL ?? "info";
+  const log: RecordsLogger = jsonLogger(isLogLevel(level) ? level : "info");
   const running = await startRecords(config, { log });
   const stop = async () => {
     await running.close();

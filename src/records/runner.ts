@@ -6,16 +6,17 @@
  * once: a first start with one cluster down writes the others' names (there is nothing older to keep), a
  * restart never writes less than the state it kept.
  */
-import type { AgentLogger } from "../agent/log.js";
+
 import type { RecordsConfig, SourceConfig } from "./config.js";
 import { parseState, type RecordsState, readIfExists, stateText, writeAtomic } from "./file.js";
+import type { RecordsLogger } from "./log.js";
 import { type Conflict, mergeSources } from "./merge.js";
 import type { RecordsMetrics } from "./metrics.js";
 import { SourceError, type SourceReader, sourceReader } from "./sources.js";
 import { checkRecords, REFUSALS, type RecordEntry, type RefusedRecord, recordsFileText } from "./validate.js";
 
 export interface RunnerDeps {
-  log: AgentLogger;
+  log: RecordsLogger;
   metrics: RecordsMetrics;
   now?: () => Date;
   /** Readers by source name (tests); default: built from each source's config. */
