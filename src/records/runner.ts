@@ -96,7 +96,7 @@ class Runner implements RecordsRunner {
     const at = this.now();
     let list: unknown[];
     try {
-      list = await (await this.readerOf(s)).read();
+      list = await this.bounded((async () => (await this.readerOf(s)).read())());
       if (list.length > this.config.maxRecords) {
         throw new SourceError(`${list.length} records, more than maxRecords ${this.config.maxRecords}`);
       }
@@ -126,6 +126,19 @@ class Runner implements RecordsRunner {
     }
     this.logRefused(s.name, records.length, refused);
     return true;
+  }
+
+  /**
+   * A read that outlives the config's timeout (plus a second for the reader's own) is a failed read: one
+   * stuck source must not hold up the round, and with it every other cluster's changes.
+   */
+  private bounded<T>(p: Promise<T>): Promise<T> {
+    const ms = this.config.timeoutMs + 1000;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new SourceError(`no answer within ${ms} ms`)), ms);
+    });
+    return Promise.race([p, late]).finally(() => clearTimeout(timer));
   }
 
   private logRefused(source: string, accepted: number, refused: RefusedRecord[]) {

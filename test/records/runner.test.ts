@@ -199,6 +199,18 @@ describe("records runner", () => {
     assert.ok(w.lines.some((l) => l.error === "3 records, more than maxRecords 2"));
   });
 
+  it("a source that never answers fails the round's read after the timeout; the others still arrive", async () => {
+    const w = await world(config({ timeout: "100ms" }));
+    w.a.next = [rec("web.a.ts.test", "100.64.0.2")];
+    w.b.read = () => new Promise(() => undefined);
+    const t0 = Date.now();
+    const r = await w.runner.round();
+    assert.ok(Date.now() - t0 < 3000, `${Date.now() - t0} ms`);
+    assert.deepEqual(r.failed, ["cluster-b"]);
+    assert.deepEqual(await w.file(), [rec("web.a.ts.test", "100.64.0.2")]);
+    assert.ok(w.lines.some((l) => l.source === "cluster-b" && l.error === "no answer within 1100 ms"));
+  });
+
   it("a narrowed claim drops the kept records it no longer allows at the next start", async () => {
     const w1 = await world();
     w1.a.next = [rec("shared.ts.test", "100.64.0.2"), rec("web.a.ts.test", "100.64.0.2")];
