@@ -1,8 +1,9 @@
 /**
  * One image, one CLI: `serve` (hook server), `agent` (data plane), `render` (offline preview),
- * `headscale snapshot` (read-only export for render). Every subcommand answers `--help` (exit 0,
- * nothing started) and `--version`; an unknown flag is exit 2 with the usage; a missing or invalid
- * file is one line on stderr (exit 2 for render/snapshot input, exit 1 for a service's config).
+ * `headscale snapshot` (read-only export for render), `records` (the DNS records sidecar next to
+ * Headscale). Every subcommand answers `--help` (exit 0, nothing started) and `--version`; an
+ * unknown flag is exit 2 with the usage; a missing or invalid file is one line on stderr (exit 2
+ * for render/snapshot input, exit 1 for a service's config).
  */
 import { type Command, InputError, packageVersion, parseCommand, UsageError, usageHint } from "./args.js";
 import { ConfigError, checkHookAuth, loadConfig } from "./config.js";
@@ -76,6 +77,8 @@ commands:
                               print the children, status and policy the operator would produce
   headscale snapshot --url <url> --api-key-file <file> [--ca-file <file>]
                               read-only snapshot of a live Headscale for render --headscale
+  records --config <file>     next to Headscale: every cluster's DNS records into its
+                              dns.extra_records_path
 
 Run \`tailnet-operator <command> --help\` for a command's options; --version prints the version.
 `;
@@ -146,6 +149,14 @@ export async function main(argv: string[]): Promise<void> {
         process.exitCode = await runRender(args);
         return;
       }
+      case "records": {
+        const { RECORDS, runRecords } = await import("./records/main.js");
+        const parsed = parseCommand(RECORDS, args);
+        if (parsed.kind === "help") return void process.stdout.write(RECORDS.usage);
+        if (parsed.kind === "version") return void process.stdout.write(`${packageVersion()}\n`);
+        if (typeof parsed.values.config !== "string") throw new UsageError("records needs --config <file>", "records");
+        return await runRecords(parsed.values.config);
+      }
       case "headscale": {
         const { runHeadscale } = await import("./render/fetch-snapshot.js");
         process.exitCode = await runHeadscale(args);
@@ -176,7 +187,7 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = 2;
       return;
     }
-    if (e instanceof ConfigError) {
+    if (e instanceof ConfigError || (e instanceof Error && e.name === "RecordsConfigError")) {
       process.stderr.write(`${e.message}\n`);
       process.exitCode = 1; // nothing was started, so the process ends here
       return;

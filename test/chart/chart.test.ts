@@ -60,6 +60,12 @@ const EXTRA_OBJECTS: Record<string, string[]> = {
     "ClusterRole/tailnet-operator-kube-api-impersonator",
     "ClusterRoleBinding/tailnet-operator-kube-api-impersonator",
   ],
+  "records readers": [
+    "Role/tailnet-operator-records-reader",
+    "RoleBinding/tailnet-operator-records-reader",
+    "Secret/tailnet-records-reader-token",
+    "ServiceAccount/tailnet-records-reader",
+  ],
 };
 // the existing Secret is the user's: the chart writes none
 const MISSING_OBJECTS: Record<string, string[]> = {

@@ -38,4 +38,14 @@ export const SCENARIOS: Record<string, Record<string, unknown>> = {
   },
   "existing hook token Secret": { hookToken: { existingSecret: "metacontroller-hook", existingSecretKey: "bearer" } },
   "kube-api impersonation": { kubeApi: { serviceAccounts: [{ namespace: "tailnet-system", name: "kube-agent" }] } },
+  "records readers": {
+    records: {
+      tailnets: ["home"],
+      readers: [
+        { kind: "ServiceAccount", name: "headscale", namespace: "headscale" },
+        { kind: "User", name: "headscale-records" },
+      ],
+      serviceAccount: { create: true },
+    },
+  },
 };

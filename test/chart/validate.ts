@@ -9,7 +9,7 @@ import { CustomResourceDefinition } from "kubernetes-models/apiextensions.k8s.io
 import { Deployment } from "kubernetes-models/apps/v1";
 import { IngressClass, NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
-import { ClusterRole, ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
+import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import type { K8sObject } from "./helm.js";
 
@@ -26,6 +26,8 @@ const BUILT_IN: Record<string, new (o: never) => Model> = {
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget as never,
   "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole as never,
   "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ClusterRoleBinding as never,
+  "rbac.authorization.k8s.io/v1/Role": Role as never,
+  "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding as never,
   "apiextensions.k8s.io/v1/CustomResourceDefinition": CustomResourceDefinition as never,
 };
 

@@ -6,7 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { main } from "../../src/cli.js";
@@ -93,6 +95,12 @@ const SUBCOMMANDS: { argv: string[]; usage: RegExp; missingFile: string[]; missi
     missingFile: ["--url", "http://127.0.0.1:9", "--api-key-file", "/nonexistent/key"],
     missing: /^headscale snapshot: --api-key-file \/nonexistent\/key: no such file or directory\n$/,
   },
+  {
+    argv: ["records"],
+    usage: /^usage: tailnet-operator records --config <file>\n[\s\S]*dns\.extra_records_path/,
+    missingFile: ["--config", "/nonexistent/records.yaml"],
+    missing: /^records config \/nonexistent\/records\.yaml: ENOENT\n$/,
+  },
 ];
 
 describe("CLI", () => {
@@ -136,6 +144,33 @@ describe("CLI", () => {
     const r = await run(["serve", "--config"]);
     assert.equal(r.code, 2);
     assert.match(r.err, /^serve: --config needs a value\n/);
+  });
+  it("records without --config exits 2; an invalid config exits 1 naming every bad field", async () => {
+    const r = await run(["records"]);
+    assert.equal(r.code, 2);
+    assert.match(r.err, /^records needs --config <file>\nrun `tailnet-operator records --help` for its usage\n$/);
+    const dir = mkdtempSync(join(tmpdir(), "records-cli-"));
+    try {
+      writeFileSync(
+        join(dir, "bad.yaml"),
+        "output: records.json\nbaseDomain: ts.test\nsources:\n  - name: A\n    names: ['*.evil.com']\n",
+      );
+      const bad = await run(["records", "--config", join(dir, "bad.yaml")]);
+      assert.equal(bad.code, 1);
+      assert.equal(
+        bad.err,
+        [
+          "records config:",
+          "  output: an absolute path (Headscale's dns.extra_records_path)",
+          "  sources[0].name: a lower-case DNS label (it is a metric label)",
+          '  sources[0].names: "*.evil.com" is not below the base domain ts.test',
+          "  sources[0]: set kubernetes (a cluster's records ConfigMap) or file",
+          "",
+        ].join("\n"),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
   it("tailnet-operator --version and an unknown command", async () => {
     assert.equal((await run(["--version"])).out, `${version}\n`);

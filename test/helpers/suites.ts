@@ -37,6 +37,7 @@ export const SLOW_FILES: Readonly<Record<string, string>> = {
   "test/chart/config.test.ts": "helm template (test/chart/helm.ts)",
   "test/chart/decoratorcontrollers.test.ts": "helm template (test/chart/helm.ts)",
   "test/chart/monitoring.test.ts": "helm template (test/chart/helm.ts)",
+  "test/chart/records.test.ts": "helm template (test/chart/helm.ts)",
   "test/cli/cli.test.ts": "the CLI, as a node process",
   "test/config.test.ts": "the CLI, as a node process",
   "test/agent/main.test.ts": "the agent, as a node process",
@@ -61,6 +62,7 @@ export const SLOW_FILES: Readonly<Record<string, string>> = {
   "test/monitoring/rules.test.ts": "helm template and promtool",
   "test/monitoring/runbooks.test.ts": "helm template (test/chart/helm.ts)",
   "test/readme/readme.test.ts": "git, helm and npm start",
+  "test/records/sidecar.test.ts": "openssl (test/fakes/agent/pki.ts) and the CLI's records process",
 };
 
 /** The one spawn pure tests may make: `go mod download …` (test/helpers/upstream.ts), see pure-guard.ts. */

@@ -27,6 +27,12 @@ export interface HeadscaleOptions {
   database?: "sqlite" | "postgres";
   /** Host name on the bridge (default "headscale"). */
   name?: string;
+  /**
+   * dns.extra_records_path as a plain file someone else writes (the records sidecar's output, issue 33)
+   * instead of the ConfigMap-volume layout. It must exist before Headscale starts: juanfont/headscale
+   * hscontrol/dns/extrarecords.go NewExtraRecordsManager stats it and Headscale refuses to start without it.
+   */
+  extraRecordsPath?: string;
 }
 
 export interface RealHeadscale {
@@ -108,7 +114,8 @@ export async function startHeadscale(net: TestNet, opts: HeadscaleOptions = {}):
   // ConfigMap as a volume, not with subPath): records.json -> ..data/records.json, updated by the
   // kubelet's atomic ..data swap. Headscale's watcher (hscontrol/dns/extrarecords.go) re-adds its
   // watch after the Remove/Rename that swap causes.
-  const [extraRecordsPath] = Object.values(await writeSecretVolume(`${dir}/records`, { "records.json": "[]\n" }));
+  const extraRecordsPath =
+    opts.extraRecordsPath ?? Object.values(await writeSecretVolume(`${dir}/records`, { "records.json": "[]\n" }))[0];
   await writeFile(`${dir}/ca.crt`, pki.caPem);
 
   const database = opts.database ?? "sqlite";
@@ -276,6 +283,7 @@ taildrop:
     apiKey,
     extraRecordsPath,
     writeExtraRecords: async (text) => {
+      if (opts.extraRecordsPath) throw new Error(`writeExtraRecords: ${opts.extraRecordsPath} is written by its owner`);
       await writeSecretVolume(`${dir}/records`, { "records.json": text });
     },
     cli,

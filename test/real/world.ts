@@ -45,6 +45,8 @@ export interface RealWorld {
 export interface RealWorldOptions extends HeadscaleOptions {
   /** Shown in the run's folder name. */
   id?: string;
+  /** Runs on the new network before Headscale starts (e.g. the records sidecar that writes its extra_records_path). */
+  beforeHeadscale?: (net: TestNet) => Promise<void>;
 }
 
 export async function startRealWorld(opts: RealWorldOptions = {}): Promise<RealWorld> {
@@ -53,6 +55,7 @@ export async function startRealWorld(opts: RealWorldOptions = {}): Promise<RealW
   const net = await TestNet.create({ id: opts.id });
   const extra: RealProcess[] = [];
   try {
+    await opts.beforeHeadscale?.(net);
     const headscale = await startHeadscale(net, opts);
     const policyFile = `${headscale.host.dir}/base-policy.hujson`;
     await writeFile(policyFile, BASE_POLICY);
