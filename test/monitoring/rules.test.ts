@@ -66,6 +66,11 @@ const EXPECTED: Record<string, { severity: string; for?: string; expr: string }>
     for: "5m",
     expr: 'tailnet_resource_condition:last_known{kind=~"TailnetEgress|TailnetIngress",type="NodeIdentity",reason=~"IdentityChanged|ForeignNode|StateLost|Reregistered"} == 1',
   },
+  TailnetIngressNamesNotServed: {
+    severity: "warning",
+    for: "15m",
+    expr: 'tailnet_resource_condition:last_known{kind="TailnetIngress",type="DNSServed",reason="NotServed"} == 1',
+  },
   TailnetPolicyStale: { severity: "warning", for: "15m", expr: "tailnet_policy_pending:last_known == 1" },
   TailnetPolicyRejected: {
     severity: "warning",
@@ -137,7 +142,7 @@ describe("bundled alert rules", () => {
     const dir = promtoolWorkspace("check", renderedRuleFile());
     const run = promtool(["check", "rules", join(dir, "rules.yaml")]);
     assert.equal(run.code, 0, run.output);
-    assert.match(run.output, /SUCCESS: 26 rules found/);
+    assert.match(run.output, /SUCCESS: 27 rules found/);
   });
 
   it("pass the promtool unit tests in monitoring/tests", () => {
