@@ -155,7 +155,8 @@ options:
                               skipping snapshot*, agents* and expected* files; - reads standard input;
                               a v1 List, as kubectl get -o yaml writes, is read item by item)
   --headscale <file>          Headscale snapshot (\`tailnet-operator headscale snapshot\`); default: an empty server
-  --agents <file>             agent /status per "<namespace>/<name>" (JSON); default: agents not scraped
+  --agents <file>             agent /status per "<namespace>/<name>" (JSON); default: agents not scraped;
+                              an ingress's "names" are its node's resolver answers (DNSServed)
   --summary                   one compact entry per object: Ready, conditions as Type=Status/Reason, children
   -o, --output yaml|json      full output format (default yaml)
   --policy-only               only the rendered policy of each Tailnet, with its diff
