@@ -23,10 +23,16 @@ import { createAgentMetrics } from "./metrics.js";
 import { type AgentMonitor, createMonitor } from "./monitor.js";
 import { type MetricsServer, startMetricsServer } from "./server.js";
 
+/**
+ * How long /status waits for quad-100's answers: well inside the operator's scrape timeout (2 s by default),
+ * so a stuck LocalAPI costs the names, never the rest of the status (the backends' reachability).
+ */
+export const NAME_QUERY_TIMEOUT_MS = 1000;
+
 /** quad-100's answer for each name, or for each the reason it cannot be asked (no LocalAPI socket). */
 function resolveNames(config: AgentConfig, names: readonly string[]): Promise<NameAnswer[]> {
   const socket = config.tailscale.localApiSocket;
-  const timeoutMs = config.limits.dialTimeoutSeconds * 1000;
+  const timeoutMs = Math.min(config.limits.dialTimeoutSeconds * 1000, NAME_QUERY_TIMEOUT_MS);
   return Promise.all(
     names.map((name) =>
       socket ? queryName(socket, name, timeoutMs) : { name, addresses: [], error: "no LocalAPI socket configured" },

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { invalidNames, MAX_QUERIED_NAMES, parseDnsAnswer, queryName } from "../../src/agent/dns-query.js";
+import { NAME_QUERY_TIMEOUT_MS } from "../../src/agent/main.js";
 import type { AgentStatus } from "../../src/contract/agent-status.js";
 import { dnsAnswer } from "../fakes/agent/dns-message.js";
 import { fakeStatus, startFakeLocalApi } from "../fakes/agent/localapi.js";
@@ -113,4 +114,36 @@ test("/status?names= without a LocalAPI socket answers each name with the reason
   });
   const answer = JSON.parse((await httpGet(agent.metricsPort, "/status?names=a.example")).body) as AgentStatus;
   assert.deepEqual(answer.names, [{ name: "a.example", addresses: [], error: "no LocalAPI socket configured" }]);
+});
+
+test("/status?names= answers within NAME_QUERY_TIMEOUT_MS when tailscaled does not answer; the rest of the status stays", async (t) => {
+  const localapi = await startFakeLocalApi(fakeStatus(self, []));
+  t.after(() => localapi.close());
+  const agent = await agentFor(t, {
+    role: "ingress",
+    metricsPort: 0,
+    metricsHost: "127.0.0.1",
+    listenHost: "127.0.0.1",
+    tailscale: { localApiSocket: localapi.socketPath },
+    exposes: [EXPOSE],
+  });
+  localapi.stallDnsQueries(true);
+  const started = Date.now();
+  const answer = await httpGet(agent.metricsPort, "/status?names=grafana.ts.example.com");
+  const took = Date.now() - started;
+  assert.equal(answer.status, 200);
+  const status = JSON.parse(answer.body) as AgentStatus;
+  assert.deepEqual(status.names, [
+    {
+      name: "grafana.ts.example.com",
+      addresses: [],
+      error: "LocalAPI GET /localapi/v0/dns-query?name=grafana.ts.example.com&type=A: timed out after 1s",
+    },
+  ]);
+  assert.deepEqual(
+    status.exposes.map((e) => e.name),
+    ["web"],
+    "the backends are still reported",
+  );
+  assert.ok(took >= NAME_QUERY_TIMEOUT_MS - 50 && took < 1900, `answered after ${took} ms (the operator waits 2 s)`);
 });

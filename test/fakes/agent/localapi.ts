@@ -61,6 +61,8 @@ export interface FakeLocalApi {
    * (its extra records file; none until set), NXDOMAIN for a name without one.
    */
   setRecords(records: readonly ExtraRecord[]): void;
+  /** dns-query requests get no answer at all while true (a stuck tailscaled). */
+  stallDnsQueries(stall: boolean): void;
   close(): Promise<void>;
 }
 
@@ -73,6 +75,7 @@ export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalA
   let failure: number | undefined;
   let whois: Record<string, unknown> = {};
   let records: readonly ExtraRecord[] = [];
+  let stallDns = false;
   const requests: LocalApiRequest[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
@@ -108,6 +111,7 @@ export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalA
       return;
     }
     if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/localapi/v0/dns-query") {
+      if (stallDns) return; // the socket stays open until close() destroys it
       const query = new URL(req.url ?? "", "http://x").searchParams;
       const bytes = dnsAnswer(query.get("name") ?? "", query.get("type") === "A" ? records : []);
       res.writeHead(200, { "content-type": "application/json" });
@@ -138,6 +142,9 @@ export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalA
     },
     setRecords(next) {
       records = next;
+    },
+    stallDnsQueries(stall) {
+      stallDns = stall;
     },
     async close() {
       for (const socket of sockets) socket.destroy();
