@@ -108,7 +108,8 @@ export async function fetchWhoIs(socketPath: string, addr: string, timeoutMs: nu
   }
 }
 
-function localApiGet(socketPath: string, path: string, timeoutMs: number): Promise<unknown> {
+/** GET `path` on tailscaled's LocalAPI socket: the JSON answer, or a rejection naming the operation. */
+export function localApiGet(socketPath: string, path: string, timeoutMs: number): Promise<unknown> {
   const operation = `LocalAPI GET ${path}`;
   return new Promise((resolve, reject) => {
     const req = request(

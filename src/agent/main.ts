@@ -12,15 +12,33 @@ import {
   resolvePodIp,
   validateAgentConfig,
 } from "../contract/agent-config.js";
-import type { AgentStatus } from "../contract/agent-status.js";
+import type { AgentStatus, NameAnswer } from "../contract/agent-status.js";
 import { AGENT_CONFIG_PATH } from "../contract/ports.js";
 import { loadAgentConfig } from "./config-file.js";
+import { queryName } from "./dns-query.js";
 import { createConnectionBudget } from "./forward.js";
 import { type AgentListeners, type AgentPorts, startListeners } from "./listeners.js";
 import { type AgentLogger, jsonLogger, type LogLevel, silentLogger } from "./log.js";
 import { createAgentMetrics } from "./metrics.js";
 import { type AgentMonitor, createMonitor } from "./monitor.js";
 import { type MetricsServer, startMetricsServer } from "./server.js";
+
+/**
+ * How long /status waits for quad-100's answers: well inside the operator's scrape timeout (2 s by default),
+ * so a stuck LocalAPI costs the names, never the rest of the status (the backends' reachability).
+ */
+export const NAME_QUERY_TIMEOUT_MS = 1000;
+
+/** quad-100's answer for each name, or for each the reason it cannot be asked (no LocalAPI socket). */
+function resolveNames(config: AgentConfig, names: readonly string[]): Promise<NameAnswer[]> {
+  const socket = config.tailscale.localApiSocket;
+  const timeoutMs = Math.min(config.limits.dialTimeoutSeconds * 1000, NAME_QUERY_TIMEOUT_MS);
+  return Promise.all(
+    names.map((name) =>
+      socket ? queryName(socket, name, timeoutMs) : { name, addresses: [], error: "no LocalAPI socket configured" },
+    ),
+  );
+}
 
 /** How long SIGTERM waits for open connections before closing them (below the pod's 30 s grace period). */
 export const SHUTDOWN_GRACE_MS = 20_000;
@@ -80,6 +98,7 @@ export async function startAgent(
       port: config.metricsPort,
       registry: metrics.registry,
       status: monitor.status,
+      resolveNames: (names) => resolveNames(config, names),
       healthy: () => monitor.listening,
       log,
     });

@@ -3,7 +3,8 @@
 // (which the data listeners cap and close) does not take the probes down with it.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Registry } from "prom-client";
-import type { AgentStatus } from "../contract/agent-status.js";
+import type { AgentStatus, NameAnswer } from "../contract/agent-status.js";
+import { invalidNames } from "./dns-query.js";
 import type { AgentLogger } from "./log.js";
 
 export interface MetricsServerOptions {
@@ -11,6 +12,8 @@ export interface MetricsServerOptions {
   port: number;
   registry: Registry;
   status(): AgentStatus;
+  /** What quad-100 answers for each name (`/status?names=`, dns-query.ts). */
+  resolveNames(names: readonly string[]): Promise<NameAnswer[]>;
   /** True while the data listeners are up. */
   healthy(): boolean;
   log: AgentLogger;
@@ -41,6 +44,18 @@ export function notServing(status: AgentStatus): string {
   return down.length ? `backend unreachable: ${down.join(", ")}` : "";
 }
 
+/** /status, and with `?names=a,b` what the node's resolver answers for each (the operator's DNSServed). */
+async function sendStatus(req: IncomingMessage, res: ServerResponse, opts: MetricsServerOptions): Promise<void> {
+  const query = new URLSearchParams((req.url ?? "").split("?")[1] ?? "");
+  const asked = query.get("names");
+  if (asked === null) return send(res, 200, "application/json", `${JSON.stringify(opts.status())}\n`);
+  const names = asked.split(",").filter((n) => n !== "");
+  const invalid = invalidNames(names);
+  if (invalid) return send(res, 400, "text/plain; charset=utf-8", `${invalid}\n`);
+  const answers = await opts.resolveNames(names);
+  return send(res, 200, "application/json", `${JSON.stringify({ ...opts.status(), names: answers })}\n`);
+}
+
 async function route(req: IncomingMessage, res: ServerResponse, opts: MetricsServerOptions): Promise<void> {
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.setHeader("allow", "GET, HEAD");
@@ -60,7 +75,7 @@ async function route(req: IncomingMessage, res: ServerResponse, opts: MetricsSer
         : send(res, 200, "text/plain; charset=utf-8", "ok\n");
     }
     case "/status":
-      return send(res, 200, "application/json", `${JSON.stringify(opts.status())}\n`);
+      return sendStatus(req, res, opts);
     case "/metrics":
       return send(res, 200, opts.registry.contentType, await opts.registry.metrics());
     default:

@@ -40,12 +40,25 @@ export interface ExposeStatus {
   error: string;
 }
 
+/**
+ * What the agent node's quad-100 resolver answered for a name the scrape asked about (`/status?names=`):
+ * `rcode` and the A addresses when it answered, `error` (and no rcode) when the query could not be made.
+ */
+export interface NameAnswer {
+  name: string;
+  addresses: string[];
+  rcode?: string;
+  error: string;
+}
+
 export interface AgentStatus {
   ready: boolean;
   self: AgentSelf;
   peers: AgentPeer[];
   targets: TargetStatus[];
   exposes: ExposeStatus[];
+  /** Only when the request asked (`?names=a,b`): one answer per name, in the order asked. */
+  names?: NameAnswer[];
 }
 
 export interface ProbeResult {

@@ -57,8 +57,11 @@ export interface EventRecorder {
 export type ScrapeResult = { ok: true; pod: string; status: AgentStatus } | { ok: false; pod: string; error: string };
 
 export interface AgentScraper {
-  /** GETs /status of each Pod (port named "metrics"), in parallel, with a short timeout; never throws. */
-  scrape(pods: K8sObject[]): Promise<ScrapeResult[]>;
+  /**
+   * GETs /status of each Pod (port named "metrics"), in parallel, with a short timeout; never throws. With
+   * `names`, each agent also reports what its node's resolver answers for them (`status.names`).
+   */
+  scrape(pods: K8sObject[], names?: readonly string[]): Promise<ScrapeResult[]>;
 }
 
 /** Everything impure a kind may use, injected so tests and `render` swap them. */

@@ -46,14 +46,21 @@ export interface RenderInput {
 
 const PLACEHOLDER_KEY = "render-placeholder-api-key";
 
+/** A preview asks no resolver: names the --agents status does not answer are reported as unasked. */
+function withNames(status: AgentStatus, names: readonly string[] | undefined): AgentStatus {
+  if (!names?.length || status.names) return status;
+  const error = "not asked in a preview (give the agent's names answers in --agents)";
+  return { ...status, names: names.map((name) => ({ name, addresses: [], error })) };
+}
+
 function scraperFrom(agents: Record<string, AgentStatus> | undefined): AgentScraper {
   return {
-    async scrape(pods) {
+    async scrape(pods, names) {
       return pods.map((pod) => {
         const owner = `${pod.metadata.namespace}/${pod.metadata.labels?.["app.kubernetes.io/instance"] ?? ""}`;
         const status = agents?.[owner];
         return status
-          ? { ok: true as const, pod: pod.metadata.name, status }
+          ? { ok: true as const, pod: pod.metadata.name, status: withNames(status, names) }
           : { ok: false as const, pod: pod.metadata.name, error: `no agent status for ${owner} in --agents` };
       });
     },
@@ -148,7 +155,8 @@ options:
                               skipping snapshot*, agents* and expected* files; - reads standard input;
                               a v1 List, as kubectl get -o yaml writes, is read item by item)
   --headscale <file>          Headscale snapshot (\`tailnet-operator headscale snapshot\`); default: an empty server
-  --agents <file>             agent /status per "<namespace>/<name>" (JSON); default: agents not scraped
+  --agents <file>             agent /status per "<namespace>/<name>" (JSON); default: agents not scraped;
+                              an ingress's "names" are its node's resolver answers (DNSServed)
   --summary                   one compact entry per object: Ready, conditions as Type=Status/Reason, children
   -o, --output yaml|json      full output format (default yaml)
   --policy-only               only the rendered policy of each Tailnet, with its diff

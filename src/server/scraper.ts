@@ -28,11 +28,14 @@ function isAgentStatus(v: unknown): v is AgentStatus {
 
 export function httpAgentScraper(timeoutMs: number): AgentScraper {
   return {
-    async scrape(pods) {
+    async scrape(pods, names) {
+      // DNS names only (the ingress's own, never user text unvalidated): no escaping beyond the separator
+      const query = names?.length ? `?${new URLSearchParams({ names: names.join(",") })}` : "";
       return Promise.all(
         pods.map(async (pod): Promise<ScrapeResult> => {
           const name = pod.metadata.name;
-          const url = podStatusUrl(pod);
+          const base = podStatusUrl(pod);
+          const url = base && `${base}${query}`;
           if (!url) return { ok: false, pod: name, error: "pod has no IP or no port named metrics yet" };
           try {
             const res = await request(url, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });

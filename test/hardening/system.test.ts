@@ -41,7 +41,8 @@ describe("every kind together", () => {
     const nodes = w.register();
     w.configureClusterDns();
     const second = await w.settle();
-    assert.ok(second <= 3, `second settle took ${second} rounds`);
+    // plus one round once Headscale hands out the records the Tailnet wrote (the ingress's DNSServed)
+    assert.ok(second <= 4, `second settle took ${second} rounds`);
     assert.deepEqual(w.mc.errors, []);
     assert.ok(
       w.mc.calls.every((c) => c.code === 200),

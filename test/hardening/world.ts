@@ -88,6 +88,7 @@ export const READY: Reasons = {
     Registered: "Registered",
     BackendsReachable: "Reachable",
     TLSReady: "Valid",
+    DNSServed: "Served",
     NodeIdentity: "Stable",
     Ready: "Ready",
   },
@@ -217,12 +218,29 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
     readIngressSpec(ingressParent),
     ingressNames(ingressParent, ZONE).exposes,
   );
+  // Its tailscaled's LocalAPI: the resolver answers the records Headscale read from the Tailnet's records
+  // ConfigMap (serveRecords, as Headscale reloads its dns.extra_records_path file).
+  const ingressLocalApi: FakeLocalApi = await startFakeLocalApi(
+    fakeStatus({ HostName: "grafana-monitoring", TailscaleIPs: [], Online: false }, [], "NeedsLogin"),
+  );
+  t.after(() => ingressLocalApi.close());
+  let servedRecords = "[]";
+  /** Headscale reads the records file again when it changed; true when it did. */
+  const serveRecords = (): boolean => {
+    const text = (
+      mc.get("v1", "ConfigMap", "tailnet-home-dns-records", OPS)?.data as Record<string, string> | undefined
+    )?.["records.json"];
+    if (!text || text === servedRecords) return false;
+    servedRecords = text;
+    ingressLocalApi.setRecords(JSON.parse(text));
+    return true;
+  };
   const ingressAgent: RunningAgent = await startAgent(
     {
       ...base,
       metricsPort: 0,
       metricsHost: "127.0.0.1",
-      tailscale: {},
+      tailscale: { localApiSocket: ingressLocalApi.socketPath },
       exposes: (base.exposes ?? []).map((e) => ({
         ...e,
         listenPort: 0,
@@ -334,7 +352,9 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
     /** Probe and read the netmaps now, then let the emulator settle. */
     async settle(maxRounds = 10): Promise<number> {
       await Promise.all([egressAgent.refresh(), ingressAgent.refresh()]);
-      return mc.settle(maxRounds);
+      const rounds = await mc.settle(maxRounds);
+      // the records file changed during those rounds: Headscale hands the new records out, the ingress sees them
+      return serveRecords() ? rounds + (await mc.settle(maxRounds)) : rounds;
     },
     /**
      * Every workload node registers with the key the operator put into its Secret (agents with the
@@ -353,6 +373,9 @@ export async function world(t: Ctx, opts: WorldOptions = {}) {
       const egress = egressPod.node;
       localApi.setPrefs({ RouteAll: egressPod.boot.acceptRoutes });
       const ingress = boot("grafana-agent-0", "monitoring").node;
+      ingressLocalApi.setStatus(
+        fakeStatus({ HostName: "grafana-monitoring", TailscaleIPs: [ingress.ipv4], Online: true }, []),
+      );
       const gateway = boot("gw-gateway-0", "infra").node;
       localApi.setStatus(
         fakeStatus({ HostName: "shop-db", TailscaleIPs: [egress.ipv4], Online: true }, [

@@ -13,10 +13,27 @@ export interface AlertRule {
   annotations: Record<string, string>;
 }
 
+export interface RecordingRule {
+  group: string;
+  record: string;
+  expr: string;
+}
+
+type RenderedRule = Omit<AlertRule, "group" | "alert"> & { alert?: string; record?: string };
+
+function renderedRules(values: Record<string, unknown>): Array<RenderedRule & { group: string }> {
+  const file = renderedRuleFile(values) as { groups: Array<{ name: string; rules: RenderedRule[] }> };
+  return file.groups.flatMap((g) => g.rules.map((r) => ({ group: g.name, ...r, expr: String(r.expr) })));
+}
+
 /** Alerting rules of the PrometheusRule the chart renders with `values`. */
 export function alertRules(values: Record<string, unknown> = {}): AlertRule[] {
-  const file = renderedRuleFile(values) as { groups: Array<{ name: string; rules: Array<Omit<AlertRule, "group">> }> };
-  return file.groups.flatMap((g) => g.rules.map((r) => ({ group: g.name, ...r, expr: String(r.expr) })));
+  return renderedRules(values).flatMap(({ record, alert, ...r }) => (alert ? [{ ...r, alert }] : []));
+}
+
+/** Recording rules of the same PrometheusRule (the last-known series the alerts read). */
+export function recordingRules(values: Record<string, unknown> = {}): RecordingRule[] {
+  return renderedRules(values).flatMap(({ group, record, expr }) => (record ? [{ group, record, expr }] : []));
 }
 
 export interface DashboardTarget {

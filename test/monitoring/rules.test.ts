@@ -14,6 +14,14 @@ import { type AlertRule, alertRules } from "./content.js";
 import { renderedRuleFile } from "./generated.js";
 import { promtool } from "./promtool.js";
 
+/** The bundled groups, the last-known series first (as monitoring/tests/*.yaml order them). */
+const GROUP_ORDER = [
+  "tailnet-operator.last-known",
+  "tailnet-operator.operator",
+  "tailnet-operator.resources",
+  "tailnet-operator.policy",
+  "tailnet-operator.keys",
+];
 const RUNBOOK = "https://github.com/tailnet-operator/tailnet-operator/blob/main/docs/OPERATIONS.md";
 const testsDir = join(repoRoot, "monitoring", "tests");
 const work = mkdtempSync(join(tmpdir(), "tailnet-rules-"));
@@ -25,7 +33,7 @@ const EXPECTED: Record<string, { severity: string; for?: string; expr: string }>
   TailnetHooksSilent: {
     severity: "critical",
     for: "2m",
-    expr: 'time() - (\n    max by (job) (tailnet_hook_last_success_timestamp_seconds{job="tailnet-operator"} > 0)\n  or\n    max by (job) (process_start_time_seconds{job="tailnet-operator"})\n) > 600',
+    expr: 'time() - (\n    max by (job) (max_over_time(tailnet_hook_last_success_timestamp_seconds{job="tailnet-operator"}[1d]) > 0)\n  or\n    max by (job) (process_start_time_seconds{job="tailnet-operator"})\n) > 600',
   },
   TailnetReconcileErrors: {
     severity: "warning",
@@ -36,33 +44,38 @@ const EXPECTED: Record<string, { severity: string; for?: string; expr: string }>
     severity: "warning",
     expr: 'sum by (job) (rate(tailnet_headscale_requests_total{code=~"5.."}[10m]))\n  /\nsum by (job) (rate(tailnet_headscale_requests_total{code!="0"}[10m]))\n  > 0.05',
   },
-  TailnetResourceNotReady: { severity: "warning", for: "10m", expr: "tailnet_resource_ready == 0" },
+  TailnetResourceNotReady: { severity: "warning", for: "10m", expr: "tailnet_resource_ready:last_known == 0" },
   TailnetRouteConflict: {
     severity: "warning",
     for: "15m",
-    expr: 'tailnet_resource_condition{kind="TailnetSite",type="RouteConflict",reason=~"OverlapsReserved|OverlapsSite"} == 1',
+    expr: 'tailnet_resource_condition:last_known{kind="TailnetSite",type="RouteConflict",reason=~"OverlapsReserved|OverlapsSite"} == 1',
   },
   TailnetUnmanagedRouteOverlap: {
     severity: "info",
     for: "30m",
-    expr: 'tailnet_resource_condition{kind="TailnetSite",type="UnmanagedOverlap",reason="Unmanaged"} == 1',
+    expr: 'tailnet_resource_condition:last_known{kind="TailnetSite",type="UnmanagedOverlap",reason="Unmanaged"} == 1',
   },
   TailnetGatewayFreshBlocked: {
     severity: "warning",
     for: "5m",
-    expr: 'tailnet_resource_ready{kind="TailnetGateway",reason="FreshBlocked"} == 0',
+    expr: 'tailnet_resource_ready:last_known{kind="TailnetGateway",reason="FreshBlocked"} == 0',
   },
-  TailnetNodeOffline: { severity: "warning", for: "5m", expr: "tailnet_node_online == 0" },
+  TailnetNodeOffline: { severity: "warning", for: "5m", expr: "tailnet_node_online:last_known == 0" },
   TailnetNodeIdentityChanged: {
     severity: "warning",
     for: "5m",
-    expr: 'tailnet_resource_condition{kind=~"TailnetEgress|TailnetIngress",type="NodeIdentity",reason=~"IdentityChanged|ForeignNode|StateLost|Reregistered"} == 1',
+    expr: 'tailnet_resource_condition:last_known{kind=~"TailnetEgress|TailnetIngress",type="NodeIdentity",reason=~"IdentityChanged|ForeignNode|StateLost|Reregistered"} == 1',
   },
-  TailnetPolicyStale: { severity: "warning", for: "15m", expr: "tailnet_policy_pending == 1" },
+  TailnetIngressNamesNotServed: {
+    severity: "warning",
+    for: "15m",
+    expr: 'tailnet_resource_condition:last_known{kind="TailnetIngress",type="DNSServed",reason="NotServed"} == 1',
+  },
+  TailnetPolicyStale: { severity: "warning", for: "15m", expr: "tailnet_policy_pending:last_known == 1" },
   TailnetPolicyRejected: {
     severity: "warning",
     for: "5m",
-    expr: 'tailnet_resource_condition{kind="Tailnet",type="PolicyApplied",reason="PolicyRejected"} == 1',
+    expr: 'tailnet_resource_condition:last_known{kind="Tailnet",type="PolicyApplied",reason="PolicyRejected"} == 1',
   },
   TailnetPolicyApplyErrors: {
     severity: "warning",
@@ -78,20 +91,20 @@ const EXPECTED: Record<string, { severity: string; for?: string; expr: string }>
   },
   TailnetAPIKeyExpiringSoon: {
     severity: "warning",
-    expr: "tailnet_api_key_expiry_timestamp_seconds - time() < 604800",
+    expr: "tailnet_api_key_expiry_timestamp_seconds:last_known - time() < 604800",
   },
   TailnetEgressAuthKeyExpiringSoon: {
     severity: "warning",
-    expr: 'tailnet_auth_key_expiry_timestamp_seconds{kind="TailnetEgress"} - time() < 86400',
+    expr: 'tailnet_auth_key_expiry_timestamp_seconds:last_known{kind="TailnetEgress"} - time() < 86400',
   },
   TailnetIngressAuthKeyExpiringSoon: {
     severity: "warning",
-    expr: 'tailnet_auth_key_expiry_timestamp_seconds{kind="TailnetIngress"} - time() < 86400',
+    expr: 'tailnet_auth_key_expiry_timestamp_seconds:last_known{kind="TailnetIngress"} - time() < 86400',
   },
   TailnetAuthKeyRenewalFailing: {
     severity: "warning",
     for: "10m",
-    expr: '(tailnet_auth_key_expiry_timestamp_seconds{kind="TailnetAuthKey"} - time()) and on (namespace, name) (tailnet_resource_condition{kind="TailnetAuthKey",type="RenewalDue",reason="RenewalFailed"} == 1)',
+    expr: '(tailnet_auth_key_expiry_timestamp_seconds:last_known{kind="TailnetAuthKey"} - time()) and on (namespace, name) (tailnet_resource_condition:last_known{kind="TailnetAuthKey",type="RenewalDue",reason="RenewalFailed"} == 1)',
   },
 };
 
@@ -129,7 +142,7 @@ describe("bundled alert rules", () => {
     const dir = promtoolWorkspace("check", renderedRuleFile());
     const run = promtool(["check", "rules", join(dir, "rules.yaml")]);
     assert.equal(run.code, 0, run.output);
-    assert.match(run.output, /SUCCESS: 19 rules found/);
+    assert.match(run.output, /SUCCESS: 27 rules found/);
   });
 
   it("pass the promtool unit tests in monitoring/tests", () => {
@@ -150,6 +163,40 @@ describe("bundled alert rules", () => {
     const run = promtool(["test", "rules", "tests/policy.yaml"], dir);
     assert.notEqual(run.code, 0);
     assert.match(run.output, /TailnetPolicyApplyErrors/);
+  });
+
+  it("fail the silence tests when the alerts read the raw per-object series (the tests can fail)", () => {
+    const raw = renderedRuleFile() as { groups: Array<{ rules: Array<{ alert?: string; expr: string }> }> };
+    for (const g of raw.groups) for (const r of g.rules) if (r.alert) r.expr = r.expr.replaceAll(":last_known", "");
+    const run = promtool(["test", "rules", "tests/silence.yaml"], promtoolWorkspace("raw-series", raw));
+    assert.notEqual(run.code, 0);
+    // the series vanish with the restarted pod: NotReady resolves at 27m, a RouteConflict once every pod is gone
+    assert.match(
+      run.output,
+      /hooks stop and the operator restarts[^\n]*\n\s*alertname: TailnetResourceNotReady, time: 27m/,
+    );
+    assert.match(run.output, /every operator pod gone[^\n]*\n\s*alertname: TailnetRouteConflict, time: 1h,/);
+  });
+
+  it("fail the silence tests when TailnetHooksSilent forgets a replaced pod's last answer", () => {
+    const forgetful = renderedRuleFile() as { groups: Array<{ rules: Array<{ alert?: string; expr: string }> }> };
+    for (const g of forgetful.groups) {
+      for (const r of g.rules) {
+        if (r.alert === "TailnetHooksSilent") r.expr = r.expr.replace(/max_over_time\((.*)\[1d\]\)/, "$1");
+      }
+    }
+    const run = promtool(["test", "rules", "tests/silence.yaml"], promtoolWorkspace("forgetful", forgetful));
+    assert.notEqual(run.code, 0);
+    assert.match(run.output, /hooks stop and the operator restarts[^\n]*\n\s*alertname: TailnetHooksSilent, time: 33m/);
+  });
+
+  it("are evaluated by every promtool test file in the bundled group order, last-known series first", () => {
+    const groups = (renderedRuleFile() as { groups: Array<{ name: string }> }).groups.map((g) => g.name);
+    assert.deepEqual(groups, GROUP_ORDER);
+    for (const file of readdirSync(testsDir).filter((f) => f.endsWith(".yaml"))) {
+      const doc = parse(readFileSync(join(testsDir, file), "utf8")) as { group_eval_order?: string[] };
+      assert.deepEqual(doc.group_eval_order, GROUP_ORDER, file);
+    }
   });
 
   it("have, for every alert, a promtool case that fires it and a near miss that must not", () => {
@@ -192,11 +239,11 @@ describe("alert thresholds from chart values", () => {
   it("reach the expressions as plain integers and the runbook links", () => {
     assert.equal(
       rules.get("TailnetAPIKeyExpiringSoon")?.expr,
-      "tailnet_api_key_expiry_timestamp_seconds - time() < 1209600",
+      "tailnet_api_key_expiry_timestamp_seconds:last_known - time() < 1209600",
     );
     assert.equal(
       rules.get("TailnetIngressAuthKeyExpiringSoon")?.expr,
-      'tailnet_auth_key_expiry_timestamp_seconds{kind="TailnetIngress"} - time() < 10000000',
+      'tailnet_auth_key_expiry_timestamp_seconds:last_known{kind="TailnetIngress"} - time() < 10000000',
     );
     assert.equal(
       rules.get("TailnetNodeOffline")?.annotations.runbook_url,
@@ -210,6 +257,7 @@ describe("alert thresholds from chart values", () => {
     const test = (expAlerts: unknown[]) => ({
       rule_files: ["../rules.yaml"],
       evaluation_interval: "1m",
+      group_eval_order: GROUP_ORDER,
       tests: [
         {
           interval: "1m",

@@ -217,6 +217,18 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
       assert.equal(reasons(name).BackendsReachable, "Reachable", name);
     }
     assert.equal(reasons("dash").TLSReady, "Valid");
+    // Headscale's records file still holds no record (the test writes it below, as a kubelet would): once
+    // the agent has read its tailscaled as Running (ProbeFailed before), its resolver answers nothing for the
+    // name, and the ingress says so while Ready
+    await drive("web-tcp DNSServed=NotServed", () => cond("web-tcp", "DNSServed")?.reason === "NotServed");
+    assert.equal(cond("web-tcp", "Ready")?.status, "True");
+    const notServed = cond("web-tcp", "DNSServed");
+    assert.equal(notServed?.status, "False", JSON.stringify(notServed));
+    assert.equal(notServed?.reason, "NotServed");
+    assert.match(
+      notServed?.message ?? "",
+      new RegExp(`^Headscale does not hand out web-tcp\\.${BASE_DOMAIN.replaceAll(".", "\\.")} \\(`),
+    );
   });
 
   it("tcp: the laptop's bytes are echoed by the backend (by IP and by the record's name); the outsider is refused", async () => {
@@ -240,6 +252,12 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
       query,
     );
     assert.equal(await socksEcho(world.peers.laptop, agentIp, ECHO_PORT, "by-name"), "by-name");
+    // the agent's node got the record too: its resolver answers it, so the ingress reports the name served
+    await drive("web-tcp DNSServed=Served", () => cond("web-tcp", "DNSServed")?.reason === "Served");
+    assert.equal(
+      cond("web-tcp", "DNSServed")?.message,
+      `Headscale hands out web-tcp.${BASE_DOMAIN} (${agentIp}) to the agent's node`,
+    );
     // the outsider is up and sees the node, but its packets are dropped by the agent node's filter
     assert.equal((await world.peers.outsider.status()).BackendState, "Running");
     assert.match(await tcpFlows(world.peers.outsider, "let-me-in"), /^error: /);

@@ -7,7 +7,7 @@
 import { conditionNames, type ReasonTable, reasonNames } from "../table.js";
 import { AGENT_REGISTERED, AGENT_TAG_KNOWN } from "./agent.js";
 import { NODE_IDENTITY } from "./identity.js";
-import { notEvaluated, notEvaluatedReady } from "./shared.js";
+import { notEvaluated, notEvaluatedReady, WORKLOAD_NOT_EVALUATED } from "./shared.js";
 
 export const INGRESS_REASONS = {
   TagKnown: AGENT_TAG_KNOWN,
@@ -32,6 +32,15 @@ export const INGRESS_REASONS = {
     TLSNameMismatch: ["False"],
     TLSExpired: ["False"],
     ...notEvaluated("NoTailnet", "InvalidSpec"),
+  },
+  // Whether Headscale hands the published names to the agent's node (its quad-100 resolver answers them):
+  // the one prerequisite Headscale's API does not show, dns.extra_records_path. Never holds Ready back.
+  DNSServed: {
+    Served: ["True"],
+    NothingPublished: ["True"],
+    NotServed: ["False"],
+    ProbeFailed: ["Unknown"],
+    ...WORKLOAD_NOT_EVALUATED,
   },
   NodeIdentity: NODE_IDENTITY,
   Ready: {

@@ -6,6 +6,7 @@ import { createServer } from "node:http";
 import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { dnsAnswer, type ExtraRecord } from "./dns-message.js";
 
 export interface FakePeer {
   HostName: string;
@@ -55,6 +56,13 @@ export interface FakeLocalApi {
    * listed gets tailscaled's 404 "no match for IP:port".
    */
   setWhoIs(byIp: Record<string, unknown>): void;
+  /**
+   * GET /localapi/v0/dns-query?name=&type=A: quad-100's answer from the records Headscale handed the node
+   * (its extra records file; none until set), NXDOMAIN for a name without one.
+   */
+  setRecords(records: readonly ExtraRecord[]): void;
+  /** dns-query requests get no answer at all while true (a stuck tailscaled). */
+  stallDnsQueries(stall: boolean): void;
   close(): Promise<void>;
 }
 
@@ -66,6 +74,8 @@ export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalA
   let prefs: Record<string, unknown> = { RouteAll: false, WantRunning: true };
   let failure: number | undefined;
   let whois: Record<string, unknown> = {};
+  let records: readonly ExtraRecord[] = [];
+  let stallDns = false;
   const requests: LocalApiRequest[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
@@ -100,6 +110,14 @@ export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalA
       else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
       return;
     }
+    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/localapi/v0/dns-query") {
+      if (stallDns) return; // the socket stays open until close() destroys it
+      const query = new URL(req.url ?? "", "http://x").searchParams;
+      const bytes = dnsAnswer(query.get("name") ?? "", query.get("type") === "A" ? records : []);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ Bytes: bytes.toString("base64"), Resolvers: null }));
+      return;
+    }
     res.writeHead(404).end("not found\n");
   });
   server.on("connection", (socket: Socket) => {
@@ -121,6 +139,12 @@ export async function startFakeLocalApi(initial: FakeStatus): Promise<FakeLocalA
     },
     setWhoIs(byIp) {
       whois = byIp;
+    },
+    setRecords(next) {
+      records = next;
+    },
+    stallDnsQueries(stall) {
+      stallDns = stall;
     },
     async close() {
       for (const socket of sockets) socket.destroy();

@@ -23,8 +23,9 @@ import { effectiveTag, type TailnetSettings } from "../../shared/workload.js";
 import type { IngressOutcome } from "./act.js";
 import { backendsCondition } from "./backends.js";
 import { ingressChildren } from "./children.js";
-import { cond, type IngressCondition, isReadyBlocker, type ReadyReason } from "./conditions.js";
+import { cond, type IngressCondition, isReadyBlocker } from "./conditions.js";
 import { type IngressFacts, ingressOwnKeys, settingsOf, type TailnetView } from "./facts.js";
+import { type Blocker, dnsServedCondition, namesBlockers, publishedNames } from "./names.js";
 import type { IngressObservation } from "./observe.js";
 import type { IngressPlan } from "./plan.js";
 import type { IngressSpec } from "./spec.js";
@@ -111,43 +112,11 @@ function policyGranted(
   );
 }
 
-/** Something that keeps Ready False, with the reason Ready then carries. */
-interface Blocker {
-  ok: boolean;
-  reason: ReadyReason;
-  message: string;
-}
-
 /** A condition that must be True to let Ready through; its reason is repeated on Ready. */
 function blockerFrom(c: IngressCondition): Blocker {
   if (c.status === "True" || !isReadyBlocker(c.reason))
     return { ok: c.status === "True", reason: "Ready", message: "" };
   return { ok: false, reason: c.reason, message: c.message };
-}
-
-function namesBlockers(
-  names: IngressNames | undefined,
-  held: NameHolder[],
-  conflicts: { name: string; claimedBy: string }[],
-): Blocker[] {
-  const invalid = names?.invalidAt ?? [];
-  return [
-    {
-      ok: invalid.length === 0,
-      reason: "InvalidDNSName",
-      message: `not a DNS label: ${listNames(invalid.map((i) => `${i.field} "${i.label}"`))} (a host or alias is one lower-case label; the Tailnet's baseDomain is appended); nothing is published`,
-    },
-    {
-      ok: held.length === 0,
-      reason: "DNSNameReserved",
-      message: `the name of another machine: ${listNames(held.map((h) => `${h.name} (${h.heldBy})`))}; a record under it would take that machine's connections, so these names are not published for this ingress`,
-    },
-    {
-      ok: conflicts.length === 0,
-      reason: "DNSNameConflict",
-      message: `already claimed by an older TailnetIngress: ${listNames(conflicts.map((c) => `${c.name} (${c.claimedBy})`))}; these names are not published for this ingress`,
-    },
-  ];
 }
 
 /** Seconds until the next moment the answer would change by itself, or undefined. */
@@ -237,6 +206,9 @@ function namesSeen(input: IngressDecideInput): NamesSeen {
   return { ...(settings ? { settings } : {}), tag, flat, names, held, heldNames, conflicts };
 }
 
+/** Names a Headscale node or an older ingress holds: never published for this one. */
+const lostNames = (seen: NamesSeen) => new Set([...seen.heldNames, ...seen.conflicts.map((x) => x.name)]);
+
 /** The conditions besides Ready, and the nodes carrying the tag (undefined while the node list was not read). */
 function conditionsOfIngress(input: IngressDecideInput, seen: NamesSeen) {
   const { parent, spec, tailnet, now } = input;
@@ -287,7 +259,12 @@ function conditionsOfIngress(input: IngressDecideInput, seen: NamesSeen) {
   const identity = !tailnet.ok
     ? notEvaluated("NodeIdentity", tailnet)
     : cond(C.NodeIdentity, replicas.identity.status, replicas.identity.reason, replicas.identity.message);
-  return { tagKnown, registered, granted, tls, backends, mine, replicas, identity };
+  const dns = dnsServedCondition({
+    tailnet: tailnet.ok ? tailnet.settings : tailnet,
+    published: publishedNames(names, lostNames(seen)),
+    scrapes: input.scrapes,
+  });
+  return { tagKnown, registered, granted, tls, backends, mine, replicas, identity, dns };
 }
 
 type IngressConditions = ReturnType<typeof conditionsOfIngress>;
@@ -347,7 +324,7 @@ function childrenOfIngress(input: IngressDecideInput, seen: NamesSeen, c: Ingres
 function statusFieldsOf(input: IngressDecideInput, seen: NamesSeen, c: IngressConditions): IngressStatusFields {
   const { spec } = input;
   const { tag, names } = seen;
-  const lost = new Set([...seen.heldNames, ...seen.conflicts.map((x) => x.name)]);
+  const lost = lostNames(seen);
   const published = (n: string) => !!names && names.invalid.length === 0 && !lost.has(n);
   return {
     ...(tag ? { tag } : {}),
@@ -383,7 +360,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
   const resyncAfterSeconds = resyncAfter(waiting && tailnet.ok, [rotationDue(input.authKey), c.tls.nextExpiry], now);
   return {
     children: withoutStateData(childrenOfIngress(input, seen, c)),
-    conditions: [c.tagKnown, c.granted, c.registered, c.backends.condition, c.tls.condition, c.identity, ready],
+    conditions: [c.tagKnown, c.granted, c.registered, c.backends.condition, c.tls.condition, c.dns, c.identity, ready],
     fields: statusFieldsOf(input, seen, c),
     exposes: spec.exposes.map((e) => ({ name: e.name, reachable: c.backends.reachable.get(e.name) })),
     ...(input.authKey.expiresAt ? { authKeyExpiresAt: input.authKey.expiresAt } : {}),

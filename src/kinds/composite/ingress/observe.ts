@@ -12,6 +12,7 @@ import { type K8sObject, objectsOf } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { observeReplicas } from "../../shared/agent-replicas.js";
 import { observedKeys } from "../../shared/authkey.js";
+import { namesIn } from "../../shared/ingress-names.js";
 import { listNames, nodeLabel } from "../../shared/node-names.js";
 import { leftOutOfPolicy } from "../../shared/policy-left-out.js";
 import { lookupProxyClass, type ProxyClassLookup, proxyClassMissingMessage } from "../../shared/proxy-class.js";
@@ -24,6 +25,7 @@ import {
   type TailnetSettings,
 } from "../../shared/workload.js";
 import type { IngressFacts, TailnetView } from "./facts.js";
+import { namesToAsk } from "./names.js";
 import type { IngressSpec } from "./spec.js";
 
 /** What observe hands on: the facts for plan and decide, and the view act writes through (none without a Tailnet). */
@@ -103,6 +105,12 @@ function ownedKeys(req: HookRequest, settings: TailnetSettings, keys: readonly H
   return ownKeyIds(req.parent, tag, secretIds, keys, { ttlSeconds: settings.authKeyTTLSeconds });
 }
 
+/** The names the agents' resolvers are asked about (DNSServed): every name the ingress could publish. */
+function askedNames(req: HookRequest, workload: ReturnType<typeof resolveAgentWorkload>): string[] | undefined {
+  if (!workload.ok) return undefined;
+  return namesToAsk(namesIn(req.parent, workload.settings.baseDomain, workload.settings.dnsFlatNamespaces));
+}
+
 export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: HookDeps): Promise<IngressObservation> {
   const workload = resolveAgentWorkload(req, deps);
   const proxyClass = lookupProxyClass(req.parent, req.related);
@@ -112,7 +120,7 @@ export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: 
     view?.policy(),
     view?.nodes(),
     view?.preAuthKeys(),
-    deps.scraper.scrape(agentPods(req)),
+    deps.scraper.scrape(agentPods(req), askedNames(req, workload)),
   ]);
   const ownKeys = workload.ok && keys?.ok ? ownedKeys(req, workload.settings, keys.value) : undefined;
   const tailnet = tagOwner(req, tailnetView(workload, proxyClass), nodes, ownKeys);

@@ -12,10 +12,11 @@ import { decideIngress, type IngressDecideInput } from "../../../../src/kinds/co
 import { readIngressSpec } from "../../../../src/kinds/composite/ingress/spec.js";
 import type { TailnetSettings } from "../../../../src/kinds/shared/workload.js";
 import { invalidSpecConditions } from "../../../../src/pipeline/status.js";
+import type { ScrapeResult } from "../../../../src/pipeline/types.js";
 import { assertCoversTable } from "../../../helpers/reason-coverage.js";
 import { failed, hsNode, ok, policy } from "../../shared/fixtures.js";
 import { leftOutText } from "../../shared/left-out-fixture.js";
-import { ingress, scraped, TAG, tcpIngress, tlsSecret, WEB } from "./fixtures.js";
+import { ingress, NOT_SERVED, scraped, TAG, tcpIngress, tlsSecret, WEB } from "./fixtures.js";
 import {
   agentNode,
   type Certificates,
@@ -43,6 +44,7 @@ const HEALTHY = {
   Registered: "Registered",
   BackendsReachable: "Reachable",
   TLSReady: "Valid",
+  DNSServed: "Served",
   Ready: "Ready",
 };
 
@@ -175,10 +177,11 @@ const rows: Row[] = [
     name: "the agent pod cannot be scraped",
     input: () => input({ scrapes: [{ ok: false, pod: "grafana-agent-0", error: "GET /status: ECONNREFUSED" }] }),
     expect: {
-      reasons: { BackendsReachable: "ProbeFailed", Ready: "ProbeFailed" },
+      reasons: { BackendsReachable: "ProbeFailed", DNSServed: "ProbeFailed", Ready: "ProbeFailed" },
       messages: {
         BackendsReachable:
           "the agent could not be scraped (grafana-agent-0: GET /status: ECONNREFUSED); check the agent pod and its NetworkPolicy (TCP 9080 from the operator namespace)",
+        DNSServed: "no agent pod could be scraped (grafana-agent-0: GET /status: ECONNREFUSED)",
       },
     },
   },
@@ -186,10 +189,11 @@ const rows: Row[] = [
     name: "no agent pod runs yet",
     input: () => input({ scrapes: [] }),
     expect: {
-      reasons: { BackendsReachable: "ProbeFailed", Ready: "ProbeFailed" },
+      reasons: { BackendsReachable: "ProbeFailed", DNSServed: "ProbeFailed", Ready: "ProbeFailed" },
       messages: {
         BackendsReachable:
           "no pod of agent monitoring/grafana-agent (StatefulSets grafana-agent-<i>) is running yet, so no backend was probed",
+        DNSServed: "no agent pod could be scraped",
       },
     },
   },
@@ -255,6 +259,74 @@ const rows: Row[] = [
         TLSReady:
           "the certificate in Secret monitoring/grafana-tls (spec.exposes[0].tls) expired at 2026-11-28T00:00:00Z",
       },
+    },
+  },
+  {
+    // the one prerequisite Headscale's API cannot show: its dns.extra_records_path (Ready is not held back)
+    name: "Headscale does not hand out the published names (no records file read)",
+    input: () => input({ scrapes: [scraped([{ name: "web", reachable: true }], "grafana-agent-0", NOT_SERVED)] }),
+    expect: {
+      reasons: { DNSServed: "NotServed" },
+      messages: {
+        DNSServed:
+          "Headscale does not hand out grafana.ts.example.com (NXDOMAIN), dash.ts.example.com (NXDOMAIN), grafana-eu.ts.example.com (NXDOMAIN) to the agent's node; a new name takes a minute or two (the kubelet updates ConfigMap tailnet-home-dns-records, Headscale reloads the file); if it stays, Headscale does not read that file: check dns.extra_records_path in Headscale's config (docs/troubleshooting.md, \"A name does not resolve\")",
+        Ready: "serving web on grafana.ts.example.com",
+      },
+    },
+  },
+  {
+    name: "Headscale hands out the names, checked on one replica's node of two",
+    input: () =>
+      input({
+        parent: ingress("grafana", { replicas: 2 }),
+        nodes: ok(replicaNodes(2)),
+        scrapes: [
+          scraped([{ name: "web", reachable: true }], "grafana-agent-0", NOT_SERVED),
+          scraped([{ name: "web", reachable: true }], "grafana-agent-1"),
+        ],
+      }),
+    expect: {
+      reasons: {},
+      messages: {
+        DNSServed:
+          "Headscale hands out grafana.ts.example.com (100.64.0.9), dash.ts.example.com (100.64.0.9), grafana-eu.ts.example.com (100.64.0.9) to the agent's node",
+      },
+    },
+  },
+  {
+    name: "the agent's tailscaled is not running yet (its resolver has no records to give)",
+    input: () => {
+      const starting = scraped([{ name: "web", reachable: true }], "grafana-agent-0", NOT_SERVED);
+      return input({
+        scrapes: [{ ...starting, status: { ...(starting.ok ? starting.status : {}), ready: false } }] as ScrapeResult[],
+      });
+    },
+    expect: {
+      reasons: { DNSServed: "ProbeFailed" },
+      messages: { DNSServed: "no agent pod's tailscaled is running yet, so its resolver has no records" },
+    },
+  },
+  {
+    name: "the agent does not report names (an older agent image)",
+    input: () => input({ scrapes: [scraped([{ name: "web", reachable: true }], "grafana-agent-0", null)] }),
+    expect: {
+      reasons: { DNSServed: "ProbeFailed" },
+      messages: { DNSServed: "the agent does not report names (an older agent image)" },
+    },
+  },
+  {
+    name: "the agent cannot ask its resolver (tailscaled refuses the LocalAPI call)",
+    input: () =>
+      input({
+        scrapes: [
+          scraped([{ name: "web", reachable: true }], "grafana-agent-0", [
+            { name: "grafana.ts.example.com", addresses: [], error: "LocalAPI GET /localapi/v0/dns-query: 403" },
+          ]),
+        ],
+      }),
+    expect: {
+      reasons: { DNSServed: "ProbeFailed" },
+      messages: { DNSServed: "the agent could not ask its resolver: LocalAPI GET /localapi/v0/dns-query: 403" },
     },
   },
   {
@@ -343,6 +415,7 @@ const rows: Row[] = [
         PolicyGranted: "NoTailnet",
         Registered: "NoTailnet",
         TLSReady: "NoTailnet",
+        DNSServed: "NoTailnet",
         Ready: "NoTailnet",
       },
       messages: { Ready: 'Tailnet "home" not found', TagKnown: 'not evaluated: Tailnet "home" not found' },
@@ -351,13 +424,18 @@ const rows: Row[] = [
   {
     name: "the Tailnet has not published its credentials",
     input: () => input(NO_API_KEY),
-    expect: { reasons: { TagKnown: "NoAPIKey", Registered: "NoAPIKey", Ready: "NoAPIKey" } },
+    expect: { reasons: { TagKnown: "NoAPIKey", Registered: "NoAPIKey", DNSServed: "NoAPIKey", Ready: "NoAPIKey" } },
   },
   {
     name: "its TailnetProxyClass does not exist",
     input: () => input(NO_PROXY_CLASS),
     expect: {
-      reasons: { TagKnown: "ProxyClassMissing", Registered: "ProxyClassMissing", Ready: "ProxyClassMissing" },
+      reasons: {
+        TagKnown: "ProxyClassMissing",
+        Registered: "ProxyClassMissing",
+        DNSServed: "ProxyClassMissing",
+        Ready: "ProxyClassMissing",
+      },
     },
   },
   ...(["NamespaceNotAllowed", "TagNotGranted", "TagInUse"] as const).map((reason) => ({
@@ -372,14 +450,14 @@ const rows: Row[] = [
           settings: (NO_PROXY_CLASS.tailnet as { settings: TailnetSettings }).settings,
         },
       }),
-    expect: { reasons: { TagKnown: reason, Registered: reason, Ready: reason } },
+    expect: { reasons: { TagKnown: reason, Registered: reason, DNSServed: reason, Ready: reason } },
   })),
   {
     name: "a host is not a DNS label",
     input: () =>
       input({ parent: ingress("grafana", { exposes: [{ ...WEB, host: "Dash", aliases: ["eu.grafana"] }] }) }),
     expect: {
-      reasons: { TLSReady: "TLSNameMismatch", Ready: "InvalidDNSName" },
+      reasons: { TLSReady: "TLSNameMismatch", DNSServed: "NothingPublished", Ready: "InvalidDNSName" },
       messages: {
         Ready:
           'not a DNS label: spec.exposes[0].host "Dash", spec.exposes[0].aliases[0] "eu.grafana" (a host or alias is one lower-case label; the Tailnet\'s baseDomain is appended); nothing is published',
@@ -510,11 +588,21 @@ describe("decideIngress: conditions", () => {
     const d = decideIngress(input({ scrapes: [], nodes: failed("GET /api/v1/node", "timeout") }));
     assert.deepEqual(
       d.conditions.map((c) => c.type),
-      ["TagKnown", "PolicyGranted", "Registered", "BackendsReachable", "TLSReady", "NodeIdentity", "Ready"],
+      [
+        "TagKnown",
+        "PolicyGranted",
+        "Registered",
+        "BackendsReachable",
+        "TLSReady",
+        "DNSServed",
+        "NodeIdentity",
+        "Ready",
+      ],
     );
     const byType = new Map(d.conditions.map((c) => [c.type, c.status]));
     assert.equal(byType.get("Registered"), "Unknown");
     assert.equal(byType.get("BackendsReachable"), "Unknown");
+    assert.equal(byType.get("DNSServed"), "Unknown");
   });
 
   it("the rows and the InvalidSpec answer produce exactly the (condition, reason, status) triples of INGRESS_REASONS", () => {

@@ -12,6 +12,7 @@ import { IngressReason } from "../../../../src/conditions/tables/ingress.js";
 import { CommonReason } from "../../../../src/conditions/tables/shared.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { closedPort, startEchoServer } from "../../../fakes/agent/echo.js";
+import { fakeStatus, startFakeLocalApi } from "../../../fakes/agent/localapi.js";
 import { createTestPki, type IssuedCertificate, type TestPki } from "../../../fakes/agent/pki.js";
 import type { FaultSpec } from "../../../fakes/headscale/index.js";
 import { ingress, NS, service, TAG, tcpIngress, tlsSecret, WEB } from "./fixtures.js";
@@ -100,6 +101,7 @@ describe("TailnetIngress end to end", () => {
       Registered: "NotRegistered",
       BackendsReachable: "ProbeFailed",
       TLSReady: "TLSNotRequired",
+      DNSServed: "ProbeFailed",
       Ready: "NotRegistered",
     });
     assert.deepEqual(childKeys(w), [
@@ -175,6 +177,49 @@ describe("TailnetIngress end to end", () => {
       ["POST /api/v1/preauthkey"],
       "the only Headscale write is the key, made once",
     );
+  });
+
+  it("DNSServed: NotServed while Headscale hands out none of the names, Served once it does; Ready throughout", async (t) => {
+    const w = await world(t);
+    const echo = await startEchoServer();
+    t.after(() => echo.close());
+    const parent = w.mc.apply(tcpIngress("grafana"));
+    await settle(w);
+    const node = w.register();
+    const self = { HostName: "grafana-monitoring", TailscaleIPs: [node.ipv4], Online: true };
+    const localapi = await startFakeLocalApi(fakeStatus(self, []));
+    t.after(() => localapi.close());
+    const agent = await ingressAgent(t, parent, { backendPort: echo.port, localApiSocket: localapi.socketPath });
+    w.pointPodsAt(agent.metricsPort);
+    await settle(w);
+    assert.equal(w.condition("Ready").status, "True", "the ingress serves by address meanwhile");
+    const dns = () => {
+      const { status, reason, message } = w.condition("DNSServed");
+      return { status, reason, message };
+    };
+    // the node's resolver knows no record: Headscale does not read the records file (yet)
+    assert.deepEqual(dns(), {
+      status: "False",
+      reason: "NotServed",
+      message:
+        "Headscale does not hand out grafana.ts.example.com (NXDOMAIN) to the agent's node; a new name takes a minute or two (the kubelet updates ConfigMap tailnet-home-dns-records, Headscale reloads the file); if it stays, Headscale does not read that file: check dns.extra_records_path in Headscale's config (docs/troubleshooting.md, \"A name does not resolve\")",
+    });
+    assert.ok(
+      localapi.requests.some((r) => r.path === "/localapi/v0/dns-query?name=grafana.ts.example.com&type=A"),
+      "the agent asked its node's resolver",
+    );
+    // Headscale reads the file and hands the record to every node
+    localapi.setRecords([{ name: "grafana.ts.example.com", type: "A", value: node.ipv4 }]);
+    await settle(w);
+    assert.deepEqual(dns(), {
+      status: "True",
+      reason: "Served",
+      message: `Headscale hands out grafana.ts.example.com (${node.ipv4}) to the agent's node`,
+    });
+    assert.equal(w.condition("Ready").status, "True");
+    const before = JSON.stringify(w.ingress()?.status);
+    await w.mc.settle();
+    assert.equal(JSON.stringify(w.ingress()?.status), before, "a repeat sync gives a byte-identical status");
   });
 
   it("PolicyPending → TagUnknown until the Tailnet's policy owns the tag", async (t) => {

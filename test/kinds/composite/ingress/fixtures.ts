@@ -3,6 +3,7 @@
  * Secrets from the test PKI, backend Services and agent scrapes.
  */
 import { API_VERSION } from "../../../../src/api/schemas.js";
+import type { NameAnswer } from "../../../../src/contract/agent-status.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import type { ScrapeResult } from "../../../../src/pipeline/types.js";
 import { parentObject } from "../../../fixtures/hooks.js";
@@ -128,9 +129,24 @@ export function service(name: string, namespace = NS): K8sObject {
 }
 
 /** A successful scrape of one agent pod reporting these exposes. */
+/** The labels the fixtures' ingresses publish under BASE: what a served records file holds. */
+const FIXTURE_LABELS = ["grafana", "dash", "grafana-eu", "pg", "old"];
+
+/** quad-100's answers when Headscale serves the records file: every fixture name, at the agent's address. */
+export const SERVED: NameAnswer[] = FIXTURE_LABELS.map((l) => ({
+  name: `${l}.${BASE}`,
+  addresses: ["100.64.0.9"],
+  rcode: "NOERROR",
+  error: "",
+}));
+
+/** The same names unanswered: Headscale does not read the records file. */
+export const NOT_SERVED: NameAnswer[] = SERVED.map((a) => ({ ...a, addresses: [], rcode: "NXDOMAIN" }));
+
 export function scraped(
   exposes: { name: string; reachable: boolean; error?: string }[],
   pod = "grafana-agent-0",
+  names: NameAnswer[] | null = SERVED,
 ): ScrapeResult {
   return {
     ok: true,
@@ -145,6 +161,7 @@ export function scraped(
         backendReachable: e.reachable,
         error: e.error ?? (e.reachable ? "" : "dial failed"),
       })),
+      ...(names ? { names } : {}),
     },
   };
 }

@@ -128,6 +128,8 @@ export interface AgentOptions {
   backendPort: number;
   /** http mode: the certificate pair files the agent serves (the mounted Secret in a cluster). */
   tls?: { certFile: string; keyFile: string };
+  /** A (fake) tailscaled LocalAPI socket: the agent reads its netmap and asks its resolver there. */
+  localApiSocket?: string;
 }
 
 /**
@@ -141,7 +143,7 @@ export async function ingressAgent(t: Ctx, parent: K8sObject, opts: AgentOptions
     ...base,
     metricsPort: 0,
     metricsHost: "127.0.0.1",
-    tailscale: {},
+    tailscale: opts.localApiSocket ? { localApiSocket: opts.localApiSocket } : {},
     exposes: (base.exposes ?? []).map((e) => ({
       ...e,
       listenPort: 0,
