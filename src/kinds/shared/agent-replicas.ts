@@ -244,11 +244,11 @@ export function stagedReplicaAnswer(
 }
 
 /**
- * An agent's Ready while a rollout runs: still True (the other replicas serve), its message followed by the
- * gateway's WorkloadCurrent wording, so `kubectl get` shows the rollout and how far it got.
+ * An agent's Ready while a template change rolls: still True (the other replicas serve), its message followed by
+ * the gateway's WorkloadCurrent wording, so `kubectl get` shows the rollout, how far it got and what it waits for.
  */
 export function withRolloutNote<T extends { status: string; message: string }>(ready: T, rollout: RolloutProgress): T {
-  const note = rollingMessage(rollout);
+  const note = rollout.changing ? rollingMessage(rollout) : undefined;
   return ready.status === "True" && note ? { ...ready, message: `${ready.message}; ${note}` } : ready;
 }
 

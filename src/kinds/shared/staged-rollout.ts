@@ -83,6 +83,12 @@ export interface RolloutProgress {
   missing: string[];
   /** One sentence per existing StatefulSet that is not current. */
   problems: string[];
+  /**
+   * A template change is under way: a StatefulSet does not carry the rendered template yet, or its controller
+   * has not finished rolling it (currentRevision behind updateRevision). A pod that is merely unready at its
+   * current revision (an ingress whose backend is down fails /readyz) is a problem, not a rollout.
+   */
+  changing: boolean;
 }
 
 /** Pure: each rendered StatefulSet against its observed one (by name), by stamp and settledness. */
@@ -90,12 +96,15 @@ export function rolloutProgress(observed: readonly K8sObject[], rendered: readon
   const byName = new Map(observed.map((o) => [o.metadata.name, o]));
   const missing = rendered.filter((r) => !byName.has(r.metadata.name)).map((r) => r.metadata.name);
   let current = 0;
+  let changing = false;
   const problems: string[] = [];
   for (const want of rendered) {
     const live = byName.get(want.metadata.name);
     if (!live) continue;
     const liveStamp = stamp(live);
     const renderedStamp = stamp(want);
+    const status = recordOf(live.status);
+    changing ||= liveStamp !== renderedStamp || status.currentRevision !== status.updateRevision;
     if (liveStamp !== renderedStamp) {
       problems.push(
         `StatefulSet ${where(live)} does not carry the rendered pod template yet (live ${liveStamp ?? "unstamped"}, rendered ${renderedStamp})`,
@@ -103,7 +112,6 @@ export function rolloutProgress(observed: readonly K8sObject[], rendered: readon
       continue;
     }
     if (!settled(live)) {
-      const status = recordOf(live.status);
       problems.push(
         `StatefulSet ${where(live)} rollout in progress: ${num(status.readyReplicas)} of ${num(recordOf(live.spec).replicas)} pod ready at revision ${String(status.currentRevision ?? "unknown")}`,
       );
@@ -111,7 +119,7 @@ export function rolloutProgress(observed: readonly K8sObject[], rendered: readon
     }
     current++;
   }
-  return { total: rendered.length, current, missing, problems };
+  return { total: rendered.length, current, missing, problems, changing };
 }
 
 /** The rollout in words (the gateway's WorkloadCurrent message, an agent's Ready note); undefined when none runs. */

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import type { K8sObject } from "../../../src/k8s/objects.js";
+import { withRolloutNote } from "../../../src/kinds/shared/agent-replicas.js";
 import { REPLICA_LABEL } from "../../../src/kinds/shared/replica.js";
 import { rollingMessage, rolloutProgress, settled, stageRollout } from "../../../src/kinds/shared/staged-rollout.js";
 import { stampOf, stampTemplate } from "../../../src/kinds/shared/template-hash.js";
@@ -232,5 +233,28 @@ describe("rolloutProgress", () => {
       rollingMessage(rolloutProgress([unstamped], [rendered(0, "old")])) ?? "",
       /live unstamped, rendered [0-9a-f]{16}\)$/,
     );
+  });
+});
+
+describe("withRolloutNote (an agent's Ready)", () => {
+  const ready = { type: "Ready", status: "True", reason: "Ready", message: "serving web on grafana.ts.example.com" };
+  it("a True Ready gets the rollout's words while a template change rolls, and stays True", () => {
+    const p = rolloutProgress([sts(0, "new", "rolling"), sts(1, "old")], [rendered(0, "new"), rendered(1, "new")]);
+    assert.equal(p.changing, true);
+    const noted = withRolloutNote(ready, p);
+    assert.equal(noted.status, "True");
+    assert.equal(noted.message, `${ready.message}; ${rollingMessage(p)}`);
+    assert.match(noted.message, /; rolling 0 of 2 current: StatefulSet ns\/px-agent-0 rollout in progress: 1 of 1 pod/);
+    const blocked = { ...ready, status: "False", reason: "Unreachable", message: "postgres: unreachable" };
+    assert.deepEqual(withRolloutNote(blocked, p), blocked, "a blocker's message is left as it is");
+  });
+
+  it("a pod unready at its current revision is no rollout (an ingress whose backend is down fails /readyz)", () => {
+    const p = rolloutProgress([sts(0, "new", "unready"), sts(1, "new")], [rendered(0, "new"), rendered(1, "new")]);
+    assert.equal(p.changing, false);
+    assert.equal(p.problems.length, 1, "still a problem for the gateway's WorkloadCurrent");
+    assert.deepEqual(withRolloutNote(ready, p), ready);
+    const stale = rolloutProgress([sts(0, "new", "unready"), sts(1, "old")], [rendered(0, "new"), rendered(1, "new")]);
+    assert.match(withRolloutNote(ready, stale).message, /rolling 0 of 2 current: .*px-agent-0 rollout in progress/);
   });
 });
