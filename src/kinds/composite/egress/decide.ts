@@ -207,7 +207,6 @@ function keyInUse(
   return authKey.expiresAt ? { createdAt: now, expiresAt: authKey.expiresAt } : undefined;
 }
 
-/** The decide input of one sync: the spec, the observation and act's outcome, without the view. */
 /** The decide stage (src/pipeline/run.ts DecideInput): the sync in the egress's words, decided. */
 export function decideEgressSync(input: DecideInput<EgressSpec, EgressObservation, EgressPlan, EgressOutcome>) {
   return decideEgress(egressDecideInput(input));
@@ -310,20 +309,13 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
   });
   // one replica's StatefulSet takes a new template at a time (staged-rollout.ts); Ready's message says so
   const staged = stagedReplicaAnswer(rendered, rep.observed, spec.replicas);
+  const noted = withRolloutNote(ready, staged.rollout);
 
   const key = keyInUse(authKey, input.keySecrets, now);
   return {
     // a state Secret leaves as metadata only, whichever path built it (replica.ts)
     children: withoutStateData(staged.children),
-    conditions: [
-      tagKnown,
-      registered,
-      routesGranted,
-      targetsReachable,
-      serviceConflict,
-      nodeIdentity,
-      withRolloutNote(ready, staged.rollout),
-    ],
+    conditions: [tagKnown, registered, routesGranted, targetsReachable, serviceConflict, nodeIdentity, noted],
     fields: {
       tag,
       targets: statusTargets(verdicts, conflictSet),
