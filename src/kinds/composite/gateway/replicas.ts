@@ -3,8 +3,9 @@
  * state Secret (src/kinds/shared/replica.ts), then its StatefulSet once those are observed (containerboot exits on
  * a failed permission check at boot, cmd/containerboot/settings.go setupKube). A template change is rolled one
  * replica at a time (src/kinds/shared/staged-rollout.ts, the rule the agents share), so the routes stay served by
- * another node (Headscale fails over) — with one replica a rollout is a restart gap of the same node. A replica a scale-down removed loses its
- * StatefulSet at once and its identity children only once its nodes are deleted (replica-nodes.ts removed).
+ * another node (Headscale fails over) — with one replica a rollout is a restart gap of the same node. A replica a
+ * scale-down removed loses its StatefulSet at once and its identity children only once its nodes are deleted
+ * (replica-nodes.ts removed).
  * The legacy gateway Deployment (before per-replica identity) and its key Secrets are kept as observed until every
  * replica is bound, online and has the routes approved (§2.8 of the design; then HA fails over to the new nodes).
  */
@@ -39,7 +40,7 @@ export function renderedStatefulSets(input: GatewayInputs): K8sObject[] {
   return Array.from({ length: input.spec.replicas }, (_, i) => renderStatefulSet(input, i, keyName));
 }
 
-/** The StatefulSets to answer: rendered, staged one replica at a time (staged-rollout.ts), each only after its identity children. */
+/** The StatefulSets to answer: rendered, each only after its identity children, staged one replica at a time. */
 function statefulSets(input: GatewayInputs, rendered: readonly K8sObject[]): K8sObject[] {
   const observed = new Map(input.observed.statefulSets.map((s) => [indexOf(s), s]));
   if (!input.key.secret) {
