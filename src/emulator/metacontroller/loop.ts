@@ -221,7 +221,7 @@ export class MetacontrollerLoop {
       spec.clusterIP = (existing?.spec as { clusterIP?: string } | undefined)?.clusterIP ?? `10.96.0.${++this.ip}`;
     }
     if (o.kind === "Deployment") simulateDeployment(this.workloads(), o);
-    if (o.kind === "StatefulSet") simulateStatefulSet(this.workloads(), o);
+    if (o.kind === "StatefulSet") simulateStatefulSet(this.workloads(), o, existing);
   }
 
   private workloads(): WorkloadStore {

@@ -74,14 +74,14 @@ export function revisionOf(o: Obj): string {
  * whose new Pod is not ready yet (kubernetes pkg/controller/statefulset stateful_set_control.go
  * updateStatefulSetStatus completes a rollout only once every Pod is updated and ready).
  */
-export function simulateStatefulSet(store: WorkloadStore, o: Obj): void {
+export function simulateStatefulSet(store: WorkloadStore, o: Obj, existing: Obj = o): void {
   const spec = o.spec as WorkloadSpec;
   const replicas = spec.replicas ?? 1;
   const revision = revisionOf(o);
   const held = store.held?.(o) ?? false;
   const running = store.available ? replicas : 0;
   const ready = held ? 0 : running;
-  const previous = o.status?.currentRevision;
+  const previous = existing.status?.currentRevision;
   const current = held && typeof previous === "string" ? previous : revision;
   o.status = {
     observedGeneration: o.metadata.generation,
