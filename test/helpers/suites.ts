@@ -52,6 +52,7 @@ export const SLOW_FILES: Readonly<Record<string, string>> = {
   "test/kinds/composite/ingress/decide.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/kinds/composite/ingress/e2e-ha.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/kinds/composite/ingress/e2e-https.test.ts": "openssl (test/fakes/agent/pki.ts)",
+  "test/kinds/composite/ingress/e2e-rollout.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/kinds/composite/ingress/e2e.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/kinds/composite/ingress/reserved.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/kinds/composite/ingress/tls.test.ts": "openssl (test/fakes/agent/pki.ts)",

@@ -22,6 +22,8 @@ export class MetacontrollerLoop {
   private readonly decoratorFinalizers = new Set<string>();
   private uid = 0;
   private ip = 10;
+  /** `namespace/name` of the StatefulSets whose rollout a test holds (holdRollout). */
+  private readonly heldRollouts = new Set<string>();
   deploymentsAvailable: boolean;
   /** What the composite and decorator syncs use of this loop; the writes go through the methods a subclass overrides. */
   private readonly port: SyncPort;
@@ -219,7 +221,7 @@ export class MetacontrollerLoop {
       spec.clusterIP = (existing?.spec as { clusterIP?: string } | undefined)?.clusterIP ?? `10.96.0.${++this.ip}`;
     }
     if (o.kind === "Deployment") simulateDeployment(this.workloads(), o);
-    if (o.kind === "StatefulSet") simulateStatefulSet(this.workloads(), o);
+    if (o.kind === "StatefulSet") simulateStatefulSet(this.workloads(), o, existing);
   }
 
   private workloads(): WorkloadStore {
@@ -228,7 +230,23 @@ export class MetacontrollerLoop {
       nextUid: () => `uid-${++this.uid}`,
       agentPods: this.opts.agentPods,
       available: this.deploymentsAvailable,
+      held: (o) => this.heldRollouts.has(`${o.metadata.namespace ?? ""}/${o.metadata.name}`),
     };
+  }
+
+  /**
+   * A test holds StatefulSet `name`'s rollouts: from its next write its Pods at the update revision stay unready
+   * and its status keeps the previous currentRevision (not settled), until releaseRollout.
+   */
+  holdRollout(name: string, namespace?: string): void {
+    this.heldRollouts.add(`${namespace ?? ""}/${name}`);
+  }
+
+  /** The held Pods get ready and the rollout completes (the controller's next status), as if the probe passed. */
+  releaseRollout(name: string, namespace?: string): void {
+    this.heldRollouts.delete(`${namespace ?? ""}/${name}`);
+    const sts = this.get("apps/v1", "StatefulSet", name, namespace);
+    if (sts) simulateStatefulSet(this.workloads(), sts);
   }
 
   /**

@@ -16,6 +16,8 @@ export interface WorkloadStore {
   agentPods: LoopOptions["agentPods"];
   /** Deployments and StatefulSets report their replicas ready (LoopOptions.deploymentsAvailable). */
   available: boolean;
+  /** StatefulSets whose Pods at the update revision are not ready yet (a test holding a rollout: loop.holdRollout). */
+  held?: (o: Obj) => boolean;
 }
 
 interface PodTemplate {
@@ -67,40 +69,60 @@ export function revisionOf(o: Obj): string {
 /**
  * A StatefulSet's status and Pods: pod `<sts>-<i>` for each ordinal below `replicas`, kept (same uid) while its
  * revision is current and replaced (new uid) when the template changed; ordinals at or above `replicas` are
- * deleted. Without `available`, no Pods run and none is ready.
+ * deleted. Without `available`, no Pods run and none is ready. A held StatefulSet (`held`) runs its Pods at the
+ * update revision unready, and its status keeps the previous currentRevision, as the controller reports a rollout
+ * whose new Pod is not ready yet (kubernetes pkg/controller/statefulset stateful_set_control.go
+ * updateStatefulSetStatus completes a rollout only once every Pod is updated and ready).
  */
-export function simulateStatefulSet(store: WorkloadStore, o: Obj): void {
+export function simulateStatefulSet(store: WorkloadStore, o: Obj, existing: Obj = o): void {
   const spec = o.spec as WorkloadSpec;
   const replicas = spec.replicas ?? 1;
   const revision = revisionOf(o);
-  const ready = store.available ? replicas : 0;
+  const held = store.held?.(o) ?? false;
+  const running = store.available ? replicas : 0;
+  const ready = held ? 0 : running;
+  const previous = existing.status?.currentRevision;
+  const current = held && typeof previous === "string" ? previous : revision;
   o.status = {
     observedGeneration: o.metadata.generation,
     replicas,
     readyReplicas: ready,
-    currentReplicas: replicas,
+    currentReplicas: current === revision ? replicas : 0,
     updatedReplicas: replicas,
     availableReplicas: ready,
-    currentRevision: revision,
+    currentRevision: current,
     updateRevision: revision,
     collisionCount: 0,
   };
   if (!store.agentPods) return;
   const wanted = new Set<string>();
-  for (let i = 0; i < ready; i++) {
+  for (let i = 0; i < running; i++) {
     const name = `${o.metadata.name}-${i}`;
     wanted.add(name);
     const live = podsOf(store, o).find((p) => p.metadata.name === name);
-    if (live?.metadata.labels?.["controller-revision-hash"] === revision) continue;
+    if (live?.metadata.labels?.["controller-revision-hash"] === revision) {
+      live.status = podStatus(!held);
+      continue;
+    }
     if (live) store.objects.delete(objKey(live));
     const pod = newPod(store, o, name, {
       "controller-revision-hash": revision,
       "apps.kubernetes.io/pod-index": String(i),
       "statefulset.kubernetes.io/pod-name": name,
     });
+    pod.status = podStatus(!held);
     store.objects.set(objKey(pod), pod);
   }
   for (const p of podsOf(store, o)) if (!wanted.has(p.metadata.name)) store.objects.delete(objKey(p));
+}
+
+/** A running Pod, ready or not (its readiness probe failing). */
+function podStatus(ready: boolean): Record<string, unknown> {
+  return {
+    phase: "Running",
+    podIP: "127.0.0.1",
+    conditions: [{ type: "Ready", status: ready ? "True" : "False" }],
+  };
 }
 
 /**
@@ -160,6 +182,6 @@ function newPod(store: WorkloadStore, o: Obj, name: string, labels: Record<strin
       ],
     },
     spec: tpl.spec,
-    status: { phase: "Running", podIP: "127.0.0.1", conditions: [{ type: "Ready", status: "True" }] },
+    status: podStatus(true),
   };
 }

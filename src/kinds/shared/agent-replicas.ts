@@ -4,7 +4,8 @@
  * Deployment), the plan (planAgentReplicas over replica-nodes.ts), the guarded Headscale writes (actReplicaNodes:
  * deletes and renames through the view) and the children (agentReplicaChildren: per replica SA, Role, RoleBinding and
  * state Secret, then the StatefulSet once those are observed; removed replicas keep their identity children until
- * their nodes are gone; the legacy Deployment and key Secrets are kept until every replica is bound).
+ * their nodes are gone; the legacy Deployment and key Secrets are kept until every replica is bound), whose
+ * StatefulSets then roll one replica at a time (stagedReplicaAnswer, the gateway's rule).
  */
 
 import type { Obs } from "../../headscale/errors.js";
@@ -30,6 +31,8 @@ import {
   statusNodes,
   wantedOf,
 } from "./replica-nodes.js";
+import { type RolloutProgress, rollingMessage, rolloutProgress, stageRollout } from "./staged-rollout.js";
+import { stampWorkload } from "./template-hash.js";
 
 /** The annotation an administrator sets to accept a node key change (as on gateways, api.md). */
 export const ACCEPT_NODE_KEY_ANNOTATION = "tailnet.internal/accept-node-key";
@@ -187,7 +190,7 @@ export function agentReplica(parent: K8sObject, index: number): ReplicaRef {
 
 export interface ReplicaChildrenInputs {
   replicas: number;
-  /** Replica i's StatefulSet as rendered now. */
+  /** Replica i's StatefulSet as rendered now (its template is stamped here, template-hash.ts). */
   statefulSet: (replica: ReplicaRef) => K8sObject;
   /** A key Secret exists: without one no pod starts (containerboot would wait for an interactive login). */
   keyReady: boolean;
@@ -207,7 +210,7 @@ export function agentReplicaChildren(parent: K8sObject, inputs: ReplicaChildrenI
     const r = agentReplica(parent, i);
     out.push(...replicaIdentityChildren(r));
     const live = obs.statefulSets.get(i);
-    if (inputs.keyReady && (live || identityObserved(r, obs.identity))) out.push(inputs.statefulSet(r));
+    if (inputs.keyReady && (live || identityObserved(r, obs.identity))) out.push(stampWorkload(inputs.statefulSet(r)));
     else if (live) out.push(reuseObserved(live));
   }
   // a removed replica keeps its identity children (not its StatefulSet) until its nodes are deleted
@@ -222,6 +225,31 @@ export function agentReplicaChildren(parent: K8sObject, inputs: ReplicaChildrenI
     out.push(...obs.legacyKeySecrets.map(reuseObserved));
   }
   return out;
+}
+
+/**
+ * Pure, the answer's step after agentReplicaChildren: the replicas' StatefulSets staged one replica at a time
+ * (staged-rollout.ts, the gateway's rule), and how far the rollout got against what was rendered.
+ */
+export function stagedReplicaAnswer(
+  children: readonly K8sObject[],
+  obs: ReplicaObservation,
+  replicas: number,
+): { children: K8sObject[]; rollout: RolloutProgress } {
+  const rendered = children.filter((c) => c.kind === "StatefulSet" && (replicaIndexOf(c) ?? replicas) < replicas);
+  return {
+    children: stageRollout(children, obs.statefulSets, { replicas }),
+    rollout: rolloutProgress([...obs.statefulSets.values()], rendered),
+  };
+}
+
+/**
+ * An agent's Ready while a template change rolls: still True (the other replicas serve), its message followed by
+ * the gateway's WorkloadCurrent wording, so `kubectl get` shows the rollout, how far it got and what it waits for.
+ */
+export function withRolloutNote<T extends { status: string; message: string }>(ready: T, rollout: RolloutProgress): T {
+  const note = rollout.changing ? rollingMessage(rollout) : undefined;
+  return ready.status === "True" && note ? { ...ready, message: `${ready.message}; ${note}` } : ready;
 }
 
 export interface ReplicaDecision {

@@ -2,7 +2,7 @@
  * TailnetProxyClass (src/api/proxy-class.ts): the pod settings an egress, ingress or gateway takes by naming a
  * class in `spec.proxyClassName`. The class arrives as a related object; a named class that is absent is a
  * finding (`ProxyClassMissing`), never a silent fallback to the defaults. Applying a class changes the pod
- * template, so a class edit rolls the pods through the Deployment's own rollout.
+ * template, so a class edit rolls the replicas' pods one replica at a time (staged-rollout.ts).
  */
 import { API_VERSION } from "../../api/schemas.js";
 import { isRecord, type K8sObject, type ObjectMaps, objectsOf } from "../../k8s/objects.js";

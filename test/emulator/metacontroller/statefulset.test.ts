@@ -177,4 +177,31 @@ describe("emulated StatefulSet", () => {
     const status = store.get("apps/v1", "StatefulSet", "db-agent-0", "shop")?.status;
     assert.deepEqual([status?.replicas, status?.readyReplicas, status?.availableReplicas], [1, 0, 0]);
   });
+
+  it("a held rollout: the new pod runs unready and currentRevision stays behind until released", async () => {
+    const store = new Store();
+    await store.write(sts());
+    const before = revisionOf(store.get("apps/v1", "StatefulSet", "db-agent-0", "shop") as Obj);
+    store.holdRollout("db-agent-0", "shop");
+    await store.write(sts({ image: "tailscale:v1.102.6" }));
+    const live = store.get("apps/v1", "StatefulSet", "db-agent-0", "shop") as Obj;
+    const after = revisionOf(live);
+    assert.notEqual(after, before);
+    const status = live.status ?? {};
+    assert.deepEqual(
+      [status.readyReplicas, status.currentRevision, status.updateRevision, status.currentReplicas],
+      [0, before, after, 0],
+    );
+    const [pod] = store.pods();
+    assert.equal(pod.metadata.labels?.["controller-revision-hash"], after, "the new pod runs");
+    assert.deepEqual((pod.status as { conditions?: unknown }).conditions, [{ type: "Ready", status: "False" }]);
+    store.releaseRollout("db-agent-0", "shop");
+    assert.deepEqual(
+      [live.status?.readyReplicas, live.status?.currentRevision, live.status?.updateRevision],
+      [1, after, after],
+    );
+    const [ready] = store.pods();
+    assert.equal(ready.metadata.uid, pod.metadata.uid, "the same pod got ready");
+    assert.deepEqual((ready.status as { conditions?: unknown }).conditions, [{ type: "Ready", status: "True" }]);
+  });
 });

@@ -22,7 +22,7 @@ import { reuseAllChildren } from "../../../k8s/objects.js";
 import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import { registeredCondition, tagKnownCondition } from "../../shared/agent-conditions.js";
 import type { ReplicaObservation } from "../../shared/agent-replicas.js";
-import { decideReplicas } from "../../shared/agent-replicas.js";
+import { decideReplicas, stagedReplicaAnswer, withRolloutNote } from "../../shared/agent-replicas.js";
 import type { AuthKeyOutcome, ObservedKey } from "../../shared/authkey.js";
 import { ownersIn, refusedTargets } from "../../shared/node-owners.js";
 import { leftOutOfPolicy } from "../../shared/policy-left-out.js";
@@ -207,7 +207,6 @@ function keyInUse(
   return authKey.expiresAt ? { createdAt: now, expiresAt: authKey.expiresAt } : undefined;
 }
 
-/** The decide input of one sync: the spec, the observation and act's outcome, without the view. */
 /** The decide stage (src/pipeline/run.ts DecideInput): the sync in the egress's words, decided. */
 export function decideEgressSync(input: DecideInput<EgressSpec, EgressObservation, EgressPlan, EgressOutcome>) {
   return decideEgress(egressDecideInput(input));
@@ -294,7 +293,7 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
   );
 
   const conflictSet = new Set(conflicting);
-  const children = egressChildren(parent, {
+  const rendered = egressChildren(parent, {
     config: input.config,
     spec,
     tag,
@@ -308,12 +307,15 @@ export function decideEgress(input: EgressDecideInput): EgressDecision {
     released: rep.replicaNodes?.released ?? new Set(),
     migrated: replicas.migrated,
   });
+  // one replica's StatefulSet takes a new template at a time (staged-rollout.ts); Ready's message says so
+  const staged = stagedReplicaAnswer(rendered, rep.observed, spec.replicas);
+  const noted = withRolloutNote(ready, staged.rollout);
 
   const key = keyInUse(authKey, input.keySecrets, now);
   return {
     // a state Secret leaves as metadata only, whichever path built it (replica.ts)
-    children: withoutStateData(children),
-    conditions: [tagKnown, registered, routesGranted, targetsReachable, serviceConflict, nodeIdentity, ready],
+    children: withoutStateData(staged.children),
+    conditions: [tagKnown, registered, routesGranted, targetsReachable, serviceConflict, nodeIdentity, noted],
     fields: {
       tag,
       targets: statusTargets(verdicts, conflictSet),

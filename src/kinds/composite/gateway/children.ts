@@ -40,9 +40,9 @@ import {
   tailscaleRuntimeEnv,
   tailscaleRuntimeVolumes,
 } from "../../shared/tailscale-runtime.js";
+import { stampTemplate } from "../../shared/template-hash.js";
 import { COREDNS_PORTS, COREFILE_DIR, COREFILE_KEY, ZONE_DIR } from "./corefile.js";
 import type { GatewayNames } from "./spec.js";
-import { stampTemplate } from "./template.js";
 import { ZONE_FILE_KEY } from "./zone.js";
 
 export const GATEWAY_APP = "tailnet-gateway";

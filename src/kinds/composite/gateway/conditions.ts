@@ -6,12 +6,11 @@
 import { conditionsOf } from "../../../conditions/table.js";
 import { GatewayCondition as C, GATEWAY_REASONS, GatewayReason as R } from "../../../conditions/tables/gateway.js";
 import { type K8sObject, recordOf } from "../../../k8s/objects.js";
+import { rollingMessage, rolloutProgress } from "../../shared/staged-rollout.js";
 import type { ZoneRefusal } from "../../shared/zone-owners.js";
 import { COREFILE_KEY, checkClusterForward, forwardBlock } from "./corefile.js";
 import type { PodFact } from "./observe.js";
 import type { GatewayConditionOf } from "./plan.js";
-import { settled } from "./replicas.js";
-import { stampOf } from "./template.js";
 
 const { cond } = conditionsOf(GATEWAY_REASONS);
 const num = (v: unknown): number => (typeof v === "number" ? v : 0);
@@ -62,51 +61,27 @@ function serving(input: { suspended: boolean; pods: readonly PodFact[]; workload
 
 /**
  * Rollout state of the replicas' StatefulSets against the templates rendered in this sync; the rollout is staged
- * one replica at a time (replicas.ts), so the message says how far it got.
+ * one replica at a time (src/kinds/shared/staged-rollout.ts), so the message says how far it got.
  */
 export function workloadCurrent(input: {
   observed: readonly K8sObject[];
   rendered: readonly K8sObject[];
 }): GatewayConditionOf<"WorkloadCurrent"> {
-  const n = input.rendered.length;
-  const byName = new Map(input.observed.map((o) => [o.metadata.name, o]));
-  const missing = input.rendered.filter((r) => !byName.has(r.metadata.name));
-  if (missing.length === n)
+  const p = rolloutProgress(input.observed, input.rendered);
+  if (p.missing.length === p.total)
     return cond(C.WorkloadCurrent, "False", R.PodTemplateStale, "the gateway StatefulSets do not exist yet");
-  if (missing.length) {
-    const names = missing.map((m) => m.metadata.name).join(", ");
-    return cond(C.WorkloadCurrent, "False", R.PodTemplateStale, `StatefulSet ${names} does not exist yet`);
-  }
-  let current = 0;
-  const problems: string[] = [];
-  for (const want of input.rendered) {
-    const live = byName.get(want.metadata.name) as K8sObject;
-    const liveStamp = stampOf(recordOf(live.spec).template);
-    const rendered = stampOf(recordOf(want.spec).template);
-    if (liveStamp !== rendered) {
-      problems.push(
-        `StatefulSet ${where(live)} does not carry the rendered pod template yet (live ${liveStamp ?? "unstamped"}, rendered ${rendered})`,
-      );
-      continue;
-    }
-    if (!settled(live)) {
-      const status = recordOf(live.status);
-      problems.push(
-        `StatefulSet ${where(live)} rollout in progress: ${num(status.readyReplicas)} of ${num(recordOf(live.spec).replicas)} pod ready at revision ${String(status.currentRevision ?? "unknown")}`,
-      );
-      continue;
-    }
-    current++;
-  }
-  if (problems.length) {
+  if (p.missing.length) {
     return cond(
       C.WorkloadCurrent,
       "False",
       R.PodTemplateStale,
-      `rolling ${current} of ${n} current: ${problems.join("; ")}`,
+      `StatefulSet ${p.missing.join(", ")} does not exist yet`,
     );
   }
-  const what = n === 1 ? `StatefulSet ${where(input.observed[0])} runs` : `every replica's StatefulSet (${n}) runs`;
+  const rolling = rollingMessage(p);
+  if (rolling) return cond(C.WorkloadCurrent, "False", R.PodTemplateStale, rolling);
+  const what =
+    p.total === 1 ? `StatefulSet ${where(input.observed[0])} runs` : `every replica's StatefulSet (${p.total}) runs`;
   return cond(C.WorkloadCurrent, "True", R.PodCurrent, `${what} the rendered pod template`);
 }
 

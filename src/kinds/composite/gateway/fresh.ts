@@ -16,7 +16,7 @@ import { toK8sTime } from "../../../conditions/condition.js";
 import { keyById } from "../../../headscale/lists.js";
 import type { HsPreAuthKey } from "../../../headscale/types.js";
 import type { K8sObject } from "../../../k8s/objects.js";
-import { liveTemplateDrift } from "./template.js";
+import { liveTemplateDrift } from "../../shared/template-hash.js";
 
 export type FreshCheckName = "bootstrap key" | "node identity" | "pod template";
 

@@ -2,14 +2,14 @@
  * The gateway's per-replica children (pure; issue 32): for replica i its ServiceAccount, Role, RoleBinding and
  * state Secret (src/kinds/shared/replica.ts), then its StatefulSet once those are observed (containerboot exits on
  * a failed permission check at boot, cmd/containerboot/settings.go setupKube). A template change is rolled one
- * replica at a time: the lowest stale replica gets the new template only while every other replica's StatefulSet
- * is settled, the others keep their observed template, so the routes stay served by another node (Headscale fails
- * over) — with one replica a rollout is a restart gap of the same node. A replica a scale-down removed loses its
- * StatefulSet at once and its identity children only once its nodes are deleted (replica-nodes.ts removed).
+ * replica at a time (src/kinds/shared/staged-rollout.ts, the rule the agents share), so the routes stay served by
+ * another node (Headscale fails over) — with one replica a rollout is a restart gap of the same node. A replica a
+ * scale-down removed loses its StatefulSet at once and its identity children only once its nodes are deleted
+ * (replica-nodes.ts removed).
  * The legacy gateway Deployment (before per-replica identity) and its key Secrets are kept as observed until every
  * replica is bound, online and has the routes approved (§2.8 of the design; then HA fails over to the new nodes).
  */
-import { isRecord, type K8sObject, reuseObserved } from "../../../k8s/objects.js";
+import { type K8sObject, reuseObserved } from "../../../k8s/objects.js";
 import {
   identityObserved,
   isStateSecret,
@@ -17,25 +17,12 @@ import {
   replicaIdentityChildren,
   replicaIndexOf,
 } from "../../shared/replica.js";
+import { stageRollout } from "../../shared/staged-rollout.js";
 import { gatewayReplica } from "./children.js";
 import type { FreshVerdict, GatewayInputs } from "./plan.js";
-import { stampOf } from "./template.js";
 import { renderStatefulSet } from "./workload.js";
 
-const num = (v: unknown) => (typeof v === "number" ? v : 0);
-const stamp = (w: K8sObject | undefined) => stampOf(isRecord(w?.spec) ? w.spec.template : undefined);
 const indexOf = (o: K8sObject) => replicaIndexOf(o) ?? -1;
-
-/** A StatefulSet the controller has caught up with: its one pod runs the current revision and is ready. */
-export function settled(sts: K8sObject): boolean {
-  const status = isRecord(sts.status) ? sts.status : {};
-  const spec = isRecord(sts.spec) ? sts.spec : {};
-  return (
-    num(status.observedGeneration) >= (sts.metadata.generation ?? 0) &&
-    num(status.readyReplicas) >= num(spec.replicas) &&
-    status.currentRevision === status.updateRevision
-  );
-}
 
 /** Scaled to zero (suspend): state and nodes stay, so resume brings back the same nodes. */
 export function scaledToZero(children: readonly K8sObject[]): K8sObject[] {
@@ -53,7 +40,7 @@ export function renderedStatefulSets(input: GatewayInputs): K8sObject[] {
   return Array.from({ length: input.spec.replicas }, (_, i) => renderStatefulSet(input, i, keyName));
 }
 
-/** The StatefulSets to answer: rendered, staged one replica at a time, each only after its identity children. */
+/** The StatefulSets to answer: rendered, each only after its identity children, staged one replica at a time. */
 function statefulSets(input: GatewayInputs, rendered: readonly K8sObject[]): K8sObject[] {
   const observed = new Map(input.observed.statefulSets.map((s) => [indexOf(s), s]));
   if (!input.key.secret) {
@@ -61,27 +48,12 @@ function statefulSets(input: GatewayInputs, rendered: readonly K8sObject[]): K8s
     const keep = [...observed].filter(([i]) => i < input.spec.replicas).map(([, s]) => reuseObserved(s));
     return input.spec.suspend ? scaledToZero(keep) : keep;
   }
-  const unsettled = new Set([...observed].filter(([i, s]) => i < input.spec.replicas && !settled(s)).map(([i]) => i));
-  let rolling = false;
-  const out: K8sObject[] = [];
-  for (const want of rendered) {
-    const i = indexOf(want);
-    const live = observed.get(i);
-    if (!live) {
-      if (identityObserved(gatewayReplica(input.parent, i), input.observed.children)) out.push(want);
-      continue;
-    }
-    const stale = stamp(live) !== stamp(want);
-    const othersBusy = rolling || [...unsettled].some((j) => j !== i);
-    if (!stale || input.spec.suspend || !othersBusy) {
-      rolling ||= stale;
-      out.push(want);
-      continue;
-    }
-    const template = (reuseObserved(live).spec as { template?: unknown }).template;
-    out.push({ ...want, spec: { ...(want.spec as object), template } });
-  }
-  return out;
+  const answer = rendered.filter(
+    (want) =>
+      observed.has(indexOf(want)) ||
+      identityObserved(gatewayReplica(input.parent, indexOf(want)), input.observed.children),
+  );
+  return stageRollout(answer, observed, { replicas: input.spec.replicas, suspended: input.spec.suspend });
 }
 
 /** Removed replicas' identity children, kept until their nodes are deleted (this sync or before). */

@@ -6,11 +6,11 @@ import type { OperatorConfig } from "../../../config.js";
 import { isRecord, type K8sObject } from "../../../k8s/objects.js";
 import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
+import { stampOf, stampWorkload } from "../../shared/template-hash.js";
 import { gatewayStatefulSet } from "./children.js";
 import { renderGatewayCorefile } from "./corefile.js";
 import { advertisedRoutes, type ExitNodeState } from "./exit.js";
 import type { GatewaySpec } from "./spec.js";
-import { stampOf } from "./template.js";
 import { ZONE_FILE_KEY } from "./zone.js";
 
 export interface GatewayTailnet {
@@ -60,7 +60,8 @@ export function renderStatefulSet(r: RenderInput, index: number, authKeySecret: 
     ca: !!r.tailnet.ca,
     noLogsNoSupport: r.noLogsNoSupport,
   });
-  return r.proxyClass ? applyProxyClass(sts, r.proxyClass) : sts;
+  // stamped again after the class: the stamp must be the hash of what runs (template-hash.ts)
+  return r.proxyClass ? stampWorkload(applyProxyClass(sts, r.proxyClass)) : sts;
 }
 
 export function renderedStamp(workload: K8sObject): string {

@@ -10,7 +10,12 @@ import { reuseObserved } from "../../../k8s/objects.js";
 import type { DecideInput, Decision } from "../../../pipeline/run.js";
 import { registeredCondition, tagKnownCondition } from "../../shared/agent-conditions.js";
 import { agentName } from "../../shared/agent-pod.js";
-import { decideReplicas, type ReplicaNodesOutcome } from "../../shared/agent-replicas.js";
+import {
+  decideReplicas,
+  type ReplicaNodesOutcome,
+  stagedReplicaAnswer,
+  withRolloutNote,
+} from "../../shared/agent-replicas.js";
 import { type AuthKeyOutcome, observedKeys } from "../../shared/authkey.js";
 import { heldNamesOf, type NameHolder } from "../../shared/dns-owners.js";
 import { agentHostname } from "../../shared/dns-tenancy.js";
@@ -350,7 +355,9 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
   const { spec, tailnet, now } = input;
   const seen = namesSeen(input);
   const c = conditionsOfIngress(input, seen);
-  const ready = readyCondition(input, seen, c);
+  // one replica's StatefulSet takes a new template at a time (staged-rollout.ts); Ready's message says so
+  const staged = stagedReplicaAnswer(childrenOfIngress(input, seen, c), input.replicas, spec.replicas);
+  const ready = withRolloutNote(readyCondition(input, seen, c), staged.rollout);
   const waiting =
     c.tagKnown.status !== "True" ||
     c.registered.status !== "True" ||
@@ -359,7 +366,7 @@ export function decideIngress(input: IngressDecideInput): IngressDecision {
   // Without a Tailnet there is nothing to poll: Metacontroller syncs again when it appears.
   const resyncAfterSeconds = resyncAfter(waiting && tailnet.ok, [rotationDue(input.authKey), c.tls.nextExpiry], now);
   return {
-    children: withoutStateData(childrenOfIngress(input, seen, c)),
+    children: withoutStateData(staged.children),
     conditions: [c.tagKnown, c.granted, c.registered, c.backends.condition, c.tls.condition, c.dns, c.identity, ready],
     fields: statusFieldsOf(input, seen, c),
     exposes: spec.exposes.map((e) => ({ name: e.name, reachable: c.backends.reachable.get(e.name) })),

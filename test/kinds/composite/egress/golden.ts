@@ -2,8 +2,10 @@
  * Golden egress children from an options object: the agent pieces come from the shared goldens,
  * the target Services and the agent config are written out here.
  */
+
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { configHash } from "../../../../src/kinds/shared/pod-template.js";
+import { stampWorkload } from "../../../../src/kinds/shared/template-hash.js";
 import {
   expectedAgentStatefulSet,
   expectedConfigMap,
@@ -104,22 +106,25 @@ export function expectedEgressChildren(o: EgressGoldenOptions): K8sObject[] {
     const observed = o.observedStatefulSets?.[i];
     const sts =
       o.authKeySecret && (observed || o.identityObserved !== false)
-        ? expectedAgentStatefulSet(
-            {
-              ...id,
-              replicas: 1,
-              tag: o.tag,
-              loginServer: o.loginServer,
-              authKeySecret: o.authKeySecret.metadata.name,
-              hostname: o.hostname,
-              images: o.images,
-              listenPorts: listen.flat(),
-              configHash: configHash(configMap.data),
-              ca: !!o.ca,
-              acceptRoutes: true,
-              socks: true,
-            },
-            i,
+        ? // the template carries the hash of itself (src/kinds/shared/template-hash.ts)
+          stampWorkload(
+            expectedAgentStatefulSet(
+              {
+                ...id,
+                replicas: 1,
+                tag: o.tag,
+                loginServer: o.loginServer,
+                authKeySecret: o.authKeySecret.metadata.name,
+                hostname: o.hostname,
+                images: o.images,
+                listenPorts: listen.flat(),
+                configHash: configHash(configMap.data),
+                ca: !!o.ca,
+                acceptRoutes: true,
+                socks: true,
+              },
+              i,
+            ),
           )
         : observed && withoutStatus(observed);
     return [...expectedReplicaIdentity(id, i), ...(sts ? [sts] : [])];

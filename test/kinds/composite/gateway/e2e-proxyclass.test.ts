@@ -50,6 +50,9 @@ describe("TailnetGateway with a TailnetProxyClass", () => {
     await w.mc.settle();
     const before = child(w.mc, "StatefulSet", "gw-gateway-0");
     assert.deepEqual(podOf(before)?.spec.nodeSelector, { edge: "b" });
+    // the template stamp is taken after the class (template-hash.ts): a class is no drift, the gateway stays Ready
+    assert.equal(cond(w.mc, "Registered")?.reason, "FreshRuntimeReady", cond(w.mc, "Registered")?.message);
+    assert.equal(cond(w.mc, "Ready")?.status, "True");
 
     w.mc.delete(API, "TailnetProxyClass", "edge");
     await w.mc.settle();

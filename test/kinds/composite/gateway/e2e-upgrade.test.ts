@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { gatewayLabels, gatewaySelector } from "../../../../src/kinds/composite/gateway/children.js";
-import { stampTemplate } from "../../../../src/kinds/composite/gateway/template.js";
 import { authKeySecret } from "../../../../src/kinds/shared/authkey.js";
+import { stampTemplate } from "../../../../src/kinds/shared/template-hash.js";
 import {
   API,
   applyGateway,

@@ -17,11 +17,11 @@ import type { ExitNodeState } from "../../../../src/kinds/composite/gateway/exit
 import type { GatewayUnserved } from "../../../../src/kinds/composite/gateway/observe.js";
 import type { GatewayInputs } from "../../../../src/kinds/composite/gateway/plan.js";
 import { readGatewaySpec } from "../../../../src/kinds/composite/gateway/spec.js";
-import { stampTemplate } from "../../../../src/kinds/composite/gateway/template.js";
 import { type RenderInput, renderStatefulSet } from "../../../../src/kinds/composite/gateway/workload.js";
 import { authKeySecret } from "../../../../src/kinds/shared/authkey.js";
 import { replicaIdentityChildren, stateSecret } from "../../../../src/kinds/shared/replica.js";
 import type { NodeStatusItem, StateFact } from "../../../../src/kinds/shared/replica-nodes.js";
+import { stampTemplate } from "../../../../src/kinds/shared/template-hash.js";
 import { parentObject } from "../../../fixtures/hooks.js";
 
 export const NOW = new Date("2026-11-29T10:00:00Z");

@@ -4,8 +4,8 @@
  */
 import { DEFAULT_CONFIG } from "../../../../src/config.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import { stampTemplate } from "../../../../src/kinds/composite/gateway/template.js";
 import { configHash } from "../../../../src/kinds/shared/pod-template.js";
+import { stampTemplate } from "../../../../src/kinds/shared/template-hash.js";
 import { expectedRuntimeEnv, expectedRuntimeMounts, expectedRuntimeVolumes } from "../../shared/golden.js";
 import { UID, ZONE } from "./fixtures.js";
 

@@ -1,8 +1,8 @@
 /** The pod template stamp behind the fresh writer's template check. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { liveTemplateDrift, stampOf, templateHash } from "../../../../src/kinds/composite/gateway/template.js";
 import { renderStatefulSet } from "../../../../src/kinds/composite/gateway/workload.js";
+import { liveTemplateDrift, stampOf, templateHash } from "../../../../src/kinds/shared/template-hash.js";
 import { gateway, renderInput } from "./fixtures.js";
 
 type Tpl = {

@@ -17,6 +17,7 @@ import {
 import { authKeySecret } from "../../../../src/kinds/shared/authkey.js";
 import { ingressNames } from "../../../../src/kinds/shared/ingress-names.js";
 import { configHash } from "../../../../src/kinds/shared/pod-template.js";
+import { stampWorkload } from "../../../../src/kinds/shared/template-hash.js";
 import { bootTailscale } from "../../../fakes/containerboot.js";
 import { validateChildren } from "../../../helpers/validate.js";
 import {
@@ -102,7 +103,8 @@ function expectedChildren(o: GoldenOptions): K8sObject[] {
     expectedConfigMap(id, config, serve, o.ca),
     ...expectedReplicaIdentity(id, 0),
     // never a tailscale container without its key: no StatefulSet before the key Secret exists
-    ...(o.authKeySecret ? [deployment] : []),
+    // the template carries the hash of itself (src/kinds/shared/template-hash.ts)
+    ...(o.authKeySecret ? [stampWorkload(deployment)] : []),
     expectedNetworkPolicy(id, { operatorNamespace: DEFAULT_CONFIG.operatorNamespace, scrapeFrom: o.scrapeFrom }),
     ...(o.authKeySecret ? [o.authKeySecret] : []),
   ];

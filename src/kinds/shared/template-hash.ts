@@ -1,10 +1,11 @@
 /**
- * The pod template hash behind the fresh writer's third check. The operator stamps the hash of the
- * template it rendered into the template itself (TEMPLATE_HASH_ANNOTATION). On a later sync the
- * live template is hashed again: if the result differs from the stamp, someone edited the live
- * StatefulSet (kubectl edit/patch, a mutating webhook…) and the gateway is no longer running what the
- * operator rendered. A legitimate new rendering is not drift: its stamp matches its content, and
- * WorkloadCurrent reports the pending rollout.
+ * The pod template hash every replica StatefulSet carries (gateway and agents). The operator stamps the hash of
+ * the template it rendered into the template itself (TEMPLATE_HASH_ANNOTATION), so a sync compares stamps, never
+ * the observed template (which carries the API server's defaults): a stamp that differs from the rendered one is a
+ * pending rollout (staged-rollout.ts). The gateway's fresh writer also hashes the live template again: if the
+ * result differs from its stamp, someone edited the live StatefulSet (kubectl edit/patch, a mutating webhook…)
+ * and the gateway is no longer running what the operator rendered. A legitimate new rendering is not drift: its
+ * stamp matches its content, and WorkloadCurrent reports the pending rollout.
  *
  * The API server fills defaults into every pod template (imagePullPolicy, terminationMessagePath,
  * probe timings, defaultMode…). Those values are stripped before hashing, on both sides, so a
@@ -14,8 +15,8 @@
  * dropped too: the server omits them (`omitempty`), so they can never show up in a live template.
  */
 import { createHash } from "node:crypto";
-import { isRecord } from "../../../k8s/objects.js";
-import { canonicalJson } from "../../../policy/canonical.js";
+import { isRecord, type K8sObject } from "../../k8s/objects.js";
+import { canonicalJson } from "../../policy/canonical.js";
 
 export const TEMPLATE_HASH_ANNOTATION = "tailnet.internal/template-hash";
 const RESTARTED_AT_ANNOTATION = "kubectl.kubernetes.io/restartedAt";
@@ -91,6 +92,16 @@ export function stampTemplate<T extends { metadata?: { annotations?: Record<stri
       annotations: { ...(template.metadata?.annotations ?? {}), [TEMPLATE_HASH_ANNOTATION]: hash },
     },
   };
+}
+
+/**
+ * A workload (StatefulSet, Deployment) with its pod template stamped, after every change to the template (a
+ * TailnetProxyClass is applied last): a stamp taken earlier would not match what runs.
+ */
+export function stampWorkload(workload: K8sObject): K8sObject {
+  const spec = isRecord(workload.spec) ? workload.spec : {};
+  if (!isRecord(spec.template)) return workload;
+  return { ...workload, spec: { ...spec, template: stampTemplate(spec.template) } };
 }
 
 export function stampOf(template: unknown): string | undefined {
