@@ -102,8 +102,8 @@ export function recordConditionEvents(
     memory = new Map();
     recordedLast.set(events, memory);
   }
-  for (const { condition, state, ...event } of conditionEvents(parent, previous, merged)) {
-    const key = `${objectKey(parent)}\u0000${condition}`;
+  for (const { state, ...event } of conditionEvents(parent, previous, merged)) {
+    const key = `${objectKey(parent)}\u0000${event.condition}`;
     if (memory.get(key) === state) continue;
     memory.delete(key);
     memory.set(key, state);

@@ -33,7 +33,7 @@ const authenticates = async (fake: FakeHeadscale, key: string) =>
   (await fetch(`${fake.url}/api/v1/apikey`, { headers: { authorization: `Bearer ${key}` } })).status;
 /** The Events of the ApiKeyRotation condition's changes, as `type reason`. */
 const rotationEvents = (h: Harness) =>
-  h.events.events.filter((e) => e.message.startsWith("ApiKeyRotation: ")).map((e) => `${e.type} ${e.reason}`);
+  h.events.events.filter((e) => e.condition === "ApiKeyRotation").map((e) => `${e.type} ${e.reason}`);
 const tailnetObject = (h: Harness) => h.mc.get(API, "Tailnet", "home") as K8sObject;
 
 /** No key (nor its secret part) in logs, status, Events or metrics. */
