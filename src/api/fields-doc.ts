@@ -37,6 +37,7 @@ export function fieldsPage(): string {
     "# Resource fields",
     "",
     "Generated from `src/api/schemas.ts` (the source of the CRDs) by `npm run manifests`; do not edit.",
+    "Each note is the field's description in the CRD, so `kubectl explain <kind>.<field>` prints the same text.",
     "Group `tailnet.internal`, version `v1alpha1`. Conditions and reasons are in [reasons.md](reasons.md).",
   ];
   for (const k of CRD_KINDS) {
@@ -47,6 +48,8 @@ export function fieldsPage(): string {
     parts.push(
       "",
       `## ${k.kind}`,
+      "",
+      k.description,
       "",
       `${k.scope === "Cluster" ? "Cluster-scoped" : "Namespaced"}; short name \`${k.shortName}\`; \`kubectl get ${k.plural}\` shows ${k.printerColumns.map((c) => c.name).join(", ")}.`,
       "",

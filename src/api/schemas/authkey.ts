@@ -1,4 +1,6 @@
 /** TailnetAuthKey (issue 27): spec and status. */
+
+import { TAGS_XOR_USER } from "../cel.js";
 import {
   arr,
   bool,
@@ -23,10 +25,14 @@ export const authKeySpec: Schema = obj(
       description:
         "Tags of the machines joining with the key; each must be granted to the namespace by the Tailnet's spec.tenancy.tags (else Admitted=False/TagNotGranted). Exactly one of tags and user.",
     }),
-    user: obj({ name: str({ minLength: 1, pattern: DNS1123_SUBDOMAIN_PATTERN }) }, ["name"], {
-      description:
-        "A TailnetUser whose spec.authKeyNamespaces lists this namespace: the machines join as that user. Exactly one of tags and user.",
-    }),
+    user: obj(
+      { name: str({ minLength: 1, pattern: DNS1123_SUBDOMAIN_PATTERN, description: "Name of the TailnetUser." }) },
+      ["name"],
+      {
+        description:
+          "A TailnetUser whose spec.authKeyNamespaces lists this namespace: the machines join as that user. Exactly one of tags and user.",
+      },
+    ),
     reusable: bool({ default: false, description: "The key registers any number of machines." }),
     ephemeral: bool({ default: false, description: "Machines registered with it are removed once offline." }),
     expiry: str({
@@ -47,12 +53,13 @@ export const authKeySpec: Schema = obj(
     }),
   },
   ["tailnetRef", "secretName"],
+  { "x-kubernetes-validations": [TAGS_XOR_USER] },
 );
 
 export const authKeyStatus: Schema = obj({
   ...commonWorkloadStatus,
   keyId: str({ description: "Id of the key in the Secret (never the key)." }),
-  expiresAt: str({ format: "date-time" }),
-  renewAt: str({ format: "date-time" }),
+  expiresAt: str({ format: "date-time", description: "When the key in the Secret expires." }),
+  renewAt: str({ format: "date-time", description: "When a new key is minted (spec.renewBefore ahead of expiresAt)." }),
   preAuthKeyIds,
 });
