@@ -5,14 +5,21 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { EventRecorder, OperatorEvent } from "../pipeline/types.js";
 
-export function kubeEventRecorder(log: FastifyBaseLogger): EventRecorder {
+/**
+ * `kubeConfig` (tests against a real API server) replaces the in-cluster configuration; either way the Events
+ * are written with the operator's own credentials, which its ClusterRole allows (manifests/base/rbac.yaml).
+ */
+export function kubeEventRecorder(
+  log: FastifyBaseLogger,
+  opts: { kubeConfig?: import("@kubernetes/client-node").KubeConfig } = {},
+): EventRecorder {
   let client: Promise<{ create: (ns: string, body: object) => Promise<unknown> } | null> | undefined;
   const getClient = () => {
     client ??= (async () => {
-      if (!process.env.KUBERNETES_SERVICE_HOST) return null;
+      if (!opts.kubeConfig && !process.env.KUBERNETES_SERVICE_HOST) return null;
       const k8s = await import("@kubernetes/client-node");
-      const kc = new k8s.KubeConfig();
-      kc.loadFromCluster();
+      const kc = opts.kubeConfig ?? new k8s.KubeConfig();
+      if (!opts.kubeConfig) kc.loadFromCluster();
       const api = kc.makeApiClient(k8s.CoreV1Api);
       type EventBody = Parameters<typeof api.createNamespacedEvent>[0]["body"];
       return {
@@ -43,7 +50,8 @@ export function kubeEventRecorder(log: FastifyBaseLogger): EventRecorder {
             uid: meta.uid,
           },
           reason: ev.reason,
-          message: ev.message,
+          // events.k8s.io caps a note at 1 kB; a long condition message keeps its start
+          message: ev.message.length > 1024 ? `${ev.message.slice(0, 1021)}...` : ev.message,
           type: ev.type,
           source: { component: "tailnet-operator" },
           firstTimestamp: now,
