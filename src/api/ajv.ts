@@ -14,8 +14,9 @@ const addFormats = ((addFormatsPlugin as unknown as { default?: unknown }).defau
 ) => Ajv;
 
 /**
- * The CRDs' CEL rules, judged by their TypeScript twins (src/api/cel.ts): the first failing rule's message
- * is the error, as the API server reports it. A rule without a twin throws when the schema compiles.
+ * The CRDs' CEL rules, judged by their TypeScript twins (src/api/cel.ts): the first failing rule is the error,
+ * with the twin's words (`params.field` the field below the rule's node it names, if any). A rule without a
+ * twin throws when the schema compiles.
  */
 function addCelRules(ajv: Ajv): Ajv {
   return ajv.addKeyword({
@@ -25,11 +26,17 @@ function addCelRules(ajv: Ajv): Ajv {
     compile(rules: CelRule[]) {
       const checks = rules.map((r) => ({ ...r, check: twinOf(r.rule) }));
       const validate: ReturnType<NonNullable<FuncKeywordDefinition["compile"]>> = (data: unknown) => {
-        const failed = checks.find((c) => !c.check(data));
-        validate.errors = failed
-          ? [{ keyword: "x-kubernetes-validations", message: failed.message, params: { rule: failed.rule } }]
-          : [];
-        return !failed;
+        for (const c of checks) {
+          const problem = c.check(data);
+          if (!problem) continue;
+          const message = problem.message ?? c.message;
+          validate.errors = [
+            { keyword: "x-kubernetes-validations", message, params: { rule: c.rule, field: problem.field } },
+          ];
+          return false;
+        }
+        validate.errors = [];
+        return true;
       };
       return validate;
     },

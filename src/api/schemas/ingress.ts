@@ -106,11 +106,11 @@ export const ingressSpec: Schema = obj(
   ["tailnetRef", "hostname", "exposes"],
   {
     "x-kubernetes-validations": [
-      KUBE_API_ONE_EXPOSE,
-      KUBE_API_NO_BACKEND,
-      PORT_REQUIRED,
       BACKEND_REQUIRED,
       HTTP_TLS_REQUIRED,
+      PORT_REQUIRED,
+      KUBE_API_ONE_EXPOSE,
+      KUBE_API_NO_BACKEND,
     ],
   },
 );
