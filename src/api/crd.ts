@@ -21,7 +21,6 @@ function structural(schema: Schema): Schema {
 const API_VERSION_TEXT =
   "APIVersion defines the versioned schema of this representation of an object: tailnet.internal/v1alpha1.";
 const KIND_TEXT = "Kind is a string value representing the REST resource this object represents.";
-const METADATA_TEXT = "Standard object's metadata: name, namespace, labels, annotations.";
 const STATUS_TEXT =
   "What the operator observed and did, written from its hook's answer; every condition change is also an Event on the object.";
 
@@ -60,7 +59,8 @@ export function crdFor(info: ResourceInfo): Record<string, unknown> {
               properties: {
                 apiVersion: { type: "string", description: API_VERSION_TEXT },
                 kind: { type: "string", description: KIND_TEXT },
-                metadata: { type: "object", description: METADATA_TEXT },
+                // no description: the API server refuses anything but type here and publishes ObjectMeta's own
+                metadata: { type: "object" },
                 spec: { description: `What the ${info.kind} asks for.`, ...structural(info.spec) },
                 ...(info.status ? { status: { description: STATUS_TEXT, ...structural(info.status) } } : {}),
               },

@@ -131,7 +131,7 @@ describe("the CRDs on a real API server: explain and admission", { timeout: 600_
     refused(
       site("192.168.10.1/24"),
       site("192.168.10.0/24"),
-      /spec\.prefixes\[0\]: Invalid value: "string": must not have host bits set/,
+      /spec\.prefixes\[0\]: Invalid value: "192\.168\.10\.1\/24": must not have host bits set: write the network address/,
     );
     refused(site("10.0.0.0/33"), site("10.0.0.0/8"), /must be an IPv4 or IPv6 CIDR prefix/);
     refused(site("fd7a:115c::1/48"), site("fd7a:115c::/48"), /must not have host bits set/);
