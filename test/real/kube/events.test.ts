@@ -15,6 +15,7 @@ import type { FastifyBaseLogger } from "fastify";
 import { KINDS } from "../../../src/api/schemas.js";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import { b64 } from "../../../src/kinds/shared/secrets.js";
+import { eventTypeOf } from "../../../src/pipeline/condition-events.js";
 import { kubeEventRecorder } from "../../../src/server/events.js";
 import { type FakeHeadscale, useFakeHeadscale } from "../../fakes/headscale/index.js";
 import { build } from "../../helpers/server.js";
@@ -143,7 +144,7 @@ describe("Events for every kind, on a real API server", { timeout: 600_000 }, ()
         out = cluster.kubectl(args);
         return new RegExp(`\\n\\s+\\w+\\s+${condition.reason}\\s+\\S+\\s+tailnet-operator\\s+${type}: `).test(out);
       }).catch((e) => assert.fail(`${(e as Error).message}\n${out.slice(out.indexOf("Events:"))}`));
-      const expectedType = condition.status === "True" || condition.reason === "DryRun" ? "Normal" : "Warning";
+      const expectedType = eventTypeOf(condition as Parameters<typeof eventTypeOf>[0]);
       assert.match(
         out,
         new RegExp(`\\n\\s+${expectedType}\\s+${condition.reason}\\s`),
