@@ -194,3 +194,62 @@ export const RENEW_BEFORE_EXPIRY = rule(
     return refuse(renew < expiration);
   },
 );
+
+const NS_PER: Record<string, bigint> = {
+  ns: 1n,
+  us: 1_000n,
+  µs: 1_000n,
+  ms: 1_000_000n,
+  s: 1_000_000_000n,
+  m: 60_000_000_000n,
+  h: 3_600_000_000_000n,
+};
+const MAX_DURATION_NS = (1n << 63n) - 1n;
+
+/**
+ * Nanoseconds of a duration as CEL's `duration()` reads it (cel-go: Go's time.ParseDuration), for the texts
+ * the schema's DURATION_PATTERN admits; undefined where Go refuses (past 2^63-1 ns, or not a duration).
+ */
+export function goDurationNanos(s: string): bigint | undefined {
+  const parts = [...s.matchAll(/([0-9]+)(?:\.([0-9]+))?(ns|us|µs|ms|s|m|h)/g)];
+  if (!parts.length || parts.map((p) => p[0]).join("") !== s) return undefined;
+  let total = 0n;
+  for (const [, whole, fraction, unit] of parts) {
+    const per = NS_PER[unit];
+    let v = BigInt(whole) * per;
+    if (fraction) v += BigInt(Math.floor(Number(`0.${fraction}`) * Number(per)));
+    total += v;
+    if (total > MAX_DURATION_NS) return undefined;
+  }
+  return total;
+}
+
+const ONE_MINUTE_NS = 60_000_000_000n;
+const TOO_LONG = "is longer than a duration can be (at most 2562047h)";
+
+/** TailnetAuthKey spec.expiry: a key shorter than a minute would expire before it is delivered. */
+export const EXPIRY_AT_LEAST_A_MINUTE = rule(
+  "!has(self.expiry) || duration(self.expiry) >= duration('1m')",
+  "spec.expiry must be at least 1m",
+  (self) => {
+    const expiry = record(self).expiry;
+    if (expiry === undefined) return undefined;
+    const ns = goDurationNanos(text(expiry));
+    if (ns === undefined) return { field: "expiry", message: TOO_LONG };
+    return refuse(ns >= ONE_MINUTE_NS, { field: "expiry", message: "must be at least 60s" });
+  },
+);
+
+/** TailnetAuthKey spec.renewBefore: within the key's life (expiry defaults to 168h, as in the schema). */
+export const RENEW_BEFORE_WITHIN_EXPIRY = rule(
+  "!has(self.renewBefore) || (duration(self.renewBefore) > duration('0s') && duration(self.renewBefore) < duration(has(self.expiry) ? self.expiry : '168h'))",
+  "spec.renewBefore must be more than 0 and less than spec.expiry",
+  (self) => {
+    const r = record(self);
+    if (r.renewBefore === undefined) return undefined;
+    const renew = goDurationNanos(text(r.renewBefore));
+    const expiry = goDurationNanos(r.expiry === undefined ? "168h" : text(r.expiry));
+    const ok = renew !== undefined && expiry !== undefined && renew > 0n && renew < expiry;
+    return refuse(ok, { field: "renewBefore", message: "must be more than 0 and less than spec.expiry" });
+  },
+);

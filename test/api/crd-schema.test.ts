@@ -88,7 +88,7 @@ describe("CRD schemas: descriptions everywhere, CEL rules with twins", () => {
     assert.deepEqual(byKind.get("TailnetSite"), [".spec.prefixes[]: 2"]);
     assert.deepEqual(byKind.get("TailnetGateway"), [".spec.routes[]: 3"]);
     assert.deepEqual(byKind.get("Tailnet"), [".spec.headscale.apiKeyRotation: 1", ".spec.reservedNetworks[]: 2"]);
-    assert.deepEqual(byKind.get("TailnetAuthKey"), [".spec: 1"]);
+    assert.deepEqual(byKind.get("TailnetAuthKey"), [".spec: 3"]);
     assert.deepEqual(byKind.get("TailnetIngress"), [".spec: 5"]);
   });
 
@@ -158,6 +158,23 @@ describe("CRD schemas: descriptions everywhere, CEL rules with twins", () => {
       "spec: exactly one of spec.tags and spec.user",
     );
     assert.equal(validateSpec("authkey", { tailnetRef: ref, secretName: "k", tags: ["tag:a"] }), undefined);
+    // durations as CEL's duration() reads them (Go's time.ParseDuration): the twins name the field
+    const key = (extra: Record<string, unknown>) =>
+      validateSpec("authkey", { tailnetRef: ref, secretName: "k", tags: ["tag:a"], ...extra });
+    assert.equal(key({ expiry: "59s" }), "spec.expiry: must be at least 60s");
+    assert.equal(key({ expiry: "0.5h", renewBefore: "10m" }), undefined);
+    assert.equal(
+      key({ expiry: "1h", renewBefore: "1h" }),
+      "spec.renewBefore: must be more than 0 and less than spec.expiry",
+    );
+    assert.equal(key({ renewBefore: "169h" }), "spec.renewBefore: must be more than 0 and less than spec.expiry");
+    assert.equal(key({ renewBefore: "0s" }), "spec.renewBefore: must be more than 0 and less than spec.expiry");
+    assert.match(
+      key({ expiry: "2562048h" }) ?? "",
+      /^spec\.expiry: is longer than a duration can be/,
+      "past 2^63-1 ns",
+    );
+    assert.equal(key({ expiry: "2562047h" }), undefined);
     const ingress = (mode: string | undefined, expose: Record<string, unknown>) =>
       validateSpec("ingress", {
         tailnetRef: ref,

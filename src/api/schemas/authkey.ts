@@ -1,6 +1,6 @@
 /** TailnetAuthKey (issue 27): spec and status. */
 
-import { TAGS_XOR_USER } from "../cel.js";
+import { EXPIRY_AT_LEAST_A_MINUTE, RENEW_BEFORE_WITHIN_EXPIRY, TAGS_XOR_USER } from "../cel.js";
 import {
   arr,
   bool,
@@ -37,11 +37,13 @@ export const authKeySpec: Schema = obj(
     ephemeral: bool({ default: false, description: "Machines registered with it are removed once offline." }),
     expiry: str({
       pattern: DURATION_PATTERN,
+      maxLength: 64,
       default: "168h",
       description: "Lifetime of each key (at least 1m).",
     }),
     renewBefore: str({
       pattern: DURATION_PATTERN,
+      maxLength: 64,
       description:
         "A new key is published this long before the current one expires; the old one is expired once the Secret is observed holding the new one. Default: a third of expiry. Must be shorter than expiry.",
     }),
@@ -53,7 +55,7 @@ export const authKeySpec: Schema = obj(
     }),
   },
   ["tailnetRef", "secretName"],
-  { "x-kubernetes-validations": [TAGS_XOR_USER] },
+  { "x-kubernetes-validations": [TAGS_XOR_USER, EXPIRY_AT_LEAST_A_MINUTE, RENEW_BEFORE_WITHIN_EXPIRY] },
 );
 
 export const authKeyStatus: Schema = obj({

@@ -160,6 +160,14 @@ describe("the CRDs on a real API server: explain and admission", { timeout: 600_
       /exactly one of spec\.tags and spec\.user/,
     );
     refused(key({}), key({ user: { name: "alice" } }), /exactly one of spec\.tags and spec\.user/);
+    // durations, as CEL's duration() reads them
+    const tagged = (extra: Record<string, unknown>) => key({ tags: ["tag:ci"], ...extra });
+    refused(tagged({ expiry: "30s" }), tagged({ expiry: "1m" }), /spec\.expiry must be at least 1m/);
+    refused(
+      tagged({ expiry: "1h", renewBefore: "2h" }),
+      tagged({ expiry: "1h", renewBefore: "20m" }),
+      /spec\.renewBefore must be more than 0 and less than spec\.expiry/,
+    );
   });
 
   it("the ingress modes: kube-api takes no backend, tcp needs one, http needs tls", () => {

@@ -17,7 +17,19 @@ import { type Cluster, startCluster } from "./cluster.js";
 
 let cluster: Cluster;
 const NS = "cases";
-const STRINGS = ["", "UPPER", "a".repeat(254), "tag:Bad", "10.0.0.0/33", "10.0.0.1/8", "1d", "x y", "-x", "::/0"];
+// host bits, a default route, a duration under a minute and one past what Go (and so CEL) can hold
+const STRINGS = [
+  "",
+  "UPPER",
+  "a".repeat(254),
+  "tag:Bad",
+  "10.0.0.0/33",
+  "10.0.0.1/8",
+  "1d",
+  "x y",
+  "-x",
+  "::/0",
+].concat(["59s", "2562048h", "fd7a::1/48"]);
 const NUMBERS = [-1, 0, 65535, 65536, 2147483648, 1.5];
 
 type Json = unknown;
