@@ -65,19 +65,16 @@ function previousByType(previous: unknown): Map<string, Condition> {
   return new Map(list.filter((c): c is Condition => isRecord(c) && typeof c.type === "string").map((c) => [c.type, c]));
 }
 
-/** The Events a sync's conditions call for (pure; `recordConditionEvents` dedupes and records them). */
-export function conditionEvents(
-  parent: K8sObject,
-  previous: unknown,
-  merged: readonly Condition[],
-): (OperatorEvent & { condition: string; state: string })[] {
+type Change = OperatorEvent & { condition: string; state: string; echo: boolean };
+
+/** Every condition change of one answer, as the Event it calls for; `echo`: a "not evaluated" echo, not recorded. */
+function conditionChanges(parent: K8sObject, previous: unknown, merged: readonly Condition[]): Change[] {
   const before = previousByType(previous);
   const decisive = new Set(merged.filter((c) => c.status !== "Unknown").map((c) => c.reason));
-  const out: (OperatorEvent & { condition: string; state: string })[] = [];
+  const out: Change[] = [];
   for (const c of merged) {
     const old = before.get(c.type);
     if (old && old.status === c.status && old.reason === c.reason) continue;
-    if (c.status === "Unknown" && decisive.has(c.reason)) continue;
     out.push({
       regarding: parent,
       reason: c.reason,
@@ -85,12 +82,23 @@ export function conditionEvents(
       message: c.message ? `${c.type}: ${c.message}` : `${c.type} is ${c.status}`,
       condition: c.type,
       state: `${c.status}/${c.reason}`,
+      echo: c.status === "Unknown" && decisive.has(c.reason),
     });
   }
   return out;
 }
 
-/** Records the Events of one answer's condition changes, each once per recorder; never throws. */
+/** The Events a sync's conditions call for (pure; `recordConditionEvents` dedupes and records them). */
+export function conditionEvents(parent: K8sObject, previous: unknown, merged: readonly Condition[]): OperatorEvent[] {
+  return conditionChanges(parent, previous, merged)
+    .filter((c) => !c.echo)
+    .map(({ regarding, reason, type, message, condition }) => ({ regarding, reason, type, message, condition }));
+}
+
+/**
+ * Records the Events of one answer's condition changes, each once per recorder; never throws. The memory
+ * follows every change, echoes included, so a condition coming back from an echo is recorded again.
+ */
 export function recordConditionEvents(
   events: EventRecorder,
   parent: K8sObject,
@@ -102,12 +110,12 @@ export function recordConditionEvents(
     memory = new Map();
     recordedLast.set(events, memory);
   }
-  for (const { state, ...event } of conditionEvents(parent, previous, merged)) {
+  for (const { state, echo, ...event } of conditionChanges(parent, previous, merged)) {
     const key = `${objectKey(parent)}\u0000${event.condition}`;
     if (memory.get(key) === state) continue;
     memory.delete(key);
     memory.set(key, state);
     if (memory.size > MAX_REMEMBERED) memory.delete(memory.keys().next().value as string);
-    events.record(event).catch(() => undefined);
+    if (!echo) events.record(event).catch(() => undefined);
   }
 }

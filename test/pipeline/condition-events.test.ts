@@ -92,6 +92,22 @@ describe("an Event on every condition change (src/pipeline/condition-events.ts)"
     );
   });
 
+  it("a condition back from a 'not evaluated' echo is recorded again", () => {
+    const d = deps();
+    const parent = site();
+    const known = [cond("Advertised", "True", "Advertised", "router-1"), cond("Ready", "True", "Ready")];
+    const s1 = assembleStatus(syncRequest({ parent }) as never, d, known);
+    const s2 = assembleStatus(syncRequest({ parent: { ...parent, status: s1 } }) as never, d, [
+      cond("Advertised", "Unknown", "NoTailnet", "not evaluated"),
+      cond("Ready", "False", "NoTailnet", "Tailnet home not found"),
+    ]);
+    assembleStatus(syncRequest({ parent: { ...parent, status: s2 } }) as never, d, known);
+    assert.deepEqual(
+      d.events.events.map((e) => `${e.condition} ${e.reason}`),
+      ["Advertised Advertised", "Ready Ready", "Ready NoTailnet", "Advertised Advertised", "Ready Ready"],
+    );
+  });
+
   it("Warning for the troubled state of each polarity, Normal for healthy and routine states", () => {
     const t = (type: string, status: "True" | "False" | "Unknown", reason: string) =>
       eventTypeOf({ type, status, reason });
