@@ -32,6 +32,13 @@ function rows(s: Schema, path: string, required: boolean, out: string[]): void {
   }
 }
 
+/** Every CEL rule of a schema with the field it sits on (array items as `field[]`). */
+function rules(s: Schema, path: string, out: string[]): void {
+  for (const r of (s["x-kubernetes-validations"] ?? []) as { message: string }[]) out.push(`\`${path}\`: ${r.message}`);
+  if (s.type === "array") rules((s.items ?? {}) as Schema, `${path}[]`, out);
+  for (const [k, v] of Object.entries((s.properties ?? {}) as Record<string, Schema>)) rules(v, `${path}.${k}`, out);
+}
+
 export function fieldsPage(): string {
   const parts = [
     "# Resource fields",
@@ -45,6 +52,8 @@ export function fieldsPage(): string {
     rows(k.spec, "spec", false, spec);
     const status: string[] = [];
     if (k.status) rows(k.status, "status", false, status);
+    const admission: string[] = [];
+    rules(k.spec, "spec", admission);
     parts.push(
       "",
       `## ${k.kind}`,
@@ -52,6 +61,14 @@ export function fieldsPage(): string {
       k.description,
       "",
       `${k.scope === "Cluster" ? "Cluster-scoped" : "Namespaced"}; short name \`${k.shortName}\`; \`kubectl get ${k.plural}\` shows ${k.printerColumns.map((c) => c.name).join(", ")}.`,
+      ...(admission.length
+        ? [
+            "",
+            "The API server refuses at admission (CEL rules, src/api/cel.ts):",
+            "",
+            ...admission.map((r) => `- ${r}`),
+          ]
+        : []),
       "",
       "| field | type | required | notes |",
       "|---|---|---|---|",
