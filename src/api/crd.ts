@@ -17,6 +17,13 @@ function structural(schema: Schema): Schema {
   return JSON.parse(JSON.stringify(schema)) as Schema;
 }
 
+// The root fields' descriptions, as Kubernetes' own types word them (k8s.io/apimachinery pkg/apis/meta/v1 types.go).
+const API_VERSION_TEXT =
+  "APIVersion defines the versioned schema of this representation of an object: tailnet.internal/v1alpha1.";
+const KIND_TEXT = "Kind is a string value representing the REST resource this object represents.";
+const STATUS_TEXT =
+  "What the operator observed and did, written from its hook's answer; every condition change is also an Event on the object.";
+
 /** The CustomResourceDefinition of one kind, generated from its schema. */
 export function crdFor(info: ResourceInfo): Record<string, unknown> {
   return {
@@ -47,13 +54,15 @@ export function crdFor(info: ResourceInfo): Record<string, unknown> {
           schema: {
             openAPIV3Schema: {
               type: "object",
+              description: info.description,
               required: ["spec"],
               properties: {
-                apiVersion: { type: "string" },
-                kind: { type: "string" },
+                apiVersion: { type: "string", description: API_VERSION_TEXT },
+                kind: { type: "string", description: KIND_TEXT },
+                // no description: the API server refuses anything but type here and publishes ObjectMeta's own
                 metadata: { type: "object" },
-                spec: structural(info.spec),
-                ...(info.status ? { status: structural(info.status) } : {}),
+                spec: { description: `What the ${info.kind} asks for.`, ...structural(info.spec) },
+                ...(info.status ? { status: { description: STATUS_TEXT, ...structural(info.status) } } : {}),
               },
             },
           },

@@ -32,11 +32,19 @@ function rows(s: Schema, path: string, required: boolean, out: string[]): void {
   }
 }
 
+/** Every CEL rule of a schema with the field it sits on (array items as `field[]`). */
+function rules(s: Schema, path: string, out: string[]): void {
+  for (const r of (s["x-kubernetes-validations"] ?? []) as { message: string }[]) out.push(`\`${path}\`: ${r.message}`);
+  if (s.type === "array") rules((s.items ?? {}) as Schema, `${path}[]`, out);
+  for (const [k, v] of Object.entries((s.properties ?? {}) as Record<string, Schema>)) rules(v, `${path}.${k}`, out);
+}
+
 export function fieldsPage(): string {
   const parts = [
     "# Resource fields",
     "",
     "Generated from `src/api/schemas.ts` (the source of the CRDs) by `npm run manifests`; do not edit.",
+    "Each note is the field's description in the CRD, so `kubectl explain <kind>.<field>` prints the same text.",
     "Group `tailnet.internal`, version `v1alpha1`. Conditions and reasons are in [reasons.md](reasons.md).",
   ];
   for (const k of CRD_KINDS) {
@@ -44,11 +52,23 @@ export function fieldsPage(): string {
     rows(k.spec, "spec", false, spec);
     const status: string[] = [];
     if (k.status) rows(k.status, "status", false, status);
+    const admission: string[] = [];
+    rules(k.spec, "spec", admission);
     parts.push(
       "",
       `## ${k.kind}`,
       "",
+      k.description,
+      "",
       `${k.scope === "Cluster" ? "Cluster-scoped" : "Namespaced"}; short name \`${k.shortName}\`; \`kubectl get ${k.plural}\` shows ${k.printerColumns.map((c) => c.name).join(", ")}.`,
+      ...(admission.length
+        ? [
+            "",
+            "The API server refuses at admission (CEL rules, src/api/cel.ts):",
+            "",
+            ...admission.map((r) => `- ${r}`),
+          ]
+        : []),
       "",
       "| field | type | required | notes |",
       "|---|---|---|---|",

@@ -36,11 +36,12 @@ export const proxyClassSpec: Schema = {
       "array",
       "The pods' topologySpreadConstraints; the label selector may use the pods' tailnet.internal/owner-uid label.",
     ),
-    priorityClassName: str({ maxLength: 253 }),
+    priorityClassName: str({ maxLength: 253, description: "The pods' priorityClassName." }),
     podLabels: stringMap("Extra labels on the pods; the operator's own labels win on a clash."),
     podAnnotations: stringMap("Extra annotations on the pods; the operator's own annotations win on a clash."),
     images: {
       type: "object",
+      description: "Images of the agent pods' containers.",
       properties: {
         agent: str({ minLength: 1, description: "Image of the agent container (default: the operator's image)." }),
         tailscale: str({ minLength: 1, description: "Image of the tailscale container (default: the pinned one)." }),
@@ -59,6 +60,8 @@ export const PROXY_CLASS: ResourceInfo = {
   singular: "tailnetproxyclass",
   shortName: "tnpc",
   scope: "Cluster",
+  description:
+    "Pod settings (resources, scheduling, labels, images) the agent pods of the TailnetEgresses, TailnetIngresses and TailnetGateways that name it take.",
   spec: proxyClassSpec,
   printerColumns: [{ name: "AGE", type: "date", jsonPath: ".metadata.creationTimestamp" }],
 };

@@ -42,6 +42,8 @@ export interface KindInfo {
   singular: string;
   shortName: string;
   scope: "Cluster" | "Namespaced";
+  /** What the kind is, one or two sentences: the CRD's root description (`kubectl explain <kind>`). */
+  description: string;
   spec: Schema;
   status: Schema;
   printerColumns: { name: string; type: string; jsonPath: string; description?: string }[];
@@ -70,9 +72,13 @@ export const KINDS: readonly KindInfo[] = [
     singular: "tailnet",
     shortName: "tn",
     scope: "Cluster",
+    description:
+      "A Headscale server the operator manages: its connection and API key, the policy it renders from every object that uses it, DNS and what each namespace may ask of it.",
     spec: tailnetSpec,
     status: tailnetStatus,
+    // No Ready condition (api.md): API says whether the operator reaches Headscale, POLICY where the policy stands.
     printerColumns: [
+      condReason("API", "ApiReachable"),
       condReason("COMPAT", "HeadscaleCompatible"),
       condReason("DNS", "SplitDNS"),
       condReason("POLICY", "PolicyApplied"),
@@ -86,6 +92,8 @@ export const KINDS: readonly KindInfo[] = [
     singular: "tailnetegress",
     shortName: "tne",
     scope: "Namespaced",
+    description:
+      "Cluster workloads reach tailnet targets: an agent joins the tailnet with the object's tag and each target gets a Service of its name in this namespace.",
     spec: egressSpec,
     status: egressStatus,
     printerColumns: [tagColumn, readyReason(), ageColumn],
@@ -97,9 +105,16 @@ export const KINDS: readonly KindInfo[] = [
     singular: "tailnetingress",
     shortName: "tni",
     scope: "Namespaced",
+    description:
+      "Cluster Services exposed to the tailnet: an agent node named spec.hostname forwards each expose's port to its backend (tcp), terminates TLS (http) or serves the cluster's API server (kube-api).",
     spec: ingressSpec,
     status: ingressStatus,
-    printerColumns: [tagColumn, readyReason(), ageColumn],
+    printerColumns: [
+      tagColumn,
+      { name: "DNS", type: "string", jsonPath: ".status.dnsName", description: "MagicDNS name of the agent node" },
+      readyReason(),
+      ageColumn,
+    ],
   },
   {
     hookKind: "site",
@@ -108,6 +123,8 @@ export const KINDS: readonly KindInfo[] = [
     singular: "tailnetsite",
     shortName: "tns",
     scope: "Namespaced",
+    description:
+      "A network behind subnet routers made reachable from the tailnet: the routers with an advertiser tag are auto-approved for the prefixes and allowFrom is granted them.",
     spec: siteSpec,
     status: siteStatus,
     printerColumns: [
@@ -123,6 +140,8 @@ export const KINDS: readonly KindInfo[] = [
     singular: "tailnetgateway",
     shortName: "tng",
     scope: "Namespaced",
+    description:
+      "A subnet router and DNS server joining the cluster to the tailnet: advertises cluster networks (optionally an exit node) and serves cluster names to tailnet clients and tailnet names to the cluster.",
     spec: gatewaySpec,
     status: gatewayStatus,
     printerColumns: [tagColumn, readyReason(), ageColumn],
@@ -134,6 +153,8 @@ export const KINDS: readonly KindInfo[] = [
     singular: "tailnetuser",
     shortName: "tnu",
     scope: "Cluster",
+    description:
+      "A Headscale user: created when missing, adopted when present, optionally deleted with the object; names the namespaces whose TailnetAuthKeys may mint keys for it.",
     spec: userSpec,
     status: userStatus,
     printerColumns: [
@@ -150,6 +171,8 @@ export const KINDS: readonly KindInfo[] = [
     singular: "tailnetauthkey",
     shortName: "tnak",
     scope: "Namespaced",
+    description:
+      "A Headscale pre-auth key for machines outside the cluster, delivered into a Secret of this namespace and renewed before it expires.",
     spec: authKeySpec,
     status: authKeyStatus,
     printerColumns: [

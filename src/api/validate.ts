@@ -28,6 +28,10 @@ export function describeAjvError(root: string, e: ErrorObject): string {
   if (e.keyword === "additionalProperties") {
     return `${fieldPath(root, e.instancePath)}.${(e.params as { additionalProperty: string }).additionalProperty}: unknown field`;
   }
+  if (e.keyword === "x-kubernetes-validations") {
+    const field = (e.params as { field?: string }).field;
+    return `${fieldPath(root, e.instancePath)}${field ? `.${field}` : ""}: ${e.message}`;
+  }
   if (e.keyword === "enum") {
     return `${fieldPath(root, e.instancePath)}: must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(", ")}`;
   }

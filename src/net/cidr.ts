@@ -26,7 +26,7 @@ export type CidrParseResult = { ok: true; cidr: Cidr } | { ok: false; message: s
 
 const BITS_STRICT = /^(0|[1-9]\d{0,2})$/;
 
-interface ParsedIp {
+export interface ParsedIp {
   family: IpFamily;
   bytes: number[];
   text: string;
@@ -129,6 +129,26 @@ export function canonicalIp(s: string): string | null {
  * "192.168.1.1/24 has non-address bits set; expected 192.168.1.0/24".
  */
 export function parseCidr(s: string): CidrParseResult {
+  const p = parsePrefix(s);
+  if (!p.ok) return p;
+  const { ip, bits, max } = p;
+  const masked = maskBytes(ip.bytes, bits);
+  const addr = textOfBytes(ip.family, masked);
+  const text = `${addr}/${bits}`;
+  if (!samePrefix(masked, ip.bytes, max)) {
+    return { ok: false, message: `${s} has non-address bits set; expected ${text}` };
+  }
+  return { ok: true, cidr: { addr, bits, family: ip.family, text, bytes: masked } };
+}
+
+/**
+ * "<addr>/<bits>" as Go's netip.ParsePrefix reads it: host bits allowed (parseCidr refuses them). Also what
+ * the kube-apiserver's CEL `isCIDR` accepts (k8s.io/apiserver pkg/cel/library/cidr.go: netip.ParsePrefix),
+ * except that CEL also refuses IPv4-mapped IPv6 (`mapped`).
+ */
+export function parsePrefix(
+  s: string,
+): { ok: true; ip: ParsedIp; bits: number; max: number; mapped: boolean } | { ok: false; message: string } {
   const slash = s.indexOf("/");
   if (slash < 0) return { ok: false, message: `${JSON.stringify(s)} is not a CIDR prefix (expected <address>/<bits>)` };
   const ip = parseIpStrict(s.slice(0, slash));
@@ -139,13 +159,14 @@ export function parseCidr(s: string): CidrParseResult {
   if (!(bits >= 0 && bits <= max)) {
     return { ok: false, message: `${JSON.stringify(s)} is not a CIDR prefix: bits must be 0..${max}` };
   }
-  const masked = maskBytes(ip.bytes, bits);
-  const addr = textOfBytes(ip.family, masked);
-  const text = `${addr}/${bits}`;
-  if (!samePrefix(masked, ip.bytes, max)) {
-    return { ok: false, message: `${s} has non-address bits set; expected ${text}` };
-  }
-  return { ok: true, cidr: { addr, bits, family: ip.family, text, bytes: masked } };
+  const mapped =
+    ip.family === 6 && ip.bytes.slice(0, 10).every((b) => b === 0) && ip.bytes[10] === 255 && ip.bytes[11] === 255;
+  return { ok: true, ip, bits, max, mapped };
+}
+
+/** Whether a prefix Go parses has host bits set (CEL: `cidr(s) != cidr(s).masked()`). */
+export function prefixHasHostBits(p: { ip: ParsedIp; bits: number; max: number }): boolean {
+  return !samePrefix(maskBytes(p.ip.bytes, p.bits), p.ip.bytes, p.max);
 }
 
 /** A CIDR, or a single IP read as its host prefix (/32 or /128). Null when neither. */

@@ -3,6 +3,7 @@ import { type Condition, type ConditionInput, cond, mergeConditions } from "../c
 import { CommonReason } from "../conditions/tables/shared.js";
 import { findObject, isRecord, type K8sObject, type ObjectMaps, reuseAllChildren } from "../k8s/objects.js";
 import { publishConditions, type ResourceId } from "../metrics/resource.js";
+import { recordConditionEvents } from "./condition-events.js";
 import type { HookDeps, HookRequest, SyncResult } from "./types.js";
 
 export const generationOf = (parent: K8sObject): number =>
@@ -19,7 +20,8 @@ export const resourceId = (parent: K8sObject): ResourceId => ({
 
 /**
  * The full status of a sync: conditions merged with the previous ones (lastTransitionTime kept
- * when unchanged), observedGeneration set, fields in a fixed order; and the resource metrics.
+ * when unchanged), observedGeneration set, fields in a fixed order; the resource metrics, and an Event per
+ * condition change (condition-events.ts).
  */
 export function assembleStatus(
   req: HookRequest,
@@ -32,6 +34,7 @@ export function assembleStatus(
   const previous = previousStatus(req.parent).conditions;
   const merged = mergeConditions(previous, conditions, generation, deps.now());
   logTransitions(req, deps, previous, merged);
+  recordConditionEvents(deps.events, req.parent, previous, merged);
   if (opts.publish !== false) {
     publishConditions(deps.metrics, resourceId(req.parent), merged, generation, deps.now().getTime());
   }

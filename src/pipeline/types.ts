@@ -48,6 +48,8 @@ export interface OperatorEvent {
   reason: string;
   message: string;
   type: "Normal" | "Warning";
+  /** The condition whose change this Event records (src/pipeline/condition-events.ts); unset for the others. */
+  condition?: string;
 }
 
 export interface EventRecorder {

@@ -35,7 +35,8 @@ describe("generated CRDs", () => {
       assert.deepEqual(conds["x-kubernetes-list-map-keys"], ["type"]);
       const cols = v.additionalPrinterColumns.map((c: { name: string }) => c.name);
       const own: Record<string, string[]> = {
-        Tailnet: ["COMPAT", "DNS", "POLICY", "AGE"],
+        Tailnet: ["API", "COMPAT", "DNS", "POLICY", "AGE"],
+        TailnetIngress: ["TAG", "DNS", "READY", "AGE"],
         TailnetUser: ["USER", "ID", "READY", "AGE"],
         TailnetAuthKey: ["SECRET", "EXPIRES", "READY", "AGE"],
       };

@@ -4,6 +4,7 @@ import { cond } from "../../src/conditions/condition.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";
 import { assembleStatus } from "../../src/pipeline/status.js";
 import type { HookDeps } from "../../src/pipeline/types.js";
+import { memoryEventRecorder } from "../../src/server/events.js";
 import { parentObject, syncRequest } from "../fixtures/hooks.js";
 
 function deps(lines: unknown[][]): HookDeps {
@@ -12,7 +13,8 @@ function deps(lines: unknown[][]): HookDeps {
     now: () => new Date("2026-11-29T10:00:00Z"),
     metrics: createOperatorMetrics({ defaultMetrics: false }),
     log,
-  } as HookDeps;
+    events: memoryEventRecorder(),
+  } as unknown as HookDeps;
 }
 
 describe("assembleStatus logs transitions, not every call", () => {

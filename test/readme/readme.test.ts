@@ -68,7 +68,7 @@ describe("README commands", () => {
     const consoles = blocks(readme).filter((b) => b.lang === "console");
     const gets = consoles.filter((b) => b.body.startsWith("$ kubectl get tailnet"));
     assert.equal(gets.length, 2);
-    assert.match(gets[0].body, /^home\s+Compatible\s+NotConfigured\s+DryRun\s+1m$/m);
+    assert.match(gets[0].body, /^home\s+Reachable\s+Compatible\s+NotConfigured\s+DryRun\s+1m$/m);
     assert.match(gets[0].body, /^db\s+tag:k8s-shop-db\s+TagUnknown\s+1m$/m);
     assert.match(gets[1].body, /^db\s+tag:k8s-shop-db\s+Ready\s+1m$/m);
   });

@@ -1,12 +1,15 @@
 /** TailnetGateway: spec and status. */
+
+import { NOT_DEFAULT_ROUTE } from "../cel.js";
 import {
   aclEntities,
   arr,
   bool,
-  CIDR_PATTERN,
+  cidrItem,
   commonWorkloadStatus,
   DNS1035_PATTERN,
   DURATION_PATTERN,
+  effectiveTag,
   int,
   nodesStatus,
   obj,
@@ -23,7 +26,11 @@ export const gatewaySpec: Schema = obj(
     tailnetRef,
     tag,
     proxyClassName,
-    suspend: bool({ default: false }),
+    suspend: bool({
+      default: false,
+      description:
+        "Scale to zero (Ready=False/Suspended, out of the resource metrics); each replica keeps its state and node.",
+    }),
     replicas: int({
       minimum: 1,
       maximum: 4,
@@ -31,8 +38,12 @@ export const gatewaySpec: Schema = obj(
       description:
         "Gateway pods, each its own tailnet node advertising spec.routes; Headscale routes through one primary and fails over.",
     }),
-    hostname: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
-    routes: arr(str({ pattern: CIDR_PATTERN }), {
+    hostname: str({
+      pattern: DNS1035_PATTERN,
+      maxLength: 63,
+      description: "The gateway node's tailnet name; default the object's name.",
+    }),
+    routes: arr(cidrItem(NOT_DEFAULT_ROUTE), {
       maxItems: 16,
       description:
         "Subnet routes the gateway advertises (cluster networks). A default route is InvalidSpec: use spec.exitNode.",
@@ -51,14 +62,42 @@ export const gatewaySpec: Schema = obj(
     ),
     dns: obj(
       {
-        zone: str({ minLength: 1, maxLength: 253 }),
-        clusterDNSForward: str({ enum: ["Managed", "External"], default: "Managed" }),
+        zone: str({
+          minLength: 1,
+          maxLength: 253,
+          description:
+            "The derived zone served to the cluster: A records for every TailnetEgress target named by a MagicDNS name.",
+        }),
+        clusterDNSForward: str({
+          enum: ["Managed", "External"],
+          default: "Managed",
+          description:
+            "Managed: the operator checks that kube-system/coredns forwards dns.zone to the gateway; External: you manage it (ExternallyManaged).",
+        }),
       },
       [],
-      { default: {} },
+      {
+        default: {},
+        description: "The gateway's CoreDNS: cluster names for tailnet clients, the derived zone for the cluster.",
+      },
     ),
-    staleNodes: str({ enum: ["Delete", "Keep"], default: "Delete" }),
-    service: obj({ type: str({ enum: ["ClusterIP", "LoadBalancer"], default: "ClusterIP" }) }, [], { default: {} }),
+    staleNodes: str({
+      enum: ["Delete", "Keep"],
+      default: "Delete",
+      description:
+        "What happens to the gateway's older nodes: Delete removes them; Keep reports them (ExternallyManaged).",
+    }),
+    service: obj(
+      {
+        type: str({
+          enum: ["ClusterIP", "LoadBalancer"],
+          default: "ClusterIP",
+          description: "Type of the gateway's DNS Service.",
+        }),
+      },
+      [],
+      { default: {}, description: "The gateway's DNS Service." },
+    ),
     bootstrapKeyTTL: str({
       default: "1h",
       pattern: DURATION_PATTERN,
@@ -71,11 +110,20 @@ export const gatewaySpec: Schema = obj(
 
 export const gatewayStatus: Schema = obj({
   ...commonWorkloadStatus,
-  tag: str(),
-  node: obj({ id: str(), name: str(), nodeKey: str(), preAuthKeyId: str() }, [], {
-    description: "Replica 0's node (status.nodes[] has every replica's).",
-  }),
+  tag: effectiveTag,
+  node: obj(
+    {
+      id: str({ description: "Headscale node id." }),
+      name: str({ description: "The node's given name." }),
+      nodeKey: str({ description: "The node key recorded for it; another one is IdentityChanged." }),
+      preAuthKeyId: str({ description: "Id of the bootstrap key it registered with." }),
+    },
+    [],
+    {
+      description: "Replica 0's node (status.nodes[] has every replica's).",
+    },
+  ),
   nodes: nodesStatus,
   preAuthKeyIds,
-  dnsServiceIP: str(),
+  dnsServiceIP: str({ description: "Cluster IP of the gateway's DNS Service." }),
 });

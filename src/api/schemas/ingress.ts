@@ -1,4 +1,12 @@
 /** TailnetIngress: spec and status. */
+
+import {
+  BACKEND_REQUIRED,
+  HTTP_TLS_REQUIRED,
+  KUBE_API_NO_BACKEND,
+  KUBE_API_ONE_EXPOSE,
+  PORT_REQUIRED,
+} from "../cel.js";
 import {
   aclEntities,
   arr,
@@ -6,6 +14,7 @@ import {
   commonWorkloadStatus,
   DNS1035_PATTERN,
   DNS1123_SUBDOMAIN_PATTERN,
+  effectiveTag,
   int,
   nodesStatus,
   obj,
@@ -29,7 +38,12 @@ export const ingressSpec: Schema = obj(
       description: "Agent pods, each its own tailnet node; the DNS names answer with every online node's address.",
     }),
     proxyClassName,
-    hostname: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
+    hostname: str({
+      pattern: DNS1035_PATTERN,
+      maxLength: 63,
+      description:
+        "The agent node's tailnet name; status.dnsName is <hostname>.<baseDomain> (or <hostname>.<namespace>.<baseDomain> outside the Tailnet's spec.tenancy.dns.flatNamespaces).",
+    }),
     mode: str({
       enum: ["tcp", "http", "kube-api"],
       default: "tcp",
@@ -40,7 +54,7 @@ export const ingressSpec: Schema = obj(
     exposes: arr(
       obj(
         {
-          name: str({ pattern: DNS1035_PATTERN, maxLength: 63 }),
+          name: str({ pattern: DNS1035_PATTERN, maxLength: 63, description: "Name of the expose, unique." }),
           // Optional so that Metacontroller merges exposes by name (its apply guesses `port` first,
           // and http exposes share 443); no schema default, which would store it again.
           port: int({
@@ -48,33 +62,72 @@ export const ingressSpec: Schema = obj(
             maximum: 65535,
             description: "Port on the tailnet node; required in mode tcp, 443 when left out in mode http.",
           }),
-          backend: obj({ service: str({ pattern: DNS1035_PATTERN }), port }, ["service", "port"]),
-          host: str({ minLength: 1, maxLength: 63 }),
-          aliases: arr(str({ minLength: 1, maxLength: 63 }), { maxItems: 16 }),
-          tls: obj({ secretName: str({ pattern: DNS1123_SUBDOMAIN_PATTERN }) }, ["secretName"]),
+          backend: obj(
+            {
+              service: str({ pattern: DNS1035_PATTERN, description: "A Service in this namespace." }),
+              port: { ...port, description: "The Service's port." },
+            },
+            ["service", "port"],
+            { description: "Where connections go: required in modes tcp and http, refused in kube-api." },
+          ),
+          host: str({
+            minLength: 1,
+            maxLength: 63,
+            description: "http only: the DNS name <host>.<baseDomain> this expose answers; default spec.hostname.",
+          }),
+          aliases: arr(str({ minLength: 1, maxLength: 63 }), {
+            maxItems: 16,
+            description: "http only: more DNS labels for the same expose, published with the same addresses.",
+          }),
+          tls: obj(
+            {
+              secretName: str({
+                pattern: DNS1123_SUBDOMAIN_PATTERN,
+                description: "A kubernetes.io/tls Secret in this namespace covering host and every alias.",
+              }),
+            },
+            ["secretName"],
+            { description: "http only: the certificate the agent serves (TLSReady reports on it)." },
+          ),
         },
         // backend: required in mode tcp and http, refused in kube-api; port: required in tcp, 443 when
         // left out in http (src/kinds/shared/expose-port.ts) — both checked by ingressSpecProblem
         ["name"],
       ),
-      { minItems: 1, maxItems: 32, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"] },
+      {
+        minItems: 1,
+        maxItems: 32,
+        description: "What the agent node serves: one item per port (mode kube-api: exactly one, without backend).",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+      },
     ),
   },
   ["tailnetRef", "hostname", "exposes"],
+  {
+    "x-kubernetes-validations": [
+      BACKEND_REQUIRED,
+      HTTP_TLS_REQUIRED,
+      PORT_REQUIRED,
+      KUBE_API_ONE_EXPOSE,
+      KUBE_API_NO_BACKEND,
+    ],
+  },
 );
 
 export const ingressStatus: Schema = obj({
   ...commonWorkloadStatus,
-  tag: str(),
+  tag: effectiveTag,
   preAuthKeyIds,
-  dnsName: str(),
+  dnsName: str({ description: "The MagicDNS name of the agent node (spec.hostname), once published." }),
   exposes: arr(
     obj({
-      name: str(),
-      dnsName: str(),
-      dnsAliases: arr(str()),
-      reachable: bool(),
+      name: str({ description: "spec.exposes[].name." }),
+      dnsName: str({ description: "The DNS name the expose answers on." }),
+      dnsAliases: arr(str(), { description: "The published aliases' DNS names." }),
+      reachable: bool({ description: "Whether the agent reaches the backend." }),
     }),
+    { description: "One item per expose: its names and whether its backend answers." },
   ),
   nodes: nodesStatus,
 });

@@ -1,15 +1,18 @@
 /** Tailnet: spec (the Headscale connection, policy, DNS, tenancy) and status. */
+
+import { RENEW_BEFORE_EXPIRY } from "../cel.js";
 import { tenancyDnsSchema } from "../tenancy-dns.js";
 import {
   aclEntities,
   arr,
   bool,
-  CIDR_PATTERN,
+  cidrItem,
   conditions,
   DURATION_PATTERN,
   int,
   labelSelector,
   obj,
+  observedGeneration,
   type Schema,
   secretKeyRef,
   str,
@@ -25,7 +28,11 @@ const tenancyProperties: Record<string, Schema> = {
     obj(
       {
         namespaceSelector: labelSelector("Namespaces this grant applies to ({} selects every namespace)."),
-        tags: arr(str({ pattern: TAG_PATTERN }), { minItems: 1, maxItems: 64 }),
+        tags: arr(str({ pattern: TAG_PATTERN }), {
+          minItems: 1,
+          maxItems: 64,
+          description: "The tags the selected namespaces may use.",
+        }),
       },
       ["namespaceSelector", "tags"],
     ),
@@ -73,14 +80,20 @@ export const tailnetSpec: Schema = obj(
           },
           [],
           {
+            "x-kubernetes-validations": [RENEW_BEFORE_EXPIRY],
             description:
               "The operator creates a new API key with the current one, verifies it, publishes it in the Secret tailnet-<name>-api-key it owns (preferred from then on) and expires the old key once the new one has worked.",
           },
         ),
       },
       ["url", "apiKeySecretRef"],
+      { description: "The Headscale server the operator manages and the API key it does it with." },
     ),
-    tagPrefix: str({ default: "tag:k8s-", pattern: "^tag:[a-z][a-z0-9-]{0,40}$" }),
+    tagPrefix: str({
+      default: "tag:k8s-",
+      pattern: "^tag:[a-z][a-z0-9-]{0,40}$",
+      description: "Start of every derived tag (<tagPrefix><namespace>-<name>).",
+    }),
     authKeyTTL: str({
       default: "24h",
       pattern: DURATION_PATTERN,
@@ -94,14 +107,23 @@ export const tailnetSpec: Schema = obj(
     }),
     policy: obj(
       {
-        mode: str({ enum: ["Apply", "DryRun"], default: "DryRun" }),
+        mode: str({
+          enum: ["Apply", "DryRun"],
+          default: "DryRun",
+          description:
+            "DryRun: render the policy into a ConfigMap and report, write nothing to Headscale; Apply: also write it (Headscale's policy.mode must be database).",
+        }),
         baseConfigMapRef: obj(
           {
-            namespace: str({ minLength: 1 }),
-            name: str({ minLength: 1 }),
-            key: str({ default: "policy.hujson", minLength: 1 }),
+            namespace: str({ minLength: 1, description: "Namespace of the ConfigMap." }),
+            name: str({ minLength: 1, description: "Name of the ConfigMap." }),
+            key: str({ default: "policy.hujson", minLength: 1, description: "Key holding the HuJSON policy." }),
           },
           ["namespace", "name"],
+          {
+            description:
+              "A ConfigMap with your hand-written policy (HuJSON): the operator keeps it byte for byte and adds its generated tagOwners, grants and autoApprovers.",
+          },
         ),
         tagOwners: aclEntities("Owners written for every generated tag."),
         replaceLivePolicy: bool({
@@ -111,17 +133,31 @@ export const tailnetSpec: Schema = obj(
         }),
       },
       [],
-      { default: {} },
+      { default: {}, description: "The Headscale policy the operator renders from the objects that use this Tailnet." },
     ),
     allowedIngressSources: aclEntities("Allowlist for TailnetIngress.spec.allowFrom."),
     allowedEgressTargets: aclEntities("CIDRs or node tags the operator may grant to egress agents."),
-    reservedNetworks: arr(str({ pattern: CIDR_PATTERN }), {
+    reservedNetworks: arr(cidrItem(), {
+      maxItems: 64,
       description: "TailnetSite prefixes and TailnetGateway routes may not overlap these.",
     }),
-    dns: obj({
-      baseDomain: str({ description: "Headscale's dns.base_domain." }),
-      splitDNS: obj({ domains: arr(str({ minLength: 1 }), { minItems: 1 }) }, ["domains"]),
-    }),
+    dns: obj(
+      {
+        baseDomain: str({ description: "Headscale's dns.base_domain." }),
+        splitDNS: obj(
+          {
+            domains: arr(str({ minLength: 1 }), {
+              minItems: 1,
+              description: "Domains tailnet clients resolve through the cluster's TailnetGateway.",
+            }),
+          },
+          ["domains"],
+          { description: "Split DNS routes the operator expects Headscale to serve (reported by SplitDNS)." },
+        ),
+      },
+      [],
+      { description: "What the operator needs to know of Headscale's DNS settings." },
+    ),
     tenancy: obj({ ...tenancyProperties, dns: tenancyDnsSchema }, [], {
       description:
         "What namespaces may ask of this Tailnet (admin-owned; namespace editors control every field of their egresses and ingresses).",
@@ -131,40 +167,66 @@ export const tailnetSpec: Schema = obj(
 );
 
 export const tailnetStatus: Schema = obj({
-  observedGeneration: int({ format: "int64" }),
+  observedGeneration,
   conditions,
-  policy: obj({
-    renderedHash: str(),
-    appliedHash: str(),
-    appliedAt: str({ format: "date-time" }),
-    generated: obj({ tags: int(), grants: int(), routes: int() }),
-    leftOut: arr(
-      obj(
+  policy: obj(
+    {
+      renderedHash: str({ description: "sha256 of the canonical rendered policy." }),
+      appliedHash: str({ description: "sha256 of what Headscale holds, as last written or confirmed." }),
+      appliedAt: str({ format: "date-time", description: "When the operator last wrote the policy." }),
+      generated: obj(
         {
-          kind: str({ enum: ["TailnetEgress", "TailnetIngress", "TailnetSite", "TailnetGateway"] }),
-          namespace: str(),
-          name: str(),
-          reason: str({ enum: ["InvalidContribution", "RejectedByHeadscale"] }),
-          message: str(),
+          tags: int({ description: "Tags the render generated." }),
+          grants: int({ description: "Grants the render generated." }),
+          routes: int({ description: "Auto-approved routes the render generated." }),
         },
-        ["kind", "namespace", "name", "reason", "message"],
+        [],
+        { description: "What the render added to the base policy." },
       ),
-      {
-        description:
-          "Objects whose contribution (or part of it) the render left out of the policy, because Headscale would refuse the whole policy over it; each object reports it as LeftOutOfPolicy.",
-      },
-    ),
+      leftOut: arr(
+        obj(
+          {
+            kind: str({
+              enum: ["TailnetEgress", "TailnetIngress", "TailnetSite", "TailnetGateway"],
+              description: "Kind of the object left out.",
+            }),
+            namespace: str({ description: "Its namespace." }),
+            name: str({ description: "Its name." }),
+            reason: str({
+              enum: ["InvalidContribution", "RejectedByHeadscale"],
+              description:
+                "InvalidContribution: the render found it invalid; RejectedByHeadscale: Headscale refused it.",
+            }),
+            message: str({ description: "What was left out and why." }),
+          },
+          ["kind", "namespace", "name", "reason", "message"],
+        ),
+        {
+          description:
+            "Objects whose contribution (or part of it) the render left out of the policy, because Headscale would refuse the whole policy over it; each object reports it as LeftOutOfPolicy.",
+        },
+      ),
+    },
+    [],
+    { description: "The rendered and the applied policy." },
+  ),
+  userConflicts: int({
+    minimum: 0,
+    description: "User names held by two or more Headscale users (UsersUnique); a policy naming one is ambiguous.",
   }),
-  userConflicts: int({ minimum: 0 }),
   keptLegacyTags: arr(str(), {
     description:
       "Tags objects kept from before tags were derived injectively; a new object deriving one of them is refused (TagInUse).",
   }),
-  apiKeyRotation: obj({
-    keyPrefix: str(),
-    expiresAt: str({ format: "date-time" }),
-    renewAt: str({ format: "date-time" }),
-    rotatedAt: str({ format: "date-time" }),
-    replacesPrefix: str(),
-  }),
+  apiKeyRotation: obj(
+    {
+      keyPrefix: str({ description: "Prefix of the API key in use (never the key)." }),
+      expiresAt: str({ format: "date-time", description: "When the key in use expires." }),
+      renewAt: str({ format: "date-time", description: "When the next key is created." }),
+      rotatedAt: str({ format: "date-time", description: "When the operator last created a key." }),
+      replacesPrefix: str({ description: "Prefix of the previous key, until it is expired." }),
+    },
+    [],
+    { description: "The API key renewal (spec.headscale.apiKeyRotation), when enabled." },
+  ),
 });

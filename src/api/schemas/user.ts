@@ -1,5 +1,15 @@
 /** TailnetUser (issue 27): spec and status. */
-import { arr, conditions, DNS1123_LABEL_PATTERN, int, obj, type Schema, str, tailnetRef } from "./common.js";
+import {
+  arr,
+  conditions,
+  DNS1123_LABEL_PATTERN,
+  int,
+  obj,
+  observedGeneration,
+  type Schema,
+  str,
+  tailnetRef,
+} from "./common.js";
 
 export const userSpec: Schema = obj(
   {
@@ -38,7 +48,7 @@ export const userSpec: Schema = obj(
 );
 
 export const userStatus: Schema = obj({
-  observedGeneration: int({ format: "int64" }),
+  observedGeneration,
   id: str({ description: "The Headscale user id." }),
   nodeCount: int({ minimum: 0, description: "Nodes owned by the user (tagged nodes own none)." }),
   provider: str({ description: "The user's provider, e.g. oidc; empty for a local user." }),

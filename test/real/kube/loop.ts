@@ -23,7 +23,7 @@ import type { Cluster } from "./cluster.js";
 type Type = { apiVersion: string; resource: string; kind: string };
 export type Write = { verb: string; path: string; code: number };
 
-const HOOK_KINDS = ["tailnet", "site", "egress", "ingress", "gateway"];
+const HOOK_KINDS = ["tailnet", "site", "egress", "ingress", "gateway", "user", "authkey"];
 /** What hooks may ask for as related objects besides the controllers' own types. */
 const EXTRA = [
   { apiVersion: "v1", resource: "secrets" },

@@ -3,8 +3,9 @@
  * src/api/validate.ts), so a spec the API server admitted is never refused by the operator with a
  * different verdict. This checks both verdicts agree on a real kube-apiserver: every leaf of every
  * example's spec is replaced by values at and past the usual limits (empty, upper case, too long,
- * bad CIDR/duration/tag, out-of-range and fractional numbers), and the server's answer (strict
- * server-side apply, dry run) is compared with ajv's for each.
+ * bad CIDR/duration/tag, out-of-range and fractional numbers), and every member is deleted in turn; the
+ * server's answer (strict server-side apply, dry run) is compared with ajv's for each. Ajv runs the CRDs'
+ * CEL rules through their TypeScript twins (src/api/cel.ts), so this is also where twin and rule must agree.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -16,7 +17,19 @@ import { type Cluster, startCluster } from "./cluster.js";
 
 let cluster: Cluster;
 const NS = "cases";
-const STRINGS = ["", "UPPER", "a".repeat(254), "tag:Bad", "10.0.0.0/33", "10.0.0.1/8", "1d", "x y", "-x", "::/0"];
+// host bits, a default route, a duration under a minute and one past what Go (and so CEL) can hold
+const STRINGS = [
+  "",
+  "UPPER",
+  "a".repeat(254),
+  "tag:Bad",
+  "10.0.0.0/33",
+  "10.0.0.1/8",
+  "1d",
+  "x y",
+  "-x",
+  "::/0",
+].concat(["59s", "2562048h", "fd7a::1/48"]);
 const NUMBERS = [-1, 0, 65535, 65536, 2147483648, 1.5];
 
 type Json = unknown;
@@ -25,6 +38,19 @@ function leaves(v: Json, path: (string | number)[] = []): (string | number)[][] 
   if (Array.isArray(v)) return v.flatMap((x, i) => leaves(x, [...path, i]));
   if (v && typeof v === "object") return Object.entries(v).flatMap(([k, x]) => leaves(x, [...path, k]));
   return typeof v === "string" || typeof v === "number" ? [path] : [];
+}
+/** Every path to an object member of v (what a deletion can test: required fields, the CEL rules' has()). */
+function members(v: Json, path: (string | number)[] = []): (string | number)[][] {
+  if (Array.isArray(v)) return v.flatMap((x, i) => members(x, [...path, i]));
+  if (v && typeof v === "object")
+    return Object.entries(v).flatMap(([k, x]) => [[...path, k], ...members(x, [...path, k])]);
+  return [];
+}
+function without(v: Json, path: (string | number)[]): Json {
+  const copy = (Array.isArray(v) ? [...v] : { ...(v as object) }) as Record<string | number, Json>;
+  if (path.length === 1) delete copy[path[0]];
+  else copy[path[0]] = without(copy[path[0]], path.slice(1));
+  return copy;
 }
 function withLeaf(v: Json, path: (string | number)[], value: Json): Json {
   if (!path.length) return value;
@@ -66,6 +92,21 @@ describe("spec validation: the operator (ajv) and the real API server agree", { 
           const object = { apiVersion: sample.apiVersion, kind: sample.kind, metadata, spec } as K8sObject;
           cases.push({ name, path: path.join("."), value, ours: validate(spec) === true, object });
         }
+      }
+      // each member deleted in turn: a required field, or one a CEL rule asks has() of (tags XOR user, an
+      // expose's backend or tls in its mode)
+      for (const path of members(sample.spec)) {
+        const spec = without(sample.spec, path);
+        const name = `case-${cases.length}`;
+        const metadata = info.scope === "Namespaced" ? { name, namespace: NS } : { name };
+        const object = { apiVersion: sample.apiVersion, kind: sample.kind, metadata, spec } as K8sObject;
+        cases.push({
+          name,
+          path: `${path.join(".")} (deleted)`,
+          value: undefined,
+          ours: validate(spec) === true,
+          object,
+        });
       }
       assert.ok(cases.length > 0);
       const r = apply(

@@ -45,7 +45,10 @@ export function readAuthKeySpec(parent: K8sObject): AuthKeySpec {
   };
 }
 
-/** What the schema cannot catch: tags and user both or neither, an expiry too short, renewBefore ≥ expiry. */
+/**
+ * What the schema cannot catch: an expiry too short, renewBefore ≥ expiry; and tags and user both or neither, which
+ * the CRD's CEL rule refuses at admission too (src/api/cel.ts) — kept for objects stored before the rule.
+ */
 export function authKeySpecProblem(parent: K8sObject): string | undefined {
   const spec = (parent.spec ?? {}) as Rec;
   const read = readAuthKeySpec(parent);

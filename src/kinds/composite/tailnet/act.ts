@@ -25,7 +25,6 @@ import type { K8sObject } from "../../../k8s/objects.js";
 import type { EventRecorder, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { markedPolicyText } from "../../../policy/marker.js";
 import { prettyPolicyText } from "../../../policy/merge.js";
-import { apiKeySecretName } from "./children.js";
 import { type TailnetObservation, tailnetView } from "./observe.js";
 import { type PolicyWrite, planTailnet, type TailnetPlan } from "./plan.js";
 import { expirePrefix, findOwnApiKey, listedPrefix, type RotationOutcome, type RotationPlan } from "./rotation.js";
@@ -66,7 +65,7 @@ export async function actTailnet(
   const view = tailnetView(observed.inputs, deps);
   if (!view || !observed.hs) return {};
   const outcome = await actPolicy(req, plan, observed, view, deps);
-  const rotation = plan.rotation ? await actRotation(req, plan.rotation, observed, view, deps) : undefined;
+  const rotation = plan.rotation ? await actRotation(plan.rotation, observed, view, deps) : undefined;
   return rotation ? { ...outcome, rotation } : outcome;
 }
 
@@ -113,10 +112,11 @@ async function actPolicy(
  * One renewal step (rotation.ts). Create: POST /api/v1/apikey with the key in use, then an authenticated
  * GET /api/v1/apikey with the new key that must list it; a new key that does not work is expired again with
  * the old one and never published. Expire: POST /api/v1/apikey/expire of the replaced key, with the new one.
- * Logs, Events and metrics carry prefixes only, never a key.
+ * Logs and metrics carry prefixes only, never a key. Each step's Event is the ApiKeyRotation condition's
+ * change (Renewed, CreateFailed, VerifyFailed, OldKeyExpired, ExpireFailed: src/pipeline/condition-events.ts),
+ * whose message says the same.
  */
 async function actRotation(
-  req: HookRequest,
   plan: RotationPlan,
   observed: TailnetObservation,
   view: HeadscaleView,
@@ -127,9 +127,6 @@ async function actRotation(
   if (!conn.ok) return undefined;
   const step = (s: "create" | "verify" | "expire", ok: boolean) =>
     deps.metrics.apiKeyRotationSteps.inc({ tailnet, step: s, result: ok ? "ok" : "failed" });
-  const event = (reason: string, type: "Normal" | "Warning", message: string) =>
-    deps.events.record({ regarding: req.parent, reason, type, message }).catch(() => undefined);
-  const secret = `Secret ${deps.config.operatorNamespace}/${apiKeySecretName(tailnet)}`;
 
   if (plan.kind === "expire") {
     const expired = await view.expireApiKey(expirePrefix(plan.prefix));
@@ -138,19 +135,9 @@ async function actRotation(
     step("expire", expired.ok || alreadyGone);
     if (!expired.ok && !alreadyGone) {
       deps.log.warn({ tailnet, prefix: plan.prefix, error: expired.error.message }, "expiring the old API key failed");
-      await event(
-        "ApiKeyRotationFailed",
-        "Warning",
-        `expiring the previous API key ${plan.prefix} failed: ${expired.error.message}; both keys work, retried on the next sync`,
-      );
       return { step: "expireFailed", prefix: plan.prefix, error: expired.error };
     }
     deps.log.info({ tailnet, prefix: plan.prefix }, "expired the old API key");
-    await event(
-      "ApiKeyExpired",
-      "Normal",
-      `expired the previous API key ${plan.prefix}: the renewed key in ${secret} worked`,
-    );
     return { step: "expired", prefix: plan.prefix, alreadyGone };
   }
 
@@ -158,11 +145,6 @@ async function actRotation(
   step("create", created.ok);
   if (!created.ok) {
     deps.log.warn({ tailnet, error: created.error.message }, "creating a new API key failed");
-    await event(
-      "ApiKeyRotationFailed",
-      "Warning",
-      `creating a new API key failed: ${created.error.message}; ${plan.replaces} stays in use`,
-    );
     return { step: "createFailed", error: created.error };
   }
   const apiKey = created.value;
@@ -181,21 +163,11 @@ async function actRotation(
       : listed.error;
     const cleanup = await view.expireApiKey(expirePrefix(prefix));
     deps.log.warn({ tailnet, prefix, error: error.message, cleanedUp: cleanup.ok }, "the new API key did not work");
-    await event(
-      "ApiKeyRotationFailed",
-      "Warning",
-      `the new API key ${prefix} did not work (${error.message}); not published${cleanup.ok ? ", expired again" : `; expire it with "headscale apikeys expire --prefix ${prefix}"`}; ${plan.replaces} stays in use`,
-    );
     return { step: "verifyFailed", prefix, error, cleanedUp: cleanup.ok };
   }
   const expiresAt = toK8sTime(plan.expiration);
   const rotatedAt = toK8sTime(deps.now());
   deps.log.info({ tailnet, prefix, replaces: plan.replaces, expiresAt }, "created and verified a new API key");
-  await event(
-    "ApiKeyRenewed",
-    "Normal",
-    `created the API key ${prefix} (expires ${expiresAt}) and published it in ${secret}; ${plan.replaces} is expired once a later sync has worked with it`,
-  );
   return { step: "created", apiKey, prefix, expiresAt, rotatedAt, replaces: plan.replaces };
 }
 

@@ -80,7 +80,8 @@ describe("TailnetGateway as an exit node (issue 27 part 3)", () => {
     await w.mc.settle();
     const ready = cond(w.mc, "Ready");
     assert.equal(ready?.reason, "InvalidSpec");
-    assert.match(ready?.message ?? "", /0\.0\.0\.0\/0, ::\/0 is an exit route; set spec\.exitNode/);
+    // the CRD's CEL rule, judged at hook time by its twin (src/api/cel.ts)
+    assert.match(ready?.message ?? "", /spec\.routes\[0\]: a default route .* use spec\.exitNode/);
     assert.deepEqual(w.fake.writes(), []);
   });
 

@@ -15,7 +15,7 @@ function storedPolicy(h: { fake: { state: { policies: { text: string }[] } } }):
   return parsed.value as Record<string, unknown>;
 }
 
-import { API, addAgentNode, harness, LIVE, settleStable } from "./harness.js";
+import { API, addAgentNode, harness, LIVE, settleStable, writeEvents } from "./harness.js";
 
 const putCount = (h: { fake: { count(m: string, p: RegExp): number } }) => h.fake.count("PUT", /^\/api\/v1\/policy$/);
 const liveHash = (text = LIVE) => {
@@ -165,7 +165,7 @@ describe("Tailnet e2e: adopting a tailnet that already has a policy", () => {
     );
     assert.deepEqual(stored.hosts, { nas: "192.168.1.10" });
     assert.ok(!h.children().includes("ConfigMap tailnet-system/tailnet-home-live-policy"), "dropped once adopted");
-    assert.deepEqual(h.events.events, [], "adoption is no drift");
+    assert.deepEqual(writeEvents(h), [], "adoption is no drift");
   });
 
   it("spec.policy.replaceLivePolicy: true replaces it", async (t) => {
@@ -290,7 +290,7 @@ describe("Tailnet e2e: writes", () => {
     const put = h.fake.requests.findIndex((r) => r.method === "PUT" && r.path === "/api/v1/policy");
     const next = h.fake.requests.slice(put + 1).find((r) => r.path === "/api/v1/policy");
     assert.deepEqual([next?.method, next?.status], ["GET", 200], "read back right after the failed PUT");
-    assert.deepEqual(h.events.events, [], "no drift: nothing changed behind our back");
+    assert.deepEqual(writeEvents(h), [], "no drift: nothing changed behind our back");
     h.advance(31_000);
     await settleStable(h);
     assert.equal(h.reason("PolicyApplied"), "InSync");
@@ -316,7 +316,7 @@ describe("Tailnet e2e: writes", () => {
     assert.equal(second.appliedHash, first.appliedHash);
     assert.equal(second.appliedAt, "2026-11-29T10:01:00Z", "appliedAt moves only with a write");
     assert.deepEqual(
-      h.events.events.map((e) => [e.reason, e.type, e.regarding.metadata.name, e.message]),
+      writeEvents(h).map((e) => [e.reason, e.type, e.regarding.metadata.name, e.message]),
       [
         [
           "PolicyDriftOverwritten",
@@ -338,7 +338,7 @@ describe("Tailnet e2e: writes", () => {
     h.advance(60_000);
     await settleStable(h);
     assert.equal(h.fake.policyWrites, 1, "no needless PUT");
-    assert.deepEqual(h.events.events, [], "no false PolicyDriftOverwritten");
+    assert.deepEqual(writeEvents(h), [], "no false PolicyDriftOverwritten");
     assert.equal(h.reason("PolicyMode"), "CannotVerify");
     assert.equal(h.reason("HeadscaleCompatible"), "CannotVerify");
     assert.deepEqual([h.condition("PolicyApplied").status, h.reason("PolicyApplied")], ["Unknown", "ApplyFailed"]);

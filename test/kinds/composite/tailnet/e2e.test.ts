@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { describe, it } from "node:test";
 import { hashOfLivePolicy } from "../../../../src/policy/canonical.js";
 import { apiKeySecret, baseConfigMap, egress, gateway, ingress } from "./fixtures.js";
-import { addAgentNode, harness, settleStable } from "./harness.js";
+import { addAgentNode, harness, settleStable, writeEvents } from "./harness.js";
 
 const dryRun = {
   policy: { mode: "DryRun", baseConfigMapRef: { namespace: "tailnet-system", name: "tailnet-policy-base" } },
@@ -60,7 +60,7 @@ describe("Tailnet e2e: a healthy Headscale", () => {
     assert.ok(recordsCm?.data);
     const records = JSON.parse(recordsCm.data["records.json"]);
     assert.deepEqual(records, [{ name: "grafana.ts.example.com", type: "A", value: "100.64.0.9" }]);
-    assert.deepEqual(h.events.events, []);
+    assert.deepEqual(writeEvents(h), []);
   });
 
   it("records.json never carries a node's name: a tenant ingress db-1 is left out, and a name a machine takes later goes", async (t) => {

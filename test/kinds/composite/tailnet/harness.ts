@@ -184,3 +184,11 @@ export function addAgentNode(fake: FakeHeadscale, input: Parameters<FakeHeadscal
   node.preAuthKeyId = id;
   return node;
 }
+
+/**
+ * The Events the Tailnet recorded for something it did (PolicyDriftOverwritten), without the Events of its
+ * condition changes (src/pipeline/condition-events.ts), which every first sync records.
+ */
+export function writeEvents(h: Harness) {
+  return h.events.events.filter((e) => !e.condition);
+}
