@@ -1,0 +1,423 @@
+/**
+ * The written policy as sections, one per cluster (docs/OPERATIONS.md "Several clusters on one Headscale").
+ * Several operators (one per cluster) may write one Headscale. Headscale stores the policy text verbatim and
+ * returns it so (juanfont/headscale hscontrol/db/policy.go; HuJSON, so comments are allowed), so the text
+ * itself carries who contributed what, in comment lines after the marker (marker.ts):
+ *
+ *   // tailnet-operator policy sha256:<hash of the body> (written by tailnet-operator; …)
+ *   // tailnet-operator base {"by":"<cluster>/<tailnet>","text":"<the base policy, verbatim>"}
+ *   // tailnet-operator section {"id":"<cluster>/<tailnet>","uid":"…","tags":{…},"names":{…},"gen":{…}}
+ *   // tailnet-operator section {…another cluster…}
+ *   { the body: the base merged with every section's generated parts (merge.ts) }
+ *
+ * A section holds everything its cluster generates (`gen`) and when each tag and DNS name first appeared in it
+ * (`tags`, `names`: RFC 3339). The body is a pure function of the base and the sections, so every operator
+ * composes the same body from the same lines: an operator replaces only its own section line, copies every other
+ * line byte for byte, and recomposes the body. A tag (a generated tagOwners key) or a name two sections claim
+ * belongs to the older claim (first appearance, then the section id): the newer section's claim stays in its
+ * line (so both sides can report the contest) and is left out of the body, with every grant, route approver
+ * and exit-node approver of that section that names the tag.
+ */
+import { canonicalJson, policyHash } from "./canonical.js";
+import type { GeneratedPolicy, Grant } from "./generated-types.js";
+import { type MergeResult, mergePolicy } from "./merge.js";
+
+const PREFIX = "// tailnet-operator ";
+const MARKER_LINE = /^\/\/ tailnet-operator policy (sha256:[0-9a-f]{64})(?=[ \n\r])/;
+
+/** What one cluster's section carries. */
+export interface SectionData {
+  /** "<cluster>/<tailnet>": the cluster name (operator config clusterName) and the Tailnet's name. */
+  id: string;
+  /** The writing Tailnet's metadata.uid: tells two installations that use one cluster name apart. */
+  uid: string;
+  /** Generated tag → when it first appeared in this section. */
+  tags: Record<string, string>;
+  /** Published DNS name → when it first appeared in this section. */
+  names: Record<string, string>;
+  gen: SectionGen;
+}
+
+export interface SectionGen {
+  tagOwners: Record<string, string[]>;
+  grants: Grant[];
+  routes: Record<string, string[]>;
+  exitNode: string[];
+}
+
+export interface BaseData {
+  /** The section id of the cluster that wrote the base. */
+  by: string;
+  text: string;
+}
+
+export interface Line<T> {
+  /** The comment line as stored (kept byte for byte when it is another cluster's). */
+  line: string;
+  data: T;
+}
+
+/** The comment lines of a live policy text, read without trusting them beyond their shape. */
+export interface LiveShared {
+  /** The marker names a hash (marker.ts); whether it matches the body is the marker's business. */
+  marked: boolean;
+  base?: Line<BaseData>;
+  sections: Line<SectionData>[];
+  /** Marked, but no base and no section line: written by a version before sections (single cluster). */
+  legacy: boolean;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === "string");
+const isStringMap = (v: unknown): v is Record<string, string> =>
+  isObject(v) && Object.values(v).every((x) => typeof x === "string");
+const isListMap = (v: unknown): v is Record<string, string[]> => isObject(v) && Object.values(v).every(isStrings);
+const isGrant = (g: unknown): g is Grant => isObject(g) && isStrings(g.src) && isStrings(g.dst) && isStrings(g.ip);
+
+function sectionOf(v: unknown): SectionData | undefined {
+  if (!isObject(v) || typeof v.id !== "string" || typeof v.uid !== "string") return undefined;
+  const g = v.gen;
+  if (!isStringMap(v.tags) || !isStringMap(v.names) || !isObject(g)) return undefined;
+  if (!isListMap(g.tagOwners) || !isListMap(g.routes) || !isStrings(g.exitNode)) return undefined;
+  if (!Array.isArray(g.grants) || !g.grants.every(isGrant)) return undefined;
+  return v as unknown as SectionData;
+}
+
+function baseOf(v: unknown): BaseData | undefined {
+  return isObject(v) && typeof v.by === "string" && typeof v.text === "string" ? (v as unknown as BaseData) : undefined;
+}
+
+function parseLine<T>(line: string, kind: string, read: (v: unknown) => T | undefined): T | undefined {
+  try {
+    return read(JSON.parse(line.slice(PREFIX.length + kind.length + 1)));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The marker and the base and section lines at the top of a live policy text; a line that does not parse is skipped. */
+export function parseShared(text: string): LiveShared {
+  const lines = text.split("\n");
+  const marked = MARKER_LINE.test(lines[0] ?? "");
+  const out: LiveShared = { marked, sections: [], legacy: false };
+  if (!marked) return out;
+  for (const raw of lines.slice(1)) {
+    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+    if (line.startsWith(`${PREFIX}section `)) {
+      const data = parseLine(line, "section", sectionOf);
+      if (data && !out.sections.some((s) => s.data.id === data.id)) out.sections.push({ line, data });
+    } else if (line.startsWith(`${PREFIX}base `)) {
+      const data = parseLine(line, "base", baseOf);
+      if (data && !out.base) out.base = { line, data };
+    } else {
+      break;
+    }
+  }
+  out.legacy = !out.base && out.sections.length === 0;
+  return out;
+}
+
+/**
+ * One comment line holding `value` as JSON. JSON.stringify escapes \n and \r but not U+2028/U+2029, which some
+ * readers take for line ends: escaped too, so the comment cannot end early.
+ */
+function commentLine(kind: string, value: unknown): string {
+  return `${PREFIX}${kind} ${JSON.stringify(value)
+    .replace(/\u2028/g, "\\u2028")
+    .replace(/\u2029/g, "\\u2029")}`;
+}
+
+const sortedRecord = <T>(m: Map<string, T> | Record<string, T>): Record<string, T> => {
+  const entries = m instanceof Map ? [...m] : Object.entries(m);
+  const out: Record<string, T> = {};
+  for (const [k, v] of entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) out[k] = v;
+  return out;
+};
+
+/** The section line of `data`, keys in a fixed order so that equal data gives the same bytes. */
+export function sectionLine(data: SectionData): string {
+  const { id, uid, tags, names, gen } = data;
+  return commentLine("section", {
+    id,
+    uid,
+    tags: sortedRecord(tags),
+    names: sortedRecord(names),
+    gen: {
+      tagOwners: sortedRecord(gen.tagOwners),
+      grants: gen.grants.map((g) => ({ src: g.src, dst: g.dst, ip: g.ip })),
+      routes: sortedRecord(gen.routes),
+      exitNode: gen.exitNode,
+    },
+  });
+}
+
+export const baseLine = (data: BaseData): string => commentLine("base", { by: data.by, text: data.text });
+
+/** The claim order: the first appearance, then the section id (both compare as strings: RFC 3339 UTC sorts). */
+const older = (a: [string, string], b: [string, string]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+
+/** Per claimed value (a tag or a name), the id of the section that holds it: the oldest claim. */
+export function holders(sections: readonly SectionData[], pick: (s: SectionData) => Record<string, string>) {
+  const best = new Map<string, [string, string]>();
+  for (const s of sections) {
+    for (const [value, since] of Object.entries(pick(s))) {
+      const cur = best.get(value);
+      if (!cur || older([since, s.id], cur)) best.set(value, [since, s.id]);
+    }
+  }
+  return new Map([...best].map(([value, [, id]]) => [value, id]));
+}
+
+/** What a section may put into the body: its generated parts without the tags another, older section holds. */
+function effectiveGen(s: SectionData, tagHolder: Map<string, string>): SectionGen {
+  const lost = new Set(Object.keys(s.gen.tagOwners).filter((t) => (tagHolder.get(t) ?? s.id) !== s.id));
+  if (lost.size === 0) return s.gen;
+  const keep = (xs: readonly string[]) => !xs.some((x) => lost.has(x));
+  const routes: Record<string, string[]> = {};
+  for (const [prefix, tags] of Object.entries(s.gen.routes)) {
+    const left = tags.filter((t) => !lost.has(t));
+    if (left.length) routes[prefix] = left;
+  }
+  return {
+    tagOwners: Object.fromEntries(Object.entries(s.gen.tagOwners).filter(([t]) => !lost.has(t))),
+    grants: s.gen.grants.filter((g) => keep(g.src) && keep(g.dst)),
+    routes,
+    exitNode: s.gen.exitNode.filter((t) => !lost.has(t)),
+  };
+}
+
+/** Every section's generated parts as one, in section id order; exact duplicate grants once. */
+export function unionOf(sections: readonly SectionData[]): GeneratedPolicy {
+  const sorted = [...sections].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const tagHolder = holders(sorted, (s) => s.tags);
+  const tagOwners = new Map<string, string[]>();
+  const routes = new Map<string, Set<string>>();
+  const exit = new Set<string>();
+  const grants: Grant[] = [];
+  const seen = new Set<string>();
+  for (const s of sorted) {
+    const gen = effectiveGen(s, tagHolder);
+    for (const [tag, owners] of Object.entries(gen.tagOwners)) if (!tagOwners.has(tag)) tagOwners.set(tag, owners);
+    for (const g of gen.grants) {
+      const key = JSON.stringify([g.src, g.dst, g.ip]);
+      if (!seen.has(key)) {
+        seen.add(key);
+        grants.push(g);
+      }
+    }
+    for (const [prefix, tags] of Object.entries(gen.routes)) {
+      const set = routes.get(prefix) ?? new Set();
+      for (const t of tags) set.add(t);
+      routes.set(prefix, set);
+    }
+    for (const t of gen.exitNode) exit.add(t);
+  }
+  const byKey = <T>(m: Map<string, T>) => new Map([...m].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return {
+    tagOwners: byKey(tagOwners),
+    grants,
+    autoApproverRoutes: byKey(new Map([...routes].map(([p, s]) => [p, [...s].sort()]))),
+    autoApproverExitNode: [...exit].sort(),
+  };
+}
+
+/** A claim of this cluster another section also makes. */
+export interface Contest {
+  kind: "tag" | "name";
+  value: string;
+  /** The other section's id. */
+  other: string;
+}
+
+/** What this cluster is, for its own section. */
+export interface SelfId {
+  cluster: string;
+  tailnet: string;
+  /** The Tailnet's metadata.uid ("" when unknown: then never taken for another installation). */
+  uid: string;
+}
+
+export const sectionId = (self: SelfId) => `${self.cluster}/${self.tailnet}`;
+
+export interface SharedInput {
+  self: SelfId;
+  /** This cluster's configured base policy text; undefined: none configured (keep another cluster's). */
+  baseText: string | undefined;
+  gen: GeneratedPolicy;
+  /** The DNS names this cluster publishes; undefined when not known (no node list): the live section's stand. */
+  names: readonly string[] | undefined;
+  /** The live policy's lines; undefined when none is stored or it could not be read. */
+  live: LiveShared | undefined;
+  now: Date;
+  /** Take this section id over from another installation (Tailnet spec.policy.replaceLivePolicy). */
+  takeOver?: boolean;
+}
+
+export interface SharedRender {
+  merged: MergeResult;
+  /** The base and section lines, in order, joined by "\n" (what is written between the marker and the body). */
+  meta: string;
+  /** This cluster's section as written. */
+  own: SectionData;
+  /** Its line; "" when none is written (nothing to claim, or the id is another installation's). */
+  ownLine: string;
+  /** Claims of this cluster an older section holds: left out of the body (tags) or of the DNS records (names). */
+  refused: Contest[];
+  /** Claims of a newer section this cluster holds: refused there. */
+  contested: Contest[];
+  /** Another installation writes this section id (another Tailnet uid): this cluster's section is not written. */
+  nameTaken?: { uid: string };
+  /** This cluster configures a base, but another cluster's base is live: that one is kept. */
+  baseHeldBy?: string;
+  /** The other sections' ids, sorted. */
+  others: string[];
+}
+
+const toRecord = (m: Map<string, string[]>) => sortedRecord(m);
+
+/** This cluster's section: its generated parts and names, each with the first appearance the live section recorded. */
+export function ownSection(input: SharedInput, liveOwn: SectionData | undefined): SectionData {
+  const at = input.now.toISOString().replace(/\.\d{3}Z$/, "Z");
+  const since = (had: Record<string, string> | undefined, values: Iterable<string>) => {
+    const out: Record<string, string> = {};
+    for (const v of [...values].sort()) out[v] = (had && Object.hasOwn(had, v) ? had[v] : undefined) ?? at;
+    return out;
+  };
+  return {
+    id: sectionId(input.self),
+    uid: input.self.uid,
+    tags: since(liveOwn?.tags, input.gen.tagOwners.keys()),
+    names: input.names === undefined ? { ...(liveOwn?.names ?? {}) } : since(liveOwn?.names, input.names),
+    gen: {
+      tagOwners: toRecord(input.gen.tagOwners),
+      grants: input.gen.grants,
+      routes: toRecord(input.gen.autoApproverRoutes),
+      exitNode: input.gen.autoApproverExitNode,
+    },
+  };
+}
+
+/** The base line to write: this cluster's configured base, unless another cluster's base is live. */
+function chooseBase(input: SharedInput, live: LiveShared | undefined, others: Set<string>) {
+  const id = sectionId(input.self);
+  const liveBase = live?.base;
+  if (input.baseText === undefined) {
+    // a base this cluster wrote and no longer configures goes, as a removed base does on one cluster
+    return liveBase && liveBase.data.by !== id ? { base: liveBase } : {};
+  }
+  const mine: BaseData = { by: id, text: input.baseText };
+  if (!liveBase || liveBase.data.by === id || !others.has(liveBase.data.by))
+    return { base: { line: baseLine(mine), data: mine } };
+  if (sameBase(liveBase.data.text, input.baseText)) return { base: liveBase };
+  return { base: liveBase, heldBy: liveBase.data.by };
+}
+
+function sameBase(a: string, b: string): boolean {
+  if (a === b) return true;
+  const ma = mergePolicy(a, EMPTY);
+  const mb = mergePolicy(b, EMPTY);
+  return ma.ok && mb.ok && ma.hash === mb.hash;
+}
+
+const EMPTY: GeneratedPolicy = {
+  tagOwners: new Map(),
+  grants: [],
+  autoApproverRoutes: new Map(),
+  autoApproverExitNode: [],
+};
+
+function contests(own: SectionData, others: readonly SectionData[], all: readonly SectionData[]) {
+  const refused: Contest[] = [];
+  const contested: Contest[] = [];
+  for (const [kind, pick] of [
+    ["tag", (s: SectionData) => s.tags],
+    ["name", (s: SectionData) => s.names],
+  ] as const) {
+    const holder = holders(all, pick);
+    for (const o of others) {
+      for (const value of Object.keys(pick(o))) {
+        if (!Object.hasOwn(pick(own), value)) continue;
+        const h = holder.get(value);
+        if (h === o.id) refused.push({ kind, value, other: o.id });
+        else if (h === own.id) contested.push({ kind, value, other: o.id });
+      }
+    }
+  }
+  const order = (a: Contest, b: Contest) => (a.kind + a.value + a.other < b.kind + b.value + b.other ? -1 : 1);
+  return { refused: refused.sort(order), contested: contested.sort(order) };
+}
+
+/**
+ * This cluster's render among the live sections: its own section replaced (or added), every other section and
+ * another cluster's base kept as they are stored, and the body merged from the base and every section.
+ */
+export function composeShared(input: SharedInput): SharedRender {
+  const id = sectionId(input.self);
+  const live = input.live;
+  const liveOwn = live?.sections.find((s) => s.data.id === id);
+  const othersLines = (live?.sections ?? []).filter((s) => s.data.id !== id);
+  const own = ownSection(input, liveOwn?.data);
+  const taken =
+    liveOwn &&
+    !input.takeOver &&
+    liveOwn.data.uid !== "" &&
+    input.self.uid !== "" &&
+    liveOwn.data.uid !== input.self.uid
+      ? { uid: liveOwn.data.uid }
+      : undefined;
+  // another installation's section under this id is kept as it is: this cluster writes nothing of its own;
+  // an empty section is not written (a cluster that generates nothing leaves no line behind)
+  const sections: Line<SectionData>[] = taken
+    ? (live?.sections ?? [])
+    : [...othersLines, ...(isEmpty(own) ? [] : [{ line: sectionLine(own), data: own }])];
+  sections.sort((a, b) => (a.data.id < b.data.id ? -1 : a.data.id > b.data.id ? 1 : 0));
+  const others = new Set(othersLines.map((s) => s.data.id));
+  const { base, heldBy } = taken ? { base: live?.base, heldBy: undefined } : chooseBase(input, live, others);
+  const all = sections.map((s) => s.data);
+  const merged = mergePolicy(base?.data.text, unionOf(all));
+  const meta = [...(base ? [base.line] : []), ...sections.map((s) => s.line)].join("\n");
+  const c = taken
+    ? { refused: [], contested: [] }
+    : contests(
+        own,
+        othersLines.map((s) => s.data),
+        all,
+      );
+  return {
+    merged: merged.ok ? { ...merged, generated: countsOf(input.gen) } : merged,
+    meta,
+    own,
+    ownLine: taken || isEmpty(own) ? "" : sectionLine(own),
+    ...c,
+    ...(taken ? { nameTaken: taken } : {}),
+    ...(heldBy ? { baseHeldBy: heldBy } : {}),
+    others: [...others].sort(),
+  };
+}
+
+const isEmpty = (s: SectionData) =>
+  Object.keys(s.tags).length === 0 &&
+  Object.keys(s.names).length === 0 &&
+  s.gen.grants.length === 0 &&
+  Object.keys(s.gen.routes).length === 0 &&
+  s.gen.exitNode.length === 0;
+
+const countsOf = (gen: GeneratedPolicy) => ({
+  tags: gen.tagOwners.size,
+  grants: gen.grants.length,
+  routes: gen.autoApproverRoutes.size,
+});
+
+/** The text to PUT: the marker naming the body's hash, the base and section lines, the body. */
+export function sharedPolicyText(hash: string, meta: string, body: string): string {
+  const marker = `// tailnet-operator policy ${hash} (written by tailnet-operator; edits here are overwritten: change the Tailnet's base policy instead)`;
+  return meta ? `${marker}\n${meta}\n${body}` : `${marker}\n${body}`;
+}
+
+/** The lines between the marker and the body of a live text, as composeShared's `meta` joins them. */
+export function metaOf(live: LiveShared): string {
+  return [...(live.base ? [live.base.line] : []), ...live.sections.map((s) => s.line)].join("\n");
+}
+
+/** Canonical hash of a body, as merge.ts computes it (for tests and the render CLI). */
+export const bodyHash = (policy: Record<string, unknown>) => policyHash(canonicalJson(policy));
