@@ -267,7 +267,9 @@ export function composeTailnetPolicy(
   }
   const render = (contributions: readonly Contribution[]): TailnetRender => {
     // what Headscale would refuse the whole policy over is left out before the merge (policy/validate.ts)
-    const parsedBase = baseText === undefined ? undefined : parseHuJson(baseText);
+    // without a base of its own, this cluster's parts are merged into another cluster's base (policy/sections.ts)
+    const effectiveBase = baseText ?? shared?.live?.base?.data.text;
+    const parsedBase = effectiveBase === undefined ? undefined : parseHuJson(effectiveBase);
     const screened = screenContributions(parsedBase?.ok ? parsedBase.value : undefined, contributions);
     const collected = combineContributions(inputs.tagOwners, screened.merged);
     const sharedInput = shared ? { ...shared, baseText, gen: collected.generated } : undefined;
