@@ -214,6 +214,7 @@ export const OPERATOR_METRIC_NAMES = [
   "tailnet_policy_pending",
   "tailnet_policy_generated",
   "tailnet_policy_apply_errors_total",
+  "tailnet_policy_write_retries_total",
   "tailnet_headscale_user_conflicts",
   "tailnet_node_online",
   "tailnet_node_last_seen_seconds",

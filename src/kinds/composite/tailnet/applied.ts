@@ -47,12 +47,12 @@ const say: Say = {
     const refusal = f.adoption
       ? `; in Apply mode the write would be refused (AdoptionRefused): it would drop ${f.adoption.join(", ")}`
       : "";
-    return cond(
-      type,
-      "False",
-      R.DryRun,
-      `DryRun: nothing written; the rendered policy ${f.hash} differs: ${describeLive(f.live)}${refusal}`,
-    );
+    // the same body: only the cluster section lines would change (policy/sections.ts)
+    const what =
+      f.live === f.hash
+        ? "only its cluster section lines differ from the live policy's"
+        : `differs: ${describeLive(f.live)}`;
+    return cond(type, "False", R.DryRun, `DryRun: nothing written; the rendered policy ${f.hash} ${what}${refusal}`);
   },
   LiveUnread: (f) => cond(type, "Unknown", R.ApplyFailed, `not written: ${oneLine(f.error.message)}`),
   InSync: (f) => cond(type, "True", R.InSync, `Headscale holds the rendered policy ${f.hash}`),
