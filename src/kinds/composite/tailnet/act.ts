@@ -25,7 +25,6 @@ import type { K8sObject } from "../../../k8s/objects.js";
 import type { EventRecorder, HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { operatorWrittenHash } from "../../../policy/marker.js";
 import { apiKeySecretName } from "./children.js";
-import type { PolicyCandidate } from "./compose.js";
 import { type TailnetObservation, tailnetView } from "./observe.js";
 import { type PolicyWrite, planTailnet, type TailnetPlan } from "./plan.js";
 import { expirePrefix, findOwnApiKey, listedPrefix, type RotationOutcome, type RotationPlan } from "./rotation.js";
@@ -106,7 +105,7 @@ async function actPolicy(
   let outcome: TailnetOutcome = {};
   for (let attempt = 1; ; attempt++) {
     const policy = await view.freshPolicy();
-    const render = policy.ok && rendered ? recomposed(rendered, policy.value, observed.render) : observed.render;
+    const render = policy.ok && rendered ? recompose(rendered, policy.value) : observed.render;
     const fresh: TailnetObservation = { ...observed, hs: { ...observed.hs, policy }, render };
     const replanned = planTailnet({
       parent: req.parent,
@@ -117,7 +116,7 @@ async function actPolicy(
     outcome = { replan: { policy, plan: replanned, render }, ...(attempt > 1 ? { attempts: attempt - 1 } : {}) };
     const write = replanned.write;
     if (!write) return outcome;
-    if (attempt === 1 && superseded(observed, fresh, base, baseOwn, ownId)) {
+    if (attempt === 1 && superseded(fresh, base, baseOwn, ownId)) {
       const moved = policy.ok ? (liveHash(fresh.hs) ?? null) : base;
       return { ...outcome, superseded: { from: base, to: moved } };
     }
@@ -141,23 +140,12 @@ async function actPolicy(
   }
 }
 
-/** The render among the fresh live sections; the observed render when it cannot be merged (the plan says why). */
-function recomposed(
-  candidate: PolicyCandidate,
-  live: HsPolicy | null,
-  observed: TailnetObservation["render"],
-): TailnetObservation["render"] {
-  const again = recompose(candidate, live);
-  return again ? { ok: true, candidate: again } : observed;
-}
-
 /**
  * The live policy moved since the observation in a way this sync must not write over: this cluster's own
  * section changed (another replica of this operator wrote a possibly newer render), or — without sections —
  * anything changed. Other clusters' sections moving is what the merge is for.
  */
 function superseded(
-  observed: TailnetObservation,
   fresh: TailnetObservation,
   base: string | null,
   baseOwn: string,
@@ -167,8 +155,8 @@ function superseded(
   if (!policy?.ok) return false;
   if (ownId === undefined) return (liveHash(fresh.hs) ?? null) !== base;
   if (liveOwnLine(policy.value, ownId) !== baseOwn) return true;
-  // a policy without sections (another writer, an administrator) replaced the observed one: plan again
-  return !liveShared(policy.value)?.sections.length && (liveHash(fresh.hs) ?? null) !== base && !!observed.hs;
+  // a policy without sections (an older operator, an administrator) replaced the observed one: plan again
+  return !liveShared(policy.value)?.sections.length && (liveHash(fresh.hs) ?? null) !== base;
 }
 
 /** The read-back holds what was written: this cluster's section as written (another writer may have added theirs). */

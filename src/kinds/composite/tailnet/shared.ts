@@ -17,7 +17,7 @@ import {
   type SharedRender,
   sharedPolicyText,
 } from "../../../policy/sections.js";
-import type { PolicyCandidate } from "./compose.js";
+import type { PolicyCandidate, TailnetRender } from "./compose.js";
 import { tailnetConditions } from "./conditions.js";
 import type { HeadscaleObservations } from "./observed.js";
 import { policyHash } from "./write.js";
@@ -82,17 +82,18 @@ export function liveOwnLine(live: HsPolicy | null | undefined, id: string): stri
 
 /**
  * The candidate rendered again among the sections of a fresher live policy: this cluster's section as it was
- * rendered (same generated parts, same first appearances), every other line as it is stored now. Undefined
- * when the merge refuses (then the caller keeps what it planned with).
+ * rendered (same generated parts, same first appearances), every other line as it is stored now. A merge the
+ * fresher lines make impossible (the other clusters removed the last rule: PolicyEmpty) is no render, so
+ * nothing is written from lines that are no longer live.
  */
-export function recompose(candidate: PolicyCandidate, live: HsPolicy | null): PolicyCandidate | undefined {
+export function recompose(candidate: PolicyCandidate, live: HsPolicy | null): TailnetRender {
   const shared = candidate.shared;
-  if (!shared) return candidate;
+  if (!shared) return { ok: true, candidate };
   const input = { ...shared.input, live: liveShared(live) };
   const s = composeShared(input);
-  if (!s.merged.ok) return undefined;
+  if (!s.merged.ok) return { ok: false, reason: s.merged.reason, message: s.merged.message };
   const { policy, canonical, hash } = s.merged;
-  return { ...candidate, policy, canonical, hash, shared: sharedCandidate(s, input) };
+  return { ok: true, candidate: { ...candidate, policy, canonical, hash, shared: sharedCandidate(s, input) } };
 }
 
 /** The text to PUT for a candidate: marker, the base and section lines, the body. */
