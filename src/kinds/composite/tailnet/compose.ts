@@ -26,7 +26,7 @@ import { effectiveTag } from "../../shared/workload.js";
 import { dnsNodesPrint, type Lazy, type LazyCollectInput, type MemoSlot } from "./compose-memo.js";
 import type { TailnetInputs } from "./inputs.js";
 import { type LeftOut, leftOutOf } from "./left-out.js";
-import { type SharedCandidate, type SharedContext, sharedCandidate, sharedKey } from "./shared.js";
+import { type SharedCandidate, type SharedContext, sharedCandidate, sharedKey } from "./shared-render.js";
 import { blockedSites } from "./sites.js";
 
 export interface PolicyCandidate {

@@ -31,7 +31,7 @@ import { CHECK_MEMO_MS, checkPolicy } from "./check.js";
 import type { PolicyCandidate } from "./compose.js";
 import { type LeftOut, leftOutOf } from "./left-out.js";
 import { oneLine } from "./messages.js";
-import { sharedCandidate } from "./shared.js";
+import { sharedCandidate } from "./shared-render.js";
 import { softStateOf } from "./soft-state.js";
 
 /** policy/check calls one sync may spend searching (16 objects' worth per culprit at 2,000 objects: ~11 each). */

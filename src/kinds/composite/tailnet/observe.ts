@@ -26,7 +26,8 @@ import { isolateRefused } from "./isolate.js";
 import { isDatabaseDown401, NO_CALL, oneLine } from "./messages.js";
 import type { HeadscaleObservations } from "./observed.js";
 import { type ApiKeyUse, type RenewedKey, readRenewedKey } from "./rotation.js";
-import { liveShared, type SharedContext } from "./shared.js";
+import { liveShared } from "./shared.js";
+import type { SharedContext } from "./shared-render.js";
 import { softStateOf } from "./soft-state.js";
 import type { TailnetSpec } from "./spec.js";
 

@@ -13,39 +13,15 @@ import {
   type LiveShared,
   metaOf,
   parseShared,
-  type SharedInput,
-  type SharedRender,
   sharedPolicyText,
 } from "../../../policy/sections.js";
 import type { PolicyCandidate, TailnetRender } from "./compose.js";
 import { tailnetConditions } from "./conditions.js";
 import type { HeadscaleObservations } from "./observed.js";
+import { sharedCandidate } from "./shared-render.js";
 import { policyHash } from "./write.js";
 
 const { cond } = tailnetConditions;
-
-/** The shared render and what recomposing it against a fresher live policy needs (act.ts). */
-export interface SharedCandidate extends Omit<SharedRender, "merged"> {
-  input: SharedInput;
-}
-
-/** Who this cluster is and what the live policy holds, for the shared render; see policy/sections.ts. */
-export type SharedContext = Omit<SharedInput, "baseText" | "gen">;
-
-/** Everything of the shared context a render reads but the clock: a new first appearance is stamped once, then kept. */
-export function sharedKey(shared: SharedContext): unknown {
-  const live = shared.live;
-  return [
-    shared.self,
-    shared.names ?? null,
-    live ? [live.marked, live.base?.line ?? null, live.sections.map((x) => x.line)] : null,
-  ];
-}
-
-export function sharedCandidate(s: SharedRender, input: SharedInput): SharedCandidate {
-  const { merged: _merged, ...rest } = s;
-  return { ...rest, input };
-}
 
 /** Parsed lines per cached live-policy object (the view hands out one object for its TTL). */
 const parsed = new WeakMap<HsPolicy, LiveShared>();
