@@ -365,14 +365,16 @@ export function composeShared(input: SharedInput): SharedRender {
     liveOwn.data.uid !== input.self.uid
       ? { uid: liveOwn.data.uid }
       : undefined;
-  // another installation's section under this id is kept as it is: this cluster writes nothing of its own;
-  // an empty section is not written (a cluster that generates nothing leaves no line behind)
-  const sections: Line<SectionData>[] = taken
-    ? (live?.sections ?? [])
-    : [...othersLines, ...(isEmpty(own) ? [] : [{ line: sectionLine(own), data: own }])];
-  sections.sort((a, b) => (a.data.id < b.data.id ? -1 : a.data.id > b.data.id ? 1 : 0));
   const others = new Set(othersLines.map((s) => s.data.id));
   const { base, heldBy } = taken ? { base: live?.base, heldBy: undefined } : chooseBase(input, live, others);
+  // another installation's section under this id is kept as it is: this cluster writes nothing of its own;
+  // an empty section is not written (a cluster that generates nothing leaves no line behind), unless the
+  // base is this cluster's: the line says the cluster is still there, so no other cluster takes the base over
+  const keepOwn = !isEmpty(own) || base?.data.by === id;
+  const sections: Line<SectionData>[] = taken
+    ? (live?.sections ?? [])
+    : [...othersLines, ...(keepOwn ? [{ line: sectionLine(own), data: own }] : [])];
+  sections.sort((a, b) => (a.data.id < b.data.id ? -1 : a.data.id > b.data.id ? 1 : 0));
   const all = sections.map((s) => s.data);
   const merged = mergePolicy(base?.data.text, unionOf(all));
   const meta = [...(base ? [base.line] : []), ...sections.map((s) => s.line)].join("\n");
@@ -387,7 +389,7 @@ export function composeShared(input: SharedInput): SharedRender {
     merged: merged.ok ? { ...merged, generated: countsOf(input.gen) } : merged,
     meta,
     own,
-    ownLine: taken || isEmpty(own) ? "" : sectionLine(own),
+    ownLine: taken || !keepOwn ? "" : sectionLine(own),
     ...c,
     ...(taken ? { nameTaken: taken } : {}),
     ...(heldBy ? { baseHeldBy: heldBy } : {}),

@@ -127,6 +127,17 @@ describe("policy sections: one per cluster, others kept byte for byte", () => {
     assert.equal(lines(written(same))[1], lines(a)[1]);
   });
 
+  it("a cluster that holds the base keeps its (empty) section line, so no other cluster takes its base over", () => {
+    const a = writeAs(clusterA([]), undefined);
+    assert.deepEqual(
+      parseShared(a).sections.map((s) => s.data.id),
+      ["a/home"],
+    );
+    const other = '{"acls":[{"action":"accept","src":["*"],"dst":["*:*"]}]}';
+    const r = composeShared({ ...clusterB(["tag:k8s-b-web"]), baseText: other, live: parseShared(a) });
+    assert.equal(r.baseHeldBy, "a/home");
+  });
+
   it("the base goes with its cluster's configuration: removed there, it is removed", () => {
     const a = writeAs(clusterA(["tag:k8s-a-db"]), undefined);
     const r = composeShared({ ...clusterA(["tag:k8s-a-db"], T1, null), live: parseShared(a) });
