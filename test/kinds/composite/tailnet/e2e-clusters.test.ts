@@ -178,6 +178,29 @@ describe("two clusters on one Headscale", () => {
     assert.deepEqual(summary(fake).sections, ["east/home", "west/home"]);
   });
 
+  it("a cluster that left: its section stays until removed by hand, then the others write the body without it", async (t) => {
+    const { fake, east, west } = await world(t);
+    east.apply(ingress("grafana", "monitoring"));
+    west.apply(egress("db", "shop"));
+    await settleBoth(east, west);
+    west.mc.delete(API, "Tailnet", "home");
+    await west.mc.settle();
+    await east.mc.settle();
+    assert.deepEqual(summary(fake).sections, ["east/home", "west/home"], "deleting a Tailnet rewrites nothing");
+    // the administrator deletes west's line (headscale policy get / set); the marker still names the body
+    const text = live(fake);
+    fake.setPolicy(
+      text
+        .split("\n")
+        .filter((l) => !l.startsWith('// tailnet-operator section {"id":"west/home"'))
+        .join("\n"),
+    );
+    await east.mc.syncParent(east.mc.get(API, "Tailnet", "home") as K8sObject);
+    await east.mc.settle();
+    assert.deepEqual(summary(fake), { sections: ["east/home"], tags: ["tag:k8s-monitoring-grafana"], intact: true });
+    assert.equal(east.reason("PolicyApplied"), "InSync");
+  });
+
   it("two installations that kept one cluster name: the second writes nothing and says why", async (t) => {
     const now = () => NOW;
     const fake = await useFakeHeadscale(t, { policy: LIVE, now });
