@@ -123,6 +123,7 @@ async function actPolicy(
     const result = await putPolicy(view, write);
     if (!result.ok) return failed(outcome, view, write, result, deps, name);
     const back = await view.freshPolicy();
+    // a read-back that failed proves nothing either way: the PUT was accepted, and the next sync reads again
     if (!back.ok || ownId === undefined || holdsWrite(back.value, write, ownId)) {
       softStateOf(view).writeBackoff.delete(name);
       deps.log.info({ tailnet: name, hash: write.hash, drift: !!write.drift, attempt }, "Headscale policy written");
