@@ -78,12 +78,13 @@ export function unionOf(sections: readonly SectionData[]): GeneratedPolicy {
   for (const s of sorted) {
     const gen = effectiveGen(s, tagHolder);
     for (const [tag, owners] of Object.entries(gen.tagOwners)) if (!tagOwners.has(tag)) tagOwners.set(tag, owners);
+    // one section's grants are unique already (generated.ts): only a second section can repeat one
+    const dedupe = sorted.length > 1;
     for (const g of gen.grants) {
-      const key = JSON.stringify([g.src, g.dst, g.ip]);
-      if (!seen.has(key)) {
-        seen.add(key);
-        grants.push(g);
-      }
+      const key = dedupe ? JSON.stringify([g.src, g.dst, g.ip]) : "";
+      if (dedupe && seen.has(key)) continue;
+      if (dedupe) seen.add(key);
+      grants.push(g);
     }
     for (const [prefix, tags] of Object.entries(gen.routes)) {
       const set = routes.get(prefix) ?? new Set();
@@ -209,6 +210,7 @@ const EMPTY: GeneratedPolicy = {
 function contests(own: SectionData, others: readonly SectionData[], all: readonly SectionData[]) {
   const refused: Contest[] = [];
   const contested: Contest[] = [];
+  if (others.length === 0) return { refused, contested };
   for (const [kind, pick] of [
     ["tag", (s: SectionData) => s.tags],
     ["name", (s: SectionData) => s.names],
@@ -251,12 +253,15 @@ export function composeShared(input: SharedInput): SharedRender {
   // an empty section is not written (a cluster that generates nothing leaves no line behind), unless the
   // base is this cluster's: the line says the cluster is still there, so no other cluster takes the base over
   const keepOwn = !isEmpty(own) || base?.data.by === id;
+  const ownLine = taken || !keepOwn ? "" : sectionLine(own);
   const sections: Line<SectionData>[] = taken
     ? (live?.sections ?? [])
-    : [...othersLines, ...(keepOwn ? [{ line: sectionLine(own), data: own }] : [])];
+    : [...othersLines, ...(ownLine ? [{ line: ownLine, data: own }] : [])];
   sections.sort((a, b) => (a.data.id < b.data.id ? -1 : a.data.id > b.data.id ? 1 : 0));
   const all = sections.map((s) => s.data);
-  const merged = mergePolicy(base?.data.text, unionOf(all));
+  // this cluster alone: its generated parts as they are (the union of one section is the section)
+  const alone = !taken && othersLines.length === 0;
+  const merged = mergePolicy(base?.data.text, alone ? input.gen : unionOf(all));
   const meta = [...(base ? [base.line] : []), ...sections.map((s) => s.line)].join("\n");
   const c = taken
     ? { refused: [], contested: [] }
@@ -269,7 +274,7 @@ export function composeShared(input: SharedInput): SharedRender {
     merged: merged.ok ? { ...merged, generated: countsOf(input.gen) } : merged,
     meta,
     own,
-    ownLine: taken || !keepOwn ? "" : sectionLine(own),
+    ownLine,
     ...c,
     ...(taken ? { nameTaken: taken } : {}),
     ...(heldBy ? { baseHeldBy: heldBy } : {}),
