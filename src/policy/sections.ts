@@ -157,18 +157,18 @@ export interface SharedRender {
 const toRecord = (m: Map<string, string[]>) => sortedRecord(m);
 
 /** This cluster's section: its generated parts and names, each with the first appearance the live section recorded. */
-export function ownSection(input: SharedInput, liveOwn: SectionData | undefined): SectionData {
+export function ownSection(input: SharedInput, liveOwn: SectionData | undefined, alone = false): SectionData {
   const at = input.now.toISOString().replace(/\.\d{3}Z$/, "Z");
-  const since = (had: Record<string, string> | undefined, values: Iterable<string>) => {
+  const since = (had: Record<string, string> | undefined, values: Iterable<string>, first = at) => {
     const out: Record<string, string> = {};
-    for (const v of [...values].sort()) out[v] = (had && Object.hasOwn(had, v) ? had[v] : undefined) ?? at;
+    for (const v of [...values].sort()) out[v] = (had && Object.hasOwn(had, v) ? had[v] : undefined) ?? first;
     return out;
   };
   return {
     id: sectionId(input.self),
     uid: input.self.uid,
     tags: since(liveOwn?.tags, input.gen.tagOwners.keys()),
-    names: input.names === undefined ? { ...(liveOwn?.names ?? {}) } : since(liveOwn?.names, input.names),
+    names: ownNames(input, liveOwn, alone, since),
     gen: {
       tagOwners: toRecord(input.gen.tagOwners),
       grants: input.gen.grants,
@@ -176,6 +176,26 @@ export function ownSection(input: SharedInput, liveOwn: SectionData | undefined)
       exitNode: input.gen.autoApproverExitNode,
     },
   };
+}
+
+/**
+ * The published names of this cluster's section. Names matter only between clusters, and a name published
+ * later than the policy changed (an ingress's node registers after its grant was written) would cost a PUT
+ * whose body is unchanged: a cluster alone keeps the names its line has. Once another cluster's section is
+ * live, its names are recorded; those first recorded then are as old as this cluster's section (its oldest
+ * first appearance), since they were published before the other cluster came.
+ */
+function ownNames(
+  input: SharedInput,
+  liveOwn: SectionData | undefined,
+  alone: boolean,
+  since: (had: Record<string, string> | undefined, values: Iterable<string>, first?: string) => Record<string, string>,
+): Record<string, string> {
+  const had = liveOwn?.names ?? {};
+  if (input.names === undefined || alone) return { ...had };
+  const oldest = Object.values(liveOwn?.tags ?? {}).sort()[0];
+  const first = Object.keys(had).length === 0 && oldest !== undefined ? oldest : undefined;
+  return since(had, input.names, first);
 }
 
 /** The base line to write: this cluster's configured base, unless another cluster's base is live. */
@@ -238,7 +258,7 @@ export function composeShared(input: SharedInput): SharedRender {
   const live = input.live;
   const liveOwn = live?.sections.find((s) => s.data.id === id);
   const othersLines = (live?.sections ?? []).filter((s) => s.data.id !== id);
-  const own = ownSection(input, liveOwn?.data);
+  const own = ownSection(input, liveOwn?.data, othersLines.length === 0);
   const taken =
     liveOwn &&
     !input.takeOver &&

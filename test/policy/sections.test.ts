@@ -183,19 +183,43 @@ describe("policy sections: claims of two clusters", () => {
     assert.equal(rb.refused.length, 1);
   });
 
-  it("DNS names both publish: the newer's are refused, the older's contested", () => {
-    const b = writeAs({ ...clusterB(["tag:k8s-b-web"], T0, ["grafana.ts.example.com"]) }, undefined);
+  it("a cluster alone records no names: a name published later costs no PUT with an unchanged body", () => {
+    const alone = writeAs(clusterB(["tag:k8s-b-web"], T0, []), undefined);
+    const later = writeAs(clusterB(["tag:k8s-b-web"], T1, ["grafana.ts.example.com"]), alone);
+    assert.equal(later, alone);
+  });
+
+  it("DNS names both publish: the cluster that was there first holds them, the newer is refused, both say so", () => {
+    const T2 = new Date("2026-12-01T12:00:00Z");
+    const grafana = "grafana.ts.example.com";
+    // b was alone since T0, publishing grafana (not recorded while alone); a comes at T1 with grafana and loki
+    const b = writeAs(clusterB(["tag:k8s-b-web"], T0, [grafana]), undefined);
     const ra = composeShared({
       ...clusterA(["tag:k8s-a-db"], T1),
-      names: ["grafana.ts.example.com", "loki.ts.example.com"],
+      names: [grafana, "loki.ts.example.com"],
       live: parseShared(b),
     });
-    assert.deepEqual(ra.refused, [{ kind: "name", value: "grafana.ts.example.com", other: "b/home" }]);
-    const rb = composeShared({
-      ...clusterB(["tag:k8s-b-web"], T1, ["grafana.ts.example.com"]),
-      live: parseShared(written(ra)),
+    assert.deepEqual(ra.refused, [], "b has recorded no name yet");
+    assert.deepEqual(ra.own.names, {
+      [grafana]: "2026-12-01T11:00:00Z",
+      "loki.ts.example.com": "2026-12-01T11:00:00Z",
     });
-    assert.deepEqual(rb.contested, [{ kind: "name", value: "grafana.ts.example.com", other: "a/home" }]);
+    // b's next sync sees a: it records its names as old as its section (T0), so it holds grafana
+    const rb = composeShared({ ...clusterB(["tag:k8s-b-web"], T2, [grafana]), live: parseShared(written(ra)) });
+    assert.deepEqual(rb.own.names, { [grafana]: "2026-12-01T10:00:00Z" });
+    assert.deepEqual(rb.contested, [{ kind: "name", value: grafana, other: "a/home" }]);
+    const ra2 = composeShared({
+      ...clusterA(["tag:k8s-a-db"], T2),
+      names: [grafana, "loki.ts.example.com"],
+      live: parseShared(written(rb)),
+    });
+    assert.deepEqual(ra2.refused, [{ kind: "name", value: grafana, other: "b/home" }]);
+    // a name b publishes from now on is stamped now: a's loki stays a's
+    const rb2 = composeShared({
+      ...clusterB(["tag:k8s-b-web"], T2, [grafana, "loki.ts.example.com"]),
+      live: parseShared(written(ra2)),
+    });
+    assert.deepEqual(rb2.refused, [{ kind: "name", value: "loki.ts.example.com", other: "a/home" }]);
   });
 
   it("another installation under the same section id: its line is kept and nothing of ours is written", () => {

@@ -48,6 +48,9 @@ export function liveHolds(hs: HeadscaleObservations | null, candidate: PolicyCan
   if (live === undefined || policyHash(live) !== candidate.hash) return false;
   if (!candidate.shared) return true;
   const l = liveShared(live);
+  // the render's body without the operator's lines, while no other cluster shares the policy: an equivalent
+  // text edited by hand (a comment, key order) is not rewritten; a marked text of an older version is (adoption)
+  if (l && !l.marked && candidate.shared.others.length === 0) return true;
   return !!l?.marked && metaOf(l) === candidate.shared.meta;
 }
 
