@@ -23,7 +23,7 @@ const ENV = `environment:
 export const SERVE: Command = {
   name: "serve",
   usage: `usage: tailnet-operator serve [--config <file>] [--allow-unauthenticated-hooks]
-           [--body-budget <bytes>] [--max-in-flight <n>]
+           [--body-budget <bytes>] [--max-in-flight <n>] [--cluster-name <name>]
 
 Runs the Metacontroller hook server: POST /hooks/<kind>/{customize,sync,finalize}, plus /healthz,
 /readyz and /metrics, on one port.
@@ -36,6 +36,9 @@ options:
                     bytes of hook bodies held at once (overrides HOOK_BODY_BUDGET_BYTES)
   --max-in-flight <n>
                     hooks answered at once (overrides HOOK_MAX_IN_FLIGHT)
+  --cluster-name <name>
+                    this cluster's name among those sharing one Headscale (a DNS label; overrides
+                    TAILNET_CLUSTER_NAME and the config's clusterName; default "default")
   -h, --help        print this help and exit
   --version         print the version and exit
 
@@ -46,6 +49,7 @@ ${ENV}
     "allow-unauthenticated-hooks": { type: "boolean" },
     "body-budget": { type: "string" },
     "max-in-flight": { type: "string" },
+    "cluster-name": { type: "string" },
   },
 };
 
@@ -92,6 +96,7 @@ async function serve(args: string[]): Promise<void> {
   const env = { ...process.env };
   if (v["body-budget"] !== undefined) env.HOOK_BODY_BUDGET_BYTES = v["body-budget"] as string;
   if (v["max-in-flight"] !== undefined) env.HOOK_MAX_IN_FLIGHT = v["max-in-flight"] as string;
+  if (v["cluster-name"] !== undefined) env.TAILNET_CLUSTER_NAME = v["cluster-name"] as string;
   const config = loadConfig(v.config as string | undefined, env);
   const allowOpen = v["allow-unauthenticated-hooks"] === true || env.ALLOW_UNAUTHENTICATED_HOOKS === "true";
   checkHookAuth(config, allowOpen);

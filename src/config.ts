@@ -1,6 +1,6 @@
 /**
  * Operator configuration: `serve --config <file>` (YAML), validated at start; environment
- * overrides PORT, OPERATOR_NAMESPACE, HOOK_TOKEN, LOG_LEVEL, HOOK_BODY_BUDGET_BYTES, HOOK_MAX_IN_FLIGHT. Every field has a default so
+ * overrides PORT, OPERATOR_NAMESPACE, TAILNET_CLUSTER_NAME, HOOK_TOKEN, LOG_LEVEL, HOOK_BODY_BUDGET_BYTES, HOOK_MAX_IN_FLIGHT. Every field has a default so
  * `npm start` runs with no file.
  */
 import { readFileSync } from "node:fs";
@@ -19,6 +19,13 @@ export interface OperatorConfig {
   logLevel: string;
   hookToken?: string;
   operatorNamespace: string;
+  /**
+   * This installation's name among the clusters that share one Headscale (docs/OPERATIONS.md "Several
+   * clusters on one Headscale"): it names the cluster's section of the written policy. A DNS label;
+   * default "default". Two installations that keep the default on one Headscale are told apart by their
+   * Tailnet's uid: the second is refused (SharedPolicy=False/ClusterNameTaken) instead of overwriting the first.
+   */
+  clusterName: string;
   images: { agent: string; tailscale: string; coredns: string };
   /** Settings of every tailscale container the operator runs (agents and gateways). */
   tailscale: {
@@ -73,6 +80,7 @@ export const DEFAULT_CONFIG: OperatorConfig = {
   port: 8080,
   logLevel: "info",
   operatorNamespace: "tailnet-system",
+  clusterName: "default",
   // pinned to the versions the real-world tests build and run (src/real-versions.json, scripts/real-deps.sh)
   images: {
     agent: "ghcr.io/tailnet-operator/tailnet-operator:0.1.0",
@@ -117,6 +125,8 @@ const peer = {
     },
   },
 } as const;
+/** A cluster name is a DNS label (RFC 1123), as a namespace name is. */
+export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const posInt = { type: "integer", minimum: 1 } as const;
 
 const configSchema = {
@@ -127,6 +137,7 @@ const configSchema = {
     logLevel: { enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"] },
     hookToken: { type: "string", minLength: 16 },
     operatorNamespace: { type: "string", pattern: "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" },
+    clusterName: { type: "string", pattern: DNS_LABEL.source },
     images: {
       type: "object",
       additionalProperties: false,
@@ -229,6 +240,14 @@ export function configFrom(raw: unknown, env: NodeJS.ProcessEnv = {}): OperatorC
     config.port = port;
   }
   if (env.OPERATOR_NAMESPACE) config.operatorNamespace = env.OPERATOR_NAMESPACE;
+  if (env.TAILNET_CLUSTER_NAME !== undefined) {
+    if (!DNS_LABEL.test(env.TAILNET_CLUSTER_NAME)) {
+      throw new ConfigError(
+        `invalid TAILNET_CLUSTER_NAME: ${JSON.stringify(env.TAILNET_CLUSTER_NAME)} is not a DNS label (lower-case letters, digits and '-', at most 63, starting and ending with a letter or digit)`,
+      );
+    }
+    config.clusterName = env.TAILNET_CLUSTER_NAME;
+  }
   if (env.HOOK_TOKEN) config.hookToken = env.HOOK_TOKEN;
   if (config.hookToken !== undefined) {
     // Metacontroller trims the Secret value it sends (pkg/hooks/auth.go), so a token read from a

@@ -20,6 +20,18 @@ describe("operator config", () => {
     );
     assert.deepEqual([c.port, c.operatorNamespace, c.hookToken, c.logLevel], [9090, "ops", "t".repeat(20), "warn"]);
   });
+  it("the cluster name: default, file, environment (the CLI's --cluster-name sets TAILNET_CLUSTER_NAME)", () => {
+    assert.equal(DEFAULT_CONFIG.clusterName, "default");
+    assert.equal(configFrom({ clusterName: "eu-1" }, {}).clusterName, "eu-1");
+    assert.equal(configFrom({ clusterName: "eu-1" }, { TAILNET_CLUSTER_NAME: "us-2" }).clusterName, "us-2");
+    assert.throws(
+      () => configFrom({}, { TAILNET_CLUSTER_NAME: "EU_1" }),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        e.message ===
+          `invalid TAILNET_CLUSTER_NAME: "EU_1" is not a DNS label (lower-case letters, digits and '-', at most 63, starting and ending with a letter or digit)`,
+    );
+  });
   it("merges a partial file with the defaults", () => {
     const dir = mkdtempSync(join(tmpdir(), "cfg-"));
     const file = join(dir, "c.yaml");
@@ -47,6 +59,11 @@ describe("operator config", () => {
       "a non-boolean tailscale.noLogsNoSupport",
       { tailscale: { noLogsNoSupport: "yes" } },
       "invalid operator config: tailscale.noLogsNoSupport: must be boolean",
+    ],
+    [
+      "a cluster name that is not a DNS label",
+      { clusterName: "-eu" },
+      'invalid operator config: clusterName: must match pattern "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"',
     ],
     [
       "bad namespace",

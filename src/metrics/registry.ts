@@ -107,6 +107,12 @@ function policyMetrics(registers: Registry[]) {
       labelNames: ["tailnet", "reason"] as const,
       registers,
     }),
+    policyWriteRetries: new Counter({
+      name: "tailnet_policy_write_retries_total",
+      help: "Policy writes another writer undid before the read-back (result retried: merged and written again; gave_up: the sync stopped after its attempts, WriteContended).",
+      labelNames: ["tailnet", "result"] as const,
+      registers,
+    }),
     userConflicts: new Gauge({
       name: "tailnet_headscale_user_conflicts",
       help: "User names held by two or more Headscale users (mirrors status.userConflicts); above 0 blocks policy writes.",
@@ -208,6 +214,7 @@ export const OPERATOR_METRIC_NAMES = [
   "tailnet_policy_pending",
   "tailnet_policy_generated",
   "tailnet_policy_apply_errors_total",
+  "tailnet_policy_write_retries_total",
   "tailnet_headscale_user_conflicts",
   "tailnet_node_online",
   "tailnet_node_last_seen_seconds",

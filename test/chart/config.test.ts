@@ -26,6 +26,12 @@ describe("operator config rendered by the chart", () => {
     });
   }
 
+  it("clusterName: default by default, the value when set, and the schema refuses a name that is not a DNS label", () => {
+    assert.equal(configFrom(configOf(renderChart({}))).clusterName, "default");
+    assert.equal(configFrom(configOf(renderChart({ clusterName: "eu-1" }))).clusterName, "eu-1");
+    assert.throws(() => renderChart({ clusterName: "EU_1" }), /clusterName/);
+  });
+
   it("defaults: the release namespace, the operator image as agent image, operator isolation on", () => {
     const config = configFrom(configOf(renderChart({}, { namespace: "tailnet-ops" })));
     assert.equal(config.operatorNamespace, "tailnet-ops");

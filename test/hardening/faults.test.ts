@@ -40,6 +40,7 @@ const NOT_OBSERVED: Reasons = {
     UsersUnique: "CannotVerify",
     PolicyRendered: "CannotVerify",
     PolicyApplied: "ApplyFailed",
+    SharedPolicy: "CannotVerify",
   },
   TailnetEgress: {
     ...READY.TailnetEgress,

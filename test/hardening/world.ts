@@ -72,6 +72,7 @@ export const READY: Reasons = {
     UsersUnique: "Unique",
     PolicyRendered: "Rendered",
     PolicyApplied: "InSync",
+    SharedPolicy: "Exclusive",
   },
   TailnetEgress: {
     TagKnown: "Known",

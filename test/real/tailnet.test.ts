@@ -113,6 +113,7 @@ const HEALTHY = {
   UsersUnique: "Unique",
   PolicyRendered: "Rendered",
   PolicyApplied: "InSync",
+  SharedPolicy: "Exclusive",
 };
 
 before(async () => {

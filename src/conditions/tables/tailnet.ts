@@ -49,6 +49,19 @@ export const TAILNET_REASONS = {
     NothingToApply: ["False"],
     ApplyFailed: ["False", "Unknown"],
     NoAPIKey: ["False"],
+    ClusterNameTaken: ["False"],
+    LegacyWriter: ["False"],
+    WriteContended: ["Unknown"],
+    ...notEvaluated("InvalidSpec"),
+  },
+  // This cluster's section among the other clusters' sections of one Headscale policy (policy/sections.ts).
+  SharedPolicy: {
+    Exclusive: ["True"],
+    ClaimsRefused: ["False"],
+    ClaimsContested: ["False"],
+    BaseHeldElsewhere: ["False"],
+    ClusterNameTaken: ["False"],
+    CannotVerify: ["Unknown"],
     ...notEvaluated("InvalidSpec"),
   },
   // Only while spec.headscale.apiKeyRotation.enabled (rotation.ts).

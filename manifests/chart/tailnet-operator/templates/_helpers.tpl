@@ -56,6 +56,7 @@ that scrapeFrom, metricsPeers and the expiry thresholds reach the operator.
 {{- define "tailnet-operator.config" -}}
 {{- $config := dict
   "operatorNamespace" .Release.Namespace
+  "clusterName" (.Values.clusterName | default "default")
   "logLevel" .Values.logLevel
   "images" (dict
     "agent" (.Values.images.agent | default (include "tailnet-operator.image" .))

@@ -23,11 +23,11 @@ import type { HsPolicy } from "../../../headscale/types.js";
 import type { HeadscaleView } from "../../../headscale/view.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import type { EventRecorder, HookDeps, HookRequest } from "../../../pipeline/types.js";
-import { markedPolicyText } from "../../../policy/marker.js";
-import { prettyPolicyText } from "../../../policy/merge.js";
+import { operatorWrittenHash } from "../../../policy/marker.js";
 import { type TailnetObservation, tailnetView } from "./observe.js";
 import { type PolicyWrite, planTailnet, type TailnetPlan } from "./plan.js";
 import { expirePrefix, findOwnApiKey, listedPrefix, type RotationOutcome, type RotationPlan } from "./rotation.js";
+import { candidateText, liveOwnLine, liveShared, recompose } from "./shared.js";
 import { softStateOf } from "./soft-state.js";
 import type { TailnetSpec } from "./spec.js";
 import { liveHash, policyRefused, writeStage } from "./write.js";
@@ -42,9 +42,13 @@ export interface TailnetOutcome {
   /** The API key renewal step taken (plan.rotation), if any. */
   rotation?: RotationOutcome;
   /** Only when a write was planned: the live policy read again just before the PUT, and the plan made with it. */
-  replan?: { policy: Obs<HsPolicy | null>; plan: TailnetPlan };
+  replan?: { policy: Obs<HsPolicy | null>; plan: TailnetPlan; render?: TailnetObservation["render"] };
   /** The re-planned write was not sent: the live policy moved from `from` to `to` since the observation. */
   superseded?: { from: string | null; to: string | null };
+  /** The sync gave up: every attempt's read-back showed another writer's policy in place of this one (WriteContended). */
+  contended?: { attempts: number; write: PolicyWrite };
+  /** Attempts that another writer undid before the one that held (read, merge, write, read back). */
+  attempts?: number;
   /** The PUT that was sent; after a failure, the seconds until its backoff elapses. */
   written?: { write: PolicyWrite; result: WriteOutcome; retryAfterSeconds?: number };
 }
@@ -69,6 +73,20 @@ export async function actTailnet(
   return rotation ? { ...outcome, rotation } : outcome;
 }
 
+/** Attempts of one sync's read, merge, write, read back before it gives up (WriteContended). */
+export const WRITE_ATTEMPTS = 4;
+/** The first wait between attempts; doubled each time, jittered ±50 % so two racing operators part ways. */
+const CONTENTION_WAIT_MS = 150;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
+/**
+ * Read, merge, write, read back (policy/sections.ts): the live policy is read again, this cluster's section is
+ * merged into it (every other line kept as stored), the plan is made again with it, and after the PUT the
+ * policy is read back. When the read-back does not hold this cluster's section as written, another writer
+ * replaced the policy in between (Headscale has no compare-and-swap): merged again, after a jittered wait, at
+ * most WRITE_ATTEMPTS times; then WriteContended, and the next sync tries again.
+ */
 async function actPolicy(
   req: HookRequest,
   plan: TailnetPlan,
@@ -77,34 +95,88 @@ async function actPolicy(
   deps: HookDeps,
 ): Promise<TailnetOutcome> {
   if (!observed.hs || !plan.write) return {};
-  const now = deps.now();
   const name = observed.inputs.name;
+  const rendered = observed.render.ok ? observed.render.candidate : undefined;
+  const ownId = rendered?.shared?.own.id;
   const base = liveHash(observed.hs) ?? null;
-  const policy = await view.freshPolicy();
-  const fresh = { ...observed, hs: { ...observed.hs, policy } };
-  const replanned = planTailnet({
-    parent: req.parent,
-    observed: fresh,
-    operatorNamespace: deps.config.operatorNamespace,
-    now,
-  });
-  const outcome: TailnetOutcome = { replan: { policy, plan: replanned } };
-  const write = replanned.write;
-  if (!write) return outcome;
-  const moved = policy.ok ? (liveHash(fresh.hs) ?? null) : base;
-  if (moved !== base) return { ...outcome, superseded: { from: base, to: moved } };
-
-  const result = await putPolicy(view, write);
-  if (result.ok) {
-    softStateOf(view).writeBackoff.delete(name);
-    deps.log.info({ tailnet: name, hash: write.hash, drift: !!write.drift }, "Headscale policy written");
-    await recordDrift(deps.events, req.parent, write);
-    return { ...outcome, written: { write, result } };
+  const baseOwn =
+    ownId === undefined ? "" : liveOwnLine(observed.hs.policy.ok ? observed.hs.policy.value : null, ownId);
+  let outcome: TailnetOutcome = {};
+  for (let attempt = 1; ; attempt++) {
+    const policy = await view.freshPolicy();
+    const render = policy.ok && rendered ? recompose(rendered, policy.value) : observed.render;
+    const fresh: TailnetObservation = { ...observed, hs: { ...observed.hs, policy }, render };
+    const replanned = planTailnet({
+      parent: req.parent,
+      observed: fresh,
+      operatorNamespace: deps.config.operatorNamespace,
+      now: deps.now(),
+    });
+    outcome = { replan: { policy, plan: replanned, render }, ...(attempt > 1 ? { attempts: attempt - 1 } : {}) };
+    const write = replanned.write;
+    if (!write) return outcome;
+    if (attempt === 1 && superseded(fresh, base, baseOwn, ownId)) {
+      const moved = policy.ok ? (liveHash(fresh.hs) ?? null) : base;
+      return { ...outcome, superseded: { from: base, to: moved } };
+    }
+    const result = await putPolicy(view, write);
+    if (!result.ok) return failed(outcome, view, write, result, deps, name);
+    const back = await view.freshPolicy();
+    // a read-back that failed proves nothing either way: the PUT was accepted, and the next sync reads again
+    if (!back.ok || ownId === undefined || holdsWrite(back.value, write, ownId)) {
+      softStateOf(view).writeBackoff.delete(name);
+      deps.log.info({ tailnet: name, hash: write.hash, drift: !!write.drift, attempt }, "Headscale policy written");
+      await recordDrift(deps.events, req.parent, write);
+      return { ...outcome, written: { write, result } };
+    }
+    // another writer replaced the policy between our read and our read-back
+    if (attempt >= WRITE_ATTEMPTS) {
+      deps.metrics.policyWriteRetries.inc({ tailnet: name, result: "gave_up" });
+      deps.log.warn({ tailnet: name, hash: write.hash, attempts: attempt }, "Headscale policy write contended");
+      return { replan: outcome.replan, contended: { attempts: attempt, write } };
+    }
+    deps.metrics.policyWriteRetries.inc({ tailnet: name, result: "retried" });
+    await sleep(CONTENTION_WAIT_MS * 2 ** (attempt - 1) * (0.5 + Math.random()));
   }
+}
+
+/**
+ * The live policy moved since the observation in a way this sync must not write over: this cluster's own
+ * section changed (another replica of this operator wrote a possibly newer render), or — without sections —
+ * anything changed. Other clusters' sections moving is what the merge is for.
+ */
+function superseded(
+  fresh: TailnetObservation,
+  base: string | null,
+  baseOwn: string,
+  ownId: string | undefined,
+): boolean {
+  const policy = fresh.hs?.policy;
+  if (!policy?.ok) return false;
+  if (ownId === undefined) return (liveHash(fresh.hs) ?? null) !== base;
+  if (liveOwnLine(policy.value, ownId) !== baseOwn) return true;
+  // a policy without sections (an older operator, an administrator) replaced the observed one: plan again
+  return !liveShared(policy.value)?.sections.length && (liveHash(fresh.hs) ?? null) !== base;
+}
+
+/** The read-back holds what was written: this cluster's section as written (another writer may have added theirs). */
+function holdsWrite(back: HsPolicy | null, write: PolicyWrite, ownId: string): boolean {
+  if (!back) return false;
+  return liveOwnLine(back, ownId) === (write.ownLine ?? "") && operatorWrittenHash(back.policy) !== undefined;
+}
+
+function failed(
+  outcome: TailnetOutcome,
+  view: HeadscaleView,
+  write: PolicyWrite,
+  result: Extract<WriteOutcome, { ok: false }>,
+  deps: HookDeps,
+  name: string,
+): TailnetOutcome {
   const e = result.error;
   deps.metrics.policyApplyErrors.inc({ tailnet: name, reason: policyRefused(e) ? "rejected" : "transport" });
   deps.log.warn({ tailnet: name, hash: write.hash, error: e.message }, "Headscale policy write failed");
-  const retryAfterSeconds = recordFailure(view, name, write.hash, result, now);
+  const retryAfterSeconds = recordFailure(view, name, write.hash, result, deps.now());
   return { ...outcome, written: { write, result, retryAfterSeconds } };
 }
 
@@ -174,7 +246,7 @@ async function actRotation(
 /** PUT /api/v1/policy; after a failure (but file mode), the policy read back fresh. */
 async function putPolicy(view: HeadscaleView, write: PolicyWrite): Promise<WriteOutcome> {
   // marked as ours, so that the stored text itself tells later syncs whether it changed (policy/marker.ts)
-  const put = await view.putPolicy(markedPolicyText(write.hash, prettyPolicyText(write.policy)));
+  const put = await view.putPolicy(candidateText(write.hash, write.policy, write.meta));
   if (put.ok) return { ok: true };
   if (writeStage(put.error) === "fileMode") return { ok: false, error: put.error };
   return { ok: false, error: put.error, readback: await view.freshPolicy() };

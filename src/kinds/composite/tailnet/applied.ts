@@ -47,12 +47,12 @@ const say: Say = {
     const refusal = f.adoption
       ? `; in Apply mode the write would be refused (AdoptionRefused): it would drop ${f.adoption.join(", ")}`
       : "";
-    return cond(
-      type,
-      "False",
-      R.DryRun,
-      `DryRun: nothing written; the rendered policy ${f.hash} differs: ${describeLive(f.live)}${refusal}`,
-    );
+    // the same body: only the cluster section lines would change (policy/sections.ts)
+    const what =
+      f.live === f.hash
+        ? "only its cluster section lines differ from the live policy's"
+        : `differs: ${describeLive(f.live)}`;
+    return cond(type, "False", R.DryRun, `DryRun: nothing written; the rendered policy ${f.hash} ${what}${refusal}`);
   },
   LiveUnread: (f) => cond(type, "Unknown", R.ApplyFailed, `not written: ${oneLine(f.error.message)}`),
   InSync: (f) => cond(type, "True", R.InSync, `Headscale holds the rendered policy ${f.hash}`),
@@ -113,6 +113,20 @@ const say: Say = {
       "False",
       R.AdoptionRefused,
       `write refused: Headscale holds a policy the operator did not write (${f.live}), and with no base policy (spec.policy.baseConfigMapRef) the render would replace it, dropping ${f.adoption.join(", ")}; to keep it, export it into a base and keep that file in Git: ${keepLiveCommand(ctx)}; to replace it, set spec.policy.replaceLivePolicy: true`,
+    ),
+  ClusterNameTaken: (f) =>
+    cond(
+      type,
+      "False",
+      R.ClusterNameTaken,
+      `write refused: the policy's section ${f.id} was written by another installation (Tailnet uid ${f.uid}): give each cluster on this Headscale its own clusterName (operator config, chart value clusterName); if this cluster's Tailnet was recreated, set spec.policy.replaceLivePolicy: true to take the section over`,
+    ),
+  LegacyWriter: (f) =>
+    cond(
+      type,
+      "False",
+      R.LegacyWriter,
+      `write refused: the live policy (${f.live}) was written by a tailnet-operator older than cluster sections after this Tailnet applied its own; it would replace this cluster's section at each of its syncs: upgrade every operator that writes this Headscale (docs/OPERATIONS.md "Upgrading")`,
     ),
   BackingOff: (f) => writeFailureCondition(f.failure.error, f.failure.readback, f.hash),
   WriteDue: () => cond(type, "Unknown", R.ApplyFailed, "write in progress"),

@@ -13,6 +13,7 @@ import { collectContributions, combineContributions } from "../../../policy/gene
 import type { CollectInput, GeneratedPolicy, InvalidInput } from "../../../policy/generated-types.js";
 import { parseHuJson } from "../../../policy/hujson.js";
 import { type GeneratedCounts, mergePolicy } from "../../../policy/merge.js";
+import { composeShared } from "../../../policy/sections.js";
 import type { NodeRef } from "../../../policy/targets.js";
 import { screenContributions } from "../../../policy/validate.js";
 import { holderOf, reservedNames } from "../../shared/dns-owners.js";
@@ -25,6 +26,7 @@ import { effectiveTag } from "../../shared/workload.js";
 import { dnsNodesPrint, type Lazy, type LazyCollectInput, type MemoSlot } from "./compose-memo.js";
 import type { TailnetInputs } from "./inputs.js";
 import { type LeftOut, leftOutOf } from "./left-out.js";
+import { type SharedCandidate, type SharedContext, sharedCandidate, sharedKey } from "./shared-render.js";
 import { blockedSites } from "./sites.js";
 
 export interface PolicyCandidate {
@@ -40,6 +42,12 @@ export interface PolicyCandidate {
   leftOut: LeftOut[];
   /** What the policy was merged from, so that a subset can be rendered (isolate.ts). Read only. */
   parts: RenderParts;
+  /**
+   * The render among the live policy's cluster sections (policy/sections.ts): what is written between the
+   * marker and the body, this cluster's section, and the contests. Absent when rendered without a live
+   * policy context (the render CLI, tests): then the body is base + this cluster's parts alone.
+   */
+  shared?: SharedCandidate;
 }
 
 /** The base text, the Tailnet's tag owners and the contributions merged (those screened out as tags only). */
@@ -238,6 +246,8 @@ export function composeTailnetPolicy(
   nodesUnavailable = "the Headscale node list is not available",
   /** The memo and the Tailnet's uid: reuse what did not change since its last render (compose-memo.ts); none, render fresh. */
   memo?: MemoSlot,
+  /** Render among the live policy's cluster sections (policy/sections.ts); absent: this cluster's parts alone. */
+  shared?: SharedContext,
 ): TailnetRender {
   const { base } = inputs;
   if (base.kind === "missing") return { ok: false, reason: "BaseMissing", message: base.message };
@@ -257,10 +267,14 @@ export function composeTailnetPolicy(
   }
   const render = (contributions: readonly Contribution[]): TailnetRender => {
     // what Headscale would refuse the whole policy over is left out before the merge (policy/validate.ts)
-    const parsedBase = baseText === undefined ? undefined : parseHuJson(baseText);
+    // without a base of its own, this cluster's parts are merged into another cluster's base (policy/sections.ts)
+    const effectiveBase = baseText ?? shared?.live?.base?.data.text;
+    const parsedBase = effectiveBase === undefined ? undefined : parseHuJson(effectiveBase);
     const screened = screenContributions(parsedBase?.ok ? parsedBase.value : undefined, contributions);
     const collected = combineContributions(inputs.tagOwners, screened.merged);
-    const r = mergePolicy(baseText, collected.generated);
+    const sharedInput = shared ? { ...shared, baseText, gen: collected.generated } : undefined;
+    const s = sharedInput ? composeShared(sharedInput) : undefined;
+    const r = s ? s.merged : mergePolicy(baseText, collected.generated);
     if (!r.ok)
       return { ok: false, reason: r.reason, message: r.reason === "BaseInvalid" ? `${where}${r.message}` : r.message };
     return {
@@ -273,6 +287,7 @@ export function composeTailnetPolicy(
         invalid: collected.invalid,
         leftOut: leftOutOf(contributions, collected.invalid, screened.refused),
         parts: { baseText, tagOwners: inputs.tagOwners, contributions: screened.merged },
+        ...(s && sharedInput ? { shared: sharedCandidate(s, sharedInput) } : {}),
       },
     };
   };
@@ -284,7 +299,7 @@ export function composeTailnetPolicy(
   return memo.memo.policy(
     memo.tailnet,
     lazyCollectInput(inputs, nodes ?? []),
-    JSON.stringify([where, baseText ?? null]),
+    JSON.stringify([where, baseText ?? null, shared ? sharedKey(shared) : null]),
     render,
   );
 }

@@ -44,6 +44,7 @@ import {
   type TailnetStatusFields,
 } from "./plan.js";
 import { type RotationStatus, renewedKeyChild, replacedGone, rotationCondition, rotationStatus } from "./rotation.js";
+import { liveHolds, sharedPolicyCondition, withoutRefused } from "./shared.js";
 import { liveHash, writeFailureCondition } from "./write.js";
 
 /** status.apiKeyRotation as last written (only strings are kept). */
@@ -105,7 +106,7 @@ function childrenOf(
       dnsRecordsConfigMap({
         tailnet: inputs.name,
         namespace,
-        records: dnsRecords(inputs, nodes, input.memo),
+        records: withoutRefused(dnsRecords(inputs, nodes, input.memo), candidate),
       }),
     );
   } else {
@@ -159,7 +160,8 @@ function statusOf(
   const renderedHash = candidate?.hash ?? prev.renderedHash;
   const generated = candidate?.generated ?? prev.generated;
   // appliedHash: what Headscale holds as last written or confirmed (the live policy equals our render).
-  const appliedHash = candidate && live === candidate.hash ? candidate.hash : prev.appliedHash;
+  const appliedHash =
+    candidate && live === candidate.hash && liveHolds(observed.hs, candidate) ? candidate.hash : prev.appliedHash;
   const policy: PolicyStatus = {};
   if (renderedHash) policy.renderedHash = renderedHash;
   if (appliedHash) policy.appliedHash = appliedHash;
@@ -185,7 +187,15 @@ function statusOf(
 
 /** PolicyApplied after the outcome: a superseded write, the PUT's answer, or the plan's own word. */
 function appliedAfter(plan: TailnetPlan, outcome: TailnetOutcome, ctx: AppliedContext): ConditionInput {
-  const { superseded, written } = outcome;
+  const { superseded, written, contended } = outcome;
+  if (contended) {
+    return cond(
+      C.PolicyApplied,
+      "Unknown",
+      R.WriteContended,
+      `not held: ${contended.attempts} times another writer replaced the policy between this operator's write of ${contended.write.hash} and its read-back (another cluster's operator, or an administrator); the next sync merges and writes again`,
+    );
+  }
   if (superseded) {
     const name = (h: string | null) => (h === null ? "no policy" : h);
     return cond(
@@ -227,7 +237,11 @@ export function decideTailnet(input: TailnetDecideInput): TailnetDecision {
   // A re-plan before the PUT saw the live policy fresher than the observation: speak from it.
   const observed: TailnetObservation =
     outcome.replan && input.observed.hs
-      ? { ...input.observed, hs: { ...input.observed.hs, policy: outcome.replan.policy } }
+      ? {
+          ...input.observed,
+          hs: { ...input.observed.hs, policy: outcome.replan.policy },
+          render: outcome.replan.render ?? input.observed.render,
+        }
       : input.observed;
   const plan = outcome.replan?.plan ?? input.plan;
   const { inputs, hs, render, check } = observed;
@@ -244,6 +258,7 @@ export function decideTailnet(input: TailnetDecideInput): TailnetDecision {
     usersUnique(hs),
     policyRendered(render, check, inputs.base.kind === "none"),
     applied,
+    sharedPolicyCondition(candidate, !!hs?.policy.ok),
   ];
   const rotation = rotationContext(input, observed, input.plan);
   if (rotation) conditions.push(rotationCondition(rotation));
@@ -254,15 +269,16 @@ export function decideTailnet(input: TailnetDecideInput): TailnetDecision {
     ? { ...policyFields, apiKeyRotation: rotationStatus(rotation, previousRotation(input.parent)) }
     : policyFields;
   const failing = !!hs && [hs.health, hs.nodes, hs.users, hs.policy].some((o) => !o.ok);
-  const resyncAfterSeconds = outcome.superseded
-    ? SUPERSEDED_RESYNC_SECONDS
-    : written?.retryAfterSeconds !== undefined
-      ? written.retryAfterSeconds
-      : plan.retryAt && !written
-        ? Math.max(1, Math.ceil((plan.retryAt.getTime() - input.now.getTime()) / 1000))
-        : failing
-          ? OBSERVATION_RETRY_SECONDS
-          : undefined;
+  const resyncAfterSeconds =
+    outcome.superseded || outcome.contended
+      ? SUPERSEDED_RESYNC_SECONDS
+      : written?.retryAfterSeconds !== undefined
+        ? written.retryAfterSeconds
+        : plan.retryAt && !written
+          ? Math.max(1, Math.ceil((plan.retryAt.getTime() - input.now.getTime()) / 1000))
+          : failing
+            ? OBSERVATION_RETRY_SECONDS
+            : undefined;
   return {
     conditions,
     fields,

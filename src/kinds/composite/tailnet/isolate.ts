@@ -23,16 +23,21 @@ import type { Outcome } from "../../../headscale/capabilities.js";
 import type { HeadscaleView } from "../../../headscale/view.js";
 import type { Contribution } from "../../../policy/contribution.js";
 import { combineContributions } from "../../../policy/generated.js";
-import { mergePolicy, prettyPolicyText } from "../../../policy/merge.js";
+import type { GeneratedPolicy } from "../../../policy/generated-types.js";
+import { type MergeResult, mergePolicy, prettyPolicyText } from "../../../policy/merge.js";
+import { composeShared } from "../../../policy/sections.js";
 import { tagsOnly } from "../../../policy/validate.js";
 import { CHECK_MEMO_MS, checkPolicy } from "./check.js";
 import type { PolicyCandidate } from "./compose.js";
 import { type LeftOut, leftOutOf } from "./left-out.js";
 import { oneLine } from "./messages.js";
+import { sharedCandidate } from "./shared-render.js";
 import { softStateOf } from "./soft-state.js";
 
 /** policy/check calls one sync may spend searching (16 objects' worth per culprit at 2,000 objects: ~11 each). */
 export const MAX_ISOLATION_CHECKS = 40;
+
+type MergeOk = Extract<MergeResult, { ok: true }>;
 
 const refused = (o: Outcome<void>) => !o.ok && o.error.classification === "policyInvalid";
 const keyOf = (c: Contribution) => `${c.owner.kind}/${c.owner.namespace}/${c.owner.name}`;
@@ -43,7 +48,15 @@ function renderWithout(candidate: PolicyCandidate, out: ReadonlySet<Contribution
   const merged = contributions.map((c) => (out.has(c) ? tagsOnly(c) : c));
   const collected = combineContributions(tagOwners, merged);
   const r = mergePolicy(baseText, collected.generated);
-  return r.ok ? { r, merged } : undefined;
+  return r.ok ? { r, merged, gen: collected.generated } : undefined;
+}
+
+/** The reduced render among the other clusters' sections, as the candidate was rendered (shared.ts). */
+function amongSections(candidate: PolicyCandidate, rendered: { r: MergeOk; gen: GeneratedPolicy }) {
+  if (!candidate.shared) return { r: rendered.r };
+  const input = { ...candidate.shared.input, gen: rendered.gen };
+  const s = composeShared(input);
+  return s.merged.ok ? { r: s.merged, shared: sharedCandidate(s, input) } : undefined;
 }
 
 export interface Isolated {
@@ -77,8 +90,10 @@ export async function isolateRefused(
     accepted: Outcome<void>,
   ) => {
     const rendered = renderWithout(candidate, out);
-    if (!rendered) return undefined;
-    const { r, merged } = rendered;
+    const among = rendered && amongSections(candidate, rendered);
+    if (!rendered || !among) return undefined;
+    const { merged } = rendered;
+    const { r } = among;
     const found = leftOutOf(
       candidate.parts.contributions,
       [],
@@ -94,6 +109,7 @@ export async function isolateRefused(
         generated: r.generated,
         leftOut,
         parts: { ...candidate.parts, contributions: merged },
+        ...(among.shared ? { shared: among.shared } : {}),
       },
       check: accepted,
     };

@@ -19,13 +19,15 @@ import { prettyPolicyText } from "../../../policy/merge.js";
 import { secretValue } from "../../shared/secrets.js";
 import { CHECK_MEMO_MS, checkPolicy } from "./check.js";
 import { apiKeySecretName } from "./children.js";
-import { composeTailnetPolicy, type TailnetRender } from "./compose.js";
+import { composeTailnetPolicy, dnsRecords, type TailnetRender } from "./compose.js";
 import type { MemoSlot } from "./compose-memo.js";
 import { type ConnectionInput, connectionFor, inputsOf, ownedInputs, type TailnetInputs } from "./inputs.js";
 import { isolateRefused } from "./isolate.js";
 import { isDatabaseDown401, NO_CALL, oneLine } from "./messages.js";
 import type { HeadscaleObservations } from "./observed.js";
 import { type ApiKeyUse, type RenewedKey, readRenewedKey } from "./rotation.js";
+import { liveShared } from "./shared.js";
+import type { SharedContext } from "./shared-render.js";
 import { softStateOf } from "./soft-state.js";
 import type { TailnetSpec } from "./spec.js";
 
@@ -152,6 +154,7 @@ export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: 
     hs?.nodes.ok ? hs.nodes.value : null,
     nodesUnavailable,
     memoSlot(req, deps),
+    sharedContext(req, inputs, hs, deps, now),
   );
   if (!view || !hs) return { inputs, apiKey, hs, render };
   const check =
@@ -168,6 +171,29 @@ export async function observeTailnet(req: HookRequest, spec: TailnetSpec, deps: 
   const verdict = isolated ? isolated.check : check;
   const pendingFailure = final.ok ? backingOff(view, inputs.name, final.candidate.hash) : undefined;
   return { inputs, apiKey, hs, render: final, check: verdict, ...(pendingFailure ? { pendingFailure } : {}) };
+}
+
+/**
+ * This cluster among the sections of the live policy (policy/sections.ts): its name (operator config
+ * clusterName), the Tailnet's name and uid, the names it publishes (unknown without the node list while it has
+ * ingresses: the live section's names stand) and the live policy's lines.
+ */
+function sharedContext(
+  req: HookRequest,
+  inputs: TailnetInputs,
+  hs: HeadscaleObservations | null,
+  deps: HookDeps,
+  now: Date,
+): SharedContext {
+  const nodes = hs?.nodes.ok ? hs.nodes.value : inputs.ingresses.length === 0 ? [] : null;
+  const names = nodes ? [...new Set(dnsRecords(inputs, nodes, memoSlot(req, deps)).map((r) => r.name))] : undefined;
+  return {
+    self: { cluster: deps.config.clusterName, tailnet: inputs.name, uid: req.parent.metadata.uid ?? "" },
+    names,
+    live: hs?.policy.ok ? liveShared(hs.policy.value) : undefined,
+    now,
+    ...(inputs.replaceLivePolicy ? { takeOver: true } : {}),
+  };
 }
 
 /** A failed write of this policy whose backoff is remembered (decide repeats its condition until retryAt). */

@@ -21,6 +21,7 @@ import type { LeftOut } from "./left-out.js";
 import type { PendingFailure, TailnetObservation } from "./observe.js";
 import type { HeadscaleObservations } from "./observed.js";
 import { planRotation, type RotationPlan, type RotationStatus } from "./rotation.js";
+import { liveHolds, liveShared } from "./shared.js";
 import { liveHash } from "./write.js";
 
 export interface PolicyStatus {
@@ -44,6 +45,10 @@ export type TailnetStatusFields = {
 export interface PolicyWrite {
   hash: string;
   policy: Record<string, unknown>;
+  /** The base and cluster section lines written between the marker and the body (policy/sections.ts). */
+  meta?: string;
+  /** This cluster's section line among them ("" when it writes none). */
+  ownLine?: string;
   /** The live policy changed behind our back (neither the last applied nor the rendered one). */
   drift?: { live: string; lastApplied: string };
 }
@@ -81,6 +86,10 @@ export type PolicyFinding =
   | { found: "CheckFailed"; error?: HeadscaleError }
   | { found: "DuplicateUsers"; names: string[]; live: string | null }
   | { found: "AdoptionRefused"; live: string | null; adoption: string[] }
+  /** Another installation (another Tailnet uid) writes this cluster's section: nothing is written. */
+  | { found: "ClusterNameTaken"; id: string; uid: string }
+  /** A policy marked by an operator without cluster sections replaced the one this Tailnet wrote. */
+  | { found: "LegacyWriter"; live: string }
   | { found: "BackingOff"; failure: PendingFailure; hash: string }
   | { found: "WriteDue" };
 
@@ -125,11 +134,15 @@ export function adoptionLoss(
   live: string | null | undefined,
 ): string[] | undefined {
   const { hs, inputs } = input.observed;
-  if (!candidate || !hs?.policy.ok || hs.policy.value === null || live === candidate.hash) return undefined;
+  if (!candidate || !hs?.policy.ok || hs.policy.value === null) return undefined;
+  if (live === candidate.hash && liveHolds(hs, candidate)) return undefined;
   if (inputs.base.kind !== "none" || inputs.replaceLivePolicy) return undefined;
-  if (previousPolicy(input.parent).appliedHash) return undefined;
-  // ours by its marker even when the parent's status (a cached copy) does not show the write yet
-  if (operatorWrittenHash(hs.policy.value.policy)) return undefined;
+  const applied = previousPolicy(input.parent).appliedHash;
+  if (applied) return undefined;
+  // ours by its marker even when the parent's status (a cached copy) does not show the write yet; a policy marked
+  // by a version before cluster sections is another cluster's unless this Tailnet applied it (legacyWriter)
+  const l = liveShared(hs.policy.value);
+  if (operatorWrittenHash(hs.policy.value.policy) && !(l?.legacy && candidate.shared)) return undefined;
   const lost = lostOverLiveText(hs.policy.value.policy, candidate.policy) ?? ["the whole (unparsable) policy"];
   return lost.length > 0 ? lost : undefined;
 }
@@ -178,6 +191,7 @@ export function planTailnet(input: TailnetPlanInput): TailnetPlan {
 
 /** DryRun: what the render and the live policy say, never a write. */
 function dryRunFinding(
+  hs: HeadscaleObservations | null,
   candidate: PolicyCandidate | undefined,
   live: string | null | undefined,
   rendered: string,
@@ -185,7 +199,7 @@ function dryRunFinding(
 ): PolicyFinding {
   if (!candidate) return { found: "DryRunNotRendered", rendered };
   if (live === undefined) return { found: "DryRunLiveUnread" };
-  if (live === candidate.hash) return { found: "DryRunInSync", live };
+  if (live === candidate.hash && (!hs || liveHolds(hs, candidate))) return { found: "DryRunInSync", live };
   return { found: "DryRunDiffers", hash: candidate.hash, live, ...(adoption ? { adoption } : {}) };
 }
 
@@ -205,10 +219,14 @@ function findPolicy(input: TailnetPlanInput, adoption: string[] | undefined): Po
   const rendered = policyRendered(render, check, inputs.base.kind === "none");
   if (!inputs.connection.ok) return { found: "NoConnection", message: inputs.connection.message };
   if (!hs) return { found: "NoCall" };
-  if (inputs.settings.policyMode === "DryRun") return dryRunFinding(candidate, live, rendered.reason, adoption);
+  if (inputs.settings.policyMode === "DryRun") return dryRunFinding(hs, candidate, live, rendered.reason, adoption);
   if (!hs.policy.ok) return { found: "LiveUnread", error: hs.policy.error };
   const stored = live ?? null;
-  if (candidate && live === candidate.hash) return { found: "InSync", hash: candidate.hash };
+  const taken = candidate?.shared?.nameTaken;
+  if (taken && candidate?.shared) return { found: "ClusterNameTaken", id: candidate.shared.own.id, uid: taken.uid };
+  if (candidate && liveHolds(hs, candidate)) return { found: "InSync", hash: candidate.hash };
+  const legacy = legacyWriter(input, candidate, stored);
+  if (legacy) return legacy;
   const blocker = writeBlocker(hs);
   if (blocker) return blocker;
   if (!candidate) return notRendered(rendered, inputs.base, stored);
@@ -239,5 +257,23 @@ function planPolicy(input: TailnetPlanInput): TailnetPlan {
   if (policy.found === "BackingOff") return { ...plan, retryAt: policy.failure.retryAt };
   if (policy.found !== "WriteDue" || !candidate) return plan;
   const drift = policyDrift(input, live);
-  return { policy, write: { hash: candidate.hash, policy: candidate.policy, ...(drift ? { drift } : {}) } };
+  const meta = candidate.shared ? { meta: candidate.shared.meta, ownLine: candidate.shared.ownLine } : {};
+  return { policy, write: { hash: candidate.hash, policy: candidate.policy, ...meta, ...(drift ? { drift } : {}) } };
+}
+
+/**
+ * An operator of a version before cluster sections wrote the live policy after this Tailnet applied one: it
+ * would replace this cluster's section at each of its syncs, and this one would put it back. Nothing is written
+ * until every operator on this Headscale is upgraded (docs/OPERATIONS.md "Upgrading").
+ */
+function legacyWriter(
+  input: TailnetPlanInput,
+  candidate: PolicyCandidate | undefined,
+  live: string | null,
+): PolicyFinding | undefined {
+  const stored = input.observed.hs?.policy.ok ? input.observed.hs.policy.value : undefined;
+  const applied = previousPolicy(input.parent).appliedHash;
+  if (!candidate?.shared || !stored || live === null || !applied || live === applied) return undefined;
+  const l = liveShared(stored);
+  return l?.legacy && operatorWrittenHash(stored.policy) ? { found: "LegacyWriter", live } : undefined;
 }

@@ -2,12 +2,23 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ConditionInput } from "../../../../src/conditions/condition.js";
 import { TailnetReason as R, TAILNET_REASONS } from "../../../../src/conditions/tables/tailnet.js";
+import type { HsPolicy } from "../../../../src/headscale/types.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { decideTailnet, type TailnetDecideInput } from "../../../../src/kinds/composite/tailnet/decide.js";
 import { tailnetModule } from "../../../../src/kinds/composite/tailnet/index.js";
 import { writeFailureCondition } from "../../../../src/kinds/composite/tailnet/write.js";
 import { secretValue } from "../../../../src/kinds/shared/secrets.js";
 import { hashOfLivePolicy } from "../../../../src/policy/canonical.js";
+import { markedPolicyText } from "../../../../src/policy/marker.js";
+import { mergePolicy, prettyPolicyText } from "../../../../src/policy/merge.js";
+import {
+  type BaseData,
+  baseLine,
+  type SectionData,
+  sectionLine,
+  sharedPolicyText,
+  unionOf,
+} from "../../../../src/policy/sections.js";
 import { syncRequest } from "../../../fixtures/hooks.js";
 import { quietDeps } from "../../../helpers/deps.js";
 import { assertCoversTable } from "../../../helpers/reason-coverage.js";
@@ -105,6 +116,39 @@ const LIVE_HASH = (() => {
   const h = hashOfLivePolicy(LIVE_POLICY.policy);
   if (!h.ok) throw new Error("LIVE_POLICY must parse");
   return h.hash;
+})();
+
+// Another cluster's section, as that cluster's operator writes it (policy/sections.ts).
+const EARLY = "2026-01-01T00:00:00Z";
+const LATE = "2026-12-01T00:00:00Z";
+const OTHER_BASE: BaseData = {
+  by: "b/home",
+  text: '{"acls":[{"action":"accept","src":["group:b"],"dst":["*:*"]}],"groups":{"group:b":["carol@"]}}',
+};
+function sectionB(tags: Record<string, string>): SectionData {
+  const tagOwners = Object.fromEntries(Object.keys(tags).map((t) => [t, ["group:platform"]]));
+  const grants = Object.keys(tags).map((t) => ({ src: ["group:eng"], dst: [t], ip: ["tcp:443"] }));
+  return { id: "b/home", uid: "uid-b", tags, names: {}, gen: { tagOwners, grants, routes: {}, exitNode: [] } };
+}
+function liveWith(sections: SectionData[], base?: BaseData): HsPolicy {
+  const meta = [...(base ? [baseLine(base)] : []), ...sections.map(sectionLine)].join("\n");
+  const merged = mergePolicy(base?.text, unionOf(sections));
+  if (!merged.ok) throw new Error(merged.message);
+  return { policy: sharedPolicyText(merged.hash, meta, prettyPolicyText(merged.policy)), updatedAt: NOW.toISOString() };
+}
+/** The first tag this Tailnet's objects generate. */
+const OWN_TAG = (() => {
+  const r = input({ shared: {} }).observed.render;
+  const tag = r.ok ? Object.keys(r.candidate.shared?.own.tags ?? {})[0] : undefined;
+  if (!tag) throw new Error("the world generates no tag");
+  return tag;
+})();
+/** A policy marked by an operator before sections: the marker, no base or section line. */
+const LEGACY: HsPolicy = (() => {
+  const body = '{"acls":[{"action":"accept","src":["*"],"dst":["*:*"]}]}';
+  const h = hashOfLivePolicy(body);
+  if (!h.ok) throw new Error("LEGACY must parse");
+  return { policy: markedPolicyText(h.hash, body), updatedAt: NOW.toISOString() };
 })();
 
 interface Row {
@@ -356,6 +400,52 @@ const rows: Row[] = [
     name: "no API key: nothing is applied",
     input: input({ related: [baseConfigMap(), ingress()] }),
     expect: { ApiKeyValid: R.NoAPIKey, PolicyApplied: R.NoAPIKey, PolicyRendered: R.Rendered },
+  },
+  // Several clusters on one Headscale (policy/sections.ts): this Tailnet is cluster "a".
+  {
+    name: "another cluster's section is live and claims nothing of ours: merged, written, Exclusive",
+    input: input({ shared: {}, hs: healthyHs({ policy: ok(liveWith([sectionB({ "tag:k8s-b-web": EARLY })])) }) }),
+    expect: { PolicyApplied: R.Applied, SharedPolicy: R.Exclusive },
+  },
+  {
+    name: "an older cluster section holds a tag this cluster generates: left out here",
+    input: input({ shared: {}, hs: healthyHs({ policy: ok(liveWith([sectionB({ [OWN_TAG]: EARLY })])) }) }),
+    expect: { PolicyApplied: R.Applied, SharedPolicy: R.ClaimsRefused },
+  },
+  {
+    name: "a newer cluster section claims a tag this cluster holds: kept here, refused there",
+    input: input({ shared: {}, hs: healthyHs({ policy: ok(liveWith([sectionB({ [OWN_TAG]: LATE })])) }) }),
+    expect: { PolicyApplied: R.Applied, SharedPolicy: R.ClaimsContested },
+  },
+  {
+    name: "another cluster wrote a different base: it is kept",
+    input: input({
+      shared: {},
+      hs: healthyHs({ policy: ok(liveWith([sectionB({ "tag:k8s-b-web": EARLY })], OTHER_BASE)) }),
+    }),
+    expect: { PolicyApplied: R.Applied, SharedPolicy: R.BaseHeldElsewhere },
+  },
+  {
+    name: "another installation writes this cluster's section (both kept the default name): nothing is written",
+    input: input({
+      shared: {},
+      hs: healthyHs({ policy: ok(liveWith([{ ...sectionB({ "tag:k8s-b-web": EARLY }), id: "a/home" }])) }),
+    }),
+    expect: { PolicyApplied: R.ClusterNameTaken, SharedPolicy: R.ClusterNameTaken },
+  },
+  {
+    name: "an operator without sections rewrote the policy after this Tailnet's write: nothing is written",
+    input: input({
+      shared: {},
+      status: { policy: { appliedHash: `sha256:${"0".repeat(64)}` } },
+      hs: healthyHs({ policy: ok(LEGACY) }),
+    }),
+    expect: { PolicyApplied: R.LegacyWriter, SharedPolicy: R.Exclusive },
+  },
+  {
+    name: "another writer undid every attempt before its read-back",
+    input: input({ shared: {}, contended: 4 }),
+    expect: { PolicyApplied: R.WriteContended, SharedPolicy: R.Exclusive },
   },
 ];
 

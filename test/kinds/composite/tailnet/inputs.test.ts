@@ -53,7 +53,7 @@ describe("tailnetSpecProblem: what the schema cannot catch", () => {
         message: 'spec.allowedEgressTargets[0]: "db" is neither a CIDR, an IP address nor a tag',
       },
     );
-    assert.equal(conds.length, 8);
+    assert.equal(conds.length, 9);
     assert.equal(views.size, 0, "no Headscale connection was opened");
   });
 });

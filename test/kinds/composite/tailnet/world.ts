@@ -14,6 +14,7 @@ import type { PendingFailure, TailnetObservation } from "../../../../src/kinds/c
 import type { HeadscaleObservations } from "../../../../src/kinds/composite/tailnet/observed.js";
 import { planTailnet, type TailnetPlanInput } from "../../../../src/kinds/composite/tailnet/plan.js";
 import type { ApiKeyUse, RotationOutcome } from "../../../../src/kinds/composite/tailnet/rotation.js";
+import { candidateText, liveShared } from "../../../../src/kinds/composite/tailnet/shared.js";
 import { readTailnetSpec } from "../../../../src/kinds/composite/tailnet/spec.js";
 import { liveHash } from "../../../../src/kinds/composite/tailnet/write.js";
 import { toMaps } from "../../../fixtures/hooks.js";
@@ -40,6 +41,10 @@ export interface Given {
   /** What the re-read just before the PUT finds (default: the observed live policy). */
   reread?: Obs<HsPolicy | null>;
   now?: Date;
+  /** Render among the live policy's cluster sections as this cluster (policy/sections.ts); absent: alone. */
+  shared?: { cluster?: string; uid?: string; names?: string[] };
+  /** Every write attempt was undone by another writer before its read-back (act.ts WriteContended). */
+  contended?: number;
 }
 
 export function observation(g: Given = {}): TailnetObservation {
@@ -52,13 +57,25 @@ export function observation(g: Given = {}): TailnetObservation {
     ? { ...specInputs, connection: connectionFor(readTailnetSpec(parent), related, renewedKey) }
     : specInputs;
   let hs = inputs.connection.ok ? (g.hs ?? healthyHs()) : null;
+  const shared = g.shared
+    ? {
+        self: { cluster: g.shared.cluster ?? "a", tailnet: inputs.name, uid: g.shared.uid ?? "uid-a" },
+        names: g.shared.names ?? [],
+        live: hs?.policy.ok ? liveShared(hs.policy.value) : undefined,
+        now: g.now ?? NOW,
+      }
+    : undefined;
   const render = composeTailnetPolicy(
     inputs,
     hs?.nodes.ok ? hs.nodes.value : null,
     hs && !hs.nodes.ok ? hs.nodes.error.message : "no API key",
+    undefined,
+    shared,
   );
   if (hs && g.liveIsRendered && render.ok) {
-    hs = { ...hs, policy: ok({ policy: render.candidate.canonical, updatedAt: "2026-11-28T00:00:00Z" }) };
+    const c = render.candidate;
+    const text = c.shared ? candidateText(c.hash, c.policy, c.shared.meta) : c.canonical;
+    hs = { ...hs, policy: ok({ policy: text, updatedAt: "2026-11-28T00:00:00Z" }) };
   }
   const apiKey = g.apiKey ?? { source: "spec" as const, published: true };
   if (!hs) return { inputs, apiKey, hs, render };
@@ -89,6 +106,7 @@ function outcomeOf(g: Given, base: TailnetPlanInput, planned: ReturnType<typeof 
   const from = liveHash(hs) ?? null;
   const to = policy.ok ? (liveHash(fresh.observed.hs) ?? null) : from;
   if (to !== from) return { replan, superseded: { from, to } };
+  if (g.contended) return { replan, contended: { attempts: g.contended, write: plan.write } };
   const result = g.write ?? { ok: true };
   return { replan, written: { write: plan.write, result, ...(result.ok ? {} : { retryAfterSeconds: 30 }) } };
 }
