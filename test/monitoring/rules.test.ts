@@ -81,6 +81,10 @@ const EXPECTED: Record<string, { severity: string; for?: string; expr: string }>
     severity: "warning",
     expr: "sum by (tailnet) (increase(tailnet_policy_apply_errors_total[30m])) >= 6",
   },
+  TailnetPolicyWriteContended: {
+    severity: "warning",
+    expr: 'sum by (tailnet) (increase(tailnet_policy_write_retries_total{result="gave_up"}[30m])) >= 3',
+  },
   TailnetPolicyGeneratedDrop: {
     severity: "warning",
     expr: "tailnet_policy_generated < max_over_time(tailnet_policy_generated[10m]) / 2",
@@ -142,7 +146,7 @@ describe("bundled alert rules", () => {
     const dir = promtoolWorkspace("check", renderedRuleFile());
     const run = promtool(["check", "rules", join(dir, "rules.yaml")]);
     assert.equal(run.code, 0, run.output);
-    assert.match(run.output, /SUCCESS: 27 rules found/);
+    assert.match(run.output, /SUCCESS: 28 rules found/);
   });
 
   it("pass the promtool unit tests in monitoring/tests", () => {
