@@ -155,9 +155,16 @@ async function livePolicy() {
   };
 }
 
+/**
+ * Both operators sync at once (their Headscale calls interleave for real), then each once more: the look a write
+ * into a shared policy schedules after VERIFY_SHARED_WRITE_SECONDS (tailnet/decide.ts verifiedSoon). Headscale has
+ * no compare-and-swap, so a write that read the policy before the other's and lands after the other's read-back
+ * drops that section until this look repairs it.
+ */
 async function settleBoth(a: Cluster, b: Cluster) {
   const t0 = Date.now();
   const r = await Promise.all([a.mc.settle(20), b.mc.settle(20)]);
+  r.push(await a.mc.settle(20), await b.mc.settle(20));
   if (process.env.CLUSTERS_DEBUG) console.log(`# settle ${r.join("/")} rounds in ${Date.now() - t0} ms`);
   for (const c of [a, b]) assert.deepEqual(c.mc.errors, [], `${c.name}: hook errors`);
 }

@@ -58,6 +58,8 @@ const BACKOFF_MAX_MS = 10 * 60_000;
 
 /** How soon a sync whose planned write was superseded (the live policy moved meanwhile) plans again. */
 export const SUPERSEDED_RESYNC_SECONDS = 5;
+/** After a write into a policy other clusters share: look again this soon (decide.ts verifiedSoon). */
+export const VERIFY_SHARED_WRITE_SECONDS = 5;
 
 export async function actTailnet(
   req: HookRequest,

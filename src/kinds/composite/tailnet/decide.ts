@@ -11,7 +11,7 @@ import { findObject, type K8sObject, type ObjectMaps, reuseObserved } from "../.
 import type { Decision } from "../../../pipeline/run.js";
 import { previousStatus } from "../../../pipeline/status.js";
 import type { TailnetOutcome } from "./act.js";
-import { SUPERSEDED_RESYNC_SECONDS } from "./act.js";
+import { SUPERSEDED_RESYNC_SECONDS, VERIFY_SHARED_WRITE_SECONDS } from "./act.js";
 import { type AppliedContext, plannedApplied } from "./applied.js";
 import {
   credentialsSecret,
@@ -269,7 +269,7 @@ export function decideTailnet(input: TailnetDecideInput): TailnetDecision {
     ? { ...policyFields, apiKeyRotation: rotationStatus(rotation, previousRotation(input.parent)) }
     : policyFields;
   const failing = !!hs && [hs.health, hs.nodes, hs.users, hs.policy].some((o) => !o.ok);
-  const resyncAfterSeconds =
+  const resyncAfterSeconds = verifiedSoon(
     outcome.superseded || outcome.contended
       ? SUPERSEDED_RESYNC_SECONDS
       : written?.retryAfterSeconds !== undefined
@@ -278,11 +278,23 @@ export function decideTailnet(input: TailnetDecideInput): TailnetDecision {
           ? Math.max(1, Math.ceil((plan.retryAt.getTime() - input.now.getTime()) / 1000))
           : failing
             ? OBSERVATION_RETRY_SECONDS
-            : undefined;
+            : undefined,
+    !!written?.result.ok && !!candidate?.shared?.others.length,
+  );
   return {
     conditions,
     fields,
     children: childrenOf(input, observed, candidate, plan.adoption, live),
     ...(resyncAfterSeconds !== undefined ? { resyncAfterSeconds } : {}),
   };
+}
+
+/**
+ * Headscale has no compare-and-swap: another cluster's write that read the policy before ours and lands after our
+ * read-back drops our section again. A sync that wrote into a policy other clusters share looks again soon, so such
+ * a lost update is repaired within seconds, not a resync period (docs/OPERATIONS.md "Several clusters").
+ */
+function verifiedSoon(resync: number | undefined, wroteShared: boolean): number | undefined {
+  if (!wroteShared) return resync;
+  return Math.min(resync ?? VERIFY_SHARED_WRITE_SECONDS, VERIFY_SHARED_WRITE_SECONDS);
 }

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { HeadscaleViews } from "../../../../src/headscale/view.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
+import { VERIFY_SHARED_WRITE_SECONDS } from "../../../../src/kinds/composite/tailnet/act.js";
 import { createOperatorMetrics } from "../../../../src/metrics/registry.js";
 import { operatorWrittenHash } from "../../../../src/policy/marker.js";
 import { parseShared } from "../../../../src/policy/sections.js";
@@ -128,6 +129,35 @@ describe("two clusters on one Headscale", () => {
       0,
     );
     assert.equal(fake.policyWrites, before.east + before.west + undone);
+  });
+
+  it("a write into a policy another cluster shares looks again within 5 s (a lost update is repaired soon); alone, no early look", async (t) => {
+    const { fake, east, west } = await world(t);
+    /** resyncAfterSeconds of this cluster's Tailnet syncs since call `mark`, once it wrote again. */
+    const resyncsSince = (c: Cluster, mark: number, writes: number) => {
+      assert.ok(c.puts() > writes, `${c.name} wrote`);
+      return c.mc.calls
+        .slice(mark)
+        .filter((k) => k.hook === "sync" && k.kind === "Tailnet")
+        .map((k) => (k.response as { resyncAfterSeconds?: number } | undefined)?.resyncAfterSeconds);
+    };
+    // east alone: its write needs no second look
+    east.apply(ingress("grafana", "monitoring"));
+    await east.mc.settle();
+    let mark = east.mc.calls.length;
+    const eastAlone = east.puts();
+    east.apply(ingress("loki", "monitoring"));
+    await east.mc.settle();
+    assert.ok(!resyncsSince(east, mark, eastAlone).includes(VERIFY_SHARED_WRITE_SECONDS));
+    // west writes its section beside east's: both now share, so a write asks for a look after 5 s
+    west.apply(egress("db", "shop"));
+    await settleBoth(east, west);
+    mark = east.mc.calls.length;
+    const eastShared = east.puts();
+    east.apply(ingress("tempo", "monitoring"));
+    await east.mc.settle();
+    assert.ok(resyncsSince(east, mark, eastShared).includes(VERIFY_SHARED_WRITE_SECONDS));
+    assert.deepEqual(summary(fake).sections, ["east/home", "west/home"]);
   });
 
   it("a tag both clusters generate: the newer cluster is refused, both say so, and neither rewrites", async (t) => {
