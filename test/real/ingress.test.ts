@@ -359,9 +359,14 @@ describe("TailnetIngress on the real tailnet", { timeout: 900_000, concurrency: 
         { namespace: NS },
       ),
     );
+    // status.nodes names a replica once its state Secret's device_id is observed (issue 32), which can be a sync
+    // after Registered turns True
+    const bound = () =>
+      !!(op.mc.get(API, "TailnetIngress", "db-1", NS)?.status as { nodes?: unknown[] } | undefined)?.nodes?.length;
     await drive(
-      "db-1 registered and refused its name",
-      () => cond("db-1", "Registered")?.status === "True" && cond("db-1", "Ready")?.reason === "DNSNameReserved",
+      "db-1 registered, bound to its node and refused its name",
+      () =>
+        cond("db-1", "Registered")?.status === "True" && cond("db-1", "Ready")?.reason === "DNSNameReserved" && bound(),
     );
     const message = cond("db-1", "Ready")?.message ?? "";
     assert.ok(message.startsWith(`the name of another machine: db-1.${BASE_DOMAIN} (Headscale node `), message);
