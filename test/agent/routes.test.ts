@@ -1,0 +1,183 @@
+// The per-request path router (src/agent/routes.ts): the attack targets first, each with the verdict chosen
+// and why, then the Kubernetes Ingress path rules against a reference written from the Ingress docs'
+// examples table (kubernetes.io/docs/concepts/services-networking/ingress/#examples), by property.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import fc from "fast-check";
+import { HttpFramingError } from "../../src/agent/http1.js";
+import { PathRouter, type PathRule, requestPath, rulePathProblem } from "../../src/agent/routes.js";
+
+const rules: PathRule<string>[] = [
+  { path: "/api", pathType: "Prefix", backend: "api" },
+  { path: "/admin", pathType: "Exact", backend: "admin" },
+];
+const router = new PathRouter(rules, "default");
+
+const refused = (target: string) =>
+  assert.throws(
+    () => router.route(target),
+    (e: unknown) => e instanceof HttpFramingError && e.status === 400,
+    target,
+  );
+
+test("attack: dot segments are refused, not resolved (a normalising backend would read /api/../admin as /admin)", () => {
+  refused("/api/../admin");
+  refused("/api/./x");
+  refused("/api/..");
+  refused("/..");
+});
+
+test("attack: percent-encoded slashes and dots are refused (a decoding backend would route /api%2F..%2Fadmin as /admin)", () => {
+  refused("/api%2F..%2Fadmin");
+  refused("/api%2f..%2fadmin");
+  refused("/api/%2e%2e/admin");
+  refused("/api/%2E%2E/admin");
+  refused("/api%5Cadmin");
+  refused("/api%3Bx");
+  // Encoded unreserved characters: nginx decodes them before matching, so /%61dmin would be /admin there.
+  refused("/%61dmin");
+  refused("/api%25"); // double encoding: %25 decodes to %, a second decode could make anything
+  refused("/api%2"); // malformed
+  // UTF-8 and space stay: no rule path contains them decoded.
+  assert.equal(router.route("/api/caf%C3%A9"), "api");
+  assert.equal(router.route("/x%20y"), "default");
+});
+
+test("attack: /API is another path (Ingress paths are case-sensitive, as are Go's ServeMux and HAProxy's path)", () => {
+  assert.equal(router.route("/API"), "default");
+  assert.equal(router.route("/ADMIN"), "default");
+  assert.equal(router.route("/Api/x"), "default");
+});
+
+test("attack: empty segments are refused (Go's ServeMux cleans //admin to /admin, we would not match it)", () => {
+  refused("//admin");
+  refused("/api//x");
+  refused("//");
+});
+
+test("attack: absolute-form is refused (its authority or Host could win, backends disagree)", () => {
+  refused("http://evil/admin");
+  assert.throws(() => requestPath("admin"), HttpFramingError);
+});
+
+test("attack: ; path parameters and backslashes are refused (Tomcat strips ;x, IIS and some routers read \\ as /)", () => {
+  refused("/admin;x=1");
+  refused("/api;/../admin");
+  refused("/api\\..\\admin");
+});
+
+test("the query is not part of the path, and may hold anything", () => {
+  assert.equal(router.route("/admin?x=/api/../%2F;"), "admin");
+  assert.equal(router.route("/api?"), "api");
+  assert.equal(router.route("*"), "default"); // OPTIONS *
+});
+
+test("Kubernetes examples: Prefix by element, trailing slash ignored, Exact byte for byte", () => {
+  const r = (path: string, pathType: "Exact" | "Prefix") =>
+    new PathRouter([{ path, pathType, backend: "hit" }], "miss");
+  const cases: [string, "Exact" | "Prefix", string, boolean][] = [
+    ["/", "Prefix", "/anything", true],
+    ["/foo", "Exact", "/foo", true],
+    ["/foo", "Exact", "/bar", false],
+    ["/foo", "Exact", "/foo/", false],
+    ["/foo/", "Exact", "/foo", false],
+    ["/foo", "Prefix", "/foo", true],
+    ["/foo", "Prefix", "/foo/", true],
+    ["/foo/", "Prefix", "/foo", true],
+    ["/foo/", "Prefix", "/foo/", true],
+    ["/aaa/bb", "Prefix", "/aaa/bbb", false],
+    ["/aaa/bbb", "Prefix", "/aaa/bbb", true],
+    ["/aaa/bbb/", "Prefix", "/aaa/bbb", true],
+    ["/aaa/bbb", "Prefix", "/aaa/bbb/", true],
+    ["/aaa/bbb", "Prefix", "/aaa/bbb/ccc", true],
+    ["/aaa/bbb", "Prefix", "/aaa/bbbxyz", false],
+  ];
+  for (const [path, type, request, match] of cases) {
+    assert.equal(r(path, type).route(request), match ? "hit" : "miss", `${type} ${path} vs ${request}`);
+  }
+  const mixed = new PathRouter<string>(
+    [
+      { path: "/", pathType: "Prefix", backend: "root" },
+      { path: "/aaa", pathType: "Prefix", backend: "aaa" },
+    ],
+    "miss",
+  );
+  assert.equal(mixed.route("/aaa/ccc"), "aaa");
+  assert.equal(mixed.route("/ccc"), "root");
+});
+
+test("Exact beats Prefix of the same path; the longer path wins whatever the order", () => {
+  const both = new PathRouter<string>(
+    [
+      { path: "/foo", pathType: "Prefix", backend: "prefix" },
+      { path: "/foo", pathType: "Exact", backend: "exact" },
+      { path: "/foo/bar", pathType: "Prefix", backend: "longer" },
+    ],
+    "default",
+  );
+  assert.equal(both.route("/foo"), "exact");
+  assert.equal(both.route("/foo/"), "prefix");
+  assert.equal(both.route("/foo/bar/baz"), "longer");
+  assert.equal(both.route("/foo/ba"), "prefix");
+});
+
+/** The reference: the Ingress docs' wording, on strings (no element split), every match then the best. */
+function reference(rs: readonly PathRule<number>[], path: string): number {
+  const matches = rs.flatMap((r, i) => {
+    if (r.pathType === "Exact") return path === r.path ? [{ i, len: r.path.length, exact: 1 }] : [];
+    const p = r.path.endsWith("/") ? r.path.slice(0, -1) : r.path;
+    const hit = p === "" || path === p || path.startsWith(`${p}/`);
+    return hit ? [{ i, len: p.length === 0 ? 1 : p.length, exact: 0 }] : [];
+  });
+  matches.sort((a, b) => b.len - a.len || b.exact - a.exact || a.i - b.i);
+  return matches.length ? rs[matches[0].i].backend : -1;
+}
+
+const element = fc.constantFrom("a", "b", "ab", "A", "a.b", "x-y");
+const pathArb = fc
+  .tuple(fc.array(element, { maxLength: 4 }), fc.boolean())
+  .map(([els, slash]) => (els.length === 0 ? "/" : `/${els.join("/")}${slash ? "/" : ""}`));
+
+test("property: every path routes where the Kubernetes rules send it", () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(pathArb, fc.constantFrom("Exact" as const, "Prefix" as const)), { maxLength: 8 }),
+      pathArb,
+      fc.constantFrom("", "?q=1", "?/a/../b"),
+      (raw, path, query) => {
+        const rs = raw.map(([p, pathType], backend) => ({ path: p, pathType, backend }));
+        assert.equal(new PathRouter(rs, -1).route(path + query), reference(rs, path));
+      },
+    ),
+    { numRuns: 3000 },
+  );
+});
+
+test("property: a Prefix rule never matches across an element boundary (/a vs /ab)", () => {
+  fc.assert(
+    fc.property(pathArb, element, (base, extra) => {
+      const p = base === "/" ? "/a" : `${base.replace(/\/$/, "")}`;
+      const rt = new PathRouter([{ path: p, pathType: "Prefix", backend: 1 }], 0);
+      assert.equal(rt.route(`${p}${extra}`), 0);
+      assert.equal(rt.route(`${p}/${extra}`), 1);
+    }),
+  );
+});
+
+test("rule paths that can never match as written are refused by the config checks", () => {
+  for (const bad of [
+    "api",
+    "/a/../b",
+    "/a//b",
+    "/a?b",
+    "/a#b",
+    "/a;b",
+    "/a\\b",
+    "/a%2Fb",
+    "/a b",
+    `/${"a".repeat(300)}`,
+  ]) {
+    assert.ok(rulePathProblem(bad), bad);
+  }
+  for (const good of ["/", "/api", "/api/", "/a.b/c-d_e~f/", "/v1:x@y"]) assert.equal(rulePathProblem(good), undefined);
+});
