@@ -11,6 +11,7 @@
 // than the one we routed, a routed expose refuses (400) every target a parser could read as another path:
 // dot segments, empty segments, a backslash, `;` path parameters, and percent-encoded ASCII (`%2F`, `%2e`,
 // `%61`...; docs/security.md, "Paths").
+import { hasBadSegment } from "../contract/paths.js";
 import { HttpFramingError } from "./http1.js";
 
 export type PathType = "Exact" | "Prefix";
@@ -21,37 +22,12 @@ export interface PathRule<B> {
   backend: B;
 }
 
-/** Rule paths: `/`, then visible ASCII without `?`, `#`, `\`, `;`, `%` or empty/dot segments. Bounded. */
-export const MAX_RULE_PATH = 256;
-export const MAX_RULES = 64;
-
-const RULE_CHARS = /^\/[\x21\x24\x26-\x3a\x3c-\x3e\x40-\x5b\x5d-\x7e]*$/;
-/** Segments a decoding or normalising parser reads differently: `..`, `.`, empty ones (`//`). */
-const hasBadSegment = (path: string): boolean => {
-  const parts = path.split("/");
-  // parts[0] is "" (the leading slash); a trailing slash gives one last empty part, which is allowed.
-  for (let i = 1; i < parts.length; i++) {
-    const p = parts[i];
-    if (p === "." || p === "..") return true;
-    if (p === "" && i !== parts.length - 1) return true;
-  }
-  return false;
-};
 /**
  * A percent-encoding a decoding backend (or proxy: nginx decodes before matching locations) would read as a
  * character a rule path could hold, or as a delimiter: every ASCII byte but space. Malformed ones too. Left
  * are `%20` and bytes >= 0x80 (UTF-8), which no rule path contains decoded, so no decoder can route them to one.
  */
 const AMBIGUOUS_PERCENT = /%(?![89a-fA-F][0-9a-fA-F]|20)/;
-
-/** Why a rule path can never be served as written, or undefined when it is fine. */
-export function rulePathProblem(path: string): string | undefined {
-  if (path.length > MAX_RULE_PATH) return `longer than ${MAX_RULE_PATH} characters`;
-  if (!path.startsWith("/")) return "must start with /";
-  if (!RULE_CHARS.test(path)) return "only visible ASCII without ? # ; \\ %";
-  if (hasBadSegment(path)) return "no empty, . or .. segments";
-  return undefined;
-}
 
 /**
  * The path of a request target (everything before `?`), or 400 when a routed expose cannot route it

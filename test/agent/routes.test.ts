@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
 import { HttpFramingError } from "../../src/agent/http1.js";
-import { PathRouter, type PathRule, requestPath, rulePathProblem } from "../../src/agent/routes.js";
+import { PathRouter, type PathRule, requestPath } from "../../src/agent/routes.js";
+import { rulePathProblem } from "../../src/contract/paths.js";
 
 const rules: PathRule<string>[] = [
   { path: "/api", pathType: "Prefix", backend: "api" },
