@@ -135,6 +135,74 @@ test("attack targets are answered 400 and reach no backend; what came before the
   assert.equal(web.requests.length, 0);
 });
 
+test("bodies (Content-Length and chunked) stay with their request across switches; a client FIN after them still gets every answer", async (t) => {
+  const { web, api, port } = await start(t);
+  const post = (path: string, body: string) =>
+    `POST ${path} HTTP/1.1\r\nhost: ${NAME}\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+  const chunked = (path: string) =>
+    `POST ${path} HTTP/1.1\r\nhost: ${NAME}\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n`;
+  const raw = post("/api/a", "GET /home HTTP/1.1\r\n\r\n") + chunked("/form") + post("/api/b", "xyz") + get("/end");
+  const text = await new Promise<string>((resolve, reject) => {
+    const socket = tlsConnect({ host: "127.0.0.1", port, servername: NAME, ca: pki.caPem }, () => socket.end(raw));
+    let out = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => (out += chunk));
+    socket.on("close", () => resolve(out));
+    socket.on("error", reject);
+    setTimeout(() => socket.destroy(new Error(`timed out with ${out.slice(0, 300)}`)), 10_000).unref();
+  });
+  assert.deepEqual(urls(text), ["/api/a", "/form", "/api/b", "/end"]);
+  assert.deepEqual(
+    [...text.matchAll(/"bodyBytes":(\d+)/g)].map((m) => Number(m[1])),
+    [22, 5, 3, 0],
+  );
+  assert.deepEqual(
+    api.requests.map((r) => r.url),
+    ["/api/a", "/api/b"],
+  );
+  assert.deepEqual(
+    web.requests.map((r) => r.url),
+    ["/form", "/end"],
+    "a request line inside a body is never routed",
+  );
+});
+
+test("an upgrade after a switch goes to the routed backend and becomes a raw stream there", async (t) => {
+  const { web, api, port } = await start(t);
+  const upgrade = `GET /api/ws HTTP/1.1\r\nhost: ${NAME}\r\nconnection: upgrade\r\nupgrade: echo\r\n\r\n`;
+  const text = await new Promise<string>((resolve, reject) => {
+    const socket = tlsConnect({ host: "127.0.0.1", port, servername: NAME, ca: pki.caPem }, () =>
+      socket.write(get("/home") + upgrade),
+    );
+    let out = "";
+    let pinged = false;
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => {
+      out += chunk;
+      if (!pinged && out.includes("101 Switching Protocols")) {
+        pinged = true;
+        socket.write("GET /not-a-request\r\n");
+      }
+      if (out.endsWith("GET /not-a-request\r\n")) {
+        socket.destroy();
+        resolve(out);
+      }
+    });
+    socket.on("error", reject);
+    setTimeout(() => socket.destroy(new Error(`timed out with ${out.slice(0, 300)}`)), 10_000).unref();
+  });
+  assert.deepEqual(urls(text), ["/home"]);
+  assert.match(text, /HTTP\/1\.1 101 Switching Protocols/);
+  assert.deepEqual(
+    web.requests.map((r) => r.url),
+    ["/home"],
+  );
+  assert.deepEqual(
+    api.requests.map((r) => r.url),
+    ["/api/ws"],
+  );
+});
+
 test("a config with a bad rule path does not start", async () => {
   await assert.rejects(
     startAgent({
