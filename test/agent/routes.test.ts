@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
+import { RequestFramer } from "../../src/agent/framer.js";
 import { HttpFramingError } from "../../src/agent/http1.js";
 import { PathRouter, type PathRule, requestPath } from "../../src/agent/routes.js";
 import { rulePathProblem } from "../../src/contract/paths.js";
@@ -181,4 +182,46 @@ test("rule paths that can never match as written are refused by the config check
     assert.ok(rulePathProblem(bad), bad);
   }
   for (const good of ["/", "/api", "/api/", "/a.b/c-d_e~f/", "/v1:x@y"]) assert.equal(rulePathProblem(good), undefined);
+});
+
+/** Feeds `pieces` to a routed framer as the pipe does (switching at once): the bytes each backend gets, in order. */
+function routedRun(pieces: Buffer[]): { backend: string; bytes: string }[] {
+  const framer = new RequestFramer("100.64.0.9", undefined, (t) => (t.startsWith("/api") ? "api" : "web"));
+  const out: { backend: string; bytes: string }[] = [];
+  const add = (bufs: Buffer[]) => {
+    const bytes = Buffer.concat(bufs).toString("latin1");
+    if (!bytes) return;
+    const backend = String(framer.current);
+    if (out.at(-1)?.backend === backend) out[out.length - 1].bytes += bytes;
+    else out.push({ backend, bytes });
+  };
+  for (const piece of pieces) {
+    add(framer.push(piece));
+    while (framer.switching) add(framer.switched());
+  }
+  assert.equal(framer.failed, undefined);
+  return out;
+}
+
+test("framer: a head for another backend is held with all after it, whatever the split of the input", () => {
+  const wire = Buffer.from(
+    "GET /api/1 HTTP/1.1\r\nhost: h\r\n\r\n" +
+      "POST /home HTTP/1.1\r\nhost: h\r\ncontent-length: 30\r\n\r\nGET /api/x HTTP/1.1\r\nhost: h\r\n" +
+      "\r\nGET /about HTTP/1.1\r\nhost: h\r\n\r\n" +
+      "GET /api/2 HTTP/1.1\r\nhost: h\r\n\r\n",
+    "latin1",
+  );
+  const whole = routedRun([wire]);
+  assert.deepEqual(
+    whole.map((s) => [s.backend, [...s.bytes.matchAll(/^(?:GET|POST) (\S+)/gm)].map((m) => m[1])]),
+    [
+      ["api", ["/api/1"]],
+      ["web", ["/home", "/api/x", "/about"]], // /api/x is body bytes of /home, never a request
+      ["api", ["/api/2"]],
+    ],
+  );
+  for (let i = 1; i < wire.length; i++) {
+    assert.deepEqual(routedRun([wire.subarray(0, i), wire.subarray(i)]), whole, `split at ${i}`);
+  }
+  assert.deepEqual(routedRun([...wire].map((b) => Buffer.from([b]))), whole, "byte by byte");
 });
