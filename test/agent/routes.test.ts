@@ -225,3 +225,73 @@ test("framer: a head for another backend is held with all after it, whatever the
   }
   assert.deepEqual(routedRun([...wire].map((b) => Buffer.from([b]))), whole, "byte by byte");
 });
+
+/** Percent-decoding byte by byte (latin1), as a decoding server does before it matches. */
+const decodeAll = (p: string) =>
+  p.replace(/%([0-9a-fA-F]{2})/g, (_, h: string) => String.fromCharCode(Number.parseInt(h, 16)));
+/** Dot segments resolved and empty segments merged (Go's path.Clean keeps a trailing slash in ServeMux; nginx merge_slashes). */
+function cleanPath(p: string): string {
+  const out: string[] = [];
+  const parts = p.split("/");
+  for (const part of parts.slice(1)) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") out.pop();
+    else out.push(part);
+  }
+  const trailing = p.endsWith("/") || p.endsWith("/.") || p.endsWith("/..");
+  return `/${out.join("/")}${trailing && out.length ? "/" : ""}`;
+}
+/** How servers behind the agent read a raw path: each a different, documented normalisation. */
+const READERS: Record<string, (p: string) => string> = {
+  "Go net/http ServeMux (decode, then clean)": (p) => cleanPath(decodeAll(p)),
+  "nginx location (decode, merge slashes, resolve dots)": (p) => cleanPath(decodeAll(p)),
+  "Tomcat (strip ;parameters, decode, normalise)": (p) => cleanPath(decodeAll(p.replace(/;[^/]*/g, ""))),
+  "IIS-style (\\ is /, decode, normalise)": (p) => cleanPath(decodeAll(p.replace(/\\/g, "/"))),
+  "decode twice": (p) => cleanPath(decodeAll(decodeAll(p))),
+};
+const token = fc.constantFrom(
+  "a",
+  "api",
+  "admin",
+  ".",
+  "..",
+  "/",
+  "//",
+  "%2e",
+  "%2E",
+  "%2f",
+  "%2F",
+  "%5c",
+  "\\",
+  ";",
+  "x=1",
+  "%61",
+  "%20",
+  "%C3%A9",
+  "%25",
+  "%",
+  "%2",
+);
+
+test("property: every path the agent routes reads the same to decoding and normalising servers behind it", () => {
+  let accepted = 0;
+  fc.assert(
+    fc.property(fc.array(token, { maxLength: 8 }), (tokens) => {
+      const path = `/${tokens.join("")}`;
+      let routed: string | undefined;
+      try {
+        routed = requestPath(path);
+      } catch (e) {
+        assert.ok(e instanceof HttpFramingError && e.status === 400);
+        return;
+      }
+      accepted++;
+      assert.equal(routed, path);
+      // What the agent matched (its bytes, the allowed %20 and UTF-8 decoded alike) is what each reader sees.
+      for (const [reader, read] of Object.entries(READERS))
+        assert.equal(read(path), decodeAll(path), `${reader}: ${path}`);
+    }),
+    { numRuns: 5000 },
+  );
+  assert.ok(accepted > 100, `only ${accepted} accepted paths: the generator tests nothing`);
+});
