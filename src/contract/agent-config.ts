@@ -6,7 +6,7 @@ import { isIP } from "node:net";
 import type { ErrorObject } from "ajv";
 import { newAjv } from "../api/ajv.js";
 import { ConfigError } from "../config.js";
-import { MAX_RULE_PATH, MAX_RULES, pathsProblem } from "./paths.js";
+import { agentPathsSchema, pathsProblem } from "./paths.js";
 import { POD_IP_ENV, POD_IP_HOST, POD_LOCAL_HOST } from "./ports.js";
 
 export type AgentRole = "egress" | "ingress";
@@ -213,25 +213,7 @@ const schema = {
             required: ["host", "port"],
             properties: { host: { type: "string", minLength: 1 }, port },
           },
-          paths: {
-            type: "array",
-            maxItems: MAX_RULES,
-            items: {
-              type: "object",
-              additionalProperties: false,
-              required: ["path", "pathType", "backend"],
-              properties: {
-                path: { type: "string", minLength: 1, maxLength: MAX_RULE_PATH },
-                pathType: { type: "string", enum: ["Exact", "Prefix"] },
-                backend: {
-                  type: "object",
-                  additionalProperties: false,
-                  required: ["host", "port"],
-                  properties: { host: { type: "string", minLength: 1 }, port },
-                },
-              },
-            },
-          },
+          paths: agentPathsSchema(port),
           tls: {
             type: "object",
             additionalProperties: false,

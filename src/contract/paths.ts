@@ -47,3 +47,25 @@ export function pathsProblem(
   }
   return undefined;
 }
+
+/** The agent config's `exposes[].paths` (JSON Schema; `port` is the config's port schema). */
+export const agentPathsSchema = <P>(port: P) =>
+  ({
+    type: "array",
+    maxItems: MAX_RULES,
+    items: {
+      type: "object",
+      additionalProperties: false,
+      required: ["path", "pathType", "backend"],
+      properties: {
+        path: { type: "string", minLength: 1, maxLength: MAX_RULE_PATH },
+        pathType: { type: "string", enum: ["Exact", "Prefix"] },
+        backend: {
+          type: "object",
+          additionalProperties: false,
+          required: ["host", "port"],
+          properties: { host: { type: "string", minLength: 1 }, port },
+        },
+      },
+    },
+  }) as const;
