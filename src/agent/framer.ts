@@ -21,6 +21,7 @@ type State =
   | { at: "chunk-crlf"; left: number }
   | { at: "trailers"; bytes: number }
   | { at: "await" }
+  | { at: "switch" }
   | { at: "raw" }
   | { at: "failed" };
 
@@ -64,15 +65,38 @@ export class RequestFramer {
   onHeadEnd?: () => void;
   /** Each forwarded request, in order (the response side pairs answers with them). */
   onRequest?: (headMethod: boolean, upgrade: boolean, method: string, target: string) => void;
+  /** The backend of the requests forwarded so far (routed exposes; set by the first head). */
+  current: unknown;
+  /** A head routed elsewhere than `current`: held, with what follows, until `switched()`. */
+  private next: unknown;
 
+  /**
+   * `route` (routed exposes, routes.ts) names each request's backend; it throws HttpFramingError for a target
+   * it refuses. A request for another backend than the previous ones stops the framing before its head.
+   */
   constructor(
     private readonly clientIp: string | undefined,
     private readonly owned?: OwnedHeaders,
+    private readonly route?: (target: string) => unknown,
   ) {}
 
-  /** Waiting for the answer to an upgrade request (input is held). */
+  /** Waiting for the answer to an upgrade request, or for a backend switch (input is held). */
   get awaiting(): boolean {
-    return this.state.at === "await";
+    return this.state.at === "await" || this.state.at === "switch";
+  }
+
+  /** A request for another backend is held: the caller lets the earlier ones be answered, then `switched()`. */
+  get switching(): boolean {
+    return this.state.at === "switch";
+  }
+
+  /** The earlier requests are answered and the old backend let go: the held head goes on to `current`. */
+  switched(): Buffer[] {
+    if (this.state.at !== "switch") return [];
+    this.current = this.next;
+    this.next = undefined;
+    this.state = { at: "head" };
+    return this.push(Buffer.alloc(0));
   }
 
   /** Bytes held while awaiting. */
@@ -112,7 +136,7 @@ export class RequestFramer {
         out.push(data);
         break;
       }
-      if (s.at === "await") {
+      if (s.at === "await" || s.at === "switch") {
         this.pending = Buffer.from(data);
         break;
       }
@@ -158,9 +182,10 @@ export class RequestFramer {
           continue;
         }
         const rewritten = rewriteRequestHead(data.toString("latin1", start, end), this.clientIp, "https", this.owned);
-        data = data.subarray(end + 4);
         this.inHead = false;
         this.onHeadEnd?.();
+        if (this.holdForSwitch(rewritten.target, data)) break;
+        data = data.subarray(end + 4);
         this.onRequest?.(rewritten.headMethod, rewritten.upgrade, rewritten.method, rewritten.target);
         out.push(rewritten.head);
         this.upgradeAsked = rewritten.upgrade;
@@ -194,6 +219,20 @@ export class RequestFramer {
       }
       data = data.subarray(eol + 2);
     }
+  }
+
+  /** Routes a parsed head: true when it is for another backend (then it is held, with all after it). */
+  private holdForSwitch(target: string, data: Buffer): boolean {
+    if (!this.route) return false;
+    const backend = this.route(target);
+    if (this.current === undefined || backend === this.current) {
+      this.current = backend;
+      return false;
+    }
+    this.next = backend;
+    this.state = { at: "switch" };
+    this.pending = Buffer.from(data); // the head again, framed anew after the switch
+    return true;
   }
 
   private requestDone(): void {

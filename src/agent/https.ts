@@ -10,6 +10,7 @@ import { type CertificateEntry, loadCertificate, normalizeName, selectByServerNa
 import { closeServer, type HttpListenerCommon, listenOn, tryAcquire } from "./forward.js";
 import { type PipeTarget, pipeHttpConnection } from "./pipe.js";
 import { readProxyHeader } from "./proxy-protocol.js";
+import { PathRouter } from "./routes.js";
 
 export interface HttpsListenerOptions extends HttpListenerCommon {
   listenPort: number;
@@ -81,6 +82,7 @@ function exposeRouting(opts: HttpsListenerOptions): ExposeRouting {
     target: {
       name: expose.name,
       backend: expose.backend,
+      ...routeOf(expose),
       dialTimeoutMs: opts.dialTimeoutMs,
       idleTimeoutMs: opts.idleTimeoutMs,
       headerTimeoutMs: opts.headerTimeoutMs,
@@ -96,6 +98,13 @@ function exposeRouting(opts: HttpsListenerOptions): ExposeRouting {
     fallback,
     routeFor: (serverName) => selectByServerName(byName, serverName || undefined, fallback),
   };
+}
+
+/** A routed expose (`paths`) picks each request's backend by path; the rest go to `backend`. */
+function routeOf(expose: AgentExpose): Pick<PipeTarget, "route"> {
+  if (!expose.paths?.length) return {};
+  const router = new PathRouter(expose.paths, expose.backend);
+  return { route: (requestTarget) => router.route(requestTarget) };
 }
 
 /** A TLS server whose connections are piped to the backend (pipe.ts): no Node HTTP server or client. */

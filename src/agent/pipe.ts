@@ -32,6 +32,12 @@ export interface PipeTarget {
   dial?: () => { socket: Socket; event: "connect" | "secureConnect" };
   /** Headers this connection owns beyond the client-identity ones (http1.ts OwnedHeaders). */
   owned?: OwnedHeaders;
+  /**
+   * Routed exposes (routes.ts): each request's backend by its path (`backend` is then unused). Requests of one
+   * connection for another backend wait until the earlier ones are answered; then the backend connection is
+   * closed and the new one dialled, so answers never interleave.
+   */
+  route?: (requestTarget: string) => HostPort;
   /** Each forwarded request's method and target, then each final answer's status, in the same order. */
   onRequest?: (method: string, target: string) => void;
   onStatus?: (code: number) => void;
@@ -86,7 +92,11 @@ class HttpPipe {
     clientIp: string | undefined,
     private readonly done: () => void,
   ) {
-    this.framer = new RequestFramer(clientIp ?? client.remoteAddress?.replace(/^::ffff:/, ""), target.owned);
+    this.framer = new RequestFramer(
+      clientIp ?? client.remoteAddress?.replace(/^::ffff:/, ""),
+      target.owned,
+      target.route,
+    );
     this.framer.onRequest = (headMethod, upgrade, method, requestTarget) => {
       this.responses.sent(headMethod, upgrade);
       target.onRequest?.(method, requestTarget);
@@ -102,6 +112,7 @@ class HttpPipe {
     client.setTimeout(this.target.idleTimeoutMs, this.destroyBoth);
     client.on("data", this.onData);
     client.on("error", this.destroyBoth);
+    client.on("drain", () => this.upstream?.resume());
     client.once("end", () => this.clientEnd());
     client.once("close", () => {
       clearTimeout(this.headTimer);
@@ -153,8 +164,9 @@ class HttpPipe {
   private dial(): void {
     const { target, client } = this;
     const started = process.hrtime.bigint();
+    const backend = (this.framer.current as HostPort | undefined) ?? target.backend;
     const { socket, event } = target.dial?.() ?? {
-      socket: connect({ host: target.backend.host, port: target.backend.port, allowHalfOpen: true, noDelay: true }),
+      socket: connect({ host: backend.host, port: backend.port, allowHalfOpen: true, noDelay: true }),
       event: "connect",
     };
     this.upstream = socket;
@@ -167,7 +179,7 @@ class HttpPipe {
       target.metrics.dialErrors.inc({ name: target.name });
       target.log.debug("backend dial failed", {
         expose: target.name,
-        error: `${formatHostPort(target.backend)}: ${timedOut ? `timed out after ${target.dialTimeoutMs / 1000}s` : (err.code ?? err.message)}`,
+        error: `${formatHostPort(backend)}: ${timedOut ? `timed out after ${target.dialTimeoutMs / 1000}s` : (err.code ?? err.message)}`,
       });
       this.upstream = undefined;
       this.refuse(timedOut ? 504 : 502);
@@ -189,7 +201,6 @@ class HttpPipe {
     this.connected = true;
     socket.setTimeout(this.target.idleTimeoutMs, this.destroyBoth);
     socket.on("data", (chunk: Buffer) => this.backendData(socket, chunk));
-    client.on("drain", () => socket.resume());
     socket.on("drain", () => client.resume());
     socket.once("end", () => {
       clearTimeout(this.headTimer);
@@ -214,7 +225,28 @@ class HttpPipe {
     if (this.failing !== undefined && this.responses.idle) {
       socket.destroy();
       this.refuse(this.failing);
+    } else if (this.framer.switching && this.responses.idle) this.switchBackend();
+  }
+
+  /**
+   * Every request sent to the current backend is answered and the next one is for another: the old backend
+   * connection is let go (its end or errors no longer concern the client) and the held request is framed
+   * again, which dials the new backend.
+   */
+  private switchBackend(): void {
+    const old = this.upstream;
+    if (old) {
+      old.removeAllListeners("data");
+      old.removeAllListeners("end");
+      old.removeAllListeners("drain");
+      old.removeAllListeners("error");
+      old.removeAllListeners("timeout");
+      old.on("error", () => {}); // closing: nothing it says matters any more
+      old.destroy();
     }
+    this.upstream = undefined;
+    this.connected = false;
+    this.frame(this.framer.switched()); // dials: the client resumes when the new backend is there
   }
 
   private fail(err: HttpFramingError): void {
@@ -242,6 +274,7 @@ class HttpPipe {
       this.send(pieces);
     }
     if (this.framer.failed) this.fail(this.framer.failed);
+    else if (this.framer.switching && this.responses.idle && this.upstream) this.switchBackend();
     else if (this.framer.awaiting && this.framer.held > MAX_HELD_BYTES) this.client.pause();
   }
 

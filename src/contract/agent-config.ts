@@ -6,6 +6,7 @@ import { isIP } from "node:net";
 import type { ErrorObject } from "ajv";
 import { newAjv } from "../api/ajv.js";
 import { ConfigError } from "../config.js";
+import { agentPathsSchema, pathsProblem } from "./paths.js";
 import { POD_IP_ENV, POD_IP_HOST, POD_LOCAL_HOST } from "./ports.js";
 
 export type AgentRole = "egress" | "ingress";
@@ -34,6 +35,11 @@ export interface AgentExpose {
   mode: ExposeMode;
   /** The cluster Service (or any host) the expose forwards to. */
   backend: { host: string; port: number };
+  /**
+   * http mode: per-request routes by path (src/agent/routes.ts, Kubernetes Ingress semantics); a request no
+   * path matches goes to `backend`.
+   */
+  paths?: AgentPath[];
   /** http mode: the mounted kubernetes.io/tls Secret files. */
   tls?: { certFile: string; keyFile: string };
   /**
@@ -49,6 +55,12 @@ export interface AgentExpose {
    * a listen port agree on it.
    */
   proxyProtocol?: boolean;
+}
+
+export interface AgentPath {
+  path: string;
+  pathType: "Exact" | "Prefix";
+  backend: { host: string; port: number };
 }
 
 export interface AgentLimits {
@@ -201,6 +213,7 @@ const schema = {
             required: ["host", "port"],
             properties: { host: { type: "string", minLength: 1 }, port },
           },
+          paths: agentPathsSchema(port),
           tls: {
             type: "object",
             additionalProperties: false,
@@ -305,7 +318,10 @@ function checkSemantics(config: AgentConfig, source: string): void {
       fail(`exposes[${i}].kubeApi`, expose.kubeApi ? "is only for mode kube-api" : "is required in kube-api mode");
     if (expose.mode === "kube-api" && !config.tailscale.localApiSocket)
       fail("tailscale.localApiSocket", "is required by a kube-api expose (WhoIs)");
+    if (expose.paths && expose.mode !== "http") fail(`exposes[${i}].paths`, "is only for mode http");
     if (expose.mode !== "http") return;
+    const bad = pathsProblem(expose.paths ?? []);
+    if (bad) fail(`exposes[${i}].paths[${bad.index}]`, bad.problem);
     if (!expose.tls) fail(`exposes[${i}].tls`, "is required in http mode");
     if (expose.names.length === 0) fail(`exposes[${i}].names`, "must list the DNS name in http mode");
     const listenerKey = expose.listenPort === 0 ? -1 - i : expose.listenPort;

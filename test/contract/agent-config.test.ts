@@ -255,3 +255,31 @@ test("two http exposes may share a listener with distinct names", () => {
   });
   assert.equal(config.exposes.length, 2);
 });
+
+test("paths of an http expose: checked as the agent matches them, named by field", () => {
+  const route = (path: string, pathType = "Prefix") => ({ path, pathType, backend: { host: "api.ns.svc", port: 80 } });
+  const withPaths = (paths: unknown[], mode = "http") => ({
+    role: "ingress",
+    metricsPort: 9080,
+    exposes: [{ ...web, mode, paths }],
+  });
+  const ok = validateAgentConfig(withPaths([route("/api"), route("/api", "Exact")]));
+  assert.deepEqual(ok.exposes[0].paths, [route("/api"), route("/api", "Exact")]);
+  const refused: [unknown, RegExp][] = [
+    [withPaths([route("/api"), route("/api/")]), /exposes\[0\]\.paths\[1\] duplicates paths\[0\] \(Prefix \/api\)/],
+    [withPaths([route("/a/./b")]), /exposes\[0\]\.paths\[0\] path "\/a\/\.\/b": no empty, \. or \.\. segments/],
+    [withPaths([route("/a%2fb")]), /exposes\[0\]\.paths\[0\].*only visible ASCII/],
+    [
+      withPaths([route("/a", "ImplementationSpecific")]),
+      /exposes\[0\]\.paths\[0\]\.pathType must be one of Exact, Prefix/,
+    ],
+    [withPaths([route("/a")], "tcp"), /exposes\[0\]\.paths is only for mode http/],
+    [withPaths(Array.from({ length: 65 }, (_, i) => route(`/p${i}`))), /exposes\[0\]\.paths/],
+  ];
+  for (const [config, message] of refused) {
+    assert.throws(
+      () => validateAgentConfig(config),
+      (e: unknown) => e instanceof AgentConfigError && message.test(e.message),
+    );
+  }
+});

@@ -28,7 +28,9 @@ export const SLOW_FOLDERS: readonly string[] = ["test/hardening", "test/replicas
 /** Single slow files elsewhere, each with what it starts (repository-relative paths). */
 export const SLOW_FILES: Readonly<Record<string, string>> = {
   "test/agent/differential.test.ts": "the Go echo server (test/fixtures/goecho) and openssl",
+  "test/agent/paths-differential.test.ts": "the Go router (test/fixtures/goroute), HAProxy and openssl",
   "test/agent/ingress-http.test.ts": "openssl (test/fakes/agent/pki.ts)",
+  "test/agent/ingress-paths.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/agent/ingress-tcp.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/agent/kube-api.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/agent/refuse.test.ts": "openssl (test/fakes/agent/pki.ts)",

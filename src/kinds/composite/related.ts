@@ -99,7 +99,15 @@ export function egressRelated(parent: K8sObject, config: OperatorConfig): Relate
 export function ingressRelated(parent: K8sObject, config: OperatorConfig): RelatedRule[] {
   const exposes = records(specOf(parent).exposes);
   const tls = uniqSorted(exposes.flatMap((e) => strings([(e.tls as Spec | undefined)?.secretName])));
-  const backends = uniqSorted(exposes.flatMap((e) => strings([(e.backend as Spec | undefined)?.service])));
+  // Path backends too (per-request routes): every Service the agent forwards to.
+  const backends = uniqSorted(
+    exposes.flatMap((e) =>
+      strings([
+        (e.backend as Spec | undefined)?.service,
+        ...records(e.paths).map((p) => (p.backend as Spec | undefined)?.service),
+      ]),
+    ),
+  );
   const ns = parent.metadata.namespace;
   const rules = workloadRelated(parent, config);
   if (ns && tls.length) rules.push({ apiVersion: "v1", resource: "secrets", namespace: ns, names: tls });

@@ -90,6 +90,15 @@ export function ingressAgentConfig(
         spec.mode === "kube-api"
           ? { ...KUBE_API_BACKEND }
           : { host: backendHost(e.backend.service, namespace), port: e.backend.port },
+      ...(spec.mode === "http" && e.paths.length > 0
+        ? {
+            paths: e.paths.map((p) => ({
+              path: p.path,
+              pathType: p.pathType,
+              backend: { host: backendHost(p.backend.service, namespace), port: p.backend.port },
+            })),
+          }
+        : {}),
       ...(spec.mode === "http" && e.tlsSecret ? { tls: tlsFiles(e.tlsSecret) } : {}),
       ...(spec.mode === "kube-api" ? { kubeApi: { ...KUBE_API_FILES } } : {}),
       ...(spec.mode !== "tcp" ? { proxyProtocol: true } : {}),

@@ -3,6 +3,7 @@
  * reads `parent.spec`. Also the checks the CRD schema cannot express (`ingressSpecProblem`, the kind
  * module's `specProblem`: InvalidSpec naming the field) and the local listen port of every expose.
  */
+import { pathsProblem } from "../../../contract/paths.js";
 import { ingressListenPort } from "../../../contract/ports.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
@@ -28,12 +29,31 @@ export interface ExposeSpec {
   port: number;
   /** Empty service when absent (mode kube-api, where it must be). */
   backend: { service: string; port: number };
+  /** http only: per-request routes by path (src/agent/routes.ts); the rest go to `backend`. */
+  paths: ExposePath[];
   /** http only: DNS label of the expose's name (default: the ingress hostname). */
   host?: string;
   aliases: string[];
   /** http only: the kubernetes.io/tls Secret in the ingress's namespace. */
   tlsSecret?: string;
 }
+
+export interface ExposePath {
+  path: string;
+  pathType: "Exact" | "Prefix";
+  backend: { service: string; port: number };
+}
+
+const readPaths = (v: unknown): ExposePath[] =>
+  (Array.isArray(v) ? v : []).map((raw) => {
+    const p = recordOf(raw);
+    const b = recordOf(p.backend);
+    return {
+      path: typeof p.path === "string" ? p.path : "",
+      pathType: p.pathType === "Exact" ? "Exact" : "Prefix",
+      backend: { service: str(b.service) ?? "", port: Number(b.port) },
+    };
+  });
 
 export interface IngressSpec {
   /** spec.tag, when set (else the effective tag is derived from the Tailnet's tagPrefix). */
@@ -66,6 +86,7 @@ export function readIngressSpec(parent: K8sObject): IngressSpec {
         name: str(e.name) ?? "",
         port: exposePort(spec.mode, e.port),
         backend: { service: str(backend.service) ?? "", port: Number(backend.port) },
+        paths: readPaths(e.paths),
         host: str(e.host),
         aliases: strings(e.aliases),
         tlsSecret: str(recordOf(e.tls).secretName),
@@ -94,6 +115,9 @@ export function ingressSpecProblem(parent: K8sObject): string | undefined {
     if (!e.backend.service) return `${f}.backend: required in mode ${spec.mode}`;
     if (spec.mode === "http" && !e.tlsSecret) return `${f}.tls.secretName: required in mode http`;
     if (!Number.isInteger(e.port)) return `${f}.port: required in mode tcp`;
+    if (e.paths.length > 0 && spec.mode !== "http") return `${f}.paths: only in mode http (routing is per request)`;
+    const bad = pathsProblem(e.paths);
+    if (bad) return `${f}.paths[${bad.index}]: ${bad.problem}`;
     const earlier = byPort.get(e.port) ?? [];
     if (spec.mode === "tcp" && earlier.length > 0) {
       return `${f}.port: ${e.port} is already used by spec.exposes[${earlier[0].index}] (one expose per port in mode tcp)`;
@@ -118,6 +142,7 @@ function kubeApiProblem(spec: IngressSpec): string | undefined {
     const f = `spec.exposes[${e.index}]`;
     if (e.index > 0) return `${f}: mode kube-api serves the API server on one port (one expose)`;
     if (!Number.isInteger(e.port)) return `${f}.port: required in mode kube-api`;
+    if (e.paths.length > 0) return `${f}.paths: not allowed in mode kube-api`;
     if (e.backend.service)
       return `${f}.backend: not allowed in mode kube-api (the backend is the cluster's API server)`;
     if (e.tlsSecret)

@@ -1,6 +1,6 @@
 /**
  * The TailnetIngress an Ingress of our class becomes (pure): mode http, one expose per host on port
- * 443 with that host's backend and TLS Secret. A host is a name in the Tailnet's zone — a bare label
+ * 443 with that host's backend (what no path matches), its paths and TLS Secret. A host is a name in the Tailnet's zone — a bare label
  * (`grafana`) or `<label>.<zone>` — and becomes the expose's `host`; every name rule of a TailnetIngress
  * (docs/dns-names.md: a node's name wins, the older claimant keeps a name, the namespace's subtree) then
  * applies unchanged. Named Service ports are resolved here against the observed Service.
@@ -8,7 +8,18 @@
 import { API_VERSION, GROUP } from "../../../api/schemas.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { isDns1035Label } from "../annotations.js";
-import type { HostRoute, IngressClassSpec, TlsEntry } from "./spec.js";
+import type { BackendRef, HostRoute, IngressClassSpec, TlsEntry } from "./spec.js";
+
+/** A host's paths with their Service ports resolved, as TailnetIngress spec.exposes[].paths. */
+function resolvePaths(route: HostRoute, services: readonly K8sObject[]): Record<string, unknown>[] | AttachmentRefusal {
+  const out: Record<string, unknown>[] = [];
+  for (const p of route.paths) {
+    const port = resolvePort(p, services);
+    if (typeof port !== "number") return port;
+    out.push({ path: p.path, pathType: p.pathType, backend: { service: p.backend.service, port } });
+  }
+  return out;
+}
 
 /** On the attachment: the Ingress it was made for (`kubectl get tni -l tailnet.internal/ingress=<name>`). */
 export const INGRESS_LABEL = `${GROUP}/ingress`;
@@ -38,7 +49,10 @@ function tlsFor(tls: readonly TlsEntry[], names: readonly string[]): TlsEntry | 
   );
 }
 
-function resolvePort(route: HostRoute, services: readonly K8sObject[]): number | AttachmentRefusal {
+function resolvePort(
+  route: { backend: BackendRef; field: string },
+  services: readonly K8sObject[],
+): number | AttachmentRefusal {
   const { service, port } = route.backend;
   if (typeof port === "number") return port;
   const svc = services.find((s) => s.metadata.name === service);
@@ -67,7 +81,10 @@ export function ingressAttachment(
   services: readonly K8sObject[],
 ): { attachment: K8sObject } | { refusal: AttachmentRefusal } {
   const used = new Set<string>();
-  const byLabel = new Map<string, { service: string; port: number; secret: string; who: string }>();
+  const byLabel = new Map<
+    string,
+    { service: string; port: number; secret: string; paths: string; expose: Record<string, unknown>; who: string }
+  >();
   const exposes: Record<string, unknown>[] = [];
   for (const [i, route] of spec.routes.entries()) {
     const label = route.host === undefined ? spec.hostname : hostLabel(route.host, zone);
@@ -82,6 +99,8 @@ export function ingressAttachment(
     }
     const port = resolvePort(route, services);
     if (typeof port !== "number") return { refusal: port };
+    const paths = resolvePaths(route, services);
+    if (!Array.isArray(paths)) return { refusal: paths };
     const names = [label, fqdn(label, zone), ...(route.host ? [route.host.replace(/\.$/, "")] : [])];
     const tls = tlsFor(spec.tls, names);
     if (!tls?.secretName) {
@@ -96,29 +115,44 @@ export function ingressAttachment(
     // hostname next to rules without host) are one expose when they agree, else the name is ambiguous.
     const same = byLabel.get(label);
     if (same) {
-      if (same.service === route.backend.service && same.port === port && same.secret === tls.secretName) continue;
+      // The default backend's entry (no paths) agrees with a host's paths when their backend is the same: the
+      // host's paths route first, the rest goes to that backend either way.
+      const pathsAgree = same.paths === JSON.stringify(paths) || paths.length === 0 || same.expose.paths === undefined;
+      if (
+        same.service === route.backend.service &&
+        same.port === port &&
+        same.secret === tls.secretName &&
+        pathsAgree
+      ) {
+        if (paths.length && same.expose.paths === undefined) same.expose.paths = paths;
+        continue;
+      }
       return {
         refusal: {
           reason: "UnsupportedHost",
-          message: `${route.host ? `host ${route.host}` : "the rules without host"} and ${same.who} are both ${fqdn(label, zone)} with different backends or TLS Secrets`,
+          message: `${route.host ? `host ${route.host}` : "the rules without host"} and ${same.who} are both ${fqdn(label, zone)} with different backends, paths or TLS Secrets`,
         },
       };
     }
-    byLabel.set(label, {
-      service: route.backend.service,
-      port,
-      secret: tls.secretName,
-      who: route.host ? `host ${route.host}` : "the rules without host",
-    });
     // The expose name is the metric label: the host label when it is one, else its position.
     let name = isDns1035Label(label) && !used.has(label) ? label : `host-${i}`;
     while (used.has(name)) name = `${name}-${i}`;
     used.add(name);
-    exposes.push({
+    const expose: Record<string, unknown> = {
       name,
       backend: { service: route.backend.service, port },
+      ...(paths.length ? { paths } : {}),
       ...(label !== spec.hostname ? { host: label } : {}),
       tls: { secretName: tls.secretName },
+    };
+    exposes.push(expose);
+    byLabel.set(label, {
+      service: route.backend.service,
+      port,
+      secret: tls.secretName,
+      paths: JSON.stringify(paths),
+      expose,
+      who: route.host ? `host ${route.host}` : "the rules without host",
     });
   }
   return {

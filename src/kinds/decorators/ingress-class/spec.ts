@@ -1,10 +1,12 @@
 /**
  * A networking.k8s.io/v1 Ingress read once and checked (pure): is it ours (its class names an
  * IngressClass whose controller is ours), and what the agent can serve of it. The agent serves each
- * host with one backend over https on port 443 (an http TailnetIngress expose); what it cannot honour
- * exactly — paths that send one host to different backends, a resource backend, a wildcard host — is
- * refused here with the field named, never served differently from what the Ingress says.
+ * host over https on port 443 (an http TailnetIngress expose), routing each request by its path; what it
+ * cannot honour exactly — a path it could not match as written, a host with no backend for unmatched paths,
+ * a resource backend, a wildcard host — is refused here with the field named, never served differently.
  */
+
+import { MAX_RULES, ruleKey, rulePathProblem } from "../../../contract/paths.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
 import { WorkloadAnnotation as Annotation } from "../../shared/annotations.js";
@@ -26,9 +28,12 @@ export interface BackendRef {
 export interface HostRoute {
   /** The rule's host, lower-cased; undefined for rules without host and the default backend. */
   host?: string;
+  /** What no path matches goes to. */
   backend: BackendRef;
   /** Where the backend came from, for messages: `spec.rules[0].http.paths[1]`, `spec.defaultBackend`. */
   field: string;
+  /** The host's other paths, each to its backend (per request, src/agent/routes.ts). */
+  paths: RoutePath[];
 }
 
 export interface TlsEntry {
@@ -101,48 +106,68 @@ interface PathEntry {
   field: string;
 }
 
-/**
- * Prefix `/` (and ImplementationSpecific `/`, read as Prefix, as ingress-nginx reads it without its
- * regex annotation) matches every request path: such a host needs no default backend.
- */
-const coversAll = (p: PathEntry) =>
-  (p.pathType === "Prefix" || p.pathType === "ImplementationSpecific") && p.path === "/";
+/** A path of a host as the agent routes it: ImplementationSpecific is read as Prefix. */
+export interface RoutePath {
+  path: string;
+  pathType: "Exact" | "Prefix";
+  backend: BackendRef;
+  field: string;
+}
+
+type HostBackends = { backend: BackendRef; field: string; paths: RoutePath[] };
+
+const pathsRefusal = (message: string): SpecRefusal => ({ reason: "UnsupportedPaths", message });
 
 /**
- * One host's backend, or why the agent cannot serve it exactly: the agent sends every request of a
- * connection to one backend, so the paths of a host (and the default backend, which takes what no
- * path matches) must all lead to the same one.
+ * One host's routes for the agent (src/agent/routes.ts): its paths, and the backend of what no path matches —
+ * the `/` Prefix path's (which matches everything), else spec.defaultBackend. ImplementationSpecific is read
+ * as Prefix (as ingress-nginx reads it without its regex annotation). Refused: a path the agent's matcher
+ * could never serve as written, one path to two backends, and a host without a backend for unmatched paths
+ * (the agent has no 404 backend of its own).
  */
-function hostBackend(
+function hostBackends(
   host: string | undefined,
   paths: PathEntry[],
   fallback: { backend: BackendRef; field: string } | undefined,
-): { backend: BackendRef; field: string } | SpecRefusal {
+): HostBackends | SpecRefusal {
   const who = host ? `host ${host}` : "the rules without host";
   if (paths.length === 0) {
-    if (fallback) return fallback;
+    if (fallback) return { ...fallback, paths: [] };
     return { reason: "NoBackend", message: `${who} has no http paths and the Ingress has no spec.defaultBackend` };
   }
-  const all = paths.some(coversAll);
-  const candidates = [
-    ...paths.map((p) => ({ backend: p.backend, field: p.field })),
-    ...(!all && fallback ? [fallback] : []),
-  ];
-  const other = candidates.find((c) => !sameBackend(c.backend, candidates[0].backend));
-  if (other) {
-    return {
-      reason: "UnsupportedPaths",
-      message: `${who} routes to ${showBackend(candidates[0].backend)} (${candidates[0].field}) and ${showBackend(other.backend)} (${other.field}); the tailnet agent sends every request of ${host ?? "a host"} to one backend — split the Ingress by host or use one Service`,
-    };
+  const seen = new Map<string, PathEntry>();
+  const kept: RoutePath[] = [];
+  let all: PathEntry | undefined;
+  for (const p of paths) {
+    const pathType = p.pathType === "Exact" ? "Exact" : "Prefix";
+    const problem = rulePathProblem(p.path);
+    if (problem) {
+      return pathsRefusal(
+        `${p.field}.path: "${cut(p.path)}" ${problem}; the tailnet agent matches the raw request path and refuses requests with such paths`,
+      );
+    }
+    const key = ruleKey(p.path, pathType);
+    const first = seen.get(key);
+    if (first) {
+      if (sameBackend(first.backend, p.backend)) continue;
+      return pathsRefusal(
+        `${p.field} and ${first.field} are both ${key}, to ${showBackend(p.backend)} and ${showBackend(first.backend)}`,
+      );
+    }
+    seen.set(key, p);
+    if (pathType === "Prefix" && p.path === "/") all = p;
+    else kept.push({ path: p.path, pathType, backend: p.backend, field: p.field });
   }
-  if (!all && !fallback) {
+  const fallbackOf = all ? { backend: all.backend, field: all.field } : fallback;
+  if (!fallbackOf) {
     const shown = paths.map((p) => `${p.path} (${p.pathType})`).join(", ");
-    return {
-      reason: "UnsupportedPaths",
-      message: `${who} routes only ${cut(shown)}; the tailnet agent would forward every path of it to ${showBackend(paths[0].backend)} — add path / (Prefix) for that backend, or set spec.defaultBackend to it`,
-    };
+    return pathsRefusal(
+      `${who} routes only ${cut(shown)}; the tailnet agent needs a backend for the other paths — add path / (Prefix), or set spec.defaultBackend`,
+    );
   }
-  return candidates[0];
+  if (kept.length > MAX_RULES)
+    return pathsRefusal(`${who} has ${kept.length} paths; the agent routes at most ${MAX_RULES}`);
+  return { ...fallbackOf, paths: kept };
 }
 
 export function readIngress(ingress: K8sObject): ReadIngress {
@@ -200,9 +225,9 @@ export function readIngress(ingress: K8sObject): ReadIngress {
   }
   const routes: HostRoute[] = [];
   for (const [host, paths] of byHost) {
-    const b = hostBackend(host, paths, fallback);
+    const b = hostBackends(host, paths, fallback);
     if ("reason" in b) return { ok: false, refusal: b };
-    routes.push({ ...(host ? { host } : {}), backend: b.backend, field: b.field });
+    routes.push({ ...(host ? { host } : {}), backend: b.backend, field: b.field, paths: b.paths });
   }
   const tls = arr(spec.tls).map((raw, index) => {
     const t = recordOf(raw);

@@ -218,7 +218,25 @@ const REFUSALS: {
   extra?: Parameters<typeof observe>[1];
 }[] = [
   {
-    name: "two paths of one host to different Services",
+    name: "one path of a host to two Services",
+    ing: ingressWith({
+      rules: [
+        {
+          host: "grafana",
+          http: {
+            paths: [
+              { path: "/api/", pathType: "Prefix", backend: svcBackend("grafana", 3000) },
+              { path: "/api", pathType: "ImplementationSpecific", backend: svcBackend("api", 80) },
+            ],
+          },
+        },
+      ],
+    }),
+    reason: "UnsupportedPaths",
+    message: /paths\[1\] and .*paths\[0\] are both Prefix \/api, to api:80 and grafana:3000/,
+  },
+  {
+    name: "a path the agent could never match as written (a .. segment)",
     ing: ingressWith({
       rules: [
         {
@@ -226,14 +244,14 @@ const REFUSALS: {
           http: {
             paths: [
               { path: "/", pathType: "Prefix", backend: svcBackend("grafana", 3000) },
-              { path: "/api", pathType: "Prefix", backend: svcBackend("api", 80) },
+              { path: "/a/../admin", pathType: "Prefix", backend: svcBackend("api", 80) },
             ],
           },
         },
       ],
     }),
     reason: "UnsupportedPaths",
-    message: /grafana:3000 .*api:80 .*one backend/,
+    message: /paths\[1\]\.path: "\/a\/\.\.\/admin" no empty, \. or \.\. segments/,
   },
   {
     name: "only /api routed (everything else would 404, the agent would forward it)",
@@ -260,20 +278,6 @@ const REFUSALS: {
     }),
     reason: "UnsupportedPaths",
     message: /routes only \/ \(Exact\)/,
-  },
-  {
-    name: "paths to one Service, the default backend to another",
-    ing: ingressWith({
-      defaultBackend: svcBackend("other", 80),
-      rules: [
-        {
-          host: "grafana",
-          http: { paths: [{ path: "/a", pathType: "Prefix", backend: svcBackend("grafana", 3000) }] },
-        },
-      ],
-    }),
-    reason: "UnsupportedPaths",
-    message: /spec\.defaultBackend/,
   },
   {
     name: "a resource backend",
