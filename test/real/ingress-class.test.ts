@@ -218,4 +218,32 @@ describe("Ingress class tailnet on the real tailnet", { timeout: 600_000, concur
     assert.ok(got.cert.checkHost(WIKI) && got.cert.checkHost(SITE), "the spec.tls certificate");
     assert.deepEqual(ingress("public"), otherBefore, "the nginx Ingress is still untouched");
   });
+  it("one host, two paths, two backends (issue 35): /wiki by path element to wiki, the rest to site; a dot segment is refused", async () => {
+    const portal = structuredClone(ingress("portal")) as { spec: { rules: { host: string; http: unknown }[] } };
+    portal.spec.rules[0].http = {
+      paths: [
+        { path: "/", pathType: "Prefix", backend: { service: { name: "site", port: { name: "http" } } } },
+        { path: "/wiki", pathType: "Prefix", backend: { service: { name: "wiki", port: { number: 8080 } } } },
+      ],
+    };
+    op.mc.apply(portal as never);
+    // the new agent config rolls the replica (its template hash); then the host routes per request
+    const deadline = Date.now() + 180_000;
+    let got = "";
+    while (Date.now() < deadline) {
+      await drive("the Ingress Ready again", () => state() === "Ready");
+      got = await get(SITE, "/wiki/page");
+      if (got === "200 hello from wiki /wiki/page") break;
+      await sleep(500);
+    }
+    assert.equal(got, "200 hello from wiki /wiki/page", describeWorld());
+    assert.equal(await get(SITE, "/wiki"), "200 hello from wiki /wiki");
+    // by path element, not by string prefix: /wikipedia is site's
+    assert.equal(await get(SITE, "/wikipedia"), "200 hello from site /wikipedia");
+    assert.equal(await get(SITE, "/a/b?c=d"), "200 hello from site /a/b?c=d");
+    // a target a stricter parser behind us would read differently never reaches a backend
+    assert.match(await get(SITE, "/wiki/../admin"), /^400 /);
+    assert.match(await get(SITE, "/%77iki/x"), /^400 /);
+    assert.equal(await get(WIKI, "/page/1"), "200 hello from wiki /page/1", "the other host is unchanged");
+  });
 });
