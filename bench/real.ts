@@ -22,8 +22,7 @@ import { parentObject } from "../test/fixtures/hooks.js";
 import { bins, REPO } from "../test/real/bins.js";
 import { BASE_DOMAIN } from "../test/real/headscale.js";
 import type { Host } from "../test/real/net.js";
-import { startOperator, tailnetSpec } from "../test/real/operator.js";
-import { PodRunner } from "../test/real/pods.js";
+import { agentPods, podRunnerFor, startOperator, tailnetSpec } from "../test/real/operator.js";
 import { DB_PORT, startRealWorld, TAGS } from "../test/real/world.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -182,7 +181,8 @@ export async function benchReal(opts: { seconds?: number; rounds?: number } = {}
     });
     cleanups.push(() => op.close());
     op.mc.deploymentsAvailable = false;
-    const pods = new PodRunner({ net: world.net, mc: op.mc, kubeRootCaPem: world.headscale.caPem });
+    // the pod API too: agent replicas keep their state in a per-replica Secret (issue 32)
+    const pods = podRunnerFor(world, op);
     cleanups.push(() => pods.close());
 
     const web = await world.net.addHost("web");
@@ -238,7 +238,7 @@ export async function benchReal(opts: { seconds?: number; rounds?: number } = {}
       await sleep(300);
     }
     const egressReadyMs = Date.now() - t0;
-    const [agentPod] = pods.podsOf("shop", "db-agent");
+    const [agentPod] = agentPods(pods, "shop", "db");
     const db1 = (await world.peers.db1.ips())[0];
     const listen = pods.serviceAddr("shop", "postgres", DB_PORT).port;
 
