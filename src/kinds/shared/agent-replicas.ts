@@ -202,6 +202,36 @@ export interface ReplicaChildrenInputs {
   migrated: boolean;
 }
 
+/** What a kind's children inputs carry of its replicas (egress and ingress alike). */
+export interface AgentReplicaInputs {
+  authKeySecret?: K8sObject;
+  replicas: ReplicaObservation;
+  replicaPlan?: ReplicaNodesPlan;
+  released: ReadonlySet<number>;
+  migrated: boolean;
+}
+
+/**
+ * agentReplicaChildren from a kind's children inputs: without a key containerboot would start an interactive login,
+ * so no StatefulSet until the key exists; one that already runs is kept exactly as observed.
+ */
+export function replicaChildrenOf(
+  parent: K8sObject,
+  count: number,
+  inputs: AgentReplicaInputs,
+  statefulSet: ReplicaChildrenInputs["statefulSet"],
+): K8sObject[] {
+  return agentReplicaChildren(parent, {
+    replicas: count,
+    keyReady: !!inputs.authKeySecret,
+    obs: inputs.replicas,
+    ...(inputs.replicaPlan ? { plan: inputs.replicaPlan } : {}),
+    released: inputs.released,
+    migrated: inputs.migrated,
+    statefulSet,
+  });
+}
+
 /** The per-replica children in a fixed order, plus whatever the upgrade still keeps. */
 export function agentReplicaChildren(parent: K8sObject, inputs: ReplicaChildrenInputs): K8sObject[] {
   const { obs } = inputs;

@@ -18,7 +18,7 @@ import { commonLabels, EGRESS_TARGET_LABEL } from "../../../k8s/labels.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { agentNetworkPolicy, namespacePeer } from "../../shared/agent-network-policy.js";
 import { agentConfigMap, agentSelector, agentStatefulSet, dnsLabel } from "../../shared/agent-pod.js";
-import { agentReplicaChildren, type ReplicaObservation } from "../../shared/agent-replicas.js";
+import { type ReplicaObservation, replicaChildrenOf } from "../../shared/agent-replicas.js";
 import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
 import type { ReplicaNodesPlan } from "../../shared/replica-nodes.js";
@@ -112,38 +112,29 @@ export function egressChildren(parent: K8sObject, inputs: EgressChildrenInputs):
   const configMap = agentConfigMap(parent, agentConfig, undefined, inputs.ca);
   const listen = spec.listenPorts;
   const allListenPorts = listen.flat();
-  // Without a key containerboot would start an interactive login and log a registration URL:
-  // no StatefulSet until the key exists; one that already runs is kept exactly as observed.
-  const replicaChildren = agentReplicaChildren(parent, {
-    replicas: spec.replicas,
-    keyReady: !!inputs.authKeySecret,
-    obs: inputs.replicas,
-    ...(inputs.replicaPlan ? { plan: inputs.replicaPlan } : {}),
-    released: inputs.released,
-    migrated: inputs.migrated,
-    statefulSet: (replica) =>
-      withProxyClass(
-        agentStatefulSet(
-          parent,
-          {
-            tag: inputs.tag,
-            loginServer: inputs.loginServer,
-            authKeySecret: inputs.authKeySecret?.metadata.name,
-            hostname: egressHostname(parent),
-            images: inputs.config.images,
-            listenPorts: allListenPorts,
-            configHash: configHash(configMap.data),
-            ca: !!inputs.ca,
-            noLogsNoSupport: inputs.config.tailscale.noLogsNoSupport,
-            // always: a target may be an address behind a peer's subnet route (docs/OPERATIONS.md)
-            acceptRoutes: true,
-            socks: true,
-          },
-          replica,
-        ),
-        inputs.proxyClass,
+  const replicaChildren = replicaChildrenOf(parent, spec.replicas, inputs, (replica) =>
+    withProxyClass(
+      agentStatefulSet(
+        parent,
+        {
+          tag: inputs.tag,
+          loginServer: inputs.loginServer,
+          authKeySecret: inputs.authKeySecret?.metadata.name,
+          hostname: egressHostname(parent),
+          images: inputs.config.images,
+          listenPorts: allListenPorts,
+          configHash: configHash(configMap.data),
+          ca: !!inputs.ca,
+          noLogsNoSupport: inputs.config.tailscale.noLogsNoSupport,
+          // always: a target may be an address behind a peer's subnet route (docs/OPERATIONS.md)
+          acceptRoutes: true,
+          socks: true,
+        },
+        replica,
       ),
-  });
+      inputs.proxyClass,
+    ),
+  );
   const services = spec.targets.flatMap((t, i) =>
     inputs.conflicting.has(t.name) ? [] : [targetService(parent, t, listen[i])],
   );

@@ -27,7 +27,7 @@ import {
   dnsLabel,
   TLS_MOUNT_ROOT,
 } from "../../shared/agent-pod.js";
-import { agentReplicaChildren, type ReplicaObservation } from "../../shared/agent-replicas.js";
+import { type ReplicaObservation, replicaChildrenOf } from "../../shared/agent-replicas.js";
 import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
 import type { ReplicaRef } from "../../shared/replica.js";
@@ -270,16 +270,9 @@ export function ingressChildren(
   const serve = ingressServeConfig(spec);
   const configMap = agentConfigMap(parent, agentConfig, serve, inputs.ca);
   const hash = inputs.ca ? configHash(agentConfig, serve, inputs.ca) : configHash(agentConfig, serve);
-  // no key yet: no StatefulSet (containerboot would start an interactive login); a running one is kept
-  const replicaChildren = agentReplicaChildren(parent, {
-    replicas: spec.replicas,
-    keyReady: !!inputs.authKeySecret,
-    obs: inputs.replicas,
-    ...(inputs.replicaPlan ? { plan: inputs.replicaPlan } : {}),
-    released: inputs.released,
-    migrated: inputs.migrated,
-    statefulSet: (replica) => ingressStatefulSet(parent, config, spec, inputs, hash, replica),
-  });
+  const replicaChildren = replicaChildrenOf(parent, spec.replicas, inputs, (replica) =>
+    ingressStatefulSet(parent, config, spec, inputs, hash, replica),
+  );
   return [
     configMap,
     ...replicaChildren,
