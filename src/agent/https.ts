@@ -2,12 +2,15 @@
 // expose (certificate and backend) among their names and aliases; a client without SNI, or with a name no
 // expose serves, gets the first expose's certificate (and fails verification if it asked for another name).
 // Bounded under floods and slowloris clients: the shared connection budget, a handshake and header timeout,
-// an idle timeout, and piped bodies.
+// an idle timeout, and piped bodies. ALPN offers h2 and http/1.1: an h2 connection goes to the listener's
+// HTTP/2 side (h2.ts), the rest to the strict HTTP/1.1 pipe (pipe.ts).
 import { createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 import { createServer, type Server, type TLSSocket } from "node:tls";
-import type { AgentExpose } from "../contract/agent-config.js";
+import type { AgentBackend, AgentExpose } from "../contract/agent-config.js";
 import { type CertificateEntry, loadCertificate, normalizeName, selectByServerName } from "./certs.js";
 import { closeServer, type HttpListenerCommon, listenOn, tryAcquire } from "./forward.js";
+import { H2Front } from "./h2.js";
+import type { H2Request } from "./h2-request.js";
 import { type PipeTarget, pipeHttpConnection } from "./pipe.js";
 import { readProxyHeader } from "./proxy-protocol.js";
 import { PathRouter } from "./routes.js";
@@ -30,6 +33,10 @@ interface ExposeRoute {
   expose: AgentExpose;
   cert: CertificateEntry;
   target: PipeTarget;
+  /** Routed exposes: the per-request router both protocols use (routes.ts). */
+  router?: PathRouter<AgentBackend>;
+  /** Whether a request's host (normalised, no port) is a name of this expose (HTTP/2 :authority check). */
+  servesName(host: string): boolean;
 }
 
 /** The exposes of one listener by name: SNI picks one, a missing or unknown name gets the first (fallback). */
@@ -53,7 +60,8 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
   await Promise.all(routes.map((route) => loadCertificate(route.cert, log)));
   const server = tlsServer(routing, opts.headerTimeoutMs);
   const live = new Set<Socket>();
-  const listener = acceptConnections(server, routing, live, opts);
+  const h2 = new H2Front(opts);
+  const listener = acceptConnections(server, routing, live, h2, opts);
   const port = await listenOn(listener, opts.listenHost, opts.listenPort, fallback.expose.name, (err) =>
     log.error("listener error", { expose: fallback.expose.name, error: err.message }),
   );
@@ -71,25 +79,32 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
     },
     async close(graceMs = 0) {
       await closeServer(listener, live, graceMs);
+      h2.close();
     },
   };
 }
 
 function exposeRouting(opts: HttpsListenerOptions): ExposeRouting {
-  const routes: ExposeRoute[] = opts.exposes.map((expose) => ({
-    expose,
-    cert: { expose: expose.name, certFile: expose.tls?.certFile ?? "", keyFile: expose.tls?.keyFile ?? "" },
-    target: {
-      name: expose.name,
-      backend: expose.backend,
-      ...routeOf(expose),
-      dialTimeoutMs: opts.dialTimeoutMs,
-      idleTimeoutMs: opts.idleTimeoutMs,
-      headerTimeoutMs: opts.headerTimeoutMs,
-      metrics: opts.metrics,
-      log: opts.log,
-    },
-  }));
+  const routes: ExposeRoute[] = opts.exposes.map((expose) => {
+    const router = expose.paths?.length ? new PathRouter(expose.paths, expose.backend) : undefined;
+    const ownNames = new Map(expose.names.map((name) => [normalizeName(name), true]));
+    return {
+      expose,
+      cert: { expose: expose.name, certFile: expose.tls?.certFile ?? "", keyFile: expose.tls?.keyFile ?? "" },
+      router,
+      servesName: (host: string) => selectByServerName(ownNames, host, false),
+      target: {
+        name: expose.name,
+        backend: expose.backend,
+        ...(router ? { route: (requestTarget: string) => router.route(requestTarget) } : {}),
+        dialTimeoutMs: opts.dialTimeoutMs,
+        idleTimeoutMs: opts.idleTimeoutMs,
+        headerTimeoutMs: opts.headerTimeoutMs,
+        metrics: opts.metrics,
+        log: opts.log,
+      },
+    };
+  });
   const byName = new Map<string, ExposeRoute>();
   for (const route of routes) for (const name of route.expose.names) byName.set(normalizeName(name), route);
   const fallback = routes[0];
@@ -100,11 +115,12 @@ function exposeRouting(opts: HttpsListenerOptions): ExposeRouting {
   };
 }
 
-/** A routed expose (`paths`) picks each request's backend by path; the rest go to `backend`. */
-function routeOf(expose: AgentExpose): Pick<PipeTarget, "route"> {
-  if (!expose.paths?.length) return {};
-  const router = new PathRouter(expose.paths, expose.backend);
-  return { route: (requestTarget) => router.route(requestTarget) };
+/**
+ * The one call from HTTP/2 into the router: an h2 request's backend as routes.ts picks it (by :path; the
+ * rest of the request is there for matches on more than the path). Unrouted exposes: their backend.
+ */
+export function routeH2Request(route: Pick<ExposeRoute, "router" | "expose">, request: H2Request): AgentBackend {
+  return route.router ? route.router.route(request.path) : route.expose.backend;
 }
 
 /** A TLS server whose connections are piped to the backend (pipe.ts): no Node HTTP server or client. */
@@ -116,7 +132,7 @@ function tlsServer({ fallback, routeFor }: ExposeRouting, headerTimeoutMs: numbe
       if (route.cert.context) cb(null, route.cert.context);
       else cb(new Error(`no certificate loaded for expose ${route.expose.name}`));
     },
-    ALPNProtocols: ["http/1.1"],
+    ALPNProtocols: ["h2", "http/1.1"],
     handshakeTimeout: headerTimeoutMs,
     allowHalfOpen: true,
     noDelay: true,
@@ -133,6 +149,7 @@ function acceptConnections(
   server: Server,
   { fallback, routeFor }: ExposeRouting,
   live: Set<Socket>,
+  h2: H2Front,
   opts: HttpsListenerOptions,
 ): NetServer {
   const { metrics, log } = opts;
@@ -182,12 +199,20 @@ function acceptConnections(
       return;
     }
     pending.delete(keyOf(tls));
-    const name = routeFor(tls.servername).expose.name;
+    const route = routeFor(tls.servername);
+    const name = route.expose.name;
     // Counted on the raw socket: the bytes are TLS bytes, handshake included.
     metrics.trackBytes(name, entry.raw);
     metrics.opened(name);
     entry.raw.once("close", () => metrics.closed(name));
-    void pipeHttpConnection(tls, routeFor(tls.servername).target, entry.clientIp);
+    if (tls.alpnProtocol === "h2") {
+      const clientIp = entry.clientIp ?? tls.remoteAddress?.replace(/^::ffff:/, "");
+      h2.serve(tls, {
+        name,
+        context: { clientIp, servesName: route.servesName },
+        route: (request) => routeH2Request(route, request),
+      });
+    } else void pipeHttpConnection(tls, route.target, entry.clientIp);
   });
   // A tls.Server with a tlsClientError listener leaves the socket to it (node lib/_tls_wrap.js
   // onSocketTLSError), handshake timeouts included: close it, or a silent client keeps its budget slot.

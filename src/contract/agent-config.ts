@@ -6,7 +6,7 @@ import { isIP } from "node:net";
 import type { ErrorObject } from "ajv";
 import { newAjv } from "../api/ajv.js";
 import { ConfigError } from "../config.js";
-import { agentPathsSchema, pathsProblem } from "./paths.js";
+import { agentPathsSchema, backendProtocolSchema, pathsProblem } from "./paths.js";
 import { POD_IP_ENV, POD_IP_HOST, POD_LOCAL_HOST } from "./ports.js";
 
 export type AgentRole = "egress" | "ingress";
@@ -27,6 +27,18 @@ export interface AgentTarget {
   ports: AgentTargetPort[];
 }
 
+/**
+ * http mode: how the agent speaks to a backend. http1 (default): HTTP/1.1, also for clients that came over
+ * HTTP/2 (translated); h2c: HTTP/2 without TLS (prior knowledge), which gRPC servers speak.
+ */
+export type BackendProtocol = "http1" | "h2c";
+
+export interface AgentBackend {
+  host: string;
+  port: number;
+  protocol?: BackendProtocol;
+}
+
 export interface AgentExpose {
   /** Expose name (DNS-1035 label): the only label value metrics carry. */
   name: string;
@@ -34,7 +46,7 @@ export interface AgentExpose {
   listenPort: number;
   mode: ExposeMode;
   /** The cluster Service (or any host) the expose forwards to. */
-  backend: { host: string; port: number };
+  backend: AgentBackend;
   /**
    * http mode: per-request routes by path (src/agent/routes.ts, Kubernetes Ingress semantics); a request no
    * path matches goes to `backend`.
@@ -60,7 +72,7 @@ export interface AgentExpose {
 export interface AgentPath {
   path: string;
   pathType: "Exact" | "Prefix";
-  backend: { host: string; port: number };
+  backend: AgentBackend;
 }
 
 export interface AgentLimits {
@@ -211,7 +223,7 @@ const schema = {
             type: "object",
             additionalProperties: false,
             required: ["host", "port"],
-            properties: { host: { type: "string", minLength: 1 }, port },
+            properties: { host: { type: "string", minLength: 1 }, port, protocol: backendProtocolSchema },
           },
           paths: agentPathsSchema(port),
           tls: {
@@ -319,6 +331,8 @@ function checkSemantics(config: AgentConfig, source: string): void {
     if (expose.mode === "kube-api" && !config.tailscale.localApiSocket)
       fail("tailscale.localApiSocket", "is required by a kube-api expose (WhoIs)");
     if (expose.paths && expose.mode !== "http") fail(`exposes[${i}].paths`, "is only for mode http");
+    if (expose.backend.protocol && expose.mode !== "http")
+      fail(`exposes[${i}].backend.protocol`, "is only for mode http (tcp passes bytes; kube-api is HTTP/1.1)");
     if (expose.mode !== "http") return;
     const bad = pathsProblem(expose.paths ?? []);
     if (bad) fail(`exposes[${i}].paths[${bad.index}]`, bad.problem);

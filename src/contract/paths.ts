@@ -48,6 +48,9 @@ export function pathsProblem(
   return undefined;
 }
 
+/** A backend's `protocol` in the agent config (agent-config.ts BackendProtocol). */
+export const backendProtocolSchema = { type: "string", enum: ["http1", "h2c"] } as const;
+
 /** The agent config's `exposes[].paths` (JSON Schema; `port` is the config's port schema). */
 export const agentPathsSchema = <P>(port: P) =>
   ({
@@ -64,7 +67,7 @@ export const agentPathsSchema = <P>(port: P) =>
           type: "object",
           additionalProperties: false,
           required: ["host", "port"],
-          properties: { host: { type: "string", minLength: 1 }, port },
+          properties: { host: { type: "string", minLength: 1 }, port, protocol: backendProtocolSchema },
         },
       },
     },
