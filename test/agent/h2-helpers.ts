@@ -24,7 +24,6 @@ export interface H2World {
  */
 export async function startH2World(
   t: TestContext,
-  pki: TestPki,
   cert: IssuedCertificate,
   limits: Record<string, number> = {},
 ): Promise<H2World> {

@@ -26,7 +26,7 @@ const get = (path: string, extra: Record<string, string> = {}) => ({
 });
 
 test("ALPN: h2 and http/1.1 both offered, each client gets the one it asked for", async (t) => {
-  const { port } = await startH2World(t, pki, cert);
+  const { port } = await startH2World(t, cert);
   for (const offer of [["h2", "http/1.1"], ["http/1.1"], ["h2"]]) {
     const chosen = await new Promise<string | false>((resolve, reject) => {
       const socket = tlsConnect(
@@ -43,7 +43,7 @@ test("ALPN: h2 and http/1.1 both offered, each client gets the one it asked for"
 });
 
 test("an h2 request to an HTTP/1.1 backend: translated, identity headers set and spoofed ones dropped", async (t) => {
-  const { port, web } = await startH2World(t, pki, cert);
+  const { port, web } = await startH2World(t, cert);
   const session = h2Client(t, port, pki);
   const answer = await h2Request(
     session,
@@ -77,7 +77,7 @@ test("an h2 request to an HTTP/1.1 backend: translated, identity headers set and
 });
 
 test("gRPC through the agent to an h2c backend: unary, server, client and bidi streaming, with trailers", async (t) => {
-  const { port, grpc } = await startH2World(t, pki, cert);
+  const { port, grpc } = await startH2World(t, cert);
   const session = h2Client(t, port, pki);
   const unary = await grpcCall(session, "GetFeature", ["409146138,-746188906"]);
   assert.deepEqual(unary.messages, ["feature at 409146138,-746188906"]);
@@ -130,7 +130,7 @@ test("gRPC through the agent to an h2c backend: unary, server, client and bidi s
 });
 
 test("cancellation both ways: the client's RST_STREAM reaches the backend, the backend's reaches the client", async (t) => {
-  const { port, grpc } = await startH2World(t, pki, cert);
+  const { port, grpc } = await startH2World(t, cert);
   const session = h2Client(t, port, pki);
   const held = session.request({ ...grpcHeaders("x"), ":path": "/hold", "grpc-timeout": "100m" });
   held.on("error", () => {});
@@ -148,7 +148,7 @@ test("cancellation both ways: the client's RST_STREAM reaches the backend, the b
 });
 
 test("the path rules of HTTP/1.1: every ambiguous target is 400 and reaches no backend", async (t) => {
-  const { port, web, api, grpc } = await startH2World(t, pki, cert);
+  const { port, web, api, grpc } = await startH2World(t, cert);
   const session = h2Client(t, port, pki);
   for (const path of [
     "/api/../admin",
@@ -174,7 +174,7 @@ test("the path rules of HTTP/1.1: every ambiguous target is 400 and reaches no b
 });
 
 test(":authority must name the expose SNI chose: another name is 421, a differing Host 400, CONNECT 501", async (t) => {
-  const { port, web } = await startH2World(t, pki, cert);
+  const { port, web } = await startH2World(t, cert);
   // other.ts.example.com is on the certificate (so a browser would coalesce) but is not this expose's name.
   const session = h2Client(t, port, pki);
   assert.equal((await h2Request(session, get("/", { ":authority": "other.ts.example.com" }))).status, 421);
@@ -190,7 +190,7 @@ test(":authority must name the expose SNI chose: another name is 421, a differin
 });
 
 test("an h2 client that stops reading stops the h2c backend (flow control, no unbounded buffer)", async (t) => {
-  const { port, grpc } = await startH2World(t, pki, cert, { idleTimeoutSeconds: 1 });
+  const { port, grpc } = await startH2World(t, cert, { idleTimeoutSeconds: 1 });
   const session = h2Client(t, port, pki);
   const big = session.request(get("/big"));
   big.on("error", () => {});
