@@ -283,3 +283,34 @@ test("paths of an http expose: checked as the agent matches them, named by field
     );
   }
 });
+
+test("backend protocol (http1, h2c): kept where given, only in mode http, nothing else accepted", () => {
+  const h2c = { host: "grpc.ns.svc", port: 50051, protocol: "h2c" };
+  const config = validateAgentConfig({
+    role: "ingress",
+    metricsPort: 9080,
+    exposes: [
+      { ...web, backend: h2c, paths: [{ path: "/v1", pathType: "Prefix", backend: { ...h2c, protocol: "http1" } }] },
+    ],
+  });
+  assert.deepEqual(config.exposes[0].backend, h2c);
+  assert.equal(config.exposes[0].paths?.[0].backend.protocol, "http1");
+  const refused: [unknown, RegExp][] = [
+    [{ ...web, backend: { ...h2c, protocol: "h2" } }, /exposes\[0\]\.backend\.protocol must be one of http1, h2c/],
+    [
+      { ...web, paths: [{ path: "/v1", pathType: "Prefix", backend: { ...h2c, protocol: "grpc" } }] },
+      /exposes\[0\]\.paths\[0\]\.backend\.protocol must be one of http1, h2c/,
+    ],
+    [
+      { name: "db", listenPort: 0, mode: "tcp", backend: h2c },
+      /^agent config: exposes\[0\]\.backend\.protocol is only for mode http \(tcp passes bytes; kube-api is HTTP\/1\.1\)$/,
+    ],
+  ];
+  for (const [expose, message] of refused) {
+    assert.throws(
+      () => validateAgentConfig({ role: "ingress", metricsPort: 9080, exposes: [expose] }),
+      (e: unknown) => e instanceof AgentConfigError && message.test(e.message),
+      String(message),
+    );
+  }
+});

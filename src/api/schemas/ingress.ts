@@ -28,6 +28,13 @@ import {
   tailnetRef,
 } from "./common.js";
 
+/** How the agent speaks to a backend (src/contract/agent-config.ts BackendProtocol; docs/http2.md). */
+const backendProtocol = str({
+  enum: ["http1", "h2c"],
+  description:
+    "http only: how the agent speaks to this backend. http1 (default): HTTP/1.1, HTTP/2 clients translated; h2c: HTTP/2 without TLS (gRPC servers). TLS to the backend (h2) is not offered.",
+});
+
 export const ingressSpec: Schema = obj(
   {
     tailnetRef,
@@ -49,7 +56,7 @@ export const ingressSpec: Schema = obj(
       enum: ["tcp", "http", "kube-api"],
       default: "tcp",
       description:
-        "tcp: raw TCP to each backend; http: TLS ends at the agent, HTTP/1.1 to each backend; kube-api: the cluster's API server, each request impersonating the connecting tailnet identity (one expose, no backend).",
+        "tcp: raw TCP to each backend; http: TLS ends at the agent (HTTP/1.1 or HTTP/2, ALPN), HTTP/1.1 or h2c to each backend (backend.protocol); kube-api: the cluster's API server, each request impersonating the connecting tailnet identity (one expose, no backend).",
     }),
     allowFrom: aclEntities("Who may connect; must be within Tailnet.spec.allowedIngressSources."),
     exposes: arr(
@@ -67,6 +74,7 @@ export const ingressSpec: Schema = obj(
             {
               service: str({ pattern: DNS1035_PATTERN, description: "A Service in this namespace." }),
               port: { ...port, description: "The Service's port." },
+              protocol: backendProtocol,
             },
             ["service", "port"],
             { description: "Where connections go: required in modes tcp and http, refused in kube-api." },
@@ -90,6 +98,7 @@ export const ingressSpec: Schema = obj(
                   {
                     service: str({ pattern: DNS1035_PATTERN, description: "A Service in this namespace." }),
                     port: { ...port, description: "The Service's port." },
+                    protocol: backendProtocol,
                   },
                   ["service", "port"],
                   { description: "Where requests matching the path go." },

@@ -8,7 +8,7 @@
  */
 
 import type { OperatorConfig } from "../../../config.js";
-import type { AgentConfigInput } from "../../../contract/agent-config.js";
+import type { AgentBackend, AgentConfigInput } from "../../../contract/agent-config.js";
 import {
   AGENT_METRICS_PORT,
   NETSTACK_FORWARD_HOST,
@@ -32,7 +32,14 @@ import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
 import type { ReplicaRef } from "../../shared/replica.js";
 import type { ReplicaNodesPlan } from "../../shared/replica-nodes.js";
-import { exposeListenPorts, type IngressSpec, KUBE_API_BACKEND, KUBE_API_DIR, KUBE_API_FILES } from "./spec.js";
+import {
+  type BackendRef,
+  exposeListenPorts,
+  type IngressSpec,
+  KUBE_API_BACKEND,
+  KUBE_API_DIR,
+  KUBE_API_FILES,
+} from "./spec.js";
 import { TLS_CERT_KEY, TLS_KEY_KEY } from "./tls.js";
 
 /**
@@ -61,6 +68,13 @@ export function tlsFiles(secretName: string): { certFile: string; keyFile: strin
 /** The cluster DNS name of a backend Service in the ingress's namespace. */
 export const backendHost = (service: string, namespace: string) => `${service}.${namespace}.svc.cluster.local`;
 
+/** A backend Service port as the agent dials it; `protocol` only when the spec sets it (configs stay as they were). */
+const agentBackend = (b: BackendRef, namespace: string): AgentBackend => ({
+  host: backendHost(b.service, namespace),
+  port: b.port,
+  ...(b.protocol ? { protocol: b.protocol } : {}),
+});
+
 /**
  * config.json of the agent: role ingress, one expose per spec expose with its listen port, mode,
  * backend, TLS files (http) and names (`names[i]`: the expose's DNS name, then its aliases).
@@ -86,16 +100,13 @@ export function ingressAgentConfig(
       name: e.name,
       listenPort: ports[i],
       mode: spec.mode,
-      backend:
-        spec.mode === "kube-api"
-          ? { ...KUBE_API_BACKEND }
-          : { host: backendHost(e.backend.service, namespace), port: e.backend.port },
+      backend: spec.mode === "kube-api" ? { ...KUBE_API_BACKEND } : agentBackend(e.backend, namespace),
       ...(spec.mode === "http" && e.paths.length > 0
         ? {
             paths: e.paths.map((p) => ({
               path: p.path,
               pathType: p.pathType,
-              backend: { host: backendHost(p.backend.service, namespace), port: p.backend.port },
+              backend: agentBackend(p.backend, namespace),
             })),
           }
         : {}),

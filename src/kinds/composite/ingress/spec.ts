@@ -3,6 +3,7 @@
  * reads `parent.spec`. Also the checks the CRD schema cannot express (`ingressSpecProblem`, the kind
  * module's `specProblem`: InvalidSpec naming the field) and the local listen port of every expose.
  */
+import type { BackendProtocol } from "../../../contract/agent-config.js";
 import { pathsProblem } from "../../../contract/paths.js";
 import { ingressListenPort } from "../../../contract/ports.js";
 import type { K8sObject } from "../../../k8s/objects.js";
@@ -28,7 +29,7 @@ export interface ExposeSpec {
   /** Port on the tailnet node. */
   port: number;
   /** Empty service when absent (mode kube-api, where it must be). */
-  backend: { service: string; port: number };
+  backend: BackendRef;
   /** http only: per-request routes by path (src/agent/routes.ts); the rest go to `backend`. */
   paths: ExposePath[];
   /** http only: DNS label of the expose's name (default: the ingress hostname). */
@@ -41,17 +42,32 @@ export interface ExposeSpec {
 export interface ExposePath {
   path: string;
   pathType: "Exact" | "Prefix";
-  backend: { service: string; port: number };
+  backend: BackendRef;
 }
+
+/** A backend Service port; `protocol` (http only) is how the agent speaks to it (agent-config.ts BackendProtocol). */
+export interface BackendRef {
+  service: string;
+  port: number;
+  protocol?: BackendProtocol;
+}
+
+const readBackend = (v: unknown): BackendRef => {
+  const b = recordOf(v);
+  return {
+    service: str(b.service) ?? "",
+    port: Number(b.port),
+    ...(b.protocol === "http1" || b.protocol === "h2c" ? { protocol: b.protocol } : {}),
+  };
+};
 
 const readPaths = (v: unknown): ExposePath[] =>
   (Array.isArray(v) ? v : []).map((raw) => {
     const p = recordOf(raw);
-    const b = recordOf(p.backend);
     return {
       path: typeof p.path === "string" ? p.path : "",
       pathType: p.pathType === "Exact" ? "Exact" : "Prefix",
-      backend: { service: str(b.service) ?? "", port: Number(b.port) },
+      backend: readBackend(p.backend),
     };
   });
 
@@ -80,12 +96,11 @@ export function readIngressSpec(parent: K8sObject): IngressSpec {
     allowFrom: strings(spec.allowFrom),
     exposes: list.map((raw, index) => {
       const e = recordOf(raw);
-      const backend = recordOf(e.backend);
       return {
         index,
         name: str(e.name) ?? "",
         port: exposePort(spec.mode, e.port),
-        backend: { service: str(backend.service) ?? "", port: Number(backend.port) },
+        backend: readBackend(e.backend),
         paths: readPaths(e.paths),
         host: str(e.host),
         aliases: strings(e.aliases),
@@ -116,6 +131,8 @@ export function ingressSpecProblem(parent: K8sObject): string | undefined {
     if (spec.mode === "http" && !e.tlsSecret) return `${f}.tls.secretName: required in mode http`;
     if (!Number.isInteger(e.port)) return `${f}.port: required in mode tcp`;
     if (e.paths.length > 0 && spec.mode !== "http") return `${f}.paths: only in mode http (routing is per request)`;
+    if (e.backend.protocol && spec.mode !== "http")
+      return `${f}.backend.protocol: only in mode http (mode tcp passes bytes as they come)`;
     const bad = pathsProblem(e.paths);
     if (bad) return `${f}.paths[${bad.index}]: ${bad.problem}`;
     const earlier = byPort.get(e.port) ?? [];
