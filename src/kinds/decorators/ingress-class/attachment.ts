@@ -16,7 +16,11 @@ function resolvePaths(route: HostRoute, services: readonly K8sObject[]): Record<
   for (const p of route.paths) {
     const port = resolvePort(p, services);
     if (typeof port !== "number") return port;
-    out.push({ path: p.path, pathType: p.pathType, backend: { service: p.backend.service, port } });
+    out.push({
+      path: p.path,
+      pathType: p.pathType,
+      backend: { service: p.backend.service, port, ...h2cOf(p.backend.service, port, services) },
+    });
   }
   return out;
 }
@@ -47,6 +51,16 @@ function tlsFor(tls: readonly TlsEntry[], names: readonly string[]): TlsEntry | 
   return (
     tls.find((t) => t.hosts.some((h) => names.includes(h.replace(/\.$/, "")))) ?? tls.find((t) => t.hosts.length === 0)
   );
+}
+
+/**
+ * A Service port whose appProtocol is `kubernetes.io/h2c` (Kubernetes' standard application protocol for
+ * HTTP/2 without TLS, KEP-3726) is spoken to over h2c (TailnetIngress backend.protocol; docs/http2.md).
+ */
+function h2cOf(service: string, port: number, services: readonly K8sObject[]): { protocol?: "h2c" } {
+  const svc = services.find((s) => s.metadata.name === service);
+  const ports = (svc?.spec as { ports?: { port?: number; appProtocol?: string }[] } | undefined)?.ports ?? [];
+  return ports.some((p) => p.port === port && p.appProtocol === "kubernetes.io/h2c") ? { protocol: "h2c" } : {};
 }
 
 function resolvePort(
@@ -140,7 +154,7 @@ export function ingressAttachment(
     used.add(name);
     const expose: Record<string, unknown> = {
       name,
-      backend: { service: route.backend.service, port },
+      backend: { service: route.backend.service, port, ...h2cOf(route.backend.service, port, services) },
       ...(paths.length ? { paths } : {}),
       ...(label !== spec.hostname ? { host: label } : {}),
       tls: { secretName: tls.secretName },
