@@ -5,6 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { requireBins } from "../test/real/bins.js";
+import { benchH2, h2Rows } from "./agent/h2.js";
 import { agentRows, benchAgent } from "./agent.js";
 import { freshInstallOnFake, freshInstallRows } from "./fresh-install.js";
 import { benchHeadscaleReal, headscaleRealOptions, headscaleRealRows } from "./headscale-real.js";
@@ -92,6 +93,10 @@ await soakSection();
 const agent = await benchAgent({ seconds, rounds: Number(process.env.BENCH_ROUNDS ?? 3) });
 results.agent = agent;
 rows.push(...agentRows(agent));
+// HTTP/2 and gRPC through the agent beside HAProxy (h2), to the same h2c upstream (bench/agent/h2.ts).
+const h2 = await benchH2({ seconds: Math.min(seconds, 3), rounds: Number(process.env.BENCH_ROUNDS ?? 3) });
+results.h2 = h2;
+rows.push(...h2Rows(h2));
 
 // The real data path: the operator's own pods on real tailscaled/WireGuard/Headscale (bench/real.ts).
 // Needs root and scripts/real-deps.sh; without them the row says what is missing (never a silent skip).
