@@ -15,6 +15,7 @@ tailscale_oldest=$(pin tailscaleOldest)
 coredns=$(pin coredns)
 etcd=$(pin etcd)
 kubernetes=$(pin kubernetes)
+grpc_examples=$(pin grpcExamples)
 
 if ! command -v go >/dev/null 2>&1; then
   echo "real-deps: Go is missing: install Go >= 1.26 (https://go.dev/doc/install or Debian golang-1.26) to build the real peers" >&2
@@ -108,4 +109,17 @@ if ! built "kubernetes-$kubernetes" kube-apiserver kube-controller-manager ||
 $staging" "k8s.io/kubernetes/cmd/kube-apiserver/app k8s.io/kubernetes/cmd/kube-controller-manager/app" \
     kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager
 fi
-echo "real-deps: ready in .cache/real (headscale $headscale, tailscale $tailscale and $tailscale_oldest, coredns $coredns, etcd $etcd, kubernetes $kubernetes)"
+# grpc-go's route_guide example (test/real/grpc.test.ts: all four gRPC call kinds through an http
+# TailnetIngress). Its module (google.golang.org/grpc/examples, a pseudo-version: the examples have no tags)
+# replaces google.golang.org/grpc with `../`, so it is built from a wrapper module like etcd; the server's
+# feature database comes from the same module in the module cache.
+if ! built "grpc-examples-$grpc_examples" route_guide_server route_guide_client ||
+  [ ! -f "$cache/grpc-examples-$grpc_examples/route_guide_db.json" ]; then
+  wrapped "grpc-examples-$grpc_examples" "require google.golang.org/grpc/examples $grpc_examples" \
+    google.golang.org/grpc/examples/route_guide/routeguide \
+    route_guide_server=google.golang.org/grpc/examples/route_guide/server \
+    route_guide_client=google.golang.org/grpc/examples/route_guide/client
+  examples=$(go mod download -json "google.golang.org/grpc/examples@$grpc_examples" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  cp "$examples/route_guide/testdata/route_guide_db.json" "$cache/grpc-examples-$grpc_examples/"
+fi
+echo "real-deps: ready in .cache/real (headscale $headscale, tailscale $tailscale and $tailscale_oldest, coredns $coredns, etcd $etcd, kubernetes $kubernetes, grpc examples $grpc_examples)"
