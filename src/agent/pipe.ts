@@ -21,7 +21,8 @@ import { ResponseTracker } from "./response.js";
 export interface PipeTarget {
   /** Expose name, for metrics and logs. */
   name: string;
-  backend: HostPort;
+  /** An h2c backend (`protocol`) is refused to HTTP/1.1 clients with 502. */
+  backend: HostPort & { protocol?: string };
   dialTimeoutMs: number;
   idleTimeoutMs: number;
   /** From the start of a request head to its end (slowloris bound). */
@@ -37,7 +38,7 @@ export interface PipeTarget {
    * connection for another backend wait until the earlier ones are answered; then the backend connection is
    * closed and the new one dialled, so answers never interleave.
    */
-  route?: (requestTarget: string) => HostPort;
+  route?: (requestTarget: string) => HostPort & { protocol?: string };
   /** Each forwarded request's method and target, then each final answer's status, in the same order. */
   onRequest?: (method: string, target: string) => void;
   onStatus?: (code: number) => void;
@@ -164,7 +165,16 @@ class HttpPipe {
   private dial(): void {
     const { target, client } = this;
     const started = process.hrtime.bigint();
-    const backend = (this.framer.current as HostPort | undefined) ?? target.backend;
+    const backend = (this.framer.current as (HostPort & { protocol?: string }) | undefined) ?? target.backend;
+    if (backend.protocol === "h2c") {
+      // An h2c backend speaks HTTP/2 only; HTTP/1.1 requests are not translated to it (docs/http2.md).
+      target.log.debug("bad request", {
+        expose: target.name,
+        error: `HTTP/1.1 to ${formatHostPort(backend)}, an h2c backend`,
+      });
+      this.refuse(502);
+      return;
+    }
     const { socket, event } = target.dial?.() ?? {
       socket: connect({ host: backend.host, port: backend.port, allowHalfOpen: true, noDelay: true }),
       event: "connect",

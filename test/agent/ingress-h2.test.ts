@@ -189,6 +189,29 @@ test(":authority must name the expose SNI chose: another name is 421, a differin
   assert.equal(web.requests.length, 2);
 });
 
+test("an HTTP/1.1 client routed to an h2c backend gets 502; the HTTP/1.1 backends still answer it", async (t) => {
+  const { port, grpc, web } = await startH2World(t, cert);
+  const exchange = (raw: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = tlsConnect(
+        { host: "127.0.0.1", port, servername: NAME, ca: pki.caPem, ALPNProtocols: ["http/1.1"] },
+        () => socket.end(raw),
+      );
+      let text = "";
+      socket.setEncoding("latin1");
+      socket.on("data", (d: string) => (text += d));
+      socket.on("close", () => resolve(text));
+      socket.on("error", reject);
+    });
+  assert.match(await exchange(`GET /home HTTP/1.1\r\nhost: ${NAME}\r\n\r\n`), /^HTTP\/1\.1 200 /);
+  assert.match(
+    await exchange(`POST /routeguide.RouteGuide/GetFeature HTTP/1.1\r\nhost: ${NAME}\r\ncontent-length: 0\r\n\r\n`),
+    /^HTTP\/1\.1 502 /,
+  );
+  assert.equal(grpc.streams.length, 0);
+  assert.equal(web.requests.length, 1);
+});
+
 test("an h2 client that stops reading stops the h2c backend (flow control, no unbounded buffer)", async (t) => {
   const { port, grpc } = await startH2World(t, cert, { idleTimeoutSeconds: 1 });
   const session = h2Client(t, port, pki);

@@ -13,6 +13,8 @@ export const versions = JSON.parse(readFileSync(join(REPO, "src", "real-versions
   coredns: string;
   /** The oldest tailscale image docs/OPERATIONS.md claims to support (booted by oldest.test.ts). */
   tailscaleOldest: string;
+  /** grpc-go's examples module (route_guide, test/real/grpc.test.ts): a pseudo-version, the examples have no tags. */
+  grpcExamples: string;
 };
 const cache = join(REPO, ".cache", "real");
 
@@ -25,9 +27,15 @@ export const bins = {
   tailscaledOldest: join(cache, `tailscale-${versions.tailscaleOldest}`, "tailscaled"),
   tailscaleOldest: join(cache, `tailscale-${versions.tailscaleOldest}`, "tailscale"),
   containerbootOldest: join(cache, `tailscale-${versions.tailscaleOldest}`, "containerboot"),
+  /** grpc-go's route_guide server and client (scripts/real-deps.sh builds them from the examples module). */
+  routeGuideServer: join(cache, `grpc-examples-${versions.grpcExamples}`, "route_guide_server"),
+  routeGuideClient: join(cache, `grpc-examples-${versions.grpcExamples}`, "route_guide_client"),
   /** Node 22 from the devDependency, for the small helper processes run inside a host (echo servers). */
   node: join(REPO, "node_modules", ".bin", "node"),
 } as const;
+
+/** The route_guide server's feature database (copied from the examples module's testdata by real-deps.sh). */
+export const routeGuideDb = join(cache, `grpc-examples-${versions.grpcExamples}`, "route_guide_db.json");
 
 /** Debian's PostgreSQL binaries: /usr/lib/postgresql/<newest major>/bin. */
 export const pgBin = (() => {

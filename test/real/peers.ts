@@ -2,7 +2,7 @@
  * Tailnet peers: a real tailscaled (userspace networking, no TUN) per host, joined to the real
  * Headscale with a pre-auth key made by its CLI. Flags checked against tailscale v1.102.5:
  * cmd/tailscaled/tailscaled.go (--tun, --statedir, --state, --socket, --no-logs-no-support, --port),
- * cmd/tailscaled/proxy.go (--socks5-server), cmd/tailscale/cli/up.go (--login-server, --auth-key,
+ * cmd/tailscaled/proxy.go (--socks5-server, --outbound-http-proxy-listen), cmd/tailscale/cli/up.go (--login-server, --auth-key,
  * --hostname, --advertise-routes, --accept-routes, --timeout).
  * Headscale 0.29.3 (cmd/headscale/cli/preauthkeys.go): `preauthkeys create --user <numeric id>` for a
  * user's key, `--tags tag:a,tag:b` for a tagged key with no user (hscontrol/grpcv1.go CreatePreAuthKey);
@@ -16,6 +16,8 @@ import type { RealHeadscale } from "./headscale.js";
 import type { Host, RealProcess, TestNet } from "./net.js";
 
 export const SOCKS_PORT = 1055;
+/** tailscaled's outbound HTTP proxy (CONNECT): for clients that speak HTTP proxies only, such as grpc-go. */
+export const HTTP_PROXY_PORT = 1056;
 
 export interface PeerOptions {
   /** Owner (a user key); absent with tags: a tagged key with no user. */
@@ -44,6 +46,8 @@ export interface Peer {
   status(): Promise<TailscaleStatus>;
   /** tailscaled's SOCKS5 server (reaches tailnet addresses and MagicDNS names). */
   socks5: { host: string; port: number };
+  /** tailscaled's outbound HTTP proxy, as a client's HTTPS_PROXY: the same reach as SOCKS5. */
+  httpProxy: string;
   /** The peer's tailscaled process (its logs for failure messages). */
   daemon(): RealProcess;
   /** Kills tailscaled (SIGKILL by default, as a crash) and starts it again on the same state. */
@@ -92,6 +96,7 @@ export async function startPeer(net: TestNet, hs: RealHeadscale, name: string, o
         `--state=${dir}/state/tailscaled.state`,
         `--socket=${sock}`,
         `--socks5-server=${host.ip}:${SOCKS_PORT}`,
+        `--outbound-http-proxy-listen=${host.ip}:${HTTP_PROXY_PORT}`,
         "--no-logs-no-support",
         "--port=41641",
       ],
@@ -155,6 +160,7 @@ export async function startPeer(net: TestNet, hs: RealHeadscale, name: string, o
     tailscale: (args) => tailscale(args),
     status,
     socks5: { host: host.ip, port: SOCKS_PORT },
+    httpProxy: `http://${host.ip}:${HTTP_PROXY_PORT}`,
     daemon: () => {
       if (!daemon) throw new Error(`tailscaled on ${name} is stopped`);
       return daemon;
