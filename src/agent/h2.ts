@@ -3,8 +3,8 @@
 // stream is checked (h2-request.ts), routed by its path through the expose's router, and forwarded to its
 // backend (h2-upstream.ts). HTTP/1.1 connections keep the strict pipe (pipe.ts).
 //
-// HTTP/2's own attacks are bounded by the server's settings and nghttp2's limits (Node 22's lib/http2 options,
-// nghttp2 1.69; docs/security.md, "HTTP/2"):
+// HTTP/2's own attacks are bounded by the server's settings and nghttp2's limits (docs/security.md, "HTTP/2";
+// the options are Node 22's, nodejs/node lib/internal/http2/util.js updateOptionsBuffer, over nghttp2 1.69):
 // - rapid reset (CVE-2023-44487): streamResetBurst/streamResetRate, a token bucket on the client's
 //   RST_STREAMs; past it the session ends (nghttp2 lib/nghttp2_session.c session_update_stream_reset_ratelim);
 // - CONTINUATION floods (CVE-2024-27983, CVE-2024-27919): a header block of more than 8 CONTINUATION frames
@@ -23,7 +23,7 @@ import {
   createServer,
   type Http2Server,
   type Http2Session,
-  type SecureServerOptions,
+  type ServerOptions,
   type ServerHttp2Stream,
 } from "node:http2";
 import type { TLSSocket } from "node:tls";
@@ -42,7 +42,7 @@ export const H2_RESET_BURST = 200;
 export const H2_RESET_RATE = 50;
 
 /** The http2 server's limits; everything not set here is Node's default (docs/security.md lists them). */
-export const H2_SERVER_OPTIONS: SecureServerOptions = {
+export const H2_SERVER_OPTIONS: ServerOptions = {
   settings: {
     maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS,
     maxHeaderListSize: MAX_HEAD_BYTES,
@@ -58,7 +58,7 @@ export const H2_SERVER_OPTIONS: SecureServerOptions = {
   maxSessionRejectedStreams: 100,
   streamResetBurst: H2_RESET_BURST,
   streamResetRate: H2_RESET_RATE,
-} as SecureServerOptions;
+};
 
 /** What one client connection's streams need: its expose's name rules, routing and client address. */
 export interface H2Connection {

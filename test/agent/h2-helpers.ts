@@ -26,6 +26,7 @@ export async function startH2World(
   t: TestContext,
   cert: IssuedCertificate,
   limits: Record<string, number> = {},
+  proxyProtocol = false,
 ): Promise<H2World> {
   const web = await startHttpBackend();
   const api = await startHttpBackend();
@@ -45,6 +46,7 @@ export async function startH2World(
     ],
     tls: { certFile: cert.certFile, keyFile: cert.keyFile },
     names: [NAME],
+    ...(proxyProtocol ? { proxyProtocol } : {}),
   };
   const agent = await agentFor(t, {
     role: "ingress",

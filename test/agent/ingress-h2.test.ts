@@ -3,7 +3,8 @@
 // end with trailers, cancellation both ways, the identity headers and path rules of HTTP/1.1, and :authority
 // held to the expose SNI chose.
 import assert from "node:assert/strict";
-import { constants } from "node:http2";
+import { connect, constants } from "node:http2";
+import { connect as netConnect } from "node:net";
 import { after, before, test } from "node:test";
 import { connect as tlsConnect } from "node:tls";
 import { GrpcReader, grpcFrame } from "../fakes/agent/grpc.js";
@@ -74,6 +75,23 @@ test("an h2 request to an HTTP/1.1 backend: translated, identity headers set and
   assert.equal(posted.status, 200);
   assert.equal(JSON.parse(posted.body).bodyBytes, 100_000);
   assert.equal(JSON.parse(posted.body).headers["transfer-encoding"], "chunked");
+});
+
+test("proxyProtocol: the PROXY header's client address is X-Forwarded-For on h2 streams too", async (t) => {
+  const { port, web, grpc } = await startH2World(t, cert, {}, true);
+  const raw = netConnect({ host: "127.0.0.1", port });
+  await new Promise((resolve) => raw.once("connect", resolve));
+  raw.write("PROXY TCP4 100.64.0.9 100.64.0.1 40001 443\r\n");
+  const tls = tlsConnect({ socket: raw, servername: NAME, ca: pki.caPem, ALPNProtocols: ["h2"] });
+  await new Promise((resolve) => tls.once("secureConnect", resolve));
+  const session = connect(`https://${NAME}`, { createConnection: () => tls });
+  session.on("error", () => {});
+  t.after(() => session.destroy());
+  assert.equal((await h2Request(session, get("/", { "x-forwarded-for": "10.6.6.6" }))).status, 200);
+  assert.equal(web.requests[0].headers["x-forwarded-for"], "100.64.0.9");
+  const call = await grpcCall(session, "GetFeature", ["1,2"]);
+  assert.equal(call.trailers["grpc-status"], "0");
+  assert.equal(grpc.streams[0].headers["x-forwarded-for"], "100.64.0.9");
 });
 
 test("gRPC through the agent to an h2c backend: unary, server, client and bidi streaming, with trailers", async (t) => {
