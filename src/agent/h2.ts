@@ -42,7 +42,8 @@ export const H2_RESET_BURST = 200;
 export const H2_RESET_RATE = 50;
 
 /** The http2 server's limits; everything not set here is Node's default (docs/security.md lists them). */
-export const H2_SERVER_OPTIONS: ServerOptions = {
+/** maxOutstandingSettings is read by Node (updateOptionsBuffer) but missing from @types/node. */
+export const H2_SERVER_OPTIONS: ServerOptions & { maxOutstandingSettings: number } = {
   settings: {
     maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS,
     maxHeaderListSize: MAX_HEAD_BYTES,
