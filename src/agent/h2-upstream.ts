@@ -116,7 +116,9 @@ export class Upstreams {
     });
     if (ex.hasBody) {
       client.on("trailers", (trailers: IncomingHttpHeaders) => {
-        if (headers["transfer-encoding"]) req.addTrailers(headerObject(forwardedTrailers(pairsOf(trailers).flat())));
+        const fields = requestTrailers(client, trailers);
+        if (!fields) req.destroy();
+        else if (headers["transfer-encoding"]) req.addTrailers(headerObject(fields));
       });
       client.pipe(req);
     } else req.end();
@@ -142,7 +144,7 @@ export class Upstreams {
       client.close(NGHTTP2_INTERNAL_ERROR); // a field HTTP/2 cannot carry
       return;
     }
-    client.on("wantTrailers", () => client.sendTrailers(headerObject(h2ResponseFields(res.rawTrailers))));
+    client.on("wantTrailers", () => sendTrailers(client, h2ResponseFields(res.rawTrailers)));
     res.on("aborted", () => client.close(NGHTTP2_INTERNAL_ERROR));
     res.on("error", () => client.close(NGHTTP2_INTERNAL_ERROR));
     res.pipe(client);
@@ -212,15 +214,18 @@ export class Upstreams {
       answered = true;
       const end = (flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0;
       if (client.closed || client.destroyed) return;
-      client.respond(
-        { ...headerObject(h2ResponseFields(pairsOf(headers).flat())), ":status": headers[":status"] ?? 502 },
-        {
-          endStream: end,
-          waitForTrailers: !end,
-        },
-      );
+      try {
+        client.respond(
+          { ...headerObject(h2ResponseFields(pairsOf(headers).flat())), ":status": headers[":status"] ?? 502 },
+          { endStream: end, waitForTrailers: !end },
+        );
+      } catch {
+        up.close(NGHTTP2_CANCEL);
+        client.close(NGHTTP2_INTERNAL_ERROR); // a field the client side cannot carry
+        return;
+      }
       if (end) return;
-      client.on("wantTrailers", () => client.sendTrailers(headerObject(backendTrailers)));
+      client.on("wantTrailers", () => sendTrailers(client, h2ResponseFields(backendTrailers.flat())));
       up.pipe(client);
     });
     // A reset either way is passed on (gRPC cancellation and deadlines); a clean end is not a reset.
@@ -233,10 +238,39 @@ export class Upstreams {
         up.close(client.rstCode && client.rstCode !== NGHTTP2_NO_ERROR ? client.rstCode : NGHTTP2_CANCEL);
     });
     if (ex.hasBody) {
-      client.on("trailers", (t: IncomingHttpHeaders) => (clientTrailers = forwardedTrailers(pairsOf(t).flat())));
-      up.on("wantTrailers", () => up.sendTrailers(headerObject(clientTrailers)));
+      client.on("trailers", (t: IncomingHttpHeaders) => {
+        const fields = requestTrailers(client, t);
+        if (fields) clientTrailers = fields;
+        else up.close(NGHTTP2_CANCEL);
+      });
+      up.on("wantTrailers", () => sendTrailers(up, clientTrailers));
       client.pipe(up);
     }
+  }
+}
+
+/**
+ * A client's trailer section as forwarded, or undefined when it holds a control character: then the stream
+ * is reset both ways, as HTTP/1.1 closes both sides on an error inside a body (pipe.ts).
+ */
+function requestTrailers(client: ServerHttp2Stream, trailers: IncomingHttpHeaders): [string, string][] | undefined {
+  try {
+    return forwardedTrailers(pairsOf(trailers).flat());
+  } catch {
+    client.close(constants.NGHTTP2_PROTOCOL_ERROR);
+    return undefined;
+  }
+}
+
+/**
+ * Ends a stream with trailers (none: an empty DATA frame with END_STREAM, src/node_http2.cc SubmitTrailers).
+ * A field Node refuses to send (it throws, inside an event handler) resets the stream instead.
+ */
+function sendTrailers(stream: ServerHttp2Stream | ClientHttp2Stream, fields: [string, string][]): void {
+  try {
+    stream.sendTrailers(headerObject(fields));
+  } catch {
+    stream.close(NGHTTP2_INTERNAL_ERROR);
   }
 }
 

@@ -23,8 +23,8 @@ import {
   createServer,
   type Http2Server,
   type Http2Session,
-  type ServerOptions,
   type ServerHttp2Stream,
+  type ServerOptions,
 } from "node:http2";
 import type { TLSSocket } from "node:tls";
 import type { AgentBackend } from "../contract/agent-config.js";

@@ -165,6 +165,25 @@ test("cancellation both ways: the client's RST_STREAM reaches the backend, the b
   assert.equal(reset.rstCode, constants.NGHTTP2_REFUSED_STREAM);
 });
 
+test("request trailers reach an h2c backend without the identity fields a client puts there", async (t) => {
+  const { port } = await startH2World(t, cert);
+  const session = h2Client(t, port, pki);
+  const stream = session.request(grpcHeaders("EchoTrailers"), { waitForTrailers: true });
+  stream.on("wantTrailers", () =>
+    stream.sendTrailers({ "x-sum": "abc", "x-forwarded-for": "10.6.6.6", forwarded: "for=x" }),
+  );
+  let trailers: Record<string, unknown> = {};
+  stream.on("trailers", (tr) => (trailers = tr));
+  stream.resume();
+  await new Promise<void>((resolve) => {
+    stream.on("close", () => resolve());
+    stream.end("body");
+  });
+  assert.equal(trailers["x-sum"], "abc");
+  assert.equal(trailers["x-count"], "1");
+  assert.equal(trailers["x-forwarded-for"], undefined);
+});
+
 test("the path rules of HTTP/1.1: every ambiguous target is 400 and reaches no backend", async (t) => {
   const { port, web, api, grpc } = await startH2World(t, cert);
   const session = h2Client(t, port, pki);

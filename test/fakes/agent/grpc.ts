@@ -38,6 +38,8 @@ export interface GrpcStreamRecord {
   headers: IncomingHttpHeaders;
   /** RST_STREAM code the stream closed with (0: a clean end), once closed. */
   rstCode?: number;
+  /** The request's trailer fields (/EchoTrailers). */
+  trailers?: Record<string, string>;
 }
 
 export interface GrpcBackend {
@@ -116,6 +118,21 @@ export async function startGrpcBackend(): Promise<GrpcBackend> {
         // A trailers-only answer: gRPC's errors come as one HEADERS frame with END_STREAM.
         stream.respond({ ...GRPC_HEADERS, "grpc-status": "5", "grpc-message": "no such feature" }, { endStream: true });
         return;
+      case `${SERVICE}/EchoTrailers`: {
+        // Answers with the request's trailers it got, as its own trailers (and a body saying how many there were).
+        const got: Record<string, string> = {};
+        record.trailers = got;
+        stream.on("trailers", (t) => {
+          for (const [k, v] of Object.entries(t)) if (!k.startsWith(":")) got[k] = String(v);
+        });
+        stream.resume();
+        stream.on("end", () => {
+          stream.respond({ ":status": 200 }, { waitForTrailers: true });
+          stream.on("wantTrailers", () => stream.sendTrailers({ ...got, "x-count": String(Object.keys(got).length) }));
+          stream.end("ok");
+        });
+        return;
+      }
       case "/big": {
         stream.respond({ ":status": 200 });
         const chunk = Buffer.alloc(64 * 1024, 0x61);
