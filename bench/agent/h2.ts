@@ -172,6 +172,8 @@ export async function benchH2(opts: { seconds?: number; rounds?: number } = {}):
     const up = await startH2cUpstream();
     children.push(up);
     const bundle = await bundleAgent(dir).catch(() => undefined);
+    // as in cases.ts: e.g. BENCH_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=.tmp/prof" profiles the agent
+    const agentNodeArgs = process.env.BENCH_AGENT_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
     const agent = await spawnAgent(
       {
         role: "ingress",
@@ -189,6 +191,7 @@ export async function benchH2(opts: { seconds?: number; rounds?: number } = {}):
         ],
       },
       bundle,
+      agentNodeArgs,
     );
     children.push(agent);
     const systems = new Map<string, { port: number; pid: number }>([
