@@ -83,6 +83,7 @@ export class H2Front {
   private readonly server: Http2Server;
   private readonly upstreams: Upstreams;
   private readonly connections = new WeakMap<Http2Session, H2Connection>();
+  private readonly sessions = new Set<Http2Session>();
   private next: H2Connection | undefined;
 
   constructor(private readonly opts: H2FrontOptions) {
@@ -104,6 +105,14 @@ export class H2Front {
     }
   }
 
+  /**
+   * Shutdown: every session gets GOAWAY (its streams in flight finish, the client opens new ones elsewhere),
+   * so the listener's grace period ends as soon as they are done (https.ts close).
+   */
+  drain(): void {
+    for (const session of this.sessions) session.close();
+  }
+
   close(): void {
     this.upstreams.close();
   }
@@ -115,6 +124,8 @@ export class H2Front {
       return;
     }
     this.connections.set(session, connection);
+    this.sessions.add(session);
+    session.once("close", () => this.sessions.delete(session));
     session.on("error", (err) =>
       this.opts.log.debug("http2 session error", { expose: connection.name, error: err.message }),
     );

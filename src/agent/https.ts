@@ -78,6 +78,7 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
       }
     },
     async close(graceMs = 0) {
+      if (graceMs > 0) h2.drain();
       await closeServer(listener, live, graceMs);
       h2.close();
     },

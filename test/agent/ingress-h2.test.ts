@@ -249,6 +249,32 @@ test("an HTTP/1.1 client routed to an h2c backend gets 502; the HTTP/1.1 backend
   assert.equal(web.requests.length, 1);
 });
 
+test("shutdown with a grace period: GOAWAY, the stream in flight finishes, the close does not wait the whole grace", async (t) => {
+  const { agent, port } = await startH2World(t, cert);
+  const session = h2Client(t, port, pki);
+  const goaway = new Promise<number>((resolve) => session.once("goaway", (code: number) => resolve(code)));
+  await h2Request(session, get("/warm"));
+  // A request whose body is still coming when the agent starts shutting down.
+  const upload = session.request({ ...get("/api/upload"), ":method": "POST" });
+  let status = 0;
+  let body = "";
+  upload.on("response", (h) => (status = Number(h[":status"])));
+  upload.setEncoding("utf8");
+  upload.on("data", (d: string) => (body += d));
+  const uploaded = new Promise<void>((resolve) => upload.on("close", () => resolve()));
+  upload.write("first half,");
+  await new Promise((r) => setTimeout(r, 100));
+  const started = Date.now();
+  const closing = agent.close(10_000);
+  assert.equal(await goaway, constants.NGHTTP2_NO_ERROR);
+  upload.end("second half");
+  await uploaded;
+  assert.equal(status, 200, "the stream in flight was answered");
+  assert.equal(JSON.parse(body).bodyBytes, "first half,second half".length);
+  await closing;
+  assert.ok(Date.now() - started < 5000, `close took ${Date.now() - started} ms`);
+});
+
 test("an h2 client that stops reading stops the h2c backend (flow control, no unbounded buffer)", async (t) => {
   const { port, grpc } = await startH2World(t, cert, { idleTimeoutSeconds: 1 });
   const session = h2Client(t, port, pki);
