@@ -529,7 +529,7 @@ export async function soakScale(sizes = SCALE_PARENTS, seconds = 90): Promise<{ 
  * syncs in the window (the probe's; prom-client's end-scrape figure without the probe), and the peak RSS over
  * those rounds including the end scrape (Prometheus scrapes a deployed server too).
  */
-function goalMet(r: SoakResult) {
+export function goalMet(r: SoakResult) {
   const peak = r.steady && !Number.isNaN(r.steady.peakRssMiB) ? r.steady.peakRssMiB : r.peakRssMiB;
   const rss = peak <= SCALE_GOAL.rssMiB;
   const loop = (r.loop["steady+tailnet"]?.p99 ?? r.eventLoopP99ms) <= SCALE_GOAL.eventLoopP99ms;
