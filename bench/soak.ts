@@ -26,7 +26,17 @@
  * that build instead of compiling src/ (to compare a before and an after under the same load).
  */
 import { execFileSync, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -200,9 +210,19 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       ALLOW_UNAUTHENTICATED_HOOKS: "true",
       ...(o.compiledCli ? { NODE_ENV: "production" } : {}),
     },
-    stdio: ["ignore", "ignore", "inherit", "ipc"],
+    // SOAK_SERVER_STDOUT=file keeps what the server prints (e.g. SOAK_NODE_ARGS=--trace-gc), with the phases marked
+    stdio: [
+      "ignore",
+      process.env.SOAK_SERVER_STDOUT ? openSync(process.env.SOAK_SERVER_STDOUT, "a") : "ignore",
+      "inherit",
+      "ipc",
+    ],
   });
-  const phase = (name: string) => server.connected && server.send({ phase: name });
+  const phase = (name: string) => {
+    if (process.env.SOAK_SERVER_STDOUT)
+      appendFileSync(process.env.SOAK_SERVER_STDOUT, `=== phase ${name} ${Date.now()}\n`);
+    return server.connected && server.send({ phase: name });
+  };
   const loopReport = () =>
     new Promise<Record<string, LoopFigures>>((resolve) => {
       if (!server.connected) return resolve({});
