@@ -8,6 +8,7 @@ import { requireBins } from "../test/real/bins.js";
 import { benchH2, h2Rows } from "./agent/h2.js";
 import { agentRows, benchAgent } from "./agent.js";
 import { freshInstallOnFake, freshInstallRows } from "./fresh-install.js";
+import { type GoalInputs, goalRows, goalTableRows } from "./goals.js";
 import { benchHeadscaleReal, headscaleRealOptions, headscaleRealRows } from "./headscale-real.js";
 import { benchHooks, hookRows } from "./hooks.js";
 import { benchHostile, hostileRows } from "./hostile.js";
@@ -122,5 +123,15 @@ if (missing) {
   }
   results.headscaleReal = hsReal;
 }
+
+// Issue 36's goals, one row each, from the figures above (bench/goals.ts).
+const goals = goalRows({
+  real: results.real as GoalInputs["real"],
+  agent,
+  soak: results.soakScale as GoalInputs["soak"],
+  scale,
+});
+results.goals = goals;
+rows.push(...goalTableRows(goals));
 
 print();

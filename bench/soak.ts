@@ -26,7 +26,17 @@
  * that build instead of compiling src/ (to compare a before and an after under the same load).
  */
 import { execFileSync, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -200,9 +210,19 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       ALLOW_UNAUTHENTICATED_HOOKS: "true",
       ...(o.compiledCli ? { NODE_ENV: "production" } : {}),
     },
-    stdio: ["ignore", "ignore", "inherit", "ipc"],
+    // SOAK_SERVER_STDOUT=file keeps what the server prints (e.g. SOAK_NODE_ARGS=--trace-gc), with the phases marked
+    stdio: [
+      "ignore",
+      process.env.SOAK_SERVER_STDOUT ? openSync(process.env.SOAK_SERVER_STDOUT, "a") : "ignore",
+      "inherit",
+      "ipc",
+    ],
   });
-  const phase = (name: string) => server.connected && server.send({ phase: name });
+  const phase = (name: string) => {
+    if (process.env.SOAK_SERVER_STDOUT)
+      appendFileSync(process.env.SOAK_SERVER_STDOUT, `=== phase ${name} ${Date.now()}\n`);
+    return server.connected && server.send({ phase: name });
+  };
   const loopReport = () =>
     new Promise<Record<string, LoopFigures>>((resolve) => {
       if (!server.connected) return resolve({});
@@ -529,7 +549,7 @@ export async function soakScale(sizes = SCALE_PARENTS, seconds = 90): Promise<{ 
  * syncs in the window (the probe's; prom-client's end-scrape figure without the probe), and the peak RSS over
  * those rounds including the end scrape (Prometheus scrapes a deployed server too).
  */
-function goalMet(r: SoakResult) {
+export function goalMet(r: SoakResult) {
   const peak = r.steady && !Number.isNaN(r.steady.peakRssMiB) ? r.steady.peakRssMiB : r.peakRssMiB;
   const rss = peak <= SCALE_GOAL.rssMiB;
   const loop = (r.loop["steady+tailnet"]?.p99 ?? r.eventLoopP99ms) <= SCALE_GOAL.eventLoopP99ms;

@@ -3,8 +3,8 @@
 // Every failure becomes a DialError whose message names the target and the cause — never credentials
 // (there are none on this path: the SOCKS5 proxy is unauthenticated on loopback).
 import { connect, type Socket } from "node:net";
-import { SocksClient } from "socks";
 import type { AgentConfig } from "../contract/agent-config.js";
+import { socks5Connect } from "./socks5.js";
 
 export class DialError extends Error {
   /** Short cause, e.g. "ECONNREFUSED", "timed out after 5s", "SOCKS5 HostUnreachable". */
@@ -130,53 +130,17 @@ export function directDialer(target: HostPort, timeoutMs: number): Dialer {
   });
 }
 
-/** Maps the socks package's error texts to a short cause. */
-function socksReason(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  const rejected = /rejected connection - (\w+)/.exec(message);
-  if (rejected) return `SOCKS5 ${rejected[1]}`;
-  if (/timed out/i.test(message)) return "SOCKS5 timed out";
-  if (/^connect E[A-Z]+/.test(message)) return `SOCKS5 proxy unreachable (${message.split(" ")[1]})`;
-  return `SOCKS5 ${message}`;
-}
-
 /**
- * Dials `target` through a SOCKS5 proxy (tailscaled `--socks5-server`). The host is sent as a name when
- * it is one, so tailscaled resolves MagicDNS names itself.
+ * Dials `target` through a SOCKS5 proxy (tailscaled `--socks5-server`, src/agent/socks5.ts). The host is sent
+ * as a name when it is one, so tailscaled resolves MagicDNS names itself.
  */
 export function socksDialer(proxy: HostPort, target: HostPort, timeoutMs: number): Dialer {
   const address = formatHostPort(target);
   return dialerFrom(address, (done) => {
-    let over = false;
-    SocksClient.createConnection({
-      proxy: { host: proxy.host, port: proxy.port, type: 5 },
-      command: "connect",
-      destination: { host: target.host, port: target.port },
-      timeout: timeoutMs,
-      set_tcp_nodelay: true,
-    }).then(
-      ({ socket }) => {
-        if (over) {
-          socket.destroy();
-          return;
-        }
-        over = true;
-        // The socks package creates its socket without allowHalfOpen; the flag is read when the readable side
-        // ends, so setting it now keeps the upstream writable after the target's FIN.
-        socket.allowHalfOpen = true;
-        done(undefined, socket);
-      },
-      (err: unknown) => {
-        if (over) return;
-        over = true;
-        done(new DialError(address, socksReason(err)), undefined);
-      },
+    const cancel = socks5Connect(proxy, target, timeoutMs, (reason, socket) =>
+      done(reason === undefined ? undefined : new DialError(address, reason), socket),
     );
-    return {
-      cancel() {
-        over = true;
-      },
-    };
+    return { cancel };
   });
 }
 

@@ -225,6 +225,8 @@ export function relaySockets(client: Socket, upstream: Socket, opts: RelayOption
   upstream.on("drain", onUpstreamDrain);
   client.on("data", onClientData);
   upstream.on("data", onUpstreamData);
+  // a SOCKS5 upstream is handed over paused (src/agent/socks5.ts); a fresh socket is already flowing
+  upstream.resume();
 }
 
 /** relaySockets as a promise: resolves when both sockets are closed. */

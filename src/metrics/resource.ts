@@ -15,8 +15,12 @@ import type { OperatorMetrics } from "./registry.js";
 interface Published {
   id: ResourceId;
   at: number;
-  /** Per condition type; exact-size arrays replaced on change (a pushed-to array keeps spare capacity). */
-  reasons: Record<string, readonly string[]>;
+  /**
+   * Per condition type its reasons joined by NUL, the active one last: one reason (almost every type) is the
+   * reason string itself, shared with every other object, where an array per type cost 20,000 objects × 7 types
+   * arrays of heap (issue 36).
+   */
+  reasons: Record<string, string>;
   ready: string | undefined;
 }
 const publishedFor = registryMemory<Published>();
@@ -34,6 +38,9 @@ export interface ResourceId {
   namespace: string;
   name: string;
 }
+
+/** Never in a condition reason (one CamelCase word). */
+const SEP = "\u0000";
 
 const keyOf = (id: ResourceId) => `${id.kind}/${id.namespace}/${id.name}`;
 
@@ -53,14 +60,16 @@ export function publishConditions(
   }
   entry.at = nowMs;
   for (const c of conditions) {
-    const reasons = entry.reasons[c.type] ?? [];
+    const held = entry.reasons[c.type];
+    // the active reason is the last one: the whole string when it is the only one
+    if (held === c.reason || held?.endsWith(`${SEP}${c.reason}`)) continue; // its series is 1, the earlier ones 0
+    const reasons = held === undefined ? [] : held.split(SEP);
     const active = reasons[reasons.length - 1];
-    if (active === c.reason) continue; // its series is 1 and the earlier ones 0 already
     if (active !== undefined) metrics.resourceCondition.set({ ...id, type: c.type, reason: active }, 0);
     const next = [...reasons.filter((r) => r !== c.reason), c.reason];
     for (const dropped of next.splice(0, Math.max(0, next.length - MAX_REASON_SERIES)))
       metrics.resourceCondition.remove({ ...id, type: c.type, reason: dropped });
-    entry.reasons[c.type] = next.slice();
+    entry.reasons[c.type] = next.length === 1 ? c.reason : next.join(SEP);
     metrics.resourceCondition.set({ ...id, type: c.type, reason: c.reason }, 1);
   }
   const ready = conditions.find((c) => c.type === "Ready");
@@ -78,7 +87,7 @@ export function withdrawResource(metrics: OperatorMetrics, id: ResourceId): void
   const entry = memory.get(key);
   if (!entry) return;
   for (const [type, reasons] of Object.entries(entry.reasons))
-    for (const reason of reasons) metrics.resourceCondition.remove({ ...id, type, reason });
+    for (const reason of reasons.split(SEP)) metrics.resourceCondition.remove({ ...id, type, reason });
   if (entry.ready !== undefined) metrics.resourceReady.remove({ ...id, reason: entry.ready });
   memory.delete(key);
 }

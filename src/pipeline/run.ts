@@ -15,6 +15,7 @@
  * A kind whose plan needs nothing (no Tailnet, no credentials) still runs every stage: observe returns what
  * it could not see, plan wants nothing, act does nothing, decide says why.
  */
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { ConditionInput } from "../conditions/condition.js";
 import type { OperatorConfig } from "../config.js";
 import type { K8sObject } from "../k8s/objects.js";
@@ -86,8 +87,13 @@ export async function runSync<S, O, P, A, D extends Decision, R>(
 ): Promise<R | SyncResult> {
   const spec = stages.spec(req.parent);
   const observed = await stages.observe(req, spec, deps);
+  // Syncs waiting on one shared read (the view's cached lists, a key-list flight) all resume in the same
+  // microtask drain; without a turn of the event loop here their plan, decide and respond ran back to back in one
+  // tick (issue 36: at 20,000 parents a tick's CPU p99 was 33 ms, the loop's p99 over the 20 ms goal).
+  await nextTurn();
   const plan = stages.plan(req, spec, observed, deps);
   const outcome = await stages.act(req, spec, observed, plan, deps);
+  await nextTurn();
   const decision = stages.decide({ req, spec, observed, plan, outcome, config: deps.config, now: deps.now() });
   stages.publish?.(req, decision, observed, deps);
   return answer ? answer(req, deps, decision) : respond(req, deps, decision);

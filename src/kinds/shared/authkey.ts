@@ -8,7 +8,7 @@
 
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Outcome } from "../../headscale/capabilities.js";
-import { hasKeyIndex, keysWithTag } from "../../headscale/lists.js";
+import { hasKeyIndex, keyById, keysWithTag } from "../../headscale/lists.js";
 import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView } from "../../headscale/view.js";
 import { OWNER_UID_LABEL } from "../../k8s/labels.js";
@@ -60,12 +60,17 @@ export function expirableKeyIds(
 ): string[] {
   const held = observed ? secretValue(observed, AUTHKEY_DATA_KEY) : undefined;
   const id = observed?.metadata.annotations?.[KEY_ID_ANNOTATION];
-  const listed = id ? keys.find((k) => k.id === id) : undefined;
-  if (!held || !listed || !owned.has(listed.id) || !provenBy(listed, held)) return [];
-  return keys
-    .filter((k) => owned.has(k.id) && k.id !== listed.id && !listedExpiredAt(k, now) && keyAge(k, listed) < 0)
-    .sort(keyAge)
-    .map((k) => k.id);
+  if (!held || !id || !owned.has(id)) return [];
+  // By id through the list's index (lists.ts), O(owned): a scan of every key of the Tailnet per sync was 18% of
+  // the hook server's steady-state CPU at 20,000 parents (issue 36).
+  const listed = keyById(keys, id);
+  if (!listed || !provenBy(listed, held)) return [];
+  const older: HsPreAuthKey[] = [];
+  for (const ownedId of owned) {
+    const k = ownedId === id ? undefined : keyById(keys, ownedId);
+    if (k && !listedExpiredAt(k, now) && keyAge(k, listed) < 0) older.push(k);
+  }
+  return older.sort(keyAge).map((k) => k.id);
 }
 
 export interface ObservedKey {

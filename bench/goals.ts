@@ -1,0 +1,91 @@
+/**
+ * The goals of issue 36 as one table at the end of `npm run bench`: each row is a figure measured in this run
+ * (a ratio against its same-run baseline where one exists), its goal and PASS or NOT MET. A section that did not
+ * run says "not measured" with the reason its own row gave, never a silent PASS.
+ */
+import type { AgentBench } from "./agent/cases.js";
+import type { RealBench } from "./real.js";
+import { goalMet, SCALE_GOAL, type SoakResult } from "./soak.js";
+import type { ScaleBench } from "./tailnet-scale.js";
+
+export interface GoalRow {
+  row: string;
+  value: string;
+  goal: string;
+  met: boolean | undefined;
+}
+
+/** The chart's default memory limit of the operator container: the Tailnet sync at 20,000 workloads must fit. */
+export const TAILNET_20K_RSS_GOAL_MIB = 384;
+
+export interface GoalInputs {
+  real?: RealBench | { notMeasured: string };
+  agent?: AgentBench;
+  soak?: { rows: SoakResult[] };
+  scale?: ScaleBench;
+}
+
+const measured = <T extends object>(v: T | { notMeasured: string } | undefined): v is T =>
+  v !== undefined && !("notMeasured" in v);
+
+export function goalRows(r: GoalInputs): GoalRow[] {
+  const rows: GoalRow[] = [];
+  const add = (row: string, value: number | undefined, goal: string, met: (v: number) => boolean, digits = 2) =>
+    rows.push({
+      row,
+      value: value === undefined || Number.isNaN(value) ? "not measured" : value.toFixed(digits),
+      goal,
+      met: value === undefined || Number.isNaN(value) ? undefined : met(value),
+    });
+  const real = measured(r.real) ? r.real : undefined;
+  add("real egress bytes/s, agent / tailscaled SOCKS5", real?.throughputRatio, "≥ 0.95", (v) => v >= 0.95);
+  add(
+    "real egress connect p99, agent / SOCKS5",
+    real ? real.agent.connectP99ms / real.socks.connectP99ms : undefined,
+    "≤ 1.5",
+    (v) => v <= 1.5,
+  );
+  const a = r.agent;
+  add("agent / HAProxy TCP throughput, 16 conns", a?.vsHaproxy?.throughput, "≥ 0.95", (v) => v >= 0.95);
+  add("agent / HAProxy TCP setup p50", a?.vsHaproxy?.setupP50, "≤ 1.2", (v) => v <= 1.2);
+  add("agent / HAProxy HTTPS req/s, 16 keep-alive conns", a?.httpsVsHaproxy?.rps, "≥ 1.0", (v) => v >= 1);
+  add("agent / HAProxy HTTPS CPU per request", a?.httpsVsHaproxy?.cpuPerRequest, "≤ 1.2", (v) => v <= 1.2);
+  const soak = r.soak?.rows.find((row) => row.parents - 1 === SCALE_GOAL.parents);
+  const soakLoop = soak ? (soak.loop["steady+tailnet"]?.p99 ?? soak.eventLoopP99ms) : undefined;
+  add(
+    `hook server, ${SCALE_GOAL.parents} parents: event-loop p99 in steady rounds (ms)`,
+    soakLoop,
+    `≤ ${SCALE_GOAL.eventLoopP99ms}`,
+    () => (soak ? goalMet(soak).loop : false),
+    1,
+  );
+  const soakRss = soak
+    ? soak.steady && !Number.isNaN(soak.steady.peakRssMiB)
+      ? soak.steady.peakRssMiB
+      : soak.peakRssMiB
+    : undefined;
+  add(
+    `hook server, ${SCALE_GOAL.parents} parents: peak RSS (MiB)`,
+    soakRss,
+    `≤ ${SCALE_GOAL.rssMiB}`,
+    () => (soak ? goalMet(soak).rss : false),
+    1,
+  );
+  const tailnet = r.scale?.rows.find((row) => row.workloads === 20_000);
+  add(
+    "Tailnet sync of 20,000 workloads: peak RSS (MiB)",
+    tailnet?.peakRssMiB,
+    `≤ ${TAILNET_20K_RSS_GOAL_MIB}`,
+    (v) => v <= TAILNET_20K_RSS_GOAL_MIB,
+    1,
+  );
+  return rows;
+}
+
+/** The goal table as rows of the bench's printout. */
+export function goalTableRows(goals: GoalRow[]): [string, string][] {
+  return goals.map((g) => [
+    `goal: ${g.row}`,
+    `${g.value} (goal ${g.goal}): ${g.met === undefined ? "NOT MEASURED" : g.met ? "PASS" : "NOT MET"}`,
+  ]);
+}

@@ -1,0 +1,46 @@
+// The goal table of `npm run bench` (bench/goals.ts): each row PASS, NOT MET or NOT MEASURED from the figures,
+// never a PASS for a section that did not run.
+import assert from "node:assert/strict";
+import test from "node:test";
+import type { AgentBench } from "../../bench/agent/cases.js";
+import { goalRows, goalTableRows } from "../../bench/goals.js";
+import type { RealBench } from "../../bench/real.js";
+import type { SoakResult } from "../../bench/soak.js";
+import type { ScaleBench } from "../../bench/tailnet-scale.js";
+
+const real = {
+  throughputRatio: 0.96,
+  agent: { bytesPerSecond: 1, connectP50ms: 2, connectP99ms: 20 },
+  socks: { bytesPerSecond: 1, connectP50ms: 2, connectP99ms: 10 },
+} as RealBench;
+const agent = {
+  vsHaproxy: { throughput: 0.94, setupP50: 1.2, setupP99: 1, cpuPerGiB: 1, cpuPerConnection: 1 },
+  httpsVsHaproxy: { rps: 1.01, cpuPerRequest: 1.3 },
+} as AgentBench;
+const soak = {
+  rows: [
+    {
+      parents: 20_001,
+      loop: { "steady+tailnet": { p99: 19.5 } },
+      eventLoopP99ms: 40,
+      peakRssMiB: 300,
+      steady: { peakRssMiB: 257, medianRoundSeconds: 30 },
+    } as unknown as SoakResult,
+  ],
+};
+const scale = { rows: [{ workloads: 20_000, peakRssMiB: 380 }] } as unknown as ScaleBench;
+
+test("every goal row reads its figure and compares it with the goal", () => {
+  const rows = goalRows({ real, agent, soak, scale });
+  const verdict = Object.fromEntries(rows.map((r) => [r.row, r.met]));
+  assert.deepEqual(Object.values(verdict), [true, false, false, true, true, false, true, false, true]);
+  assert.equal(rows[1].value, "2.00", "connect p99 is agent ÷ SOCKS5");
+  assert.equal(rows[6].value, "19.5", "the loop goal reads the steady rounds with the Tailnet's syncs");
+  assert.equal(rows[7].value, "257.0", "the RSS goal reads the steady rounds' peak, not the install's");
+});
+
+test("a section that did not run is NOT MEASURED, never PASS", () => {
+  const rows = goalTableRows(goalRows({ real: { notMeasured: "no root" } }));
+  assert.equal(rows.length, 9);
+  for (const [, text] of rows) assert.match(text, /^not measured \(goal .*\): NOT MEASURED$/);
+});
