@@ -130,6 +130,7 @@ const goals = goalRows({
   agent,
   soak: results.soakScale as GoalInputs["soak"],
   scale,
+  h2,
 });
 results.goals = goals;
 rows.push(...goalTableRows(goals));

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import test from "node:test";
 import type { AgentBench } from "../../bench/agent/cases.js";
+import type { H2Bench } from "../../bench/agent/h2.js";
 import { goalRows, goalTableRows } from "../../bench/goals.js";
 import type { RealBench } from "../../bench/real.js";
 import type { SoakResult } from "../../bench/soak.js";
@@ -31,9 +32,30 @@ const soak = {
 const scale = { rows: [{ workloads: 20_000, peakRssMiB: 380 }] } as unknown as ScaleBench;
 
 test("every goal row reads its figure and compares it with the goal", () => {
-  const rows = goalRows({ real, agent, soak, scale });
+  const h2 = {
+    agent: { h2: { rps: 500 }, grpc: { rps: 300 } },
+    haproxy: { h2: { rps: 1000 }, grpc: { rps: 1000 } },
+  } as H2Bench;
+  const rows = goalRows({ real, agent, soak, scale, h2 });
   const verdict = Object.fromEntries(rows.map((r) => [r.row, r.met]));
-  assert.deepEqual(Object.values(verdict), [true, false, false, true, true, false, true, false, true]);
+  assert.deepEqual(Object.values(verdict), [
+    true,
+    false,
+    false,
+    true,
+    true,
+    false,
+    true,
+    false,
+    true,
+    "reported",
+    "reported",
+  ]);
+  assert.deepEqual(
+    rows.slice(9).map((r) => r.value),
+    ["0.50", "0.30"],
+    "HTTP/2 and gRPC: agent ÷ HAProxy, no goal",
+  );
   assert.equal(rows[1].value, "2.00", "connect p99 is agent ÷ SOCKS5");
   assert.equal(rows[6].value, "19.5", "the loop goal reads the steady rounds with the Tailnet's syncs");
   assert.equal(rows[7].value, "257.0", "the RSS goal reads the steady rounds' peak, not the install's");
@@ -41,6 +63,6 @@ test("every goal row reads its figure and compares it with the goal", () => {
 
 test("a section that did not run is NOT MEASURED, never PASS", () => {
   const rows = goalTableRows(goalRows({ real: { notMeasured: "no root" } }));
-  assert.equal(rows.length, 9);
+  assert.equal(rows.length, 11);
   for (const [, text] of rows) assert.match(text, /^not measured \(goal .*\): NOT MEASURED$/);
 });
