@@ -10,7 +10,7 @@ import { type CertificateEntry, loadCertificate, normalizeName, selectByServerNa
 import { closeServer, type HttpListenerCommon, listenOn, tryAcquire } from "./forward.js";
 import { type PipeTarget, pipeHttpConnection } from "./pipe.js";
 import { readProxyHeader } from "./proxy-protocol.js";
-import { PathRouter } from "./routes.js";
+import { exposeRouter } from "./routes.js";
 
 export interface HttpsListenerOptions extends HttpListenerCommon {
   listenPort: number;
@@ -100,11 +100,10 @@ function exposeRouting(opts: HttpsListenerOptions): ExposeRouting {
   };
 }
 
-/** A routed expose (`paths`) picks each request's backend by path; the rest go to `backend`. */
+/** A routed expose (`paths`) picks each request's backend per request (routes.ts exposeRouter). */
 function routeOf(expose: AgentExpose): Pick<PipeTarget, "route"> {
-  if (!expose.paths?.length) return {};
-  const router = new PathRouter(expose.paths, expose.backend);
-  return { route: (requestTarget) => router.route(requestTarget) };
+  const router = exposeRouter(expose);
+  return router ? { route: (requestTarget, request) => router.route(requestTarget, request) } : {};
 }
 
 /** A TLS server whose connections are piped to the backend (pipe.ts): no Node HTTP server or client. */

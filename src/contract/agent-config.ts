@@ -40,6 +40,8 @@ export interface AgentExpose {
    * path matches goes to `backend`.
    */
   paths?: AgentPath[];
+  /** http mode, with paths: where a request no path matches goes — `backend` (default) or a 404 (a Gateway's host). */
+  unmatched?: "backend" | "notFound";
   /** http mode: the mounted kubernetes.io/tls Secret files. */
   tls?: { certFile: string; keyFile: string };
   /**
@@ -60,7 +62,12 @@ export interface AgentExpose {
 export interface AgentPath {
   path: string;
   pathType: "Exact" | "Prefix";
+  /** Gateway API matches beyond the path: a method, exact header values (src/agent/routes.ts). */
+  method?: string;
+  headers?: { name: string; value: string }[];
   backend: { host: string; port: number };
+  /** Split by weight (0 never chosen; all 0 answers 500); `backend` is then the first of them. */
+  backends?: { host: string; port: number; weight: number }[];
 }
 
 export interface AgentLimits {
@@ -214,6 +221,7 @@ const schema = {
             properties: { host: { type: "string", minLength: 1 }, port },
           },
           paths: agentPathsSchema(port),
+          unmatched: { type: "string", enum: ["backend", "notFound"] },
           tls: {
             type: "object",
             additionalProperties: false,
@@ -319,6 +327,7 @@ function checkSemantics(config: AgentConfig, source: string): void {
     if (expose.mode === "kube-api" && !config.tailscale.localApiSocket)
       fail("tailscale.localApiSocket", "is required by a kube-api expose (WhoIs)");
     if (expose.paths && expose.mode !== "http") fail(`exposes[${i}].paths`, "is only for mode http");
+    if (expose.unmatched && !expose.paths) fail(`exposes[${i}].unmatched`, "is only for an expose with paths");
     if (expose.mode !== "http") return;
     const bad = pathsProblem(expose.paths ?? []);
     if (bad) fail(`exposes[${i}].paths[${bad.index}]`, bad.problem);

@@ -4,6 +4,20 @@
 /** Longest rule path, and most rules per expose (an Ingress host's paths). */
 export const MAX_RULE_PATH = 256;
 export const MAX_RULES = 64;
+/** Most header matches per rule, and most weighted backends per rule (Gateway API allows 16 each). */
+export const MAX_HEADER_MATCHES = 16;
+export const MAX_WEIGHTED = 16;
+/** The methods a rule may match (Gateway API HTTPMethod; CONNECT is refused by the agent's parser). */
+export const RULE_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH"] as const;
+/** A header name (RFC 9110 token) and an exact value (visible ASCII and spaces, no leading or trailing space). */
+export const HEADER_NAME = "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$";
+export const HEADER_VALUE = "^[\\x21-\\x7e]([\\x20-\\x7e]{0,4094}[\\x21-\\x7e])?$";
+
+/** What a rule matches beyond its path (Gateway API HTTPRouteMatch): a method, exact header values. */
+export interface RuleMatch {
+  method?: string;
+  headers?: readonly { name: string; value: string }[];
+}
 
 /** `/`, then visible ASCII without `"`, `#`, `%`, `;`, `?` or `\`: what a request path can hold undecoded. */
 const RULE_CHARS = /^\/[\x21\x24\x26-\x3a\x3c-\x3e\x40-\x5b\x5d-\x7e]*$/;
@@ -28,19 +42,39 @@ export function rulePathProblem(path: string): string | undefined {
   return undefined;
 }
 
-/** Prefix `/foo/` and `/foo` are the same rule (the trailing slash is ignored). */
-export const ruleKey = (path: string, pathType: string): string =>
-  `${pathType === "Exact" ? "Exact" : "Prefix"} ${pathType === "Exact" || path === "/" ? path : path.replace(/\/$/, "")}`;
+/**
+ * Prefix `/foo/` and `/foo` are the same rule (the trailing slash is ignored); a method and header matches
+ * make another rule (header names compared case-insensitively, in any order).
+ */
+export const ruleKey = (path: string, pathType: string, match: RuleMatch = {}): string => {
+  const base = `${pathType === "Exact" ? "Exact" : "Prefix"} ${pathType === "Exact" || path === "/" ? path : path.replace(/\/$/, "")}`;
+  const headers = (match.headers ?? []).map((h) => `${h.name.toLowerCase()}=${h.value}`).sort();
+  return [base, ...(match.method ? [`method ${match.method}`] : []), ...headers.map((h) => `header ${h}`)].join(" ");
+};
+
+/** Why a rule's method, header matches or weights cannot be served, or undefined. */
+export function matchProblem(rule: RuleMatch & { backends?: readonly { weight: number }[] }): string | undefined {
+  const names = new Set<string>();
+  for (const h of rule.headers ?? []) {
+    const name = h.name.toLowerCase();
+    if (names.has(name)) return `header ${name} matched twice`;
+    names.add(name);
+  }
+  if (rule.backends && rule.backends.length === 0) return "backends: at least one";
+  return undefined;
+}
 
 /** Why a list of rules is not servable: the first bad path or a duplicate, with its index. */
 export function pathsProblem(
-  paths: readonly { path: string; pathType: string }[],
+  paths: readonly ({ path: string; pathType: string; backends?: readonly { weight: number }[] } & RuleMatch)[],
 ): { index: number; problem: string } | undefined {
   const seen = new Map<string, number>();
   for (const [index, p] of paths.entries()) {
     const problem = rulePathProblem(p.path);
     if (problem) return { index, problem: `path "${p.path.slice(0, 100)}": ${problem}` };
-    const key = ruleKey(p.path, p.pathType);
+    const bad = matchProblem(p);
+    if (bad) return { index, problem: bad };
+    const key = ruleKey(p.path, p.pathType, p);
     const first = seen.get(key);
     if (first !== undefined) return { index, problem: `duplicates paths[${first}] (${key})` };
     seen.set(key, index);
@@ -48,9 +82,18 @@ export function pathsProblem(
   return undefined;
 }
 
+/** Most weight one backend of a rule may carry (Gateway API BackendRef.weight). */
+export const MAX_WEIGHT = 1_000_000;
+
 /** The agent config's `exposes[].paths` (JSON Schema; `port` is the config's port schema). */
-export const agentPathsSchema = <P>(port: P) =>
-  ({
+export const agentPathsSchema = <P>(port: P) => {
+  const backend = {
+    type: "object",
+    additionalProperties: false,
+    required: ["host", "port"],
+    properties: { host: { type: "string", minLength: 1 }, port },
+  } as const;
+  return {
     type: "array",
     maxItems: MAX_RULES,
     items: {
@@ -60,12 +103,38 @@ export const agentPathsSchema = <P>(port: P) =>
       properties: {
         path: { type: "string", minLength: 1, maxLength: MAX_RULE_PATH },
         pathType: { type: "string", enum: ["Exact", "Prefix"] },
-        backend: {
-          type: "object",
-          additionalProperties: false,
-          required: ["host", "port"],
-          properties: { host: { type: "string", minLength: 1 }, port },
+        method: { type: "string", enum: RULE_METHODS },
+        headers: {
+          type: "array",
+          maxItems: MAX_HEADER_MATCHES,
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["name", "value"],
+            properties: {
+              name: { type: "string", pattern: HEADER_NAME },
+              value: { type: "string", pattern: HEADER_VALUE },
+            },
+          },
+        },
+        // `backend` is the rule's backend, or (with `backends`) the one probed; `backends` splits by weight.
+        backend,
+        backends: {
+          type: "array",
+          minItems: 1,
+          maxItems: MAX_WEIGHTED,
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["host", "port", "weight"],
+            properties: {
+              host: { type: "string", minLength: 1 },
+              port,
+              weight: { type: "integer", minimum: 0, maximum: MAX_WEIGHT },
+            },
+          },
         },
       },
     },
-  }) as const;
+  } as const;
+};
