@@ -18,7 +18,7 @@
 // than the one we routed, a routed expose refuses (400) every target a parser could read as another path:
 // dot segments, empty segments, a backslash, `;` path parameters, and percent-encoded ASCII (`%2F`, `%2e`,
 // `%61`...; docs/security.md, "Paths").
-import type { AgentExpose } from "../contract/agent-config.js";
+import type { AgentExpose, AgentPath } from "../contract/agent-config.js";
 import { hasBadSegment } from "../contract/paths.js";
 import { HttpFramingError } from "./http1.js";
 
@@ -27,13 +27,17 @@ export type PathType = "Exact" | "Prefix";
 export interface PathRule<B> {
   path: string;
   pathType: PathType;
+  /** The rule's backend; unused when `backends` is set. */
   backend: B;
   /** Only requests with this method (case-sensitive, as framed). */
   method?: string;
   /** Only requests carrying each of these headers with exactly this value (names case-insensitive). */
   headers?: readonly { name: string; value: string }[];
-  /** When set, the request's backend is one of these, picked by weight (`backend` is then unused here). */
-  backends?: readonly { backend: B; weight: number }[];
+  /**
+   * When set, the request's backend is one of these, picked by weight. An entry without a backend is the share
+   * of a reference the operator could not resolve: its requests are answered 500 (HTTPRouteRule.BackendRefs).
+   */
+  backends?: readonly { backend?: B; weight: number }[];
 }
 
 /** What of a request head beyond its target a rule can match: the method, and the field lines as framed. */
@@ -82,7 +86,7 @@ interface Compiled<B> {
   /** Header matches with lower-case names. */
   headers: { name: string; value: string }[];
   /** Weighted backends: cumulative weights (the last is the total), zero weights left out. */
-  picks?: { backend: B; upTo: number }[];
+  picks?: { backend?: B; upTo: number }[];
 }
 
 /**
@@ -138,7 +142,9 @@ export class PathRouter<B> {
         fields ??= fieldMap(request.fieldLines);
         if (!c.headers.every((h) => fields?.get(h.name) === h.value)) continue;
       }
-      return c.picks ? this.pick(c.picks) : c.rule.backend;
+      const backend = c.picks ? this.pick(c.picks) : c.rule.backend;
+      if (backend === undefined) throw new HttpFramingError(500, "the matching rule's backend is not resolved");
+      return backend;
     }
     return this.orNotFound();
   }
@@ -148,7 +154,7 @@ export class PathRouter<B> {
     return this.fallback;
   }
 
-  private pick(picks: readonly { backend: B; upTo: number }[]): B {
+  private pick(picks: readonly { backend?: B; upTo: number }[]): B | undefined {
     const total = picks.at(-1)?.upTo ?? 0;
     if (total === 0) throw new HttpFramingError(500, ALL_ZERO);
     const r = Math.floor(this.random() * total);
@@ -158,9 +164,9 @@ export class PathRouter<B> {
   }
 }
 
-function cumulative<B>(backends: readonly { backend: B; weight: number }[]): { backend: B; upTo: number }[] {
+function cumulative<B>(backends: readonly { backend?: B; weight: number }[]): { backend?: B; upTo: number }[] {
   let sum = 0;
-  const out: { backend: B; upTo: number }[] = [];
+  const out: { backend?: B; upTo: number }[] = [];
   for (const b of backends) {
     if (b.weight <= 0) continue;
     sum += b.weight;
@@ -224,11 +230,25 @@ export function exposeRouter(expose: AgentExpose): PathRouter<HostPortOf> | unde
     (p): PathRule<HostPortOf> => ({
       path: p.path,
       pathType: p.pathType,
-      backend: one(p.backend),
+      // unused with `backends`, but a rule always names one (PathRule's shape stays as callers know it)
+      backend: one(p.backend ?? firstResolved(p.backends) ?? expose.backend),
       ...(p.method ? { method: p.method } : {}),
       ...(p.headers?.length ? { headers: p.headers } : {}),
-      ...(p.backends ? { backends: p.backends.map((b) => ({ backend: one(b), weight: b.weight })) } : {}),
+      ...(p.backends
+        ? {
+            backends: p.backends.map((b) =>
+              b.host !== undefined && b.port !== undefined
+                ? { backend: one({ host: b.host, port: b.port }), weight: b.weight }
+                : { weight: b.weight },
+            ),
+          }
+        : {}),
     }),
   );
   return new PathRouter(rules, expose.unmatched === "notFound" ? undefined : fallback);
+}
+
+function firstResolved(backends: AgentPath["backends"]): HostPortOf | undefined {
+  const b = backends?.find((x) => x.host !== undefined && x.port !== undefined);
+  return b ? { host: b.host as string, port: b.port as number } : undefined;
 }

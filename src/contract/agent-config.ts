@@ -65,9 +65,10 @@ export interface AgentPath {
   /** Gateway API matches beyond the path: a method, exact header values (src/agent/routes.ts). */
   method?: string;
   headers?: { name: string; value: string }[];
-  backend: { host: string; port: number };
-  /** Split by weight (0 never chosen; all 0 answers 500); `backend` is then the first of them. */
-  backends?: { host: string; port: number; weight: number }[];
+  /** Required unless `backends` is set. */
+  backend?: { host: string; port: number };
+  /** Split by weight (0 never chosen; all 0 answers 500); an entry without host is an unresolved share (500). */
+  backends?: { host?: string; port?: number; weight: number }[];
 }
 
 export interface AgentLimits {

@@ -53,7 +53,10 @@ export const ruleKey = (path: string, pathType: string, match: RuleMatch = {}): 
 };
 
 /** Why a rule's method, header matches or weights cannot be served, or undefined. */
-export function matchProblem(rule: RuleMatch & { backends?: readonly { weight: number }[] }): string | undefined {
+export function matchProblem(
+  rule: RuleMatch & { backend?: unknown; backends?: readonly { weight: number }[] },
+): string | undefined {
+  if ((rule.backend === undefined) === (rule.backends === undefined)) return "backend or backends: exactly one";
   const names = new Set<string>();
   for (const h of rule.headers ?? []) {
     const name = h.name.toLowerCase();
@@ -66,7 +69,12 @@ export function matchProblem(rule: RuleMatch & { backends?: readonly { weight: n
 
 /** Why a list of rules is not servable: the first bad path or a duplicate, with its index. */
 export function pathsProblem(
-  paths: readonly ({ path: string; pathType: string; backends?: readonly { weight: number }[] } & RuleMatch)[],
+  paths: readonly ({
+    path: string;
+    pathType: string;
+    backend?: unknown;
+    backends?: readonly { weight: number }[];
+  } & RuleMatch)[],
 ): { index: number; problem: string } | undefined {
   const seen = new Map<string, number>();
   for (const [index, p] of paths.entries()) {
@@ -99,7 +107,7 @@ export const agentPathsSchema = <P>(port: P) => {
     items: {
       type: "object",
       additionalProperties: false,
-      required: ["path", "pathType", "backend"],
+      required: ["path", "pathType"],
       properties: {
         path: { type: "string", minLength: 1, maxLength: MAX_RULE_PATH },
         pathType: { type: "string", enum: ["Exact", "Prefix"] },
@@ -117,7 +125,7 @@ export const agentPathsSchema = <P>(port: P) => {
             },
           },
         },
-        // `backend` is the rule's backend, or (with `backends`) the one probed; `backends` splits by weight.
+        // `backend` is the rule's backend; `backends` splits by weight (one of the two, pathsProblem).
         backend,
         backends: {
           type: "array",
@@ -126,7 +134,9 @@ export const agentPathsSchema = <P>(port: P) => {
           items: {
             type: "object",
             additionalProperties: false,
-            required: ["host", "port", "weight"],
+            // without host and port: the share of an unresolved reference, answered 500
+            required: ["weight"],
+            dependencies: { host: ["port"], port: ["host"] },
             properties: {
               host: { type: "string", minLength: 1 },
               port,

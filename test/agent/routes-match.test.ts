@@ -114,6 +114,17 @@ test("weights: a seeded pick follows the weights, weight 0 is never chosen, all 
   );
 });
 
+test("an unresolved share (an entry without backend) answers 500 for its proportion of requests", () => {
+  let i = 0;
+  const r = new PathRouter<string>(
+    [{ path: "/", pathType: "Prefix", backend: "a", backends: [{ backend: "a", weight: 1 }, { weight: 1 }] }],
+    undefined,
+    () => (i++ % 4) / 4,
+  );
+  const seen = [0, 1, 2, 3].map(() => status(() => r.route("/", req("GET"))));
+  assert.deepEqual(seen, ["routed", "routed", 500, 500]);
+});
+
 test("no fallback: a request no rule matches is a 404, OPTIONS * too", () => {
   const r = new PathRouter<string>([{ path: "/api", pathType: "Exact", backend: "api" }], undefined);
   assert.equal(r.route("/api", req("GET")), "api");
@@ -153,11 +164,7 @@ test("config: method, headers, weights and unmatched are checked; duplicates are
             path: "/",
             pathType: "Prefix",
             headers: [{ name: "x-v", value: "2" }],
-            backend: { host: "b", port: 80 },
-            backends: [
-              { host: "b", port: 80, weight: 1 },
-              { host: "c", port: 80, weight: 0 },
-            ],
+            backends: [{ host: "b", port: 80, weight: 1 }, { host: "c", port: 80, weight: 0 }, { weight: 0 }],
           },
         ],
         { unmatched: "notFound" },
@@ -179,19 +186,22 @@ test("config: method, headers, weights and unmatched are checked; duplicates are
   refused([{ path: "/", pathType: "Prefix", headers: [{ name: "a b", value: "1" }], backend: b }], /name/);
   refused([{ path: "/", pathType: "Prefix", headers: [{ name: "a", value: "x\r\ny: 1" }], backend: b }], /value/);
   refused([{ path: "/", pathType: "Prefix", backend: b, backends: [] }], /backends/);
-  refused([{ path: "/", pathType: "Prefix", backend: b, backends: [{ ...b, weight: -1 }] }], /weight/);
+  refused([{ path: "/", pathType: "Prefix", backend: b, backends: [{ ...b, weight: 1 }] }], /exactly one/);
+  refused([{ path: "/", pathType: "Prefix" }], /exactly one/);
+  refused([{ path: "/", pathType: "Prefix", backends: [{ host: "a", weight: 1 }] }], /port/);
+  refused([{ path: "/", pathType: "Prefix", backends: [{ ...b, weight: -1 }] }], /weight/);
   refused([], /unmatched/, { paths: undefined, unmatched: "notFound" });
   assert.equal(
     pathsProblem([
-      { path: "/", pathType: "Prefix", headers: [{ name: "X-A", value: "1" }] },
-      { path: "/", pathType: "Prefix", headers: [{ name: "x-a", value: "1" }] },
+      { path: "/", pathType: "Prefix", backend: b, headers: [{ name: "X-A", value: "1" }] },
+      { path: "/", pathType: "Prefix", backend: b, headers: [{ name: "x-a", value: "1" }] },
     ])?.problem,
     "duplicates paths[0] (Prefix / header x-a=1)",
   );
   assert.equal(
     pathsProblem([
-      { path: "/", pathType: "Prefix", method: "GET" },
-      { path: "/", pathType: "Prefix" },
+      { path: "/", pathType: "Prefix", method: "GET", backend: b },
+      { path: "/", pathType: "Prefix", backend: b },
     ]),
     undefined,
   );
@@ -200,6 +210,7 @@ test("config: method, headers, weights and unmatched are checked; duplicates are
       {
         path: "/",
         pathType: "Prefix",
+        backend: b,
         headers: [
           { name: "x-a", value: "1" },
           { name: "X-A", value: "2" },
