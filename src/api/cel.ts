@@ -253,3 +253,17 @@ export const RENEW_BEFORE_WITHIN_EXPIRY = rule(
     return refuse(ok, { field: "renewBefore", message: "must be more than 0 and less than spec.expiry" });
   },
 );
+
+/** TailnetIngress paths[]: a route goes to one backend or splits by weight (src/contract/paths.ts matchProblem). */
+export const ONE_BACKEND_FORM = rule(
+  "has(self.backend) != has(self.backends)",
+  "backend or backends, exactly one",
+  (self) => refuse((record(self).backend === undefined) !== (record(self).backends === undefined)),
+);
+
+/** A weighted backend names a Service port, or neither (an unresolved reference: its share is answered 500). */
+export const SERVICE_WITH_PORT = rule(
+  "has(self.service) == has(self.port)",
+  "service and port together, or neither",
+  (self) => refuse((record(self).service === undefined) === (record(self).port === undefined)),
+);

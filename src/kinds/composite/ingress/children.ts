@@ -32,6 +32,7 @@ import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
 import type { ReplicaRef } from "../../shared/replica.js";
 import type { ReplicaNodesPlan } from "../../shared/replica-nodes.js";
+import { agentPaths } from "./paths.js";
 import { exposeListenPorts, type IngressSpec, KUBE_API_BACKEND, KUBE_API_DIR, KUBE_API_FILES } from "./spec.js";
 import { TLS_CERT_KEY, TLS_KEY_KEY } from "./tls.js";
 
@@ -92,11 +93,8 @@ export function ingressAgentConfig(
           : { host: backendHost(e.backend.service, namespace), port: e.backend.port },
       ...(spec.mode === "http" && e.paths.length > 0
         ? {
-            paths: e.paths.map((p) => ({
-              path: p.path,
-              pathType: p.pathType,
-              backend: { host: backendHost(p.backend.service, namespace), port: p.backend.port },
-            })),
+            paths: agentPaths(e.paths, namespace, backendHost),
+            ...(e.unmatched ? { unmatched: e.unmatched } : {}),
           }
         : {}),
       ...(spec.mode === "http" && e.tlsSecret ? { tls: tlsFiles(e.tlsSecret) } : {}),

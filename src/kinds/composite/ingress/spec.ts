@@ -8,6 +8,9 @@ import { ingressListenPort } from "../../../contract/ports.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
 import { exposePort } from "../../shared/expose-port.js";
+import { type ExposePath, readPaths } from "./paths.js";
+
+export type { ExposePath } from "./paths.js";
 
 export type IngressMode = "tcp" | "http" | "kube-api";
 
@@ -31,29 +34,14 @@ export interface ExposeSpec {
   backend: { service: string; port: number };
   /** http only: per-request routes by path (src/agent/routes.ts); the rest go to `backend`. */
   paths: ExposePath[];
+  /** http only, with paths: a request no path matches is answered 404 (a Gateway's host) instead of going to backend. */
+  unmatched?: "notFound";
   /** http only: DNS label of the expose's name (default: the ingress hostname). */
   host?: string;
   aliases: string[];
   /** http only: the kubernetes.io/tls Secret in the ingress's namespace. */
   tlsSecret?: string;
 }
-
-export interface ExposePath {
-  path: string;
-  pathType: "Exact" | "Prefix";
-  backend: { service: string; port: number };
-}
-
-const readPaths = (v: unknown): ExposePath[] =>
-  (Array.isArray(v) ? v : []).map((raw) => {
-    const p = recordOf(raw);
-    const b = recordOf(p.backend);
-    return {
-      path: typeof p.path === "string" ? p.path : "",
-      pathType: p.pathType === "Exact" ? "Exact" : "Prefix",
-      backend: { service: str(b.service) ?? "", port: Number(b.port) },
-    };
-  });
 
 export interface IngressSpec {
   /** spec.tag, when set (else the effective tag is derived from the Tailnet's tagPrefix). */
@@ -87,6 +75,7 @@ export function readIngressSpec(parent: K8sObject): IngressSpec {
         port: exposePort(spec.mode, e.port),
         backend: { service: str(backend.service) ?? "", port: Number(backend.port) },
         paths: readPaths(e.paths),
+        ...(e.unmatched === "notFound" ? { unmatched: "notFound" as const } : {}),
         host: str(e.host),
         aliases: strings(e.aliases),
         tlsSecret: str(recordOf(e.tls).secretName),
@@ -118,6 +107,7 @@ export function ingressSpecProblem(parent: K8sObject): string | undefined {
     if (e.paths.length > 0 && spec.mode !== "http") return `${f}.paths: only in mode http (routing is per request)`;
     const bad = pathsProblem(e.paths);
     if (bad) return `${f}.paths[${bad.index}]: ${bad.problem}`;
+    if (e.unmatched && e.paths.length === 0) return `${f}.unmatched: only with paths`;
     const earlier = byPort.get(e.port) ?? [];
     if (spec.mode === "tcp" && earlier.length > 0) {
       return `${f}.port: ${e.port} is already used by spec.exposes[${earlier[0].index}] (one expose per port in mode tcp)`;

@@ -1,0 +1,95 @@
+/**
+ * A TailnetIngress expose's `paths` (src/api/schemas/ingress-paths.ts) read from the spec, and rendered into
+ * the agent config's (src/contract/agent-config.ts AgentPath): a backend's namespace defaults to the
+ * TailnetIngress's. A weighted share without a Service stays without host: the agent answers its requests 500.
+ * `protocol` is the backend-protocol field of the HTTP/2 work (issue 35); this agent config does not carry it yet.
+ */
+import type { AgentPath } from "../../../contract/agent-config.js";
+import { recordOf } from "../../../k8s/objects.js";
+
+export interface PathBackend {
+  service: string;
+  namespace?: string;
+  port: number;
+}
+
+export interface WeightedBackend {
+  service?: string;
+  namespace?: string;
+  port?: number;
+  weight: number;
+  protocol?: "http1" | "h2c";
+}
+
+export interface ExposePath {
+  path: string;
+  pathType: "Exact" | "Prefix";
+  method?: string;
+  headers?: { name: string; value: string }[];
+  backend?: PathBackend;
+  backends?: WeightedBackend[];
+}
+
+const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+
+function readBackend(raw: unknown): PathBackend {
+  const b = recordOf(raw);
+  return {
+    service: str(b.service) ?? "",
+    ...(str(b.namespace) ? { namespace: b.namespace as string } : {}),
+    port: Number(b.port),
+  };
+}
+
+function readWeighted(raw: unknown): WeightedBackend {
+  const b = recordOf(raw);
+  return {
+    ...(str(b.service) ? { service: b.service as string } : {}),
+    ...(str(b.namespace) ? { namespace: b.namespace as string } : {}),
+    ...(Number.isInteger(b.port) ? { port: b.port as number } : {}),
+    weight: Number.isInteger(b.weight) ? (b.weight as number) : 1,
+    ...(b.protocol === "h2c" || b.protocol === "http1" ? { protocol: b.protocol } : {}),
+  };
+}
+
+export const readPaths = (v: unknown): ExposePath[] =>
+  (Array.isArray(v) ? v : []).map((raw) => {
+    const p = recordOf(raw);
+    const headers = Array.isArray(p.headers)
+      ? p.headers.map((h) => ({ name: String(recordOf(h).name ?? ""), value: String(recordOf(h).value ?? "") }))
+      : undefined;
+    return {
+      path: typeof p.path === "string" ? p.path : "",
+      pathType: p.pathType === "Exact" ? "Exact" : "Prefix",
+      ...(str(p.method) ? { method: p.method as string } : {}),
+      ...(headers?.length ? { headers } : {}),
+      ...(p.backend !== undefined ? { backend: readBackend(p.backend) } : {}),
+      ...(Array.isArray(p.backends) ? { backends: p.backends.map(readWeighted) } : {}),
+    };
+  });
+
+/** The agent config's paths; `host(service, namespace)` is the Service's cluster DNS name. */
+export function agentPaths(
+  paths: readonly ExposePath[],
+  namespace: string,
+  host: (service: string, namespace: string) => string,
+): AgentPath[] {
+  return paths.map((p) => ({
+    path: p.path,
+    pathType: p.pathType,
+    ...(p.method ? { method: p.method } : {}),
+    ...(p.headers?.length ? { headers: p.headers } : {}),
+    ...(p.backend
+      ? { backend: { host: host(p.backend.service, p.backend.namespace ?? namespace), port: p.backend.port } }
+      : {}),
+    ...(p.backends
+      ? {
+          backends: p.backends.map((b) =>
+            b.service !== undefined && b.port !== undefined
+              ? { host: host(b.service, b.namespace ?? namespace), port: b.port, weight: b.weight }
+              : { weight: b.weight },
+          ),
+        }
+      : {}),
+  }));
+}
