@@ -17,7 +17,7 @@ import { ONE_BACKEND_FORM, SERVICE_WITH_PORT } from "../cel.js";
 import { arr, DNS1035_PATTERN, int, obj, port, type Schema, str } from "./common.js";
 
 const service = str({ pattern: DNS1035_PATTERN, description: "A Service name." });
-const namespace = str({
+export const backendNamespace = str({
   pattern: "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
   description:
     "The Service's namespace; default this one. Another namespace gives the agent no reach a pod of this namespace lacks (docs/security.md, Gateway API).",
@@ -58,14 +58,18 @@ export const exposePaths: Schema = arr(
           description: "Only requests with each header at exactly its value; more headers win.",
         },
       ),
-      backend: obj({ service, namespace, port: { ...port, description: "The Service's port." } }, ["service", "port"], {
-        description: "Where requests matching the path go (or backends).",
-      }),
+      backend: obj(
+        { service, namespace: backendNamespace, port: { ...port, description: "The Service's port." } },
+        ["service", "port"],
+        {
+          description: "Where requests matching the path go (or backends).",
+        },
+      ),
       backends: arr(
         obj(
           {
             service,
-            namespace,
+            namespace: backendNamespace,
             port: { ...port, description: "The Service's port." },
             weight: int({ minimum: 0, maximum: MAX_WEIGHT, description: "Share of the requests; 0: none." }),
             protocol: str({

@@ -26,7 +26,7 @@ import {
   tag,
   tailnetRef,
 } from "./common.js";
-import { exposePaths } from "./ingress-paths.js";
+import { backendNamespace, exposePaths } from "./ingress-paths.js";
 
 export const ingressSpec: Schema = obj(
   {
@@ -66,6 +66,7 @@ export const ingressSpec: Schema = obj(
           backend: obj(
             {
               service: str({ pattern: DNS1035_PATTERN, description: "A Service in this namespace." }),
+              namespace: backendNamespace,
               port: { ...port, description: "The Service's port." },
             },
             ["service", "port"],

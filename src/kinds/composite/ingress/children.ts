@@ -90,7 +90,7 @@ export function ingressAgentConfig(
       backend:
         spec.mode === "kube-api"
           ? { ...KUBE_API_BACKEND }
-          : { host: backendHost(e.backend.service, namespace), port: e.backend.port },
+          : { host: backendHost(e.backend.service, e.backend.namespace ?? namespace), port: e.backend.port },
       ...(spec.mode === "http" && e.paths.length > 0
         ? {
             paths: agentPaths(e.paths, namespace, backendHost),

@@ -30,8 +30,8 @@ export interface ExposeSpec {
   name: string;
   /** Port on the tailnet node. */
   port: number;
-  /** Empty service when absent (mode kube-api, where it must be). */
-  backend: { service: string; port: number };
+  /** Empty service when absent (mode kube-api, where it must be); namespace: default the ingress's. */
+  backend: { service: string; namespace?: string; port: number };
   /** http only: per-request routes by path (src/agent/routes.ts); the rest go to `backend`. */
   paths: ExposePath[];
   /** http only, with paths: a request no path matches is answered 404 (a Gateway's host) instead of going to backend. */
@@ -73,7 +73,11 @@ export function readIngressSpec(parent: K8sObject): IngressSpec {
         index,
         name: str(e.name) ?? "",
         port: exposePort(spec.mode, e.port),
-        backend: { service: str(backend.service) ?? "", port: Number(backend.port) },
+        backend: {
+          service: str(backend.service) ?? "",
+          ...(str(backend.namespace) ? { namespace: str(backend.namespace) } : {}),
+          port: Number(backend.port),
+        },
         paths: readPaths(e.paths),
         ...(e.unmatched === "notFound" ? { unmatched: "notFound" as const } : {}),
         host: str(e.host),

@@ -1,0 +1,522 @@
+/**
+ * The Gateway API class `tailnet`, decided from one request (pure): which objects are ours, the TailnetIngress a
+ * Gateway becomes, every condition and reason of the GatewayClass, the Gateway, its listeners and each route's
+ * parent entry, ReferenceGrant allow and deny, allowedRoutes, and the attacker's moves (a route attached to
+ * someone else's Gateway, a backend in a namespace that did not consent, a hostname the listener does not serve).
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { ConditionInput } from "../../../../src/conditions/condition.js";
+import {
+  GATEWAY_API_GATEWAY_REASONS,
+  GATEWAY_CLASS_REASONS,
+  GATEWAY_LISTENER_REASONS,
+  ROUTE_PARENT_REASONS,
+} from "../../../../src/conditions/tables/gateway-api.js";
+import type { K8sObject } from "../../../../src/k8s/objects.js";
+import { planGatewayClass } from "../../../../src/kinds/decorators/gateway-api/class-plan.js";
+import { type GatewayPlan, planGateway } from "../../../../src/kinds/decorators/gateway-api/gateway-plan.js";
+import { CONTROLLER_NAME } from "../../../../src/kinds/decorators/gateway-api/read.js";
+import { planRouteStatus } from "../../../../src/kinds/decorators/gateway-api/route-plan.js";
+import { assertCoversTable } from "../../../helpers/reason-coverage.js";
+import {
+  BASE,
+  backendRef,
+  gateway,
+  gatewayClass,
+  grpcRoute,
+  httpRoute,
+  listener,
+  NOW,
+  NS,
+  referenceGrant,
+  service,
+  world,
+} from "./fixtures.js";
+
+type Cond = ConditionInput & { lastTransitionTime?: string; observedGeneration?: number };
+type GwStatus = {
+  conditions: Cond[];
+  listeners: { name: string; attachedRoutes: number; supportedKinds: unknown[]; conditions: Cond[] }[];
+  addresses?: unknown[];
+};
+
+const produced = { class: [] as Cond[][], gateway: [] as Cond[][], listener: [] as Cond[][], route: [] as Cond[][] };
+
+function planOf(gw: K8sObject, objects: K8sObject[] = [], attachments: K8sObject[] = []): GatewayPlan {
+  const p = planGateway({
+    gateway: gw,
+    world: world([gw, ...objects]),
+    attachments,
+    tailnetIngresses: attachments,
+    now: NOW,
+  });
+  const s = p.status as GwStatus | null;
+  if (s) {
+    produced.gateway.push(s.conditions);
+    for (const l of s.listeners) produced.listener.push(l.conditions);
+  }
+  return p;
+}
+
+const statusOf = (p: GatewayPlan) => p.status as GwStatus;
+const reasons = (cs: readonly Cond[]) => Object.fromEntries(cs.map((c) => [c.type, `${c.status}/${c.reason}`]));
+const listenerReasons = (p: GatewayPlan, name: string) =>
+  reasons(statusOf(p).listeners.find((l) => l.name === name)?.conditions ?? []);
+const exposesOf = (p: GatewayPlan) =>
+  (p.attachments[0]?.spec as { exposes: Record<string, unknown>[] } | undefined)?.exposes;
+
+function routeStatus(route: K8sObject, objects: K8sObject[]) {
+  const s = planRouteStatus(route, world([route, ...objects]), NOW) as {
+    parents: { controllerName: string; conditions: Cond[] }[];
+  } | null;
+  for (const p of s?.parents ?? []) if (p.controllerName === CONTROLLER_NAME) produced.route.push(p.conditions);
+  return s;
+}
+const ourParent = (s: ReturnType<typeof routeStatus>, i = 0) =>
+  reasons(s?.parents.filter((p) => p.controllerName === CONTROLLER_NAME)[i]?.conditions ?? []);
+
+const web = () =>
+  gateway([listener("https", { hostname: `shop.${BASE}`, allowedRoutes: { namespaces: { from: "Same" } } })]);
+const api = service("api");
+const canary = service("api-canary");
+
+describe("GatewayClass", () => {
+  it("ours is Accepted; parametersRef is InvalidParameters; another controller's is not written to", () => {
+    const accepted = planGatewayClass(gatewayClass(), NOW) as { conditions: Cond[] };
+    assert.deepEqual(reasons(accepted.conditions), { Accepted: "True/Accepted" });
+    assert.equal(accepted.conditions[0].observedGeneration, 1);
+    const params = planGatewayClass(
+      gatewayClass("t2", CONTROLLER_NAME, { parametersRef: { group: "", kind: "ConfigMap", name: "x" } }),
+      NOW,
+    ) as { conditions: Cond[] };
+    assert.deepEqual(reasons(params.conditions), { Accepted: "False/InvalidParameters" });
+    assert.equal(planGatewayClass(gatewayClass("istio", "istio.io/gateway-controller"), NOW), null);
+    produced.class.push(accepted.conditions, params.conditions);
+  });
+});
+
+describe("Gateway: ours or not", () => {
+  it("a Gateway of another class gets no attachment and a null status (nothing written); one we managed is released", () => {
+    const other = gateway([listener("https")], { className: "istio" });
+    assert.deepEqual(planOf(other), { role: "foreign", attachments: [], status: null });
+    const before = planOf(web(), [httpRoute("shop", { rules: [{ backendRefs: [backendRef("api")] }] }), api]);
+    assert.equal(before.attachments.length, 1);
+    const released = planOf(gateway([listener("https")], { className: "istio" }), [], before.attachments);
+    assert.deepEqual(released, { role: "released", attachments: [], status: null });
+  });
+});
+
+describe("Gateway → TailnetIngress", () => {
+  it("paths, methods, headers and weights of two routes become one expose, oldest route first; no match is 404", () => {
+    const first = httpRoute(
+      "shop",
+      {
+        hostnames: [`shop.${BASE}`],
+        rules: [
+          {
+            matches: [{ path: { type: "PathPrefix", value: "/api" }, headers: [{ name: "X-Canary", value: "yes" }] }],
+            backendRefs: [backendRef("api", 80, { weight: 90 }), backendRef("api-canary", 80, { weight: 10 })],
+          },
+          {
+            matches: [{ path: { type: "Exact", value: "/api/write" }, method: "POST" }],
+            backendRefs: [backendRef("api")],
+          },
+        ],
+      },
+      { created: "2026-11-02T00:00:00Z" },
+    );
+    // younger, with a duplicate of the first match: the oldest route's rule wins
+    const second = httpRoute(
+      "late",
+      {
+        rules: [
+          {
+            matches: [
+              { path: { value: "/api" }, headers: [{ name: "x-canary", value: "yes" }] },
+              { path: { value: "/" } },
+            ],
+            backendRefs: [backendRef("api-canary")],
+          },
+        ],
+      },
+      { created: "2026-11-05T00:00:00Z" },
+    );
+    const p = planOf(web(), [first, second, api, canary]);
+    const ti = p.attachments[0];
+    assert.equal(ti.metadata.name, "web");
+    assert.equal(ti.metadata.labels?.["tailnet.internal/gateway"], "web");
+    assert.deepEqual(ti.spec, {
+      tailnetRef: { name: "home" },
+      hostname: "web",
+      mode: "http",
+      exposes: [
+        {
+          name: "https",
+          backend: { service: "api", port: 80 },
+          paths: [
+            {
+              path: "/api",
+              pathType: "Prefix",
+              headers: [{ name: "X-Canary", value: "yes" }],
+              backends: [
+                { service: "api", port: 80, weight: 90 },
+                { service: "api-canary", port: 80, weight: 10 },
+              ],
+            },
+            {
+              path: "/api/write",
+              pathType: "Exact",
+              method: "POST",
+              backends: [{ service: "api", port: 80, weight: 1 }],
+            },
+            { path: "/", pathType: "Prefix", backends: [{ service: "api-canary", port: 80, weight: 1 }] },
+          ],
+          unmatched: "notFound",
+          host: "shop",
+          tls: { secretName: "https-tls" },
+        },
+      ],
+    });
+    const s = statusOf(p);
+    assert.equal(s.listeners[0].attachedRoutes, 2);
+    assert.deepEqual(s.listeners[0].supportedKinds, [
+      { group: "gateway.networking.k8s.io", kind: "HTTPRoute" },
+      { group: "gateway.networking.k8s.io", kind: "GRPCRoute" },
+    ]);
+    // the attachment does not exist yet: Programmed is Pending, and so is the listener
+    assert.deepEqual(reasons(s.conditions), { Accepted: "True/Accepted", Programmed: "Unknown/Pending" });
+    assert.deepEqual(listenerReasons(p, "https"), {
+      Accepted: "True/Accepted",
+      Programmed: "Unknown/Pending",
+      ResolvedRefs: "True/ResolvedRefs",
+      Conflicted: "False/NoConflicts",
+    });
+    assert.equal(s.addresses, undefined);
+  });
+
+  it("a GRPCRoute's service and method are paths, its backends h2c", () => {
+    const route = grpcRoute("greeter", {
+      rules: [
+        {
+          matches: [{ method: { service: "helloworld.Greeter", method: "SayHello" } }],
+          backendRefs: [backendRef("api", 50051)],
+        },
+        { matches: [{ method: { service: "helloworld.Admin" } }], backendRefs: [backendRef("api", 50052)] },
+      ],
+    });
+    const paths = exposesOf(planOf(web(), [route, api]))?.[0].paths;
+    assert.deepEqual(paths, [
+      {
+        path: "/helloworld.Greeter/SayHello",
+        pathType: "Exact",
+        backends: [{ service: "api", port: 50051, weight: 1, protocol: "h2c" }],
+      },
+      {
+        path: "/helloworld.Admin",
+        pathType: "Prefix",
+        backends: [{ service: "api", port: 50052, weight: 1, protocol: "h2c" }],
+      },
+    ]);
+  });
+
+  it("a listener with no route publishes nothing (Pending); the Gateway without any route has no attachment", () => {
+    const p = planOf(gateway([listener("a", { hostname: "a" }), listener("b", { hostname: "b" })]), [
+      httpRoute("r", {
+        parentRefs: [{ name: "web", sectionName: "a" }],
+        rules: [{ backendRefs: [backendRef("api")] }],
+      }),
+      api,
+    ]);
+    assert.deepEqual(
+      exposesOf(p)?.map((e) => e.name),
+      ["a"],
+    );
+    assert.deepEqual(listenerReasons(p, "b").Programmed, "Unknown/Pending");
+    const empty = planOf(web());
+    assert.deepEqual(empty.attachments, []);
+    assert.deepEqual(reasons(statusOf(empty).conditions).Programmed, "Unknown/Pending");
+  });
+});
+
+describe("Programmed follows the TailnetIngress", () => {
+  const route = httpRoute("shop", { rules: [{ backendRefs: [backendRef("api")] }] });
+  const reported = (ready: Record<string, unknown>): K8sObject => {
+    const desired = planOf(web(), [route, api]).attachments[0];
+    return {
+      ...desired,
+      metadata: { ...desired.metadata, generation: 3, ownerReferences: [{ uid: "uid-gw-web" } as never] },
+      status: {
+        observedGeneration: 3,
+        conditions: [{ type: "Ready", ...ready }],
+        exposes: [{ name: "https", dnsName: `shop.${BASE}` }],
+      },
+    };
+  };
+  it("Ready: Programmed True, each listener Programmed, status.addresses the published names", () => {
+    const p = planOf(web(), [route, api], [reported({ status: "True", reason: "Ready" })]);
+    assert.deepEqual(reasons(statusOf(p).conditions), { Accepted: "True/Accepted", Programmed: "True/Programmed" });
+    assert.equal(listenerReasons(p, "https").Programmed, "True/Programmed");
+    assert.deepEqual(statusOf(p).addresses, [{ type: "Hostname", value: `shop.${BASE}` }]);
+  });
+  it("a tenancy refusal of the TailnetIngress (TagNotGranted) is Programmed False Invalid, naming it", () => {
+    const p = planOf(web(), [route, api], [reported({ status: "False", reason: "TagNotGranted", message: "tag:x" })]);
+    const programmed = statusOf(p).conditions.find((c) => c.type === "Programmed");
+    assert.equal(`${programmed?.status}/${programmed?.reason}`, "False/Invalid");
+    assert.match(programmed?.message ?? "", /^TagNotGranted: /);
+    assert.equal(listenerReasons(p, "https").Programmed, "False/Invalid");
+    assert.equal(statusOf(p).addresses, undefined);
+  });
+  it("attack: a TailnetIngress named like the Gateway that it did not make is never taken over (NameTaken)", () => {
+    const squatter = { ...reported({ status: "True", reason: "Ready" }), metadata: { name: "web", namespace: NS } };
+    const p = planGateway({
+      gateway: web(),
+      world: world([web(), route, api]),
+      attachments: [],
+      tailnetIngresses: [squatter],
+      now: NOW,
+    });
+    assert.deepEqual(p.attachments, []);
+    assert.match((p.status as GwStatus).conditions[1].message, /^NameTaken: /);
+  });
+});
+
+describe("listener reasons", () => {
+  const l = (extra: Record<string, unknown>) =>
+    planOf(gateway([listener("bad", extra), listener("good", { hostname: "good" })]));
+  for (const [what, extra, type, expected] of [
+    ["HTTP", { protocol: "HTTP", port: 80 }, "Accepted", "False/UnsupportedProtocol"],
+    ["Passthrough", { tls: { mode: "Passthrough" } }, "Accepted", "False/UnsupportedProtocol"],
+    ["port 8443", { port: 8443 }, "Accepted", "False/PortUnavailable"],
+    ["a wildcard", { hostname: `*.${BASE}` }, "Accepted", "False/UnsupportedHostname"],
+    ["a name outside the zone", { hostname: "shop.example.org" }, "Accepted", "False/UnsupportedHostname"],
+    ["no certificate", { tls: { mode: "Terminate" } }, "ResolvedRefs", "False/InvalidCertificateRef"],
+    [
+      "a ConfigMap certificate",
+      { tls: { certificateRefs: [{ kind: "ConfigMap", name: "x" }] } },
+      "ResolvedRefs",
+      "False/InvalidCertificateRef",
+    ],
+    [
+      "a TCPRoute kind",
+      { allowedRoutes: { kinds: [{ kind: "TCPRoute" }] } },
+      "ResolvedRefs",
+      "False/InvalidRouteKinds",
+    ],
+    [
+      "attack: a certificate of another namespace, no grant",
+      { tls: { certificateRefs: [{ name: "x", namespace: "other" }] } },
+      "ResolvedRefs",
+      "False/RefNotPermitted",
+    ],
+  ] as const) {
+    it(`${what}: ${type} ${expected}, the other listener still served (Accepted True, ListenersNotValid)`, () => {
+      const p = l(extra);
+      assert.equal(listenerReasons(p, "bad")[type], expected);
+      assert.equal(listenerReasons(p, "bad").Programmed, "False/Invalid");
+      assert.equal(reasons(statusOf(p).conditions).Accepted, "True/ListenersNotValid");
+    });
+  }
+  it("a certificate of another namespace granted by a ReferenceGrant is still refused: the agent mounts its own namespace's Secrets", () => {
+    const grant = referenceGrant(
+      "other",
+      [{ group: "gateway.networking.k8s.io", kind: "Gateway", namespace: NS }],
+      [{ group: "", kind: "Secret" }],
+    );
+    const gw = gateway([listener("bad", { tls: { certificateRefs: [{ name: "x", namespace: "other" }] } })]);
+    const p = planOf(gw, [grant]);
+    assert.equal(listenerReasons(p, "bad").ResolvedRefs, "False/InvalidCertificateRef");
+    assert.deepEqual(reasons(statusOf(p).conditions), {
+      Accepted: "False/ListenersNotValid",
+      Programmed: "False/Invalid",
+    });
+  });
+  it("two listeners publishing one name conflict: neither is served", () => {
+    const p = planOf(gateway([listener("a", { hostname: "shop" }), listener("b", { hostname: `shop.${BASE}` })]));
+    assert.equal(listenerReasons(p, "a").Conflicted, "True/HostnameConflict");
+    assert.equal(listenerReasons(p, "b").Conflicted, "True/HostnameConflict");
+    assert.equal(reasons(statusOf(p).conditions).Accepted, "False/ListenersNotValid");
+  });
+});
+
+describe("Gateway reasons", () => {
+  it("spec.addresses is UnsupportedAddress, a bad annotation InvalidAnnotation, a class with parametersRef InvalidParameters", () => {
+    const addr = planOf(gateway([listener("a")], { spec: { addresses: [{ value: "10.0.0.1" }] } }));
+    assert.deepEqual(reasons(statusOf(addr).conditions), {
+      Accepted: "False/UnsupportedAddress",
+      Programmed: "False/Invalid",
+    });
+    const ann = planOf(gateway([listener("a")], { annotations: { "tailnet.internal/tags": "tag:a,tag:b" } }));
+    assert.equal(reasons(statusOf(ann).conditions).Accepted, "False/InvalidAnnotation");
+    const cls = gatewayClass("paramed", CONTROLLER_NAME, {
+      parametersRef: { group: "", kind: "ConfigMap", name: "x" },
+    });
+    const params = planOf(gateway([listener("a")], { className: "paramed" }), [cls]);
+    assert.equal(reasons(statusOf(params).conditions).Accepted, "False/InvalidParameters");
+    assert.deepEqual(params.attachments, []);
+  });
+});
+
+describe("routes: parents[] and the attacker", () => {
+  const ok = httpRoute("shop", { rules: [{ backendRefs: [backendRef("api")] }] });
+  it("an attached route is Accepted and ResolvedRefs", () => {
+    assert.deepEqual(ourParent(routeStatus(ok, [web(), api])), {
+      Accepted: "True/Accepted",
+      ResolvedRefs: "True/ResolvedRefs",
+    });
+  });
+  it("attack: a route from another namespace cannot attach to a Gateway that allows Same (NotAllowedByListeners), and is not served", () => {
+    const intruder = httpRoute(
+      "steal",
+      { parentRefs: [{ name: "web", namespace: NS }], rules: [{ backendRefs: [backendRef("evil")] }] },
+      { namespace: "other" },
+    );
+    const evil = service("evil", "other");
+    assert.deepEqual(ourParent(routeStatus(intruder, [web(), evil])).Accepted, "False/NotAllowedByListeners");
+    assert.deepEqual(planOf(web(), [intruder, evil]).attachments, []);
+  });
+  it("from All, and from a Selector matching the route's namespace, attach it; a Selector that does not match refuses it", () => {
+    const route = httpRoute(
+      "x",
+      { parentRefs: [{ name: "web", namespace: NS }], rules: [{ backendRefs: [backendRef("b")] }] },
+      { namespace: "other" },
+    );
+    const b = service("b", "other");
+    const gw = (from: Record<string, unknown>) => gateway([listener("https", { allowedRoutes: { namespaces: from } })]);
+    assert.equal(ourParent(routeStatus(route, [gw({ from: "All" }), b])).Accepted, "True/Accepted");
+    assert.equal(
+      ourParent(routeStatus(route, [gw({ from: "Selector", selector: { matchLabels: { team: "other" } } }), b]))
+        .Accepted,
+      "True/Accepted",
+    );
+    assert.equal(
+      ourParent(routeStatus(route, [gw({ from: "Selector", selector: { matchLabels: { team: "shop" } } }), b]))
+        .Accepted,
+      "False/NotAllowedByListeners",
+    );
+    // served in the Gateway's TailnetIngress with the backend's namespace named
+    const paths = exposesOf(planOf(gw({ from: "All" }), [route, b]))?.[0].paths;
+    assert.deepEqual(paths, [
+      { path: "/", pathType: "Prefix", backends: [{ service: "b", namespace: "other", port: 80, weight: 1 }] },
+    ]);
+  });
+  it("a sectionName or port no listener has is NoMatchingParent; a GRPCRoute on an HTTPRoute-only listener is NotAllowedByListeners", () => {
+    const r = httpRoute("x", { parentRefs: [{ name: "web", sectionName: "nope" }], rules: [] });
+    assert.equal(ourParent(routeStatus(r, [web()])).Accepted, "False/NoMatchingParent");
+    const p = httpRoute("y", { parentRefs: [{ name: "web", port: 8443 }], rules: [] });
+    assert.equal(ourParent(routeStatus(p, [web()])).Accepted, "False/NoMatchingParent");
+    const onlyHttp = gateway([listener("https", { allowedRoutes: { kinds: [{ kind: "HTTPRoute" }] } })]);
+    assert.equal(
+      ourParent(routeStatus(grpcRoute("g", { rules: [] }), [onlyHttp])).Accepted,
+      "False/NotAllowedByListeners",
+    );
+  });
+  it("attack: hostnames the listener does not serve are NoMatchingListenerHostname; a wildcard above it matches", () => {
+    const r = (hostnames: string[]) => httpRoute("x", { hostnames, rules: [{ backendRefs: [backendRef("api")] }] });
+    assert.equal(
+      ourParent(routeStatus(r(["admin.ts.example.com"]), [web(), api])).Accepted,
+      "False/NoMatchingListenerHostname",
+    );
+    assert.equal(
+      ourParent(routeStatus(r(["shop.example.org"]), [web(), api])).Accepted,
+      "False/NoMatchingListenerHostname",
+    );
+    assert.equal(ourParent(routeStatus(r([`*.${BASE}`]), [web(), api])).Accepted, "True/Accepted");
+    assert.equal(ourParent(routeStatus(r(["shop"]), [web(), api])).Accepted, "True/Accepted");
+  });
+  it("what the agent cannot serve as written is UnsupportedValue: filters, regular expressions, query matches", () => {
+    for (const rule of [
+      { filters: [{ type: "RequestHeaderModifier" }], backendRefs: [backendRef("api")] },
+      { matches: [{ path: { type: "RegularExpression", value: "/a.*" } }] },
+      { matches: [{ headers: [{ type: "RegularExpression", name: "x", value: "y.*" }] }] },
+      { matches: [{ queryParams: [{ name: "a", value: "b" }] }] },
+      { matches: [{ path: { value: "/a/../b" } }] },
+    ]) {
+      const s = routeStatus(httpRoute("x", { rules: [rule] }), [web(), api]);
+      assert.equal(ourParent(s).Accepted, "False/UnsupportedValue", JSON.stringify(rule));
+    }
+  });
+  it("attack: a backend in another namespace without a ReferenceGrant is RefNotPermitted and answered 500; the grant allows it", () => {
+    const secret = service("db-admin", "other");
+    const route = httpRoute("x", { rules: [{ backendRefs: [backendRef("db-admin", 80, { namespace: "other" })] }] });
+    assert.equal(ourParent(routeStatus(route, [web(), secret])).ResolvedRefs, "False/RefNotPermitted");
+    assert.deepEqual(exposesOf(planOf(web(), [route, secret])), undefined, "no resolved backend: nothing published");
+    const mixed = httpRoute("y", {
+      rules: [{ backendRefs: [backendRef("api"), backendRef("db-admin", 80, { namespace: "other" })] }],
+    });
+    assert.deepEqual(exposesOf(planOf(web(), [mixed, secret, api]))?.[0].paths, [
+      { path: "/", pathType: "Prefix", backends: [{ service: "api", port: 80, weight: 1 }, { weight: 1 }] },
+    ]);
+    // a grant for another kind, or from another namespace, does not count
+    const wrong = referenceGrant(
+      "other",
+      [{ group: "gateway.networking.k8s.io", kind: "GRPCRoute", namespace: NS }],
+      [{ group: "", kind: "Service" }],
+    );
+    assert.equal(ourParent(routeStatus(route, [web(), secret, wrong])).ResolvedRefs, "False/RefNotPermitted");
+    const named = referenceGrant(
+      "other",
+      [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute", namespace: NS }],
+      [{ group: "", kind: "Service", name: "public" }],
+    );
+    assert.equal(ourParent(routeStatus(route, [web(), secret, named])).ResolvedRefs, "False/RefNotPermitted");
+    const grant = referenceGrant(
+      "other",
+      [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute", namespace: NS }],
+      [{ group: "", kind: "Service", name: "db-admin" }],
+    );
+    assert.equal(ourParent(routeStatus(route, [web(), secret, grant])).ResolvedRefs, "True/ResolvedRefs");
+  });
+  it("a non-Service backend is InvalidKind, a missing Service BackendNotFound", () => {
+    const kind = httpRoute("x", { rules: [{ backendRefs: [{ group: "example.com", kind: "Bucket", name: "b" }] }] });
+    assert.equal(ourParent(routeStatus(kind, [web()])).ResolvedRefs, "False/InvalidKind");
+    const missing = httpRoute("y", { rules: [{ backendRefs: [backendRef("nope")] }] });
+    assert.equal(ourParent(routeStatus(missing, [web()])).ResolvedRefs, "False/BackendNotFound");
+  });
+  it("status.parents of other controllers are kept as they are; ours replace ours only; none of ours and none before: null", () => {
+    const theirs = {
+      parentRef: { name: "istio-gw" },
+      controllerName: "istio.io/gateway-controller",
+      conditions: [{ type: "Accepted", status: "True" }],
+    };
+    const stale = { parentRef: { name: "gone" }, controllerName: CONTROLLER_NAME, conditions: [] };
+    const route = httpRoute(
+      "shop",
+      { parentRefs: [{ name: "istio-gw" }, { name: "web" }], rules: [{ backendRefs: [backendRef("api")] }] },
+      { status: { parents: [theirs, stale] } },
+    );
+    const s = routeStatus(route, [web(), api]) as unknown as {
+      parents: { parentRef: unknown; controllerName: string }[];
+    };
+    assert.deepEqual(s.parents[0], theirs);
+    assert.deepEqual(
+      s.parents.map((p) => [p.controllerName, p.parentRef]),
+      [
+        ["istio.io/gateway-controller", { name: "istio-gw" }],
+        [CONTROLLER_NAME, { name: "web" }],
+      ],
+    );
+    const foreign = httpRoute(
+      "f",
+      { parentRefs: [{ name: "istio-gw" }], rules: [] },
+      { status: { parents: [theirs] } },
+    );
+    assert.equal(routeStatus(foreign, [web()]), null);
+    // a repeat is byte-identical (lastTransitionTime kept): Metacontroller writes nothing
+    const again = planRouteStatus(
+      { ...route, status: s },
+      world([route, web(), api]),
+      new Date("2027-01-01T00:00:00Z"),
+    );
+    assert.deepEqual(again, s);
+  });
+});
+
+describe("every condition and reason of the four tables is produced by a scenario above", () => {
+  it("GatewayClass, Gateway, listener, route parent", () => {
+    assertCoversTable(GATEWAY_CLASS_REASONS, produced.class);
+    assertCoversTable(GATEWAY_API_GATEWAY_REASONS, produced.gateway);
+    assertCoversTable(GATEWAY_LISTENER_REASONS, produced.listener);
+    assertCoversTable(ROUTE_PARENT_REASONS, produced.route);
+  });
+});
