@@ -260,10 +260,3 @@ export const ONE_BACKEND_FORM = rule(
   "backend or backends, exactly one",
   (self) => refuse((record(self).backend === undefined) !== (record(self).backends === undefined)),
 );
-
-/** A weighted backend names a Service port, or neither (an unresolved reference: its share is answered 500). */
-export const SERVICE_WITH_PORT = rule(
-  "has(self.service) == has(self.port)",
-  "service and port together, or neither",
-  (self) => refuse((record(self).service === undefined) === (record(self).port === undefined)),
-);

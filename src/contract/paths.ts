@@ -70,6 +70,7 @@ export function matchProblem(
 /** Why a list of rules is not servable: the first bad path or a duplicate, with its index. */
 export function pathsProblem(
   paths: readonly ({
+    name?: string;
     path: string;
     pathType: string;
     backend?: unknown;
@@ -77,7 +78,11 @@ export function pathsProblem(
   } & RuleMatch)[],
 ): { index: number; problem: string } | undefined {
   const seen = new Map<string, number>();
+  const names = new Map<string, number>();
   for (const [index, p] of paths.entries()) {
+    const named = p.name === undefined ? undefined : names.get(p.name);
+    if (named !== undefined) return { index, problem: `name "${p.name}" duplicates paths[${named}]` };
+    if (p.name !== undefined) names.set(p.name, index);
     const problem = rulePathProblem(p.path);
     if (problem) return { index, problem: `path "${p.path.slice(0, 100)}": ${problem}` };
     const bad = matchProblem(p);

@@ -13,7 +13,7 @@ import {
   MAX_WEIGHTED,
   RULE_METHODS,
 } from "../../contract/paths.js";
-import { ONE_BACKEND_FORM, SERVICE_WITH_PORT } from "../cel.js";
+import { ONE_BACKEND_FORM } from "../cel.js";
 import { arr, DNS1035_PATTERN, int, obj, port, type Schema, str } from "./common.js";
 
 const service = str({ pattern: DNS1035_PATTERN, description: "A Service name." });
@@ -68,9 +68,11 @@ export const exposePaths: Schema = arr(
       backends: arr(
         obj(
           {
-            service,
-            namespace: backendNamespace,
-            port: { ...port, description: "The Service's port." },
+            backend: obj(
+              { service, namespace: backendNamespace, port: { ...port, description: "The Service's port." } },
+              ["service", "port"],
+              { description: "The Service; absent: an unresolved reference, whose share is answered 500." },
+            ),
             weight: int({ minimum: 0, maximum: MAX_WEIGHT, description: "Share of the requests; 0: none." }),
             protocol: str({
               enum: ["http1", "h2c"],
@@ -78,14 +80,19 @@ export const exposePaths: Schema = arr(
             }),
           },
           ["weight"],
-          {
-            description:
-              "One weighted backend; without service and port it is an unresolved reference, whose share is answered 500.",
-            "x-kubernetes-validations": [SERVICE_WITH_PORT],
-          },
+          // The Service sits in `backend`, not beside `weight`: an item with `port` would be merged by port
+          // in Metacontroller's in-place apply (pkg/dynamic/apply/apply.go knownMergeKeys), collapsing two
+          // backends on one port into one.
+          { description: "One weighted backend." },
         ),
         { minItems: 1, maxItems: MAX_WEIGHTED, description: "Requests split by weight (instead of backend)." },
       ),
+      name: str({
+        pattern: DNS1035_PATTERN,
+        maxLength: 63,
+        description:
+          "Optional, unique in the expose: paths sharing a path (other methods or headers) need one, since Metacontroller's in-place apply merges list items by name, else by path.",
+      }),
     },
     ["path", "pathType"],
     {

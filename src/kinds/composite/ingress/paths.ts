@@ -14,14 +14,15 @@ export interface PathBackend {
 }
 
 export interface WeightedBackend {
-  service?: string;
-  namespace?: string;
-  port?: number;
+  /** Absent: an unresolved reference, its share answered 500. */
+  backend?: PathBackend;
   weight: number;
   protocol?: "http1" | "h2c";
 }
 
 export interface ExposePath {
+  /** Unique in the expose when set (Metacontroller's apply merges paths by name, else by path). */
+  name?: string;
   path: string;
   pathType: "Exact" | "Prefix";
   method?: string;
@@ -44,9 +45,7 @@ function readBackend(raw: unknown): PathBackend {
 function readWeighted(raw: unknown): WeightedBackend {
   const b = recordOf(raw);
   return {
-    ...(str(b.service) ? { service: b.service as string } : {}),
-    ...(str(b.namespace) ? { namespace: b.namespace as string } : {}),
-    ...(Number.isInteger(b.port) ? { port: b.port as number } : {}),
+    ...(b.backend !== undefined ? { backend: readBackend(b.backend) } : {}),
     weight: Number.isInteger(b.weight) ? (b.weight as number) : 1,
     ...(b.protocol === "h2c" || b.protocol === "http1" ? { protocol: b.protocol } : {}),
   };
@@ -59,6 +58,7 @@ export const readPaths = (v: unknown): ExposePath[] =>
       ? p.headers.map((h) => ({ name: String(recordOf(h).name ?? ""), value: String(recordOf(h).value ?? "") }))
       : undefined;
     return {
+      ...(str(p.name) ? { name: p.name as string } : {}),
       path: typeof p.path === "string" ? p.path : "",
       pathType: p.pathType === "Exact" ? "Exact" : "Prefix",
       ...(str(p.method) ? { method: p.method as string } : {}),
@@ -85,8 +85,12 @@ export function agentPaths(
     ...(p.backends
       ? {
           backends: p.backends.map((b) =>
-            b.service !== undefined && b.port !== undefined
-              ? { host: host(b.service, b.namespace ?? namespace), port: b.port, weight: b.weight }
+            b.backend
+              ? {
+                  host: host(b.backend.service, b.backend.namespace ?? namespace),
+                  port: b.backend.port,
+                  weight: b.weight,
+                }
               : { weight: b.weight },
           ),
         }

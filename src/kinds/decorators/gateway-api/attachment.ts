@@ -40,14 +40,19 @@ function listenerPaths(b: BoundGateway, listener: string): ExposePath[] {
         if (seen.has(key)) continue;
         seen.add(key);
         out.push({
+          // Metacontroller's in-place apply merges list items by name, else by path (apply.go knownMergeKeys):
+          // a name per path keeps two paths that differ only by method or headers apart
+          name: `rule-${out.length}`,
           path: m.path,
           pathType: m.pathType,
           ...(m.method ? { method: m.method } : {}),
           ...(m.headers.length ? { headers: m.headers } : {}),
           // a backend of the Gateway's own namespace needs no namespace on the TailnetIngress (it lives there)
-          backends: rule.backends.map(({ namespace, ...rest }) =>
-            namespace && namespace !== gatewayNs ? { ...rest, namespace } : rest,
-          ),
+          backends: rule.backends.map((w) => {
+            if (!w.backend || w.backend.namespace !== gatewayNs) return w;
+            const { namespace: _same, ...backend } = w.backend;
+            return { ...w, backend };
+          }),
         });
       }
     }
@@ -76,7 +81,7 @@ export function gatewayAttachment(
       unpublished.set(name, { reason: "Invalid", message });
       continue;
     }
-    const probe = paths.flatMap((p) => p.backends ?? []).find((x) => x.service !== undefined);
+    const probe = paths.flatMap((p) => p.backends ?? []).find((x) => x.backend !== undefined)?.backend;
     if (!probe) {
       unpublished.set(name, { reason: "Invalid", message: "no backendRef of its routes is resolved" });
       continue;
@@ -87,11 +92,7 @@ export function gatewayAttachment(
     used.add(exposeName);
     exposes.push({
       name: exposeName,
-      backend: {
-        service: probe.service,
-        ...(probe.namespace ? { namespace: probe.namespace } : {}),
-        port: probe.port,
-      },
+      backend: probe,
       paths,
       unmatched: "notFound",
       ...(j.label !== exposure.hostname ? { host: j.label } : {}),

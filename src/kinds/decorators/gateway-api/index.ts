@@ -53,6 +53,7 @@ const decision = (children: StatusDecision["children"], status: StatusDecision["
 function statusModule(
   name: string,
   kind: string,
+  clusterScoped: boolean,
   rules: () => RelatedRule[],
   plan: (req: HookRequest, now: Date) => Record<string, unknown> | null,
 ): DecoratorModule {
@@ -65,7 +66,7 @@ function statusModule(
   };
   return {
     name,
-    object: { apiVersion: GW_V1, kind },
+    object: { apiVersion: GW_V1, kind, ...(clusterScoped ? { clusterScoped } : {}) },
     customize: rules,
     sync: async (req: DecoratorRequest, deps: HookDeps) => answer(await runDecorator(stages, req, deps)),
   };
@@ -74,12 +75,13 @@ function statusModule(
 export const gatewayClassModule = statusModule(
   "gateway-class",
   "GatewayClass",
+  true,
   () => [],
   (req, now) => planGatewayClass(req.parent, now),
 );
 
 const routeModule = (name: string, kind: string) =>
-  statusModule(name, kind, worldRules, (req, now) => planRouteStatus(req.parent, observeWorld(req), now));
+  statusModule(name, kind, false, worldRules, (req, now) => planRouteStatus(req.parent, observeWorld(req), now));
 
 export const httpRouteModule = routeModule("http-route", "HTTPRoute");
 export const grpcRouteModule = routeModule("grpc-route", "GRPCRoute");

@@ -63,9 +63,7 @@ export function resolveBackends(
         return { weight: b.weight };
       }
       return {
-        service: b.name,
-        namespace: b.namespace,
-        port: b.port as number,
+        backend: { service: b.name, namespace: b.namespace, port: b.port as number },
         weight: b.weight,
         ...protocol,
       };

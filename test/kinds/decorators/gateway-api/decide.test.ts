@@ -156,21 +156,28 @@ describe("Gateway → TailnetIngress", () => {
           backend: { service: "api", port: 80 },
           paths: [
             {
+              name: "rule-0",
               path: "/api",
               pathType: "Prefix",
               headers: [{ name: "X-Canary", value: "yes" }],
               backends: [
-                { service: "api", port: 80, weight: 90 },
-                { service: "api-canary", port: 80, weight: 10 },
+                { backend: { service: "api", port: 80 }, weight: 90 },
+                { backend: { service: "api-canary", port: 80 }, weight: 10 },
               ],
             },
             {
+              name: "rule-1",
               path: "/api/write",
               pathType: "Exact",
               method: "POST",
-              backends: [{ service: "api", port: 80, weight: 1 }],
+              backends: [{ backend: { service: "api", port: 80 }, weight: 1 }],
             },
-            { path: "/", pathType: "Prefix", backends: [{ service: "api-canary", port: 80, weight: 1 }] },
+            {
+              name: "rule-2",
+              path: "/",
+              pathType: "Prefix",
+              backends: [{ backend: { service: "api-canary", port: 80 }, weight: 1 }],
+            },
           ],
           unmatched: "notFound",
           host: "shop",
@@ -208,14 +215,16 @@ describe("Gateway → TailnetIngress", () => {
     const paths = exposesOf(planOf(web(), [route, api]))?.[0].paths;
     assert.deepEqual(paths, [
       {
+        name: "rule-0",
         path: "/helloworld.Greeter/SayHello",
         pathType: "Exact",
-        backends: [{ service: "api", port: 50051, weight: 1, protocol: "h2c" }],
+        backends: [{ backend: { service: "api", port: 50051 }, weight: 1, protocol: "h2c" }],
       },
       {
+        name: "rule-1",
         path: "/helloworld.Admin",
         pathType: "Prefix",
-        backends: [{ service: "api", port: 50052, weight: 1, protocol: "h2c" }],
+        backends: [{ backend: { service: "api", port: 50052 }, weight: 1, protocol: "h2c" }],
       },
     ]);
   });
@@ -397,7 +406,12 @@ describe("routes: parents[] and the attacker", () => {
     // served in the Gateway's TailnetIngress with the backend's namespace named
     const paths = exposesOf(planOf(gw({ from: "All" }), [route, b]))?.[0].paths;
     assert.deepEqual(paths, [
-      { path: "/", pathType: "Prefix", backends: [{ service: "b", namespace: "other", port: 80, weight: 1 }] },
+      {
+        name: "rule-0",
+        path: "/",
+        pathType: "Prefix",
+        backends: [{ backend: { service: "b", namespace: "other", port: 80 }, weight: 1 }],
+      },
     ]);
   });
   it("a sectionName or port no listener has is NoMatchingParent; a GRPCRoute on an HTTPRoute-only listener is NotAllowedByListeners", () => {
@@ -445,7 +459,12 @@ describe("routes: parents[] and the attacker", () => {
       rules: [{ backendRefs: [backendRef("api"), backendRef("db-admin", 80, { namespace: "other" })] }],
     });
     assert.deepEqual(exposesOf(planOf(web(), [mixed, secret, api]))?.[0].paths, [
-      { path: "/", pathType: "Prefix", backends: [{ service: "api", port: 80, weight: 1 }, { weight: 1 }] },
+      {
+        name: "rule-0",
+        path: "/",
+        pathType: "Prefix",
+        backends: [{ backend: { service: "api", port: 80 }, weight: 1 }, { weight: 1 }],
+      },
     ]);
     // a grant for another kind, or from another namespace, does not count
     const wrong = referenceGrant(
