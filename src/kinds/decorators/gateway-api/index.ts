@@ -1,9 +1,10 @@
 /**
  * The Gateway API class `tailnet` (docs/gateway-api.md): four DecoratorController kinds, one per resource
- * (decoratorcontrollers/gateway-api/), each deciding from its request alone which objects are ours:
- * - gateway-class: a GatewayClass whose controllerName is ours gets `Accepted`;
- * - gateway: a Gateway of such a class gets a TailnetIngress attachment and its whole status;
- * - http-route, grpc-route: a route gets its `status.parents[]` entries for our Gateways, and only those.
+ * (decoratorcontrollers/gateway-api/; hook paths /hooks/gatewayapi-*, apart from the TailnetGateway kind's
+ * /hooks/gateway), each deciding from its request alone which objects are ours:
+ * - gatewayapi-class: a GatewayClass whose controllerName is ours gets `Accepted`;
+ * - gatewayapi-gateway: a Gateway of such a class gets a TailnetIngress attachment and its whole status;
+ * - gatewayapi-httproute, gatewayapi-grpcroute: a route gets its `status.parents[]` entries for our Gateways, and only those.
  * Like the Ingress class, they select every object (a class is a spec field, a DecoratorController selects by
  * labels and annotations only) and have no finalize hook (with one, Metacontroller would put its finalizer on
  * every object of the resource, of every class: pkg/controller/common/finalizer/finalizer.go SyncObject). An
@@ -73,7 +74,7 @@ function statusModule(
 }
 
 export const gatewayClassModule = statusModule(
-  "gateway-class",
+  "gatewayapi-class",
   "GatewayClass",
   true,
   () => [],
@@ -83,8 +84,8 @@ export const gatewayClassModule = statusModule(
 const routeModule = (name: string, kind: string) =>
   statusModule(name, kind, false, worldRules, (req, now) => planRouteStatus(req.parent, observeWorld(req), now));
 
-export const httpRouteModule = routeModule("http-route", "HTTPRoute");
-export const grpcRouteModule = routeModule("grpc-route", "GRPCRoute");
+export const httpRouteModule = routeModule("gatewayapi-httproute", "HTTPRoute");
+export const grpcRouteModule = routeModule("gatewayapi-grpcroute", "GRPCRoute");
 
 const gatewayStages: Stages<undefined, GatewayObservation, GatewayPlan, undefined, StatusDecision> = {
   spec: () => undefined,
@@ -95,7 +96,7 @@ const gatewayStages: Stages<undefined, GatewayObservation, GatewayPlan, undefine
 };
 
 export const gatewayModule: DecoratorModule = {
-  name: "gateway",
+  name: "gatewayapi-gateway",
   object: { apiVersion: GW_V1, kind: "Gateway" },
   customize: () => [...worldRules(), relatedAll(API_VERSION, "tailnetingresses")],
   sync: async (req, deps) => answer(await runDecorator(gatewayStages, req, deps)),
