@@ -15,6 +15,7 @@ tailscale_oldest=$(pin tailscaleOldest)
 coredns=$(pin coredns)
 etcd=$(pin etcd)
 kubernetes=$(pin kubernetes)
+gateway_api=$(pin gatewayApi)
 
 if ! command -v go >/dev/null 2>&1; then
   echo "real-deps: Go is missing: install Go >= 1.26 (https://go.dev/doc/install or Debian golang-1.26) to build the real peers" >&2
@@ -108,4 +109,10 @@ if ! built "kubernetes-$kubernetes" kube-apiserver kube-controller-manager ||
 $staging" "k8s.io/kubernetes/cmd/kube-apiserver/app k8s.io/kubernetes/cmd/kube-controller-manager/app" \
     kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager
 fi
-echo "real-deps: ready in .cache/real (headscale $headscale, tailscale $tailscale and $tailscale_oldest, coredns $coredns, etcd $etcd, kubernetes $kubernetes)"
+# The Gateway API CRDs (standard channel) the real tests apply to the real kube-apiserver: data, not a binary,
+# read from the Go module cache (test/real/kube/gateway-api.ts); `go mod download` fetches it once.
+if ! GOTOOLCHAIN=local go mod download "sigs.k8s.io/gateway-api@$gateway_api" >/dev/null; then
+  echo "real-deps: go mod download sigs.k8s.io/gateway-api@$gateway_api failed" >&2
+  exit 1
+fi
+echo "real-deps: ready in .cache/real (headscale $headscale, tailscale $tailscale and $tailscale_oldest, coredns $coredns, etcd $etcd, kubernetes $kubernetes; gateway-api $gateway_api CRDs in the module cache)"

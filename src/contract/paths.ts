@@ -11,7 +11,10 @@ export const MAX_WEIGHTED = 16;
 export const RULE_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH"] as const;
 /** A header name (RFC 9110 token) and an exact value (visible ASCII and spaces, no leading or trailing space). */
 export const HEADER_NAME = "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$";
-export const HEADER_VALUE = "^[\\x21-\\x7e]([\\x20-\\x7e]{0,4094}[\\x21-\\x7e])?$";
+// (Go's regexp, which the API server checks CRD patterns with, allows a repeat count up to 1000: the length
+// bound is maxLength, not the pattern.)
+export const HEADER_VALUE = "^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$";
+export const MAX_HEADER_VALUE = 4096;
 
 /** What a rule matches beyond its path (Gateway API HTTPRouteMatch): a method, exact header values. */
 export interface RuleMatch {
@@ -126,7 +129,7 @@ export const agentPathsSchema = <P>(port: P) => {
             required: ["name", "value"],
             properties: {
               name: { type: "string", pattern: HEADER_NAME },
-              value: { type: "string", pattern: HEADER_VALUE },
+              value: { type: "string", pattern: HEADER_VALUE, maxLength: MAX_HEADER_VALUE },
             },
           },
         },

@@ -5,7 +5,7 @@
  * a filter, a regular expression, a query match, a timeout — is named as `unsupported` (the route's
  * `Accepted: False, UnsupportedValue`), never served differently.
  */
-import { HEADER_NAME, HEADER_VALUE, RULE_METHODS, rulePathProblem } from "../../../contract/paths.js";
+import { HEADER_NAME, HEADER_VALUE, MAX_HEADER_VALUE, RULE_METHODS, rulePathProblem } from "../../../contract/paths.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
 import type { LabelSelector } from "../../shared/tenancy.js";
@@ -152,7 +152,8 @@ function readHeaders(raw: unknown, field: string): Read<{ name: string; value: s
     const name = str(r.name) ?? "";
     const value = typeof r.value === "string" ? r.value : "";
     if (!HEADER_NAME_RE.test(name)) return { unsupported: `${f}.name: "${cut(name)}" is not a header name` };
-    if (!HEADER_VALUE_RE.test(value)) return { unsupported: `${f}.value: visible ASCII, no leading or trailing space` };
+    if (value.length > MAX_HEADER_VALUE || !HEADER_VALUE_RE.test(value))
+      return { unsupported: `${f}.value: visible ASCII, no leading or trailing space` };
     // Gateway API: of entries with an equivalent name only the first is considered.
     if (!out.some((o) => o.name.toLowerCase() === name.toLowerCase())) out.push({ name, value });
   }
