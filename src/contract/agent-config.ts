@@ -6,7 +6,10 @@ import { isIP } from "node:net";
 import type { ErrorObject } from "ajv";
 import { newAjv } from "../api/ajv.js";
 import { ConfigError } from "../config.js";
-import { agentPathsSchema, pathsProblem } from "./paths.js";
+import { type AgentPath, agentPathsSchema, pathsProblem } from "./paths.js";
+
+export type { AgentPath } from "./paths.js";
+
 import { POD_IP_ENV, POD_IP_HOST, POD_LOCAL_HOST } from "./ports.js";
 
 export type AgentRole = "egress" | "ingress";
@@ -57,18 +60,6 @@ export interface AgentExpose {
    * a listen port agree on it.
    */
   proxyProtocol?: boolean;
-}
-
-export interface AgentPath {
-  path: string;
-  pathType: "Exact" | "Prefix";
-  /** Gateway API matches beyond the path: a method, exact header values (src/agent/routes.ts). */
-  method?: string;
-  headers?: { name: string; value: string }[];
-  /** Required unless `backends` is set. */
-  backend?: { host: string; port: number };
-  /** Split by weight (0 never chosen; all 0 answers 500); an entry without host is an unresolved share (500). */
-  backends?: { host?: string; port?: number; weight: number }[];
 }
 
 export interface AgentLimits {

@@ -16,6 +16,19 @@ export const HEADER_NAME = "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$";
 export const HEADER_VALUE = "^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$";
 export const MAX_HEADER_VALUE = 4096;
 
+/** One route of an http expose in the agent config (`exposes[].paths[]`, src/agent/routes.ts matches it). */
+export interface AgentPath {
+  path: string;
+  pathType: "Exact" | "Prefix";
+  /** Gateway API matches beyond the path: a method, exact header values. */
+  method?: string;
+  headers?: { name: string; value: string }[];
+  /** Required unless `backends` is set. */
+  backend?: { host: string; port: number };
+  /** Split by weight (0 never chosen; all 0 answers 500); an entry without host is an unresolved share (500). */
+  backends?: { host?: string; port?: number; weight: number }[];
+}
+
 /** What a rule matches beyond its path (Gateway API HTTPRouteMatch): a method, exact header values. */
 export interface RuleMatch {
   method?: string;

@@ -20,7 +20,7 @@ import type { K8sObject as Manifest } from "../../chart/helm.js";
 import { build } from "../../helpers/server.js";
 import { applyClean, ensureNamespace } from "./apply.js";
 import { type Cluster, startCluster } from "./cluster.js";
-import { gatewayApiCrds, gatewayApiPin } from "./gateway-api.js";
+import { gatewayApiCrds, gatewayApiPin, shopObjects } from "./gateway-api.js";
 
 const NS = "shop";
 const OTHER = "other";
@@ -144,7 +144,11 @@ describe("Gateway API class tailnet on a real API server", { timeout: 600_000, c
       "--clusterrole=tailnet-operator-metacontroller-gateway-api",
       "--serviceaccount=metacontroller:restricted",
     ]);
-    const built = await build({ after: (fn: () => Promise<void> | void) => void (close = fn) });
+    const built = await build({
+      after: (fn: () => Promise<void> | void) => {
+        close = fn;
+      },
+    });
     post = async (path, payload) => {
       const r = await built.app.inject({ method: "POST", url: path, payload: payload as object });
       assert.equal(r.statusCode, 200, r.body);
@@ -176,83 +180,7 @@ describe("Gateway API class tailnet on a real API server", { timeout: 600_000, c
     const versions = new Set(crds.map((c) => c.metadata.annotations?.[`${GW}/bundle-version`]));
     assert.deepEqual([...versions], [gatewayApiPin()]);
     assert.ok(crds.length >= 5, "gatewayclasses, gateways, httproutes, grpcroutes, referencegrants");
-    const objects = [
-      {
-        apiVersion: `${GW}/v1`,
-        kind: "Gateway",
-        metadata: { name: "web", namespace: NS },
-        spec: {
-          gatewayClassName: "tailnet",
-          listeners: [
-            {
-              name: "https",
-              protocol: "HTTPS",
-              port: 443,
-              hostname: `shop.${BASE}`,
-              tls: { mode: "Terminate", certificateRefs: [{ name: "shop-tls" }] },
-              allowedRoutes: {
-                namespaces: {
-                  from: "Selector",
-                  selector: {
-                    matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values: [NS, OTHER] }],
-                  },
-                },
-              },
-            },
-          ],
-        },
-      },
-      {
-        apiVersion: `${GW}/v1`,
-        kind: "HTTPRoute",
-        metadata: { name: "shop", namespace: OTHER },
-        spec: {
-          parentRefs: [
-            { name: "web", namespace: NS },
-            { name: "istio-gw", namespace: NS },
-          ],
-          hostnames: [`shop.${BASE}`],
-          rules: [
-            {
-              matches: [
-                {
-                  path: { type: "PathPrefix", value: "/search" },
-                  headers: [{ name: "x-canary", value: "canary" }],
-                  method: "GET",
-                },
-              ],
-              backendRefs: [
-                { name: "search", port: 80, weight: 3 },
-                { name: "api", namespace: NS, port: 80, weight: 1 },
-              ],
-            },
-          ],
-        },
-      },
-      {
-        apiVersion: `${GW}/v1`,
-        kind: "GRPCRoute",
-        metadata: { name: "greeter", namespace: NS },
-        spec: {
-          parentRefs: [{ name: "web" }],
-          rules: [
-            {
-              matches: [{ method: { service: "helloworld.Greeter", method: "SayHello" } }],
-              backendRefs: [{ name: "greeter", port: 50051 }],
-            },
-          ],
-        },
-      },
-      {
-        apiVersion: `${GW}/v1beta1`,
-        kind: "ReferenceGrant",
-        metadata: { name: "routes-from-other", namespace: NS },
-        spec: {
-          from: [{ group: GW, kind: "HTTPRoute", namespace: OTHER }],
-          to: [{ group: "", kind: "Service", name: "api" }],
-        },
-      },
-    ] as unknown as Manifest[];
+    const objects = shopObjects(NS, OTHER, BASE) as unknown as Manifest[];
     applyClean(cluster, objects);
     // a weight the CRD refuses is refused by the server (the schema is really in force)
     const bad = cluster.tryKubectl(["apply", "--server-side", "-f", "-"], {

@@ -27,3 +27,90 @@ export function gatewayApiCrds(): { file: string; yaml: string }[] {
     .sort()
     .map((file) => ({ file, yaml: readFileSync(join(dir, file), "utf8") }));
 }
+
+const GW = "gateway.networking.k8s.io";
+
+/**
+ * The real test's objects: a Gateway of class tailnet in `ns` whose listener admits routes from `ns` and `other`
+ * (by the namespaces' own kubernetes.io/metadata.name label), an HTTPRoute in `other` with a header and method
+ * match and a weighted backend in `ns`, a GRPCRoute in `ns`, and the ReferenceGrant in `ns` that allows it.
+ */
+export function shopObjects(NS: string, OTHER: string, BASE: string): Record<string, unknown>[] {
+  return [
+    {
+      apiVersion: `${GW}/v1`,
+      kind: "Gateway",
+      metadata: { name: "web", namespace: NS },
+      spec: {
+        gatewayClassName: "tailnet",
+        listeners: [
+          {
+            name: "https",
+            protocol: "HTTPS",
+            port: 443,
+            hostname: `shop.${BASE}`,
+            tls: { mode: "Terminate", certificateRefs: [{ name: "shop-tls" }] },
+            allowedRoutes: {
+              namespaces: {
+                from: "Selector",
+                selector: {
+                  matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values: [NS, OTHER] }],
+                },
+              },
+            },
+          },
+        ],
+      },
+    },
+    {
+      apiVersion: `${GW}/v1`,
+      kind: "HTTPRoute",
+      metadata: { name: "shop", namespace: OTHER },
+      spec: {
+        parentRefs: [
+          { name: "web", namespace: NS },
+          { name: "istio-gw", namespace: NS },
+        ],
+        hostnames: [`shop.${BASE}`],
+        rules: [
+          {
+            matches: [
+              {
+                path: { type: "PathPrefix", value: "/search" },
+                headers: [{ name: "x-canary", value: "canary" }],
+                method: "GET",
+              },
+            ],
+            backendRefs: [
+              { name: "search", port: 80, weight: 3 },
+              { name: "api", namespace: NS, port: 80, weight: 1 },
+            ],
+          },
+        ],
+      },
+    },
+    {
+      apiVersion: `${GW}/v1`,
+      kind: "GRPCRoute",
+      metadata: { name: "greeter", namespace: NS },
+      spec: {
+        parentRefs: [{ name: "web" }],
+        rules: [
+          {
+            matches: [{ method: { service: "helloworld.Greeter", method: "SayHello" } }],
+            backendRefs: [{ name: "greeter", port: 50051 }],
+          },
+        ],
+      },
+    },
+    {
+      apiVersion: `${GW}/v1beta1`,
+      kind: "ReferenceGrant",
+      metadata: { name: "routes-from-other", namespace: NS },
+      spec: {
+        from: [{ group: GW, kind: "HTTPRoute", namespace: OTHER }],
+        to: [{ group: "", kind: "Service", name: "api" }],
+      },
+    },
+  ];
+}

@@ -100,8 +100,7 @@ function refsOf(
     refs: listenerCond(C.ResolvedRefs, "False", reason, message),
     kinds,
   });
-  if (!cert || !cert.name)
-    return bad(R.InvalidCertificateRef, "tls.certificateRefs: one kubernetes.io/tls Secret is required");
+  if (!cert?.name) return bad(R.InvalidCertificateRef, "tls.certificateRefs: one kubernetes.io/tls Secret is required");
   if (l.certificateRefs.length > 1)
     return bad(R.InvalidCertificateRef, "tls.certificateRefs: the agent serves one certificate per name");
   if (cert.group !== "" || cert.kind !== "Secret") {

@@ -1,23 +1,19 @@
 /**
- * The Gateway API class `tailnet`, decided from one request (pure): which objects are ours, the TailnetIngress a
- * Gateway becomes, every condition and reason of the GatewayClass, the Gateway, its listeners and each route's
- * parent entry, ReferenceGrant allow and deny, allowedRoutes, and the attacker's moves (a route attached to
- * someone else's Gateway, a backend in a namespace that did not consent, a hostname the listener does not serve).
+ * The Gateway API class `tailnet`, decided from one request (pure): which GatewayClasses and Gateways are ours,
+ * the TailnetIngress a Gateway becomes, every condition and reason of the GatewayClass, the Gateway and its
+ * listeners, and Programmed following the TailnetIngress (routes: routes.test.ts).
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { ConditionInput } from "../../../../src/conditions/condition.js";
 import {
   GATEWAY_API_GATEWAY_REASONS,
   GATEWAY_CLASS_REASONS,
   GATEWAY_LISTENER_REASONS,
-  ROUTE_PARENT_REASONS,
 } from "../../../../src/conditions/tables/gateway-api.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { planGatewayClass } from "../../../../src/kinds/decorators/gateway-api/class-plan.js";
-import { type GatewayPlan, planGateway } from "../../../../src/kinds/decorators/gateway-api/gateway-plan.js";
+import { planGateway } from "../../../../src/kinds/decorators/gateway-api/gateway-plan.js";
 import { CONTROLLER_NAME } from "../../../../src/kinds/decorators/gateway-api/read.js";
-import { planRouteStatus } from "../../../../src/kinds/decorators/gateway-api/route-plan.js";
 import { assertCoversTable } from "../../../helpers/reason-coverage.js";
 import {
   BASE,
@@ -30,56 +26,21 @@ import {
   NOW,
   NS,
   referenceGrant,
-  service,
   world,
 } from "./fixtures.js";
-
-type Cond = ConditionInput & { lastTransitionTime?: string; observedGeneration?: number };
-type GwStatus = {
-  conditions: Cond[];
-  listeners: { name: string; attachedRoutes: number; supportedKinds: unknown[]; conditions: Cond[] }[];
-  addresses?: unknown[];
-};
-
-const produced = { class: [] as Cond[][], gateway: [] as Cond[][], listener: [] as Cond[][], route: [] as Cond[][] };
-
-function planOf(gw: K8sObject, objects: K8sObject[] = [], attachments: K8sObject[] = []): GatewayPlan {
-  const p = planGateway({
-    gateway: gw,
-    world: world([gw, ...objects]),
-    attachments,
-    tailnetIngresses: attachments,
-    now: NOW,
-  });
-  const s = p.status as GwStatus | null;
-  if (s) {
-    produced.gateway.push(s.conditions);
-    for (const l of s.listeners) produced.listener.push(l.conditions);
-  }
-  return p;
-}
-
-const statusOf = (p: GatewayPlan) => p.status as GwStatus;
-const reasons = (cs: readonly Cond[]) => Object.fromEntries(cs.map((c) => [c.type, `${c.status}/${c.reason}`]));
-const listenerReasons = (p: GatewayPlan, name: string) =>
-  reasons(statusOf(p).listeners.find((l) => l.name === name)?.conditions ?? []);
-const exposesOf = (p: GatewayPlan) =>
-  (p.attachments[0]?.spec as { exposes: Record<string, unknown>[] } | undefined)?.exposes;
-
-function routeStatus(route: K8sObject, objects: K8sObject[]) {
-  const s = planRouteStatus(route, world([route, ...objects]), NOW) as {
-    parents: { controllerName: string; conditions: Cond[] }[];
-  } | null;
-  for (const p of s?.parents ?? []) if (p.controllerName === CONTROLLER_NAME) produced.route.push(p.conditions);
-  return s;
-}
-const ourParent = (s: ReturnType<typeof routeStatus>, i = 0) =>
-  reasons(s?.parents.filter((p) => p.controllerName === CONTROLLER_NAME)[i]?.conditions ?? []);
-
-const web = () =>
-  gateway([listener("https", { hostname: `shop.${BASE}`, allowedRoutes: { namespaces: { from: "Same" } } })]);
-const api = service("api");
-const canary = service("api-canary");
+import {
+  api,
+  type Cond,
+  canary,
+  exposesOf,
+  type GwStatus,
+  listenerReasons,
+  planOf,
+  produced,
+  reasons,
+  statusOf,
+  web,
+} from "./scenario.js";
 
 describe("GatewayClass", () => {
   it("ours is Accepted; parametersRef is InvalidParameters; another controller's is not written to", () => {
@@ -366,176 +327,10 @@ describe("Gateway reasons", () => {
   });
 });
 
-describe("routes: parents[] and the attacker", () => {
-  const ok = httpRoute("shop", { rules: [{ backendRefs: [backendRef("api")] }] });
-  it("an attached route is Accepted and ResolvedRefs", () => {
-    assert.deepEqual(ourParent(routeStatus(ok, [web(), api])), {
-      Accepted: "True/Accepted",
-      ResolvedRefs: "True/ResolvedRefs",
-    });
-  });
-  it("attack: a route from another namespace cannot attach to a Gateway that allows Same (NotAllowedByListeners), and is not served", () => {
-    const intruder = httpRoute(
-      "steal",
-      { parentRefs: [{ name: "web", namespace: NS }], rules: [{ backendRefs: [backendRef("evil")] }] },
-      { namespace: "other" },
-    );
-    const evil = service("evil", "other");
-    assert.deepEqual(ourParent(routeStatus(intruder, [web(), evil])).Accepted, "False/NotAllowedByListeners");
-    assert.deepEqual(planOf(web(), [intruder, evil]).attachments, []);
-  });
-  it("from All, and from a Selector matching the route's namespace, attach it; a Selector that does not match refuses it", () => {
-    const route = httpRoute(
-      "x",
-      { parentRefs: [{ name: "web", namespace: NS }], rules: [{ backendRefs: [backendRef("b")] }] },
-      { namespace: "other" },
-    );
-    const b = service("b", "other");
-    const gw = (from: Record<string, unknown>) => gateway([listener("https", { allowedRoutes: { namespaces: from } })]);
-    assert.equal(ourParent(routeStatus(route, [gw({ from: "All" }), b])).Accepted, "True/Accepted");
-    assert.equal(
-      ourParent(routeStatus(route, [gw({ from: "Selector", selector: { matchLabels: { team: "other" } } }), b]))
-        .Accepted,
-      "True/Accepted",
-    );
-    assert.equal(
-      ourParent(routeStatus(route, [gw({ from: "Selector", selector: { matchLabels: { team: "shop" } } }), b]))
-        .Accepted,
-      "False/NotAllowedByListeners",
-    );
-    // served in the Gateway's TailnetIngress with the backend's namespace named
-    const paths = exposesOf(planOf(gw({ from: "All" }), [route, b]))?.[0].paths;
-    assert.deepEqual(paths, [
-      {
-        name: "rule-0",
-        path: "/",
-        pathType: "Prefix",
-        backends: [{ backend: { service: "b", namespace: "other", port: 80 }, weight: 1 }],
-      },
-    ]);
-  });
-  it("a sectionName or port no listener has is NoMatchingParent; a GRPCRoute on an HTTPRoute-only listener is NotAllowedByListeners", () => {
-    const r = httpRoute("x", { parentRefs: [{ name: "web", sectionName: "nope" }], rules: [] });
-    assert.equal(ourParent(routeStatus(r, [web()])).Accepted, "False/NoMatchingParent");
-    const p = httpRoute("y", { parentRefs: [{ name: "web", port: 8443 }], rules: [] });
-    assert.equal(ourParent(routeStatus(p, [web()])).Accepted, "False/NoMatchingParent");
-    const onlyHttp = gateway([listener("https", { allowedRoutes: { kinds: [{ kind: "HTTPRoute" }] } })]);
-    assert.equal(
-      ourParent(routeStatus(grpcRoute("g", { rules: [] }), [onlyHttp])).Accepted,
-      "False/NotAllowedByListeners",
-    );
-  });
-  it("attack: hostnames the listener does not serve are NoMatchingListenerHostname; a wildcard above it matches", () => {
-    const r = (hostnames: string[]) => httpRoute("x", { hostnames, rules: [{ backendRefs: [backendRef("api")] }] });
-    assert.equal(
-      ourParent(routeStatus(r(["admin.ts.example.com"]), [web(), api])).Accepted,
-      "False/NoMatchingListenerHostname",
-    );
-    assert.equal(
-      ourParent(routeStatus(r(["shop.example.org"]), [web(), api])).Accepted,
-      "False/NoMatchingListenerHostname",
-    );
-    assert.equal(ourParent(routeStatus(r([`*.${BASE}`]), [web(), api])).Accepted, "True/Accepted");
-    assert.equal(ourParent(routeStatus(r(["shop"]), [web(), api])).Accepted, "True/Accepted");
-  });
-  it("what the agent cannot serve as written is UnsupportedValue: filters, regular expressions, query matches", () => {
-    for (const rule of [
-      { filters: [{ type: "RequestHeaderModifier" }], backendRefs: [backendRef("api")] },
-      { matches: [{ path: { type: "RegularExpression", value: "/a.*" } }] },
-      { matches: [{ headers: [{ type: "RegularExpression", name: "x", value: "y.*" }] }] },
-      { matches: [{ queryParams: [{ name: "a", value: "b" }] }] },
-      { matches: [{ path: { value: "/a/../b" } }] },
-    ]) {
-      const s = routeStatus(httpRoute("x", { rules: [rule] }), [web(), api]);
-      assert.equal(ourParent(s).Accepted, "False/UnsupportedValue", JSON.stringify(rule));
-    }
-  });
-  it("attack: a backend in another namespace without a ReferenceGrant is RefNotPermitted and answered 500; the grant allows it", () => {
-    const secret = service("db-admin", "other");
-    const route = httpRoute("x", { rules: [{ backendRefs: [backendRef("db-admin", 80, { namespace: "other" })] }] });
-    assert.equal(ourParent(routeStatus(route, [web(), secret])).ResolvedRefs, "False/RefNotPermitted");
-    assert.deepEqual(exposesOf(planOf(web(), [route, secret])), undefined, "no resolved backend: nothing published");
-    const mixed = httpRoute("y", {
-      rules: [{ backendRefs: [backendRef("api"), backendRef("db-admin", 80, { namespace: "other" })] }],
-    });
-    assert.deepEqual(exposesOf(planOf(web(), [mixed, secret, api]))?.[0].paths, [
-      {
-        name: "rule-0",
-        path: "/",
-        pathType: "Prefix",
-        backends: [{ backend: { service: "api", port: 80 }, weight: 1 }, { weight: 1 }],
-      },
-    ]);
-    // a grant for another kind, or from another namespace, does not count
-    const wrong = referenceGrant(
-      "other",
-      [{ group: "gateway.networking.k8s.io", kind: "GRPCRoute", namespace: NS }],
-      [{ group: "", kind: "Service" }],
-    );
-    assert.equal(ourParent(routeStatus(route, [web(), secret, wrong])).ResolvedRefs, "False/RefNotPermitted");
-    const named = referenceGrant(
-      "other",
-      [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute", namespace: NS }],
-      [{ group: "", kind: "Service", name: "public" }],
-    );
-    assert.equal(ourParent(routeStatus(route, [web(), secret, named])).ResolvedRefs, "False/RefNotPermitted");
-    const grant = referenceGrant(
-      "other",
-      [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute", namespace: NS }],
-      [{ group: "", kind: "Service", name: "db-admin" }],
-    );
-    assert.equal(ourParent(routeStatus(route, [web(), secret, grant])).ResolvedRefs, "True/ResolvedRefs");
-  });
-  it("a non-Service backend is InvalidKind, a missing Service BackendNotFound", () => {
-    const kind = httpRoute("x", { rules: [{ backendRefs: [{ group: "example.com", kind: "Bucket", name: "b" }] }] });
-    assert.equal(ourParent(routeStatus(kind, [web()])).ResolvedRefs, "False/InvalidKind");
-    const missing = httpRoute("y", { rules: [{ backendRefs: [backendRef("nope")] }] });
-    assert.equal(ourParent(routeStatus(missing, [web()])).ResolvedRefs, "False/BackendNotFound");
-  });
-  it("status.parents of other controllers are kept as they are; ours replace ours only; none of ours and none before: null", () => {
-    const theirs = {
-      parentRef: { name: "istio-gw" },
-      controllerName: "istio.io/gateway-controller",
-      conditions: [{ type: "Accepted", status: "True" }],
-    };
-    const stale = { parentRef: { name: "gone" }, controllerName: CONTROLLER_NAME, conditions: [] };
-    const route = httpRoute(
-      "shop",
-      { parentRefs: [{ name: "istio-gw" }, { name: "web" }], rules: [{ backendRefs: [backendRef("api")] }] },
-      { status: { parents: [theirs, stale] } },
-    );
-    const s = routeStatus(route, [web(), api]) as unknown as {
-      parents: { parentRef: unknown; controllerName: string }[];
-    };
-    assert.deepEqual(s.parents[0], theirs);
-    assert.deepEqual(
-      s.parents.map((p) => [p.controllerName, p.parentRef]),
-      [
-        ["istio.io/gateway-controller", { name: "istio-gw" }],
-        [CONTROLLER_NAME, { name: "web" }],
-      ],
-    );
-    const foreign = httpRoute(
-      "f",
-      { parentRefs: [{ name: "istio-gw" }], rules: [] },
-      { status: { parents: [theirs] } },
-    );
-    assert.equal(routeStatus(foreign, [web()]), null);
-    // a repeat is byte-identical (lastTransitionTime kept): Metacontroller writes nothing
-    const again = planRouteStatus(
-      { ...route, status: s },
-      world([route, web(), api]),
-      new Date("2027-01-01T00:00:00Z"),
-    );
-    assert.deepEqual(again, s);
-  });
-});
-
-describe("every condition and reason of the four tables is produced by a scenario above", () => {
-  it("GatewayClass, Gateway, listener, route parent", () => {
+describe("every condition and reason of the class, Gateway and listener tables is produced by a scenario above", () => {
+  it("GatewayClass, Gateway, listener", () => {
     assertCoversTable(GATEWAY_CLASS_REASONS, produced.class);
     assertCoversTable(GATEWAY_API_GATEWAY_REASONS, produced.gateway);
     assertCoversTable(GATEWAY_LISTENER_REASONS, produced.listener);
-    assertCoversTable(ROUTE_PARENT_REASONS, produced.route);
   });
 });
