@@ -207,7 +207,8 @@ function isPrefix(prefix: readonly string[], of: readonly string[]): boolean {
   return true;
 }
 
-type HostPortOf = AgentExpose["backend"];
+/** A backend as routed: where, and (a GRPCRoute's) how to speak to it, for the HTTP/2 pipe (issue 35). */
+type HostPortOf = AgentExpose["backend"] & { protocol?: "http1" | "h2c" };
 
 /**
  * The router of an http expose with paths (undefined without): its rules as the agent config carries them. One
@@ -218,10 +219,10 @@ export function exposeRouter(expose: AgentExpose): PathRouter<HostPortOf> | unde
   if (!expose.paths?.length) return undefined;
   const interned = new Map<string, HostPortOf>();
   const one = (b: HostPortOf): HostPortOf => {
-    const key = `${b.host}:${b.port}`;
+    const key = `${b.host}:${b.port}:${b.protocol ?? ""}`;
     const had = interned.get(key);
     if (had) return had;
-    const made = { host: b.host, port: b.port };
+    const made = { host: b.host, port: b.port, ...(b.protocol ? { protocol: b.protocol } : {}) };
     interned.set(key, made);
     return made;
   };
@@ -238,7 +239,7 @@ export function exposeRouter(expose: AgentExpose): PathRouter<HostPortOf> | unde
         ? {
             backends: p.backends.map((b) =>
               b.host !== undefined && b.port !== undefined
-                ? { backend: one({ host: b.host, port: b.port }), weight: b.weight }
+                ? { backend: one({ host: b.host, port: b.port, protocol: b.protocol }), weight: b.weight }
                 : { weight: b.weight },
             ),
           }

@@ -26,7 +26,7 @@ export interface AgentPath {
   /** Required unless `backends` is set. */
   backend?: { host: string; port: number };
   /** Split by weight (0 never chosen; all 0 answers 500); an entry without host is an unresolved share (500). */
-  backends?: { host?: string; port?: number; weight: number }[];
+  backends?: { host?: string; port?: number; weight: number; protocol?: "http1" | "h2c" }[];
 }
 
 /** What a rule matches beyond its path (Gateway API HTTPRouteMatch): a method, exact header values. */
@@ -162,6 +162,8 @@ export const agentPathsSchema = <P>(port: P) => {
               host: { type: "string", minLength: 1 },
               port,
               weight: { type: "integer", minimum: 0, maximum: MAX_WEIGHT },
+              // how to speak to it (GRPCRoute: h2c); carried for the agent's HTTP/2 support (issue 35)
+              protocol: { type: "string", enum: ["http1", "h2c"] },
             },
           },
         },

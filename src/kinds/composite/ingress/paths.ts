@@ -2,7 +2,8 @@
  * A TailnetIngress expose's `paths` (src/api/schemas/ingress-paths.ts) read from the spec, and rendered into
  * the agent config's (src/contract/agent-config.ts AgentPath): a backend's namespace defaults to the
  * TailnetIngress's. A weighted share without a Service stays without host: the agent answers its requests 500.
- * `protocol` is the backend-protocol field of the HTTP/2 work (issue 35); this agent config does not carry it yet.
+ * `protocol` (h2c for a GRPCRoute's backends) is carried into the agent config for the agent's HTTP/2 work (issue
+ * 35): the HTTP/1.1 pipe forwards HTTP/1.1 whatever it says.
  */
 import type { AgentPath } from "../../../contract/agent-config.js";
 import { recordOf } from "../../../k8s/objects.js";
@@ -90,6 +91,7 @@ export function agentPaths(
                   host: host(b.backend.service, b.backend.namespace ?? namespace),
                   port: b.backend.port,
                   weight: b.weight,
+                  ...(b.protocol ? { protocol: b.protocol } : {}),
                 }
               : { weight: b.weight },
           ),

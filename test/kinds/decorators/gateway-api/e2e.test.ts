@@ -219,9 +219,11 @@ describe("Gateway API class tailnet end to end (Metacontroller emulator)", () =>
       host: host("search", "other"),
       port: 80,
     });
+    // a GRPCRoute's backend is routed with its protocol, h2c, for the agent's HTTP/2 pipe
     assert.deepEqual(router?.route("/helloworld.Greeter/SayHello", { method: "POST", fieldLines: [] }), {
       host: host("greeter"),
       port: 50051,
+      protocol: "h2c",
     });
     const canary = new Set(
       Array.from({ length: 200 }, () => router?.route("/api/x", { method: "GET", fieldLines: ["x-canary: yes"] }).host),
