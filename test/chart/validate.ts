@@ -182,7 +182,10 @@ function checkCompositeController(o: K8sObject): void {
 function checkDecoratorController(o: K8sObject): void {
   assert.equal(o.apiVersion, "metacontroller.k8s.io/v1alpha1");
   assert.equal(o.metadata.namespace, undefined, "DecoratorController is cluster-scoped");
-  if (o.metadata.name.includes("-gatewayapi-")) return checkGatewayApiController(o);
+  if (o.metadata.name.includes("-gatewayapi-")) {
+    checkGatewayApiController(o);
+    return;
+  }
   const spec = obj(o.spec, "spec");
   const ingressClass = o.metadata.name.endsWith("-ingress-class");
   const resources = arr(spec.resources, "spec.resources");
