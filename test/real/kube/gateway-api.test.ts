@@ -20,6 +20,7 @@ import type { K8sObject as Manifest } from "../../chart/helm.js";
 import { build } from "../../helpers/server.js";
 import { applyClean, ensureNamespace } from "./apply.js";
 import { type Cluster, startCluster } from "./cluster.js";
+import { metacontrollerCrds } from "./foreign-crds.js";
 import { gatewayApiCrds, gatewayApiPin, shopObjects } from "./gateway-api.js";
 
 const NS = "shop";
@@ -107,14 +108,14 @@ describe("Gateway API class tailnet on a real API server", { timeout: 600_000, c
     cluster = await startCluster();
     for (const crd of gatewayApiCrds()) applyClean(cluster, crd.yaml);
     applyClean(cluster, cluster.kubectl(["kustomize", "manifests/crds"]));
+    applyClean(cluster, metacontrollerCrds);
     cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]);
     ensureNamespace(cluster, NS);
     ensureNamespace(cluster, OTHER, { team: "other" });
-    const component = cluster.kubectl([
-      "kustomize",
-      "manifests/components/gateway-api/../../../decoratorcontrollers/gateway-api",
-    ]);
-    assert.match(component, /tailnet-operator-gatewayapi-gateway/);
+    // the component's DecoratorControllers, strictly against Metacontroller's CRD (foreign-crds.ts)
+    const controllers = cluster.kubectl(["kustomize", "decoratorcontrollers/gateway-api"]);
+    assert.equal(controllers.match(/^kind: DecoratorController$/gm)?.length, 4);
+    applyClean(cluster, controllers);
     applyClean(
       cluster,
       cluster.tryKubectl([
