@@ -357,4 +357,32 @@ describe("Gateway API class tailnet on a real API server", { timeout: 600_000, c
     const ours = (route().status as { parents: Parent[] }).parents.find((p) => p.controllerName === CONTROLLER_NAME);
     assert.deepEqual(summary(ours?.conditions), ["Accepted=True/Accepted", "ResolvedRefs=False/RefNotPermitted"]);
   });
+
+  it("released (its class changed away): the attachment goes, the status is back to the CRD's default, stable on resync", async () => {
+    const gw = () => typed(get(`gateways.${GW}`, "web", NS), `${GW}/v1`, "Gateway");
+    cluster.kubectl([
+      "-n",
+      NS,
+      "patch",
+      `gateways.${GW}`,
+      "web",
+      "--type=merge",
+      "-p",
+      '{"spec":{"gatewayClassName":"istio"}}',
+    ]);
+    const ti = typed(
+      get("tailnetingresses.tailnet.internal", "web", NS),
+      "tailnet.internal/v1alpha1",
+      "TailnetIngress",
+    );
+    const released = await sync("gatewayapi-gateway", gw(), { [TI]: { [`${NS}/web`]: ti } });
+    assert.deepEqual(released.attachments, [], "Metacontroller deletes the TailnetIngress");
+    const w = writeStatus(gw(), released.status);
+    assert.equal(w.status, 0, w.stderr);
+    const stored = gw().status as { conditions: Cond[]; addresses?: unknown };
+    assert.deepEqual(summary(stored.conditions), ["Accepted=Unknown/Pending", "Programmed=Unknown/Pending"]);
+    assert.equal(stored.addresses, undefined);
+    const again = await sync("gatewayapi-gateway", gw(), { [TI]: { [`${NS}/web`]: ti } });
+    assert.deepEqual(again.status, null, "no longer naming our addresses: left to the new class's controller");
+  });
 });

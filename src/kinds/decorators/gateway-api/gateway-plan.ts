@@ -5,10 +5,11 @@
  * (apis/v1 gateway_types.go): `Accepted`, `Programmed`, each listener's `Accepted`, `Programmed`,
  * `ResolvedRefs`, `Conflicted`, `supportedKinds` and `attachedRoutes`, and `addresses` (the published DNS
  * names, type Hostname). A Gateway of another class gets nothing; one we managed before loses its
- * attachment, and its status is left to its new controller.
+ * attachment, and its status is cleared while it still names our addresses (else it is its new controller's).
  */
 import { type Condition, mergeConditions } from "../../../conditions/condition.js";
 import { GatewayApiCondition as C, GatewayApiReason as R } from "../../../conditions/tables/gateway-api.js";
+import { jsonEqual } from "../../../k8s/json-equal.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
 import { WorkloadAnnotation as Annotation } from "../../shared/annotations.js";
@@ -39,6 +40,24 @@ export interface GatewayPlan {
 }
 
 const cut = (s: string) => s.slice(0, 100);
+
+/**
+ * A released Gateway's status: the one the CRD defaults a status without conditions to (kubernetes-sigs/gateway-api
+ * config/crd/standard/gateway.networking.k8s.io_gateways.yaml, status.conditions default) — an empty status
+ * would be defaulted to it by the API server and then differ from our answer on every resync.
+ */
+const WAITING_CONDITION = {
+  status: "Unknown",
+  reason: "Pending",
+  message: "Waiting for controller",
+  lastTransitionTime: "1970-01-01T00:00:00Z",
+};
+const WAITING = {
+  conditions: [
+    { type: "Accepted", ...WAITING_CONDITION },
+    { type: "Programmed", ...WAITING_CONDITION },
+  ],
+};
 
 /** A refusal of the Gateway itself (Accepted False), before its listeners. */
 function gatewayRefusal(gateway: K8sObject, classes: readonly K8sObject[]): GatewayCondition | undefined {
@@ -141,7 +160,12 @@ export function planGateway(o: GatewayObservation): GatewayPlan {
   const gw = o.gateway;
   if (!isOurGateway(gw, o.world.classes)) {
     if (o.attachments.length === 0) return { role: "foreign", attachments: [], status: null };
-    return { role: "released", attachments: [], status: null };
+    // Released (its class changed away, or the class went): our attachment goes; the status is cleared only
+    // while it still names our published addresses — one the new class's controller wrote is left alone.
+    const current = recordOf(gw.status).addresses;
+    const ours = o.attachments.map(addressesOf).find((a) => a.length > 0);
+    const stillOurs = ours !== undefined && jsonEqual(current, ours);
+    return { role: "released", attachments: [], status: stillOurs ? WAITING : null };
   }
   const refused = gatewayRefusal(gw, o.world.classes);
   if (refused) {

@@ -42,6 +42,8 @@ import {
   web,
 } from "./scenario.js";
 
+const summary = (cs: readonly Cond[]) => cs.map((c) => `${c.type}=${c.status}/${c.reason}`);
+
 describe("GatewayClass", () => {
   it("ours is Accepted; parametersRef is InvalidParameters; another controller's is not written to", () => {
     const accepted = planGatewayClass(gatewayClass(), NOW) as { conditions: Cond[] };
@@ -65,6 +67,21 @@ describe("Gateway: ours or not", () => {
     assert.equal(before.attachments.length, 1);
     const released = planOf(gateway([listener("https")], { className: "istio" }), [], before.attachments);
     assert.deepEqual(released, { role: "released", attachments: [], status: null });
+    // released while its status still shows our published address: back to the CRD's default (no controller);
+    // the new controller's: left alone
+    const published = {
+      ...before.attachments[0],
+      status: { exposes: [{ name: "https", dnsName: `shop.${BASE}` }] },
+    } as K8sObject;
+    const stale = {
+      ...gateway([listener("https")], { className: "istio" }),
+      status: { addresses: [{ type: "Hostname", value: `shop.${BASE}` }] },
+    };
+    const waiting = planOf(stale, [], [published]).status as { conditions: Cond[] };
+    assert.deepEqual(summary(waiting.conditions), ["Accepted=Unknown/Pending", "Programmed=Unknown/Pending"]);
+    assert.equal(waiting.conditions[0].message, "Waiting for controller", "the CRD's own default: stable on resync");
+    const theirs = { ...stale, status: { addresses: [{ type: "IPAddress", value: "10.0.0.7" }] } };
+    assert.equal(planOf(theirs, [], [published]).status, null);
   });
 });
 

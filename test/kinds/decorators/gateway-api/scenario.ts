@@ -29,7 +29,8 @@ export function planOf(gw: K8sObject, objects: K8sObject[] = [], attachments: K8
     now: NOW,
   });
   const s = p.status as GwStatus | null;
-  if (s) {
+  // a released Gateway's status is the CRD's default, not ours
+  if (s?.listeners) {
     produced.gateway.push(s.conditions);
     for (const l of s.listeners) produced.listener.push(l.conditions);
   }
