@@ -339,6 +339,11 @@ describe("Gateway API class tailnet on a real API server", { timeout: 600_000, c
     assert.equal(parents[1].controllerName, CONTROLLER_NAME);
     assert.deepEqual(parents[1].parentRef, { group: GW, kind: "Gateway", name: "web", namespace: NS });
     assert.deepEqual(summary(parents[1].conditions), ["Accepted=True/Accepted", "ResolvedRefs=True/ResolvedRefs"]);
+    assert.deepEqual(
+      (await sync("gatewayapi-httproute", route())).status,
+      route().status,
+      "no write on the next resync",
+    );
 
     const grpc = () => typed(get(`grpcroutes.${GW}`, "greeter", NS), `${GW}/v1`, "GRPCRoute");
     const g = await sync("gatewayapi-grpcroute", grpc());
