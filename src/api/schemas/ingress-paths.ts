@@ -69,15 +69,19 @@ export const exposePaths: Schema = arr(
         obj(
           {
             backend: obj(
-              { service, namespace: backendNamespace, port: { ...port, description: "The Service's port." } },
+              {
+                service,
+                namespace: backendNamespace,
+                port: { ...port, description: "The Service's port." },
+                protocol: str({
+                  enum: ["http1", "h2c"],
+                  description: "How the agent speaks to this backend; h2c for gRPC (GRPCRoute). Default http1.",
+                }),
+              },
               ["service", "port"],
               { description: "The Service; absent: an unresolved reference, whose share is answered 500." },
             ),
             weight: int({ minimum: 0, maximum: MAX_WEIGHT, description: "Share of the requests; 0: none." }),
-            protocol: str({
-              enum: ["http1", "h2c"],
-              description: "How the agent speaks to this backend; h2c for gRPC (GRPCRoute). Default http1.",
-            }),
           },
           ["weight"],
           // The Service sits in `backend`, not beside `weight`: an item with `port` would be merged by port

@@ -12,13 +12,14 @@ export interface PathBackend {
   service: string;
   namespace?: string;
   port: number;
+  /** How the agent speaks to it (h2c: a GRPCRoute's backend). */
+  protocol?: "http1" | "h2c";
 }
 
 export interface WeightedBackend {
   /** Absent: an unresolved reference, its share answered 500. */
   backend?: PathBackend;
   weight: number;
-  protocol?: "http1" | "h2c";
 }
 
 export interface ExposePath {
@@ -40,6 +41,7 @@ function readBackend(raw: unknown): PathBackend {
     service: str(b.service) ?? "",
     ...(str(b.namespace) ? { namespace: b.namespace as string } : {}),
     port: Number(b.port),
+    ...(b.protocol === "h2c" || b.protocol === "http1" ? { protocol: b.protocol } : {}),
   };
 }
 
@@ -48,7 +50,6 @@ function readWeighted(raw: unknown): WeightedBackend {
   return {
     ...(b.backend !== undefined ? { backend: readBackend(b.backend) } : {}),
     weight: Number.isInteger(b.weight) ? (b.weight as number) : 1,
-    ...(b.protocol === "h2c" || b.protocol === "http1" ? { protocol: b.protocol } : {}),
   };
 }
 
@@ -91,7 +92,7 @@ export function agentPaths(
                   host: host(b.backend.service, b.backend.namespace ?? namespace),
                   port: b.backend.port,
                   weight: b.weight,
-                  ...(b.protocol ? { protocol: b.protocol } : {}),
+                  ...(b.backend.protocol ? { protocol: b.backend.protocol } : {}),
                 }
               : { weight: b.weight },
           ),

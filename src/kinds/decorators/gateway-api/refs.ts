@@ -63,9 +63,8 @@ export function resolveBackends(
         return { weight: b.weight };
       }
       return {
-        backend: { service: b.name, namespace: b.namespace, port: b.port as number },
+        backend: { service: b.name, namespace: b.namespace, port: b.port as number, ...protocol },
         weight: b.weight,
-        ...protocol,
       };
     });
     return { matches: rule.matches, backends };

@@ -196,13 +196,13 @@ describe("Gateway → TailnetIngress", () => {
         name: "rule-0",
         path: "/helloworld.Greeter/SayHello",
         pathType: "Exact",
-        backends: [{ backend: { service: "api", port: 50051 }, weight: 1, protocol: "h2c" }],
+        backends: [{ backend: { service: "api", port: 50051, protocol: "h2c" }, weight: 1 }],
       },
       {
         name: "rule-1",
         path: "/helloworld.Admin",
         pathType: "Prefix",
-        backends: [{ backend: { service: "api", port: 50052 }, weight: 1, protocol: "h2c" }],
+        backends: [{ backend: { service: "api", port: 50052, protocol: "h2c" }, weight: 1 }],
       },
     ]);
   });
