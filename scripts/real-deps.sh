@@ -16,6 +16,7 @@ coredns=$(pin coredns)
 etcd=$(pin etcd)
 kubernetes=$(pin kubernetes)
 grpc_examples=$(pin grpcExamples)
+gateway_api=$(pin gatewayApi)
 
 if ! command -v go >/dev/null 2>&1; then
   echo "real-deps: Go is missing: install Go >= 1.26 (https://go.dev/doc/install or Debian golang-1.26) to build the real peers" >&2
@@ -122,4 +123,10 @@ if ! built "grpc-examples-$grpc_examples" route_guide_server route_guide_client 
   examples=$(go mod download -json "google.golang.org/grpc/examples@$grpc_examples" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
   cp "$examples/route_guide/testdata/route_guide_db.json" "$cache/grpc-examples-$grpc_examples/"
 fi
-echo "real-deps: ready in .cache/real (headscale $headscale, tailscale $tailscale and $tailscale_oldest, coredns $coredns, etcd $etcd, kubernetes $kubernetes, grpc examples $grpc_examples)"
+# The Gateway API CRDs (standard channel) the real tests apply to the real kube-apiserver: data, not a binary,
+# read from the Go module cache (test/real/kube/gateway-api.ts); `go mod download` fetches it once.
+if ! GOTOOLCHAIN=local go mod download "sigs.k8s.io/gateway-api@$gateway_api" >/dev/null; then
+  echo "real-deps: go mod download sigs.k8s.io/gateway-api@$gateway_api failed" >&2
+  exit 1
+fi
+echo "real-deps: ready in .cache/real (headscale $headscale, tailscale $tailscale and $tailscale_oldest, coredns $coredns, etcd $etcd, kubernetes $kubernetes, grpc examples $grpc_examples; gateway-api $gateway_api CRDs in the module cache)"

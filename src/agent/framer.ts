@@ -7,8 +7,10 @@ import {
   MAX_CHUNK_LINE,
   type OwnedHeaders,
   parseChunkLine,
+  type RequestHead,
   rewriteRequestHead,
 } from "./http1.js";
+import type { RequestFacts } from "./routes.js";
 
 /** Node's own default (--max-http-header-size). */
 export const MAX_HEAD_BYTES = 16 * 1024;
@@ -77,7 +79,7 @@ export class RequestFramer {
   constructor(
     private readonly clientIp: string | undefined,
     private readonly owned?: OwnedHeaders,
-    private readonly route?: (target: string) => unknown,
+    private readonly route?: (target: string, request: RequestFacts) => unknown,
   ) {}
 
   /** Waiting for the answer to an upgrade request, or for a backend switch (input is held). */
@@ -184,7 +186,7 @@ export class RequestFramer {
         const rewritten = rewriteRequestHead(data.toString("latin1", start, end), this.clientIp, "https", this.owned);
         this.inHead = false;
         this.onHeadEnd?.();
-        if (this.holdForSwitch(rewritten.target, data)) break;
+        if (this.holdForSwitch(rewritten, data)) break;
         data = data.subarray(end + 4);
         this.onRequest?.(rewritten.headMethod, rewritten.upgrade, rewritten.method, rewritten.target);
         out.push(rewritten.head);
@@ -222,9 +224,9 @@ export class RequestFramer {
   }
 
   /** Routes a parsed head: true when it is for another backend (then it is held, with all after it). */
-  private holdForSwitch(target: string, data: Buffer): boolean {
+  private holdForSwitch(head: RequestHead, data: Buffer): boolean {
     if (!this.route) return false;
-    const backend = this.route(target);
+    const backend = this.route(head.target, head);
     if (this.current === undefined || backend === this.current) {
       this.current = backend;
       return false;

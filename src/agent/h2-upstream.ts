@@ -275,12 +275,14 @@ function sendTrailers(stream: ServerHttp2Stream | ClientHttp2Stream, fields: [st
 }
 
 /** An error answer the agent makes itself, as HTTP/1.1's (pipe.ts errorResponse). */
-export function answerError(client: ServerHttp2Stream, status: 400 | 421 | 431 | 501 | 502 | 504): void {
+export function answerError(client: ServerHttp2Stream, status: 400 | 404 | 421 | 431 | 500 | 501 | 502 | 504): void {
   if (client.closed || client.destroyed || client.headersSent) return;
   const text = {
     400: "Bad Request",
+    404: "Not Found",
     421: "Misdirected Request",
     431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
     501: "Not Implemented",
     502: "Bad Gateway",
     504: "Gateway Timeout",

@@ -6,7 +6,7 @@
 
 export class HttpFramingError extends Error {
   constructor(
-    readonly status: 400 | 431 | 501,
+    readonly status: 400 | 404 | 431 | 500 | 501,
     message: string,
   ) {
     super(message);
@@ -79,6 +79,8 @@ export interface RequestHead {
   /** The request line's method and target, for the kube-api audit log. */
   method: string;
   target: string;
+  /** The field lines as forwarded from the client (the agent's own are not among them): routes.ts matches headers on them. */
+  fieldLines: readonly string[];
   /** Body framing of this request. */
   body: { kind: "length"; length: number } | { kind: "chunked" } | { kind: "none" };
   /** A HEAD request (its response has no body). */
@@ -155,6 +157,7 @@ export function rewriteRequestHead(
     head: Buffer.from(out.join("\r\n"), "latin1"),
     method,
     target: requestLine[2],
+    fieldLines: fields.kept.slice(1),
     body,
     headMethod: method === "HEAD",
     upgrade: forwardUpgrade,

@@ -11,9 +11,12 @@ import { type CertificateEntry, loadCertificate, normalizeName, selectByServerNa
 import { closeServer, type HttpListenerCommon, listenOn, tryAcquire } from "./forward.js";
 import { H2Front } from "./h2.js";
 import type { H2Request } from "./h2-request.js";
+import { isOwnedHeader } from "./http1.js";
 import { type PipeTarget, pipeHttpConnection } from "./pipe.js";
 import { readProxyHeader } from "./proxy-protocol.js";
-import { PathRouter } from "./routes.js";
+import { exposeRouter, type RequestFacts } from "./routes.js";
+
+type ExposeRouter = NonNullable<ReturnType<typeof exposeRouter>>;
 
 export interface HttpsListenerOptions extends HttpListenerCommon {
   listenPort: number;
@@ -34,7 +37,7 @@ interface ExposeRoute {
   cert: CertificateEntry;
   target: PipeTarget;
   /** Routed exposes: the per-request router both protocols use (routes.ts). */
-  router?: PathRouter<AgentBackend>;
+  router?: ExposeRouter;
   /** Whether a request's host (normalised, no port) is a name of this expose (HTTP/2 :authority check). */
   servesName(host: string): boolean;
 }
@@ -87,7 +90,7 @@ export async function startHttpsListener(opts: HttpsListenerOptions): Promise<Ht
 
 function exposeRouting(opts: HttpsListenerOptions): ExposeRouting {
   const routes: ExposeRoute[] = opts.exposes.map((expose) => {
-    const router = expose.paths?.length ? new PathRouter(expose.paths, expose.backend) : undefined;
+    const router = exposeRouter(expose);
     const ownNames = new Map(expose.names.map((name) => [normalizeName(name), true]));
     return {
       expose,
@@ -97,7 +100,9 @@ function exposeRouting(opts: HttpsListenerOptions): ExposeRouting {
       target: {
         name: expose.name,
         backend: expose.backend,
-        ...(router ? { route: (requestTarget: string) => router.route(requestTarget) } : {}),
+        ...(router
+          ? { route: (requestTarget: string, request?: RequestFacts) => router.route(requestTarget, request) }
+          : {}),
         dialTimeoutMs: opts.dialTimeoutMs,
         idleTimeoutMs: opts.idleTimeoutMs,
         headerTimeoutMs: opts.headerTimeoutMs,
@@ -117,11 +122,15 @@ function exposeRouting(opts: HttpsListenerOptions): ExposeRouting {
 }
 
 /**
- * The one call from HTTP/2 into the router: an h2 request's backend as routes.ts picks it (by :path; the
- * rest of the request is there for matches on more than the path). Unrouted exposes: their backend.
+ * The one call from HTTP/2 into the router: an h2 request's backend as routes.ts picks it, by :path, method and
+ * the client's own fields (never the agent's identity or forwarding fields, as for HTTP/1.1). Unrouted exposes:
+ * their backend.
  */
 export function routeH2Request(route: Pick<ExposeRoute, "router" | "expose">, request: H2Request): AgentBackend {
-  return route.router ? route.router.route(request.path) : route.expose.backend;
+  if (!route.router) return route.expose.backend;
+  const fieldLines: string[] = [];
+  for (const [name, value] of request.fields) if (!isOwnedHeader(name)) fieldLines.push(`${name}: ${value}`);
+  return route.router.route(request.path, { method: request.method, fieldLines });
 }
 
 /** A TLS server whose connections are piped to the backend (pipe.ts): no Node HTTP server or client. */

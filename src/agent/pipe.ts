@@ -17,6 +17,7 @@ import type { HttpFramingError, OwnedHeaders } from "./http1.js";
 import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";
 import { ResponseTracker } from "./response.js";
+import type { RequestFacts } from "./routes.js";
 
 export interface PipeTarget {
   /** Expose name, for metrics and logs. */
@@ -38,18 +39,20 @@ export interface PipeTarget {
    * connection for another backend wait until the earlier ones are answered; then the backend connection is
    * closed and the new one dialled, so answers never interleave.
    */
-  route?: (requestTarget: string) => HostPort & { protocol?: string };
+  route?: (requestTarget: string, request?: RequestFacts) => HostPort & { protocol?: string };
   /** Each forwarded request's method and target, then each final answer's status, in the same order. */
   onRequest?: (method: string, target: string) => void;
   onStatus?: (code: number) => void;
 }
 
-type ErrorStatus = 400 | 431 | 501 | 502 | 504;
+type ErrorStatus = 400 | 404 | 431 | 500 | 501 | 502 | 504;
 
 function errorResponse(status: ErrorStatus): string {
   const text = {
     400: "Bad Request",
+    404: "Not Found",
     431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
     501: "Not Implemented",
     502: "Bad Gateway",
     504: "Gateway Timeout",

@@ -253,3 +253,10 @@ export const RENEW_BEFORE_WITHIN_EXPIRY = rule(
     return refuse(ok, { field: "renewBefore", message: "must be more than 0 and less than spec.expiry" });
   },
 );
+
+/** TailnetIngress paths[]: a route goes to one backend or splits by weight (src/contract/paths.ts matchProblem). */
+export const ONE_BACKEND_FORM = rule(
+  "has(self.backend) != has(self.backends)",
+  "backend or backends, exactly one",
+  (self) => refuse((record(self).backend === undefined) !== (record(self).backends === undefined)),
+);

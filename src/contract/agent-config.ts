@@ -6,7 +6,10 @@ import { isIP } from "node:net";
 import type { ErrorObject } from "ajv";
 import { newAjv } from "../api/ajv.js";
 import { ConfigError } from "../config.js";
-import { agentPathsSchema, backendProtocolSchema, pathsProblem } from "./paths.js";
+import { type AgentPath, agentPathsSchema, backendProtocolSchema, pathsProblem } from "./paths.js";
+
+export type { AgentPath } from "./paths.js";
+
 import { POD_IP_ENV, POD_IP_HOST, POD_LOCAL_HOST } from "./ports.js";
 
 export type AgentRole = "egress" | "ingress";
@@ -52,6 +55,8 @@ export interface AgentExpose {
    * path matches goes to `backend`.
    */
   paths?: AgentPath[];
+  /** http mode, with paths: where a request no path matches goes — `backend` (default) or a 404 (a Gateway's host). */
+  unmatched?: "backend" | "notFound";
   /** http mode: the mounted kubernetes.io/tls Secret files. */
   tls?: { certFile: string; keyFile: string };
   /**
@@ -67,12 +72,6 @@ export interface AgentExpose {
    * a listen port agree on it.
    */
   proxyProtocol?: boolean;
-}
-
-export interface AgentPath {
-  path: string;
-  pathType: "Exact" | "Prefix";
-  backend: AgentBackend;
 }
 
 export interface AgentLimits {
@@ -226,6 +225,7 @@ const schema = {
             properties: { host: { type: "string", minLength: 1 }, port, protocol: backendProtocolSchema },
           },
           paths: agentPathsSchema(port),
+          unmatched: { type: "string", enum: ["backend", "notFound"] },
           tls: {
             type: "object",
             additionalProperties: false,
@@ -333,6 +333,7 @@ function checkSemantics(config: AgentConfig, source: string): void {
     if (expose.paths && expose.mode !== "http") fail(`exposes[${i}].paths`, "is only for mode http");
     if (expose.backend.protocol && expose.mode !== "http")
       fail(`exposes[${i}].backend.protocol`, "is only for mode http (tcp passes bytes; kube-api is HTTP/1.1)");
+    if (expose.unmatched && !expose.paths) fail(`exposes[${i}].unmatched`, "is only for an expose with paths");
     if (expose.mode !== "http") return;
     const bad = pathsProblem(expose.paths ?? []);
     if (bad) fail(`exposes[${i}].paths[${bad.index}]`, bad.problem);

@@ -14,6 +14,7 @@ import type { OperatorEvent } from "../pipeline/types.js";
 import { canonicalJson } from "../policy/canonical.js";
 import { parseHuJson } from "../policy/hujson.js";
 import { unifiedDiff } from "./diff.js";
+import { renderedGatewayApi } from "./gateway-api.js";
 
 export interface RenderedObject {
   kind: string;
@@ -67,11 +68,16 @@ function lastSync(calls: HookCall[], kind: string, id: string): HookCall | undef
   return [...calls].reverse().find((c) => c.kind === kind && c.parent === id && c.hook === "sync" && c.code === 200);
 }
 
-/** Every object in the order render prints them: parents by kind, then Services, then Ingresses. */
+/** Every object in the order render prints them: parents by kind, then Services, Ingresses, the Gateway API. */
 export function renderedObjects(r: Rendered): RenderedObject[] {
   const order = (k: string) => KINDS.findIndex((i) => i.kind === k);
   const parents = r.loop.parents().sort((a, b) => order(a.kind) - order(b.kind));
-  return [...parents.map((p) => renderedParent(r, p)), ...renderedServices(r), ...renderedIngresses(r)];
+  return [
+    ...parents.map((p) => renderedParent(r, p)),
+    ...renderedServices(r),
+    ...renderedIngresses(r),
+    ...renderedGatewayApi(r.loop),
+  ];
 }
 
 function renderedParent({ loop, events, liveText }: Rendered, p: Obj): RenderedObject {

@@ -88,6 +88,12 @@ const BUILTIN: Record<string, { apiVersion: string; fields?: string[] }> = {
   ClusterRoleBinding: { apiVersion: "rbac.authorization.k8s.io/v1" },
   CustomResourceDefinition: { apiVersion: "apiextensions.k8s.io/v1" },
   CompositeController: { apiVersion: "metacontroller.k8s.io/v1alpha1" },
+  // The Gateway API (docs/gateway-api.md): read by the class tailnet's decorators, their schema the CRDs' own.
+  GatewayClass: { apiVersion: "gateway.networking.k8s.io/v1" },
+  Gateway: { apiVersion: "gateway.networking.k8s.io/v1" },
+  HTTPRoute: { apiVersion: "gateway.networking.k8s.io/v1" },
+  GRPCRoute: { apiVersion: "gateway.networking.k8s.io/v1" },
+  ReferenceGrant: { apiVersion: "gateway.networking.k8s.io/v1beta1" },
 };
 
 const builtinSchemas = new Map<string, ValidateFunction>();
@@ -173,7 +179,9 @@ export function objectProblems(doc: InputDoc): string[] {
   } else if (info) {
     return [`apiVersion ${apiVersion}: ${kind} is served as ${API_VERSION}`];
   }
-  const namespaced = info ? info.scope === "Namespaced" : ["Secret", "ConfigMap", "Service", "Pod"].includes(kind);
+  const namespaced = info
+    ? info.scope === "Namespaced"
+    : ["Secret", "ConfigMap", "Service", "Pod", "Gateway", "HTTPRoute", "GRPCRoute", "ReferenceGrant"].includes(kind);
   // kubectl would put it in the current context's namespace, which render cannot know.
   const noNamespace =
     namespaced && !doc.object.metadata.namespace
@@ -187,7 +195,7 @@ export function objectProblems(doc: InputDoc): string[] {
     const builtin = BUILTIN[kind];
     if (!builtin) {
       return [
-        `kind ${kind}: unknown kind (${apiVersion})${didYouMean(kind)}; render reads ${CR_KINDS} and built-in Kubernetes kinds — point -f at the files holding your tailnet objects`,
+        `kind ${kind}: unknown kind (${apiVersion})${didYouMean(kind)}; render reads ${CR_KINDS}, built-in Kubernetes kinds and the Gateway API's — point -f at the files holding your tailnet objects`,
       ];
     }
     if (apiVersion !== builtin.apiVersion)

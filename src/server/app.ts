@@ -49,6 +49,9 @@ export function buildServer(config: OperatorConfig, options: ServerOptions = {})
   const hookActivity = new HookActivity(2 * config.hooks.resyncSeconds * 1000);
   const kinds = options.kinds ?? kindModules;
   const decorators = options.decorators ?? decoratorModules;
+  // One hook path segment per module: a decorator named like a kind would never be reached (or shadow it).
+  const clash = [...decorators.keys()].find((name) => kinds.has(name as never));
+  if (clash) throw new Error(`hook path /hooks/${clash} is both a kind and a decorator`);
   zeroHookCounters(metrics, [...kinds.keys(), ...decorators.keys()]);
   const views = options.deps?.views ?? headscaleViews(config, metrics);
   const deps: HookDeps = {

@@ -48,7 +48,10 @@ function checkObject(value: unknown, field: "object" | "parent", module: Decorat
   if (!isRecord(meta)) throw new EnvelopeError(`${field}.metadata: required object`);
   if (typeof meta.name !== "string" || meta.name === "")
     throw new EnvelopeError(`${field}.metadata.name: required string`);
-  if (typeof meta.namespace !== "string" || meta.namespace === "") {
+  if (want.clusterScoped) {
+    if (meta.namespace !== undefined && meta.namespace !== "")
+      throw new EnvelopeError(`${field}.metadata.namespace: ${want.kind} is cluster-scoped`);
+  } else if (typeof meta.namespace !== "string" || meta.namespace === "") {
     throw new EnvelopeError(`${field}.metadata.namespace: required string (${want.kind} is namespaced)`);
   }
   for (const f of ["uid", "creationTimestamp", "deletionTimestamp"] as const) {

@@ -3,7 +3,9 @@
 // same rules as `path`/`path_beg` ACLs, and (3) to Go's net/http ServeMux with the same rules as patterns
 // (test/fixtures/goroute; it decodes and cleans the path before matching). Every target the agent forwards is
 // routed by HAProxy and by Go to the same backend as by the agent; every target it refuses is 400 and reaches
-// no backend.
+// no backend. The Gateway API's method and header matches (POST on Exact /api/public, X-Canary: on on Prefix
+// /api, to a third backend) are routed alike too, and where the three differ by design (a repeated header) the
+// agent's reading is pinned.
 import assert from "node:assert/strict";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -131,7 +133,12 @@ async function startHaproxy(): Promise<number> {
       "  acl public path /api/public",
       "  acl api path /api",
       "  acl api path_beg /api/",
+      // the Gateway API matches: a method on Exact /api/public, an exact header value on Prefix /api
+      "  acl post method POST",
+      "  acl canary req.hdr(x-canary) -m str on",
+      '  http-request return status 200 content-type text/plain string "route: canary" if public post',
       '  http-request return status 200 content-type text/plain string "route: web" if public',
+      '  http-request return status 200 content-type text/plain string "route: canary" if api canary',
       '  http-request return status 200 content-type text/plain string "route: api" if api',
       '  http-request return status 200 content-type text/plain string "route: web"',
       "",
@@ -172,6 +179,7 @@ before(async () => {
   const cert = await pki.issue({ names: [NAME] });
   const api = await named("api", reached);
   const web = await named("web", reached);
+  const canary = await named("canary", reached);
   agent = await startAgent(
     {
       role: "ingress",
@@ -187,6 +195,13 @@ before(async () => {
           paths: [
             { path: "/api", pathType: "Prefix", backend: { host: "127.0.0.1", port: api } },
             { path: "/api/public", pathType: "Exact", backend: { host: "127.0.0.1", port: web } },
+            {
+              path: "/api",
+              pathType: "Prefix",
+              headers: [{ name: "X-Canary", value: "on" }],
+              backend: { host: "127.0.0.1", port: canary },
+            },
+            { path: "/api/public", pathType: "Exact", method: "POST", backend: { host: "127.0.0.1", port: canary } },
           ],
           tls: { certFile: cert.certFile, keyFile: cert.keyFile },
           names: [NAME],
@@ -207,8 +222,9 @@ after(async () => {
 });
 
 /** One request's answer: `route: <name>`, or the status when it is not 200 (a 301 from Go's cleaning, a 400). */
-function ask(via: "go" | "haproxy" | "agent", target: string): Promise<string> {
-  const raw = `GET ${target} HTTP/1.1\r\nhost: ${NAME}\r\nconnection: close\r\n\r\n`;
+function ask(via: "go" | "haproxy" | "agent", target: string, method = "GET", fields: string[] = []): Promise<string> {
+  const extra = fields.map((f) => `${f}\r\n`).join("");
+  const raw = `${method} ${target} HTTP/1.1\r\nhost: ${NAME}\r\n${extra}content-length: 0\r\nconnection: close\r\n\r\n`;
   return new Promise((resolve, reject) => {
     const socket: Socket =
       via === "agent"
@@ -235,6 +251,48 @@ test("what the agent routes, HAProxy and Go's ServeMux route to the same backend
   }
   assert.equal(reached.length, ROUTED.length);
   assert.deepEqual(reached, ROUTED, "the target reaches the backend byte for byte");
+});
+
+/**
+ * Method and header matches (Gateway API HTTPRouteMatch): the agent's router against HAProxy's `method` and
+ * `req.hdr() -m str` and Go's method patterns and Header.Get, on requests where the three agree by design (no
+ * repeated header: HAProxy matches any comma-separated value, Go reads the first, the agent the joined list).
+ */
+const MATCHED: [method: string, target: string, fields: string[], expected: string][] = [
+  ["POST", "/api/public", [], "canary"],
+  ["GET", "/api/public", [], "web"],
+  ["PUT", "/api/public", [], "web"],
+  ["POST", "/api/public/x", [], "api"],
+  ["GET", "/api/x", ["X-Canary: on"], "canary"],
+  ["GET", "/api", ["x-canary:on"], "canary"],
+  ["GET", "/api/x", ["x-canary: \t on \t "], "canary"],
+  ["GET", "/api/x", ["x-canary: On"], "api"],
+  ["GET", "/api/x", ["x-canary: on2"], "api"],
+  ["GET", "/api/x", ["x-canary-x: on"], "api"],
+  ["GET", "/apis", ["x-canary: on"], "web"],
+  ["GET", "/", ["x-canary: on"], "web"],
+  ["POST", "/api", ["x-canary: on"], "canary"],
+  ["GET", "/api/public", ["x-canary: on"], "web"],
+];
+
+test("method and header matches: the agent, HAProxy and Go's ServeMux route alike", async () => {
+  for (const [method, target, fields, expected] of MATCHED) {
+    const what = `${method} ${target} ${fields.join(" | ")}`;
+    assert.equal(await ask("agent", target, method, fields), expected, `the agent: ${what}`);
+    assert.equal(await ask("haproxy", target, method, fields), expected, `HAProxy: ${what}`);
+    assert.equal(await ask("go", target, method, fields), expected, `Go's ServeMux: ${what}`);
+  }
+});
+
+test("a repeated header: the three differ, and the agent takes the strict reading (the joined value must match)", async () => {
+  const twice = ["x-canary: off", "x-canary: on"];
+  // RFC 9110 §5.3: the field's value is the list "off, on", which is not "on"
+  assert.equal(await ask("agent", "/api/x", "GET", twice), "api");
+  // HAProxy's req.hdr() matches any comma-separated occurrence; Go's Header.Get reads the first
+  assert.equal(await ask("haproxy", "/api/x", "GET", twice), "canary");
+  assert.equal(await ask("go", "/api/x", "GET", twice), "api");
+  assert.equal(await ask("go", "/api/x", "GET", [...twice].reverse()), "canary");
+  assert.equal(await ask("agent", "/api/x", "GET", [...twice].reverse()), "api");
 });
 
 test("what the agent refuses is 400 and reaches no backend", async () => {

@@ -89,7 +89,7 @@ describe("CRD schemas: descriptions everywhere, CEL rules with twins", () => {
     assert.deepEqual(byKind.get("TailnetGateway"), [".spec.routes[]: 3"]);
     assert.deepEqual(byKind.get("Tailnet"), [".spec.headscale.apiKeyRotation: 1", ".spec.reservedNetworks[]: 2"]);
     assert.deepEqual(byKind.get("TailnetAuthKey"), [".spec: 3"]);
-    assert.deepEqual(byKind.get("TailnetIngress"), [".spec: 5"]);
+    assert.deepEqual(byKind.get("TailnetIngress"), [".spec: 5", ".spec.exposes[].paths[]: 1"]);
   });
 
   it("every rule has a twin, and every string or list a rule reads is bounded (the API server's cost estimate)", () => {

@@ -56,6 +56,14 @@ const EXTRA_OBJECTS: Record<string, string[]> = {
   "custom rule groups": ["PrometheusRule/tailnet-operator"],
   "scrapeFrom with namespace and pod selectors": ["PodMonitor/tailnet-agents"],
   "existing hook token Secret": [],
+  "Gateway API class": [
+    "ClusterRole/tailnet-operator-metacontroller-gateway-api",
+    "DecoratorController/tailnet-operator-gatewayapi-class",
+    "DecoratorController/tailnet-operator-gatewayapi-gateway",
+    "DecoratorController/tailnet-operator-gatewayapi-grpcroute",
+    "DecoratorController/tailnet-operator-gatewayapi-httproute",
+    "GatewayClass/tailnet",
+  ],
   "kube-api impersonation": [
     "ClusterRole/tailnet-operator-kube-api-impersonator",
     "ClusterRoleBinding/tailnet-operator-kube-api-impersonator",
@@ -98,6 +106,7 @@ describe("helm chart scenarios", () => {
             "CompositeController",
             "DecoratorController",
             "IngressClass",
+            "GatewayClass",
           ].includes(o.kind);
           assert.equal(o.metadata.namespace, clusterScoped ? undefined : "tailnet-system", `${o.kind} namespace`);
         }

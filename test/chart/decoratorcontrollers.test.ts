@@ -67,6 +67,30 @@ describe("chart DecoratorControllers", () => {
       "true",
     );
   });
+  it("gatewayAPI.enabled renders the component's GatewayClass, ClusterRole and the four Gateway API controllers; off by default", () => {
+    const component = join(repoRoot, "manifests/components/gateway-api");
+    const gwDir = join(repoRoot, "decoratorcontrollers/gateway-api");
+    const gwFiles = (parse(readFileSync(join(gwDir, "kustomization.yaml"), "utf8")) as { resources: string[] })
+      .resources;
+    const controllers = gwFiles.flatMap((f) => parseObjects(readFileSync(join(gwDir, f), "utf8")));
+    const on = renderChart({ gatewayAPI: { enabled: true } }, { namespace: "another-namespace" });
+    for (const dc of controllers) {
+      assert.deepEqual(
+        called(find(on, "DecoratorController", dc.metadata.name).spec),
+        called(dc.spec),
+        dc.metadata.name,
+      );
+    }
+    for (const f of ["gatewayclass.yaml", "rbac.yaml"]) {
+      const [mine] = parseObjects(readFileSync(join(component, f), "utf8"));
+      const ours = find(on, mine.kind, mine.metadata.name) as unknown as Record<string, unknown>;
+      const theirs = mine as unknown as Record<string, unknown>;
+      assert.deepEqual(ours.spec ?? ours.rules, theirs.spec ?? theirs.rules, f);
+    }
+    const names = new Set([...controllers.map((c) => c.metadata.name), "tailnet-operator-metacontroller-gateway-api"]);
+    const off = chart.filter((o) => o.kind === "GatewayClass" || names.has(o.metadata.name));
+    assert.deepEqual(off, []);
+  });
   it("decoratorControllers.enabled: false renders none", () => {
     const off = renderChart({ decoratorControllers: { enabled: false } });
     assert.deepEqual(

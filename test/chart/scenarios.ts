@@ -37,6 +37,7 @@ export const SCENARIOS: Record<string, Record<string, unknown>> = {
     networkPolicy: { enabled: true, metricsPeers: [PROMETHEUS_PEER] },
   },
   "existing hook token Secret": { hookToken: { existingSecret: "metacontroller-hook", existingSecretKey: "bearer" } },
+  "Gateway API class": { gatewayAPI: { enabled: true } },
   "kube-api impersonation": { kubeApi: { serviceAccounts: [{ namespace: "tailnet-system", name: "kube-agent" }] } },
   "records readers": {
     records: {

@@ -182,6 +182,10 @@ function checkCompositeController(o: K8sObject): void {
 function checkDecoratorController(o: K8sObject): void {
   assert.equal(o.apiVersion, "metacontroller.k8s.io/v1alpha1");
   assert.equal(o.metadata.namespace, undefined, "DecoratorController is cluster-scoped");
+  if (o.metadata.name.includes("-gatewayapi-")) {
+    checkGatewayApiController(o);
+    return;
+  }
   const spec = obj(o.spec, "spec");
   const ingressClass = o.metadata.name.endsWith("-ingress-class");
   const resources = arr(spec.resources, "spec.resources");
@@ -225,7 +229,54 @@ function checkDecoratorController(o: K8sObject): void {
   }
 }
 
+/**
+ * The Gateway API class's controllers (docs/gateway-api.md): each over every object of one Gateway API resource,
+ * a resync period, customize and sync only (a finalize hook would put Metacontroller's finalizer on every
+ * Gateway and route of every class); only the Gateway's has an attachment, a TailnetIngress updated in place.
+ */
+const GATEWAY_API_RESOURCES: Record<string, string> = {
+  class: "gatewayclasses",
+  gateway: "gateways",
+  httproute: "httproutes",
+  grpcroute: "grpcroutes",
+};
+function checkGatewayApiController(o: K8sObject): void {
+  const role = o.metadata.name.replace(/^.*-gatewayapi-/, "");
+  const spec = obj(o.spec, "spec");
+  assert.ok(Number.isInteger(spec.resyncPeriodSeconds) && (spec.resyncPeriodSeconds as number) > 0);
+  assert.deepEqual(spec.resources, [
+    { apiVersion: "gateway.networking.k8s.io/v1", resource: GATEWAY_API_RESOURCES[role] },
+  ]);
+  const attachments =
+    role === "gateway"
+      ? [
+          {
+            apiVersion: "tailnet.internal/v1alpha1",
+            resource: "tailnetingresses",
+            updateStrategy: { method: "InPlace" },
+          },
+        ]
+      : undefined;
+  assert.deepEqual(spec.attachments, attachments);
+  const hooks = obj(spec.hooks, "spec.hooks");
+  assert.deepEqual(Object.keys(hooks).sort(), ["customize", "sync"]);
+  for (const name of ["customize", "sync"]) {
+    const webhook = obj(obj(hooks[name], `spec.hooks.${name}`).webhook, "webhook");
+    assert.match(
+      str(webhook.url, "webhook.url"),
+      new RegExp(`^http://tailnet-operator\\.[a-z0-9-]+:8080/hooks/gatewayapi-${role}/${name}$`),
+    );
+  }
+}
+
+function checkGatewayClass(o: K8sObject): void {
+  assert.equal(o.apiVersion, "gateway.networking.k8s.io/v1");
+  assert.equal(o.metadata.namespace, undefined, "GatewayClass is cluster-scoped");
+  assert.equal(obj(o.spec, "spec").controllerName, "tailnet.internal/gateway-controller");
+}
+
 const CUSTOM: Record<string, (o: K8sObject) => void> = {
+  GatewayClass: checkGatewayClass,
   ServiceMonitor: checkServiceMonitor,
   PodMonitor: checkPodMonitor,
   PrometheusRule: checkPrometheusRule,

@@ -294,7 +294,7 @@ test("backend protocol (http1, h2c): kept where given, only in mode http, nothin
     ],
   });
   assert.deepEqual(config.exposes[0].backend, h2c);
-  assert.equal(config.exposes[0].paths?.[0].backend.protocol, "http1");
+  assert.equal(config.exposes[0].paths?.[0].backend?.protocol, "http1");
   const refused: [unknown, RegExp][] = [
     [{ ...web, backend: { ...h2c, protocol: "h2" } }, /exposes\[0\]\.backend\.protocol must be one of http1, h2c/],
     [

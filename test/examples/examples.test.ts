@@ -12,13 +12,14 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 
 describe("examples render as their golden files", () => {
   const dirs = exampleDirs(root);
-  it("there is one example per kind (and one of annotated Services, one of the Ingress class, one of LoadBalancer Services, one of an exit node, one of the kube-api mode; auth keys and users share one)", () => {
+  it("there is one example per kind (and one of annotated Services, one of the Ingress class, one of LoadBalancer Services, one of an exit node, one of the kube-api mode, one of the Gateway API class; auth keys and users share one)", () => {
     assert.deepEqual(
       dirs.map((d) => relative(join(root, "examples"), d)),
       [
         "authkey",
         "egress",
         "gateway",
+        "gateway-api",
         "gateway-exit",
         "gateway-ha",
         "ingress",

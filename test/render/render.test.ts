@@ -143,7 +143,7 @@ const gateCases: [string, Record<string, string>, string[]][] = [
       "a.yaml": `${TAILNET}---\napiVersion: example.io/v1\nkind: Widget\nmetadata: { name: w }\n---\napiVersion: v1\nkind: Deployment\nmetadata: { name: d }\n`,
     },
     [
-      "a.yaml: document 1: kind Widget: unknown kind (example.io/v1); render reads Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway, TailnetUser, TailnetAuthKey, TailnetProxyClass and built-in Kubernetes kinds — point -f at the files holding your tailnet objects",
+      "a.yaml: document 1: kind Widget: unknown kind (example.io/v1); render reads Tailnet, TailnetEgress, TailnetIngress, TailnetSite, TailnetGateway, TailnetUser, TailnetAuthKey, TailnetProxyClass, built-in Kubernetes kinds and the Gateway API's — point -f at the files holding your tailnet objects",
       "a.yaml: document 2: apiVersion v1: Deployment is served as apps/v1",
     ],
   ],

@@ -1,6 +1,5 @@
 /** TailnetIngress: spec and status. */
 
-import { MAX_RULE_PATH, MAX_RULES } from "../../contract/paths.js";
 import {
   BACKEND_REQUIRED,
   HTTP_TLS_REQUIRED,
@@ -27,13 +26,7 @@ import {
   tag,
   tailnetRef,
 } from "./common.js";
-
-/** How the agent speaks to a backend (src/contract/agent-config.ts BackendProtocol; docs/http2.md). */
-const backendProtocol = str({
-  enum: ["http1", "h2c"],
-  description:
-    "http only: how the agent speaks to this backend. http1 (default): HTTP/1.1, HTTP/2 clients translated; h2c: HTTP/2 without TLS (gRPC servers). TLS to the backend (h2) is not offered.",
-});
+import { backendNamespace, backendProtocol, exposePaths } from "./ingress-paths.js";
 
 export const ingressSpec: Schema = obj(
   {
@@ -73,46 +66,19 @@ export const ingressSpec: Schema = obj(
           backend: obj(
             {
               service: str({ pattern: DNS1035_PATTERN, description: "A Service in this namespace." }),
+              namespace: backendNamespace,
               port: { ...port, description: "The Service's port." },
               protocol: backendProtocol,
             },
             ["service", "port"],
             { description: "Where connections go: required in modes tcp and http, refused in kube-api." },
           ),
-          paths: arr(
-            obj(
-              {
-                path: str({
-                  minLength: 1,
-                  maxLength: MAX_RULE_PATH,
-                  pattern: "^/",
-                  description:
-                    "Matched on the raw request path (before ?), case-sensitive, never decoded; no empty, . or .. segments, no % ; ? # \\ (docs/ingress-class.md, Paths).",
-                }),
-                pathType: str({
-                  enum: ["Exact", "Prefix"],
-                  description:
-                    "Exact: the path byte for byte; Prefix: by path element (/foo matches /foo, /foo/ and /foo/bar, not /foobar; a trailing slash is ignored). The longest matching path wins, Exact before Prefix at the same length.",
-                }),
-                backend: obj(
-                  {
-                    service: str({ pattern: DNS1035_PATTERN, description: "A Service in this namespace." }),
-                    port: { ...port, description: "The Service's port." },
-                    protocol: backendProtocol,
-                  },
-                  ["service", "port"],
-                  { description: "Where requests matching the path go." },
-                ),
-              },
-              ["path", "pathType", "backend"],
-              { description: "One route: requests whose path matches go to its backend." },
-            ),
-            {
-              maxItems: MAX_RULES,
-              description:
-                "http only: per-request routes by path, Kubernetes Ingress semantics; a request no path matches goes to backend.",
-            },
-          ),
+          paths: exposePaths,
+          unmatched: str({
+            enum: ["backend", "notFound"],
+            description:
+              "http only, with paths: where a request no path matches goes — backend (default), or answered 404 (a Gateway of class tailnet).",
+          }),
           host: str({
             minLength: 1,
             maxLength: 63,

@@ -7,6 +7,12 @@ import type { ReasonTable } from "../table.js";
 import { AUTHKEY_REASONS } from "./authkey.js";
 import { EGRESS_REASONS } from "./egress.js";
 import { GATEWAY_REASONS } from "./gateway.js";
+import {
+  GATEWAY_API_GATEWAY_REASONS,
+  GATEWAY_CLASS_REASONS,
+  GATEWAY_LISTENER_REASONS,
+  ROUTE_PARENT_REASONS,
+} from "./gateway-api.js";
 import { INGRESS_REASONS } from "./ingress.js";
 import { INGRESS_CLASS_REASONS } from "./ingress-class.js";
 import { SERVICE_REASONS } from "./service.js";
@@ -22,6 +28,11 @@ export const REASON_TABLES: Readonly<Record<string, ReasonTable>> = {
   TailnetGateway: GATEWAY_REASONS,
   Service: SERVICE_REASONS,
   IngressClass: INGRESS_CLASS_REASONS,
+  // The Gateway API's objects (docs/gateway-api.md); keys name the prose files (gatewayclass.md, ...).
+  GatewayClass: GATEWAY_CLASS_REASONS,
+  GatewayAPI: GATEWAY_API_GATEWAY_REASONS,
+  GatewayListener: GATEWAY_LISTENER_REASONS,
+  RouteParent: ROUTE_PARENT_REASONS,
   TailnetUser: USER_REASONS,
   TailnetAuthKey: AUTHKEY_REASONS,
 };

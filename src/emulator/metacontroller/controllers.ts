@@ -36,6 +36,11 @@ const RESOURCE_KINDS: Record<string, string> = {
   ingressclasses: "IngressClass",
   tailnetusers: "TailnetUser",
   tailnetauthkeys: "TailnetAuthKey",
+  gatewayclasses: "GatewayClass",
+  gateways: "Gateway",
+  httproutes: "HTTPRoute",
+  grpcroutes: "GRPCRoute",
+  referencegrants: "ReferenceGrant",
 };
 
 export function kindOfResource(resource: string): string {
@@ -74,18 +79,24 @@ export interface DecoratorController {
         matchExpressions?: { key: string; operator: string; values?: string[] }[];
       };
     }[];
-    attachments: { apiVersion: string; resource: string; updateStrategy?: { method?: string } }[];
+    attachments?: { apiVersion: string; resource: string; updateStrategy?: { method?: string } }[];
     hooks: Record<string, { webhook: { path: string } }>;
   } & Record<string, unknown>;
 }
 
 let decorators: DecoratorController[] | undefined;
-/** Every DecoratorController of decoratorcontrollers/kustomization.yaml, in its order. */
+/**
+ * Every DecoratorController of decoratorcontrollers/kustomization.yaml, in its order, then the opt-in Gateway
+ * API ones (decoratorcontrollers/gateway-api/): with no Gateway API object they are never called.
+ */
 export function decoratorControllers(): DecoratorController[] {
   if (!decorators) {
-    const dir = new URL("../../../decoratorcontrollers/", import.meta.url);
-    const k = parse(readFileSync(new URL("kustomization.yaml", dir), "utf8")) as { resources: string[] };
-    decorators = k.resources.map((f) => parse(readFileSync(new URL(f, dir), "utf8")) as DecoratorController);
+    const read = (folder: string) => {
+      const dir = new URL(`../../../decoratorcontrollers/${folder}`, import.meta.url);
+      const k = parse(readFileSync(new URL("kustomization.yaml", dir), "utf8")) as { resources: string[] };
+      return k.resources.map((f) => parse(readFileSync(new URL(f, dir), "utf8")) as DecoratorController);
+    };
+    decorators = [...read(""), ...read("gateway-api/")];
   }
   return decorators;
 }

@@ -103,7 +103,7 @@ function controllerOf(dc: DecoratorController) {
 
 /** Attachment type keys with their update strategy (default OnDelete, as Metacontroller). */
 function attachmentTypesOf(dc: DecoratorController): ChildType[] {
-  return dc.spec.attachments.map((a) => ({
+  return (dc.spec.attachments ?? []).map((a) => ({
     type: typeKey(a.apiVersion, kindOfResource(a.resource)),
     method: a.updateStrategy?.method ?? "OnDelete",
   }));

@@ -37,7 +37,7 @@ export type Built<C> = { attachment: K8sObject } | { refusal: C; keep: boolean }
 export interface AttachmentDescription<C> {
   /** The decorated object (a Service, an Ingress) and how messages name its kind. */
   owner: K8sObject;
-  ownerKind: "Service" | "Ingress";
+  ownerKind: "Service" | "Ingress" | "Gateway";
   /** The attachment: its kind, and its name, the object's, in the object's namespace. */
   kind: "TailnetIngress" | "TailnetEgress";
   namespace: string;

@@ -39,8 +39,8 @@ export interface DecoratorFinalizeResult extends DecoratorResult {
 export interface DecoratorModule {
   /** Path segment: /hooks/<name>/<hook>. */
   name: string;
-  /** The decorated resource: the envelope refuses any other object. */
-  object: { apiVersion: string; kind: string };
+  /** The decorated resource: the envelope refuses any other object (and a namespace on a cluster-scoped one). */
+  object: { apiVersion: string; kind: string; clusterScoped?: boolean };
   customize(req: DecoratorCustomizeRequest, deps: HookDeps): RelatedRule[];
   sync(req: DecoratorRequest, deps: HookDeps): Promise<DecoratorResult>;
   /** Absent when the DecoratorController declares no finalize hook (then Metacontroller adds no finalizer). */

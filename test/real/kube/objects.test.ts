@@ -10,6 +10,7 @@ import { after, before, describe, it } from "node:test";
 import type { K8sObject } from "../../chart/helm.js";
 import { apply, applyClean, documentedObjects, ensureNamespace, examples, type GoldenObject } from "./apply.js";
 import { type Cluster, startCluster } from "./cluster.js";
+import { gatewayApiCrds } from "./gateway-api.js";
 import { podFrom, WORKLOAD_KINDS } from "./pods.js";
 
 let cluster: Cluster;
@@ -64,6 +65,8 @@ describe("our objects on a real API server", { timeout: 600_000 }, () => {
   before(async () => {
     cluster = await startCluster();
     applyClean(cluster, cluster.kubectl(["kustomize", "manifests/crds"]));
+    // docs/gateway-api.md's Gateway, HTTPRoute and GRPCRoute: the pinned standard channel CRDs validate them
+    for (const crd of gatewayApiCrds()) applyClean(cluster, crd.yaml);
     cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]);
     const namespaces = namespacesOf([...all.flatMap((e) => e.inputs), ...documentedObjects().map((d) => d.object)]);
     // Every namespace at PodSecurity `restricted`, as manifests/base/namespace.yaml labels the

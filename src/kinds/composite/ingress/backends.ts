@@ -81,8 +81,9 @@ export function backendsCondition(
         const why = errors.get(e.name) ? `: ${errors.get(e.name)}` : "";
         return `expose ${e.name} (the API server ${KUBE_API_BACKEND.host}:${KUBE_API_BACKEND.port})${why}`;
       }
-      const service = `Service ${namespace}/${e.backend.service}`;
-      const missing = services.has(e.backend.service) ? "" : `, and ${service} does not exist`;
+      const service = `Service ${e.backend.namespace ?? namespace}/${e.backend.service}`;
+      // only this namespace's Services are observed: another namespace's is not judged missing
+      const missing = e.backend.namespace || services.has(e.backend.service) ? "" : `, and ${service} does not exist`;
       const why = errors.get(e.name) ? `: ${errors.get(e.name)}` : "";
       return `expose ${e.name} (${service} port ${e.backend.port})${why}${missing}`;
     });

@@ -32,14 +32,8 @@ import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
 import type { ReplicaRef } from "../../shared/replica.js";
 import type { ReplicaNodesPlan } from "../../shared/replica-nodes.js";
-import {
-  type BackendRef,
-  exposeListenPorts,
-  type IngressSpec,
-  KUBE_API_BACKEND,
-  KUBE_API_DIR,
-  KUBE_API_FILES,
-} from "./spec.js";
+import { agentPaths, type PathBackend } from "./paths.js";
+import { exposeListenPorts, type IngressSpec, KUBE_API_BACKEND, KUBE_API_DIR, KUBE_API_FILES } from "./spec.js";
 import { TLS_CERT_KEY, TLS_KEY_KEY } from "./tls.js";
 
 /**
@@ -69,8 +63,8 @@ export function tlsFiles(secretName: string): { certFile: string; keyFile: strin
 export const backendHost = (service: string, namespace: string) => `${service}.${namespace}.svc.cluster.local`;
 
 /** A backend Service port as the agent dials it; `protocol` only when the spec sets it (configs stay as they were). */
-const agentBackend = (b: BackendRef, namespace: string): AgentBackend => ({
-  host: backendHost(b.service, namespace),
+const agentBackend = (b: PathBackend, namespace: string): AgentBackend => ({
+  host: backendHost(b.service, b.namespace ?? namespace),
   port: b.port,
   ...(b.protocol ? { protocol: b.protocol } : {}),
 });
@@ -103,11 +97,8 @@ export function ingressAgentConfig(
       backend: spec.mode === "kube-api" ? { ...KUBE_API_BACKEND } : agentBackend(e.backend, namespace),
       ...(spec.mode === "http" && e.paths.length > 0
         ? {
-            paths: e.paths.map((p) => ({
-              path: p.path,
-              pathType: p.pathType,
-              backend: agentBackend(p.backend, namespace),
-            })),
+            paths: agentPaths(e.paths, namespace, backendHost),
+            ...(e.unmatched ? { unmatched: e.unmatched } : {}),
           }
         : {}),
       ...(spec.mode === "http" && e.tlsSecret ? { tls: tlsFiles(e.tlsSecret) } : {}),

@@ -3,12 +3,14 @@
  * reads `parent.spec`. Also the checks the CRD schema cannot express (`ingressSpecProblem`, the kind
  * module's `specProblem`: InvalidSpec naming the field) and the local listen port of every expose.
  */
-import type { BackendProtocol } from "../../../contract/agent-config.js";
 import { pathsProblem } from "../../../contract/paths.js";
 import { ingressListenPort } from "../../../contract/ports.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
 import { exposePort } from "../../shared/expose-port.js";
+import { type ExposePath, type PathBackend, readBackend, readPaths } from "./paths.js";
+
+export type { ExposePath } from "./paths.js";
 
 export type IngressMode = "tcp" | "http" | "kube-api";
 
@@ -28,48 +30,18 @@ export interface ExposeSpec {
   name: string;
   /** Port on the tailnet node. */
   port: number;
-  /** Empty service when absent (mode kube-api, where it must be). */
-  backend: BackendRef;
+  /** Empty service when absent (mode kube-api, where it must be); namespace: default the ingress's. */
+  backend: PathBackend;
   /** http only: per-request routes by path (src/agent/routes.ts); the rest go to `backend`. */
   paths: ExposePath[];
+  /** http only, with paths: a request no path matches is answered 404 (a Gateway's host) instead of going to backend. */
+  unmatched?: "notFound";
   /** http only: DNS label of the expose's name (default: the ingress hostname). */
   host?: string;
   aliases: string[];
   /** http only: the kubernetes.io/tls Secret in the ingress's namespace. */
   tlsSecret?: string;
 }
-
-export interface ExposePath {
-  path: string;
-  pathType: "Exact" | "Prefix";
-  backend: BackendRef;
-}
-
-/** A backend Service port; `protocol` (http only) is how the agent speaks to it (agent-config.ts BackendProtocol). */
-export interface BackendRef {
-  service: string;
-  port: number;
-  protocol?: BackendProtocol;
-}
-
-const readBackend = (v: unknown): BackendRef => {
-  const b = recordOf(v);
-  return {
-    service: str(b.service) ?? "",
-    port: Number(b.port),
-    ...(b.protocol === "http1" || b.protocol === "h2c" ? { protocol: b.protocol } : {}),
-  };
-};
-
-const readPaths = (v: unknown): ExposePath[] =>
-  (Array.isArray(v) ? v : []).map((raw) => {
-    const p = recordOf(raw);
-    return {
-      path: typeof p.path === "string" ? p.path : "",
-      pathType: p.pathType === "Exact" ? "Exact" : "Prefix",
-      backend: readBackend(p.backend),
-    };
-  });
 
 export interface IngressSpec {
   /** spec.tag, when set (else the effective tag is derived from the Tailnet's tagPrefix). */
@@ -102,6 +74,7 @@ export function readIngressSpec(parent: K8sObject): IngressSpec {
         port: exposePort(spec.mode, e.port),
         backend: readBackend(e.backend),
         paths: readPaths(e.paths),
+        ...(e.unmatched === "notFound" ? { unmatched: "notFound" as const } : {}),
         host: str(e.host),
         aliases: strings(e.aliases),
         tlsSecret: str(recordOf(e.tls).secretName),
@@ -135,6 +108,7 @@ export function ingressSpecProblem(parent: K8sObject): string | undefined {
       return `${f}.backend.protocol: only in mode http (mode tcp passes bytes as they come)`;
     const bad = pathsProblem(e.paths);
     if (bad) return `${f}.paths[${bad.index}]: ${bad.problem}`;
+    if (e.unmatched && e.paths.length === 0) return `${f}.unmatched: only with paths`;
     const earlier = byPort.get(e.port) ?? [];
     if (spec.mode === "tcp" && earlier.length > 0) {
       return `${f}.port: ${e.port} is already used by spec.exposes[${earlier[0].index}] (one expose per port in mode tcp)`;
