@@ -26,6 +26,7 @@ import {
   type HsPolicy,
   type HsPreAuthKey,
   type HsUser,
+  ListInterner,
 } from "./types.js";
 
 /**
@@ -205,7 +206,9 @@ function apiKeyCalls(http: Requester): HeadscaleClient["apiKeys"] {
 }
 
 function preAuthKeyCalls(http: Requester): HeadscaleClient["preAuthKeys"] {
-  const keyList = new ReusingListDecoder("preAuthKeys", decodePreAuthKey);
+  // one interner for the client's life: appended keys share the users of the ones decoded before (types.ts)
+  const keyInterner = new ListInterner();
+  const keyList = new ReusingListDecoder("preAuthKeys", (v) => decodePreAuthKey(v, keyInterner));
   return {
     create: async (input) =>
       http.call({

@@ -17,7 +17,8 @@ const item = (id: number) => ({
   aclTags: [`tag:k${id}`],
 });
 const answer = (ids: number[]) => JSON.stringify({ preAuthKeys: ids.map(item) });
-const decodeAll = (text: string) => (JSON.parse(text) as { preAuthKeys: unknown[] }).preAuthKeys.map(decodePreAuthKey);
+const decodeAll = (text: string) =>
+  (JSON.parse(text) as { preAuthKeys: unknown[] }).preAuthKeys.map((k) => decodePreAuthKey(k));
 
 function memoOf(ids: number[]) {
   const text = answer(ids);

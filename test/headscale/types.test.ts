@@ -7,6 +7,7 @@ import {
   decodeNodeList,
   decodePolicy,
   decodePreAuthKey,
+  decodeUser,
   decodeUserList,
 } from "../../src/headscale/types.js";
 
@@ -59,4 +60,39 @@ describe("defensive decoding", () => {
       "hskey-auth-abc-def",
     );
   });
+});
+
+test("a node list holds what repeats once: the tagged-devices user, empty route lists, shape flags (issue 36)", () => {
+  const user = { id: "2147455555", name: "tagged-devices", displayName: "Tagged Devices", email: "" };
+  const node = (id: number) => ({
+    id: String(id),
+    machineKey: `mkey:${id}`,
+    nodeKey: `nodekey:${id}`,
+    discoKey: `discokey:${id}`,
+    user: { ...user },
+    registerMethod: "REGISTER_METHOD_AUTH_KEY",
+    approvedRoutes: [],
+    availableRoutes: id === 2 ? ["10.0.0.0/24"] : [],
+    tags: [`tag:n${id}`],
+  });
+  const [a, b, c] = decodeNodeList({ nodes: [node(1), node(2), node(3)] });
+  assert.equal(a.user, b.user, "one user object for the list");
+  assert.deepEqual(a.user, { ...decodeUser(user) });
+  assert.equal(a.approvedRoutes, c.approvedRoutes, "one empty list");
+  assert.throws(() => a.approvedRoutes.push("10.1.0.0/16"), TypeError, "the shared empty list cannot be changed");
+  assert.deepEqual(b.availableRoutes, ["10.0.0.0/24"]);
+  assert.equal(a.shape, c.shape);
+  assert.deepEqual(a.shape, { hasTags: true, hasApprovedRoutes: true });
+  assert.equal("discoKey" in a, false, "the disco key is read by nothing and not kept");
+  assert.deepEqual(
+    [a, b, c].map((n) => [n.id, n.nodeKey, n.tags[0], n.registerMethod]),
+    [
+      ["1", "nodekey:1", "tag:n1", "REGISTER_METHOD_AUTH_KEY"],
+      ["2", "nodekey:2", "tag:n2", "REGISTER_METHOD_AUTH_KEY"],
+      ["3", "nodekey:3", "tag:n3", "REGISTER_METHOD_AUTH_KEY"],
+    ],
+  );
+  const [other] = decodeNodeList({ nodes: [{ ...node(4), user: { ...user, name: "alice", id: "7" } }] });
+  assert.notEqual(other.user, a.user);
+  assert.equal(other.user?.name, "alice", "users differ by content, not shared across lists by accident");
 });

@@ -50,7 +50,6 @@ export function hsNode(n: NodeInput): HsNode {
     id: n.id,
     machineKey: `mkey:${n.id}`,
     nodeKey: `nodekey:${n.id}`,
-    discoKey: `discokey:${n.id}`,
     ipAddresses: n.ips ?? [`100.64.0.${n.id}`, `fd7a:115c:a1e0::${n.id}`],
     name: n.name,
     givenName: n.name,

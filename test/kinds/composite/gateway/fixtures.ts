@@ -68,7 +68,6 @@ export function hsNode(over: Partial<HsNode> & { keyId?: string | null } = {}): 
     id,
     machineKey: `mkey:${id}`,
     nodeKey: NODE_KEY,
-    discoKey: `discokey:${id}`,
     ipAddresses: ["100.64.0.12"],
     name: "cluster-gw",
     givenName: "cluster-gw",

@@ -68,7 +68,6 @@ export function node(name: string, opts: NodeOpts = {}): HsNode {
     id: opts.id ?? String(++nextId),
     machineKey: "mkey:0",
     nodeKey: "nodekey:0",
-    discoKey: "discokey:0",
     ipAddresses: ["100.64.0.1"],
     name,
     givenName: opts.givenName ?? name,

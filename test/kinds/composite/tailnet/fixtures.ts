@@ -115,7 +115,6 @@ export function hsNode(o: Partial<HsNode> & { id: string; givenName: string }): 
   return {
     machineKey: `mkey:${o.id}`,
     nodeKey: `nodekey:${o.id}`,
-    discoKey: `discokey:${o.id}`,
     ipAddresses: [`100.64.0.${o.id}`, `fd7a:115c:a1e0::${o.id}`],
     name: o.givenName,
     user: null,
