@@ -407,7 +407,10 @@ describe("TailnetIngress end to end", () => {
     w.mc.apply({ ...(live as K8sObject), spec: { ...(live?.spec as object), exposes: [{ ...WEB, tls: undefined }] } });
     await settle(w);
     assert.equal(w.condition("Ready").reason, "InvalidSpec");
-    assert.equal(w.condition("Ready").message, "spec.exposes[0].tls.secretName: required in mode http");
+    assert.equal(
+      w.condition("Ready").message,
+      "spec.exposes[0].tls: required in mode http (secretName, issuerRef, or {} for the Tailnet's spec.certificates.issuerRef)",
+    );
     assert.deepEqual(childKeys(w), children);
     assert.equal(w.hs.writes().length, writes);
     assert.equal(w.mc.get(API_VERSION, "TailnetIngress", "grafana", NS)?.metadata.generation, 2);
