@@ -205,7 +205,10 @@ describe("CRD schemas: descriptions everywhere, CEL rules with twins", () => {
     );
     assert.equal(ingress("kube-api", { port: 443 }), undefined);
     // kube-api serves HTTPS when it has a certificate
-    assert.equal(ingress("kube-api", { port: 443, tls: { issuerRef: { name: "ca", kind: "ClusterIssuer" } } }), undefined);
+    assert.equal(
+      ingress("kube-api", { port: 443, tls: { issuerRef: { name: "ca", kind: "ClusterIssuer" } } }),
+      undefined,
+    );
     assert.match(
       ingress("kube-api", { port: 443, backend }) ?? "",
       /^spec\.exposes\[0\]\.backend: not allowed in mode kube-api/,

@@ -494,6 +494,13 @@ describe("TailnetIngress end to end", () => {
       "Reregistered",
       "StateLost",
       "ForeignNode",
+      // cert-manager's reasons: e2e-certificates.test.ts (the emulator with the cert-manager component)
+      IngressReason.CertManagerMissing,
+      IngressReason.NoIssuer,
+      IngressReason.IssuerNotAllowed,
+      IngressReason.CertificatePending,
+      IngressReason.CertificateFailed,
+      IngressReason.TLSExpiring,
     ]);
     const missing = Object.values(IngressReason).filter((r) => !seen.has(r) && !tenancy.has(r));
     assert.deepEqual(missing, []);
