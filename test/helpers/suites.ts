@@ -36,6 +36,7 @@ export const SLOW_FILES: Readonly<Record<string, string>> = {
   "test/agent/kube-api-tls.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/agent/refuse.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/chart/base.test.ts": "helm template (test/chart/helm.ts)",
+  "test/chart/cert-manager.test.ts": "helm template (test/chart/helm.ts)",
   "test/chart/chart.test.ts": "helm template (test/chart/helm.ts)",
   "test/chart/config.test.ts": "helm template (test/chart/helm.ts)",
   "test/chart/decoratorcontrollers.test.ts": "helm template (test/chart/helm.ts)",

@@ -13,6 +13,8 @@ export const versions = JSON.parse(readFileSync(join(REPO, "src", "real-versions
   coredns: string;
   /** The oldest tailscale image docs/OPERATIONS.md claims to support (booted by oldest.test.ts). */
   tailscaleOldest: string;
+  /** cert-manager's module; scripts/cert-manager/main.go runs its controllers (cert-manager.test.ts). */
+  certManager: string;
 };
 const cache = join(REPO, ".cache", "real");
 
@@ -28,6 +30,9 @@ export const bins = {
   /** Node 22 from the devDependency, for the small helper processes run inside a host (echo servers). */
   node: join(REPO, "node_modules", ".bin", "node"),
 } as const;
+
+/** cert-manager's controllers, built by scripts/real-deps.sh from the pinned module (cert-manager.test.ts only). */
+export const certManagerController = join(cache, `cert-manager-${versions.certManager}`, "cert-manager-controller");
 
 /** Debian's PostgreSQL binaries: /usr/lib/postgresql/<newest major>/bin. */
 export const pgBin = (() => {
