@@ -20,7 +20,7 @@ import {
 } from "../../shared/certificates.js";
 import { listNames } from "../../shared/node-names.js";
 import type { ExposeSpec, IngressSpec } from "./spec.js";
-import { checkTlsSecret } from "./tls.js";
+import { checkTlsSecret } from "./tls-secret.js";
 
 /** The Certificate's and its Secret's name for an expose. */
 export const certificateName = (parent: K8sObject, e: Pick<ExposeSpec, "name">) =>
