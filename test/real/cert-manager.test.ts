@@ -157,7 +157,7 @@ describe("certificates from the real cert-manager on the real tailnet", {
       if (await done()) return;
       if (Date.now() > deadline) {
         const status = JSON.stringify(op.mc.get(API, "TailnetIngress", "dash", NS)?.status);
-        const cert = JSON.stringify((await realCertificate("dash-web-tls")).status);
+        const cert = JSON.stringify((await realCertificate("dash.web-tls")).status);
         throw new Error(
           `timed out after ${ms} ms waiting for ${what}\ndash: ${status}\ncertificate: ${cert}\n${cm.logs()}`,
         );
@@ -194,7 +194,7 @@ describe("certificates from the real cert-manager on the real tailnet", {
     await drive("dash Ready=True", () => cond("dash", "Ready")?.status === "True");
     console.log(`# dash Ready (certificate issued and served) after ${Date.now() - t0} ms`);
     assert.equal(cond("dash", "TLSReady")?.reason, "Valid");
-    const real = await realCertificate("dash-web-tls");
+    const real = await realCertificate("dash.web-tls");
     assert.deepEqual((real.spec as { dnsNames: string[] }).dnsNames, [DASH], "exactly the published name");
     assert.deepEqual((real.spec as { issuerRef: unknown }).issuerRef, {
       name: CA_ISSUER,
@@ -221,7 +221,7 @@ describe("certificates from the real cert-manager on the real tailnet", {
           };
           return [
             seen(["find", join(p.dir, "volumes"), "-maxdepth", "3"]),
-            pid ? seen(["nsenter", "-m", "-t", String(pid), "ls", "-la", "/etc/tailnet-tls/dash-web-tls/"]) : "no pid",
+            pid ? seen(["nsenter", "-m", "-t", String(pid), "ls", "-la", "/etc/tailnet-tls/dash.web-tls/"]) : "no pid",
             p.logs(),
           ].join("\n");
         })
@@ -246,7 +246,7 @@ describe("certificates from the real cert-manager on the real tailnet", {
     const before = { pid: agent.pid, restarts: agent.restartCount };
 
     // cmctl renew: the Issuing condition on the Certificate's status (cert-manager/cmctl pkg/renew)
-    const cert = await realCertificate("dash-web-tls");
+    const cert = await realCertificate("dash.web-tls");
     const status = cert.status as { conditions: Cond[]; revision?: number };
     const oldRevision = status.revision;
     const conditions = [
@@ -260,7 +260,7 @@ describe("certificates from the real cert-manager on the real tailnet", {
     ];
     const put = await cm.kube.send(
       "PUT",
-      `/apis/cert-manager.io/v1/namespaces/${NS}/certificates/dash-web-tls/status`,
+      `/apis/cert-manager.io/v1/namespaces/${NS}/certificates/dash.web-tls/status`,
       {
         ...cert,
         status: { ...status, conditions },
@@ -298,7 +298,7 @@ describe("certificates from the real cert-manager on the real tailnet", {
     const renewed = fresh as Answer;
     assert.ok("status" in renewed && renewed.status === 200, JSON.stringify(renewed));
     assert.ok(renewed.cert.checkIssued(new X509Certificate(caPem)));
-    assert.notEqual(((await realCertificate("dash-web-tls")).status as { revision?: number }).revision, oldRevision);
+    assert.notEqual(((await realCertificate("dash.web-tls")).status as { revision?: number }).revision, oldRevision);
     // the held connection was served throughout, on its old certificate, and still is
     assert.equal(broken, undefined, `the held connection broke after ${answers} answers: ${String(broken)}`);
     assert.ok(answers >= Math.floor(renewedAfter / 1500), `${answers} answers in ${renewedAfter} ms`);
@@ -322,6 +322,6 @@ describe("certificates from the real cert-manager on the real tailnet", {
     );
     const list = await cm.kube.send("GET", `/apis/cert-manager.io/v1/namespaces/${NS}/certificates`);
     const names = ((list.json.items as { metadata: { name: string } }[]) ?? []).map((c) => c.metadata.name);
-    assert.deepEqual(names, ["dash-web-tls"]);
+    assert.deepEqual(names, ["dash.web-tls"]);
   });
 });

@@ -122,7 +122,7 @@ export const ingressSpec: Schema = obj(
                 description: "A kubernetes.io/tls Secret in this namespace covering host and every alias.",
               }),
               issuerRef: issuerRef(
-                "A cert-manager issuer: the operator returns a Certificate for exactly the names status.exposes[] publishes, into the Secret <ingress>-<expose>-tls (needs cert-manager and the cert-manager component; a ClusterIssuer must be in the Tailnet's spec.certificates.allowedClusterIssuers).",
+                "A cert-manager issuer: the operator returns a Certificate for exactly the names status.exposes[] publishes, into the Secret <ingress>.<expose>-tls (needs cert-manager and the cert-manager component; a ClusterIssuer must be in the Tailnet's spec.certificates.allowedClusterIssuers).",
               ),
             },
             [],

@@ -104,7 +104,7 @@ export function ingressRelated(parent: K8sObject, config: OperatorConfig): Relat
       const t = e.tls as Spec | undefined;
       if (!t || typeof t !== "object") return [];
       if (typeof t.secretName === "string") return [t.secretName];
-      return typeof e.name === "string" ? [`${parent.metadata.name}-${e.name}-tls`] : [];
+      return typeof e.name === "string" ? [`${parent.metadata.name}.${e.name}-tls`] : [];
     }),
   );
   // Path backends too (per-request routes): every Service the agent forwards to.

@@ -2,7 +2,7 @@
  * An expose's certificate from cert-manager (pure): which issuer it uses (its tls.issuerRef, or `tls: {}` with the
  * Tailnet's spec.certificates.issuerRef), the Certificate child asked for exactly the names the expose publishes
  * (status.exposes[]: never a name held by another machine or an older ingress), into the Secret
- * `<ingress>-<expose>-tls` that the agent mounts, and TLSReady's verdict on it: the Certificate's conditions
+ * `<ingress>.<expose>-tls` that the agent mounts, and TLSReady's verdict on it: the Certificate's conditions
  * (cert-manager.io/v1 CertificateStatus: Ready, Issuing, lastFailureTime, renewalTime), then the Secret itself
  * (tls.ts checkTlsSecret). cert-manager's messages are condensed (one line, bounded); they name requests and
  * issuers, never key material.
@@ -22,9 +22,13 @@ import { listNames } from "../../shared/node-names.js";
 import type { ExposeSpec, IngressSpec } from "./spec.js";
 import { checkTlsSecret } from "./tls-secret.js";
 
-/** The Certificate's and its Secret's name for an expose. */
+/**
+ * The Certificate's and its Secret's name for an expose: `<ingress>.<expose>-tls`. An expose name is a DNS label (no
+ * dot), so the last dot splits the two and no two exposes of a namespace share a name (with a dash, ingress `a-b`'s
+ * expose `c` and ingress `a`'s expose `b-c` would).
+ */
 export const certificateName = (parent: K8sObject, e: Pick<ExposeSpec, "name">) =>
-  `${parent.metadata.name}-${e.name}-tls`;
+  `${parent.metadata.name}.${e.name}-tls`;
 
 /** The Secret the agent mounts for an expose: its tls.secretName, else the Certificate's; none without tls. */
 export function servedSecretOf(parent: K8sObject, e: ExposeSpec): string | undefined {

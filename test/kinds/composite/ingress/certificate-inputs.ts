@@ -14,7 +14,7 @@ import { ingress, tlsSecret, WEB } from "./fixtures.js";
 import { type Certificates, healthyInput, type Over, resolved } from "./inputs.js";
 
 /** The Certificate's and its Secret's name for expose web of ingress grafana. */
-export const CERT_NAME = "grafana-web-tls";
+export const CERT_NAME = "grafana.web-tls";
 export const CA: IssuerRef = { name: "ca", kind: "ClusterIssuer", group: "cert-manager.io" };
 /** The names expose web publishes (host dash, alias grafana-eu). */
 export const PUBLISHED = ["dash.ts.example.com", "grafana-eu.ts.example.com"];
@@ -95,7 +95,7 @@ export function certificateRows(certs: () => Certificates): CertificateRow[] {
         status: "True",
         Ready: "Ready",
         message:
-          "the certificate covers the names of the expose; the first expires at 2027-01-01T00:00:00Z (Secret monitoring/grafana-web-tls)",
+          "the certificate covers the names of the expose; the first expires at 2027-01-01T00:00:00Z (Secret monitoring/grafana.web-tls)",
       },
     },
     {
@@ -144,7 +144,7 @@ export function certificateRows(certs: () => Certificates): CertificateRow[] {
         status: "False",
         Ready: "CertificatePending",
         message:
-          "Certificate monitoring/grafana-web-tls for dash.ts.example.com, grafana-eu.ts.example.com was asked for",
+          "Certificate monitoring/grafana.web-tls for dash.ts.example.com, grafana-eu.ts.example.com was asked for",
       },
     },
     {
@@ -159,7 +159,7 @@ export function certificateRows(certs: () => Certificates): CertificateRow[] {
         status: "False",
         Ready: "CertificatePending",
         message:
-          "Certificate monitoring/grafana-web-tls (ClusterIssuer ca) is not issued yet: Issuing certificate as Secret does not exist",
+          "Certificate monitoring/grafana.web-tls (ClusterIssuer ca) is not issued yet: Issuing certificate as Secret does not exist",
       },
     },
     {
@@ -175,7 +175,7 @@ export function certificateRows(certs: () => Certificates): CertificateRow[] {
         status: "False",
         Ready: "CertificateFailed",
         message:
-          "Certificate monitoring/grafana-web-tls (ClusterIssuer ca): The certificate request has failed to complete and will be retried: The CSR PEM requests a commonName that is not present in the list of dnsNames or ipAddresses. If a commonName is set, ACME requires that the value is also present in the l…",
+          "Certificate monitoring/grafana.web-tls (ClusterIssuer ca): The certificate request has failed to complete and will be retried: The CSR PEM requests a commonName that is not present in the list of dnsNames or ipAddresses. If a commonName is set, ACME requires that the value is also present in the l…",
       },
     },
     {
@@ -191,7 +191,7 @@ export function certificateRows(certs: () => Certificates): CertificateRow[] {
         status: "True",
         Ready: "Ready",
         message:
-          "Certificate monitoring/grafana-web-tls: renewal overdue (cert-manager was to renew at 2026-11-29T08:30:00Z); the served certificate expires at 2027-01-01T00:00:00Z",
+          "Certificate monitoring/grafana.web-tls: renewal overdue (cert-manager was to renew at 2026-11-29T08:30:00Z); the served certificate expires at 2027-01-01T00:00:00Z",
       },
     },
     {
@@ -211,7 +211,7 @@ export function certificateRows(certs: () => Certificates): CertificateRow[] {
         status: "False",
         Ready: "TLSNameMismatch",
         message:
-          "the certificate in Secret monitoring/grafana-web-tls (spec.exposes[0].tls) does not cover grafana-eu.ts.example.com (it covers dash.ts.example.com)",
+          "the certificate in Secret monitoring/grafana.web-tls (spec.exposes[0].tls) does not cover grafana-eu.ts.example.com (it covers dash.ts.example.com)",
       },
     },
     {

@@ -128,11 +128,11 @@ describe("mode kube-api with tls: HTTPS with a certificate for spec.hostname", (
     const d = decideIngress(issuedInput(certs.good, { parent, children: [], services: new Set() }));
     const [cert] = kindOf(d.children, "Certificate");
     assert.deepEqual((cert.spec as { dnsNames: string[] }).dnsNames, ["k8s.ts.example.com"]);
-    assert.equal(cert.metadata.name, "k8s-api-tls");
+    assert.equal(cert.metadata.name, "k8s.api-tls");
     const [cm] = kindOf(d.children, "ConfigMap");
     const config = JSON.parse((cm.data as Record<string, string>)["config.json"]);
     assert.equal(config.exposes[0].mode, "kube-api");
-    assert.equal(config.exposes[0].tls.certFile, "/etc/tailnet-tls/k8s-api-tls/tls.crt");
+    assert.equal(config.exposes[0].tls.certFile, "/etc/tailnet-tls/k8s.api-tls/tls.crt");
     assert.equal(d.conditions.find((c) => c.type === "TLSReady")?.reason, "CertificatePending");
   });
 

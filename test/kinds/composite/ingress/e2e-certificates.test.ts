@@ -74,7 +74,7 @@ describe("TailnetIngress: certificates through cert-manager (emulator)", () => {
     w.register();
     await settle(w);
     assert.equal(w.condition("TLSReady").reason, IngressReason.CertificatePending);
-    const cert = w.mc.get("cert-manager.io/v1", "Certificate", "grafana-web-tls", NS);
+    const cert = w.mc.get("cert-manager.io/v1", "Certificate", "grafana.web-tls", NS);
     assert.deepEqual(((cert?.spec ?? {}) as { dnsNames: string[] }).dnsNames, [
       "dash.ts.example.com",
       "grafana-eu.ts.example.com",
@@ -87,12 +87,12 @@ describe("TailnetIngress: certificates through cert-manager (emulator)", () => {
 
     const start = new Date(w.clock.now.getTime() - 3600_000);
     const end = new Date(w.clock.now.getTime() + 3 * 86400_000);
-    assert.deepEqual(await issueCertificates(w.mc, pki, { notBefore: start, notAfter: end }), ["grafana-web-tls"]);
+    assert.deepEqual(await issueCertificates(w.mc, pki, { notBefore: start, notAfter: end }), ["grafana.web-tls"]);
     await settle(w);
     assert.equal(w.condition("TLSReady").reason, IngressReason.Valid);
-    assert.match(w.condition("TLSReady").message, /\(Secret monitoring\/grafana-web-tls\)$/);
+    assert.match(w.condition("TLSReady").message, /\(Secret monitoring\/grafana.web-tls\)$/);
     // the agent reads the Certificate's Secret: the mounted files are the issued pair
-    const secret = w.mc.get("v1", "Secret", "grafana-web-tls", NS);
+    const secret = w.mc.get("v1", "Secret", "grafana.web-tls", NS);
     const pem = Buffer.from(((secret?.data ?? {}) as Record<string, string>)["tls.crt"], "base64").toString();
     assert.ok(new X509Certificate(pem).checkHost("grafana-eu.ts.example.com"));
 
@@ -107,7 +107,7 @@ describe("TailnetIngress: certificates through cert-manager (emulator)", () => {
     w.mc.apply(ingress("wiki", { exposes: [{ ...WEB, host: "wiki", aliases: [], tls: ca }] }));
     await settle(w);
     await issueCertificates(w.mc, pki, {
-      fail: { "wiki-web-tls": "The certificate request has failed to complete and will be retried: signing failed" },
+      fail: { "wiki.web-tls": "The certificate request has failed to complete and will be retried: signing failed" },
     });
     await settle(w);
     assert.equal(w.condition("TLSReady", "wiki").reason, IngressReason.CertificateFailed);
