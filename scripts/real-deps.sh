@@ -17,6 +17,7 @@ etcd=$(pin etcd)
 kubernetes=$(pin kubernetes)
 grpc_examples=$(pin grpcExamples)
 gateway_api=$(pin gatewayApi)
+cert_manager=$(pin certManager)
 
 if ! command -v go >/dev/null 2>&1; then
   echo "real-deps: Go is missing: install Go >= 1.26 (https://go.dev/doc/install or Debian golang-1.26) to build the real peers" >&2
@@ -129,4 +130,26 @@ if ! GOTOOLCHAIN=local go mod download "sigs.k8s.io/gateway-api@$gateway_api" >/
   echo "real-deps: go mod download sigs.k8s.io/gateway-api@$gateway_api failed" >&2
   exit 1
 fi
-echo "real-deps: ready in .cache/real (headscale $headscale, tailscale $tailscale and $tailscale_oldest, coredns $coredns, etcd $etcd, kubernetes $kubernetes, grpc examples $grpc_examples; gateway-api $gateway_api CRDs in the module cache)"
+# cert-manager's controller (test/real/cert-manager.test.ts): upstream's main lives in a nested module
+# (cmd/controller, `replace => ../../`) that the module proxy does not serve, so scripts/cert-manager/main.go
+# runs the pinned module's own controllers (a wrapper module like the ones above). The tests read the
+# CRDs from that module's deploy/crds in the module cache (`go mod download -json` gives the folder).
+if ! built "cert-manager-$cert_manager" cert-manager-controller; then
+  t0=$SECONDS
+  echo "real-deps: building cert-manager-controller from github.com/cert-manager/cert-manager@$cert_manager"
+  dir="$cache/cert-manager-$cert_manager"
+  mkdir -p "$dir/wrapper"
+  printf 'module tailnet-operator.local/cert-manager\n\ngo 1.26.0\n\nrequire github.com/cert-manager/cert-manager %s\n' \
+    "$cert_manager" >"$dir/wrapper/go.mod"
+  cp scripts/cert-manager/main.go "$dir/wrapper/main.go"
+  (
+    cd "$dir/wrapper"
+    export GOWORK=off
+    go mod tidy
+    go build -o "$dir/cert-manager-controller.tmp" .
+  )
+  mv "$dir/cert-manager-controller.tmp" "$dir/cert-manager-controller"
+  echo "real-deps: cert-manager-controller built in $((SECONDS - t0)) s"
+fi
+go mod download "github.com/cert-manager/cert-manager@$cert_manager"
+echo "real-deps: ready in .cache/real (headscale $headscale, tailscale $tailscale and $tailscale_oldest, coredns $coredns, etcd $etcd, kubernetes $kubernetes, grpc examples $grpc_examples, cert-manager $cert_manager; gateway-api $gateway_api CRDs in the module cache)"

@@ -10,12 +10,14 @@
 // where refuse.ts resets it). serve's TCPForward does not register its connection in tailscaled's proxymap
 // (tailscale.com ipn/ipnlocal/serve.go: "TODO(bradfitz): do the RegisterIPPortIdentity"), so a WhoIs of the
 // accepted socket's own address would name no one: the header is the only carrier of the peer's address.
+// With the expose's `tls` (a Secret or a cert-manager Certificate), the tailnet side is HTTPS (kube-api-tls.ts).
 import { readFile } from "node:fs/promises";
 import { createServer, isIP, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import type { AgentExpose } from "../contract/agent-config.js";
 import { closeServer, type HttpListenerCommon, listenOn, tryAcquire } from "./forward.js";
 import type { OwnedHeaders } from "./http1.js";
+import { type KubeApiTls, kubeApiTls } from "./kube-api-tls.js";
 import { identityFromWhoIs, type KubeIdentity, kubeVerb } from "./kube-identity.js";
 import { fetchWhoIs } from "./localapi.js";
 import { pipeHttpConnection } from "./pipe.js";
@@ -29,6 +31,11 @@ export interface KubeApiListenerOptions extends HttpListenerCommon {
 
 export interface KubeApiListener {
   readonly port: number;
+  readonly exposes: string[];
+  /** Whether it serves HTTPS (the expose has `tls`). */
+  readonly tls: boolean;
+  /** Re-reads the certificate pair (HTTPS only; the agent does this on a timer). */
+  reloadCertificates(): Promise<void>;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -88,19 +95,26 @@ export async function startKubeApiListener(opts: KubeApiListenerOptions): Promis
   const name = expose.name;
   const live = new Set<Socket>();
   for (const reason of KUBE_API_REFUSALS) metrics.kubeApiRefused.inc({ name, reason }, 0);
-  const server = createServer({ allowHalfOpen: true, noDelay: true }, (socket) => accept(opts, live, socket));
+  const tls = expose.tls ? await kubeApiTls({ ...expose, tls: expose.tls }, log, opts.headerTimeoutMs) : undefined;
+  const server = createServer({ allowHalfOpen: true, noDelay: true }, (socket) => accept(opts, live, socket, tls));
   const port = await listenOn(server, opts.listenHost, expose.listenPort, name, (err) =>
     log.error("listener error", { expose: name, error: err.message }),
   );
-  log.info("listening", { exposes: name, port, mode: "kube-api" });
+  log.info("listening", { exposes: name, port, mode: "kube-api", tls: tls !== undefined });
   return {
     port,
+    exposes: [name],
+    tls: tls !== undefined,
+    reloadCertificates: async () => tls?.reload(),
     close: (graceMs = 0) => closeServer(server, live, graceMs),
   };
 }
 
-/** A new connection: a budget slot, then paused until the peer is identified (serve). */
-function accept(opts: KubeApiListenerOptions, live: Set<Socket>, socket: Socket): void {
+/**
+ * A new connection: a budget slot, then paused until the peer is identified (serve); with `tls`, the PROXY header
+ * is read on the raw connection (tailscaled writes it before the client's bytes) and the peer is served over TLS.
+ */
+function accept(opts: KubeApiListenerOptions, live: Set<Socket>, socket: Socket, tls?: KubeApiTls): void {
   const { metrics, log } = opts;
   const name = opts.expose.name;
   const release = tryAcquire(opts.budget);
@@ -119,9 +133,13 @@ function accept(opts: KubeApiListenerOptions, live: Set<Socket>, socket: Socket)
   });
   socket.on("error", () => socket.destroy());
   // Paused until the peer is identified (readProxyHeader pauses after the header itself).
+  const served = (peer: string | undefined) => {
+    if (tls) tls.handshake(socket, (secure) => void serve(opts, secure, peer));
+    else void serve(opts, socket, peer);
+  };
   if (opts.expose.proxyProtocol) {
     readProxyHeader(socket, opts.headerTimeoutMs).then(
-      (peer) => void serve(opts, socket, peer),
+      (peer) => served(peer),
       (err: Error) => {
         log.debug("bad PROXY header", { expose: name, error: err.message });
         socket.destroy();
@@ -129,7 +147,7 @@ function accept(opts: KubeApiListenerOptions, live: Set<Socket>, socket: Socket)
     );
   } else {
     socket.pause();
-    void serve(opts, socket, socket.remoteAddress?.replace(/^::ffff:/, ""));
+    served(socket.remoteAddress?.replace(/^::ffff:/, ""));
   }
 }
 

@@ -17,8 +17,8 @@ export interface AgentPorts {
 
 export interface AgentListeners {
   ports: AgentPorts;
-  /** The TLS listeners (their certificates are reloaded on a timer). */
-  https: HttpsListener[];
+  /** The TLS listeners: http exposes, and kube-api exposes with tls (their certificates are reloaded on a timer). */
+  https: (HttpsListener | KubeApiListener)[];
   /** Stops every listener; open connections get graceMs to finish. */
   close(graceMs: number): Promise<void>;
 }
@@ -52,7 +52,7 @@ export async function startListeners(
   tailnetDown: () => string | undefined,
 ): Promise<AgentListeners> {
   const forwarders: Forwarder[] = [];
-  const https: HttpsListener[] = [];
+  const https: (HttpsListener | KubeApiListener)[] = [];
   const kubeListeners: KubeApiListener[] = [];
   const refusers: Refuser[] = [];
   const ports: AgentPorts = { targets: [], exposes: [] };
@@ -94,7 +94,7 @@ export async function startListeners(
 async function startExposes(
   config: AgentConfig,
   common: ListenerCommon,
-  into: { forwarders: Forwarder[]; https: HttpsListener[]; kubeListeners: KubeApiListener[] },
+  into: { forwarders: Forwarder[]; https: (HttpsListener | KubeApiListener)[]; kubeListeners: KubeApiListener[] },
 ): Promise<Map<string, number>> {
   const { limits } = config;
   const exposePorts = new Map<string, number>();
@@ -118,7 +118,8 @@ async function startExposes(
       headerTimeoutMs: limits.headerTimeoutSeconds * 1000,
       dialTimeoutMs: limits.dialTimeoutSeconds * 1000,
     });
-    into.kubeListeners.push(listener);
+    // with tls it is reloaded with the https listeners (and closed with them)
+    (listener.tls ? into.https : into.kubeListeners).push(listener);
     exposePorts.set(expose.name, listener.port);
   }
   for (const group of httpGroups(config.exposes)) {

@@ -119,16 +119,27 @@ export const BACKEND_REQUIRED = rule(
         ),
 );
 
+/** What an http expose's tls holds (src/kinds/composite/ingress/spec.ts says the same). */
+export const TLS_REQUIRED_WORDS =
+  "required in mode http (secretName, issuerRef, or {} for the Tailnet's spec.certificates.issuerRef)";
+
+/** An expose's tls names one source of its certificate: a Secret or a cert-manager issuer, not both. */
+export const TLS_ONE_SOURCE = rule(
+  "!(has(self.secretName) && has(self.issuerRef))",
+  "secretName or issuerRef, not both",
+  (self) => refuse(!("secretName" in record(self) && "issuerRef" in record(self))),
+);
+
 export const HTTP_TLS_REQUIRED = rule(
   `${MODE} != 'http' || self.exposes.all(e, has(e.tls))`,
-  "mode http: every expose needs tls.secretName (the agent terminates TLS)",
+  "mode http: every expose needs tls (the agent terminates TLS): a secretName, an issuerRef, or {} for the Tailnet's default issuer",
   (self) =>
     modeOf(self) !== "http"
       ? undefined
       : firstExpose(
           self,
           (e) => "tls" in e,
-          (i) => ({ field: `exposes[${i}].tls.secretName`, message: "required in mode http" }),
+          (i) => ({ field: `exposes[${i}].tls`, message: TLS_REQUIRED_WORDS }),
         ),
 );
 
@@ -158,7 +169,6 @@ export const KUBE_API_ONE_EXPOSE = rule(
 /** What mode kube-api refuses in an expose, and why, in the order the operator checks them. */
 const NOT_IN_KUBE_API: [string, (e: Record<string, unknown>) => boolean, string][] = [
   ["backend", (e) => "backend" in e, "not allowed in mode kube-api (the backend is the cluster's API server)"],
-  ["tls", (e) => "tls" in e, "not allowed in mode kube-api (plain HTTP inside WireGuard; see docs/kube-api.md)"],
   ["host", (e) => "host" in e, "not allowed in mode kube-api (the API server answers on spec.hostname)"],
   [
     "aliases",
@@ -168,8 +178,8 @@ const NOT_IN_KUBE_API: [string, (e: Record<string, unknown>) => boolean, string]
 ];
 
 export const KUBE_API_NO_BACKEND = rule(
-  `${MODE} != 'kube-api' || self.exposes.all(e, !has(e.backend) && !has(e.tls) && !has(e.host) && (!has(e.aliases) || size(e.aliases) == 0))`,
-  "mode kube-api: an expose takes no backend, tls, host or aliases (the API server answers on spec.hostname)",
+  `${MODE} != 'kube-api' || self.exposes.all(e, !has(e.backend) && !has(e.host) && (!has(e.aliases) || size(e.aliases) == 0))`,
+  "mode kube-api: an expose takes no backend, host or aliases (the API server answers on spec.hostname)",
   (self) =>
     modeOf(self) !== "kube-api"
       ? undefined

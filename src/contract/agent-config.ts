@@ -57,7 +57,7 @@ export interface AgentExpose {
   paths?: AgentPath[];
   /** http mode, with paths: where a request no path matches goes — `backend` (default) or a 404 (a Gateway's host). */
   unmatched?: "backend" | "notFound";
-  /** http mode: the mounted kubernetes.io/tls Secret files. */
+  /** http mode (required) and kube-api mode (optional: HTTPS instead of plain HTTP): the mounted kubernetes.io/tls Secret files. */
   tls?: { certFile: string; keyFile: string };
   /**
    * kube-api mode: the backend is the API server; requests go there with this ServiceAccount token and
@@ -85,7 +85,7 @@ export interface AgentLimits {
   probeIntervalSeconds: number;
   /** http mode: time allowed for the TLS handshake plus the request headers (slowloris bound). */
   headerTimeoutSeconds: number;
-  /** http mode: how often the mounted certificate files are re-read. */
+  /** http and kube-api mode: how often the mounted certificate files are re-read. */
   tlsReloadIntervalSeconds: number;
 }
 

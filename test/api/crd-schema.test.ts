@@ -89,7 +89,11 @@ describe("CRD schemas: descriptions everywhere, CEL rules with twins", () => {
     assert.deepEqual(byKind.get("TailnetGateway"), [".spec.routes[]: 3"]);
     assert.deepEqual(byKind.get("Tailnet"), [".spec.headscale.apiKeyRotation: 1", ".spec.reservedNetworks[]: 2"]);
     assert.deepEqual(byKind.get("TailnetAuthKey"), [".spec: 3"]);
-    assert.deepEqual(byKind.get("TailnetIngress"), [".spec: 5", ".spec.exposes[].paths[]: 1"]);
+    assert.deepEqual(byKind.get("TailnetIngress"), [
+      ".spec: 5",
+      ".spec.exposes[].paths[]: 1",
+      ".spec.exposes[].tls: 1",
+    ]);
   });
 
   it("every rule has a twin, and every string or list a rule reads is bounded (the API server's cost estimate)", () => {
@@ -188,8 +192,27 @@ describe("CRD schemas: descriptions everywhere, CEL rules with twins", () => {
     assert.equal(ingress(undefined, { backend }), "spec.exposes[0].port: required in mode tcp");
     assert.equal(ingress("tcp", { port: 80 }), "spec.exposes[0].backend: required in mode tcp");
     assert.equal(ingress("http", { backend, tls: { secretName: "t" } }), undefined);
-    assert.equal(ingress("http", { backend }), "spec.exposes[0].tls.secretName: required in mode http");
+    assert.equal(
+      ingress("http", { backend }),
+      "spec.exposes[0].tls: required in mode http (secretName, issuerRef, or {} for the Tailnet's spec.certificates.issuerRef)",
+    );
+    // cert-manager: an issuerRef, or {} for the Tailnet's default; never a Secret and an issuer at once
+    assert.equal(ingress("http", { backend, tls: { issuerRef: { name: "ca" } } }), undefined);
+    assert.equal(ingress("http", { backend, tls: {} }), undefined);
+    assert.match(
+      ingress("http", { backend, tls: { secretName: "t", issuerRef: { name: "ca" } } }) ?? "",
+      /^spec\.exposes\[0\]\.tls: secretName or issuerRef, not both/,
+    );
+    assert.match(
+      ingress("http", { backend, tls: { issuerRef: { name: "ca", kind: "Certificate" } } }) ?? "",
+      /^spec\.exposes\[0\]\.tls\.issuerRef\.kind/,
+    );
     assert.equal(ingress("kube-api", { port: 443 }), undefined);
+    // kube-api serves HTTPS when it has a certificate
+    assert.equal(
+      ingress("kube-api", { port: 443, tls: { issuerRef: { name: "ca", kind: "ClusterIssuer" } } }),
+      undefined,
+    );
     assert.match(
       ingress("kube-api", { port: 443, backend }) ?? "",
       /^spec\.exposes\[0\]\.backend: not allowed in mode kube-api/,

@@ -2,6 +2,7 @@
  * Every child any kind returns goes through validateChild in tests: the official schemas
  * (kubernetes-models) plus what they do not check — DNS names, label syntax, selector ⊆ template.
  */
+
 import { Deployment, StatefulSet } from "kubernetes-models/apps/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
@@ -10,6 +11,7 @@ import { ConfigMap, Pod, Secret, Service, ServiceAccount } from "kubernetes-mode
 import { API_VERSION, kindInfoByKind } from "../../src/api/schemas.js";
 import { validateSpec } from "../../src/api/validate.js";
 import type { K8sObject } from "../../src/k8s/objects.js";
+import { certificateProblem } from "./cert-manager.js";
 
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS1035_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -47,6 +49,14 @@ export function validateChild(obj: K8sObject): void {
   if (ours) {
     const problem = validateSpec(ours.hookKind, obj.spec);
     if (problem) throw new Error(`${id}: the CRD schema refuses it: ${problem}`);
+    if (!DNS1123_SUBDOMAIN.test(obj.metadata.name)) throw new Error(`${id}: name is not a DNS-1123 subdomain`);
+    checkLabels(id, obj.metadata.labels);
+    return;
+  }
+  // cert-manager's Certificate (the cert-manager component): its CRD's own schema, from the pinned module
+  if (obj.apiVersion === "cert-manager.io/v1" && obj.kind === "Certificate") {
+    const problem = certificateProblem(obj);
+    if (problem) throw new Error(`${id}: cert-manager's CRD schema refuses it: ${problem}`);
     if (!DNS1123_SUBDOMAIN.test(obj.metadata.name)) throw new Error(`${id}: name is not a DNS-1123 subdomain`);
     checkLabels(id, obj.metadata.labels);
     return;

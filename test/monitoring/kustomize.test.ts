@@ -32,12 +32,14 @@ const COMPONENT_OBJECTS: Record<string, string[]> = {
     "GrafanaDashboard/tailnet-operator",
   ],
   "network-isolation": ["NetworkPolicy/tailnet-operator"],
+  "cert-manager": ["ClusterRole/tailnet-operator-metacontroller-certificates"],
 };
 // manifests/ itself includes network-isolation (on by default); every overlay keeps it.
 const OVERLAYS: Record<string, string[]> = {
   monitoring: ["monitoring", "network-isolation"],
   "network-isolation": ["network-isolation"],
   full: ["monitoring", "network-isolation"],
+  "cert-manager": ["cert-manager", "network-isolation"],
 };
 
 describe("kustomize overlays", () => {
@@ -65,10 +67,26 @@ describe("kustomize overlays", () => {
       for (const o of objects) validateObject(o);
       for (const c of components.flatMap((name) => COMPONENT_OBJECTS[name])) {
         const [kind, name] = c.split("/");
+        if (kind === "ClusterRole") continue; // cluster-scoped
         assert.equal(find(objects, kind, name).metadata.namespace, "tailnet-system", c);
       }
     });
   }
+
+  it("cert-manager: Certificates are a child type of the ingress CompositeController there, and only there", () => {
+    // Metacontroller refuses a CompositeController whose child type is not served, so the base must not list it
+    const childrenOf = (objects: ReturnType<typeof build>) =>
+      (
+        find(objects, "CompositeController", "tailnet-operator-ingress").spec as {
+          childResources: { resource: string }[];
+        }
+      ).childResources.map((c) => c.resource);
+    assert.ok(!childrenOf(base).includes("certificates"));
+    assert.deepEqual(childrenOf(build(join(manifests, "overlays", "cert-manager"))), [
+      ...childrenOf(base),
+      "certificates",
+    ]);
+  });
 
   it("the components select what the base installs", () => {
     const objects = build(join(manifests, "overlays", "full"));

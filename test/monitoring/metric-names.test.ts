@@ -79,7 +79,7 @@ describe("metrics used by the monitoring content", () => {
 
   it("the alert rules use only registered metrics and their labels", () => {
     const rules = alertRules();
-    assert.equal(rules.length, 21);
+    assert.equal(rules.length, 22);
     assert.deepEqual(
       rules.flatMap((r) => problems(r.alert, r.expr)),
       [],

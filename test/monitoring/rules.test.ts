@@ -71,6 +71,11 @@ const EXPECTED: Record<string, { severity: string; for?: string; expr: string }>
     for: "15m",
     expr: 'tailnet_resource_condition:last_known{kind="TailnetIngress",type="DNSServed",reason="NotServed"} == 1',
   },
+  TailnetIngressCertificateRenewal: {
+    severity: "warning",
+    for: "30m",
+    expr: 'tailnet_resource_condition:last_known{kind="TailnetIngress",type="TLSReady",reason="TLSExpiring"} == 1',
+  },
   TailnetPolicyStale: { severity: "warning", for: "15m", expr: "tailnet_policy_pending:last_known == 1" },
   TailnetPolicyRejected: {
     severity: "warning",
@@ -146,7 +151,7 @@ describe("bundled alert rules", () => {
     const dir = promtoolWorkspace("check", renderedRuleFile());
     const run = promtool(["check", "rules", join(dir, "rules.yaml")]);
     assert.equal(run.code, 0, run.output);
-    assert.match(run.output, /SUCCESS: 28 rules found/);
+    assert.match(run.output, /SUCCESS: 29 rules found/);
   });
 
   it("pass the promtool unit tests in monitoring/tests", () => {

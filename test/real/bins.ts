@@ -15,6 +15,8 @@ export const versions = JSON.parse(readFileSync(join(REPO, "src", "real-versions
   tailscaleOldest: string;
   /** grpc-go's examples module (route_guide, test/real/grpc.test.ts): a pseudo-version, the examples have no tags. */
   grpcExamples: string;
+  /** cert-manager's module; scripts/cert-manager/main.go runs its controllers (cert-manager.test.ts). */
+  certManager: string;
 };
 const cache = join(REPO, ".cache", "real");
 
@@ -36,6 +38,8 @@ export const bins = {
 
 /** The route_guide server's feature database (copied from the examples module's testdata by real-deps.sh). */
 export const routeGuideDb = join(cache, `grpc-examples-${versions.grpcExamples}`, "route_guide_db.json");
+/** cert-manager's controllers, built by scripts/real-deps.sh from the pinned module (cert-manager.test.ts only). */
+export const certManagerController = join(cache, `cert-manager-${versions.certManager}`, "cert-manager-controller");
 
 /** Debian's PostgreSQL binaries: /usr/lib/postgresql/<newest major>/bin. */
 export const pgBin = (() => {

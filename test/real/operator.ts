@@ -8,10 +8,12 @@
  * The test process is the operator's "pod": it reaches Headscale over the bridge (net.rootIp), the
  * only address outside loopback it ever dials.
  */
+
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type { FastifyInstance } from "fastify";
 import type { HookKind } from "../../src/api/schemas.js";
+import type { ControllerComponent } from "../../src/emulator/metacontroller/controllers.js";
 import { HeadscaleViews } from "../../src/headscale/view.js";
 import { reuseAllChildren } from "../../src/k8s/objects.js";
 import { kindModules } from "../../src/kinds/composite/index.js";
@@ -43,6 +45,8 @@ export interface RealOperatorOptions {
    * (e.g. a TailnetEgress a gateway's derived zone reads, without running its agent pod).
    */
   stubKinds?: HookKind[];
+  /** Kustomize components installed (manifests/components), e.g. cert-manager (Certificates as ingress children). */
+  components?: ControllerComponent[];
 }
 
 function stubKind(hookKind: HookKind): KindModule {
@@ -127,7 +131,10 @@ export async function startOperator(world: RealWorld, opts: RealOperatorOptions 
   };
   cleanups.push(stopProcess);
   let server: HookServer | undefined = await startHookServer(processCtx, kinds);
-  const mc = new FakeMetacontroller({ app: frontFor(() => server) });
+  const mc = new FakeMetacontroller({
+    app: frontFor(() => server),
+    ...(opts.components ? { components: opts.components } : {}),
+  });
   // The Kubernetes API the agent pods reach (their state Secrets), served from the loop's store on the test
   // process's bridge leg with a certificate from the world's CA.
   const kubeApi = await PodApi.start(mc, { host: world.net.rootIp, pki: world.headscale.pki });

@@ -170,3 +170,28 @@ export const nodesStatus = arr(nodeStatusItem, {
   "x-kubernetes-list-type": "map",
   "x-kubernetes-list-map-keys": ["replica"],
 });
+
+/** cert-manager's group, the default of an issuerRef (cert-manager.io/v1 ObjectReference). */
+export const CERT_MANAGER_GROUP = "cert-manager.io";
+
+/** A cert-manager issuer, as cert-manager's Certificate.spec.issuerRef names one (docs/ingress-class.md). */
+export const issuerRef = (description: string): Schema =>
+  obj(
+    {
+      name: str({
+        minLength: 1,
+        maxLength: 253,
+        pattern: DNS1123_SUBDOMAIN_PATTERN,
+        description: "Name of the Issuer (in the object's namespace) or ClusterIssuer.",
+      }),
+      kind: str({ enum: ["Issuer", "ClusterIssuer"], default: "Issuer", description: "Issuer or ClusterIssuer." }),
+      group: str({
+        maxLength: 253,
+        pattern: DNS1123_SUBDOMAIN_PATTERN,
+        default: CERT_MANAGER_GROUP,
+        description: "The issuer's API group: cert-manager.io, or an external issuer's.",
+      }),
+    },
+    ["name"],
+    { description },
+  );

@@ -6,6 +6,7 @@ import {
   KUBE_API_NO_BACKEND,
   KUBE_API_ONE_EXPOSE,
   PORT_REQUIRED,
+  TLS_ONE_SOURCE,
 } from "../cel.js";
 import {
   aclEntities,
@@ -16,6 +17,7 @@ import {
   DNS1123_SUBDOMAIN_PATTERN,
   effectiveTag,
   int,
+  issuerRef,
   nodesStatus,
   obj,
   port,
@@ -94,9 +96,16 @@ export const ingressSpec: Schema = obj(
                 pattern: DNS1123_SUBDOMAIN_PATTERN,
                 description: "A kubernetes.io/tls Secret in this namespace covering host and every alias.",
               }),
+              issuerRef: issuerRef(
+                "A cert-manager issuer: the operator returns a Certificate for exactly the names status.exposes[] publishes, into the Secret <ingress>.<expose>-tls (needs cert-manager and the cert-manager component; a ClusterIssuer must be in the Tailnet's spec.certificates.allowedClusterIssuers).",
+              ),
             },
-            ["secretName"],
-            { description: "http only: the certificate the agent serves (TLSReady reports on it)." },
+            [],
+            {
+              description:
+                "modes http and kube-api: the certificate the agent serves (TLSReady reports on it): secretName, issuerRef, or {} for the Tailnet's spec.certificates.issuerRef.",
+              "x-kubernetes-validations": [TLS_ONE_SOURCE],
+            },
           ),
         },
         // backend: required in mode tcp and http, refused in kube-api; port: required in tcp, 443 when

@@ -6,10 +6,13 @@ import {
   aclEntities,
   arr,
   bool,
+  CERT_MANAGER_GROUP,
   cidrItem,
   conditions,
+  DNS1123_SUBDOMAIN_PATTERN,
   DURATION_PATTERN,
   int,
+  issuerRef,
   labelSelector,
   obj,
   observedGeneration,
@@ -137,6 +140,39 @@ export const tailnetSpec: Schema = obj(
     ),
     allowedIngressSources: aclEntities("Allowlist for TailnetIngress.spec.allowFrom."),
     allowedEgressTargets: aclEntities("CIDRs or node tags the operator may grant to egress agents."),
+    certificates: obj(
+      {
+        issuerRef: issuerRef(
+          "The cert-manager issuer of every TailnetIngress expose whose tls is {} (and of every Ingress of class tailnet without a spec.tls Secret or cert-manager annotation); a ClusterIssuer named here is allowed without being listed below.",
+        ),
+        allowedClusterIssuers: arr(
+          obj(
+            {
+              name: str({
+                minLength: 1,
+                maxLength: 253,
+                pattern: DNS1123_SUBDOMAIN_PATTERN,
+                description: "Name of the ClusterIssuer.",
+              }),
+              group: str({
+                maxLength: 253,
+                pattern: DNS1123_SUBDOMAIN_PATTERN,
+                default: CERT_MANAGER_GROUP,
+                description: "Its API group: cert-manager.io, or an external issuer's.",
+              }),
+            },
+            ["name"],
+          ),
+          {
+            maxItems: 32,
+            description:
+              "ClusterIssuers a TailnetIngress or Ingress may name; any other ClusterIssuer is refused (TLSReady False/IssuerNotAllowed). An Issuer in the object's own namespace needs no listing.",
+          },
+        ),
+      },
+      [],
+      { description: "Certificates through cert-manager for the ingresses of this Tailnet (docs/security.md)." },
+    ),
     reservedNetworks: arr(cidrItem(), {
       maxItems: 64,
       description: "TailnetSite prefixes and TailnetGateway routes may not overlap these.",

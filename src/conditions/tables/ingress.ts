@@ -31,6 +31,14 @@ export const INGRESS_REASONS = {
     TLSSecretInvalid: ["False"],
     TLSNameMismatch: ["False"],
     TLSExpired: ["False"],
+    // cert-manager (tls.issuerRef, ingress/certificate.ts): the served certificate still works, its renewal is late
+    // or failing; the TailnetIngressCertificateRenewal alert fires on it
+    TLSExpiring: ["True"],
+    CertManagerMissing: ["False"],
+    NoIssuer: ["False"],
+    IssuerNotAllowed: ["False"],
+    CertificatePending: ["False"],
+    CertificateFailed: ["False"],
     ...notEvaluated("NoTailnet", "InvalidSpec"),
   },
   // Whether Headscale hands the published names to the agent's node (its quad-100 resolver answers them):
@@ -66,6 +74,11 @@ export const INGRESS_REASONS = {
     TLSSecretInvalid: ["False"],
     TLSNameMismatch: ["False"],
     TLSExpired: ["False"],
+    CertManagerMissing: ["False"],
+    NoIssuer: ["False"],
+    IssuerNotAllowed: ["False"],
+    CertificatePending: ["False"],
+    CertificateFailed: ["False"],
     Unreachable: ["False"],
     ProbeFailed: ["False"],
     Unknown: ["False"],

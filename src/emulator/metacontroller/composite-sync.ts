@@ -36,8 +36,8 @@ export async function syncComposite(port: SyncPort, parentIn: Obj): Promise<bool
   const info = kindInfoByKind(parentIn.kind);
   if (!info) throw new Error(`not a parent: ${parentIn.kind}`);
   const parent = clone(parentIn);
-  const cc = compositeController(info.hookKind);
-  const childTypes = ccChildTypes(info.hookKind);
+  const cc = compositeController(info.hookKind, port.opts.components);
+  const childTypes = ccChildTypes(info.hookKind, port.opts.components);
   const cacheKey = `${parent.metadata.uid}/${parent.metadata.generation}`;
   const rules = await relatedRules(port, cacheKey, info.hookKind, parent, { controller: cc, parent });
   if (!rules) return false;

@@ -41,6 +41,7 @@ const RESOURCE_KINDS: Record<string, string> = {
   httproutes: "HTTPRoute",
   grpcroutes: "GRPCRoute",
   referencegrants: "ReferenceGrant",
+  certificates: "Certificate",
 };
 
 export function kindOfResource(resource: string): string {
@@ -49,20 +50,46 @@ export function kindOfResource(resource: string): string {
   return k;
 }
 
+/** The kustomize components that change CompositeControllers (manifests/components/<name>), as shipped. */
+export type ControllerComponent = "cert-manager";
+/** Per component: its JSON6902 patch file and the CompositeController it targets (its kustomization.yaml). */
+const COMPONENT_PATCHES: Record<ControllerComponent, { hookKind: string; file: string }> = {
+  "cert-manager": { hookKind: "ingress", file: "cert-manager/ingress-certificates.yaml" },
+};
+
 const cache = new Map<string, CompositeController>();
-export function compositeController(hookKind: string): CompositeController {
-  let cc = cache.get(hookKind);
+/** compositecontrollers/<kind>.yaml, with the `add /spec/childResources/-` patches of the given components. */
+export function compositeController(
+  hookKind: string,
+  components: readonly ControllerComponent[] = [],
+): CompositeController {
+  const key = [hookKind, ...components].join("+");
+  let cc = cache.get(key);
   if (!cc) {
     const url = new URL(`../../../compositecontrollers/${hookKind}.yaml`, import.meta.url);
     cc = parse(readFileSync(url, "utf8")) as CompositeController;
-    cache.set(hookKind, cc);
+    for (const c of components) {
+      const patch = COMPONENT_PATCHES[c];
+      if (patch.hookKind !== hookKind) continue;
+      const file = new URL(`../../../manifests/components/${patch.file}`, import.meta.url);
+      const ops = parse(readFileSync(file, "utf8")) as { op: string; path: string; value: unknown }[];
+      for (const op of ops) {
+        if (op.op !== "add" || op.path !== "/spec/childResources/-")
+          throw new Error(`${patch.file}: unsupported ${op.op} ${op.path}`);
+        cc.spec.childResources.push(op.value as CompositeController["spec"]["childResources"][number]);
+      }
+    }
+    cache.set(key, cc);
   }
   return cc;
 }
 
 /** Child type keys with their update strategy (default OnDelete, as Metacontroller). */
-export function childTypes(hookKind: string): { type: string; method: string }[] {
-  return compositeController(hookKind).spec.childResources.map((c) => ({
+export function childTypes(
+  hookKind: string,
+  components: readonly ControllerComponent[] = [],
+): { type: string; method: string }[] {
+  return compositeController(hookKind, components).spec.childResources.map((c) => ({
     type: typeKey(c.apiVersion, kindOfResource(c.resource)),
     method: c.updateStrategy?.method ?? "OnDelete",
   }));

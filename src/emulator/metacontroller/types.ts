@@ -1,6 +1,8 @@
 /** What the emulator's store holds, what it records of each hook call, and how a test or render configures it. */
+
 import type { FastifyInstance } from "fastify";
 import type { K8sObject } from "../../k8s/objects.js";
+import type { ControllerComponent } from "./controllers.js";
 
 export type Obj = K8sObject & { spec?: unknown; status?: Record<string, unknown>; data?: Record<string, string> };
 
@@ -31,4 +33,6 @@ export interface LoopOptions {
    * the live object again, as an informer does once it catches up.
    */
   parentCacheLag?: boolean;
+  /** Kustomize components installed (manifests/components): e.g. cert-manager adds Certificates as ingress children. */
+  components?: ControllerComponent[];
 }

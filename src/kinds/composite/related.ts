@@ -98,7 +98,15 @@ export function egressRelated(parent: K8sObject, config: OperatorConfig): Relate
 
 export function ingressRelated(parent: K8sObject, config: OperatorConfig): RelatedRule[] {
   const exposes = records(specOf(parent).exposes);
-  const tls = uniqSorted(exposes.flatMap((e) => strings([(e.tls as Spec | undefined)?.secretName])));
+  // the Secret of each expose: its own, or the one its Certificate fills (ingress/certificate.ts certificateName)
+  const tls = uniqSorted(
+    exposes.flatMap((e) => {
+      const t = e.tls as Spec | undefined;
+      if (!t || typeof t !== "object") return [];
+      if (typeof t.secretName === "string") return [t.secretName];
+      return typeof e.name === "string" ? [`${parent.metadata.name}.${e.name}-tls`] : [];
+    }),
+  );
   // Path backends too (per-request routes): every Service the agent forwards to.
   const backends = uniqSorted(
     exposes.flatMap((e) =>

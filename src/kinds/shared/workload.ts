@@ -3,6 +3,7 @@
  * Tailnet, the Headscale connection republished in `tailnet-<name>-credentials`, and its effective
  * tag. Missing pieces are Ready reasons (NoTailnet, NoAPIKey) that come before the ordered blockers.
  */
+
 import { API_VERSION } from "../../api/schemas.js";
 import { CommonReason } from "../../conditions/tables/shared.js";
 import type { HeadscaleConnection } from "../../headscale/view.js";
@@ -10,6 +11,7 @@ import { credentialsSecretName } from "../../k8s/labels.js";
 import { findObject, type K8sObject } from "../../k8s/objects.js";
 import { namespaceTerminating } from "../../pipeline/status.js";
 import type { HookDeps, HookRequest } from "../../pipeline/types.js";
+import { readTailnetCertificates, type TailnetCertificates } from "./certificates.js";
 import { flatNamespacesOf } from "./dns-tenancy.js";
 import { keptTagRefusal } from "./kept-tags.js";
 import { secretValue } from "./secrets.js";
@@ -36,6 +38,8 @@ export interface TailnetSettings {
   dnsFlatNamespaces?: string[];
   /** spec.tenancy: which namespaces may use the Tailnet, which explicit tags each may use. */
   tenancy: Tenancy;
+  /** spec.certificates: the default cert-manager issuer and the ClusterIssuers ingresses may name (certificates.ts). */
+  certificates?: TailnetCertificates;
 }
 
 export type WorkloadContext =
@@ -105,6 +109,7 @@ export function tailnetSettings(tailnet: K8sObject): TailnetSettings {
     baseDomain: typeof dns.baseDomain === "string" && dns.baseDomain ? dns.baseDomain.replace(/\.$/, "") : undefined,
     ...dnsTenancyOf(spec),
     tenancy: readTenancy(spec),
+    certificates: readTailnetCertificates(spec),
   };
 }
 

@@ -179,7 +179,18 @@ describe("the CRDs on a real API server: explain and admission", { timeout: 600_
     refused(
       ingress("http", { backend }),
       ingress("http", { backend, tls: { secretName: "web-tls" } }),
-      /needs tls\.secretName/,
+      /needs tls \(the agent terminates TLS\)/,
+    );
+    // a certificate from a Secret or from a cert-manager issuer, never both; kube-api may serve HTTPS with one
+    refused(
+      ingress("http", { backend, tls: { secretName: "web-tls", issuerRef: { name: "ca", kind: "ClusterIssuer" } } }),
+      ingress("http", { backend, tls: { issuerRef: { name: "ca", kind: "ClusterIssuer" } } }),
+      /secretName or issuerRef, not both/,
+    );
+    refused(
+      ingress("kube-api", { port: 443, tls: { issuerRef: { name: "ca", kind: "Secret" } } }),
+      ingress("kube-api", { port: 443, tls: { issuerRef: { name: "ca", kind: "ClusterIssuer" } } }),
+      /kind/,
     );
   });
 

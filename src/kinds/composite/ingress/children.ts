@@ -32,6 +32,7 @@ import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
 import type { ReplicaRef } from "../../shared/replica.js";
 import type { ReplicaNodesPlan } from "../../shared/replica-nodes.js";
+import { servedSecretOf } from "./certificate.js";
 import { agentPaths, type PathBackend } from "./paths.js";
 import { exposeListenPorts, type IngressSpec, KUBE_API_BACKEND, KUBE_API_DIR, KUBE_API_FILES } from "./spec.js";
 import { TLS_CERT_KEY, TLS_KEY_KEY } from "./tls.js";
@@ -101,7 +102,7 @@ export function ingressAgentConfig(
             ...(e.unmatched ? { unmatched: e.unmatched } : {}),
           }
         : {}),
-      ...(spec.mode === "http" && e.tlsSecret ? { tls: tlsFiles(e.tlsSecret) } : {}),
+      ...(spec.mode !== "tcp" && servedSecretOf(parent, e) ? { tls: tlsFiles(servedSecretOf(parent, e) ?? "") } : {}),
       ...(spec.mode === "kube-api" ? { kubeApi: { ...KUBE_API_FILES } } : {}),
       ...(spec.mode !== "tcp" ? { proxyProtocol: true } : {}),
       names: names[i] ? [names[i].dnsName, ...names[i].dnsAliases] : [],
@@ -125,10 +126,10 @@ export function ingressServeConfig(spec: IngressSpec): ServeConfig {
   return { TCP: tcp };
 }
 
-/** The TLS Secrets the agent mounts: http mode only, each once, sorted. */
-export function ingressTlsSecrets(spec: IngressSpec): string[] {
-  if (spec.mode !== "http") return [];
-  return [...new Set(spec.exposes.flatMap((e) => (e.tlsSecret ? [e.tlsSecret] : [])))].sort();
+/** The TLS Secrets the agent mounts (the exposes' own, or their Certificates'): http and kube-api mode, each once, sorted. */
+export function ingressTlsSecrets(parent: K8sObject, spec: IngressSpec): string[] {
+  if (spec.mode === "tcp") return [];
+  return [...new Set(spec.exposes.flatMap((e) => servedSecretOf(parent, e) ?? []))].sort();
 }
 
 export interface IngressChildInputs {
@@ -152,6 +153,8 @@ export interface IngressChildInputs {
   proxyClass?: ProxyClassSpec;
   /** The agent node's host name when not spec.hostname (agentHostname in shared/dns-tenancy.ts). */
   nodeHostname?: string;
+  /** cert-manager Certificates, one per expose with a usable issuer (certificate.ts certificateChildren). */
+  certificates?: K8sObject[];
 }
 
 /** mode kube-api: the agent's ServiceAccount token (an hour, rotated by the kubelet) and the cluster CA. */
@@ -190,7 +193,7 @@ function ingressStatefulSet(
   hash: string,
   replica: ReplicaRef,
 ): K8sObject {
-  const tlsSecrets = ingressTlsSecrets(spec);
+  const tlsSecrets = ingressTlsSecrets(parent, spec);
   const deployment = agentStatefulSet(
     parent,
     {
@@ -260,7 +263,7 @@ export function ingressDisruptionBudget(parent: K8sObject): K8sObject {
 /**
  * Every child, in a fixed order: ConfigMap, per replica ServiceAccount, Role, RoleBinding, state Secret and
  * StatefulSet (once a key exists and those are observed, agent-replicas.ts), NetworkPolicy,
- * PodDisruptionBudget (replicas > 1, across the replicas' StatefulSets), key Secret.
+ * PodDisruptionBudget (replicas > 1, across the replicas' StatefulSets), key Secret, cert-manager Certificates.
  */
 export function ingressChildren(
   parent: K8sObject,
@@ -281,5 +284,6 @@ export function ingressChildren(
     agentNetworkPolicy(parent, config, undefined),
     ...(spec.replicas > 1 ? [ingressDisruptionBudget(parent)] : []),
     ...(inputs.authKeySecret ? [inputs.authKeySecret] : []),
+    ...(inputs.certificates ?? []),
   ];
 }

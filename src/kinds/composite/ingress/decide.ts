@@ -27,9 +27,11 @@ import { recordedKeyIds } from "../../shared/tenancy.js";
 import { effectiveTag, type TailnetSettings } from "../../shared/workload.js";
 import type { IngressOutcome } from "./act.js";
 import { backendsCondition } from "./backends.js";
+import { certificateChildren, certificatesOf } from "./certificate.js";
 import { ingressChildren } from "./children.js";
 import { cond, type IngressCondition, isReadyBlocker } from "./conditions.js";
 import { type IngressFacts, ingressOwnKeys, settingsOf, type TailnetView } from "./facts.js";
+import { policyGranted } from "./granted.js";
 import { type Blocker, dnsServedCondition, namesBlockers, publishedNames } from "./names.js";
 import type { IngressObservation } from "./observe.js";
 import type { IngressPlan } from "./plan.js";
@@ -79,42 +81,6 @@ function notEvaluated<T extends "TagKnown" | "Registered" | "NodeIdentity">(
 function notEvaluated(type: "TagKnown" | "Registered" | "NodeIdentity", tailnet: Tailnetless): IngressCondition {
   const message = `not evaluated: ${tailnet.message}`;
   return cond(type, "Unknown", tailnet.reason, message);
-}
-
-function policyGranted(
-  spec: IngressSpec,
-  tailnet: TailnetView,
-  tag: string | undefined,
-): IngressCondition<"PolicyGranted"> {
-  const settings = settingsOf(tailnet);
-  if (!settings || !tag) {
-    return cond(C.PolicyGranted, "Unknown", R.NoTailnet, `not evaluated: ${tailnet.ok ? "" : tailnet.message}`);
-  }
-  const denied = spec.allowFrom.filter((a) => !settings.allowedIngressSources.includes(a));
-  if (denied.length > 0) {
-    return cond(
-      C.PolicyGranted,
-      "False",
-      R.PolicyDenied,
-      `allowFrom ${denied.join(", ")} ${denied.length === 1 ? "is" : "are"} not in Tailnet ${settings.name}'s allowedIngressSources, so no grant to ${tag} is rendered`,
-    );
-  }
-  if (spec.allowFrom.length === 0) {
-    return cond(
-      C.PolicyGranted,
-      "True",
-      R.Granted,
-      `allowFrom is empty: no grant to ${tag} is rendered; only the base policy gives access`,
-    );
-  }
-  const ports = [...new Set(spec.exposes.map((e) => e.port))].sort((a, b) => a - b).map((p) => `tcp:${p}`);
-  const dryRun = settings.policyMode === "DryRun" ? " (the Tailnet is in DryRun: rendered, not applied)" : "";
-  return cond(
-    C.PolicyGranted,
-    "True",
-    R.Granted,
-    `${spec.allowFrom.join(", ")} may connect to ${tag} on ${ports.join(", ")}${dryRun}`,
-  );
 }
 
 /** A condition that must be True to let Ready through; its reason is repeated on Ready. */
@@ -214,6 +180,17 @@ function namesSeen(input: IngressDecideInput): NamesSeen {
 /** Names a Headscale node or an older ingress holds: never published for this one. */
 const lostNames = (seen: NamesSeen) => new Set([...seen.heldNames, ...seen.conflicts.map((x) => x.name)]);
 
+/** Expose i's published names (status.exposes[i]): none while a name is invalid, never one another holds. */
+function publishedOfExpose(seen: NamesSeen): (index: number) => string[] {
+  const lost = lostNames(seen);
+  const { names } = seen;
+  return (i) => {
+    const e = names?.exposes[i];
+    if (!names || names.invalid.length > 0 || !e) return [];
+    return [e.dnsName, ...e.dnsAliases].filter((n) => !lost.has(n));
+  };
+}
+
 /** The conditions besides Ready, and the nodes carrying the tag (undefined while the node list was not read). */
 function conditionsOfIngress(input: IngressDecideInput, seen: NamesSeen) {
   const { parent, spec, tailnet, now } = input;
@@ -238,15 +215,19 @@ function conditionsOfIngress(input: IngressDecideInput, seen: NamesSeen) {
     ? cond(C.PolicyGranted, "False", R.LeftOutOfPolicy, input.leftOut)
     : policyGranted(spec, tailnet, tag);
   // Without the Tailnet the names (its baseDomain) are unknown, so certificates cannot be checked.
+  const needsNames = spec.mode === "http" || (spec.mode === "kube-api" && spec.exposes.some((e) => e.hasTls));
   const tls =
-    names || spec.mode !== "http"
-      ? tlsCondition(
-          spec,
-          namespace,
-          input.tlsSecrets,
-          (i) => (names ? [names.exposes[i].dnsName, ...names.exposes[i].dnsAliases] : []),
+    names || !needsNames
+      ? tlsCondition(spec, {
+          parent,
+          secrets: input.tlsSecrets,
+          certificates: certificatesOf(input.children),
+          certificatesWatched: input.certificatesWatched === true,
+          tailnet: { name: seen.settings?.name ?? "", certificates: seen.settings?.certificates },
+          namesOf: (i) => (names ? [names.exposes[i].dnsName, ...names.exposes[i].dnsAliases] : []),
+          publishedOf: publishedOfExpose(seen),
           now,
-        )
+        })
       : {
           condition: cond(C.TLSReady, "Unknown", R.NoTailnet, `not evaluated: ${tailnet.ok ? "" : tailnet.message}`),
           nextExpiry: undefined,
@@ -322,6 +303,12 @@ function childrenOfIngress(input: IngressDecideInput, seen: NamesSeen, c: Ingres
     ...(input.replicaPlan ? { replicaPlan: input.replicaPlan } : {}),
     released: input.replicaNodes?.released ?? new Set(),
     migrated: c.replicas.migrated,
+    certificates: certificateChildren(parent, spec, {
+      tailnet: tailnet.settings.name,
+      certificates: tailnet.settings.certificates,
+      watched: input.certificatesWatched === true,
+      publishedOf: publishedOfExpose(seen),
+    }),
   });
 }
 

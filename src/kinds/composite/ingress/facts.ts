@@ -41,8 +41,13 @@ export interface IngressFacts {
   /** Its replicas: state Secrets' device_id, StatefulSets, pods, the status record, the legacy Deployment. */
   replicas: ReplicaObservation;
   scrapes: ScrapeResult[];
-  /** The related Secrets of the ingress's namespace by name (its TLS Secrets). */
+  /** The related Secrets of the ingress's namespace by name (its TLS Secrets and its Certificates' Secrets). */
   tlsSecrets: ReadonlyMap<string, K8sObject>;
+  /**
+   * Whether Metacontroller watches cert-manager Certificates as children (the sync request carries their type,
+   * shared/certificates.ts CERTIFICATE_CHILD_KEY); without it, an issuerRef is refused with CertManagerMissing.
+   */
+  certificatesWatched?: boolean;
   /** Names of the related backend Services that exist. */
   services: ReadonlySet<string>;
   /** Every TailnetIngress (name conflicts). */

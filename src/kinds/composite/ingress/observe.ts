@@ -1,7 +1,8 @@
 /**
  * observe for a TailnetIngress (I/O, never throws): the Tailnet and credentials from `related`,
  * the live policy and node list through the shared cached Headscale view, the agent pods' /status,
- * and the related TLS Secrets, backend Services and TailnetIngresses. The connection (and its API
+ * the related TLS Secrets (the exposes' own and their Certificates'), backend Services and TailnetIngresses, and
+ * whether Metacontroller watches cert-manager Certificates (their type in the request's children). The connection (and its API
  * key) stays here; decide gets the Tailnet's settings only.
  */
 import { API_VERSION } from "../../../api/schemas.js";
@@ -12,6 +13,7 @@ import { type K8sObject, objectsOf } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
 import { observeReplicas } from "../../shared/agent-replicas.js";
 import { observedKeys } from "../../shared/authkey.js";
+import { CERTIFICATE_CHILD_KEY } from "../../shared/certificates.js";
 import { namesIn } from "../../shared/ingress-names.js";
 import { listNames, nodeLabel } from "../../shared/node-names.js";
 import { leftOutOfPolicy } from "../../shared/policy-left-out.js";
@@ -24,6 +26,7 @@ import {
   resolveAgentWorkload,
   type TailnetSettings,
 } from "../../shared/workload.js";
+import { servedSecretOf } from "./certificate.js";
 import type { IngressFacts, TailnetView } from "./facts.js";
 import { namesToAsk } from "./names.js";
 import type { IngressSpec } from "./spec.js";
@@ -124,7 +127,7 @@ export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: 
   ]);
   const ownKeys = workload.ok && keys?.ok ? ownedKeys(req, workload.settings, keys.value) : undefined;
   const tailnet = tagOwner(req, tailnetView(workload, proxyClass), nodes, ownKeys);
-  const wantedSecrets = new Set(spec.exposes.flatMap((e) => (e.tlsSecret ? [e.tlsSecret] : [])));
+  const wantedSecrets = new Set(spec.exposes.flatMap((e) => servedSecretOf(req.parent, e) ?? []));
   const tlsSecrets = new Map(
     inNamespace(req, "v1", "Secret")
       .filter((s) => wantedSecrets.has(s.metadata.name))
@@ -143,6 +146,7 @@ export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: 
       replicas: observeReplicas(req, agentPods(req)),
       scrapes,
       tlsSecrets,
+      certificatesWatched: CERTIFICATE_CHILD_KEY in (req.children ?? {}),
       services,
       ingresses: objectsOf(req.related, API_VERSION, "TailnetIngress"),
       ...leftOutFact(req),

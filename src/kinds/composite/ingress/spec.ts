@@ -3,10 +3,13 @@
  * reads `parent.spec`. Also the checks the CRD schema cannot express (`ingressSpecProblem`, the kind
  * module's `specProblem`: InvalidSpec naming the field) and the local listen port of every expose.
  */
+
+import { TLS_REQUIRED_WORDS } from "../../../api/cel.js";
 import { pathsProblem } from "../../../contract/paths.js";
 import { ingressListenPort } from "../../../contract/ports.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
+import { type IssuerRef, readIssuerRef } from "../../shared/certificates.js";
 import { exposePort } from "../../shared/expose-port.js";
 import { type ExposePath, type PathBackend, readBackend, readPaths } from "./paths.js";
 
@@ -39,8 +42,12 @@ export interface ExposeSpec {
   /** http only: DNS label of the expose's name (default: the ingress hostname). */
   host?: string;
   aliases: string[];
-  /** http only: the kubernetes.io/tls Secret in the ingress's namespace. */
+  /** http and kube-api: whether the expose has `tls` at all (`{}`: the Tailnet's default issuer). */
+  hasTls: boolean;
+  /** tls.secretName: the kubernetes.io/tls Secret in the ingress's namespace. */
   tlsSecret?: string;
+  /** tls.issuerRef: the cert-manager issuer of the expose's Certificate (certificate.ts). */
+  tlsIssuer?: IssuerRef;
 }
 
 export interface IngressSpec {
@@ -77,7 +84,9 @@ export function readIngressSpec(parent: K8sObject): IngressSpec {
         ...(e.unmatched === "notFound" ? { unmatched: "notFound" as const } : {}),
         host: str(e.host),
         aliases: strings(e.aliases),
+        hasTls: e.tls !== undefined && e.tls !== null,
         tlsSecret: str(recordOf(e.tls).secretName),
+        tlsIssuer: readIssuerRef(recordOf(e.tls).issuerRef),
       };
     }),
     replicas: Number.isInteger(replicas) && replicas >= 0 ? replicas : 1,
@@ -92,7 +101,7 @@ const exposeLabels = (spec: IngressSpec, e: ExposeSpec) =>
  * The first problem the schema cannot catch, naming the field; undefined when the spec is usable.
  * tcp: one expose per tailnet port (tailscaled forwards a port to one listener). http: every expose
  * needs a TLS Secret, and exposes sharing a port share one TLS listener, so their names must differ
- * (SNI picks the expose). kube-api: one expose, no backend, TLS or names of its own (kubeApiProblem).
+ * (SNI picks the expose). kube-api: one expose, no backend or names of its own (kubeApiProblem).
  */
 export function ingressSpecProblem(parent: K8sObject): string | undefined {
   const spec = readIngressSpec(parent);
@@ -101,7 +110,8 @@ export function ingressSpecProblem(parent: K8sObject): string | undefined {
   for (const e of spec.exposes) {
     const f = `spec.exposes[${e.index}]`;
     if (!e.backend.service) return `${f}.backend: required in mode ${spec.mode}`;
-    if (spec.mode === "http" && !e.tlsSecret) return `${f}.tls.secretName: required in mode http`;
+    if (spec.mode === "http" && !e.hasTls) return `${f}.tls: ${TLS_REQUIRED_WORDS}`;
+    if (e.tlsSecret && e.tlsIssuer) return `${f}.tls: secretName or issuerRef, not both`;
     if (!Number.isInteger(e.port)) return `${f}.port: required in mode tcp`;
     if (e.paths.length > 0 && spec.mode !== "http") return `${f}.paths: only in mode http (routing is per request)`;
     if (e.backend.protocol && spec.mode !== "http")
@@ -127,7 +137,10 @@ export function ingressSpecProblem(parent: K8sObject): string | undefined {
   return undefined;
 }
 
-/** mode kube-api: the one expose is the API server, in plain HTTP (WireGuard is the transport security). */
+/**
+ * mode kube-api: the one expose is the API server; plain HTTP inside WireGuard, or HTTPS when the expose has
+ * `tls` (a Secret or a cert-manager issuer: clients then verify the name, docs/kube-api.md).
+ */
 function kubeApiProblem(spec: IngressSpec): string | undefined {
   for (const e of spec.exposes) {
     const f = `spec.exposes[${e.index}]`;
@@ -136,8 +149,7 @@ function kubeApiProblem(spec: IngressSpec): string | undefined {
     if (e.paths.length > 0) return `${f}.paths: not allowed in mode kube-api`;
     if (e.backend.service)
       return `${f}.backend: not allowed in mode kube-api (the backend is the cluster's API server)`;
-    if (e.tlsSecret)
-      return `${f}.tls: not allowed in mode kube-api (plain HTTP inside WireGuard; see docs/kube-api.md)`;
+    if (e.tlsSecret && e.tlsIssuer) return `${f}.tls: secretName or issuerRef, not both`;
     if (e.host || e.aliases.length > 0)
       return `${f}.${e.host ? "host" : "aliases"}: not allowed in mode kube-api (the API server answers on spec.hostname)`;
   }

@@ -1,6 +1,7 @@
 /**
  * The TailnetIngress an Ingress of our class becomes (pure): mode http, one expose per host on port
- * 443 with that host's backend (what no path matches), its paths and TLS Secret. A host is a name in the Tailnet's zone — a bare label
+ * 443 with that host's backend (what no path matches), its paths and certificate: the spec.tls Secret naming it, else
+ * the issuer of cert-manager's annotations (tls.issuerRef), else the Tailnet's default issuer (`tls: {}`). A host is a name in the Tailnet's zone — a bare label
  * (`grafana`) or `<label>.<zone>` — and becomes the expose's `host`; every name rule of a TailnetIngress
  * (docs/dns-names.md: a node's name wins, the older claimant keeps a name, the namespace's subtree) then
  * applies unchanged. Named Service ports are resolved here against the observed Service.
@@ -88,11 +89,23 @@ function resolvePort(
   return found.port as number;
 }
 
+/**
+ * A host's `tls`: a spec.tls Secret naming it wins (with cert-manager's annotations, ingress-shim fills that Secret
+ * itself), else cert-manager's annotations as an issuerRef (the operator's Certificate, for the published names only),
+ * else `{}` when the Tailnet has a default issuer; undefined: none.
+ */
+function tlsOf(spec: IngressClassSpec, entry: TlsEntry | undefined, defaultIssuer: boolean) {
+  if (entry?.secretName) return { secretName: entry.secretName };
+  if (spec.issuer) return { issuerRef: { ...spec.issuer } };
+  return defaultIssuer ? {} : undefined;
+}
+
 export function ingressAttachment(
   spec: IngressClassSpec,
   tailnet: string,
   zone: string | undefined,
   services: readonly K8sObject[],
+  defaultIssuer = false,
 ): { attachment: K8sObject } | { refusal: AttachmentRefusal } {
   const used = new Set<string>();
   const byLabel = new Map<
@@ -116,12 +129,12 @@ export function ingressAttachment(
     const paths = resolvePaths(route, services);
     if (!Array.isArray(paths)) return { refusal: paths };
     const names = [label, fqdn(label, zone), ...(route.host ? [route.host.replace(/\.$/, "")] : [])];
-    const tls = tlsFor(spec.tls, names);
-    if (!tls?.secretName) {
+    const tls = tlsOf(spec, tlsFor(spec.tls, names), defaultIssuer);
+    if (!tls) {
       return {
         refusal: {
           reason: "TLSMissing",
-          message: `${route.host ? `host ${route.host}` : `the default name ${fqdn(label, zone)}`}: no spec.tls entry with a secretName names it; the tailnet agent serves https only (a kubernetes.io/tls Secret for ${fqdn(label, zone)})`,
+          message: `${route.host ? `host ${route.host}` : `the default name ${fqdn(label, zone)}`}: no spec.tls entry with a secretName names it, no cert-manager.io/issuer or cert-manager.io/cluster-issuer annotation and no spec.certificates.issuerRef on Tailnet ${tailnet}; the tailnet agent serves https only (a certificate for ${fqdn(label, zone)})`,
         },
       };
     }
@@ -135,7 +148,7 @@ export function ingressAttachment(
       if (
         same.service === route.backend.service &&
         same.port === port &&
-        same.secret === tls.secretName &&
+        same.secret === JSON.stringify(tls) &&
         pathsAgree
       ) {
         if (paths.length && same.expose.paths === undefined) same.expose.paths = paths;
@@ -144,7 +157,7 @@ export function ingressAttachment(
       return {
         refusal: {
           reason: "UnsupportedHost",
-          message: `${route.host ? `host ${route.host}` : "the rules without host"} and ${same.who} are both ${fqdn(label, zone)} with different backends, paths or TLS Secrets`,
+          message: `${route.host ? `host ${route.host}` : "the rules without host"} and ${same.who} are both ${fqdn(label, zone)} with different backends, paths or certificates`,
         },
       };
     }
@@ -157,13 +170,13 @@ export function ingressAttachment(
       backend: { service: route.backend.service, port, ...h2cOf(route.backend.service, port, services) },
       ...(paths.length ? { paths } : {}),
       ...(label !== spec.hostname ? { host: label } : {}),
-      tls: { secretName: tls.secretName },
+      tls,
     };
     exposes.push(expose);
     byLabel.set(label, {
       service: route.backend.service,
       port,
-      secret: tls.secretName,
+      secret: JSON.stringify(tls),
       paths: JSON.stringify(paths),
       expose,
       who: route.host ? `host ${route.host}` : "the rules without host",

@@ -18,6 +18,7 @@ import { IngressClassCondition as C, INGRESS_CLASS_REASONS } from "../../../cond
 import { jsonEqual } from "../../../k8s/json-equal.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { WorkloadAnnotation as Annotation } from "../../shared/annotations.js";
+import { readTailnetCertificates } from "../../shared/certificates.js";
 import { zoneOf } from "../../shared/dns-tenancy.js";
 import { HTTPS_PORT } from "../../shared/expose-port.js";
 import { planAttachment } from "../attachment.js";
@@ -87,7 +88,8 @@ export function planIngressClass(observed: IngressClassObservation): IngressClas
     existing: observed.tailnetIngresses,
     build: ({ tailnet, baseDomain, flat }) => {
       const zone = zoneOf(spec.namespace, baseDomain, flat);
-      const built = ingressAttachment(spec, tailnet.metadata.name, zone, observed.services);
+      const defaultIssuer = readTailnetCertificates(tailnet.spec).issuerRef !== undefined;
+      const built = ingressAttachment(spec, tailnet.metadata.name, zone, observed.services, defaultIssuer);
       if (!("refusal" in built)) return built;
       const { reason, message } = built.refusal;
       // A named port waits for its Service (a cluster observation): what works keeps working meanwhile.

@@ -10,6 +10,7 @@ import { MAX_RULES, ruleKey, rulePathProblem } from "../../../contract/paths.js"
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
 import { WorkloadAnnotation as Annotation } from "../../shared/annotations.js";
+import { type IssuerRef, readIssuerRef } from "../../shared/certificates.js";
 import { type Exposure, exposureAnnotations, isDns1035Label, isTag, isTailnetName } from "../annotations.js";
 
 /** IngressClass.spec.controller of the classes this operator implements. */
@@ -45,6 +46,36 @@ export interface TlsEntry {
 export interface IngressClassSpec extends Exposure {
   routes: HostRoute[];
   tls: TlsEntry[];
+  /**
+   * cert-manager's own annotations (cert-manager.io/issuer, cert-manager.io/cluster-issuer, cert-manager.io/issuer-group):
+   * the issuer of the hosts no spec.tls Secret covers (attachment.ts, docs/ingress-class.md).
+   */
+  issuer?: IssuerRef;
+}
+
+/** cert-manager's Ingress annotations (cert-manager/cert-manager pkg/apis/certmanager/v1 types.go). */
+export const CERT_MANAGER_ANNOTATIONS = {
+  issuer: "cert-manager.io/issuer",
+  clusterIssuer: "cert-manager.io/cluster-issuer",
+  group: "cert-manager.io/issuer-group",
+} as const;
+
+/** The issuer cert-manager's annotations name, or why they cannot be used (both kinds at once, as cert-manager refuses). */
+function issuerOf(a: Record<string, string>): IssuerRef | SpecRefusal | undefined {
+  const A = CERT_MANAGER_ANNOTATIONS;
+  const issuer = str(a[A.issuer]);
+  const cluster = str(a[A.clusterIssuer]);
+  if (issuer && cluster)
+    return { reason: "InvalidAnnotation", message: `${A.issuer} and ${A.clusterIssuer} are both set: name one issuer` };
+  const name = issuer ?? cluster;
+  if (!name) return undefined;
+  const ref = readIssuerRef({ name, kind: cluster ? "ClusterIssuer" : "Issuer", group: str(a[A.group]) });
+  if (!ref || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(ref.name) || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(ref.group))
+    return {
+      reason: "InvalidAnnotation",
+      message: `${issuer ? A.issuer : A.clusterIssuer}: "${cut(name)}" is not an issuer name`,
+    };
+  return ref;
 }
 
 export type SpecRefusal = {
@@ -187,6 +218,8 @@ export function readIngress(ingress: K8sObject): ReadIngress {
     return refuse("InvalidAnnotation", `${from}: "${cut(hostname)}" is not a DNS-1035 label (the tailnet node name)`);
   }
 
+  const issuer = issuerOf(a);
+  if (issuer && "reason" in issuer) return { ok: false, refusal: issuer };
   const spec = recordOf(ingress.spec);
   let fallback: { backend: BackendRef; field: string } | undefined;
   if (spec.defaultBackend !== undefined) {
@@ -247,6 +280,7 @@ export function readIngress(ingress: K8sObject): ReadIngress {
       allowFrom,
       routes,
       tls,
+      ...(issuer ? { issuer } : {}),
     },
   };
 }

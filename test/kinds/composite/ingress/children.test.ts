@@ -312,7 +312,7 @@ describe("ingress spec", () => {
         "8443": { TCPForward: "127.0.0.2:20000", ProxyProtocol: 2 },
       },
     });
-    assert.deepEqual(ingressTlsSecrets(readIngressSpec(tcpIngress())), []);
+    assert.deepEqual(ingressTlsSecrets(tcpIngress(), readIngressSpec(tcpIngress())), []);
     // tcp mode: a byte pipe, no PROXY header asked of tailscaled (the backend would receive it raw)
     for (const handler of Object.values(ingressServeConfig(readIngressSpec(tcpIngress())).TCP))
       assert.equal(handler.ProxyProtocol, undefined);
@@ -323,7 +323,7 @@ describe("ingress spec", () => {
     [
       "an http expose without a TLS Secret",
       () => ingress("g", { exposes: [WEB, { ...METRICS, tls: undefined }] }),
-      "spec.exposes[1].tls.secretName: required in mode http",
+      "spec.exposes[1].tls: required in mode http (secretName, issuerRef, or {} for the Tailnet's spec.certificates.issuerRef)",
     ],
     [
       "two tcp exposes on one port",

@@ -16,6 +16,7 @@ import type { ScrapeResult } from "../../../../src/pipeline/types.js";
 import { assertCoversTable } from "../../../helpers/reason-coverage.js";
 import { failed, hsNode, ok, policy } from "../../shared/fixtures.js";
 import { leftOutText } from "../../shared/left-out-fixture.js";
+import { certificateRows } from "./certificate-inputs.js";
 import { ingress, NOT_SERVED, scraped, TAG, tcpIngress, tlsSecret, WEB } from "./fixtures.js";
 import {
   agentNode,
@@ -610,11 +611,12 @@ describe("decideIngress: conditions", () => {
       ingress(),
       "Ready",
       ingressConditions.types,
-      "spec.exposes[0].tls.secretName: required in mode http",
+      "spec.exposes[0].tls: required in mode http (secretName, issuerRef, or {} for the Tailnet's spec.certificates.issuerRef)",
     );
     assertCoversTable(INGRESS_REASONS, [
       ...[...rows, ...staircase].map((r) => decideIngress(r.input()).conditions),
       ...identityInputs(certs.good).map((r) => decideIngress(r.input).conditions),
+      ...certificateRows(() => certs).map((r) => decideIngress(r.input()).conditions),
       invalid,
     ]);
   });

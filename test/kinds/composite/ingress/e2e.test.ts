@@ -407,7 +407,10 @@ describe("TailnetIngress end to end", () => {
     w.mc.apply({ ...(live as K8sObject), spec: { ...(live?.spec as object), exposes: [{ ...WEB, tls: undefined }] } });
     await settle(w);
     assert.equal(w.condition("Ready").reason, "InvalidSpec");
-    assert.equal(w.condition("Ready").message, "spec.exposes[0].tls.secretName: required in mode http");
+    assert.equal(
+      w.condition("Ready").message,
+      "spec.exposes[0].tls: required in mode http (secretName, issuerRef, or {} for the Tailnet's spec.certificates.issuerRef)",
+    );
     assert.deepEqual(childKeys(w), children);
     assert.equal(w.hs.writes().length, writes);
     assert.equal(w.mc.get(API_VERSION, "TailnetIngress", "grafana", NS)?.metadata.generation, 2);
@@ -491,6 +494,13 @@ describe("TailnetIngress end to end", () => {
       "Reregistered",
       "StateLost",
       "ForeignNode",
+      // cert-manager's reasons: e2e-certificates.test.ts (the emulator with the cert-manager component)
+      IngressReason.CertManagerMissing,
+      IngressReason.NoIssuer,
+      IngressReason.IssuerNotAllowed,
+      IngressReason.CertificatePending,
+      IngressReason.CertificateFailed,
+      IngressReason.TLSExpiring,
     ]);
     const missing = Object.values(IngressReason).filter((r) => !seen.has(r) && !tenancy.has(r));
     assert.deepEqual(missing, []);

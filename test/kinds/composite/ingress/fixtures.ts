@@ -19,7 +19,7 @@ export interface ExposeInput {
   backend: { service: string; port: number };
   host?: string;
   aliases?: string[];
-  tls?: { secretName: string };
+  tls?: { secretName?: string; issuerRef?: { name: string; kind?: string; group?: string } };
 }
 
 export const WEB: ExposeInput = {
@@ -34,7 +34,7 @@ export const WEB: ExposeInput = {
 export interface IngressOpts {
   namespace?: string;
   hostname?: string;
-  mode?: "tcp" | "http";
+  mode?: "tcp" | "http" | "kube-api";
   allowFrom?: string[];
   exposes?: ExposeInput[];
   tag?: string;

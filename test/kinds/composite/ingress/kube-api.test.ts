@@ -138,10 +138,12 @@ describe("TailnetIngress mode kube-api", () => {
       () => kubeIngress({ exposes: [{ ...KUBE, backend: { service: "kubernetes", port: 443 } }] }),
       "spec.exposes[0].backend: not allowed in mode kube-api (the backend is the cluster's API server)",
     ],
+    // HTTPS when the expose has tls (a Secret or a cert-manager issuer), never both at once
+    ["TLS from a Secret", () => kubeIngress({ exposes: [{ ...KUBE, tls: { secretName: "x" } }] }), undefined],
     [
-      "TLS",
-      () => kubeIngress({ exposes: [{ ...KUBE, tls: { secretName: "x" } }] }),
-      "spec.exposes[0].tls: not allowed in mode kube-api (plain HTTP inside WireGuard; see docs/kube-api.md)",
+      "TLS from a Secret and an issuer",
+      () => kubeIngress({ exposes: [{ ...KUBE, tls: { secretName: "x", issuerRef: { name: "ca" } } }] }),
+      "spec.exposes[0].tls: secretName or issuerRef, not both",
     ],
     [
       "a host",

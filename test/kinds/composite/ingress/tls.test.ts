@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { readIngressSpec } from "../../../../src/kinds/composite/ingress/spec.js";
-import { checkTlsSecret, tlsCondition } from "../../../../src/kinds/composite/ingress/tls.js";
+import { checkTlsSecret, type TlsContext, tlsCondition } from "../../../../src/kinds/composite/ingress/tls.js";
 import { createTestPki, type IssuedCertificate, type TestPki } from "../../../fakes/agent/pki.js";
 import { ingress, tcpIngress, tlsSecret, WEB } from "./fixtures.js";
 
@@ -77,35 +78,49 @@ describe("checkTlsSecret", () => {
   });
 });
 
+/** TLSReady's context for Secret-only exposes (no Certificates watched). */
+const ctxOf = (parent: K8sObject, secrets: Map<string, K8sObject>, namesOf: (i: number) => string[]): TlsContext => ({
+  parent,
+  secrets,
+  certificates: new Map(),
+  certificatesWatched: false,
+  tailnet: { name: "home" },
+  namesOf,
+  publishedOf: namesOf,
+  now: NOW,
+});
+
 describe("tlsCondition", () => {
   it("is True/TLSNotRequired in tcp mode, whatever the Secrets", () => {
-    const got = tlsCondition(readIngressSpec(tcpIngress()), "monitoring", new Map(), () => [], NOW);
+    const got = tlsCondition(
+      readIngressSpec(tcpIngress()),
+      ctxOf(tcpIngress(), new Map(), () => []),
+    );
     assert.equal(got.condition.reason, "TLSNotRequired");
     assert.equal(got.condition.status, "True");
   });
 
   it("reports the first expose with a problem, naming its field, and counts a shared Secret once", () => {
-    const spec = readIngressSpec(
-      ingress("grafana", {
-        exposes: [
-          WEB,
-          { name: "api", port: 8443, backend: { service: "grafana", port: 3001 }, tls: { secretName: "api-tls" } },
-          {
-            name: "admin",
-            port: 9443,
-            backend: { service: "grafana", port: 3002 },
-            tls: { secretName: "grafana-tls" },
-          },
-        ],
-      }),
-    );
+    const parent = ingress("grafana", {
+      exposes: [
+        WEB,
+        { name: "api", port: 8443, backend: { service: "grafana", port: 3001 }, tls: { secretName: "api-tls" } },
+        {
+          name: "admin",
+          port: 9443,
+          backend: { service: "grafana", port: 3002 },
+          tls: { secretName: "grafana-tls" },
+        },
+      ],
+    });
+    const spec = readIngressSpec(parent);
     const namesOf = () => NAMES;
     const secrets = new Map([["grafana-tls", tlsSecret("grafana-tls", pair)]]);
-    const missing = tlsCondition(spec, "monitoring", secrets, namesOf, NOW);
+    const missing = tlsCondition(spec, ctxOf(parent, secrets, namesOf));
     assert.equal(missing.condition.reason, "TLSSecretMissing");
     assert.equal(missing.condition.message, "Secret monitoring/api-tls (spec.exposes[1].tls) does not exist");
     secrets.set("api-tls", tlsSecret("api-tls", wildcard));
-    const valid = tlsCondition(spec, "monitoring", secrets, namesOf, NOW);
+    const valid = tlsCondition(spec, ctxOf(parent, secrets, namesOf));
     assert.equal(
       valid.condition.message,
       "2 certificates cover the names of all 3 exposes; the first expires at 2027-01-01T00:00:00Z (Secret monitoring/grafana-tls)",

@@ -9,6 +9,7 @@ import { connect as tlsConnect } from "node:tls";
 import { type RunningAgent, startAgent } from "../../../../src/agent/main.js";
 import { API_VERSION, type HookKind } from "../../../../src/api/schemas.js";
 import type { AgentConfigInput } from "../../../../src/contract/agent-config.js";
+import type { ControllerComponent } from "../../../../src/emulator/metacontroller/controllers.js";
 import { HeadscaleViews } from "../../../../src/headscale/view.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { kindModules } from "../../../../src/kinds/composite/index.js";
@@ -60,6 +61,8 @@ export async function world(
     tailnetSpec?: Record<string, unknown>;
     /** Status fields the stand-in Tailnet answers with (e.g. policy.leftOut). */
     tailnetStatus?: Record<string, unknown>;
+    /** Kustomize components installed (manifests/components), e.g. cert-manager. */
+    components?: ControllerComponent[];
   } = {},
 ): Promise<World> {
   const hs = await useFakeHeadscale(t, { policy: policyText(opts.tags ?? [TAG]) });
@@ -86,7 +89,11 @@ export async function world(
   });
   // Until a test starts an agent, pods point at a port nothing listens on (a scrape is refused).
   let port = await closedPort();
-  const mc = new FakeMetacontroller({ app, agentPods: { metricsPort: () => port } });
+  const mc = new FakeMetacontroller({
+    app,
+    agentPods: { metricsPort: () => port },
+    ...(opts.components ? { components: opts.components } : {}),
+  });
   if (opts.tailnet !== false) {
     mc.apply(
       tailnet("home", {
