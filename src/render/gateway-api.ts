@@ -8,7 +8,7 @@ import type { MetacontrollerLoop } from "../emulator/metacontroller/loop.js";
 import type { Obj } from "../emulator/metacontroller/types.js";
 import { type K8sObject, qualifiedName } from "../k8s/objects.js";
 import { CONTROLLER_NAME } from "../kinds/decorators/gateway-api/read.js";
-import type { RenderedObject } from "./objects.js";
+import type { RenderedObject } from "./rendered-object.js";
 
 type Cond = { type?: string; status?: string };
 const isTrue = (cs: unknown, type: string) =>

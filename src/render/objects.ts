@@ -15,19 +15,9 @@ import { canonicalJson } from "../policy/canonical.js";
 import { parseHuJson } from "../policy/hujson.js";
 import { unifiedDiff } from "./diff.js";
 import { renderedGatewayApi } from "./gateway-api.js";
+import type { RenderedObject } from "./rendered-object.js";
 
-export interface RenderedObject {
-  kind: string;
-  namespace?: string;
-  name: string;
-  ready: boolean;
-  status: Record<string, unknown>;
-  children: K8sObject[];
-  events?: string[];
-  policy?: { hash: string; rendered: string; diff: string };
-  /** A decorated Service: the labels and annotations the operator wrote back on it. */
-  written?: Record<string, string>;
-}
+export type { RenderedObject } from "./rendered-object.js";
 
 /** The settled loop, the Events the hooks recorded and the live policy text: what every object is read from. */
 export interface Rendered {

@@ -75,7 +75,7 @@ describe("PrometheusRule", () => {
     const rules = (
       rule.spec as { groups: Array<{ rules: Array<{ alert?: string; record?: string }> }> }
     ).groups.flatMap((g) => g.rules);
-    assert.equal(rules.filter((r) => r.alert).length, 21);
+    assert.equal(rules.filter((r) => r.alert).length, 22);
     // the last-known series the per-object alerts read (docs/OPERATIONS.md, "When nobody refreshes the series")
     assert.equal(rules.filter((r) => r.record).length, 7);
   });

@@ -142,3 +142,14 @@ export function nameOwners(
   }
   return owners;
 }
+
+/** A route's host (an Ingress rule's, a Gateway listener's) as a label of the zone, or undefined when it is not a name the tailnet can publish. */
+export function hostLabel(host: string, zone: string | undefined): string | undefined {
+  const h = host.replace(/\.$/, "");
+  if (DNS_LABEL.test(h)) return h;
+  if (zone && h.endsWith(`.${zone}`)) {
+    const label = h.slice(0, -zone.length - 1);
+    if (DNS_LABEL.test(label)) return label;
+  }
+  return undefined;
+}

@@ -28,12 +28,12 @@ import {
   TLS_MOUNT_ROOT,
 } from "../../shared/agent-pod.js";
 import { type ReplicaObservation, replicaChildrenOf } from "../../shared/agent-replicas.js";
+import { agentPaths, type PathBackend } from "../../shared/expose-paths.js";
 import { configHash } from "../../shared/pod-template.js";
 import { applyProxyClass, type ProxyClassSpec } from "../../shared/proxy-class.js";
 import type { ReplicaRef } from "../../shared/replica.js";
 import type { ReplicaNodesPlan } from "../../shared/replica-nodes.js";
 import { servedSecretOf } from "./certificate.js";
-import { agentPaths, type PathBackend } from "./paths.js";
 import { exposeListenPorts, type IngressSpec, KUBE_API_BACKEND, KUBE_API_DIR, KUBE_API_FILES } from "./spec.js";
 import { TLS_CERT_KEY, TLS_KEY_KEY } from "./tls.js";
 

@@ -10,10 +10,10 @@ import { ingressListenPort } from "../../../contract/ports.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
 import { type IssuerRef, readIssuerRef } from "../../shared/certificates.js";
+import { type ExposePath, type PathBackend, readBackend, readPaths } from "../../shared/expose-paths.js";
 import { exposePort } from "../../shared/expose-port.js";
-import { type ExposePath, type PathBackend, readBackend, readPaths } from "./paths.js";
 
-export type { ExposePath } from "./paths.js";
+export type { ExposePath } from "../../shared/expose-paths.js";
 
 export type IngressMode = "tcp" | "http" | "kube-api";
 

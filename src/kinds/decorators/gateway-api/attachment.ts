@@ -11,7 +11,7 @@
 import { API_VERSION, GROUP } from "../../../api/schemas.js";
 import { MAX_RULES, ruleKey } from "../../../contract/paths.js";
 import type { K8sObject } from "../../../k8s/objects.js";
-import type { ExposePath } from "../../composite/ingress/paths.js";
+import type { ExposePath } from "../../shared/expose-paths.js";
 import { isDns1035Label } from "../annotations.js";
 import type { BoundGateway } from "./bind.js";
 

@@ -11,19 +11,16 @@
  * object that is not ours gets an empty answer and a null status, so Metacontroller writes nothing to it.
  */
 import { API_VERSION } from "../../../api/schemas.js";
-import type { Decision, Stages } from "../../../pipeline/run.js";
+import type { Stages } from "../../../pipeline/run.js";
 import type { HookDeps, HookRequest, RelatedRule } from "../../../pipeline/types.js";
 import { relatedAll, runDecorator } from "../hook.js";
-import type { DecoratorModule, DecoratorRequest, DecoratorResult } from "../module.js";
+import type { DecoratorModule, DecoratorRequest } from "../module.js";
 import { planGatewayClass } from "./class-plan.js";
-import { type GatewayObservation, type GatewayPlan, planGateway } from "./gateway-plan.js";
+import { answerOf, decideGatewayApi, type GatewayApiDecision } from "./decide.js";
 import { observeGateway, observeWorld } from "./observe.js";
+import { type GatewayObservation, type GatewayPlan, planGateway } from "./plan.js";
 import { GW_V1 } from "./read.js";
 import { planRouteStatus } from "./route-plan.js";
-
-interface StatusDecision extends Decision {
-  status: Record<string, unknown> | null;
-}
 
 const worldRules = (): RelatedRule[] => [
   relatedAll(GW_V1, "gatewayclasses"),
@@ -36,20 +33,6 @@ const worldRules = (): RelatedRule[] => [
   relatedAll(API_VERSION, "tailnets"),
 ];
 
-const answer = (d: StatusDecision): DecoratorResult => ({
-  labels: {},
-  annotations: {},
-  attachments: d.children,
-  status: d.status,
-});
-
-const decision = (children: StatusDecision["children"], status: StatusDecision["status"]): StatusDecision => ({
-  children,
-  status,
-  conditions: [],
-  fields: {},
-});
-
 /** A module whose whole answer is a status computed from the request (no attachments, no I/O). */
 function statusModule(
   name: string,
@@ -58,18 +41,18 @@ function statusModule(
   rules: () => RelatedRule[],
   plan: (req: HookRequest, now: Date) => Record<string, unknown> | null,
 ): DecoratorModule {
-  const stages: Stages<undefined, Date, Record<string, unknown> | null, undefined, StatusDecision> = {
+  const stages: Stages<undefined, Date, Record<string, unknown> | null, undefined, GatewayApiDecision> = {
     spec: () => undefined,
     observe: async (_req, _spec, deps) => deps.now(),
     plan: (req, _spec, now) => plan(req, now),
     act: async () => undefined,
-    decide: ({ plan: status }) => decision([], status),
+    decide: ({ plan: status }) => decideGatewayApi([], status),
   };
   return {
     name,
     object: { apiVersion: GW_V1, kind, ...(clusterScoped ? { clusterScoped } : {}) },
     customize: rules,
-    sync: async (req: DecoratorRequest, deps: HookDeps) => answer(await runDecorator(stages, req, deps)),
+    sync: async (req: DecoratorRequest, deps: HookDeps) => answerOf(await runDecorator(stages, req, deps)),
   };
 }
 
@@ -87,19 +70,19 @@ const routeModule = (name: string, kind: string) =>
 export const httpRouteModule = routeModule("gatewayapi-httproute", "HTTPRoute");
 export const grpcRouteModule = routeModule("gatewayapi-grpcroute", "GRPCRoute");
 
-const gatewayStages: Stages<undefined, GatewayObservation, GatewayPlan, undefined, StatusDecision> = {
+const gatewayStages: Stages<undefined, GatewayObservation, GatewayPlan, undefined, GatewayApiDecision> = {
   spec: () => undefined,
   observe: async (req, _spec, deps) => observeGateway(req, deps.now()),
   plan: (_req, _spec, observed) => planGateway(observed),
   act: async () => undefined,
-  decide: ({ plan }) => decision(plan.attachments, plan.status),
+  decide: ({ plan }) => decideGatewayApi(plan.attachments, plan.status),
 };
 
 export const gatewayModule: DecoratorModule = {
   name: "gatewayapi-gateway",
   object: { apiVersion: GW_V1, kind: "Gateway" },
   customize: () => [...worldRules(), relatedAll(API_VERSION, "tailnetingresses")],
-  sync: async (req, deps) => answer(await runDecorator(gatewayStages, req, deps)),
+  sync: async (req, deps) => answerOf(await runDecorator(gatewayStages, req, deps)),
 };
 
 export const gatewayApiModules: readonly DecoratorModule[] = [

@@ -4,7 +4,7 @@
  * defines them. The agent serves https on port 443 with a certificate from a Secret of the Gateway's own
  * namespace (the agent pod mounts it): so a listener is HTTPS on 443, terminates TLS, names one Secret, and
  * its hostname is a name the tailnet can publish — a bare label or `<label>.<zone>` (the Ingress class's rule,
- * ../ingress-class/attachment.ts hostLabel).
+ * src/kinds/shared/ingress-names.ts hostLabel).
  */
 import { conditionsOf } from "../../../conditions/table.js";
 import {
@@ -13,7 +13,7 @@ import {
   ListenerReason as R,
 } from "../../../conditions/tables/gateway-api.js";
 import { HTTPS_PORT } from "../../shared/expose-port.js";
-import { hostLabel } from "../ingress-class/attachment.js";
+import { hostLabel } from "../../shared/ingress-names.js";
 import type { AnyCondition } from "./conditions.js";
 import { type Grant, GW_GROUP, granted, type Listener, ROUTE_KINDS, type RouteKind } from "./read.js";
 

@@ -6,8 +6,10 @@
  * (docs/dns-names.md: a node's name wins, the older claimant keeps a name, the namespace's subtree) then
  * applies unchanged. Named Service ports are resolved here against the observed Service.
  */
+
 import { API_VERSION, GROUP } from "../../../api/schemas.js";
 import type { K8sObject } from "../../../k8s/objects.js";
+import { hostLabel } from "../../shared/ingress-names.js";
 import { isDns1035Label } from "../annotations.js";
 import type { BackendRef, HostRoute, IngressClassSpec, TlsEntry } from "./spec.js";
 
@@ -31,19 +33,6 @@ export const INGRESS_LABEL = `${GROUP}/ingress`;
 /** The tailnet port of every expose (left out of the attachment, shared/expose-port.ts): https. */
 
 export type AttachmentRefusal = { reason: "UnsupportedHost" | "UnresolvedPort" | "TLSMissing"; message: string };
-
-const LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-
-/** A rule's host as a label of the zone, or undefined when it is not a name the tailnet can publish. */
-export function hostLabel(host: string, zone: string | undefined): string | undefined {
-  const h = host.replace(/\.$/, "");
-  if (LABEL.test(h)) return h;
-  if (zone && h.endsWith(`.${zone}`)) {
-    const label = h.slice(0, -zone.length - 1);
-    if (LABEL.test(label)) return label;
-  }
-  return undefined;
-}
 
 const fqdn = (label: string, zone: string | undefined) => (zone ? `${label}.${zone}` : label);
 

@@ -12,7 +12,7 @@ import {
 } from "../../../../src/conditions/tables/gateway-api.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { planGatewayClass } from "../../../../src/kinds/decorators/gateway-api/class-plan.js";
-import { planGateway } from "../../../../src/kinds/decorators/gateway-api/gateway-plan.js";
+import { planGateway } from "../../../../src/kinds/decorators/gateway-api/plan.js";
 import { CONTROLLER_NAME } from "../../../../src/kinds/decorators/gateway-api/read.js";
 import { assertCoversTable } from "../../../helpers/reason-coverage.js";
 import {

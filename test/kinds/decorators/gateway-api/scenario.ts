@@ -1,7 +1,7 @@
 /** The scenario helpers of the Gateway API decide tests: one sync's plan, its conditions, the tables they cover. */
 import type { ConditionInput } from "../../../../src/conditions/condition.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import { type GatewayPlan, planGateway } from "../../../../src/kinds/decorators/gateway-api/gateway-plan.js";
+import { type GatewayPlan, planGateway } from "../../../../src/kinds/decorators/gateway-api/plan.js";
 import { CONTROLLER_NAME } from "../../../../src/kinds/decorators/gateway-api/read.js";
 import { planRouteStatus } from "../../../../src/kinds/decorators/gateway-api/route-plan.js";
 import { BASE, gateway, listener, NOW, service, world } from "./fixtures.js";

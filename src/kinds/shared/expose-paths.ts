@@ -5,8 +5,8 @@
  * `protocol` (h2c: a gRPC server, a GRPCRoute's backends) is carried into the agent config: how the agent speaks to
  * the backend (docs/http2.md).
  */
-import type { AgentPath } from "../../../contract/agent-config.js";
-import { recordOf } from "../../../k8s/objects.js";
+import type { AgentPath } from "../../contract/agent-config.js";
+import { recordOf } from "../../k8s/objects.js";
 
 export interface PathBackend {
   service: string;
