@@ -18,6 +18,7 @@ import { formatHostPort } from "./dial.js";
 import { forwardedTrailers, type H2Request, h2ResponseFields, headerObject } from "./h2-request.js";
 import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";
+import { STATUS_TEXT } from "./pipe.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = constants;
 
@@ -277,16 +278,7 @@ function sendTrailers(stream: ServerHttp2Stream | ClientHttp2Stream, fields: [st
 /** An error answer the agent makes itself, as HTTP/1.1's (pipe.ts errorResponse). */
 export function answerError(client: ServerHttp2Stream, status: 400 | 404 | 421 | 431 | 500 | 501 | 502 | 504): void {
   if (client.closed || client.destroyed || client.headersSent) return;
-  const text = {
-    400: "Bad Request",
-    404: "Not Found",
-    421: "Misdirected Request",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    502: "Bad Gateway",
-    504: "Gateway Timeout",
-  }[status];
+  const text = STATUS_TEXT[status];
   const body = status >= 500 ? `${status} ${text}\n` : "";
   client.respond({ ":status": status, "content-type": "text/plain; charset=utf-8", "content-length": body.length });
   client.end(body);

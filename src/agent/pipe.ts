@@ -47,16 +47,20 @@ export interface PipeTarget {
 
 type ErrorStatus = 400 | 404 | 431 | 500 | 501 | 502 | 504;
 
+/** The reason phrase of every answer the agent makes itself, HTTP/1.1 and HTTP/2 (h2-upstream.ts). */
+export const STATUS_TEXT = {
+  400: "Bad Request",
+  404: "Not Found",
+  421: "Misdirected Request",
+  431: "Request Header Fields Too Large",
+  500: "Internal Server Error",
+  501: "Not Implemented",
+  502: "Bad Gateway",
+  504: "Gateway Timeout",
+} as const;
+
 function errorResponse(status: ErrorStatus): string {
-  const text = {
-    400: "Bad Request",
-    404: "Not Found",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    502: "Bad Gateway",
-    504: "Gateway Timeout",
-  }[status];
+  const text = STATUS_TEXT[status];
   const body = status >= 500 ? `${status} ${text}\n` : "";
   return `HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`;
 }

@@ -30,6 +30,19 @@ export const backendNamespace = str({
     "The Service's namespace; default this one. Another namespace gives the agent no reach a pod of this namespace lacks (docs/security.md, Gateway API).",
 });
 
+/** A Service port a path's requests go to, and how the agent speaks to it. */
+const serviceBackend = (description: string): Schema =>
+  obj(
+    {
+      service,
+      namespace: backendNamespace,
+      port: { ...port, description: "The Service's port." },
+      protocol: backendProtocol,
+    },
+    ["service", "port"],
+    { description },
+  );
+
 export const exposePaths: Schema = arr(
   obj(
     {
@@ -65,31 +78,11 @@ export const exposePaths: Schema = arr(
           description: "Only requests with each header at exactly its value; more headers win.",
         },
       ),
-      backend: obj(
-        {
-          service,
-          namespace: backendNamespace,
-          port: { ...port, description: "The Service's port." },
-          protocol: backendProtocol,
-        },
-        ["service", "port"],
-        {
-          description: "Where requests matching the path go (or backends).",
-        },
-      ),
+      backend: serviceBackend("Where requests matching the path go (or backends)."),
       backends: arr(
         obj(
           {
-            backend: obj(
-              {
-                service,
-                namespace: backendNamespace,
-                port: { ...port, description: "The Service's port." },
-                protocol: backendProtocol,
-              },
-              ["service", "port"],
-              { description: "The Service; absent: an unresolved reference, whose share is answered 500." },
-            ),
+            backend: serviceBackend("The Service; absent: an unresolved reference, whose share is answered 500."),
             weight: int({ minimum: 0, maximum: MAX_WEIGHT, description: "Share of the requests; 0: none." }),
           },
           ["weight"],
