@@ -30,6 +30,7 @@ export const SLOW_FILES: Readonly<Record<string, string>> = {
   "test/agent/differential.test.ts": "the Go echo server (test/fixtures/goecho) and openssl",
   "test/agent/paths-differential.test.ts": "the Go router (test/fixtures/goroute), HAProxy and openssl",
   "test/agent/ingress-h2.test.ts": "openssl (test/fakes/agent/pki.ts)",
+  "test/agent/h2-gateway.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/agent/h2-limits.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/agent/ingress-http.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/agent/ingress-paths.test.ts": "openssl (test/fakes/agent/pki.ts)",
