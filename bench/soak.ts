@@ -335,6 +335,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
                 { ...ref, hostname: `gw${i}`, routes: [], dns: { zone: "ts.example.com" } },
                 { namespace: ns },
               );
+    // as the API server sends every object: its resourceVersion (unchanged in the steady state, where no status
+    // changes); the Tailnet's render memo keys an object by uid and resourceVersion (compose-memo.ts)
+    p.metadata.resourceVersion = String(1_000_000 + i);
     workloads.push(p);
     const kind = ["egress", "ingress", "site", "gateway"][pick];
     let status: Record<string, unknown> | undefined;

@@ -10,7 +10,7 @@
  */
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { Registry } from "prom-client";
-import { CompactGauge } from "./compact.js";
+import { CompactGauge, type SeriesSnapshot } from "./compact.js";
 
 /** Lines per chunk: about 3 ms of work, 300 KiB of text. */
 const LINES_PER_CHUNK = 2_500;
@@ -39,7 +39,7 @@ export async function* exposition(registry: Registry, linesPerChunk = LINES_PER_
   }
   const families = registry.getMetricsAsArray() as unknown[];
   // every compact family's series at one moment (as metrics() reads them all before it awaits)
-  const snapshots = new Map<unknown, ReturnType<CompactGauge<string>["snapshot"]>>();
+  const snapshots = new Map<unknown, SeriesSnapshot>();
   for (const f of families) if (f instanceof CompactGauge) snapshots.set(f, f.snapshot());
   for (let i = 0; i < families.length; i++) {
     const family = families[i];
@@ -48,20 +48,20 @@ export async function* exposition(registry: Registry, linesPerChunk = LINES_PER_
       yield sep + (await registry.getSingleMetricAsString((family as { name: string }).name));
       continue;
     }
-    const { keys, values } = snapshots.get(family) as ReturnType<CompactGauge<string>["snapshot"]>;
+    const snap = snapshots.get(family) as SeriesSnapshot;
     snapshots.delete(family);
     const name = escapeString(family.name);
     const prefixes = family.labelNames.map((l, j) => `${j === 0 ? "" : ","}${l}="`);
     let lines: string[] = [`${sep}# HELP ${name} ${escapeString(family.help)}\n# TYPE ${name} gauge`];
-    for (let k = 0; k < keys.length; k++) {
-      const parts = CompactGauge.labelValues(keys[k]);
+    for (let k = 0; k < snap.size; k++) {
+      const parts = snap.labelValues(k);
       let line = `\n${name}`;
       if (prefixes.length) {
         line += "{";
         for (let j = 0; j < prefixes.length; j++) line += `${prefixes[j]}${escapeLabelValue(parts[j])}"`;
         line += "}";
       }
-      lines.push(`${line} ${valueString(values[k])}`);
+      lines.push(`${line} ${valueString(snap.value(k))}`);
       if (lines.length >= linesPerChunk) {
         yield lines.join("");
         lines = [];

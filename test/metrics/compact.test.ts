@@ -64,4 +64,68 @@ describe("CompactGauge", () => {
     console.log(`compact ${compact.toFixed(0)}, Gauge ${gauge.toFixed(0)} bytes per series`);
     assert.ok(gauge > 2 * compact, `Gauge ${gauge.toFixed(0)} vs compact ${compact.toFixed(0)} bytes per series`);
   });
+
+  it("groupBy: the same series and values as a Gauge after the same sets, removes and incs, lines grouped per object", async () => {
+    const [a, b] = [new Registry(), new Registry()];
+    const gauge = new Gauge({ ...spec, registers: [a] });
+    const compact = new CompactGauge({ ...spec, registers: [b], groupBy: 3 });
+    for (let i = 0; i < 60; i++) {
+      const labels = {
+        kind: "TailnetIngress",
+        namespace: `ns${i % 4}`,
+        name: `o"b\\j\n${i % 9}`,
+        type: `T${i % 3}`,
+        reason: `R${i % 5}`,
+      };
+      for (const g of [gauge, compact]) g.set(labels, i % 2);
+      if (i % 4 === 0) for (const g of [gauge, compact]) g.remove(labels);
+      if (i % 6 === 0) for (const g of [gauge, compact]) g.inc({ ...labels, reason: "Inc" }, 2);
+      if (i % 7 === 0) for (const g of [gauge, compact]) g.set({ ...labels, reason: "Stamp" }, 1.7e9 + i);
+    }
+    compact.remove({ kind: "nothing", namespace: "x", name: "y", type: "z", reason: "w" });
+    const lines = (text: string) =>
+      text
+        .split("\n")
+        .filter((l) => l && !l.startsWith("#"))
+        .sort();
+    const [ta, tb] = [await a.metrics(), await b.metrics()];
+    assert.ok(lines(ta).length > 40);
+    assert.deepEqual(lines(tb), lines(ta));
+    assert.equal(compact.size, lines(ta).length);
+    const byLabels = (v: { labels: Record<string, string | number>; value: number }[]) =>
+      v.map((x) => `${JSON.stringify(x.labels)}=${x.value}`).sort();
+    assert.deepEqual(byLabels((await compact.get()).values), byLabels((await gauge.get()).values));
+    // an object's lines come together, in the order objects were first set
+    const heads =
+      lines(tb).length &&
+      tb
+        .split("\n")
+        .filter((l) => l.startsWith("tailnet_"))
+        .map((l) => l.split(",type=")[0]);
+    const runs = (heads as string[]).filter((h, i, all) => i === 0 || all[i - 1] !== h);
+    assert.equal(new Set(runs).size, runs.length, "each object's series are one run of lines");
+  });
+  it("groupBy: 8 series an object cost under 60 bytes of heap each", () => {
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const g = new CompactGauge({ ...spec, registers: [new Registry()], groupBy: 3 });
+    const types = [
+      "Ready",
+      "Registered",
+      "TagKnown",
+      "PolicyGranted",
+      "TLSReady",
+      "BackendsReachable",
+      "DNSServed",
+      "NodeIdentity",
+    ];
+    for (let i = 0; i < 12_500; i++)
+      for (const type of types)
+        g.set({ kind: "TailnetIngress", namespace: `ns-${i % 50}`, name: `obj-${i}`, type, reason: type }, 1);
+    gc();
+    const bytes = (process.memoryUsage().heapUsed - before) / 100_000;
+    assert.equal(g.size, 100_000);
+    console.log(`grouped ${bytes.toFixed(0)} bytes per series`);
+    assert.ok(bytes < 60, `${bytes.toFixed(0)} bytes per series`);
+  });
 });
