@@ -207,6 +207,8 @@ describe("TailnetGateway as an exit node on the real tailnet", { timeout: 600_00
       describeWorld,
     );
     assert.equal(answer.trim(), `from ${GW_LINK_IP}`, "the test host sees the gateway's address, not the laptop's");
+    // the answer can reach the laptop before the test host's log line reaches this process through its stdout pipe
+    await waitFor("the test host's log of the connection", async () => connections().length > 0 || undefined, 10_000);
     assert.ok(
       connections().length > 0 && connections().every((c) => c.startsWith(`conn ${GW_LINK_IP} to `)),
       connections().join("\n"),
