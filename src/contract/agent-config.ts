@@ -294,7 +294,8 @@ function checkSemantics(config: AgentConfig, source: string): void {
     if (config.targets.length === 0) fail("targets", "must list at least one target for role egress");
     if (config.exposes.length > 0) fail("exposes", "must be empty for role egress");
   } else {
-    if (config.exposes.length === 0) fail("exposes", "must list at least one expose for role ingress");
+    // no expose: every one of the TailnetIngress is refused (a backend another namespace did not give it,
+    // src/kinds/composite/ingress/permitted.ts); the agent keeps its node and serves nothing
     if (config.targets.length > 0) fail("targets", "must be empty for role ingress");
   }
   const seenTargets = new Map<string, number>();

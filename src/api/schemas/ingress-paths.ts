@@ -27,8 +27,22 @@ const service = str({ pattern: DNS1035_PATTERN, description: "A Service name." }
 export const backendNamespace = str({
   pattern: "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
   description:
-    "The Service's namespace; default this one. Another namespace gives the agent no reach a pod of this namespace lacks (docs/security.md, Gateway API).",
+    "The Service's namespace; default this one. Another namespace's Service is served only with its consent: a ReferenceGrant there from TailnetIngress in this namespace to that Service, or (written by the Gateway API class) the route below; else the expose is not served, BackendsReachable False/BackendNotPermitted (docs/security.md).",
 });
+
+/** The route a backend comes from (the Gateway API class writes it): ingress/permitted.ts checks it against the cluster. */
+export const backendRoute = obj(
+  {
+    kind: str({ enum: ["HTTPRoute", "GRPCRoute"], description: "The route's kind (gateway.networking.k8s.io)." }),
+    namespace: str({ pattern: "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", description: "The route's namespace." }),
+    name: str({ minLength: 1, maxLength: 253, description: "The route's name." }),
+  },
+  ["kind", "namespace", "name"],
+  {
+    description:
+      "Written by the Gateway API class for a backend in another namespace: the route that names it. Served only while that route names this ingress's Gateway as a parent and this Service and port as a backendRef, with the ReferenceGrant the Gateway API requires for it.",
+  },
+);
 
 /** A Service port a path's requests go to, and how the agent speaks to it. */
 const serviceBackend = (description: string): Schema =>
@@ -38,6 +52,7 @@ const serviceBackend = (description: string): Schema =>
       namespace: backendNamespace,
       port: { ...port, description: "The Service's port." },
       protocol: backendProtocol,
+      route: backendRoute,
     },
     ["service", "port"],
     { description },

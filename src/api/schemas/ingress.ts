@@ -28,7 +28,7 @@ import {
   tag,
   tailnetRef,
 } from "./common.js";
-import { backendNamespace, backendProtocol, exposePaths } from "./ingress-paths.js";
+import { backendNamespace, backendProtocol, backendRoute, exposePaths } from "./ingress-paths.js";
 
 export const ingressSpec: Schema = obj(
   {
@@ -67,10 +67,11 @@ export const ingressSpec: Schema = obj(
           }),
           backend: obj(
             {
-              service: str({ pattern: DNS1035_PATTERN, description: "A Service in this namespace." }),
+              service: str({ pattern: DNS1035_PATTERN, description: "A Service (in namespace, default this one)." }),
               namespace: backendNamespace,
               port: { ...port, description: "The Service's port." },
               protocol: backendProtocol,
+              route: backendRoute,
             },
             ["service", "port"],
             { description: "Where connections go: required in modes tcp and http, refused in kube-api." },

@@ -21,6 +21,9 @@ export const INGRESS_REASONS = {
   BackendsReachable: {
     Reachable: ["True"],
     Unreachable: ["False"],
+    // a backend in another namespace without that namespace's consent (ingress/permitted.ts): its expose is not served
+    BackendNotPermitted: ["False"],
+    GatewayAPIMissing: ["False"],
     ProbeFailed: ["Unknown"],
     ...notEvaluated("InvalidSpec"),
   },
@@ -79,6 +82,8 @@ export const INGRESS_REASONS = {
     IssuerNotAllowed: ["False"],
     CertificatePending: ["False"],
     CertificateFailed: ["False"],
+    BackendNotPermitted: ["False"],
+    GatewayAPIMissing: ["False"],
     Unreachable: ["False"],
     ProbeFailed: ["False"],
     Unknown: ["False"],

@@ -51,10 +51,11 @@ export function kindOfResource(resource: string): string {
 }
 
 /** The kustomize components that change CompositeControllers (manifests/components/<name>), as shipped. */
-export type ControllerComponent = "cert-manager";
+export type ControllerComponent = "cert-manager" | "gateway-api";
 /** Per component: its JSON6902 patch file and the CompositeController it targets (its kustomization.yaml). */
 const COMPONENT_PATCHES: Record<ControllerComponent, { hookKind: string; file: string }> = {
   "cert-manager": { hookKind: "ingress", file: "cert-manager/ingress-certificates.yaml" },
+  "gateway-api": { hookKind: "ingress", file: "gateway-api/ingress-referencegrants.yaml" },
 };
 
 const cache = new Map<string, CompositeController>();

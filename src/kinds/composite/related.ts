@@ -9,8 +9,11 @@ import type { OperatorConfig } from "../../config.js";
 import { credentialsSecretName, OWNER_UID_LABEL } from "../../k8s/labels.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import type { RelatedRule } from "../../pipeline/types.js";
+import { GRANT_VERSION, GW_V1 } from "../decorators/gateway-api/read.js";
 import { proxyClassRules } from "../shared/proxy-class.js";
 import { tailnetRefName } from "../shared/tailnet-ref.js";
+import { foreignBackends } from "./ingress/permitted.js";
+import { readIngressSpec } from "./ingress/spec.js";
 
 type Spec = Record<string, unknown>;
 const specOf = (p: K8sObject): Spec => (p.spec && typeof p.spec === "object" ? (p.spec as Spec) : {});
@@ -96,7 +99,33 @@ export function egressRelated(parent: K8sObject, config: OperatorConfig): Relate
   return rules;
 }
 
-export function ingressRelated(parent: K8sObject, config: OperatorConfig): RelatedRule[] {
+/**
+ * What gives a backend in another namespace (ingress/permitted.ts): the ReferenceGrants of each such namespace, and
+ * the routes the backends name, by name. Only while ReferenceGrants are served (`grantsServed`, the gateway-api
+ * component): a related type the API server does not serve fails the whole sync. From the spec alone, as customize must.
+ */
+function backendGrantRules(parent: K8sObject, grantsServed: boolean): RelatedRule[] {
+  const ns = parent.metadata.namespace;
+  if (!grantsServed || !ns) return [];
+  const foreign = foreignBackends(readIngressSpec(parent), ns).map((u) => u.backend);
+  const rules: RelatedRule[] = uniqSorted(foreign.map((b) => b.namespace ?? ns)).map((namespace) => ({
+    apiVersion: GRANT_VERSION,
+    resource: "referencegrants",
+    namespace,
+  }));
+  const routes = new Map<string, string[]>();
+  for (const r of foreign.flatMap((b) => (b.route ? [b.route] : []))) {
+    const key = `${r.kind === "GRPCRoute" ? "grpcroutes" : "httproutes"} ${r.namespace}`;
+    routes.set(key, [...(routes.get(key) ?? []), r.name]);
+  }
+  for (const [key, names] of [...routes].sort()) {
+    const [resource, namespace] = key.split(" ");
+    rules.push({ apiVersion: GW_V1, resource, namespace, names: uniqSorted(names) });
+  }
+  return rules;
+}
+
+export function ingressRelated(parent: K8sObject, config: OperatorConfig, grantsServed = false): RelatedRule[] {
   const exposes = records(specOf(parent).exposes);
   // the Secret of each expose: its own, or the one its Certificate fills (ingress/certificate.ts certificateName)
   const tls = uniqSorted(
@@ -120,7 +149,7 @@ export function ingressRelated(parent: K8sObject, config: OperatorConfig): Relat
   const rules = workloadRelated(parent, config);
   if (ns && tls.length) rules.push({ apiVersion: "v1", resource: "secrets", namespace: ns, names: tls });
   if (ns && backends.length) rules.push({ apiVersion: "v1", resource: "services", namespace: ns, names: backends });
-  rules.push(all("tailnetingresses"), ...proxyClassRules(parent));
+  rules.push(all("tailnetingresses"), ...proxyClassRules(parent), ...backendGrantRules(parent, grantsServed));
   return rules;
 }
 

@@ -14,6 +14,22 @@ export interface PathBackend {
   port: number;
   /** How the agent speaks to it (h2c: a GRPCRoute's backend). */
   protocol?: "http1" | "h2c";
+  /** Written by the Gateway API class: the route it comes from (ingress/permitted.ts checks it against the cluster). */
+  route?: RouteRef;
+}
+
+export interface RouteRef {
+  kind: "HTTPRoute" | "GRPCRoute";
+  namespace: string;
+  name: string;
+}
+
+function readRouteRef(raw: unknown): { route?: RouteRef } {
+  const r = recordOf(raw);
+  const kind = r.kind === "HTTPRoute" || r.kind === "GRPCRoute" ? r.kind : undefined;
+  const namespace = str(r.namespace);
+  const name = str(r.name);
+  return kind && namespace && name ? { route: { kind, namespace, name } } : {};
 }
 
 export interface WeightedBackend {
@@ -42,6 +58,7 @@ export function readBackend(raw: unknown): PathBackend {
     ...(str(b.namespace) ? { namespace: b.namespace as string } : {}),
     port: Number(b.port),
     ...(b.protocol === "h2c" || b.protocol === "http1" ? { protocol: b.protocol } : {}),
+    ...readRouteRef(b.route),
   };
 }
 

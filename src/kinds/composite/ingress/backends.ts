@@ -7,6 +7,7 @@ import { IngressCondition as C, IngressReason as R } from "../../../conditions/t
 import type { ScrapeResult } from "../../../pipeline/types.js";
 import { listNames } from "../../shared/node-names.js";
 import { cond, type IngressCondition } from "./conditions.js";
+import type { BackendRefusal } from "./permitted.js";
 import { type IngressSpec, KUBE_API_BACKEND } from "./spec.js";
 
 const MAX_PARTS = 5;
@@ -29,6 +30,29 @@ export interface BackendsOutcome {
  * scraped pods, it is unknown.
  */
 export function backendsCondition(
+  spec: IngressSpec,
+  namespace: string,
+  agent: string,
+  scrapes: readonly ScrapeResult[],
+  services: ReadonlySet<string>,
+  refused: ReadonlyMap<string, BackendRefusal> = new Map(),
+): BackendsOutcome {
+  if (refused.size === 0) return probedCondition(spec, namespace, agent, scrapes, services);
+  // A refused expose is not in the agent's config (so never reported): the others are judged as probed, and the
+  // refusal, which only the ingress's author can lift, is what the condition says.
+  const served = { ...spec, exposes: spec.exposes.filter((e) => !refused.has(e.name)) };
+  const { reachable } = probedCondition(served, namespace, agent, scrapes, services);
+  for (const e of spec.exposes) if (refused.has(e.name)) reachable.set(e.name, false);
+  const all = [...refused.values()];
+  const reason = all.some((r) => r.reason === "BackendNotPermitted") ? R.BackendNotPermitted : R.GatewayAPIMissing;
+  const notServed = `; ${refused.size === 1 ? "that expose is" : `those ${refused.size} exposes are`} not served`;
+  return {
+    condition: cond(C.BackendsReachable, "False", reason, `${joinParts(all.map((r) => r.message))}${notServed}`),
+    reachable: new Map(spec.exposes.map((e) => [e.name, reachable.get(e.name)])),
+  };
+}
+
+function probedCondition(
   spec: IngressSpec,
   namespace: string,
   agent: string,

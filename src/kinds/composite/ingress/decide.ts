@@ -2,7 +2,8 @@
  * decide for a TailnetIngress (pure): spec + observation + the outcomes of act in, children +
  * conditions + status fields out. Ready repeats the first blocker: NoTailnet / NoAPIKey, TagUnknown,
  * InvalidDNSName, DNSNameReserved, DNSNameConflict, then Registered, PolicyGranted, TLSReady, BackendsReachable
- * (reasons page order). The writes it reports on are planned in plan.ts.
+ * (reasons page order). An expose whose backend is in a namespace that did not consent (permitted.ts) is left out
+ * of the agent's config, BackendsReachable False/BackendNotPermitted. The writes it reports on are planned in plan.ts.
  */
 import { IngressCondition as C, IngressReason as R } from "../../../conditions/tables/ingress.js";
 import type { HsNode } from "../../../headscale/types.js";
@@ -34,6 +35,7 @@ import { type IngressFacts, ingressOwnKeys, settingsOf, type TailnetView } from 
 import { policyGranted } from "./granted.js";
 import { type Blocker, dnsServedCondition, namesBlockers, publishedNames } from "./names.js";
 import type { IngressObservation } from "./observe.js";
+import { refusedExposes } from "./permitted.js";
 import type { IngressPlan } from "./plan.js";
 import type { IngressSpec } from "./spec.js";
 import { tlsCondition } from "./tls.js";
@@ -232,7 +234,8 @@ function conditionsOfIngress(input: IngressDecideInput, seen: NamesSeen) {
           condition: cond(C.TLSReady, "Unknown", R.NoTailnet, `not evaluated: ${tailnet.ok ? "" : tailnet.message}`),
           nextExpiry: undefined,
         };
-  const backends = backendsCondition(spec, namespace, agentName(parent), input.scrapes, input.services);
+  const refused = refusedExposes(parent, spec, input.backendGrants);
+  const backends = backendsCondition(spec, namespace, agentName(parent), input.scrapes, input.services, refused);
   const mine = tailnet.ok && tag && input.nodes?.ok ? nodesWithTag(input.nodes.value, tag) : undefined;
   // NodeIdentity never stops Ready on an agent: the data plane works, the alert reports it
   const replicas = decideReplicas(
@@ -250,7 +253,7 @@ function conditionsOfIngress(input: IngressDecideInput, seen: NamesSeen) {
     published: publishedNames(names, lostNames(seen)),
     scrapes: input.scrapes,
   });
-  return { tagKnown, registered, granted, tls, backends, mine, replicas, identity, dns };
+  return { tagKnown, registered, granted, tls, backends, refused, mine, replicas, identity, dns };
 }
 
 type IngressConditions = ReturnType<typeof conditionsOfIngress>;
@@ -291,25 +294,32 @@ function childrenOfIngress(input: IngressDecideInput, seen: NamesSeen, c: Ingres
   const { tag, names, flat } = seen;
   if (!(tailnet.ok && tag && names))
     return withoutStateData(input.children.filter((c) => !c.metadata.deletionTimestamp).map(reuseObserved));
-  return ingressChildren(parent, input.config, spec, {
-    tag,
-    loginServer: tailnet.loginServer,
-    names: names.exposes,
-    authKeySecret: input.authKey.secret,
-    ca: tailnet.ca,
-    ...(tailnet.proxyClass ? { proxyClass: tailnet.proxyClass } : {}),
-    ...nodeHostnameOf(spec.hostname, parent.metadata.namespace ?? "", flat),
-    replicas: input.replicas,
-    ...(input.replicaPlan ? { replicaPlan: input.replicaPlan } : {}),
-    released: input.replicaNodes?.released ?? new Set(),
-    migrated: c.replicas.migrated,
-    certificates: certificateChildren(parent, spec, {
-      tailnet: tailnet.settings.name,
-      certificates: tailnet.settings.certificates,
-      watched: input.certificatesWatched === true,
-      publishedOf: publishedOfExpose(seen),
-    }),
-  });
+  // an expose with a backend in another namespace that did not consent is left out of the agent's config (permitted.ts)
+  const served = (_e: unknown, i: number) => !c.refused.has(spec.exposes[i].name);
+  return ingressChildren(
+    parent,
+    input.config,
+    { ...spec, exposes: spec.exposes.filter(served) },
+    {
+      tag,
+      loginServer: tailnet.loginServer,
+      names: names.exposes.filter(served),
+      authKeySecret: input.authKey.secret,
+      ca: tailnet.ca,
+      ...(tailnet.proxyClass ? { proxyClass: tailnet.proxyClass } : {}),
+      ...nodeHostnameOf(spec.hostname, parent.metadata.namespace ?? "", flat),
+      replicas: input.replicas,
+      ...(input.replicaPlan ? { replicaPlan: input.replicaPlan } : {}),
+      released: input.replicaNodes?.released ?? new Set(),
+      migrated: c.replicas.migrated,
+      certificates: certificateChildren(parent, spec, {
+        tailnet: tailnet.settings.name,
+        certificates: tailnet.settings.certificates,
+        watched: input.certificatesWatched === true,
+        publishedOf: publishedOfExpose(seen),
+      }),
+    },
+  );
 }
 
 /** The status fields: the names published (never one held or conflicting), reachability, nodes and keys. */

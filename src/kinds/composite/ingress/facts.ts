@@ -12,6 +12,7 @@ import { observedKeys } from "../../shared/authkey.js";
 import type { ProxyClassSpec } from "../../shared/proxy-class.js";
 import { ownKeyIds, type TenancyReason } from "../../shared/tenancy.js";
 import type { TailnetSettings } from "../../shared/workload.js";
+import type { GrantsSeen } from "./permitted.js";
 
 /**
  * The Tailnet as decide sees it: resolved (with the login server), or why not. Without credentials
@@ -52,6 +53,8 @@ export interface IngressFacts {
   services: ReadonlySet<string>;
   /** Every TailnetIngress (name conflicts). */
   ingresses: K8sObject[];
+  /** ReferenceGrants and routes that may give a backend in another namespace (permitted.ts). */
+  backendGrants: GrantsSeen;
   /** The key ids the ingress minted, when observe read Headscale's key list (adoption, ownKeyIds). */
   ownKeys?: ReadonlySet<string>;
   /** LeftOutOfPolicy's message: the Tailnet left this ingress's grant out of the policy. */

@@ -16,6 +16,7 @@ import { decideIngressSync, type IngressDecision } from "./decide.js";
 import { finalizeIngress } from "./finalize.js";
 import { publishIngressMetrics } from "./metrics.js";
 import { type IngressObservation, observeIngress } from "./observe.js";
+import { grantsServedBy } from "./permitted.js";
 import { type IngressPlan, planIngress } from "./plan.js";
 import { type IngressSpec, ingressSpecProblem, readIngressSpec } from "./spec.js";
 
@@ -34,7 +35,7 @@ function invalid(req: HookRequest, message: string, deps: HookDeps): SyncResult 
 
 export const ingressModule: KindModule = {
   hookKind: "ingress",
-  customize: (req, deps) => ingressRelated(req.parent, deps.config),
+  customize: (req, deps) => ingressRelated(req.parent, deps.config, grantsServedBy(req.controller)),
   sync: (req, deps) => runSync(stages, req, deps),
   finalize: finalizeIngress,
   specProblem: ingressSpecProblem,

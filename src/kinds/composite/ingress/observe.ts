@@ -11,6 +11,7 @@ import type { HsNode, HsPreAuthKey } from "../../../headscale/types.js";
 import type { HeadscaleView } from "../../../headscale/view.js";
 import { type K8sObject, objectsOf } from "../../../k8s/objects.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
+import { GRANT_VERSION, GW_V1, readGrant, readRoute } from "../../decorators/gateway-api/read.js";
 import { observeReplicas } from "../../shared/agent-replicas.js";
 import { observedKeys } from "../../shared/authkey.js";
 import { CERTIFICATE_CHILD_KEY } from "../../shared/certificates.js";
@@ -29,6 +30,7 @@ import {
 import { servedSecretOf } from "./certificate.js";
 import type { IngressFacts, TailnetView } from "./facts.js";
 import { namesToAsk } from "./names.js";
+import { type GrantsSeen, REFERENCE_GRANT_CHILD_KEY } from "./permitted.js";
 import type { IngressSpec } from "./spec.js";
 
 /** What observe hands on: the facts for plan and decide, and the view act writes through (none without a Tailnet). */
@@ -149,11 +151,27 @@ export async function observeIngress(req: HookRequest, spec: IngressSpec, deps: 
       certificatesWatched: CERTIFICATE_CHILD_KEY in (req.children ?? {}),
       services,
       ingresses: objectsOf(req.related, API_VERSION, "TailnetIngress"),
+      backendGrants: backendGrantsOf(req),
       ...leftOutFact(req),
       ...(ownKeys ? { ownKeys } : {}),
       now: deps.now(),
     },
     view,
+  };
+}
+
+/**
+ * The ReferenceGrants and routes customize asked for (related.ts ingressRelated): served only with the gateway-api
+ * component (permitted.ts REFERENCE_GRANT_CHILD_KEY). A type customize did not ask for reads as none: refused.
+ */
+function backendGrantsOf(req: HookRequest): GrantsSeen {
+  return {
+    served: REFERENCE_GRANT_CHILD_KEY in (req.children ?? {}),
+    grants: objectsOf(req.related, GRANT_VERSION, "ReferenceGrant").map(readGrant),
+    // the kind from the type key the object came under, never from the object
+    routes: (["HTTPRoute", "GRPCRoute"] as const).flatMap((kind) =>
+      objectsOf(req.related, GW_V1, kind).map((o) => readRoute({ ...o, kind })),
+    ),
   };
 }
 

@@ -47,10 +47,11 @@ function listenerPaths(b: BoundGateway, listener: string): ExposePath[] {
           pathType: m.pathType,
           ...(m.method ? { method: m.method } : {}),
           ...(m.headers.length ? { headers: m.headers } : {}),
-          // a backend of the Gateway's own namespace needs no namespace on the TailnetIngress (it lives there)
+          // a backend of the Gateway's own namespace needs no namespace on the TailnetIngress (it lives there),
+          // nor the route that gave it: only another namespace's needs its consent (ingress/permitted.ts)
           backends: rule.backends.map((w) => {
             if (!w.backend || w.backend.namespace !== gatewayNs) return w;
-            const { namespace: _same, ...backend } = w.backend;
+            const { namespace: _same, route: _route, ...backend } = w.backend;
             return { ...w, backend };
           }),
         });

@@ -63,7 +63,15 @@ export function resolveBackends(
         return { weight: b.weight };
       }
       return {
-        backend: { service: b.name, namespace: b.namespace, port: b.port as number, ...protocol },
+        // the route it comes from: the TailnetIngress re-checks a backend in another namespace against it
+        // (ingress/permitted.ts), so a hand-written ingress cannot claim what no route gave its Gateway
+        backend: {
+          service: b.name,
+          namespace: b.namespace,
+          port: b.port as number,
+          ...protocol,
+          route: { kind: route.kind, namespace: route.namespace, name: route.name },
+        },
         weight: b.weight,
       };
     });

@@ -219,6 +219,7 @@ export function healthyInput(good: IssuedCertificate, over: Over = {}): IngressD
     tlsSecrets: new Map([["grafana-tls", tlsSecret("grafana-tls", good)]]),
     services: new Set(["grafana"]),
     ingresses: [parent],
+    backendGrants: { served: true, grants: [], routes: [] },
     authKey: keyOutcome(parent),
     now: AT,
     ...over,

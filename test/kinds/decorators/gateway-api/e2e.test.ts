@@ -293,7 +293,15 @@ describe("Gateway API class tailnet end to end (Metacontroller emulator)", () =>
       exposes: { paths: { backends: unknown[] }[] }[];
     };
     assert.deepEqual(after.exposes[0].paths[1].backends, [
-      { backend: { service: "search", namespace: "other", port: 80 }, weight: 1 },
+      {
+        backend: {
+          service: "search",
+          namespace: "other",
+          port: 80,
+          route: { kind: "HTTPRoute", namespace: NS, name: "reach" },
+        },
+        weight: 1,
+      },
     ]);
   });
 });

@@ -68,7 +68,18 @@ describe("routes: parents[] and the attacker", () => {
         name: "rule-0",
         path: "/",
         pathType: "Prefix",
-        backends: [{ backend: { service: "b", namespace: "other", port: 80 }, weight: 1 }],
+        // a backend in another namespace names the route it comes from: the TailnetIngress re-checks it
+        backends: [
+          {
+            backend: {
+              service: "b",
+              namespace: "other",
+              port: 80,
+              route: { kind: "HTTPRoute", namespace: "other", name: "x" },
+            },
+            weight: 1,
+          },
+        ],
       },
     ]);
   });
