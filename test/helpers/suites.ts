@@ -58,6 +58,7 @@ export const SLOW_FILES: Readonly<Record<string, string>> = {
   "test/kinds/composite/ingress/decide-status.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/kinds/composite/ingress/certificate.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/kinds/composite/ingress/decide.test.ts": "openssl (test/fakes/agent/pki.ts)",
+  "test/kinds/composite/ingress/grants.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/kinds/composite/ingress/e2e-certificates.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/kinds/composite/ingress/e2e-ha.test.ts": "openssl (test/fakes/agent/pki.ts)",
   "test/kinds/composite/ingress/e2e-https.test.ts": "openssl (test/fakes/agent/pki.ts)",

@@ -18,6 +18,7 @@ import { failed, hsNode, ok, policy } from "../../shared/fixtures.js";
 import { leftOutText } from "../../shared/left-out-fixture.js";
 import { certificateRows } from "./certificate-inputs.js";
 import { ingress, NOT_SERVED, scraped, TAG, tcpIngress, tlsSecret, WEB } from "./fixtures.js";
+import { grantRows } from "./grant-inputs.js";
 import {
   agentNode,
   type Certificates,
@@ -617,6 +618,8 @@ describe("decideIngress: conditions", () => {
       ...[...rows, ...staircase].map((r) => decideIngress(r.input()).conditions),
       ...identityInputs(certs.good).map((r) => decideIngress(r.input).conditions),
       ...certificateRows(() => certs).map((r) => decideIngress(r.input()).conditions),
+      // a backend in another namespace (grants.test.ts)
+      ...grantRows(input).map((r) => decideIngress(r.input()).conditions),
       invalid,
     ]);
   });

@@ -16,7 +16,8 @@ export const LOGIN = "https://hs.example.com";
 export interface ExposeInput {
   name: string;
   port: number;
-  backend: { service: string; port: number };
+  backend: { service: string; port: number; namespace?: string; route?: Record<string, string> };
+  paths?: Record<string, unknown>[];
   host?: string;
   aliases?: string[];
   tls?: { secretName?: string; issuerRef?: { name: string; kind?: string; group?: string } };
