@@ -91,6 +91,16 @@ describe("chart DecoratorControllers", () => {
     const off = chart.filter((o) => o.kind === "GatewayClass" || names.has(o.metadata.name));
     assert.deepEqual(off, []);
   });
+  it("gatewayAPI.enabled appends the component's ReferenceGrant child type to the TailnetIngress controller; off by default", () => {
+    const childrenOf = (objects: K8sObject[]) =>
+      (find(objects, "CompositeController", "tailnet-operator-ingress").spec as { childResources: unknown[] })
+        .childResources;
+    const file = join(repoRoot, "manifests/components/gateway-api/ingress-referencegrants.yaml");
+    const [patch] = parse(readFileSync(file, "utf8")) as { value: unknown }[];
+    const base = childrenOf(renderChart());
+    assert.ok(!JSON.stringify(base).includes("referencegrants"));
+    assert.deepEqual(childrenOf(renderChart({ gatewayAPI: { enabled: true } })), [...base, patch.value]);
+  });
   it("decoratorControllers.enabled: false renders none", () => {
     const off = renderChart({ decoratorControllers: { enabled: false } });
     assert.deepEqual(

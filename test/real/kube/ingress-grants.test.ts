@@ -185,6 +185,7 @@ describe("TailnetIngress backends in other namespaces on a real API server", {
         },
         spec: {
           tailnetRef: { name: "home" },
+          hostname: "shop",
           mode: "http",
           exposes: [
             { name: "granted", host: "a", backend: { service: "search", namespace: "other", port: 80 }, tls },
