@@ -501,6 +501,9 @@ describe("TailnetIngress end to end", () => {
       IngressReason.CertificatePending,
       IngressReason.CertificateFailed,
       IngressReason.TLSExpiring,
+      // a backend in another namespace: e2e-grants.test.ts (with and without the gateway-api component)
+      IngressReason.BackendNotPermitted,
+      IngressReason.GatewayAPIMissing,
     ]);
     const missing = Object.values(IngressReason).filter((r) => !seen.has(r) && !tenancy.has(r));
     assert.deepEqual(missing, []);
