@@ -103,7 +103,14 @@ export async function render(input: RenderInput): Promise<RenderResult> {
     deps: { views, now: () => input.now, scraper: scraperFrom(input.agents), events },
   });
   await app.ready();
-  const loop = new MetacontrollerLoop({ app, agentPods: input.agents ? { metricsPort: () => 9080 } : undefined });
+  // Gateway API objects in the input mean the Gateway API is installed: with it the gateway-api component, whose
+  // ReferenceGrants let a TailnetIngress name another namespace's Service (ingress/permitted.ts)
+  const gatewayApi = input.objects.some((o) => String(o.apiVersion ?? "").startsWith("gateway.networking.k8s.io/"));
+  const loop = new MetacontrollerLoop({
+    app,
+    agentPods: input.agents ? { metricsPort: () => 9080 } : undefined,
+    ...(gatewayApi ? { components: ["gateway-api" as const] } : {}),
+  });
   const errors: string[] = [];
   try {
     for (const o of withPlaceholders(input.objects)) loop.apply(o as Obj);
