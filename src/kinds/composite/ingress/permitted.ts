@@ -82,11 +82,10 @@ export const foreignBackends = (spec: IngressSpec, namespace: string): BackendUs
 
 /** The Gateway that controls the ingress (its controller ownerReference), by name; undefined for any other. */
 function owningGateway(parent: K8sObject): string | undefined {
-  const refs = (parent.metadata as { ownerReferences?: unknown }).ownerReferences;
-  const owner = (Array.isArray(refs) ? refs : []).find(
-    (r) => r?.controller === true && r.kind === "Gateway" && String(r.apiVersion ?? "").startsWith(`${GW_GROUP}/`),
-  ) as { name?: unknown } | undefined;
-  return typeof owner?.name === "string" ? owner.name : undefined;
+  const owner = (parent.metadata.ownerReferences ?? []).find(
+    (r) => r.controller === true && r.kind === "Gateway" && String(r.apiVersion).startsWith(`${GW_GROUP}/`),
+  );
+  return typeof owner?.name === "string" && owner.name ? owner.name : undefined;
 }
 
 /** Why the route a backend names does not give it to this ingress, or undefined when it does. */
