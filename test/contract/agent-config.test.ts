@@ -37,6 +37,8 @@ test("defaults are filled in and the listen address follows the role, never wher
   assert.equal(ingress.metricsHost, "pod-ip");
   assert.equal(ingress.refuseHost, undefined);
   assert.deepEqual(ingress.exposes, [web]);
+  // every expose of the TailnetIngress refused (a backend another namespace did not grant): the agent serves nothing
+  assert.deepEqual(validateAgentConfig({ role: "ingress", metricsPort: 9080, exposes: [] }).exposes, []);
 });
 
 test("pod-ip is the POD_IP environment variable; without a usable one the agent does not start (issue 31)", () => {

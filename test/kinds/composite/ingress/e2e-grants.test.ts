@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { startAgent } from "../../../../src/agent/main.js";
 import { API_VERSION } from "../../../../src/api/schemas.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { GW_V1 } from "../../../../src/kinds/decorators/gateway-api/read.js";
@@ -139,6 +140,17 @@ describe("TailnetIngress: the Gateway API class's backends in another namespace 
       assert.match(c.message, /HTTPRoute other\/search has no backendRef to Service other\//, name);
     }
     assert.deepEqual(agentExposes(w, "same"), ["x search.other.svc.cluster.local"]);
+    // every expose refused: the agent the ConfigMap starts runs, listens for nothing, and is ready (nothing to probe)
+    const cm = w.mc.get("v1", "ConfigMap", "steal-agent", NS) as K8sObject;
+    const config = JSON.parse((cm.data as Record<string, string>)["config.json"]);
+    const agent = await startAgent(
+      { ...config, metricsPort: 0, metricsHost: "127.0.0.1", tailscale: {} },
+      { timers: false, defaultMetrics: false },
+    );
+    t.after(() => agent.close());
+    assert.deepEqual((await agent.refresh()).exposes, []);
+    const ready = await fetch(`http://127.0.0.1:${agent.metricsPort}/readyz`);
+    assert.equal(ready.status, 200);
     assert.equal(w.ingress("steal")?.kind, "TailnetIngress");
     assert.equal(API_VERSION, w.ingress("steal")?.apiVersion);
   });
