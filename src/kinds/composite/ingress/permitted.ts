@@ -8,7 +8,7 @@
  *   that route — read from the cluster, not from the ingress — names this Gateway (the ingress's controller
  *   ownerReference, in G) as a parent, has exactly that Service and port as a backendRef, and the route's own
  *   reference is allowed (B is the route's namespace, or a ReferenceGrant in B allows that route kind from the
- *   route's namespace): the Gateway API decorator's rule (../../decorators/gateway-api/refs.ts), reused. An editor
+ *   route's namespace): the Gateway API decorator's own check (`granted`, as refs.ts uses it), reused. An editor
  *   of G who forges the ownerReference thus gets only what a route owner already gave G's Gateway.
  * Without the Gateway API CRDs (the gateway-api component is what tells, ReferenceGrant being one of its child
  * types) no grant can exist, so every backend in another namespace is refused. A refused backend's expose is
@@ -24,7 +24,7 @@ import type { IngressSpec } from "./spec.js";
  * ReferenceGrants as a child type of the TailnetIngress CompositeController, added by the gateway-api component
  * (manifests/components/gateway-api/ingress-referencegrants.yaml): the ingress never owns one, but Metacontroller
  * starts the controller only when the type is served (pkg/controller/composite/controller.go newParentController) and
- * restarts it when childResources change, so its presence is how the hooks know the CRD exists. Asking for a related
+ * restarts it when its spec changes (metacontroller.go reconcileCompositeController), so its presence is how the hooks know the CRD exists. Asking for a related
  * type that is not served would fail every sync of the ingress ("discovery: can't find resource", metacontroller
  * pkg/dynamic/clientset/clientset.go Resource, via customize/manager.go GetRelatedObjects).
  */
