@@ -19,6 +19,9 @@ import { BodyError, checkPoisoning, poisonedKey, type RelatedStatusReads } from 
 import { type CutSink, UnreadDropper } from "./dropper.js";
 import { type Lease, OverloadedError } from "./limits.js";
 
+/** Bytes drawn per parsed object beyond its text: its header in the heap, its placeholder in the rest. */
+const OBJECT_OVERHEAD = 64;
+
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === "object" && !Array.isArray(v);
 
@@ -50,8 +53,9 @@ export class HookBodyAssembler implements CutSink {
     }
     const bad = poisonedKey(value, text);
     if (bad) this.poisoned.set(this.objects.length, `body: a ${bad} key is not allowed in ${where}`);
-    // the parsed object stays until the answer is sent: its kept text's size stands for it in the lease
-    if (this.lease && !this.lease.take(n)) {
+    // the parsed object stays until the answer is sent: its kept text's size stands for it in the lease,
+    // plus what an object and its placeholder cost whatever their text (a body of many `{}` is no cheaper)
+    if (this.lease && !this.lease.take(n + OBJECT_OVERHEAD)) {
       throw new OverloadedError(
         `overloaded: hook bodies in flight are at the budget; ${this.objects.length} objects of this body parsed, the next (${n} bytes) cannot be held now`,
       );
