@@ -160,6 +160,23 @@ describe("the hook server cannot be starved", () => {
     assert.deepEqual(tight, await answer({ bodyBudgetBytes: 64 * MiB }));
   });
 
+  it("a large malformed Tailnet body is a 400 naming the object it is in, the server still answering", async (t) => {
+    const { port } = await listen(t, { hooks: { maxInFlight: 4 } });
+    const good = `{"spec":{"x":"${"y".repeat(500)}"}}`;
+    const objects = Array.from({ length: 4000 }, (_, i) => `"ns/o${i}":${i === 2500 ? '{"spec":{"x":1,}}' : good}`);
+    const body = `{"parent":{},"related":{"TailnetEgress.tailnet.internal/v1alpha1":{${objects.join(",")}}}}`;
+    assert.ok(body.length > 2 * MiB);
+    const c = open(port, "/hooks/tailnet/sync", Buffer.byteLength(body));
+    c.socket.write(body);
+    const raw = await c.answer;
+    assert.equal(statusOf(raw), 400);
+    assert.match(
+      bodyOf(raw),
+      /"error":"body: invalid JSON in related\[\\"TailnetEgress.tailnet.internal\/v1alpha1\\"\]\[\\"ns\/o2500\\"\]"/,
+    );
+    assert.equal((await postEgressSync(port)).status, 200);
+  });
+
   it("a slow body is cut off with 408 naming the deadline; the slot and bytes come back", async (t) => {
     const { port } = await listen(t, { hooks: { maxInFlight: 1, bodyTimeoutMs: 300, headersTimeoutMs: 1000 } });
     const slow = open(port, "/hooks/egress/sync", 1000);
