@@ -60,7 +60,9 @@ export class HookBodyAssembler implements CutSink {
         `overloaded: hook bodies in flight are at the budget; ${this.objects.length} objects of this body parsed, the next (${n} bytes) cannot be held now`,
       );
     }
-    this.append(Buffer.from(`{"i":${this.objects.length}}`), -1);
+    const placeholder = `{"i":${this.objects.length}}`;
+    this.reserve(placeholder.length);
+    this.restLength += this.rest_.write(placeholder, this.restLength, "latin1");
     this.objects.push(value);
   }
 
@@ -103,24 +105,27 @@ export class HookBodyAssembler implements CutSink {
     return value;
   }
 
-  /** Appends `buf[0, n)` (n < 0: all of it) to the rest, growing its buffer from the lease. */
+  /** Appends `buf[0, n)` to the rest. */
   private append(buf: Buffer, n: number): void {
-    const length = n < 0 ? buf.length : n;
-    const need = this.restLength + length;
-    if (need > this.rest_.length) {
-      const capacity = Math.max(need, 4096, this.rest_.length * 2);
-      if (this.lease && !this.lease.take(capacity)) {
-        throw new OverloadedError(
-          `overloaded: hook bodies in flight are at the budget; ${capacity} more bytes of this body cannot be held now`,
-        );
-      }
-      const next = Buffer.allocUnsafe(capacity);
-      this.rest_.copy(next, 0, 0, this.restLength);
-      this.lease?.give(this.rest_.length);
-      this.rest_ = next;
+    this.reserve(n);
+    buf.copy(this.rest_, this.restLength, 0, n);
+    this.restLength += n;
+  }
+
+  /** Room for `n` more bytes of the rest, its buffer grown from the lease. */
+  private reserve(n: number): void {
+    const need = this.restLength + n;
+    if (need <= this.rest_.length) return;
+    const capacity = Math.max(need, 4096, this.rest_.length * 2);
+    if (this.lease && !this.lease.take(capacity)) {
+      throw new OverloadedError(
+        `overloaded: hook bodies in flight are at the budget; ${capacity} more bytes of this body cannot be held now`,
+      );
     }
-    buf.copy(this.rest_, this.restLength, 0, length);
-    this.restLength = need;
+    const next = Buffer.allocUnsafe(capacity);
+    this.rest_.copy(next, 0, 0, this.restLength);
+    this.lease?.give(this.rest_.length);
+    this.rest_ = next;
   }
 }
 
