@@ -8,7 +8,8 @@
  * `metacontroller.k8s.io/last-applied-configuration` is kept: src/k8s/objects.ts reuseObserved
  * reads it.) So are the status members of related objects a kind never reads (RelatedStatusReads:
  * the Tailnet keeps 2 of a workload's status members, not its conditions). The rest is what `JSON.parse` gives, with fastify's default protection against
- * `__proto__` and `constructor.prototype` keys.
+ * `__proto__` and `constructor.prototype` keys. The scan itself is src/server/dropper.ts; a large body
+ * is parsed object by object as it arrives (src/server/stream-body.ts), to the same value.
  */
 
 import { KUBECTL_LAST_APPLIED, MANAGED_FIELDS, type RelatedStatusReads, UnreadDropper } from "./dropper.js";

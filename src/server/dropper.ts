@@ -63,7 +63,7 @@ STRUCTURE[0x7b] = 2;
 STRUCTURE[0x5d] = 3;
 STRUCTURE[0x7d] = 3;
 
-/** Bodies from this size on are scanned while they arrive (readBody). */
+/** Bodies from this size on (or of no announced length) are scanned, and hooks parsed, while they arrive (read-body.ts). */
 export const STREAM_DROP_BYTES = 1 << 20;
 
 const WAIT = 0;
