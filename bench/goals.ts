@@ -74,14 +74,16 @@ export function goalRows(r: GoalInputs): GoalRow[] {
     () => (soak ? goalMet(soak).rss : false),
     1,
   );
-  const tailnet = r.scale?.rows.find((row) => row.workloads === 20_000);
-  add(
-    "Tailnet sync of 20,000 workloads: peak RSS (MiB)",
-    tailnet?.peakRssMiB,
-    `≤ ${TAILNET_20K_RSS_GOAL_MIB}`,
-    (v) => v <= TAILNET_20K_RSS_GOAL_MIB,
-    1,
-  );
+  // the row run as the pod runs it (its heap cap and the budget of the chart's limit): outside a cgroup V8
+  // sizes its heap from the host's RAM and the RSS would not be the pod's (bench/tailnet-scale.ts)
+  const tailnet = r.scale?.rows.find((row) => row.workloads === 20_000 && row.pod);
+  const tailnetRow = "Tailnet sync of 20,000 workloads, pod heap and budget: peak RSS (MiB)";
+  if (tailnet && tailnet.status !== 200) {
+    // refused (413 over the limit, 503 at the budget): the sync did not happen, whatever its RSS
+    rows.push({ row: tailnetRow, value: `HTTP ${tailnet.status}`, goal: `≤ ${TAILNET_20K_RSS_GOAL_MIB}`, met: false });
+  } else {
+    add(tailnetRow, tailnet?.peakRssMiB, `≤ ${TAILNET_20K_RSS_GOAL_MIB}`, (v) => v <= TAILNET_20K_RSS_GOAL_MIB, 1);
+  }
   // HTTP/2 and gRPC (issue 35) join the table as figures: no goal was set for them yet (docs/http2.md)
   for (const [what, pick] of [
     ["HTTP/2 req/s", (b: H2Bench) => b.agent.h2.rps / (b.haproxy?.h2.rps ?? Number.NaN)],

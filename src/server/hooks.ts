@@ -12,12 +12,12 @@ import type { DecoratorModule } from "../kinds/decorators/module.js";
 import { namespaceTerminating, observedOnly } from "../pipeline/status.js";
 import type { HookDeps, KindModule } from "../pipeline/types.js";
 import { bearerAuth } from "./auth.js";
-import { parseHookText, type RelatedStatusReads } from "./body.js";
+import type { RelatedStatusReads } from "./body.js";
 import { answerDecoratorHook, DECORATOR_RESPONSE_SCHEMAS } from "./decorator.js";
 import { EnvelopeError, parseCustomizeRequest, parseSyncRequest } from "./envelope.js";
 import { parentOf, withCallCount } from "./hook-log.js";
 import { ByteBudget, type HookLimits, type Lease } from "./limits.js";
-import { readBody } from "./read-body.js";
+import { readHookBody } from "./read-body.js";
 
 /** The hook names of every kind (/hooks/<kind>/<hook>); the app counts requests per name. */
 export const HOOKS = ["customize", "sync", "finalize"] as const;
@@ -166,15 +166,12 @@ function registerHookBodyParser(
     const tailnet = kind === "tailnet";
     const limit = tailnet ? limits.tailnetBodyLimitBytes : limits.bodyLimitBytes;
     const info = kind ? kindInfo(kind) : undefined;
-    // no variable holds the raw bytes: they can be collected while JSON.parse builds the objects
-    const text = (
-      await readBody(req.headers, payload, limit, tailnet ? "Tailnet hooks" : "hooks of this kind", {
-        drop: { relatedStatus: info ? unreadStatus.get(info.hookKind) : undefined },
-        lease: leases.get(req.raw),
-        timeoutMs: limits.bodyTimeoutMs,
-      })
-    ).toString("utf8");
-    return parseHookText(text);
+    // parsed as it arrives when large (src/server/stream-body.ts): the raw body is never held whole
+    return readHookBody(req.headers, payload, limit, tailnet ? "Tailnet hooks" : "hooks of this kind", {
+      drop: { relatedStatus: info ? unreadStatus.get(info.hookKind) : undefined },
+      lease: leases.get(req.raw),
+      timeoutMs: limits.bodyTimeoutMs,
+    });
   });
 }
 

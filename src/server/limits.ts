@@ -51,8 +51,12 @@ export interface HookLimits {
 
 /**
  * The budget is a sixth of the container's memory: a body is parsed into objects several times
- * its size (docs/OPERATIONS.md, "Large tailnets"), and the runtime itself needs ~100 MiB. The
- * per-request limits are capped by what one request can draw (its reserve plus the shared pool).
+ * the size of its kept text (docs/OPERATIONS.md, "Large tailnets"), and the runtime itself needs
+ * ~100 MiB. The budget counts what a request holds, not what crosses the socket: a large body is
+ * parsed as it arrives (src/server/stream-body.ts), its lease drawn for the kept text of the
+ * objects parsed so far, the rest of the body and the bytes in flight. So the Tailnet's limit
+ * bounds only the transfer (a 74 MiB body holds about 12 MiB); the other kinds' limit stays capped
+ * by what one request can draw (its reserve plus the shared pool).
  */
 export function hookLimits(config: OperatorConfig, memory: MemoryLimit = containerMemory()): HookLimits {
   const h = config.hooks;
@@ -63,7 +67,7 @@ export function hookLimits(config: OperatorConfig, memory: MemoryLimit = contain
     maxInFlight: h.maxInFlight,
     bodyBudgetBytes: budget,
     bodyLimitBytes: Math.min(h.bodyLimitBytes, oneRequest),
-    tailnetBodyLimitBytes: Math.min(h.tailnetBodyLimitBytes, oneRequest),
+    tailnetBodyLimitBytes: h.tailnetBodyLimitBytes,
     headersTimeoutMs: h.headersTimeoutMs,
     bodyTimeoutMs: h.bodyTimeoutMs,
     memory,

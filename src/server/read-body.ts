@@ -6,11 +6,13 @@ import {
   BodyError,
   BodyTooLargeError,
   dropUnread,
+  parseHookText,
   type RelatedStatusReads,
   STREAM_DROP_BYTES,
   UnreadDropper,
 } from "./body.js";
 import { type Lease, OverloadedError } from "./limits.js";
+import { type HookBodyAssembler, streamingParser } from "./stream-body.js";
 
 /** 408: the body did not arrive in time (a slow or stalled sender). */
 export class BodyTimeoutError extends Error {
@@ -47,18 +49,56 @@ export function readBody(
   what: string,
   opts: ReadBodyOptions = {},
 ): Promise<Buffer> {
+  return readInto(headers, payload, limit, what, opts, false) as Promise<Buffer>;
+}
+
+const declaredLength = (headers: Record<string, string | string[] | undefined>) => {
   const declared = Number(headers["content-length"]);
-  const known = Number.isInteger(declared) && declared >= 0 ? declared : undefined;
+  return Number.isInteger(declared) && declared >= 0 ? declared : undefined;
+};
+
+/**
+ * A hook body read and parsed within the limits (unread members dropped as in readBody). A body
+ * announcing at least STREAM_DROP_BYTES (or no length) is parsed while it arrives, object by
+ * object, and never held whole (src/server/stream-body.ts): what its lease holds is the kept text
+ * of the objects parsed so far, the rest of the body and the bytes in flight. A smaller one is
+ * read whole and parsed once. Invalid JSON is a BodyError (400) naming where, as soon as the scan
+ * can tell; the rest of the body is then drained unread.
+ */
+export async function readHookBody(
+  headers: Record<string, string | string[] | undefined>,
+  payload: NodeJS.ReadableStream,
+  limit: number,
+  what: string,
+  opts: ReadBodyOptions = {},
+): Promise<unknown> {
+  const known = declaredLength(headers);
+  if (known !== undefined && known < STREAM_DROP_BYTES) {
+    return parseHookText((await readBody(headers, payload, limit, what, opts)).toString("utf8"));
+  }
+  return readInto(headers, payload, limit, what, opts, true);
+}
+
+function readInto(
+  headers: Record<string, string | string[] | undefined>,
+  payload: NodeJS.ReadableStream,
+  limit: number,
+  what: string,
+  opts: ReadBodyOptions,
+  parse: boolean,
+): Promise<Buffer | unknown> {
+  const known = declaredLength(headers);
   if (known !== undefined && known > limit) return Promise.reject(new BodyTooLargeError(limit, what));
   const lease = opts.lease;
   const drop = opts.drop;
   return new Promise((resolve, reject) => {
     const ceiling = known ?? limit;
     let buf = Buffer.alloc(0);
-    const dropper =
-      drop && known !== undefined && known >= STREAM_DROP_BYTES
-        ? new UnreadDropper(buf, drop.relatedStatus)
-        : undefined;
+    let assembler: HookBodyAssembler | undefined;
+    let dropper: UnreadDropper | undefined;
+    if (parse) ({ dropper, assembler } = streamingParser(buf, drop?.relatedStatus, lease));
+    else if (drop && known !== undefined && known >= STREAM_DROP_BYTES)
+      dropper = new UnreadDropper(buf, drop.relatedStatus);
     let received = 0; // bytes held in buf (dropped ones are compacted away)
     let arrived = 0; // bytes of the body so far
     const timer = opts.timeoutMs
@@ -68,7 +108,7 @@ export function readBody(
           opts.timeoutMs,
         )
       : undefined;
-    const finish = (err?: Error, body?: Buffer) => {
+    const finish = (err?: Error, body?: unknown) => {
       clearTimeout(timer);
       payload.removeListener("data", onData);
       payload.removeListener("end", onEnd);
@@ -79,7 +119,11 @@ export function readBody(
         buf = Buffer.alloc(0);
         lease?.close();
         reject(err);
-      } else resolve(body as Buffer);
+      } else {
+        // parsed, the buffer is garbage; read, it is the body and stays drawn until the answer
+        if (parse) lease?.give(buf.length);
+        resolve(body);
+      }
     };
     const grow = (need: number): Error | undefined => {
       const capacity = Math.min(ceiling, Math.max(need, FIRST_CAPACITY, buf.length * 2));
@@ -100,21 +144,39 @@ export function readBody(
       arrived += b.length;
       if (arrived > limit) return finish(new BodyTooLargeError(limit, what));
       if (known !== undefined && arrived > known) return finish(new BodyError("body: longer than its Content-Length"));
-      // what was dropped makes room before the buffer grows
-      if (dropper && received + b.length > buf.length) received -= dropper.compact(received);
+      // what was dropped (or, parsing, handed over) makes room before the buffer grows
+      if (dropper && (assembler || received + b.length > buf.length)) received -= dropper.compact(received);
       if (received + b.length > buf.length) {
         const err = grow(received + b.length);
         if (err) return finish(err);
       }
       b.copy(buf, received);
       received += b.length;
-      dropper?.feed(received);
+      if (!dropper) return;
+      try {
+        dropper.feed(received);
+      } catch (e) {
+        return finish(e as Error);
+      }
+      if (dropper.isBroken) finish(new BodyError(`body: invalid JSON within the first ${arrived} bytes`));
     };
     const onEnd = () => {
       if (known !== undefined && arrived !== known)
         return finish(new BodyError("body: shorter than its Content-Length"));
       const body = buf.subarray(0, received);
-      finish(undefined, dropper ? dropper.finish(received) : drop ? dropUnread(body, drop.relatedStatus) : body);
+      if (!assembler) {
+        return finish(
+          undefined,
+          dropper ? dropper.finish(received) : drop ? dropUnread(body, drop.relatedStatus) : body,
+        );
+      }
+      try {
+        const rest = (dropper as UnreadDropper).finish(received);
+        if ((dropper as UnreadDropper).isBroken) throw new BodyError("body: invalid JSON (incomplete at its end)");
+        finish(undefined, assembler.finish(rest));
+      } catch (e) {
+        finish(e as Error);
+      }
     };
     const onError = (e: Error) => finish(Object.assign(e, { statusCode: 400 }));
     payload.on("data", onData);

@@ -29,7 +29,13 @@ const soak = {
     } as unknown as SoakResult,
   ],
 };
-const scale = { rows: [{ workloads: 20_000, peakRssMiB: 380 }] } as unknown as ScaleBench;
+// the row with V8's own heap is not the pod's: the goal reads the pod's row
+const scale = {
+  rows: [
+    { workloads: 20_000, peakRssMiB: 460, status: 200, pod: false },
+    { workloads: 20_000, peakRssMiB: 380, status: 200, pod: true },
+  ],
+} as unknown as ScaleBench;
 
 test("every goal row reads its figure and compares it with the goal", () => {
   const h2 = {
@@ -59,6 +65,15 @@ test("every goal row reads its figure and compares it with the goal", () => {
   assert.equal(rows[1].value, "2.00", "connect p99 is agent ÷ SOCKS5");
   assert.equal(rows[6].value, "19.5", "the loop goal reads the steady rounds with the Tailnet's syncs");
   assert.equal(rows[7].value, "257.0", "the RSS goal reads the steady rounds' peak, not the install's");
+  assert.equal(rows[8].value, "380.0", "the Tailnet's RSS goal reads the row run with the pod's heap and budget");
+});
+
+test("a Tailnet sync the pod's limits refuse is NOT MET, whatever its RSS", () => {
+  const refused = {
+    rows: [{ workloads: 20_000, peakRssMiB: 120, status: 413, pod: true }],
+  } as unknown as ScaleBench;
+  const row = goalRows({ scale: refused })[8];
+  assert.deepEqual([row.value, row.met], ["HTTP 413", false]);
 });
 
 test("a section that did not run is NOT MEASURED, never PASS", () => {

@@ -25,11 +25,16 @@ describe("hook limits from the container's memory", () => {
     assert.ok(none.bytes > 0);
   });
 
-  it("the chart's 384Mi gives a 64 MiB budget and caps the Tailnet's 128 MiB body limit at what one request can draw", () => {
+  it("the chart's 384Mi gives a 64 MiB budget; the Tailnet's 128 MiB limit bounds the transfer, not what is held", () => {
     const l = hookLimits(configFrom({}), { bytes: 384 * MiB, source: "cgroup v2 memory.max" });
     assert.equal(l.bodyBudgetBytes, 64 * MiB);
-    assert.equal(l.tailnetBodyLimitBytes, 64 * MiB - 63 * RESERVE_BYTES);
+    // a Tailnet body is parsed as it arrives: the lease bounds what it holds (src/server/stream-body.ts)
+    assert.equal(l.tailnetBodyLimitBytes, 128 * MiB);
     assert.equal(l.bodyLimitBytes, 8 * MiB);
+    // the other kinds' limit is capped by what one request can draw
+    const small = hookLimits(configFrom({}), { bytes: 60 * MiB, source: "cgroup v2 memory.max" });
+    assert.equal(small.bodyLimitBytes, 10 * MiB - 63 * RESERVE_BYTES);
+    assert.equal(small.tailnetBodyLimitBytes, 128 * MiB);
     // an explicit budget wins
     const set = hookLimits(configFrom({ hooks: { bodyBudgetBytes: 200 * MiB } }), {
       bytes: 384 * MiB,

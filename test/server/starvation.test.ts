@@ -128,10 +128,53 @@ describe("the hook server cannot be starved", () => {
   it("the per-request limit is capped by the budget: a body one request could never hold is 413 up front", async (t) => {
     const { port } = await listen(t, { hooks: { maxInFlight: 4, bodyBudgetBytes: 4 * MiB } });
     // 4 MiB − 3 × 128 KiB is what one request can draw
-    const big = open(port, "/hooks/tailnet/sync", 4 * MiB);
+    const big = open(port, "/hooks/egress/sync", 4 * MiB);
     const raw = await big.answer;
     assert.equal(statusOf(raw), 413);
-    assert.match(bodyOf(raw), /body: larger than the limit of 3801088 bytes for Tailnet hooks/);
+    assert.match(bodyOf(raw), /body: larger than the limit of 3801088 bytes for hooks of this kind/);
+  });
+
+  it("a Tailnet body larger than the budget is parsed as it arrives when what it keeps fits", async (t) => {
+    // 6 MiB of related objects, most of it managedFields: about 0.5 MiB is kept
+    const served = {
+      metadata: { name: "db", managedFields: [{ manager: "kubectl", fieldsV1: { "f:x": "y".repeat(900) } }] },
+      spec: { tailnetRef: { name: "home" } },
+    };
+    const objects: Record<string, unknown> = {};
+    for (let i = 0; i < 6000; i++) objects[`ns/o${i}`] = served;
+    const body = JSON.stringify({
+      ...JSON.parse(egressBody()),
+      related: { "TailnetEgress.tailnet.internal/v1alpha1": objects },
+    });
+    assert.ok(body.length > 5 * MiB);
+    const answer = async (config: Record<string, unknown>) => {
+      const { port } = await listen(t, { hooks: { maxInFlight: 4, ...config } });
+      const c = open(port, "/hooks/tailnet/sync", Buffer.byteLength(body));
+      c.socket.write(body);
+      const raw = await c.answer;
+      return { status: statusOf(raw), body: bodyOf(raw) };
+    };
+    const tight = await answer({ bodyBudgetBytes: 4 * MiB });
+    assert.ok(![413, 503].includes(tight.status), `${tight.status} ${tight.body}`);
+    // the same answer as with room for the whole body (an egress parent on the Tailnet's path: a 400 of the envelope)
+    assert.deepEqual(tight, await answer({ bodyBudgetBytes: 64 * MiB }));
+  });
+
+  it("a large malformed Tailnet body is a 400 naming the object it is in, the server still answering", async (t) => {
+    const { port } = await listen(t, { hooks: { maxInFlight: 4 } });
+    const good = `{"spec":{"x":"${"y".repeat(500)}"}}`;
+    const objects = Array.from({ length: 4000 }, (_, i) => `"ns/o${i}":${i === 2500 ? '{"spec":{"x":1,}}' : good}`);
+    const body = `{"parent":{},"related":{"TailnetEgress.tailnet.internal/v1alpha1":{${objects.join(",")}}}}`;
+    assert.ok(body.length > 2 * MiB);
+    const c = open(port, "/hooks/tailnet/sync", Buffer.byteLength(body));
+    c.socket.write(body);
+    const raw = await c.answer;
+    assert.equal(statusOf(raw), 400);
+    assert.match(
+      bodyOf(raw),
+      /"error":"body: invalid JSON in related\[\\"TailnetEgress.tailnet.internal\/v1alpha1\\"\]\[\\"ns\/o2500\\"\]"/,
+    );
+    assert.equal((await postEgressSync(port)).status, 200);
   });
 
   it("a slow body is cut off with 408 naming the deadline; the slot and bytes come back", async (t) => {
