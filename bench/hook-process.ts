@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Pool } from "undici";
+import { operatorPodEnv } from "./pod-runtime.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -48,7 +49,14 @@ export async function startHookProcess(opts: {
   const port = 20000 + Math.floor(Math.random() * 5000);
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.cli, "serve", "--config", config], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), ALLOW_UNAUTHENTICATED_HOOKS: "true", NODE_ENV: "production" },
+    // the Deployment's own environment (NODE_OPTIONS, MALLOC_*, bench/pod-runtime.ts), as the pod runs
+    env: {
+      ...process.env,
+      ...operatorPodEnv(),
+      PORT: String(port),
+      ALLOW_UNAUTHENTICATED_HOOKS: "true",
+      NODE_ENV: "production",
+    },
     stdio: ["ignore", "ignore", "inherit"],
   });
   const url = `http://127.0.0.1:${port}`;

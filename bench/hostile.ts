@@ -19,6 +19,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { configFrom } from "../src/config.js";
 import { hookLimits } from "../src/server/limits.js";
 import { bundle, peakRssMiB, startProcess, stop } from "./hooks.js";
+import { operatorPodEnv } from "./pod-runtime.js";
 import { OPERATOR_POD_HEAP } from "./soak.js";
 
 const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -105,6 +106,7 @@ function attack(port: number, scenario: Scenario, length: number, deadline: numb
 
 async function runScenario(scenario: Scenario, connections: number, serverArgs: string[]): Promise<HostileRow> {
   const env: Record<string, string> = {
+    ...operatorPodEnv(),
     LOG_LEVEL: "silent",
     HOOK_BODY_BUDGET_BYTES: String(BUDGET),
     ...(scenario === "token" ? { HOOK_TOKEN: TOKEN } : { ALLOW_UNAUTHENTICATED_HOOKS: "true" }),

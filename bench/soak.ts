@@ -17,7 +17,8 @@
  * round one; fails when 20,000 parents exceed 256 MiB RSS, an event-loop p99 of 20 ms or a median
  * steady round of 60 s.
  * The compiled server runs with the heap V8 gives itself in the operator's container (OPERATOR_POD_HEAP;
- * SOAK_POD_HEAP overrides it, "" = V8's default outside a cgroup, sized from the host's RAM).
+ * SOAK_POD_HEAP overrides it, "" = V8's default outside a cgroup, sized from the host's RAM) and the environment the
+ * Deployment sets (bench/pod-runtime.ts; SOAK_MANIFEST reads another copy of manifests/base/operator.yaml).
  * The event-loop delay is also split by phase (bench/loop-probe.ts, preloaded into the server): the steady rounds
  * with and without the Tailnet's own sync in flight, so each goal is judged on what it is about; the RSS of the
  * steady rounds is read before the end scrape and again after it (the /metrics exposition's own peak).
@@ -45,6 +46,7 @@ import type { K8sObject } from "../src/k8s/objects.js";
 import { startFakeHeadscale } from "../test/fakes/headscale/index.js";
 import { parentObject, syncRequest } from "../test/fixtures/hooks.js";
 import { loadAverage, processCpuSeconds } from "./hook-process.js";
+import { operatorPodEnv } from "./pod-runtime.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const b64 = (s: string) => Buffer.from(s).toString("base64");
@@ -206,6 +208,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     cwd: ROOT,
     env: {
       ...process.env,
+      // the Deployment's own environment (NODE_OPTIONS, MALLOC_*): the RSS measured is the pod's
+      ...(o.compiledCli ? operatorPodEnv() : {}),
       PORT: String(port),
       ALLOW_UNAUTHENTICATED_HOOKS: "true",
       ...(o.compiledCli ? { NODE_ENV: "production" } : {}),
