@@ -27,6 +27,7 @@ import { startFakeHeadscale } from "../test/fakes/headscale/index.js";
 import { compositeController, parentObject, toMaps } from "../test/fixtures/hooks.js";
 import { tailnetSpec } from "../test/kinds/composite/tailnet/fixtures.js";
 import { bundleForNode } from "./measure.js";
+import { operatorPodEnv } from "./pod-runtime.js";
 import { OPERATOR_POD_HEAP } from "./soak.js";
 import { syntheticWorld } from "./tailnet.js";
 
@@ -249,7 +250,8 @@ async function startServer(
     ...(pod ? [OPERATOR_POD_HEAP] : []),
     ...(process.env.BENCH_SCALE_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
   ];
-  const podEnv = pod ? { HOOK_BODY_BUDGET_BYTES: String(CHART_BUDGET_BYTES) } : {};
+  // the pod: the Deployment's own environment (NODE_OPTIONS, MALLOC_*, bench/pod-runtime.ts) and the chart's budget
+  const podEnv = pod ? { ...operatorPodEnv(), HOOK_BODY_BUDGET_BYTES: String(CHART_BUDGET_BYTES) } : {};
   const child = spawn(process.execPath, [...nodeArgs, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...podEnv, PORT: String(port), NODE_ENV: "production", ALLOW_UNAUTHENTICATED_HOOKS: "true" },
