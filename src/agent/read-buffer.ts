@@ -1,0 +1,93 @@
+// Reading a forwarded socket into one reused buffer instead of a new Buffer per read. Node's own form is the
+// `onread: { buffer, callback }` option of net.Socket, but only for sockets it constructs from that option:
+// the server's accepted sockets (lib/net.js onconnection) and sockets already open (a dial's, a SOCKS5
+// handshake's) cannot be given one. The switch below does for an open socket what the constructor and
+// initSocketHandle do with the option (nodejs/node lib/net.js: the kBuffer, kBufferCb, kBufferGen fields set
+// to null in the Socket constructor; `_handle.useUserBuffer`), and onStreamRead (lib/internal/
+// stream_base_commons.js) then calls the callback per read. Where this Node lacks those fields the caller
+// keeps reading through 'data' (supportsReadBuffer says which; test/agent/read-buffer.test.ts asserts the fast
+// path on the Node the image runs). Why: the agent's TCP forwarding profile (docs/OPERATIONS.md) spent a
+// fifth of its CPU in V8's major GC and page faults for the fresh 64 KiB backing store of every read.
+import { Socket } from "node:net";
+
+/** What one read is read into: 64 KiB, the size Node allocates per read itself (src/stream_base.cc). */
+export const READ_BUFFER_BYTES = 64 * 1024;
+
+interface ReadFields {
+  buffer: symbol;
+  callback: symbol;
+  next: symbol;
+}
+
+/** The Socket fields behind `onread`, found by their symbols' descriptions on a handle-less socket. */
+function findReadFields(): ReadFields | undefined {
+  const probe = new Socket();
+  const symbols = Object.getOwnPropertySymbols(probe);
+  probe.destroy();
+  const named = (description: string) => symbols.find((s) => s.description === description);
+  const buffer = named("kBuffer");
+  const callback = named("kBufferCb");
+  const next = named("kBufferGen");
+  return buffer && callback && next ? { buffer, callback, next } : undefined;
+}
+
+const fields = findReadFields();
+
+/** Whether this Node lets readIntoBuffers switch a socket (the fields above exist). */
+export function supportsReadBuffer(): boolean {
+  return fields !== undefined;
+}
+
+interface UserBufferHandle {
+  useUserBuffer?: (buffer: Uint8Array) => void;
+}
+
+/**
+ * A socket's reads, one buffer reused: `onChunk` gets each read as a view of that buffer and says, by returning
+ * false, that reading should stop (backpressure; `socket.resume()` starts it again). The view is only valid
+ * during the call: a consumer that keeps it (a write the kernel did not take at once) calls `retain()`, and the
+ * next read goes into a fresh buffer while the kept one stays with its holder.
+ */
+export class BufferReader {
+  private buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
+  private retained = false;
+
+  constructor(private readonly onChunk: (chunk: Buffer) => boolean) {}
+
+  /** The buffer of the current read is still referenced: the next read must not overwrite it. */
+  retain(): void {
+    this.retained = true;
+  }
+
+  /**
+   * Switches `socket` to this reader. Bytes its stream already holds (read before the switch, or put back by
+   * the SOCKS5 handshake) go to `onChunk` first. False, and nothing changed, when this Node cannot switch or
+   * the socket has no handle: the caller reads through 'data'.
+   */
+  attach(socket: Socket): boolean {
+    const handle = (socket as unknown as { _handle?: UserBufferHandle | null })._handle;
+    if (!fields || !handle || typeof handle.useUserBuffer !== "function") return false;
+    const held = socket.readableLength > 0 ? (socket.read() as Buffer | null) : null;
+    const own = socket as unknown as Record<symbol, unknown>;
+    own[fields.buffer] = this.buffer;
+    own[fields.callback] = this.onRead;
+    own[fields.next] = this.next;
+    handle.useUserBuffer(this.buffer);
+    if (held && held.length > 0 && !this.onChunk(held))
+      socket.pause(); // backpressure: the caller resumes it
+    else socket.resume();
+    return true;
+  }
+
+  private readonly onRead = (nread: number, buffer: Buffer): boolean =>
+    this.onChunk(nread === buffer.length ? buffer : buffer.subarray(0, nread));
+
+  /** Called by Node after each read: the buffer the next read goes into. */
+  private readonly next = (): Buffer => {
+    if (this.retained) {
+      this.retained = false;
+      this.buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
+    }
+    return this.buffer;
+  };
+}
