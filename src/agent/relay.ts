@@ -112,8 +112,10 @@ class Direction {
     this.from.resume();
   }
 
+  /** Both sockets are closed. */
   stop(): void {
     clearTimeout(this.stall);
+    this.reader.release();
   }
 
   private onChunk(chunk: Buffer): boolean {

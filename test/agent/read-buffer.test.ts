@@ -81,6 +81,42 @@ describe("reading into one reused buffer", () => {
   });
 });
 
+/** One connection whose server side reads one chunk through a BufferReader; returns that chunk's buffer once closed. */
+async function oneRead(t: TestContext, retain: boolean): Promise<ArrayBufferLike> {
+  const { port, accepted } = await accepting(t);
+  const client = connect({ host: "127.0.0.1", port });
+  t.after(() => client.destroy());
+  const server = await accepted;
+  let seen: ArrayBufferLike | undefined;
+  const got = new Promise<void>((resolve) => {
+    const onRead = new BufferReader((chunk) => {
+      seen = chunk.buffer;
+      if (retain) onRead.retain();
+      resolve();
+      return true;
+    });
+    assert.equal(onRead.attach(server), true);
+    server.once("close", () => onRead.release());
+  });
+  client.write("x");
+  await got;
+  client.destroy();
+  const closed = new Promise<void>((r) => server.once("close", () => setImmediate(r)));
+  server.destroy();
+  await closed;
+  return seen as ArrayBufferLike;
+}
+
+describe("the buffers of closed connections", () => {
+  it("go to the next connection's reader, unless a pending write may still hold one", async (t) => {
+    const first = await oneRead(t, false);
+    assert.equal(await oneRead(t, false), first, "a released buffer is read into again");
+    const held = await oneRead(t, true);
+    assert.equal(held, first, "taken from the pool once more");
+    assert.notEqual(await oneRead(t, false), held, "a retained buffer never goes back to the pool");
+  });
+});
+
 /**
  * A backend that reads in fits (it stops for 100 ms after every MiB, so every kernel buffer on the way fills and
  * the relay's writes are taken in part) and, once the client's FIN is in, answers `answer` and ends.
