@@ -95,12 +95,13 @@ export class BufferReader {
 
   /**
    * The socket is closed (its handle too, so no read or write of it touches the buffer again): the buffer goes
-   * back to the pool unless a write of another socket may still hold it (retained).
+   * back to the pool. A retained one never does: Node asks for the next buffer right after each read, and
+   * `next` has swapped it for a fresh one by then.
    */
   release(): void {
     const { buffer } = this;
     this.buffer = undefined;
-    if (buffer && !this.retained && pool.length < POOL_SIZE) pool.push(buffer);
+    if (buffer && pool.length < POOL_SIZE) pool.push(buffer);
   }
 
   private readonly onRead = (nread: number, buffer: Buffer): boolean =>
