@@ -16,6 +16,7 @@ import { MAX_HELD_BYTES, RequestFramer } from "./framer.js";
 import type { HttpFramingError, OwnedHeaders } from "./http1.js";
 import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";
+import { BufferReader } from "./read-buffer.js";
 import { ResponseTracker } from "./response.js";
 import type { RequestFacts } from "./routes.js";
 
@@ -217,7 +218,7 @@ class HttpPipe {
     socket.on("error", this.destroyBoth);
     this.connected = true;
     socket.setTimeout(this.target.idleTimeoutMs, this.destroyBoth);
-    socket.on("data", (chunk: Buffer) => this.backendData(socket, chunk));
+    this.readBackend(socket);
     socket.on("drain", () => client.resume());
     socket.once("end", () => {
       clearTimeout(this.headTimer);
@@ -228,6 +229,20 @@ class HttpPipe {
     this.send(pieces);
     if (this.clientEnded && !this.framer.awaiting) socket.end();
     else client.resume();
+  }
+
+  /**
+   * The backend's bytes, read into one reused buffer (read-buffer.ts): the response tracker copies what it keeps,
+   * and a chunk the client's socket still holds after the write keeps its buffer (retain).
+   */
+  private readBackend(socket: Socket): void {
+    const reader = new BufferReader((chunk) => {
+      this.backendData(socket, chunk);
+      if (this.client.writableLength > 0) reader.retain();
+      return true;
+    });
+    if (reader.attach(socket)) socket.once("close", () => reader.release());
+    else socket.on("data", (chunk: Buffer) => this.backendData(socket, chunk));
   }
 
   private backendData(socket: Socket, chunk: Buffer): void {

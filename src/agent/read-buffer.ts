@@ -73,12 +73,14 @@ export class BufferReader {
 
   /**
    * Switches `socket` to this reader. Bytes its stream already holds (read before the switch, or put back by
-   * the SOCKS5 handshake) go to `onChunk` first. False, and nothing changed, when this Node cannot switch or
-   * the socket has no handle: the caller reads through 'data'.
+   * the SOCKS5 handshake) go to `onChunk` first. False, and nothing changed, when this Node cannot switch, the
+   * socket has no handle, or it is a TLS socket (its cleartext comes from TLSWrap, not read here): the caller
+   * reads through 'data'.
    */
   attach(socket: Socket): boolean {
     const handle = (socket as unknown as { _handle?: UserBufferHandle | null })._handle;
     if (!fields || !handle || typeof handle.useUserBuffer !== "function") return false;
+    if ((socket as { encrypted?: boolean }).encrypted) return false;
     const held = socket.readableLength > 0 ? (socket.read() as Buffer | null) : null;
     const buffer = takeBuffer();
     this.buffer = buffer;
