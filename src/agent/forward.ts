@@ -108,7 +108,7 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
       release();
     };
     client.on("error", ignore); // the close that follows cancels the dial (kept: the relay adds its own)
-    client.once("close", onEarlyClose);
+    client.on("close", onEarlyClose); // removed once dialled; `on`: close comes once
     // Idle while dialling: the client is closed (the relay makes it close both once the upstream exists).
     const watch = idle.watch(client, () => client.destroy());
     const started = process.hrtime.bigint();
@@ -125,7 +125,7 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
         log.debug("dial failed", { name, error: err?.message ?? "no socket" });
         client.resetAndDestroy(); // RST, as the unreachable target would have answered
         if (client.closed) release();
-        else client.once("close", release);
+        else client.on("close", release);
         return;
       }
       if (client.destroyed) {
@@ -133,7 +133,7 @@ export async function startForwarder(opts: ForwarderOptions): Promise<Forwarder>
         idle.unwatch(watch);
         upstream.destroy();
         if (client.closed) release();
-        else client.once("close", release);
+        else client.on("close", release);
         return;
       }
       metrics.dialDuration.observe({ name }, Number(process.hrtime.bigint() - started) / 1e9);

@@ -177,7 +177,7 @@ export function relaySockets(client: Socket, upstream: Socket, opts: RelayOption
   const closeAfterFlush = (socket: Socket) => {
     if (socket.destroyed) return;
     if (socket.writableFinished) socket.destroy();
-    else socket.once("finish", () => socket.destroy());
+    else socket.on("finish", () => socket.destroy());
   };
   const onClientClose = (hadError: boolean) => {
     if (hadError) destroyBoth();
@@ -200,10 +200,12 @@ export function relaySockets(client: Socket, upstream: Socket, opts: RelayOption
   }
   client.on("error", destroyBoth);
   upstream.on("error", destroyBoth);
-  client.once("close", onClientClose);
-  upstream.once("close", onUpstreamClose);
-  client.once("end", () => upstream.end());
-  upstream.once("end", () => client.end());
+  // `on`, not `once`: a socket emits each of these once, and once's wrapper per listener showed in the profile
+  // of short connections
+  client.on("close", onClientClose);
+  upstream.on("close", onUpstreamClose);
+  client.on("end", () => upstream.end());
+  upstream.on("end", () => client.end());
   // a SOCKS5 upstream is handed over paused (src/agent/socks5.ts); a fresh socket is already flowing
   up.start();
   down.start();
