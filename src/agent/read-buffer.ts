@@ -72,16 +72,23 @@ export class BufferReader {
   }
 
   /**
-   * Switches `socket` to this reader. Bytes its stream already holds (read before the switch, or put back by
-   * the SOCKS5 handshake) go to `onChunk` first. False, and nothing changed, when this Node cannot switch, the
+   * Switches `socket` to this reader, reading at once unless `paused`. Bytes its stream already holds (read
+   * before the switch, or put back by the SOCKS5 handshake) go to `onChunk` first. False, and nothing changed, when this Node cannot switch, the
    * socket has no handle, or it is a TLS socket (its cleartext comes from TLSWrap, not read here): the caller
    * reads through 'data'.
    */
-  attach(socket: Socket): boolean {
+  attach(socket: Socket, paused = false): boolean {
     const handle = (socket as unknown as { _handle?: UserBufferHandle | null })._handle;
     if (!fields || !handle || typeof handle.useUserBuffer !== "function") return false;
     if ((socket as { encrypted?: boolean }).encrypted) return false;
-    const held = socket.readableLength > 0 ? (socket.read() as Buffer | null) : null;
+    // Everything the stream holds: read() hands out one chunk at a time while the stream flows (a switch from
+    // inside a 'data' listener), and what is left would be emitted to no listener.
+    const held: Buffer[] = [];
+    while (socket.readableLength > 0) {
+      const chunk = socket.read() as Buffer | null;
+      if (!chunk) break;
+      held.push(chunk);
+    }
     const buffer = takeBuffer();
     this.buffer = buffer;
     const own = socket as unknown as Record<symbol, unknown>;
@@ -89,9 +96,11 @@ export class BufferReader {
     own[fields.callback] = this.onRead;
     own[fields.next] = this.next;
     handle.useUserBuffer(buffer);
-    if (held && held.length > 0 && !this.onChunk(held))
-      socket.pause(); // backpressure: the caller resumes it
-    else socket.resume();
+    let ok = !paused;
+    for (const chunk of held) ok = this.onChunk(chunk) && ok;
+    // backpressure (the caller's own, or on the held bytes): stopped until the caller resumes it
+    if (ok) socket.resume();
+    else socket.pause();
     return true;
   }
 

@@ -56,6 +56,35 @@ describe("reading into one reused buffer", () => {
     server.destroy();
   });
 
+  it("a switch from inside a 'data' listener takes every chunk the flowing stream still holds", async (t) => {
+    const { port, accepted } = await accepting(t);
+    const client = connect({ host: "127.0.0.1", port });
+    t.after(() => client.destroy());
+    const server = await accepted;
+    server.pause(); // what the relay does under backpressure: the stream keeps reading into its own buffer
+    for (const word of ["one;", "two;", "three;"]) {
+      client.write(word);
+      await sleep(30); // a chunk each
+    }
+    let text = "";
+    const reader = new BufferReader((chunk) => {
+      text += chunk.toString();
+      return true;
+    });
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString();
+      server.off("data", onData);
+      assert.equal(reader.attach(server), true);
+    };
+    server.on("data", onData);
+    server.resume();
+    await sleep(30);
+    client.write("four;");
+    await sleep(30);
+    assert.equal(text, "one;two;three;four;");
+    server.destroy();
+  });
+
   it("a retained buffer is left alone: the next read goes into a fresh one", async (t) => {
     const { port, accepted } = await accepting(t);
     const client = connect({ host: "127.0.0.1", port });
