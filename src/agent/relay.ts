@@ -1,6 +1,6 @@
 // Relaying bytes between the two sockets of a forwarded TCP connection, and the idle sweep that closes the
-// connections nothing moves on. Each direction reads into one reused buffer (read-buffer.ts) and writes it on;
-// backpressure pauses the reading side until the other drains.
+// connections nothing moves on. Each direction writes what it reads on, from its first bulk read on out of one
+// reused buffer (read-buffer.ts); backpressure pauses the reading side until the other drains.
 import type { Socket } from "node:net";
 import type { AgentLogger } from "./log.js";
 import type { AgentMetrics } from "./metrics.js";
