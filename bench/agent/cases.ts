@@ -2,7 +2,8 @@
  * The agent's data plane against the usual tools, on loopback, in one run and against the same upstreams:
  * - TCP throughput (16 connections pushing 64 KiB writes into a sink) and connection-setup latency (connect +
  *   1-byte echo over sequential short connections) through the agent (egress role, direct dial), HAProxy
- *   (`mode tcp`, `nbthread 1`: the agent is one Node thread) and socat (`fork`), plus direct for reference;
+ *   (`mode tcp`, `nbthread 1`: the agent is one Node thread), socat (`fork`) and a bare Node forwarder (accept,
+ *   connect, pipe: Node's own floor, harness.ts startNodeFloor), plus direct for reference;
  * - HTTPS requests/s (autocannon, 16 keep-alive connections) through the agent (ingress role, `mode http`,
  *   test-CA certificate) and HAProxy terminating the same certificate, in front of the same keep-alive backend,
  *   plus a bare Node HTTPS server answering itself (Node's TLS stack without the proxy hop);
@@ -39,6 +40,7 @@ import {
   spawnAgent,
   spawnTcpEgress,
   startHaproxy,
+  startNodeFloor,
   startSocat,
   startUpstreams,
   type Upstreams,
@@ -161,9 +163,13 @@ export interface AgentBench {
   /** Baselines that could not run, and why. */
   skipped: string[];
   /** direct has no proxy: its CPU figures are the upstreams' own. */
-  tcp: { direct: TcpFigures; agent: TcpFigures; haproxy?: TcpFigures; socat?: TcpFigures };
+  tcp: { direct: TcpFigures; agent: TcpFigures; haproxy?: TcpFigures; socat?: TcpFigures; floor: TcpFigures };
   vsHaproxy?: Ratios;
   vsSocat?: Ratios;
+  /** agent ÷ the bare Node forwarder: what the agent adds to Node's own cost. */
+  vsFloor: Ratios;
+  /** the bare Node forwarder ÷ HAProxy: Node's floor against the goals. */
+  floorVsHaproxy?: Ratios;
   /** node: a bare Node HTTPS server answering itself (Node's TLS stack, no proxy hop). */
   https: { agent: HttpsFigures; haproxy?: HttpsFigures; node: HttpsFigures };
   /** agent ÷ haproxy requests/s and CPU per request. */
@@ -189,7 +195,7 @@ function ratios(agent: TcpFigures, base: TcpFigures): Ratios {
   };
 }
 
-type System = "direct" | "agent" | "before" | "haproxy" | "socat" | "node";
+type System = "direct" | "agent" | "before" | "haproxy" | "socat" | "floor" | "node";
 /** Where to load a system, and the processes whose CPU it costs. */
 interface TcpSystem {
   sink: number;
@@ -282,6 +288,9 @@ export async function benchAgent(
       tcp.set("haproxy", { ...haproxy.ports, pids: [haproxy.pid] });
       https.set("haproxy", { port: haproxy.ports.web, pids: [haproxy.pid] });
     }
+    const floor = await startNodeFloor(up);
+    children.push(floor);
+    tcp.set("floor", { sink: floor.sink, echo: floor.echo, pids: [floor.pid] });
     if (socatBin) {
       const sink = await startSocat(socatBin, up.sink);
       children.push(sink);
@@ -364,12 +373,15 @@ export async function benchAgent(
         agent: agentTcp,
         haproxy: tcpFigures("haproxy"),
         socat: tcpFigures("socat"),
+        floor: tcpFigures("floor") as TcpFigures,
       },
       https: { agent: agentHttps, haproxy: httpsFigures("haproxy"), node: httpsFigures("node") as HttpsFigures },
       rss: await rssWith64Targets(up, bundle),
+      vsFloor: ratios(agentTcp, tcpFigures("floor") as TcpFigures),
     };
     if (result.tcp.haproxy) result.vsHaproxy = ratios(agentTcp, result.tcp.haproxy);
     if (result.tcp.socat) result.vsSocat = ratios(agentTcp, result.tcp.socat);
+    if (result.tcp.haproxy) result.floorVsHaproxy = ratios(result.tcp.floor, result.tcp.haproxy);
     const h = result.https.haproxy;
     const vsHttps = (a: HttpsFigures, base: HttpsFigures) => ({
       rps: a.rps / base.rps,
@@ -413,6 +425,7 @@ export function agentRows(b: AgentBench): [string, string][] {
   for (const [name, base, r] of [
     ["haproxy", tcp.haproxy, b.vsHaproxy],
     ["socat", tcp.socat, b.vsSocat],
+    ["bare Node forwarder", tcp.floor, b.vsFloor],
   ] as const) {
     if (!base || !r) continue;
     rows.push(
@@ -429,6 +442,13 @@ export function agentRows(b: AgentBench): [string, string][] {
         `${r.cpuPerGiB.toFixed(2)}, ${r.cpuPerConnection.toFixed(2)} (${name} ${cpu(base)})`,
       ],
     );
+  }
+  if (b.floorVsHaproxy) {
+    const f = b.floorVsHaproxy;
+    rows.push([
+      "bare Node forwarder/haproxy: throughput, setup p50, CPU per GiB, per conn",
+      `${f.throughput.toFixed(2)}, ${f.setupP50.toFixed(2)}, ${f.cpuPerGiB.toFixed(2)}, ${f.cpuPerConnection.toFixed(2)} (Node's own floor)`,
+    ]);
   }
   const perReq = (h: HttpsFigures) => `${h.cpuMicrosPerRequest.toFixed(0)} µs CPU/req`;
   rows.push([

@@ -297,6 +297,41 @@ backend web
   return { ...child, ports };
 }
 
+// The least a Node TCP forwarder does per connection: accept, connect, pipe both ways, destroy both on an error;
+// no budget, metrics, idle or stall bounds. What the agent costs beyond Node itself is the distance to it.
+const NODE_FLOOR_JS = `
+const net = require("node:net");
+const forward = (port) => net.createServer({ allowHalfOpen: true, noDelay: true }, (client) => {
+  const upstream = net.connect({ host: "127.0.0.1", port, allowHalfOpen: true, noDelay: true });
+  const both = () => { client.destroy(); upstream.destroy(); };
+  client.on("error", both); upstream.on("error", both);
+  client.pipe(upstream); upstream.pipe(client);
+});
+const listen = (s) => new Promise((r) => s.listen(0, "127.0.0.1", 4096, () => r(s.address().port)));
+const [sink, echo] = process.argv.slice(1).map(Number);
+Promise.all([listen(forward(sink)), listen(forward(echo))]).then(([sink, echo]) =>
+  process.stdout.write(JSON.stringify({ sink, echo }) + "\\n"));
+`;
+
+/** A bare Node forwarder in front of the sink and echo upstreams (NODE_FLOOR_JS): Node's own floor. */
+export async function startNodeFloor(up: { sink: number; echo: number }) {
+  const proc = spawn(process.execPath, ["-e", NODE_FLOOR_JS, String(up.sink), String(up.echo)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const child = own(proc, "node forwarder");
+  const lines = createInterface({ input: proc.stdout as NodeJS.ReadableStream });
+  try {
+    const line = await new Promise<string>((resolve, reject) => {
+      lines.once("line", resolve);
+      proc.once("exit", () => reject(new Error("node forwarder exited before listening")));
+    });
+    return { ...child, ...(JSON.parse(line) as { sink: number; echo: number }) };
+  } catch (err) {
+    await child.stop();
+    throw err;
+  }
+}
+
 /** socat forwarding one port, a process per connection (`fork`), as people do. */
 export async function startSocat(bin: string, target: number) {
   const port = await freePort();

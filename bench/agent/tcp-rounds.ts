@@ -7,7 +7,8 @@
  * sink for BENCH_SECONDS, default 3; sequential connect + 1-byte echo, BENCH_SETUP_CONNECTIONS per round,
  * default 600). The parent prints each process's agent/HAProxy ratios, then their median and spread (min-max).
  * BENCH_AGENT_BEFORE=<git revision> runs the agent at that revision beside the current one in every child;
- * BENCH_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" profiles the measured agents.
+ * BENCH_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" profiles the measured agents. BENCH_TCP_FLOOR=1 adds a bare
+ * Node forwarder (harness.ts startNodeFloor: accept, connect, pipe) as "node-floor": what Node costs by itself.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -28,6 +29,7 @@ import {
   roundTrips,
   spawnTcpEgress,
   startHaproxy,
+  startNodeFloor,
   startUpstreams,
 } from "./harness.js";
 
@@ -71,6 +73,11 @@ async function oneProcess(seconds: number, rounds: number, perRound: number): Pr
     children.push(haproxy);
     await pki.cleanup();
     systems.set("haproxy", { sink: haproxy.ports.sink, echo: haproxy.ports.echo, pid: haproxy.pid });
+    if (process.env.BENCH_TCP_FLOOR === "1") {
+      const floor = await startNodeFloor(up);
+      children.push(floor);
+      systems.set("node-floor", { sink: floor.sink, echo: floor.echo, pid: floor.pid });
+    }
 
     // BENCH_TCP_LOADS=setup or =push runs one load only (e.g. to profile it alone)
     const loads = process.env.BENCH_TCP_LOADS ?? "push,setup";

@@ -117,9 +117,10 @@ export function directDialer(target: HostPort, timeoutMs: number): Dialer {
     const onError = (err: unknown) => settle(new DialError(address, errnoReason(err)));
     const onTimeout = () => settle(new DialError(address, `timed out after ${timeoutMs / 1000}s`));
     socket.setTimeout(timeoutMs);
-    socket.once("timeout", onTimeout);
-    socket.once("connect", onConnect);
-    socket.once("error", onError);
+    // `on`: settle removes all three, and once's wrappers cost per connection
+    socket.on("timeout", onTimeout);
+    socket.on("connect", onConnect);
+    socket.on("error", onError);
     return {
       cancel() {
         if (over) return;

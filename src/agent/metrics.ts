@@ -104,7 +104,7 @@ export function createAgentMetrics(names: readonly string[], opts: { defaultMetr
     trackBytes(name, socket) {
       const entry: TrackedSocket = { name, socket, countedIn: 0, countedOut: 0 };
       ledger.tracked.add(entry);
-      socket.once("close", () => {
+      socket.on("close", () => {
         ledger.take(entry);
         ledger.tracked.delete(entry);
       });
