@@ -7,7 +7,7 @@
 import type { MetacontrollerLoop } from "../emulator/metacontroller/loop.js";
 import type { Obj } from "../emulator/metacontroller/types.js";
 import { type K8sObject, qualifiedName } from "../k8s/objects.js";
-import { CONTROLLER_NAME } from "../kinds/decorators/gateway-api/read.js";
+import { CONTROLLER_NAME } from "../kinds/shared/gateway-api-objects.js";
 import type { RenderedObject } from "./rendered-object.js";
 
 type Cond = { type?: string; status?: string };

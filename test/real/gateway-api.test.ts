@@ -11,8 +11,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { connect as tlsConnect } from "node:tls";
-import { CONTROLLER_NAME } from "../../src/kinds/decorators/gateway-api/read.js";
 import { agentHostname } from "../../src/kinds/shared/dns-tenancy.js";
+import { CONTROLLER_NAME } from "../../src/kinds/shared/gateway-api-objects.js";
 import { b64 } from "../../src/kinds/shared/secrets.js";
 import { bins } from "./bins.js";
 import { sleep } from "./echo.js";

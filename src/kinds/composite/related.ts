@@ -9,7 +9,7 @@ import type { OperatorConfig } from "../../config.js";
 import { credentialsSecretName, OWNER_UID_LABEL } from "../../k8s/labels.js";
 import type { K8sObject } from "../../k8s/objects.js";
 import type { RelatedRule } from "../../pipeline/types.js";
-import { GRANT_VERSION, GW_V1 } from "../decorators/gateway-api/read.js";
+import { GRANT_VERSION, GW_V1 } from "../shared/gateway-api-objects.js";
 import { proxyClassRules } from "../shared/proxy-class.js";
 import { tailnetRefName } from "../shared/tailnet-ref.js";
 import { foreignBackends } from "./ingress/permitted.js";

@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { K8sObject, ObjectMaps } from "../../../src/k8s/objects.js";
 import { typeKey } from "../../../src/k8s/objects.js";
-import { CONTROLLER_NAME } from "../../../src/kinds/decorators/gateway-api/read.js";
+import { CONTROLLER_NAME } from "../../../src/kinds/shared/gateway-api-objects.js";
 import type { K8sObject as Manifest } from "../../chart/helm.js";
 import { build } from "../../helpers/server.js";
 import { applyClean, ensureNamespace } from "./apply.js";

@@ -16,8 +16,8 @@
  */
 import { GROUP } from "../../../api/schemas.js";
 import type { K8sObject } from "../../../k8s/objects.js";
-import { GRANT_VERSION, type Grant, GW_GROUP, granted, type Route } from "../../decorators/gateway-api/read.js";
 import type { PathBackend } from "../../shared/expose-paths.js";
+import { GRANT_VERSION, type Grant, GW_GROUP, granted, type Route } from "../../shared/gateway-api-objects.js";
 import type { IngressSpec } from "./spec.js";
 
 /**

@@ -11,17 +11,24 @@
  *   NotAllowedByListeners. A namespace editor can attach a route only to a Gateway whose owner allowed it;
  * - a route with `hostnames` needs one naming the listener's tailnet name (`<label>.<zone>`, the label, or a
  *   `*.` wildcard above it): none is NoMatchingListenerHostname;
- * - a route the agent cannot serve as written is UnsupportedValue on every parent (read.ts).
+ * - a route the agent cannot serve as written is UnsupportedValue on every parent (src/kinds/shared/gateway-api-objects.ts).
  */
 import { RouteCondition as C, RouteReason as R } from "../../../conditions/tables/gateway-api.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { resolveTailnet } from "../../shared/annotations.js";
 import { flatNamespacesOf, zoneOf } from "../../shared/dns-tenancy.js";
+import {
+  CONTROLLER_NAME,
+  type Grant,
+  GW_GROUP,
+  type ParentRef,
+  type Route,
+  readListeners,
+} from "../../shared/gateway-api-objects.js";
 import { selects } from "../../shared/tenancy.js";
 import { exposureAnnotations } from "../annotations.js";
 import { type RouteParentCondition, routeCond } from "./conditions.js";
 import { type JudgedListener, judgeListeners } from "./listeners.js";
-import { CONTROLLER_NAME, type Grant, GW_GROUP, type ParentRef, type Route, readListeners } from "./read.js";
 import { type ResolvedRule, resolveBackends } from "./refs.js";
 
 export type { RouteParentCondition } from "./conditions.js";

@@ -7,8 +7,8 @@ import { mergeConditions } from "../../../conditions/condition.js";
 import { GatewayClassCondition as C, GatewayClassReason as R } from "../../../conditions/tables/gateway-api.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
+import { CONTROLLER_NAME } from "../../shared/gateway-api-objects.js";
 import { classCond } from "./conditions.js";
-import { CONTROLLER_NAME } from "./read.js";
 
 export function planGatewayClass(cls: K8sObject, now: Date): Record<string, unknown> | null {
   const spec = recordOf(cls.spec);

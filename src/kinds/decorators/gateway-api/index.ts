@@ -13,13 +13,13 @@
 import { API_VERSION } from "../../../api/schemas.js";
 import type { Stages } from "../../../pipeline/run.js";
 import type { HookDeps, HookRequest, RelatedRule } from "../../../pipeline/types.js";
+import { GW_V1 } from "../../shared/gateway-api-objects.js";
 import { relatedAll, runDecorator } from "../hook.js";
 import type { DecoratorModule, DecoratorRequest } from "../module.js";
 import { planGatewayClass } from "./class-plan.js";
 import { answerOf, decideGatewayApi, type GatewayApiDecision } from "./decide.js";
 import { observeGateway, observeWorld } from "./observe.js";
 import { type GatewayObservation, type GatewayPlan, planGateway } from "./plan.js";
-import { GW_V1 } from "./read.js";
 import { planRouteStatus } from "./route-plan.js";
 
 const worldRules = (): RelatedRule[] => [

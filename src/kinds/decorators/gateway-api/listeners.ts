@@ -13,9 +13,16 @@ import {
   ListenerReason as R,
 } from "../../../conditions/tables/gateway-api.js";
 import { HTTPS_PORT } from "../../shared/expose-port.js";
+import {
+  type Grant,
+  GW_GROUP,
+  granted,
+  type Listener,
+  ROUTE_KINDS,
+  type RouteKind,
+} from "../../shared/gateway-api-objects.js";
 import { hostLabel } from "../../shared/ingress-names.js";
 import type { AnyCondition } from "./conditions.js";
-import { type Grant, GW_GROUP, granted, type Listener, ROUTE_KINDS, type RouteKind } from "./read.js";
 
 export const { cond: listenerCond } = conditionsOf(GATEWAY_LISTENER_REASONS);
 export type ListenerCondition = AnyCondition<typeof GATEWAY_LISTENER_REASONS>;

@@ -7,9 +7,9 @@
 import { API_VERSION } from "../../../api/schemas.js";
 import { objectsOf } from "../../../k8s/objects.js";
 import type { HookRequest } from "../../../pipeline/types.js";
+import { GRANT_VERSION, GW_V1, readGrant, readRoute } from "../../shared/gateway-api-objects.js";
 import type { GatewayWorld } from "./bind.js";
 import type { GatewayObservation } from "./plan.js";
-import { GRANT_VERSION, GW_V1, readGrant, readRoute } from "./read.js";
 
 export function observeWorld(req: HookRequest): GatewayWorld {
   return {

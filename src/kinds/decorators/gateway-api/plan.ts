@@ -13,6 +13,7 @@ import { jsonEqual } from "../../../k8s/json-equal.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
 import { WorkloadAnnotation as Annotation } from "../../shared/annotations.js";
+import { GW_GROUP } from "../../shared/gateway-api-objects.js";
 import { exposureAnnotations, isDns1035Label, isTag, isTailnetName } from "../annotations.js";
 import { planAttachment } from "../attachment.js";
 import { type ExposedCondition, exposed } from "../exposed.js";
@@ -20,7 +21,6 @@ import { gatewayAttachment, type Unpublished } from "./attachment.js";
 import { type BoundGateway, bindGateway, classOf, type GatewayWorld, isOurGateway } from "./bind.js";
 import { type GatewayCondition, gatewayCond } from "./conditions.js";
 import { type ListenerCondition, listenerCond } from "./listeners.js";
-import { GW_GROUP } from "./read.js";
 
 export interface GatewayObservation {
   gateway: K8sObject;

@@ -13,8 +13,15 @@
 import { RouteCondition as C, RouteReason as R } from "../../../conditions/tables/gateway-api.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import type { WeightedBackend } from "../../shared/expose-paths.js";
+import {
+  type Grant,
+  GW_GROUP,
+  granted,
+  type Route,
+  type RouteBackend,
+  type RouteMatch,
+} from "../../shared/gateway-api-objects.js";
 import { type RouteParentCondition, routeCond } from "./conditions.js";
-import { type Grant, GW_GROUP, granted, type Route, type RouteBackend, type RouteMatch } from "./read.js";
 
 export interface ResolvedRule {
   matches: RouteMatch[];

@@ -16,8 +16,8 @@ import { mergeConditions } from "../../../conditions/condition.js";
 import { jsonEqual } from "../../../k8s/json-equal.js";
 import type { K8sObject } from "../../../k8s/objects.js";
 import { recordOf } from "../../../k8s/objects.js";
+import { CONTROLLER_NAME, type ParentRef, readRoute } from "../../shared/gateway-api-objects.js";
 import { type GatewayWorld, routeVerdicts } from "./bind.js";
-import { CONTROLLER_NAME, type ParentRef, readRoute } from "./read.js";
 
 interface ParentStatus {
   parentRef: Record<string, unknown>;

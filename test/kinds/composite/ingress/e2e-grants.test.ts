@@ -11,7 +11,7 @@ import { describe, it } from "node:test";
 import { startAgent } from "../../../../src/agent/main.js";
 import { API_VERSION } from "../../../../src/api/schemas.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
-import { GW_V1 } from "../../../../src/kinds/decorators/gateway-api/read.js";
+import { GW_V1 } from "../../../../src/kinds/shared/gateway-api-objects.js";
 import { gateway, gatewayClass, listener, service } from "../../decorators/gateway-api/fixtures.js";
 import { NS, tcpIngress } from "./fixtures.js";
 import { grantObject, OTHER, rightGrant, route } from "./grant-inputs.js";

@@ -12,7 +12,7 @@ import {
   GW_V1,
   readGrant,
   readRoute,
-} from "../../../../src/kinds/decorators/gateway-api/read.js";
+} from "../../../../src/kinds/shared/gateway-api-objects.js";
 import { type ExposeInput, ingress, NS, WEB } from "./fixtures.js";
 
 export const OTHER = "other";

@@ -13,7 +13,7 @@ import {
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { planGatewayClass } from "../../../../src/kinds/decorators/gateway-api/class-plan.js";
 import { planGateway } from "../../../../src/kinds/decorators/gateway-api/plan.js";
-import { CONTROLLER_NAME } from "../../../../src/kinds/decorators/gateway-api/read.js";
+import { CONTROLLER_NAME } from "../../../../src/kinds/shared/gateway-api-objects.js";
 import { assertCoversTable } from "../../../helpers/reason-coverage.js";
 import {
   BASE,

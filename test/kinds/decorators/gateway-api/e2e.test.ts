@@ -18,7 +18,7 @@ import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { kindModules } from "../../../../src/kinds/composite/index.js";
 import { ingressAgentConfig } from "../../../../src/kinds/composite/ingress/children.js";
 import { ingressSpecProblem, readIngressSpec } from "../../../../src/kinds/composite/ingress/spec.js";
-import { CONTROLLER_NAME, GW_V1 } from "../../../../src/kinds/decorators/gateway-api/read.js";
+import { CONTROLLER_NAME, GW_V1 } from "../../../../src/kinds/shared/gateway-api-objects.js";
 import { createOperatorMetrics } from "../../../../src/metrics/registry.js";
 import { assembleStatus } from "../../../../src/pipeline/status.js";
 import type { KindModule } from "../../../../src/pipeline/types.js";

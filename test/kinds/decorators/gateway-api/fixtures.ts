@@ -2,7 +2,7 @@
 import { API_VERSION } from "../../../../src/api/schemas.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import type { GatewayWorld } from "../../../../src/kinds/decorators/gateway-api/bind.js";
-import { CONTROLLER_NAME, GW_V1, readGrant, readRoute } from "../../../../src/kinds/decorators/gateway-api/read.js";
+import { CONTROLLER_NAME, GW_V1, readGrant, readRoute } from "../../../../src/kinds/shared/gateway-api-objects.js";
 
 export const NS = "shop";
 export const BASE = "ts.example.com";

@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ROUTE_PARENT_REASONS } from "../../../../src/conditions/tables/gateway-api.js";
-import { CONTROLLER_NAME } from "../../../../src/kinds/decorators/gateway-api/read.js";
 import { planRouteStatus } from "../../../../src/kinds/decorators/gateway-api/route-plan.js";
+import { CONTROLLER_NAME } from "../../../../src/kinds/shared/gateway-api-objects.js";
 import { assertCoversTable } from "../../../helpers/reason-coverage.js";
 import {
   BASE,

@@ -2,8 +2,8 @@
 import type { ConditionInput } from "../../../../src/conditions/condition.js";
 import type { K8sObject } from "../../../../src/k8s/objects.js";
 import { type GatewayPlan, planGateway } from "../../../../src/kinds/decorators/gateway-api/plan.js";
-import { CONTROLLER_NAME } from "../../../../src/kinds/decorators/gateway-api/read.js";
 import { planRouteStatus } from "../../../../src/kinds/decorators/gateway-api/route-plan.js";
+import { CONTROLLER_NAME } from "../../../../src/kinds/shared/gateway-api-objects.js";
 import { BASE, gateway, listener, NOW, service, world } from "./fixtures.js";
 
 export type Cond = ConditionInput & { lastTransitionTime?: string; observedGeneration?: number };

@@ -5,10 +5,10 @@
  * a filter, a regular expression, a query match, a timeout — is named as `unsupported` (the route's
  * `Accepted: False, UnsupportedValue`), never served differently.
  */
-import { HEADER_NAME, HEADER_VALUE, MAX_HEADER_VALUE, RULE_METHODS, rulePathProblem } from "../../../contract/paths.js";
-import type { K8sObject } from "../../../k8s/objects.js";
-import { recordOf } from "../../../k8s/objects.js";
-import type { LabelSelector } from "../../shared/tenancy.js";
+import { HEADER_NAME, HEADER_VALUE, MAX_HEADER_VALUE, RULE_METHODS, rulePathProblem } from "../../contract/paths.js";
+import type { K8sObject } from "../../k8s/objects.js";
+import { recordOf } from "../../k8s/objects.js";
+import type { LabelSelector } from "./tenancy.js";
 
 export const GW_GROUP = "gateway.networking.k8s.io";
 export const GW_V1 = `${GW_GROUP}/v1`;
