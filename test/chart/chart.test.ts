@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { operatorPodEnv } from "../../bench/pod-runtime.js";
 import { HOOK_KINDS } from "../../src/api/schemas.js";
 import { chartDir, find, helm, type K8sObject, renderChart, templateArgs } from "./helm.js";
 import { SCENARIOS } from "./scenarios.js";
@@ -230,6 +231,8 @@ describe("operator workload", () => {
     assert.deepEqual(container.env, [
       { name: "OPERATOR_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
       { name: "HOOK_TOKEN", valueFrom: { secretKeyRef: { name: "tailnet-operator-hook-token", key: "token" } } },
+      // the runtime the kustomize base sets and the benches measure (bench/pod-runtime.ts): the same values
+      ...Object.entries(operatorPodEnv()).map(([name, value]) => ({ name, value })),
     ]);
     // the explicit opt-out: no Secret, no authorization, and the server told so (it logs a warning)
     const open = renderChart({ hookToken: { generate: false } });
