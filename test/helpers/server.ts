@@ -28,3 +28,25 @@ export async function build(
   t.after(() => app.close());
   return { app, logs, config };
 }
+
+/**
+ * A hook server for a whole suite (a `before` hook has no TestContext): `post` answers a hook's JSON and fails on
+ * anything but 200, `close` stops the server (call it from `after`).
+ */
+export async function suiteHooks(): Promise<{
+  post: (path: string, payload: unknown) => Promise<Record<string, unknown>>;
+  close: () => Promise<void> | void;
+}> {
+  let close: () => Promise<void> | void = () => undefined;
+  const built = await build({
+    after: (fn: () => Promise<void> | void) => {
+      close = fn;
+    },
+  });
+  const post = async (path: string, payload: unknown) => {
+    const r = await built.app.inject({ method: "POST", url: path, payload: payload as object });
+    if (r.statusCode !== 200) throw new Error(`${path}: ${r.statusCode} ${r.body}`);
+    return JSON.parse(r.body) as Record<string, unknown>;
+  };
+  return { post, close: () => close() };
+}

@@ -17,7 +17,7 @@ import type { K8sObject, ObjectMaps } from "../../../src/k8s/objects.js";
 import { typeKey } from "../../../src/k8s/objects.js";
 import { CONTROLLER_NAME } from "../../../src/kinds/shared/gateway-api-objects.js";
 import type { K8sObject as Manifest } from "../../chart/helm.js";
-import { build } from "../../helpers/server.js";
+import { suiteHooks } from "../../helpers/server.js";
 import { applyClean, ensureNamespace } from "./apply.js";
 import { type Cluster, startCluster } from "./cluster.js";
 import { metacontrollerCrds } from "./foreign-crds.js";
@@ -145,16 +145,7 @@ describe("Gateway API class tailnet on a real API server", { timeout: 600_000, c
       "--clusterrole=tailnet-operator-metacontroller-gateway-api",
       "--serviceaccount=metacontroller:restricted",
     ]);
-    const built = await build({
-      after: (fn: () => Promise<void> | void) => {
-        close = fn;
-      },
-    });
-    post = async (path, payload) => {
-      const r = await built.app.inject({ method: "POST", url: path, payload: payload as object });
-      assert.equal(r.statusCode, 200, r.body);
-      return JSON.parse(r.body) as Record<string, unknown>;
-    };
+    ({ post, close } = await suiteHooks());
     const svc = (name: string, ns: string, port: number) =>
       ({
         apiVersion: "v1",

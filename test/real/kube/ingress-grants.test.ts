@@ -16,7 +16,7 @@ import { type K8sObject, typeKey } from "../../../src/k8s/objects.js";
 import { REFERENCE_GRANT_CHILD_KEY } from "../../../src/kinds/composite/ingress/permitted.js";
 import type { RelatedRule } from "../../../src/pipeline/types.js";
 import type { K8sObject as Manifest } from "../../chart/helm.js";
-import { build } from "../../helpers/server.js";
+import { suiteHooks } from "../../helpers/server.js";
 import { applyClean, ensureNamespace } from "./apply.js";
 import { type Cluster, startCluster } from "./cluster.js";
 import { metacontrollerCrds } from "./foreign-crds.js";
@@ -117,16 +117,7 @@ describe("TailnetIngress backends in other namespaces on a real API server", {
       svc("api", "other", 80),
       svc("db", "third", 5432),
     ] as unknown as Manifest[]);
-    const built = await build({
-      after: (fn: () => Promise<void> | void) => {
-        close = fn;
-      },
-    });
-    post = async (path, payload) => {
-      const r = await built.app.inject({ method: "POST", url: path, payload: payload as object });
-      assert.equal(r.statusCode, 200, r.body);
-      return JSON.parse(r.body) as Record<string, unknown>;
-    };
+    ({ post, close } = await suiteHooks());
   });
   after(async () => {
     await close();

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { K8sObject } from "../../../src/k8s/objects.js";
 import type { K8sObject as Manifest } from "../../chart/helm.js";
-import { build } from "../../helpers/server.js";
+import { suiteHooks } from "../../helpers/server.js";
 import { applyClean, ensureNamespace } from "./apply.js";
 import { type Cluster, startCluster } from "./cluster.js";
 
@@ -92,16 +92,7 @@ describe("LoadBalancer Service of our class on a real API server", { timeout: 30
       "--clusterrole=tailnet-operator-metacontroller-services",
       `--serviceaccount=metacontroller:restricted`,
     ]);
-    const built = await build({
-      after: (fn: () => Promise<void> | void) => {
-        close = fn;
-      },
-    });
-    post = async (path, payload) => {
-      const r = await built.app.inject({ method: "POST", url: path, payload: payload as object });
-      assert.equal(r.statusCode, 200, r.body);
-      return JSON.parse(r.body) as Record<string, unknown>;
-    };
+    ({ post, close } = await suiteHooks());
     applyClean(cluster, [
       {
         apiVersion: "v1",
