@@ -19,9 +19,8 @@ import { CONTROLLER_NAME } from "../../../src/kinds/shared/gateway-api-objects.j
 import type { K8sObject as Manifest } from "../../chart/helm.js";
 import { suiteHooks } from "../../helpers/server.js";
 import { applyClean, ensureNamespace } from "./apply.js";
-import { type Cluster, startCluster } from "./cluster.js";
-import { metacontrollerCrds } from "./foreign-crds.js";
-import { gatewayApiCrds, gatewayApiPin, shopObjects } from "./gateway-api.js";
+import type { Cluster } from "./cluster.js";
+import { gatewayApiPin, shopObjects, startGatewayApiCluster } from "./gateway-api.js";
 
 const NS = "shop";
 const OTHER = "other";
@@ -105,11 +104,7 @@ describe("Gateway API class tailnet on a real API server", { timeout: 600_000, c
     });
 
   before(async () => {
-    cluster = await startCluster();
-    for (const crd of gatewayApiCrds()) applyClean(cluster, crd.yaml);
-    applyClean(cluster, cluster.kubectl(["kustomize", "manifests/crds"]));
-    applyClean(cluster, metacontrollerCrds);
-    cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]);
+    cluster = await startGatewayApiCluster();
     ensureNamespace(cluster, NS);
     ensureNamespace(cluster, OTHER, { team: "other" });
     // the component's DecoratorControllers, strictly against Metacontroller's CRD (foreign-crds.ts)

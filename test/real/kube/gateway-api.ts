@@ -7,6 +7,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { goModuleDir } from "../../helpers/upstream.js";
 import { REPO } from "../bins.js";
+import { applyClean } from "./apply.js";
+import { type Cluster, startCluster } from "./cluster.js";
+import { metacontrollerCrds } from "./foreign-crds.js";
 
 export const GATEWAY_API_MODULE = "sigs.k8s.io/gateway-api";
 
@@ -113,4 +116,14 @@ export function shopObjects(NS: string, OTHER: string, BASE: string): Record<str
       },
     },
   ];
+}
+
+/** A real API server with the pinned Gateway API CRDs, ours and Metacontroller's, all Established. */
+export async function startGatewayApiCluster(): Promise<Cluster> {
+  const cluster = await startCluster();
+  for (const crd of gatewayApiCrds()) applyClean(cluster, crd.yaml);
+  applyClean(cluster, cluster.kubectl(["kustomize", "manifests/crds"]));
+  applyClean(cluster, metacontrollerCrds);
+  cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]);
+  return cluster;
 }

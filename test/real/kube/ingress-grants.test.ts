@@ -18,9 +18,8 @@ import type { RelatedRule } from "../../../src/pipeline/types.js";
 import type { K8sObject as Manifest } from "../../chart/helm.js";
 import { suiteHooks } from "../../helpers/server.js";
 import { applyClean, ensureNamespace } from "./apply.js";
-import { type Cluster, startCluster } from "./cluster.js";
-import { metacontrollerCrds } from "./foreign-crds.js";
-import { gatewayApiCrds } from "./gateway-api.js";
+import type { Cluster } from "./cluster.js";
+import { startGatewayApiCluster } from "./gateway-api.js";
 
 const NS = "monitoring";
 const GW = "gateway.networking.k8s.io";
@@ -106,11 +105,7 @@ describe("TailnetIngress backends in other namespaces on a real API server", {
   }
 
   before(async () => {
-    cluster = await startCluster();
-    for (const crd of gatewayApiCrds()) applyClean(cluster, crd.yaml);
-    applyClean(cluster, cluster.kubectl(["kustomize", "manifests/crds"]));
-    applyClean(cluster, metacontrollerCrds);
-    cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]);
+    cluster = await startGatewayApiCluster();
     for (const ns of [NS, "other", "third", "team"]) ensureNamespace(cluster, ns);
     applyClean(cluster, [
       svc("search", "other", 80),
