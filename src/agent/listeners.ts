@@ -42,11 +42,35 @@ function boundPorts(ports: AgentPorts): Map<number, string> {
   return out;
 }
 
+/** Binding again after EADDRINUSE, only with ephemeral ports: at most this many times in all. */
+const EPHEMERAL_ATTEMPTS = 5;
+
 /**
  * Binds every listener of the config. `tailnetDown` says why a target dial must wait (undefined while
- * tailscaled is Running).
+ * tailscaled is Running). A listen port of 0 (tests) is whatever the kernel hands out on the listen host, and the
+ * refuser then needs that same number on refuseHost, where an outgoing socket may hold it: then everything is
+ * bound again with new ports. Configured ports are never retried.
  */
 export async function startListeners(
+  config: AgentConfig,
+  common: ListenerCommon,
+  tailnetDown: () => string | undefined,
+): Promise<AgentListeners> {
+  const ephemeral =
+    config.targets.some((t) => t.ports.some((p) => p.listenPort === 0)) ||
+    config.exposes.some((e) => e.listenPort === 0);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await bindListeners(config, common, tailnetDown);
+    } catch (err) {
+      const code = ((err as Error).cause as NodeJS.ErrnoException | undefined)?.code;
+      if (!ephemeral || code !== "EADDRINUSE" || attempt >= EPHEMERAL_ATTEMPTS) throw err;
+      common.log.warn("an ephemeral listen port is taken on the refuse host; binding again", { attempt });
+    }
+  }
+}
+
+async function bindListeners(
   config: AgentConfig,
   common: ListenerCommon,
   tailnetDown: () => string | undefined,

@@ -43,7 +43,9 @@ export async function startRefuser(opts: RefuserOptions): Promise<Refuser> {
       servers.push(server);
       await new Promise<void>((resolve, reject) => {
         server.once("error", (err: NodeJS.ErrnoException) =>
-          reject(new Error(`listen ${opts.host}:${port} (refuse) for ${name}: ${err.code ?? err.message}`)),
+          reject(
+            new Error(`listen ${opts.host}:${port} (refuse) for ${name}: ${err.code ?? err.message}`, { cause: err }),
+          ),
         );
         server.listen(port, opts.host, () => resolve());
       });
