@@ -96,24 +96,30 @@ function routeProblem(parent: K8sObject, b: PathBackend, seen: GrantsSeen): stri
   const gateway = owningGateway(parent);
   const which = `${r.kind} ${r.namespace}/${r.name}`;
   if (!gateway) return `it names ${which}, but no Gateway controls this TailnetIngress`;
+  // one message whatever failed: the status of an ingress in G never tells whether a route of another namespace
+  // exists, whom it names as parents or what it references
   const route = seen.routes.find((x) => x.kind === r.kind && x.namespace === r.namespace && x.name === r.name);
-  if (!route) return `${which} does not exist`;
-  const parentOk = route.parentRefs.some(
-    (p) => p.group === GW_GROUP && p.kind === "Gateway" && p.namespace === ns && p.name === gateway,
-  );
-  if (!parentOk) return `${which} does not name Gateway ${ns}/${gateway} as a parent`;
   const service = b.namespace ?? ns;
-  const refOk = route.rules.some((rule) =>
-    rule.backends.some(
-      (x) =>
-        x.group === "" && x.kind === "Service" && x.namespace === service && x.name === b.service && x.port === b.port,
-    ),
-  );
-  if (!refOk) return `${which} has no backendRef to Service ${service}/${b.service} port ${b.port}`;
-  const from = { group: GW_GROUP, kind: route.kind, namespace: route.namespace };
-  if (!granted(seen.grants, from, { group: "", kind: "Service", namespace: service, name: b.service })) {
-    return `no ReferenceGrant in ${service} allows ${route.kind}s from ${route.namespace}`;
-  }
+  const given =
+    route?.parentRefs.some(
+      (p) => p.group === GW_GROUP && p.kind === "Gateway" && p.namespace === ns && p.name === gateway,
+    ) &&
+    route.rules.some((rule) =>
+      rule.backends.some(
+        (x) =>
+          x.group === "" &&
+          x.kind === "Service" &&
+          x.namespace === service &&
+          x.name === b.service &&
+          x.port === b.port,
+      ),
+    ) &&
+    granted(
+      seen.grants,
+      { group: GW_GROUP, kind: route.kind, namespace: route.namespace },
+      { group: "", kind: "Service", namespace: service, name: b.service },
+    );
+  if (!given) return `${which} does not give Gateway ${ns}/${gateway} Service ${service}/${b.service} port ${b.port}`;
   return undefined;
 }
 

@@ -137,7 +137,7 @@ describe("TailnetIngress: the Gateway API class's backends in another namespace 
       assert.deepEqual(agentExposes(w, name), [], name);
       const c = w.condition("BackendsReachable", name);
       assert.equal(c.reason, "BackendNotPermitted", name);
-      assert.match(c.message, /HTTPRoute other\/search has no backendRef to Service other\//, name);
+      assert.match(c.message, /HTTPRoute other\/search does not give Gateway monitoring\/web Service other\//, name);
     }
     assert.deepEqual(agentExposes(w, "same"), ["x search.other.svc.cluster.local"]);
     // every expose refused: the agent the ConfigMap starts runs, listens for nothing, and is ready (nothing to probe)

@@ -198,6 +198,23 @@ describe("a backend in another namespace: the Gateway's TailnetIngress (the owne
     });
   }
 
+  it("attack: the refusal never tells whether a route of another namespace exists, whom it names or what it references", () => {
+    // an editor of the ingress's namespace may forge the ownerReference and name any route: the message is one
+    // string for a missing route, another parent, another backendRef or a missing grant
+    const message = (objects: K8sObject[]) => {
+      const parent = gatewayOwned(viaRoute());
+      return refusedExposes(parent, readIngressSpec(parent), seen(objects)).get("web")?.message;
+    };
+    const messages = new Set([
+      message([]),
+      message([route("r", OTHER, { parent: { name: "other-gw", namespace: NS } })]),
+      message([route("r", OTHER, { backendRefs: [{ name: "grafana", port: 9090 }] })]),
+      message([route("r", OTHER, { backendRefs: [{ name: "web", port: 3000 }] })]),
+    ]);
+    assert.equal(messages.size, 1, [...messages].join("\n"));
+    assert.match([...messages][0] ?? "", /HTTPRoute .*\/r does not give Gateway .* Service .*grafana port 3000/);
+  });
+
   it("a route in a third namespace with the grant the Gateway API requires for it: served (GRPCRoute too)", () => {
     assert.equal(verdict(gatewayOwned(viaRoute("team")), [route("r", "team"), fromRoutesOf("team")]), "served");
     const grpc = gatewayOwned(viaRoute("team", "g", "GRPCRoute"));
