@@ -138,6 +138,8 @@ export interface SoakResult {
   /** Wall time of the first round (the install), s. */
   firstRoundSeconds?: number;
   headscaleRequests: number;
+  /** Headscale calls per round ("GET /api/v1/preauthkey": n), the install first: what each round asked of it. */
+  headscaleCallsByRound: Record<string, number>[];
   /** The server's heap flag, or "V8 default heap". */
   heap: string;
 }
@@ -375,6 +377,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   };
   /** When each full round over the parents ended (ms since start). */
   const roundEnds: number[] = [];
+  /** hs.requests.length when each full round ended. */
+  const requestsAtRoundEnd: number[] = [];
   let steadyPeakReset = false;
   let peakAtRoundOne = Number.NaN;
   let cpuAtRoundOne = 0;
@@ -412,6 +416,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         syncs++;
         if (syncs % parents.length === 0) {
           roundEnds.push(Date.now() - started);
+          requestsAtRoundEnd.push(hs.requests.length);
           if (roundEnds.length === 1) {
             peakAtRoundOne = vmHwmMiB(server.pid as number);
             cpuAtRoundOne = processCpuSeconds(server.pid as number);
@@ -487,8 +492,24 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     }),
     ...(roundEnds.length ? { firstRoundSeconds: +(roundEnds[0] / 1000).toFixed(1) } : {}),
     headscaleRequests: hs.requests.length,
+    headscaleCallsByRound: callsByRound(hs.requests, requestsAtRoundEnd),
     heap: nodeArgs.find((a) => a.startsWith("--max-old-space-size")) ?? "V8 default heap",
   };
+}
+
+/** The Headscale calls of each full round, by method and path (ids folded to `:id`). */
+export function callsByRound(
+  requests: readonly { method: string; path: string }[],
+  ends: readonly number[],
+): Record<string, number>[] {
+  return ends.map((end, i) => {
+    const calls: Record<string, number> = {};
+    for (const r of requests.slice(i ? ends[i - 1] : 0, end)) {
+      const key = `${r.method} ${r.path.replace(/\/[0-9]+(?=\/|$)/g, "/:id")}`;
+      calls[key] = (calls[key] ?? 0) + 1;
+    }
+    return calls;
+  });
 }
 
 function steadyOf(

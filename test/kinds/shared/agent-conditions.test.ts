@@ -41,6 +41,20 @@ describe("tagFact", () => {
       assert.deepEqual([f.state, f.message], r.want);
     });
   }
+  it("follows the live policy as its text changes (the parse is remembered per text)", () => {
+    const texts = [
+      policy({ [tag]: [] }),
+      policy({ "tag:other": [] }),
+      { policy: "{ nope", updatedAt: null },
+      policy({ "tag:z": [], [tag]: ["group:x"] }),
+      policy({ [tag]: [] }),
+    ];
+    const states = [...texts, ...texts].map((p) => tagFact(ok(p), tag).state);
+    assert.deepEqual(states, [..."kpukk", ..."kpukk"].map((c) => ({ k: "known", p: "pending", u: "unreadable" })[c]));
+    // a key named like Object.prototype's members is not a tag the policy owns
+    assert.equal(tagFact(ok(policy({ "tag:a": [] })), "constructor").state, "pending");
+    assert.equal(tagFact(ok({ policy: '{"tagOwners":{"__proto__":[]}}', updatedAt: null }), "__proto__").state, "known");
+  });
 });
 
 describe("registrationFact", () => {
