@@ -140,6 +140,8 @@ export interface SoakResult {
   headscaleRequests: number;
   /** Headscale calls per round ("GET /api/v1/preauthkey": n), the install first: what each round asked of it. */
   headscaleCallsByRound: Record<string, number>[];
+  /** The Tailnet's conditions in its last answer, "Type=Status/Reason". */
+  tailnetConditions: string[];
   /** The server's heap flag, or "V8 default heap". */
   heap: string;
 }
@@ -360,9 +362,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       },
     });
   }
+  /** The Tailnet's conditions in its last answer ("Type=Status/Reason"): whether it applied the policy. */
+  let tailnetConditions: string[] = [];
   parents.push({
     path: "/hooks/tailnet/sync",
     body: () => syncRequest({ parent: tailnet, related: [apiKey, ...workloads] }),
+  });
+  Object.defineProperty(parents[parents.length - 1], "record", {
+    value: (r: { status?: { conditions?: { type: string; status: string; reason: string }[] } }) => {
+      tailnetConditions = (r.status?.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}`);
+    },
   });
 
   let syncs = 0;
@@ -493,6 +502,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     ...(roundEnds.length ? { firstRoundSeconds: +(roundEnds[0] / 1000).toFixed(1) } : {}),
     headscaleRequests: hs.requests.length,
     headscaleCallsByRound: callsByRound(hs.requests, requestsAtRoundEnd),
+    tailnetConditions,
     heap: nodeArgs.find((a) => a.startsWith("--max-old-space-size")) ?? "V8 default heap",
   };
 }

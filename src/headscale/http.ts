@@ -43,8 +43,11 @@ export interface CallSpec<T> {
   /** Classification for an HTTP 400 regardless of its message (policy/check: every 400 is a rejection). */
   badRequestAs?: HeadscaleErrorClassification;
   decode: (body: unknown) => T;
-  /** A list decoded by reusing the previous answer where it only grew (list-memo.ts); sees every decoded answer. */
-  reuse?: { tryReuse(text: string): T | undefined; remember(text: string, body: unknown, value: T): void };
+  /**
+   * A list decoded by reusing the previous answer where it only grew (list-memo.ts); sees every decoded answer.
+   * Its answers are read as bytes and compared as bytes; only what is new is decoded to text.
+   */
+  reuse?: { tryReuse(bytes: Buffer): T | undefined; remember(bytes: Buffer, body: unknown, value: T): void };
 }
 
 export interface Requester {
@@ -165,7 +168,18 @@ async function probeHealth({ opts, dispatcher, origin, basePath }: Connection): 
 interface Reply {
   code: number;
   contentType: string;
+  /** The body as text; empty while it is held as `bytes` only (textOf decodes it). */
   text: string;
+  /** The body as it arrived, for a call that reuses its last answer (CallSpec.reuse). */
+  bytes?: Buffer;
+}
+
+/** The body as text, decoded as undici's `text()` does (UTF-8, a leading byte order mark skipped). */
+function textOf(reply: Reply): string {
+  const b = reply.bytes;
+  if (!b) return reply.text;
+  const bom = b.length > 2 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
+  return b.toString("utf8", bom ? 3 : 0);
 }
 
 /** One HTTP attempt: sent, its answer decoded or mapped to a HeadscaleError, its metric reported. */
@@ -188,15 +202,15 @@ async function attempt<T>(
   const reply: Reply = { code: 0, contentType: "", text: "" };
   try {
     await send(conn, spec, path, operation, reply);
-    const { code, contentType, text } = reply;
-    if (code >= 200 && code < 300) return await decodeBody(text, spec, operation);
+    const { code, contentType } = reply;
+    if (code >= 200 && code < 300) return await decodeBody(reply, spec, operation);
     // Headscale 0.29 looks the key up in its database before routing and answers any failure there with
     // the same plain 401 as a revoked key (hscontrol/app.go httpAuthenticationMiddleware). A 401 is a
     // verdict on the key only while the unauthenticated /health passes (hscontrol/handlers.go).
     if (code === 401 && spec.auth !== false && (await serverHealth()) === "fail") {
       throw databaseDownError(operation);
     }
-    throw httpError(code, contentType, text, spec, operation, conn.secrets);
+    throw httpError(code, contentType, textOf(reply), spec, operation, conn.secrets);
   } finally {
     reportMetric(conn.opts.onRequest, {
       method: spec.method,
@@ -231,7 +245,8 @@ async function send<T>(conn: Connection, spec: CallSpec<T>, path: string, operat
     });
     reply.code = res.statusCode;
     reply.contentType = headerValue(res.headers["content-type"]);
-    reply.text = await res.body.text();
+    if (spec.reuse) reply.bytes = Buffer.from(await res.body.arrayBuffer());
+    else reply.text = await res.body.text();
   } catch (error) {
     throw transportError(error, operation, signal.aborted, opts.timeoutMs);
   }
@@ -294,13 +309,14 @@ function headerValue(value: string | string[] | undefined): string {
   return Array.isArray(value) ? value.join(", ") : (value ?? "");
 }
 
-async function decodeBody<T>(text: string, spec: CallSpec<T>, operation: string): Promise<T> {
+async function decodeBody<T>(reply: Reply, spec: CallSpec<T>, operation: string): Promise<T> {
   try {
-    const reused = spec.reuse?.tryReuse(text);
+    const reused = reply.bytes && spec.reuse?.tryReuse(reply.bytes);
     if (reused !== undefined) return reused;
   } catch {
     // a new item that does not decode: the whole answer is decoded below and judged as usual
   }
+  const text = textOf(reply);
   let json: unknown;
   try {
     // a list of thousands of keys or nodes: a run of items per turn of the event loop (json-chunks.ts)
@@ -315,7 +331,7 @@ async function decodeBody<T>(text: string, spec: CallSpec<T>, operation: string)
   }
   try {
     const value = spec.decode(json);
-    spec.reuse?.remember(text, json, value);
+    if (reply.bytes) spec.reuse?.remember(reply.bytes, json, value);
     return value;
   } catch (error) {
     const detail = error instanceof DecodeProblem ? `unexpected response: ${error.message}` : "unexpected response";

@@ -13,15 +13,22 @@
  */
 
 export interface ListMemo<T> {
-  text: string;
-  /** Index of the `]` closing the list in `text`. */
+  /** The answer's bytes as they arrived (no string of megabytes is kept or built per read). */
+  bytes: Buffer;
+  /** Index of the `]` closing the list in `bytes`. */
   close: number;
   items: readonly T[];
 }
 
-/** Remembers a decoded answer when its shape allows reuse (one top-level key holding the list). */
+const CLOSE_BRACKET = 0x5d;
+
+/**
+ * Remembers a decoded answer when its shape allows reuse (one top-level key holding the list). Cutting the bytes
+ * at an ASCII `]` is cutting the text there too: UTF-8 never uses an ASCII byte inside a multi-byte sequence, and
+ * a decoder replaces a broken sequence before it without consuming the `]`.
+ */
 export function rememberList<T>(
-  text: string,
+  bytes: Buffer,
   field: string,
   body: unknown,
   items: readonly T[],
@@ -29,27 +36,34 @@ export function rememberList<T>(
   if (!body || typeof body !== "object" || Array.isArray(body)) return undefined;
   const keys = Object.keys(body);
   if (keys.length !== 1 || keys[0] !== field) return undefined;
-  const close = text.lastIndexOf("]");
-  if (close < 0 || !/^\]\s*\}\s*$/.test(text.slice(close))) return undefined;
-  return { text, close, items };
+  const close = bytes.lastIndexOf(CLOSE_BRACKET);
+  if (close < 0 || !/^\]\s*\}\s*$/.test(bytes.toString("latin1", close))) return undefined;
+  return { bytes, close, items };
 }
 
 /**
- * The items of `text` reusing `memo`'s decoded items, or undefined when `text` is not `memo`'s answer with items
- * appended (decode it whole then). `decodeItem` decodes one new item (and throws on a bad one).
+ * The items of the answer `bytes` reusing `memo`'s decoded items, or undefined when it is not `memo`'s answer with
+ * items appended (decode it whole then). `decodeItem` decodes one new item (and throws on a bad one). The old part
+ * is compared byte for byte (a memcmp: a quarter of a millisecond at 20,000 keys, where a string compare and the
+ * UTF-8 decode of the whole answer took 6 ms and a 4 MiB string per read).
  */
 export function reuseList<T>(
   memo: ListMemo<T> | undefined,
-  text: string,
+  bytes: Buffer,
   decodeItem: (v: unknown) => T,
 ): T[] | undefined {
   if (!memo) return undefined;
-  if (text === memo.text) return [...memo.items];
-  const tail = memo.text.slice(memo.close);
-  if (text.length <= memo.text.length || !text.endsWith(tail) || !text.startsWith(memo.text.slice(0, memo.close))) {
+  const old = memo.bytes;
+  if (bytes.equals(old)) return [...memo.items];
+  const tailLength = old.length - memo.close;
+  if (
+    bytes.length <= old.length ||
+    bytes.compare(old, memo.close, old.length, bytes.length - tailLength) !== 0 ||
+    bytes.compare(old, 0, memo.close, 0, memo.close) !== 0
+  ) {
     return undefined;
   }
-  let added = text.slice(memo.close, text.length - tail.length);
+  let added = bytes.toString("utf8", memo.close, bytes.length - tailLength);
   if (memo.items.length > 0) {
     // after the last old item comes a comma, then the new items
     if (!/^\s*,/.test(added)) return undefined;
@@ -65,8 +79,8 @@ export function reuseList<T>(
   return [...memo.items, ...values.map(decodeItem)];
 }
 
-/** Above this many characters of new items the whole answer is parsed in runs instead (json-chunks.ts). */
-const MAX_REUSED_APPEND_CHARS = 256 * 1024;
+/** Above this many bytes of new items the whole answer is parsed in runs instead (json-chunks.ts). */
+const MAX_REUSED_APPEND_BYTES = 256 * 1024;
 
 /** One list call's decoder that remembers its last answer (a client holds one per list it reads). */
 export class ReusingListDecoder<T> {
@@ -77,19 +91,19 @@ export class ReusingListDecoder<T> {
     private readonly decodeItem: (v: unknown) => T,
   ) {}
 
-  /** The items of `text` when it is the last answer with items appended; undefined: decode it whole. */
-  tryReuse(text: string): T[] | undefined {
+  /** The items of the answer `bytes` when it is the last answer with items appended; undefined: decode it whole. */
+  tryReuse(bytes: Buffer): T[] | undefined {
     const memo = this.memo;
-    if (!memo || text.length - memo.text.length > MAX_REUSED_APPEND_CHARS) return undefined;
-    const items = reuseList(memo, text, this.decodeItem);
+    if (!memo || bytes.length - memo.bytes.length > MAX_REUSED_APPEND_BYTES) return undefined;
+    const items = reuseList(memo, bytes, this.decodeItem);
     if (!items) return undefined;
-    this.memo = { text, close: text.length - (memo.text.length - memo.close), items };
+    this.memo = { bytes, close: bytes.length - (memo.bytes.length - memo.close), items };
     // the caller's own array: a cache may append to it (the view adds its mints), the memo must stay the text's
     return [...items];
   }
 
   /** Keeps an answer decoded whole, for the next one (a copy: the caller's array may be appended to). */
-  remember(text: string, body: unknown, items: readonly T[]): void {
-    this.memo = rememberList(text, this.field, body, [...items]);
+  remember(bytes: Buffer, body: unknown, items: readonly T[]): void {
+    this.memo = rememberList(bytes, this.field, body, [...items]);
   }
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import fc from "fast-check";
 import { createHeadscaleClient } from "../../src/headscale/client.js";
 import { ReusingListDecoder, rememberList, reuseList } from "../../src/headscale/list-memo.js";
 import { decodePreAuthKey } from "../../src/headscale/types.js";
@@ -17,13 +18,14 @@ const item = (id: number) => ({
   aclTags: [`tag:k${id}`],
 });
 const answer = (ids: number[]) => JSON.stringify({ preAuthKeys: ids.map(item) });
+const bytes = (text: string) => Buffer.from(text);
 const decodeAll = (text: string) =>
   (JSON.parse(text) as { preAuthKeys: unknown[] }).preAuthKeys.map((k) => decodePreAuthKey(k));
 
 function memoOf(ids: number[]) {
   const text = answer(ids);
   const body = JSON.parse(text);
-  return rememberList(text, "preAuthKeys", body, decodeAll(text));
+  return rememberList(bytes(text), "preAuthKeys", body, decodeAll(text));
 }
 
 describe("list answers decoded by reusing the previous one", () => {
@@ -32,7 +34,7 @@ describe("list answers decoded by reusing the previous one", () => {
       const memo = memoOf(before);
       assert.ok(memo);
       const text = answer([...before, 4, 5]);
-      const items = reuseList(memo, text, decodePreAuthKey);
+      const items = reuseList(memo, bytes(text), decodePreAuthKey);
       assert.deepEqual(items, decodeAll(text), `from ${before.length} items`);
       for (const [i, old] of memo.items.entries()) assert.equal(items?.[i], old, "the same object");
     }
@@ -41,14 +43,14 @@ describe("list answers decoded by reusing the previous one", () => {
   test("anything but an append is decoded whole", () => {
     const memo = memoOf([1, 2, 3]);
     const changed = JSON.stringify({ preAuthKeys: [item(1), { ...item(2), used: true }, item(3), item(4)] });
-    assert.equal(reuseList(memo, changed, decodePreAuthKey), undefined, "an item changed in place");
-    assert.equal(reuseList(memo, answer([1, 2]), decodePreAuthKey), undefined, "an item gone");
+    assert.equal(reuseList(memo, bytes(changed), decodePreAuthKey), undefined, "an item changed in place");
+    assert.equal(reuseList(memo, bytes(answer([1, 2])), decodePreAuthKey), undefined, "an item gone");
     const base = answer([1, 2, 3]);
     const sneaky = `${base.slice(0, -2)},${JSON.stringify(item(4))}],"other":[${JSON.stringify(item(5))}]}`;
-    assert.equal(reuseList(memo, sneaky, decodePreAuthKey), undefined, "a second list after the first");
-    assert.equal(reuseList(memo, `${base.slice(0, -2)},]}`, decodePreAuthKey), undefined, "a trailing comma");
+    assert.equal(reuseList(memo, bytes(sneaky), decodePreAuthKey), undefined, "a second list after the first");
+    assert.equal(reuseList(memo, bytes(`${base.slice(0, -2)},]}`), decodePreAuthKey), undefined, "a trailing comma");
     const two = JSON.stringify({ preAuthKeys: [item(1)], more: [] });
-    assert.equal(rememberList(two, "preAuthKeys", JSON.parse(two), []), undefined, "two keys: never remembered");
+    assert.equal(rememberList(bytes(two), "preAuthKeys", JSON.parse(two), []), undefined, "two keys: never remembered");
   });
 
   test("the client's key list after mints decodes only the new keys (the old ones are the same objects)", async (t) => {
@@ -76,6 +78,50 @@ describe("list answers decoded by reusing the previous one", () => {
     const third = await client.preAuthKeys.list();
     assert.notEqual(third[1].expiration, second[1].expiration, "a key changed in place is read as it is now");
     const decoder = new ReusingListDecoder("preAuthKeys", decodePreAuthKey);
-    assert.equal(decoder.tryReuse(answer([1])), undefined, "nothing remembered yet");
+    assert.equal(decoder.tryReuse(bytes(answer([1]))), undefined, "nothing remembered yet");
+  });
+
+  test("differential: a reused answer is exactly the whole decode of its bytes, across spacing, non-ASCII and broken UTF-8", () => {
+    const tag = fc.string({ unit: fc.constantFrom("a", "é", "€", "😀", '"', "\\", "]", ","), maxLength: 6 });
+    const key = fc.record({ id: fc.nat(999).map(String), tag });
+    const space = fc.constantFrom("", " ", "\n", "\t ", "\r\n");
+    const render = (keys: { id: string; tag: string }[], s: string) =>
+      `{${s}"preAuthKeys"${s}:${s}[${keys.map((k) => JSON.stringify({ ...item(1), id: k.id, aclTags: [k.tag] })).join(`${s},`)}${s}]${s}}${s}`;
+    // what undici's text() gives: UTF-8, a leading byte order mark skipped, broken sequences replaced
+    const wholeDecode = (b: Buffer) =>
+      (JSON.parse(new TextDecoder().decode(b)) as { preAuthKeys: unknown[] }).preAuthKeys.map((k) =>
+        decodePreAuthKey(k),
+      );
+    fc.assert(
+      fc.property(
+        fc.array(key, { maxLength: 4 }),
+        fc.array(key, { maxLength: 3 }),
+        space,
+        space,
+        fc.constantFrom("none", "bom", "flip", "cut", "junk"),
+        fc.nat(),
+        (before, added, s1, s2, change, at) => {
+          const oldBytes = bytes(render(before, s1));
+          const memo = rememberList(oldBytes, "preAuthKeys", JSON.parse(oldBytes.toString()), wholeDecode(oldBytes));
+          assert.ok(memo);
+          let next = bytes(render([...before, ...added], s2));
+          if (change === "bom") next = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), next]);
+          if (change === "flip" && next.length) next[at % next.length] ^= 0x80;
+          if (change === "cut") next = next.subarray(0, at % (next.length + 1));
+          if (change === "junk") next = Buffer.concat([next.subarray(0, -1), Buffer.from([0xc3]), next.subarray(-1)]);
+          const reused = reuseList(memo, next, decodePreAuthKey);
+          let whole: unknown;
+          try {
+            whole = wholeDecode(next);
+          } catch {
+            whole = undefined;
+          }
+          if (reused !== undefined) assert.deepEqual(reused, whole);
+          // compact JSON, as grpc-gateway writes it: an append is always reused
+          if (change === "none" && s1 === "" && s2 === "" && added.length > 0) assert.ok(reused, "an append is reused");
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -50,10 +50,16 @@ describe("tagFact", () => {
       policy({ [tag]: [] }),
     ];
     const states = [...texts, ...texts].map((p) => tagFact(ok(p), tag).state);
-    assert.deepEqual(states, [..."kpukk", ..."kpukk"].map((c) => ({ k: "known", p: "pending", u: "unreadable" })[c]));
+    assert.deepEqual(
+      states,
+      [..."kpukk", ..."kpukk"].map((c) => ({ k: "known", p: "pending", u: "unreadable" })[c]),
+    );
     // a key named like Object.prototype's members is not a tag the policy owns
     assert.equal(tagFact(ok(policy({ "tag:a": [] })), "constructor").state, "pending");
-    assert.equal(tagFact(ok({ policy: '{"tagOwners":{"__proto__":[]}}', updatedAt: null }), "__proto__").state, "known");
+    assert.equal(
+      tagFact(ok({ policy: '{"tagOwners":{"__proto__":[]}}', updatedAt: null }), "__proto__").state,
+      "known",
+    );
   });
 });
 
