@@ -5,7 +5,8 @@
  * between its callbacks (what perf_hooks.monitorEventLoopDelay records, so an idle loop reads about 10 ms)
  * into the histogram of the current phase; the bench names the phase over the IPC channel
  * ({ phase: "steady" }, { phase: "tailnet" } while a Tailnet sync is in flight, …) and asks for
- * { report: true }, answered with { report: { [phase]: { p50, p99, max, count } in ms } } plus "steady+tailnet".
+ * { report: true }, answered with { report: { [phase]: { p50, p99, max, count } in ms } }, "steady" holding
+ * "settled" too, plus "steady+tailnet".
  * Each tick also records the process's CPU time over it (cpuP99): on a loaded machine a tick is long either
  * because the server worked through it or because it waited for a core; the CPU time tells which.
  */
@@ -47,15 +48,23 @@ if (process.send) {
     if (m?.report) {
       const report: Record<string, ReturnType<typeof figures>> = {};
       for (const [name, h] of byPhase) report[name] = figures(h);
-      const both = { wall: createHistogram(), cpu: createHistogram() };
-      for (const name of ["steady", "tailnet"]) {
-        const h = byPhase.get(name);
-        if (h) {
-          both.wall.add(h.wall);
-          both.cpu.add(h.cpu);
+      // the phases the bench names after the install: "steady" (the first round after it), "settled" (the
+      // rounds after that) and "tailnet" (a Tailnet sync in flight in either); "steady" reports both rounds
+      const merged = (names: string[]) => {
+        const all = { wall: createHistogram(), cpu: createHistogram() };
+        for (const name of names) {
+          const h = byPhase.get(name);
+          if (h) {
+            all.wall.add(h.wall);
+            all.cpu.add(h.cpu);
+          }
         }
-      }
-      if (both.wall.count) report["steady+tailnet"] = figures(both);
+        return all.wall.count ? figures(all) : undefined;
+      };
+      const steady = merged(["steady", "settled"]);
+      if (steady) report.steady = steady;
+      const both = merged(["steady", "settled", "tailnet"]);
+      if (both) report["steady+tailnet"] = both;
       process.send?.({ report });
     }
   });

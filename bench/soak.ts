@@ -132,7 +132,8 @@ export interface SoakResult {
   steady?: SteadyState;
   /**
    * Event-loop delay by phase (bench/loop-probe.ts): install (round one), steady (later rounds, no Tailnet sync
-   * in flight), tailnet (a Tailnet sync in flight after round one), steady+tailnet (both). Empty without IPC.
+   * in flight), settled (the rounds after the first steady one, no Tailnet sync in flight), tailnet (a Tailnet
+   * sync in flight after round one), steady+tailnet (steady and tailnet). Empty without IPC.
    */
   loop: Record<string, LoopFigures>;
   /** Wall time of the first round (the install), s. */
@@ -421,11 +422,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
           headers: { "content-type": "application/json" },
         });
         const text = await res.body.text();
-        if (tailnetSync) phase("steady");
+        if (tailnetSync) phase(roundEnds.length > 1 ? "settled" : "steady");
         syncs++;
         if (syncs % parents.length === 0) {
           roundEnds.push(Date.now() - started);
           requestsAtRoundEnd.push(hs.requests.length);
+          // the rounds after the first one after the install: what a resync of a settled cluster costs
+          if (roundEnds.length === 2) phase("settled");
           if (roundEnds.length === 1) {
             peakAtRoundOne = vmHwmMiB(server.pid as number);
             cpuAtRoundOne = processCpuSeconds(server.pid as number);
@@ -617,7 +620,7 @@ export function soakScaleRows(r: { rows: SoakResult[]; ok: boolean }): [string, 
     if (Object.keys(row.loop).length)
       rows.push([
         `event-loop delay by phase, ${row.parents - 1} parents (10 ms ticks, bench/loop-probe.ts)`,
-        `steady rounds with the Tailnet's syncs ${fig("steady+tailnet")}; without them ${fig("steady")}; Tailnet sync in flight ${fig("tailnet")}; install ${fig("install")}`,
+        `steady rounds with the Tailnet's syncs ${fig("steady+tailnet")}; without them ${fig("steady")}; Tailnet sync in flight ${fig("tailnet")}; the rounds after the first steady one, without the Tailnet's syncs ${fig("settled")}; install ${fig("install")}`,
       ]);
   }
   const goal = r.rows.find((row) => row.parents - 1 === SCALE_GOAL.parents);
