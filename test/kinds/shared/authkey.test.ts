@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import fc from "fast-check";
 import { createHeadscaleClient, type HeadscaleClient } from "../../../src/headscale/client.js";
 import { HeadscaleError } from "../../../src/headscale/errors.js";
 import type { HsPreAuthKey } from "../../../src/headscale/types.js";
@@ -11,7 +12,9 @@ import {
   ensureAuthKey,
   expirableKeyIds,
   freshKeyList,
+  KEY_CREATED_ORDER_SLACK_MS,
   KEY_ID_ANNOTATION,
+  keysSince,
   type ObservedKey,
   PENDING_KEY_GRACE_MS,
   pendingKey,
@@ -48,6 +51,51 @@ const current: ObservedKey = {
   createdAt: new Date(NOW.getTime() - 30_000),
   expiresAt: new Date(NOW.getTime() + 30_000),
 };
+
+describe("keysSince: the end of Headscale's key list that may hold a key created since a moment", () => {
+  const created = (k: HsPreAuthKey) => Date.parse(k.createdAt ?? "");
+  it("holds every key created since then while ids rise with creation times (up to the slack)", () => {
+    fc.assert(
+      fc.property(
+        // per key: the id step and how far its createdAt runs behind an even clock (within the slack, or missing)
+        fc.array(
+          fc.record({
+            step: fc.integer({ min: 1, max: 3 }),
+            skew: fc.option(fc.integer({ min: 0, max: KEY_CREATED_ORDER_SLACK_MS })),
+          }),
+          { maxLength: 60 },
+        ),
+        fc.integer({ min: -3_600_000, max: 3_600_000 }),
+        (shape, sinceOffset) => {
+          let id = 0;
+          const listed = shape.map((k, i) => {
+            id += k.step;
+            return key(String(id), { createdAt: k.skew === null ? null : at(-3_600_000 + i * 120_000 - k.skew) });
+          });
+          const since = NOW.getTime() + sinceOffset;
+          const got = keysSince(listed, since);
+          // pendingKey never takes a key without a creation time
+          for (const k of listed) if (created(k) >= since) assert.ok(got.includes(k), `key ${k.id} is kept`);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("a list whose newest ids are out of order is read whole", () => {
+    const listed = [key("1", { createdAt: at(-9_000_000) }), key("3"), key("2")];
+    assert.equal(keysSince(listed, NOW.getTime() - 60_000), listed);
+  });
+
+  it("stops at the first key older than the slack: a mint at 20,000 keys reads the newest few", () => {
+    const listed = Array.from({ length: 20_000 }, (_, i) =>
+      key(String(i + 1), { createdAt: at(-20_000_000 + i * 1000) }),
+    );
+    const got = keysSince(listed, NOW.getTime() - 60_000);
+    assert.ok(got.length < 800 && got.length > 60, `${got.length} keys read`);
+    assert.equal(got.at(-1), listed.at(-1));
+  });
+});
 
 describe("pendingKey: a key another replica minted for this object moments ago", () => {
   const rows: [string, HsPreAuthKey[], ObservedKey | undefined, string | undefined][] = [
