@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { exposition } from "../../src/metrics/expose.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";
 import { build } from "../helpers/server.js";
 
@@ -46,6 +47,22 @@ describe("GET /metrics", () => {
       1,
     );
     assert.equal((await app.inject({ method: "GET", url: "/metrics" })).body, await metrics.registry.metrics());
+  });
+
+  it("writes chunks that stay young-generation strings (under 128 KiB), at any chunk size the same text", async () => {
+    const metrics = createOperatorMetrics({ defaultMetrics: false });
+    fixture(metrics, 2_000);
+    const expected = await metrics.registry.metrics();
+    const chunks: string[] = [];
+    for await (const c of exposition(metrics.registry)) chunks.push(c);
+    assert.equal(chunks.join(""), expected);
+    assert.ok(chunks.length > 20, `${chunks.length} chunks`);
+    assert.ok(Math.max(...chunks.map((c) => c.length)) < 128 * 1024);
+    for (const size of [1, 97]) {
+      let text = "";
+      for await (const c of exposition(metrics.registry, size)) text += c;
+      assert.equal(text, expected, `chunks of ${size} characters`);
+    }
   });
 
   it("lets the event loop turn while it writes the exposition of 200,000 series", async (t) => {
