@@ -98,7 +98,7 @@ export interface FakeHeadscale {
   count(method: string, path: RegExp): number;
   /** Logged non-GET requests except the non-mutating policy/check. */
   writes(): LoggedRequest[];
-  /** Successful PUT /api/v1/policy calls. */
+  /** PUT /api/v1/policy calls that stored the policy (one answered 429 for its answer's size too: message-size.ts). */
   readonly policyWrites: number;
   /** Contract violations found so far (the offending reply was replaced by a 500). */
   violations: string[];

@@ -7,6 +7,7 @@
 
 import ipaddr from "ipaddr.js";
 import { invalidLabel } from "./labels.js";
+import { policyMessageSize } from "./message-size.js";
 import { type FakeVersion, normaliseRoutes, type ParsedPolicy, parsePolicy } from "./policy.js";
 import { type FakeState, randomUrlSafe, ts, ZERO_TIME } from "./state.js";
 
@@ -37,6 +38,11 @@ export interface FakeRoute {
   handle: (ctx: HandlerContext) => FakeResponse;
   /** The handler words database errors itself; otherwise index.ts answers them as a plain 500. */
   databaseErrors?: boolean;
+  /**
+   * The protobuf sizes of the request and of a 200's answer, held to grpc-go's 4 MiB cap (message-size.ts);
+   * only the policy's messages can come near it at the sizes the fake is used with.
+   */
+  messageSize?: { request?: (body: Record<string, unknown>) => number; response?: (body: unknown) => number };
 }
 
 /** A `google.rpc.Status` error with the HTTP status grpc-gateway derives from the code. */
@@ -331,6 +337,7 @@ export const ROUTES: FakeRoute[] = [
     method: "GET",
     template: "/api/v1/policy",
     databaseErrors: true,
+    messageSize: { response: answerSize },
     handle: ({ state, policyMode, databaseError }) => {
       if (policyMode === "file") return ok({ policy: state.filePolicy, updatedAt: null });
       // Every database error gets the prefix "no policy stored" has (hscontrol/grpcv1.go GetPolicy); only the
@@ -345,6 +352,8 @@ export const ROUTES: FakeRoute[] = [
     method: "PUT",
     template: "/api/v1/policy",
     databaseErrors: true,
+    // A too-large answer comes after the handler: the policy is stored and live, the client told 429.
+    messageSize: { request: policyMessageSize, response: answerSize },
     handle: ({ state, policyMode, version, body, now, onPolicyWrite, databaseError }) => {
       if (policyMode === "file") return rpcError(500, 2, "update is disabled for modes other than 'database'");
       const text = stringField(body, "policy") ?? "";
@@ -368,12 +377,17 @@ export const ROUTES: FakeRoute[] = [
   {
     method: "POST",
     template: "/api/v1/policy/check",
+    messageSize: { request: policyMessageSize },
     handle: ({ state, version, body }) => {
       const parsed = parsePolicy(stringField(body, "policy") ?? "", version, state.policyWorld());
       return parsed.ok ? ok({}) : rpcError(400, 3, parsed.message);
     },
   },
 ];
+
+function answerSize(body: unknown): number {
+  return typeof body === "object" && body !== null ? policyMessageSize(body as Record<string, unknown>) : 0;
+}
 
 /** 0.28 has no policy/check: the path falls through to grpc-gateway's 404. */
 export function routesFor(version: FakeVersion): FakeRoute[] {

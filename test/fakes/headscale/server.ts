@@ -7,6 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { loadContract } from "./contract.js";
 import type { FakeHeadscaleOptions, FaultSpec, LoggedRequest } from "./index.js";
+import { refusedForSize } from "./message-size.js";
 import type { FakeVersion } from "./policy.js";
 import { type FakeRoute, type PolicyMode, rpcError } from "./routes.js";
 import type { FakeState } from "./state.js";
@@ -52,10 +53,16 @@ export function contractChecked(contract: ReturnType<typeof loadContract>, viola
   };
 }
 
+/** Far past the 4 MiB message cap, so the cap answers (a 413 only past this, where the real server reads on). */
+const BODY_LIMIT = 64 * 1024 * 1024;
+
 export function fakeApp(opts: FakeHeadscaleOptions, served: Served): FastifyInstance {
   // one instance type for both: fastify's https overload only changes the raw server's type
   const app = Fastify({
     logger: false,
+    // Headscale's HTTP server reads any body (no MaxBytesReader on /api, hscontrol/app.go); its limit is grpc-go's
+    // 4 MiB per message after decoding (message-size.ts), not fastify's default 1 MiB 413 before any route.
+    bodyLimit: BODY_LIMIT,
     forceCloseConnections: true,
     ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key } } : {}),
   } as Record<string, unknown>) as unknown as FastifyInstance;
@@ -167,6 +174,8 @@ async function answer(served: Served, request: FastifyRequest, reply: FastifyRep
     const answer = rpcError(400, 3, parsedBody.error);
     return sendJson(reply, request.method, match.route.template, answer.status, answer.body);
   }
+  const refused = refusedForSize(match.route.messageSize?.request?.(parsedBody.value) ?? 0);
+  if (refused) return sendJson(reply, request.method, match.route.template, refused.status, refused.body);
   if (databaseError !== undefined && !match.route.databaseErrors) {
     const answer = rpcError(500, 2, databaseError);
     return sendJson(reply, request.method, match.route.template, answer.status, answer.body);
@@ -182,7 +191,9 @@ async function answer(served: Served, request: FastifyRequest, reply: FastifyRep
     onPolicyWrite: () => served.live.policyWrites++,
     databaseError,
   });
-  return sendJson(reply, request.method, match.route.template, answered.status, answered.body);
+  const tooLarge = answered.status === 200 && refusedForSize(match.route.messageSize?.response?.(answered.body) ?? 0);
+  const sent = tooLarge || answered;
+  return sendJson(reply, request.method, match.route.template, sent.status, sent.body);
 }
 
 /** Stops and restarts listening on the same port (the "refused" fault). */
