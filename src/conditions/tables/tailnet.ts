@@ -47,6 +47,7 @@ export const TAILNET_REASONS = {
     PolicyRejected: ["False"],
     AdoptionRefused: ["False"],
     NothingToApply: ["False"],
+    PolicyTooLarge: ["False"],
     ApplyFailed: ["False", "Unknown"],
     NoAPIKey: ["False"],
     ClusterNameTaken: ["False"],

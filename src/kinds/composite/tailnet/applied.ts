@@ -8,7 +8,7 @@ import { TailnetCondition as C, TailnetReason as R } from "../../../conditions/t
 import { policyConfigMapName } from "../../../k8s/labels.js";
 import { LIVE_POLICY_KEY, livePolicyConfigMapName } from "./children.js";
 import { NO_CALL, oneLine, tailnetConditions } from "./conditions.js";
-import type { PolicyFinding } from "./plan.js";
+import { HEADSCALE_MAX_POLICY_BYTES, type PolicyFinding } from "./plan.js";
 import { describeLive, describeStored, writeFailureCondition } from "./write.js";
 
 const { cond } = tailnetConditions;
@@ -84,6 +84,13 @@ const say: Say = {
       "False",
       R.PolicyModeFile,
       `write skipped: Headscale reads the policy from a file (policy.mode file); put policy.json of ConfigMap ${ctx.operatorNamespace}/${policyConfigMapName(ctx.tailnet)} into that file and reload Headscale, or set policy.mode: database`,
+    ),
+  PolicyTooLarge: (f) =>
+    cond(
+      type,
+      "False",
+      R.PolicyTooLarge,
+      `not written: the rendered policy is ${f.bytes} bytes and Headscale's API takes at most ${HEADSCALE_MAX_POLICY_BYTES} (grpc-go's 4 MiB message limit behind its REST API); nothing was sent (${describeStored(f.live)}); see status.policy.generated for what makes it up`,
     ),
   CheckRejected: (f) =>
     cond(

@@ -21,7 +21,7 @@ import type { LeftOut } from "./left-out.js";
 import type { PendingFailure, TailnetObservation } from "./observe.js";
 import type { HeadscaleObservations } from "./observed.js";
 import { planRotation, type RotationPlan, type RotationStatus } from "./rotation.js";
-import { liveHolds, liveShared } from "./shared.js";
+import { candidateText, liveHolds, liveShared } from "./shared.js";
 import { liveHash } from "./write.js";
 
 export interface PolicyStatus {
@@ -80,6 +80,8 @@ export type PolicyFinding =
   | { found: "NothingToApply"; live: string | null }
   | { found: "RenderRefused"; rendered: string; live: string | null }
   | { found: "FileMode" }
+  /** The render is more than Headscale's API takes in one message (HEADSCALE_MAX_POLICY_BYTES): nothing is sent. */
+  | { found: "PolicyTooLarge"; bytes: number; live: string | null }
   | { found: "CheckRejected"; detail: string; live: string | null }
   | { found: "Incompatible"; message: string }
   /** The policy/check probe failed (no error: not probed). */
@@ -211,6 +213,16 @@ function notRendered(rendered: ConditionInput, base: TailnetInputs["base"], live
   return { found: "RenderRefused", rendered: rendered.reason, live };
 }
 
+/**
+ * The largest policy the operator writes, in UTF-8 bytes. Headscale 0.29's REST API reaches its gRPC server
+ * through grpc-gateway, and neither side sets a message size (juanfont/headscale hscontrol/app.go), so grpc-go's
+ * 4 MiB default caps both the request (the policy and 5 bytes of framing: past it 429 code 8, nothing stored)
+ * and the PUT's answer, which repeats the policy with `updated_at` (up to 19 bytes more: past it the policy is
+ * stored and served, yet the PUT and every later GET answer 429, and no writer can read the live policy again).
+ * 24 bytes under 4 MiB keeps both answers whole (test/real/policy-size.test.ts measures the edges).
+ */
+export const HEADSCALE_MAX_POLICY_BYTES = 4 * 1024 * 1024 - 24;
+
 /** What keeps the policy from being written, or WriteDue (the order is the order of the checks). */
 function findPolicy(input: TailnetPlanInput, adoption: string[] | undefined): PolicyFinding {
   const { inputs, hs, render, check, pendingFailure } = input.observed;
@@ -231,6 +243,9 @@ function findPolicy(input: TailnetPlanInput, adoption: string[] | undefined): Po
   if (blocker) return blocker;
   if (!candidate) return notRendered(rendered, inputs.base, stored);
   if (policyMode(hs).reason === R.File) return { found: "FileMode" };
+  // the text the PUT would carry (act.ts putPolicy); only computed when the live policy does not hold the render
+  const bytes = Buffer.byteLength(candidateText(candidate.hash, candidate.policy, candidate.shared?.meta), "utf8");
+  if (bytes > HEADSCALE_MAX_POLICY_BYTES) return { found: "PolicyTooLarge", bytes, live: stored };
   if (check && !check.ok && check.error.classification === "policyInvalid") {
     return { found: "CheckRejected", detail: check.error.detail, live: stored };
   }

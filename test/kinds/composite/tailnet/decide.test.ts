@@ -387,6 +387,18 @@ const rows: Row[] = [
     expect: { PolicyRendered: R.PolicyEmpty, PolicyApplied: R.NothingToApply },
   },
   {
+    name: "the render is more than Headscale's API takes in one message: PolicyTooLarge, nothing written",
+    input: input({
+      related: [
+        ...healthyRelated().filter((o) => o.kind !== "ConfigMap"),
+        baseConfigMap(
+          `{"hosts": {${Array.from({ length: 150_000 }, (_, i) => `"h${i}": "100.64.${(i >> 8) & 255}.${i & 255}/32"`).join(",")}}, "acls": [{"action": "accept", "src": ["*"], "dst": ["*:*"]}]}`,
+        ),
+      ],
+    }),
+    expect: { PolicyRendered: R.Rendered, PolicyApplied: R.PolicyTooLarge },
+  },
+  {
     name: "the PUT fails with a server error",
     input: input({ write: { ok: false, error: serverError("PUT /api/v1/policy") } }),
     expect: { PolicyApplied: R.ApplyFailed },
