@@ -8,14 +8,14 @@
  * the fake is what is wrong: make it answer like the real one.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { Agent, request } from "undici";
+import { describe, it } from "node:test";
+import { type Agent, request } from "undici";
 import { loadContract } from "../fakes/headscale/contract.js";
-import { type FakeHeadscale, listedApiKeyPrefix, startFakeHeadscale } from "../fakes/headscale/index.js";
-import { requireBins } from "./bins.js";
-import { type RealHeadscale, startHeadscale } from "./headscale.js";
-import { TestNet } from "./net.js";
+import { type FakeHeadscale, listedApiKeyPrefix } from "../fakes/headscale/index.js";
+import type { RealHeadscale } from "./headscale.js";
+import type { TestNet } from "./net.js";
 import { startPeer } from "./peers.js";
+import { sideBySide } from "./side-by-side.js";
 
 let net: TestNet;
 let hs: RealHeadscale;
@@ -23,20 +23,13 @@ let fake: FakeHeadscale;
 let dispatcher: Agent;
 const contract = loadContract("0.29");
 
-before(async () => {
-  requireBins(["headscale", "tailscaled", "tailscale", "node"]);
-  net = await TestNet.create({ id: "hscompare" });
-  hs = await startHeadscale(net, { database: "postgres" });
-  fake = await startFakeHeadscale({});
-  dispatcher = new Agent({ connect: { ca: hs.caPem } });
-});
-
-after(async () => {
-  await dispatcher?.close();
-  await fake?.close();
-  await hs?.close();
-  await net?.close();
-});
+sideBySide(
+  "hscompare",
+  { bins: ["headscale", "tailscaled", "tailscale", "node"], headscale: { database: "postgres" } },
+  (s) => {
+    ({ net, hs, fake, dispatcher } = s);
+  },
+);
 
 interface Answer {
   status: number;

@@ -11,32 +11,19 @@
  * SQLite; about 10 s.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { Agent, request } from "undici";
-import { type FakeHeadscale, startFakeHeadscale } from "../fakes/headscale/index.js";
+import { describe, it } from "node:test";
+import { type Agent, request } from "undici";
+import type { FakeHeadscale } from "../fakes/headscale/index.js";
 import { GRPC_MAX_MESSAGE, policyOfSize } from "../fakes/headscale/message-size.js";
-import { requireBins } from "./bins.js";
-import { type RealHeadscale, startHeadscale } from "./headscale.js";
-import { TestNet } from "./net.js";
+import type { RealHeadscale } from "./headscale.js";
+import { sideBySide } from "./side-by-side.js";
 
-let net: TestNet;
 let hs: RealHeadscale;
 let fake: FakeHeadscale;
 let dispatcher: Agent;
 
-before(async () => {
-  requireBins(["headscale"]);
-  net = await TestNet.create({ id: "hspolsize" });
-  hs = await startHeadscale(net);
-  fake = await startFakeHeadscale({});
-  dispatcher = new Agent({ connect: { ca: hs.caPem } });
-});
-
-after(async () => {
-  await dispatcher?.close();
-  await fake?.close();
-  await hs?.close();
-  await net?.close();
+sideBySide("hspolsize", { bins: ["headscale"] }, (s) => {
+  ({ hs, fake, dispatcher } = s);
 });
 
 interface Answer {
