@@ -237,23 +237,30 @@ export const KEY_CREATED_ORDER_SLACK_MS = 10 * 60_000;
 
 /**
  * The keys at the end of a list that may have been created at `since` or later. Headscale lists keys sorted by
- * id (hscontrol/grpcv1.go ListPreAuthKeys) and ids rise with createdAt, so the walk back from the newest key
- * stops at the first one created more than KEY_CREATED_ORDER_SLACK_MS before `since`: a mint at 20,000 keys
- * reads a few keys, not all of them (issue 36: the whole scan was 12 % of the CPU of a round with mints). An
- * id that does not fall on the way back means the list is not in that order: all of it is scanned.
+ * id (hscontrol/grpcv1.go ListPreAuthKeys) and ids rise with createdAt (within KEY_CREATED_ORDER_SLACK_MS), so
+ * any key created more than the slack before `since` has only keys created before `since` ahead of it. Such a
+ * key is found by bisection: a mint at 20,000 keys parses a few timestamps, not all of them (issue 36: a
+ * Date.parse per key was most of a mint in a fresh install, whose keys are all recent). An id that does not rise
+ * over the keys kept means the list is not in that order: all of it is kept.
  */
 export function keysSince(listed: readonly HsPreAuthKey[], since: number): readonly HsPreAuthKey[] {
-  let i = listed.length;
-  let after = Number.POSITIVE_INFINITY;
-  for (; i > 0; i--) {
-    const key = listed[i - 1];
-    const id = Number(key.id);
-    if (!(id < after)) return listed;
-    after = id;
-    const created = Date.parse(key.createdAt ?? "");
-    if (created < since - KEY_CREATED_ORDER_SLACK_MS) break;
+  const stop = since - KEY_CREATED_ORDER_SLACK_MS;
+  // lo: a key created before `stop` (-1: none found); hi: the first key known not to be (n: none)
+  let lo = -1;
+  let hi = listed.length;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    // a missing or unreadable time (NaN) is not before anything: the key stays among those read
+    if (Date.parse(listed[mid].createdAt ?? "") < stop) lo = mid;
+    else hi = mid;
   }
-  return listed.slice(i);
+  let after = Number.NEGATIVE_INFINITY;
+  for (let i = Math.max(lo, 0); i < listed.length; i++) {
+    const id = Number(listed[i].id);
+    if (!(id > after)) return listed;
+    after = id;
+  }
+  return lo < 0 ? listed : listed.slice(lo + 1);
 }
 
 /**
