@@ -3,7 +3,7 @@
  * in O(own) instead of scanning every key and node of the Tailnet. At 20,000 objects each sync's scans of the
  * whole lists made a resync round quadratic (issue 25).
  *
- * An index is built once per list read and memoised on the array itself (a WeakMap: it dies with the read), so
+ * An index is built once per list read and memoised on the array itself (src/k8s/attached.ts: it dies with the read), so
  * the thousands of syncs sharing one cached read share one index, and pure stages (plan, decide) may call it:
  * the answer depends only on the array's contents. Buckets keep the list's order, so what is derived from them
  * is as deterministic as a scan. The view appends its own mints to a cached key list in place (`appendKey`),
@@ -14,6 +14,7 @@
  * `user`, whose nodes are not the operator's (its nodes are tagged and owned by no user). So the lists are read
  * whole, once per TTL or per fresh read, and indexed here.
  */
+import { attachedMemo } from "../k8s/attached.js";
 import type { HsNode, HsPreAuthKey } from "./types.js";
 
 export interface KeyIndex {
@@ -32,8 +33,8 @@ export interface NodeIndex {
   position: Map<HsNode, number>;
 }
 
-const keyIndexes = new WeakMap<readonly HsPreAuthKey[], KeyIndex>();
-const nodeIndexes = new WeakMap<readonly HsNode[], NodeIndex>();
+const keyIndexes = attachedMemo<readonly HsPreAuthKey[], KeyIndex>("keyIndex");
+const nodeIndexes = attachedMemo<readonly HsNode[], NodeIndex>("nodeIndex");
 
 function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   const bucket = map.get(key);
@@ -48,18 +49,16 @@ function addKey(index: KeyIndex, key: HsPreAuthKey): void {
 
 /** Whether the list was indexed already (a caller with one lookup may scan instead of building the index). */
 export function hasKeyIndex(keys: readonly HsPreAuthKey[]): boolean {
-  return keyIndexes.has(keys);
+  return keyIndexes.peek(keys) !== undefined;
 }
 
 /** The index of a key list (built on first use, then reused for the same array). */
 export function keyIndex(keys: readonly HsPreAuthKey[]): KeyIndex {
-  let index = keyIndexes.get(keys);
-  if (!index) {
-    index = { byId: new Map(), byTag: new Map() };
+  return keyIndexes.of(keys, () => {
+    const index: KeyIndex = { byId: new Map(), byTag: new Map() };
     for (const k of keys) addKey(index, k);
-    keyIndexes.set(keys, index);
-  }
-  return index;
+    return index;
+  });
 }
 
 /**
@@ -76,18 +75,16 @@ export function appendKey(keys: HsPreAuthKey[], key: HsPreAuthKey): boolean {
 
 /** The index of a node list (built on first use, then reused for the same array). */
 export function nodeIndex(nodes: readonly HsNode[]): NodeIndex {
-  let index = nodeIndexes.get(nodes);
-  if (!index) {
-    index = { byId: new Map(), byTag: new Map(), byKeyId: new Map(), position: new Map() };
+  return nodeIndexes.of(nodes, () => {
+    const index: NodeIndex = { byId: new Map(), byTag: new Map(), byKeyId: new Map(), position: new Map() };
     for (const [i, n] of nodes.entries()) {
       index.byId.set(n.id, n);
       index.position.set(n, i);
       for (const tag of new Set(n.tags)) push(index.byTag, tag, n);
       if (n.preAuthKey) push(index.byKeyId, n.preAuthKey.id, n);
     }
-    nodeIndexes.set(nodes, index);
-  }
-  return index;
+    return index;
+  });
 }
 
 /** Keys carrying the tag, in list order. */

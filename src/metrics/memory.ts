@@ -1,18 +1,12 @@
 /**
  * Per-registry memory for metrics that must remove series they published earlier (a target that
- * left a spec, a reason no longer active). Keyed by the registry, so each app — and each test — has
- * its own; the hook server is otherwise stateless.
+ * left a spec, a reason no longer active). Kept on the registry (src/k8s/attached.ts), so each app — and each
+ * test — has its own; the hook server is otherwise stateless.
  */
+import { attachedMemo } from "../k8s/attached.js";
 import type { OperatorMetrics } from "./registry.js";
 
-export function registryMemory<V>(): (metrics: OperatorMetrics) => Map<string, V> {
-  const byRegistry = new WeakMap<OperatorMetrics, Map<string, V>>();
-  return (metrics) => {
-    let m = byRegistry.get(metrics);
-    if (!m) {
-      m = new Map();
-      byRegistry.set(metrics, m);
-    }
-    return m;
-  };
+export function registryMemory<V>(name: string): (metrics: OperatorMetrics) => Map<string, V> {
+  const byRegistry = attachedMemo<OperatorMetrics, Map<string, V>>(name);
+  return (metrics) => byRegistry.of(metrics, () => new Map());
 }

@@ -14,7 +14,9 @@
  *   that failed) does not repeat the Event — the same idea as the decorators' recordExposed.
  * Recording is best effort and never delays or fails the answer.
  */
+
 import type { Condition } from "../conditions/condition.js";
+import { attachedMemo } from "../k8s/attached.js";
 import { isRecord, type K8sObject } from "../k8s/objects.js";
 import type { EventRecorder, OperatorEvent } from "./types.js";
 
@@ -52,7 +54,7 @@ export function eventTypeOf(c: Pick<Condition, "type" | "status" | "reason">): O
 }
 
 /** Per recorder: object uid (or kind/namespace/name) + condition type → the status/reason recorded last. */
-const recordedLast = new WeakMap<EventRecorder, Map<string, string>>();
+const recordedLast = attachedMemo<EventRecorder, Map<string, string>>("recordedConditions");
 /** Bounds the memory of one recorder; the oldest entries go first (a Map keeps insertion order). */
 const MAX_REMEMBERED = 20_000;
 
@@ -105,11 +107,7 @@ export function recordConditionEvents(
   previous: unknown,
   merged: readonly Condition[],
 ): void {
-  let memory = recordedLast.get(events);
-  if (!memory) {
-    memory = new Map();
-    recordedLast.set(events, memory);
-  }
+  const memory = recordedLast.of(events, () => new Map());
   for (const { state, echo, ...event } of conditionChanges(parent, previous, merged)) {
     const key = `${objectKey(parent)}\u0000${event.condition}`;
     if (memory.get(key) === state) continue;

@@ -3,6 +3,7 @@
 // Shared by the policy collector (which grants) and the egress kind (which reports
 // per-target state): both must agree on what a host resolves to and whether it is
 // allowed, so both call these.
+import { attachedMemo } from "../k8s/attached.js";
 import { type Cidr, canonicalIp, cidrContains, parseCidr, parseCidrOrIp } from "../net/cidr.js";
 
 export interface NodeRef {
@@ -123,14 +124,10 @@ export class NodeIndex {
  * shared by every sync within its TTL (never modified), so its IP map (a parse of every node's
  * IPv4 and IPv6: ~150 ms at 20,000 nodes) is built once per snapshot, not once per render.
  */
-const indexes = new WeakMap<readonly NodeRef[], Map<string, NodeIndex>>();
+const indexes = attachedMemo<readonly NodeRef[], Map<string, NodeIndex>>("nodeIpIndex");
 
 export function buildNodeIndex(nodes: readonly NodeRef[], baseDomain?: string): NodeIndex {
-  let byDomain = indexes.get(nodes);
-  if (!byDomain) {
-    byDomain = new Map();
-    indexes.set(nodes, byDomain);
-  }
+  const byDomain = indexes.of(nodes, () => new Map());
   const key = baseDomain ?? "";
   let index = byDomain.get(key);
   if (!index) {

@@ -19,7 +19,7 @@ export const TARGET_STATES: readonly string[] = ["Ready", ...Object.values(Targe
  * stateless. A resync whose states did not change sets nothing (16 targets × every state: that many label
  * hashes per sync, the largest cost of the sync hook in bench/hooks.ts); a changed state flips two series.
  */
-const memoryOf = registryMemory<Map<string, string>>();
+const memoryOf = registryMemory<Map<string, string>>("egressTargetSeries");
 
 const idOf = (parent: K8sObject) => ({ namespace: parent.metadata.namespace ?? "", name: parent.metadata.name });
 

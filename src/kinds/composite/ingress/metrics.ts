@@ -13,7 +13,7 @@ import { onStaleResource } from "../../../metrics/resource.js";
 
 const KIND = "TailnetIngress";
 /** Per metrics registry: `namespace/name` → expose names with a series. */
-const memory = registryMemory<Set<string>>();
+const memory = registryMemory<Set<string>>("ingressSeries");
 
 const idOf = (parent: K8sObject) => ({ namespace: parent.metadata.namespace ?? "", name: parent.metadata.name });
 

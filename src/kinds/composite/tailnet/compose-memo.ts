@@ -16,6 +16,7 @@
  */
 import { createHash } from "node:crypto";
 import type { HsNode } from "../../../headscale/types.js";
+import { attachedMemo } from "../../../k8s/attached.js";
 import {
   type Contribution,
   type EgressContext,
@@ -58,22 +59,20 @@ interface TailnetMemo {
   context: string;
   /** "kind/namespace/name" → the object's contribution, for the objects of the last render only. */
   objects: Map<string, Entry>;
+  /** The last render, under what it read: its base key's sha256 (`policy`), the tag owners, the contributions. */
   last?: { base: string; owners: string; contributions: Contribution[]; result: unknown };
   /** The last DNS records file, under what it was computed from (`dnsMemoised`). */
   dns?: { key: string; value: unknown };
 }
 
 /** Fingerprint of what resolving a target reads from a node list, once per list (the view's cached array). */
-const nodePrints = new WeakMap<readonly NodeRef[], string>();
+const nodePrints = attachedMemo<readonly NodeRef[], string>("nodesPrint");
 function nodesPrint(nodes: readonly NodeRef[]): string {
-  let print = nodePrints.get(nodes);
-  if (print === undefined) {
+  return nodePrints.of(nodes, () => {
     const h = createHash("sha256");
     for (const n of nodes) h.update(JSON.stringify([n.givenName, n.name, n.ipAddresses, n.tags]));
-    print = h.digest("hex");
-    nodePrints.set(nodes, print);
-  }
-  return print;
+    return h.digest("hex");
+  });
 }
 
 const NONE: never[] = [];
@@ -100,16 +99,13 @@ const sameRefs = (a: readonly unknown[], b: readonly unknown[]) =>
   a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** Fingerprint of what the DNS records read from a node list, once per list. */
-const dnsPrints = new WeakMap<readonly HsNode[], string>();
+const dnsPrints = attachedMemo<readonly HsNode[], string>("dnsNodesPrint");
 export function dnsNodesPrint(nodes: readonly HsNode[]): string {
-  let print = dnsPrints.get(nodes);
-  if (print === undefined) {
+  return dnsPrints.of(nodes, () => {
     const h = createHash("sha256");
     for (const n of nodes) h.update(JSON.stringify([n.id, n.givenName, n.name, n.online, n.tags, n.ipAddresses]));
-    print = h.digest("hex");
-    dnsPrints.set(nodes, print);
-  }
-  return print;
+    return h.digest("hex");
+  });
 }
 
 /** The memo and the Tailnet (its uid) a compose may reuse; without one, everything is computed fresh. */
@@ -140,12 +136,14 @@ export class ComposeMemo {
     const memo = this.memoOf(tailnet);
     const contributions = takeContributions(memo, input);
     const owners = JSON.stringify(input.tagOwners);
+    // `base` names every section line of a shared policy (megabytes at 20,000 objects): its digest is kept
+    const baseKey = createHash("sha256").update(base).digest("base64");
     const last = memo.last;
-    if (last && last.base === base && last.owners === owners && sameRefs(last.contributions, contributions)) {
+    if (last && last.base === baseKey && last.owners === owners && sameRefs(last.contributions, contributions)) {
       return last.result as R;
     }
     const result = render(contributions);
-    memo.last = { base, owners, contributions, result };
+    memo.last = { base: baseKey, owners, contributions, result };
     return result;
   }
 

@@ -6,20 +6,17 @@
 
 import type { Obs } from "../../../headscale/errors.js";
 import type { HsApiKey, HsNode } from "../../../headscale/types.js";
+import { registryMemory } from "../../../metrics/memory.js";
 import type { OperatorMetrics } from "../../../metrics/registry.js";
 import type { TailnetStatusFields } from "./plan.js";
 import { findOwnApiKey } from "./rotation.js";
 
 export { findOwnApiKey };
 
-const nodeSeries = new WeakMap<OperatorMetrics, Map<string, Set<string>>>();
+const nodeSeries = registryMemory<Set<string>>("tailnetNodeSeries");
 
 function seenNodes(metrics: OperatorMetrics, tailnet: string): Set<string> {
-  let byTailnet = nodeSeries.get(metrics);
-  if (!byTailnet) {
-    byTailnet = new Map();
-    nodeSeries.set(metrics, byTailnet);
-  }
+  const byTailnet = nodeSeries(metrics);
   let seen = byTailnet.get(tailnet);
   if (!seen) {
     seen = new Set();
@@ -95,5 +92,5 @@ export function withdrawTailnetMetrics(metrics: OperatorMetrics, tailnet: string
     for (const result of ["ok", "failed"]) metrics.apiKeyRotationSteps.remove({ tailnet, step, result });
   }
   publishNodes(metrics, tailnet, []);
-  nodeSeries.get(metrics)?.delete(tailnet);
+  nodeSeries(metrics).delete(tailnet);
 }
