@@ -13,7 +13,6 @@ import type { OperatorMetrics } from "./registry.js";
  * so publishing, withdrawing and expiring touch only that object's entry, never every object's.
  */
 interface Published {
-  id: ResourceId;
   at: number;
   /**
    * Per condition type its reasons joined by NUL, the active one last: one reason (almost every type) is the
@@ -23,7 +22,7 @@ interface Published {
   reasons: Record<string, string>;
   ready: string | undefined;
 }
-const publishedFor = registryMemory<Published>();
+const publishedFor = registryMemory<Published>("resourceSeries");
 
 /**
  * Series kept per object and condition type: the active reason and the ones just before it. A
@@ -43,6 +42,11 @@ export interface ResourceId {
 const SEP = "\u0000";
 
 const keyOf = (id: ResourceId) => `${id.kind}/${id.namespace}/${id.name}`;
+/** The id back from its key (a kind, a namespace and a name never hold "/"): an object per entry less (issue 36). */
+const idOf = (key: string): ResourceId => {
+  const [kind, namespace, name] = key.split("/");
+  return { kind, namespace, name };
+};
 
 export function publishConditions(
   metrics: OperatorMetrics,
@@ -55,7 +59,7 @@ export function publishConditions(
   const key = keyOf(id);
   let entry = memory.get(key);
   if (!entry) {
-    entry = { id: { kind: id.kind, namespace: id.namespace, name: id.name }, at: nowMs, reasons: {}, ready: undefined };
+    entry = { at: nowMs, reasons: {}, ready: undefined };
     memory.set(key, entry);
   }
   entry.at = nowMs;
@@ -120,8 +124,9 @@ export function sweepStaleResources(
 ): number {
   if (hooksFlowingForMs < maxAgeMs) return 0;
   let swept = 0;
-  for (const { id, at } of [...publishedFor(metrics).values()]) {
+  for (const [key, { at }] of [...publishedFor(metrics).entries()]) {
     if (nowMs - at > maxAgeMs) {
+      const id = idOf(key);
       withdrawResource(metrics, id);
       metrics.authKeyExpiry.remove({ kind: id.kind, namespace: id.namespace, name: id.name });
       for (const withdraw of staleWithdrawers) withdraw(metrics, id);

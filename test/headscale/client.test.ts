@@ -1,9 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { createHeadscaleClient } from "../../src/headscale/client.js";
 import type { RequestMetric } from "../../src/headscale/http.js";
 import type { FakeHeadscaleOptions } from "../fakes/headscale/index.js";
 import { clientOnFake, rejection } from "./helpers.js";
+
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
 
 const setup = (t: Parameters<typeof clientOnFake>[0], fake: FakeHeadscaleOptions = { policy: POLICY }) =>
   clientOnFake(t, { fake });
@@ -274,6 +279,24 @@ describe("policy", () => {
     assert.ok(stored.updatedAt);
     assert.equal(fake.policyWrites, 1);
     assert.deepEqual(fake.requests.at(-1)?.body, { policy: next });
+  });
+
+  test("an unchanged policy is one string however often it is read (issue 36: each memo kept its own copy)", async (t) => {
+    const big = `${POLICY}\n// ${"x".repeat(1 << 20)}\n`;
+    const { client } = await setup(t, { policy: big });
+    await client.policy.get();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const held = [];
+    for (let i = 0; i < 12; i++) held.push(await client.policy.get());
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    assert.ok(
+      held.every((p) => p.policy === big),
+      "every read is the text",
+    );
+    // a copy a read would hold 12 MiB
+    assert.ok(grown < 4 * 2 ** 20, `12 reads hold ${grown} bytes`);
   });
 
   test("a rejected policy is policyInvalid on check (400) and on put (500)", async (t) => {

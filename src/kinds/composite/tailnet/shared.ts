@@ -3,9 +3,11 @@
  * candidate keeps of it, whether the live policy holds it (plan.ts), and the render again against a fresher live
  * policy (act.ts: read, merge, write, read back).
  */
+
 import type { ConditionInput } from "../../../conditions/condition.js";
 import { TailnetCondition as C, TailnetReason as R } from "../../../conditions/tables/tailnet.js";
 import type { HsPolicy } from "../../../headscale/types.js";
+import { attachedMemo } from "../../../k8s/attached.js";
 import { prettyPolicyText } from "../../../policy/merge.js";
 import {
   type Contest,
@@ -24,17 +26,21 @@ import { policyHash } from "./write.js";
 const { cond } = tailnetConditions;
 
 /** Parsed lines per cached live-policy object (the view hands out one object for its TTL). */
-const parsed = new WeakMap<HsPolicy, LiveShared>();
+const parsed = attachedMemo<HsPolicy, LiveShared>("liveShared");
+/**
+ * The last text parsed, so each read of an unchanged policy (a new object every cache TTL) shares one parse. A
+ * section line holds the generated policy of every object of its cluster: at 20,000 objects a parse is 4 MiB of
+ * heap, and the compose memo's last render keeps the one it was made from (issue 36: two were live at once).
+ */
+let lastParsed: { text: string; value: LiveShared } | undefined;
 
-/** The live policy's marker, base and section lines; undefined when none is stored. */
+/** The live policy's marker, base and section lines; undefined when none is stored. Read only: it is shared. */
 export function liveShared(live: HsPolicy | null | undefined): LiveShared | undefined {
   if (!live) return undefined;
-  let p = parsed.get(live);
-  if (!p) {
-    p = parseShared(live.policy);
-    parsed.set(live, p);
-  }
-  return p;
+  return parsed.of(live, () => {
+    if (lastParsed?.text !== live.policy) lastParsed = { text: live.policy, value: parseShared(live.policy) };
+    return lastParsed.value;
+  });
 }
 
 const liveOf = (hs: HeadscaleObservations | null) => (hs?.policy.ok ? hs.policy.value : undefined);
