@@ -19,7 +19,7 @@
  * The compiled server runs with the heap V8 gives itself in the operator's container (OPERATOR_POD_HEAP;
  * SOAK_POD_HEAP overrides it, "" = V8's default outside a cgroup, sized from the host's RAM) and the environment the
  * Deployment sets (bench/pod-runtime.ts; SOAK_MANIFEST reads another copy of manifests/base/operator.yaml).
- * The event-loop delay is also split by phase (bench/loop-probe.ts, preloaded into the server): the steady rounds
+ * The event-loop delay is also split by phase (bench/loop-probe.mjs, preloaded into the server): the steady rounds
  * with and without the Tailnet's own sync in flight, so each goal is judged on what it is about; the RSS of the
  * steady rounds is read before the end scrape and again after it (the /metrics exposition's own peak).
  * SOAK_NODE_ARGS adds flags to the server (e.g. `--heapsnapshot-signal=SIGUSR2`); SOAK_HEAPSNAPSHOT=dir
@@ -90,7 +90,7 @@ export interface SteadyState {
   rssMiB: number;
 }
 
-/** Event-loop delay of one phase (bench/loop-probe.ts), ms. */
+/** Event-loop delay of one phase (bench/loop-probe.mjs), ms. */
 export interface LoopFigures {
   p50: number;
   p99: number;
@@ -131,7 +131,7 @@ export interface SoakResult {
   /** Undefined until a second round completed. */
   steady?: SteadyState;
   /**
-   * Event-loop delay by phase (bench/loop-probe.ts): install (round one), steady (later rounds, no Tailnet sync
+   * Event-loop delay by phase (bench/loop-probe.mjs): install (round one), steady (later rounds, no Tailnet sync
    * in flight), settled (the rounds after the first steady one, no Tailnet sync in flight), tailnet (a Tailnet
    * sync in flight after round one), steady+tailnet (steady and tailnet). Empty without IPC.
    */
@@ -202,11 +202,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   writeFileSync(join(cfgDir, "config.yaml"), "logLevel: warn\nheadscale: { timeoutSeconds: 2, cacheTTLSeconds: 10 }\n");
   const port = 19000 + Math.floor(Math.random() * 1000);
   const nodeArgs = [...(o.nodeArgs ?? []), ...(process.env.SOAK_NODE_ARGS?.split(" ").filter(Boolean) ?? [])];
-  const probe = [
-    "--disable-warning=ExperimentalWarning", // type stripping of the probe
-    "--import",
-    new URL("./loop-probe.ts", import.meta.url).href,
-  ];
+  // plain JavaScript: Node's type stripping would load a WebAssembly parser into the server, 17 MiB of RSS the pod
+  // never carries (counted in every soak RSS until issue 36)
+  const probe = ["--import", new URL("./loop-probe.mjs", import.meta.url).href];
   if (o.heapSnapshotDir) nodeArgs.push("--heapsnapshot-signal=SIGUSR2", `--diagnostic-dir=${o.heapSnapshotDir}`);
   const cli = o.compiledCli ? [o.compiledCli, "serve"] : ["--import", "tsx", "src/cli.ts", "serve"];
   const server = spawn(process.execPath, [...nodeArgs, ...probe, ...cli, "--config", join(cfgDir, "config.yaml")], {
@@ -619,7 +617,7 @@ export function soakScaleRows(r: { rows: SoakResult[]; ok: boolean }): [string, 
     };
     if (Object.keys(row.loop).length)
       rows.push([
-        `event-loop delay by phase, ${row.parents - 1} parents (10 ms ticks, bench/loop-probe.ts)`,
+        `event-loop delay by phase, ${row.parents - 1} parents (10 ms ticks, bench/loop-probe.mjs)`,
         `steady rounds with the Tailnet's syncs ${fig("steady+tailnet")}; without them ${fig("steady")}; Tailnet sync in flight ${fig("tailnet")}; the rounds after the first steady one, without the Tailnet's syncs ${fig("settled")}; install ${fig("install")}`,
       ]);
   }
