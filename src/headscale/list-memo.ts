@@ -17,7 +17,13 @@ export interface ListMemo<T> {
   bytes: Buffer;
   /** Index of the `]` closing the list in `bytes`. */
   close: number;
+  /**
+   * The answer's items: the first `length` of `items`. The array is the one the caller got, which a cache may append
+   * to (the view adds its mints); giving it out instead of a copy saves a 160 KB array a read at 20,000 keys, and
+   * an array that size goes straight into V8's old generation (issue 36).
+   */
   items: readonly T[];
+  length: number;
 }
 
 const CLOSE_BRACKET = 0x5d;
@@ -38,7 +44,7 @@ export function rememberList<T>(
   if (keys.length !== 1 || keys[0] !== field) return undefined;
   const close = bytes.lastIndexOf(CLOSE_BRACKET);
   if (close < 0 || !/^\]\s*\}\s*$/.test(bytes.toString("latin1", close))) return undefined;
-  return { bytes, close, items };
+  return { bytes, close, items, length: items.length };
 }
 
 /**
@@ -54,7 +60,7 @@ export function reuseList<T>(
 ): T[] | undefined {
   if (!memo) return undefined;
   const old = memo.bytes;
-  if (bytes.equals(old)) return [...memo.items];
+  if (bytes.equals(old)) return memo.items.slice(0, memo.length);
   const tailLength = old.length - memo.close;
   if (
     bytes.length <= old.length ||
@@ -76,7 +82,9 @@ export function reuseList<T>(
     return undefined;
   }
   if (!Array.isArray(values) || values.length === 0) return undefined;
-  return [...memo.items, ...values.map(decodeItem)];
+  const decoded = values.map(decodeItem);
+  // one copy: concat sizes the new array once
+  return (memo.items.length === memo.length ? memo.items : memo.items.slice(0, memo.length)).concat(decoded);
 }
 
 /** Above this many bytes of new items the whole answer is parsed in runs instead (json-chunks.ts). */
@@ -97,13 +105,13 @@ export class ReusingListDecoder<T> {
     if (!memo || bytes.length - memo.bytes.length > MAX_REUSED_APPEND_BYTES) return undefined;
     const items = reuseList(memo, bytes, this.decodeItem);
     if (!items) return undefined;
-    this.memo = { bytes, close: bytes.length - (memo.bytes.length - memo.close), items };
-    // the caller's own array: a cache may append to it (the view adds its mints), the memo must stay the text's
-    return [...items];
+    // the caller's own array, which a cache may append to: the memo counts the text's items
+    this.memo = { bytes, close: bytes.length - (memo.bytes.length - memo.close), items, length: items.length };
+    return items;
   }
 
-  /** Keeps an answer decoded whole, for the next one (a copy: the caller's array may be appended to). */
+  /** Keeps an answer decoded whole, for the next one (the caller's array, whose items so far are the text's). */
   remember(bytes: Buffer, body: unknown, items: readonly T[]): void {
-    this.memo = rememberList(bytes, this.field, body, [...items]);
+    this.memo = rememberList(bytes, this.field, body, items);
   }
 }

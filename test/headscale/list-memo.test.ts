@@ -81,6 +81,21 @@ describe("list answers decoded by reusing the previous one", () => {
     assert.equal(decoder.tryReuse(bytes(answer([1]))), undefined, "nothing remembered yet");
   });
 
+  test("the caller's array is not copied, and what its holder appends (a cache's own mints) is never the text's", () => {
+    const decoder = new ReusingListDecoder("preAuthKeys", decodePreAuthKey);
+    const first = decodeAll(answer([1, 2]));
+    decoder.remember(bytes(answer([1, 2])), JSON.parse(answer([1, 2])), first);
+    first.push(decodePreAuthKey(item(9)));
+    const second = decoder.tryReuse(bytes(answer([1, 2, 3])));
+    assert.deepEqual(second, decodeAll(answer([1, 2, 3])), "the appended key 9 is not in the next answer's items");
+    assert.equal(second?.[0], first[0], "the old items are reused");
+    second?.push(decodePreAuthKey(item(8)));
+    assert.deepEqual(decoder.tryReuse(bytes(answer([1, 2, 3]))), decodeAll(answer([1, 2, 3])), "the same bytes again");
+    const third = decoder.tryReuse(bytes(answer([1, 2, 3, 4])));
+    assert.deepEqual(third, decodeAll(answer([1, 2, 3, 4])));
+    assert.notEqual(third, second, "every read is an array of its own");
+  });
+
   test("differential: a reused answer is exactly the whole decode of its bytes, across spacing, non-ASCII and broken UTF-8", () => {
     const tag = fc.string({ unit: fc.constantFrom("a", "é", "€", "😀", '"', "\\", "]", ","), maxLength: 6 });
     const key = fc.record({ id: fc.nat(999).map(String), tag });

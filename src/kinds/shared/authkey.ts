@@ -212,16 +212,21 @@ export function pendingKey(
   // count, one tag) per mint costs less than indexing the list (a Set and Map entries per key) per read. A list
   // already indexed (the view's cached one) is looked up by tag.
   const tag = want.tags[0];
-  const pool = tag !== undefined && hasKeyIndex(listed) ? keysWithTag(listed, tag) : keysSince(listed, since);
-  const candidates = pool.filter((k) => {
-    if (k.aclTags.length !== want.tags.length || (tag !== undefined && !k.aclTags.includes(tag))) return false;
+  const indexed = tag !== undefined && hasKeyIndex(listed);
+  const pool = indexed ? keysWithTag(listed, tag) : listed;
+  const candidates: HsPreAuthKey[] = [];
+  // read in place from the first key that may be recent: a copy of that end was a 160 KB array a mint at 20,000
+  // keys, straight into V8's old generation (issue 36: the round after an install retries thousands of mints)
+  for (let i = indexed ? 0 : firstKeySince(listed, since); i < pool.length; i++) {
+    const k = pool[i];
+    if (k.aclTags.length !== want.tags.length || (tag !== undefined && !k.aclTags.includes(tag))) continue;
     const user = k.user === null ? undefined : k.user.id;
-    if (k.id === current?.keyId || user !== want.user || !sameSet(k.aclTags, want.tags)) return false;
-    if (k.reusable !== want.reusable || k.ephemeral !== want.ephemeral) return false;
-    if (k.expiration !== null && Date.parse(k.expiration) <= want.now.getTime()) return false;
+    if (k.id === current?.keyId || user !== want.user || !sameSet(k.aclTags, want.tags)) continue;
+    if (k.reusable !== want.reusable || k.ephemeral !== want.ephemeral) continue;
+    if (k.expiration !== null && Date.parse(k.expiration) <= want.now.getTime()) continue;
     const created = Date.parse(k.createdAt ?? "");
-    return !Number.isNaN(created) && created >= since;
-  });
+    if (!Number.isNaN(created) && created >= since) candidates.push(k);
+  }
   // the newest (highest id on ties), so both replicas wait for the same one
   return candidates.sort(
     (a, b) => Date.parse(b.createdAt ?? "") - Date.parse(a.createdAt ?? "") || Number(b.id) - Number(a.id),
@@ -236,14 +241,15 @@ export function pendingKey(
 export const KEY_CREATED_ORDER_SLACK_MS = 10 * 60_000;
 
 /**
- * The keys at the end of a list that may have been created at `since` or later. Headscale lists keys sorted by
+ * Where the keys begin, at the end of a list, that may have been created at `since` or later (0: all of them; read
+ * in place, never copied). Headscale lists keys sorted by
  * id (hscontrol/grpcv1.go ListPreAuthKeys) and ids rise with createdAt (within KEY_CREATED_ORDER_SLACK_MS), so
  * any key created more than the slack before `since` has only keys created before `since` ahead of it. Such a
  * key is found by bisection: a mint at 20,000 keys parses a few timestamps, not all of them (issue 36: a
  * Date.parse per key was most of a mint in a fresh install, whose keys are all recent). An id that does not rise
- * over the keys kept means the list is not in that order: all of it is kept.
+ * over the keys kept means the list is not in that order: all of it is read.
  */
-export function keysSince(listed: readonly HsPreAuthKey[], since: number): readonly HsPreAuthKey[] {
+export function firstKeySince(listed: readonly HsPreAuthKey[], since: number): number {
   const stop = since - KEY_CREATED_ORDER_SLACK_MS;
   // lo: a key created before `stop` (-1: none found); hi: the first key known not to be (n: none)
   let lo = -1;
@@ -257,10 +263,10 @@ export function keysSince(listed: readonly HsPreAuthKey[], since: number): reado
   let after = Number.NEGATIVE_INFINITY;
   for (let i = Math.max(lo, 0); i < listed.length; i++) {
     const id = Number(listed[i].id);
-    if (!(id > after)) return listed;
+    if (!(id > after)) return 0;
     after = id;
   }
-  return lo < 0 ? listed : listed.slice(lo + 1);
+  return lo + 1;
 }
 
 /**
