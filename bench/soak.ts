@@ -98,6 +98,11 @@ export interface LoopFigures {
   count: number;
   /** p99 of the server's CPU time within a tick (all its threads): the part of the delay that is its own work. */
   cpuP99: number;
+  /**
+   * The ticks of 20 ms or more: how many, how many held a full collection's pause, and the share of their delay past
+   * the 10 ms tick that was the collector's pauses on the main thread.
+   */
+  long?: { count: number; withMajorGc: number; gcShare: number };
 }
 
 /**
@@ -612,7 +617,11 @@ export function soakScaleRows(r: { rows: SoakResult[]; ok: boolean }): [string, 
     const fig = (name: string) => {
       const f = row.loop[name];
       return f
-        ? `p99 ${f.p99} ms (p50 ${f.p50}, max ${f.max}, ${f.count} ticks; CPU within a tick p99 ${f.cpuP99} ms)`
+        ? `p99 ${f.p99} ms (p50 ${f.p50}, max ${f.max}, ${f.count} ticks; CPU within a tick p99 ${f.cpuP99} ms${
+            f.long
+              ? `; ${f.long.count} ticks ≥ 20 ms, ${f.long.withMajorGc} of them with a full GC, ${Math.round(f.long.gcShare * 100)} % of their delay GC pauses`
+              : ""
+          })`
         : "not measured";
     };
     if (Object.keys(row.loop).length)
