@@ -6,6 +6,7 @@
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, type Dispatcher } from "undici";
+import { ByteRope } from "./byte-rope.js";
 import { HeadscaleError, type HeadscaleErrorClassification, parseErrorBody, redactSecrets } from "./errors.js";
 import { CHUNKED_JSON_CHARS, parseJsonInRuns } from "./json-chunks.js";
 import { DecodeProblem } from "./types.js";
@@ -47,7 +48,7 @@ export interface CallSpec<T> {
    * A list decoded by reusing the previous answer where it only grew (list-memo.ts); sees every decoded answer.
    * Its answers are read as bytes and compared as bytes; only what is new is decoded to text.
    */
-  reuse?: { tryReuse(bytes: Buffer): T | undefined; remember(bytes: Buffer, body: unknown, value: T): void };
+  reuse?: { tryReuse(bytes: ByteRope): T | undefined; remember(bytes: ByteRope, body: unknown, value: T): void };
 }
 
 export interface Requester {
@@ -170,14 +171,15 @@ interface Reply {
   contentType: string;
   /** The body as text; empty while it is held as `bytes` only (textOf decodes it). */
   text: string;
-  /** The body as it arrived, for a call that reuses its last answer (CallSpec.reuse). */
-  bytes?: Buffer;
+  /** The body in the pieces it arrived in, for a call that reuses its last answer (CallSpec.reuse; byte-rope.ts). */
+  bytes?: ByteRope;
 }
 
 /** The body as text, decoded as undici's `text()` does (UTF-8, a leading byte order mark skipped). */
 function textOf(reply: Reply): string {
-  const b = reply.bytes;
-  if (!b) return reply.text;
+  const rope = reply.bytes;
+  if (!rope) return reply.text;
+  const b = rope.bytes();
   const bom = b.length > 2 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
   return b.toString("utf8", bom ? 3 : 0);
 }
@@ -245,8 +247,12 @@ async function send<T>(conn: Connection, spec: CallSpec<T>, path: string, operat
     });
     reply.code = res.statusCode;
     reply.contentType = headerValue(res.headers["content-type"]);
-    if (spec.reuse) reply.bytes = Buffer.from(await res.body.arrayBuffer());
-    else reply.text = await res.body.text();
+    if (spec.reuse) {
+      // the pieces as they arrive, never joined into one block per read (byte-rope.ts)
+      const pieces: Buffer[] = [];
+      for await (const chunk of res.body) pieces.push(chunk as Buffer);
+      reply.bytes = new ByteRope(pieces);
+    } else reply.text = await res.body.text();
   } catch (error) {
     throw transportError(error, operation, signal.aborted, opts.timeoutMs);
   }

@@ -12,9 +12,11 @@
  * expired or used, which changes an item in place; an error answer) is decoded whole.
  */
 
+import type { ByteRope } from "./byte-rope.js";
+
 export interface ListMemo<T> {
-  /** The answer's bytes as they arrived (no string of megabytes is kept or built per read). */
-  bytes: Buffer;
+  /** The answer's bytes as they arrived (no string of megabytes is kept or built per read; byte-rope.ts). */
+  bytes: ByteRope;
   /** Index of the `]` closing the list in `bytes`. */
   close: number;
   /**
@@ -34,7 +36,7 @@ const CLOSE_BRACKET = 0x5d;
  * a decoder replaces a broken sequence before it without consuming the `]`.
  */
 export function rememberList<T>(
-  bytes: Buffer,
+  bytes: ByteRope,
   field: string,
   body: unknown,
   items: readonly T[],
@@ -55,7 +57,7 @@ export function rememberList<T>(
  */
 export function reuseList<T>(
   memo: ListMemo<T> | undefined,
-  bytes: Buffer,
+  bytes: ByteRope,
   decodeItem: (v: unknown) => T,
 ): T[] | undefined {
   if (!memo) return undefined;
@@ -64,8 +66,8 @@ export function reuseList<T>(
   const tailLength = old.length - memo.close;
   if (
     bytes.length <= old.length ||
-    bytes.compare(old, memo.close, old.length, bytes.length - tailLength) !== 0 ||
-    bytes.compare(old, 0, memo.close, 0, memo.close) !== 0
+    !bytes.equalsRange(bytes.length - tailLength, old, memo.close, tailLength) ||
+    !bytes.equalsRange(0, old, 0, memo.close)
   ) {
     return undefined;
   }
@@ -100,18 +102,26 @@ export class ReusingListDecoder<T> {
   ) {}
 
   /** The items of the answer `bytes` when it is the last answer with items appended; undefined: decode it whole. */
-  tryReuse(bytes: Buffer): T[] | undefined {
+  tryReuse(bytes: ByteRope): T[] | undefined {
     const memo = this.memo;
     if (!memo || bytes.length - memo.bytes.length > MAX_REUSED_APPEND_BYTES) return undefined;
     const items = reuseList(memo, bytes, this.decodeItem);
     if (!items) return undefined;
-    // the caller's own array, which a cache may append to: the memo counts the text's items
-    this.memo = { bytes, close: bytes.length - (memo.bytes.length - memo.close), items, length: items.length };
+    // the same bytes: the memo stays as it is (the new read's pieces die young)
+    if (bytes.length === memo.bytes.length) return items;
+    // the caller's own array, which a cache may append to: the memo counts the text's items. Its bytes are the old
+    // ones up to the list's `]` and a copy of what the new answer adds from there on (byte-rope.ts)
+    this.memo = {
+      bytes: memo.bytes.spliceTail(memo.close, bytes, memo.close),
+      close: bytes.length - (memo.bytes.length - memo.close),
+      items,
+      length: items.length,
+    };
     return items;
   }
 
   /** Keeps an answer decoded whole, for the next one (the caller's array, whose items so far are the text's). */
-  remember(bytes: Buffer, body: unknown, items: readonly T[]): void {
+  remember(bytes: ByteRope, body: unknown, items: readonly T[]): void {
     this.memo = rememberList(bytes, this.field, body, items);
   }
 }

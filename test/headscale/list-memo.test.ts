@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
+import { ByteRope } from "../../src/headscale/byte-rope.js";
 import { createHeadscaleClient } from "../../src/headscale/client.js";
 import { ReusingListDecoder, rememberList, reuseList } from "../../src/headscale/list-memo.js";
 import { decodePreAuthKey } from "../../src/headscale/types.js";
@@ -18,7 +19,13 @@ const item = (id: number) => ({
   aclTags: [`tag:k${id}`],
 });
 const answer = (ids: number[]) => JSON.stringify({ preAuthKeys: ids.map(item) });
-const bytes = (text: string) => Buffer.from(text);
+/** An answer as the socket hands it over: in pieces (here of 7 bytes, so every comparison crosses their edges). */
+const piecesOf = (b: Buffer, size = 7) => {
+  const pieces: Buffer[] = [];
+  for (let i = 0; i < b.length; i += size) pieces.push(b.subarray(i, i + size));
+  return new ByteRope(pieces);
+};
+const bytes = (text: string) => piecesOf(Buffer.from(text));
 const decodeAll = (text: string) =>
   (JSON.parse(text) as { preAuthKeys: unknown[] }).preAuthKeys.map((k) => decodePreAuthKey(k));
 
@@ -96,6 +103,20 @@ describe("list answers decoded by reusing the previous one", () => {
     assert.notEqual(third, second, "every read is an array of its own");
   });
 
+  test("a long run of reads that add keys: each equal to the whole decode, the memo's pieces bounded", () => {
+    const decoder = new ReusingListDecoder("preAuthKeys", decodePreAuthKey);
+    const ids = [1, 2];
+    decoder.remember(bytes(answer(ids)), JSON.parse(answer(ids)), decodeAll(answer(ids)));
+    for (let n = 3; n < 200; n++) {
+      ids.push(n);
+      const text = answer(ids);
+      assert.deepEqual(decoder.tryReuse(piecesOf(Buffer.from(text), 64 + (n % 50))), decodeAll(text), `read ${n}`);
+      const memo = (decoder as unknown as { memo: { bytes: ByteRope } }).memo;
+      assert.equal(memo.bytes.toString("utf8"), text, "the memo's bytes are the answer's");
+      assert.ok(memo.bytes.pieces.length <= 65, `${memo.bytes.pieces.length} pieces`);
+    }
+  });
+
   test("differential: a reused answer is exactly the whole decode of its bytes, across spacing, non-ASCII and broken UTF-8", () => {
     const tag = fc.string({ unit: fc.constantFrom("a", "é", "€", "😀", '"', "\\", "]", ","), maxLength: 6 });
     const key = fc.record({ id: fc.nat(999).map(String), tag });
@@ -116,15 +137,20 @@ describe("list answers decoded by reusing the previous one", () => {
         fc.constantFrom("none", "bom", "flip", "cut", "junk"),
         fc.nat(),
         (before, added, s1, s2, change, at) => {
-          const oldBytes = bytes(render(before, s1));
-          const memo = rememberList(oldBytes, "preAuthKeys", JSON.parse(oldBytes.toString()), wholeDecode(oldBytes));
+          const oldBytes = Buffer.from(render(before, s1));
+          const memo = rememberList(
+            piecesOf(oldBytes, 1 + (at % 13)),
+            "preAuthKeys",
+            JSON.parse(oldBytes.toString()),
+            wholeDecode(oldBytes),
+          );
           assert.ok(memo);
-          let next = bytes(render([...before, ...added], s2));
+          let next = Buffer.from(render([...before, ...added], s2));
           if (change === "bom") next = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), next]);
           if (change === "flip" && next.length) next[at % next.length] ^= 0x80;
           if (change === "cut") next = next.subarray(0, at % (next.length + 1));
           if (change === "junk") next = Buffer.concat([next.subarray(0, -1), Buffer.from([0xc3]), next.subarray(-1)]);
-          const reused = reuseList(memo, next, decodePreAuthKey);
+          const reused = reuseList(memo, piecesOf(next, 1 + (at % 11)), decodePreAuthKey);
           let whole: unknown;
           try {
             whole = wholeDecode(next);
