@@ -6,14 +6,13 @@
  * gateway's Secrets are `OnDelete` children, so its rotated key gets a new name (`<parent>-authkey-<key id>`).
  */
 
-import { setTimeout as sleep } from "node:timers/promises";
-import type { Outcome } from "../../headscale/capabilities.js";
-import { hasKeyIndex, keyById, keysWithTag } from "../../headscale/lists.js";
+import { keyById } from "../../headscale/lists.js";
 import type { HsPreAuthKey } from "../../headscale/types.js";
 import type { HeadscaleView } from "../../headscale/view.js";
 import { OWNER_UID_LABEL } from "../../k8s/labels.js";
 import { type K8sObject, reuseObserved } from "../../k8s/objects.js";
 import { previousStatus } from "../../pipeline/status.js";
+import { freshKeyList, type PendingAsk, pendingKeyFor } from "./pending-key.js";
 import { b64, secretValue } from "./secrets.js";
 
 export const AUTHKEY_LABEL = "tailnet.internal/authkey";
@@ -174,152 +173,6 @@ export interface AuthKeyOutcome {
 }
 
 /**
- * How long a key minted for this object and not yet among its observed Secrets counts as "on its way": the
- * other replica's answer is applied and reaches the informer cache within seconds; a Secret still missing
- * after this was lost (an answer Metacontroller dropped, a Secret deleted by hand) and a key is minted anew.
- */
-export const PENDING_KEY_GRACE_MS = 60_000;
-
-const sameSet = (a: readonly string[], b: readonly string[]) =>
-  a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
-
-/**
- * Pure: a key in Headscale's list that another replica minted for this object in this rotation. Two replicas
- * share no memory, and Metacontroller may send the next sync of the object to the other replica before the
- * first one's child Secret reached the informer cache, so the `children` it sees still lack the new key. Such a
- * key is recognisable by what every replica mints the same way: exactly this object's tags, the same flags, no
- * user (or exactly the user a TailnetAuthKey names), unexpired, not the observed current key, created after the current key (or the object), and recently.
- */
-export function pendingKey(
-  listed: readonly HsPreAuthKey[],
-  want: {
-    tags: readonly string[];
-    reusable: boolean;
-    ephemeral: boolean;
-    notBefore: Date;
-    now: Date;
-    /** The user id a user's key is minted for (TailnetAuthKey spec.user); absent: a tagged key, no user. */
-    user?: string;
-  },
-  current?: ObservedKey,
-): HsPreAuthKey | undefined {
-  const since = Math.max(
-    want.notBefore.getTime(),
-    current?.createdAt.getTime() ?? 0,
-    want.now.getTime() - PENDING_KEY_GRACE_MS,
-  );
-  // A fresh list serves only the handful of mints that share its read: a scan with a cheap first test (tag
-  // count, one tag) per mint costs less than indexing the list (a Set and Map entries per key) per read. A list
-  // already indexed (the view's cached one) is looked up by tag.
-  const tag = want.tags[0];
-  const indexed = tag !== undefined && hasKeyIndex(listed);
-  const pool = indexed ? keysWithTag(listed, tag) : listed;
-  const candidates: HsPreAuthKey[] = [];
-  // read in place from the first key that may be recent: a copy of that end was a 160 KB array a mint at 20,000
-  // keys, straight into V8's old generation (issue 36: the round after an install retries thousands of mints)
-  for (let i = indexed ? 0 : firstKeySince(listed, since); i < pool.length; i++) {
-    const k = pool[i];
-    if (k.aclTags.length !== want.tags.length || (tag !== undefined && !k.aclTags.includes(tag))) continue;
-    const user = k.user === null ? undefined : k.user.id;
-    if (k.id === current?.keyId || user !== want.user || !sameSet(k.aclTags, want.tags)) continue;
-    if (k.reusable !== want.reusable || k.ephemeral !== want.ephemeral) continue;
-    if (k.expiration !== null && Date.parse(k.expiration) <= want.now.getTime()) continue;
-    const created = Date.parse(k.createdAt ?? "");
-    if (!Number.isNaN(created) && created >= since) candidates.push(k);
-  }
-  // the newest (highest id on ties), so both replicas wait for the same one
-  return candidates.sort(
-    (a, b) => Date.parse(b.createdAt ?? "") - Date.parse(a.createdAt ?? "") || Number(b.id) - Number(a.id),
-  )[0];
-}
-
-/**
- * How far a key's createdAt may run behind a key listed before it. Headscale stamps createdAt just before it
- * inserts the key (juanfont/headscale hscontrol/db/preauth_keys.go), so only creations racing each other, or
- * a clock stepped back, list a later id with an earlier time.
- */
-export const KEY_CREATED_ORDER_SLACK_MS = 10 * 60_000;
-
-/**
- * Where the keys begin, at the end of a list, that may have been created at `since` or later (0: all of them; read
- * in place, never copied). Headscale lists keys sorted by
- * id (hscontrol/grpcv1.go ListPreAuthKeys) and ids rise with createdAt (within KEY_CREATED_ORDER_SLACK_MS), so
- * any key created more than the slack before `since` has only keys created before `since` ahead of it. Such a
- * key is found by bisection: a mint at 20,000 keys parses a few timestamps, not all of them (issue 36: a
- * Date.parse per key was most of a mint in a fresh install, whose keys are all recent). An id that does not rise
- * over the keys kept means the list is not in that order: all of it is read.
- */
-export function firstKeySince(listed: readonly HsPreAuthKey[], since: number): number {
-  const stop = since - KEY_CREATED_ORDER_SLACK_MS;
-  // lo: a key created before `stop` (-1: none found); hi: the first key known not to be (n: none)
-  let lo = -1;
-  let hi = listed.length;
-  while (hi - lo > 1) {
-    const mid = (lo + hi) >>> 1;
-    // a missing or unreadable time (NaN) is not before anything: the key stays among those read
-    if (Date.parse(listed[mid].createdAt ?? "") < stop) lo = mid;
-    else hi = mid;
-  }
-  let after = Number.NEGATIVE_INFINITY;
-  for (let i = Math.max(lo, 0); i < listed.length; i++) {
-    const id = Number(listed[i].id);
-    if (!(id > after)) return 0;
-    after = id;
-  }
-  return lo + 1;
-}
-
-/**
- * One fresh read of Headscale's key list, shared by the mints of every object on the same connection
- * (single-flight). A first-key wave of thousands of objects otherwise reads the whole list once per mint, so the
- * cost grows with the square of the object count (5k parents: decoding those lists was 18% of the server's CPU).
- *
- * Why a shared read is still fresh enough for the replica rule (pendingKey): the read has to contain every key
- * another replica (or this one) minted for the object before this sync. Such a mint finished before that
- * replica answered its sync of the object, and Metacontroller sends the next sync of an object only after the
- * previous one was answered (one work queue per controller, never two hooks of one object at once). So every
- * mint that matters landed in Headscale before this call began, and any list read that *starts after this call
- * began* holds it. A read already in flight when a caller arrives started earlier and may miss a key that
- * landed in between, so the caller never joins it: it waits for the next read, which starts once the one in
- * flight settled and is shared by everybody who arrived meanwhile. ("Started after this process's previous mint
- * finished" would not do: the other replica's mint can land after that point and before the read starts.)
- * A wave of N concurrent mints thus costs about (wave duration / (list latency + KEY_LIST_GATHER_MS)) + 1 reads,
- * not N.
- * What is left is the window the unshared read had too: a call Metacontroller gave up on (its hook timeout)
- * and the retry of the same object can run at once and both mint.
- * A failed read fails every caller that shared it (each keeps its current Secret, nothing is written).
- * The read in flight and the queued one are the view's soft state (view.soft.keyListFlight).
- */
-export function freshKeyList(view: HeadscaleView): Promise<Outcome<HsPreAuthKey[]>> {
-  // soft state of the view, i.e. per Headscale connection (HeadscaleViews keeps one view per connection)
-  const f = view.soft.keyListFlight;
-  const start = (): Promise<Outcome<HsPreAuthKey[]>> => {
-    // an Outcome: settles, never rejects
-    const read = view.freshPreAuthKeys();
-    f.inFlight = read;
-    void read.then(() => {
-      if (f.inFlight === read) f.inFlight = undefined;
-    });
-    return read;
-  };
-  // a read that has not started yet starts after now: join it
-  if (f.next) return f.next;
-  // Otherwise queue one, to start once the read in flight settled and at least KEY_LIST_GATHER_MS from now:
-  // starting later is always safe, and the mints of the other hooks in flight (Metacontroller's workers come
-  // back within milliseconds) join it instead of each needing the next one (issue 25: 5 workers, 20,000
-  // first mints: a read per 1.6 mints without the wait, of a list up to 20,000 keys long).
-  const next = Promise.all([f.inFlight, sleep(KEY_LIST_GATHER_MS)]).then(() => {
-    f.next = undefined;
-    return start();
-  });
-  f.next = next;
-  return next;
-}
-
-/** How long a fresh key-list read waits for more mints to share it (freshKeyList). */
-export const KEY_LIST_GATHER_MS = 10;
-
-/**
  * Carries out the plan: create a tagged key (always with an expiration, no user) when needed.
  * A failure keeps the current Secret (never drop a child because Headscale is down).
  */
@@ -359,21 +212,20 @@ export async function ensureAuthKey(
   // Read Headscale's key list fresh (not the view's cache) right before minting: another replica may have
   // minted this rotation's key a moment ago (pendingKey). The read is shared with concurrent mints on this
   // connection but always starts after this call (freshKeyList). A list that cannot be read means no write.
-  const read = await freshKeyList(view);
-  if (!read.ok) return keep(`the key list could not be read before minting (${read.error.message})`);
-  const listed = read.value;
   const created0 = parent.metadata.creationTimestamp ? new Date(parent.metadata.creationTimestamp) : new Date(0);
-  const pending = pendingKey(
-    listed,
-    {
+  const ask: PendingAsk = {
+    want: {
       tags: opts.tags,
       reusable: opts.reusable,
       ephemeral: opts.ephemeral,
       notBefore: Number.isNaN(created0.getTime()) ? new Date(0) : created0,
       now: opts.now,
     },
-    plan.current,
-  );
+    current: plan.current,
+  };
+  const read = await freshKeyList(view, ask);
+  if (!read.ok) return keep(`the key list could not be read before minting (${read.error.message})`);
+  const pending = pendingKeyFor(read.value, ask);
   if (pending) {
     return keep(
       `key ${pending.id}, minted for this object at ${pending.createdAt}, is not among its Secrets yet (another replica's answer on its way); waiting for it rather than minting a second key`,

@@ -11,16 +11,21 @@ import {
   authKeySecret,
   ensureAuthKey,
   expirableKeyIds,
-  firstKeySince,
-  freshKeyList,
-  KEY_CREATED_ORDER_SLACK_MS,
   KEY_ID_ANNOTATION,
   type ObservedKey,
-  PENDING_KEY_GRACE_MS,
-  pendingKey,
   REPLICA_KEY_FLAGS,
   stableAuthKeySecretName,
 } from "../../../src/kinds/shared/authkey.js";
+import {
+  firstKeySince,
+  freshKeyList,
+  KEY_CREATED_ORDER_SLACK_MS,
+  PENDING_KEY_GRACE_MS,
+  type PendingAsk,
+  pendingKey,
+  pendingKeyFor,
+  pendingKeys,
+} from "../../../src/kinds/shared/pending-key.js";
 import { useFakeHeadscale } from "../../fakes/headscale/index.js";
 
 const NOW = new Date("2026-11-29T10:00:00Z");
@@ -85,6 +90,17 @@ describe("firstKeySince: where the end begins of Headscale's key list that may h
   it("a list whose newest ids are out of order is read whole", () => {
     const listed = [key("1", { createdAt: at(-9_000_000) }), key("3"), key("2")];
     assert.equal(firstKeySince(listed, NOW.getTime() - 60_000), 0);
+  });
+
+  it("a list that grew since it was last read is judged again (the view appends its mints to its cached list)", () => {
+    const listed = [key("1", { createdAt: at(-9_000_000) }), key("2"), key("3")];
+    const since = NOW.getTime() - 60_000;
+    assert.equal(firstKeySince(listed, since), 1);
+    assert.equal(firstKeySince(listed, since), 1, "the same list again");
+    listed.push(key("2"));
+    assert.equal(firstKeySince(listed, since), 0, "a smaller id appended: the order no longer holds");
+    listed.push(key("4"));
+    assert.equal(firstKeySince(listed, since), 0);
   });
 
   it("stops at the first key older than the slack: a mint at 20,000 keys reads the newest few", () => {
@@ -155,6 +171,95 @@ describe("pendingKey: a key another replica minted for this object moments ago",
     assert.equal(pendingKey(listed, forUser)?.id, "2");
     assert.equal(pendingKey([listed[1]], forUser), undefined, "another user's key");
     assert.equal(pendingKey([key("4", { aclTags: [] })], forUser), undefined, "a key with no user");
+  });
+});
+
+describe("pendingKeys: the mints sharing a fresh read answered in one pass", () => {
+  const tags = ["tag:a", "tag:b", "tag:c"];
+  const user = (id: string) =>
+    ({
+      id,
+      name: `u${id}`,
+      createdAt: null,
+      displayName: "",
+      email: "",
+      providerId: "",
+      provider: "",
+    }) as HsPreAuthKey["user"];
+  it("differential: each answer is pendingKey's, whatever the tags, order, flags, users and times", () => {
+    const tagList = fc.array(fc.constantFrom(...tags), { maxLength: 3 });
+    const listedKey = fc.record({
+      step: fc.integer({ min: -1, max: 3 }),
+      aclTags: tagList,
+      reusable: fc.boolean(),
+      user: fc.option(fc.constantFrom("1", "2")),
+      expired: fc.boolean(),
+      age: fc.option(fc.integer({ min: 0, max: 2 * KEY_CREATED_ORDER_SLACK_MS })),
+    });
+    const ask = fc.record({
+      tags: tagList,
+      reusable: fc.boolean(),
+      user: fc.option(fc.constantFrom("1", "2")),
+      current: fc.option(fc.record({ id: fc.integer({ min: 1, max: 40 }), age: fc.nat(120_000) })),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(listedKey, { maxLength: 40 }),
+        fc.array(ask, { minLength: 2, maxLength: 6 }),
+        (shape, raw) => {
+          let id = 0;
+          const listed = shape.map((k) => {
+            id += k.step;
+            return key(String(id), {
+              aclTags: k.aclTags,
+              reusable: k.reusable,
+              user: k.user === null ? null : user(k.user),
+              expiration: k.expired ? at(-1) : at(3600_000),
+              createdAt: k.age === null ? null : at(-k.age),
+            });
+          });
+          const asks: PendingAsk[] = raw.map((a) => ({
+            want: { ...want, tags: a.tags, reusable: a.reusable, ...(a.user === null ? {} : { user: a.user }) },
+            current:
+              a.current === null
+                ? undefined
+                : { ...current, keyId: String(a.current.id), createdAt: new Date(NOW.getTime() - a.current.age) },
+          }));
+          const one = asks.map((a) => pendingKey(listed, a.want, a.current)?.id);
+          assert.deepEqual(
+            pendingKeys(listed, asks).map((k) => k?.id),
+            one,
+          );
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("the mints that join one read are answered from one pass, each its own key", async () => {
+    let reads = 0;
+    const listed = [key("7", { aclTags: ["tag:a"] }), key("8", { aclTags: ["tag:b"] })];
+    const c = viewOf({
+      preAuthKeys: {
+        list: async () => {
+          reads++;
+          return listed.map((k) => ({ ...k }));
+        },
+      },
+    } as unknown as HeadscaleClient);
+    const asks: PendingAsk[] = ["tag:a", "tag:b", "tag:c"].map((t) => ({ want: { ...want, tags: [t] } }));
+    const got = await Promise.all(
+      asks.map(async (a) => {
+        const read = await freshKeyList(c, a);
+        assert.ok(read.ok);
+        return pendingKeyFor(read.value, a)?.id;
+      }),
+    );
+    assert.deepEqual(got, ["7", "8", undefined]);
+    assert.equal(reads, 1, "one read for the three mints");
+    const alone = await freshKeyList(c);
+    assert.ok(alone.ok);
+    assert.equal(pendingKeyFor(alone.value, asks[0])?.id, "7", "an ask the read does not carry is answered alone");
   });
 });
 

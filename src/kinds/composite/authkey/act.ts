@@ -8,7 +8,7 @@
 import type { Outcome } from "../../../headscale/capabilities.js";
 import type { HeadscaleView } from "../../../headscale/view.js";
 import type { HookDeps, HookRequest } from "../../../pipeline/types.js";
-import { freshKeyList, pendingKey } from "../../shared/authkey.js";
+import { freshKeyList, type PendingAsk, pendingKeyFor } from "../../shared/pending-key.js";
 import type { DeliveredKey } from "./children.js";
 import type { AuthKeyObservation } from "./observe.js";
 import type { AuthKeyPlan } from "./plan.js";
@@ -84,13 +84,9 @@ async function mintKey(
   now: Date,
 ): Promise<MintOutcome> {
   const { view, secret, userId } = observed;
-  const read = await freshKeyList(view);
-  if (!read.ok)
-    return { step: "failed", error: `the key list could not be read before minting (${read.error.message})` };
   const born = new Date(req.parent.metadata.creationTimestamp ?? 0);
-  const pending = pendingKey(
-    read.value,
-    {
+  const ask: PendingAsk = {
+    want: {
       tags: spec.tags,
       reusable: spec.reusable,
       ephemeral: spec.ephemeral,
@@ -98,10 +94,12 @@ async function mintKey(
       now,
       ...(userId ? { user: userId } : {}),
     },
-    secret
-      ? { secret: secret.secret, keyId: secret.id, createdAt: secret.createdAt, expiresAt: secret.expiresAt }
-      : undefined,
-  );
+    current: secret ? { keyId: secret.id, createdAt: secret.createdAt } : undefined,
+  };
+  const read = await freshKeyList(view, ask);
+  if (!read.ok)
+    return { step: "failed", error: `the key list could not be read before minting (${read.error.message})` };
+  const pending = pendingKeyFor(read.value, ask);
   // another replica's key for this renewal, whose Secret is not observed yet: wait for it
   if (pending) return { step: "pending", keyId: pending.id };
   const expiresAt = new Date(now.getTime() + spec.expirySeconds * 1000);

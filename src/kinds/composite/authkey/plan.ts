@@ -12,7 +12,8 @@
  */
 import type { HsPreAuthKey } from "../../../headscale/types.js";
 import type { K8sObject } from "../../../k8s/objects.js";
-import { PENDING_KEY_GRACE_MS, provenBy, statusKeyIds } from "../../shared/authkey.js";
+import { provenBy, statusKeyIds } from "../../shared/authkey.js";
+import { PENDING_KEY_GRACE_MS } from "../../shared/pending-key.js";
 import type { ObservedAuthKeySecret } from "./children.js";
 import type { AuthKeyObservation } from "./observe.js";
 import type { AuthKeySpec } from "./spec.js";
