@@ -260,7 +260,7 @@ export function freshKeyList(view: HeadscaleView, ask?: PendingAsk): Promise<Out
 }
 
 /** The asks registered with a queued read (freshKeyList), until it starts. */
-const askingNext = attachedMemo<Promise<Outcome<HsPreAuthKey[]>>, PendingAsk[]>("pendingAsks");
+const askingNext = attachedMemo<Promise<Outcome<HsPreAuthKey[]>>, PendingAsk[]>("queuedAsks");
 
 /** How long a fresh key-list read waits for more mints to share it (freshKeyList). */
 export const KEY_LIST_GATHER_MS = 10;

@@ -46,6 +46,18 @@ const key = (id: string, extra: Partial<HsPreAuthKey> = {}): HsPreAuthKey => ({
   ...extra,
 });
 
+/** A user who owns a key (TailnetAuthKey spec.user). */
+const user = (id: string) =>
+  ({
+    id,
+    name: `u${id}`,
+    createdAt: null,
+    displayName: "",
+    email: "",
+    providerId: "",
+    provider: "",
+  }) as HsPreAuthKey["user"];
+
 /** The writes and fresh reads go through a view over the client (no cache: TTL 0). */
 const viewOf = (client: HeadscaleClient) => new HeadscaleView(client, 0, () => NOW);
 
@@ -156,16 +168,6 @@ describe("pendingKey: a key another replica minted for this object moments ago",
   }
 
   it("a TailnetAuthKey for a user waits on exactly that user's key (issue 27)", () => {
-    const user = (id: string) =>
-      ({
-        id,
-        name: `u${id}`,
-        createdAt: null,
-        displayName: "",
-        email: "",
-        providerId: "",
-        provider: "",
-      }) as HsPreAuthKey["user"];
     const forUser = { ...want, tags: [], user: "1" };
     const listed = [key("2", { aclTags: [], user: user("1") }), key("3", { aclTags: [], user: user("7") })];
     assert.equal(pendingKey(listed, forUser)?.id, "2");
@@ -176,16 +178,6 @@ describe("pendingKey: a key another replica minted for this object moments ago",
 
 describe("pendingKeys: the mints sharing a fresh read answered in one pass", () => {
   const tags = ["tag:a", "tag:b", "tag:c"];
-  const user = (id: string) =>
-    ({
-      id,
-      name: `u${id}`,
-      createdAt: null,
-      displayName: "",
-      email: "",
-      providerId: "",
-      provider: "",
-    }) as HsPreAuthKey["user"];
   it("differential: each answer is pendingKey's, whatever the tags, order, flags, users and times", () => {
     const tagList = fc.array(fc.constantFrom(...tags), { maxLength: 3 });
     const listedKey = fc.record({
