@@ -9,12 +9,18 @@
  * A family with many series per object (`groupBy`: how many leading labels name the object, e.g. kind,
  * namespace and name of tailnet_resource_condition, about 8 series an object) keeps one string per object and
  * its series as [rest of the labels, value] pairs, the rest interned (a condition type and reason are shared by
- * thousands of objects): about 35 bytes a series instead of 100 (issue 36). Its lines come grouped by object,
- * in the order objects were first set, the same lines a Gauge writes in another order.
+ * thousands of objects): about 35 bytes a series instead of 100 (issue 36). The pairs themselves are shared
+ * between objects holding the same ones (shared-values.ts: most objects of a kind hold the same types, reasons and
+ * values), so an object costs its labels' string and an entry. Its lines come grouped by object, in the order
+ * objects were first set, the same lines a Gauge writes in another order.
  */
 import type { Registry } from "prom-client";
+import { numberKey, SharedValues, stringsKey } from "../k8s/shared-values.js";
 
 const SEP = "\u0000"; // never in a Kubernetes name, a condition reason or a target name
+/** An object's series: [label tail, value, label tail, value, …]. */
+type Pairs = readonly (string | number)[];
+const pairsKey = (pairs: Pairs): string => stringsKey(pairs.map((x) => (typeof x === "number" ? numberKey(x) : x)));
 /** Distinct label tails interned per family; past it a tail is kept as it comes (still correct, not shared). */
 const MAX_INTERNED_TAILS = 4096;
 
@@ -31,8 +37,9 @@ export class CompactGauge<L extends string> {
   readonly aggregator = "sum";
   /** Without groupBy: label values joined → value. */
   private readonly series = new Map<string, number>();
-  /** With groupBy: the object's label values joined → [tail, value, tail, value, …]. */
-  private readonly groups = new Map<string, (string | number)[]>();
+  /** With groupBy: the object's label values joined → [tail, value, tail, value, …], shared and frozen. */
+  private readonly groups = new Map<string, Pairs>();
+  private readonly sharedPairs = new SharedValues<Pairs>(pairsKey);
   private readonly tails = new Map<string, string>();
   private grouped = 0;
   private readonly groupBy: number;
@@ -72,7 +79,7 @@ export class CompactGauge<L extends string> {
   private find(labels: Partial<Record<L, string | number>>): {
     head: string;
     tail: string;
-    pairs?: (string | number)[];
+    pairs?: Pairs;
     at: number;
   } {
     const head = this.join(labels, 0, this.groupBy);
@@ -89,15 +96,25 @@ export class CompactGauge<L extends string> {
     return tail;
   }
 
+  /** The object's series become `next` (none: it has no series left), shared with the objects holding the same. */
+  private replace(head: string, old: Pairs | undefined, next: (string | number)[]): void {
+    this.sharedPairs.release(old);
+    if (next.length) this.groups.set(head, this.sharedPairs.hold(next));
+    else this.groups.delete(head);
+  }
+
   private put(labels: Partial<Record<L, string | number>>, value: (old: number) => number): void {
     const f = this.find(labels);
     if (f.pairs && f.at >= 0) {
-      f.pairs[f.at] = value(f.pairs[f.at] as number);
+      const v = value(f.pairs[f.at] as number);
+      if (Object.is(v, f.pairs[f.at])) return;
+      const next = [...f.pairs];
+      next[f.at] = v;
+      this.replace(f.head, f.pairs, next);
       return;
     }
     this.grouped++;
-    if (f.pairs) f.pairs.push(this.intern(f.tail), value(0));
-    else this.groups.set(f.head, [this.intern(f.tail), value(0)]);
+    this.replace(f.head, f.pairs, [...(f.pairs ?? []), this.intern(f.tail), value(0)]);
   }
 
   set(labels: Partial<Record<L, string | number>>, value: number): void {
@@ -121,13 +138,17 @@ export class CompactGauge<L extends string> {
     const f = this.find(labels);
     if (!f.pairs || f.at < 0) return;
     this.grouped--;
-    if (f.pairs.length === 2) this.groups.delete(f.head);
-    else f.pairs.splice(f.at - 1, 2);
+    this.replace(
+      f.head,
+      f.pairs,
+      f.pairs.filter((_, i) => i !== f.at - 1 && i !== f.at),
+    );
   }
 
   reset(): void {
     this.series.clear();
     this.groups.clear();
+    this.sharedPairs.clear();
     this.grouped = 0;
   }
 

@@ -180,6 +180,8 @@ function workloadMetrics(registers: Registry[]) {
       help: "1 for the current state of each egress target (state label: Ready or the target's reason).",
       labelNames: ["namespace", "name", "target", "state"] as const,
       registers,
+      // a series per target and state: the egress's names once, its series shared with egresses holding the same
+      groupBy: 2,
     }),
     egressRoutesMissingDeprecated: new CompactGauge({
       name: "tailnetegress_routes_missing",

@@ -4,6 +4,8 @@
  * and tailnet_resource_ready (only for the current-generation Ready condition).
  */
 import type { Condition } from "../conditions/condition.js";
+import { attachedMemo } from "../k8s/attached.js";
+import { SharedValues, stringsKey } from "../k8s/shared-values.js";
 import { registryMemory } from "./memory.js";
 import type { OperatorMetrics } from "./registry.js";
 
@@ -17,12 +19,16 @@ interface Published {
   /**
    * Per condition type its reasons joined by NUL, the active one last: one reason (almost every type) is the
    * reason string itself, shared with every other object, where an array per type cost 20,000 objects × 7 types
-   * arrays of heap (issue 36).
+   * arrays of heap (issue 36). The record is shared by the objects holding the same one (shared-values.ts), so
+   * it is never changed in place: a change holds a new record.
    */
-  reasons: Record<string, string>;
+  reasons: Readonly<Record<string, string>>;
   ready: string | undefined;
 }
 const publishedFor = registryMemory<Published>("resourceSeries");
+const sharedReasonsFor = attachedMemo<OperatorMetrics, SharedValues<Readonly<Record<string, string>>>>("sharedReasons");
+const sharedReasons = (metrics: OperatorMetrics) =>
+  sharedReasonsFor.of(metrics, () => new SharedValues((r) => stringsKey(Object.entries(r).flat())));
 
 /**
  * Series kept per object and condition type: the active reason and the ones just before it. A
@@ -40,6 +46,7 @@ export interface ResourceId {
 
 /** Never in a condition reason (one CamelCase word). */
 const SEP = "\u0000";
+const NO_REASONS: Readonly<Record<string, string>> = Object.freeze({});
 
 const keyOf = (id: ResourceId) => `${id.kind}/${id.namespace}/${id.name}`;
 /** The id back from its key (a kind, a namespace and a name never hold "/"): an object per entry less (issue 36). */
@@ -59,12 +66,13 @@ export function publishConditions(
   const key = keyOf(id);
   let entry = memory.get(key);
   if (!entry) {
-    entry = { at: nowMs, reasons: {}, ready: undefined };
+    entry = { at: nowMs, reasons: NO_REASONS, ready: undefined };
     memory.set(key, entry);
   }
   entry.at = nowMs;
+  let reasonsNow: Record<string, string> | undefined; // a copy, made at the first change
   for (const c of conditions) {
-    const held = entry.reasons[c.type];
+    const held = (reasonsNow ?? entry.reasons)[c.type];
     // the active reason is the last one: the whole string when it is the only one
     if (held === c.reason || held?.endsWith(`${SEP}${c.reason}`)) continue; // its series is 1, the earlier ones 0
     const reasons = held === undefined ? [] : held.split(SEP);
@@ -73,8 +81,14 @@ export function publishConditions(
     const next = [...reasons.filter((r) => r !== c.reason), c.reason];
     for (const dropped of next.splice(0, Math.max(0, next.length - MAX_REASON_SERIES)))
       metrics.resourceCondition.remove({ ...id, type: c.type, reason: dropped });
-    entry.reasons[c.type] = next.length === 1 ? c.reason : next.join(SEP);
+    reasonsNow ??= { ...entry.reasons };
+    reasonsNow[c.type] = next.length === 1 ? c.reason : next.join(SEP);
     metrics.resourceCondition.set({ ...id, type: c.type, reason: c.reason }, 1);
+  }
+  if (reasonsNow) {
+    const shared = sharedReasons(metrics);
+    shared.release(entry.reasons);
+    entry.reasons = shared.hold(reasonsNow);
   }
   const ready = conditions.find((c) => c.type === "Ready");
   const current = ready && ready.observedGeneration === generation ? ready : undefined;
@@ -93,7 +107,13 @@ export function withdrawResource(metrics: OperatorMetrics, id: ResourceId): void
   for (const [type, reasons] of Object.entries(entry.reasons))
     for (const reason of reasons.split(SEP)) metrics.resourceCondition.remove({ ...id, type, reason });
   if (entry.ready !== undefined) metrics.resourceReady.remove({ ...id, reason: entry.ready });
+  sharedReasons(metrics).release(entry.reasons);
   memory.delete(key);
+}
+
+/** What the memory holds (tests): objects published, and distinct condition-reason records they share. */
+export function resourceMemory(metrics: OperatorMetrics): { objects: number; reasonRecords: number } {
+  return { objects: publishedFor(metrics).size, reasonRecords: sharedReasons(metrics).size };
 }
 
 /** The kinds' own per-object series and memories (egress targets, ingress exposes), expired with the object. */

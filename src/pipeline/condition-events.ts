@@ -18,6 +18,7 @@
 import type { Condition } from "../conditions/condition.js";
 import { attachedMemo } from "../k8s/attached.js";
 import { isRecord, type K8sObject } from "../k8s/objects.js";
+import { SharedValues, stringsKey } from "../k8s/shared-values.js";
 import type { EventRecorder, OperatorEvent } from "./types.js";
 
 /** Condition types whose True is the trouble (a conflict, an overlap, a failed renewal, an expired key). */
@@ -53,10 +54,23 @@ export function eventTypeOf(c: Pick<Condition, "type" | "status" | "reason">): O
   return c.status === fine ? "Normal" : "Warning";
 }
 
-/** Per recorder: object uid (or kind/namespace/name) + condition type → the status/reason recorded last. */
-const recordedLast = attachedMemo<EventRecorder, Map<string, string>>("recordedConditions");
-/** Bounds the memory of one recorder; the oldest entries go first (a Map keeps insertion order). */
-const MAX_REMEMBERED = 20_000;
+/** Per condition type, the status/reason recorded last. */
+type Recorded = Readonly<Record<string, string>>;
+/**
+ * Per recorder: object uid (or kind/namespace/name) → what was recorded last for it. Most objects of a kind
+ * hold the same record (every condition at its steady reason), so the records are shared (k8s/shared-values.ts):
+ * at 20,000 objects a key per object and condition type held 4.4 MiB (issue 36).
+ */
+const recordedLast = attachedMemo<EventRecorder, { byObject: Map<string, Recorded>; records: SharedValues<Recorded> }>(
+  "recordedConditions",
+);
+/** Bounds the memory of one recorder, in objects; the least recently changed go first (a Map keeps insertion order). */
+export const MAX_REMEMBERED = 20_000;
+const memoryOf = (events: EventRecorder) =>
+  recordedLast.of(events, () => ({
+    byObject: new Map(),
+    records: new SharedValues<Recorded>((r) => stringsKey(Object.entries(r).flat())),
+  }));
 
 function objectKey(o: K8sObject): string {
   return o.metadata.uid ?? `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
@@ -107,13 +121,31 @@ export function recordConditionEvents(
   previous: unknown,
   merged: readonly Condition[],
 ): void {
-  const memory = recordedLast.of(events, () => new Map());
-  for (const { state, echo, ...event } of conditionChanges(parent, previous, merged)) {
-    const key = `${objectKey(parent)}\u0000${event.condition}`;
-    if (memory.get(key) === state) continue;
-    memory.delete(key);
-    memory.set(key, state);
-    if (memory.size > MAX_REMEMBERED) memory.delete(memory.keys().next().value as string);
+  const changes = conditionChanges(parent, previous, merged);
+  if (!changes.length) return;
+  const memory = memoryOf(events);
+  const key = objectKey(parent);
+  const held = memory.byObject.get(key);
+  let next: Record<string, string> | undefined; // a copy, made at the first change
+  for (const { state, echo, ...event } of changes) {
+    if ((next ?? held)?.[event.condition] === state) continue;
+    next ??= { ...held };
+    next[event.condition] = state;
     if (!echo) events.record(event).catch(() => undefined);
   }
+  if (!next) return;
+  memory.records.release(held);
+  memory.byObject.delete(key);
+  memory.byObject.set(key, memory.records.hold(next));
+  if (memory.byObject.size > MAX_REMEMBERED) {
+    const [oldest, record] = memory.byObject.entries().next().value as [string, Recorded];
+    memory.records.release(record);
+    memory.byObject.delete(oldest);
+  }
+}
+
+/** What a recorder remembers (tests): objects, and the distinct records they share. */
+export function rememberedConditions(events: EventRecorder): { objects: number; records: number } {
+  const memory = memoryOf(events);
+  return { objects: memory.byObject.size, records: memory.records.size };
 }

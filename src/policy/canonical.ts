@@ -161,7 +161,7 @@ export function policyHash(canonical: string): string {
   return `sha256:${createHash("sha256").update(canonical, "utf8").digest("hex")}`;
 }
 
-export type LivePolicyHash = { ok: true; hash: string; canonical: string } | { ok: false; message: string };
+export type LivePolicyHash = { ok: true; hash: string } | { ok: false; message: string };
 
 /**
  * Hash of a policy text as Headscale holds it (HuJSON, verbatim): parse, canonical
@@ -170,20 +170,19 @@ export type LivePolicyHash = { ok: true; hash: string; canonical: string } | { o
  */
 export function hashOfLivePolicy(text: string): LivePolicyHash {
   // The live policy changes rarely but is hashed on every Tailnet sync (and parsing a policy of
-  // thousands of grants costs ~10 ms): the last few results are kept, keyed by the exact text.
+  // thousands of grants costs ~10 ms): the last results are kept, keyed by the exact text. Only the live
+  // policy and the one before it: each key is a whole policy (3 MB at 20,000 objects), and a month of policy
+  // writes kept eight of them, with their canonical text, for nothing (issue 36).
   const hit = liveMemo.get(text);
   if (hit) return hit;
   const parsed = parseHuJson(text);
   const result: LivePolicyHash = parsed.ok
-    ? (() => {
-        const canonical = canonicalJson(parsed.value);
-        return { ok: true as const, hash: policyHash(canonical), canonical };
-      })()
+    ? { ok: true, hash: policyHash(canonicalJson(parsed.value)) }
     : { ok: false, message: `live policy is not valid HuJSON: ${parsed.message}` };
   if (liveMemo.size >= LIVE_MEMO_SIZE) liveMemo.delete(liveMemo.keys().next().value as string);
   liveMemo.set(text, result);
   return result;
 }
 
-const LIVE_MEMO_SIZE = 8;
+const LIVE_MEMO_SIZE = 2;
 const liveMemo = new Map<string, LivePolicyHash>();

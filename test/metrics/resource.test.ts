@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import type { Condition } from "../../src/conditions/condition.js";
 import { publishEgressMetrics } from "../../src/kinds/composite/egress/metrics.js";
 import { publishIngressMetrics } from "../../src/kinds/composite/ingress/metrics.js";
@@ -7,6 +9,7 @@ import { createOperatorMetrics } from "../../src/metrics/registry.js";
 import {
   MAX_REASON_SERIES,
   publishConditions,
+  resourceMemory,
   sweepStaleResources,
   withdrawResource,
 } from "../../src/metrics/resource.js";
@@ -21,6 +24,8 @@ const c = (type: string, status: Condition["status"], reason: string, generation
   observedGeneration: generation,
 });
 const id = { kind: "TailnetEgress", namespace: "shop", name: "db" };
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
 
 describe("resource metrics", () => {
   it("1 for the active reason, 0 for reasons seen before; ready carries the active reason", async () => {
@@ -131,5 +136,47 @@ describe("resource metrics", () => {
       /^tailnet_egress_target_state\{namespace="shop",name="db",target="postgres",state="Ready"\} 1$/m,
     );
     assert.match(again, /^tailnet_ingress_expose_reachable\{namespace="shop",name="web",expose="http"\} 1$/m);
+  });
+
+  it("objects with the same reasons share one record of them, changed by copy: 20,000 objects in under 450 bytes each (unshared: 1,258)", async () => {
+    const types = [
+      "Ready",
+      "TailnetReady",
+      "AuthKeyReady",
+      "NodeRegistered",
+      "PolicyApplied",
+      "ChildrenReady",
+      "DNS",
+      "Tag",
+      "Routes",
+    ];
+    const conditions = (i: number, round: number) =>
+      types.map((type, j) =>
+        j === 3 && round === 1 && i % 3 === 0 ? c(type, "False", "NotRegistered") : c(type, "True", `${type}Ok`),
+      );
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const m = createOperatorMetrics({ defaultMetrics: false });
+    for (let round = 0; round < 3; round++)
+      for (let i = 0; i < 20_000; i++)
+        publishConditions(m, { ...id, namespace: `ns${i % 10}`, name: `obj${i}` }, conditions(i, round), 2, round);
+    gc();
+    const bytes = (process.memoryUsage().heapUsed - before) / 20_000;
+    console.log(`resource metrics and memory: ${bytes.toFixed(0)} bytes an object`);
+    assert.ok(bytes < 450, `${bytes.toFixed(0)} bytes an object`);
+    // a third went NotRegistered and back: those hold the reason before it too, in a record of their own
+    assert.deepEqual(resourceMemory(m), { objects: 20_000, reasonRecords: 2 });
+    // what one object changes is its own: the others' series and records stay
+    publishConditions(m, { ...id, namespace: "ns1", name: "obj1" }, [c("Ready", "False", "Broken")], 2, 3);
+    const text = await m.registry.metrics();
+    assert.match(text, /namespace="ns1",name="obj1",type="Ready",reason="Broken"\} 1/);
+    assert.match(text, /namespace="ns1",name="obj1",type="Ready",reason="ReadyOk"\} 0/);
+    assert.match(text, /namespace="ns2",name="obj2",type="Ready",reason="ReadyOk"\} 1/);
+    assert.doesNotMatch(text, /name="obj2",type="Ready",reason="Broken"/);
+    assert.equal(resourceMemory(m).reasonRecords, 3);
+    // the records go with their last holder: nothing is left after every object is withdrawn
+    for (let i = 0; i < 20_000; i++) withdrawResource(m, { ...id, namespace: `ns${i % 10}`, name: `obj${i}` });
+    assert.deepEqual(resourceMemory(m), { objects: 0, reasonRecords: 0 });
+    assert.doesNotMatch(await m.registry.metrics(), /tailnet_resource_condition\{/);
   });
 });

@@ -1,12 +1,18 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { KINDS } from "../../src/api/schemas.js";
-import { cond } from "../../src/conditions/condition.js";
+import { type Condition, cond } from "../../src/conditions/condition.js";
 import { REASON_TABLES } from "../../src/conditions/tables/index.js";
 import { createOperatorMetrics } from "../../src/metrics/registry.js";
-import { conditionEvents, eventTypeOf } from "../../src/pipeline/condition-events.js";
+import {
+  conditionEvents,
+  eventTypeOf,
+  MAX_REMEMBERED,
+  recordConditionEvents,
+  rememberedConditions,
+} from "../../src/pipeline/condition-events.js";
 import { assembleStatus } from "../../src/pipeline/status.js";
-import type { HookDeps } from "../../src/pipeline/types.js";
+import type { EventRecorder, HookDeps } from "../../src/pipeline/types.js";
 import { memoryEventRecorder } from "../../src/server/events.js";
 import { parentObject, syncRequest } from "../fixtures/hooks.js";
 
@@ -140,5 +146,34 @@ describe("an Event on every condition change (src/pipeline/condition-events.ts)"
         }
       }
     }
+  });
+
+  it(`remembers ${MAX_REMEMBERED} objects, those with the same conditions sharing one record; the least recently changed go first`, () => {
+    const recorded: string[] = [];
+    const events: EventRecorder = {
+      record: async (e) => {
+        recorded.push(e.regarding.metadata.name);
+      },
+    };
+    const lan = (i: number) => parentObject("TailnetSite", `lan-${i}`, {}, { namespace: "net", uid: `uid-${i}` });
+    const full = (c: ReturnType<typeof cond>): Condition => ({ ...c, lastTransitionTime: "t", observedGeneration: 1 });
+    const down = [
+      cond("Advertised", "False", "NotAdvertised", "none"),
+      cond("Ready", "False", "NotAdvertised", "none"),
+    ].map(full);
+    for (let i = 0; i <= MAX_REMEMBERED; i++) recordConditionEvents(events, lan(i), undefined, down);
+    assert.equal(recorded.length, 2 * (MAX_REMEMBERED + 1));
+    assert.deepEqual(rememberedConditions(events), { objects: MAX_REMEMBERED, records: 1 });
+    // answered again before its status is written back: a remembered object records nothing, the forgotten one again
+    recordConditionEvents(events, lan(MAX_REMEMBERED), undefined, down);
+    recordConditionEvents(events, lan(1), undefined, down);
+    assert.equal(recorded.length, 2 * (MAX_REMEMBERED + 1));
+    recordConditionEvents(events, lan(0), undefined, down);
+    assert.deepEqual(recorded.slice(-2), ["lan-0", "lan-0"]);
+    // one object's change is its own: it holds a record of its own, the others keep theirs
+    recordConditionEvents(events, lan(5), undefined, [full(cond("Ready", "True", "Ready"))]);
+    assert.deepEqual(rememberedConditions(events), { objects: MAX_REMEMBERED, records: 2 });
+    recordConditionEvents(events, lan(6), undefined, down);
+    assert.equal(recorded.at(-1), "lan-5", "lan-6 still remembers its own conditions");
   });
 });

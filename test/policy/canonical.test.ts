@@ -135,7 +135,16 @@ describe("policyHash / hashOfLivePolicy", () => {
     const r = hashOfLivePolicy(live);
     assert.ok(r.ok);
     assert.equal(r.hash, policyHash(written));
-    assert.equal(r.canonical, written);
+  });
+
+  it("keeps the answers for the live policy and the one before it only (each key is a whole policy text)", () => {
+    const texts = [1, 2, 3].map((i) => `{"tagOwners": {"tag:memo-${i}": []}}`);
+    const first = texts.map((t) => hashOfLivePolicy(t));
+    assert.equal(hashOfLivePolicy(texts[2]), first[2], "the live one is answered from the memo");
+    assert.equal(hashOfLivePolicy(texts[1]), first[1], "and the one before it");
+    const again = hashOfLivePolicy(texts[0]);
+    assert.notEqual(again, first[0], "an older text was let go, and is parsed again");
+    assert.deepEqual(again, first[0]);
   });
 
   it("changes when an array's order changes", () => {

@@ -64,4 +64,30 @@ describe("egress metrics", () => {
     withdrawEgressMetrics(m, p);
     assert.deepEqual(await series(m, "tailnet_egress_target_state"), []);
   });
+
+  it("egresses in the same states share what they remember, and a change to one leaves the others' series", async () => {
+    const m = createOperatorMetrics({ defaultMetrics: false });
+    const named = (name: string) => ({ ...egressParent(), metadata: { ...egressParent().metadata, name } });
+    const targets = [
+      { name: "postgres", state: "Ready" },
+      { name: "redis", state: "NoGrant" },
+    ];
+    for (const name of ["a", "b", "c"]) publishEgressMetrics(m, named(name), { targets });
+    publishEgressMetrics(m, named("b"), { targets: [{ name: "postgres", state: "Unreachable" }] });
+    publishEgressMetrics(m, named("c"), { targets }); // unchanged: sets nothing
+    const ones = (await series(m, "tailnet_egress_target_state")).filter((l) => l.endsWith(" 1"));
+    assert.deepEqual(ones, [
+      'tailnet_egress_target_state{namespace="shop",name="a",target="postgres",state="Ready"} 1',
+      'tailnet_egress_target_state{namespace="shop",name="a",target="redis",state="NoGrant"} 1',
+      'tailnet_egress_target_state{namespace="shop",name="b",target="postgres",state="Unreachable"} 1',
+      'tailnet_egress_target_state{namespace="shop",name="c",target="postgres",state="Ready"} 1',
+      'tailnet_egress_target_state{namespace="shop",name="c",target="redis",state="NoGrant"} 1',
+    ]);
+    assert.equal((await series(m, "tailnet_egress_target_state")).filter((l) => l.includes('name="b"')).length, 8);
+    for (const name of ["a", "b", "c"]) withdrawEgressMetrics(m, named(name));
+    assert.deepEqual(await series(m, "tailnet_egress_target_state"), []);
+    // withdrawn, then published again: every series is set anew
+    publishEgressMetrics(m, named("a"), { targets });
+    assert.equal((await series(m, "tailnet_egress_target_state")).length, 16);
+  });
 });
