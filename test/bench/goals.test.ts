@@ -11,8 +11,9 @@ import type { ScaleBench } from "../../bench/tailnet-scale.js";
 
 const real = {
   throughputRatio: 0.96,
-  agent: { bytesPerSecond: 1, connectP50ms: 2, connectP99ms: 20 },
+  agent: { bytesPerSecond: 0.9, connectP50ms: 2, connectP99ms: 20 },
   socks: { bytesPerSecond: 1, connectP50ms: 2, connectP99ms: 10 },
+  bare: { bytesPerSecond: 1, connectP50ms: 2, connectP99ms: 10 },
 } as RealBench;
 const agent = {
   vsHaproxy: { throughput: 0.94, setupP50: 1.2, setupP99: 1, cpuPerGiB: 1, cpuPerConnection: 1 },
@@ -48,6 +49,7 @@ test("every goal row reads its figure and compares it with the goal", () => {
     true,
     false,
     false,
+    false,
     true,
     true,
     false,
@@ -58,26 +60,27 @@ test("every goal row reads its figure and compares it with the goal", () => {
     "reported",
   ]);
   assert.deepEqual(
-    rows.slice(9).map((r) => r.value),
+    rows.slice(10).map((r) => r.value),
     ["0.50", "0.30"],
     "HTTP/2 and gRPC: agent ÷ HAProxy, no goal",
   );
-  assert.equal(rows[1].value, "2.00", "connect p99 is agent ÷ SOCKS5");
-  assert.equal(rows[6].value, "19.5", "the loop goal reads the steady rounds with the Tailnet's syncs");
-  assert.equal(rows[7].value, "257.0", "the RSS goal reads the steady rounds' peak, not the install's");
-  assert.equal(rows[8].value, "380.0", "the Tailnet's RSS goal reads the row run with the pod's heap and budget");
+  assert.equal(rows[1].value, "0.90", "the floor row is agent ÷ the bare relay of the same run");
+  assert.equal(rows[2].value, "2.00", "connect p99 is agent ÷ SOCKS5");
+  assert.equal(rows[7].value, "19.5", "the loop goal reads the steady rounds with the Tailnet's syncs");
+  assert.equal(rows[8].value, "257.0", "the RSS goal reads the steady rounds' peak, not the install's");
+  assert.equal(rows[9].value, "380.0", "the Tailnet's RSS goal reads the row run with the pod's heap and budget");
 });
 
 test("a Tailnet sync the pod's limits refuse is NOT MET, whatever its RSS", () => {
   const refused = {
     rows: [{ workloads: 20_000, peakRssMiB: 120, status: 413, pod: true }],
   } as unknown as ScaleBench;
-  const row = goalRows({ scale: refused })[8];
+  const row = goalRows({ scale: refused })[9];
   assert.deepEqual([row.value, row.met], ["HTTP 413", false]);
 });
 
 test("a section that did not run is NOT MEASURED, never PASS", () => {
   const rows = goalTableRows(goalRows({ real: { notMeasured: "no root" } }));
-  assert.equal(rows.length, 11);
+  assert.equal(rows.length, 12);
   for (const [, text] of rows) assert.match(text, /^not measured \(goal .*\): NOT MEASURED$/);
 });
