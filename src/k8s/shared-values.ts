@@ -27,6 +27,12 @@ export class SharedValues<T extends object> {
     return value;
   }
 
+  /** A holder lets go of `old` (if any) and holds `next`: what each holder does when its value changes. */
+  swap(old: T | undefined, next: T): T {
+    this.release(old);
+    return this.hold(next);
+  }
+
   /** One holder less of a value `hold` returned; anything else is ignored. */
   release(value: T | undefined): void {
     if (value === undefined) return;
@@ -50,6 +56,10 @@ export class SharedValues<T extends object> {
 
 /** A number as a key: distinct for every value a gauge can hold (-0 and 0 too, which `String` merges). */
 export const numberKey = (n: number): string => (Object.is(n, -0) ? "-0" : String(n));
+
+/** A record of strings as one key (its entries in order). */
+export const recordKey = (record: Readonly<Record<string, string>>): string =>
+  stringsKey(Object.entries(record).flat());
 
 /** Strings as one key, each length-prefixed so that no choice of separators can make two lists collide. */
 export const stringsKey = (parts: readonly string[]): string => {

@@ -98,9 +98,11 @@ export class CompactGauge<L extends string> {
 
   /** The object's series become `next` (none: it has no series left), shared with the objects holding the same. */
   private replace(head: string, old: Pairs | undefined, next: (string | number)[]): void {
-    this.sharedPairs.release(old);
-    if (next.length) this.groups.set(head, this.sharedPairs.hold(next));
-    else this.groups.delete(head);
+    if (next.length) this.groups.set(head, this.sharedPairs.swap(old, next));
+    else {
+      this.sharedPairs.release(old);
+      this.groups.delete(head);
+    }
   }
 
   private put(labels: Partial<Record<L, string | number>>, value: (old: number) => number): void {

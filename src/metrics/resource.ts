@@ -5,7 +5,7 @@
  */
 import type { Condition } from "../conditions/condition.js";
 import { attachedMemo } from "../k8s/attached.js";
-import { SharedValues, stringsKey } from "../k8s/shared-values.js";
+import { recordKey, SharedValues } from "../k8s/shared-values.js";
 import { registryMemory } from "./memory.js";
 import type { OperatorMetrics } from "./registry.js";
 
@@ -27,8 +27,7 @@ interface Published {
 }
 const publishedFor = registryMemory<Published>("resourceSeries");
 const sharedReasonsFor = attachedMemo<OperatorMetrics, SharedValues<Readonly<Record<string, string>>>>("sharedReasons");
-const sharedReasons = (metrics: OperatorMetrics) =>
-  sharedReasonsFor.of(metrics, () => new SharedValues((r) => stringsKey(Object.entries(r).flat())));
+const sharedReasons = (metrics: OperatorMetrics) => sharedReasonsFor.of(metrics, () => new SharedValues(recordKey));
 
 /**
  * Series kept per object and condition type: the active reason and the ones just before it. A
@@ -86,9 +85,7 @@ export function publishConditions(
     metrics.resourceCondition.set({ ...id, type: c.type, reason: c.reason }, 1);
   }
   if (reasonsNow) {
-    const shared = sharedReasons(metrics);
-    shared.release(entry.reasons);
-    entry.reasons = shared.hold(reasonsNow);
+    entry.reasons = sharedReasons(metrics).swap(entry.reasons, reasonsNow);
   }
   const ready = conditions.find((c) => c.type === "Ready");
   const current = ready && ready.observedGeneration === generation ? ready : undefined;

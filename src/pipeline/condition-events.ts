@@ -18,7 +18,7 @@
 import type { Condition } from "../conditions/condition.js";
 import { attachedMemo } from "../k8s/attached.js";
 import { isRecord, type K8sObject } from "../k8s/objects.js";
-import { SharedValues, stringsKey } from "../k8s/shared-values.js";
+import { recordKey, SharedValues } from "../k8s/shared-values.js";
 import type { EventRecorder, OperatorEvent } from "./types.js";
 
 /** Condition types whose True is the trouble (a conflict, an overlap, a failed renewal, an expired key). */
@@ -69,7 +69,7 @@ export const MAX_REMEMBERED = 20_000;
 const memoryOf = (events: EventRecorder) =>
   recordedLast.of(events, () => ({
     byObject: new Map(),
-    records: new SharedValues<Recorded>((r) => stringsKey(Object.entries(r).flat())),
+    records: new SharedValues<Recorded>(recordKey),
   }));
 
 function objectKey(o: K8sObject): string {
@@ -134,9 +134,8 @@ export function recordConditionEvents(
     if (!echo) events.record(event).catch(() => undefined);
   }
   if (!next) return;
-  memory.records.release(held);
   memory.byObject.delete(key);
-  memory.byObject.set(key, memory.records.hold(next));
+  memory.byObject.set(key, memory.records.swap(held, next));
   if (memory.byObject.size > MAX_REMEMBERED) {
     const [oldest, record] = memory.byObject.entries().next().value as [string, Recorded];
     memory.records.release(record);

@@ -30,6 +30,9 @@ describe("SharedValues", () => {
     const d = shared.hold(["Ready", "True"]);
     assert.notEqual(d, a);
     assert.deepEqual(d, a);
+    // swap: the holder of d now holds an equal of c, and d goes with it
+    assert.equal(shared.swap(d, ["Ready", "False"]), c);
+    assert.equal(shared.size, 1);
   });
 
   it("holds no more values than are held now, after any sequence of holds and releases", () => {

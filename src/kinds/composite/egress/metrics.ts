@@ -61,9 +61,7 @@ export function publishEgressMetrics(metrics: OperatorMetrics, parent: K8sObject
         if (TARGET_STATES.includes(state)) metrics.egressTargetState.set({ ...id, target, state }, 1);
       }
     }
-    const shared = sharedStates(metrics);
-    shared.release(memory.get(key));
-    memory.set(key, shared.hold(list));
+    memory.set(key, sharedStates(metrics).swap(memory.get(key), list));
   }
 
   if (values.routesMissing === undefined) metrics.egressRoutesMissingDeprecated.remove(id);
